@@ -1,0 +1,17 @@
+# The two commands: `make demo` runs the main job, `make test` runs the tests. Both bootstrap first.
+.PHONY: bootstrap demo test test-slow clean
+
+bootstrap:
+	@bash scripts/bootstrap.sh
+
+demo: bootstrap
+	.venv/bin/advisor demo
+
+test: bootstrap
+	.venv/bin/python -m pytest
+
+test-slow: bootstrap
+	.venv/bin/python -m pytest -m slow
+
+clean:
+	rm -rf .venv .pytest_cache

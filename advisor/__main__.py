@@ -1,0 +1,3 @@
+from advisor.cli import run
+
+run()

@@ -1,0 +1,175 @@
+"""The ``advisor`` command (Typer). Commands parse flags, call one service method, render the result.
+
+``--json`` prints exactly one JSON document on stdout; progress goes to stderr. Errors print one line on stderr
+(``error: ...``) and exit non-zero: 1 for an error of the advisor or its target, 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from typing import Annotated
+
+import typer
+from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer >= 0.20 vendors click
+from rich.console import Console
+
+from advisor import codec, render
+from advisor.errors import AdvisorError
+from advisor.progress import reporter
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="db-advisor: ML tuning advisor for PostgreSQL. Observes a workload, proposes changes, "
+                       "validates them on a shadow instance, and recommends.")
+tune_app = typer.Typer(no_args_is_help=True, help="Propose and validate changes for a target.")
+app.add_typer(tune_app, name="tune")
+
+Target = Annotated[str, typer.Option("--target", "-t", help="libpq DSN or postgresql:// URL of the database")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="print one JSON document on stdout")]
+StoreOpt = Annotated[str | None, typer.Option("--store", help="path of the DuckDB store (default: ADVISOR_STORE)")]
+
+
+class Storage(str, Enum):
+    ssd = "ssd"
+    hdd = "hdd"
+    san = "san"
+
+
+class State(str, Enum):
+    proposed = "proposed"
+    validated = "validated"
+    rejected = "rejected"
+    approved = "approved"
+    applied = "applied"
+    rolled_back = "rolled_back"
+
+
+def _service(store: str | None, quiet: bool = False):
+    from advisor.service import AdvisorService
+    from advisor.store import open_store
+
+    return AdvisorService(open_store(store), say=reporter(quiet=quiet))
+
+
+def _emit_json(doc: object) -> None:
+    sys.stdout.write(json.dumps(codec.plain(doc), indent=2, default=str) + "\n")
+
+
+@app.command()
+def observe(target: Target, json_out: JsonFlag = False, interval: Annotated[float, typer.Option(
+        help="seconds between two snapshots; 0 = everything since the last stats reset", min=0)] = 0.0,
+        top: Annotated[int, typer.Option(help="statements to list", min=1)] = 10, store: StoreOpt = None) -> None:
+    """Snapshot a database: workload (pg_stat_statements), metrics, settings, schema and indexes."""
+    service = _service(store, quiet=json_out)
+    obs = service.observe(target, interval_s=interval)
+    if json_out:
+        s = obs.snapshot
+        _emit_json({"target_id": obs.target_id, "snapshot_id": obs.snapshot_id, "database": s.database,
+                    "server_version": s.server_version, "workload_kind": obs.workload_kind,
+                    "workload": obs.workload, "metrics": s.metrics, "tables": s.tables, "indexes": s.indexes,
+                    "settings_count": len(s.settings)})
+    else:
+        render.observation(Console(), obs, top)
+
+
+@tune_app.command("knobs")
+def tune_knobs(target: Target, optimizer: Annotated[str, typer.Option(help="knob optimizer")] = "rules",
+               json_out: JsonFlag = False,
+               rounds: Annotated[int, typer.Option(help="interleaved A/B rounds on the shadow", min=1)] = 5,
+               validate: Annotated[bool, typer.Option(help="validate on a shadow before recommending")] = True,
+               sample_percent: Annotated[float | None, typer.Option(
+                   help="load the shadow with this percentage of large tables", min=0.001, max=100)] = None,
+               memory_gb: Annotated[float | None, typer.Option(help="server RAM (default: this machine's)", min=0.1)] = None,
+               cores: Annotated[int | None, typer.Option(help="server cores (default: this machine's)", min=1)] = None,
+               storage: Annotated[Storage | None, typer.Option(help="server storage kind")] = None,
+               store: StoreOpt = None) -> None:
+    """Recommend settings for a target, validated on a shadow instance."""
+    from advisor.hardware import resolve
+    from advisor.shadow import ValidationOptions
+
+    service = _service(store)
+    hw = resolve(memory_gb, cores, storage.value if storage else None)
+    result = service.tune_knobs(target, optimizer, hardware=hw, sample_percent=sample_percent,
+                                validation=ValidationOptions(rounds=rounds) if validate else None)
+    if json_out:
+        _emit_json(_tune_doc(result))
+    else:
+        render.tune_result(Console(), result)
+
+
+def _tune_doc(result) -> dict:
+    rec = result.recommendation
+    return {"recommendation": codec.recommendation_dict(rec) if rec else None, "reasons": result.reasons,
+            "message": result.message, "workload_kind": result.observation.workload_kind,
+            "not_replayed": [{"statement": s, "reason": r} for s, r in result.skipped]}
+
+
+@app.command()
+def recommendations(json_out: JsonFlag = False,
+                    state: Annotated[State | None, typer.Option(help="only this state")] = None,
+                    store: StoreOpt = None) -> None:
+    """List stored recommendations, newest first."""
+    service = _service(store, quiet=True)
+    recs = service.recommendations(state.value if state else None)
+    if json_out:
+        _emit_json({"recommendations": [codec.recommendation_dict(r) for r in recs]})
+    else:
+        render.recommendations(Console(), recs)
+
+
+@app.command()
+def demo(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.001, max=10)] = 0.1,
+         rounds: Annotated[int, typer.Option(help="interleaved A/B rounds", min=1)] = 5,
+         streams: Annotated[int, typer.Option(help="TPC-H streams run as the workload", min=1)] = 3,
+         json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+    """Tune a self-started Postgres with TPC-H end to end (starts and stops its own servers)."""
+    from advisor.demo import DemoOptions, run_demo
+
+    service = _service(store)
+    result = run_demo(service, DemoOptions(scale=scale, streams=streams, rounds=rounds), say=service.say)
+    if json_out:
+        _emit_json(_tune_doc(result))
+    else:
+        render.tune_result(Console(), result)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the command; turn every error into one line on stderr."""
+    from advisor.settings import get_settings
+    from connectors.sandbox import install_signal_handlers
+
+    install_signal_handlers()
+    command = typer.main.get_command(app)
+    try:
+        command.main(args=argv, prog_name="advisor", standalone_mode=False)
+        return 0
+    except typer.Exit as e:
+        return e.exit_code
+    except NoArgsIsHelpError as e:
+        print(e.ctx.get_help() if e.ctx else "see advisor --help")
+        return 0
+    except UsageError as e:
+        hint = f" (see advisor {e.ctx.command_path.split(' ', 1)[1] + ' ' if e.ctx and ' ' in e.ctx.command_path else ''}--help)"
+        print(f"error: {e.format_message()}{hint}", file=sys.stderr)
+        return 2
+    except typer.Abort:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("error: interrupted; servers started by this command were stopped", file=sys.stderr)
+        return 130
+    except AdvisorError as e:
+        print(f"error: {e.message}", file=sys.stderr)
+        return e.exit_code
+    except Exception as e:  # noqa: BLE001 - last resort: one line, traceback only on request
+        if get_settings().debug:
+            raise
+        first = (str(e).strip().splitlines() or [""])[0]
+        print(f"error: internal error ({type(e).__name__}: {first}); set ADVISOR_DEBUG=1 for a traceback",
+              file=sys.stderr)
+        return 1
+
+
+def run() -> None:
+    sys.exit(main())

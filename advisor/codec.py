@@ -1,0 +1,54 @@
+"""JSON-ready dicts to and from the domain types, for the store and for ``--json`` output."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from advisor.domain import Change, Evidence, IndexChange, KnobChange, Recommendation, StatementEvidence
+
+
+def plain(obj: Any) -> Any:
+    """Dataclasses, tuples and floats made JSON-safe (NaN and infinities become null)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def change_from(d: dict) -> Change:
+    if d.get("kind") == "knob":
+        return KnobChange(d["name"], d["value"])
+    if d.get("kind") == "index":
+        return IndexChange(d["schema"], d["table"], tuple(d["columns"]), d.get("method", "btree"), d.get("name"))
+    raise ValueError(f"unknown change kind {d.get('kind')!r}")
+
+
+def _f(x: Any) -> float:
+    return float("nan") if x is None else float(x)
+
+
+def evidence_from(d: dict | None) -> Evidence | None:
+    if d is None:
+        return None
+    statements = tuple(
+        StatementEvidence(s["queryid"], s["sql"], _f(s["weight"]), _f(s["baseline_ms"]), _f(s["candidate_ms"]),
+                          _f(s["ratio"]), (_f(s["ratio_ci"][0]), _f(s["ratio_ci"][1])), bool(s["regressed"]),
+                          int(s.get("errors", 0)))
+        for s in d["statements"])
+    return Evidence(int(d["rounds"]), tuple(map(_f, d["baseline_totals_ms"])), tuple(map(_f, d["candidate_totals_ms"])),
+                    _f(d["gain"]), (_f(d["gain_ci"][0]), _f(d["gain_ci"][1])), statements, _f(d["min_gain"]),
+                    _f(d["regression_threshold"]))
+
+
+def recommendation_dict(rec: Recommendation) -> dict:
+    out = plain(rec)
+    if rec.evidence is not None:
+        out["evidence"]["accepted"] = rec.evidence.accepted
+    return out

@@ -1,0 +1,258 @@
+"""Domain types shared by every package: plain frozen dataclasses, no behaviour beyond small helpers.
+
+Units are in the field names or docstrings: ``*_ms`` milliseconds, ``*_bytes`` bytes. Knob values are kept as
+the strings PostgreSQL accepts (``'256MB'``, ``'0.9'``, ``'on'``); ``advisor.knobvalues`` converts them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Engine = Literal["postgres", "mysql"]
+
+
+# --- observation -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatementStat:
+    """Cumulative pg_stat_statements counters for one normalized statement."""
+
+    queryid: str
+    query: str
+    calls: int
+    total_ms: float
+    rows: int
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement of a workload: normalized SQL and what it cost in the observed interval."""
+
+    queryid: str
+    sql: str
+    calls: int
+    total_ms: float
+    rows: int = 0
+
+    @property
+    def mean_ms(self) -> float:
+        return self.total_ms / self.calls if self.calls else 0.0
+
+    @property
+    def is_write(self) -> bool:
+        head = self.sql.lstrip().split(None, 1)[0].upper() if self.sql.strip() else ""
+        return head in {"INSERT", "UPDATE", "DELETE", "MERGE"}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Statements observed over an interval; a statement's weight is its number of calls."""
+
+    statements: tuple[Statement, ...]
+    interval_s: float | None = None
+
+    @property
+    def total_ms(self) -> float:
+        return sum(s.total_ms for s in self.statements)
+
+    @property
+    def total_calls(self) -> int:
+        return sum(s.calls for s in self.statements)
+
+    def write_share(self) -> float:
+        calls = self.total_calls
+        return sum(s.calls for s in self.statements if s.is_write) / calls if calls else 0.0
+
+
+@dataclass(frozen=True)
+class KnobSpec:
+    """One setting from the catalog (pg_settings). Bounds are in ``unit`` (e.g. ``8kB`` pages, ``ms``)."""
+
+    name: str
+    vartype: str  # bool | integer | real | string | enum
+    unit: str | None
+    setting: str  # current value, in ``unit``
+    boot_value: str | None
+    min_value: float | None
+    max_value: float | None
+    enum_values: tuple[str, ...] = ()
+    context: str = "user"  # postmaster | sighup | superuser | user | ...
+    category: str = ""
+    description: str = ""
+    source: str = "default"
+    sourcefile: str | None = None
+
+    @property
+    def needs_restart(self) -> bool:
+        return self.context == "postmaster"
+
+    @property
+    def reload_only(self) -> bool:
+        return self.context in {"sighup", "superuser", "user", "superuser-backend", "backend"}
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    schema: str
+    name: str
+    rows: float
+    total_bytes: int
+    seq_scan: int = 0
+    idx_scan: int = 0
+    inserts: int = 0
+    updates: int = 0
+    deletes: int = 0
+
+
+@dataclass(frozen=True)
+class ColumnStats:
+    schema: str
+    table: str
+    column: str
+    null_frac: float
+    n_distinct: float
+    avg_width: int
+    correlation: float | None
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    schema: str
+    table: str
+    name: str
+    definition: str
+    size_bytes: int
+    scans: int
+    is_unique: bool
+    is_primary: bool
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What the tuned server runs on. ``storage`` is ``ssd`` | ``hdd`` | ``san``."""
+
+    memory_bytes: int
+    cores: int
+    storage: str = "ssd"
+    source: str = "detected"  # detected | given
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything observed of a database at one instant."""
+
+    taken_at: float  # unix seconds
+    server_version: str
+    database: str
+    statements: tuple[StatementStat, ...]
+    metrics: dict[str, float]
+    settings: tuple[KnobSpec, ...]
+    tables: tuple[TableInfo, ...]
+    columns: tuple[ColumnStats, ...]
+    indexes: tuple[IndexInfo, ...]
+
+
+# --- changes ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KnobChange:
+    name: str
+    value: str
+    kind: str = field(default="knob", init=False)
+
+
+@dataclass(frozen=True)
+class IndexChange:
+    schema: str
+    table: str
+    columns: tuple[str, ...]
+    method: str = "btree"
+    name: str | None = None
+    kind: str = field(default="index", init=False)
+
+
+Change = KnobChange | IndexChange
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What was done to a server and exactly how to undo it."""
+
+    changes: tuple[Change, ...]
+    apply_sql: tuple[str, ...]
+    revert_sql: tuple[str, ...]
+    needs_restart: bool
+    restarted: bool = False
+
+
+# --- measurement -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatementEvidence:
+    queryid: str
+    sql: str
+    weight: float
+    baseline_ms: float  # median
+    candidate_ms: float  # median
+    ratio: float  # candidate / baseline
+    ratio_ci: tuple[float, float]
+    regressed: bool
+    errors: int = 0
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Baseline vs candidate measured interleaved on one shadow. gain = 1 - candidate/baseline (weighted time)."""
+
+    rounds: int
+    baseline_totals_ms: tuple[float, ...]
+    candidate_totals_ms: tuple[float, ...]
+    gain: float
+    gain_ci: tuple[float, float]
+    statements: tuple[StatementEvidence, ...]
+    min_gain: float
+    regression_threshold: float
+
+    @property
+    def regressions(self) -> tuple[StatementEvidence, ...]:
+        return tuple(s for s in self.statements if s.regressed)
+
+    @property
+    def significant(self) -> bool:
+        return self.gain_ci[0] >= self.min_gain
+
+    @property
+    def accepted(self) -> bool:
+        return self.significant and not self.regressions
+
+
+RecommendationState = Literal["proposed", "validated", "rejected", "approved", "applied", "rolled_back"]
+
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "proposed": frozenset({"validated", "rejected"}),
+    "validated": frozenset({"approved", "rejected"}),
+    "rejected": frozenset(),
+    "approved": frozenset({"applied", "rejected"}),
+    "applied": frozenset({"rolled_back"}),
+    "rolled_back": frozenset(),
+}
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    id: str
+    target_id: str
+    kind: str  # knobs | indexes | rewrites | learned_index
+    optimizer: str
+    changes: tuple[Change, ...]
+    apply_sql: tuple[str, ...]
+    revert_sql: tuple[str, ...]
+    needs_restart: bool
+    state: str
+    created_at: float
+    evidence: Evidence | None = None
+    note: str = ""

@@ -1,0 +1,54 @@
+"""Errors a user can act on. Each carries one clear, single-line message.
+
+Every layer raises these (never bare exceptions) for conditions caused by input or by the environment, so the
+CLI, REST API and scheduler can report them without a traceback.
+"""
+
+
+class AdvisorError(Exception):
+    """Base class: an error with a message meant for the user."""
+
+    exit_code = 1
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class TargetUnreachable(AdvisorError):
+    """The database could not be reached (bad DSN, server down, connection dropped)."""
+
+
+class MissingExtension(AdvisorError):
+    """A required extension (pg_stat_statements, hypopg, pg_qualstats) is not installed or not preloaded."""
+
+
+class UnknownKnob(AdvisorError):
+    """A setting name that the target's catalog does not have."""
+
+
+class InvalidKnobValue(AdvisorError):
+    """A value that cannot be parsed for its knob or lies outside the catalog's bounds."""
+
+
+class BadStatement(AdvisorError):
+    """SQL that cannot be parsed, bound or executed."""
+
+
+class SandboxError(AdvisorError):
+    """A local server could not be created, started or stopped."""
+
+
+class StoreError(AdvisorError):
+    """The advisor's own store is unusable or an operation on it is not allowed."""
+
+
+class InvalidTransition(StoreError):
+    """A recommendation state change that its lifecycle does not allow."""
+
+
+class NotFound(AdvisorError):
+    """A named object (target, recommendation, optimizer) does not exist."""

@@ -1,0 +1,90 @@
+"""Turning interleaved baseline/candidate replays into Evidence: medians, gain with a bootstrap interval, and
+per-statement regressions. Pure functions over latency samples (ms); no I/O.
+
+- A round's total is the workload's estimated time: sum over statements of calls x median latency (ms).
+- gain = 1 - median(candidate totals) / median(baseline totals); its 95% interval comes from a paired bootstrap
+  over rounds (baseline and candidate of one round share the server's state and drift).
+- A statement regresses when its median ratio candidate/baseline is at least 1 + ``regression_threshold``, the
+  lower end of its bootstrap interval is above 1, and it got slower by at least ``min_abs_ms`` (sub-millisecond
+  jitter on tiny statements is not a regression). A statement that fails only under the candidate regresses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from advisor.domain import Evidence, StatementEvidence
+
+
+@dataclass(frozen=True)
+class ArmRound:
+    """One measured pass of one arm: latency samples (ms) and error counts, by statement id."""
+
+    samples: Mapping[str, Sequence[float]]
+    errors: Mapping[str, int]
+
+
+def _median(values: Sequence[float]) -> float:
+    return float(np.median(np.asarray(values, dtype=float))) if len(values) else float("nan")
+
+
+def _ratio_ci(a: np.ndarray, b: np.ndarray, rng: np.random.Generator, n_boot: int) -> tuple[float, float]:
+    if len(a) < 2 or len(b) < 2:
+        r = float(np.median(b) / np.median(a)) if np.median(a) > 0 else float("nan")
+        return r, r
+    ia = rng.integers(0, len(a), size=(n_boot, len(a)))
+    ib = rng.integers(0, len(b), size=(n_boot, len(b)))
+    ma = np.median(a[ia], axis=1)
+    mb = np.median(b[ib], axis=1)
+    ratios = mb / np.maximum(ma, 1e-9)
+    lo, hi = np.percentile(ratios, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def compare(baseline: Sequence[ArmRound], candidate: Sequence[ArmRound], weights: Mapping[str, float],
+            sql: Mapping[str, str] | None = None, *, min_gain: float = 0.02, regression_threshold: float = 0.10,
+            min_abs_ms: float = 1.0, n_boot: int = 2000, seed: int = 0) -> Evidence:
+    """Evidence from ``rounds`` paired passes (``baseline[i]`` and ``candidate[i]`` ran back to back)."""
+    if len(baseline) != len(candidate) or not baseline:
+        raise ValueError("baseline and candidate need the same, non-zero number of rounds")
+    rng = np.random.default_rng(seed)
+    sql = sql or {}
+    rounds = len(baseline)
+    ids = [k for k in weights if all(r.samples.get(k) for r in baseline) and all(r.samples.get(k) for r in candidate)]
+    base_tot = np.array([sum(weights[k] * _median(r.samples[k]) for k in ids) for r in baseline])
+    cand_tot = np.array([sum(weights[k] * _median(r.samples[k]) for k in ids) for r in candidate])
+
+    if ids and np.median(base_tot) > 0:
+        gain = 1.0 - float(np.median(cand_tot) / np.median(base_tot))
+        if rounds >= 2:
+            idx = rng.integers(0, rounds, size=(n_boot, rounds))
+            boot = 1.0 - np.median(cand_tot[idx], axis=1) / np.maximum(np.median(base_tot[idx], axis=1), 1e-9)
+            lo, hi = np.percentile(boot, [2.5, 97.5])
+            gain_ci = (float(lo), float(hi))
+        else:
+            gain_ci = (gain, gain)
+    else:
+        gain, gain_ci = 0.0, (0.0, 0.0)
+
+    per_statement: list[StatementEvidence] = []
+    for k, w in weights.items():
+        a = np.array([x for r in baseline for x in r.samples.get(k, ())], dtype=float)
+        b = np.array([x for r in candidate for x in r.samples.get(k, ())], dtype=float)
+        base_err = sum(r.errors.get(k, 0) for r in baseline)
+        cand_err = sum(r.errors.get(k, 0) for r in candidate)
+        if len(a) == 0 or len(b) == 0:
+            per_statement.append(StatementEvidence(k, sql.get(k, ""), w, _median(a), _median(b), float("nan"),
+                                                   (float("nan"), float("nan")), cand_err > base_err, cand_err))
+            continue
+        ma, mb = float(np.median(a)), float(np.median(b))
+        ratio = mb / ma if ma > 0 else float("nan")
+        ci = _ratio_ci(a, b, rng, n_boot)
+        regressed = (ratio >= 1.0 + regression_threshold and ci[0] > 1.0 and mb - ma >= min_abs_ms) \
+            or cand_err > base_err
+        per_statement.append(StatementEvidence(k, sql.get(k, ""), w, ma, mb, ratio, ci, regressed, cand_err))
+    per_statement.sort(key=lambda s: -(s.weight * (s.baseline_ms if s.baseline_ms == s.baseline_ms else 0.0)))
+    return Evidence(rounds, tuple(map(float, base_tot)), tuple(map(float, cand_tot)), gain, gain_ci,
+                    tuple(per_statement), min_gain, regression_threshold)

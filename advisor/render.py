@@ -1,0 +1,75 @@
+"""Human-readable rendering of results for the CLI (rich). JSON output goes through ``codec`` instead."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from advisor.domain import KnobChange, Recommendation
+from advisor.service import Observation, TuneResult
+
+
+def _short(sql: str, n: int = 70) -> str:
+    one = " ".join(sql.split())
+    return one if len(one) <= n else one[: n - 1] + "…"
+
+
+def observation(console: Console, obs: Observation, top: int = 10) -> None:
+    s = obs.snapshot
+    console.print(f"[bold]{s.database}[/] on PostgreSQL {s.server_version}: {len(s.tables)} tables, "
+                  f"{len(s.indexes)} indexes, {s.metrics.get('database_bytes', 0) / 1024**2:.1f} MB")
+    w = obs.workload
+    console.print(f"workload: {len(w.statements)} statements, {w.total_calls} calls, {w.total_ms / 1000:.2f} s "
+                  f"total, kind [bold]{obs.workload_kind}[/], writes {w.write_share():.0%}")
+    table = Table("calls", "total ms", "mean ms", "statement", title=f"top {top} statements by total time")
+    for st in w.statements[:top]:
+        table.add_row(str(st.calls), f"{st.total_ms:.1f}", f"{st.mean_ms:.2f}", _short(st.sql))
+    console.print(table)
+
+
+def recommendation(console: Console, rec: Recommendation, reasons: dict[str, str] | None = None) -> None:
+    reasons = reasons or {}
+    console.print(f"\n[bold]Recommendation {rec.id}[/] ({rec.kind}, by {rec.optimizer}): state [bold]{rec.state}[/]")
+    table = Table("change", "reason")
+    for c in rec.changes:
+        label = f"{c.name} = {c.value}" if isinstance(c, KnobChange) else f"index on {c.table} ({', '.join(c.columns)})"
+        table.add_row(label, reasons.get(getattr(c, "name", ""), ""))
+    console.print(table)
+    ev = rec.evidence
+    if ev is not None:
+        lo, hi = ev.gain_ci
+        console.print(f"measured on a shadow: gain [bold]{ev.gain:+.1%}[/] (95% CI {lo:+.1%} .. {hi:+.1%}) over "
+                      f"{ev.rounds} interleaved rounds; workload time per round, median: "
+                      f"baseline {sorted(ev.baseline_totals_ms)[len(ev.baseline_totals_ms) // 2]:.0f} ms, "
+                      f"candidate {sorted(ev.candidate_totals_ms)[len(ev.candidate_totals_ms) // 2]:.0f} ms")
+        if ev.regressions:
+            reg = Table("baseline ms", "candidate ms", "ratio", "statement", title="statements that regressed")
+            for s in ev.regressions:
+                reg.add_row(f"{s.baseline_ms:.1f}", f"{s.candidate_ms:.1f}", f"{s.ratio:.2f}", _short(s.sql))
+            console.print(reg)
+    console.print("[bold]to apply[/] (after approval):" + (" then restart the server" if rec.needs_restart else ""))
+    for line in rec.apply_sql:
+        console.print(f"  {line};", markup=False)
+    console.print("[bold]to revert[/]:" + (" then restart the server" if rec.needs_restart else ""))
+    for line in rec.revert_sql:
+        console.print(f"  {line};", markup=False)
+
+
+def tune_result(console: Console, result: TuneResult) -> None:
+    if result.recommendation is None:
+        console.print(result.message or "nothing to recommend")
+        return
+    recommendation(console, result.recommendation, result.reasons)
+    if result.message:
+        console.print(f"verdict: {result.message}")
+    for sql, why in result.skipped:
+        console.print(f"[yellow]not replayed[/]: {_short(sql)} ({why})")
+
+
+def recommendations(console: Console, recs: list[Recommendation]) -> None:
+    table = Table("id", "kind", "optimizer", "state", "changes", "gain", "95% CI")
+    for r in recs:
+        ev = r.evidence
+        table.add_row(r.id, r.kind, r.optimizer, r.state, str(len(r.changes)),
+                      f"{ev.gain:+.1%}" if ev else "-", f"{ev.gain_ci[0]:+.1%} .. {ev.gain_ci[1]:+.1%}" if ev else "-")
+    console.print(table)

@@ -1,0 +1,55 @@
+"""Opening connections to a target, with errors translated into one clear line."""
+
+from __future__ import annotations
+
+import re
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from advisor.errors import TargetUnreachable
+
+APP_NAME = "db-advisor"
+# Every statement the advisor itself sends starts with this comment, so that capture can leave it out of the
+# observed workload (pg_stat_statements keeps the first-seen text, comment included).
+TAG = "/* db-advisor */ "
+
+
+def parse_dsn(dsn: str) -> dict[str, str]:
+    """The DSN's parameters; accepts ``key=value`` strings and ``postgresql://`` URLs."""
+    try:
+        return {k: str(v) for k, v in conninfo_to_dict(dsn).items()}
+    except psycopg.ProgrammingError as e:
+        raise TargetUnreachable(f"invalid DSN: {_first_line(e)}") from None
+
+
+def redact(dsn: str) -> str:
+    """The DSN without its password, safe to print or store."""
+    try:
+        params = parse_dsn(dsn)
+    except TargetUnreachable:
+        return re.sub(r"(password=)\S+", r"\1***", dsn)
+    params.pop("password", None)
+    return make_conninfo(**params)
+
+
+def connect(dsn: str, *, autocommit: bool = True, timeout_s: int = 5) -> psycopg.Connection:
+    """A connection to the target, or TargetUnreachable with the server's reason."""
+    params = parse_dsn(dsn)
+    params.setdefault("connect_timeout", str(timeout_s))
+    params.setdefault("application_name", APP_NAME)
+    try:
+        return psycopg.connect(make_conninfo(**params), autocommit=autocommit)
+    except psycopg.OperationalError as e:
+        where = f"{params.get('host', 'local socket')}:{params.get('port', '5432')}/{params.get('dbname', '')}"
+        raise TargetUnreachable(f"cannot connect to {where}: {_first_line(e)}") from None
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    # libpq prefixes every attempt with 'connection to server at ... failed:'; keep the reason
+    for ln in lines:
+        if "failed:" in ln:
+            return ln.split("failed:", 1)[1].strip() or ln
+    return lines[0] if lines else type(e).__name__

@@ -1,0 +1,152 @@
+"""PostgresConnector: the Connector protocol over psycopg 3. One short-lived connection per operation."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import psycopg
+from psycopg import sql
+
+from advisor import knobvalues
+from advisor.domain import Applied, Change, IndexChange, KnobChange, KnobSpec, Snapshot
+from advisor.errors import AdvisorError, BadStatement, TargetUnreachable
+from connectors.postgres import changes as change_sql
+from connectors.postgres.catalog import read_catalog
+from connectors.postgres.connection import TAG, connect, parse_dsn, redact
+from connectors.postgres.snapshot import read_snapshot
+from connectors.postgres.whatif import explain_cost, explain_plan
+
+
+RELOAD = "SELECT pg_reload_conf()"
+
+
+class PostgresConnector:
+    """A live PostgreSQL database. ``restart`` is how to restart its server, when the caller can (sandboxes
+    can; for a remote production server a restart is left to the DBA and reported as pending)."""
+
+    engine = "postgres"
+
+    def __init__(self, dsn: str, restart: Callable[[], None] | None = None):
+        parse_dsn(dsn)  # fail early on a malformed DSN
+        self.dsn = dsn
+        self._restart = restart
+
+    @property
+    def display_name(self) -> str:
+        return redact(self.dsn)
+
+    def connect(self, autocommit: bool = True) -> psycopg.Connection:
+        return connect(self.dsn, autocommit=autocommit)
+
+    def _guarded(self, fn):
+        try:
+            with self.connect() as conn:
+                return fn(conn)
+        except psycopg.OperationalError as e:
+            raise TargetUnreachable(f"lost the connection to {self.display_name}: {str(e).strip().splitlines()[0]}") from None
+
+    # --- observing ---------------------------------------------------------------------------------------------
+
+    def observe(self) -> Snapshot:
+        return self._guarded(read_snapshot)
+
+    def knob_catalog(self) -> dict[str, KnobSpec]:
+        return self._guarded(read_catalog)
+
+    def explain_cost(self, statement: str, hypothetical: Sequence[IndexChange] = ()) -> float:
+        return self._guarded(lambda conn: explain_cost(conn, statement, hypothetical))
+
+    def explain_plan(self, statement: str) -> dict:
+        return self._guarded(lambda conn: explain_plan(conn, statement))
+
+    def reset_statement_stats(self) -> None:
+        self._guarded(lambda conn: conn.execute(TAG + "SELECT pg_stat_statements_reset()"))
+
+    # --- changing ----------------------------------------------------------------------------------------------
+
+    def plan_changes(self, changes: Sequence[Change], catalog: dict[str, KnobSpec] | None = None) -> Applied:
+        """Check every change and render the SQL that applies and reverts it, without running anything."""
+        catalog = catalog if catalog is not None else self.knob_catalog()
+        checked: list[Change] = []
+        apply_sql: list[str] = []
+        revert_sql: list[str] = []
+        needs_restart = False
+        with self.connect() as conn:
+            for change in changes:
+                if isinstance(change, KnobChange):
+                    change = knobvalues.validate_change(catalog, change)
+                    spec = catalog[change.name]
+                    if spec.context == "internal":
+                        raise knobvalues.InvalidKnobValue(f"{spec.name} is read-only (internal) and cannot be set")
+                    needs_restart |= spec.needs_restart
+                    apply_sql.append(change_sql.knob_set(change).as_string(conn))
+                    revert_sql.append(change_sql.knob_restore(spec).as_string(conn))
+                elif isinstance(change, IndexChange):
+                    apply_sql.append(change_sql.index_ddl(change).as_string(conn))
+                    revert_sql.append(change_sql.index_drop(change).as_string(conn))
+                else:
+                    raise BadStatement(f"the postgres connector cannot apply a {type(change).__name__}")
+                checked.append(change)
+        reload = (RELOAD,) if any(isinstance(c, KnobChange) for c in checked) else ()
+        # undo in reverse order; a reload (if any) comes last in both directions
+        return Applied(tuple(checked), tuple(apply_sql) + reload, tuple(reversed(revert_sql)) + reload, needs_restart)
+
+    def apply(self, changes: Sequence[Change]) -> Applied:
+        """Apply the changes (all checked first); on a failure midway, undo what was done and raise."""
+        plan = self.plan_changes(changes)
+        done: list[str] = []
+        try:
+            with self.connect() as conn:
+                for stmt in plan.apply_sql:
+                    _run(conn, stmt)
+                    done.append(stmt)
+        except AdvisorError:
+            self._undo_partial(plan, done)
+            raise
+        restarted = False
+        if plan.needs_restart and self._restart is not None:
+            self._restart()
+            restarted = True
+        self._wait_visible([c for c in plan.changes if isinstance(c, KnobChange)], restart_pending=plan.needs_restart and not restarted)
+        return Applied(plan.changes, plan.apply_sql, plan.revert_sql, plan.needs_restart, restarted)
+
+    def revert(self, applied: Applied) -> None:
+        with self.connect() as conn:
+            for stmt in applied.revert_sql:
+                _run(conn, stmt)
+        if applied.needs_restart and self._restart is not None:
+            self._restart()
+
+    def _undo_partial(self, plan: Applied, done: list[str]) -> None:
+        """Revert the first ``len(done)`` changes of ``plan`` (those whose apply statement ran)."""
+        reverts = [s for s in plan.revert_sql if s != RELOAD]
+        n_done = sum(1 for s in done if s != RELOAD)
+        with self.connect() as conn:
+            for stmt in reverts[len(reverts) - n_done:]:
+                _run(conn, stmt)
+            if RELOAD in plan.revert_sql:
+                conn.execute(RELOAD)
+
+    def _wait_visible(self, knobs: list[KnobChange], restart_pending: bool, timeout_s: float = 10.0) -> None:
+        """pg_reload_conf() only signals the postmaster: wait until a new session sees the new values."""
+        if not knobs:
+            return
+        deadline = time.monotonic() + timeout_s
+        while True:
+            catalog = self.knob_catalog()
+            pending = [k for k in knobs if not (catalog[k.name].needs_restart and restart_pending)
+                       and not knobvalues.same_value(catalog[k.name], catalog[k.name].setting, k.value)]
+            if not pending or time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
+
+
+def _run(conn: psycopg.Connection, stmt: str) -> None:
+    try:
+        conn.execute(sql.SQL(stmt))  # type: ignore[arg-type]  # rendered from sql.Composed above
+    except psycopg.OperationalError:
+        raise
+    except psycopg.errors.Error as e:
+        msg = (e.diag.message_primary or str(e)).strip()
+        raise BadStatement(f"{msg} (while running: {stmt})") from None

@@ -1,0 +1,100 @@
+"""Reading one Snapshot of a PostgreSQL database: statement stats, metrics, schema, statistics, indexes."""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+
+from advisor.domain import ColumnStats, IndexInfo, Snapshot, StatementStat, TableInfo
+from advisor.errors import MissingExtension
+from connectors.postgres.catalog import read_catalog
+from connectors.postgres.connection import TAG
+
+STATEMENTS_SQL = TAG + """
+SELECT s.queryid::text, s.query, s.calls, s.total_exec_time, s.rows
+FROM pg_stat_statements s
+WHERE s.dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND s.toplevel"""
+
+DATABASE_METRICS_SQL = TAG + """
+SELECT numbackends, xact_commit, xact_rollback, blks_read, blks_hit, tup_returned, tup_fetched, tup_inserted,
+       tup_updated, tup_deleted, temp_files, temp_bytes, deadlocks, pg_database_size(datname)
+FROM pg_stat_database WHERE datname = current_database()"""
+DATABASE_METRIC_NAMES = ("backends", "xact_commit", "xact_rollback", "blks_read", "blks_hit", "tup_returned",
+                         "tup_fetched", "tup_inserted", "tup_updated", "tup_deleted", "temp_files", "temp_bytes",
+                         "deadlocks", "database_bytes")
+
+BGWRITER_SQL = TAG + """
+SELECT checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_clean, buffers_backend FROM pg_stat_bgwriter"""
+BGWRITER_NAMES = ("checkpoints_timed", "checkpoints_req", "buffers_checkpoint", "buffers_clean", "buffers_backend")
+
+TABLES_SQL = TAG + """
+SELECT n.nspname, c.relname, GREATEST(c.reltuples, 0)::float8, pg_total_relation_size(c.oid),
+       COALESCE(s.seq_scan, 0), COALESCE(s.idx_scan, 0), COALESCE(s.n_tup_ins, 0), COALESCE(s.n_tup_upd, 0),
+       COALESCE(s.n_tup_del, 0)
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+WHERE c.relkind IN ('r', 'p', 'm') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+  AND n.nspname NOT LIKE 'pg_toast%'
+ORDER BY 1, 2"""
+
+COLUMNS_SQL = TAG + """
+SELECT schemaname, tablename, attname, null_frac, n_distinct, avg_width, correlation
+FROM pg_stats WHERE schemaname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2, 3"""
+
+INDEXES_SQL = TAG + """
+SELECT n.nspname, t.relname, i.relname, pg_get_indexdef(i.oid), pg_relation_size(i.oid),
+       COALESCE(s.idx_scan, 0), x.indisunique, x.indisprimary
+FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid
+JOIN pg_namespace n ON n.oid = t.relnamespace
+LEFT JOIN pg_stat_user_indexes s ON s.indexrelid = x.indexrelid
+WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'
+ORDER BY 1, 2, 3"""
+
+
+def has_extension(conn: psycopg.Connection, name: str) -> bool:
+    row = conn.execute(TAG + "SELECT 1 FROM pg_extension WHERE extname = %s", (name,)).fetchone()
+    return row is not None
+
+
+def require_extension(conn: psycopg.Connection, name: str, preload: bool = False) -> None:
+    if has_extension(conn, name):
+        return
+    dbname = conn.info.dbname
+    hint = f"run CREATE EXTENSION {name} in database {dbname!r}"
+    if preload:
+        hint += f" (with {name} in shared_preload_libraries)"
+    raise MissingExtension(f"extension {name} is not installed in database {dbname!r}: {hint}")
+
+
+def read_statements(conn: psycopg.Connection) -> tuple[StatementStat, ...]:
+    require_extension(conn, "pg_stat_statements", preload=True)
+    try:
+        rows = conn.execute(STATEMENTS_SQL).fetchall()
+    except psycopg.errors.ObjectNotInPrerequisiteState:
+        raise MissingExtension("pg_stat_statements is installed but not loaded: add it to "
+                               "shared_preload_libraries and restart the server") from None
+    return tuple(StatementStat(qid, q, int(calls), float(total), int(r)) for qid, q, calls, total, r in rows)
+
+
+def read_snapshot(conn: psycopg.Connection) -> Snapshot:
+    statements = read_statements(conn)
+    metrics: dict[str, float] = {}
+    row = conn.execute(DATABASE_METRICS_SQL).fetchone()
+    if row:
+        metrics.update({k: float(v or 0) for k, v in zip(DATABASE_METRIC_NAMES, row)})
+    row = conn.execute(BGWRITER_SQL).fetchone()
+    if row:
+        metrics.update({k: float(v or 0) for k, v in zip(BGWRITER_NAMES, row)})
+    version = conn.execute(TAG + "SHOW server_version").fetchone()[0]
+    return Snapshot(
+        taken_at=time.time(),
+        server_version=version,
+        database=conn.info.dbname,
+        statements=statements,
+        metrics=metrics,
+        settings=tuple(read_catalog(conn).values()),
+        tables=tuple(TableInfo(*r) for r in conn.execute(TABLES_SQL)),
+        columns=tuple(ColumnStats(*r) for r in conn.execute(COLUMNS_SQL)),
+        indexes=tuple(IndexInfo(*r) for r in conn.execute(INDEXES_SQL)),
+    )

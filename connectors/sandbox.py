@@ -1,0 +1,271 @@
+"""Throwaway PostgreSQL clusters started from the system's binaries on free loopback ports.
+
+The demo's "production" server, every shadow instance and every test database are ``PostgresSandbox``es.
+PostgreSQL refuses to run as root, so when we are root the server runs as the ``postgres`` user.
+
+Cleanup: ``stop()`` (or leaving the ``with`` block, including on an exception or Ctrl-C) stops the server and
+removes its directory; an ``atexit`` hook stops any sandbox still running when the interpreter exits, and
+``install_signal_handlers()`` turns SIGTERM/SIGHUP into a normal exit so that the hooks run.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from advisor.errors import SandboxError
+
+PG_BIN_CANDIDATES = ("/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/17/bin")
+PRELOAD = "pg_stat_statements,pg_qualstats"
+EXTENSIONS = ("pg_stat_statements", "pg_qualstats", "hypopg")
+
+_live: set["PostgresSandbox"] = set()
+_live_lock = threading.Lock()
+
+
+def pg_bin_dir() -> Path:
+    """The directory holding initdb/pg_ctl/pg_dump of the newest installed server (env ADVISOR_PG_BIN wins)."""
+    env = os.environ.get("ADVISOR_PG_BIN")
+    for candidate in ([env] if env else []) + list(PG_BIN_CANDIDATES):
+        if candidate and (Path(candidate) / "pg_ctl").exists():
+            return Path(candidate)
+    raise SandboxError(
+        "PostgreSQL server binaries not found (looked in /usr/lib/postgresql/*/bin); "
+        "install them with `make bootstrap` or apt-get install postgresql postgresql-15-hypopg postgresql-15-pg-qualstats"
+    )
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _running_as_root() -> bool:
+    return os.geteuid() == 0
+
+
+class PostgresSandbox:
+    """One local cluster. Use as a context manager, or call ``start()`` and ``stop()``.
+
+    ``settings`` go into postgresql.conf (e.g. ``{"shared_buffers": "256MB"}``); ``keep=True`` leaves the
+    directory behind after stop (for post-mortems).
+    """
+
+    def __init__(self, name: str = "sandbox", settings: dict[str, str] | None = None, base_dir: str | None = None,
+                 keep: bool = False):
+        self.name = name
+        self.settings = dict(settings or {})
+        self.keep = keep
+        self.bin = pg_bin_dir()
+        self.root = Path(tempfile.mkdtemp(prefix=f"advisor-{name}-", dir=base_dir))
+        self.data = self.root / "data"
+        self.run_dir = self.root / "run"
+        self.log = self.run_dir / "postgres.log"
+        self.port = free_port()
+        self.host = "127.0.0.1"
+        self.user = "postgres"
+        self._started = False
+
+    # --- lifecycle ----------------------------------------------------------------------------------------------
+
+    def _cmd(self, *args: str) -> list[str]:
+        if _running_as_root():
+            return ["runuser", "-u", "postgres", "--", *args]
+        return list(args)
+
+    def _run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        try:
+            return subprocess.run(self._cmd(*args), capture_output=True, text=True, timeout=timeout, check=True)
+        except subprocess.CalledProcessError as e:
+            tail = (e.stderr or e.stdout or "").strip().splitlines()[-3:]
+            raise SandboxError(f"{Path(args[0]).name} failed for sandbox {self.name}: {' | '.join(tail)}") from None
+        except subprocess.TimeoutExpired:
+            raise SandboxError(f"{Path(args[0]).name} timed out after {timeout:.0f}s for sandbox {self.name}") from None
+
+    def start(self) -> "PostgresSandbox":
+        try:
+            self._init()
+            self._pg_ctl("start")
+            self._started = True
+            with _live_lock:
+                _live.add(self)
+            self.create_extensions("postgres")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _init(self) -> None:
+        self.data.mkdir()
+        self.run_dir.mkdir()
+        if _running_as_root():
+            pw = pwd.getpwnam("postgres")
+            for p in (self.root, self.data, self.run_dir):
+                os.chown(p, pw.pw_uid, pw.pw_gid)
+        os.chmod(self.data, 0o700)
+        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
+                  "--locale=C.UTF-8", "--no-sync")
+        conf = {
+            "port": str(self.port),
+            "listen_addresses": "'127.0.0.1'",
+            "unix_socket_directories": f"'{self.run_dir}'",
+            "shared_preload_libraries": f"'{PRELOAD}'",
+            "pg_stat_statements.track": "'top'",
+            "pg_stat_statements.max": "5000",
+            "pg_qualstats.sample_rate": "1",
+            "pg_qualstats.track_constants": "on",
+            "max_connections": "60",
+            "logging_collector": "off",
+        }
+        for key, value in self.settings.items():
+            conf[key] = value if value.startswith("'") else f"'{value}'"
+        with open(self.data / "postgresql.conf", "a", encoding="utf-8") as f:
+            f.write("\n# db-advisor sandbox\n")
+            for key, value in conf.items():
+                f.write(f"{key} = {value}\n")
+
+    def _pg_ctl(self, action: str, *extra: str, timeout: float = 120) -> None:
+        args = [str(self.bin / "pg_ctl"), "-D", str(self.data), "-w", "-t", str(int(timeout))]
+        if action in {"start", "restart"}:
+            args += ["-l", str(self.log)]
+        self._run(*args, action, *extra, timeout=timeout + 10)
+
+    def restart(self) -> None:
+        """Restart the server (fast shutdown), e.g. after a setting that needs one changed."""
+        try:
+            self._pg_ctl("restart", "-m", "fast")
+        except SandboxError as e:
+            raise SandboxError(f"{e}; last log lines: {self.log_tail()}") from None
+
+    def is_running(self) -> bool:
+        if not self._started:
+            return False
+        res = subprocess.run(self._cmd(str(self.bin / "pg_ctl"), "-D", str(self.data), "status"),
+                             capture_output=True, text=True)
+        return res.returncode == 0
+
+    def postmaster_pid(self) -> int | None:
+        pid_file = self.data / "postmaster.pid"
+        try:
+            return int(pid_file.read_text().splitlines()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def stop(self) -> None:
+        """Stop the server (fast, then immediate, then SIGKILL) and remove its files unless ``keep``."""
+        with _live_lock:
+            _live.discard(self)
+        if self.data.exists() and (self.data / "postmaster.pid").exists():
+            pid = self.postmaster_pid()
+            for mode in ("fast", "immediate"):
+                with contextlib.suppress(SandboxError):
+                    self._pg_ctl("stop", "-m", mode, timeout=30)
+                    break
+            if pid and _pid_alive(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        self._started = False
+        if not self.keep:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> "PostgresSandbox":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # --- use --------------------------------------------------------------------------------------------------
+
+    def dsn(self, dbname: str = "postgres") -> str:
+        return f"host={self.host} port={self.port} user={self.user} dbname={dbname}"
+
+    def create_database(self, dbname: str, template: str | None = None, extensions: bool = True) -> str:
+        """Create a database (with the advisor's extensions unless told otherwise) and return its DSN."""
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(self.dsn(), autocommit=True) as conn:
+            stmt = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname))
+            if template:
+                stmt = sql.SQL("{} TEMPLATE {}").format(stmt, sql.Identifier(template))
+            conn.execute(stmt)
+        if extensions:
+            self.create_extensions(dbname)
+        return self.dsn(dbname)
+
+    def create_extensions(self, dbname: str) -> None:
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(self.dsn(dbname), autocommit=True) as conn:
+            for ext in EXTENSIONS:
+                conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(ext)))
+
+    def log_tail(self, lines: int = 5) -> str:
+        try:
+            return " | ".join(self.log.read_text(errors="replace").strip().splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def tool(self, name: str) -> str:
+        """Path of a client tool (pg_dump, pg_restore, psql) matching this server's version."""
+        return str(self.bin / name)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_all() -> None:
+    """Stop every sandbox this process still has running."""
+    with _live_lock:
+        live = list(_live)
+    for sandbox in live:
+        with contextlib.suppress(Exception):
+            sandbox.stop()
+
+
+def install_signal_handlers() -> None:
+    """Make SIGTERM and SIGHUP exit normally (SIGINT already raises KeyboardInterrupt) so cleanup runs."""
+
+    def _exit(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(ValueError):
+            signal.signal(sig, _exit)
+
+
+atexit.register(stop_all)
+
+
+def wait_until_accepting(dsn: str, timeout_s: float = 30.0) -> None:
+    """Block until a server accepts connections."""
+    import psycopg
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with psycopg.connect(dsn, connect_timeout=2):
+                return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise SandboxError(f"server at {dsn} did not accept connections within {timeout_s:.0f}s") from None
+            time.sleep(0.1)

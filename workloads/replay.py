@@ -1,0 +1,137 @@
+"""Replaying bound statements against a server and recording per-statement latency samples (ms).
+
+Writes run inside a transaction that is rolled back, so replay leaves the data as it found it.
+A statement that exceeds ``statement_timeout_ms`` is recorded as a timeout with the timeout as its (censored)
+latency; any other error is recorded with its message. Warm-up passes run first and are not recorded.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import psycopg
+from psycopg import sql
+
+from advisor.errors import TargetUnreachable
+from connectors.postgres.connection import connect
+from workloads.binding import BoundStatement
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    concurrency: int = 1
+    repeats: int = 1  # measured executions of each statement
+    warmup: int = 1  # unmeasured executions of each statement first
+    statement_timeout_ms: int = 60_000
+
+
+@dataclass
+class ReplayResult:
+    samples: dict[str, list[float]] = field(default_factory=dict)  # queryid -> latencies, ms
+    timeouts: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, list[str]] = field(default_factory=dict)
+    wall_ms: float = 0.0
+
+    def median_ms(self, queryid: str) -> float:
+        values = sorted(self.samples.get(queryid, ()))
+        if not values:
+            return float("nan")
+        mid = len(values) // 2
+        return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+Progress = Callable[[int, int], None]
+
+
+def _execute(conn: psycopg.Connection, st: BoundStatement) -> None:
+    query = sql.SQL(st.sql)  # type: ignore[arg-type]  # bound workload SQL, run as the application ran it
+    if st.is_write:
+        with conn.transaction(force_rollback=True), conn.cursor() as cur:
+            cur.execute(query)
+    else:
+        with conn.cursor() as cur:
+            cur.execute(query)
+            if cur.description is not None:
+                cur.fetchall()
+
+
+def _open(dsn: str, timeout_ms: int) -> psycopg.Connection:
+    conn = connect(dsn)
+    conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(timeout_ms),))
+    return conn
+
+
+def replay(dsn: str, statements: Sequence[BoundStatement], options: ReplayOptions = ReplayOptions(),
+           progress: Progress | None = None) -> ReplayResult:
+    result = ReplayResult()
+    lock = threading.Lock()
+    jobs: "queue.Queue[tuple[BoundStatement, bool]]" = queue.Queue()
+    for _ in range(options.warmup):
+        for st in statements:
+            jobs.put((st, False))
+    for _ in range(options.repeats):
+        for st in statements:
+            jobs.put((st, True))
+    total = jobs.qsize()
+    done = [0]
+    failure: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            conn = _open(dsn, options.statement_timeout_ms)
+        except BaseException as e:  # noqa: BLE001 - reported to the caller below
+            failure.append(e)
+            return
+        try:
+            while not failure:
+                try:
+                    st, measured = jobs.get_nowait()
+                except queue.Empty:
+                    return
+                start = time.perf_counter()
+                outcome: str | None = None
+                try:
+                    _execute(conn, st)
+                except psycopg.errors.QueryCanceled:
+                    outcome = "timeout"
+                except psycopg.OperationalError as e:
+                    if conn.closed or conn.broken:
+                        conn = _open(dsn, options.statement_timeout_ms)  # raises TargetUnreachable if gone
+                    outcome = f"error: {str(e).strip().splitlines()[0]}"
+                except psycopg.errors.Error as e:
+                    outcome = f"error: {(e.diag.message_primary or str(e)).strip()}"
+                elapsed = (time.perf_counter() - start) * 1000.0
+                with lock:
+                    if measured:
+                        if outcome is None:
+                            result.samples.setdefault(st.queryid, []).append(elapsed)
+                        elif outcome == "timeout":
+                            result.timeouts[st.queryid] = result.timeouts.get(st.queryid, 0) + 1
+                            result.samples.setdefault(st.queryid, []).append(float(options.statement_timeout_ms))
+                        else:
+                            result.errors.setdefault(st.queryid, []).append(outcome)
+                    done[0] += 1
+                    if progress:
+                        progress(done[0], total)
+        except BaseException as e:  # noqa: BLE001
+            failure.append(e)
+        finally:
+            conn.close()
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, options.concurrency))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    result.wall_ms = (time.perf_counter() - start) * 1000.0
+    if failure:
+        err = failure[0]
+        if isinstance(err, TargetUnreachable):
+            raise err
+        raise TargetUnreachable(f"replay failed: {err}") from None
+    return result
