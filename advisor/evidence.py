@@ -2,8 +2,9 @@
 per-statement regressions. Pure functions over latency samples (ms); no I/O.
 
 - A round's total is the workload's estimated time: sum over statements of calls x median latency (ms).
-- gain = 1 - median(candidate totals) / median(baseline totals); its 95% interval comes from a paired bootstrap
-  over rounds (baseline and candidate of one round share the server's state and drift).
+- gain = 1 - W(candidate) / W(baseline), where W sums calls x (each statement's median over rounds); its 95%
+  interval comes from a paired bootstrap over rounds (baseline and candidate of one round share the server's
+  state and drift).
 - A statement regresses when its median ratio candidate/baseline is at least 1 + ``regression_threshold``, the
   lower end of its bootstrap interval is above 1, and it got slower by at least ``min_abs_ms`` (sub-millisecond
   jitter on tiny statements is not a regression). A statement that fails only under the candidate regresses.
@@ -54,15 +55,21 @@ def compare(baseline: Sequence[ArmRound], candidate: Sequence[ArmRound], weights
     sql = sql or {}
     rounds = len(baseline)
     ids = [k for k in weights if all(r.samples.get(k) for r in baseline) and all(r.samples.get(k) for r in candidate)]
-    base_tot = np.array([sum(weights[k] * _median(r.samples[k]) for k in ids) for r in baseline])
-    cand_tot = np.array([sum(weights[k] * _median(r.samples[k]) for k in ids) for r in candidate])
+    # round medians per statement: matrices [round, statement]
+    a_mat = np.array([[_median(r.samples[k]) for k in ids] for r in baseline]).reshape(rounds, len(ids))
+    b_mat = np.array([[_median(r.samples[k]) for k in ids] for r in candidate]).reshape(rounds, len(ids))
+    w = np.array([weights[k] for k in ids], dtype=float)
+    base_tot, cand_tot = a_mat @ w, b_mat @ w
 
-    if ids and np.median(base_tot) > 0:
-        gain = 1.0 - float(np.median(cand_tot) / np.median(base_tot))
+    def _gain(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        # per statement: median over rounds, then the weighted sum (one slow pass of one statement is not a trend)
+        return 1.0 - (np.median(b, axis=-2) @ w) / np.maximum(np.median(a, axis=-2) @ w, 1e-9)
+
+    if ids and float(np.median(a_mat, axis=0) @ w) > 0:
+        gain = float(_gain(a_mat, b_mat))
         if rounds >= 2:
-            idx = rng.integers(0, rounds, size=(n_boot, rounds))
-            boot = 1.0 - np.median(cand_tot[idx], axis=1) / np.maximum(np.median(base_tot[idx], axis=1), 1e-9)
-            lo, hi = np.percentile(boot, [2.5, 97.5])
+            idx = rng.integers(0, rounds, size=(n_boot, rounds))  # paired: the same rounds for both arms
+            lo, hi = np.percentile(_gain(a_mat[idx], b_mat[idx]), [2.5, 97.5])
             gain_ci = (float(lo), float(hi))
         else:
             gain_ci = (gain, gain)

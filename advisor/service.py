@@ -79,13 +79,13 @@ class AdvisorService:
         statement regresses, rejected otherwise."""
         from advisor.hardware import detect
 
+        opt = registry.create("knobs", optimizer)  # an unknown name fails before anything is touched
         obs = self.observe(dsn, name)
         if not obs.workload.statements:
             raise AdvisorError(f"no workload observed in database {obs.snapshot.database!r}: pg_stat_statements has "
                                "no application statements; run the workload first")
         catalog = {s.name: s for s in obs.snapshot.settings}
         hw = hardware or detect()
-        opt = registry.create("knobs", optimizer)
         context = TuningContext(catalog, obs.workload, hw, obs.workload_kind)
         self.say(f"workload: {len(obs.workload.statements)} statements, {obs.workload.total_calls} calls, "
                  f"kind {obs.workload_kind}; hardware {hw.memory_bytes / 1024**3:.1f} GiB, {hw.cores} cores, {hw.storage}")

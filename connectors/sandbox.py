@@ -172,7 +172,7 @@ class PostgresSandbox:
                 with contextlib.suppress(SandboxError):
                     self._pg_ctl("stop", "-m", mode, timeout=30)
                     break
-            if pid and _pid_alive(pid):
+            if pid and pid_alive(pid):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
         self._started = False
@@ -223,14 +223,14 @@ class PostgresSandbox:
         return str(self.bin / name)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process runs (a zombie, exited but not yet reaped by its parent, does not)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
         return False
-    except PermissionError:
-        return True
-    return True
+    return state not in {"Z", "X"}
 
 
 def stop_all() -> None:

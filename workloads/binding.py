@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from advisor.domain import Statement, Workload
 from advisor.errors import BadStatement
-from connectors.postgres.connection import TAG
+from connectors.postgres.connection import TAG, execute_one
 from connectors.postgres.connector import PostgresConnector
 from connectors.postgres.snapshot import has_extension
 
@@ -154,7 +154,7 @@ class Binder:
     def _parameter_types(self, text: str, count: int) -> list[str]:
         name = "advisor_bind"
         try:
-            self.conn.execute(sql.SQL("PREPARE {} AS ").format(sql.Identifier(name)) + sql.SQL(text))  # type: ignore[arg-type]
+            execute_one(self.conn.cursor(), sql.SQL("PREPARE {} AS ").format(sql.Identifier(name)) + sql.SQL(text))  # type: ignore[arg-type]
             row = self.conn.execute(TAG + "SELECT parameter_types::text[] FROM pg_prepared_statements WHERE name = %s",
                                     (name,)).fetchone()
             return list(row[0]) if row else []

@@ -17,7 +17,7 @@ import psycopg
 from psycopg import sql
 
 from advisor.errors import TargetUnreachable
-from connectors.postgres.connection import connect
+from connectors.postgres.connection import connect, execute_one
 from workloads.binding import BoundStatement
 
 
@@ -51,10 +51,10 @@ def _execute(conn: psycopg.Connection, st: BoundStatement) -> None:
     query = sql.SQL(st.sql)  # type: ignore[arg-type]  # bound workload SQL, run as the application ran it
     if st.is_write:
         with conn.transaction(force_rollback=True), conn.cursor() as cur:
-            cur.execute(query)
+            execute_one(cur, query)
     else:
         with conn.cursor() as cur:
-            cur.execute(query)
+            execute_one(cur, query)
             if cur.description is not None:
                 cur.fetchall()
 

@@ -53,3 +53,13 @@ def _first_line(e: BaseException) -> str:
         if "failed:" in ln:
             return ln.split("failed:", 1)[1].strip() or ln
     return lines[0] if lines else type(e).__name__
+
+
+def execute_one(cur: psycopg.Cursor, query) -> psycopg.Cursor:
+    """Run exactly one statement of outside text (workload or user SQL).
+
+    psycopg sends a query without parameters over the simple protocol, where ``SELECT 1; DROP TABLE t`` runs
+    both statements. ``binary=True`` forces the extended protocol (an unnamed statement, so no plan caching
+    that would distort timings), and the server rejects more than one command.
+    """
+    return cur.execute(query, binary=True)

@@ -10,6 +10,7 @@ from psycopg import sql
 from advisor.domain import IndexChange
 from advisor.errors import BadStatement
 from connectors.postgres.changes import index_ddl
+from connectors.postgres.connection import execute_one
 from connectors.postgres.snapshot import require_extension
 
 
@@ -20,8 +21,7 @@ def explain_plan(conn: psycopg.Connection, statement: str) -> dict:
         raise BadStatement("empty statement")
     query = sql.SQL("EXPLAIN (FORMAT JSON) ") + sql.SQL(text)  # type: ignore[arg-type]
     try:
-        # extended protocol: a second statement smuggled into ``text`` is rejected by the server
-        row = conn.execute(query).fetchone()
+        row = execute_one(conn.cursor(), query).fetchone()
     except psycopg.errors.Error as e:
         if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
             conn.rollback()

@@ -101,6 +101,8 @@ class RulesOptimizer(Optimizer):
             if family == "try":
                 text = "try"
             elif family == "memory":
+                if value >= 16 * MB:
+                    value = value // MB * MB  # whole megabytes read better and change nothing that matters
                 _, unit_bytes = knobvalues.unit_factor(spec.unit)
                 text = knobvalues.clamp(spec, value / unit_bytes)
             else:

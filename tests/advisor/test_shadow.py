@@ -1,0 +1,54 @@
+import pytest
+
+from advisor.domain import IndexChange, KnobChange
+from advisor.shadow import ValidationOptions, create_shadow, validate
+from connectors.postgres import PostgresConnector
+from tests.conftest import run, scalar
+from workloads.binding import BoundStatement
+
+
+@pytest.fixture(scope="module")
+def events(pg):
+    dsn = pg.create_database("events")
+    run(dsn, "CREATE TABLE events (id int PRIMARY KEY, account int NOT NULL, payload text NOT NULL)",
+        "INSERT INTO events SELECT g, g % 5000, md5(g::text) FROM generate_series(1, 300000) g", "ANALYZE events")
+    return dsn
+
+
+def _stmt(key, sql):
+    return BoundStatement(key, sql, sql, 10, "literal", False)
+
+
+WORKLOAD = [_stmt("by_account", "SELECT count(*) FROM events WHERE account = 42"),
+            _stmt("by_id", "SELECT payload FROM events WHERE id = 4242")]
+QUICK = ValidationOptions(rounds=3, repeats=3, warmup=1)
+
+
+def test_planted_improvement_is_validated_and_the_primary_is_untouched(events):
+    target = PostgresConnector(events)
+    indexes_before = scalar(events, "SELECT count(*) FROM pg_indexes WHERE tablename = 'events'")
+    with create_shadow(target) as shadow:
+        assert scalar(shadow.dsn, "SELECT count(*) FROM events") == 300000
+        ev = validate(shadow, WORKLOAD, [IndexChange("public", "events", ("account",))], QUICK)
+        # the shadow is back at its baseline afterwards
+        assert scalar(shadow.dsn, "SELECT count(*) FROM pg_indexes WHERE tablename = 'events'") == indexes_before
+    assert ev.accepted and ev.gain > 0.5
+    by = {s.queryid: s for s in ev.statements}
+    assert by["by_account"].ratio < 0.5 and not by["by_id"].regressed
+    assert scalar(events, "SELECT count(*) FROM pg_indexes WHERE tablename = 'events'") == indexes_before
+
+
+def test_planted_regression_is_rejected(events):
+    with create_shadow(PostgresConnector(events)) as shadow:
+        ev = validate(shadow, WORKLOAD, [KnobChange("enable_indexscan", "off"), KnobChange("enable_bitmapscan", "off")],
+                      QUICK)
+        assert scalar(shadow.dsn, "SHOW enable_indexscan") == "on"
+    assert not ev.accepted
+    assert "by_id" in {s.queryid for s in ev.regressions}
+
+
+def test_sampled_shadow_copies_a_fraction_of_large_tables(events):
+    with create_shadow(PostgresConnector(events), sample_percent=10, sample_min_rows=1000) as shadow:
+        n = scalar(shadow.dsn, "SELECT count(*) FROM events")
+        assert 20000 < n < 40000
+        assert scalar(shadow.dsn, "SELECT count(*) FROM pg_indexes WHERE tablename = 'events'") == 1

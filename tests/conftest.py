@@ -1,0 +1,53 @@
+"""Fixtures: real PostgreSQL sandboxes started from the system's binaries (see connectors.sandbox)."""
+
+from __future__ import annotations
+
+import uuid
+
+import psycopg
+import pytest
+
+from connectors.postgres import PostgresConnector
+from connectors.sandbox import PostgresSandbox
+from workloads import tpch
+
+FAST = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+
+
+@pytest.fixture(scope="session")
+def pg():
+    """One server for the session; tests make their own databases in it."""
+    with PostgresSandbox("test", settings=FAST) as sandbox:
+        yield sandbox
+
+
+@pytest.fixture(scope="session")
+def tpch_dsn(pg):
+    """TPC-H at scale 0.01 (about 10 MB), loaded once."""
+    dsn = pg.create_database("tpch")
+    tpch.load(dsn, 0.01)
+    return dsn
+
+
+@pytest.fixture
+def db(pg):
+    """A fresh, empty database (with the advisor's extensions) for one test."""
+    return pg.create_database("t_" + uuid.uuid4().hex[:10])
+
+
+@pytest.fixture
+def restartable(pg):
+    """A server of its own that tests may restart and reconfigure, with a connector that can restart it."""
+    with PostgresSandbox("restart", settings=FAST) as sandbox:
+        yield sandbox, PostgresConnector(sandbox.dsn(), restart=sandbox.restart)
+
+
+def run(dsn: str, *statements: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for s in statements:
+            conn.execute(s)
+
+
+def scalar(dsn: str, query: str, params: tuple = ()):
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return conn.execute(query, params or None).fetchone()[0]

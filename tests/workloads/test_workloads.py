@@ -1,0 +1,77 @@
+import random
+
+import pytest
+
+from advisor.domain import Statement, Workload
+from connectors.postgres import PostgresConnector
+from tests.conftest import run, scalar
+from workloads import tpch
+from workloads.binding import BoundStatement, bind_workload, parameters, substitute
+from workloads.capture import is_workload_statement, workload_delta
+from workloads.replay import ReplayOptions, replay
+
+
+def test_substitute_skips_quotes_and_comments():
+    text = "SELECT '$1', \"$2\" /* $3 */ FROM t WHERE a = $1 AND b = $10 -- $4\n"
+    assert parameters(text) == [1, 10]
+    assert substitute(text, {1: "5", 10: "'x'"}) == "SELECT '$1', \"$2\" /* $3 */ FROM t WHERE a = 5 AND b = 'x' -- $4\n"
+
+
+def test_capture_filters_the_advisors_own_and_catalog_statements():
+    assert is_workload_statement("SELECT * FROM orders WHERE id = $1")
+    assert not is_workload_statement("/* db-advisor */ SELECT 1")
+    assert not is_workload_statement("SELECT * FROM pg_stat_statements")
+    assert not is_workload_statement("SET work_mem = $1")
+    assert is_workload_statement("WITH x AS (SELECT 1) SELECT * FROM x")
+
+
+def test_all_22_tpch_queries_run_and_bind_from_qualstats(tpch_dsn):
+    c = PostgresConnector(tpch_dsn)
+    c.reset_statement_stats()
+    before = c.observe()
+    rng = random.Random(1)
+    items = [BoundStatement(f"q{n}", q, q, 1, "literal", False) for n, q in tpch.stream(rng, 0.01)]
+    result = replay(tpch_dsn, items, ReplayOptions(warmup=0))
+    assert not result.errors, result.errors
+    assert set(result.samples) == {f"q{n}" for n in tpch.QUERY_NUMBERS}
+    workload = workload_delta(c.observe(), before)
+    assert len(workload.statements) == 22
+    bound, skipped = bind_workload(c, workload)
+    assert not skipped
+    assert {b.source for b in bound} <= {"qualstats", "literal"}
+    again = replay(tpch_dsn, bound, ReplayOptions(warmup=0))
+    assert not again.errors and len(again.samples) == 22
+
+
+def test_binding_from_column_statistics_when_no_example_exists(tpch_dsn):
+    st = Statement("0", "SELECT o_orderkey FROM orders o WHERE o.o_orderdate >= $1 AND o_orderpriority = $2 "
+                        "AND o_totalprice > $3 LIMIT $4", 1, 1.0)
+    bound, skipped = bind_workload(PostgresConnector(tpch_dsn), Workload((st,)))
+    assert not skipped and bound[0].source == "statistics"
+    assert "$" not in bound[0].sql and "LIMIT 100" in bound[0].sql
+    rows = replay(tpch_dsn, bound, ReplayOptions(warmup=0))
+    assert not rows.errors and len(rows.samples["0"]) == 1
+
+
+def test_replay_measures_every_statement_rolls_back_writes_and_records_timeouts(db):
+    run(db, "CREATE TABLE r (id int PRIMARY KEY, v int)", "INSERT INTO r SELECT g, g FROM generate_series(1, 100) g")
+    items = [
+        BoundStatement("read", "SELECT count(*) FROM r", "SELECT count(*) FROM r", 3, "literal", False),
+        BoundStatement("write", "DELETE FROM r", "DELETE FROM r", 1, "literal", True),
+        BoundStatement("slow", "SELECT pg_sleep(1)", "SELECT pg_sleep(1)", 1, "literal", False),
+        BoundStatement("bad", "SELECT * FROM missing", "SELECT * FROM missing", 1, "literal", False),
+    ]
+    res = replay(db, items, ReplayOptions(concurrency=2, repeats=3, warmup=1, statement_timeout_ms=200))
+    assert len(res.samples["read"]) == 3 and len(res.samples["write"]) == 3
+    assert res.timeouts["slow"] == 3 and res.samples["slow"] == [200.0] * 3
+    assert len(res.errors["bad"]) == 3 and "does not exist" in res.errors["bad"][0]
+    assert scalar(db, "SELECT count(*) FROM r") == 100
+
+
+def test_tpch_parameters_follow_the_specification():
+    rng = random.Random(5)
+    q1 = tpch.query(1, rng)
+    delta = int(q1.split("interval '")[1].split("'")[0])
+    assert 60 <= delta <= 120
+    with pytest.raises(KeyError):
+        tpch.query(23, rng)
