@@ -6,6 +6,7 @@ and returns domain objects. Production is only read here; applying to it is a se
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -116,8 +117,7 @@ class AdvisorService:
             rec = self.store.transition(rec.id, "rejected", "advisor", f"validation failed: {e}")
             return TuneResult(rec, obs, reasons, tuple((s.sql, w) for s, w in skipped), f"validation failed: {e}")
         self.store.add_trial(obs.target_id, run_id, optimizer, list(plan.changes), evidence, "measured")
-        rec = Recommendation(rec.id, rec.target_id, rec.kind, rec.optimizer, rec.changes, rec.apply_sql,
-                             rec.revert_sql, rec.needs_restart, "proposed", rec.created_at, evidence)
+        rec = dataclasses.replace(rec, evidence=evidence)
         self.store.add_recommendation(rec)
         verdict = "validated" if evidence.accepted else "rejected"
         why = _verdict_note(evidence)

@@ -10,6 +10,7 @@ In order of preference:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import psycopg
@@ -40,8 +41,8 @@ class BoundStatement:
     is_write: bool
 
 
-def substitute(text: str, values: dict[int, str]) -> str:
-    """Replace ``$n`` outside quotes and comments with ``values[n]`` (already rendered SQL)."""
+def substitute(text: str, value_for: Callable[[int], str]) -> str:
+    """Replace each ``$n`` outside quotes and comments with ``value_for(n)`` (already rendered SQL)."""
     out: list[str] = []
     i, n = 0, len(text)
     while i < n:
@@ -68,10 +69,7 @@ def substitute(text: str, values: dict[int, str]) -> str:
             out.append(text[i:j])
             i = j
         elif ch == "$" and (m := _PARAM.match(text, i)) and not (i and (text[i - 1].isalnum() or text[i - 1] == "_")):
-            k = int(m.group(1))
-            if k not in values:
-                raise BadStatement(f"no value bound for ${k}")
-            out.append(values[k])
+            out.append(value_for(int(m.group(1))))
             i = m.end()
         else:
             out.append(ch)
@@ -80,22 +78,18 @@ def substitute(text: str, values: dict[int, str]) -> str:
 
 
 def parameters(text: str) -> list[int]:
-    found: dict[int, str] = {}
-    substitute(text, _Recorder(found))
+    found: set[int] = set()
+    substitute(text, lambda k: found.add(k) or "")
     return sorted(found)
 
 
-class _Recorder(dict):
-    def __init__(self, sink: dict[int, str]):
-        super().__init__()
-        self.sink = sink
+def _bound_value(values: dict[int, str]) -> Callable[[int], str]:
+    def value_for(k: int) -> str:
+        if k not in values:
+            raise BadStatement(f"no value bound for ${k}")
+        return values[k]
 
-    def __contains__(self, k) -> bool:
-        return True
-
-    def __getitem__(self, k):
-        self.sink[k] = ""
-        return ""
+    return value_for
 
 
 def render(value: str, pg_type: str) -> str:
@@ -140,7 +134,7 @@ class Binder:
             if value is None:
                 raise BadStatement(f"cannot bind ${k} of type {pg_type} in: {' '.join(statement.sql.split())[:100]}")
             values[k] = render(value, pg_type)
-        return self._bound(statement, substitute(statement.sql, values), "statistics")
+        return self._bound(statement, substitute(statement.sql, _bound_value(values)), "statistics")
 
     def _bound(self, st: Statement, text: str, source: str) -> BoundStatement:
         return BoundStatement(st.queryid, st.sql, text, float(st.calls), source, st.is_write)
@@ -187,7 +181,7 @@ def _type_default(pg_type: str) -> str | None:
 
 def _compared_columns(text: str) -> dict[int, tuple[str, str, str]]:
     """For each parameter compared with a column, (table, column, operator); LIMIT parameters as ('', '', 'LIMIT')."""
-    marked = substitute(text, _Sentinels())
+    marked = substitute(text, lambda k: f"'__p{k}__'")
     try:
         tree = sqlglot.parse_one(marked, read="postgres")
     except sqlglot.errors.SqlglotError:
@@ -213,14 +207,6 @@ def _compared_columns(text: str) -> dict[int, tuple[str, str, str]]:
         if col is not None:
             out[k] = (aliases.get(col.table, col.table) if col.table else "", col.name, type(node).__name__)
     return out
-
-
-class _Sentinels(dict):
-    def __contains__(self, k) -> bool:
-        return True
-
-    def __getitem__(self, k):
-        return f"'__p{k}__'"
 
 
 def bind_workload(connector: PostgresConnector, workload: Workload) -> tuple[list[BoundStatement], list[tuple[Statement, str]]]:

@@ -14,7 +14,7 @@ from workloads.replay import ReplayOptions, replay
 def test_substitute_skips_quotes_and_comments():
     text = "SELECT '$1', \"$2\" /* $3 */ FROM t WHERE a = $1 AND b = $10 -- $4\n"
     assert parameters(text) == [1, 10]
-    assert substitute(text, {1: "5", 10: "'x'"}) == "SELECT '$1', \"$2\" /* $3 */ FROM t WHERE a = 5 AND b = 'x' -- $4\n"
+    assert substitute(text, {1: "5", 10: "'x'"}.__getitem__) == "SELECT '$1', \"$2\" /* $3 */ FROM t WHERE a = 5 AND b = 'x' -- $4\n"
 
 
 def test_capture_filters_the_advisors_own_and_catalog_statements():
