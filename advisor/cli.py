@@ -73,10 +73,42 @@ def observe(target: Target, json_out: JsonFlag = False, interval: Annotated[floa
         render.observation(Console(), obs, top)
 
 
+class Objective(str, Enum):
+    latency = "latency"
+    throughput = "throughput"
+
+
+def _ranges(items: list[str]) -> dict[str, tuple[str, str]]:
+    out = {}
+    for item in items:
+        name, sep, bounds = item.partition("=")
+        low, sep2, high = bounds.partition(":")
+        if not sep or not sep2 or not name.strip() or not low.strip() or not high.strip():
+            raise AdvisorError(f"--range {item!r}: expected NAME=LOW:HIGH, e.g. work_mem=4MB:256MB")
+        out[name.strip()] = (low.strip(), high.strip())
+    return out
+
+
+def _names(items: list[str]) -> tuple[str, ...]:
+    return tuple(n.strip() for item in items for n in item.split(",") if n.strip())
+
+
 @tune_app.command("knobs")
-def tune_knobs(target: Target, optimizer: Annotated[str, typer.Option(help="knob optimizer")] = "rules",
+def tune_knobs(target: Target,
+               optimizer: Annotated[str, typer.Option(help="knob optimizer: hibo, gp, tpe, random (a search "
+                                                           "run on a shadow) or rules (one configuration)")] = "hibo",
                json_out: JsonFlag = False,
-               rounds: Annotated[int, typer.Option(help="interleaved A/B rounds on the shadow", min=1)] = 5,
+               trials: Annotated[int, typer.Option(help="trials of a search run (baseline and seeds included)", min=2)] = 30,
+               seeds: Annotated[int, typer.Option(help="seed configurations tried first (LLM or rules); 0 = none", min=0)] = 3,
+               include: Annotated[list[str], typer.Option(help="knobs to add to the searched space (repeat or comma-separate)")] = [],  # noqa: B006
+               exclude: Annotated[list[str], typer.Option(help="knobs to leave out of the searched space")] = [],  # noqa: B006
+               range_: Annotated[list[str], typer.Option("--range", help="narrow a knob's range: NAME=LOW:HIGH")] = [],  # noqa: B006
+               allow_durability: Annotated[bool, typer.Option(help="also search fsync, synchronous_commit, full_page_writes")] = False,
+               objective: Annotated[Objective, typer.Option(help="minimize weighted latency, or maximize throughput")] = Objective.latency,
+               repeats: Annotated[int, typer.Option(help="executions of each statement per trial (median)", min=1)] = 3,
+               seed: Annotated[int, typer.Option(help="random seed of the search")] = 0,
+               resume: Annotated[str | None, typer.Option(help="continue an interrupted tuning run by its id")] = None,
+               rounds: Annotated[int, typer.Option(help="interleaved A/B rounds of the final validation", min=1)] = 5,
                validate: Annotated[bool, typer.Option(help="validate on a shadow before recommending")] = True,
                sample_percent: Annotated[float | None, typer.Option(
                    help="load the shadow with this percentage of large tables", min=0.001, max=100)] = None,
@@ -84,14 +116,25 @@ def tune_knobs(target: Target, optimizer: Annotated[str, typer.Option(help="knob
                cores: Annotated[int | None, typer.Option(help="server cores (default: this machine's)", min=1)] = None,
                storage: Annotated[Storage | None, typer.Option(help="server storage kind")] = None,
                store: StoreOpt = None) -> None:
-    """Recommend settings for a target, validated on a shadow instance."""
+    """Recommend settings for a target: a search on a shadow instance (or one rule-based configuration),
+    validated against the current settings before it is recommended."""
     from advisor.hardware import resolve
+    from advisor.settings import get_settings
     from advisor.shadow import ValidationOptions
+    from advisor.tuning import TuningOptions
+    from optimizers.knobs.llm import from_settings
+    from optimizers.knobs.space import SpaceOptions
 
     service = _service(store)
     hw = resolve(memory_gb, cores, storage.value if storage else None)
+    space = SpaceOptions(include=_names(include), exclude=_names(exclude), ranges=_ranges(range_),
+                         allow_durability=allow_durability)
+    tuning = TuningOptions(optimizer=optimizer, trials=trials, seeds=seeds, seed=seed, use_seeds=seeds > 0,
+                           objective=objective.value)
     result = service.tune_knobs(target, optimizer, hardware=hw, sample_percent=sample_percent,
-                                validation=ValidationOptions(rounds=rounds) if validate else None)
+                                validation=ValidationOptions(rounds=rounds) if validate else None,
+                                tuning=tuning, space=space, llm=from_settings(get_settings()), resume=resume,
+                                repeats=repeats)
     if json_out:
         _emit_json(_tune_doc(result))
     else:
@@ -102,7 +145,11 @@ def _tune_doc(result) -> dict:
     rec = result.recommendation
     return {"recommendation": codec.recommendation_dict(rec) if rec else None, "reasons": result.reasons,
             "message": result.message, "workload_kind": result.observation.workload_kind,
-            "not_replayed": [{"statement": s, "reason": r} for s, r in result.skipped]}
+            "not_replayed": [{"statement": s, "reason": r} for s, r in result.skipped],
+            "run_id": result.run_id, "findings": list(result.findings),
+            "trials": [{"number": t.number, "source": t.source, "config": t.config, "status": t.result.status,
+                        "objective": t.result.objective, "reason": t.result.reason,
+                        "duration_s": round(t.duration_s, 3)} for t in result.trials]}
 
 
 @app.command()

@@ -192,6 +192,15 @@ class Applied:
 
 
 @dataclass(frozen=True)
+class TrialResult:
+    """What one tuning trial measured: the objective (lower is better), or why there is none."""
+
+    objective: float | None
+    status: str = "measured"  # measured | failed | infeasible
+    reason: str = ""
+
+
+@dataclass(frozen=True)
 class StatementEvidence:
     queryid: str
     sql: str

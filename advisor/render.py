@@ -55,7 +55,25 @@ def recommendation(console: Console, rec: Recommendation, reasons: dict[str, str
         console.print(f"  {line};", markup=False)
 
 
+def trials(console: Console, result: TuneResult) -> None:
+    if not result.trials:
+        return
+    table = Table("#", "source", "objective", "best so far", "status", title=f"tuning run {result.run_id}")
+    best = float("inf")
+    for t in result.trials:
+        obj = t.result.objective
+        if obj is not None and t.result.status == "measured":
+            best = min(best, obj)
+        table.add_row(str(t.number + 1), t.source, f"{obj:,.1f}" if obj is not None else "-",
+                      f"{best:,.1f}" if best < float("inf") else "-",
+                      t.result.status if t.result.status == "measured" else f"{t.result.status}: {_short(t.result.reason, 50)}")
+    console.print(table)
+    for f in result.findings:
+        console.print(f"[bold]finding[/]: {f}")
+
+
 def tune_result(console: Console, result: TuneResult) -> None:
+    trials(console, result)
     if result.recommendation is None:
         console.print(result.message or "nothing to recommend")
         return

@@ -20,7 +20,12 @@ from connectors.postgres import PostgresConnector
 from connectors.postgres.connection import parse_dsn, redact
 from optimizers import registry
 from optimizers.base import TuningContext
+from optimizers.knobs.features import extract
 from optimizers.knobs.rules import classify_workload
+from optimizers.knobs.search import SearchOptimizer
+from optimizers.knobs.seeding import seeds_for
+from optimizers.knobs.space import KnobSpace, SpaceOptions
+from advisor.tuning import ReplayRunner, TrialRunner, TuningOptions, TuningRun
 from workloads.binding import bind_workload
 from workloads.capture import workload_delta
 
@@ -41,6 +46,9 @@ class TuneResult:
     reasons: dict[str, str] = field(default_factory=dict)
     skipped: tuple[tuple[str, str], ...] = ()  # (statement, why it could not be replayed)
     message: str = ""
+    run_id: str | None = None
+    trials: tuple = ()  # TrialRecord of a search run, in order
+    findings: tuple[str, ...] = ()  # what the run learned besides the recommendation
 
 
 def target_name(dsn: str) -> str:
@@ -74,13 +82,20 @@ class AdvisorService:
 
     def tune_knobs(self, dsn: str, optimizer: str = "rules", *, name: str | None = None,
                    hardware: Hardware | None = None, validation: ValidationOptions | None = ValidationOptions(),
-                   sample_percent: float | None = None, max_statements: int = 30) -> TuneResult:
-        """Observe, ask the optimizer, validate its configuration on a shadow (unless ``validation`` is None)
+                   sample_percent: float | None = None, max_statements: int = 30,
+                   tuning: TuningOptions | None = None, space: SpaceOptions = SpaceOptions(), llm=None,
+                   resume: str | None = None, repeats: int = 3) -> TuneResult:
+        """Observe, ask the optimizer (a search optimizer runs a whole tuning run, see ``_tune_search``), validate its configuration on a shadow (unless ``validation`` is None)
         and store the recommendation: validated when the gain's interval clears the minimum gain and no
         statement regresses, rejected otherwise."""
         from advisor.hardware import detect
 
         opt = registry.create("knobs", optimizer)  # an unknown name fails before anything is touched
+        if isinstance(opt, SearchOptimizer) or resume:
+            return self._tune_search(dsn, optimizer, name=name, hardware=hardware, validation=validation,
+                                     sample_percent=sample_percent, max_statements=max_statements,
+                                     tuning=tuning or TuningOptions(optimizer=optimizer), space=space,
+                                     llm=llm, resume=resume, repeats=repeats)
         obs = self.observe(dsn, name)
         if not obs.workload.statements:
             raise AdvisorError(f"no workload observed in database {obs.snapshot.database!r}: pg_stat_statements has "
@@ -124,6 +139,100 @@ class AdvisorService:
         rec = self.store.transition(rec.id, verdict, "advisor", why)
         return TuneResult(rec, obs, reasons, tuple((s.sql, w) for s, w in skipped), why)
 
+    def _tune_search(self, dsn: str, optimizer: str, *, name, hardware, validation, sample_percent, max_statements,
+                     tuning: TuningOptions, space: SpaceOptions, llm, resume: str | None, repeats: int) -> TuneResult:
+        """A tuning run on a shadow: baseline, seeds, then the optimizer's trials, every one stored as it ends;
+        the best configuration is validated once more against the baseline with interleaved rounds."""
+        from advisor.hardware import detect
+
+        if resume:
+            prior = self.store.run(resume)
+            if prior["state"] == "done":
+                raise AdvisorError(f"tuning run {resume} is already finished")
+            opts = prior["options"]
+            tuning = TuningOptions(**opts["tuning"])
+            space = SpaceOptions(**{**opts["space"], "include": tuple(opts["space"]["include"]),
+                                    "exclude": tuple(opts["space"]["exclude"]),
+                                    "ranges": {k: tuple(v) for k, v in opts["space"]["ranges"].items()}})
+            repeats = opts.get("repeats", repeats)
+        opt = registry.create("knobs", tuning.optimizer, seed=tuning.seed)
+        if not isinstance(opt, SearchOptimizer):
+            raise AdvisorError(f"{tuning.optimizer} is not a search optimizer")
+        obs = self.observe(dsn, name)
+        if not obs.workload.statements:
+            raise AdvisorError(f"no workload observed in database {obs.snapshot.database!r}: pg_stat_statements has "
+                               "no application statements; run the workload first")
+        catalog = {s.name: s for s in obs.snapshot.settings}
+        hw = hardware or detect()
+        knob_space = KnobSpace.build(catalog, hw, space)
+        opt.bind(knob_space)
+        features = extract(obs.workload, sum(t.total_bytes for t in obs.snapshot.tables), obs.workload_kind)
+        seeds = seeds_for(knob_space, features, tuning.seeds, llm, (self.store.cached_seeds, self.store.cache_seeds),
+                          warn=self.say) if tuning.use_seeds else []
+        connector = PostgresConnector(dsn)
+        statements = self._top(obs.workload.statements, max_statements)
+        bound, skipped = bind_workload(connector, Workload(statements))
+        if not bound:
+            raise AdvisorError("nothing to replay: no statement of the workload could be bound to values")
+        run_id = resume or new_id()
+        if not resume:
+            self.store.add_run(run_id, obs.target_id, "knobs", tuning.optimizer,
+                               {"tuning": tuning.to_dict(), "space": dataclasses.asdict(space), "repeats": repeats})
+        self.say(f"tuning run {run_id}: {tuning.optimizer}, {tuning.trials} trials over {knob_space.dim} knobs, "
+                 f"{len(bound)} statements, {len(seeds)} seed(s)")
+        with create_shadow(connector, sample_percent=sample_percent, say=self.say) as shadow:
+            trials = TrialRunner(shadow, ReplayRunner(bound, repeats=repeats, objective=tuning.objective), knob_space,
+                                 tuning.timeout_factor, tuning.min_timeout_s, self.say)
+            run = TuningRun(self.store, run_id, obs.target_id, trials, opt, tuning, seeds, self.say)
+            if resume:
+                run.resume_from_store()
+            try:
+                run.execute()
+            except BaseException:
+                self.store.update_run(run_id, state="interrupted")
+                raise
+            trials.reset()
+            result = self._recommend_best(run, obs, connector, catalog, shadow, bound, validation)
+        skipped_pairs = tuple((s.sql, w) for s, w in skipped)
+        return dataclasses.replace(result, skipped=skipped_pairs)
+
+    def _recommend_best(self, run: TuningRun, obs: Observation, connector: PostgresConnector, catalog, shadow,
+                        bound, validation) -> TuneResult:
+        findings = list(_findings(run))
+        best, base = run.best(), run.baseline()
+        summary = {"trials": len(run.records), "failed": sum(r.result.status != "measured" for r in run.records),
+                   "best": best.config if best else None, "best_objective": best.result.objective if best else None,
+                   "baseline_objective": base.result.objective if base else None, "findings": findings}
+        if best is None or base is None or best is base or not run.space.changes(best.config):
+            self.store.update_run(run.run_id, state="done", result=summary)
+            return TuneResult(None, obs, {}, (), "no configuration beat the current one", run.run_id,
+                              tuple(run.records), tuple(findings))
+        changes = run.space.changes(best.config)
+        plan = connector.plan_changes(changes, catalog)
+        rec = Recommendation(new_id(), obs.target_id, "knobs", run.optimizer.name, plan.changes, plan.apply_sql,
+                             plan.revert_sql, plan.needs_restart, "proposed", time.time())
+        if validation is None:
+            self.store.add_recommendation(rec)
+            self.store.update_run(run.run_id, state="done", result={**summary, "recommendation": rec.id})
+            return TuneResult(rec, obs, {}, (), "not validated (validation was switched off)", run.run_id,
+                              tuple(run.records), tuple(findings))
+        self.say(f"validating the best configuration ({len(changes)} changes) against the current one: "
+                 f"{validation.rounds} interleaved rounds")
+        try:
+            evidence = validate(shadow, bound, plan.changes, validation, say=self.say)
+        except AdvisorError as e:
+            self.store.add_recommendation(rec)
+            rec = self.store.transition(rec.id, "rejected", "advisor", f"validation failed: {e}")
+            self.store.update_run(run.run_id, state="done", result={**summary, "recommendation": rec.id})
+            return TuneResult(rec, obs, {}, (), f"validation failed: {e}", run.run_id, tuple(run.records),
+                              tuple(findings))
+        rec = dataclasses.replace(rec, evidence=evidence)
+        self.store.add_recommendation(rec)
+        why = _verdict_note(evidence)
+        rec = self.store.transition(rec.id, "validated" if evidence.accepted else "rejected", "advisor", why)
+        self.store.update_run(run.run_id, state="done", result={**summary, "recommendation": rec.id})
+        return TuneResult(rec, obs, {}, (), why, run.run_id, tuple(run.records), tuple(findings))
+
     @staticmethod
     def _top(statements: Sequence[Statement], n: int) -> tuple[Statement, ...]:
         return tuple(sorted(statements, key=lambda s: s.total_ms, reverse=True)[:n])
@@ -135,6 +244,24 @@ class AdvisorService:
 
     def recommendation(self, rec_id: str) -> Recommendation:
         return self.store.recommendation(rec_id)
+
+
+def _findings(run: TuningRun):
+    """What a DBA should hear besides the winner: how the seeds (the rules a DBA would apply) compare with the
+    current configuration, and how many trials failed and why."""
+    base = run.baseline()
+    for r in run.records:
+        if base is None or not r.source.startswith("seed:"):
+            continue
+        if r.result.objective is None:
+            yield f"{r.source[5:]} configuration failed: {r.result.reason}"
+            continue
+        change = r.result.objective / base.result.objective - 1.0
+        verdict = "worse than" if change > 0.05 else "better than" if change < -0.05 else "about the same as"
+        yield f"{r.source[5:]} configuration is {verdict} the current one ({change:+.0%} objective, one pass)"
+    failed = [r for r in run.records if r.result.status != "measured"]
+    if failed:
+        yield f"{len(failed)} trial(s) failed or were infeasible; first: {failed[0].result.reason}"
 
 
 def _verdict_note(evidence) -> str:

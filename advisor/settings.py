@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -17,6 +18,12 @@ class Settings(BaseSettings):
     store: str = _default_store()  # ADVISOR_STORE: path of the DuckDB file
     device: str = "auto"  # ADVISOR_DEVICE: auto | cpu | cuda (model training)
     debug: bool = False  # ADVISOR_DEBUG: tracebacks on errors
+    # An OpenAI-compatible chat completions server (llama.cpp, vLLM, OpenAI) that proposes the first knob
+    # configurations of a search; without one, hardware and workload rules do (optimizers.knobs.llm).
+    llm_url: str | None = None  # ADVISOR_LLM_URL: base URL, e.g. http://127.0.0.1:8080/v1
+    llm_model: str = "default"  # ADVISOR_LLM_MODEL
+    llm_api_key: SecretStr | None = None  # ADVISOR_LLM_API_KEY: sent as a Bearer token, never shown
+    llm_timeout_s: float = 60.0  # ADVISOR_LLM_TIMEOUT_S: per request
 
 
 def get_settings() -> Settings:

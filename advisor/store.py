@@ -19,7 +19,7 @@ from advisor import codec
 from advisor.domain import TRANSITIONS, Evidence, Recommendation, Snapshot, Workload
 from advisor.errors import InvalidTransition, NotFound, StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -36,6 +36,17 @@ MIGRATIONS: dict[int, str] = {
         created_at DOUBLE NOT NULL, updated_at DOUBLE NOT NULL);
     CREATE TABLE audit_log (id VARCHAR PRIMARY KEY, happened_at DOUBLE NOT NULL, actor VARCHAR NOT NULL,
         action VARCHAR NOT NULL, subject VARCHAR NOT NULL, detail JSON NOT NULL);
+    """,
+    2: """
+    ALTER TABLE trials ADD COLUMN number INTEGER;
+    ALTER TABLE trials ADD COLUMN config JSON;
+    ALTER TABLE trials ADD COLUMN objective DOUBLE;
+    ALTER TABLE trials ADD COLUMN source VARCHAR;
+    ALTER TABLE trials ADD COLUMN duration_s DOUBLE;
+    CREATE TABLE tuning_runs (id VARCHAR PRIMARY KEY, target_id VARCHAR NOT NULL, kind VARCHAR NOT NULL,
+        optimizer VARCHAR NOT NULL, options JSON NOT NULL, state VARCHAR NOT NULL, optimizer_state JSON,
+        result JSON, created_at DOUBLE NOT NULL, updated_at DOUBLE NOT NULL);
+    CREATE TABLE seed_cache (key VARCHAR PRIMARY KEY, seeds JSON NOT NULL, created_at DOUBLE NOT NULL);
     """,
 }
 
@@ -112,19 +123,68 @@ class Store:
         return [{"id": r[0], "taken_at": r[1], "workload": json.loads(r[2]), "summary": json.loads(r[3])} for r in rows]
 
     def add_trial(self, target_id: str, run_id: str, optimizer: str, changes: list, evidence: Evidence | None,
-                  status: str, reason: str | None = None) -> str:
+                  status: str, reason: str | None = None, *, number: int | None = None,
+                  config: dict | None = None, objective: float | None = None, source: str = "",
+                  duration_s: float | None = None) -> str:
+        """Append one trial; it is committed before this returns, so a crash right after loses nothing."""
         tid = new_id()
-        self.db.execute("INSERT INTO trials VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        self.db.execute("INSERT INTO trials (id, target_id, run_id, optimizer, changes, evidence, status, reason, "
+                        "created_at, number, config, objective, source, duration_s) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         [tid, target_id, run_id, optimizer, json.dumps(codec.plain(list(changes))),
-                         json.dumps(codec.plain(evidence)) if evidence else None, status, reason, time.time()])
+                         json.dumps(codec.plain(evidence)) if evidence else None, status, reason, time.time(),
+                         number, json.dumps(config) if config is not None else None, objective, source, duration_s])
         return tid
 
     def trials(self, run_id: str) -> list[dict]:
-        rows = self.db.execute("SELECT id, optimizer, changes, evidence, status, reason, created_at FROM trials "
-                               "WHERE run_id = ? ORDER BY created_at", [run_id]).fetchall()
+        rows = self.db.execute("SELECT id, optimizer, changes, evidence, status, reason, created_at, number, config, "
+                               "objective, source, duration_s FROM trials WHERE run_id = ? "
+                               "ORDER BY coalesce(number, 0), created_at", [run_id]).fetchall()
         return [{"id": r[0], "optimizer": r[1], "changes": json.loads(r[2]),
                  "evidence": json.loads(r[3]) if r[3] else None, "status": r[4], "reason": r[5],
-                 "created_at": r[6]} for r in rows]
+                 "created_at": r[6], "number": r[7], "config": json.loads(r[8]) if r[8] else None,
+                 "objective": r[9], "source": r[10], "duration_s": r[11]} for r in rows]
+
+    # --- tuning runs ----------------------------------------------------------------------------------------
+
+    def add_run(self, run_id: str, target_id: str, kind: str, optimizer: str, options: dict) -> None:
+        now = time.time()
+        self.db.execute("INSERT INTO tuning_runs VALUES (?, ?, ?, ?, ?, 'running', NULL, NULL, ?, ?)",
+                        [run_id, target_id, kind, optimizer, json.dumps(options), now, now])
+
+    def update_run(self, run_id: str, *, state: str | None = None, optimizer_state: dict | None = None,
+                   result: dict | None = None) -> None:
+        self.run(run_id)  # NotFound for an unknown id
+        sets, args = ["updated_at = ?"], [time.time()]
+        for column, value in (("state", state), ("optimizer_state", optimizer_state), ("result", result)):
+            if value is not None:
+                sets.append(f"{column} = ?")
+                args.append(value if column == "state" else json.dumps(value))
+        self.db.execute(f"UPDATE tuning_runs SET {', '.join(sets)} WHERE id = ?", [*args, run_id])
+
+    def run(self, run_id: str) -> dict:
+        rows = self.runs(run_id=run_id)
+        if not rows:
+            raise NotFound(f"no tuning run with id {run_id!r}")
+        return rows[0]
+
+    def runs(self, target_id: str | None = None, run_id: str | None = None) -> list[dict]:
+        rows = self.db.execute("SELECT id, target_id, kind, optimizer, options, state, optimizer_state, result, "
+                               "created_at, updated_at FROM tuning_runs WHERE (? IS NULL OR target_id = ?) "
+                               "AND (? IS NULL OR id = ?) ORDER BY created_at",
+                               [target_id, target_id, run_id, run_id]).fetchall()
+        return [{"id": r[0], "target_id": r[1], "kind": r[2], "optimizer": r[3], "options": json.loads(r[4]),
+                 "state": r[5], "optimizer_state": json.loads(r[6]) if r[6] else None,
+                 "result": json.loads(r[7]) if r[7] else None, "created_at": r[8], "updated_at": r[9]} for r in rows]
+
+    # --- seed cache -----------------------------------------------------------------------------------------
+
+    def cached_seeds(self, key: str) -> list[dict] | None:
+        row = self.db.execute("SELECT seeds FROM seed_cache WHERE key = ?", [key]).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def cache_seeds(self, key: str, seeds: list[dict]) -> None:
+        self.db.execute("INSERT OR REPLACE INTO seed_cache VALUES (?, ?, ?)", [key, json.dumps(seeds), time.time()])
 
     # --- recommendations ------------------------------------------------------------------------------------
 

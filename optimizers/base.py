@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from advisor import knobvalues
-from advisor.domain import Change, Evidence, Hardware, IndexChange, KnobChange, KnobSpec, Workload
+from advisor.domain import Change, Evidence, Hardware, IndexChange, KnobChange, KnobSpec, TrialResult, Workload
 
 CHANGE_TYPES: dict[str, type] = {"knobs": KnobChange, "indexes": IndexChange}
 
@@ -20,6 +20,7 @@ class TuningContext:
     hardware: Hardware
     workload_kind: str = "mixed"  # web | oltp | dw | desktop | mixed (PGTune's vocabulary)
     max_connections: int | None = None
+    data_bytes: int = 0
 
 
 class Optimizer(ABC):
@@ -41,12 +42,12 @@ class Optimizer(ABC):
                             for c in config])
         return checked
 
-    def observe(self, config: list[Change], evidence: Evidence) -> None:
-        """Tell the optimizer what a suggested configuration measured."""
+    def observe(self, config: list[Change], evidence: Evidence | TrialResult) -> None:
+        """Tell the optimizer what a configuration measured: a validation's Evidence or a trial's result."""
         self._observe(config, evidence)
 
     @abstractmethod
     def _suggest(self, context: TuningContext, n: int) -> list[list[Change]]: ...
 
-    def _observe(self, config: list[Change], evidence: Evidence) -> None:  # stateless plugins ignore feedback
+    def _observe(self, config: list[Change], evidence: Evidence | TrialResult) -> None:  # stateless plugins ignore feedback
         return None

@@ -1,3 +1,3 @@
-"""Knob optimizers."""
+"""Knob optimizers: the rules seeder and the search optimizers (random, TPE, GP-BO, HiBO)."""
 
-from optimizers.knobs import rules  # noqa: F401  (registers 'rules')
+from optimizers.knobs import bo, hibo, rules, search  # noqa: F401  (register their plugins)

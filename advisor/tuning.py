@@ -1,0 +1,353 @@
+"""Knob tuning on a shadow: the trial runner and the tuning loop.
+
+A trial sets a configuration on the shadow (only what differs from the shadow's present one, with a restart
+only when a restart-needing knob differs), restores the data if the workload writes, warms up, runs the workload
+and turns it into one objective (lower is better). Failures are trials too:
+
+- *infeasible*: the configuration breaks a hard constraint even after repair; it is never run.
+- *failed*: the server did not start, crashed or lost connections during the run (out of memory, a crash),
+  or the run went past its time limit (``timeout_factor`` x the best run so far, at least ``min_timeout_s``).
+
+A failed trial is stored with its reason, scored for the optimizer as a penalty (``search.PENALTY_FACTOR`` x the
+worst objective), and the shadow is brought back to the last configuration that worked. Every trial is in the
+store as soon as it ends, with the optimizer's state, so ``resume`` continues an interrupted run.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from advisor import knobvalues
+from advisor.domain import KnobChange, TrialResult
+from advisor.errors import AdvisorError, SandboxError, TargetUnreachable
+from advisor.progress import Say, silent
+from advisor.shadow import Shadow
+from advisor.store import Store
+from connectors.sandbox import wait_until_accepting
+from optimizers.knobs.search import SearchOptimizer
+from optimizers.knobs.seeding import Seed
+from optimizers.knobs.space import KnobSpace
+from workloads.binding import BoundStatement
+from workloads.replay import ReplayOptions, replay
+
+
+class TrialTimeout(AdvisorError):
+    """A trial ran past its time limit."""
+
+
+# --- workload runners ---------------------------------------------------------------------------------------
+
+
+class WorkloadRunner(Protocol):
+    objective: str  # what the number means, for people
+
+    def run(self, dsn: str, timeout_s: float) -> float:
+        """One measured pass; the objective, lower is better. Raises TrialTimeout / TargetUnreachable."""
+
+    def restore(self, dsn: str) -> None:
+        """Bring the data back to its starting state (a no-op for read-only workloads)."""
+
+    def display(self, objective: float) -> str: ...
+
+
+@dataclass
+class ReplayRunner:
+    """Replays bound statements: the objective is the weighted sum of per-statement median latencies (ms)
+    over ``repeats`` executions (``objective="latency"``), or, with ``objective="throughput"``, the wall time of
+    the pass per statement executed (ms), whose inverse is statements per second."""
+
+    statements: Sequence[BoundStatement]
+    repeats: int = 3
+    warmup: int = 1
+    concurrency: int = 1
+    objective: str = "latency"
+
+    def run(self, dsn: str, timeout_s: float) -> float:
+        opts = ReplayOptions(self.concurrency, self.repeats, self.warmup, max(int(timeout_s * 1000), 1))
+        start = time.perf_counter()
+        result = replay(dsn, self.statements, opts)
+        if result.timeouts:
+            raise TrialTimeout(f"{sum(result.timeouts.values())} statement(s) ran past the {timeout_s:.1f}s limit")
+        if time.perf_counter() - start > timeout_s * max(len(self.statements), 1) * (self.repeats + self.warmup):
+            raise TrialTimeout(f"the pass took longer than its limit ({timeout_s:.1f}s per statement)")
+        errors = {k: v for k, v in result.errors.items() if v}
+        if errors:
+            first = next(iter(errors.values()))[0]
+            if any(w in first.lower() for w in ("terminat", "connection", "server closed", "shutdown", "recovery")):
+                raise TargetUnreachable(f"the shadow lost connections during the run: {first}")
+            raise AdvisorError(f"{len(errors)} statement(s) failed: {first}")
+        if self.objective == "throughput":
+            executed = sum(len(v) for v in result.samples.values())
+            return result.wall_ms / max(executed, 1)
+        return float(sum(st.weight * result.median_ms(st.queryid) for st in self.statements))
+
+    def restore(self, dsn: str) -> None:
+        return None  # replay rolls every write back
+
+    def display(self, objective: float) -> str:
+        if self.objective == "throughput":
+            return f"{1000.0 / objective:,.1f} statements/s"
+        return f"{objective:,.1f} ms"
+
+
+# --- trials ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TuningOptions:
+    optimizer: str = "hibo"
+    trials: int = 30  # including the baseline and the seeds
+    seeds: int = 3
+    seed: int = 0
+    timeout_factor: float = 3.0
+    min_timeout_s: float = 5.0
+    use_seeds: bool = True
+    objective: str = "latency"  # latency | throughput
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class TrialRecord:
+    number: int
+    config: dict[str, str]
+    source: str
+    result: TrialResult
+    duration_s: float
+    restarted: bool = False
+
+
+@dataclass
+class TrialRunner:
+    """Runs configurations on one shadow, keeping track of what the shadow has and the last config that worked."""
+
+    shadow: Shadow
+    runner: WorkloadRunner
+    space: KnobSpace
+    timeout_factor: float = 3.0
+    min_timeout_s: float = 5.0
+    say: Say = silent
+    current: dict[str, str] = field(default_factory=dict)
+    good: dict[str, str] = field(default_factory=dict)
+    best_s: float | None = None  # wall time of the fastest successful pass
+
+    def __post_init__(self) -> None:
+        self.base = self.space.default_config()
+        self.current = dict(self.base)
+        self.good = dict(self.base)
+
+    def timeout_s(self) -> float:
+        """Per-statement limit for the pass: relative to the best pass so far."""
+        if self.best_s is None:
+            return 600.0
+        return max(self.min_timeout_s, self.timeout_factor * self.best_s)
+
+    def _set(self, config: Mapping[str, str]) -> bool:
+        """Set ``config`` on the shadow; True when that took a restart."""
+        delta = [KnobChange(n, v) for n, v in config.items()
+                 if not knobvalues.same_value(self.space.catalog[n], self.current.get(n, ""), v)]
+        if not delta:
+            return False
+        applied = self.shadow.connector.apply(delta)
+        self.current = dict(config)
+        return applied.restarted
+
+    def recover(self) -> None:
+        """Restart the shadow with the last configuration that worked."""
+        overrides = {n: v for n, v in self.good.items() if not knobvalues.same_value(self.space.catalog[n], self.base[n], v)}
+        self.say("bringing the shadow back with the last working configuration")
+        self.shadow.sandbox.recover(overrides)
+        wait_until_accepting(self.shadow.dsn)
+        self.current = dict(self.good)
+
+    def trial(self, config: Mapping[str, str]) -> tuple[TrialResult, float, bool]:
+        start = time.perf_counter()
+        restarted = False
+        try:
+            restarted = self._set(config)
+        except (SandboxError, TargetUnreachable) as e:
+            self.recover()
+            return TrialResult(None, "failed", f"the server did not come back with this configuration: {e}"), \
+                time.perf_counter() - start, True
+        except AdvisorError as e:
+            return TrialResult(None, "failed", f"could not apply: {e}"), time.perf_counter() - start, restarted
+        try:
+            self.runner.restore(self.shadow.dsn)
+            run_start = time.perf_counter()
+            objective = self.runner.run(self.shadow.dsn, self.timeout_s())
+            wall = time.perf_counter() - run_start
+        except TrialTimeout as e:
+            return TrialResult(None, "failed", f"timeout: {e}"), time.perf_counter() - start, restarted
+        except TargetUnreachable as e:
+            alive = self.shadow.sandbox.is_running()
+            if alive:
+                try:
+                    wait_until_accepting(self.shadow.dsn, 30)
+                except AdvisorError:
+                    alive = False
+            if not alive:
+                self.recover()
+            why = "the server crashed during the run (out of memory?)" if not alive else "the server lost connections"
+            return TrialResult(None, "failed", f"{why}: {e}"), time.perf_counter() - start, restarted
+        except AdvisorError as e:
+            return TrialResult(None, "failed", str(e)), time.perf_counter() - start, restarted
+        self.good = dict(self.current)
+        self.best_s = wall if self.best_s is None else min(self.best_s, wall)
+        return TrialResult(objective), time.perf_counter() - start, restarted
+
+    def reset(self) -> None:
+        """Put the shadow back to its own configuration."""
+        try:
+            self._set(self.base)
+        except AdvisorError:
+            self.good = dict(self.base)
+            self.recover()
+
+
+# --- the tuning loop ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TuningRun:
+    """One tuning run: the baseline first, then the seeds, then the optimizer, each trial stored as it ends."""
+
+    store: Store
+    run_id: str
+    target_id: str
+    trials: TrialRunner
+    optimizer: SearchOptimizer
+    options: TuningOptions
+    seeds: list[Seed] = field(default_factory=list)
+    say: Say = silent
+    records: list[TrialRecord] = field(default_factory=list)
+    on_trial: Callable[[TrialRecord], None] | None = None
+
+    @property
+    def space(self) -> KnobSpace:
+        return self.trials.space
+
+    def resume_from_store(self) -> None:
+        """Load the trials already stored for this run and replay them into the optimizer."""
+        for row in self.store.trials(self.run_id):
+            if row.get("config") is None:
+                continue
+            status = row["status"]
+            result = TrialResult(row["objective"], status, row.get("reason") or "")
+            rec = TrialRecord(int(row["number"]), dict(row["config"]), row.get("source") or "", result,
+                              row.get("duration_s") or 0.0)
+            self.records.append(rec)
+            self.optimizer.tell(self.space.encode(rec.config), result.objective if status == "measured" else None,
+                                rec.source)
+        if self.records:
+            self.say(f"resuming run {self.run_id}: {len(self.records)} trial(s) already done")
+
+    def _record(self, config: dict[str, str], source: str, result: TrialResult, duration: float,
+                restarted: bool) -> TrialRecord:
+        rec = TrialRecord(len(self.records), config, source, result, duration, restarted)
+        self.records.append(rec)
+        self.optimizer.tell(self.space.encode(config), result.objective if result.status == "measured" else None, source)
+        self.store.add_trial(self.target_id, self.run_id, self.optimizer.name, self.space.changes(config), None,
+                             result.status, result.reason or None, number=rec.number, config=config,
+                             objective=result.objective, source=source, duration_s=duration)
+        self.store.update_run(self.run_id, optimizer_state=self.optimizer.state())
+        best = self.best()
+        status = (self.trials.runner.display(result.objective) if result.objective is not None
+                  else f"{result.status}: {result.reason}")
+        self.say(f"trial {rec.number + 1}/{self.options.trials} [{source}] {status}"
+                 + (f"; best {self.trials.runner.display(best.result.objective)}" if best else "")
+                 + (" (restart)" if restarted else ""))
+        if self.on_trial:
+            self.on_trial(rec)
+        return rec
+
+    def run_config(self, config: dict[str, str], source: str) -> TrialRecord:
+        fixed, notes = self.space.repair(config)
+        still = self.space.violations(fixed)
+        if still:
+            return self._record(fixed, source, TrialResult(None, "infeasible", "; ".join(v.message for v in still)),
+                                0.0, False)
+        if notes:
+            self.say(f"adjusted to fit the constraints: {'; '.join(notes)}")
+        result, duration, restarted = self.trials.trial(fixed)
+        return self._record(fixed, source, result, duration, restarted)
+
+    def execute(self) -> list[TrialRecord]:
+        """Run trials until the budget is spent; returns every trial of the run (resumed ones included)."""
+        done_sources = [r.source for r in self.records]
+        if "default" not in done_sources and len(self.records) < self.options.trials:
+            self.run_config(self.space.default_config(), "default")
+        for i, seed in enumerate(self.seeds):
+            tag = f"seed:{seed.source}"
+            if len(self.records) >= self.options.trials:
+                break
+            if sum(1 for s in done_sources if s.startswith("seed:")) > i:
+                continue
+            self.run_config({**self.space.default_config(), **seed.config}, tag)
+        while len(self.records) < self.options.trials:
+            x = self.optimizer.ask(1, current=self.space.encode(self.trials.current))[0]
+            self.run_config(self.space.decode(x), self.optimizer.name)
+        return self.records
+
+    def best(self) -> TrialRecord | None:
+        ok = [r for r in self.records if r.result.status == "measured" and r.result.objective is not None]
+        return min(ok, key=lambda r: r.result.objective) if ok else None  # type: ignore[arg-type, return-value]
+
+    def baseline(self) -> TrialRecord | None:
+        return next((r for r in self.records if r.source == "default" and r.result.status == "measured"), None)
+
+
+# --- comparing two configurations on the shadow --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ObjectiveComparison:
+    baseline: list[float]
+    candidate: list[float]
+    gain: float  # 1 - candidate/baseline, on medians
+    ci: tuple[float, float]
+
+    @property
+    def significant_loss(self) -> bool:
+        return self.ci[1] < 0
+
+
+def compare_configs(trials: TrialRunner, baseline: Mapping[str, str], candidate: Mapping[str, str], rounds: int = 4,
+                    say: Say = silent, seed: int = 0) -> ObjectiveComparison:
+    """ABBA-interleaved passes of two configurations; gain with a paired bootstrap 95% interval over rounds."""
+    a: list[float] = []
+    b: list[float] = []
+    for i in range(rounds):
+        for arm in (("A", "B") if i % 2 == 0 else ("B", "A")):
+            config = baseline if arm == "A" else candidate
+            result, _, _ = trials.trial(config)
+            if result.objective is None:
+                raise AdvisorError(f"the {'baseline' if arm == 'A' else 'candidate'} failed while validating: "
+                                   f"{result.reason}")
+            (a if arm == "A" else b).append(result.objective)
+        say(f"validation round {i + 1}/{rounds}: baseline {trials.runner.display(a[-1])}, "
+            f"candidate {trials.runner.display(b[-1])}")
+    A, B = np.array(a), np.array(b)
+    gain = 1.0 - statistics.median(b) / statistics.median(a)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, rounds, size=(2000, rounds))
+    boots = 1.0 - np.median(B[idx], axis=1) / np.median(A[idx], axis=1)
+    lo, hi = np.percentile(boots, [2.5, 97.5])
+    return ObjectiveComparison(a, b, gain, (float(lo), float(hi)))
+
+
+def best_so_far(records: Sequence[TrialRecord]) -> list[float]:
+    out: list[float] = []
+    best = math.inf
+    for r in records:
+        if r.result.objective is not None and r.result.status == "measured":
+            best = min(best, r.result.objective)
+        out.append(best)
+    return out
