@@ -24,6 +24,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                        "validates them on a shadow instance, and recommends.")
 tune_app = typer.Typer(no_args_is_help=True, help="Propose and validate changes for a target.")
 app.add_typer(tune_app, name="tune")
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks on self-started servers: print, save JSON and plots.")
+app.add_typer(bench_app, name="bench")
 
 Target = Annotated[str, typer.Option("--target", "-t", help="libpq DSN or postgresql:// URL of the database")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print one JSON document on stdout")]
@@ -179,6 +181,32 @@ def demo(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.0
         _emit_json(_tune_doc(result))
     else:
         render.tune_result(Console(), result)
+
+
+@bench_app.command("knobs")
+def bench_knobs(workloads: Annotated[str, typer.Option(help="comma-separated: joins, lookups, tpch, pgbench")] =
+                "joins,lookups,tpch,pgbench",
+                trials: Annotated[int | None, typer.Option(help="trials per optimizer run (default: per workload, "
+                                                               "30 for joins/lookups)", min=3)] = None,
+                repeats: Annotated[int, typer.Option(help="executions of each statement per trial", min=1)] = 2,
+                surrogate_seeds: Annotated[int, typer.Option(help="seeds per optimizer on the surrogate; 0 = skip",
+                                                             min=0)] = 5,
+                seed: Annotated[int, typer.Option(help="random seed")] = 0,
+                out: Annotated[str, typer.Option(help="directory for knobs.json and the plot")] = "bench-results/knobs",
+                json_out: JsonFlag = False) -> None:
+    """Every knob optimizer with the same budget on real PostgreSQL (G* workloads and safety workloads), then
+    many seeds on a surrogate fitted to the real trials."""
+    from advisor.bench.knobs import BenchOptions, KnobBench, table
+
+    names = tuple(w.strip() for w in workloads.split(",") if w.strip())
+    options = BenchOptions(workloads=names, trials=trials, repeats=repeats, surrogate_seeds=surrogate_seeds,
+                           seed=seed, out_dir=out)
+    doc = KnobBench(options, say=reporter()).run()
+    if json_out:
+        _emit_json(doc)
+    else:
+        print(table(doc))
+        print(f"saved {out}/knobs.json and {out}/knobs-convergence.png")
 
 
 def main(argv: list[str] | None = None) -> int:

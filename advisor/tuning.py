@@ -20,7 +20,7 @@ import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import numpy as np
 
@@ -95,6 +95,34 @@ class ReplayRunner:
         if self.objective == "throughput":
             return f"{1000.0 / objective:,.1f} statements/s"
         return f"{objective:,.1f} ms"
+
+
+@dataclass
+class PgbenchRunner:
+    """pgbench's TPC-B-like transactions for ``duration_s``: the objective is milliseconds per transaction
+    (1000 / TPS), and the history table is emptied and the tables vacuumed before each run."""
+
+    scale: ClassVar[int] = 10
+    clients: int = 8
+    duration_s: float = 8.0
+    objective: str = "throughput"
+
+    def run(self, dsn: str, timeout_s: float) -> float:
+        from workloads import pgbench
+
+        result = pgbench.run(dsn, pgbench.PgbenchOptions(scale=self.scale, clients=self.clients,
+                                                         duration_s=self.duration_s))
+        if result.tps <= 0:
+            raise AdvisorError(f"pgbench finished no transaction ({result.failed} failed)")
+        return 1000.0 / result.tps
+
+    def restore(self, dsn: str) -> None:
+        from workloads import pgbench
+
+        pgbench.restore(dsn)
+
+    def display(self, objective: float) -> str:
+        return f"{1000.0 / objective:,.0f} TPS"
 
 
 # --- trials ---------------------------------------------------------------------------------------------------

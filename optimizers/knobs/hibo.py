@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optimizers.knobs.bo import fit_gp, log_ei, prefer_no_restart, score
+from optimizers.knobs.bo import fit_gp, hyperparameters, log_ei, prefer_no_restart, score
 from optimizers.knobs.search import SearchOptimizer, sobol
 from optimizers.registry import register
 
@@ -56,7 +56,7 @@ def build_tree(X: np.ndarray, y: np.ndarray, max_depth: int, min_leaf: int, seed
         feats = np.c_[X[node.idx], weight * (y[node.idx] - y[node.idx].mean()) / spread]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            labels = KMeans(2, n_init=3, random_state=seed).fit_predict(feats)
+            labels = KMeans(2, n_init=2, random_state=seed).fit_predict(feats)
         if len(set(labels)) < 2:
             continue
         svm = SVC(kernel="rbf", gamma="scale", C=10.0).fit(X[node.idx], labels)
@@ -111,7 +111,7 @@ class HiBO(SearchOptimizer):
     description = "HiBO: search-tree partitioning (k-means + SVM, UCT) weighting a local GP's qLogEI"
 
     def __init__(self, seed: int = 0, max_depth: int = 4, min_leaf: int = 4, cp: float = 0.3, patience: int = 6,
-                 sweep: int = 2048, local: int = 1024) -> None:
+                 sweep: int = 1024, local: int = 768) -> None:
         super().__init__(seed)
         self.max_depth, self.min_leaf, self.cp, self.patience = max_depth, min_leaf, cp, patience
         self.sweep, self.local = sweep, local
@@ -140,7 +140,8 @@ class HiBO(SearchOptimizer):
         best = X[np.argsort(y)[:3]]
         steps = [np.clip(b + rng.normal(0, 0.08, size=(self.local // len(best), d)), 0, 1) for b in best]
         candidates = np.vstack([sobol(d, self.sweep, self.seed + len(self.history)), *steps])
-        model = fit_gp(X, y)
+        model = fit_gp(X, y, getattr(self, "_warm", None))
+        self._warm = hyperparameters(model)
         acq = log_ei(model, float((-y).max()))
 
         def value(points: np.ndarray) -> np.ndarray:

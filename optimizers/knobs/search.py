@@ -141,7 +141,7 @@ class TPESearch(SearchOptimizer):
         assert self.space is not None
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         dists = {f"x{i}": optuna.distributions.FloatDistribution(0.0, 1.0) for i in range(self.space.dim)}
-        sampler = optuna.samplers.TPESampler(seed=self.seed + len(self.history), multivariate=True,
+        sampler = optuna.samplers.TPESampler(seed=self.seed + len(self.history) + len(pending), multivariate=True,
                                              n_startup_trials=self.n_init)
         study = optuna.create_study(direction="minimize", sampler=sampler)
         X, y = self.data()

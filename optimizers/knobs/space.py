@@ -150,7 +150,9 @@ def _text(spec: KnobSpec, base: float) -> str:
     if family == "memory" and spec.vartype == "integer":
         nbytes = base * size
         step = MB if nbytes >= 16 * MB else 1024
-        nbytes = max(round(nbytes / step) * step, size)
+        nbytes = round(nbytes / step) * step
+        if base > 0:  # at least one unit; 0 (off) and -1 (use another setting) stay what they are
+            nbytes = max(nbytes, size)
         return knobvalues.clamp(spec, math.floor(nbytes / size))
     if spec.vartype == "real":
         return knobvalues.clamp(spec, float(f"{base:.3g}"))
@@ -295,9 +297,14 @@ class KnobSpace:
         buffers; WAL and worker bounds ordered) and what was changed."""
         fixed = dict(config)
         notes: list[str] = []
-        if self._value(fixed, "min_wal_size") > self._value(fixed, "max_wal_size") and "max_wal_size" in fixed:
-            fixed["min_wal_size"] = fixed["max_wal_size"] if "min_wal_size" in fixed else fixed["min_wal_size"]
-            notes.append("min_wal_size lowered to max_wal_size")
+        if "min_wal_size" in self.catalog and "max_wal_size" in self.catalog and \
+                self._value(fixed, "min_wal_size") > self._value(fixed, "max_wal_size"):
+            if "min_wal_size" in fixed:
+                fixed["min_wal_size"] = fixed.get("max_wal_size", _current(self.catalog["max_wal_size"]))
+                notes.append("min_wal_size lowered to max_wal_size")
+            elif "max_wal_size" in fixed:  # min_wal_size is not searched: max_wal_size moves up to it
+                fixed["max_wal_size"] = _current(self.catalog["min_wal_size"])
+                notes.append("max_wal_size raised to min_wal_size")
         if "max_parallel_workers" in fixed and \
                 self._value(fixed, "max_parallel_workers") > self._value(fixed, "max_worker_processes"):
             fixed["max_parallel_workers"] = _text(self.catalog["max_parallel_workers"],
@@ -352,7 +359,7 @@ def _dimension(spec: KnobSpec, default: Range | None, narrowed: tuple[str, str] 
         if narrowed:
             wanted = {v.strip().lower() for v in narrowed}
             values = tuple(v for v in values if v.lower() in wanted)
-        values = tuple(v for v in values if v.lower() not in {"try"})
+        values = tuple(v for v in values if v.lower() not in {"try"} or v.lower() == spec.setting.lower())
         return Dimension(spec.name, spec, choices=values) if len(values) > 1 else None
     if spec.vartype not in {"integer", "real"}:
         return None
