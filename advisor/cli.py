@@ -171,12 +171,15 @@ def recommendations(json_out: JsonFlag = False,
 def demo(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.001, max=10)] = 0.1,
          rounds: Annotated[int, typer.Option(help="interleaved A/B rounds", min=1)] = 5,
          streams: Annotated[int, typer.Option(help="TPC-H streams run as the workload", min=1)] = 3,
+         optimizer: Annotated[str, typer.Option(help="knob optimizer")] = "hibo",
+         trials: Annotated[int, typer.Option(help="trials of the tuning run", min=2)] = 12,
          json_out: JsonFlag = False, store: StoreOpt = None) -> None:
-    """Tune a self-started Postgres with TPC-H end to end (starts and stops its own servers)."""
+    """Tune a self-started Postgres (TPC-H + ORM-style reports) end to end; starts and stops its own servers."""
     from advisor.demo import DemoOptions, run_demo
 
     service = _service(store)
-    result = run_demo(service, DemoOptions(scale=scale, streams=streams, rounds=rounds), say=service.say)
+    result = run_demo(service, DemoOptions(scale=scale, streams=streams, rounds=rounds, optimizer=optimizer,
+                                           trials=trials), say=service.say)
     if json_out:
         _emit_json(_tune_doc(result))
     else:
@@ -190,7 +193,7 @@ def bench_knobs(workloads: Annotated[str, typer.Option(help="comma-separated: jo
                                                                "30 for joins/lookups)", min=3)] = None,
                 repeats: Annotated[int, typer.Option(help="executions of each statement per trial", min=1)] = 2,
                 surrogate_seeds: Annotated[int, typer.Option(help="seeds per optimizer on the surrogate; 0 = skip",
-                                                             min=0)] = 5,
+                                                             min=0)] = 3,
                 seed: Annotated[int, typer.Option(help="random seed")] = 0,
                 out: Annotated[str, typer.Option(help="directory for knobs.json and the plot")] = "bench-results/knobs",
                 json_out: JsonFlag = False) -> None:

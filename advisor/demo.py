@@ -1,5 +1,6 @@
-"""The demo: a sandbox "production" Postgres with TPC-H, its workload run and observed, the rules optimizer's
-configuration validated on a shadow, and the recommendation stored. Every server it starts is stopped."""
+"""The demo: a sandbox "production" Postgres with TPC-H and an application's ORM-style reports on it, the workload
+run and observed, a HiBO tuning run on a shadow (baseline, rule seeds, then the search), the best configuration
+validated against the current one, and the recommendation stored. Every server it starts is stopped."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from dataclasses import dataclass
 from advisor.progress import Say, silent
 from advisor.service import AdvisorService, TuneResult
 from advisor.shadow import ValidationOptions
+from advisor.tuning import TuningOptions
 from connectors.postgres import PostgresConnector
 from connectors.sandbox import PostgresSandbox
-from workloads import tpch
+from workloads import suites, tpch
 from workloads.binding import BoundStatement
 from workloads.replay import ReplayOptions, replay
 
@@ -25,7 +27,8 @@ class DemoOptions:
     scale: float = 0.1
     streams: int = 3
     rounds: int = 5
-    optimizer: str = "rules"
+    optimizer: str = "hibo"
+    trials: int = 12
     seed: int = 7
 
 
@@ -45,12 +48,17 @@ def run_demo(service: AdvisorService, options: DemoOptions = DemoOptions(), say:
     say("starting the demo's production server (a local sandbox)")
     with PostgresSandbox("production") as production:
         dsn = production.create_database("tpch")
-        tpch.load(dsn, options.scale, progress=say)
+        joins = suites.get("joins")
+        suites.prepare(dsn, joins, options.scale, progress=say)
         PostgresConnector(dsn).reset_statement_stats()
-        say(f"running the workload: {options.streams} TPC-H streams of {len(DEMO_QUERIES)} queries, 2 clients")
+        say(f"running the workload: {options.streams} TPC-H streams of {len(DEMO_QUERIES)} queries and "
+            f"{options.streams} rounds of {len(joins.templates)} ORM reports, 2 clients")
         ran = run_workload(dsn, options.scale, options.streams, options.seed)
-        say(f"workload done: {ran} statements ran")
-        result = service.tune_knobs(dsn, options.optimizer, name="demo-production",
-                                    validation=ValidationOptions(rounds=options.rounds))
+        reports = [st for i in range(options.streams) for st in joins.statements(options.seed + i)]
+        replay(dsn, reports, ReplayOptions(concurrency=2, repeats=1, warmup=0))
+        say(f"workload done: {ran + len(reports)} statements ran")
+        tuning = TuningOptions(optimizer=options.optimizer, trials=options.trials, seed=options.seed)
+        result = service.tune_knobs(dsn, options.optimizer, name="demo-production", tuning=tuning,
+                                    validation=ValidationOptions(rounds=options.rounds), repeats=1)
         say("stopping the demo's servers")
     return result

@@ -104,7 +104,7 @@ class PgbenchRunner:
 
     scale: ClassVar[int] = 10
     clients: int = 8
-    duration_s: float = 8.0
+    duration_s: float = 6.0
     objective: str = "throughput"
 
     def run(self, dsn: str, timeout_s: float) -> float:

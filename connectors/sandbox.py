@@ -174,7 +174,9 @@ class PostgresSandbox:
             return False
         res = subprocess.run(self._cmd(str(self.bin / "pg_ctl"), "-D", str(self.data), "status"),
                              capture_output=True, text=True)
-        return res.returncode == 0
+        pid = self.postmaster_pid()
+        # pg_ctl counts a killed but unreaped (zombie) postmaster as running
+        return res.returncode == 0 and (pid is None or pid_alive(pid))
 
     def postmaster_pid(self) -> int | None:
         pid_file = self.data / "postmaster.pid"

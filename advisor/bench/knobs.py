@@ -57,7 +57,7 @@ class BenchWorkload:
 
 
 DEFAULT_WORKLOADS = (BenchWorkload("joins", "replay", True, 30), BenchWorkload("lookups", "replay", True, 30),
-                     BenchWorkload("tpch", "replay", False, 15), BenchWorkload("pgbench", "pgbench", False, 12))
+                     BenchWorkload("tpch", "replay", False, 12), BenchWorkload("pgbench", "pgbench", False, 10))
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class BenchOptions:
     trials: int | None = None  # overrides each workload's default
     repeats: int = 2
     validation_rounds: int = 4
-    surrogate_seeds: int = 5
+    surrogate_seeds: int = 3
     surrogate_trials: int = 30
     seed: int = 0
     out_dir: str = "bench-results/knobs"

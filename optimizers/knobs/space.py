@@ -357,7 +357,7 @@ def _dimension(spec: KnobSpec, default: Range | None, narrowed: tuple[str, str] 
     if spec.vartype == "enum":
         values = spec.enum_values
         if narrowed:
-            wanted = {v.strip().lower() for v in narrowed}
+            wanted = {v.strip().lower() for v in narrowed} | {spec.setting.lower()}  # the baseline stays reachable
             values = tuple(v for v in values if v.lower() in wanted)
         values = tuple(v for v in values if v.lower() not in {"try"} or v.lower() == spec.setting.lower())
         return Dimension(spec.name, spec, choices=values) if len(values) > 1 else None
