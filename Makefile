@@ -1,5 +1,5 @@
 # The two commands: `make demo` runs the main job, `make test` runs the tests. Both bootstrap first.
-.PHONY: bootstrap demo test test-slow clean
+.PHONY: bootstrap demo test test-slow bench-knobs clean
 
 bootstrap:
 	@bash scripts/bootstrap.sh
@@ -12,6 +12,9 @@ test: bootstrap
 
 test-slow: bootstrap
 	.venv/bin/python -m pytest -m slow
+
+bench-knobs: bootstrap
+	.venv/bin/advisor bench knobs
 
 clean:
 	rm -rf .venv .pytest_cache

@@ -9,8 +9,8 @@ from connectors.sandbox import free_port
 from tests.conftest import run
 
 
-def advisor(*args, store):
-    env = {**os.environ, "ADVISOR_STORE": str(store)}
+def advisor(*args, store, env=None):
+    env = {**os.environ, "ADVISOR_STORE": str(store), **(env or {})}
     return subprocess.run([sys.executable, "-m", "advisor", *args], capture_output=True, text=True, env=env,
                           timeout=300)
 
@@ -44,6 +44,42 @@ def test_tune_knobs_json_and_recommendations(busy_db, tmp_path):
     assert rec["revert_sql"][-1] == "SELECT pg_reload_conf()"
     listed = json.loads(advisor("recommendations", "--json", store=store).stdout)["recommendations"]
     assert [r["id"] for r in listed] == [rec["id"]]
+
+
+def test_tune_knobs_search_stores_every_trial(busy_db, tmp_path):
+    """A search run from the CLI: baseline first, then the seeds (the LLM endpoint is down, so the rules give
+    them), then the optimizer; every trial is in the store; a finished run cannot be resumed."""
+    store = tmp_path / "s.duckdb"
+    llm_down = {"ADVISOR_LLM_URL": f"http://127.0.0.1:{free_port()}/v1", "ADVISOR_LLM_TIMEOUT_S": "1"}
+    res = advisor("tune", "knobs", "--target", busy_db, "--optimizer", "random", "--trials", "4", "--seeds", "2",
+                  "--repeats", "1", "--rounds", "2", "--memory-gb", "4", "--cores", "2", "--json",
+                  store=store, env=llm_down)
+    assert res.returncode == 0, res.stderr
+    assert "LLM seeding failed" in res.stderr
+    doc = json.loads(res.stdout)
+    sources = [t["source"] for t in doc["trials"]]
+    assert len(sources) == 4 and sources[0] == "default" and sources[-1] == "random"
+    assert all(s.startswith("seed:") and "rules" in s for s in sources[1:3])
+    assert all(t["status"] in {"measured", "failed", "infeasible"} for t in doc["trials"])
+    from advisor.store import Store
+    with Store(store) as st:
+        stored = st.trials(doc["run_id"])
+        assert [t["number"] for t in stored] == [0, 1, 2, 3]
+        assert st.run(doc["run_id"])["state"] == "done"
+    again = advisor("tune", "knobs", "--target", busy_db, "--resume", doc["run_id"], store=store)
+    assert again.returncode == 1 and "already finished" in again.stderr
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--include", "turbo_mode"], "unknown setting 'turbo_mode'"),
+    (["--include", "fsync"], "durability"),
+    (["--range", "work_mem=64MB:4MB"], "is empty"),
+    (["--range", "work_mem=4MB"], "expected NAME=LOW:HIGH"),
+])
+def test_bad_space_options_are_refused_before_any_trial(busy_db, tmp_path, extra, message):
+    res = advisor("tune", "knobs", "--target", busy_db, *extra, store=tmp_path / "s.duckdb")
+    assert res.returncode == 1 and message in res.stderr and "trial 1" not in res.stderr
+    assert "Traceback" not in res.stderr
 
 
 @pytest.mark.parametrize("args, message", [

@@ -254,6 +254,8 @@ class KnobBench:
 
         out: dict = {"label": "SURROGATE: a random forest fitted to the real trials above; not a database",
                      "seeds": self.options.surrogate_seeds, "trials": self.options.surrogate_trials, "workloads": {}}
+        if self.options.surrogate_seeds <= 0:
+            return out
         for report in reports:
             space, records, seeds = pooled[report.name]
             ok = [r for r in records if r.result.status == "measured" and r.result.objective]
