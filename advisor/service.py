@@ -198,40 +198,56 @@ class AdvisorService:
 
     def _recommend_best(self, run: TuningRun, obs: Observation, connector: PostgresConnector, catalog, shadow,
                         bound, validation) -> TuneResult:
+        """Validate the best configuration against the current one; when it is rejected (a statement regressed,
+        or the gain is not significant), try the next candidates (the best seed, then the runner-up), up to
+        ``MAX_VALIDATIONS`` in all. Every attempt is stored as a recommendation with its evidence; the first one
+        accepted is the result."""
         findings = list(_findings(run))
-        best, base = run.best(), run.baseline()
+        base = run.baseline()
+        candidates = _candidates(run)
         summary = {"trials": len(run.records), "failed": sum(r.result.status != "measured" for r in run.records),
-                   "best": best.config if best else None, "best_objective": best.result.objective if best else None,
+                   "best": candidates[0].config if candidates else None,
+                   "best_objective": candidates[0].result.objective if candidates else None,
                    "baseline_objective": base.result.objective if base else None, "findings": findings}
-        if best is None or base is None or best is base or not run.space.changes(best.config):
+        if base is None or not candidates:
             self.store.update_run(run.run_id, state="done", result=summary)
             return TuneResult(None, obs, {}, (), "no configuration beat the current one", run.run_id,
                               tuple(run.records), tuple(findings))
-        changes = run.space.changes(best.config)
-        plan = connector.plan_changes(changes, catalog)
-        rec = Recommendation(new_id(), obs.target_id, "knobs", run.optimizer.name, plan.changes, plan.apply_sql,
-                             plan.revert_sql, plan.needs_restart, "proposed", time.time())
-        if validation is None:
-            self.store.add_recommendation(rec)
-            self.store.update_run(run.run_id, state="done", result={**summary, "recommendation": rec.id})
-            return TuneResult(rec, obs, {}, (), "not validated (validation was switched off)", run.run_id,
-                              tuple(run.records), tuple(findings))
-        self.say(f"validating the best configuration ({len(changes)} changes) against the current one: "
-                 f"{validation.rounds} interleaved rounds")
-        try:
-            evidence = validate(shadow, bound, plan.changes, validation, say=self.say)
-        except AdvisorError as e:
-            self.store.add_recommendation(rec)
-            rec = self.store.transition(rec.id, "rejected", "advisor", f"validation failed: {e}")
-            self.store.update_run(run.run_id, state="done", result={**summary, "recommendation": rec.id})
-            return TuneResult(rec, obs, {}, (), f"validation failed: {e}", run.run_id, tuple(run.records),
-                              tuple(findings))
-        rec = dataclasses.replace(rec, evidence=evidence)
-        self.store.add_recommendation(rec)
-        why = _verdict_note(evidence)
-        rec = self.store.transition(rec.id, "validated" if evidence.accepted else "rejected", "advisor", why)
-        self.store.update_run(run.run_id, state="done", result={**summary, "recommendation": rec.id})
-        return TuneResult(rec, obs, {}, (), why, run.run_id, tuple(run.records), tuple(findings))
+        first: tuple[Recommendation, str] | None = None
+        for i, cand in enumerate(candidates if validation is not None else candidates[:1]):
+            plan = connector.plan_changes(run.space.changes(cand.config), catalog)
+            rec = Recommendation(new_id(), obs.target_id, "knobs", run.optimizer.name, plan.changes, plan.apply_sql,
+                                 plan.revert_sql, plan.needs_restart, "proposed", time.time())
+            if validation is None:
+                self.store.add_recommendation(rec)
+                self.store.update_run(run.run_id, state="done", result={**summary, "recommendation": rec.id})
+                return TuneResult(rec, obs, {}, (), "not validated (validation was switched off)", run.run_id,
+                                  tuple(run.records), tuple(findings))
+            self.say(f"validating candidate {i + 1} (trial {cand.number + 1}, {cand.source}, {len(plan.changes)} "
+                     f"changes) against the current configuration: {validation.rounds} interleaved rounds")
+            try:
+                evidence = validate(shadow, bound, plan.changes, validation, say=self.say)
+            except AdvisorError as e:
+                self.store.add_recommendation(rec)
+                rec = self.store.transition(rec.id, "rejected", "advisor", f"validation failed: {e}")
+                why = f"validation failed: {e}"
+            else:
+                rec = dataclasses.replace(rec, evidence=evidence)
+                self.store.add_recommendation(rec)
+                why = _verdict_note(evidence)
+                rec = self.store.transition(rec.id, "validated" if evidence.accepted else "rejected", "advisor", why)
+                if evidence.accepted:
+                    if first is not None:
+                        findings.append(f"{i} better-scoring candidate(s) were rejected on validation "
+                                        f"(first: {first[1]}); recommending trial {cand.number + 1} ({cand.source})")
+                    self.store.update_run(run.run_id, state="done", result={**summary, "recommendation": rec.id})
+                    return TuneResult(rec, obs, {}, (), why, run.run_id, tuple(run.records), tuple(findings))
+            self.say(f"candidate {i + 1} rejected: {why}")
+            if first is None:
+                first = (rec, why)
+        assert first is not None
+        self.store.update_run(run.run_id, state="done", result={**summary, "recommendation": first[0].id})
+        return TuneResult(first[0], obs, {}, (), first[1], run.run_id, tuple(run.records), tuple(findings))
 
     @staticmethod
     def _top(statements: Sequence[Statement], n: int) -> tuple[Statement, ...]:
@@ -244,6 +260,27 @@ class AdvisorService:
 
     def recommendation(self, rec_id: str) -> Recommendation:
         return self.store.recommendation(rec_id)
+
+
+MAX_VALIDATIONS = 3
+
+
+def _candidates(run: TuningRun) -> list:
+    """Configurations worth validating, best first: the best trial, the best seed (few, explained changes), the
+    runner-up; only those that measured better than the baseline and change something."""
+    base = run.baseline()
+    ok = sorted((r for r in run.records if r.result.status == "measured" and r.result.objective is not None
+                 and r.source != "default" and run.space.changes(r.config)), key=lambda r: r.result.objective)
+    if base is not None:
+        ok = [r for r in ok if r.result.objective < base.result.objective]
+    picks = ok[:1] + [r for r in ok if r.source.startswith("seed:")][:1] + ok[1:2]
+    out, seen = [], set()
+    for r in picks:
+        key = tuple(sorted(r.config.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out[:MAX_VALIDATIONS]
 
 
 def _findings(run: TuningRun):
