@@ -145,6 +145,7 @@ class AdvisorService:
         the best configuration is validated once more against the baseline with interleaved rounds."""
         from advisor.hardware import detect
 
+        prior: dict = {}
         if resume:
             prior = self.store.run(resume)
             if prior["state"] == "done":
@@ -174,6 +175,8 @@ class AdvisorService:
         bound, skipped = bind_workload(connector, Workload(statements))
         if not bound:
             raise AdvisorError("nothing to replay: no statement of the workload could be bound to values")
+        if resume and prior["target_id"] != obs.target_id:
+            raise AdvisorError(f"tuning run {resume} belongs to another target; resume it against that target")
         run_id = resume or new_id()
         if not resume:
             self.store.add_run(run_id, obs.target_id, "knobs", tuning.optimizer,
