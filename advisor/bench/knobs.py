@@ -30,7 +30,7 @@ from advisor.domain import Hardware, Statement, Workload
 from advisor.errors import NotFound
 from advisor.hardware import detect
 from advisor.progress import Say, silent
-from advisor.shadow import Shadow
+from advisor.shadow import Shadow, ValidationOptions
 from advisor.store import Store, new_id, open_store
 from advisor.tuning import (ReplayRunner, TrialRecord, TrialRunner, TuningOptions, TuningRun, best_so_far,
                             compare_configs)
@@ -45,6 +45,7 @@ from workloads import suites
 # Runs per workload: name, optimizer, seeded. "hibo" is HiBO with rule seeds; the rest start from nothing.
 RUNS = (("hibo", "hibo", True), ("hibo-unseeded", "hibo", False), ("gp", "gp", False), ("tpe", "tpe", False),
         ("random", "random", False))
+MIN_GAIN = ValidationOptions().min_gain  # the same bar a recommendation must clear
 SAFETY_RUNS = (("hibo", "hibo", True), ("random", "random", False))
 
 
@@ -237,8 +238,8 @@ class KnobBench:
                 label, optimizer, seeded, len(records), sum(r.result.status != "measured" for r in records),
                 best.result.objective if best else None, best.config if best else {},
                 final, share, trials_to_fraction(curve, final), round(wall, 1), curve))
-        if hibo_cmp is None or hibo_cmp.ci[0] <= 0:
-            recommends = "keep the current configuration (no significant gain)"
+        if hibo_cmp is None or hibo_cmp.ci[0] <= MIN_GAIN:
+            recommends = f"keep the current configuration (interval does not clear {MIN_GAIN:.0%})"
         else:
             recommends = f"HiBO's best ({hibo_cmp.gain:+.1%})"
         return (WorkloadReport(wl.name, runner.objective, default_obj, rules_obj, _gain(default_obj, rules_obj),
