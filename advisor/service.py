@@ -78,6 +78,14 @@ class AdvisorService:
         snapshot_id = self.store.add_snapshot(target_id, snap, workload)
         return Observation(target_id, snapshot_id, snap, workload, classify_workload(workload))
 
+    def _observe_workload(self, dsn: str, name: str | None) -> Observation:
+        """An observation with at least one application statement (tuning needs a workload)."""
+        obs = self.observe(dsn, name)
+        if not obs.workload.statements:
+            raise AdvisorError(f"no workload observed in database {obs.snapshot.database!r}: pg_stat_statements has "
+                               "no application statements; run the workload first")
+        return obs
+
     # --- tune -----------------------------------------------------------------------------------------------
 
     def tune_knobs(self, dsn: str, optimizer: str = "rules", *, name: str | None = None,
@@ -96,10 +104,7 @@ class AdvisorService:
                                      sample_percent=sample_percent, max_statements=max_statements,
                                      tuning=tuning or TuningOptions(optimizer=optimizer), space=space,
                                      llm=llm, resume=resume, repeats=repeats)
-        obs = self.observe(dsn, name)
-        if not obs.workload.statements:
-            raise AdvisorError(f"no workload observed in database {obs.snapshot.database!r}: pg_stat_statements has "
-                               "no application statements; run the workload first")
+        obs = self._observe_workload(dsn, name)
         catalog = {s.name: s for s in obs.snapshot.settings}
         hw = hardware or detect()
         context = TuningContext(catalog, obs.workload, hw, obs.workload_kind)
@@ -159,10 +164,7 @@ class AdvisorService:
         opt = registry.create("knobs", tuning.optimizer, seed=tuning.seed)
         if not isinstance(opt, SearchOptimizer):
             raise AdvisorError(f"{tuning.optimizer} is not a search optimizer")
-        obs = self.observe(dsn, name)
-        if not obs.workload.statements:
-            raise AdvisorError(f"no workload observed in database {obs.snapshot.database!r}: pg_stat_statements has "
-                               "no application statements; run the workload first")
+        obs = self._observe_workload(dsn, name)
         catalog = {s.name: s for s in obs.snapshot.settings}
         hw = hardware or detect()
         knob_space = KnobSpace.build(catalog, hw, space)

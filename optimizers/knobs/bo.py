@@ -92,22 +92,39 @@ def prefer_no_restart(x: np.ndarray, value: float, current, restart: np.ndarray,
     return pinned if value_of(pinned) >= value + RESTART_TOLERANCE else x
 
 
+class ModelSearch(SearchOptimizer):
+    """A search driven by a GP: Sobol points until ``n_init`` observations, then qLogEI on a GP refitted each
+    ask from the previous fit's hyperparameters."""
+
+    _warm: dict | None = None
+
+    def initial_point(self, pending) -> np.ndarray | None:
+        assert self.space is not None
+        if len(self.history) + len(pending) >= self.n_init:
+            return None
+        return sobol(self.space.dim, 8, self.seed + len(self.history) + len(pending))[len(self.history) % 8]
+
+    def acquisition(self, X: np.ndarray, y: np.ndarray):
+        model = fit_gp(X, y, self._warm)
+        self._warm = hyperparameters(model)
+        return log_ei(model, float((-y).max()))
+
+
 @register
-class GPSearch(SearchOptimizer):
+class GPSearch(ModelSearch):
     name = "gp"
     description = "plain BoTorch GP-BO: SingleTaskGP + qLogEI, Sobol start"
 
     def _ask_one(self, current, pending):
-        assert self.space is not None
-        d = self.space.dim
-        if len(self.history) + len(pending) < self.n_init:
-            return sobol(d, 8, self.seed + len(self.history) + len(pending))[len(self.history) % 8]
+        start = self.initial_point(pending)
+        if start is not None:
+            return start
         from botorch.optim import optimize_acqf
 
+        assert self.space is not None
+        d = self.space.dim
         X, y = self.data()
-        model = fit_gp(X, y, getattr(self, "_warm", None))
-        self._warm = hyperparameters(model)
-        acq = log_ei(model, float((-y).max()))
+        acq = self.acquisition(X, y)
         bounds = torch.stack([torch.zeros(d, dtype=torch.double), torch.ones(d, dtype=torch.double)])
         torch.manual_seed(self.seed + len(self.history))
         with warnings.catch_warnings(), one_thread():

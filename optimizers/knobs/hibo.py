@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optimizers.knobs.bo import fit_gp, hyperparameters, log_ei, prefer_no_restart, score
-from optimizers.knobs.search import SearchOptimizer, sobol
+from optimizers.knobs.bo import ModelSearch, prefer_no_restart, score
+from optimizers.knobs.search import sobol
 from optimizers.registry import register
 
 
@@ -106,7 +106,7 @@ def leaf_weights(root: Node, y: np.ndarray, cp: float, temperature: float = 0.1)
 
 
 @register
-class HiBO(SearchOptimizer):
+class HiBO(ModelSearch):
     name = "hibo"
     description = "HiBO: search-tree partitioning (k-means + SVM, UCT) weighting a local GP's qLogEI"
 
@@ -127,10 +127,11 @@ class HiBO(SearchOptimizer):
         return depth, self.cp
 
     def _ask_one(self, current, pending):
+        start = self.initial_point(pending)
+        if start is not None:
+            return start
         assert self.space is not None
         d = self.space.dim
-        if len(self.history) + len(pending) < self.n_init:
-            return sobol(d, 8, self.seed + len(self.history) + len(pending))[len(self.history) % 8]
         X, y = self.data()
         depth, cp = self.depth_and_cp()
         root = build_tree(X, y, depth, self.min_leaf, self.seed)
@@ -140,9 +141,7 @@ class HiBO(SearchOptimizer):
         best = X[np.argsort(y)[:3]]
         steps = [np.clip(b + rng.normal(0, 0.08, size=(self.local // len(best), d)), 0, 1) for b in best]
         candidates = np.vstack([sobol(d, self.sweep, self.seed + len(self.history)), *steps])
-        model = fit_gp(X, y, getattr(self, "_warm", None))
-        self._warm = hyperparameters(model)
-        acq = log_ei(model, float((-y).max()))
+        acq = self.acquisition(X, y)
 
         def value(points: np.ndarray) -> np.ndarray:
             return score(acq, points) + np.log(weights[route(root, points)])

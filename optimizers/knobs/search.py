@@ -11,6 +11,7 @@ The whole state of a search is its history (points, objectives, failures) and it
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,8 +81,9 @@ class SearchOptimizer(Optimizer):
             out.append(np.clip(self._ask_one(current, pending=out), 0.0, 1.0))
         return out
 
+    @abstractmethod
     def _ask_one(self, current, pending: list[np.ndarray]) -> np.ndarray:
-        raise NotImplementedError
+        """One point; ``pending`` are the points already chosen for this batch."""
 
     # --- data for models ------------------------------------------------------------------------------------
 
