@@ -154,6 +154,40 @@ def _tune_doc(result) -> dict:
                         "duration_s": round(t.duration_s, 3)} for t in result.trials]}
 
 
+@tune_app.command("indexes")
+def tune_indexes(target: Target,
+                 budget_mb: Annotated[float, typer.Option("--budget-mb", help="storage for new indexes, MiB",
+                                                          min=0.001)],
+                 optimizer: Annotated[str, typer.Option(help="index optimizer: ia2, extend, dexter, ilp, noindex")] = "ia2",
+                 json_out: JsonFlag = False,
+                 device: Annotated[str, typer.Option(help="IA2 training device: auto (CUDA when present), cpu, cuda")] = "auto",
+                 episodes: Annotated[int, typer.Option(help="IA2 training episodes (when no model is stored)", min=1)] = 300,
+                 retrain: Annotated[bool, typer.Option(help="train IA2 again even if this target has a model")] = False,
+                 max_width: Annotated[int, typer.Option(help="columns per candidate index", min=1, max=3)] = 3,
+                 seed: Annotated[int, typer.Option(help="random seed")] = 0,
+                 rounds: Annotated[int, typer.Option(help="interleaved A/B rounds of the validation", min=1)] = 5,
+                 validate: Annotated[bool, typer.Option(help="build and measure the indexes on a shadow")] = True,
+                 sample_percent: Annotated[float | None, typer.Option(
+                     help="load the shadow with this percentage of large tables", min=0.001, max=100)] = None,
+                 store: StoreOpt = None) -> None:
+    """Recommend indexes within a storage budget: what-if costs (HypoPG) on a shadow, the optimizer's choice,
+    then each index built and measured on the shadow; an index that slows a statement or helps none is dropped."""
+    from advisor.shadow import ValidationOptions
+
+    service = _service(store)
+    result = service.tune_indexes(target, optimizer, budget_mb=budget_mb, sample_percent=sample_percent,
+                                  validation=ValidationOptions(rounds=rounds) if validate else None, device=device,
+                                  episodes=episodes, seed=seed, retrain=retrain, max_width=max_width)
+    if json_out:
+        rec = result.recommendation
+        _emit_json({"recommendation": codec.recommendation_dict(rec) if rec else None, "message": result.message,
+                    "chosen": [{"table": f"{ix.schema}.{ix.table}", "columns": list(ix.columns)} for ix in result.chosen],
+                    "whatif": result.whatif, "training": result.training,
+                    "not_parsed": [{"statement": q, "reason": r} for q, r in result.skipped]})
+    else:
+        render.index_result(Console(), result)
+
+
 @app.command()
 def recommendations(json_out: JsonFlag = False,
                     state: Annotated[State | None, typer.Option(help="only this state")] = None,

@@ -178,6 +178,15 @@ Change = KnobChange | IndexChange
 
 
 @dataclass(frozen=True)
+class Costed:
+    """A what-if planner answer: a statement's total planner cost (cost units) and, per table name, the summed
+    cost of its sequential scans (what an index could still remove)."""
+
+    total: float
+    seq_scans: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Applied:
     """What was done to a server and exactly how to undo it."""
 
@@ -265,3 +274,4 @@ class Recommendation:
     created_at: float
     evidence: Evidence | None = None
     note: str = ""
+    details: dict = field(default_factory=dict)  # kind-specific facts (index sizes, statements helped, ...)

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from advisor.domain import KnobChange, Recommendation
-from advisor.service import Observation, TuneResult
+from advisor.service import IndexTuneResult, Observation, TuneResult
 
 
 def _short(sql: str, n: int = 70) -> str:
@@ -82,6 +82,37 @@ def tune_result(console: Console, result: TuneResult) -> None:
         console.print(f"verdict: {result.message}")
     for sql, why in result.skipped:
         console.print(f"[yellow]not replayed[/]: {_short(sql)} ({why})")
+
+
+def _mb(n) -> str:
+    return "-" if n is None else f"{n / 1024**2:.1f}"
+
+
+def index_result(console: Console, result: IndexTuneResult) -> None:
+    w = result.whatif
+    console.print(f"what-if: relative cost [bold]{w.get('relative_cost', 1.0):.3f}[/] of the current indexes' cost, "
+                  f"{w.get('estimated_bytes', 0) / 1024**2:.1f} of {w.get('budget_bytes', 0) / 1024**2:.1f} MB, "
+                  f"{w.get('candidates', 0)} candidates, {w.get('whatif_calls', 0)} what-if calls "
+                  f"({w.get('cache_hits', 0)} cache hits), selection {w.get('selection_s', 0):.2f}s")
+    if result.training:
+        t = result.training
+        console.print(f"IA2 model: {'reused' if t.get('reused') else 'trained'} ({t.get('episodes')} episodes, "
+                      f"{t.get('seconds', 0):.0f}s on {t.get('device')})")
+    rec = result.recommendation
+    if rec is None:
+        console.print(result.message or "no index to recommend")
+        return
+    table = Table("index", "columns", "estimated MB", "built MB", "statements", "verdict")
+    for ix in rec.details.get("indexes", []):
+        table.add_row(ix["index"], f"{ix['table']} ({', '.join(ix['columns'])})", _mb(ix["estimated_bytes"]),
+                      _mb(ix["built_bytes"]), ", ".join(ix["statements"][:4]),
+                      ("kept" if ix["kept"] else "dropped: ") + ("" if ix["kept"] else ix["reason"])
+                      if ix["kept"] is not None else ix["reason"])
+    console.print(table)
+    recommendation(console, rec)
+    console.print(f"verdict: {result.message}")
+    for name in rec.details.get("unused_existing_indexes", []):
+        console.print(f"[yellow]existing index never used by the workload[/]: {name}")
 
 
 def recommendations(console: Console, recs: list[Recommendation]) -> None:

@@ -7,16 +7,21 @@ and returns domain objects. Production is only read here; applying to it is a se
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from advisor.domain import Hardware, Recommendation, Snapshot, Statement, Workload
+from advisor.domain import Hardware, IndexChange, Recommendation, Snapshot, Statement, Workload
+from advisor.index_validation import IndexValidation, validate_indexes
+from advisor.indexing import build_problem
 from advisor.errors import AdvisorError
 from advisor.progress import Say, silent
 from advisor.shadow import ValidationOptions, create_shadow, validate
 from advisor.store import Store, new_id
 from connectors.postgres import PostgresConnector
+from connectors.postgres.changes import index_name
 from connectors.postgres.connection import parse_dsn, redact
 from optimizers import registry
 from optimizers.base import TuningContext
@@ -37,6 +42,18 @@ class Observation:
     snapshot: Snapshot
     workload: Workload
     workload_kind: str
+
+
+@dataclass(frozen=True)
+class IndexTuneResult:
+    recommendation: Recommendation | None  # None when no index is worth its space
+    observation: Observation
+    chosen: tuple[IndexChange, ...]  # the optimizer's set, before validation
+    validation: IndexValidation | None
+    whatif: dict  # relative cost, costs, estimated bytes, budget, what-if calls and cache hits, selection time
+    training: dict | None  # IA2's training (or the reused model's) statistics
+    skipped: tuple[tuple[str, str], ...] = ()
+    message: str = ""
 
 
 @dataclass(frozen=True)
@@ -258,6 +275,112 @@ class AdvisorService:
     def _top(statements: Sequence[Statement], n: int) -> tuple[Statement, ...]:
         return tuple(sorted(statements, key=lambda s: s.total_ms, reverse=True)[:n])
 
+    def tune_indexes(self, dsn: str, optimizer: str = "ia2", *, budget_mb: float, name: str | None = None,
+                     validation: ValidationOptions | None = ValidationOptions(), sample_percent: float | None = None,
+                     max_statements: int = 30, device: str = "auto", episodes: int = 300, seed: int = 0,
+                     retrain: bool = False, max_width: int = 3) -> IndexTuneResult:
+        """Recommend indexes for the observed workload within ``budget_mb`` MiB: candidates and what-if costs on a
+        shadow (HypoPG), the optimizer's choice, then every index built for real on the shadow and kept only if
+        it measurably helps a statement it serves and makes none of them regress (``advisor.index_validation``)."""
+        if budget_mb <= 0:
+            raise AdvisorError(f"the index budget must be positive, got {budget_mb:g} MB")
+        registry.create("indexes", optimizer)  # an unknown name fails before anything is touched
+        obs = self._observe_workload(dsn, name)
+        connector = PostgresConnector(dsn)
+        bound, skipped = bind_workload(connector, Workload(self._top(obs.workload.statements, max_statements)))
+        for st, why in skipped:
+            self.say(f"cannot replay a statement ({why}); left out")
+        if not bound:
+            raise AdvisorError("nothing to tune: no statement of the workload could be bound to values")
+        budget = int(budget_mb * 1024 * 1024)
+        data_bytes = sum(t.total_bytes for t in obs.snapshot.tables)
+        with create_shadow(connector, sample_percent=sample_percent, say=self.say) as shadow:
+            with shadow.connector.connect() as conn:
+                unparsed: list[tuple[str, str]] = []
+                problem, session = build_problem(conn, obs.snapshot, bound, budget, max_width=max_width,
+                                                 skipped=unparsed)
+                for qid, why in unparsed:
+                    self.say(f"statement {qid}: {why}; left out of index selection")
+                self.say(f"{len(problem.candidates)} candidate indexes from {len(problem.queries)} statements; "
+                         f"budget {budget_mb:g} MB")
+                opt, training = self._index_optimizer(optimizer, obs.target_id, problem, data_bytes, device,
+                                                      episodes, seed, retrain)
+                started = time.perf_counter()
+                chosen = opt.choose(problem)
+                selection_s = time.perf_counter() - started
+                base_cost, cost = problem.cost(), problem.cost(chosen)
+                estimated = {ix: problem.whatif.size(ix) for ix in chosen}
+                whatif = {"relative_cost": cost / base_cost if base_cost else 1.0, "cost_before": base_cost,
+                          "cost_after": cost, "estimated_bytes": sum(estimated.values()), "budget_bytes": budget,
+                          "candidates": len(problem.candidates), "selection_s": selection_s,
+                          **problem.whatif.counters()}
+                session.close()
+            self.say(f"{optimizer} chose {len(chosen)} index(es), what-if relative cost {whatif['relative_cost']:.3f}")
+            existing = [i.name for i in obs.snapshot.indexes if not i.is_primary and not i.is_unique and i.scans == 0]
+            if not chosen:
+                return IndexTuneResult(None, obs, (), None, whatif, training, tuple(unparsed),
+                                       f"{optimizer}: no index is worth its space within the budget")
+            if validation is None:
+                plan = connector.plan_changes(chosen)
+                rec = Recommendation(new_id(), obs.target_id, "indexes", optimizer, plan.changes, plan.apply_sql,
+                                     plan.revert_sql, False, "proposed", time.time(),
+                                     details=_index_details(chosen, estimated, None, whatif, training))
+                self.store.add_recommendation(rec)
+                return IndexTuneResult(rec, obs, tuple(chosen), None, whatif, training, tuple(unparsed),
+                                       "not validated (validation was switched off)")
+            checked = validate_indexes(shadow, bound, chosen, estimated, existing, validation, say=self.say)
+        return self._index_recommendation(obs, connector, optimizer, chosen, estimated, checked, whatif, training,
+                                          tuple(unparsed))
+
+    def _index_optimizer(self, optimizer: str, target_id: str, problem, data_bytes: int, device: str,
+                         episodes: int, seed: int, retrain: bool):
+        """The plugin; for IA2, the target's trained model for this candidate set (trained and saved first when
+        there is none, or when ``retrain``)."""
+        if optimizer != "ia2":
+            return registry.create("indexes", optimizer, seed=seed), None
+        from optimizers.indexes.ia2 import TD3Agent, TD3Options, action_space_key, mix_sampler
+
+        path = self._model_dir(target_id) / f"ia2-{action_space_key(problem.candidates)}.pt"
+        if path.exists() and not retrain:
+            agent = TD3Agent.load(path, problem.candidates, device)
+            self.say(f"IA2: using the model trained for this target ({path})")
+            return registry.create("indexes", "ia2", seed=seed, agent=agent), {**agent.stats.to_dict(),
+                                                                               "reused": True, "model": str(path)}
+        lo = max(1, min(problem.budget_bytes // 2, int(0.05 * data_bytes)))
+        hi = max(problem.budget_bytes * 2, int(0.5 * data_bytes), lo + 1)
+        agent = TD3Agent(problem.candidates, TD3Options(episodes=episodes), device, seed)
+        self.say(f"IA2: training on {len(problem.queries)} statement templates, {episodes} episodes on "
+                 f"{agent.device}")
+        agent.train(mix_sampler(problem, [q.queryid for q in problem.queries], (lo, hi)), say=self.say)
+        agent.save(path, {"target_id": target_id})
+        return registry.create("indexes", "ia2", seed=seed, agent=agent), {**agent.stats.to_dict(), "reused": False,
+                                                                           "model": str(path)}
+
+    def _model_dir(self, target_id: str) -> Path:
+        root = Path(tempfile.gettempdir()) / "db-advisor-models" if self.store.path == ":memory:" \
+            else Path(self.store.path).parent / "models"
+        return root / target_id
+
+    def _index_recommendation(self, obs: Observation, connector: PostgresConnector, optimizer: str, chosen,
+                              estimated, checked, whatif, training, unparsed) -> IndexTuneResult:
+        details = _index_details(chosen, estimated, checked, whatif, training)
+        if not checked.kept:
+            rec = Recommendation(new_id(), obs.target_id, "indexes", optimizer, tuple(chosen), (), (), False,
+                                 "proposed", time.time(), details=details)
+            self.store.add_recommendation(rec)
+            why = "every chosen index was dropped on validation: " + "; ".join(
+                f"{index_name(v.index)}: {v.reason}" for v in checked.verdicts)
+            rec = self.store.transition(rec.id, "rejected", "advisor", why)
+            return IndexTuneResult(rec, obs, tuple(chosen), checked, whatif, training, unparsed, why)
+        plan = connector.plan_changes(checked.kept)
+        rec = Recommendation(new_id(), obs.target_id, "indexes", optimizer, plan.changes, plan.apply_sql,
+                             plan.revert_sql, False, "proposed", time.time(), evidence=checked.evidence,
+                             details=details)
+        self.store.add_recommendation(rec)
+        why = _verdict_note(checked.evidence)
+        rec = self.store.transition(rec.id, "validated" if checked.evidence.accepted else "rejected", "advisor", why)
+        return IndexTuneResult(rec, obs, tuple(chosen), checked, whatif, training, unparsed, why)
+
     # --- read -----------------------------------------------------------------------------------------------
 
     def recommendations(self, state: str | None = None) -> list[Recommendation]:
@@ -268,6 +391,19 @@ class AdvisorService:
 
 
 MAX_VALIDATIONS = 3
+
+
+def _index_details(chosen, estimated, checked, whatif, training) -> dict:
+    verdicts = {v.index: v for v in checked.verdicts} if checked else {}
+    indexes = []
+    for ix in chosen:
+        v = verdicts.get(ix)
+        indexes.append({"index": index_name(ix), "table": f"{ix.schema}.{ix.table}", "columns": list(ix.columns),
+                        "estimated_bytes": estimated.get(ix), "built_bytes": v.built_bytes if v else None,
+                        "statements": list(v.serves) if v else [], "kept": v.kept if v else None,
+                        "reason": v.reason if v else "not validated"})
+    return {"indexes": indexes, "whatif": whatif, "training": training,
+            "unused_existing_indexes": list(checked.unused_existing) if checked else []}
 
 
 def _candidates(run: TuningRun) -> list:

@@ -19,7 +19,7 @@ from advisor import codec
 from advisor.domain import TRANSITIONS, Evidence, Recommendation, Snapshot, Workload
 from advisor.errors import InvalidTransition, NotFound, StoreError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -47,6 +47,9 @@ MIGRATIONS: dict[int, str] = {
         optimizer VARCHAR NOT NULL, options JSON NOT NULL, state VARCHAR NOT NULL, optimizer_state JSON,
         result JSON, created_at DOUBLE NOT NULL, updated_at DOUBLE NOT NULL);
     CREATE TABLE seed_cache (key VARCHAR PRIMARY KEY, seeds JSON NOT NULL, created_at DOUBLE NOT NULL);
+    """,
+    3: """
+    ALTER TABLE recommendations ADD COLUMN details JSON;
     """,
 }
 
@@ -190,22 +193,23 @@ class Store:
 
     def add_recommendation(self, rec: Recommendation, actor: str = "advisor") -> None:
         self.db.execute(
-            "INSERT INTO recommendations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO recommendations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [rec.id, rec.target_id, rec.kind, rec.optimizer, json.dumps(codec.plain(list(rec.changes))),
              json.dumps(list(rec.apply_sql)), json.dumps(list(rec.revert_sql)), rec.needs_restart, rec.state,
              json.dumps(codec.plain(rec.evidence)) if rec.evidence else None, rec.note, rec.created_at,
-             rec.created_at])
+             rec.created_at, json.dumps(codec.plain(rec.details))])
         self.audit(actor, "recommend", rec.id, {"state": rec.state, "kind": rec.kind})
 
     _REC_COLS = ("id, target_id, kind, optimizer, changes, apply_sql, revert_sql, needs_restart, state, created_at, "
-                 "evidence, note")
+                 "evidence, note, details")
 
     def _rec(self, r: tuple) -> Recommendation:
         return Recommendation(
             id=r[0], target_id=r[1], kind=r[2], optimizer=r[3],
             changes=tuple(codec.change_from(c) for c in json.loads(r[4])), apply_sql=tuple(json.loads(r[5])),
             revert_sql=tuple(json.loads(r[6])), needs_restart=bool(r[7]), state=r[8], created_at=r[9],
-            evidence=codec.evidence_from(json.loads(r[10]) if r[10] else None), note=r[11])
+            evidence=codec.evidence_from(json.loads(r[10]) if r[10] else None), note=r[11],
+            details=json.loads(r[12]) if r[12] else {})
 
     def recommendations(self, state: str | None = None, target_id: str | None = None) -> list[Recommendation]:
         query = f"SELECT {self._REC_COLS} FROM recommendations WHERE (? IS NULL OR state = ?) " \

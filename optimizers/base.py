@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from advisor import knobvalues
 from advisor.domain import Change, Evidence, Hardware, IndexChange, KnobChange, KnobSpec, TrialResult, Workload
+
+if TYPE_CHECKING:
+    from optimizers.indexes.problem import IndexProblem
 
 CHANGE_TYPES: dict[str, type] = {"knobs": KnobChange, "indexes": IndexChange}
 
@@ -21,6 +24,7 @@ class TuningContext:
     workload_kind: str = "mixed"  # web | oltp | dw | desktop | mixed (PGTune's vocabulary)
     max_connections: int | None = None
     data_bytes: int = 0
+    indexes: "IndexProblem | None" = None  # for index optimizers: queries, candidates, budget, what-if coster
 
 
 class Optimizer(ABC):

@@ -17,7 +17,8 @@ def register(cls: type[Optimizer]) -> type[Optimizer]:
 
 
 def _load_plugins() -> None:
-    import optimizers.knobs  # noqa: F401  (registers its plugins)
+    import optimizers.indexes  # noqa: F401  (registers its plugins)
+    import optimizers.knobs  # noqa: F401
 
 
 def available(kind: str | None = None) -> list[type[Optimizer]]:

@@ -39,6 +39,7 @@ class BoundStatement:
     weight: float  # calls in the observed interval
     source: str  # literal | qualstats | statistics
     is_write: bool
+    rows_per_call: float = 1.0  # rows returned or written per call in the observed interval
 
 
 def substitute(text: str, value_for: Callable[[int], str]) -> str:
@@ -137,7 +138,8 @@ class Binder:
         return self._bound(statement, substitute(statement.sql, _bound_value(values)), "statistics")
 
     def _bound(self, st: Statement, text: str, source: str) -> BoundStatement:
-        return BoundStatement(st.queryid, st.sql, text, float(st.calls), source, st.is_write)
+        return BoundStatement(st.queryid, st.sql, text, float(st.calls), source, st.is_write,
+                              st.rows / st.calls if st.calls else 1.0)
 
     def _example(self, queryid: str) -> str | None:
         if not self._qualstats:

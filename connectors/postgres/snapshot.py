@@ -98,3 +98,16 @@ def read_snapshot(conn: psycopg.Connection) -> Snapshot:
         columns=tuple(ColumnStats(*r) for r in conn.execute(COLUMNS_SQL)),
         indexes=tuple(IndexInfo(*r) for r in conn.execute(INDEXES_SQL)),
     )
+
+
+COLUMNS_OF_TABLES_SQL = TAG + """
+SELECT n.nspname, c.relname, array_agg(a.attname::text ORDER BY a.attnum)
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'm') AND a.attnum > 0 AND NOT a.attisdropped
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'
+GROUP BY 1, 2"""
+
+
+def table_columns(conn: psycopg.Connection) -> dict[tuple[str, str], tuple[str, ...]]:
+    """Every user table's columns in order: (schema, table) -> column names."""
+    return {(s, t): tuple(cols) for s, t, cols in conn.execute(COLUMNS_OF_TABLES_SQL)}

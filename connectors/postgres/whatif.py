@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import psycopg
 from psycopg import sql
 
-from advisor.domain import IndexChange
+from advisor.domain import Costed, IndexChange
 from advisor.errors import BadStatement
 from connectors.postgres.changes import index_ddl
 from connectors.postgres.connection import execute_one
@@ -46,6 +46,82 @@ def explain_cost(conn: psycopg.Connection, statement: str, hypothetical: Sequenc
         return float(explain_plan(conn, statement)["Plan"]["Total Cost"])
     finally:
         conn.execute("SELECT hypopg_reset()")
+
+
+def seq_scan_costs(plan: dict) -> dict[str, float]:
+    """Per table name, the summed total cost of the plan's sequential scans (parallel ones included)."""
+    out: dict[str, float] = {}
+    stack = [plan["Plan"] if "Plan" in plan else plan]
+    while stack:
+        node = stack.pop()
+        if node.get("Node Type") == "Seq Scan" and "Relation Name" in node:
+            out[node["Relation Name"]] = out.get(node["Relation Name"], 0.0) + float(node.get("Total Cost", 0.0))
+        stack.extend(node.get("Plans", ()))
+    return out
+
+
+class HypoPG:
+    """What-if planning with HypoPG on one open connection (hypothetical indexes live in its backend only, so
+    this never changes what other sessions see). Between calls it keeps the hypothetical indexes it made and
+    only creates and drops the difference to the next configuration. Use as a context manager.
+
+    ``plan(sql, indexes, tables)`` makes the hypothetical indexes on ``tables`` exactly ``indexes`` (indexes on
+    other tables stay, they cannot change the plan), then EXPLAINs; ``index_size`` is HypoPG's estimate in bytes.
+    """
+
+    def __init__(self, conn: psycopg.Connection):
+        require_extension(conn, "hypopg")
+        self.conn = conn
+        self.creates = 0
+        self.drops = 0
+        self._live: dict[IndexChange, int] = {}  # hypothetical index -> its oid
+        conn.execute("SELECT hypopg_reset()")
+
+    def __enter__(self) -> "HypoPG":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if not self.conn.closed:
+            try:
+                self.conn.execute("SELECT hypopg_reset()")
+            except psycopg.Error:
+                pass
+        self._live.clear()
+
+    def _create(self, index: IndexChange) -> int:
+        oid = self._live.get(index)
+        if oid is not None:
+            return oid
+        ddl = index_ddl(index, concurrently=False, named=False).as_string(self.conn)
+        try:
+            row = self.conn.execute("SELECT indexrelid FROM hypopg_create_index(%s)", (ddl,)).fetchone()
+        except psycopg.errors.Error as e:
+            msg = (e.diag.message_primary or str(e)).strip()
+            raise BadStatement(f"cannot create hypothetical index {ddl}: {msg}") from None
+        self.creates += 1
+        self._live[index] = int(row[0])
+        return self._live[index]
+
+    def _drop(self, index: IndexChange) -> None:
+        oid = self._live.pop(index)
+        self.conn.execute("SELECT hypopg_drop_index(%s)", (oid,))
+        self.drops += 1
+
+    def plan(self, sql_text: str, indexes: Sequence[IndexChange], tables: frozenset[tuple[str, str]]) -> Costed:
+        wanted = set(indexes)
+        for index in [i for i in self._live if (i.schema, i.table) in tables and i not in wanted]:
+            self._drop(index)
+        for index in wanted:
+            self._create(index)
+        plan = explain_plan(self.conn, sql_text)
+        return Costed(float(plan["Plan"]["Total Cost"]), seq_scan_costs(plan))
+
+    def index_size(self, index: IndexChange) -> int:
+        oid = self._create(index)
+        return int(self.conn.execute("SELECT hypopg_relation_size(%s)", (oid,)).fetchone()[0])
 
 
 def _short(text: str, n: int = 120) -> str:

@@ -8,29 +8,17 @@ instead, so restarts happen only where the model expects them to pay.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import warnings
 
 import numpy as np
 import torch
 
+from optimizers.torch_runtime import one_thread
 from optimizers.knobs.search import SearchOptimizer, sobol
 from optimizers.registry import register
 
 RESTART_TOLERANCE = math.log(0.8)  # in log-acquisition: accept a 20% lower expected improvement to skip a restart
-
-
-@contextlib.contextmanager
-def one_thread():
-    """Small GPs run fastest on one thread; with OpenMP runtimes of other libraries loaded (scikit-learn,
-    Optuna's dependencies), torch's default thread pool made a 30-point fit 10x slower here."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 HYPER = ("covar_module", "likelihood", "mean_module")  # hyperparameters carried from one fit to the next

@@ -1,0 +1,124 @@
+"""Proving an index set on a shadow: build the indexes for real, see which statements' plans use each one and
+how big each really is, measure baseline and candidate interleaved, and drop every index that makes one of its
+statements regress or that gives no measurable benefit, re-measuring what is left.
+
+An index *serves* a statement when the statement's plan on the shadow (with every candidate index built) scans
+it. An index has a measurable benefit when at least one statement it serves got faster with the whole 95%
+interval of its time ratio below 1. A statement that regressed condemns every new index its plan uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from advisor.domain import Evidence, IndexChange
+from advisor.shadow import Shadow, ValidationOptions, validate
+from connectors.postgres.changes import index_name
+from connectors.postgres.connection import TAG
+from connectors.postgres.whatif import explain_plan
+from workloads.binding import BoundStatement
+
+Say = Callable[[str], None]
+MAX_PRUNING_ROUNDS = 3
+
+
+@dataclass(frozen=True)
+class IndexVerdict:
+    index: IndexChange
+    estimated_bytes: int
+    built_bytes: int | None
+    serves: tuple[str, ...]  # queryids whose plans use it
+    kept: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class IndexValidation:
+    kept: tuple[IndexChange, ...]
+    verdicts: tuple[IndexVerdict, ...]
+    evidence: Evidence | None  # of the kept set (None when nothing was kept)
+    unused_existing: tuple[str, ...]  # existing indexes no statement's plan uses
+
+
+def plan_index_names(plan: dict) -> set[str]:
+    """Names of the indexes a JSON plan scans (Index Scan, Index Only Scan, Bitmap Index Scan)."""
+    out: set[str] = set()
+    stack = [plan.get("Plan", plan)]
+    while stack:
+        node = stack.pop()
+        if "Index Name" in node:
+            out.add(node["Index Name"])
+        stack.extend(node.get("Plans", ()))
+    return out
+
+
+def inspect_built(shadow: Shadow, statements: Sequence[BoundStatement], indexes: Sequence[IndexChange]):
+    """Build ``indexes`` on the shadow, read their real sizes (bytes) and which statements' plans use each index
+    (new or existing, by name), then drop them again."""
+    applied = shadow.connector.apply(list(indexes))
+    try:
+        with shadow.connector.connect() as conn:
+            sizes = {}
+            for ix in indexes:
+                row = conn.execute(TAG + "SELECT pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n "
+                                   "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s",
+                                   (ix.schema, index_name(ix))).fetchone()
+                sizes[ix] = int(row[0]) if row and row[0] is not None else None
+            used: dict[str, set[str]] = {}
+            for st in statements:
+                for name in plan_index_names(explain_plan(conn, st.sql)):
+                    used.setdefault(name, set()).add(st.queryid)
+    finally:
+        shadow.connector.revert(applied)
+    return sizes, used
+
+
+def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], indexes: Sequence[IndexChange],
+                     estimated: dict[IndexChange, int], existing_names: Sequence[str] = (),
+                     options: ValidationOptions = ValidationOptions(), say: Say | None = None) -> IndexValidation:
+    say = say or (lambda _m: None)
+    sizes, used = inspect_built(shadow, statements, indexes)
+    serves = {ix: tuple(sorted(used.get(index_name(ix), ()))) for ix in indexes}
+    verdicts: dict[IndexChange, IndexVerdict] = {}
+    live = [ix for ix in indexes]
+    for ix in indexes:
+        if not serves[ix]:
+            verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), (), False,
+                                        "no statement's plan uses it on the shadow")
+    live = [ix for ix in live if ix not in verdicts]
+    evidence: Evidence | None = None
+    for round_no in range(1, MAX_PRUNING_ROUNDS + 1):
+        if not live:
+            evidence = None
+            break
+        say(f"validating {len(live)} index(es) on the shadow (pass {round_no}): {options.rounds} interleaved rounds")
+        evidence = validate(shadow, statements, live, options, say=say)
+        by_stmt = {s.queryid: s for s in evidence.statements}
+        dropped = []
+        for ix in live:
+            mine = [by_stmt[q] for q in serves[ix] if q in by_stmt]
+            bad = [s for s in mine if s.regressed]
+            if bad:
+                worst = max(bad, key=lambda s: s.ratio if s.ratio == s.ratio else 9.9)
+                verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), serves[ix], False,
+                                            f"statement {worst.queryid} regressed ({worst.ratio:.2f}x)")
+                dropped.append(ix)
+            elif not any(s.ratio_ci[1] < 1.0 for s in mine):
+                verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), serves[ix], False,
+                                            "no measurable benefit on the statements it serves")
+                dropped.append(ix)
+        if not dropped:
+            break
+        live = [ix for ix in live if ix not in dropped]
+        say(f"dropped {len(dropped)} index(es): " + "; ".join(f"{index_name(ix)} ({verdicts[ix].reason})"
+                                                              for ix in dropped))
+    else:
+        if live:  # the last pass still dropped something: measure what is left once more
+            evidence = validate(shadow, statements, live, options, say=say)
+    for ix in live:
+        helped = [s.queryid for s in (evidence.statements if evidence else ()) if s.queryid in serves[ix]
+                  and s.ratio_ci[1] < 1.0]
+        verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), tuple(helped), True, "measured benefit")
+    unused = tuple(n for n in existing_names if n not in used)
+    return IndexValidation(tuple(live), tuple(verdicts[ix] for ix in indexes), evidence, unused)

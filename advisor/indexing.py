@@ -1,0 +1,104 @@
+"""Building an index-selection problem from an observed workload on a server with HypoPG: the schema, the
+statements' column uses, candidates, index maintenance on written tables, and the cached what-if coster.
+
+Index maintenance model: the planner gives an INSERT/UPDATE/DELETE the same cost whatever indexes exist, so
+each index on a table written by the workload adds ``rows written x INDEX_ENTRY_COST`` cost units (one index
+entry per written row: a descent whose pages are mostly cached, and a dirtied leaf page that is written later).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import psycopg
+
+from advisor.domain import IndexChange, IndexInfo, Snapshot
+from advisor.errors import BadStatement
+from connectors.postgres.snapshot import table_columns
+from connectors.postgres.whatif import HypoPG
+from optimizers.indexes.candidates import column_uses, generate
+from optimizers.indexes.costing import CachedWhatIf
+from optimizers.indexes.problem import ColumnUse, IndexProblem, Query
+from workloads.binding import BoundStatement
+
+INDEX_ENTRY_COST = 2.0  # cost units per index entry written (about half a random page)
+_PLAIN_INDEX = re.compile(r" USING (\w+) \(([^()]*)\)$")
+
+
+def index_columns(info: IndexInfo) -> IndexChange | None:
+    """The plain-column index behind a ``pg_get_indexdef`` text; None for expression or partial indexes."""
+    m = _PLAIN_INDEX.search(info.definition)
+    if not m:
+        return None
+    cols = tuple(c.strip().strip('"') for c in m.group(2).split(","))
+    if any(" " in c for c in cols):  # ordering options (DESC, COLLATE ...) still cover the columns
+        cols = tuple(c.split()[0].strip('"') for c in cols)
+    return IndexChange(info.schema, info.table, cols, m.group(1), info.name)
+
+
+def build_problem(conn: psycopg.Connection, snapshot: Snapshot, statements: Sequence[BoundStatement],
+                  budget_bytes: int, *, max_width: int = 3, min_rows: float = 1000,
+                  skipped: list[tuple[str, str]] | None = None) -> tuple[IndexProblem, HypoPG]:
+    """The problem for ``statements`` on the server behind ``conn`` (which must have HypoPG). Statements that
+    sqlglot cannot parse are left out and listed in ``skipped`` as (queryid, why). Returns the HypoPG session
+    too: close it when done."""
+    schema = table_columns(conn)
+    rows = {(t.schema, t.name): t.rows for t in snapshot.tables}
+    uses: dict[str, list[ColumnUse]] = {}
+    queries: list[Query] = []
+    written: dict[tuple[str, str], float] = {}
+    for st in statements:
+        try:
+            found = column_uses(st.sql, schema)
+        except BadStatement as e:
+            if skipped is not None:
+                skipped.append((st.queryid, str(e)))
+            continue
+        tables = frozenset(u.table for u in found) | _tables_of(st.sql, schema)
+        uses[st.queryid] = found
+        queries.append(Query(st.queryid, st.sql, st.weight, tables))
+        if st.is_write:
+            for table in _written_table(st.sql, schema):
+                written[table] = written.get(table, 0.0) + st.weight * max(1.0, st.rows_per_call)
+    existing = [i for i in map(index_columns, snapshot.indexes) if i is not None]
+    big = [t for t, n in rows.items() if n >= min_rows]
+    candidates = tuple(generate(uses, max_width=max_width, existing=existing, tables=big))
+    maintenance = tuple((t, rows_written * INDEX_ENTRY_COST) for t, rows_written in sorted(written.items()))
+    session = HypoPG(conn)
+    problem = IndexProblem(tuple(queries), candidates, int(budget_bytes), CachedWhatIf(session),
+                           tuple((qid, u) for qid, us in uses.items() for u in us), maintenance)
+    return problem, session
+
+
+def _tables_of(sql_text: str, schema) -> frozenset[tuple[str, str]]:
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(sql_text, dialect="postgres")
+    except sqlglot.errors.SqlglotError:
+        return frozenset()
+    out = set()
+    for t in tree.find_all(exp.Table):
+        key = (t.db or "public", t.name)
+        if key in schema:
+            out.add(key)
+    return frozenset(out)
+
+
+def _written_table(sql_text: str, schema) -> list[tuple[str, str]]:
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(sql_text, dialect="postgres")
+    except sqlglot.errors.SqlglotError:
+        return []
+    target = tree.this if isinstance(tree, (exp.Insert, exp.Update, exp.Delete)) else None
+    if isinstance(target, exp.Schema):
+        target = target.this
+    if isinstance(target, exp.Table):
+        key = (target.db or "public", target.name)
+        return [key] if key in schema else []
+    return []

@@ -1,0 +1,159 @@
+"""The index-selection environment IA2 learns in: one episode builds one configuration for one workload mix
+and budget, one index per step.
+
+- Actions are the candidates of the target (a fixed list). **Adaptive masking**: a candidate is valid only when
+  it is relevant to a query of the current mix, is not chosen yet (nor a prefix of a chosen index), fits the remaining budget, and is either a
+  single column or extends a chosen index by one trailing column (the extension replaces that index).
+- Each state is described per candidate (what IA2 calls the workload representation, made from the current
+  plans): the share of the workload's cost in the queries that can use it, their sequential-scan cost on its
+  table, how they use its leading and trailing columns (equality, range, join, group, order), its size against
+  the budget and the remaining budget, its width; plus global features: storage used, cost left, step.
+- Reward: the relative what-if cost reduction per unit of storage,
+  ``((C_prev - C_new) / C_0) / (extra bytes / budget)``, with the storage term floored at 1% of the budget.
+
+Costs come from the problem's what-if coster (cached), so revisiting a configuration is free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from advisor.domain import IndexChange
+from optimizers.indexes.problem import Candidate, IndexProblem, relevant
+
+KINDS = ("equality", "range", "join", "group", "order")
+CANDIDATE_FEATURES = 15
+GLOBAL_FEATURES = 4
+MIN_STORAGE_SHARE = 0.01
+MAX_STEPS = 16
+
+
+@dataclass
+class Step:
+    reward: float
+    done: bool
+
+
+class IndexEnv:
+    """Episodes over ``candidates`` (the action list, fixed per target) for one problem at a time."""
+
+    def __init__(self, candidates: tuple[Candidate, ...], max_steps: int = MAX_STEPS):
+        self.candidates = candidates
+        self.max_steps = max_steps
+        self._by_index = {c.index: i for i, c in enumerate(candidates)}
+        # _covers[i]: the candidates that are proper prefixes of candidate i (a chosen index covers them)
+        self._covers = [[self._by_index[p] for k in range(1, c.width)
+                         if (p := IndexChange(c.index.schema, c.index.table, c.index.columns[:k], c.index.method))
+                         in self._by_index] for c in candidates]
+        self._prefix = np.array([self._by_index.get(IndexChange(c.index.schema, c.index.table, c.index.columns[:-1],
+                                                                c.index.method), -1) if c.width > 1 else -1
+                                 for c in candidates])
+
+    # --- episode ------------------------------------------------------------------------------------------------
+
+    def reset(self, problem: IndexProblem) -> None:
+        self.problem = problem
+        self.queries = problem.queries
+        active = {q.queryid for q in self.queries}
+        self.relevant = np.array([bool(c.queries & active) for c in self.candidates])
+        self.sizes = np.array([problem.whatif.size(c.index) if r else 0 for c, r in zip(self.candidates, self.relevant)],
+                              dtype=float)
+        self.budget = float(problem.budget_bytes)
+        self.chosen: set[int] = set()
+        self.used = 0.0
+        self.steps = 0
+        self._uses = self._use_table(problem)
+        self._costs = self._query_costs(frozenset())
+        self.cost0 = self.cost = self._total(self._costs)
+
+    def config(self) -> list[IndexChange]:
+        return [self.candidates[i].index for i in sorted(self.chosen)]
+
+    def added_bytes(self) -> np.ndarray:
+        """Bytes each action adds: its size, less the size of the index it replaces when it extends one."""
+        prefix_size = np.where(self._prefix >= 0, self.sizes[np.maximum(self._prefix, 0)], 0.0)
+        extends = np.array([p in self.chosen for p in self._prefix])
+        return self.sizes - np.where(extends, prefix_size, 0.0)
+
+    def mask(self) -> np.ndarray:
+        if self.steps >= self.max_steps:
+            return np.zeros(len(self.candidates), dtype=bool)
+        chosen = np.zeros(len(self.candidates), dtype=bool)
+        chosen[list(self.chosen)] = True
+        for i in self.chosen:  # a chosen index already serves its prefixes
+            chosen[self._covers[i]] = True
+        prefix_ok = (self._prefix < 0) | np.array([p in self.chosen for p in self._prefix])
+        fits = self.added_bytes() <= self.budget - self.used + 1e-6
+        return self.relevant & ~chosen & prefix_ok & fits
+
+    def step(self, action: int) -> Step:
+        if not self.mask()[action]:
+            raise ValueError(f"action {action} ({self.candidates[action].index}) is masked")
+        extra = float(self.added_bytes()[action])
+        prefix = int(self._prefix[action])
+        if prefix in self.chosen:
+            self.chosen.discard(prefix)
+        self.chosen.add(action)
+        self.used += extra
+        self.steps += 1
+        self._costs = self._query_costs(frozenset(self.config()))
+        new = self._total(self._costs) + self._upkeep()
+        share = max(extra / self.budget, MIN_STORAGE_SHARE) if self.budget > 0 else 1.0
+        reward = ((self.cost - new) / self.cost0) / share if self.cost0 > 0 else 0.0
+        self.cost = new
+        return Step(float(reward), not self.mask().any())
+
+    # --- features -----------------------------------------------------------------------------------------------
+
+    def features(self) -> tuple[np.ndarray, np.ndarray]:
+        """(global features [GLOBAL_FEATURES], per-candidate features [n_candidates, CANDIDATE_FEATURES])."""
+        c0 = self.cost0 or 1.0
+        per_query = np.array([q.weight * self._costs[q.queryid].total / c0 for q in self.queries])
+        out = np.zeros((len(self.candidates), CANDIDATE_FEATURES), dtype=np.float32)
+        added = self.added_bytes()
+        remaining = max(self.budget - self.used, 1.0)
+        chosen_tables: dict[tuple[str, str], int] = {}
+        for i in self.chosen:
+            chosen_tables[self.candidates[i].table] = chosen_tables.get(self.candidates[i].table, 0) + 1
+        for i, cand in enumerate(self.candidates):
+            if not self.relevant[i]:
+                continue
+            rows = [k for k, q in enumerate(self.queries) if q.queryid in cand.queries]
+            share = float(per_query[rows].sum()) if rows else 0.0
+            scan = sum(self.queries[k].weight * self._costs[self.queries[k].queryid].seq_scans.get(cand.index.table, 0.0)
+                       for k in rows) / c0
+            lead = self._uses.get((cand.table, cand.index.columns[0]), {})
+            last = self._uses.get((cand.table, cand.index.columns[-1]), {})
+            lead_kinds = [sum(per_query[k] for k in lead.get(kind, ())) for kind in KINDS]
+            last_any = sum(per_query[k] for k in set().union(*last.values())) if last else 0.0
+            out[i] = [share, scan, *lead_kinds, last_any, min(self.sizes[i] / max(self.budget, 1.0), 2.0),
+                      min(added[i] / remaining, 2.0), cand.width / 3.0, float(self._prefix[i] >= 0),
+                      float(self._prefix[i] in self.chosen), min(chosen_tables.get(cand.table, 0) / 3.0, 1.0),
+                      1.0]
+        g = np.array([self.used / max(self.budget, 1.0), self.cost / c0, self.steps / self.max_steps,
+                      float(np.log10(max(self.budget, 1.0)) / 12.0)], dtype=np.float32)
+        return g, out
+
+    # --- helpers ------------------------------------------------------------------------------------------------
+
+    def _use_table(self, problem: IndexProblem) -> dict:
+        """(table, column) -> kind -> query positions in this mix that use the column that way."""
+        pos = {q.queryid: k for k, q in enumerate(self.queries)}
+        table: dict = {}
+        for qid, use in problem.uses:
+            if qid in pos:
+                table.setdefault((use.table, use.column), {}).setdefault(use.kind, set()).add(pos[qid])
+        return table
+
+    def _query_costs(self, config: frozenset[IndexChange]):
+        return {q.queryid: self.problem.whatif.cost(q, relevant(q, config)) for q in self.queries}
+
+    def _upkeep(self) -> float:
+        """Index maintenance (cost units) of the chosen indexes on written tables."""
+        per_table = dict(self.problem.maintenance)
+        return sum(per_table.get(self.candidates[i].table, 0.0) for i in self.chosen)
+
+    def _total(self, costs) -> float:
+        return sum(q.weight * costs[q.queryid].total for q in self.queries)
