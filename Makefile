@@ -1,5 +1,5 @@
 # The two commands: `make demo` runs the main job, `make test` runs the tests. Both bootstrap first.
-.PHONY: bootstrap demo test test-slow bench-knobs clean
+.PHONY: bootstrap demo test test-slow bench-knobs bench-indexes clean
 
 bootstrap:
 	@bash scripts/bootstrap.sh
@@ -15,6 +15,9 @@ test-slow: bootstrap
 
 bench-knobs: bootstrap
 	.venv/bin/advisor bench knobs
+
+bench-indexes: bootstrap
+	.venv/bin/advisor bench indexes
 
 clean:
 	rm -rf .venv .pytest_cache

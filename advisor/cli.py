@@ -246,6 +246,41 @@ def bench_knobs(workloads: Annotated[str, typer.Option(help="comma-separated: jo
         print(f"saved {out}/knobs.json and {out}/knobs-convergence.png")
 
 
+@bench_app.command("indexes")
+def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.001, max=10)] = 0.2,
+                  budgets: Annotated[str, typer.Option(help="comma-separated fractions of the data size")] =
+                  "0.05,0.1,0.2,0.35,0.5",
+                  mixes: Annotated[int, typer.Option(help="random template mixes", min=1)] = 10,
+                  mix_size: Annotated[int, typer.Option(help="templates per mix", min=1, max=22)] = 5,
+                  held_out: Annotated[int, typer.Option(help="templates IA2 does not train on", min=0, max=18)] = 4,
+                  episodes: Annotated[int, typer.Option(help="IA2 training episodes", min=1)] = 300,
+                  device: Annotated[str, typer.Option(help="IA2 training device: auto, cpu, cuda")] = "auto",
+                  rounds: Annotated[int, typer.Option(help="interleaved rounds of the real runs", min=1)] = 3,
+                  real: Annotated[bool, typer.Option(help="also build the indexes and run TPC-H for real")] = True,
+                  seed: Annotated[int, typer.Option(help="random seed")] = 0,
+                  out: Annotated[str, typer.Option(help="directory for indexes.json and the plot")] =
+                  "bench-results/indexes",
+                  json_out: JsonFlag = False) -> None:
+    """Index advisors (no index, Dexter, Extend, ILP, IA2) on TPC-H: what-if RC per budget over random mixes,
+    then real runs of TPC-H with IA2's and Extend's indexes."""
+    from advisor.bench.indexes import IndexBench, IndexBenchOptions, table
+
+    try:
+        fractions = tuple(float(b) for b in budgets.split(",") if b.strip())
+    except ValueError:
+        raise typer.BadParameter(f"budgets must be comma-separated numbers, got {budgets!r}") from None
+    if not fractions or any(not 0 < b <= 1 for b in fractions):
+        raise typer.BadParameter("every budget must be a fraction of the data size in (0, 1]")
+    options = IndexBenchOptions(scale=scale, budgets=fractions, mixes=mixes, mix_size=mix_size, held_out=held_out,
+                                episodes=episodes, device=device, rounds=rounds, real=real, seed=seed, out_dir=out)
+    doc = IndexBench(options, say=reporter()).run()
+    if json_out:
+        _emit_json(doc)
+    else:
+        print(table(doc))
+        print(f"saved {out}/indexes.json and {out}/indexes-rc.png")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the command; turn every error into one line on stderr."""
     from advisor.settings import get_settings

@@ -4,7 +4,8 @@ statements regress or that gives no measurable benefit, re-measuring what is lef
 
 An index *serves* a statement when the statement's plan on the shadow (with every candidate index built) scans
 it. An index has a measurable benefit when at least one statement it serves got faster with the whole 95%
-interval of its time ratio below 1. A statement that regressed condemns every new index its plan uses.
+interval of its time ratio below 1. A statement that regressed condemns every new index its plan uses and, when
+it writes, every new index on the table it writes (each written row must also be written into those indexes).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from advisor.domain import Evidence, IndexChange
+from advisor.indexing import written_tables
 from advisor.shadow import Shadow, ValidationOptions, validate
 from connectors.postgres.changes import index_name
 from connectors.postgres.connection import TAG
@@ -87,6 +89,11 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
             verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), (), False,
                                         "no statement's plan uses it on the shadow")
     live = [ix for ix in live if ix not in verdicts]
+    writers: dict[tuple[str, str], list[str]] = {}
+    for st in statements:
+        if st.is_write:
+            for table in written_tables(st.sql):
+                writers.setdefault(table, []).append(st.queryid)
     evidence: Evidence | None = None
     for round_no in range(1, MAX_PRUNING_ROUNDS + 1):
         if not live:
@@ -98,7 +105,8 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
         dropped = []
         for ix in live:
             mine = [by_stmt[q] for q in serves[ix] if q in by_stmt]
-            bad = [s for s in mine if s.regressed]
+            bad = [s for s in mine if s.regressed] + [by_stmt[q] for q in writers.get((ix.schema, ix.table), ())
+                                                      if q in by_stmt and by_stmt[q].regressed]
             if bad:
                 worst = max(bad, key=lambda s: s.ratio if s.ratio == s.ratio else 9.9)
                 verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), serves[ix], False,

@@ -59,7 +59,7 @@ def build_problem(conn: psycopg.Connection, snapshot: Snapshot, statements: Sequ
         uses[st.queryid] = found
         queries.append(Query(st.queryid, st.sql, st.weight, tables))
         if st.is_write:
-            for table in _written_table(st.sql, schema):
+            for table in written_tables(st.sql, schema):
                 written[table] = written.get(table, 0.0) + st.weight * max(1.0, st.rows_per_call)
     existing = [i for i in map(index_columns, snapshot.indexes) if i is not None]
     big = [t for t, n in rows.items() if n >= min_rows]
@@ -87,7 +87,8 @@ def _tables_of(sql_text: str, schema) -> frozenset[tuple[str, str]]:
     return frozenset(out)
 
 
-def _written_table(sql_text: str, schema) -> list[tuple[str, str]]:
+def written_tables(sql_text: str, schema=None) -> list[tuple[str, str]]:
+    """The (schema, table) an INSERT/UPDATE/DELETE writes (limited to ``schema``'s tables when given)."""
     import sqlglot
     from sqlglot import exp
 
@@ -100,5 +101,5 @@ def _written_table(sql_text: str, schema) -> list[tuple[str, str]]:
         target = target.this
     if isinstance(target, exp.Table):
         key = (target.db or "public", target.name)
-        return [key] if key in schema else []
+        return [key] if schema is None or key in schema else []
     return []

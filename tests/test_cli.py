@@ -100,3 +100,41 @@ def test_missing_extension_is_a_clear_error(pg, tmp_path):
     dsn = pg.create_database("bare", extensions=False)
     res = advisor("observe", "--target", dsn, "--json", store=tmp_path / "s.duckdb")
     assert res.returncode == 1 and "pg_stat_statements" in res.stderr and res.stdout == ""
+
+
+@pytest.fixture
+def lookup_db(db):
+    run(db, "CREATE TABLE t (id int PRIMARY KEY, a int, b int, pad text)",
+        "INSERT INTO t SELECT x, x % 20000, x % 7, repeat('x', 80) FROM generate_series(1, 200000) x",
+        "CREATE INDEX t_b_unused ON t (b)", "ANALYZE t", "SELECT pg_stat_statements_reset()")
+    for k in range(5):
+        run(db, f"SELECT * FROM t WHERE a = {k * 13}")
+    return db
+
+
+def test_tune_indexes_json(lookup_db, tmp_path):
+    store = tmp_path / "s.duckdb"
+    res = advisor("tune", "indexes", "--target", lookup_db, "--budget-mb", "20", "--episodes", "15", "--rounds", "3",
+                  "--device", "cpu", "--json", store=store)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    rec = doc["recommendation"]
+    assert rec["kind"] == "indexes" and rec["state"] == "validated"
+    assert rec["apply_sql"] == ['CREATE INDEX CONCURRENTLY "t_a_advisor_idx" ON "public"."t" USING btree ("a")']
+    assert rec["revert_sql"] == ['DROP INDEX CONCURRENTLY IF EXISTS "public"."t_a_advisor_idx"']
+    (ix,) = rec["details"]["indexes"]
+    assert ix["kept"] and ix["built_bytes"] > 0 and ix["estimated_bytes"] > 0 and ix["statements"]
+    assert rec["details"]["unused_existing_indexes"] == ["t_b_unused"]
+    assert doc["whatif"]["relative_cost"] < 0.5 and doc["whatif"]["estimated_bytes"] <= 20 << 20
+    assert doc["training"]["reused"] is False and doc["training"]["episodes"] == 15
+    again = json.loads(advisor("tune", "indexes", "--target", lookup_db, "--budget-mb", "20", "--no-validate",
+                               "--json", store=store).stdout)
+    assert again["training"]["reused"] is True  # the target's model is stored and reused
+
+
+def test_tune_indexes_bad_input(lookup_db, tmp_path):
+    res = advisor("tune", "indexes", "--target", lookup_db, "--budget-mb", "20", "--optimizer", "nope",
+                  store=tmp_path / "s.duckdb")
+    assert res.returncode == 1 and "no indexes optimizer named 'nope'" in res.stderr
+    res = advisor("tune", "indexes", "--target", lookup_db, "--budget-mb", "0", store=tmp_path / "s.duckdb")
+    assert res.returncode == 2

@@ -127,7 +127,14 @@ def column_uses(statement: str, schema: Schema) -> list[ColumnUse]:
             pairs += [(e, "group") for e in group.expressions if isinstance(e, exp.Column)]
         order = select.args.get("order")
         if order is not None:
-            pairs += [(o.this, "order") for o in order.expressions if isinstance(o.this, exp.Column)]
+            # ORDER BY may name an output column: follow it to the expression it stands for
+            outputs = {e.alias: e.this for e in select.expressions if isinstance(e, exp.Alias)}
+            for o in order.expressions:
+                key = o.this
+                if isinstance(key, exp.Column) and not key.table and key.name in outputs:
+                    key = outputs[key.name]
+                if isinstance(key, exp.Column):
+                    pairs.append((key, "order"))
         for column, kind in pairs:
             table = _resolve(column, scope)
             if table is None or table not in schema or column.name not in schema[table]:

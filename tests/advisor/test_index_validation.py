@@ -1,0 +1,51 @@
+"""The regression guard on a real shadow: a planted harmful index is dropped, a useful one kept, and the real
+built sizes are reported next to the estimates."""
+
+from advisor.domain import IndexChange
+from advisor.index_validation import plan_index_names, validate_indexes
+from advisor.shadow import Shadow, ValidationOptions
+from connectors.postgres import PostgresConnector
+from connectors.postgres.connection import parse_dsn
+from tests.conftest import run
+from workloads.binding import BoundStatement
+
+GOOD = IndexChange("public", "u", ("a",))
+HARMFUL = IndexChange("public", "t", ("pad",))  # serves a rare lookup, taxes a big insert into t
+IDLE = IndexChange("public", "u", ("b",))  # no statement can use it
+
+
+def bound(key, sql, weight=1.0, write=False):
+    return BoundStatement(key, sql, sql, weight, "literal", write)
+
+
+def test_harmful_and_idle_indexes_are_dropped_useful_one_kept(pg, db):
+    run(db, "CREATE TABLE u (id int PRIMARY KEY, a int, b int)",
+        "INSERT INTO u SELECT x, x % 4000, x % 3 FROM generate_series(1, 200000) x",
+        "CREATE TABLE t (id int, pad text)",
+        "INSERT INTO t SELECT x, md5(x::text) FROM generate_series(1, 20000) x", "ANALYZE")
+    statements = [
+        bound("lookup", "SELECT * FROM u WHERE a = 17", 20),
+        bound("pad", "SELECT id FROM t WHERE pad = 'c4ca4238a0b923820dcc509a6f75849b'"),
+        bound("insert", "INSERT INTO t SELECT x, md5(x::text) FROM generate_series(1, 60000) x", 5, write=True),
+    ]
+    shadow = Shadow(pg, PostgresConnector(db), parse_dsn(db)["dbname"])
+    checked = validate_indexes(shadow, statements, [GOOD, HARMFUL, IDLE], {GOOD: 1, HARMFUL: 2, IDLE: 3},
+                               options=ValidationOptions(rounds=4))
+    verdicts = {v.index: v for v in checked.verdicts}
+    assert checked.kept == (GOOD,)
+    assert verdicts[GOOD].kept and verdicts[GOOD].serves == ("lookup",)
+    assert not verdicts[HARMFUL].kept and "insert regressed" in verdicts[HARMFUL].reason
+    assert not verdicts[IDLE].kept and "no statement's plan uses it" in verdicts[IDLE].reason
+    assert all(v.built_bytes and v.built_bytes > 8192 for v in checked.verdicts)
+    assert verdicts[GOOD].estimated_bytes == 1  # the estimate is reported as given, next to the real size
+    ev = checked.evidence
+    assert ev is not None and ev.accepted and not ev.regressions  # the kept set, re-measured on its own
+    with PostgresConnector(db).connect() as conn:  # the shadow is left as it was
+        assert conn.execute("SELECT count(*) FROM pg_indexes WHERE tablename IN ('t', 'u')").fetchone()[0] == 1
+
+
+def test_plan_index_names_walks_the_whole_plan():
+    plan = {"Plan": {"Node Type": "Nested Loop", "Plans": [
+        {"Node Type": "Index Scan", "Index Name": "a_idx"},
+        {"Node Type": "Bitmap Heap Scan", "Plans": [{"Node Type": "Bitmap Index Scan", "Index Name": "b_idx"}]}]}}
+    assert plan_index_names(plan) == {"a_idx", "b_idx"}

@@ -1,0 +1,130 @@
+"""IA2 on a real server's what-if costs: masking rules, the budget, reproducible training, stored models."""
+
+import numpy as np
+import psycopg
+import pytest
+
+from advisor.domain import IndexChange
+from connectors.postgres.whatif import HypoPG
+from optimizers import registry
+from optimizers.indexes.base import BudgetExceeded, IndexOptimizer
+from optimizers.indexes.costing import CachedWhatIf
+from optimizers.indexes.env import IndexEnv
+from optimizers.indexes.ia2 import TD3Agent, TD3Options, mix_sampler
+from optimizers.indexes.problem import Candidate, ColumnUse, IndexProblem, Query
+
+O, L = ("public", "orders"), ("public", "lineitem")
+I_CUST = IndexChange("public", "orders", ("o_custkey",))
+I_CUST_DATE = IndexChange("public", "orders", ("o_custkey", "o_orderdate"))
+I_DATE = IndexChange("public", "orders", ("o_orderdate",))
+I_PART = IndexChange("public", "lineitem", ("l_partkey",))
+I_SHIP = IndexChange("public", "lineitem", ("l_shipdate",))
+QUERIES = (
+    Query("cust", "SELECT * FROM orders WHERE o_custkey = 42 AND o_orderdate > date '1996-01-01'", 1.0, frozenset({O})),
+    Query("part", "SELECT sum(l_quantity) FROM lineitem WHERE l_partkey = 77", 1.0, frozenset({L})),
+    Query("ship", "SELECT count(*) FROM lineitem WHERE l_shipdate = date '1995-03-01'", 1.0, frozenset({L})),
+)
+CANDIDATES = (Candidate(I_CUST, frozenset({"cust"})), Candidate(I_CUST_DATE, frozenset({"cust"})),
+              Candidate(I_DATE, frozenset({"cust"})), Candidate(I_PART, frozenset({"part"})),
+              Candidate(I_SHIP, frozenset({"ship"})))
+USES = (("cust", ColumnUse(O, "o_custkey", "equality")), ("cust", ColumnUse(O, "o_orderdate", "range")),
+        ("part", ColumnUse(L, "l_partkey", "equality")), ("ship", ColumnUse(L, "l_shipdate", "equality")))
+
+
+@pytest.fixture
+def problem(tpch_dsn):
+    with psycopg.connect(tpch_dsn, autocommit=True) as conn, HypoPG(conn) as session:
+        yield IndexProblem(QUERIES, CANDIDATES, 10 << 20, CachedWhatIf(session), USES)
+
+
+def valid(env):
+    return {env.candidates[i].index for i in np.flatnonzero(env.mask())}
+
+
+def test_masking_prefix_extension_and_relevance(problem):
+    env = IndexEnv(CANDIDATES)
+    env.reset(problem.with_weights({"cust": 5.0, "part": 1.0}))
+    assert valid(env) == {I_CUST, I_DATE, I_PART}  # no extension before its prefix; l_shipdate serves no query
+    env.step(CANDIDATES.index(next(c for c in CANDIDATES if c.index == I_CUST)))
+    assert valid(env) == {I_CUST_DATE, I_DATE, I_PART}
+    size_before = env.used
+    env.step([c.index for c in CANDIDATES].index(I_CUST_DATE))
+    assert env.config() == [I_CUST_DATE]  # the extension replaced its prefix
+    assert env.used == pytest.approx(problem.whatif.size(I_CUST_DATE))
+    assert env.used > size_before
+    assert I_CUST not in valid(env)  # the chosen index already serves its prefix
+    with pytest.raises(ValueError, match="masked"):
+        env.step([c.index for c in CANDIDATES].index(I_SHIP))
+
+
+def test_masking_respects_the_remaining_budget(problem):
+    sizes = {c.index: problem.whatif.size(c.index) for c in CANDIDATES}
+    env = IndexEnv(CANDIDATES)
+    env.reset(problem.with_weights({q.queryid: 1.0 for q in QUERIES}, budget_bytes=sizes[I_PART]))
+    assert all(sizes[i] <= sizes[I_PART] for i in valid(env))
+    env.step([c.index for c in CANDIDATES].index(I_PART))
+    assert all(env.added_bytes()[env.mask()] <= env.budget - env.used)
+
+
+def test_reward_is_relative_cost_reduction_per_storage(problem):
+    env = IndexEnv(CANDIDATES)
+    env.reset(problem.with_weights({"part": 1.0}))
+    c0 = env.cost0
+    step = env.step([c.index for c in CANDIDATES].index(I_PART))
+    share = max(problem.whatif.size(I_PART) / env.budget, 0.01)
+    assert step.reward == pytest.approx(((c0 - env.cost) / c0) / share)
+    assert step.reward > 0 and step.done is True  # nothing else serves the mix
+
+
+def test_ia2_never_exceeds_the_budget_and_is_reproducible(problem):
+    sampler = mix_sampler(problem, [q.queryid for q in QUERIES], (1 << 20, 16 << 20))
+    a = TD3Agent(CANDIDATES, TD3Options(episodes=25, warmup_steps=16), "cpu", seed=3)
+    a.train(sampler)
+    b = TD3Agent(CANDIDATES, TD3Options(episodes=25, warmup_steps=16), "cpu", seed=3)
+    b.train(sampler)
+    opt = registry.create("indexes", "ia2", agent=a)
+    for budget in (1, 300_000, 2 << 20, 64 << 20):
+        p = problem.with_weights({q.queryid: 1.0 for q in QUERIES}, budget)
+        config = opt.choose(p)
+        assert p.size(config) <= budget
+        assert a.rollout(p) == b.rollout(p)
+    assert opt.choose(problem.with_weights({"part": 1.0}, 1)) == []
+    assert a.stats.episodes == 25 and a.stats.updates > 0
+
+
+def test_a_large_budget_finds_the_big_wins(problem):
+    agent = TD3Agent(CANDIDATES, TD3Options(episodes=40, warmup_steps=16), "cpu", seed=0)
+    agent.train(mix_sampler(problem, [q.queryid for q in QUERIES], (4 << 20, 64 << 20)))
+    p = problem.with_weights({q.queryid: 1.0 for q in QUERIES}, 64 << 20)
+    assert p.cost(agent.rollout(p)) < 0.1 * p.cost()
+
+
+def test_saved_model_gives_the_same_answers(problem, tmp_path):
+    agent = TD3Agent(CANDIDATES, TD3Options(episodes=10, warmup_steps=8), "cpu", seed=1)
+    agent.train(mix_sampler(problem, ["cust", "part"], (1 << 20, 8 << 20)))
+    agent.save(tmp_path / "m.pt")
+    again = TD3Agent.load(tmp_path / "m.pt", CANDIDATES, "cpu")
+    p = problem.with_weights({"cust": 3.0, "part": 1.0, "ship": 2.0}, 4 << 20)
+    assert again.rollout(p) == agent.rollout(p)
+    with pytest.raises(ValueError, match="another candidate set"):
+        TD3Agent.load(tmp_path / "m.pt", CANDIDATES[:3], "cpu")
+
+
+def test_choose_refuses_a_plugin_that_breaks_the_budget(problem):
+    class Greedy(IndexOptimizer):  # a plugin that ignores the budget
+        name = "greedy-test"
+
+        def select(self, p):
+            return [c.index for c in p.candidates]
+
+    with pytest.raises(BudgetExceeded):
+        Greedy().choose(problem.with_weights({q.queryid: 1.0 for q in QUERIES}, 1000))
+
+
+def test_cuda_asked_for_without_cuda_is_an_error():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(ValueError, match="no CUDA"):
+        TD3Agent(CANDIDATES, device="cuda")
