@@ -160,7 +160,8 @@ def tune_indexes(target: Target,
                                                           min=0.001)],
                  optimizer: Annotated[str, typer.Option(help="index optimizer: ia2, extend, dexter, ilp, noindex")] = "ia2",
                  json_out: JsonFlag = False,
-                 device: Annotated[str, typer.Option(help="IA2 training device: auto (CUDA when present), cpu, cuda")] = "auto",
+                 device: Annotated[str | None, typer.Option(help="IA2 training device: auto (CUDA when present), cpu, "
+                                                               "cuda (default: ADVISOR_DEVICE)")] = None,
                  episodes: Annotated[int, typer.Option(help="IA2 training episodes (when no model is stored)", min=1)] = 300,
                  retrain: Annotated[bool, typer.Option(help="train IA2 again even if this target has a model")] = False,
                  max_width: Annotated[int, typer.Option(help="columns per candidate index", min=1, max=3)] = 3,
@@ -172,8 +173,10 @@ def tune_indexes(target: Target,
                  store: StoreOpt = None) -> None:
     """Recommend indexes within a storage budget: what-if costs (HypoPG) on a shadow, the optimizer's choice,
     then each index built and measured on the shadow; an index that slows a statement or helps none is dropped."""
+    from advisor.settings import get_settings
     from advisor.shadow import ValidationOptions
 
+    device = device or get_settings().device
     service = _service(store)
     result = service.tune_indexes(target, optimizer, budget_mb=budget_mb, sample_percent=sample_percent,
                                   validation=ValidationOptions(rounds=rounds) if validate else None, device=device,
@@ -254,7 +257,8 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
                   mix_size: Annotated[int, typer.Option(help="templates per mix", min=1, max=22)] = 5,
                   held_out: Annotated[int, typer.Option(help="templates IA2 does not train on", min=0, max=18)] = 4,
                   episodes: Annotated[int, typer.Option(help="IA2 training episodes", min=1)] = 300,
-                  device: Annotated[str, typer.Option(help="IA2 training device: auto, cpu, cuda")] = "auto",
+                  device: Annotated[str | None, typer.Option(help="IA2 training device: auto, cpu, cuda "
+                                                                "(default: ADVISOR_DEVICE)")] = None,
                   rounds: Annotated[int, typer.Option(help="interleaved rounds of the real runs", min=1)] = 3,
                   real: Annotated[bool, typer.Option(help="also build the indexes and run TPC-H for real")] = True,
                   seed: Annotated[int, typer.Option(help="random seed")] = 0,
@@ -264,7 +268,9 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
     """Index advisors (no index, Dexter, Extend, ILP, IA2) on TPC-H: what-if RC per budget over random mixes,
     then real runs of TPC-H with IA2's and Extend's indexes."""
     from advisor.bench.indexes import IndexBench, IndexBenchOptions, table
+    from advisor.settings import get_settings
 
+    device = device or get_settings().device
     try:
         fractions = tuple(float(b) for b in budgets.split(",") if b.strip())
     except ValueError:

@@ -52,3 +52,8 @@ class InvalidTransition(StoreError):
 
 class NotFound(AdvisorError):
     """A named object (target, recommendation, optimizer) does not exist."""
+
+
+class BadDevice(AdvisorError, ValueError):
+    """A model device that does not exist here (``cuda`` without CUDA, or an unknown name)."""
+

@@ -6,15 +6,17 @@ from contextlib import contextmanager
 
 import torch
 
+from advisor.errors import BadDevice
+
 
 def resolve_device(name: str = "auto") -> torch.device:
     """``auto`` | ``cpu`` | ``cuda`` (``cuda:N``). Asking for CUDA where there is none is an error, not a fallback."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(f"device {name!r} asked for, but this machine has no CUDA device (use auto or cpu)")
+        raise BadDevice(f"device {name!r} asked for, but this machine has no CUDA device (use auto or cpu)")
     if name != "cpu" and not name.startswith("cuda"):
-        raise ValueError(f"unknown device {name!r}: use auto, cpu or cuda")
+        raise BadDevice(f"unknown device {name!r}: use auto, cpu or cuda")
     return torch.device(name)
 
 

@@ -122,13 +122,15 @@ class IndexBench:
                 self.say(f"IA2 trained in {agent.stats.seconds:.0f}s on {agent.stats.device}")
                 report = IndexBenchReport(data_bytes, len(base.candidates), train, held, training)
                 mixes = [self._mix(rng, ids) for _ in range(o.mixes)]
-                caches = {name: CachedWhatIf(session) for name in ADVISORS}
+                names = {c.name for c in registry.available("indexes")}
+                advisors = [a for a in ADVISORS if a in names]
+                caches = {name: CachedWhatIf(session) for name in advisors}
                 truth = CachedWhatIf(session)  # RC is always computed with one shared cache
                 for m, weights in enumerate(mixes):
                     unseen = any(q in held for q in weights)
                     for frac in o.budgets:
                         budget = int(frac * data_bytes)
-                        for name in ADVISORS:
+                        for name in advisors:
                             report.cells.append(self._cell(name, base, caches[name], truth, weights, budget, frac,
                                                            m, unseen, agent))
                     self.say(f"mix {m + 1}/{len(mixes)} done ({', '.join(weights)})")
@@ -215,7 +217,7 @@ def summarize(report: IndexBenchReport) -> dict:
     """Mean RC per advisor and budget; IA2 against Extend and the ILP; selection times."""
     out: dict = {"rc": {}, "rc_unseen": {}, "seconds": {}, "whatif_calls": {}}
     budgets = sorted({c.budget for c in report.cells})
-    for name in ADVISORS:
+    for name in dict.fromkeys(c.advisor for c in report.cells):
         cells = [c for c in report.cells if c.advisor == name and c.status == "ok"]
         out["rc"][name] = {str(b): _mean([c.rc for c in cells if c.budget == b]) for b in budgets}
         out["rc_unseen"][name] = {str(b): _mean([c.rc for c in cells if c.budget == b and c.unseen]) for b in budgets}

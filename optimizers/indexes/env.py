@@ -57,7 +57,8 @@ class IndexEnv:
         self.problem = problem
         self.queries = problem.queries
         active = {q.queryid for q in self.queries}
-        self.relevant = np.array([bool(c.queries & active) for c in self.candidates])
+        offered = {c.index for c in problem.candidates}  # the problem may offer a subset of the action space
+        self.relevant = np.array([bool(c.queries & active) and c.index in offered for c in self.candidates])
         self.sizes = np.array([problem.whatif.size(c.index) if r else 0 for c, r in zip(self.candidates, self.relevant)],
                               dtype=float)
         self.budget = float(problem.budget_bytes)

@@ -10,8 +10,9 @@ through a masked softmax over its scores (the expected action's features), the u
 actions. Scoring per candidate makes the model independent of the number of candidates and lets it carry over
 to workload mixes it was not trained on.
 
-Training samples episodes from the target's templates with random frequencies and random budgets; a
-recommendation is one greedy rollout (no exploration), so it needs only the what-if calls of its own steps.
+Training samples episodes from the target's templates with random frequencies and random budgets. A
+recommendation is the greedy rollout of the policy plus ``samples`` rollouts that draw actions from the policy's
+softmax, keeping the configuration with the lowest what-if cost (costs are cached, so shared prefixes are free).
 """
 
 from __future__ import annotations
@@ -158,6 +159,7 @@ class TD3Agent:
         self.opt_critic = torch.optim.Adam(self.critics.parameters(), lr=options.lr_critic)
         self.env = IndexEnv(self.candidates)
         self.stats = TrainStats(device=str(self.device))
+        self.sample_temperature = 0.5
 
     # --- acting ---------------------------------------------------------------------------------------------
 
@@ -176,17 +178,32 @@ class TD3Agent:
             scores = scores + self.rng.normal(0.0, self.options.score_noise, size=scores.shape)
         return int(valid[np.argmax(scores[valid])])
 
-    def rollout(self, problem: IndexProblem) -> list[IndexChange]:
-        """The policy's configuration for ``problem``: greedy steps until no action is valid."""
+    def rollout(self, problem: IndexProblem, samples: int = 0) -> list[IndexChange]:
+        """The policy's configuration for ``problem``: greedy steps until no action is valid. With ``samples``,
+        that many more episodes draw each action from the softmax of the policy's scores over the valid
+        candidates (temperature ``sample_temperature``), and the configuration with the lowest what-if cost wins;
+        the draws are seeded, so the answer is reproducible."""
         env = self.env
+        rng = np.random.default_rng(self.seed)
+        best: tuple[float, list[IndexChange]] | None = None
         with one_thread():
-            env.reset(problem)
-            mask = env.mask()
-            while mask.any():
-                g, phi = env.features()
-                env.step(self.act(g, phi, mask))
+            for k in range(samples + 1):
+                env.reset(problem)
                 mask = env.mask()
-        return env.config()
+                while mask.any():
+                    g, phi = env.features()
+                    if k == 0:
+                        action = self.act(g, phi, mask)
+                    else:
+                        valid = np.flatnonzero(mask)
+                        z = self._scores(g, phi)[valid] / self.sample_temperature
+                        p = np.exp(z - z.max())
+                        action = int(rng.choice(valid, p=p / p.sum()))
+                    env.step(action)
+                    mask = env.mask()
+                if best is None or env.cost < best[0] - 1e-9:
+                    best = (env.cost, env.config())
+        return best[1] if best else []
 
     # --- learning -------------------------------------------------------------------------------------------
 
@@ -310,23 +327,26 @@ def mix_sampler(base: IndexProblem, templates: Sequence[str], budgets: tuple[int
 
 @register
 class IA2(IndexOptimizer):
-    """Trains on the problem's own queries (random mixes and budgets around it) unless given a trained agent."""
+    """Uses the given trained agent when the problem's candidates are within its action space; otherwise trains
+    one on the problem's own queries first (random mixes, budgets from a quarter to twice the problem's)."""
 
     name = "ia2"
     description = "IA2: TD3 actor-critic with adaptive action masking over what-if costs"
 
     def __init__(self, seed: int = 0, agent: TD3Agent | None = None, episodes: int = 300, device: str = "auto",
-                 say: Say | None = None, **options):
+                 samples: int = 16, say: Say | None = None, **options):
         super().__init__(seed, **options)
         self.agent = agent
+        self.samples = samples
         self.episodes = episodes
         self.device = device
         self.say = say
 
     def select(self, problem: IndexProblem) -> list[IndexChange]:
-        if self.agent is None or self.agent.fingerprint() != action_space_key(problem.candidates):
+        known = set(self.agent.candidates) if self.agent is not None else set()
+        if self.agent is None or not set(problem.candidates) <= known:
             self.agent = TD3Agent(problem.candidates, TD3Options(episodes=self.episodes), self.device, self.seed)
             budget = max(problem.budget_bytes, 1)
             sampler = mix_sampler(problem, [q.queryid for q in problem.queries], (max(1, budget // 4), budget * 2))
             self.agent.train(sampler, say=self.say)
-        return self.agent.rollout(problem)
+        return self.agent.rollout(problem, self.samples)
