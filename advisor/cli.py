@@ -261,6 +261,8 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
                                                                 "(default: ADVISOR_DEVICE)")] = None,
                   rounds: Annotated[int, typer.Option(help="interleaved rounds of the real runs", min=1)] = 3,
                   real: Annotated[bool, typer.Option(help="also build the indexes and run TPC-H for real")] = True,
+                  reward: Annotated[str, typer.Option(help="IA2 training reward: per_storage or relative")] =
+                  "per_storage",
                   seed: Annotated[int, typer.Option(help="random seed")] = 0,
                   out: Annotated[str, typer.Option(help="directory for indexes.json and the plot")] =
                   "bench-results/indexes",
@@ -278,7 +280,8 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
     if not fractions or any(not 0 < b <= 1 for b in fractions):
         raise typer.BadParameter("every budget must be a fraction of the data size in (0, 1]")
     options = IndexBenchOptions(scale=scale, budgets=fractions, mixes=mixes, mix_size=mix_size, held_out=held_out,
-                                episodes=episodes, device=device, rounds=rounds, real=real, seed=seed, out_dir=out)
+                                episodes=episodes, device=device, rounds=rounds, real=real, seed=seed, out_dir=out,
+                                reward=reward)
     doc = IndexBench(options, say=reporter()).run()
     if json_out:
         _emit_json(doc)

@@ -7,7 +7,9 @@ and budget, one index per step.
 - Each state is described per candidate (what IA2 calls the workload representation, made from the current
   plans): the share of the workload's cost in the queries that can use it, their sequential-scan cost on its
   table, how they use its leading and trailing columns (equality, range, join, group, order), its size against
-  the budget and the remaining budget, its width; plus global features: storage used, cost left, step.
+  the budget and the remaining budget, its width; its what-if benefit alone (one call per (query, candidate),
+  cached), that benefit scaled by how much of those queries' cost is left, and per unit of storage; plus global
+  features: storage used, cost left, step.
 - Reward: the relative what-if cost reduction per unit of storage,
   ``((C_prev - C_new) / C_0) / (extra bytes / budget)``, with the storage term floored at 1% of the budget.
 
@@ -24,7 +26,7 @@ from advisor.domain import IndexChange
 from optimizers.indexes.problem import Candidate, IndexProblem, relevant
 
 KINDS = ("equality", "range", "join", "group", "order")
-CANDIDATE_FEATURES = 15
+CANDIDATE_FEATURES = 18
 GLOBAL_FEATURES = 4
 MIN_STORAGE_SHARE = 0.01
 MAX_STEPS = 16
@@ -32,8 +34,9 @@ MAX_STEPS = 16
 
 @dataclass
 class Step:
-    reward: float
+    reward: float  # relative cost reduction per unit of storage (IA2's reward)
     done: bool
+    relative: float = 0.0  # relative cost reduction alone, (C_prev - C_new) / C_0
 
 
 class IndexEnv:
@@ -67,7 +70,9 @@ class IndexEnv:
         self.steps = 0
         self._uses = self._use_table(problem)
         self._costs = self._query_costs(frozenset())
+        self._empty = {qid: c.total for qid, c in self._costs.items()}
         self.cost0 = self.cost = self._total(self._costs)
+        self._solo = self._solo_benefits(problem)
 
     def config(self) -> list[IndexChange]:
         return [self.candidates[i].index for i in sorted(self.chosen)]
@@ -102,9 +107,9 @@ class IndexEnv:
         self._costs = self._query_costs(frozenset(self.config()))
         new = self._total(self._costs) + self._upkeep()
         share = max(extra / self.budget, MIN_STORAGE_SHARE) if self.budget > 0 else 1.0
-        reward = ((self.cost - new) / self.cost0) / share if self.cost0 > 0 else 0.0
+        relative = (self.cost - new) / self.cost0 if self.cost0 > 0 else 0.0
         self.cost = new
-        return Step(float(reward), not self.mask().any())
+        return Step(float(relative / share), not self.mask().any(), float(relative))
 
     # --- features -----------------------------------------------------------------------------------------------
 
@@ -129,10 +134,15 @@ class IndexEnv:
             last = self._uses.get((cand.table, cand.index.columns[-1]), {})
             lead_kinds = [sum(per_query[k] for k in lead.get(kind, ())) for kind in KINDS]
             last_any = sum(per_query[k] for k in set().union(*last.values())) if last else 0.0
+            solo = self._solo.get(i, {})
+            alone = sum(b for b in solo.values()) / c0
+            left = sum(b * min(1.0, self._costs[qid].total / max(self._empty[qid], 1e-9))
+                       for qid, b in solo.items()) / c0
+            per_byte = left / max(added[i] / max(self.budget, 1.0), MIN_STORAGE_SHARE)
             out[i] = [share, scan, *lead_kinds, last_any, min(self.sizes[i] / max(self.budget, 1.0), 2.0),
                       min(added[i] / remaining, 2.0), cand.width / 3.0, float(self._prefix[i] >= 0),
                       float(self._prefix[i] in self.chosen), min(chosen_tables.get(cand.table, 0) / 3.0, 1.0),
-                      1.0]
+                      1.0, alone, left, min(per_byte, 10.0) / 10.0]
         g = np.array([self.used / max(self.budget, 1.0), self.cost / c0, self.steps / self.max_steps,
                       float(np.log10(max(self.budget, 1.0)) / 12.0)], dtype=np.float32)
         return g, out
@@ -147,6 +157,23 @@ class IndexEnv:
             if qid in pos:
                 table.setdefault((use.table, use.column), {}).setdefault(use.kind, set()).add(pos[qid])
         return table
+
+    def _solo_benefits(self, problem: IndexProblem) -> dict[int, dict[str, float]]:
+        """Per relevant candidate, per query it serves: weight x (cost without indexes - cost with it alone).
+        What-if calls happen once per (query, candidate) for the target; later episodes hit the cache."""
+        out: dict[int, dict[str, float]] = {}
+        by_id = {q.queryid: q for q in self.queries}
+        for i, cand in enumerate(self.candidates):
+            if not self.relevant[i]:
+                continue
+            gains = {}
+            for qid in cand.queries:
+                q = by_id.get(qid)
+                if q is not None and cand.table in q.tables:
+                    alone = problem.whatif.cost(q, frozenset({cand.index})).total
+                    gains[qid] = q.weight * max(0.0, self._empty[qid] - alone)
+            out[i] = gains
+        return out
 
     def _query_costs(self, config: frozenset[IndexChange]):
         return {q.queryid: self.problem.whatif.cost(q, relevant(q, config)) for q in self.queries}

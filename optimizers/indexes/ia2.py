@@ -61,6 +61,7 @@ class TD3Options:
     reward_clip: float = 20.0
     reward_scale: float = 0.1
     buffer: int = 8000
+    reward: str = "per_storage"  # per_storage (IA2's) | relative (cost reduction alone; the sum is the episode's)
 
 
 def _mlp(inp: int, hidden: int, out: int) -> nn.Sequential:
@@ -145,6 +146,8 @@ class TD3Agent:
     def __init__(self, candidates: Sequence[Candidate], options: TD3Options = TD3Options(), device: str = "auto",
                  seed: int = 0):
         self.candidates = tuple(candidates)
+        if options.reward not in ("per_storage", "relative"):
+            raise ValueError(f"unknown IA2 reward {options.reward!r}: per_storage or relative")
         self.options = options
         self.device = resolve_device(device)
         self.seed = seed
@@ -159,7 +162,7 @@ class TD3Agent:
         self.opt_critic = torch.optim.Adam(self.critics.parameters(), lr=options.lr_critic)
         self.env = IndexEnv(self.candidates)
         self.stats = TrainStats(device=str(self.device))
-        self.sample_temperature = 0.5
+        self.sample_temperature = 1.0  # on standardized scores
 
     # --- acting ---------------------------------------------------------------------------------------------
 
@@ -180,8 +183,8 @@ class TD3Agent:
 
     def rollout(self, problem: IndexProblem, samples: int = 0) -> list[IndexChange]:
         """The policy's configuration for ``problem``: greedy steps until no action is valid. With ``samples``,
-        that many more episodes draw each action from the softmax of the policy's scores over the valid
-        candidates (temperature ``sample_temperature``), and the configuration with the lowest what-if cost wins;
+        that many more episodes draw each action from the softmax of the policy's standardized scores over the
+        valid candidates (temperature ``sample_temperature``), and the configuration with the lowest what-if cost wins;
         the draws are seeded, so the answer is reproducible."""
         env = self.env
         rng = np.random.default_rng(self.seed)
@@ -196,7 +199,8 @@ class TD3Agent:
                         action = self.act(g, phi, mask)
                     else:
                         valid = np.flatnonzero(mask)
-                        z = self._scores(g, phi)[valid] / self.sample_temperature
+                        z = self._scores(g, phi)[valid]
+                        z = (z - z.mean()) / (z.std() + 1e-6) / self.sample_temperature  # scale-free
                         p = np.exp(z - z.max())
                         action = int(rng.choice(valid, p=p / p.sum()))
                     env.step(action)
@@ -226,7 +230,8 @@ class TD3Agent:
                     step = env.step(a)
                     mask2 = env.mask()
                     g2, phi2 = env.features()
-                    r = float(np.clip(step.reward, -o.reward_clip, o.reward_clip)) * o.reward_scale
+                    raw = step.reward if o.reward == "per_storage" else step.relative / o.reward_scale
+                    r = float(np.clip(raw, -o.reward_clip, o.reward_clip)) * o.reward_scale
                     buffer.add(g, phi, mask, a, r, g2, phi2, mask2, step.done)
                     self.stats.steps += 1
                     if buffer.size >= o.warmup_steps:

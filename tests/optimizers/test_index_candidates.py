@@ -98,3 +98,29 @@ def test_dexter_style_on_real_postgres(db):
         assert [c.index for c in problem.candidates] == [IndexChange("public", "t", ("a",))]  # id: the primary key
         assert problem.cost(c.index for c in problem.candidates) < 0.2 * problem.cost()
         session.close()
+
+
+def test_indexes_on_written_tables_carry_maintenance(db):
+    from advisor.indexing import INDEX_ENTRY_COST, build_problem
+    from connectors.postgres import PostgresConnector
+    from tests.conftest import run
+    from workloads.binding import BoundStatement
+
+    run(db, "CREATE TABLE w (id int, a int)", "INSERT INTO w SELECT x, x % 100 FROM generate_series(1, 20000) x",
+        "CREATE TABLE r (id int, a int)", "INSERT INTO r SELECT x, x % 100 FROM generate_series(1, 20000) x",
+        "ANALYZE")
+    snap = PostgresConnector(db).observe()
+    statements = [
+        BoundStatement("rw", "SELECT * FROM w WHERE a = $1", "SELECT * FROM w WHERE a = 5", 10.0, "literal", False),
+        BoundStatement("rr", "SELECT * FROM r WHERE a = $1", "SELECT * FROM r WHERE a = 5", 10.0, "literal", False),
+        BoundStatement("ins", "INSERT INTO w VALUES ($1, $2)", "INSERT INTO w VALUES (1, 2)", 500.0, "literal", True,
+                       rows_per_call=1.0),
+    ]
+    with psycopg.connect(db, autocommit=True) as conn:
+        problem, session = build_problem(conn, snap, statements, 10 << 20)
+        assert dict(problem.maintenance) == {("public", "w"): 500.0 * INDEX_ENTRY_COST}
+        wa, ra = (next(c.index for c in problem.candidates if c.index.table == t) for t in ("w", "r"))
+        reads = sum(q.weight * problem.whatif.cost(q, frozenset({wa})).total for q in problem.queries)
+        assert problem.cost([wa]) == pytest.approx(reads + 500.0 * INDEX_ENTRY_COST)
+        assert problem.cost([ra]) < problem.cost()  # the read-only table's index is free to maintain
+        session.close()
