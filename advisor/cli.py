@@ -261,8 +261,8 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
                                                                 "(default: ADVISOR_DEVICE)")] = None,
                   rounds: Annotated[int, typer.Option(help="interleaved rounds of the real runs", min=1)] = 3,
                   real: Annotated[bool, typer.Option(help="also build the indexes and run TPC-H for real")] = True,
-                  reward: Annotated[str, typer.Option(help="IA2 training reward: per_storage or relative")] =
-                  "per_storage",
+                  reward: Annotated[str, typer.Option(help="IA2 training reward: relative or per_storage")] =
+                  "relative",
                   seed: Annotated[int, typer.Option(help="random seed")] = 0,
                   out: Annotated[str, typer.Option(help="directory for indexes.json and the plot")] =
                   "bench-results/indexes",

@@ -59,7 +59,7 @@ class IndexBenchOptions:
     rounds: int = 3  # interleaved rounds of the real runs
     statement_timeout_ms: int = 60_000
     real: bool = True
-    reward: str = "per_storage"  # IA2's training reward (see TD3Options)
+    reward: str = "relative"  # IA2's training reward (see TD3Options)
     # left out of the real runs (and of the set chosen for them): without an index on l_partkey these two take
     # 20-45 s each at SF 0.1, so they alone would decide the ratio (their what-if costs are in every mix)
     real_exclude: tuple[str, ...] = ("q17", "q20")

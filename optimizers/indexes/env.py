@@ -10,8 +10,10 @@ and budget, one index per step.
   the budget and the remaining budget, its width; its what-if benefit alone (one call per (query, candidate),
   cached), that benefit scaled by how much of those queries' cost is left, and per unit of storage; plus global
   features: storage used, cost left, step.
-- Reward: the relative what-if cost reduction per unit of storage,
-  ``((C_prev - C_new) / C_0) / (extra bytes / budget)``, with the storage term floored at 1% of the budget.
+- Reward: the relative what-if cost reduction ``(C_prev - C_new) / C_0`` (``Step.relative``; an episode's return
+  is then its total reduction), and IA2's reward, that reduction per unit of storage
+  ``/ (extra bytes / budget)`` with the storage term floored at 1% of the budget (``Step.reward``). The agent
+  trains on either (``TD3Options.reward``); the bench measured the first better on TPC-H.
 
 Costs come from the problem's what-if coster (cached), so revisiting a configuration is free.
 """

@@ -61,7 +61,9 @@ class TD3Options:
     reward_clip: float = 20.0
     reward_scale: float = 0.1
     buffer: int = 8000
-    reward: str = "per_storage"  # per_storage (IA2's) | relative (cost reduction alone; the sum is the episode's)
+    # relative: the step's relative cost reduction, so an episode's return is its total reduction (measured better
+    # here); per_storage: that reduction per unit of storage, IA2's own reward (it favours many small indexes)
+    reward: str = "relative"
 
 
 def _mlp(inp: int, hidden: int, out: int) -> nn.Sequential:

@@ -73,6 +73,7 @@ def test_reward_is_relative_cost_reduction_per_storage(problem):
     step = env.step([c.index for c in CANDIDATES].index(I_PART))
     share = max(problem.whatif.size(I_PART) / env.budget, 0.01)
     assert step.reward == pytest.approx(((c0 - env.cost) / c0) / share)
+    assert step.relative == pytest.approx((c0 - env.cost) / c0)
     assert step.reward > 0 and step.done is True  # nothing else serves the mix
 
 
