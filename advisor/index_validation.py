@@ -82,13 +82,10 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
     say = say or (lambda _m: None)
     sizes, used = inspect_built(shadow, statements, indexes)
     serves = {ix: tuple(sorted(used.get(index_name(ix), ()))) for ix in indexes}
-    verdicts: dict[IndexChange, IndexVerdict] = {}
-    live = [ix for ix in indexes]
-    for ix in indexes:
-        if not serves[ix]:
-            verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), (), False,
-                                        "no statement's plan uses it on the shadow")
-    live = [ix for ix in live if ix not in verdicts]
+    verdicts: dict[IndexChange, IndexVerdict] = {
+        ix: IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), (), False, "no statement's plan uses it on the shadow")
+        for ix in indexes if not serves[ix]}
+    live = [ix for ix in indexes if ix not in verdicts]
     writers: dict[tuple[str, str], list[str]] = {}
     for st in statements:
         if st.is_write:

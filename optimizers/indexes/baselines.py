@@ -1,12 +1,17 @@
 """Baseline index advisors behind the same plugin base as IA2: no index, Dexter's per-statement greedy, and
-Extend (Schlosser, Kossmann, Boissier, ICDE 2019). Costs are the problem's what-if costs (planner cost units,
-index maintenance included); sizes are bytes."""
+Extend (Schlosser, Kossmann, Boissier, ICDE 2019).
+
+Units: costs are the problem's what-if costs (planner cost units, weighted by each query's weight, index
+maintenance included, see ``IndexProblem.cost``); sizes are bytes (``WhatIf.size``, HypoPG's estimate).
+"""
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from advisor.domain import IndexChange
 from optimizers.indexes.base import IndexOptimizer
-from optimizers.indexes.problem import IndexProblem, relevant
+from optimizers.indexes.problem import IndexProblem, Query, TableRef, relevant
 from optimizers.registry import register
 
 
@@ -21,9 +26,11 @@ class NoIndex(IndexOptimizer):
 
 @register
 class Dexter(IndexOptimizer):
-    """Per statement, heaviest first: the single candidate that lowers that statement's cost most (by at least
-    ``min_gain`` of it, under the indexes picked so far); then the picks by workload benefit per byte while they
-    fit the budget."""
+    """Dexter-style per-statement greedy. Statements are visited heaviest first (weight x no-index cost, planner
+    cost units); each gets the single relevant candidate that lowers *its* what-if cost most, provided the drop is
+    at least ``min_gain`` (a fraction) of its cost under the indexes picked so far. The picks are then taken in
+    order of workload benefit per byte (cost units per byte, each pick costed alone), skipping any that no longer
+    fits the budget (bytes)."""
 
     name = "dexter"
     description = "Dexter-style: per statement, the best single index; then by benefit per byte within budget"
@@ -39,14 +46,14 @@ class Dexter(IndexOptimizer):
         for q in order:
             current = frozenset(picked)
             now = w.cost(q, relevant(q, current)).total
-            best, best_cost = None, now * (1.0 - self.min_gain)
+            best, best_gain = None, 0.0
             for cand in problem.candidates:
-                if q.queryid not in cand.queries or cand.index in current:
+                if q.queryid not in cand.queries or cand.index in current or cand.table not in q.tables:
                     continue
-                cost = w.cost(q, relevant(q, current | {cand.index})).total
-                if cost < best_cost:
-                    best, best_cost = cand.index, cost
-            if best is not None:
+                gain = now - w.cost(q, relevant(q, current | {cand.index})).total
+                if gain > best_gain:
+                    best, best_gain = cand.index, gain
+            if best is not None and best_gain >= self.min_gain * now:
                 picked.append(best)
         base = problem.cost()
         ranked = sorted(picked, key=lambda ix: -(base - problem.cost([ix])) / max(w.size(ix), 1))
@@ -61,9 +68,15 @@ class Dexter(IndexOptimizer):
 
 @register
 class Extend(IndexOptimizer):
-    """Start empty; each step takes the move with the best benefit per extra byte among: add a single-column
-    candidate, or extend a chosen index by one trailing column (the extension replaces it). Stops when no move
-    that fits the budget improves the workload cost by at least ``min_improvement`` (relative)."""
+    """Extend (Schlosser et al., ICDE 2019). Start from no index; each step considers (a) adding a single-column
+    candidate not chosen yet and (b) extending a chosen index by one trailing column, i.e. replacing it with the
+    candidate whose columns are its columns plus one (same table; only candidates of the problem are allowed).
+    It takes the move with the best benefit (planner cost units saved) per extra byte among the moves whose
+    configuration fits the budget (bytes) and improves the workload cost by at least ``min_improvement``
+    (relative); it stops when no move qualifies.
+
+    A move on table T only changes the costs of the queries that read T (and T's maintenance), so each move is
+    costed on those queries alone; the what-if cache makes repeated configurations free."""
 
     name = "extend"
     description = "Extend: grow indexes one attribute at a time, greedy on benefit per byte"
@@ -74,32 +87,53 @@ class Extend(IndexOptimizer):
 
     def select(self, problem: IndexProblem) -> list[IndexChange]:
         w = problem.whatif
-        by_key = {(c.index.schema, c.index.table, c.index.columns): c.index for c in problem.candidates}
-        singles = [c.index for c in problem.candidates if c.width == 1]
+        upkeep = dict(problem.maintenance)
+        readers: dict[TableRef, list[Query]] = defaultdict(list)
+        for q in problem.queries:
+            for t in q.tables:
+                readers[t].append(q)
+        singles = list(dict.fromkeys(c.index for c in problem.candidates if c.width == 1))
+        longer: dict[tuple, list[IndexChange]] = defaultdict(list)  # (table, columns, method) -> one column more
+        for c in dict.fromkeys(c.index for c in problem.candidates if c.width > 1):
+            longer[_shape(c, c.columns[:-1])].append(c)
+
         config: list[IndexChange] = []
         cost = problem.cost(config)
         used = 0
+
+        def table_cost(table: TableRef, cfg: frozenset[IndexChange]) -> float:
+            return sum(q.weight * w.cost(q, relevant(q, cfg)).total for q in readers.get(table, ()))
+
         while True:
-            best = None  # (ratio, new config, new cost, new size)
-            moves: list[tuple[list[IndexChange], int]] = []
+            chosen = frozenset(config)
+            moves: list[tuple[list[IndexChange], IndexChange, int, bool]] = []  # (config, touched, extra, added)
             for ix in singles:
-                if ix not in config:
-                    moves.append((config + [ix], w.size(ix)))
+                if ix not in chosen:
+                    moves.append((config + [ix], ix, w.size(ix), True))
             for i, ix in enumerate(config):
-                for (schema, table, cols), longer in by_key.items():
-                    if (schema, table) == (ix.schema, ix.table) and len(cols) == len(ix.columns) + 1 \
-                            and cols[:-1] == ix.columns and longer not in config:
-                        moves.append((config[:i] + [longer] + config[i + 1:], w.size(longer) - w.size(ix)))
-            for new, extra in moves:
+                for ext in longer.get(_shape(ix, ix.columns), ()):
+                    if ext not in chosen:
+                        moves.append((config[:i] + [ext] + config[i + 1:], ext, w.size(ext) - w.size(ix), False))
+            best = None  # (ratio, new config, new size)
+            before: dict[TableRef, float] = {}
+            for new, touched, extra, added in moves:
                 if used + extra > problem.budget_bytes:
                     continue
-                new_cost = problem.cost(new)
-                benefit = cost - new_cost
-                if cost <= 0 or benefit / cost < self.min_improvement:
+                table = (touched.schema, touched.table)
+                if table not in before:
+                    before[table] = table_cost(table, chosen)
+                benefit = before[table] - table_cost(table, frozenset(new))
+                benefit -= upkeep.get(table, 0.0) if added else 0.0
+                if cost <= 0 or benefit <= 0 or benefit / cost < self.min_improvement:
                     continue
                 ratio = benefit / max(extra, 1)
                 if best is None or ratio > best[0]:
-                    best = (ratio, new, new_cost, used + extra)
+                    best = (ratio, new, used + extra)
             if best is None:
                 return config
-            _, config, cost, used = best
+            _, config, used = best
+            cost = problem.cost(config)
+
+
+def _shape(index: IndexChange, columns: tuple[str, ...]) -> tuple:
+    return (index.schema, index.table, columns, index.method)

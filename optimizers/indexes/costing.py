@@ -1,5 +1,6 @@
 """A caching what-if coster. The planner underneath (HypoPG on PostgreSQL, see
-``connectors.postgres.whatif.HypoPG``) is called only for a (query, relevant indexes) pair not seen before:
+``connectors.postgres.whatif.HypoPG``) is called only for a (query id and text, relevant indexes) pair not seen
+before:
 indexes on tables the query does not read cannot change its plan, so they are not part of the key.
 
 >>> class Fake:
@@ -34,17 +35,17 @@ class CachedWhatIf:
         self.planner = planner
         self.calls = 0
         self.hits = 0
-        self._costs: dict[tuple[str, Config], Costed] = {}
+        self._costs: dict[tuple[str, str, Config], Costed] = {}
         self._sizes: dict[IndexChange, int] = {}
 
     def cost(self, query: Query, config: Config) -> Costed:
-        key = (query.queryid, relevant(query, config))
+        key = (query.queryid, query.sql, relevant(query, config))
         found = self._costs.get(key)
         if found is not None:
             self.hits += 1
             return found
         self.calls += 1
-        out = self.planner.plan(query.sql, sorted(key[1], key=_order), query.tables)
+        out = self.planner.plan(query.sql, sorted(key[2], key=_order), query.tables)
         self._costs[key] = out
         return out
 

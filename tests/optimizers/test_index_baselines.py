@@ -1,4 +1,5 @@
-"""Baseline index advisors on real what-if costs (HypoPG, TPC-H SF 0.01): no index, Dexter, Extend, ILP."""
+"""Baseline index advisors on real what-if costs (PostgreSQL + HypoPG, TPC-H SF 0.01): no index, Dexter, Extend,
+the exact ILP. Costs are planner cost units, sizes HypoPG's estimates in bytes."""
 
 import psycopg
 import pytest
@@ -10,6 +11,7 @@ from optimizers.indexes.costing import CachedWhatIf
 from optimizers.indexes.problem import Candidate, IndexProblem, Query
 
 O, L, C = ("public", "orders"), ("public", "lineitem"), ("public", "customer")
+BIG = 64 << 20  # bytes: every candidate fits
 
 
 def ix(table, *cols):
@@ -33,55 +35,104 @@ CANDIDATES = (
     Candidate(ix("lineitem", "l_discount", "l_shipdate"), frozenset({"ship"})),
     Candidate(ix("customer", "c_nationkey"), frozenset({"join"})),
 )
+WEIGHTS = {q.queryid: q.weight for q in QUERIES}
+ALL = ("noindex", "dexter", "extend", "ilp")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def problem(tpch_dsn):
+    """One HypoPG session and what-if cache for the module (the costs are deterministic)."""
     with psycopg.connect(tpch_dsn, autocommit=True) as conn, HypoPG(conn) as session:
-        yield IndexProblem(QUERIES, CANDIDATES, 64 << 20, CachedWhatIf(session))
+        yield IndexProblem(QUERIES, CANDIDATES, BIG, CachedWhatIf(session))
+
+
+def budgeted(p, budget, weights=WEIGHTS):
+    return p.with_weights(weights, budget)
 
 
 def choose(name, p, **kw):
     return registry.create("indexes", name, **kw).choose(p)
 
 
+def size(p, name):
+    return p.whatif.size(ix(*name))
+
+
 def test_noindex_and_a_one_byte_budget_give_nothing(problem):
     assert choose("noindex", problem) == []
-    tiny = problem.with_weights({q.queryid: q.weight for q in QUERIES}, 1)
-    assert all(choose(name, tiny) == [] for name in ("dexter", "extend", "ilp"))
+    tiny = budgeted(problem, 1)
+    assert {name: choose(name, tiny) for name in ALL} == {name: [] for name in ALL}
 
 
 def test_dexter_picks_each_statements_best_single_index(problem):
     picked = choose("dexter", problem)
     assert ix("orders", "o_custkey") in picked and ix("lineitem", "l_partkey") in picked
+    assert problem.cost(picked) < problem.cost()
+    assert ix("lineitem", "l_discount") not in picked  # worse for "ship" than the other candidates
 
 
-def test_extend_lowers_the_cost_within_every_budget(problem):
-    one = problem.whatif.size(ix("orders", "o_custkey"))
-    for budget in (one, 3 * one, 64 << 20):
-        p = problem.with_weights({q.queryid: q.weight for q in QUERIES}, budget)
-        config = choose("extend", p)
-        assert p.size(config) <= budget and config
-        assert p.cost(config) < p.cost()
-        assert set(config) <= {c.index for c in CANDIDATES}
+def test_dexter_respects_the_budget_and_its_minimum_gain(problem):
+    one = size(problem, ("orders", "o_custkey"))
+    p = budgeted(problem, one)
+    assert choose("dexter", p) == [ix("orders", "o_custkey")]  # the best per byte of its picks; the others do not fit
+    assert choose("dexter", problem, min_gain=1.0) == []  # no index removes a statement's whole cost
+
+
+@pytest.mark.parametrize("budget", [8192, "one", "three", BIG])
+def test_extend_lowers_the_cost_within_every_budget(problem, budget):
+    one = size(problem, ("orders", "o_custkey"))
+    budget = {"one": one, "three": 3 * one}.get(budget, budget)
+    p = budgeted(problem, budget)
+    config = choose("extend", p)
+    assert p.size(config) <= budget
+    assert set(config) <= {c.index for c in CANDIDATES}
+    if budget >= one:
+        assert config and p.cost(config) < p.cost()
+    else:
+        assert p.cost(config) <= p.cost()
 
 
 def test_extend_grows_an_index_by_a_trailing_column(problem):
-    p = problem.with_weights({"ship": 1.0}, 64 << 20)
+    p = budgeted(problem, BIG, {"ship": 1.0})
     config = choose("extend", p)
     assert len(config) == 1 and len(config[0].columns) == 2  # (l_shipdate) or (l_discount) grown by one column
+    assert p.cost(config) < p.cost([ix("lineitem", "l_shipdate")])
 
 
-@pytest.mark.parametrize("budget_indexes", [1, 2, 10])
+@pytest.mark.parametrize("budget_indexes", [1, 2, 10, None])
 def test_ilp_is_at_least_as_good_as_extend_and_respects_the_budget(problem, budget_indexes):
-    budget = budget_indexes * problem.whatif.size(ix("lineitem", "l_partkey"))
-    p = problem.with_weights({q.queryid: q.weight for q in QUERIES}, budget)
+    budget = budget_indexes * size(problem, ("lineitem", "l_partkey")) if budget_indexes else BIG
+    p = budgeted(problem, budget)
     ilp = registry.create("indexes", "ilp")
     exact, greedy = ilp.choose(p), choose("extend", p)
-    assert p.size(exact) <= budget and ilp.last_status == "optimal"
+    assert p.size(exact) <= budget
+    assert ilp.last_status == "optimal" and ilp.last_gap is not None and ilp.last_gap <= 1e-4
     assert p.cost(exact) <= p.cost(greedy) * 1.0001
+    assert p.cost(exact) <= ilp.last_objective * 1.0001  # the model never underestimates (more indexes: cheaper)
+    assert p.cost(exact) < p.cost()
+
+
+def test_ilp_beats_extend_where_the_greedy_order_misleads_it(problem):
+    # with room for one lineitem index, Extend first takes the small orders index (best per byte), after which
+    # l_partkey no longer fits; the ILP takes l_partkey alone, which saves more
+    p = budgeted(problem, size(problem, ("lineitem", "l_partkey")))
+    exact = choose("ilp", p)
+    assert p.cost(exact) < p.cost(choose("extend", p))
+
+
+def test_ilp_builds_no_index_that_no_chosen_atom_uses(problem):
+    exact = choose("ilp", problem)
+    assert ix("lineitem", "l_discount") not in exact  # free in the model (no maintenance), yet useless
+
+
+def test_ilp_without_pairs_or_over_its_atom_cap_still_solves(problem):
+    for kw in ({"pairs": False}, {"max_atoms": 5}):
+        ilp = registry.create("indexes", "ilp", **kw)
+        config = ilp.choose(problem)
+        assert ilp.last_status == "optimal" and problem.cost(config) < problem.cost()
+        assert ilp.last_atoms <= len(QUERIES) + sum(len(c.queries) for c in CANDIDATES)  # at most empty + singles
 
 
 def test_ilp_refuses_instances_too_large(problem):
-    with pytest.raises(ValueError, match="too large"):
+    with pytest.raises(ValueError, match="ILP instance too large: 7 candidates"):
         registry.create("indexes", "ilp", max_candidates=3).choose(problem)
