@@ -6,6 +6,8 @@ An index *serves* a statement when the statement's plan on the shadow (with ever
 it. An index has a measurable benefit when at least one statement it serves got faster with the whole 95%
 interval of its time ratio below 1. A statement that regressed condemns every new index its plan uses and, when
 it writes, every new index on the table it writes (each written row must also be written into those indexes).
+A regression in a statement that no kept index can affect (its plan uses none, it writes none of their tables)
+is measurement noise: it is reported, and does not block the recommendation.
 """
 
 from __future__ import annotations
@@ -41,6 +43,17 @@ class IndexValidation:
     verdicts: tuple[IndexVerdict, ...]
     evidence: Evidence | None  # of the kept set (None when nothing was kept)
     unused_existing: tuple[str, ...]  # existing indexes no statement's plan uses
+    # statements measured slower by more than the threshold whose plans use no kept index and that write no
+    # table with one: the kept indexes cannot have changed them, so this is measurement noise, reported only
+    unexplained: tuple[str, ...] = ()
+
+    @property
+    def accepted(self) -> bool:
+        """The kept set's gain clears the minimum gain and no statement it can affect regressed."""
+        if self.evidence is None or not self.kept:
+            return False
+        noise = set(self.unexplained)
+        return self.evidence.significant and not [r for r in self.evidence.regressions if r.queryid not in noise]
 
 
 def plan_index_names(plan: dict) -> set[str]:
@@ -79,25 +92,35 @@ def inspect_built(shadow: Shadow, statements: Sequence[BoundStatement], indexes:
 def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], indexes: Sequence[IndexChange],
                      estimated: dict[IndexChange, int], existing_names: Sequence[str] = (),
                      options: ValidationOptions = ValidationOptions(), say: Say | None = None) -> IndexValidation:
+    """Prune ``indexes`` on the shadow (see the module docstring). Each pass first builds the indexes still in
+    play to see which statements' plans use each one (after a drop, plans change), then measures them."""
     say = say or (lambda _m: None)
-    sizes, used = inspect_built(shadow, statements, indexes)
-    serves = {ix: tuple(sorted(used.get(index_name(ix), ()))) for ix in indexes}
-    verdicts: dict[IndexChange, IndexVerdict] = {
-        ix: IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), (), False, "no statement's plan uses it on the shadow")
-        for ix in indexes if not serves[ix]}
-    live = [ix for ix in indexes if ix not in verdicts]
     writers: dict[tuple[str, str], list[str]] = {}
     for st in statements:
         if st.is_write:
             for table in written_tables(st.sql):
                 writers.setdefault(table, []).append(st.queryid)
+    sizes, used = inspect_built(shadow, statements, indexes)
+    all_used = dict(used)
+    verdicts: dict[IndexChange, IndexVerdict] = {}
+    live = list(indexes)
     evidence: Evidence | None = None
-    for round_no in range(1, MAX_PRUNING_ROUNDS + 1):
+    serves: dict[IndexChange, tuple[str, ...]] = {}
+    for round_no in range(1, MAX_PRUNING_ROUNDS + 2):
+        if round_no > 1:
+            _, used = inspect_built(shadow, statements, live)
+        serves = {ix: tuple(sorted(used.get(index_name(ix), ()))) for ix in live}
+        for ix in [ix for ix in live if not serves[ix]]:
+            verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), (), False,
+                                        "no statement's plan uses it on the shadow")
+        live = [ix for ix in live if serves[ix]]
         if not live:
             evidence = None
             break
         say(f"validating {len(live)} index(es) on the shadow (pass {round_no}): {options.rounds} interleaved rounds")
         evidence = validate(shadow, statements, live, options, say=say)
+        if round_no > MAX_PRUNING_ROUNDS:
+            break
         by_stmt = {s.queryid: s for s in evidence.statements}
         dropped = []
         for ix in live:
@@ -118,12 +141,12 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
         live = [ix for ix in live if ix not in dropped]
         say(f"dropped {len(dropped)} index(es): " + "; ".join(f"{index_name(ix)} ({verdicts[ix].reason})"
                                                               for ix in dropped))
-    else:
-        if live:  # the last pass still dropped something: measure what is left once more
-            evidence = validate(shadow, statements, live, options, say=say)
+    affected = {q for ix in live for q in serves.get(ix, ())} | \
+        {q for ix in live for q in writers.get((ix.schema, ix.table), ())}
+    unexplained = tuple(r.queryid for r in (evidence.regressions if evidence else ()) if r.queryid not in affected)
     for ix in live:
         helped = [s.queryid for s in (evidence.statements if evidence else ()) if s.queryid in serves[ix]
                   and s.ratio_ci[1] < 1.0]
         verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), tuple(helped), True, "measured benefit")
-    unused = tuple(n for n in existing_names if n not in used)
-    return IndexValidation(tuple(live), tuple(verdicts[ix] for ix in indexes), evidence, unused)
+    unused = tuple(n for n in existing_names if n not in all_used)
+    return IndexValidation(tuple(live), tuple(verdicts[ix] for ix in indexes), evidence, unused, unexplained)

@@ -378,7 +378,10 @@ class AdvisorService:
                              details=details)
         self.store.add_recommendation(rec)
         why = _verdict_note(checked.evidence)
-        rec = self.store.transition(rec.id, "validated" if checked.evidence.accepted else "rejected", "advisor", why)
+        if checked.unexplained:
+            why += (f"; slower but unaffected by the indexes (their plans use none of them), so noise: "
+                    f"{', '.join(checked.unexplained)}")
+        rec = self.store.transition(rec.id, "validated" if checked.accepted else "rejected", "advisor", why)
         return IndexTuneResult(rec, obs, tuple(chosen), checked, whatif, training, unparsed, why)
 
     # --- read -----------------------------------------------------------------------------------------------
@@ -403,7 +406,8 @@ def _index_details(chosen, estimated, checked, whatif, training) -> dict:
                         "statements": list(v.serves) if v else [], "kept": v.kept if v else None,
                         "reason": v.reason if v else "not validated"})
     return {"indexes": indexes, "whatif": whatif, "training": training,
-            "unused_existing_indexes": list(checked.unused_existing) if checked else []}
+            "unused_existing_indexes": list(checked.unused_existing) if checked else [],
+            "unexplained_slowdowns": list(checked.unexplained) if checked else []}
 
 
 def _candidates(run: TuningRun) -> list:
