@@ -75,6 +75,7 @@ class IndexEnv:
         self._empty = {qid: c.total for qid, c in self._costs.items()}
         self.cost0 = self.cost = self._total(self._costs)
         self._solo = self._solo_benefits(problem)
+        self._incidence()
 
     def config(self) -> list[IndexChange]:
         return [self.candidates[i].index for i in sorted(self.chosen)]
@@ -116,37 +117,33 @@ class IndexEnv:
     # --- features -----------------------------------------------------------------------------------------------
 
     def features(self) -> tuple[np.ndarray, np.ndarray]:
-        """(global features [GLOBAL_FEATURES], per-candidate features [n_candidates, CANDIDATE_FEATURES])."""
+        """(global features [GLOBAL_FEATURES], per-candidate features [n_candidates, CANDIDATE_FEATURES]).
+        Vectorized over the incidence matrices built in ``reset``."""
         c0 = self.cost0 or 1.0
-        per_query = np.array([q.weight * self._costs[q.queryid].total / c0 for q in self.queries])
-        out = np.zeros((len(self.candidates), CANDIDATE_FEATURES), dtype=np.float32)
+        costs = np.array([self._costs[q.queryid].total for q in self.queries])
+        per_query = self._weights * costs / c0
+        n = len(self.candidates)
         added = self.added_bytes()
+        budget = max(self.budget, 1.0)
         remaining = max(self.budget - self.used, 1.0)
-        chosen_tables: dict[tuple[str, str], int] = {}
-        for i in self.chosen:
-            chosen_tables[self.candidates[i].table] = chosen_tables.get(self.candidates[i].table, 0) + 1
-        for i, cand in enumerate(self.candidates):
-            if not self.relevant[i]:
-                continue
-            rows = [k for k, q in enumerate(self.queries) if q.queryid in cand.queries]
-            share = float(per_query[rows].sum()) if rows else 0.0
-            scan = sum(self.queries[k].weight * self._costs[self.queries[k].queryid].seq_scans.get(cand.index.table, 0.0)
-                       for k in rows) / c0
-            lead = self._uses.get((cand.table, cand.index.columns[0]), {})
-            last = self._uses.get((cand.table, cand.index.columns[-1]), {})
-            lead_kinds = [sum(per_query[k] for k in lead.get(kind, ())) for kind in KINDS]
-            last_any = sum(per_query[k] for k in set().union(*last.values())) if last else 0.0
-            solo = self._solo.get(i, {})
-            alone = sum(b for b in solo.values()) / c0
-            left = sum(b * min(1.0, self._costs[qid].total / max(self._empty[qid], 1e-9))
-                       for qid, b in solo.items()) / c0
-            per_byte = left / max(added[i] / max(self.budget, 1.0), MIN_STORAGE_SHARE)
-            out[i] = [share, scan, *lead_kinds, last_any, min(self.sizes[i] / max(self.budget, 1.0), 2.0),
-                      min(added[i] / remaining, 2.0), cand.width / 3.0, float(self._prefix[i] >= 0),
-                      float(self._prefix[i] in self.chosen), min(chosen_tables.get(cand.table, 0) / 3.0, 1.0),
-                      1.0, alone, left, min(per_byte, 10.0) / 10.0]
-        g = np.array([self.used / max(self.budget, 1.0), self.cost / c0, self.steps / self.max_steps,
-                      float(np.log10(max(self.budget, 1.0)) / 12.0)], dtype=np.float32)
+        scan = np.zeros(n)
+        for table, idx in self._by_table.items():
+            s_t = self._weights * np.array([self._costs[q.queryid].seq_scans.get(table, 0.0) for q in self.queries])
+            scan[idx] = self._R[idx] @ s_t / c0
+        left = self._S @ np.minimum(1.0, costs / np.maximum(self._empty_vec, 1e-9)) / c0
+        chosen = np.zeros(n, dtype=bool)
+        chosen[list(self.chosen)] = True
+        per_table = np.array([chosen[idx].sum() for idx in self._table_of_members])[self._table_index]
+        out = np.column_stack([
+            self._R @ per_query, scan, *(self._LK @ per_query), self._LA @ per_query,
+            np.minimum(self.sizes / budget, 2.0), np.minimum(added / remaining, 2.0), self._width / 3.0,
+            (self._prefix >= 0).astype(float), np.isin(self._prefix, list(self.chosen)).astype(float),
+            np.minimum(per_table / 3.0, 1.0), np.ones(n), self._S.sum(1) / c0, left,
+            np.minimum(left / np.maximum(added / budget, MIN_STORAGE_SHARE), 10.0) / 10.0,
+        ]).astype(np.float32)
+        out[~self.relevant] = 0.0
+        g = np.array([self.used / budget, self.cost / c0, self.steps / self.max_steps,
+                      float(np.log10(budget) / 12.0)], dtype=np.float32)
         return g, out
 
     # --- helpers ------------------------------------------------------------------------------------------------
@@ -159,6 +156,38 @@ class IndexEnv:
             if qid in pos:
                 table.setdefault((use.table, use.column), {}).setdefault(use.kind, set()).add(pos[qid])
         return table
+
+    def _incidence(self) -> None:
+        """Matrices [candidate, query] of this episode's mix: relevance, how the leading column is used (one
+        matrix per kind), whether the last column is used, and each candidate's solo benefit."""
+        n, m = len(self.candidates), len(self.queries)
+        pos = {q.queryid: k for k, q in enumerate(self.queries)}
+        self._weights = np.array([q.weight for q in self.queries])
+        self._empty_vec = np.array([self._empty[q.queryid] for q in self.queries])
+        self._R = np.zeros((n, m))
+        self._LK = np.zeros((len(KINDS), n, m))
+        self._LA = np.zeros((n, m))
+        self._S = np.zeros((n, m))
+        for i, cand in enumerate(self.candidates):
+            if not self.relevant[i]:
+                continue
+            for qid in cand.queries:
+                if qid in pos:
+                    self._R[i, pos[qid]] = 1.0
+            lead = self._uses.get((cand.table, cand.index.columns[0]), {})
+            for j, kind in enumerate(KINDS):
+                for k in lead.get(kind, ()):
+                    self._LK[j, i, k] = 1.0
+            for k in set().union(*self._uses.get((cand.table, cand.index.columns[-1]), {}).values()):
+                self._LA[i, k] = 1.0
+            for qid, b in self._solo.get(i, {}).items():
+                self._S[i, pos[qid]] = b
+        self._width = np.array([c.width for c in self.candidates], dtype=float)
+        names = sorted({c.index.table for c in self.candidates})
+        self._by_table = {t: np.array([i for i, c in enumerate(self.candidates) if c.index.table == t]) for t in names}
+        tables = sorted({c.table for c in self.candidates})
+        self._table_index = np.array([tables.index(c.table) for c in self.candidates])
+        self._table_of_members = [np.flatnonzero(self._table_index == t) for t in range(len(tables))]
 
     def _solo_benefits(self, problem: IndexProblem) -> dict[int, dict[str, float]]:
         """Per relevant candidate, per query it serves: weight x (cost without indexes - cost with it alone).

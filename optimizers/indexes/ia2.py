@@ -341,7 +341,7 @@ class IA2(IndexOptimizer):
     description = "IA2: TD3 actor-critic with adaptive action masking over what-if costs"
 
     def __init__(self, seed: int = 0, agent: TD3Agent | None = None, episodes: int = 300, device: str = "auto",
-                 samples: int = 16, say: Say | None = None, **options):
+                 samples: int = 48, say: Say | None = None, **options):
         super().__init__(seed, **options)
         self.agent = agent
         self.samples = samples
