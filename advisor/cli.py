@@ -164,6 +164,8 @@ def tune_indexes(target: Target,
                                                                "cuda (default: ADVISOR_DEVICE)")] = None,
                  episodes: Annotated[int, typer.Option(help="IA2 training episodes (when no model is stored)", min=1)] = 300,
                  retrain: Annotated[bool, typer.Option(help="train IA2 again even if this target has a model")] = False,
+                 samples: Annotated[int, typer.Option(help="IA2 rollouts sampled from the policy besides the greedy "
+                                                           "one (more: closer to optimal, slower)", min=0)] = 48,
                  max_width: Annotated[int, typer.Option(help="columns per candidate index", min=1, max=3)] = 3,
                  seed: Annotated[int, typer.Option(help="random seed")] = 0,
                  rounds: Annotated[int, typer.Option(help="interleaved A/B rounds of the validation", min=1)] = 5,
@@ -180,7 +182,8 @@ def tune_indexes(target: Target,
     service = _service(store)
     result = service.tune_indexes(target, optimizer, budget_mb=budget_mb, sample_percent=sample_percent,
                                   validation=ValidationOptions(rounds=rounds) if validate else None, device=device,
-                                  episodes=episodes, seed=seed, retrain=retrain, max_width=max_width)
+                                  episodes=episodes, seed=seed, retrain=retrain, max_width=max_width,
+                                  samples=samples)
     if json_out:
         rec = result.recommendation
         _emit_json({"recommendation": codec.recommendation_dict(rec) if rec else None, "message": result.message,
@@ -257,6 +260,7 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
                   mix_size: Annotated[int, typer.Option(help="templates per mix", min=1, max=22)] = 5,
                   held_out: Annotated[int, typer.Option(help="templates IA2 does not train on", min=0, max=18)] = 4,
                   episodes: Annotated[int, typer.Option(help="IA2 training episodes", min=1)] = 300,
+                  samples: Annotated[int, typer.Option(help="IA2 sampled rollouts per recommendation", min=0)] = 48,
                   device: Annotated[str | None, typer.Option(help="IA2 training device: auto, cpu, cuda "
                                                                 "(default: ADVISOR_DEVICE)")] = None,
                   rounds: Annotated[int, typer.Option(help="interleaved rounds of the real runs", min=1)] = 3,
@@ -280,7 +284,8 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
     if not fractions or any(not 0 < b <= 1 for b in fractions):
         raise typer.BadParameter("every budget must be a fraction of the data size in (0, 1]")
     options = IndexBenchOptions(scale=scale, budgets=fractions, mixes=mixes, mix_size=mix_size, held_out=held_out,
-                                episodes=episodes, device=device, rounds=rounds, real=real, seed=seed, out_dir=out,
+                                episodes=episodes, samples=samples, device=device, rounds=rounds, real=real, seed=seed,
+                                out_dir=out,
                                 reward=reward)
     doc = IndexBench(options, say=reporter()).run()
     if json_out:

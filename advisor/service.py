@@ -278,7 +278,7 @@ class AdvisorService:
     def tune_indexes(self, dsn: str, optimizer: str = "ia2", *, budget_mb: float, name: str | None = None,
                      validation: ValidationOptions | None = ValidationOptions(), sample_percent: float | None = None,
                      max_statements: int = 30, device: str = "auto", episodes: int = 300, seed: int = 0,
-                     retrain: bool = False, max_width: int = 3) -> IndexTuneResult:
+                     retrain: bool = False, max_width: int = 3, samples: int = 48) -> IndexTuneResult:
         """Recommend indexes for the observed workload within ``budget_mb`` MiB: candidates and what-if costs on a
         shadow (HypoPG), the optimizer's choice, then every index built for real on the shadow and kept only if
         it measurably helps a statement it serves and makes none of them regress (``advisor.index_validation``)."""
@@ -304,7 +304,7 @@ class AdvisorService:
                 self.say(f"{len(problem.candidates)} candidate indexes from {len(problem.queries)} statements; "
                          f"budget {budget_mb:g} MB")
                 opt, training = self._index_optimizer(optimizer, obs.target_id, problem, data_bytes, device,
-                                                      episodes, seed, retrain)
+                                                      episodes, seed, retrain, samples)
                 started = time.perf_counter()
                 chosen = opt.choose(problem)
                 selection_s = time.perf_counter() - started
@@ -333,7 +333,7 @@ class AdvisorService:
                                           tuple(unparsed))
 
     def _index_optimizer(self, optimizer: str, target_id: str, problem, data_bytes: int, device: str,
-                         episodes: int, seed: int, retrain: bool):
+                         episodes: int, seed: int, retrain: bool, samples: int = 48):
         """The plugin; for IA2, the target's trained model for this candidate set (trained and saved first when
         there is none, or when ``retrain``)."""
         if optimizer != "ia2":
@@ -344,8 +344,8 @@ class AdvisorService:
         if path.exists() and not retrain:
             agent = TD3Agent.load(path, problem.candidates, device)
             self.say(f"IA2: using the model trained for this target ({path})")
-            return registry.create("indexes", "ia2", seed=seed, agent=agent), {**agent.stats.to_dict(),
-                                                                               "reused": True, "model": str(path)}
+            info = {**agent.stats.to_dict(), "reused": True, "model": str(path)}
+            return registry.create("indexes", "ia2", seed=seed, agent=agent, samples=samples), info
         lo = max(1, min(problem.budget_bytes // 2, int(0.05 * data_bytes)))
         hi = max(problem.budget_bytes * 2, int(0.5 * data_bytes), lo + 1)
         agent = TD3Agent(problem.candidates, TD3Options(episodes=episodes), device, seed)
@@ -353,8 +353,8 @@ class AdvisorService:
                  f"{agent.device}")
         agent.train(mix_sampler(problem, [q.queryid for q in problem.queries], (lo, hi)), say=self.say)
         agent.save(path, {"target_id": target_id})
-        return registry.create("indexes", "ia2", seed=seed, agent=agent), {**agent.stats.to_dict(), "reused": False,
-                                                                           "model": str(path)}
+        info = {**agent.stats.to_dict(), "reused": False, "model": str(path)}
+        return registry.create("indexes", "ia2", seed=seed, agent=agent, samples=samples), info
 
     def _model_dir(self, target_id: str) -> Path:
         root = Path(tempfile.gettempdir()) / "db-advisor-models" if self.store.path == ":memory:" \

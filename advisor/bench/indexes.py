@@ -55,6 +55,7 @@ class IndexBenchOptions:
     mix_size: int = 5
     held_out: int = 4  # templates IA2 never trains on
     episodes: int = 300
+    samples: int = 48  # IA2's sampled rollouts per recommendation
     device: str = "auto"
     seed: int = 0
     rounds: int = 3  # interleaved rounds of the real runs
@@ -145,7 +146,7 @@ class IndexBench:
                 configs = {}
                 for name in ("ia2", "extend"):
                     problem = _with(base, caches[name], full, int(middle * data_bytes))
-                    configs[name] = _pick(name, problem, agent, o.seed)
+                    configs[name] = _pick(name, problem, agent, o.seed, o.samples)
                 whole = _with(base, truth, full, int(middle * data_bytes))
                 report.real["whatif_rc"] = {k: whole.cost(v) / whole.cost() for k, v in configs.items()}
                 estimated = {ix: truth.size(ix) for v in configs.values() for ix in v}
@@ -166,7 +167,7 @@ class IndexBench:
         calls = cache.calls
         started = time.perf_counter()
         try:
-            config = _pick(name, problem, agent, self.options.seed)
+            config = _pick(name, problem, agent, self.options.seed, self.options.samples)
             status = "ok"
         except ValueError as e:  # the ILP refuses instances that are too large
             config, status = [], f"not solved: {e}"
@@ -242,8 +243,9 @@ def _with(base: IndexProblem, cache: CachedWhatIf, weights: dict[str, float], bu
     return IndexProblem(p.queries, p.candidates, p.budget_bytes, cache, p.uses, p.maintenance)
 
 
-def _pick(name: str, problem: IndexProblem, agent: TD3Agent, seed: int):
-    opt = registry.create("indexes", name, seed=seed, **({"agent": agent} if name == "ia2" else {}))
+def _pick(name: str, problem: IndexProblem, agent: TD3Agent, seed: int, samples: int):
+    extra = {"agent": agent, "samples": samples} if name == "ia2" else {}
+    opt = registry.create("indexes", name, seed=seed, **extra)
     return opt.choose(problem)
 
 
