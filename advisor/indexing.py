@@ -12,6 +12,9 @@ import re
 from collections.abc import Sequence
 
 import psycopg
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 from advisor.domain import IndexChange, IndexInfo, Snapshot
 from advisor.errors import BadStatement
@@ -55,11 +58,12 @@ def build_problem(conn: psycopg.Connection, snapshot: Snapshot, statements: Sequ
             if skipped is not None:
                 skipped.append((st.queryid, str(e)))
             continue
-        tables = frozenset(u.table for u in found) | _tables_of(st.sql, schema)
+        tree = _parse(st.sql)
+        tables = frozenset(u.table for u in found) | _tables_of(tree, schema)
         uses[st.queryid] = found
         queries.append(Query(st.queryid, st.sql, st.weight, tables))
         if st.is_write:
-            for table in written_tables(st.sql, schema):
+            for table in _written(tree, schema):
                 written[table] = written.get(table, 0.0) + st.weight * max(1.0, st.rows_per_call)
     existing = [i for i in map(index_columns, snapshot.indexes) if i is not None]
     big = [t for t, n in rows.items() if n >= min_rows]
@@ -71,30 +75,27 @@ def build_problem(conn: psycopg.Connection, snapshot: Snapshot, statements: Sequ
     return problem, session
 
 
-def _tables_of(sql_text: str, schema) -> frozenset[tuple[str, str]]:
-    import sqlglot
-    from sqlglot import exp
-
+def _parse(sql_text: str) -> exp.Expression | None:
     try:
-        tree = sqlglot.parse_one(sql_text, dialect="postgres")
-    except sqlglot.errors.SqlglotError:
+        return sqlglot.parse_one(sql_text, dialect="postgres")
+    except SqlglotError:
+        return None
+
+
+def _tables_of(tree: exp.Expression | None, schema) -> frozenset[tuple[str, str]]:
+    """Every table of ``schema`` the statement names (subqueries and CTEs included)."""
+    if tree is None:
         return frozenset()
-    out = set()
-    for t in tree.find_all(exp.Table):
-        key = (t.db or "public", t.name)
-        if key in schema:
-            out.add(key)
-    return frozenset(out)
+    return frozenset(key for t in tree.find_all(exp.Table) if (key := (t.db or "public", t.name)) in schema)
 
 
 def written_tables(sql_text: str, schema=None) -> list[tuple[str, str]]:
     """The (schema, table) an INSERT/UPDATE/DELETE writes (limited to ``schema``'s tables when given)."""
-    import sqlglot
-    from sqlglot import exp
+    return _written(_parse(sql_text), schema)
 
-    try:
-        tree = sqlglot.parse_one(sql_text, dialect="postgres")
-    except sqlglot.errors.SqlglotError:
+
+def _written(tree: exp.Expression | None, schema=None) -> list[tuple[str, str]]:
+    if tree is None:
         return []
     target = tree.this if isinstance(tree, (exp.Insert, exp.Update, exp.Delete)) else None
     if isinstance(target, exp.Schema):

@@ -18,6 +18,7 @@ is measured the same way for comparison.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import statistics
@@ -239,8 +240,7 @@ class IndexBench:
 
 
 def _with(base: IndexProblem, cache: CachedWhatIf, weights: dict[str, float], budget: int) -> IndexProblem:
-    p = base.with_weights(weights, budget)
-    return IndexProblem(p.queries, p.candidates, p.budget_bytes, cache, p.uses, p.maintenance)
+    return dataclasses.replace(base.with_weights(weights, budget), whatif=cache)
 
 
 def _pick(name: str, problem: IndexProblem, agent: TD3Agent, seed: int, samples: int):

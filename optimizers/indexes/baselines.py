@@ -87,7 +87,7 @@ class Extend(IndexOptimizer):
 
     def select(self, problem: IndexProblem) -> list[IndexChange]:
         w = problem.whatif
-        upkeep = dict(problem.maintenance)
+        upkeep = problem.upkeep
         readers: dict[TableRef, list[Query]] = defaultdict(list)
         for q in problem.queries:
             for t in q.tables:

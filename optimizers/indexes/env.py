@@ -211,7 +211,7 @@ class IndexEnv:
 
     def _upkeep(self) -> float:
         """Index maintenance (cost units) of the chosen indexes on written tables."""
-        per_table = dict(self.problem.maintenance)
+        per_table = self.problem.upkeep
         return sum(per_table.get(self.candidates[i].table, 0.0) for i in self.chosen)
 
     def _total(self, costs) -> float:

@@ -76,7 +76,7 @@ class ExactILP(IndexOptimizer):
         w = problem.whatif
         indexes = [c.index for c in problem.candidates]
         sizes = [w.size(ix) for ix in indexes]
-        upkeep = dict(problem.maintenance)
+        upkeep = problem.upkeep
         atoms = self._atoms(problem, sizes)
 
         # columns: x_0..x_{n-1}, then the y's; rows: budget, one "exactly one atom" per query, one link per (q, i)

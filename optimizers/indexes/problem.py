@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 from advisor.domain import Costed, IndexChange
@@ -83,12 +84,16 @@ class IndexProblem:
     # planner does not cost index maintenance, so a write-heavy table would otherwise get every index for free)
     maintenance: tuple[tuple[TableRef, float], ...] = ()
 
+    @cached_property
+    def upkeep(self) -> dict[TableRef, float]:
+        """``maintenance`` as a map: cost units per index on each written table."""
+        return dict(self.maintenance)
+
     def cost(self, config: Iterable[IndexChange] = ()) -> float:
         """Weighted workload cost under ``config`` (planner cost units), index maintenance included."""
         cfg = frozenset(config)
-        upkeep = dict(self.maintenance)
         return sum(q.weight * self.whatif.cost(q, relevant(q, cfg)).total for q in self.queries) + \
-            sum(upkeep.get((i.schema, i.table), 0.0) for i in cfg)
+            sum(self.upkeep.get((i.schema, i.table), 0.0) for i in cfg)
 
     def size(self, config: Iterable[IndexChange]) -> int:
         """Estimated bytes of ``config``."""
