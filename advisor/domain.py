@@ -275,3 +275,5 @@ class Recommendation:
     evidence: Evidence | None = None
     note: str = ""
     details: dict = field(default_factory=dict)  # kind-specific facts (index sizes, statements helped, ...)
+    run_id: str | None = None  # the tuning run that produced it
+    applied: dict | None = None  # once applied to production: when, by whom, the SQL run and how to revert it

@@ -57,3 +57,15 @@ class NotFound(AdvisorError):
 class BadDevice(AdvisorError, ValueError):
     """A model device that does not exist here (``cuda`` without CUDA, or an unknown name)."""
 
+
+
+class Unauthorized(AdvisorError):
+    """No credentials, or credentials that are unknown, revoked or expired."""
+
+
+class Forbidden(AdvisorError):
+    """Valid credentials whose role does not allow the action."""
+
+
+class Conflict(AdvisorError):
+    """The action clashes with the current state (a run of the target is already going on, a changed target)."""

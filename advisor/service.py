@@ -7,17 +7,24 @@ and returns domain objects. Production is only read here; applying to it is a se
 from __future__ import annotations
 
 import dataclasses
+import secrets
 import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from advisor.auth import ADMIN, ROLES, Principal, hash_secret, new_secret
 from advisor.domain import Hardware, IndexChange, Recommendation, Snapshot, Statement, Workload
 from advisor.index_validation import IndexValidation, validate_indexes
 from advisor.indexing import build_problem
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, Conflict, Unauthorized
+from advisor.production import apply_recommendation, rollback_recommendation
 from advisor.progress import Say, silent
+from advisor.runs import ACTIVE, ProgressLog, RunPlan
+from advisor.scheduling import AUTO_APPLY, check_cron, next_fire, run_scheduled
+from advisor.secrets import vault_for
+from advisor.settings import get_settings
 from advisor.shadow import ValidationOptions, create_shadow, validate
 from advisor.store import Store, new_id
 from connectors.postgres import PostgresConnector
@@ -74,9 +81,14 @@ def target_name(dsn: str) -> str:
 
 
 class AdvisorService:
-    def __init__(self, store: Store, say: Say | None = None):
+    """``executor`` (a ``runs.RunExecutor``) runs started runs in the background; without one (the CLI),
+    ``start_run`` runs them in the caller's thread. Actions that change anything take ``who`` (a Principal) and
+    check its role here, so every adapter enforces the same rules."""
+
+    def __init__(self, store: Store, say: Say | None = None, executor=None):
         self.store = store
         self.say = say or silent
+        self.executor = executor
 
     # --- observe --------------------------------------------------------------------------------------------
 
@@ -109,7 +121,7 @@ class AdvisorService:
                    hardware: Hardware | None = None, validation: ValidationOptions | None = ValidationOptions(),
                    sample_percent: float | None = None, max_statements: int = 30,
                    tuning: TuningOptions | None = None, space: SpaceOptions = SpaceOptions(), llm=None,
-                   resume: str | None = None, repeats: int = 3) -> TuneResult:
+                   resume: str | None = None, repeats: int = 3, run_id: str | None = None) -> TuneResult:
         """Observe, ask the optimizer (a search optimizer runs a whole tuning run, see ``_tune_search``), validate its configuration on a shadow (unless ``validation`` is None)
         and store the recommendation: validated when the gain's interval clears the minimum gain and no
         statement regresses, rejected otherwise."""
@@ -120,7 +132,7 @@ class AdvisorService:
             return self._tune_search(dsn, optimizer, name=name, hardware=hardware, validation=validation,
                                      sample_percent=sample_percent, max_statements=max_statements,
                                      tuning=tuning or TuningOptions(optimizer=optimizer), space=space,
-                                     llm=llm, resume=resume, repeats=repeats)
+                                     llm=llm, resume=resume, repeats=repeats, run_id=run_id)
         obs = self._observe_workload(dsn, name)
         catalog = {s.name: s for s in obs.snapshot.settings}
         hw = hardware or detect()
@@ -134,9 +146,9 @@ class AdvisorService:
         connector = PostgresConnector(dsn)
         plan = connector.plan_changes(changes, catalog)
         self.say(f"{optimizer} proposes {len(changes)} changes" + (" (restart needed)" if plan.needs_restart else ""))
-        run_id = new_id()
+        run_id = run_id or new_id()
         rec = Recommendation(new_id(), obs.target_id, "knobs", optimizer, plan.changes, plan.apply_sql,
-                             plan.revert_sql, plan.needs_restart, "proposed", time.time())
+                             plan.revert_sql, plan.needs_restart, "proposed", time.time(), run_id=run_id)
         if validation is None:
             self.store.add_recommendation(rec)
             return TuneResult(rec, obs, reasons, (), "not validated (validation was switched off)")
@@ -162,7 +174,8 @@ class AdvisorService:
         return TuneResult(rec, obs, reasons, tuple((s.sql, w) for s, w in skipped), why)
 
     def _tune_search(self, dsn: str, optimizer: str, *, name, hardware, validation, sample_percent, max_statements,
-                     tuning: TuningOptions, space: SpaceOptions, llm, resume: str | None, repeats: int) -> TuneResult:
+                     tuning: TuningOptions, space: SpaceOptions, llm, resume: str | None, repeats: int,
+                     run_id: str | None = None) -> TuneResult:
         """A tuning run on a shadow: baseline, seeds, then the optimizer's trials, every one stored as it ends;
         the best configuration is validated once more against the baseline with interleaved rounds."""
         from advisor.hardware import detect
@@ -196,10 +209,12 @@ class AdvisorService:
             raise AdvisorError("nothing to replay: no statement of the workload could be bound to values")
         if resume and prior["target_id"] != obs.target_id:
             raise AdvisorError(f"tuning run {resume} belongs to another target; resume it against that target")
-        run_id = resume or new_id()
-        if not resume:
-            self.store.add_run(run_id, obs.target_id, "knobs", tuning.optimizer,
-                               {"tuning": tuning.to_dict(), "space": dataclasses.asdict(space), "repeats": repeats})
+        options = {"tuning": tuning.to_dict(), "space": dataclasses.asdict(space), "repeats": repeats}
+        if run_id and not resume:  # started by start_run: its row exists; record the search's own options
+            self.store.update_run(run_id, options={**self.store.run(run_id)["options"], **options})
+        run_id = resume or run_id or new_id()
+        if not resume and not self._run_exists(run_id):
+            self.store.add_run(run_id, obs.target_id, "knobs", tuning.optimizer, options)
         self.say(f"tuning run {run_id}: {tuning.optimizer}, {tuning.trials} trials over {knob_space.dim} knobs, "
                  f"{len(bound)} statements, {len(seeds)} seed(s)")
         with create_shadow(connector, sample_percent=sample_percent, say=self.say) as shadow:
@@ -239,7 +254,7 @@ class AdvisorService:
         for i, cand in enumerate(candidates if validation is not None else candidates[:1]):
             plan = connector.plan_changes(run.space.changes(cand.config), catalog)
             rec = Recommendation(new_id(), obs.target_id, "knobs", run.optimizer.name, plan.changes, plan.apply_sql,
-                                 plan.revert_sql, plan.needs_restart, "proposed", time.time())
+                                 plan.revert_sql, plan.needs_restart, "proposed", time.time(), run_id=run.run_id)
             if validation is None:
                 self.store.add_recommendation(rec)
                 self.store.update_run(run.run_id, state="done", result={**summary, "recommendation": rec.id})
@@ -278,7 +293,8 @@ class AdvisorService:
     def tune_indexes(self, dsn: str, optimizer: str = "ia2", *, budget_mb: float, name: str | None = None,
                      validation: ValidationOptions | None = ValidationOptions(), sample_percent: float | None = None,
                      max_statements: int = 30, device: str = "auto", episodes: int = 300, seed: int = 0,
-                     retrain: bool = False, max_width: int = 3, samples: int = 48) -> IndexTuneResult:
+                     retrain: bool = False, max_width: int = 3, samples: int = 48,
+                     run_id: str | None = None) -> IndexTuneResult:
         """Recommend indexes for the observed workload within ``budget_mb`` MiB: candidates and what-if costs on a
         shadow (HypoPG), the optimizer's choice, then every index built for real on the shadow and kept only if
         it measurably helps a statement it serves and makes none of them regress (``advisor.index_validation``)."""
@@ -324,13 +340,13 @@ class AdvisorService:
                 plan = connector.plan_changes(chosen)
                 rec = Recommendation(new_id(), obs.target_id, "indexes", optimizer, plan.changes, plan.apply_sql,
                                      plan.revert_sql, False, "proposed", time.time(),
-                                     details=_index_details(chosen, estimated, None, whatif, training))
+                                     details=_index_details(chosen, estimated, None, whatif, training), run_id=run_id)
                 self.store.add_recommendation(rec)
                 return IndexTuneResult(rec, obs, tuple(chosen), None, whatif, training, tuple(unparsed),
                                        "not validated (validation was switched off)")
             checked = validate_indexes(shadow, bound, chosen, estimated, existing, validation, say=self.say)
         return self._index_recommendation(obs, connector, optimizer, chosen, estimated, checked, whatif, training,
-                                          tuple(unparsed))
+                                          tuple(unparsed), run_id)
 
     def _index_optimizer(self, optimizer: str, target_id: str, problem, data_bytes: int, device: str,
                          episodes: int, seed: int, retrain: bool, samples: int = 48):
@@ -362,11 +378,11 @@ class AdvisorService:
         return root / target_id
 
     def _index_recommendation(self, obs: Observation, connector: PostgresConnector, optimizer: str, chosen,
-                              estimated, checked, whatif, training, unparsed) -> IndexTuneResult:
+                              estimated, checked, whatif, training, unparsed, run_id=None) -> IndexTuneResult:
         details = _index_details(chosen, estimated, checked, whatif, training)
         if not checked.kept:
             rec = Recommendation(new_id(), obs.target_id, "indexes", optimizer, tuple(chosen), (), (), False,
-                                 "proposed", time.time(), details=details)
+                                 "proposed", time.time(), details=details, run_id=run_id)
             self.store.add_recommendation(rec)
             why = "every chosen index was dropped on validation: " + "; ".join(
                 f"{index_name(v.index)}: {v.reason}" for v in checked.verdicts)
@@ -375,7 +391,7 @@ class AdvisorService:
         plan = connector.plan_changes(checked.kept)
         rec = Recommendation(new_id(), obs.target_id, "indexes", optimizer, plan.changes, plan.apply_sql,
                              plan.revert_sql, False, "proposed", time.time(), evidence=checked.evidence,
-                             details=details)
+                             details=details, run_id=run_id)
         self.store.add_recommendation(rec)
         why = _verdict_note(checked.evidence)
         if checked.unexplained:
@@ -384,13 +400,286 @@ class AdvisorService:
         rec = self.store.transition(rec.id, "validated" if checked.accepted else "rejected", "advisor", why)
         return IndexTuneResult(rec, obs, tuple(chosen), checked, whatif, training, unparsed, why)
 
-    # --- read -----------------------------------------------------------------------------------------------
+    def _run_exists(self, run_id: str) -> bool:
+        return bool(self.store.runs(run_id=run_id))
 
-    def recommendations(self, state: str | None = None) -> list[Recommendation]:
-        return self.store.recommendations(state=state)
+    # --- targets --------------------------------------------------------------------------------------------
+
+    def add_target(self, name: str, dsn: str, who: Principal = ADMIN) -> dict:
+        """Register a database: check that it can be observed, keep its DSN encrypted, take a first snapshot."""
+        who.require("operator")
+        if not name.strip():
+            raise AdvisorError("a target needs a name")
+        connector = PostgresConnector(dsn)
+        connector.observe()  # reachable, with pg_stat_statements: fails here with a clear message otherwise
+        target_id = self.store.upsert_target(name, connector.engine, redact(dsn), vault_for(self.store.path).encrypt(dsn))
+        self.store.audit(who.actor, "register_target", target_id, {"name": name, "dsn": redact(dsn)})
+        self.observe(dsn, name)
+        return self.store.target(target_id)
+
+    def targets(self) -> list[dict]:
+        return self.store.targets()
+
+    def target(self, ref: str) -> dict:
+        return self.store.target(ref)
+
+    def remove_target(self, ref: str, who: Principal = ADMIN) -> None:
+        who.require("operator")
+        target = self.store.target(ref)
+        if self.store.runs(target["id"], state="running") or self.store.runs(target["id"], state="queued"):
+            raise Conflict(f"target {target['name']} has a tuning run going on; wait for it to end")
+        self.store.remove_target(target["id"])
+        self.store.audit(who.actor, "remove_target", target["id"], {"name": target["name"]})
+
+    def _dsn(self, target: dict) -> str:
+        creds = self.store.target_credentials(target["id"])
+        if creds is None:
+            raise AdvisorError(f"target {target['name']} was only observed with a DSN given on the command line; "
+                               "register it (advisor targets add) so that its credentials are stored")
+        return vault_for(self.store.path).decrypt(creds)
+
+    def observe_target(self, ref: str, who: Principal = ADMIN) -> Observation:
+        who.require("operator")
+        target = self.store.target(ref)
+        return self.observe(self._dsn(target), target["name"])
+
+    def snapshots(self, ref: str, limit: int | None = None, offset: int = 0) -> list[dict]:
+        rows = self.store.snapshots(self.store.target(ref)["id"])[::-1]
+        return rows[offset:offset + limit if limit is not None else None]
+
+    # --- tuning runs ----------------------------------------------------------------------------------------
+
+    def start_run(self, ref: str, plan: RunPlan, who: Principal = ADMIN, *, schedule_id: str | None = None,
+                  wait: bool | None = None) -> dict:
+        """Queue a tuning run of a registered target; it runs on the executor (or here when there is none, or
+        ``wait``). ``Conflict`` when the target already has a run going on."""
+        who.require("operator")
+        plan = plan.checked()
+        target = self.store.target(ref)
+        self._dsn(target)  # registered, and its credentials decrypt
+        with self.store.lock:
+            active = [r for st in ACTIVE for r in self.store.runs(target["id"], state=st)]
+            if active:
+                raise Conflict(f"target {target['name']} already has tuning run {active[0]['id']} "
+                               f"({active[0]['state']}); runs of one target never overlap")
+            run_id = new_id()
+            self.store.add_run(run_id, target["id"], plan.kind, plan.optimizer, {"plan": plan.to_dict()},
+                               state="queued", started_by=who.actor, schedule_id=schedule_id)
+        self.store.audit(who.actor, "start_run", run_id, {"target": target["name"], "plan": plan.to_dict()})
+        if self.executor is not None and not wait:
+            self.executor.submit(run_id)
+        else:
+            self.execute_run(run_id)
+        return self.store.run(run_id)
+
+    def execute_run(self, run_id: str) -> dict:
+        """Do a queued run: observe, tune, validate, store the recommendation. Failures are recorded on the run
+        (state failed, with the message); the run's row says how it ended."""
+        run = self.store.run(run_id)
+        if run["state"] != "queued":
+            raise Conflict(f"tuning run {run_id} is {run['state']}, not queued")
+        plan = RunPlan.from_dict(run["options"]["plan"])
+        progress = ProgressLog(self.store, run_id, self.say)
+        self.store.update_run(run_id, state="running")
+        worker = AdvisorService(self.store, progress)
+        try:
+            target = self.store.target(run["target_id"])
+            result = worker._tune_plan(self._dsn(target), target["name"], plan, run_id)
+        except Exception as e:  # noqa: BLE001 - every failure ends the run with its message, never silently
+            message = str(e) if isinstance(e, AdvisorError) else f"internal error ({type(e).__name__}: {e})"
+            progress(f"failed: {message}")
+            progress.flush()
+            self.store.update_run(run_id, state="failed", error=message)
+            return self.store.run(run_id)
+        rec = result.recommendation
+        progress(f"done: {result.message}")
+        progress.flush()
+        prior = self.store.run(run_id)["result"] or {}
+        self.store.update_run(run_id, state="done", result={**prior, "recommendation": rec.id if rec else None,
+                                                             "state": rec.state if rec else None,
+                                                             "message": result.message})
+        return self.store.run(run_id)
+
+    def _tune_plan(self, dsn: str, name: str, plan: RunPlan, run_id: str):
+        validation = ValidationOptions(rounds=plan.rounds) if plan.validate else None
+        if plan.kind == "indexes":
+            return self.tune_indexes(dsn, plan.optimizer, budget_mb=plan.budget_mb, name=name, validation=validation,
+                                     sample_percent=plan.sample_percent, episodes=plan.episodes,
+                                     samples=plan.samples, run_id=run_id, device=get_settings().device)
+        from optimizers.knobs.llm import from_settings
+
+        tuning = TuningOptions(optimizer=plan.optimizer, trials=plan.trials, seeds=plan.seeds,
+                               use_seeds=plan.seeds > 0)
+        return self.tune_knobs(dsn, plan.optimizer, name=name, validation=validation,
+                               sample_percent=plan.sample_percent, tuning=tuning, llm=from_settings(get_settings()),
+                               repeats=plan.repeats, run_id=run_id)
+
+    def run(self, run_id: str) -> dict:
+        return self.store.run(run_id)
+
+    def runs(self, target: str | None = None, state: str | None = None, limit: int | None = None,
+             offset: int = 0) -> list[dict]:
+        target_id = self.store.target(target)["id"] if target else None
+        return self.store.runs(target_id, state=state, limit=limit, offset=offset, newest_first=True)
+
+    def count_runs(self, target: str | None = None, state: str | None = None) -> int:
+        return self.store.count_runs(self.store.target(target)["id"] if target else None, state)
+
+    def trials(self, run_id: str) -> list[dict]:
+        self.store.run(run_id)
+        return self.store.trials(run_id)
+
+    def recover_runs(self) -> list[str]:
+        """Mark runs left queued or running by a process that stopped as interrupted (a server start calls it)."""
+        stale = [r["id"] for st in ACTIVE for r in self.store.runs(state=st)]
+        for run_id in stale:
+            self.store.update_run(run_id, state="interrupted", error="the server stopped while this run was going on")
+        return stale
+
+    # --- recommendations ------------------------------------------------------------------------------------
+
+    def recommendations(self, state: str | None = None, *, kind: str | None = None, target: str | None = None,
+                        run_id: str | None = None, limit: int | None = None, offset: int = 0) -> list[Recommendation]:
+        target_id = self.store.target(target)["id"] if target else None
+        return self.store.recommendations(state, target_id, kind=kind, run_id=run_id, limit=limit, offset=offset)
+
+    def count_recommendations(self, state: str | None = None, *, kind: str | None = None,
+                              target: str | None = None, run_id: str | None = None) -> int:
+        target_id = self.store.target(target)["id"] if target else None
+        return self.store.count_recommendations(state, target_id, kind, run_id)
 
     def recommendation(self, rec_id: str) -> Recommendation:
         return self.store.recommendation(rec_id)
+
+    def approve(self, rec_id: str, who: Principal = ADMIN, note: str = "") -> Recommendation:
+        who.require("operator")
+        return self.store.transition(rec_id, "approved", who.actor, note or "approved", expect="validated")
+
+    def reject(self, rec_id: str, who: Principal = ADMIN, note: str = "") -> Recommendation:
+        who.require("operator")
+        return self.store.transition(rec_id, "rejected", who.actor, note or "rejected by an operator")
+
+    def _connector_for(self, rec: Recommendation) -> PostgresConnector:
+        return PostgresConnector(self._dsn(self.store.target(rec.target_id)))
+
+    def apply(self, rec_id: str, who: Principal = ADMIN) -> Recommendation:
+        """Apply an approved, validated recommendation to its production target (see ``advisor.production``)."""
+        who.require("operator")
+        with self.store.lock:  # one apply or rollback at a time
+            rec = self.store.recommendation(rec_id)
+            return apply_recommendation(self.store, self._connector_for(rec), rec, who)
+
+    def rollback(self, rec_id: str, who: Principal = ADMIN, why: str = "") -> Recommendation:
+        who.require("operator")
+        with self.store.lock:
+            rec = self.store.recommendation(rec_id)
+            return rollback_recommendation(self.store, self._connector_for(rec), rec, who, why)
+
+    def audit_log(self, subject: str | None = None, limit: int | None = None, offset: int = 0) -> list[dict]:
+        return self.store.audit_log(subject, limit, offset)
+
+    # --- tokens and web sessions ----------------------------------------------------------------------------
+
+    def create_token(self, name: str, role: str, who: Principal = ADMIN) -> tuple[dict, str]:
+        """A new API token: its record and its secret, which is shown only now."""
+        who.require("operator")
+        if role not in ROLES:
+            raise AdvisorError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+        if not name.strip():
+            raise AdvisorError("a token needs a name")
+        secret = new_secret()
+        token_id = self.store.add_token(name, role, hash_secret(secret), who.actor)
+        self.store.audit(who.actor, "create_token", token_id, {"name": name, "role": role})
+        return self.store.token(token_id), secret
+
+    def revoke_token(self, ref: str, who: Principal = ADMIN) -> dict:
+        who.require("operator")
+        token = self.store.token(ref)
+        self.store.revoke_token(token["id"])
+        self.store.audit(who.actor, "revoke_token", token["id"], {"name": token["name"]})
+        return self.store.token(token["id"])
+
+    def tokens(self) -> list[dict]:
+        return self.store.tokens()
+
+    def authenticate(self, secret: str | None) -> Principal:
+        if not secret:
+            raise Unauthorized("no API token: send 'Authorization: Bearer <token>'")
+        token = self.store.token_by_hash(hash_secret(secret))
+        if token is None:
+            raise Unauthorized("unknown API token")
+        if token["revoked_at"] is not None:
+            raise Unauthorized(f"the API token {token['name']!r} was revoked")
+        return Principal(token["name"], token["role"], token["id"])
+
+    def login(self, secret: str) -> tuple[str, str]:
+        """A web session for a valid token: (session id for the cookie, CSRF token for forms)."""
+        who = self.authenticate(secret)
+        session_id, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(24)
+        self.store.add_session(hash_secret(session_id), who.token_id, csrf, get_settings().session_ttl_s)
+        self.store.audit(who.actor, "login", who.token_id or "", {})
+        return session_id, csrf
+
+    def session(self, session_id: str | None) -> tuple[Principal, str]:
+        """The principal and CSRF token of a live web session (its token still valid)."""
+        found = self.store.session(hash_secret(session_id)) if session_id else None
+        if found is None:
+            raise Unauthorized("not logged in, or the session expired")
+        token = self.store.token(found["token_id"])
+        if token["revoked_at"] is not None:
+            raise Unauthorized(f"the API token {token['name']!r} was revoked")
+        return Principal(token["name"], token["role"], token["id"]), found["csrf"]
+
+    def logout(self, session_id: str) -> None:
+        self.store.drop_session(hash_secret(session_id))
+
+    # --- schedules ------------------------------------------------------------------------------------------
+
+    def add_schedule(self, ref: str, cron: str, plans: Sequence[RunPlan], who: Principal = ADMIN, *,
+                     timezone: str = "UTC", auto_apply: str = "none", auto_apply_knobs: Sequence[str] = (),
+                     max_regression: float = 0.10) -> dict:
+        """Tune ``ref`` by itself on a cron schedule (5 fields, e.g. ``0 2 * * *``): observe, run each plan,
+        leave recommendations for approval; with ``auto_apply="reload_knobs"``, apply a validated knob
+        recommendation whose changes all take effect on reload (and, when given, are all in
+        ``auto_apply_knobs``), and roll it back at the next run if statements got ``max_regression`` slower."""
+        who.require("operator")
+        target = self.store.target(ref)
+        self._dsn(target)
+        check_cron(cron, timezone)
+        if auto_apply not in AUTO_APPLY:
+            raise AdvisorError(f"unknown auto_apply {auto_apply!r}; expected one of {', '.join(AUTO_APPLY)}")
+        if not plans:
+            raise AdvisorError("a schedule needs at least one run (knobs or indexes)")
+        if not 0 < max_regression < 10:
+            raise AdvisorError(f"max_regression must be a fraction in (0, 10), got {max_regression:g}")
+        doc = {"runs": [p.checked().to_dict() for p in plans], "auto_apply": auto_apply,
+               "auto_apply_knobs": list(auto_apply_knobs), "max_regression": max_regression}
+        schedule_id = self.store.add_schedule(target["id"], cron, timezone, doc, who.actor)
+        self.store.audit(who.actor, "add_schedule", schedule_id, {"target": target["name"], "cron": cron, **doc})
+        if self.scheduler is not None:
+            self.scheduler.sync()
+        return self.store.schedule(schedule_id)
+
+    scheduler = None  # an advisor.scheduling.Scheduler when the server runs one
+
+    def schedules(self, target: str | None = None) -> list[dict]:
+        rows = self.store.schedules(self.store.target(target)["id"] if target else None)
+        return [{**s, "next_fire_at": next_fire(s["cron"], s["timezone"])} for s in rows]
+
+    def schedule(self, schedule_id: str) -> dict:
+        s = self.store.schedule(schedule_id)
+        return {**s, "next_fire_at": next_fire(s["cron"], s["timezone"])}
+
+    def remove_schedule(self, schedule_id: str, who: Principal = ADMIN) -> None:
+        who.require("operator")
+        self.store.remove_schedule(schedule_id)
+        self.store.audit(who.actor, "remove_schedule", schedule_id, {})
+        if self.scheduler is not None:
+            self.scheduler.sync()
+
+    def run_schedule(self, schedule_id: str, fired_at: float | None = None) -> list[dict]:
+        """What a schedule's job does when it fires; every run's outcome is on its row (schedule_id set)."""
+        return run_scheduled(self, self.store.schedule(schedule_id), fired_at or time.time())
 
 
 MAX_VALIDATIONS = 3

@@ -24,6 +24,12 @@ class Settings(BaseSettings):
     llm_model: str = "default"  # ADVISOR_LLM_MODEL
     llm_api_key: SecretStr | None = None  # ADVISOR_LLM_API_KEY: sent as a Bearer token, never shown
     llm_timeout_s: float = 60.0  # ADVISOR_LLM_TIMEOUT_S: per request
+    # Target credentials are encrypted at rest (Fernet) with this key, or with the key in ``key_file`` (created
+    # with mode 0600 beside the store when neither is given). Losing the key means registering targets again.
+    secret_key: SecretStr | None = None  # ADVISOR_SECRET_KEY: a Fernet key (urlsafe base64, 32 bytes)
+    key_file: str | None = None  # ADVISOR_KEY_FILE: default <store dir>/secret.key
+    session_ttl_s: float = 8 * 3600.0  # ADVISOR_SESSION_TTL_S: web login lifetime
+    max_parallel_runs: int = 1  # ADVISOR_MAX_PARALLEL_RUNS: tuning runs executed at once by the server
 
 
 def get_settings() -> Settings:

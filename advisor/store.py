@@ -9,6 +9,7 @@ version is refused rather than guessed at. One process writes at a time (DuckDB'
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -19,7 +20,7 @@ from advisor import codec
 from advisor.domain import TRANSITIONS, Evidence, Recommendation, Snapshot, Workload
 from advisor.errors import InvalidTransition, NotFound, StoreError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -51,6 +52,22 @@ MIGRATIONS: dict[int, str] = {
     3: """
     ALTER TABLE recommendations ADD COLUMN details JSON;
     """,
+    4: """
+    ALTER TABLE targets ADD COLUMN credentials VARCHAR;
+    ALTER TABLE recommendations ADD COLUMN run_id VARCHAR;
+    ALTER TABLE recommendations ADD COLUMN applied JSON;
+    ALTER TABLE tuning_runs ADD COLUMN progress JSON;
+    ALTER TABLE tuning_runs ADD COLUMN error VARCHAR;
+    ALTER TABLE tuning_runs ADD COLUMN started_by VARCHAR;
+    ALTER TABLE tuning_runs ADD COLUMN schedule_id VARCHAR;
+    CREATE TABLE api_tokens (id VARCHAR PRIMARY KEY, name VARCHAR UNIQUE NOT NULL, role VARCHAR NOT NULL,
+        secret_hash VARCHAR UNIQUE NOT NULL, created_at DOUBLE NOT NULL, revoked_at DOUBLE, created_by VARCHAR);
+    CREATE TABLE web_sessions (id_hash VARCHAR PRIMARY KEY, token_id VARCHAR NOT NULL, csrf VARCHAR NOT NULL,
+        created_at DOUBLE NOT NULL, expires_at DOUBLE NOT NULL);
+    CREATE TABLE schedules (id VARCHAR PRIMARY KEY, target_id VARCHAR NOT NULL, cron VARCHAR NOT NULL,
+        timezone VARCHAR NOT NULL, plan JSON NOT NULL, created_at DOUBLE NOT NULL, created_by VARCHAR,
+        last_fire_at DOUBLE, removed_at DOUBLE);
+    """,
 }
 
 
@@ -64,13 +81,27 @@ class Store:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.db = duckdb.connect(self.path)
+            self._conn = duckdb.connect(self.path)
         except duckdb.IOException as e:
-            raise StoreError(f"cannot open the store {self.path}: {str(e).splitlines()[0]}") from None
+            first = str(e).splitlines()[0]
+            hint = "; another process holds it (is `advisor serve` running? use its REST API, or stop it)" \
+                if "lock" in first.lower() else ""
+            raise StoreError(f"cannot open the store {self.path}: {first}{hint}") from None
+        self._local = threading.local()
+        # serializes read-check-write sequences (state transitions, starting a run) between threads
+        self.lock = threading.RLock()
         self._migrate()
 
+    @property
+    def db(self) -> duckdb.DuckDBPyConnection:
+        """This thread's cursor on the one database (DuckDB connections are not shared between threads)."""
+        cur = getattr(self._local, "cur", None)
+        if cur is None:
+            cur = self._local.cur = self._conn.cursor()
+        return cur
+
     def close(self) -> None:
-        self.db.close()
+        self._conn.close()
 
     def __enter__(self) -> "Store":
         return self
@@ -97,18 +128,55 @@ class Store:
 
     # --- targets --------------------------------------------------------------------------------------------
 
-    def upsert_target(self, name: str, engine: str, dsn_redacted: str) -> str:
-        row = self.db.execute("SELECT id FROM targets WHERE name = ?", [name]).fetchone()
-        if row:
-            self.db.execute("UPDATE targets SET dsn = ?, engine = ? WHERE id = ?", [dsn_redacted, engine, row[0]])
-            return row[0]
-        tid = new_id()
-        self.db.execute("INSERT INTO targets VALUES (?, ?, ?, ?, ?)", [tid, name, engine, dsn_redacted, time.time()])
-        return tid
+    def upsert_target(self, name: str, engine: str, dsn_redacted: str, credentials: str | None = None) -> str:
+        """The target's id; registers it when new. ``credentials`` (the encrypted full DSN) replaces the stored
+        one only when given."""
+        with self.lock:
+            row = self.db.execute("SELECT id FROM targets WHERE name = ?", [name]).fetchone()
+            if row:
+                self.db.execute("UPDATE targets SET dsn = ?, engine = ?, credentials = coalesce(?, credentials) "
+                                "WHERE id = ?", [dsn_redacted, engine, credentials, row[0]])
+                return row[0]
+            tid = new_id()
+            self.db.execute("INSERT INTO targets (id, name, engine, dsn, created_at, credentials) "
+                            "VALUES (?, ?, ?, ?, ?, ?)", [tid, name, engine, dsn_redacted, time.time(), credentials])
+            return tid
+
+    _TARGET_COLS = "t.id, t.name, t.engine, t.dsn, t.created_at, t.credentials IS NOT NULL"
+
+    def _target(self, r: tuple) -> dict:
+        return {"id": r[0], "name": r[1], "engine": r[2], "dsn": r[3], "created_at": r[4], "registered": bool(r[5]),
+                "last_observed_at": r[6], "last_summary": json.loads(r[7]) if r[7] else None}
+
+    def _target_query(self, where: str) -> str:
+        return (f"SELECT {self._TARGET_COLS}, s.taken_at, s.summary FROM targets t LEFT JOIN (SELECT target_id, "
+                "taken_at, summary, row_number() OVER (PARTITION BY target_id ORDER BY taken_at DESC) AS n "
+                f"FROM snapshots) s ON s.target_id = t.id AND s.n = 1 {where}")
 
     def targets(self) -> list[dict]:
-        cols = ("id", "name", "engine", "dsn", "created_at")
-        return [dict(zip(cols, r)) for r in self.db.execute(f"SELECT {', '.join(cols)} FROM targets ORDER BY name")]
+        """Every target with its last observation (time and summary); never its credentials."""
+        return [self._target(r) for r in self.db.execute(self._target_query("ORDER BY t.name")).fetchall()]
+
+    def target(self, ref: str) -> dict:
+        """A target by id or name."""
+        row = self.db.execute(self._target_query("WHERE t.id = ? OR t.name = ?"), [ref, ref]).fetchone()
+        if row is None:
+            raise NotFound(f"no target {ref!r}")
+        return self._target(row)
+
+    def target_credentials(self, target_id: str) -> str | None:
+        row = self.db.execute("SELECT credentials FROM targets WHERE id = ?", [target_id]).fetchone()
+        if row is None:
+            raise NotFound(f"no target {target_id!r}")
+        return row[0]
+
+    def remove_target(self, target_id: str) -> None:
+        """Forget a target and its schedules; its history (snapshots, runs, recommendations, audit) is kept."""
+        with self.lock:
+            self.target(target_id)
+            self.db.execute("UPDATE schedules SET removed_at = ? WHERE target_id = ? AND removed_at IS NULL",
+                            [time.time(), target_id])
+            self.db.execute("DELETE FROM targets WHERE id = ?", [target_id])
 
     # --- observations and trials ----------------------------------------------------------------------------
 
@@ -150,19 +218,24 @@ class Store:
 
     # --- tuning runs ----------------------------------------------------------------------------------------
 
-    def add_run(self, run_id: str, target_id: str, kind: str, optimizer: str, options: dict) -> None:
+    def add_run(self, run_id: str, target_id: str, kind: str, optimizer: str, options: dict, *,
+                state: str = "running", started_by: str | None = None, schedule_id: str | None = None) -> None:
         now = time.time()
-        self.db.execute("INSERT INTO tuning_runs VALUES (?, ?, ?, ?, ?, 'running', NULL, NULL, ?, ?)",
-                        [run_id, target_id, kind, optimizer, json.dumps(options), now, now])
+        self.db.execute("INSERT INTO tuning_runs (id, target_id, kind, optimizer, options, state, created_at, "
+                        "updated_at, started_by, schedule_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [run_id, target_id, kind, optimizer, json.dumps(options), state, now, now, started_by,
+                         schedule_id])
 
     def update_run(self, run_id: str, *, state: str | None = None, optimizer_state: dict | None = None,
-                   result: dict | None = None) -> None:
+                   result: dict | None = None, progress: dict | None = None, error: str | None = None,
+                   options: dict | None = None) -> None:
         self.run(run_id)  # NotFound for an unknown id
         sets, args = ["updated_at = ?"], [time.time()]
-        for column, value in (("state", state), ("optimizer_state", optimizer_state), ("result", result)):
+        for column, value in (("state", state), ("optimizer_state", optimizer_state), ("result", result),
+                              ("progress", progress), ("error", error), ("options", options)):
             if value is not None:
                 sets.append(f"{column} = ?")
-                args.append(value if column == "state" else json.dumps(value))
+                args.append(value if column in ("state", "error") else json.dumps(codec.plain(value)))
         self.db.execute(f"UPDATE tuning_runs SET {', '.join(sets)} WHERE id = ?", [*args, run_id])
 
     def run(self, run_id: str) -> dict:
@@ -171,14 +244,25 @@ class Store:
             raise NotFound(f"no tuning run with id {run_id!r}")
         return rows[0]
 
-    def runs(self, target_id: str | None = None, run_id: str | None = None) -> list[dict]:
-        rows = self.db.execute("SELECT id, target_id, kind, optimizer, options, state, optimizer_state, result, "
-                               "created_at, updated_at FROM tuning_runs WHERE (? IS NULL OR target_id = ?) "
-                               "AND (? IS NULL OR id = ?) ORDER BY created_at",
-                               [target_id, target_id, run_id, run_id]).fetchall()
-        return [{"id": r[0], "target_id": r[1], "kind": r[2], "optimizer": r[3], "options": json.loads(r[4]),
-                 "state": r[5], "optimizer_state": json.loads(r[6]) if r[6] else None,
-                 "result": json.loads(r[7]) if r[7] else None, "created_at": r[8], "updated_at": r[9]} for r in rows]
+    _RUN_COLS = ("id", "target_id", "kind", "optimizer", "options", "state", "optimizer_state", "result",
+                 "created_at", "updated_at", "progress", "error", "started_by", "schedule_id")
+    _RUN_JSON = {"options", "optimizer_state", "result", "progress"}
+
+    def runs(self, target_id: str | None = None, run_id: str | None = None, *, state: str | None = None,
+             schedule_id: str | None = None, limit: int | None = None, offset: int = 0,
+             newest_first: bool = False) -> list[dict]:
+        rows = self.db.execute(
+            f"SELECT {', '.join(self._RUN_COLS)} FROM tuning_runs WHERE (? IS NULL OR target_id = ?) "
+            "AND (? IS NULL OR id = ?) AND (? IS NULL OR state = ?) AND (? IS NULL OR schedule_id = ?) "
+            f"ORDER BY created_at {'DESC' if newest_first else ''} LIMIT ? OFFSET ?",
+            [target_id, target_id, run_id, run_id, state, state, schedule_id, schedule_id,
+             limit if limit is not None else 2**62, offset]).fetchall()
+        return [{c: (json.loads(v) if c in self._RUN_JSON and v else v) for c, v in zip(self._RUN_COLS, r)}
+                for r in rows]
+
+    def count_runs(self, target_id: str | None = None, state: str | None = None) -> int:
+        return self.db.execute("SELECT count(*) FROM tuning_runs WHERE (? IS NULL OR target_id = ?) "
+                               "AND (? IS NULL OR state = ?)", [target_id, target_id, state, state]).fetchone()[0]
 
     # --- seed cache -----------------------------------------------------------------------------------------
 
@@ -193,45 +277,72 @@ class Store:
 
     def add_recommendation(self, rec: Recommendation, actor: str = "advisor") -> None:
         self.db.execute(
-            "INSERT INTO recommendations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO recommendations ({self._REC_COLS}, apply_sql, revert_sql, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [rec.id, rec.target_id, rec.kind, rec.optimizer, json.dumps(codec.plain(list(rec.changes))),
-             json.dumps(list(rec.apply_sql)), json.dumps(list(rec.revert_sql)), rec.needs_restart, rec.state,
-             json.dumps(codec.plain(rec.evidence)) if rec.evidence else None, rec.note, rec.created_at,
-             rec.created_at, json.dumps(codec.plain(rec.details))])
+             rec.needs_restart, rec.state, rec.created_at,
+             json.dumps(codec.plain(rec.evidence)) if rec.evidence else None, rec.note,
+             json.dumps(codec.plain(rec.details)), rec.run_id,
+             json.dumps(codec.plain(rec.applied)) if rec.applied else None,
+             json.dumps(list(rec.apply_sql)), json.dumps(list(rec.revert_sql)), rec.created_at])
         self.audit(actor, "recommend", rec.id, {"state": rec.state, "kind": rec.kind})
 
-    _REC_COLS = ("id, target_id, kind, optimizer, changes, apply_sql, revert_sql, needs_restart, state, created_at, "
-                 "evidence, note, details")
+    _REC_COLS = ("id, target_id, kind, optimizer, changes, needs_restart, state, created_at, evidence, note, details, "
+                 "run_id, applied")
 
     def _rec(self, r: tuple) -> Recommendation:
         return Recommendation(
             id=r[0], target_id=r[1], kind=r[2], optimizer=r[3],
-            changes=tuple(codec.change_from(c) for c in json.loads(r[4])), apply_sql=tuple(json.loads(r[5])),
-            revert_sql=tuple(json.loads(r[6])), needs_restart=bool(r[7]), state=r[8], created_at=r[9],
-            evidence=codec.evidence_from(json.loads(r[10]) if r[10] else None), note=r[11],
-            details=json.loads(r[12]) if r[12] else {})
+            changes=tuple(codec.change_from(c) for c in json.loads(r[4])), apply_sql=tuple(json.loads(r[13])),
+            revert_sql=tuple(json.loads(r[14])), needs_restart=bool(r[5]), state=r[6], created_at=r[7],
+            evidence=codec.evidence_from(json.loads(r[8]) if r[8] else None), note=r[9],
+            details=json.loads(r[10]) if r[10] else {}, run_id=r[11], applied=json.loads(r[12]) if r[12] else None)
 
-    def recommendations(self, state: str | None = None, target_id: str | None = None) -> list[Recommendation]:
-        query = f"SELECT {self._REC_COLS} FROM recommendations WHERE (? IS NULL OR state = ?) " \
-                "AND (? IS NULL OR target_id = ?) ORDER BY created_at DESC"
-        return [self._rec(r) for r in self.db.execute(query, [state, state, target_id, target_id]).fetchall()]
+    @staticmethod
+    def _rec_filter(state, target_id, kind, run_id) -> tuple[str, list]:
+        return ("WHERE (? IS NULL OR state = ?) AND (? IS NULL OR target_id = ?) AND (? IS NULL OR kind = ?) "
+                "AND (? IS NULL OR run_id = ?)", [state, state, target_id, target_id, kind, kind, run_id, run_id])
+
+    def recommendations(self, state: str | None = None, target_id: str | None = None, *, kind: str | None = None,
+                        run_id: str | None = None, limit: int | None = None, offset: int = 0) -> list[Recommendation]:
+        where, args = self._rec_filter(state, target_id, kind, run_id)
+        query = f"SELECT {self._REC_COLS}, apply_sql, revert_sql FROM recommendations {where} " \
+                "ORDER BY created_at DESC LIMIT ? OFFSET ?"
+        rows = self.db.execute(query, [*args, limit if limit is not None else 2**62, offset]).fetchall()
+        return [self._rec(r) for r in rows]
+
+    def count_recommendations(self, state: str | None = None, target_id: str | None = None,
+                              kind: str | None = None, run_id: str | None = None) -> int:
+        where, args = self._rec_filter(state, target_id, kind, run_id)
+        return self.db.execute(f"SELECT count(*) FROM recommendations {where}", args).fetchone()[0]
 
     def recommendation(self, rec_id: str) -> Recommendation:
-        row = self.db.execute(f"SELECT {self._REC_COLS} FROM recommendations WHERE id = ?", [rec_id]).fetchone()
+        row = self.db.execute(f"SELECT {self._REC_COLS}, apply_sql, revert_sql FROM recommendations WHERE id = ?",
+                              [rec_id]).fetchone()
         if row is None:
             raise NotFound(f"no recommendation {rec_id!r}")
         return self._rec(row)
 
-    def transition(self, rec_id: str, new_state: str, actor: str, note: str = "") -> Recommendation:
-        rec = self.recommendation(rec_id)
-        if new_state not in TRANSITIONS.get(rec.state, frozenset()):
-            raise InvalidTransition(f"recommendation {rec_id} is {rec.state}; it cannot become {new_state}")
-        self.db.execute("BEGIN")
-        self.db.execute("UPDATE recommendations SET state = ?, updated_at = ? WHERE id = ?",
-                        [new_state, time.time(), rec_id])
-        self.audit(actor, new_state, rec_id, {"from": rec.state, "note": note})
-        self.db.execute("COMMIT")
-        return self.recommendation(rec_id)
+    def set_applied(self, rec_id: str, applied: dict) -> None:
+        """Record what an apply to production did and how to revert it (before the state changes)."""
+        self.db.execute("UPDATE recommendations SET applied = ? WHERE id = ?",
+                        [json.dumps(codec.plain(applied)), rec_id])
+
+    def transition(self, rec_id: str, new_state: str, actor: str, note: str = "",
+                   expect: str | None = None) -> Recommendation:
+        """Move a recommendation along its lifecycle (``expect``: the state it must be in now), audited."""
+        with self.lock:
+            rec = self.recommendation(rec_id)
+            if expect is not None and rec.state != expect:
+                raise InvalidTransition(f"recommendation {rec_id} is {rec.state}, not {expect}")
+            if new_state not in TRANSITIONS.get(rec.state, frozenset()):
+                raise InvalidTransition(f"recommendation {rec_id} is {rec.state}; it cannot become {new_state}")
+            self.db.execute("BEGIN")
+            self.db.execute("UPDATE recommendations SET state = ?, updated_at = ? WHERE id = ?",
+                            [new_state, time.time(), rec_id])
+            self.audit(actor, new_state, rec_id, {"from": rec.state, "note": note})
+            self.db.execute("COMMIT")
+            return self.recommendation(rec_id)
 
     # --- audit ----------------------------------------------------------------------------------------------
 
@@ -239,10 +350,86 @@ class Store:
         self.db.execute("INSERT INTO audit_log VALUES (?, ?, ?, ?, ?, ?)",
                         [new_id(), time.time(), actor, action, subject, json.dumps(codec.plain(detail))])
 
-    def audit_log(self, subject: str | None = None) -> list[dict]:
+    def audit_log(self, subject: str | None = None, limit: int | None = None, offset: int = 0) -> list[dict]:
         rows = self.db.execute("SELECT happened_at, actor, action, subject, detail FROM audit_log WHERE ? IS NULL OR "
-                               "subject = ? ORDER BY happened_at", [subject, subject]).fetchall()
+                               "subject = ? ORDER BY happened_at LIMIT ? OFFSET ?",
+                               [subject, subject, limit if limit is not None else 2**62, offset]).fetchall()
         return [{"at": r[0], "actor": r[1], "action": r[2], "subject": r[3], "detail": json.loads(r[4])} for r in rows]
+
+    # --- API tokens and web sessions (secrets are stored only as SHA-256 hashes) ------------------------------
+
+    def add_token(self, name: str, role: str, secret_hash: str, created_by: str) -> str:
+        with self.lock:
+            if self.db.execute("SELECT 1 FROM api_tokens WHERE name = ?", [name]).fetchone():
+                raise StoreError(f"a token named {name!r} exists already; revoke it or choose another name")
+            tid = new_id()
+            self.db.execute("INSERT INTO api_tokens VALUES (?, ?, ?, ?, ?, NULL, ?)",
+                            [tid, name, role, secret_hash, time.time(), created_by])
+            return tid
+
+    _TOKEN_COLS = ("id", "name", "role", "created_at", "revoked_at", "created_by")
+
+    def tokens(self) -> list[dict]:
+        rows = self.db.execute(f"SELECT {', '.join(self._TOKEN_COLS)} FROM api_tokens ORDER BY created_at").fetchall()
+        return [dict(zip(self._TOKEN_COLS, r)) for r in rows]
+
+    def token_by_hash(self, secret_hash: str) -> dict | None:
+        row = self.db.execute(f"SELECT {', '.join(self._TOKEN_COLS)} FROM api_tokens WHERE secret_hash = ?",
+                              [secret_hash]).fetchone()
+        return dict(zip(self._TOKEN_COLS, row)) if row else None
+
+    def token(self, ref: str) -> dict:
+        row = self.db.execute(f"SELECT {', '.join(self._TOKEN_COLS)} FROM api_tokens WHERE id = ? OR name = ?",
+                              [ref, ref]).fetchone()
+        if row is None:
+            raise NotFound(f"no API token {ref!r}")
+        return dict(zip(self._TOKEN_COLS, row))
+
+    def revoke_token(self, token_id: str) -> None:
+        self.db.execute("UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                        [time.time(), token_id])
+        self.db.execute("DELETE FROM web_sessions WHERE token_id = ?", [token_id])
+
+    def add_session(self, id_hash: str, token_id: str, csrf: str, ttl_s: float) -> None:
+        now = time.time()
+        self.db.execute("DELETE FROM web_sessions WHERE expires_at < ?", [now])
+        self.db.execute("INSERT INTO web_sessions VALUES (?, ?, ?, ?, ?)", [id_hash, token_id, csrf, now, now + ttl_s])
+
+    def session(self, id_hash: str) -> dict | None:
+        row = self.db.execute("SELECT token_id, csrf, expires_at FROM web_sessions WHERE id_hash = ? AND expires_at >= ?",
+                              [id_hash, time.time()]).fetchone()
+        return {"token_id": row[0], "csrf": row[1], "expires_at": row[2]} if row else None
+
+    def drop_session(self, id_hash: str) -> None:
+        self.db.execute("DELETE FROM web_sessions WHERE id_hash = ?", [id_hash])
+
+    # --- schedules ------------------------------------------------------------------------------------------
+
+    def add_schedule(self, target_id: str, cron: str, timezone: str, plan: dict, created_by: str) -> str:
+        sid = new_id()
+        self.db.execute("INSERT INTO schedules VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL)",
+                        [sid, target_id, cron, timezone, json.dumps(plan), time.time(), created_by])
+        return sid
+
+    _SCHEDULE_COLS = ("id", "target_id", "cron", "timezone", "plan", "created_at", "created_by", "last_fire_at")
+
+    def schedules(self, target_id: str | None = None) -> list[dict]:
+        rows = self.db.execute(f"SELECT {', '.join(self._SCHEDULE_COLS)} FROM schedules WHERE removed_at IS NULL "
+                               "AND (? IS NULL OR target_id = ?) ORDER BY created_at", [target_id, target_id]).fetchall()
+        return [{**dict(zip(self._SCHEDULE_COLS, r)), "plan": json.loads(r[4])} for r in rows]
+
+    def schedule(self, schedule_id: str) -> dict:
+        found = [s for s in self.schedules() if s["id"] == schedule_id]
+        if not found:
+            raise NotFound(f"no schedule {schedule_id!r}")
+        return found[0]
+
+    def remove_schedule(self, schedule_id: str) -> None:
+        self.schedule(schedule_id)
+        self.db.execute("UPDATE schedules SET removed_at = ? WHERE id = ?", [time.time(), schedule_id])
+
+    def schedule_fired(self, schedule_id: str, at: float) -> None:
+        self.db.execute("UPDATE schedules SET last_fire_at = ? WHERE id = ?", [at, schedule_id])
 
 
 def open_store(path: str | Path | None = None) -> Store:

@@ -1,0 +1,120 @@
+"""Tuning runs started through the service: what a run does (``RunPlan``), its progress as it goes, and the
+executor that runs them in the background for the web server and the scheduler.
+
+A run is a row of ``tuning_runs``: queued -> running -> done | failed | interrupted (the server stopped during
+it). A target has at most one queued or running run at a time (``AdvisorService.start_run`` refuses a second
+with ``Conflict``), so scheduled and manual runs never overlap on one target.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+from advisor.errors import AdvisorError
+
+KINDS = ("knobs", "indexes")
+DEFAULT_OPTIMIZER = {"knobs": "hibo", "indexes": "ia2"}
+ACTIVE = ("queued", "running")
+LOG_LINES = 60
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One tuning run's settings. Knobs: ``trials`` of a search on a shadow (``optimizer`` hibo, gp, tpe,
+    random) or one rule-based configuration (``rules``). Indexes: ``budget_mb`` MiB of new indexes."""
+
+    kind: str
+    optimizer: str | None = None
+    trials: int = 30
+    seeds: int = 3
+    repeats: int = 3
+    budget_mb: float | None = None
+    episodes: int = 300
+    samples: int = 48
+    rounds: int = 5
+    validate: bool = True
+    sample_percent: float | None = None
+
+    def checked(self) -> "RunPlan":
+        """This plan with its defaults filled in; AdvisorError naming the first bad field."""
+        from optimizers import registry
+
+        if self.kind not in KINDS:
+            raise AdvisorError(f"unknown run kind {self.kind!r}; expected one of {', '.join(KINDS)}")
+        optimizer = self.optimizer or DEFAULT_OPTIMIZER[self.kind]
+        registry.create(self.kind, optimizer)  # NotFound with the known names
+        if self.kind == "indexes" and (self.budget_mb is None or self.budget_mb <= 0):
+            raise AdvisorError("an index run needs a positive budget_mb (MiB of new indexes)")
+        for name in ("trials", "repeats", "episodes", "rounds"):
+            if getattr(self, name) < (2 if name == "trials" else 1):
+                raise AdvisorError(f"{name} must be at least {2 if name == 'trials' else 1}, got {getattr(self, name)}")
+        if self.seeds < 0 or self.samples < 0:
+            raise AdvisorError("seeds and samples cannot be negative")
+        if self.sample_percent is not None and not 0 < self.sample_percent <= 100:
+            raise AdvisorError(f"sample_percent must be in (0, 100], got {self.sample_percent:g}")
+        return dataclasses.replace(self, optimizer=optimizer)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunPlan":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise AdvisorError(f"unknown run option(s): {', '.join(unknown)}")
+        return cls(**d)
+
+
+class ProgressLog:
+    """A run's ``say``: every message goes to the run's row (last message, recent lines, elapsed seconds) and on
+    to ``echo``. Writes are throttled to one per ``min_interval_s`` except the first and the last."""
+
+    def __init__(self, store, run_id: str, echo: Callable[[str], None], min_interval_s: float = 0.2):
+        self.store, self.run_id, self.echo = store, run_id, echo
+        self.started = time.monotonic()
+        self.lines: list[str] = []
+        self.min_interval_s = min_interval_s
+        self._last_write = 0.0
+
+    def __call__(self, message: str) -> None:
+        elapsed = time.monotonic() - self.started
+        self.lines = [*self.lines[-(LOG_LINES - 1):], f"[{elapsed:7.1f}s] {message}"]
+        self.echo(message)
+        if time.monotonic() - self._last_write >= self.min_interval_s:
+            self.flush()
+
+    def flush(self) -> None:
+        self._last_write = time.monotonic()
+        self.store.update_run(self.run_id, progress=self.snapshot())
+
+    def snapshot(self) -> dict:
+        return {"message": self.lines[-1].split("] ", 1)[1] if self.lines else "", "log": self.lines,
+                "elapsed_s": round(time.monotonic() - self.started, 1)}
+
+
+class RunExecutor:
+    """Runs queued tuning runs on background threads (``max_workers`` at once, one per target by construction)."""
+
+    def __init__(self, execute: Callable[[str], object], max_workers: int = 1):
+        self._execute = execute
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="advisor-run")
+        self._futures: dict[str, Future] = {}
+        self._lock = threading.Lock()
+
+    def submit(self, run_id: str) -> None:
+        with self._lock:
+            self._futures[run_id] = self._pool.submit(self._execute, run_id)
+
+    def wait(self, run_id: str, timeout_s: float | None = None) -> None:
+        future = self._futures.get(run_id)
+        if future is not None:
+            future.result(timeout=timeout_s)
+
+    def shutdown(self, wait: bool = False) -> None:
+        self._pool.shutdown(wait=wait, cancel_futures=True)

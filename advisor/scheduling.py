@@ -1,0 +1,186 @@
+"""Nightly tuning: cron schedules per target, run by APScheduler 3 inside ``advisor serve``.
+
+The schedules themselves live in the store (so the CLI can add one while the server is down, and they survive a
+restart); the server's ``Scheduler`` turns them into APScheduler jobs with ``coalesce`` and ``max_instances=1``
+and re-reads them whenever one is added or removed. Misfires: a fire time missed while the server was busy, or
+down, runs once as soon as it can if it is less than ``misfire_grace_s`` late (several missed fire times count
+once); one missed by more is recorded as a skipped run, so the gap is visible. Two runs of one target never
+overlap: ``AdvisorService.start_run`` refuses the second, and a refused scheduled run is recorded as skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import datetime, timedelta, timezone as tz
+
+from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.cron import CronTrigger
+
+from advisor.auth import Principal
+from advisor.domain import KnobChange
+from advisor.errors import AdvisorError
+from advisor.production import regression_since_apply
+from advisor.store import new_id
+
+AUTO_APPLY = ("none", "reload_knobs")
+log = logging.getLogger("advisor.scheduler")
+
+
+def trigger(cron: str, timezone: str = "UTC") -> CronTrigger:
+    try:
+        return CronTrigger.from_crontab(cron, timezone=timezone)
+    except (ValueError, KeyError, LookupError) as e:
+        raise AdvisorError(f"invalid cron schedule {cron!r} ({timezone}): {e}; expected 5 fields such as "
+                           "'0 2 * * *' (02:00 every day)") from None
+
+
+def check_cron(cron: str, timezone: str = "UTC") -> None:
+    trigger(cron, timezone)
+
+
+def next_fire(cron: str, timezone: str = "UTC", after: float | None = None) -> float | None:
+    """The first fire time strictly after ``after`` (default now), unix seconds."""
+    start = datetime.fromtimestamp(after if after is not None else time.time(), tz.utc) + timedelta(seconds=1)
+    when = trigger(cron, timezone).get_next_fire_time(None, start)
+    return when.timestamp() if when else None
+
+
+def _auto_applicable(rec, schedule_plan: dict) -> bool:
+    allowed = set(schedule_plan.get("auto_apply_knobs") or ())
+    return (rec.state == "validated" and rec.kind == "knobs" and not rec.needs_restart and rec.changes
+            and all(isinstance(c, KnobChange) and (not allowed or c.name in allowed) for c in rec.changes))
+
+
+def _record_skip(store, schedule: dict, who: Principal, plan: dict, why: str, state: str = "skipped") -> dict:
+    run_id = new_id()
+    store.add_run(run_id, schedule["target_id"], plan["kind"], plan.get("optimizer") or "", {"plan": plan},
+                  state=state, started_by=who.actor, schedule_id=schedule["id"])
+    store.update_run(run_id, error=why)
+    return store.run(run_id)
+
+
+def run_scheduled(service, schedule: dict, fired_at: float) -> list[dict]:
+    """One firing: watch what this schedule auto-applied before (roll back on regression), then each planned
+    run, then auto-apply what the schedule allows."""
+    from advisor.runs import RunPlan
+
+    store = service.store
+    store.schedule_fired(schedule["id"], fired_at)
+    who = Principal(f"schedule:{schedule['id']}", "operator")
+    plan = schedule["plan"]
+    watch(service, schedule, who)
+    runs = []
+    for p in plan["runs"]:
+        try:
+            run = service.start_run(schedule["target_id"], RunPlan.from_dict(p), who, schedule_id=schedule["id"],
+                                    wait=True)
+        except AdvisorError as e:
+            runs.append(_record_skip(store, schedule, who, p, str(e)))
+            continue
+        runs.append(run)
+        rec_id = (run.get("result") or {}).get("recommendation")
+        if plan.get("auto_apply") == "reload_knobs" and run["state"] == "done" and rec_id:
+            rec = store.recommendation(rec_id)
+            if _auto_applicable(rec, plan):
+                try:
+                    service.approve(rec.id, who, "approved by the schedule: reload-only knobs it allows")
+                    service.apply(rec.id, who)
+                except AdvisorError as e:
+                    store.audit(who.actor, "auto_apply_failed", rec.id, {"error": str(e)})
+    return runs
+
+
+def watch(service, schedule: dict, who: Principal) -> None:
+    """Roll back what this schedule applied when the statements that ran since got slower than allowed."""
+    store = service.store
+    for rec in store.recommendations("applied", schedule["target_id"]):
+        if not rec.applied or rec.applied.get("by") != who.actor:
+            continue
+        try:
+            verdict = regression_since_apply(service._connector_for(rec), rec)
+        except AdvisorError as e:
+            store.audit(who.actor, "watch_failed", rec.id, {"error": str(e)})
+            continue
+        store.audit(who.actor, "watch", rec.id, verdict)
+        limit = 1.0 + schedule["plan"].get("max_regression", 0.10)
+        if verdict["ratio"] is not None and verdict["ratio"] > limit:
+            try:
+                service.rollback(rec.id, who, f"automatic rollback: the {verdict['statements']} statements that ran "
+                                              f"since the apply are {verdict['ratio'] - 1:+.0%} slower (limit "
+                                              f"{limit - 1:+.0%})")
+            except AdvisorError as e:
+                store.audit(who.actor, "rollback_failed", rec.id, {"error": str(e)})
+
+
+class Scheduler:
+    """The server's scheduler: one APScheduler job per stored schedule."""
+
+    def __init__(self, service, misfire_grace_s: float = 6 * 3600.0):
+        self.service = service
+        self.grace_s = misfire_grace_s
+        self._aps = BackgroundScheduler(timezone="UTC", job_defaults={
+            "coalesce": True, "max_instances": 1, "misfire_grace_time": int(misfire_grace_s)})
+        self._aps.add_listener(self._on_event, EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES | EVENT_JOB_ERROR)
+
+    def start(self) -> None:
+        self._aps.start()
+        self.sync()
+        self.catch_up()
+
+    def shutdown(self) -> None:
+        if self._aps.running:
+            self._aps.shutdown(wait=False)
+
+    def sync(self) -> None:
+        """Make the jobs match the stored schedules."""
+        wanted = {s["id"]: s for s in self.service.store.schedules()}
+        for job in self._aps.get_jobs():
+            if job.id not in wanted and not job.id.startswith("now-"):
+                job.remove()
+        for sid, s in wanted.items():
+            self._aps.add_job(self._fire, trigger(s["cron"], s["timezone"]), id=sid, args=[sid],
+                              replace_existing=True, name=f"tune {s['target_id']}")
+
+    def jobs(self) -> dict[str, float | None]:
+        """schedule id -> next fire time (unix seconds) of the live jobs."""
+        return {j.id: j.next_run_time.timestamp() if j.next_run_time else None for j in self._aps.get_jobs()}
+
+    def catch_up(self, now: float | None = None) -> list[str]:
+        """Fire times missed while the server was down: run once now when within the grace, else record them."""
+        now = now or time.time()
+        fired = []
+        for s in self.service.store.schedules():
+            missed = next_fire(s["cron"], s["timezone"], after=s["last_fire_at"] or s["created_at"])
+            if missed is None or missed > now:
+                continue
+            if now - missed <= self.grace_s:
+                self.fire_now(s["id"])
+                fired.append(s["id"])
+            else:
+                who = Principal(f"schedule:{s['id']}", "operator")
+                self.service.store.schedule_fired(s["id"], now)
+                for p in s["plan"]["runs"]:
+                    _record_skip(self.service.store, s, who, p, "missed: the server was down at "
+                                 f"{datetime.fromtimestamp(missed, tz.utc):%Y-%m-%d %H:%M} UTC, more than "
+                                 f"{self.grace_s / 3600:g} h ago", state="missed")
+        return fired
+
+    def fire_now(self, schedule_id: str) -> None:
+        self._aps.add_job(self._fire, "date", run_date=datetime.now(tz.utc), args=[schedule_id],
+                          id=f"now-{schedule_id}", replace_existing=True, misfire_grace_time=None)
+
+    def _fire(self, schedule_id: str) -> None:
+        try:
+            self.service.run_schedule(schedule_id)
+        except AdvisorError as e:  # the schedule was removed meanwhile, or its target
+            log.warning("schedule %s: %s", schedule_id, e)
+
+    def _on_event(self, event) -> None:
+        what = {EVENT_JOB_MISSED: "missed", EVENT_JOB_MAX_INSTANCES: "still running",
+                EVENT_JOB_ERROR: "error"}.get(event.code, str(event.code))
+        self.service.store.audit("scheduler", "job_" + what.replace(" ", "_"), event.job_id,
+                                 {"scheduled_for": str(getattr(event, "scheduled_run_time", "")),
+                                  "error": repr(getattr(event, "exception", None)) if event.code == EVENT_JOB_ERROR
+                                  else None})
