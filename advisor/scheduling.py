@@ -124,6 +124,10 @@ class Scheduler:
             "coalesce": True, "max_instances": 1, "misfire_grace_time": int(misfire_grace_s)})
         self._aps.add_listener(self._on_event, EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES | EVENT_JOB_ERROR)
 
+    @property
+    def running(self) -> bool:
+        return self._aps.running
+
     def start(self) -> None:
         self._aps.start()
         self.sync()

@@ -1,0 +1,62 @@
+"""FastAPI dependencies: the service, and the principal behind a request (Bearer token for the API, the
+session cookie for pages), as ``Annotated`` aliases."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Query, Request
+
+from advisor.auth import Principal
+from advisor.errors import Unauthorized
+from advisor.service import AdvisorService
+
+SESSION_COOKIE = "advisor_session"
+
+
+def get_service(request: Request) -> AdvisorService:
+    return request.app.state.service
+
+
+Service = Annotated[AdvisorService, Depends(get_service)]
+
+
+def bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
+
+
+def api_principal(request: Request, service: Service) -> Principal:
+    return service.authenticate(bearer(request))
+
+
+def viewer(who: Annotated[Principal, Depends(api_principal)]) -> Principal:
+    who.require("viewer")
+    return who
+
+
+def operator(who: Annotated[Principal, Depends(api_principal)]) -> Principal:
+    who.require("operator")
+    return who
+
+
+Viewer = Annotated[Principal, Depends(viewer)]
+Operator = Annotated[Principal, Depends(operator)]
+Limit = Annotated[int, Query(ge=1, le=500, description="page size")]
+Offset = Annotated[int, Query(ge=0, description="items to skip")]
+
+
+def page_session(request: Request, service: Service) -> tuple[Principal, str]:
+    """(principal, CSRF token) of the browser's session; Unauthorized sends the browser to the login page."""
+    try:
+        return service.session(request.cookies.get(SESSION_COOKIE))
+    except Unauthorized:
+        raise LoginRequired() from None
+
+
+class LoginRequired(Exception):
+    """A page was asked for without a live session."""
+
+
+PageSession = Annotated[tuple[Principal, str], Depends(page_session)]

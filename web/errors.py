@@ -1,0 +1,53 @@
+"""Every error as JSON ``{"error", "message", "details"}`` with its status code; pages get HTML instead."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, RedirectResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from advisor.errors import (AdvisorError, Conflict, Forbidden, InvalidTransition, NotFound, StoreError,
+                            Unauthorized)
+from web.deps import LoginRequired
+
+STATUS = ((Unauthorized, 401, "unauthorized"), (Forbidden, 403, "forbidden"), (NotFound, 404, "not_found"),
+          (InvalidTransition, 409, "conflict"), (Conflict, 409, "conflict"), (StoreError, 409, "conflict"),
+          (AdvisorError, 400, "bad_request"))
+HTTP_KINDS = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
+              409: "conflict", 422: "invalid_input"}
+
+
+def status_of(e: AdvisorError) -> tuple[int, str]:
+    return next((code, kind) for cls, code, kind in STATUS if isinstance(e, cls))
+
+
+def _json(code: int, kind: str, message: str, details=None, headers=None) -> JSONResponse:
+    return JSONResponse({"error": kind, "message": message, "details": details}, status_code=code, headers=headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(AdvisorError)
+    async def advisor_error(request: Request, e: AdvisorError):
+        code, kind = status_of(e)
+        if not request.url.path.startswith("/api"):
+            from web.pages import error_page
+
+            return error_page(request, code, e.message)
+        return _json(code, kind, e.message, headers={"WWW-Authenticate": "Bearer"} if code == 401 else None)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, e: RequestValidationError):
+        details = [{"loc": list(err.get("loc", ())), "msg": err.get("msg", ""), "type": err.get("type", "")}
+                   for err in e.errors()]
+        first = details[0] if details else {"loc": [], "msg": "invalid input"}
+        where = ".".join(str(p) for p in first["loc"] if p != "body")
+        return _json(422, "invalid_input", f"{where}: {first['msg']}" if where else first["msg"], details)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, e: StarletteHTTPException):
+        return _json(e.status_code, HTTP_KINDS.get(e.status_code, "error"), str(e.detail))
+
+    @app.exception_handler(LoginRequired)
+    async def login_required(request: Request, e: LoginRequired):
+        return RedirectResponse(f"/login?next={request.url.path}", status_code=303)

@@ -1,0 +1,63 @@
+"""The FastAPI app: REST API under /api (OpenAPI at /api/docs), server-rendered pages elsewhere.
+
+``create_app`` opens the store, marks runs left over by a previous process as interrupted, and starts the run
+executor and the scheduler; all of them stop with the app.
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from advisor.progress import Say, silent
+from advisor.runs import RunExecutor
+from advisor.scheduling import Scheduler
+from advisor.service import AdvisorService
+from advisor.store import open_store
+from web.errors import install_error_handlers
+from web.routes import recommendations, runs, schedules, system, targets
+
+STATIC = Path(__file__).parent / "static"
+
+
+def create_app(store_path: str | None = None, *, scheduler: bool = True, max_parallel_runs: int | None = None,
+               say: Say = silent) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        from advisor.settings import get_settings
+
+        store = open_store(store_path)
+        service = AdvisorService(store, say)
+        service.executor = RunExecutor(service.execute_run, max_parallel_runs or get_settings().max_parallel_runs)
+        interrupted = service.recover_runs()
+        if interrupted:
+            say(f"{len(interrupted)} run(s) of a previous server were marked interrupted")
+        if scheduler:
+            service.scheduler = Scheduler(service)
+            service.scheduler.start()
+        app.state.service = service
+        try:
+            yield
+        finally:
+            if service.scheduler is not None:
+                service.scheduler.shutdown()
+            service.executor.shutdown(wait=False)
+            store.close()
+
+    app = FastAPI(title="db-advisor", version="0.1.0", lifespan=lifespan, docs_url="/api/docs",
+                  openapi_url="/api/openapi.json", redoc_url=None,
+                  description="Tuning advisor for PostgreSQL: targets, workload snapshots, tuning runs, "
+                              "recommendations (approve, apply, roll back), nightly schedules. Every route but "
+                              "/api/health needs 'Authorization: Bearer <token>' (advisor tokens create); viewer "
+                              "tokens read, operator tokens also change things.")
+    install_error_handlers(app)
+    for module in (system, targets, runs, recommendations, schedules):
+        app.include_router(module.router)
+    from web.pages import router as pages_router
+
+    app.include_router(pages_router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, status
+
+from advisor.errors import AdvisorError
+from web import schemas
+from web.deps import Limit, Offset, Operator, Service, Viewer
+from web.routes.runs import plan_of
+
+router = APIRouter(prefix="/api/schedules", tags=["schedules"])
+
+
+@router.get("", response_model=schemas.Page[schemas.Schedule])
+def list_schedules(service: Service, _: Viewer, target: str | None = None, limit: Limit = 50, offset: Offset = 0):
+    rows = service.schedules(target)
+    return {"items": rows[offset:offset + limit], "total": len(rows), "limit": limit, "offset": offset}
+
+
+@router.post("", response_model=schemas.Schedule, status_code=status.HTTP_201_CREATED)
+def add_schedule(body: schemas.ScheduleIn, service: Service, who: Operator):
+    target = service.target(body.target)
+    for r in body.runs:
+        if r.target not in (target["id"], target["name"]):
+            raise AdvisorError(f"every run of a schedule must be for its target {target['name']!r}, not {r.target!r}")
+    return service.add_schedule(target["id"], body.cron, [plan_of(r) for r in body.runs], who,
+                                timezone=body.timezone, auto_apply=body.auto_apply,
+                                auto_apply_knobs=body.auto_apply_knobs, max_regression=body.max_regression)
+
+
+@router.get("/{schedule_id}", response_model=schemas.Schedule)
+def get_schedule(schedule_id: str, service: Service, _: Viewer):
+    return service.schedule(schedule_id)
+
+
+@router.delete("/{schedule_id}", status_code=status.HTTP_204_NO_CONTENT)
+def remove_schedule(schedule_id: str, service: Service, who: Operator) -> None:
+    service.remove_schedule(schedule_id, who)
+
+
+@router.post("/{schedule_id}/fire", response_model=schemas.Schedule, status_code=status.HTTP_202_ACCEPTED)
+def fire(schedule_id: str, service: Service, who: Operator):
+    """Run the schedule's job now, in the background (its runs appear under /api/runs?target=...)."""
+    service.fire_schedule(schedule_id, who)
+    return service.schedule(schedule_id)

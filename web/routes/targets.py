@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, status
+
+from web import schemas, views
+from web.deps import Limit, Offset, Operator, Service, Viewer
+
+router = APIRouter(prefix="/api/targets", tags=["targets"])
+
+
+@router.get("", response_model=schemas.Page[schemas.Target])
+def list_targets(service: Service, _: Viewer, limit: Limit = 50, offset: Offset = 0):
+    rows = service.targets()
+    return {"items": rows[offset:offset + limit], "total": len(rows), "limit": limit, "offset": offset}
+
+
+@router.post("", response_model=schemas.Target, status_code=status.HTTP_201_CREATED)
+def add_target(body: schemas.TargetIn, service: Service, who: Operator):
+    """Register a database: it must be reachable with pg_stat_statements; the DSN is stored encrypted and a
+    first snapshot is taken."""
+    return service.add_target(body.name, body.dsn.get_secret_value(), who)
+
+
+@router.get("/{ref}", response_model=schemas.Target)
+def get_target(ref: str, service: Service, _: Viewer):
+    return service.target(ref)
+
+
+@router.delete("/{ref}", status_code=status.HTTP_204_NO_CONTENT)
+def remove_target(ref: str, service: Service, who: Operator) -> None:
+    service.remove_target(ref, who)
+
+
+@router.post("/{ref}/observe", response_model=schemas.Snapshot, status_code=status.HTTP_201_CREATED)
+def observe(ref: str, service: Service, who: Operator):
+    obs = service.observe_target(ref, who)
+    return next(views.snapshot(s) for s in service.snapshots(ref) if s["id"] == obs.snapshot_id)
+
+
+@router.get("/{ref}/snapshots", response_model=schemas.Page[schemas.Snapshot])
+def snapshots(ref: str, service: Service, _: Viewer, limit: Limit = 50, offset: Offset = 0):
+    rows = service.snapshots(ref)
+    return {"items": [views.snapshot(s) for s in rows[offset:offset + limit]], "total": len(rows), "limit": limit,
+            "offset": offset}

@@ -1,0 +1,164 @@
+"""The REST API's input and output models (pydantic lives only here and in settings). Outputs never carry
+credentials: a target's DSN is shown redacted (no password)."""
+
+from __future__ import annotations
+
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+T = TypeVar("T")
+
+RunKind = Literal["knobs", "indexes"]
+RecState = Literal["proposed", "validated", "rejected", "approved", "applied", "rolled_back"]
+RunState = Literal["queued", "running", "done", "failed", "interrupted", "skipped", "missed"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Error(BaseModel):
+    error: str = Field(description="machine-readable kind: bad_request, unauthorized, forbidden, not_found, "
+                                   "conflict, invalid_input")
+    message: str
+    details: list[dict[str, Any]] | None = None
+
+
+class Page(BaseModel, Generic[T]):
+    items: list[T]
+    total: int
+    limit: int
+    offset: int
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    store_schema: int
+    scheduler_running: bool
+    scheduled_jobs: int
+    runs_active: int
+
+
+class TargetIn(Strict):
+    name: str = Field(min_length=1, max_length=200, examples=["orders-prod"])
+    dsn: SecretStr = Field(description="libpq DSN or postgresql:// URL; stored encrypted, never returned",
+                           examples=["host=10.0.0.5 port=5432 dbname=orders user=advisor password=..."])
+
+
+class Target(BaseModel):
+    id: str
+    name: str
+    engine: str
+    dsn: str = Field(description="the DSN without its password")
+    created_at: float
+    registered: bool = Field(description="credentials stored, so runs and schedules can use it")
+    last_observed_at: float | None
+    last_summary: dict[str, Any] | None
+
+
+class Snapshot(BaseModel):
+    id: str
+    taken_at: float
+    summary: dict[str, Any]
+    statements: int
+    total_calls: int
+
+
+class RunIn(Strict):
+    target: str = Field(description="target id or name")
+    kind: RunKind
+    optimizer: str | None = Field(None, description="knobs: hibo, gp, tpe, random, rules; indexes: ia2, extend, "
+                                                    "dexter, ilp, noindex")
+    trials: int = Field(30, ge=2, le=10_000)
+    seeds: int = Field(3, ge=0, le=20)
+    repeats: int = Field(3, ge=1, le=100)
+    budget_mb: float | None = Field(None, gt=0, description="indexes: MiB of new indexes")
+    episodes: int = Field(300, ge=1, le=100_000)
+    samples: int = Field(48, ge=0, le=10_000)
+    rounds: int = Field(5, ge=1, le=100)
+    validate_: bool = Field(True, alias="validate")
+    sample_percent: float | None = Field(None, gt=0, le=100)
+
+
+class Run(BaseModel):
+    id: str
+    target_id: str
+    kind: str
+    optimizer: str
+    state: RunState
+    options: dict[str, Any]
+    progress: dict[str, Any] | None
+    result: dict[str, Any] | None
+    error: str | None
+    started_by: str | None
+    schedule_id: str | None
+    created_at: float
+    updated_at: float
+    trials_done: int = 0
+
+
+class Trial(BaseModel):
+    id: str
+    number: int | None
+    source: str | None
+    status: str
+    objective: float | None
+    config: dict[str, Any] | None
+    reason: str | None
+    duration_s: float | None
+    created_at: float
+
+
+class Recommendation(BaseModel):
+    id: str
+    target_id: str
+    kind: str
+    optimizer: str
+    state: RecState
+    changes: list[dict[str, Any]]
+    apply_sql: list[str]
+    revert_sql: list[str]
+    needs_restart: bool
+    created_at: float
+    run_id: str | None
+    gain: float | None = Field(description="measured gain on the shadow, 1 - candidate/baseline")
+    gain_ci: list[float | None] | None = Field(description="95% interval of the gain")
+    predicted_gain: float | None = Field(description="what the optimizer expected (what-if or search), when known")
+    evidence: dict[str, Any] | None
+    details: dict[str, Any]
+    applied: dict[str, Any] | None = Field(description="what the apply ran, when, by whom, and its revert SQL")
+
+
+class Note(Strict):
+    note: str = Field("", max_length=2000)
+
+
+class ScheduleIn(Strict):
+    target: str
+    cron: str = Field(examples=["0 2 * * *"], description="5 cron fields")
+    timezone: str = "UTC"
+    runs: list[RunIn] = Field(min_length=1, description="the runs of each firing; their 'target' must be this one")
+    auto_apply: Literal["none", "reload_knobs"] = "none"
+    auto_apply_knobs: list[str] = Field(default_factory=list, description="with reload_knobs: only these knobs")
+    max_regression: float = Field(0.10, gt=0, lt=10)
+
+
+class Schedule(BaseModel):
+    id: str
+    target_id: str
+    cron: str
+    timezone: str
+    plan: dict[str, Any]
+    created_at: float
+    created_by: str | None
+    last_fire_at: float | None
+    next_fire_at: float | None
+
+
+class AuditEntry(BaseModel):
+    at: float
+    actor: str
+    action: str
+    subject: str
+    detail: dict[str, Any]
