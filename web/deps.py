@@ -44,7 +44,7 @@ def operator(who: Annotated[Principal, Depends(api_principal)]) -> Principal:
 Viewer = Annotated[Principal, Depends(viewer)]
 Operator = Annotated[Principal, Depends(operator)]
 Limit = Annotated[int, Query(ge=1, le=500, description="page size")]
-Offset = Annotated[int, Query(ge=0, description="items to skip")]
+Offset = Annotated[int, Query(ge=0, le=1_000_000_000, description="items to skip")]
 
 
 def page_session(request: Request, service: Service) -> tuple[Principal, str]:

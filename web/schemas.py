@@ -3,7 +3,7 @@ credentials: a target's DSN is shown redacted (no password)."""
 
 from __future__ import annotations
 
-from typing import Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
@@ -23,6 +23,12 @@ class Error(BaseModel):
                                    "conflict, invalid_input")
     message: str
     details: list[dict[str, Any]] | None = None
+
+
+ERRORS = {code: {"model": Error, "description": what} for code, what in (
+    (400, "bad input the server understood (e.g. an invalid cron, an unreachable target)"),
+    (401, "no token, or an unknown or revoked one"), (403, "the token's role does not allow this"),
+    (404, "no such object"), (409, "conflicts with the current state"), (422, "input that fails the schema"))}
 
 
 class Page(BaseModel, Generic[T]):
@@ -65,20 +71,54 @@ class Snapshot(BaseModel):
     total_calls: int
 
 
-class RunIn(Strict):
-    target: str = Field(description="target id or name")
-    kind: RunKind
-    optimizer: str | None = Field(None, description="knobs: hibo, gp, tpe, random, rules; indexes: ia2, extend, "
-                                                    "dexter, ilp, noindex")
+def _optimizers(kind: str) -> type:
+    from optimizers import registry
+
+    return Literal[tuple(sorted(cls.name for cls in registry.available(kind)))]  # type: ignore[return-value]
+
+
+KnobOptimizer = _optimizers("knobs")
+IndexOptimizer = _optimizers("indexes")
+
+
+class KnobRunSpec(Strict):
+    """A knob run: a search of ``trials`` trials on a shadow (hibo, gp, tpe, random) or one rule-based
+    configuration (rules), validated against the current settings."""
+
+    kind: Literal["knobs"]
+    optimizer: KnobOptimizer = "hibo"  # type: ignore[valid-type]
     trials: int = Field(30, ge=2, le=10_000)
-    seeds: int = Field(3, ge=0, le=20)
-    repeats: int = Field(3, ge=1, le=100)
-    budget_mb: float | None = Field(None, gt=0, description="indexes: MiB of new indexes")
-    episodes: int = Field(300, ge=1, le=100_000)
-    samples: int = Field(48, ge=0, le=10_000)
+    seeds: int = Field(3, ge=0, le=20, description="seed configurations (LLM or rules) tried first")
+    repeats: int = Field(3, ge=1, le=100, description="executions of each statement per trial")
+    rounds: int = Field(5, ge=1, le=100, description="interleaved A/B rounds of the validation")
+    validate_: bool = Field(True, alias="validate")
+    sample_percent: float | None = Field(None, gt=0, le=100)
+
+
+class IndexRunSpec(Strict):
+    """An index run: candidates and what-if costs on a shadow, the optimizer's set within ``budget_mb``, each
+    index built and measured on the shadow."""
+
+    kind: Literal["indexes"]
+    budget_mb: float = Field(gt=0, le=10_000_000, description="MiB of new indexes")
+    optimizer: IndexOptimizer = "ia2"  # type: ignore[valid-type]
+    episodes: int = Field(300, ge=1, le=100_000, description="IA2 training episodes (when no model is stored)")
+    samples: int = Field(48, ge=0, le=10_000, description="IA2 rollouts sampled besides the greedy one")
     rounds: int = Field(5, ge=1, le=100)
     validate_: bool = Field(True, alias="validate")
     sample_percent: float | None = Field(None, gt=0, le=100)
+
+
+class KnobRunIn(KnobRunSpec):
+    target: str = Field(description="target id or name")
+
+
+class IndexRunIn(IndexRunSpec):
+    target: str = Field(description="target id or name")
+
+
+RunSpec = Annotated[KnobRunSpec | IndexRunSpec, Field(discriminator="kind")]
+RunIn = Annotated[KnobRunIn | IndexRunIn, Field(discriminator="kind")]
 
 
 class Run(BaseModel):
@@ -138,7 +178,7 @@ class ScheduleIn(Strict):
     target: str
     cron: str = Field(examples=["0 2 * * *"], description="5 cron fields")
     timezone: str = "UTC"
-    runs: list[RunIn] = Field(min_length=1, description="the runs of each firing; their 'target' must be this one")
+    runs: list[RunSpec] = Field(min_length=1, max_length=10, description="the runs of each firing, in order")
     auto_apply: Literal["none", "reload_knobs"] = "none"
     auto_apply_knobs: list[str] = Field(default_factory=list, description="with reload_knobs: only these knobs")
     max_regression: float = Field(0.10, gt=0, lt=10)

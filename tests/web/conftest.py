@@ -3,6 +3,8 @@ workload whose validated recommendation is an index (a lookup on an unindexed co
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -12,10 +14,8 @@ from web.main import create_app
 PASSWORD = "s3cret-Pa55word-never-shown"
 
 
-@pytest.fixture(scope="module")
-def prod(pg):
-    """A 'production' database with a password-protected login role and a lookup workload."""
-    dbname = "prod_web"
+def lookup_workload(pg, dbname: str) -> str:
+    """A database with 200,000 orders and 40 lookups by the unindexed ``customer``; its DSN with a password."""
     dsn = pg.create_database(dbname)
     run(dsn, "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'advisor_web') THEN "
              f"CREATE ROLE advisor_web LOGIN SUPERUSER PASSWORD '{PASSWORD}'; END IF; END $$",
@@ -28,13 +28,35 @@ def prod(pg):
     return f"host=127.0.0.1 port={port} dbname={dbname} user=advisor_web password={PASSWORD}"
 
 
+@pytest.fixture(scope="module")
+def prod(pg):
+    """A 'production' database (its own per test module) with a password in its DSN and a lookup workload."""
+    return lookup_workload(pg, "prod_" + uuid.uuid4().hex[:8])
+
+
+class Recorder:
+    """Every response body a test's client saw, to search for secrets."""
+
+    def __init__(self):
+        self.bodies: list[str] = []
+
+    def __call__(self, response) -> None:
+        response.read()
+        self.bodies.append(f"{response.request.method} {response.request.url} {response.status_code} "
+                           f"{dict(response.headers)} {response.text}")
+
+
 @pytest.fixture
 def app_client(tmp_path, monkeypatch):
     """(client, service) over a fresh store; the scheduler runs; runs execute on the background executor."""
     monkeypatch.setenv("ADVISOR_KEY_FILE", str(tmp_path / "secret.key"))
     app = create_app(str(tmp_path / "advisor.duckdb"))
+    recorder = Recorder()
     with TestClient(app) as client:
+        client.event_hooks["response"].append(recorder)
         yield client, app.state.service
+    leaked = [b for b in recorder.bodies if PASSWORD in b]
+    assert not leaked, f"the target's password appeared in a response: {leaked[0][:300]}"
 
 
 @pytest.fixture

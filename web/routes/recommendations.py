@@ -5,7 +5,7 @@ from fastapi import APIRouter, Query
 from web import schemas, views
 from web.deps import Limit, Offset, Operator, Service, Viewer
 
-router = APIRouter(prefix="/api/recommendations", tags=["recommendations"])
+router = APIRouter(prefix="/api/recommendations", tags=["recommendations"], responses=schemas.ERRORS)
 
 
 @router.get("", response_model=schemas.Page[schemas.Recommendation])

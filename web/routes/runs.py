@@ -6,12 +6,11 @@ from advisor.runs import RunPlan
 from web import schemas, views
 from web.deps import Limit, Offset, Operator, Service, Viewer
 
-router = APIRouter(prefix="/api/runs", tags=["tuning runs"])
+router = APIRouter(prefix="/api/runs", tags=["tuning runs"], responses=schemas.ERRORS)
 
 
-def plan_of(body: schemas.RunIn) -> RunPlan:
-    fields = body.model_dump(by_alias=True, exclude={"target"})
-    return RunPlan(**fields)
+def plan_of(body: schemas.KnobRunSpec | schemas.IndexRunSpec) -> RunPlan:
+    return RunPlan(**body.model_dump(by_alias=True, exclude={"target"}))
 
 
 @router.post("", response_model=schemas.Run, status_code=status.HTTP_202_ACCEPTED)

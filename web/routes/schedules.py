@@ -2,12 +2,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
-from advisor.errors import AdvisorError
 from web import schemas
 from web.deps import Limit, Offset, Operator, Service, Viewer
 from web.routes.runs import plan_of
 
-router = APIRouter(prefix="/api/schedules", tags=["schedules"])
+router = APIRouter(prefix="/api/schedules", tags=["schedules"], responses=schemas.ERRORS)
 
 
 @router.get("", response_model=schemas.Page[schemas.Schedule])
@@ -18,11 +17,7 @@ def list_schedules(service: Service, _: Viewer, target: str | None = None, limit
 
 @router.post("", response_model=schemas.Schedule, status_code=status.HTTP_201_CREATED)
 def add_schedule(body: schemas.ScheduleIn, service: Service, who: Operator):
-    target = service.target(body.target)
-    for r in body.runs:
-        if r.target not in (target["id"], target["name"]):
-            raise AdvisorError(f"every run of a schedule must be for its target {target['name']!r}, not {r.target!r}")
-    return service.add_schedule(target["id"], body.cron, [plan_of(r) for r in body.runs], who,
+    return service.add_schedule(body.target, body.cron, [plan_of(r) for r in body.runs], who,
                                 timezone=body.timezone, auto_apply=body.auto_apply,
                                 auto_apply_knobs=body.auto_apply_knobs, max_regression=body.max_regression)
 

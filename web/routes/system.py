@@ -5,7 +5,7 @@ from fastapi import APIRouter
 from web import schemas
 from web.deps import Limit, Offset, Service, Viewer
 
-router = APIRouter(prefix="/api", tags=["system"])
+router = APIRouter(prefix="/api", tags=["system"], responses=schemas.ERRORS)
 
 
 @router.get("/health", response_model=schemas.Health)

@@ -5,7 +5,7 @@ from fastapi import APIRouter, status
 from web import schemas, views
 from web.deps import Limit, Offset, Operator, Service, Viewer
 
-router = APIRouter(prefix="/api/targets", tags=["targets"])
+router = APIRouter(prefix="/api/targets", tags=["targets"], responses=schemas.ERRORS)
 
 
 @router.get("", response_model=schemas.Page[schemas.Target])

@@ -1,0 +1,155 @@
+"""The REST API over the real app and a real 'production' Postgres: authorization, the recommendation
+lifecycle down to the production server, errors, pagination; the target's password in no response."""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+import pytest
+
+from tests.web.conftest import INDEX_RUN, PASSWORD
+
+
+def wait_run(client, headers, run_id: str, timeout_s: float = 180) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        run = client.get(f"/api/runs/{run_id}", headers=headers).json()
+        if run["state"] not in ("queued", "running"):
+            return run
+        time.sleep(0.3)
+    raise AssertionError(f"run {run_id} did not end in {timeout_s} s")
+
+
+def indexes_on(dsn: str, table: str) -> set[str]:
+    with psycopg.connect(dsn.replace(f"password={PASSWORD}", ""), autocommit=True) as conn:
+        return {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = %s", [table])}
+
+
+@pytest.fixture
+def registered(app_client, tokens, prod):
+    client, _ = app_client
+    r = client.post("/api/targets", json={"name": "prod", "dsn": prod}, headers=tokens["operator"])
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def test_health_needs_no_token(app_client):
+    client, _ = app_client
+    r = client.get("/api/health")
+    assert r.status_code == 200 and r.json()["status"] == "ok" and r.json()["scheduler_running"] is True
+
+
+def test_authorization(app_client, tokens, registered):
+    client, service = app_client
+    r = client.get("/api/targets")
+    assert r.status_code == 401 and r.json()["error"] == "unauthorized" and "Bearer" in r.json()["message"]
+    assert r.headers["www-authenticate"] == "Bearer"
+    assert client.get("/api/targets", headers={"Authorization": "Bearer nope"}).status_code == 401
+    assert client.get("/api/targets", headers=tokens["viewer"]).status_code == 200
+    r = client.post("/api/runs", json={"target": "prod", **INDEX_RUN}, headers=tokens["viewer"])
+    assert r.status_code == 403 and "operator" in r.json()["message"]
+    r = client.post("/api/targets/prod/observe", headers=tokens["viewer"])
+    assert r.status_code == 403
+    service.revoke_token("viewer-1")
+    r = client.get("/api/targets", headers=tokens["viewer"])
+    assert r.status_code == 401 and "revoked" in r.json()["message"]
+
+
+def test_register_target_hides_credentials(app_client, tokens, registered, prod, tmp_path):
+    client, service = app_client
+    assert registered["registered"] is True and "password" not in registered["dsn"]
+    assert registered["last_observed_at"] is not None and registered["last_summary"]["tables"] >= 1
+    page = client.get("/api/targets?limit=1&offset=0", headers=tokens["viewer"]).json()
+    assert page["total"] == 1 and page["items"][0]["name"] == "prod"
+    snaps = client.get("/api/targets/prod/snapshots", headers=tokens["viewer"]).json()
+    assert snaps["total"] == 1 and snaps["items"][0]["statements"] >= 1
+    service.store.db.execute("CHECKPOINT")
+    raw = (tmp_path / "advisor.duckdb").read_bytes()
+    assert PASSWORD.encode() not in raw  # encrypted at rest
+    assert (tmp_path / "secret.key").stat().st_mode & 0o777 == 0o600
+
+
+def test_bad_input_gets_clear_errors(app_client, tokens, registered):
+    client, _ = app_client
+    op = tokens["operator"]
+    r = client.post("/api/targets", json={"name": "down", "dsn": "host=127.0.0.1 port=1 dbname=x"}, headers=op)
+    assert r.status_code == 400 and "cannot connect" in r.json()["message"]
+    r = client.post("/api/targets", json={"name": "x", "dsn": "d", "extra": 1}, headers=op)
+    assert r.status_code == 422 and r.json()["error"] == "invalid_input" and "extra" in r.json()["message"]
+    assert client.get("/api/targets/nope", headers=op).status_code == 404
+    assert client.get("/api/recommendations/nope", headers=op).json()["error"] == "not_found"
+    r = client.post("/api/runs", json={"target": "prod", "kind": "indexes"}, headers=op)
+    assert r.status_code == 422 and "budget_mb" in r.json()["message"]
+    r = client.post("/api/runs", json={"target": "prod", "kind": "knobs", "optimizer": "magic"}, headers=op)
+    assert r.status_code == 422 and "optimizer" in r.json()["message"]
+    r = client.post("/api/runs", json={"target": "prod", "kind": "views"}, headers=op)
+    assert r.status_code == 422
+    r = client.get("/api/recommendations?limit=0", headers=op)
+    assert r.status_code == 422 and "limit" in r.json()["message"]
+    r = client.post("/api/schedules", json={"target": "prod", "cron": "every night",
+                                            "runs": [INDEX_RUN]}, headers=op)
+    assert r.status_code == 400 and "cron" in r.json()["message"]
+
+
+def test_recommendation_lifecycle_reaches_production(app_client, tokens, registered, prod):
+    client, service = app_client
+    op, viewer = tokens["operator"], tokens["viewer"]
+    r = client.post("/api/runs", json={"target": "prod", **INDEX_RUN}, headers=op)
+    assert r.status_code == 202 and r.json()["state"] in ("queued", "running", "done")
+    run = wait_run(client, op, r.json()["id"])
+    assert run["state"] == "done", run
+    assert run["progress"]["log"] and run["result"]["state"] == "validated"
+    page = client.get("/api/recommendations?state=validated&kind=indexes", headers=viewer).json()
+    assert page["total"] == 1
+    rec = page["items"][0]
+    assert rec["run_id"] == run["id"] and rec["gain"] > 0.5 and rec["gain_ci"][0] > 0.5
+    assert rec["predicted_gain"] > 0.5 and rec["apply_sql"][0].startswith("CREATE INDEX CONCURRENTLY")
+    assert client.get("/api/recommendations?state=applied", headers=viewer).json()["total"] == 0
+    rid = rec["id"]
+
+    assert client.post(f"/api/recommendations/{rid}/approve", headers=viewer).status_code == 403
+    r = client.post(f"/api/recommendations/{rid}/apply", headers=op)
+    assert r.status_code == 409 and "approve" in r.json()["message"]
+    before = indexes_on(prod, "orders")
+    r = client.post(f"/api/recommendations/{rid}/approve", json={"note": "looks right"}, headers=op)
+    assert r.status_code == 200 and r.json()["state"] == "approved"
+    r = client.post(f"/api/recommendations/{rid}/apply", headers=op)
+    assert r.status_code == 200, r.text
+    applied = r.json()
+    assert applied["state"] == "applied" and applied["applied"]["by"] == "token:operator-1"
+    assert applied["applied"]["revert_sql"][0].startswith("DROP INDEX CONCURRENTLY")
+    assert indexes_on(prod, "orders") - before == {"orders_customer_advisor_idx"}
+    assert client.post(f"/api/recommendations/{rid}/apply", headers=op).status_code == 409  # not twice
+    r = client.post(f"/api/recommendations/{rid}/rollback", headers=op)
+    assert r.status_code == 200 and r.json()["state"] == "rolled_back"
+    assert indexes_on(prod, "orders") == before
+
+    audit = client.get(f"/api/audit?subject={rid}", headers=viewer).json()["items"]
+    trail = [(a["action"], a["actor"]) for a in audit]
+    assert trail[-3:] == [("approved", "token:operator-1"), ("applied", "token:operator-1"),
+                          ("rolled_back", "token:operator-1")]
+    trials = client.get(f"/api/runs/{run['id']}/trials", headers=viewer)
+    assert trials.status_code == 200
+
+
+def test_runs_of_one_target_never_overlap(app_client, tokens, registered):
+    client, service = app_client
+    op = tokens["operator"]
+    first = client.post("/api/runs", json={"target": "prod", **INDEX_RUN}, headers=op)
+    second = client.post("/api/runs", json={"target": "prod", **INDEX_RUN}, headers=op)
+    assert first.status_code == 202
+    wait_run(client, op, first.json()["id"])
+    assert second.status_code == 409 and first.json()["id"] in second.json()["message"]
+    listing = client.get("/api/runs?target=prod&limit=1", headers=op).json()
+    assert listing["total"] == 1 and listing["limit"] == 1
+
+
+def test_openapi_documents_every_resource(app_client):
+    client, _ = app_client
+    doc = client.get("/api/openapi.json").json()
+    paths = set(doc["paths"])
+    for p in ("/api/targets", "/api/runs/{run_id}", "/api/recommendations/{rec_id}/apply", "/api/schedules",
+              "/api/health", "/api/audit", "/api/targets/{ref}/snapshots", "/api/runs/{run_id}/trials"):
+        assert p in paths
+    assert "TargetIn" in doc["components"]["schemas"] and "Recommendation" in doc["components"]["schemas"]
