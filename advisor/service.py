@@ -658,7 +658,7 @@ class AdvisorService:
         self.store.audit(who.actor, "add_schedule", schedule_id, {"target": target["name"], "cron": cron, **doc})
         if self.scheduler is not None:
             self.scheduler.sync()
-        return self.store.schedule(schedule_id)
+        return self.schedule(schedule_id)
 
     scheduler = None  # an advisor.scheduling.Scheduler when the server runs one
 
