@@ -1,8 +1,9 @@
 """Tuning runs started through the service: what a run does (``RunPlan``), its progress as it goes, and the
 executor that runs them in the background for the web server and the scheduler.
 
-A run is a row of ``tuning_runs``: queued -> running -> done | failed | interrupted (the server stopped during
-it). A target has at most one queued or running run at a time (``AdvisorService.start_run`` refuses a second
+A run is a row of ``tuning_runs``: queued -> running -> done | failed | cancelled | interrupted (the process
+died during it). Cancelling is cooperative: the run stops at its next progress message (``ProgressLog`` raises
+``RunCancelled``), and its shadow is stopped on the way out. A target has at most one queued or running run at a time (``AdvisorService.start_run`` refuses a second
 with ``Conflict``), so scheduled and manual runs never overlap on one target.
 """
 
@@ -16,6 +17,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from advisor.errors import AdvisorError
+
+
+class RunCancelled(Exception):
+    """The run was cancelled (by an operator, or because the server is stopping). Not an AdvisorError, so that
+    no handler of a trial's errors mistakes it for a failed trial and carries on."""
 
 KINDS = ("knobs", "indexes")
 DEFAULT_OPTIMIZER = {"knobs": "hibo", "indexes": "ia2"}
@@ -75,14 +81,19 @@ class ProgressLog:
     """A run's ``say``: every message goes to the run's row (last message, recent lines, elapsed seconds) and on
     to ``echo``. Writes are throttled to one per ``min_interval_s`` except the first and the last."""
 
-    def __init__(self, store, run_id: str, echo: Callable[[str], None], min_interval_s: float = 0.2):
+    def __init__(self, store, run_id: str, echo: Callable[[str], None], min_interval_s: float = 0.2,
+                 cancelled: Callable[[], str | None] = lambda: None):
         self.store, self.run_id, self.echo = store, run_id, echo
+        self.cancelled = cancelled
         self.started = time.monotonic()
         self.lines: list[str] = []
         self.min_interval_s = min_interval_s
         self._last_write = 0.0
 
     def __call__(self, message: str) -> None:
+        why = self.cancelled()
+        if why:
+            raise RunCancelled(why)
         elapsed = time.monotonic() - self.started
         self.lines = [*self.lines[-(LOG_LINES - 1):], f"[{elapsed:7.1f}s] {message}"]
         self.echo(message)
@@ -105,16 +116,31 @@ class RunExecutor:
         self._execute = execute
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="advisor-run")
         self._futures: dict[str, Future] = {}
+        self._cancelled: dict[str, str] = {}
         self._lock = threading.Lock()
 
     def submit(self, run_id: str) -> None:
         with self._lock:
             self._futures[run_id] = self._pool.submit(self._execute, run_id)
 
+    def cancel(self, run_id: str, why: str) -> None:
+        self._cancelled[run_id] = why
+
+    def cancelled(self, run_id: str) -> str | None:
+        return self._cancelled.get(run_id) or self._cancelled.get("*")
+
     def wait(self, run_id: str, timeout_s: float | None = None) -> None:
         future = self._futures.get(run_id)
         if future is not None:
             future.result(timeout=timeout_s)
 
-    def shutdown(self, wait: bool = False) -> None:
-        self._pool.shutdown(wait=wait, cancel_futures=True)
+    def shutdown(self, timeout_s: float = 60.0) -> None:
+        """Cancel every run and wait (up to ``timeout_s``) for the running ones to stop their shadows."""
+        self._cancelled["*"] = "the server stopped"
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + timeout_s
+        for future in list(self._futures.values()):
+            try:
+                future.result(timeout=max(0.0, deadline - time.monotonic()))
+            except Exception:  # noqa: BLE001 - cancelled, failed or still going: nothing more to do here
+                pass

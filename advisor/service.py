@@ -21,7 +21,7 @@ from advisor.indexing import build_problem
 from advisor.errors import AdvisorError, Conflict, Unauthorized
 from advisor.production import apply_recommendation, rollback_recommendation
 from advisor.progress import Say, silent
-from advisor.runs import ACTIVE, ProgressLog, RunPlan
+from advisor.runs import ACTIVE, ProgressLog, RunCancelled, RunPlan
 from advisor.scheduling import AUTO_APPLY, check_cron, next_fire, run_scheduled
 from advisor.secrets import vault_for
 from advisor.settings import get_settings
@@ -479,17 +479,21 @@ class AdvisorService:
         if run["state"] != "queued":
             raise Conflict(f"tuning run {run_id} is {run['state']}, not queued")
         plan = RunPlan.from_dict(run["options"]["plan"])
-        progress = ProgressLog(self.store, run_id, self.say)
+        cancelled = (lambda: self.executor.cancelled(run_id)) if self.executor is not None else (lambda: None)
+        progress = ProgressLog(self.store, run_id, self.say, cancelled=cancelled)
         self.store.update_run(run_id, state="running")
         worker = AdvisorService(self.store, progress)
         try:
             target = self.store.target(run["target_id"])
             result = worker._tune_plan(self._dsn(target), target["name"], plan, run_id)
         except Exception as e:  # noqa: BLE001 - every failure ends the run with its message, never silently
-            message = str(e) if isinstance(e, AdvisorError) else f"internal error ({type(e).__name__}: {e})"
-            progress(f"failed: {message}")
+            message = str(e) if isinstance(e, (AdvisorError, RunCancelled)) \
+                else f"internal error ({type(e).__name__}: {e})"
+            progress.cancelled = lambda: None
+            progress(f"{'cancelled' if isinstance(e, RunCancelled) else 'failed'}: {message}")
             progress.flush()
-            self.store.update_run(run_id, state="failed", error=message)
+            self.store.update_run(run_id, state="cancelled" if isinstance(e, RunCancelled) else "failed",
+                                  error=message)
             return self.store.run(run_id)
         rec = result.recommendation
         progress(f"done: {result.message}")
@@ -516,6 +520,18 @@ class AdvisorService:
 
     def run(self, run_id: str) -> dict:
         return self.store.run(run_id)
+
+    def cancel_run(self, run_id: str, who: Principal = ADMIN) -> dict:
+        """Ask a queued or running run to stop (it stops at its next step and stops its shadow)."""
+        who.require("operator")
+        run = self.store.run(run_id)
+        if run["state"] not in ACTIVE:
+            raise Conflict(f"tuning run {run_id} is {run['state']}; only a queued or running run can be cancelled")
+        if self.executor is None:
+            raise Conflict(f"tuning run {run_id} is not running in this process; stop the process running it")
+        self.executor.cancel(run_id, f"cancelled by {who.actor}")
+        self.store.audit(who.actor, "cancel_run", run_id, {})
+        return run
 
     def runs(self, target: str | None = None, state: str | None = None, limit: int | None = None,
              offset: int = 0) -> list[dict]:

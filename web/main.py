@@ -44,7 +44,7 @@ def create_app(store_path: str | None = None, *, scheduler: bool = True, max_par
         finally:
             if service.scheduler is not None:
                 service.scheduler.shutdown()
-            service.executor.shutdown(wait=False)
+            service.executor.shutdown()
             store.close()
 
     app = FastAPI(title="db-advisor", version="0.1.0", lifespan=lifespan, docs_url="/api/docs",

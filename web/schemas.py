@@ -11,7 +11,7 @@ T = TypeVar("T")
 
 RunKind = Literal["knobs", "indexes"]
 RecState = Literal["proposed", "validated", "rejected", "approved", "applied", "rolled_back"]
-RunState = Literal["queued", "running", "done", "failed", "interrupted", "skipped", "missed"]
+RunState = Literal["queued", "running", "done", "failed", "cancelled", "interrupted", "skipped", "missed"]
 
 
 class Strict(BaseModel):

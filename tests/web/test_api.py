@@ -153,3 +153,20 @@ def test_openapi_documents_every_resource(app_client):
               "/api/health", "/api/audit", "/api/targets/{ref}/snapshots", "/api/runs/{run_id}/trials"):
         assert p in paths
     assert "TargetIn" in doc["components"]["schemas"] and "Recommendation" in doc["components"]["schemas"]
+
+
+def test_a_running_run_can_be_cancelled(app_client, tokens, registered):
+    client, service = app_client
+    op = tokens["operator"]
+    run = client.post("/api/runs", json={"target": "prod", "kind": "knobs", "optimizer": "random", "trials": 50,
+                                          "rounds": 2, "repeats": 1}, headers=op).json()
+    deadline = time.monotonic() + 120
+    while client.get(f"/api/runs/{run['id']}", headers=op).json()["trials_done"] < 1:
+        assert time.monotonic() < deadline, "no trial ran"
+        time.sleep(0.3)
+    assert client.post(f"/api/runs/{run['id']}/cancel", headers=tokens["viewer"]).status_code == 403
+    assert client.post(f"/api/runs/{run['id']}/cancel", headers=op).status_code == 202
+    ended = wait_run(client, op, run["id"], 120)
+    assert ended["state"] == "cancelled" and "operator-1" in ended["error"]
+    assert ended["trials_done"] < 50
+    assert client.post(f"/api/runs/{run['id']}/cancel", headers=op).status_code == 409

@@ -35,6 +35,12 @@ def get_run(run_id: str, service: Service, _: Viewer):
     return views.run(run, len(service.trials(run_id)))
 
 
+@router.post("/{run_id}/cancel", response_model=schemas.Run, status_code=status.HTTP_202_ACCEPTED)
+def cancel_run(run_id: str, service: Service, who: Operator):
+    """Ask a queued or running run to stop; it ends as 'cancelled' at its next step, its shadow stopped."""
+    return views.run(service.cancel_run(run_id, who))
+
+
 @router.get("/{run_id}/trials", response_model=schemas.Page[schemas.Trial])
 def trials(run_id: str, service: Service, _: Viewer, limit: Limit = 500, offset: Offset = 0):
     rows = service.trials(run_id)
