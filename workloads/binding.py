@@ -151,13 +151,15 @@ class Binder:
         name = "advisor_bind"
         try:
             execute_one(self.conn.cursor(), sql.SQL("PREPARE {} AS ").format(sql.Identifier(name)) + sql.SQL(text))  # type: ignore[arg-type]
+        except psycopg.errors.Error as e:
+            raise BadStatement(f"cannot prepare statement: {(e.diag.message_primary or str(e)).strip()}") from None
+        try:
             row = self.conn.execute(TAG + "SELECT parameter_types::text[] FROM pg_prepared_statements WHERE name = %s",
                                     (name,)).fetchone()
             return list(row[0]) if row else []
-        except psycopg.errors.Error as e:
-            raise BadStatement(f"cannot prepare statement: {(e.diag.message_primary or str(e)).strip()}") from None
         finally:
-            self.conn.execute(sql.SQL("DEALLOCATE ALL"))
+            # only our own: DEALLOCATE ALL would also drop the statements psycopg prepares for its repeated queries
+            self.conn.execute(sql.SQL("DEALLOCATE {}").format(sql.Identifier(name)))
 
     def _column_value(self, ref: tuple[str, str, str] | None, text: str) -> str | None:
         if ref is None or ref[2] == "LIMIT":

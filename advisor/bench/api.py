@@ -81,6 +81,7 @@ def _wait(predicate, timeout_s: float, what: str):
 
 
 def run_api_bench(options: ApiBenchOptions, say: Say = silent) -> dict:
+    from advisor.playground import create_shop
     from advisor.runs import RunPlan
     from advisor.service import AdvisorService
     from advisor.store import Store, new_id
@@ -94,7 +95,7 @@ def run_api_bench(options: ApiBenchOptions, say: Say = silent) -> dict:
     os.environ["ADVISOR_KEY_FILE"] = env["ADVISOR_KEY_FILE"]
     started = time.monotonic()
     with PostgresSandbox("bench-prod") as prod:  # production-like: fsync on
-        dsn = _production(prod)
+        dsn = create_shop(prod)
         say("registering the target and running one index run (in this process, before the server starts)")
         with Store(store_path) as store:
             service = AdvisorService(store, say)
@@ -166,19 +167,3 @@ def table(doc: dict) -> str:
         f"  latency ms: p50 {doc['p50_ms']}  p95 {doc['p95_ms']}  p99 {doc['p99_ms']}  max {doc['max_ms']}",
         f"  target p99 < {doc['target_p99_ms']:g} ms: {'met' if doc['meets_target'] else 'NOT met'}"
         + ("" if doc["valid"] else " (INVALID: the tuning run was not running throughout)")])
-
-
-def _production(sandbox) -> str:
-    """A database with 200,000 orders and a workload of lookups by an unindexed column."""
-    import psycopg
-
-    dsn = sandbox.create_database("shop")
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("CREATE TABLE orders (id int PRIMARY KEY, customer int NOT NULL, note text)")
-        conn.execute("INSERT INTO orders SELECT x, x % 20000, repeat('x', 40) FROM generate_series(1, 200000) x")
-        conn.execute("ANALYZE orders")
-        conn.execute("SELECT pg_stat_statements_reset()")
-        for c in range(40):
-            conn.execute("SELECT id, note FROM orders WHERE customer = %s", [c * 7])
-            conn.execute("SELECT count(*) FROM orders WHERE id BETWEEN %s AND %s", [c * 100, c * 100 + 5000])
-    return dsn

@@ -1,5 +1,6 @@
 """Fixtures for the server: the real app over a store in tmp, tokens of both roles, a registered target with a
-workload whose validated recommendation is an index (a lookup on an unindexed column of 200,000 rows)."""
+workload whose validated recommendation is an index (``advisor.playground``: lookups on an unindexed column of
+200,000 rows)."""
 
 from __future__ import annotations
 
@@ -8,30 +9,16 @@ import uuid
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.conftest import run
+from advisor.playground import create_shop
 from web.main import create_app
 
 PASSWORD = "s3cret-Pa55word-never-shown"
 
 
-def lookup_workload(pg, dbname: str) -> str:
-    """A database with 200,000 orders and 40 lookups by the unindexed ``customer``; its DSN with a password."""
-    dsn = pg.create_database(dbname)
-    run(dsn, "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'advisor_web') THEN "
-             f"CREATE ROLE advisor_web LOGIN SUPERUSER PASSWORD '{PASSWORD}'; END IF; END $$",
-        "CREATE TABLE orders (id int PRIMARY KEY, customer int NOT NULL, note text)",
-        "INSERT INTO orders SELECT x, x % 20000, repeat('x', 40) FROM generate_series(1, 200000) x",
-        "ANALYZE orders", "SELECT pg_stat_statements_reset()")
-    for c in range(40):
-        run(dsn, f"SELECT id, note FROM orders WHERE customer = {c * 7}")
-    port = dsn.split("port=")[1].split()[0]
-    return f"host=127.0.0.1 port={port} dbname={dbname} user=advisor_web password={PASSWORD}"
-
-
 @pytest.fixture(scope="module")
 def prod(pg):
     """A 'production' database (its own per test module) with a password in its DSN and a lookup workload."""
-    return lookup_workload(pg, "prod_" + uuid.uuid4().hex[:8])
+    return create_shop(pg, "prod_" + uuid.uuid4().hex[:8], password=PASSWORD)
 
 
 class Recorder:

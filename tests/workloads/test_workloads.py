@@ -75,3 +75,13 @@ def test_tpch_parameters_follow_the_specification():
     assert 60 <= delta <= 120
     with pytest.raises(KeyError):
         tpch.query(23, rng)
+
+
+def test_binding_many_parameterized_statements_keeps_the_drivers_prepared_statements(db):
+    # psycopg prepares a query it runs 5 times; binding once dropped those with DEALLOCATE ALL and then failed
+    run(db, "CREATE TABLE o (id int PRIMARY KEY, c int, a int)", "INSERT INTO o SELECT x, x % 50, x % 7 "
+        "FROM generate_series(1, 2000) x", "ANALYZE o")
+    statements = tuple(Statement(str(i), f"SELECT * FROM o WHERE c = $1 AND a = $2 AND id > $3 + {i}", 1, 1.0)
+                       for i in range(6))
+    bound, skipped = bind_workload(PostgresConnector(db), Workload(statements))
+    assert not skipped and len(bound) == 6 and all("$" not in b.sql for b in bound)
