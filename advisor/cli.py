@@ -38,15 +38,6 @@ class Storage(str, Enum):
     san = "san"
 
 
-class State(str, Enum):
-    proposed = "proposed"
-    validated = "validated"
-    rejected = "rejected"
-    approved = "approved"
-    applied = "applied"
-    rolled_back = "rolled_back"
-
-
 def _service(store: str | None, quiet: bool = False):
     from advisor.service import AdvisorService
     from advisor.store import open_store
@@ -195,19 +186,6 @@ def tune_indexes(target: Target,
 
 
 @app.command()
-def recommendations(json_out: JsonFlag = False,
-                    state: Annotated[State | None, typer.Option(help="only this state")] = None,
-                    store: StoreOpt = None) -> None:
-    """List stored recommendations, newest first."""
-    service = _service(store, quiet=True)
-    recs = service.recommendations(state.value if state else None)
-    if json_out:
-        _emit_json({"recommendations": [codec.recommendation_dict(r) for r in recs]})
-    else:
-        render.recommendations(Console(), recs)
-
-
-@app.command()
 def demo(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.001, max=10)] = 0.1,
          rounds: Annotated[int, typer.Option(help="interleaved A/B rounds", min=1)] = 5,
          streams: Annotated[int, typer.Option(help="TPC-H streams run as the workload", min=1)] = 3,
@@ -293,6 +271,11 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
     else:
         print(table(doc))
         print(f"saved {out}/indexes.json and {out}/indexes-rc.png")
+
+
+from advisor.cli_service import register  # noqa: E402 - the service groups, after the app exists
+
+register(app)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.console import Console
 from rich.table import Table
 
@@ -121,4 +123,29 @@ def recommendations(console: Console, recs: list[Recommendation]) -> None:
         ev = r.evidence
         table.add_row(r.id, r.kind, r.optimizer, r.state, str(len(r.changes)),
                       f"{ev.gain:+.1%}" if ev else "-", f"{ev.gain_ci[0]:+.1%} .. {ev.gain_ci[1]:+.1%}" if ev else "-")
+    console.print(table)
+
+
+def recommendation_page(console: Console, rec: Recommendation, history: list[dict]) -> None:
+    """``recommendations show``: the recommendation, its per-statement evidence, index details and history."""
+    recommendation(console, rec)
+    ev = rec.evidence
+    if ev is not None:
+        table = Table("calls", "baseline ms", "candidate ms", "ratio", "95% CI", "regressed", "statement",
+                      title="per statement (medians over rounds)")
+        for s in ev.statements:
+            table.add_row(f"{s.weight:.0f}", f"{s.baseline_ms:.2f}", f"{s.candidate_ms:.2f}", f"{s.ratio:.2f}",
+                          f"{s.ratio_ci[0]:.2f} .. {s.ratio_ci[1]:.2f}", "yes" if s.regressed else "",
+                          _short(s.sql, 60))
+        console.print(table)
+    for ix in rec.details.get("indexes", []):
+        console.print(f"index {ix['index']}: estimated {_mb(ix['estimated_bytes'])}, built {_mb(ix['built_bytes'])}, "
+                      f"{'kept' if ix['kept'] else 'dropped'} ({ix['reason']})", markup=False)
+    if rec.applied:
+        console.print(f"applied by {rec.applied['by']}; revert recorded: {'; '.join(rec.applied['revert_sql'])}",
+                      markup=False)
+    table = Table("when (UTC)", "who", "what", "note", title="history")
+    for h in history:
+        table.add_row(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(h["at"])), h["actor"], h["action"],
+                      str(h["detail"].get("note", "")))
     console.print(table)

@@ -42,7 +42,7 @@ def test_tune_knobs_json_and_recommendations(busy_db, tmp_path):
     assert rec["state"] in {"validated", "rejected"} and rec["evidence"]["rounds"] == 2
     assert any(s.startswith('ALTER SYSTEM SET "shared_buffers"') for s in rec["apply_sql"])
     assert rec["revert_sql"][-1] == "SELECT pg_reload_conf()"
-    listed = json.loads(advisor("recommendations", "--json", store=store).stdout)["recommendations"]
+    listed = json.loads(advisor("recommendations", "list", "--json", store=store).stdout)["recommendations"]
     assert [r["id"] for r in listed] == [rec["id"]]
 
 
