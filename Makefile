@@ -1,5 +1,5 @@
 # The two commands: `make demo` runs the main job, `make test` runs the tests. Both bootstrap first.
-.PHONY: bootstrap demo test test-slow bench-knobs bench-indexes clean
+.PHONY: bootstrap demo test test-slow bench-knobs bench-indexes bench-service serve clean
 
 bootstrap:
 	@bash scripts/bootstrap.sh
@@ -18,6 +18,12 @@ bench-knobs: bootstrap
 
 bench-indexes: bootstrap
 	.venv/bin/advisor bench indexes
+
+bench-service: bootstrap
+	.venv/bin/advisor bench service
+
+serve: bootstrap
+	.venv/bin/advisor serve
 
 clean:
 	rm -rf .venv .pytest_cache

@@ -273,6 +273,42 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
         print(f"saved {out}/indexes.json and {out}/indexes-rc.png")
 
 
+@bench_app.command("service")
+def bench_service(clients: Annotated[int, typer.Option(help="concurrent API clients", min=1)] = 50,
+                  duration: Annotated[float, typer.Option(help="seconds of API load", min=1)] = 30.0,
+                  blocks: Annotated[int, typer.Option(help="pgbench blocks, observation off/on (ABBA), even",
+                                                      min=2)] = 12,
+                  block_s: Annotated[int, typer.Option(help="seconds per pgbench block", min=5)] = 20,
+                  interval: Annotated[float, typer.Option(help="seconds between observations", min=0.5)] = 10.0,
+                  scale: Annotated[int, typer.Option(help="pgbench scale", min=1)] = 10,
+                  api: Annotated[bool, typer.Option(help="run the API latency part")] = True,
+                  observation: Annotated[bool, typer.Option(help="run the observation-overhead part")] = True,
+                  out: Annotated[str, typer.Option(help="directory for api.json and observation.json")] =
+                  "bench-results/service",
+                  json_out: JsonFlag = False) -> None:
+    """The server's targets: p99 of GET /api/recommendations with concurrent clients during a tuning run, and
+    the throughput cost of observing a database (pgbench with observation off and on, one run)."""
+    doc: dict = {}
+    say = reporter()
+    if api:
+        from advisor.bench.api import ApiBenchOptions, run_api_bench, table as api_table
+
+        doc["api"] = run_api_bench(ApiBenchOptions(clients=clients, duration_s=duration, out_dir=out), say)
+    if observation:
+        from advisor.bench.observation import ObservationBenchOptions, run_observation_bench, table as obs_table
+
+        doc["observation"] = run_observation_bench(ObservationBenchOptions(
+            scale=scale, blocks=blocks, block_s=block_s, interval_s=interval, out_dir=out), say)
+    if json_out:
+        _emit_json(doc)
+        return
+    if "api" in doc:
+        print(api_table(doc["api"]))
+    if "observation" in doc:
+        print(obs_table(doc["observation"]))
+    print(f"saved under {out}/")
+
+
 from advisor.cli_service import register  # noqa: E402 - the service groups, after the app exists
 
 register(app)

@@ -89,6 +89,7 @@ class AdvisorService:
         self.store = store
         self.say = say or silent
         self.executor = executor
+        self._principals: dict[str, tuple[int, Principal]] = {}  # token hash -> (store version, principal)
 
     # --- observe --------------------------------------------------------------------------------------------
 
@@ -559,6 +560,22 @@ class AdvisorService:
         target_id = self.store.target(target)["id"] if target else None
         return self.store.recommendations(state, target_id, kind=kind, run_id=run_id, limit=limit, offset=offset)
 
+    def recommendation_summaries(self, state: str | None = None, *, kind: str | None = None,
+                                 target: str | None = None, run_id: str | None = None, limit: int | None = None,
+                                 offset: int = 0) -> list[dict]:
+        """Small rows for lists: measured gain with its interval and the optimizer's predicted gain (what-if
+        cost reduction for indexes; best trial against the baseline trial for a knob search)."""
+        target_id = self.store.target(target)["id"] if target else None
+        rows = self.store.recommendation_summaries(state, target_id, kind=kind, run_id=run_id, limit=limit,
+                                                   offset=offset)
+        for r in rows:
+            rc, best, base = r.pop("relative_cost"), r.pop("best_objective"), r.pop("baseline_objective")
+            r["predicted_gain"] = 1.0 - rc if rc is not None else 1.0 - best / base if best is not None and base \
+                else None
+            low, high = r.pop("gain_low"), r.pop("gain_high")
+            r["gain_ci"] = [low, high] if r["gain"] is not None else None
+        return rows
+
     def count_recommendations(self, state: str | None = None, *, kind: str | None = None,
                               target: str | None = None, run_id: str | None = None) -> int:
         target_id = self.store.target(target)["id"] if target else None
@@ -621,12 +638,20 @@ class AdvisorService:
     def authenticate(self, secret: str | None) -> Principal:
         if not secret:
             raise Unauthorized("no API token: send 'Authorization: Bearer <token>'")
-        token = self.store.token_by_hash(hash_secret(secret))
+        key, version = hash_secret(secret), self.store.version  # revoking a token bumps the version
+        cached = self._principals.get(key)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        token = self.store.token_by_hash(key)
         if token is None:
             raise Unauthorized("unknown API token")
         if token["revoked_at"] is not None:
             raise Unauthorized(f"the API token {token['name']!r} was revoked")
-        return Principal(token["name"], token["role"], token["id"])
+        who = Principal(token["name"], token["role"], token["id"])
+        if len(self._principals) > 1000:
+            self._principals.clear()
+        self._principals[key] = (version, who)
+        return who
 
     def login(self, secret: str) -> tuple[str, str]:
         """A web session for a valid token: (session id for the cookie, CSRF token for forms)."""

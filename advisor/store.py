@@ -8,6 +8,7 @@ version is refused rather than guessed at. One process writes at a time (DuckDB'
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -71,6 +72,19 @@ MIGRATIONS: dict[int, str] = {
 }
 
 
+def _changes_lists(method):
+    """Bump ``Store.version`` after the write, so a cached list is never newer than what it shows."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._bump()
+
+    return wrapper
+
+
 def new_id() -> str:
     return uuid.uuid4().hex[:12]
 
@@ -90,7 +104,15 @@ class Store:
         self._local = threading.local()
         # serializes read-check-write sequences (state transitions, starting a run) between threads
         self.lock = threading.RLock()
+        # bumped by every write that changes what a list of recommendations, runs or targets shows, so that a
+        # reader in this process (the only writer: DuckDB's lock) can cache a list until the next such write
+        self.version = 0
+        self._version_lock = threading.Lock()
         self._migrate()
+
+    def _bump(self) -> None:
+        with self._version_lock:
+            self.version += 1
 
     @property
     def db(self) -> duckdb.DuckDBPyConnection:
@@ -128,6 +150,7 @@ class Store:
 
     # --- targets --------------------------------------------------------------------------------------------
 
+    @_changes_lists
     def upsert_target(self, name: str, engine: str, dsn_redacted: str, credentials: str | None = None) -> str:
         """The target's id; registers it when new. ``credentials`` (the encrypted full DSN) replaces the stored
         one only when given."""
@@ -170,6 +193,7 @@ class Store:
             raise NotFound(f"no target {target_id!r}")
         return row[0]
 
+    @_changes_lists
     def remove_target(self, target_id: str) -> None:
         """Forget a target and its schedules; its history (snapshots, runs, recommendations, audit) is kept."""
         with self.lock:
@@ -218,6 +242,7 @@ class Store:
 
     # --- tuning runs ----------------------------------------------------------------------------------------
 
+    @_changes_lists
     def add_run(self, run_id: str, target_id: str, kind: str, optimizer: str, options: dict, *,
                 state: str = "running", started_by: str | None = None, schedule_id: str | None = None) -> None:
         now = time.time()
@@ -237,6 +262,8 @@ class Store:
                 sets.append(f"{column} = ?")
                 args.append(value if column in ("state", "error") else json.dumps(codec.plain(value)))
         self.db.execute(f"UPDATE tuning_runs SET {', '.join(sets)} WHERE id = ?", [*args, run_id])
+        if len(sets) > 1 + (progress is not None):  # more than updated_at and progress changed
+            self._bump()
 
     def run(self, run_id: str) -> dict:
         rows = self.runs(run_id=run_id)
@@ -275,6 +302,7 @@ class Store:
 
     # --- recommendations ------------------------------------------------------------------------------------
 
+    @_changes_lists
     def add_recommendation(self, rec: Recommendation, actor: str = "advisor") -> None:
         self.db.execute(
             f"INSERT INTO recommendations ({self._REC_COLS}, apply_sql, revert_sql, updated_at) "
@@ -311,6 +339,30 @@ class Store:
         rows = self.db.execute(query, [*args, limit if limit is not None else 2**62, offset]).fetchall()
         return [self._rec(r) for r in rows]
 
+    _SUMMARY_COLS = ("id", "target_id", "target", "kind", "optimizer", "state", "needs_restart", "created_at",
+                     "updated_at", "run_id", "changes", "gain", "gain_low", "gain_high", "relative_cost",
+                     "best_objective", "baseline_objective")
+
+    def recommendation_summaries(self, state: str | None = None, target_id: str | None = None, *,
+                                 kind: str | None = None, run_id: str | None = None, limit: int | None = None,
+                                 offset: int = 0) -> list[dict]:
+        """One small row per recommendation for lists, computed in SQL (no evidence or details parsed): the
+        measured gain and its interval, the what-if relative cost (indexes) and the run's best and baseline
+        objectives (knob searches)."""
+        where, args = self._rec_filter(state, target_id, kind, run_id)
+        where = where.replace("state", "r.state").replace("target_id", "r.target_id").replace(
+            "kind", "r.kind").replace("run_id", "r.run_id")
+        rows = self.db.execute(
+            "SELECT r.id, r.target_id, t.name, r.kind, r.optimizer, r.state, r.needs_restart, r.created_at, "
+            "r.updated_at, r.run_id, json_array_length(r.changes), CAST(r.evidence->>'$.gain' AS DOUBLE), "
+            "CAST(r.evidence->>'$.gain_ci[0]' AS DOUBLE), CAST(r.evidence->>'$.gain_ci[1]' AS DOUBLE), "
+            "CAST(r.details->>'$.whatif.relative_cost' AS DOUBLE), CAST(u.result->>'$.best_objective' AS DOUBLE), "
+            "CAST(u.result->>'$.baseline_objective' AS DOUBLE) FROM recommendations r "
+            "LEFT JOIN targets t ON t.id = r.target_id LEFT JOIN tuning_runs u ON u.id = r.run_id "
+            f"{where} ORDER BY r.created_at DESC LIMIT ? OFFSET ?",
+            [*args, limit if limit is not None else 2**62, offset]).fetchall()
+        return [dict(zip(self._SUMMARY_COLS, r)) for r in rows]
+
     def count_recommendations(self, state: str | None = None, target_id: str | None = None,
                               kind: str | None = None, run_id: str | None = None) -> int:
         where, args = self._rec_filter(state, target_id, kind, run_id)
@@ -323,6 +375,7 @@ class Store:
             raise NotFound(f"no recommendation {rec_id!r}")
         return self._rec(row)
 
+    @_changes_lists
     def set_applied(self, rec_id: str, applied: dict) -> None:
         """Record what an apply to production did and how to revert it (before the state changes)."""
         self.db.execute("UPDATE recommendations SET applied = ? WHERE id = ?",
@@ -342,6 +395,7 @@ class Store:
                             [new_state, time.time(), rec_id])
             self.audit(actor, new_state, rec_id, {"from": rec.state, "note": note})
             self.db.execute("COMMIT")
+            self._bump()
             return self.recommendation(rec_id)
 
     # --- audit ----------------------------------------------------------------------------------------------
@@ -385,6 +439,7 @@ class Store:
             raise NotFound(f"no API token {ref!r}")
         return dict(zip(self._TOKEN_COLS, row))
 
+    @_changes_lists
     def revoke_token(self, token_id: str) -> None:
         self.db.execute("UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
                         [time.time(), token_id])

@@ -14,7 +14,9 @@ from advisor.service import AdvisorService
 SESSION_COOKIE = "advisor_session"
 
 
-def get_service(request: Request) -> AdvisorService:
+# The dependencies are coroutines: they do no I/O but a store read on a token's first use, and a sync dependency
+# would cost every request a hop to the thread pool.
+async def get_service(request: Request) -> AdvisorService:
     return request.app.state.service
 
 
@@ -27,16 +29,16 @@ def bearer(request: Request) -> str | None:
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
 
-def api_principal(request: Request, service: Service) -> Principal:
+async def api_principal(request: Request, service: Service) -> Principal:
     return service.authenticate(bearer(request))
 
 
-def viewer(who: Annotated[Principal, Depends(api_principal)]) -> Principal:
+async def viewer(who: Annotated[Principal, Depends(api_principal)]) -> Principal:
     who.require("viewer")
     return who
 
 
-def operator(who: Annotated[Principal, Depends(api_principal)]) -> Principal:
+async def operator(who: Annotated[Principal, Depends(api_principal)]) -> Principal:
     who.require("operator")
     return who
 

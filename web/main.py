@@ -6,6 +6,8 @@ executor and the scheduler; all of them stop with the app.
 
 from __future__ import annotations
 
+import gc
+import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from web.errors import install_error_handlers
 from web.routes import recommendations, runs, schedules, system, targets
 
 STATIC = Path(__file__).parent / "static"
+SWITCH_INTERVAL_S = 0.0005
 
 
 def create_app(store_path: str | None = None, *, scheduler: bool = True, max_parallel_runs: int | None = None,
@@ -29,6 +32,9 @@ def create_app(store_path: str | None = None, *, scheduler: bool = True, max_par
     async def lifespan(app: FastAPI):
         from advisor.settings import get_settings
 
+        # Tuning runs share this process with the API: a short GIL switch interval keeps a CPU-bound run (a GP
+        # fit) from holding requests for 5 ms at every switch
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         store = open_store(store_path)
         service = AdvisorService(store, say)
         service.executor = RunExecutor(service.execute_run, max_parallel_runs or get_settings().max_parallel_runs)
@@ -39,6 +45,11 @@ def create_app(store_path: str | None = None, *, scheduler: bool = True, max_par
             service.scheduler = Scheduler(service)
             service.scheduler.start()
         app.state.service = service
+        app.state.list_pages = {}
+        # everything loaded so far (torch, botorch, the app) lives as long as the server: keep it out of the
+        # garbage collector's full passes, which otherwise stall every request for tens of milliseconds
+        gc.collect()
+        gc.freeze()
         try:
             yield
         finally:

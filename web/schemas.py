@@ -150,6 +150,25 @@ class Trial(BaseModel):
     created_at: float
 
 
+class RecommendationSummary(BaseModel):
+    """A row of the recommendations list (GET /api/recommendations/{id} has the evidence and the SQL)."""
+
+    id: str
+    target_id: str
+    target: str | None = Field(description="the target's name (None once the target was removed)")
+    kind: str
+    optimizer: str
+    state: RecState
+    needs_restart: bool
+    created_at: float
+    updated_at: float
+    run_id: str | None
+    changes: int = Field(description="how many changes")
+    gain: float | None = Field(description="measured gain on the shadow, 1 - candidate/baseline")
+    gain_ci: list[float | None] | None = Field(description="95% interval of the measured gain")
+    predicted_gain: float | None = Field(description="what the optimizer expected before validation")
+
+
 class Recommendation(BaseModel):
     id: str
     target_id: str

@@ -5,19 +5,19 @@ Setup: a self-started 'production' PostgreSQL with a lookup workload; the real s
 process, scheduler off) on a loopback port; the target registered over REST; one real index run, whose
 recommendation is then copied into the store until it holds ``recommendations`` rows (stated in the output: the
 list's cost depends on how many rows a page carries, not on where they came from). Then a knob tuning run
-(HiBO, on a shadow) is started over REST and, once it is running, ``clients`` concurrent clients (asyncio,
-one keep-alive connection each) GET ``/api/recommendations?limit=50`` for ``duration_s`` seconds. Latency is
+(HiBO, on a shadow) is started over REST and, once it is running, ``clients`` concurrent clients (wrk: C, one
+keep-alive connection each) GET ``/api/recommendations?limit=50`` for ``duration_s`` seconds. Latency is
 measured client-side per request; the run's state is checked before and after the window (it must be running
 throughout, else the figure is labelled invalid). Target: p99 < 100 ms with 50 clients.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import os
-import statistics
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,31 +43,34 @@ class ApiBenchOptions:
     out_dir: str = "bench-results/service"
 
 
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1))))
-    return ordered[k]
+_WRK_LATENCY = re.compile(r"^\s+(50|75|90|99)%\s+([0-9.]+)(us|ms|s)\s*$", re.M)
+_WRK_REQUESTS = re.compile(r"^\s+(\d+) requests in ([0-9.]+)(us|ms|s|m)", re.M)
+_WRK_NON_2XX = re.compile(r"Non-2xx or 3xx responses: (\d+)")
+_WRK_ERRORS = re.compile(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)")
+_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}
 
 
-async def _load(url: str, headers: dict, clients: int, duration_s: float) -> tuple[list[float], int]:
-    latencies: list[float] = []
-    errors = 0
-    stop = time.perf_counter() + duration_s
-
-    async def client() -> None:
-        nonlocal errors
-        async with httpx.AsyncClient(headers=headers, timeout=30) as c:
-            while time.perf_counter() < stop:
-                t0 = time.perf_counter()
-                r = await c.get(url)
-                dt = (time.perf_counter() - t0) * 1000
-                if r.status_code == 200 and len(r.json()["items"]) > 0:
-                    latencies.append(dt)
-                else:
-                    errors += 1
-
-    await asyncio.gather(*(client() for _ in range(clients)))
-    return latencies, errors
+def _wrk(url: str, secret: str, clients: int, duration_s: float) -> dict:
+    """wrk (C, keep-alive connections, 2 threads) against ``url``: percentiles of latency and the request count."""
+    if shutil.which("wrk") is None:
+        raise AdvisorError("wrk is not installed (apt-get install wrk; `make bench-service` does it)")
+    done = subprocess.run(["wrk", "--latency", "-t", "2", "-c", str(clients), "-d", f"{duration_s:g}s",
+                           "--timeout", "30s", "-H", f"Authorization: Bearer {secret}", url],
+                          capture_output=True, text=True, timeout=duration_s + 60)
+    if done.returncode != 0:
+        raise AdvisorError(f"wrk failed: {done.stderr.strip() or done.stdout.strip()}")
+    out = done.stdout
+    pct = {int(p): float(v) * _MS[u] for p, v, u in _WRK_LATENCY.findall(out)}
+    m = _WRK_REQUESTS.search(out)
+    if not m or 99 not in pct:
+        raise AdvisorError(f"cannot read wrk's output: {out[-300:]}")
+    seconds = float(m.group(2)) * _MS[m.group(3)] / 1000
+    bad = _WRK_NON_2XX.search(out)
+    errors = _WRK_ERRORS.search(out)
+    return {"requests": int(m.group(1)), "throughput_rps": round(int(m.group(1)) / seconds, 1),
+            "p50_ms": pct[50], "p75_ms": pct[75], "p90_ms": pct[90], "p99_ms": pct[99],
+            "non_2xx": int(bad.group(1)) if bad else 0,
+            "socket_errors": sum(map(int, errors.groups())) if errors else 0, "wrk_output": out}
 
 
 def _wait(predicate, timeout_s: float, what: str):
@@ -135,6 +138,10 @@ def _measure(base: str, headers: dict, options: ApiBenchOptions, say: Say) -> di
                 return False
 
         _wait(healthy, 90, "the server to start")
+        say(f"{options.clients} clients (wrk) GET /api/recommendations?limit=50 for {options.duration_s:g} s, "
+            "server idle (for comparison)")
+        idle = _wrk(f"{base}/api/recommendations?limit=50", headers["Authorization"].split()[1], options.clients,
+                    options.duration_s)
         r = c.post("/api/runs", json={"target": "shop", "kind": "knobs", "optimizer": "hibo",
                                       "trials": options.tuning_trials, "repeats": 3})
         if r.status_code != 202:
@@ -143,16 +150,17 @@ def _measure(base: str, headers: dict, options: ApiBenchOptions, say: Say) -> di
         say(f"tuning run {run_id} started; waiting for its first trial")
         before = _wait(lambda: (lambda j: j if j["trials_done"] >= 1 or j["state"] not in ("queued", "running")
                                 else None)(c.get(f"/api/runs/{run_id}").json()), 300, "the first trial")
-        say(f"{options.clients} clients GET /api/recommendations for {options.duration_s:g} s")
-        latencies, errors = asyncio.run(_load(f"{base}/api/recommendations?limit=50", headers, options.clients,
-                                              options.duration_s))
+        page = c.get("/api/recommendations?limit=50").json()
+        if len(page["items"]) != 50:
+            raise AdvisorError(f"bench: the list returned {len(page['items'])} rows, expected 50")
+        say(f"{options.clients} clients (wrk) GET /api/recommendations?limit=50 for {options.duration_s:g} s")
+        load = _wrk(f"{base}/api/recommendations?limit=50", headers["Authorization"].split()[1], options.clients,
+                    options.duration_s)
         after = c.get(f"/api/runs/{run_id}").json()
         c.post(f"/api/runs/{run_id}/cancel")
-    valid = before["state"] == "running" and after["state"] == "running" and bool(latencies)
-    return {"requests": len(latencies), "errors": errors, "throughput_rps": round(len(latencies) / options.duration_s, 1),
-            "p50_ms": round(_percentile(latencies, 50), 2), "p95_ms": round(_percentile(latencies, 95), 2),
-            "p99_ms": round(_percentile(latencies, 99), 2), "max_ms": round(max(latencies), 2),
-            "mean_ms": round(statistics.fmean(latencies), 2), "valid": valid,
+    valid = before["state"] == "running" and after["state"] == "running" and load["non_2xx"] == 0 \
+        and load["socket_errors"] == 0
+    return {**load, "valid": valid, "idle": {k: v for k, v in idle.items() if k != "wrk_output"},
             "tuning_run": {"id": run_id, "state_before": before["state"], "state_after": after["state"],
                            "trials_before": before["trials_done"], "trials_after": after["trials_done"]}}
 
@@ -163,7 +171,11 @@ def table(doc: dict) -> str:
         f"GET /api/recommendations (page of 50 from {doc['store_recommendations']} rows), {doc['options']['clients']} "
         f"concurrent clients, {doc['options']['duration_s']:g} s, during tuning run {run['id']} "
         f"({run['state_before']} -> {run['state_after']}, trials {run['trials_before']} -> {run['trials_after']})",
-        f"  requests {doc['requests']} ({doc['throughput_rps']} /s), errors {doc['errors']}",
-        f"  latency ms: p50 {doc['p50_ms']}  p95 {doc['p95_ms']}  p99 {doc['p99_ms']}  max {doc['max_ms']}",
+        f"  requests {doc['requests']} ({doc['throughput_rps']} /s), non-2xx {doc['non_2xx']}, socket errors "
+        f"{doc['socket_errors']}",
+        f"  latency ms (wrk): p50 {doc['p50_ms']:.2f}  p75 {doc['p75_ms']:.2f}  p90 {doc['p90_ms']:.2f}  "
+        f"p99 {doc['p99_ms']:.2f}",
+        f"  server idle, for comparison: {doc['idle']['throughput_rps']} /s, p50 {doc['idle']['p50_ms']:.2f}  "
+        f"p99 {doc['idle']['p99_ms']:.2f} ms",
         f"  target p99 < {doc['target_p99_ms']:g} ms: {'met' if doc['meets_target'] else 'NOT met'}"
         + ("" if doc["valid"] else " (INVALID: the tuning run was not running throughout)")])

@@ -102,9 +102,12 @@ def test_recommendation_lifecycle_reaches_production(app_client, tokens, registe
     assert run["progress"]["log"] and run["result"]["state"] == "validated"
     page = client.get("/api/recommendations?state=validated&kind=indexes", headers=viewer).json()
     assert page["total"] == 1
-    rec = page["items"][0]
-    assert rec["run_id"] == run["id"] and rec["gain"] > 0.5 and rec["gain_ci"][0] > 0.5
-    assert rec["predicted_gain"] > 0.5 and rec["apply_sql"][0].startswith("CREATE INDEX CONCURRENTLY")
+    row = page["items"][0]
+    assert row["run_id"] == run["id"] and row["gain"] > 0.5 and row["gain_ci"][0] > 0.5 and row["changes"] == 1
+    assert row["predicted_gain"] > 0.5 and row["target"] == "prod"
+    rec = client.get(f"/api/recommendations/{row['id']}", headers=viewer).json()
+    assert rec["gain"] == row["gain"] and rec["predicted_gain"] == pytest.approx(row["predicted_gain"])
+    assert rec["apply_sql"][0].startswith("CREATE INDEX CONCURRENTLY") and rec["evidence"]["statements"]
     assert client.get("/api/recommendations?state=applied", headers=viewer).json()["total"] == 0
     rid = rec["id"]
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
 
 from web import schemas, views
 from web.deps import Limit, Offset, Operator, Service, Viewer
@@ -8,16 +9,33 @@ from web.deps import Limit, Offset, Operator, Service, Viewer
 router = APIRouter(prefix="/api/recommendations", tags=["recommendations"], responses=schemas.ERRORS)
 
 
-@router.get("", response_model=schemas.Page[schemas.Recommendation])
-def list_recommendations(service: Service, _: Viewer, state: schemas.RecState | None = Query(None),
-                         kind: schemas.RunKind | None = Query(None), target: str | None = None,
-                         run_id: str | None = None, limit: Limit = 50, offset: Offset = 0):
-    """Newest first; filter by state, kind, target (id or name) and run."""
-    recs = service.recommendations(state, kind=kind, target=target, run_id=run_id, limit=limit, offset=offset)
-    runs = {r["id"]: r for r in service.runs()} if any(r.run_id for r in recs) else {}
-    return {"items": [views.recommendation(r, runs.get(r.run_id)) for r in recs],
-            "total": service.count_recommendations(state, kind=kind, target=target, run_id=run_id),
-            "limit": limit, "offset": offset}
+@router.get("", response_model=schemas.Page[schemas.RecommendationSummary])
+async def list_recommendations(request: Request, service: Service, _: Viewer,
+                               state: schemas.RecState | None = Query(None),
+                               kind: schemas.RunKind | None = Query(None), target: str | None = None,
+                               run_id: str | None = None, limit: Limit = 50, offset: Offset = 0):
+    """Newest first; filter by state, kind, target (id or name) and run. Each row carries the predicted and
+    the measured gain (with its 95% interval); GET /api/recommendations/{id} has the evidence and the SQL."""
+    # pages of the list, serialized, by the store's version (bumped by every write that changes a list, read
+    # first) and the query: the list is read far more often than recommendations change
+    pages: dict[tuple, bytes] = request.app.state.list_pages
+    key = (service.store.version, state, kind, target, run_id, limit, offset)
+    body = pages.get(key)
+    if body is None:
+        body = await run_in_threadpool(_page, service, state, kind, target, run_id, limit, offset)
+        if len(pages) > 256:
+            pages.clear()
+        pages[key] = body
+    return Response(body, media_type="application/json")
+
+
+def _page(service, state, kind, target, run_id, limit, offset) -> bytes:
+    rows = service.recommendation_summaries(state, kind=kind, target=target, run_id=run_id, limit=limit,
+                                            offset=offset)
+    page = schemas.Page[schemas.RecommendationSummary](
+        items=rows, total=service.count_recommendations(state, kind=kind, target=target, run_id=run_id),
+        limit=limit, offset=offset)
+    return page.model_dump_json().encode()
 
 
 def _out(service, rec):
