@@ -170,6 +170,6 @@ def test_a_running_run_can_be_cancelled(app_client, tokens, registered):
     assert client.post(f"/api/runs/{run['id']}/cancel", headers=tokens["viewer"]).status_code == 403
     assert client.post(f"/api/runs/{run['id']}/cancel", headers=op).status_code == 202
     ended = wait_run(client, op, run["id"], 120)
-    assert ended["state"] == "cancelled" and "operator-1" in ended["error"]
+    assert ended["state"] == "cancelled" and "operator-1" in ended["error"], ended
     assert ended["trials_done"] < 50
     assert client.post(f"/api/runs/{run['id']}/cancel", headers=op).status_code == 409
