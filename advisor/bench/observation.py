@@ -1,20 +1,31 @@
-"""``advisor bench service`` (observation part): what observing a production database costs it.
+"""What observing a production database costs it: pgbench TPS with and without observation, in the same run.
 
-One pgbench run (TPC-B-like, production settings: fsync on) of ``blocks`` x ``block_s`` seconds, with
-``--progress 1``. The blocks alternate observation off and on in an ABBA order (off on on off off on ...), so that
-a drift over the run cancels; during an "on" block the advisor observes the database every ``interval_s`` seconds,
-exactly as a nightly job or ``advisor targets observe`` does (``AdvisorService.observe``: pg_stat_statements,
-metrics, settings, tables, column statistics, indexes, stored in a DuckDB store). pgbench's per-second TPS is
-attributed to blocks by pgbench's own clock; the first ``settle_s`` seconds of each block are left out.
+One pgbench run (``--builtin``, ``--progress 1``) of ``blocks`` x ``block_s`` seconds against a server with
+production settings (fsync on; a sandbox of our own unless a DSN is given). The blocks alternate observation off
+and on in ABBA order (off on on off off on ...), so a linear drift over the run (table growth, checkpoints)
+cancels. In an "on" block a thread observes the database every ``interval_s`` seconds exactly as a scheduled job
+or ``advisor targets observe`` does: ``AdvisorService.observe`` (pg_stat_statements, metrics, settings, table and
+column statistics, indexes; the snapshot written to a DuckDB store). In an "off" block it does nothing.
 
-Reported: TPS off and on (means of block means), overhead = 1 - on/off, its 95% interval (bootstrap over
-adjacent off/on block pairs), observations made and their duration. Target: overhead < 1%.
+Blocks are placed on pgbench's own clock (its per-second progress lines). The first ``settle_s`` seconds of every
+block are dropped (an observation running past its block lands there), so observations in an "on" block start at
+``block start + settle_s`` and then every ``interval_s``: all of them fall in measured seconds, at a rate of at
+least one per ``interval_s`` (so the estimate errs on the high side).
+
+Reported: TPS off and on (means of the blocks' per-second TPS), overhead = 1 - on/off, and its 95% t-interval with
+blocks as the unit: each on-block is paired with its neighbouring off-block, the interval is that of the mean
+paired difference (n - 1 degrees of freedom; none with a single pair), divided by the off mean. Also the
+observations (count, median/max wall ms, client CPU ms), pgbench's failed transactions, the machine.
+``meets_target`` is the point estimate ``overhead < 1%``, not the interval's upper bound. The observer, pgbench
+and the server share this machine, so the observer's own CPU (client side) counts in the overhead; in production
+the advisor runs on another host.
 """
 
 from __future__ import annotations
 
 import json
-import random
+import math
+import os
 import re
 import statistics
 import subprocess
@@ -24,7 +35,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from advisor.errors import AdvisorError
-from advisor.hardware import detect
 from advisor.progress import Say, silent
 
 OVERHEAD_TARGET = 0.01
@@ -33,16 +43,16 @@ _PROGRESS = re.compile(r"^progress: ([0-9.]+) s, ([0-9.]+) tps")
 
 @dataclass(frozen=True)
 class ObservationBenchOptions:
-    scale: int = 10
+    scale: int = 10  # pgbench -s
     clients: int = 4
     jobs: int = 2
-    blocks: int = 12  # even; ABBA order
-    block_s: int = 20
-    settle_s: int = 2
-    interval_s: float = 10.0
+    block_s: int = 30
+    blocks: int = 8  # even; ABBA order, observation off in the first
+    interval_s: float = 10.0  # between observations in an "on" block
+    settle_s: int = 2  # seconds dropped at the start of every block
     builtin: str = "tpcb-like"
-    seed: int = 0
-    out_dir: str = "bench-results/service"
+    seed: int = 0  # pgbench --random-seed
+    out_dir: str = "bench-results/observation"
 
 
 def schedule(blocks: int) -> list[bool]:
@@ -50,17 +60,42 @@ def schedule(blocks: int) -> list[bool]:
     return [(i % 4) in (1, 2) for i in range(blocks)]
 
 
-def run_observation_bench(options: ObservationBenchOptions, say: Say = silent, dsn: str | None = None) -> dict:
+def summarize(samples: list[tuple[float, float]], on: list[bool], block_s: int, settle_s: int) -> dict:
+    """Block means of per-second (pgbench second, tps) samples, the overhead and its 95% t-interval over pairs."""
+    from scipy.stats import t as student
+
+    per_block: list[list[float]] = [[] for _ in on]
+    for sec, tps in samples:  # the sample at second k covers (k - 1, k]
+        k = round(sec)
+        block = (k - 1) // block_s if k > 0 else -1
+        if 0 <= block < len(on) and k - block * block_s > settle_s:
+            per_block[block].append(tps)
+    means = [statistics.fmean(b) if b else math.nan for b in per_block]
+    pairs = [(means[i], means[i + 1]) if not on[i] else (means[i + 1], means[i]) for i in range(0, len(on) - 1, 2)]
+    off = statistics.fmean(p[0] for p in pairs)
+    on_mean = statistics.fmean(p[1] for p in pairs)
+    diffs = [a - b for a, b in pairs]
+    ci = [None, None]
+    if len(diffs) > 1 and off > 0 and all(math.isfinite(d) for d in diffs):
+        half = student.ppf(0.975, len(diffs) - 1) * statistics.stdev(diffs) / math.sqrt(len(diffs))
+        ci = [(statistics.fmean(diffs) - half) / off, (statistics.fmean(diffs) + half) / off]
+    return {"tps_off": off, "tps_on": on_mean, "overhead": 1 - on_mean / off if off > 0 else math.nan,
+            "overhead_ci": ci, "pairs": len(pairs), "block_tps": means, "block_samples": [len(b) for b in per_block]}
+
+
+def run_observation_bench(options: ObservationBenchOptions = ObservationBenchOptions(), say: Say = silent,
+                          dsn: str | None = None) -> dict:
+    """Run the bench against ``dsn`` (its pgbench tables are replaced), or a sandbox of its own; see the module."""
     from connectors.sandbox import PostgresSandbox
 
     if options.blocks < 2 or options.blocks % 2:
-        raise AdvisorError(f"blocks must be even and at least 2, got {options.blocks}")
-    if options.block_s <= options.settle_s:
-        raise AdvisorError("block_s must be longer than settle_s")
+        raise AdvisorError(f"blocks must be even and at least 2, not {options.blocks}")
+    if not 0 <= options.settle_s < options.block_s - 1 or not options.interval_s > 0:
+        raise AdvisorError("need 0 <= settle_s < block_s - 1 and interval_s > 0")
     if dsn is not None:
         return _bench(dsn, options, say)
-    with PostgresSandbox("bench-observe") as sandbox:  # production-like: fsync on
-        return _bench(sandbox.create_database("pgbench"), options, say)
+    with PostgresSandbox("bench-observe") as sandbox:  # production settings: fsync on
+        return _bench(sandbox.create_database("obsbench"), options, say)
 
 
 def _bench(dsn: str, options: ObservationBenchOptions, say: Say) -> dict:
@@ -68,97 +103,118 @@ def _bench(dsn: str, options: ObservationBenchOptions, say: Say) -> dict:
     from advisor.store import Store
     from workloads import pgbench
 
-    say(f"pgbench -i -s {options.scale}")
-    pgbench.initialize(dsn, options.scale)
-    on = schedule(options.blocks)
-    seconds = options.blocks * options.block_s
-    samples: list[tuple[float, float]] = []  # (pgbench second, tps)
-    clock = {"t": 0.0, "done": False}
-    durations: list[float] = []
-    observed_in: list[int] = []
-    service = AdvisorService(Store(":memory:"))
+    o = options
+    say(f"pgbench --initialize --scale {o.scale}")
+    pgbench.initialize(dsn, o.scale)
+    on = schedule(o.blocks)
+    due = [(b, b * o.block_s + o.settle_s + j * o.interval_s) for b in range(o.blocks) if on[b]
+           for j in range(math.ceil((o.block_s - o.settle_s) / o.interval_s))]
+    clock: dict[str, float] = {}  # base: monotonic time of pgbench second 0 (the earliest progress line's estimate)
+    stop = threading.Event()
+    observations: list[dict] = []
+    errors: list[BaseException] = []
+
+    def now() -> float | None:
+        return time.monotonic() - clock["base"] if "base" in clock else None
 
     def observer() -> None:
-        last = -1e9
-        while not clock["done"]:
-            block = int(clock["t"] // options.block_s)
-            if block < options.blocks and on[block] and time.monotonic() - last >= options.interval_s:
-                last = time.monotonic()
-                service.observe(dsn, name="bench")
-                durations.append(time.monotonic() - last)
-                observed_in.append(block)
-            time.sleep(0.05)
+        service = AdvisorService(Store(":memory:"))
+        try:
+            for block, at in due:
+                while not stop.is_set() and ((t := now()) is None or t < at):
+                    stop.wait(0.02)
+                if stop.is_set():
+                    return
+                if now() >= (block + 1) * o.block_s:  # the previous one overran this block: skip
+                    continue
+                start, cpu = now(), time.thread_time()
+                service.observe(dsn, name="obsbench")
+                observations.append({"block": block, "start_s": round(start, 3), "end_s": round(now(), 3),
+                                     "cpu_ms": round(1000 * (time.thread_time() - cpu), 1)})
+        except BaseException as e:  # reported after the run
+            errors.append(e)
+        finally:
+            service.store.close()
 
-    connection, env = pgbench._connection(dsn)
-    args = [pgbench._binary(), "--no-vacuum", "--time", str(seconds), "--client", str(options.clients), "--jobs",
-            str(options.jobs), "--builtin", options.builtin, "--progress", "1", *connection]
-    say(f"pgbench {seconds} s, {options.clients} clients; observation every {options.interval_s:g} s in blocks "
-        f"{[i for i, o in enumerate(on) if o]} of {options.blocks} ({options.block_s} s each)")
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    watcher = threading.Thread(target=observer, daemon=True)
-    watcher.start()
+    connection, env = pgbench._connection(dsn)  # no secret on the command line
+    seconds = o.blocks * o.block_s
+    args = [pgbench._binary(), "--no-vacuum", "--time", str(seconds), "--client", str(o.clients), "--jobs",
+            str(o.jobs), "--builtin", o.builtin, "--progress", "1", "--random-seed", str(o.seed), *connection]
+    say(f"pgbench {seconds} s, {o.clients} clients; {o.blocks} blocks of {o.block_s} s, observation every "
+        f"{o.interval_s:g} s in blocks {[i + 1 for i, x in enumerate(on) if x]}")
+    samples: list[tuple[float, float]] = []
     tail: list[str] = []
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    watcher = threading.Thread(target=observer, name="observer", daemon=True)
+    watcher.start()
     try:
         for line in proc.stderr:
             m = _PROGRESS.match(line)
-            if m:
-                t, tps = float(m.group(1)), float(m.group(2))
-                clock["t"] = t
-                samples.append((t, tps))
-                if int(t) % options.block_s == 0:
-                    block = int(t // options.block_s) - 1
-                    say(f"block {block + 1}/{options.blocks} ({'on' if on[block] else 'off'}): {tps:.0f} tps")
-            else:
+            if not m:
                 tail = [*tail[-4:], line.strip()]
+                continue
+            sec, tps = float(m.group(1)), float(m.group(2))
+            clock["base"] = min(clock.get("base", math.inf), time.monotonic() - sec)
+            samples.append((sec, tps))
+            if round(sec) % o.block_s == 0 and 0 < sec <= seconds:
+                b = round(sec) // o.block_s - 1
+                kept = [x for s, x in samples if round(s) - b * o.block_s > o.settle_s]
+                say(f"block {b + 1}/{o.blocks} ({'on' if on[b] else 'off'}): {statistics.fmean(kept or [tps]):.0f} "
+                    f"tps, {sum(ob['block'] == b for ob in observations)} observations")
         stdout = proc.stdout.read()
         proc.wait(timeout=60)
     finally:
-        clock["done"] = True
+        stop.set()
         if proc.poll() is None:
             proc.kill()
-        watcher.join(timeout=30)
-        service.store.close()
+            proc.wait()
+        watcher.join(timeout=60)
     if proc.returncode != 0:
         raise AdvisorError(f"pgbench failed (exit {proc.returncode}): {' | '.join(tail)}")
+    if errors:
+        raise AdvisorError(f"observation failed during the bench: {errors[0]}") from errors[0]
     result = pgbench.parse_output(stdout)
-    blocks: list[list[float]] = [[] for _ in range(options.blocks)]
-    for t, tps in samples:
-        block = int((t - 1e-9) // options.block_s)
-        if 0 <= block < options.blocks and t - block * options.block_s > options.settle_s:
-            blocks[block].append(tps)
-    means = [statistics.fmean(b) if b else float("nan") for b in blocks]
-    off = statistics.fmean(m for m, o in zip(means, on) if not o)
-    on_mean = statistics.fmean(m for m, o in zip(means, on) if o)
-    pairs = [(means[i], means[i + 1]) if not on[i] else (means[i + 1], means[i]) for i in range(0, options.blocks, 2)]
-    rng = random.Random(options.seed)
-    boot = []
-    for _ in range(2000):
-        pick = [rng.choice(pairs) for _ in pairs]
-        boot.append(1 - statistics.fmean(p[1] for p in pick) / statistics.fmean(p[0] for p in pick))
-    boot.sort()
-    overhead = 1 - on_mean / off
-    doc = {"machine": asdict(detect()), "options": asdict(options), "tps_off": round(off, 1),
-           "tps_on": round(on_mean, 1), "overhead": overhead,
-           "overhead_ci": [boot[int(0.025 * len(boot))], boot[int(0.975 * len(boot)) - 1]],
-           "block_tps": [round(m, 1) for m in means], "block_on": on,
-           "observations": len(durations), "observations_per_block": {str(b): observed_in.count(b) for b in set(observed_in)},
-           "observation_ms_median": round(1000 * statistics.median(durations), 1) if durations else None,
-           "observation_ms_max": round(1000 * max(durations), 1) if durations else None,
-           "pgbench": asdict(result), "target": OVERHEAD_TARGET, "meets_target": overhead < OVERHEAD_TARGET}
-    out = Path(options.out_dir)
+    stats = summarize(samples, on, o.block_s, o.settle_s)
+    ms = [1000 * (ob["end_s"] - ob["start_s"]) for ob in observations]
+    doc = {"measures": "pgbench TPS with observation off and on, one run, ABBA blocks; overhead = 1 - on/off",
+           "machine": _machine(dsn), "options": asdict(o), **stats, "block_on": on,
+           "observations": len(observations),
+           "observations_per_block": {str(b): sum(ob["block"] == b for ob in observations)
+                                      for b in sorted({ob["block"] for ob in observations})},
+           "observation_ms_median": round(statistics.median(ms), 1) if ms else None,
+           "observation_ms_max": round(max(ms), 1) if ms else None,
+           "observation_cpu_ms_median": statistics.median(ob["cpu_ms"] for ob in observations) if ms else None,
+           "observation_log": observations, "pgbench": asdict(result), "samples": samples,
+           "target": OVERHEAD_TARGET, "meets_target": stats["overhead"] < OVERHEAD_TARGET,
+           "meets_target_is": "the point estimate overhead < target (not the interval's upper bound)"}
+    out = Path(o.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "observation.json").write_text(json.dumps(doc, indent=2))
     return doc
 
 
+def _machine(dsn: str) -> dict:
+    from connectors.postgres.connection import connect
+
+    mem_kb = next((int(ln.split()[1]) for ln in Path("/proc/meminfo").read_text().splitlines()
+                   if ln.startswith("MemTotal:")), 0)
+    with connect(dsn) as conn:
+        version = conn.execute("SHOW server_version").fetchone()[0]
+    return {"cpus": os.cpu_count(), "memory_gib": round(mem_kb / 1024**2, 1), "server_version": version,
+            "note": "pgbench, the server and the observer share this machine"}
+
+
 def table(doc: dict) -> str:
-    o = doc["options"]
-    lo, hi = doc["overhead_ci"]
+    """A short summary of a run."""
+    o, (lo, hi) = doc["options"], doc["overhead_ci"]
+    ci = f"95% CI {lo:+.2%} .. {hi:+.2%}, {doc['pairs']} block pairs" if lo is not None else "no CI: one block pair"
+    m = doc["machine"]
     return "\n".join([
         f"pgbench {o['builtin']} scale {o['scale']}, {o['clients']} clients, {o['blocks']} blocks of {o['block_s']} s "
-        f"(ABBA), observation every {o['interval_s']:g} s in 'on' blocks",
-        f"  TPS off {doc['tps_off']:.1f}, on {doc['tps_on']:.1f}: overhead {doc['overhead']:+.2%} "
-        f"(95% CI {lo:+.2%} .. {hi:+.2%})",
-        f"  {doc['observations']} observations, median {doc['observation_ms_median']} ms, max "
-        f"{doc['observation_ms_max']} ms; pgbench failed transactions {doc['pgbench']['failed']}",
-        f"  target overhead < {doc['target']:.0%}: {'met' if doc['meets_target'] else 'NOT met'} (point estimate)"])
+        f"(ABBA, first {o['settle_s']} s of each dropped), observation every {o['interval_s']:g} s in 'on' blocks",
+        f"  TPS off {doc['tps_off']:.1f}, on {doc['tps_on']:.1f}: overhead {doc['overhead']:+.2%} ({ci})",
+        f"  {doc['observations']} observations, median {doc['observation_ms_median']} ms (client CPU "
+        f"{doc['observation_cpu_ms_median']} ms), max {doc['observation_ms_max']} ms; "
+        f"pgbench failed transactions {doc['pgbench']['failed']}",
+        f"  target overhead < {doc['target']:.0%}: {'met' if doc['meets_target'] else 'NOT met'} (point estimate)",
+        f"  machine: {m['cpus']} CPUs, {m['memory_gib']} GiB, PostgreSQL {m['server_version']} ({m['note']})"])
