@@ -10,6 +10,7 @@ with ``Conflict``), so scheduled and manual runs never overlap on one target.
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -109,12 +110,29 @@ class ProgressLog:
                 "elapsed_s": round(time.monotonic() - self.started, 1)}
 
 
+RUN_NICE = 10  # how much lower than the server's the CPU priority of background tuning is
+
+
+def lower_priority(nice: int = RUN_NICE) -> None:
+    """Lower the CPU priority of the calling thread (Linux: niceness is per thread) and so of every thread and
+    process it starts, shadow servers included: the API and the production database keep the CPU they need
+    while a tuning run goes on. A/B measurements on the shadow are relative, so both arms see the same
+    contention."""
+    try:
+        base = os.getpriority(os.PRIO_PROCESS, os.getpid())  # the main thread's: calling this twice is harmless
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), min(19, base + nice))
+    except (AttributeError, OSError):  # not Linux, or not allowed: run at the server's priority
+        pass
+
+
 class RunExecutor:
-    """Runs queued tuning runs on background threads (``max_workers`` at once, one per target by construction)."""
+    """Runs queued tuning runs on background threads (``max_workers`` at once, one per target by construction),
+    at a lower CPU priority than the server (``lower_priority``)."""
 
     def __init__(self, execute: Callable[[str], object], max_workers: int = 1):
         self._execute = execute
-        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="advisor-run")
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="advisor-run",
+                                        initializer=lower_priority)
         self._futures: dict[str, Future] = {}
         self._cancelled: dict[str, str] = {}
         self._lock = threading.Lock()

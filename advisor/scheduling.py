@@ -176,6 +176,9 @@ class Scheduler:
                           id=f"now-{schedule_id}", replace_existing=True, misfire_grace_time=None)
 
     def _fire(self, schedule_id: str) -> None:
+        from advisor.runs import lower_priority
+
+        lower_priority()  # a job thread of the scheduler's pool: it only ever runs jobs
         try:
             self.service.run_schedule(schedule_id)
         except AdvisorError as e:  # the schedule was removed meanwhile, or its target
