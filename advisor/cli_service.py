@@ -7,6 +7,7 @@ holds the store, use the REST API instead (the store says so when it is locked).
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import sys
@@ -26,7 +27,6 @@ from advisor.runs import RunPlan
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="print one JSON document on stdout")]
 StoreOpt = Annotated[str | None, typer.Option("--store", help="path of the DuckDB store (default: ADVISOR_STORE)")]
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 class Kind(str, Enum):
@@ -59,6 +59,33 @@ def _when(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if ts else "-"
 
 
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _names(items: list[str]) -> list[str]:
+    """Values of a repeatable option that also takes comma lists: ``--kind knobs --kind indexes`` or
+    ``--kind knobs,indexes``."""
+    return [n.strip() for item in items for n in item.split(",") if n.strip()]
+
+
+def _kinds(items: list[str]) -> list[Kind]:
+    kinds = []
+    for name in _names(items):
+        if name not in Kind.__members__:
+            raise typer.BadParameter(f"{name!r} is not a run kind; expected knobs or indexes", param_hint="--kind")
+        if Kind(name) not in kinds:
+            kinds.append(Kind(name))
+    if not kinds:
+        raise typer.BadParameter("give at least one run kind: knobs, indexes", param_hint="--kind")
+    return kinds
+
+
 def _plan(kind: Kind, optimizer, trials, budget_mb, rounds, episodes, samples, seeds, repeats, validate,
           sample_percent) -> RunPlan:
     return RunPlan(kind=kind.value, optimizer=optimizer, trials=trials, budget_mb=budget_mb, rounds=rounds,
@@ -74,25 +101,53 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
           no_scheduler: Annotated[bool, typer.Option("--no-scheduler", help="do not run the nightly schedules")] = False,
           allow_remote: Annotated[bool, typer.Option(help="listen on a non-loopback address (there is no TLS: put "
                                                           "a TLS proxy in front)")] = False,
+          json_out: Annotated[bool, typer.Option("--json", help="print the URLs as one JSON document on stdout "
+                                                               "before serving")] = False,
           store: StoreOpt = None) -> None:
-    """Run the web UI, the REST API (/api, docs at /api/docs) and the nightly schedules."""
+    """Run the web UI, the REST API (/api, docs at /api/docs) and the nightly schedules, until Ctrl-C."""
+    if not _loopback(host) and not allow_remote:
+        raise typer.BadParameter(f"{host} is not a loopback address; the server speaks plain HTTP (no TLS here), so "
+                                 "API tokens would cross the network in clear. Use --allow-remote behind a TLS proxy.",
+                                 param_hint="--host")
     import uvicorn
 
+    from advisor.service import AdvisorService
     from advisor.store import open_store
     from web.main import create_app
 
-    if host not in LOOPBACK and not allow_remote:
-        raise typer.BadParameter(f"{host} is not a loopback address; the server speaks plain HTTP, so tokens "
-                                 "would cross the network in clear. Use --allow-remote behind a TLS proxy.",
-                                 param_hint="--host")
     say = reporter()
-    with open_store(store) as s:  # fail here, clearly, when another process holds the store
-        has_tokens = any(t["revoked_at"] is None for t in s.tokens())
+    say("loading the web app")
+    with open_store(store) as s:  # fails here, clearly, when another process holds the store
+        has_tokens = any(t["revoked_at"] is None for t in AdvisorService(s).tokens())
+    _check_bind(host, port)
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}/"
+    app = create_app(store, scheduler=not no_scheduler, say=say)
+    if json_out:
+        _emit({"url": url, "docs": f"{url}api/docs", "scheduler": not no_scheduler, "has_tokens": has_tokens})
+        sys.stdout.flush()
+    else:
+        print(f"web UI:   {url}\nAPI docs: {url}api/docs", flush=True)
     if not has_tokens:
         say("no API token yet: create one with `advisor tokens create --name NAME --role operator` (stop the "
             "server first: it holds the store)")
-    say(f"serving on http://{host}:{port}/ (API docs: http://{host}:{port}/api/docs); Ctrl-C stops")
-    uvicorn.run(create_app(store, scheduler=not no_scheduler, say=say), host=host, port=port, log_level="warning")
+    if allow_remote and not _loopback(host):
+        say(f"listening on {host} without TLS: put a TLS proxy in front of it")
+    say(f"serving on {url} (scheduler {'off' if no_scheduler else 'on'}); Ctrl-C stops")
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def _check_bind(host: str, port: int) -> None:
+    """Fail with one clear line, before printing any URL, when the address cannot be listened on."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        with socket.socket(infos[0][0], socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(infos[0][4])
+    except OSError as e:
+        raise AdvisorError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
 
 
 # --- targets -----------------------------------------------------------------------------------------------------
@@ -100,14 +155,24 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
 targets_app = typer.Typer(no_args_is_help=True, help="Databases db-advisor tunes (credentials stored encrypted).")
 
 
+def _ask_dsn() -> str:
+    if sys.stdin.isatty():
+        return typer.prompt("DSN (not echoed)", hide_input=True, err=True)
+    dsn = sys.stdin.readline().strip()  # piped: `secret-tool lookup ... | advisor targets add --name N`
+    if not dsn:
+        raise AdvisorError("no DSN: give --dsn, set ADVISOR_TARGET_DSN, or pipe it on stdin")
+    return dsn
+
+
 @targets_app.command("add")
 def targets_add(name: Annotated[str, typer.Option(help="a name for the target")],
                 dsn: Annotated[str | None, typer.Option(help="libpq DSN or URL (default: ADVISOR_TARGET_DSN, else "
-                                                             "asked for without echo)")] = None,
+                                                             "asked for without echo, or read from a pipe) - "
+                                                             "keeps the password off the command line")] = None,
                 json_out: JsonFlag = False, store: StoreOpt = None) -> None:
     """Register a database: checks it can be observed, stores its DSN encrypted, takes a first snapshot."""
-    dsn = dsn or os.environ.get("ADVISOR_TARGET_DSN") or typer.prompt("DSN", hide_input=True)
-    target = _service(store, quiet=json_out).add_target(name, dsn)
+    dsn = dsn or os.environ.get("ADVISOR_TARGET_DSN") or _ask_dsn()
+    target = _service(store).add_target(name, dsn)  # progress on stderr; stdout stays one document
     if json_out:
         _emit(target)
     else:
@@ -116,6 +181,7 @@ def targets_add(name: Annotated[str, typer.Option(help="a name for the target")]
 
 @targets_app.command("list")
 def targets_list(json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+    """Known targets (registered ones have stored credentials); DSNs are shown without passwords."""
     rows = _service(store, quiet=True).targets()
     if json_out:
         _emit({"targets": rows})
@@ -130,7 +196,7 @@ def targets_list(json_out: JsonFlag = False, store: StoreOpt = None) -> None:
 @targets_app.command("remove")
 def targets_remove(ref: Annotated[str, typer.Argument(help="target id or name")], json_out: JsonFlag = False,
                    store: StoreOpt = None) -> None:
-    """Forget a target's credentials and schedules (its history stays)."""
+    """Forget a target, its credentials and schedules (its snapshots, runs and recommendations stay)."""
     _service(store, quiet=True).remove_target(ref)
     _emit({"removed": ref}) if json_out else print(f"removed {ref}")
 
@@ -167,7 +233,8 @@ def runs_start(target: Annotated[str, typer.Option("--target", "-t", help="targe
                sample_percent: Annotated[float | None, typer.Option(help="shadow: percent of large tables",
                                                                     min=0.001, max=100)] = None,
                json_out: JsonFlag = False, store: StoreOpt = None) -> None:
-    """Run a tuning run now, in the foreground (progress on stderr), and print its outcome."""
+    """Run a tuning run now, in the foreground (progress on stderr), and print it with its recommendation.
+    Exits 1 when the run failed (after printing it)."""
     service = _service(store)
     run = service.start_run(target, _plan(kind, optimizer, trials, budget_mb, rounds, episodes, samples, seeds,
                                           repeats, validate, sample_percent), wait=True)
@@ -175,11 +242,11 @@ def runs_start(target: Annotated[str, typer.Option("--target", "-t", help="targe
     rec = service.recommendation(rec_id) if rec_id else None
     if json_out:
         _emit({"run": run, "recommendation": codec.recommendation_dict(rec) if rec else None})
-        return
-    _print_run(run, service.trials(run["id"]))
-    if rec is not None:
-        render.recommendation(Console(), rec)
-    if run["state"] == "failed":
+    else:
+        _print_run(run, service.trials(run["id"]))
+        if rec is not None:
+            render.recommendation(Console(), rec)
+    if run["state"] == "failed":  # the run's row (and document) says why; the exit status says it failed
         raise AdvisorError(f"run {run['id']} failed: {run['error']}")
 
 
@@ -194,14 +261,16 @@ def _print_run(run: dict, trials: list[dict]) -> None:
     if trials:
         table = Table("#", "source", "status", "objective", "s")
         for t in trials:
-            table.add_row(str(t["number"]), t["source"] or "", t["status"],
+            table.add_row(str(t["number"]) if t["number"] is not None else "-", t["source"] or "", t["status"],
                           f"{t['objective']:.4g}" if t["objective"] is not None else "-",
                           f"{t['duration_s']:.1f}" if t["duration_s"] is not None else "-")
         console.print(table)
 
 
 @runs_app.command("show")
-def runs_show(run_id: str, json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+def runs_show(run_id: Annotated[str, typer.Argument(help="run id")], json_out: JsonFlag = False,
+              store: StoreOpt = None) -> None:
+    """A run: its state, progress (recent lines) and trials."""
     service = _service(store, quiet=True)
     run, trials = service.run(run_id), service.trials(run_id)
     if json_out:
@@ -217,6 +286,7 @@ def runs_list(target: Annotated[str | None, typer.Option(help="target id or name
               state: Annotated[str | None, typer.Option(help="queued, running, done, failed, cancelled, ...")] = None,
               limit: Annotated[int, typer.Option(min=1)] = 50, offset: Annotated[int, typer.Option(min=0)] = 0,
               json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+    """Tuning runs, newest first."""
     rows = _service(store, quiet=True).runs(target, state, limit, offset)
     if json_out:
         _emit({"runs": rows})
@@ -301,7 +371,8 @@ schedule_app = typer.Typer(no_args_is_help=True, help="Nightly tuning: cron sche
 @schedule_app.command("add")
 def schedule_add(target: Annotated[str, typer.Option("--target", "-t", help="target id or name")],
                  cron: Annotated[str, typer.Option(help="5 cron fields, e.g. '0 2 * * *' (02:00 daily)")],
-                 kind: Annotated[list[Kind], typer.Option(help="what each firing tunes (repeat for both)")],
+                 kind: Annotated[list[str], typer.Option(help="what each firing tunes: knobs, indexes (repeat, or "
+                                                              "a comma list: knobs,indexes)")],
                  timezone_: Annotated[str, typer.Option("--timezone", help="of the cron fields")] = "UTC",
                  optimizer: Annotated[str | None, typer.Option(help="default per kind: hibo, ia2")] = None,
                  trials: Annotated[int, typer.Option(min=2)] = 30,
@@ -309,20 +380,27 @@ def schedule_add(target: Annotated[str, typer.Option("--target", "-t", help="tar
                  rounds: Annotated[int, typer.Option(min=1)] = 5,
                  auto_apply: Annotated[AutoApply, typer.Option(help="reload_knobs: apply validated knob changes "
                                                                     "that need no restart")] = AutoApply.none,
-                 auto_apply_knob: Annotated[list[str], typer.Option(help="with reload_knobs: only these knobs")] = [],  # noqa: B006
+                 auto_apply_knob: Annotated[list[str], typer.Option(
+                     help="with reload_knobs: only these knobs (repeat, or a comma list)")] = [],  # noqa: B006
                  max_regression: Annotated[float, typer.Option(help="roll an auto-applied change back when "
                                                                     "statements get this much slower")] = 0.10,
                  json_out: JsonFlag = False, store: StoreOpt = None) -> None:
-    plans = [_plan(k, optimizer if len(kind) == 1 else None, trials, budget_mb, rounds, 300, 48, 3, 3, True, None)
-             for k in kind]
+    """Tune a target by itself on a cron schedule (run by `advisor serve`); recommendations wait for approval
+    unless --auto-apply reload_knobs."""
+    kinds = _kinds(kind)
+    plans = [_plan(k, optimizer if len(kinds) == 1 else None, trials, budget_mb, rounds, 300, 48, 3, 3, True, None)
+             for k in kinds]
     s = _service(store, quiet=True).add_schedule(target, cron, plans, timezone=timezone_, auto_apply=auto_apply.value,
-                                                 auto_apply_knobs=auto_apply_knob, max_regression=max_regression)
+                                                 auto_apply_knobs=_names(auto_apply_knob),
+                                                 max_regression=max_regression)
     _emit(s) if json_out else print(f"schedule {s['id']}: {s['cron']} ({s['timezone']}), next {_when(s['next_fire_at'])}")
 
 
 @schedule_app.command("list")
-def schedule_list(json_out: JsonFlag = False, store: StoreOpt = None) -> None:
-    rows = _service(store, quiet=True).schedules()
+def schedule_list(target: Annotated[str | None, typer.Option("--target", "-t", help="target id or name")] = None,
+                  json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+    """Schedules with their next firing time."""
+    rows = _service(store, quiet=True).schedules(target)
     if json_out:
         _emit({"schedules": rows})
         return
@@ -335,7 +413,9 @@ def schedule_list(json_out: JsonFlag = False, store: StoreOpt = None) -> None:
 
 
 @schedule_app.command("remove")
-def schedule_remove(schedule_id: str, json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+def schedule_remove(schedule_id: Annotated[str, typer.Argument(help="schedule id")], json_out: JsonFlag = False,
+                    store: StoreOpt = None) -> None:
+    """Stop a schedule (its past runs stay)."""
     _service(store, quiet=True).remove_schedule(schedule_id)
     _emit({"removed": schedule_id}) if json_out else print(f"removed schedule {schedule_id}")
 
@@ -349,16 +429,19 @@ tokens_app = typer.Typer(no_args_is_help=True, help="API tokens (admin: needs th
 def tokens_create(name: Annotated[str, typer.Option(help="who or what the token is for")],
                   role: Annotated[Role, typer.Option(help="viewer reads; operator also runs, approves, applies")],
                   json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+    """A new API token (send it as 'Authorization: Bearer <secret>'); its secret is printed once, here."""
     token, secret = _service(store, quiet=True).create_token(name, role.value)
     if json_out:
         _emit({**token, "secret": secret})
     else:
         print(f"token {token['name']} ({token['role']}): {secret}")
-        print("it is shown only now: keep it somewhere safe", file=sys.stderr)
+    print("warning: the secret is shown only now and cannot be shown again (only its hash is stored): keep it "
+          "somewhere safe", file=sys.stderr)
 
 
 @tokens_app.command("list")
 def tokens_list(json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+    """API tokens (never their secrets: only a hash is stored)."""
     rows = _service(store, quiet=True).tokens()
     if json_out:
         _emit({"tokens": rows})
@@ -372,6 +455,7 @@ def tokens_list(json_out: JsonFlag = False, store: StoreOpt = None) -> None:
 @tokens_app.command("revoke")
 def tokens_revoke(ref: Annotated[str, typer.Argument(help="token id or name")], json_out: JsonFlag = False,
                   store: StoreOpt = None) -> None:
+    """Revoke a token: requests bearing it are refused from now on."""
     token = _service(store, quiet=True).revoke_token(ref)
     _emit(token) if json_out else print(f"revoked {token['name']}")
 
@@ -381,7 +465,9 @@ def tokens_revoke(ref: Annotated[str, typer.Argument(help="token id or name")], 
 
 def playground(password: Annotated[str, typer.Option(help="put this password in the printed DSN (the sandbox "
                                                           "accepts any)")] = "playground",
-               seconds: Annotated[float, typer.Option(help="stop after this long; 0 = until Ctrl-C", min=0)] = 0) -> None:
+               seconds: Annotated[float, typer.Option(help="stop after this long; 0 = until Ctrl-C", min=0)] = 0,
+               json_out: Annotated[bool, typer.Option("--json", help="print the DSN as one JSON document")] = False
+               ) -> None:
     """Start a sandbox 'production' PostgreSQL with a shop workload to try db-advisor on; prints its DSN and
     keeps the workload trickling until stopped."""
     from advisor.playground import create_shop, run_shop_workload
@@ -391,7 +477,8 @@ def playground(password: Annotated[str, typer.Option(help="put this password in 
     with PostgresSandbox("playground") as sandbox:
         say("creating the shop database (200,000 orders) and running its workload")
         dsn = create_shop(sandbox, password=password)
-        print(dsn, flush=True)
+        _emit({"dsn": dsn}) if json_out else print(dsn)
+        sys.stdout.flush()
         say("register it: advisor targets add --name shop --dsn '<the DSN above>' (or in the web UI); Ctrl-C stops")
         end = time.monotonic() + seconds if seconds else None
         rounds = 0

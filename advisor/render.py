@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
 from advisor.domain import KnobChange, Recommendation
-from advisor.service import IndexTuneResult, Observation, TuneResult
+
+if TYPE_CHECKING:  # the service pulls in the optimizers (torch): not needed to render, nor for `advisor --help`
+    from advisor.service import IndexTuneResult, Observation, TuneResult
 
 
 def _short(sql: str, n: int = 70) -> str:

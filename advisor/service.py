@@ -445,8 +445,11 @@ class AdvisorService:
         return self.observe(self._dsn(target), target["name"])
 
     def snapshots(self, ref: str, limit: int | None = None, offset: int = 0) -> list[dict]:
-        rows = self.store.snapshots(self.store.target(ref)["id"])[::-1]
-        return rows[offset:offset + limit if limit is not None else None]
+        """The target's snapshots, newest first."""
+        return self.store.snapshots(self.store.target(ref)["id"], limit=limit, offset=offset, newest_first=True)
+
+    def count_snapshots(self, ref: str) -> int:
+        return self.store.count_snapshots(self.store.target(ref)["id"])
 
     # --- tuning runs ----------------------------------------------------------------------------------------
 

@@ -212,9 +212,11 @@ class Store:
                         [sid, target_id, snapshot.taken_at, json.dumps(codec.plain(workload)), json.dumps(summary)])
         return sid
 
-    def snapshots(self, target_id: str) -> list[dict]:
+    def snapshots(self, target_id: str, *, limit: int | None = None, offset: int = 0,
+                  newest_first: bool = False) -> list[dict]:
         rows = self.db.execute("SELECT id, taken_at, workload, summary FROM snapshots WHERE target_id = ? "
-                               "ORDER BY taken_at", [target_id]).fetchall()
+                               f"ORDER BY taken_at {'DESC' if newest_first else ''} LIMIT ? OFFSET ?",
+                               [target_id, limit if limit is not None else 2**62, offset]).fetchall()
         return [{"id": r[0], "taken_at": r[1], "workload": json.loads(r[2]), "summary": json.loads(r[3])} for r in rows]
 
     def add_trial(self, target_id: str, run_id: str, optimizer: str, changes: list, evidence: Evidence | None,
@@ -286,6 +288,9 @@ class Store:
              limit if limit is not None else 2**62, offset]).fetchall()
         return [{c: (json.loads(v) if c in self._RUN_JSON and v else v) for c, v in zip(self._RUN_COLS, r)}
                 for r in rows]
+
+    def count_snapshots(self, target_id: str) -> int:
+        return self.db.execute("SELECT count(*) FROM snapshots WHERE target_id = ?", [target_id]).fetchone()[0]
 
     def count_runs(self, target_id: str | None = None, state: str | None = None) -> int:
         return self.db.execute("SELECT count(*) FROM tuning_runs WHERE (? IS NULL OR target_id = ?) "

@@ -5,22 +5,30 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
+import urllib.request
 
 import pytest
 
 from advisor.playground import create_shop
+from connectors.sandbox import free_port
 from tests.conftest import scalar
 
 SECRET = "cli-Pa55-never-printed"
 
 
-def cli(tmp_path, *args, env=None):
-    env = {**os.environ, "ADVISOR_STORE": str(tmp_path / "advisor.duckdb"),
-           "ADVISOR_KEY_FILE": str(tmp_path / "secret.key"), **(env or {})}
-    res = subprocess.run([sys.executable, "-m", "advisor", *args], capture_output=True, text=True, env=env,
-                         timeout=300)
+def environ(tmp_path, env=None) -> dict:
+    base = {k: v for k, v in os.environ.items() if k != "ADVISOR_TARGET_DSN"}
+    return {**base, "ADVISOR_STORE": str(tmp_path / "advisor.duckdb"), "ADVISOR_KEY_FILE": str(tmp_path / "secret.key"),
+            **(env or {})}
+
+
+def cli(tmp_path, *args, env=None, stdin=None):
+    res = subprocess.run([sys.executable, "-m", "advisor", *args], capture_output=True, text=True,
+                         env=environ(tmp_path, env), timeout=300, input=stdin if stdin is not None else "")
     assert SECRET not in res.stdout + res.stderr
     return res
 
@@ -46,6 +54,8 @@ def test_target_run_approve_apply_rollback(tmp_path, shop):
     assert target["registered"] and "password" not in target["dsn"]
     assert SECRET.encode() not in (tmp_path / "advisor.duckdb").read_bytes()
     assert [t["name"] for t in ok(cli(tmp_path, "targets", "list", "--json"))["targets"]] == ["shop"]
+    observed = ok(cli(tmp_path, "targets", "observe", "shop", "--json"))
+    assert observed["target_id"] == target["id"] and observed["workload"]["statements"]
 
     done = ok(cli(tmp_path, "runs", "start", "--target", "shop", "--kind", "indexes", "--optimizer", "extend",
                   "--budget-mb", "50", "--rounds", "3", "--json"))
@@ -53,6 +63,10 @@ def test_target_run_approve_apply_rollback(tmp_path, shop):
     rid = done["recommendation"]["id"]
     shown = ok(cli(tmp_path, "runs", "show", done["run"]["id"], "--json"))
     assert shown["run"]["progress"]["log"]
+    human = cli(tmp_path, "runs", "show", done["run"]["id"])
+    assert human.returncode == 0 and "state done" in human.stdout
+    assert [r["id"] for r in ok(cli(tmp_path, "runs", "list", "--target", "shop", "--json"))["runs"]] == \
+        [done["run"]["id"]]
     listed = ok(cli(tmp_path, "recommendations", "list", "--state", "validated", "--kind", "indexes", "--json"))
     assert [r["id"] for r in listed["recommendations"]] == [rid]
     human = cli(tmp_path, "recommendations", "show", rid)
@@ -73,21 +87,34 @@ def test_target_run_approve_apply_rollback(tmp_path, shop):
     bad = cli(tmp_path, "schedule", "add", "--target", "shop", "--cron", "nightly", "--kind", "indexes",
               "--budget-mb", "10")
     assert bad.returncode == 1 and "invalid cron schedule" in bad.stderr
-    sched = ok(cli(tmp_path, "schedule", "add", "--target", "shop", "--cron", "0 2 * * *", "--kind", "indexes",
+    sched = ok(cli(tmp_path, "schedule", "add", "--target", "shop", "--cron", "0 2 * * *", "--kind", "knobs,indexes",
                    "--budget-mb", "10", "--json"))
-    assert [s["id"] for s in ok(cli(tmp_path, "schedule", "list", "--json"))["schedules"]] == [sched["id"]]
+    assert [p["kind"] for p in sched["plan"]["runs"]] == ["knobs", "indexes"] and sched["next_fire_at"]
+    assert [s["id"] for s in ok(cli(tmp_path, "schedule", "list", "--target", "shop", "--json"))["schedules"]] == \
+        [sched["id"]]
     assert cli(tmp_path, "schedule", "remove", sched["id"]).returncode == 0
     assert ok(cli(tmp_path, "schedule", "list", "--json"))["schedules"] == []
 
 
 def test_tokens_and_errors(tmp_path, db):
-    made = ok(cli(tmp_path, "tokens", "create", "--name", "ci", "--role", "viewer", "--json"))
+    made = cli(tmp_path, "tokens", "create", "--name", "ci", "--role", "viewer", "--json")
+    assert "shown only now" in made.stderr
+    made = ok(made)
     assert made["secret"].startswith("dba_") and made["role"] == "viewer"
     listing = cli(tmp_path, "tokens", "list", "--json")
     assert made["secret"] not in listing.stdout and ok(listing)["tokens"][0]["name"] == "ci"
     assert ok(cli(tmp_path, "tokens", "revoke", "ci", "--json"))["revoked_at"] is not None
     dup = cli(tmp_path, "tokens", "create", "--name", "ci", "--role", "operator")
     assert dup.returncode == 1 and "exists already" in dup.stderr
+
+    # the DSN piped on stdin (no password on the command line), then removed
+    piped = cli(tmp_path, "targets", "add", "--name", "piped", "--json", stdin=f"{db} password={SECRET}\n")
+    assert ok(piped)["name"] == "piped" and "observing" in piped.stderr  # progress on stderr, one document on stdout
+    assert SECRET.encode() not in (tmp_path / "advisor.duckdb").read_bytes()
+    assert ok(cli(tmp_path, "targets", "remove", "piped", "--json")) == {"removed": "piped"}
+    assert ok(cli(tmp_path, "targets", "list", "--json"))["targets"] == []
+    res = cli(tmp_path, "targets", "add", "--name", "x")
+    assert res.returncode == 1 and "no DSN" in res.stderr
 
     # observed with a DSN on the command line, but never registered: runs need stored credentials
     assert cli(tmp_path, "observe", "--target", db, "--json").returncode == 0
@@ -99,3 +126,27 @@ def test_tokens_and_errors(tmp_path, db):
     res = cli(tmp_path, "serve", "--host", "0.0.0.0")
     assert res.returncode == 2 and "loopback" in res.stderr
     assert cli(tmp_path, "serve", "--help").returncode == 0
+
+
+def test_serve_starts_and_stops(tmp_path):
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "advisor", "serve", "--port", str(port), "--no-scheduler", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ(tmp_path))
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.communicate()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2) as r:
+                    assert json.loads(r.read())["scheduler_running"] is False
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "advisor serve did not answer within 60 s"
+                time.sleep(0.5)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert json.loads(out) == {"url": f"http://127.0.0.1:{port}/", "docs": f"http://127.0.0.1:{port}/api/docs",
+                               "scheduler": False, "has_tokens": False}
+    assert "advisor tokens create --name NAME --role operator" in err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse
@@ -46,8 +48,14 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, e: StarletteHTTPException):
+        if not request.url.path.startswith("/api"):
+            from web.pages import error_page
+
+            message = "no such page" if e.status_code == 404 else str(e.detail)
+            return error_page(request, e.status_code, message)
         return _json(e.status_code, HTTP_KINDS.get(e.status_code, "error"), str(e.detail))
 
     @app.exception_handler(LoginRequired)
     async def login_required(request: Request, e: LoginRequired):
-        return RedirectResponse(f"/login?next={request.url.path}", status_code=303)
+        back = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return RedirectResponse(f"/login?{urlencode({'next': back})}", status_code=303)

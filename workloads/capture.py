@@ -12,9 +12,10 @@ from advisor.domain import Snapshot, Statement, Workload
 
 REPLAYABLE_HEADS = ("SELECT", "WITH", "INSERT", "UPDATE", "DELETE", "VALUES", "TABLE", "MERGE")
 TAG_PREFIX = "/* db-advisor */"
-_CATALOG = re.compile(r"\b(pg_catalog|information_schema|pg_stat\w*|pg_settings|pg_class|pg_namespace|pg_index|"
-                      r"pg_database|pg_extension|pg_prepared_statements|hypopg\w*|pg_qualstats\w*|pg_reload_conf|"
-                      r"pg_sleep|pg_backend_pid|current_setting|set_config|version)\b", re.I)
+# Any pg_* name (system catalogs, statistics views, admin functions: PostgreSQL reserves the prefix; pg_dump's
+# catalog queries, which land in pg_stat_statements whenever a shadow is copied, are all of this kind) and the
+# advisor's own extensions and settings functions.
+_CATALOG = re.compile(r"\b(pg_\w+|information_schema|hypopg\w*|current_setting|set_config|version)\b", re.I)
 _LEADING_COMMENTS = re.compile(r"^\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*)*", re.S)
 
 

@@ -20,6 +20,9 @@ def test_substitute_skips_quotes_and_comments():
 def test_capture_filters_the_advisors_own_and_catalog_statements():
     assert is_workload_statement("SELECT * FROM orders WHERE id = $1")
     assert not is_workload_statement("/* db-advisor */ SELECT 1")
+    # pg_dump's catalog queries (in pg_stat_statements after every shadow copy) are not the application's
+    assert not is_workload_statement("SELECT tableoid, oid, collname, collnamespace, collowner FROM pg_collation")
+    assert not is_workload_statement("SELECT DISTINCT attrelid FROM pg_attribute WHERE attacl IS NOT NULL")
     assert not is_workload_statement("SELECT * FROM pg_stat_statements")
     assert not is_workload_statement("SET work_mem = $1")
     assert is_workload_statement("WITH x AS (SELECT 1) SELECT * FROM x")

@@ -34,11 +34,11 @@ def remove_target(ref: str, service: Service, who: Operator) -> None:
 @router.post("/{ref}/observe", response_model=schemas.Snapshot, status_code=status.HTTP_201_CREATED)
 def observe(ref: str, service: Service, who: Operator):
     obs = service.observe_target(ref, who)
-    return next(views.snapshot(s) for s in service.snapshots(ref) if s["id"] == obs.snapshot_id)
+    return next(views.snapshot(s) for s in service.snapshots(ref, limit=1) if s["id"] == obs.snapshot_id)
 
 
 @router.get("/{ref}/snapshots", response_model=schemas.Page[schemas.Snapshot])
 def snapshots(ref: str, service: Service, _: Viewer, limit: Limit = 50, offset: Offset = 0):
-    rows = service.snapshots(ref)
-    return {"items": [views.snapshot(s) for s in rows[offset:offset + limit]], "total": len(rows), "limit": limit,
+    rows = service.snapshots(ref, limit, offset)
+    return {"items": [views.snapshot(s) for s in rows], "total": service.count_snapshots(ref), "limit": limit,
             "offset": offset}

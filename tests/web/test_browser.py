@@ -1,0 +1,394 @@
+"""The web pages in a real browser: headless Chromium (Debian's, driven by Playwright) against the real server
+(uvicorn on a loopback port) and a real 'production' Postgres.
+
+Log in, register the target, start an index run and watch it finish, open its recommendation, approve, apply
+(the index appears on the production database), roll back (it is gone); CSRF and roles are enforced; a knob
+run's convergence plot; schedules. Every step leaves a screenshot under $ADVISOR_TEST_ARTIFACTS/web (default
+test-artifacts/web), and no byte the server sent contains the target's password.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import re
+import threading
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+import pytest
+import uvicorn
+
+from advisor.playground import run_shop_workload
+from advisor.runs import RunPlan
+from connectors.sandbox import free_port
+from tests.web.conftest import INDEX_RUN, PASSWORD
+from web.deps import SESSION_COOKIE
+from web.main import create_app
+
+CHROMIUM = "/usr/bin/chromium"
+RUN_TIMEOUT_MS = 300_000
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
+sync_api = pytest.importorskip("playwright.sync_api")
+expect = sync_api.expect
+
+
+def artifacts() -> Path:
+    path = Path(os.environ.get("ADVISOR_TEST_ARTIFACTS", "test-artifacts")) / "web"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+class BodyRecorder:
+    """ASGI wrapper keeping every response (status line, headers, body) the server sent, to search for secrets."""
+
+    def __init__(self, app):
+        self.app = app
+        self.responses: list[bytes] = []
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        parts: list[bytes] = [scope["path"].encode()]
+
+        async def recording_send(message):
+            if message["type"] == "http.response.start":
+                parts.append(str(message["status"]).encode())
+                parts.extend(k + b": " + v for k, v in message.get("headers", []))
+            elif message["type"] == "http.response.body":
+                parts.append(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, recording_send)
+        finally:
+            self.responses.append(b"\n".join(parts))
+
+
+@dataclass
+class Site:
+    base: str
+    app: object
+    recorder: BodyRecorder
+    prod: str
+    operator: str = ""
+    viewer: str = ""
+    html: list[str] = field(default_factory=list)  # every page the browser showed, as the test saw it
+    shots: list[Path] = field(default_factory=list)
+
+    @property
+    def service(self):
+        return self.app.state.service
+
+    def shot(self, page, name: str) -> Path:
+        """Keep the page's HTML and save a full-page screenshot NN-name.png."""
+        self.html.append(page.content())
+        path = artifacts() / f"{len(self.shots) + 1:02d}-{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        self.shots.append(path)
+        print(f"screenshot: {path}")
+        return path
+
+
+def _get(base: str, path: str, headers: dict | None = None, body: str | None = None) -> http.client.HTTPResponse:
+    """One request without following redirects (urllib would)."""
+    url = urllib.parse.urlsplit(base)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+    conn.request("POST" if body is not None else "GET", path, body=body, headers=headers or {})
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    return response
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, prod):
+    """The app served by uvicorn in a thread on a free loopback port, with an operator and a viewer token."""
+    tmp = tmp_path_factory.mktemp("browser")
+    for old in artifacts().glob("[0-9][0-9]-*.png"):  # screenshots of an earlier run
+        old.unlink()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ADVISOR_KEY_FILE", str(tmp / "secret.key"))
+        app = create_app(str(tmp / "advisor.duckdb"))
+        recorder = BodyRecorder(app)
+        port = free_port()
+        server = uvicorn.Server(uvicorn.Config(recorder, host="127.0.0.1", port=port, log_level="warning",
+                                               lifespan="on"))
+        thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
+        thread.start()
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if _get(base, "/api/health").status == 200:
+                    break
+            except OSError:
+                pass
+            assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.1)
+        s = Site(base, app, recorder, prod)
+        _, s.operator = s.service.create_token("op", "operator")
+        _, s.viewer = s.service.create_token("auditor", "viewer")
+        try:
+            yield s
+        finally:
+            server.should_exit = True
+            thread.join(timeout=120)
+        leaked = [r[:200] for r in recorder.responses if PASSWORD.encode() in r]
+        assert not leaked, f"the target's password was in a response: {leaked[0]!r}"
+        assert not [h for h in s.html if PASSWORD in h], "the target's password was on a page"
+        print("screenshots:\n" + "\n".join(f"  {p}" for p in s.shots))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+def new_page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    context.set_default_timeout(20_000)
+    return context.new_page()
+
+
+def log_in(site: Site, page, token: str, next_path: str = "/") -> None:
+    page.goto(f"{site.base}/login?next={urllib.parse.quote(next_path)}")
+    page.fill("#token", token)
+    with page.expect_navigation():
+        page.click("#login")
+
+
+def indexes_on(dsn: str, table: str) -> set[str]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = %s", [table])}
+
+
+def wait_done(page, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
+    """The run page reloads itself as the run goes on; wait for it to show the end."""
+    expect(page.locator("#state")).to_have_text(re.compile("done|failed|cancelled"), timeout=timeout_ms)
+
+
+# --- tests, in order: each builds on what the previous one left ---------------------------------------------
+
+
+def test_login_session_cookie_and_errors(site, browser):
+    page = new_page(browser)
+    page.goto(f"{site.base}/recommendations")
+    assert page.url == f"{site.base}/login?next=%2Frecommendations"  # no session: sent to the login page
+    site.shot(page, "login")
+
+    page.fill("#token", "dba_not-a-token")
+    with page.expect_response(lambda r: r.url.endswith("/login") and r.request.method == "POST") as answer:
+        page.click("#login")
+    assert answer.value.status == 401
+    expect(page.locator("#error")).to_contain_text("unknown API token")
+    site.shot(page, "login-refused")
+
+    page.fill("#token", site.operator)
+    with page.expect_navigation(url=f"{site.base}/recommendations"):
+        page.click("#login")
+    cookie = next(c for c in page.context.cookies() if c["name"] == SESSION_COOKIE)
+    assert cookie["httpOnly"] is True and cookie["sameSite"] in ("Lax", "Strict") and cookie["path"] == "/"
+    assert cookie["expires"] > time.time() + 3600  # max-age from the settings (8 h by default)
+    assert page.inner_text("#who") == "op" and page.text_content("#role") == "operator"
+    expect(page.locator("#recommendations")).to_have_count(0)  # nothing yet
+    site.shot(page, "recommendations-empty")
+
+    # after login, only a local path: never another site
+    for evil in ("//evil.example/x", "https://evil.example/", "/\\evil.example", "javascript:alert(1)"):
+        body = urllib.parse.urlencode({"token": site.operator, "next": evil})
+        r = _get(site.base, "/login", {"Content-Type": "application/x-www-form-urlencoded"}, body)
+        assert r.status == 303 and r.getheader("location") == "/", evil
+
+    # errors are pages, their messages escaped
+    evil = "<img src=x onerror=alert(1)>"
+    answer = page.goto(f"{site.base}/recommendations/{urllib.parse.quote(evil, safe='')}")
+    assert answer.status == 404
+    expect(page.locator("#message")).to_contain_text(evil)
+    assert page.locator("#message img").count() == 0
+    site.shot(page, "not-found")
+    assert page.goto(f"{site.base}/runs?limit=many").status == 400
+    page.context.close()
+
+
+def test_register_target_and_run_an_index_run(site, browser):
+    page = new_page(browser)
+    log_in(site, page, site.operator)
+    expect(page.locator(".empty")).to_contain_text("No targets")
+    page.fill("#target-name", "prod")
+    page.fill("#target-dsn", site.prod)
+    assert page.get_attribute("#target-dsn", "type") == "password"
+    with page.expect_navigation(url=f"{site.base}/"):
+        page.click("#register-target")
+    card = page.locator("#target-prod")
+    expect(card).to_contain_text("Last observed")
+    assert "password" not in card.locator(".dsn").inner_text()
+    assert page.locator("#observe-prod").count() == 1
+    site.shot(page, "targets")
+
+    page.goto(f"{site.base}/runs")
+    page.select_option("#run-target", "prod")
+    page.select_option("#run-kind", INDEX_RUN["kind"])
+    expect(page.locator("#run-trials")).to_be_hidden()  # the form shows the chosen kind's fields
+    page.select_option("#run-optimizer", INDEX_RUN["optimizer"])
+    page.fill("#run-budget", str(INDEX_RUN["budget_mb"]))
+    page.fill("#run-rounds", str(INDEX_RUN["rounds"]))
+    site.shot(page, "start-run")
+    with page.expect_navigation(url=re.compile(r"/runs/[0-9a-f]+$")):
+        page.click("#start")
+    assert page.inner_text("#state") in ("queued", "running", "done")
+    site.shot(page, "run-started")
+    wait_done(page)
+    assert page.inner_text("#state") == "done", page.inner_text("main")
+    expect(page.locator("#outcome")).to_contain_text("validated")
+    assert page.locator("#log").inner_text().strip()
+    site.shot(page, "run-done")
+    page.context.close()
+
+
+def test_approve_apply_rollback_in_the_browser(site, browser):
+    page = new_page(browser)
+    log_in(site, page, site.operator, "/recommendations?state=validated")
+    rows = page.locator("#recommendations tbody tr")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("indexes")
+    expect(rows.first).to_contain_text("prod")
+    assert re.search(r"\+\d+\.\d%", rows.first.inner_text())  # gains as +12.3%
+    site.shot(page, "recommendations")
+    with page.expect_navigation(url=re.compile(r"/recommendations/[0-9a-f]+$")):
+        rows.first.locator("a.open").click()
+    rec_url = page.url
+    rec_id = rec_url.rsplit("/", 1)[1]
+    assert page.inner_text("#state") == "validated"
+    assert page.locator("svg.plot").count() == 2  # statements' paired bars, per-round totals
+    assert page.locator("#statements tbody tr").count() >= 1
+    expect(page.locator("#indexes")).to_contain_text("orders")
+    assert "CREATE INDEX CONCURRENTLY" in page.inner_text("#apply-sql")
+    assert "DROP INDEX CONCURRENTLY" in page.inner_text("#revert-sql")
+    expect(page.locator("#apply, #rollback")).to_have_count(0)
+    site.shot(page, "recommendation-validated")
+
+    # a viewer sees the evidence but no buttons, and cannot act even with a valid form
+    viewer = new_page(browser)
+    log_in(site, viewer, site.viewer, f"/recommendations/{rec_id}")
+    assert viewer.url == rec_url and viewer.text_content("#role") == "viewer"
+    expect(viewer.locator("#approve, #apply, #rollback, #reject")).to_have_count(0)
+    site.shot(viewer, "viewer")
+    viewer_csrf = viewer.locator("input[name=csrf]").first.get_attribute("value")
+    refused = viewer.request.post(f"{rec_url}/approve", form={"csrf": viewer_csrf}, max_redirects=0)
+    assert refused.status == 403 and "operator" in refused.text()
+    viewer.context.close()
+
+    # a POST without the session's CSRF token is refused, in the browser and from a script
+    page.evaluate("document.querySelectorAll('input[name=csrf]').forEach(e => e.remove())")
+    with page.expect_response(lambda r: r.url.endswith("/approve")) as answer:
+        page.click("#approve")
+    assert answer.value.status == 403
+    expect(page.locator("#message")).to_contain_text("CSRF")
+    site.shot(page, "csrf-refused")
+    for form in ({}, {"csrf": "forged"}):
+        r = page.request.post(f"{rec_url}/approve", form=form, max_redirects=0)
+        assert r.status == 403, form
+        site.html.append(r.text())
+    assert site.service.recommendation(rec_id).state == "validated"
+
+    page.goto(rec_url)
+    before = indexes_on(site.prod, "orders")
+    page.fill("#note", "checked the evidence")
+    with page.expect_navigation(url=rec_url):
+        page.click("#approve")
+    assert page.inner_text("#state") == "approved"
+    assert indexes_on(site.prod, "orders") == before  # approving changes nothing on production
+    site.shot(page, "approved")
+
+    page.once("dialog", lambda d: d.accept())  # "Apply ... to production?"
+    with page.expect_navigation(url=rec_url):
+        page.click("#apply")
+    assert page.inner_text("#state") == "applied"
+    assert indexes_on(site.prod, "orders") - before == {"orders_customer_advisor_idx"}
+    assert "DROP INDEX CONCURRENTLY" in page.inner_text("#revert-sql")
+    site.shot(page, "applied")
+
+    page.once("dialog", lambda d: d.accept())
+    with page.expect_navigation(url=rec_url):
+        page.click("#rollback")
+    assert page.inner_text("#state") == "rolled_back"
+    assert indexes_on(site.prod, "orders") == before
+    history = page.inner_text("#history")
+    for step in ("approved", "applied", "rolled_back", "token:op", "checked the evidence"):
+        assert step in history, step
+    expect(page.locator("#approve, #apply, #rollback, #reject")).to_have_count(0)
+    site.shot(page, "rolled-back")
+
+    with page.expect_navigation(url=re.compile(r"/login$")):
+        page.click("#logout")
+    assert SESSION_COOKIE not in {c["name"] for c in page.context.cookies()}
+    assert page.goto(rec_url).url.startswith(f"{site.base}/login")  # the session is gone on the server too
+    page.context.close()
+
+
+def test_knob_run_convergence_and_schedules(site, browser):
+    # Only the shop's statements in the workload: the earlier run's pg_dump of the target and this test's own
+    # catalog queries are in pg_stat_statements too, and a knob trial cannot replay them (aclitem columns).
+    with psycopg.connect(site.prod, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_statements_reset()")
+    run_shop_workload(site.prod)
+    who = site.service.authenticate(site.operator)
+    run = site.service.start_run("prod", RunPlan(kind="knobs", optimizer="random", trials=5, seeds=0, repeats=1,
+                                                 rounds=2), who)
+    page = new_page(browser)
+    log_in(site, page, site.operator, f"/runs/{run['id']}")
+    wait_done(page)
+    trials = site.service.trials(run["id"])
+    assert len([t for t in trials if t["status"] == "measured"]) >= 2
+    expect(page.locator("#trials tbody tr")).to_have_count(len(trials))
+    expect(page.locator("#convergence svg.plot circle").first).to_be_visible()
+    site.shot(page, "knob-run")
+    if page.locator("#outcome a").count():  # the random search found a configuration worth validating
+        with page.expect_navigation(url=re.compile(r"/recommendations/[0-9a-f]+$")):
+            page.locator("#outcome a").first.click()
+        expect(page.locator("#changes .change").first).to_be_visible()
+        site.shot(page, "knob-recommendation")
+
+    page.goto(f"{site.base}/schedules")
+    page.select_option("#schedule-target", "prod")
+    page.fill("#schedule-cron", "30 3 * * *")
+    page.select_option("#schedule-kind", "indexes")
+    page.select_option("#schedule-optimizer", INDEX_RUN["optimizer"])
+    page.fill("input[name=budget_mb]", str(INDEX_RUN["budget_mb"]))
+    with page.expect_navigation(url=f"{site.base}/schedules"):
+        page.click("#add")
+    schedule = page.locator("article.schedule")
+    expect(schedule).to_have_count(1)
+    expect(schedule).to_contain_text("30 3 * * *")
+    expect(schedule).to_contain_text("Not fired yet")
+    sid = site.service.schedules()[0]["id"]
+    with page.expect_navigation(url=f"{site.base}/schedules"):
+        page.click(f"#fire-{sid}")
+    deadline = time.monotonic() + RUN_TIMEOUT_MS / 1000
+    while not [r for r in site.service.runs("prod") if r["schedule_id"] == sid and r["state"] == "done"]:
+        assert time.monotonic() < deadline, "the scheduled run did not finish"
+        time.sleep(1)
+    page.reload()
+    expect(schedule.locator("tbody tr")).to_have_count(1)
+    expect(schedule).to_contain_text("done")
+    site.shot(page, "schedules")
+
+    page.once("dialog", lambda d: d.accept())
+    with page.expect_navigation(url=f"{site.base}/schedules"):
+        page.click(f"#remove-{sid}")
+    expect(page.locator("article.schedule")).to_have_count(0)
+
+    page.goto(f"{site.base}/runs")
+    expect(page.locator("#runs tbody tr")).to_have_count(3)
+    site.shot(page, "runs")
+    page.goto(f"{site.base}/")
+    site.shot(page, "targets-after")
+    page.context.close()

@@ -1,0 +1,95 @@
+"""Number and time formats for people: gains as +12.3%, times in ms, sizes in MB, timestamps in UTC."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timezone
+
+DASH = "—"
+
+
+def _missing(x) -> bool:
+    return x is None or (isinstance(x, float) and not math.isfinite(x))
+
+
+def pct(x: float | None, signed: bool = True) -> str:
+    """A fraction as a percentage: 0.123 -> +12.3%."""
+    if _missing(x):
+        return DASH
+    return f"{x * 100:+.1f}%" if signed else f"{x * 100:.1f}%"
+
+
+def interval(ci, fmt=pct) -> str:
+    """A 95% interval as [low, high] in ``fmt``."""
+    if not ci or len(ci) != 2 or all(_missing(v) for v in ci):
+        return DASH
+    return f"[{fmt(ci[0])}, {fmt(ci[1])}]"
+
+
+def ms(x: float | None) -> str:
+    if _missing(x):
+        return DASH
+    a = abs(x)
+    if a < 1:
+        return f"{x:.3f} ms"
+    if a < 10:
+        return f"{x:.2f} ms"
+    if a < 1000:
+        return f"{x:.1f} ms"
+    return f"{x:,.0f} ms"
+
+
+def mb(n: float | None) -> str:
+    """Bytes as MB (MiB, as the budgets are given)."""
+    if _missing(n):
+        return DASH
+    v = n / (1024 * 1024)
+    return f"{v:.2f} MB" if v < 10 else f"{v:,.1f} MB"
+
+
+def ratio(x: float | None) -> str:
+    return DASH if _missing(x) else f"{x:.2f}×"
+
+
+def ratio_interval(ci) -> str:
+    return interval(ci, lambda v: DASH if _missing(v) else f"{v:.2f}")
+
+
+def ts(t: float | None) -> str:
+    """Unix seconds as UTC 'YYYY-MM-DD HH:MM'."""
+    if _missing(t):
+        return DASH
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def iso(t: float | None) -> str:
+    return "" if _missing(t) else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
+
+
+def seconds(s: float | None) -> str:
+    if _missing(s):
+        return DASH
+    if s < 60:
+        return f"{s:.1f} s"
+    m, sec = divmod(int(round(s)), 60)
+    if m < 60:
+        return f"{m} min {sec:02d} s"
+    h, m = divmod(m, 60)
+    return f"{h} h {m:02d} min"
+
+
+def num(x, digits: int = 1) -> str:
+    if _missing(x):
+        return DASH
+    if isinstance(x, int):
+        return f"{x:,}"
+    return f"{x:,.{digits}f}"
+
+
+def compact_json(value) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, default=str)
+
+
+FILTERS = {"pct": pct, "interval": interval, "ms": ms, "mb": mb, "ratio": ratio, "ratio_interval": ratio_interval,
+           "ts": ts, "iso": iso, "seconds": seconds, "num": num, "json": compact_json}

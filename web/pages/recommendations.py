@@ -1,0 +1,103 @@
+"""Recommendations: the filtered, paged list, and one recommendation with its evidence, SQL, history and the
+operator's actions (approve, apply, roll back, reject)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from advisor.domain import TRANSITIONS
+from advisor.errors import NotFound
+from web import views
+from web.deps import PageSession, Service
+from web.pages import plots
+from web.pages.forms import Checked, Field, choice, integer, see_other
+from web.pages.formats import ms
+from web.pages.templating import render
+
+router = APIRouter()
+STATES = ("proposed", "validated", "approved", "applied", "rolled_back", "rejected")
+KINDS = ("knobs", "indexes")
+PAGE_SIZE = 25
+
+
+@router.get("/recommendations")
+def list_page(request: Request, service: Service, session: PageSession, state: str = "", kind: str = "",
+              target: str = "", limit: str = "", offset: str = ""):
+    state = choice("state", state, STATES)
+    kind = choice("kind", kind, KINDS)
+    target = target.strip() or None
+    limit_n = integer("limit", limit, PAGE_SIZE, low=1, high=500)
+    offset_n = integer("offset", offset, 0, low=0, high=10**9)
+    rows = service.recommendation_summaries(state, kind=kind, target=target, limit=limit_n, offset=offset_n)
+    total = service.count_recommendations(state, kind=kind, target=target)
+    filters = {"state": state or "", "kind": kind or "", "target": target or ""}
+    return render(request, "recommendations.html", session, section="recommendations", rows=rows, total=total,
+                  limit=limit_n, offset=offset_n, filters=filters, states=STATES, kinds=KINDS,
+                  targets=service.targets())
+
+
+def _evidence(rec) -> dict | None:
+    """The evidence table and plots: statements labelled S1, S2, ... in the order of their weight."""
+    ev = rec.evidence
+    if ev is None:
+        return None
+    statements = sorted(ev.statements, key=lambda s: -s.weight)
+    labels = [f"S{i + 1}" for i in range(len(statements))]
+    return {"ev": ev, "statements": list(zip(labels, statements)),
+            "labels": dict(zip((s.queryid for s in statements), labels)),
+            "bars": plots.paired_bars(labels, [s.baseline_ms for s in statements],
+                                      [s.candidate_ms for s in statements], fmt=ms),
+            "rounds": plots.round_totals(ev.baseline_totals_ms, ev.candidate_totals_ms),
+            "baseline_total": _mean(ev.baseline_totals_ms), "candidate_total": _mean(ev.candidate_totals_ms)}
+
+
+def _mean(values) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+@router.get("/recommendations/{rec_id}")
+def detail_page(request: Request, rec_id: str, service: Service, session: PageSession):
+    rec = service.recommendation(rec_id)
+    try:
+        run = service.run(rec.run_id) if rec.run_id else None
+    except NotFound:
+        run = None
+    try:
+        target = service.target(rec.target_id)
+    except NotFound:
+        target = None
+    out = views.recommendation(rec, run)
+    nexts = TRANSITIONS.get(rec.state, frozenset())
+    actions = {"approve": rec.state == "validated", "apply": rec.state == "approved",
+               "rollback": rec.state == "applied", "reject": "rejected" in nexts}
+    return render(request, "recommendation.html", session, section="recommendations", rec=rec, out=out, run=run,
+                  target=target, evidence=_evidence(rec), history=service.audit_log(rec.id), actions=actions,
+                  details=rec.details or {})
+
+
+ACTIONS = ("approve", "apply", "rollback", "reject")
+
+
+@router.post("/recommendations/{rec_id}/{action}")
+def act(rec_id: str, action: str, service: Service, checked: Checked, note: Field = ""):
+    who = checked[0]
+    note = note.strip()[:2000]
+    if action == "approve":
+        service.approve(rec_id, who, note)
+    elif action == "apply":
+        service.apply(rec_id, who)
+    elif action == "rollback":
+        service.rollback(rec_id, who, note)
+    elif action == "reject":
+        service.reject(rec_id, who, note)
+    else:
+        raise NotFound(f"no action {action!r}; expected one of {', '.join(ACTIONS)}")
+    return see_other(f"/recommendations/{rec_id}")
+
+
+
+@router.get("/recommendations/{rec_id}/{action}")
+def act_by_get(rec_id: str, action: str):
+    """A browser that was sent to the login page from one of the action forms lands here afterwards: show the
+    recommendation (GET never acts)."""
+    return see_other(f"/recommendations/{rec_id}")

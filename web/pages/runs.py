@@ -1,0 +1,111 @@
+"""Tuning runs: the list (operators start runs there), one run with its progress, log, trials and convergence
+plot, refreshing itself while it is queued or running (static/app.js polls progress.json)."""
+
+from __future__ import annotations
+
+import typing
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from advisor.errors import AdvisorError
+from advisor.runs import ACTIVE, KINDS, RunPlan
+from web import schemas
+from web.deps import PageSession, Service
+from web.pages import plots
+from web.pages.forms import Checked, Field, choice, decimal, integer, see_other
+from web.pages.templating import render
+
+router = APIRouter()
+RUN_STATES = typing.get_args(schemas.RunState)
+OPTIMIZERS = {"knobs": typing.get_args(schemas.KnobOptimizer), "indexes": typing.get_args(schemas.IndexOptimizer)}
+PAGE_SIZE = 25
+
+
+def target_names(service) -> dict[str, str]:
+    return {t["id"]: t["name"] for t in service.targets()}
+
+
+def plan_from_form(kind: str, optimizer: str, trials: str, budget_mb: str, rounds: str) -> RunPlan:
+    """A RunPlan from a form's fields, with a clear message for the first bad one."""
+    kind = choice("kind", kind, KINDS)
+    if kind is None:
+        raise AdvisorError("choose what to tune: knobs or indexes")
+    optimizer = optimizer.strip() or None
+    if optimizer is not None and optimizer not in OPTIMIZERS[kind]:
+        raise AdvisorError(f"{optimizer!r} is not a {kind} optimizer; choose one of {', '.join(OPTIMIZERS[kind])}")
+    budget = decimal("budget_mb", budget_mb)
+    if kind == "indexes" and (budget is None or budget <= 0):
+        raise AdvisorError("an index run needs a budget: the MB of new indexes it may propose")
+    return RunPlan(kind=kind, optimizer=optimizer, trials=integer("trials", trials, 30, low=2, high=10_000),
+                   budget_mb=budget if kind == "indexes" else None,
+                   rounds=integer("rounds", rounds, 5, low=1, high=100)).checked()
+
+
+@router.get("/runs")
+def runs_page(request: Request, service: Service, session: PageSession, target: str = "", state: str = "",
+              limit: str = "", offset: str = ""):
+    state = choice("state", state, RUN_STATES)
+    target = target.strip() or None
+    limit_n = integer("limit", limit, PAGE_SIZE, low=1, high=500)
+    offset_n = integer("offset", offset, 0, low=0, high=10**9)
+    runs = service.runs(target, state, limit_n, offset_n)
+    targets = service.targets()
+    return render(request, "runs.html", session, section="runs", runs=runs,
+                  total=service.count_runs(target, state), limit=limit_n, offset=offset_n,
+                  filters={"target": target or "", "state": state or ""}, states=RUN_STATES, targets=targets,
+                  names={t["id"]: t["name"] for t in targets}, optimizers=OPTIMIZERS)
+
+
+@router.post("/runs")
+def start_run(service: Service, checked: Checked, target: Field = "", kind: Field = "", optimizer: Field = "",
+              trials: Field = "", budget_mb: Field = "", rounds: Field = ""):
+    if not target.strip():
+        raise AdvisorError("choose a target")
+    run = service.start_run(target.strip(), plan_from_form(kind, optimizer, trials, budget_mb, rounds), checked[0])
+    return see_other(f"/runs/{run['id']}")
+
+
+def _convergence(run: dict, trials: list[dict]):
+    measured = [(t["number"] + 1, t["objective"], t.get("source") or "") for t in trials
+                if t["status"] == "measured" and t["objective"] is not None and t["number"] is not None]
+    if len(measured) < 2:
+        return None
+    result = run.get("result") or {}
+    baseline = result.get("baseline_objective")
+    if baseline is None:
+        baseline = next((t["objective"] for t in trials if t.get("source") == "default"
+                         and t["status"] == "measured"), None)
+    return plots.convergence(measured, baseline, "objective, ms (lower is better)")
+
+
+@router.get("/runs/{run_id}")
+def run_page(request: Request, run_id: str, service: Service, session: PageSession):
+    run = service.run(run_id)
+    trials = service.trials(run_id)
+    schedule = None
+    if run.get("schedule_id"):
+        schedule = next((s for s in service.schedules() if s["id"] == run["schedule_id"]), None)
+    return render(request, "run.html", session, section="runs", run=run, trials=trials, result=run.get("result") or {},
+                  recs=service.recommendation_summaries(run_id=run_id), plan=(run.get("options") or {}).get("plan"),
+                  progress=run.get("progress") or {}, active=run["state"] in ACTIVE,
+                  target=target_names(service).get(run["target_id"], run["target_id"]), schedule=schedule,
+                  plot=_convergence(run, trials))
+
+
+@router.get("/runs/{run_id}/progress.json")
+def progress(run_id: str, service: Service, session: PageSession):
+    run = service.run(run_id)
+    return JSONResponse({"state": run["state"], "message": (run.get("progress") or {}).get("message", ""),
+                         "trials_done": len(service.trials(run_id))}, headers={"Cache-Control": "no-store"})
+
+
+@router.post("/runs/{run_id}/cancel")
+def cancel(run_id: str, service: Service, checked: Checked):
+    service.cancel_run(run_id, checked[0])
+    return see_other(f"/runs/{run_id}")
+
+
+@router.get("/runs/{run_id}/cancel")
+def cancel_by_get(run_id: str):
+    return see_other(f"/runs/{run_id}")  # GET never acts (a browser back from the login page lands here)

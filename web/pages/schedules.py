@@ -1,0 +1,60 @@
+"""Schedules: every schedule with its next and last fire and the outcome of its recent runs; operators add,
+remove and fire them."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from advisor.errors import AdvisorError
+from advisor.scheduling import AUTO_APPLY
+from web.deps import PageSession, Service
+from web.pages.forms import Checked, Field, choice, see_other
+from web.pages.runs import OPTIMIZERS, plan_from_form
+from web.pages.templating import render
+
+router = APIRouter()
+RECENT = 5
+
+
+@router.get("/schedules")
+def schedules_page(request: Request, service: Service, session: PageSession):
+    targets = service.targets()
+    names = {t["id"]: t["name"] for t in targets}
+    rows = []
+    for s in service.schedules():
+        runs = [r for r in service.runs(s["target_id"]) if r.get("schedule_id") == s["id"]][:RECENT]
+        rows.append({"schedule": s, "target": names.get(s["target_id"], s["target_id"]), "runs": runs})
+    return render(request, "schedules.html", session, section="schedules", rows=rows, targets=targets,
+                  optimizers=OPTIMIZERS, auto_apply=AUTO_APPLY)
+
+
+@router.post("/schedules")
+def add_schedule(service: Service, checked: Checked, target: Field = "", cron: Field = "", timezone: Field = "",
+                 kind: Field = "", optimizer: Field = "", trials: Field = "", budget_mb: Field = "",
+                 rounds: Field = "", auto_apply: Field = ""):
+    if not target.strip():
+        raise AdvisorError("choose a target")
+    if not cron.strip():
+        raise AdvisorError("a schedule needs a cron expression, e.g. '0 2 * * *' (02:00 every day)")
+    plan = plan_from_form(kind, optimizer, trials, budget_mb, rounds)
+    service.add_schedule(target.strip(), " ".join(cron.split()), [plan], checked[0],
+                         timezone=timezone.strip() or "UTC",
+                         auto_apply=choice("auto_apply", auto_apply, AUTO_APPLY, "none"))
+    return see_other("/schedules")
+
+
+@router.post("/schedules/{schedule_id}/remove")
+def remove_schedule(schedule_id: str, service: Service, checked: Checked):
+    service.remove_schedule(schedule_id, checked[0])
+    return see_other("/schedules")
+
+
+@router.post("/schedules/{schedule_id}/fire")
+def fire(schedule_id: str, service: Service, checked: Checked):
+    service.fire_schedule(schedule_id, checked[0])
+    return see_other("/schedules")
+
+
+@router.get("/schedules/{schedule_id}/{action}")
+def act_by_get(schedule_id: str, action: str):
+    return see_other("/schedules")  # GET never acts (a browser back from the login page lands here)

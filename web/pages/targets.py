@@ -1,0 +1,46 @@
+"""The home page: every target with its last observation; operators register targets and observe them."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from advisor.errors import AdvisorError
+from web import views
+from web.deps import PageSession, Service
+from web.pages.forms import Checked, Field, see_other
+from web.pages.templating import render
+
+router = APIRouter()
+
+
+@router.get("/")
+def targets_page(request: Request, service: Service, session: PageSession):
+    rows = []
+    for t in service.targets():
+        snaps = service.snapshots(t["id"], limit=1)
+        last = views.snapshot(snaps[0]) if snaps else None
+        active = [r for st in ("running", "queued") for r in service.runs(t["id"], st, limit=1)]
+        rows.append({"target": t, "summary": t["last_summary"] or {}, "statements": last.statements if last else None,
+                     "calls": last.total_calls if last else None, "active_run": active[0] if active else None,
+                     "waiting": service.count_recommendations("validated", target=t["id"])})
+    return render(request, "targets.html", session, section="targets", rows=rows)
+
+
+@router.post("/targets")
+def register(service: Service, checked: Checked, name: Field = "", dsn: Field = ""):
+    if not name.strip() or not dsn.strip():
+        raise AdvisorError("a target needs a name and a DSN")
+    service.add_target(name.strip(), dsn.strip(), checked[0])
+    return see_other("/")
+
+
+@router.post("/targets/{ref}/observe")
+def observe(ref: str, service: Service, checked: Checked):
+    service.observe_target(ref, checked[0])
+    return see_other("/")
+
+
+@router.get("/targets")
+@router.get("/targets/{ref}/observe")
+def targets_by_get(ref: str = ""):
+    return see_other("/")  # GET never acts (a browser back from the login page lands here)
