@@ -278,7 +278,7 @@ def bench_service(clients: Annotated[int, typer.Option(help="concurrent API clie
                   duration: Annotated[float, typer.Option(help="seconds of API load", min=1)] = 30.0,
                   blocks: Annotated[int, typer.Option(help="pgbench blocks, observation off/on (ABBA), even",
                                                       min=2)] = 12,
-                  block_s: Annotated[int, typer.Option(help="seconds per pgbench block", min=5)] = 20,
+                  block_s: Annotated[int, typer.Option(help="seconds per pgbench block", min=5)] = 30,
                   interval: Annotated[float, typer.Option(help="seconds between observations", min=0.5)] = 10.0,
                   scale: Annotated[int, typer.Option(help="pgbench scale", min=1)] = 10,
                   api: Annotated[bool, typer.Option(help="run the API latency part")] = True,

@@ -30,6 +30,13 @@ ACTIVE = ("queued", "running")
 LOG_LINES = 60
 
 
+def optimizer_names(kind: str) -> tuple[str, ...]:
+    """The registered optimizers of a run kind (for the API's schema and the pages' forms)."""
+    from optimizers import registry
+
+    return tuple(sorted(cls.name for cls in registry.available(kind)))
+
+
 @dataclass(frozen=True)
 class RunPlan:
     """One tuning run's settings. Knobs: ``trials`` of a search on a shadow (``optimizer`` hibo, gp, tpe,

@@ -72,9 +72,9 @@ class Snapshot(BaseModel):
 
 
 def _optimizers(kind: str) -> type:
-    from optimizers import registry
+    from advisor.runs import optimizer_names
 
-    return Literal[tuple(sorted(cls.name for cls in registry.available(kind)))]  # type: ignore[return-value]
+    return Literal[optimizer_names(kind)]  # type: ignore[return-value]
 
 
 KnobOptimizer = _optimizers("knobs")
