@@ -264,7 +264,7 @@ class Store:
                 sets.append(f"{column} = ?")
                 args.append(value if column in ("state", "error") else json.dumps(codec.plain(value)))
         self.db.execute(f"UPDATE tuning_runs SET {', '.join(sets)} WHERE id = ?", [*args, run_id])
-        if len(sets) > 1 + (progress is not None):  # more than updated_at and progress changed
+        if state is not None or result is not None or error is not None:  # what lists of runs show
             self._bump()
 
     def run(self, run_id: str) -> dict:

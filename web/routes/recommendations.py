@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -18,15 +20,16 @@ async def list_recommendations(request: Request, service: Service, _: Viewer,
     the measured gain (with its 95% interval); GET /api/recommendations/{id} has the evidence and the SQL."""
     # pages of the list, serialized, by the store's version (bumped by every write that changes a list, read
     # first) and the query: the list is read far more often than recommendations change
-    pages: dict[tuple, bytes] = request.app.state.list_pages
+    pages: dict[tuple, asyncio.Task] = request.app.state.list_pages
     key = (service.store.version, state, kind, target, run_id, limit, offset)
-    body = pages.get(key)
-    if body is None:
-        body = await run_in_threadpool(_page, service, state, kind, target, run_id, limit, offset)
+    task = pages.get(key)
+    if task is None:  # one computation per key, in a task of its own: concurrent requests all await it
         if len(pages) > 256:
             pages.clear()
-        pages[key] = body
-    return Response(body, media_type="application/json")
+        task = pages[key] = asyncio.ensure_future(
+            run_in_threadpool(_page, service, state, kind, target, run_id, limit, offset))
+        task.add_done_callback(lambda t: t.cancelled() or t.exception() is None or pages.pop(key, None))
+    return Response(await asyncio.shield(task), media_type="application/json")
 
 
 def _page(service, state, kind, target, run_id, limit, offset) -> bytes:
