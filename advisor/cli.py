@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from enum import Enum
 from typing import Annotated
@@ -17,6 +16,8 @@ from rich.console import Console
 
 from advisor import codec, render
 from advisor.errors import AdvisorError
+from advisor.cli_service import JsonFlag, StoreOpt, _service
+from advisor.cli_service import _emit as _emit_json
 from advisor.progress import reporter
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -28,8 +29,6 @@ bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks on self-started s
 app.add_typer(bench_app, name="bench")
 
 Target = Annotated[str, typer.Option("--target", "-t", help="libpq DSN or postgresql:// URL of the database")]
-JsonFlag = Annotated[bool, typer.Option("--json", help="print one JSON document on stdout")]
-StoreOpt = Annotated[str | None, typer.Option("--store", help="path of the DuckDB store (default: ADVISOR_STORE)")]
 
 
 class Storage(str, Enum):
@@ -38,15 +37,6 @@ class Storage(str, Enum):
     san = "san"
 
 
-def _service(store: str | None, quiet: bool = False):
-    from advisor.service import AdvisorService
-    from advisor.store import open_store
-
-    return AdvisorService(open_store(store), say=reporter(quiet=quiet))
-
-
-def _emit_json(doc: object) -> None:
-    sys.stdout.write(json.dumps(codec.plain(doc), indent=2, default=str) + "\n")
 
 
 @app.command()
