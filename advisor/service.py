@@ -211,7 +211,8 @@ class AdvisorService:
         if resume and prior["target_id"] != obs.target_id:
             raise AdvisorError(f"tuning run {resume} belongs to another target; resume it against that target")
         options = {"tuning": tuning.to_dict(), "space": dataclasses.asdict(space), "repeats": repeats}
-        if run_id and not resume:  # started by start_run: its row exists; record the search's own options
+        managed = bool(run_id and not resume)  # started by start_run: execute_run records how it ends
+        if managed:  # its row exists; record the search's own options
             self.store.update_run(run_id, options={**self.store.run(run_id)["options"], **options})
         run_id = resume or run_id or new_id()
         if not resume and not self._run_exists(run_id):
@@ -227,7 +228,8 @@ class AdvisorService:
             try:
                 run.execute()
             except BaseException:
-                self.store.update_run(run_id, state="interrupted")
+                if not managed:
+                    self.store.update_run(run_id, state="interrupted")
                 raise
             trials.reset()
             result = self._recommend_best(run, obs, connector, catalog, shadow, bound, validation)
