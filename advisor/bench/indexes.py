@@ -35,7 +35,6 @@ from advisor.indexing import build_problem
 from advisor.progress import Say, silent
 from advisor.shadow import Shadow, ValidationOptions, validate
 from connectors.postgres import PostgresConnector
-from connectors.postgres.whatif import HypoPG
 from connectors.sandbox import PostgresSandbox
 from optimizers import registry
 from optimizers.indexes.costing import CachedWhatIf

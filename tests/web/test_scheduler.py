@@ -97,7 +97,7 @@ def test_a_scheduled_run_never_overlaps_another_run_of_its_target(app_client, to
     service.store.add_run(busy, service.target("prod")["id"], "knobs", "hibo", {}, state="running")
     runs = service.run_schedule(sid)
     assert [r["state"] for r in runs] == ["skipped"] and busy in runs[0]["error"] and "overlap" in runs[0]["error"]
-    listed = client.get(f"/api/runs?target=prod&state=skipped", headers=op).json()["items"]
+    listed = client.get("/api/runs?target=prod&state=skipped", headers=op).json()["items"]
     assert [r["id"] for r in listed] == [runs[0]["id"]]
 
 

@@ -1,0 +1,76 @@
+"""AdvisorService's API tokens and web sessions: tokens are stored as SHA-256 hashes and shown once; a web session
+is a random id (stored hashed) tied to a token, with a CSRF token for its forms. A mixin of
+``advisor.service.AdvisorService``."""
+
+from __future__ import annotations
+
+import secrets
+
+from advisor.auth import ADMIN, ROLES, Principal, hash_secret, new_secret
+from advisor.errors import AdvisorError, Unauthorized
+from advisor.settings import get_settings
+
+
+class AccessMixin:
+    # --- tokens and web sessions ----------------------------------------------------------------------------
+
+    def create_token(self, name: str, role: str, who: Principal = ADMIN) -> tuple[dict, str]:
+        """A new API token: its record and its secret, which is shown only now."""
+        who.require("operator")
+        if role not in ROLES:
+            raise AdvisorError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+        if not name.strip():
+            raise AdvisorError("a token needs a name")
+        secret = new_secret()
+        token_id = self.store.add_token(name, role, hash_secret(secret), who.actor)
+        self.store.audit(who.actor, "create_token", token_id, {"name": name, "role": role})
+        return self.store.token(token_id), secret
+
+    def revoke_token(self, ref: str, who: Principal = ADMIN) -> dict:
+        who.require("operator")
+        token = self.store.token(ref)
+        self.store.revoke_token(token["id"])
+        self.store.audit(who.actor, "revoke_token", token["id"], {"name": token["name"]})
+        return self.store.token(token["id"])
+
+    def tokens(self) -> list[dict]:
+        return self.store.tokens()
+
+    def authenticate(self, secret: str | None) -> Principal:
+        if not secret:
+            raise Unauthorized("no API token: send 'Authorization: Bearer <token>'")
+        key, version = hash_secret(secret), self.store.version  # revoking a token bumps the version
+        cached = self._principals.get(key)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        token = self.store.token_by_hash(key)
+        if token is None:
+            raise Unauthorized("unknown API token")
+        if token["revoked_at"] is not None:
+            raise Unauthorized(f"the API token {token['name']!r} was revoked")
+        who = Principal(token["name"], token["role"], token["id"])
+        if len(self._principals) > 1000:
+            self._principals.clear()
+        self._principals[key] = (version, who)
+        return who
+
+    def login(self, secret: str) -> tuple[str, str]:
+        """A web session for a valid token: (session id for the cookie, CSRF token for forms)."""
+        who = self.authenticate(secret)
+        session_id, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(24)
+        self.store.add_session(hash_secret(session_id), who.token_id, csrf, get_settings().session_ttl_s)
+        self.store.audit(who.actor, "login", who.token_id or "", {})
+        return session_id, csrf
+
+    def session(self, session_id: str | None) -> tuple[Principal, str]:
+        """The principal and CSRF token of a live web session (its token still valid)."""
+        found = self.store.session(hash_secret(session_id)) if session_id else None
+        if found is None:
+            raise Unauthorized("not logged in, or the session expired")
+        token = self.store.token(found["token_id"])
+        if token["revoked_at"] is not None:
+            raise Unauthorized(f"the API token {token['name']!r} was revoked")
+        return Principal(token["name"], token["role"], token["id"]), found["csrf"]
+
+    def logout(self, session_id: str) -> None:
+        self.store.drop_session(hash_secret(session_id))

@@ -1,0 +1,296 @@
+"""AdvisorService's operations on registered targets: targets, tuning runs, the recommendation lifecycle down to
+production, and schedules. A mixin of ``advisor.service.AdvisorService`` (it uses its ``store``, ``say``,
+``executor`` and ``scheduler``, and its tuning methods), kept apart so that each module stays readable."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from advisor.auth import ADMIN, Principal
+from advisor.domain import Recommendation
+from advisor.errors import AdvisorError, Conflict
+from advisor.production import apply_recommendation, rollback_recommendation
+from advisor.runs import ACTIVE, ProgressLog, RunCancelled, RunPlan
+from advisor.scheduling import AUTO_APPLY, check_cron, next_fire, run_scheduled
+from advisor.secrets import vault_for
+from advisor.settings import get_settings
+from advisor.shadow import ValidationOptions
+from advisor.store import new_id
+from advisor.tuning import TuningOptions
+from connectors.postgres import PostgresConnector
+from connectors.postgres.connection import redact
+
+if TYPE_CHECKING:
+    from advisor.service import Observation
+
+
+class OperationsMixin:
+    # --- targets --------------------------------------------------------------------------------------------
+
+    def add_target(self, name: str, dsn: str, who: Principal = ADMIN) -> dict:
+        """Register a database: check that it can be observed, keep its DSN encrypted, take a first snapshot."""
+        who.require("operator")
+        if not name.strip():
+            raise AdvisorError("a target needs a name")
+        connector = PostgresConnector(dsn)
+        connector.observe()  # reachable, with pg_stat_statements: fails here with a clear message otherwise
+        target_id = self.store.upsert_target(name, connector.engine, redact(dsn), vault_for(self.store.path).encrypt(dsn))
+        self.store.audit(who.actor, "register_target", target_id, {"name": name, "dsn": redact(dsn)})
+        self.observe(dsn, name)
+        return self.store.target(target_id)
+
+    def targets(self) -> list[dict]:
+        return self.store.targets()
+
+    def target(self, ref: str) -> dict:
+        return self.store.target(ref)
+
+    def remove_target(self, ref: str, who: Principal = ADMIN) -> None:
+        who.require("operator")
+        target = self.store.target(ref)
+        if self.store.runs(target["id"], state="running") or self.store.runs(target["id"], state="queued"):
+            raise Conflict(f"target {target['name']} has a tuning run going on; wait for it to end")
+        self.store.remove_target(target["id"])
+        self.store.audit(who.actor, "remove_target", target["id"], {"name": target["name"]})
+
+    def _dsn(self, target: dict) -> str:
+        creds = self.store.target_credentials(target["id"])
+        if creds is None:
+            raise AdvisorError(f"target {target['name']} was only observed with a DSN given on the command line; "
+                               "register it (advisor targets add) so that its credentials are stored")
+        return vault_for(self.store.path).decrypt(creds)
+
+    def observe_target(self, ref: str, who: Principal = ADMIN) -> Observation:
+        who.require("operator")
+        target = self.store.target(ref)
+        return self.observe(self._dsn(target), target["name"])
+
+    def snapshots(self, ref: str, limit: int | None = None, offset: int = 0) -> list[dict]:
+        """The target's snapshots, newest first."""
+        return self.store.snapshots(self.store.target(ref)["id"], limit=limit, offset=offset, newest_first=True)
+
+    def count_snapshots(self, ref: str) -> int:
+        return self.store.count_snapshots(self.store.target(ref)["id"])
+
+    # --- tuning runs ----------------------------------------------------------------------------------------
+
+    def start_run(self, ref: str, plan: RunPlan, who: Principal = ADMIN, *, schedule_id: str | None = None,
+                  wait: bool | None = None) -> dict:
+        """Queue a tuning run of a registered target; it runs on the executor (or here when there is none, or
+        ``wait``). ``Conflict`` when the target already has a run going on."""
+        who.require("operator")
+        plan = plan.checked()
+        target = self.store.target(ref)
+        self._dsn(target)  # registered, and its credentials decrypt
+        with self.store.lock:
+            active = [r for st in ACTIVE for r in self.store.runs(target["id"], state=st)]
+            if active:
+                raise Conflict(f"target {target['name']} already has tuning run {active[0]['id']} "
+                               f"({active[0]['state']}); runs of one target never overlap")
+            run_id = new_id()
+            self.store.add_run(run_id, target["id"], plan.kind, plan.optimizer, {"plan": plan.to_dict()},
+                               state="queued", started_by=who.actor, schedule_id=schedule_id)
+        self.store.audit(who.actor, "start_run", run_id, {"target": target["name"], "plan": plan.to_dict()})
+        if self.executor is not None and not wait:
+            self.executor.submit(run_id)
+        else:
+            self.execute_run(run_id)
+        return self.store.run(run_id)
+
+    def execute_run(self, run_id: str) -> dict:
+        """Do a queued run: observe, tune, validate, store the recommendation. Failures are recorded on the run
+        (state failed, with the message); the run's row says how it ended."""
+        run = self.store.run(run_id)
+        if run["state"] != "queued":
+            raise Conflict(f"tuning run {run_id} is {run['state']}, not queued")
+        plan = RunPlan.from_dict(run["options"]["plan"])
+        cancelled = (lambda: self.executor.cancelled(run_id)) if self.executor is not None else (lambda: None)
+        progress = ProgressLog(self.store, run_id, self.say, cancelled=cancelled)
+        self.store.update_run(run_id, state="running")
+        worker = type(self)(self.store, progress)
+        try:
+            target = self.store.target(run["target_id"])
+            result = worker._tune_plan(self._dsn(target), target["name"], plan, run_id)
+        except Exception as e:  # noqa: BLE001 - every failure ends the run with its message, never silently
+            message = str(e) if isinstance(e, (AdvisorError, RunCancelled)) \
+                else f"internal error ({type(e).__name__}: {e})"
+            progress.cancelled = lambda: None
+            progress(f"{'cancelled' if isinstance(e, RunCancelled) else 'failed'}: {message}")
+            progress.flush()
+            self.store.update_run(run_id, state="cancelled" if isinstance(e, RunCancelled) else "failed",
+                                  error=message)
+            return self.store.run(run_id)
+        rec = result.recommendation
+        progress(f"done: {result.message}")
+        progress.flush()
+        prior = self.store.run(run_id)["result"] or {}
+        self.store.update_run(run_id, state="done", result={**prior, "recommendation": rec.id if rec else None,
+                                                             "state": rec.state if rec else None,
+                                                             "message": result.message})
+        return self.store.run(run_id)
+
+    def _tune_plan(self, dsn: str, name: str, plan: RunPlan, run_id: str):
+        validation = ValidationOptions(rounds=plan.rounds) if plan.validate else None
+        if plan.kind == "indexes":
+            return self.tune_indexes(dsn, plan.optimizer, budget_mb=plan.budget_mb, name=name, validation=validation,
+                                     sample_percent=plan.sample_percent, episodes=plan.episodes,
+                                     samples=plan.samples, run_id=run_id, device=get_settings().device)
+        from optimizers.knobs.llm import from_settings
+
+        tuning = TuningOptions(optimizer=plan.optimizer, trials=plan.trials, seeds=plan.seeds,
+                               use_seeds=plan.seeds > 0)
+        return self.tune_knobs(dsn, plan.optimizer, name=name, validation=validation,
+                               sample_percent=plan.sample_percent, tuning=tuning, llm=from_settings(get_settings()),
+                               repeats=plan.repeats, run_id=run_id)
+
+    def run(self, run_id: str) -> dict:
+        return self.store.run(run_id)
+
+    def cancel_run(self, run_id: str, who: Principal = ADMIN) -> dict:
+        """Ask a queued or running run to stop (it stops at its next step and stops its shadow)."""
+        who.require("operator")
+        run = self.store.run(run_id)
+        if run["state"] not in ACTIVE:
+            raise Conflict(f"tuning run {run_id} is {run['state']}; only a queued or running run can be cancelled")
+        if self.executor is None:
+            raise Conflict(f"tuning run {run_id} is not running in this process; stop the process running it")
+        self.executor.cancel(run_id, f"cancelled by {who.actor}")
+        self.store.audit(who.actor, "cancel_run", run_id, {})
+        return run
+
+    def runs(self, target: str | None = None, state: str | None = None, limit: int | None = None,
+             offset: int = 0) -> list[dict]:
+        target_id = self.store.target(target)["id"] if target else None
+        return self.store.runs(target_id, state=state, limit=limit, offset=offset, newest_first=True)
+
+    def count_runs(self, target: str | None = None, state: str | None = None) -> int:
+        return self.store.count_runs(self.store.target(target)["id"] if target else None, state)
+
+    def trials(self, run_id: str) -> list[dict]:
+        self.store.run(run_id)
+        return self.store.trials(run_id)
+
+    def recover_runs(self) -> list[str]:
+        """Mark runs left queued or running by a process that stopped as interrupted (a server start calls it)."""
+        stale = [r["id"] for st in ACTIVE for r in self.store.runs(state=st)]
+        for run_id in stale:
+            self.store.update_run(run_id, state="interrupted", error="the server stopped while this run was going on")
+        return stale
+
+    # --- recommendations ------------------------------------------------------------------------------------
+
+    def recommendations(self, state: str | None = None, *, kind: str | None = None, target: str | None = None,
+                        run_id: str | None = None, limit: int | None = None, offset: int = 0) -> list[Recommendation]:
+        target_id = self.store.target(target)["id"] if target else None
+        return self.store.recommendations(state, target_id, kind=kind, run_id=run_id, limit=limit, offset=offset)
+
+    def recommendation_summaries(self, state: str | None = None, *, kind: str | None = None,
+                                 target: str | None = None, run_id: str | None = None, limit: int | None = None,
+                                 offset: int = 0) -> list[dict]:
+        """Small rows for lists: measured gain with its interval and the optimizer's predicted gain (what-if
+        cost reduction for indexes; best trial against the baseline trial for a knob search)."""
+        target_id = self.store.target(target)["id"] if target else None
+        rows = self.store.recommendation_summaries(state, target_id, kind=kind, run_id=run_id, limit=limit,
+                                                   offset=offset)
+        for r in rows:
+            rc, best, base = r.pop("relative_cost"), r.pop("best_objective"), r.pop("baseline_objective")
+            r["predicted_gain"] = 1.0 - rc if rc is not None else 1.0 - best / base if best is not None and base \
+                else None
+            low, high = r.pop("gain_low"), r.pop("gain_high")
+            r["gain_ci"] = [low, high] if r["gain"] is not None else None
+        return rows
+
+    def count_recommendations(self, state: str | None = None, *, kind: str | None = None,
+                              target: str | None = None, run_id: str | None = None) -> int:
+        target_id = self.store.target(target)["id"] if target else None
+        return self.store.count_recommendations(state, target_id, kind, run_id)
+
+    def recommendation(self, rec_id: str) -> Recommendation:
+        return self.store.recommendation(rec_id)
+
+    def approve(self, rec_id: str, who: Principal = ADMIN, note: str = "") -> Recommendation:
+        who.require("operator")
+        return self.store.transition(rec_id, "approved", who.actor, note or "approved", expect="validated")
+
+    def reject(self, rec_id: str, who: Principal = ADMIN, note: str = "") -> Recommendation:
+        who.require("operator")
+        return self.store.transition(rec_id, "rejected", who.actor, note or "rejected by an operator")
+
+    def _connector_for(self, rec: Recommendation) -> PostgresConnector:
+        return PostgresConnector(self._dsn(self.store.target(rec.target_id)))
+
+    def apply(self, rec_id: str, who: Principal = ADMIN) -> Recommendation:
+        """Apply an approved, validated recommendation to its production target (see ``advisor.production``)."""
+        who.require("operator")
+        with self.store.lock:  # one apply or rollback at a time
+            rec = self.store.recommendation(rec_id)
+            return apply_recommendation(self.store, self._connector_for(rec), rec, who)
+
+    def rollback(self, rec_id: str, who: Principal = ADMIN, why: str = "") -> Recommendation:
+        who.require("operator")
+        with self.store.lock:
+            rec = self.store.recommendation(rec_id)
+            return rollback_recommendation(self.store, self._connector_for(rec), rec, who, why)
+
+    def audit_log(self, subject: str | None = None, limit: int | None = None, offset: int = 0) -> list[dict]:
+        return self.store.audit_log(subject, limit, offset)
+
+    # --- schedules ------------------------------------------------------------------------------------------
+
+    def add_schedule(self, ref: str, cron: str, plans: Sequence[RunPlan], who: Principal = ADMIN, *,
+                     timezone: str = "UTC", auto_apply: str = "none", auto_apply_knobs: Sequence[str] = (),
+                     max_regression: float = 0.10) -> dict:
+        """Tune ``ref`` by itself on a cron schedule (5 fields, e.g. ``0 2 * * *``): observe, run each plan,
+        leave recommendations for approval; with ``auto_apply="reload_knobs"``, apply a validated knob
+        recommendation whose changes all take effect on reload (and, when given, are all in
+        ``auto_apply_knobs``), and roll it back at the next run if statements got ``max_regression`` slower."""
+        who.require("operator")
+        target = self.store.target(ref)
+        self._dsn(target)
+        check_cron(cron, timezone)
+        if auto_apply not in AUTO_APPLY:
+            raise AdvisorError(f"unknown auto_apply {auto_apply!r}; expected one of {', '.join(AUTO_APPLY)}")
+        if not plans:
+            raise AdvisorError("a schedule needs at least one run (knobs or indexes)")
+        if not 0 < max_regression < 10:
+            raise AdvisorError(f"max_regression must be a fraction in (0, 10), got {max_regression:g}")
+        doc = {"runs": [p.checked().to_dict() for p in plans], "auto_apply": auto_apply,
+               "auto_apply_knobs": list(auto_apply_knobs), "max_regression": max_regression}
+        schedule_id = self.store.add_schedule(target["id"], cron, timezone, doc, who.actor)
+        self.store.audit(who.actor, "add_schedule", schedule_id, {"target": target["name"], "cron": cron, **doc})
+        if self.scheduler is not None:
+            self.scheduler.sync()
+        return self.schedule(schedule_id)
+
+    scheduler = None  # an advisor.scheduling.Scheduler when the server runs one
+
+    def schedules(self, target: str | None = None) -> list[dict]:
+        rows = self.store.schedules(self.store.target(target)["id"] if target else None)
+        return [{**s, "next_fire_at": next_fire(s["cron"], s["timezone"])} for s in rows]
+
+    def schedule(self, schedule_id: str) -> dict:
+        s = self.store.schedule(schedule_id)
+        return {**s, "next_fire_at": next_fire(s["cron"], s["timezone"])}
+
+    def remove_schedule(self, schedule_id: str, who: Principal = ADMIN) -> None:
+        who.require("operator")
+        self.store.remove_schedule(schedule_id)
+        self.store.audit(who.actor, "remove_schedule", schedule_id, {})
+        if self.scheduler is not None:
+            self.scheduler.sync()
+
+    def fire_schedule(self, schedule_id: str, who: Principal = ADMIN) -> None:
+        """Run a schedule's job now: in the background on the server's scheduler, else here."""
+        who.require("operator")
+        self.store.schedule(schedule_id)
+        self.store.audit(who.actor, "fire_schedule", schedule_id, {})
+        if self.scheduler is not None:
+            self.scheduler.fire_now(schedule_id)
+        else:
+            self.run_schedule(schedule_id)
+
+    def run_schedule(self, schedule_id: str, fired_at: float | None = None) -> list[dict]:
+        """What a schedule's job does when it fires; every run's outcome is on its row (schedule_id set)."""
+        return run_scheduled(self, self.store.schedule(schedule_id), fired_at or time.time())
