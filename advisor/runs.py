@@ -154,11 +154,6 @@ class RunExecutor:
     def cancelled(self, run_id: str) -> str | None:
         return self._cancelled.get(run_id) or self._cancelled.get("*")
 
-    def wait(self, run_id: str, timeout_s: float | None = None) -> None:
-        future = self._futures.get(run_id)
-        if future is not None:
-            future.result(timeout=timeout_s)
-
     def shutdown(self, timeout_s: float = 60.0) -> None:
         """Cancel every run and wait (up to ``timeout_s``) for the running ones to stop their shadows."""
         self._cancelled["*"] = "the server stopped"

@@ -26,6 +26,17 @@ if TYPE_CHECKING:
     from advisor.service import Observation
 
 
+def predicted_gain(relative_cost: float | None, best_objective: float | None,
+                   baseline_objective: float | None) -> float | None:
+    """What the optimizer expected before validation: the what-if cost reduction (indexes), else the best trial
+    of its search run against the run's baseline trial (knobs); None when neither is known."""
+    if relative_cost is not None:
+        return 1.0 - relative_cost
+    if best_objective is not None and baseline_objective:
+        return 1.0 - best_objective / baseline_objective
+    return None
+
+
 class OperationsMixin:
     # --- targets --------------------------------------------------------------------------------------------
 
@@ -195,9 +206,8 @@ class OperationsMixin:
         rows = self.store.recommendation_summaries(state, target_id, kind=kind, run_id=run_id, limit=limit,
                                                    offset=offset)
         for r in rows:
-            rc, best, base = r.pop("relative_cost"), r.pop("best_objective"), r.pop("baseline_objective")
-            r["predicted_gain"] = 1.0 - rc if rc is not None else 1.0 - best / base if best is not None and base \
-                else None
+            r["predicted_gain"] = predicted_gain(r.pop("relative_cost"), r.pop("best_objective"),
+                                                 r.pop("baseline_objective"))
             low, high = r.pop("gain_low"), r.pop("gain_high")
             r["gain_ci"] = [low, high] if r["gain"] is not None else None
         return rows
@@ -209,6 +219,17 @@ class OperationsMixin:
 
     def recommendation(self, rec_id: str) -> Recommendation:
         return self.store.recommendation(rec_id)
+
+    def run_of(self, rec: Recommendation) -> dict | None:
+        """The tuning run that produced ``rec``, when it is known and still stored."""
+        found = self.store.runs(run_id=rec.run_id) if rec.run_id else []
+        return found[0] if found else None
+
+    def predicted_gain(self, rec: Recommendation, run: dict | None = None) -> float | None:
+        """``predicted_gain`` for one recommendation (``run``: its run, when the caller has it already)."""
+        result = ((run if run is not None else self.run_of(rec)) or {}).get("result") or {}
+        return predicted_gain((rec.details.get("whatif") or {}).get("relative_cost") if rec.details else None,
+                              result.get("best_objective"), result.get("baseline_objective"))
 
     def approve(self, rec_id: str, who: Principal = ADMIN, note: str = "") -> Recommendation:
         who.require("operator")

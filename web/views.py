@@ -7,20 +7,7 @@ from advisor.domain import Recommendation
 from web import schemas
 
 
-def predicted_gain(rec: Recommendation, run: dict | None) -> float | None:
-    """What the optimizer expected before validation: the what-if cost reduction (indexes), or the best trial
-    against the baseline trial of its search run (knobs)."""
-    whatif = rec.details.get("whatif") if rec.details else None
-    if whatif and whatif.get("relative_cost") is not None:
-        return 1.0 - whatif["relative_cost"]
-    result = (run or {}).get("result") or {}
-    best, base = result.get("best_objective"), result.get("baseline_objective")
-    if best is not None and base:
-        return 1.0 - best / base
-    return None
-
-
-def recommendation(rec: Recommendation, run: dict | None = None) -> schemas.Recommendation:
+def recommendation(rec: Recommendation, predicted_gain: float | None) -> schemas.Recommendation:
     d = codec.recommendation_dict(rec)
     ev = rec.evidence
     return schemas.Recommendation(
@@ -28,7 +15,12 @@ def recommendation(rec: Recommendation, run: dict | None = None) -> schemas.Reco
         changes=d["changes"], apply_sql=list(rec.apply_sql), revert_sql=list(rec.revert_sql),
         needs_restart=rec.needs_restart, created_at=rec.created_at, run_id=rec.run_id,
         gain=codec.plain(ev.gain) if ev else None, gain_ci=codec.plain(list(ev.gain_ci)) if ev else None,
-        predicted_gain=predicted_gain(rec, run), evidence=d["evidence"], details=d["details"], applied=rec.applied)
+        predicted_gain=predicted_gain, evidence=d["evidence"], details=d["details"], applied=rec.applied)
+
+
+def page(rows: list, limit: int, offset: int) -> dict:
+    """A page of a list the service returned whole (short lists: targets, schedules, trials, audit)."""
+    return {"items": rows[offset:offset + limit], "total": len(rows), "limit": limit, "offset": offset}
 
 
 def run(row: dict, trials_done: int = 0) -> schemas.Run:

@@ -58,15 +58,12 @@ def _mean(values) -> float | None:
 @router.get("/recommendations/{rec_id}")
 def detail_page(request: Request, rec_id: str, service: Service, session: PageSession):
     rec = service.recommendation(rec_id)
-    try:
-        run = service.run(rec.run_id) if rec.run_id else None
-    except NotFound:
-        run = None
+    run = service.run_of(rec)
     try:
         target = service.target(rec.target_id)
     except NotFound:
         target = None
-    out = views.recommendation(rec, run)
+    out = views.recommendation(rec, service.predicted_gain(rec, run))
     nexts = TRANSITIONS.get(rec.state, frozenset())
     actions = {"approve": rec.state == "validated", "apply": rec.state == "approved",
                "rollback": rec.state == "applied", "reject": "rejected" in nexts}

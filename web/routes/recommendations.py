@@ -42,8 +42,7 @@ def _page(service, state, kind, target, run_id, limit, offset) -> bytes:
 
 
 def _out(service, rec):
-    return views.recommendation(rec, service.run(rec.run_id) if rec.run_id and service.store.runs(run_id=rec.run_id)
-                                else None)
+    return views.recommendation(rec, service.predicted_gain(rec))
 
 
 @router.get("/{rec_id}", response_model=schemas.Recommendation)

@@ -44,4 +44,4 @@ def cancel_run(run_id: str, service: Service, who: Operator):
 @router.get("/{run_id}/trials", response_model=schemas.Page[schemas.Trial])
 def trials(run_id: str, service: Service, _: Viewer, limit: Limit = 500, offset: Offset = 0):
     rows = service.trials(run_id)
-    return {"items": rows[offset:offset + limit], "total": len(rows), "limit": limit, "offset": offset}
+    return views.page(rows, limit, offset)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
-from web import schemas
+from web import schemas, views
 from web.deps import Limit, Offset, Operator, Service, Viewer
 from web.routes.runs import plan_of
 
@@ -12,7 +12,7 @@ router = APIRouter(prefix="/api/schedules", tags=["schedules"], responses=schema
 @router.get("", response_model=schemas.Page[schemas.Schedule])
 def list_schedules(service: Service, _: Viewer, target: str | None = None, limit: Limit = 50, offset: Offset = 0):
     rows = service.schedules(target)
-    return {"items": rows[offset:offset + limit], "total": len(rows), "limit": limit, "offset": offset}
+    return views.page(rows, limit, offset)
 
 
 @router.post("", response_model=schemas.Schedule, status_code=status.HTTP_201_CREATED)

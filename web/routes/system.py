@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from web import schemas
+from web import schemas, views
 from web.deps import Limit, Offset, Service, Viewer
 
 router = APIRouter(prefix="/api", tags=["system"], responses=schemas.ERRORS)
@@ -21,4 +21,4 @@ def health(service: Service):
 def audit(service: Service, _: Viewer, subject: str | None = None, limit: Limit = 100, offset: Offset = 0):
     """Who did what and when: registrations, runs started, approvals, applies, rollbacks, token changes."""
     rows = service.audit_log(subject)
-    return {"items": rows[offset:offset + limit], "total": len(rows), "limit": limit, "offset": offset}
+    return views.page(rows, limit, offset)

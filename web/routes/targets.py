@@ -11,7 +11,7 @@ router = APIRouter(prefix="/api/targets", tags=["targets"], responses=schemas.ER
 @router.get("", response_model=schemas.Page[schemas.Target])
 def list_targets(service: Service, _: Viewer, limit: Limit = 50, offset: Offset = 0):
     rows = service.targets()
-    return {"items": rows[offset:offset + limit], "total": len(rows), "limit": limit, "offset": offset}
+    return views.page(rows, limit, offset)
 
 
 @router.post("", response_model=schemas.Target, status_code=status.HTTP_201_CREATED)
