@@ -1,3 +1,3 @@
-from advisor.cli import run
+from advisor.cli.main import run
 
 run()

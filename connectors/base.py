@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from advisor.domain import Applied, Change, IndexChange, KnobSpec, Snapshot
+from advisor.core.domain import Applied, Change, IndexChange, KnobSpec, Snapshot
 
 
 class Connector(Protocol):

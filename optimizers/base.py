@@ -7,8 +7,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from advisor import knobvalues
-from advisor.domain import Change, Evidence, Hardware, IndexChange, KnobChange, KnobSpec, TrialResult, Workload
+from advisor.core import knobvalues
+from advisor.core.domain import Change, Evidence, Hardware, IndexChange, KnobChange, KnobSpec, TrialResult, Workload
 
 if TYPE_CHECKING:
     from optimizers.indexes.problem import IndexProblem

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from advisor.errors import NotFound
+from advisor.core.errors import NotFound
 from optimizers.base import Optimizer
 
 _REGISTRY: dict[tuple[str, str], type[Optimizer]] = {}

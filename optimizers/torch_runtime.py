@@ -6,7 +6,7 @@ from contextlib import contextmanager
 
 import torch
 
-from advisor.errors import BadDevice
+from advisor.core.errors import BadDevice
 
 
 def resolve_device(name: str = "auto") -> torch.device:

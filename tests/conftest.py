@@ -1,4 +1,4 @@
-"""Fixtures: real PostgreSQL sandboxes started from the system's binaries (see connectors.sandbox)."""
+"""Fixtures: real PostgreSQL sandboxes started from the system's binaries (see connectors.postgres.sandbox)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import psycopg
 import pytest
 
 from connectors.postgres import PostgresConnector
-from connectors.sandbox import PostgresSandbox
+from connectors.postgres.sandbox import PostgresSandbox
 from workloads import tpch
 
 FAST = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from advisor.bench.observation import ObservationBenchOptions, run_observation_bench, schedule, summarize, table
-from advisor.errors import AdvisorError
+from advisor.core.errors import AdvisorError
 
 KEYS = {"machine", "options", "tps_off", "tps_on", "overhead", "overhead_ci", "block_tps", "block_on",
         "observations", "observations_per_block", "observation_ms_median", "observation_ms_max", "pgbench",

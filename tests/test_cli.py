@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from connectors.sandbox import free_port
+from connectors.postgres.sandbox import free_port
 from tests.conftest import run
 
 
@@ -61,7 +61,7 @@ def test_tune_knobs_search_stores_every_trial(busy_db, tmp_path):
     assert len(sources) == 4 and sources[0] == "default" and sources[-1] == "random"
     assert all(s.startswith("seed:") and "rules" in s for s in sources[1:3])
     assert all(t["status"] in {"measured", "failed", "infeasible"} for t in doc["trials"])
-    from advisor.store import Store
+    from advisor.storage.store import Store
     with Store(store) as st:
         stored = st.trials(doc["run_id"])
         assert [t["number"] for t in stored] == [0, 1, 2, 3]

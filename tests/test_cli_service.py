@@ -13,8 +13,8 @@ import urllib.request
 
 import pytest
 
-from advisor.playground import create_shop
-from connectors.sandbox import free_port
+from advisor.bench.playground import create_shop
+from connectors.postgres.sandbox import free_port
 from tests.conftest import scalar
 
 SECRET = "cli-Pa55-never-printed"

@@ -7,9 +7,9 @@ from typing import Annotated
 
 from fastapi import Depends, Query, Request
 
-from advisor.auth import Principal
-from advisor.errors import Unauthorized
-from advisor.service import AdvisorService
+from advisor.service.auth import Principal
+from advisor.core.errors import Unauthorized
+from advisor.service.service import AdvisorService
 
 SESSION_COOKIE = "advisor_session"
 

@@ -9,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from advisor.errors import (AdvisorError, Conflict, Forbidden, InvalidTransition, NotFound, StoreError,
+from advisor.core.errors import (AdvisorError, Conflict, Forbidden, InvalidTransition, NotFound, StoreError,
                             Unauthorized)
 from web.deps import LoginRequired
 

@@ -14,11 +14,11 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from advisor.progress import Say, silent
-from advisor.runs import RunExecutor
-from advisor.scheduling import Scheduler
-from advisor.service import AdvisorService
-from advisor.store import open_store
+from advisor.core.progress import Say, silent
+from advisor.service.runs import RunExecutor
+from advisor.service.scheduling import Scheduler
+from advisor.service.service import AdvisorService
+from advisor.storage.store import open_store
 from web.errors import install_error_handlers
 from web.routes import recommendations, runs, schedules, system, targets
 
@@ -30,7 +30,7 @@ def create_app(store_path: str | None = None, *, scheduler: bool = True, max_par
                say: Say = silent) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        from advisor.settings import get_settings
+        from advisor.core.settings import get_settings
 
         # Tuning runs share this process with the API: a short GIL switch interval keeps a CPU-bound run (a GP
         # fit) from holding requests for 5 ms at every switch

@@ -72,7 +72,7 @@ class Snapshot(BaseModel):
 
 
 def _optimizers(kind: str) -> type:
-    from advisor.runs import optimizer_names
+    from advisor.service.runs import optimizer_names
 
     return Literal[optimizer_names(kind)]  # type: ignore[return-value]
 

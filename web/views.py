@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from advisor import codec
-from advisor.domain import Recommendation
+from advisor.storage import codec
+from advisor.core.domain import Recommendation
 from web import schemas
 
 

@@ -18,8 +18,8 @@ import sqlglot
 from psycopg import sql
 from sqlglot import exp
 
-from advisor.domain import Statement, Workload
-from advisor.errors import BadStatement
+from advisor.core.domain import Statement, Workload
+from advisor.core.errors import BadStatement
 from connectors.postgres.connection import TAG, execute_one
 from connectors.postgres.connector import PostgresConnector
 from connectors.postgres.snapshot import has_extension

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from advisor.domain import Snapshot, Statement, Workload
+from advisor.core.domain import Snapshot, Statement, Workload
 
 REPLAYABLE_HEADS = ("SELECT", "WITH", "INSERT", "UPDATE", "DELETE", "VALUES", "TABLE", "MERGE")
 TAG_PREFIX = "/* db-advisor */"

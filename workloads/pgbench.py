@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from advisor.errors import AdvisorError
+from advisor.core.errors import AdvisorError
 from connectors.postgres.connection import connect, parse_dsn
-from connectors.sandbox import pg_bin_dir
+from connectors.postgres.sandbox import pg_bin_dir
 
 BUILTINS = ("tpcb-like", "simple-update", "select-only")
 TABLES = ("pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history")

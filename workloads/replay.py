@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg import sql
 
-from advisor.errors import TargetUnreachable
+from advisor.core.errors import TargetUnreachable
 from connectors.postgres.connection import connect, execute_one
 from workloads.binding import BoundStatement
 

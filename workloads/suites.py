@@ -32,7 +32,7 @@ from datetime import date, timedelta
 
 from psycopg import sql
 
-from advisor.errors import NotFound
+from advisor.core.errors import NotFound
 from connectors.postgres.connection import connect
 from workloads import tpch
 from workloads.binding import BoundStatement, substitute

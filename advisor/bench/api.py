@@ -30,9 +30,9 @@ from pathlib import Path
 
 import httpx2 as httpx
 
-from advisor.errors import AdvisorError
-from advisor.hardware import detect
-from advisor.progress import Say, silent
+from advisor.core.errors import AdvisorError
+from advisor.core.hardware import detect
+from advisor.core.progress import Say, silent
 
 P99_TARGET_MS = 100.0
 
@@ -95,11 +95,11 @@ def _wait(predicate, timeout_s: float, what: str):
 
 
 def run_api_bench(options: ApiBenchOptions, say: Say = silent) -> dict:
-    from advisor.playground import create_shop
-    from advisor.runs import RunPlan
-    from advisor.service import AdvisorService
-    from advisor.store import Store, new_id
-    from connectors.sandbox import PostgresSandbox, free_port
+    from advisor.bench.playground import create_shop
+    from advisor.service.runs import RunPlan
+    from advisor.service.service import AdvisorService
+    from advisor.storage.store import Store, new_id
+    from connectors.postgres.sandbox import PostgresSandbox, free_port
 
     out = Path(options.out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -29,13 +29,13 @@ from pathlib import Path
 import numpy as np
 import psycopg
 
-from advisor.hardware import detect
-from advisor.index_validation import validate_indexes
-from advisor.indexing import build_problem
-from advisor.progress import Say, silent
-from advisor.shadow import Shadow, ValidationOptions, validate
+from advisor.core.hardware import detect
+from advisor.tuning.index_validation import validate_indexes
+from advisor.tuning.indexing import build_problem
+from advisor.core.progress import Say, silent
+from advisor.tuning.validation import Shadow, ValidationOptions, validate
 from connectors.postgres import PostgresConnector
-from connectors.sandbox import PostgresSandbox
+from connectors.postgres.sandbox import PostgresSandbox
 from optimizers import registry
 from optimizers.indexes.costing import CachedWhatIf
 from optimizers.indexes.ia2 import TD3Agent, TD3Options, mix_sampler

@@ -26,16 +26,16 @@ from pathlib import Path
 
 import numpy as np
 
-from advisor.domain import Hardware, Statement, Workload
-from advisor.errors import NotFound
-from advisor.hardware import detect
-from advisor.progress import Say, silent
-from advisor.shadow import Shadow, ValidationOptions
-from advisor.store import Store, new_id, open_store
-from advisor.tuning import (ReplayRunner, TrialRecord, TrialRunner, TuningOptions, TuningRun, best_so_far,
+from advisor.core.domain import Hardware, Statement, Workload
+from advisor.core.errors import NotFound
+from advisor.core.hardware import detect
+from advisor.core.progress import Say, silent
+from advisor.tuning.validation import Shadow, ValidationOptions
+from advisor.storage.store import Store, new_id, open_store
+from advisor.tuning.trials import (ReplayRunner, TrialRecord, TrialRunner, TuningOptions, TuningRun, best_so_far,
                             compare_configs)
 from connectors.postgres import PostgresConnector
-from connectors.sandbox import PostgresSandbox
+from connectors.postgres.sandbox import PostgresSandbox
 from optimizers import registry
 from optimizers.knobs.features import extract
 from optimizers.knobs.seeding import Seed, rule_seeds
@@ -155,7 +155,7 @@ class KnobBench:
     # --- one workload on a real server ------------------------------------------------------------------
 
     def _workload(self, wl: BenchWorkload, store: Store):
-        from advisor.tuning import PgbenchRunner
+        from advisor.tuning.trials import PgbenchRunner
 
         trials_n = self.options.trials or wl.trials
         self.say(f"[{wl.name}] starting a server and loading the data")

@@ -34,8 +34,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from advisor.errors import AdvisorError
-from advisor.progress import Say, silent
+from advisor.core.errors import AdvisorError
+from advisor.core.progress import Say, silent
 
 OVERHEAD_TARGET = 0.01
 _PROGRESS = re.compile(r"^progress: ([0-9.]+) s, ([0-9.]+) tps")
@@ -86,7 +86,7 @@ def summarize(samples: list[tuple[float, float]], on: list[bool], block_s: int, 
 def run_observation_bench(options: ObservationBenchOptions = ObservationBenchOptions(), say: Say = silent,
                           dsn: str | None = None) -> dict:
     """Run the bench against ``dsn`` (its pgbench tables are replaced), or a sandbox of its own; see the module."""
-    from connectors.sandbox import PostgresSandbox
+    from connectors.postgres.sandbox import PostgresSandbox
 
     if options.blocks < 2 or options.blocks % 2:
         raise AdvisorError(f"blocks must be even and at least 2, not {options.blocks}")
@@ -99,8 +99,8 @@ def run_observation_bench(options: ObservationBenchOptions = ObservationBenchOpt
 
 
 def _bench(dsn: str, options: ObservationBenchOptions, say: Say) -> dict:
-    from advisor.service import AdvisorService
-    from advisor.store import Store
+    from advisor.service.service import AdvisorService
+    from advisor.storage.store import Store
     from workloads import pgbench
 
     o = options

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import psycopg
 
-from advisor.domain import KnobSpec
+from advisor.core.domain import KnobSpec
 from connectors.postgres.connection import TAG
 
 CATALOG_SQL = TAG + """

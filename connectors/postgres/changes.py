@@ -7,8 +7,8 @@ import re
 
 from psycopg import sql
 
-from advisor.domain import IndexChange, KnobChange, KnobSpec
-from advisor.errors import BadStatement
+from advisor.core.domain import IndexChange, KnobChange, KnobSpec
+from advisor.core.errors import BadStatement
 
 INDEX_METHODS = frozenset({"btree", "hash", "gin", "gist", "brin", "spgist"})
 MAX_IDENTIFIER = 63

@@ -7,7 +7,7 @@ import re
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from advisor.errors import TargetUnreachable
+from advisor.core.errors import TargetUnreachable
 
 APP_NAME = "db-advisor"
 # Every statement the advisor itself sends starts with this comment, so that capture can leave it out of the

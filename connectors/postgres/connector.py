@@ -8,9 +8,9 @@ from collections.abc import Callable, Sequence
 import psycopg
 from psycopg import sql
 
-from advisor import knobvalues
-from advisor.domain import Applied, Change, IndexChange, KnobChange, KnobSpec, Snapshot
-from advisor.errors import AdvisorError, BadStatement, TargetUnreachable
+from advisor.core import knobvalues
+from advisor.core.domain import Applied, Change, IndexChange, KnobChange, KnobSpec, Snapshot
+from advisor.core.errors import AdvisorError, BadStatement, TargetUnreachable
 from connectors.postgres import changes as change_sql
 from connectors.postgres.catalog import read_catalog
 from connectors.postgres.connection import TAG, connect, parse_dsn, redact

@@ -6,8 +6,8 @@ import time
 
 import psycopg
 
-from advisor.domain import ColumnStats, IndexInfo, Snapshot, StatementStat, TableInfo
-from advisor.errors import MissingExtension
+from advisor.core.domain import ColumnStats, IndexInfo, Snapshot, StatementStat, TableInfo
+from advisor.core.errors import MissingExtension
 from connectors.postgres.catalog import read_catalog
 from connectors.postgres.connection import TAG
 

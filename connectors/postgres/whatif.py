@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import psycopg
 from psycopg import sql
 
-from advisor.domain import Costed, IndexChange
-from advisor.errors import BadStatement
+from advisor.core.domain import Costed, IndexChange
+from advisor.core.errors import BadStatement
 from connectors.postgres.changes import index_ddl
 from connectors.postgres.connection import execute_one
 from connectors.postgres.snapshot import require_extension

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 
-from advisor.domain import Change, IndexChange
+from advisor.core.domain import Change, IndexChange
 from optimizers.base import Optimizer, TuningContext
 from optimizers.indexes.problem import IndexProblem
 

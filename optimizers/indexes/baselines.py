@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from advisor.domain import IndexChange
+from advisor.core.domain import IndexChange
 from optimizers.indexes.base import IndexOptimizer
 from optimizers.indexes.problem import IndexProblem, Query, TableRef, relevant
 from optimizers.registry import register

@@ -30,8 +30,8 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-from advisor.domain import IndexChange
-from advisor.errors import BadStatement
+from advisor.core.domain import IndexChange
+from advisor.core.errors import BadStatement
 from optimizers.indexes.problem import Candidate, ColumnUse, TableRef
 
 EQUALITY_KINDS = ("equality", "join")

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from advisor.domain import Costed, IndexChange
+from advisor.core.domain import Costed, IndexChange
 from optimizers.indexes.problem import Config, Query, TableRef, relevant
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from advisor.domain import IndexChange
+from advisor.core.domain import IndexChange
 from optimizers.indexes.problem import Candidate, IndexProblem, relevant
 
 KINDS = ("equality", "range", "join", "group", "order")

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from advisor.domain import IndexChange
+from advisor.core.domain import IndexChange
 from optimizers.indexes.base import IndexOptimizer
 from optimizers.indexes.env import CANDIDATE_FEATURES, GLOBAL_FEATURES, IndexEnv
 from optimizers.indexes.problem import Candidate, IndexProblem

@@ -21,7 +21,7 @@ from itertools import combinations
 
 import numpy as np
 
-from advisor.domain import IndexChange
+from advisor.core.domain import IndexChange
 from optimizers.indexes.base import IndexOptimizer
 from optimizers.indexes.problem import IndexProblem
 from optimizers.registry import register

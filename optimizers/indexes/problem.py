@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol
 
-from advisor.domain import Costed, IndexChange
+from advisor.core.domain import Costed, IndexChange
 
 TableRef = tuple[str, str]  # (schema, table)
 Config = frozenset[IndexChange]

@@ -1,7 +1,7 @@
 """What a knob seeder needs to know about a workload, as a few numbers: read/write mix, the share of joins,
 aggregates and sorts (by time), the widest join, data size. ``fingerprint`` keys cached seeds.
 
->>> from advisor.domain import Statement, Workload
+>>> from advisor.core.domain import Statement, Workload
 >>> st = Statement("1", "SELECT a, count(*) FROM t JOIN u ON t.id = u.id GROUP BY a", 10, 50.0, 100)
 >>> f = extract(Workload((st,)), data_bytes=10**9)
 >>> (f.join_share, f.aggregate_share, f.max_relations, f.read_share)
@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 import sqlglot
 from sqlglot import exp
 
-from advisor.domain import Hardware, Workload
+from advisor.core.domain import Hardware, Workload
 
 
 @dataclass(frozen=True)

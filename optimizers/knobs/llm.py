@@ -31,7 +31,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from advisor import knobvalues
+from advisor.core import knobvalues
 from optimizers.knobs.features import WorkloadFeatures
 from optimizers.knobs.seeding import Seed, SeedingFailed, sanitize
 from optimizers.knobs.space import KnobSpace, human_bytes

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from advisor import knobvalues
-from advisor.domain import Change, KnobChange, Workload
+from advisor.core import knobvalues
+from advisor.core.domain import Change, KnobChange, Workload
 from optimizers.base import Optimizer, TuningContext
 from optimizers.registry import register
 

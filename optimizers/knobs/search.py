@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from advisor.domain import Change, Evidence, TrialResult
+from advisor.core.domain import Change, Evidence, TrialResult
 from optimizers.base import Optimizer, TuningContext
 from optimizers.knobs.space import KnobSpace
 from optimizers.registry import register

@@ -10,9 +10,9 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from advisor import knobvalues
-from advisor.domain import Hardware
-from advisor.errors import AdvisorError, InvalidKnobValue
+from advisor.core import knobvalues
+from advisor.core.domain import Hardware
+from advisor.core.errors import AdvisorError, InvalidKnobValue
 from optimizers.knobs.features import WorkloadFeatures
 from optimizers.knobs.rules import pgtune
 from optimizers.knobs.space import KnobSpace

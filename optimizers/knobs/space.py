@@ -6,7 +6,7 @@ Search optimizers work in the unit cube: ``encode``/``decode`` map between the t
 whose range starts at 0 use log(1 + v); a knob with a special value (``wal_buffers = -1`` means "auto", a
 ``jit_above_cost`` of -1 means "never") gives the bottom 10% of its axis to that value.
 
->>> from advisor.domain import KnobSpec, Hardware
+>>> from advisor.core.domain import KnobSpec, Hardware
 >>> catalog = {"work_mem": KnobSpec("work_mem", "integer", "kB", "4096", "4096", 64, 2147483647)}
 >>> space = KnobSpace.build(catalog, Hardware(8 * 1024**3, 4, "ssd"))
 >>> space.decode(space.encode({"work_mem": "64MB"}))
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from advisor import knobvalues
-from advisor.domain import Hardware, KnobChange, KnobSpec
-from advisor.errors import InvalidKnobValue, UnknownKnob
+from advisor.core import knobvalues
+from advisor.core.domain import Hardware, KnobChange, KnobSpec
+from advisor.core.errors import InvalidKnobValue, UnknownKnob
 
 MB = 1024**2
 GB = 1024**3

@@ -1,6 +1,6 @@
 import random
 
-from advisor.evidence import ArmRound, compare
+from advisor.tuning.evidence import ArmRound, compare
 
 
 def _rounds(rng, means, n=5, noise=0.03):

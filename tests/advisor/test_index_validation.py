@@ -1,9 +1,9 @@
 """The regression guard on a real shadow: a planted harmful index is dropped, a useful one kept, and the real
 built sizes are reported next to the estimates."""
 
-from advisor.domain import IndexChange
-from advisor.index_validation import plan_index_names, validate_indexes
-from advisor.shadow import Shadow, ValidationOptions
+from advisor.core.domain import IndexChange
+from advisor.tuning.index_validation import plan_index_names, validate_indexes
+from advisor.tuning.validation import Shadow, ValidationOptions
 from connectors.postgres import PostgresConnector
 from connectors.postgres.connection import parse_dsn
 from tests.conftest import run

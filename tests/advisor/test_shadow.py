@@ -1,7 +1,7 @@
 import pytest
 
-from advisor.domain import IndexChange, KnobChange
-from advisor.shadow import ValidationOptions, create_shadow, validate
+from advisor.core.domain import IndexChange, KnobChange
+from advisor.tuning.validation import ValidationOptions, create_shadow, validate
 from connectors.postgres import PostgresConnector
 from tests.conftest import run, scalar
 from workloads.binding import BoundStatement

@@ -1,8 +1,8 @@
 import pytest
 
-from advisor.domain import Evidence, IndexChange, KnobChange, Recommendation, StatementEvidence
-from advisor.errors import InvalidTransition, NotFound, StoreError
-from advisor.store import SCHEMA_VERSION, Store
+from advisor.core.domain import Evidence, IndexChange, KnobChange, Recommendation, StatementEvidence
+from advisor.core.errors import InvalidTransition, NotFound, StoreError
+from advisor.storage.store import SCHEMA_VERSION, Store
 
 
 def _rec(rid="r1"):

@@ -10,13 +10,13 @@ from dataclasses import dataclass, field, replace
 import psycopg
 import pytest
 
-from advisor.domain import Hardware
-from advisor.errors import AdvisorError
-from advisor.shadow import Shadow
-from advisor.store import open_store
-from advisor.tuning import ReplayRunner, TrialRunner, TuningOptions, TuningRun, compare_configs
+from advisor.core.domain import Hardware
+from advisor.core.errors import AdvisorError
+from advisor.tuning.validation import Shadow
+from advisor.storage.store import open_store
+from advisor.tuning.trials import ReplayRunner, TrialRunner, TuningOptions, TuningRun, compare_configs
 from connectors.postgres import PostgresConnector
-from connectors.sandbox import PostgresSandbox
+from connectors.postgres.sandbox import PostgresSandbox
 from optimizers import registry
 from optimizers.knobs.space import KnobSpace, SpaceOptions, default_ranges
 from tests.conftest import run, scalar

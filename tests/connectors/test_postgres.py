@@ -1,10 +1,10 @@
 import psycopg
 import pytest
 
-from advisor.domain import IndexChange, KnobChange
-from advisor.errors import BadStatement, InvalidKnobValue, MissingExtension, TargetUnreachable, UnknownKnob
+from advisor.core.domain import IndexChange, KnobChange
+from advisor.core.errors import BadStatement, InvalidKnobValue, MissingExtension, TargetUnreachable, UnknownKnob
 from connectors.postgres import PostgresConnector
-from connectors.sandbox import free_port
+from connectors.postgres.sandbox import free_port
 from tests.conftest import run, scalar
 from workloads.capture import workload_delta
 

@@ -1,8 +1,8 @@
 import psycopg
 import pytest
 
-from connectors.sandbox import PostgresSandbox
-from connectors.sandbox import pid_alive as _alive
+from connectors.postgres.sandbox import PostgresSandbox
+from connectors.postgres.sandbox import pid_alive as _alive
 
 
 def test_sandbox_starts_with_extensions_and_stops_without_leftovers():

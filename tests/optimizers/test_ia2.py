@@ -4,7 +4,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from advisor.domain import IndexChange
+from advisor.core.domain import IndexChange
 from connectors.postgres.whatif import HypoPG
 from optimizers import registry
 from optimizers.indexes.base import BudgetExceeded, IndexOptimizer

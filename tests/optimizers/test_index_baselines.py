@@ -4,7 +4,7 @@ the exact ILP. Costs are planner cost units, sizes HypoPG's estimates in bytes."
 import psycopg
 import pytest
 
-from advisor.domain import IndexChange
+from advisor.core.domain import IndexChange
 from connectors.postgres.whatif import HypoPG
 from optimizers import registry
 from optimizers.indexes.costing import CachedWhatIf

@@ -4,8 +4,8 @@ PostgreSQL: a candidate must also lower the planner's what-if cost."""
 import psycopg
 import pytest
 
-from advisor.domain import IndexChange
-from advisor.errors import BadStatement
+from advisor.core.domain import IndexChange
+from advisor.core.errors import BadStatement
 from optimizers.indexes.candidates import column_uses, generate
 
 SCHEMA = {("public", "posts"): ("id", "user_id", "created_at", "title", "score"),
@@ -83,7 +83,7 @@ def test_malformed_sql_is_a_clear_error():
 
 def test_dexter_style_on_real_postgres(db):
     """"SELECT ... WHERE a = $1" recommends t (a), and HypoPG agrees that it lowers the cost."""
-    from advisor.indexing import build_problem
+    from advisor.tuning.indexing import build_problem
     from connectors.postgres import PostgresConnector
     from tests.conftest import run
     from workloads.binding import BoundStatement
@@ -101,7 +101,7 @@ def test_dexter_style_on_real_postgres(db):
 
 
 def test_indexes_on_written_tables_carry_maintenance(db):
-    from advisor.indexing import INDEX_ENTRY_COST, build_problem
+    from advisor.tuning.indexing import INDEX_ENTRY_COST, build_problem
     from connectors.postgres import PostgresConnector
     from tests.conftest import run
     from workloads.binding import BoundStatement

@@ -3,8 +3,8 @@
 import psycopg
 import pytest
 
-from advisor.domain import IndexChange
-from advisor.errors import BadStatement
+from advisor.core.domain import IndexChange
+from advisor.core.errors import BadStatement
 from connectors.postgres.whatif import HypoPG
 from optimizers.indexes.costing import CachedWhatIf
 from optimizers.indexes.problem import Query

@@ -9,9 +9,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from advisor import knobvalues
-from advisor.domain import Hardware
-from advisor.settings import Settings
+from advisor.core import knobvalues
+from advisor.core.domain import Hardware
+from advisor.core.settings import Settings
 from connectors.postgres import PostgresConnector
 from optimizers.knobs import llm, seeding
 from optimizers.knobs.features import WorkloadFeatures

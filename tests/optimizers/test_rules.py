@@ -1,7 +1,7 @@
 import pytest
 
-from advisor.domain import Hardware, KnobChange, Workload
-from advisor.errors import NotFound
+from advisor.core.domain import Hardware, KnobChange, Workload
+from advisor.core.errors import NotFound
 from connectors.postgres import PostgresConnector
 from optimizers import registry
 from optimizers.base import TuningContext

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from advisor.domain import Hardware
+from advisor.core.domain import Hardware
 from connectors.postgres import PostgresConnector
 from optimizers import registry
 from optimizers.knobs.bo import RESTART_TOLERANCE, prefer_no_restart

@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from advisor import knobvalues
-from advisor.domain import Hardware
-from advisor.errors import InvalidKnobValue, UnknownKnob
+from advisor.core import knobvalues
+from advisor.core.domain import Hardware
+from advisor.core.errors import InvalidKnobValue, UnknownKnob
 from connectors.postgres import PostgresConnector
 from optimizers.knobs.space import DURABILITY, SPECIAL_SHARE, KnobSpace, SpaceOptions
 

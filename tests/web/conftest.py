@@ -1,5 +1,5 @@
 """Fixtures for the server: the real app over a store in tmp, tokens of both roles, a registered target with a
-workload whose validated recommendation is an index (``advisor.playground``: lookups on an unindexed column of
+workload whose validated recommendation is an index (``advisor.bench.playground``: lookups on an unindexed column of
 200,000 rows)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import uuid
 import pytest
 from fastapi.testclient import TestClient
 
-from advisor.playground import create_shop
+from advisor.bench.playground import create_shop
 from web.main import create_app
 
 PASSWORD = "s3cret-Pa55word-never-shown"

@@ -22,9 +22,9 @@ import psycopg
 import pytest
 import uvicorn
 
-from advisor.playground import run_shop_workload
-from advisor.runs import RunPlan
-from connectors.sandbox import free_port
+from advisor.bench.playground import run_shop_workload
+from advisor.service.runs import RunPlan
+from connectors.postgres.sandbox import free_port
 from tests.web.conftest import INDEX_RUN, PASSWORD
 from web.deps import SESSION_COOKIE
 from web.main import create_app

@@ -9,12 +9,12 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from advisor.auth import Principal
-from advisor.domain import Evidence, IndexChange, KnobChange, Recommendation
-from advisor.scheduling import _auto_applicable, next_fire, watch
-from advisor.service import AdvisorService
-from advisor.store import Store, new_id
-from connectors.sandbox import PostgresSandbox
+from advisor.service.auth import Principal
+from advisor.core.domain import Evidence, IndexChange, KnobChange, Recommendation
+from advisor.service.scheduling import _auto_applicable, next_fire, watch
+from advisor.service.service import AdvisorService
+from advisor.storage.store import Store, new_id
+from connectors.postgres.sandbox import PostgresSandbox
 from tests.conftest import FAST, run, scalar
 from tests.web.conftest import INDEX_RUN
 from web.main import create_app
@@ -141,7 +141,7 @@ def test_watch_rolls_back_what_the_schedule_applied_when_statements_regress(own_
     dsn = own_server
     service = AdvisorService(Store(tmp_path / "advisor.duckdb"))
     service.add_target("shop", dsn)
-    from advisor.runs import RunPlan
+    from advisor.service.runs import RunPlan
 
     schedule = service.add_schedule("shop", "0 2 * * *", [RunPlan(**INDEX_RUN)], auto_apply="reload_knobs",
                                     max_regression=0.5)

@@ -4,7 +4,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from advisor.errors import AdvisorError, NotFound
+from advisor.core.errors import AdvisorError, NotFound
 from tests.conftest import scalar
 from workloads import pgbench, suites
 from workloads.binding import parameters

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from advisor.domain import Statement, Workload
+from advisor.core.domain import Statement, Workload
 from connectors.postgres import PostgresConnector
 from tests.conftest import run, scalar
 from workloads import tpch

@@ -7,8 +7,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
 
-from advisor.errors import Unauthorized
-from advisor.settings import get_settings
+from advisor.core.errors import Unauthorized
+from advisor.core.settings import get_settings
 from web.deps import SESSION_COOKIE, Service
 from web.pages.forms import Checked, Field, see_other
 from web.pages.templating import render

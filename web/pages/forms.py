@@ -10,8 +10,8 @@ from urllib.parse import urlencode
 from fastapi import Depends, Form
 from fastapi.responses import RedirectResponse
 
-from advisor.auth import Principal
-from advisor.errors import AdvisorError, Forbidden
+from advisor.service.auth import Principal
+from advisor.core.errors import AdvisorError, Forbidden
 from web.deps import PageSession
 
 

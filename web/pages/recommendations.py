@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from advisor.domain import TRANSITIONS
-from advisor.errors import NotFound
+from advisor.core.domain import TRANSITIONS
+from advisor.core.errors import NotFound
 from web import views
 from web.deps import PageSession, Service
 from web.pages import plots

@@ -8,8 +8,8 @@ import typing
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from advisor.errors import AdvisorError
-from advisor.runs import ACTIVE, KINDS, RunPlan
+from advisor.core.errors import AdvisorError
+from advisor.service.runs import ACTIVE, KINDS, RunPlan
 from web import schemas
 from web.deps import PageSession, Service
 from web.pages import plots

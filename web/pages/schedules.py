@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from advisor.errors import AdvisorError
-from advisor.scheduling import AUTO_APPLY
+from advisor.core.errors import AdvisorError
+from advisor.service.scheduling import AUTO_APPLY
 from web.deps import PageSession, Service
 from web.pages.forms import Checked, Field, choice, see_other
 from web.pages.runs import OPTIMIZERS, plan_from_form

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from advisor.errors import AdvisorError
+from advisor.core.errors import AdvisorError
 from web import views
 from web.deps import PageSession, Service
 from web.pages.forms import Checked, Field, see_other

@@ -9,7 +9,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from advisor.auth import Principal
+from advisor.service.auth import Principal
 from web.pages.formats import FILTERS
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -40,7 +40,7 @@ def render(request: Request, name: str, session: tuple[Principal, str] | None = 
 
 def error_page(request: Request, code: int, message: str) -> HTMLResponse:
     """An error as a page (the message is escaped by the template); the nav when the browser has a session."""
-    from advisor.errors import AdvisorError
+    from advisor.core.errors import AdvisorError
     from web.deps import SESSION_COOKIE
 
     session = None

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query, status
 
-from advisor.runs import RunPlan
+from advisor.service.runs import RunPlan
 from web import schemas, views
 from web.deps import Limit, Offset, Operator, Service, Viewer
 

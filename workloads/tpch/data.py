@@ -11,7 +11,7 @@ from pathlib import Path
 
 from psycopg import sql
 
-from advisor.errors import AdvisorError
+from advisor.core.errors import AdvisorError
 from connectors.postgres.connection import connect
 from workloads.tpch.schema import DDL, PRIMARY_KEYS, TABLES
 

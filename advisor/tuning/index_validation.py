@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from advisor.domain import Evidence, IndexChange
-from advisor.indexing import written_tables
-from advisor.shadow import Shadow, ValidationOptions, validate
+from advisor.core.domain import Evidence, IndexChange
+from advisor.tuning.indexing import written_tables
+from advisor.tuning.validation import Shadow, ValidationOptions, validate
 from connectors.postgres.changes import index_name
 from connectors.postgres.connection import TAG
 from connectors.postgres.whatif import explain_plan

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from advisor.domain import Evidence, StatementEvidence
+from advisor.core.domain import Evidence, StatementEvidence
 
 
 @dataclass(frozen=True)

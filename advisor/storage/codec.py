@@ -6,7 +6,7 @@ import dataclasses
 import math
 from typing import Any
 
-from advisor.domain import Change, Evidence, IndexChange, KnobChange, Recommendation, StatementEvidence
+from advisor.core.domain import Change, Evidence, IndexChange, KnobChange, Recommendation, StatementEvidence
 
 
 def plain(obj: Any) -> Any:

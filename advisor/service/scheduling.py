@@ -18,11 +18,11 @@ from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_MAX_INSTANCES, EVENT_J
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 
-from advisor.auth import Principal
-from advisor.domain import KnobChange
-from advisor.errors import AdvisorError
-from advisor.production import regression_since_apply
-from advisor.store import new_id
+from advisor.service.auth import Principal
+from advisor.core.domain import KnobChange
+from advisor.core.errors import AdvisorError
+from advisor.service.production import regression_since_apply
+from advisor.storage.store import new_id
 
 AUTO_APPLY = ("none", "reload_knobs")
 log = logging.getLogger("advisor.scheduler")
@@ -64,7 +64,7 @@ def _record_skip(store, schedule: dict, who: Principal, plan: dict, why: str, st
 def run_scheduled(service, schedule: dict, fired_at: float) -> list[dict]:
     """One firing: watch what this schedule auto-applied before (roll back on regression), then each planned
     run, then auto-apply what the schedule allows."""
-    from advisor.runs import RunPlan
+    from advisor.service.runs import RunPlan
 
     store = service.store
     store.schedule_fired(schedule["id"], fired_at)
@@ -176,7 +176,7 @@ class Scheduler:
                           id=f"now-{schedule_id}", replace_existing=True, misfire_grace_time=None)
 
     def _fire(self, schedule_id: str) -> None:
-        from advisor.runs import lower_priority
+        from advisor.service.runs import lower_priority
 
         lower_priority()  # a job thread of the scheduler's pool: it only ever runs jobs
         try:

@@ -16,8 +16,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from advisor.domain import IndexChange, IndexInfo, Snapshot
-from advisor.errors import BadStatement
+from advisor.core.domain import IndexChange, IndexInfo, Snapshot
+from advisor.core.errors import BadStatement
 from connectors.postgres.snapshot import table_columns
 from connectors.postgres.whatif import HypoPG
 from optimizers.indexes.candidates import column_uses, generate

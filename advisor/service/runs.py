@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from advisor.errors import AdvisorError
+from advisor.core.errors import AdvisorError
 
 
 class RunCancelled(Exception):

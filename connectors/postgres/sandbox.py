@@ -23,7 +23,7 @@ import threading
 import time
 from pathlib import Path
 
-from advisor.errors import SandboxError
+from advisor.core.errors import SandboxError
 
 PG_BIN_CANDIDATES = ("/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/17/bin")
 PRELOAD = "pg_stat_statements,pg_qualstats"

@@ -1,14 +1,14 @@
 """AdvisorService's API tokens and web sessions: tokens are stored as SHA-256 hashes and shown once; a web session
 is a random id (stored hashed) tied to a token, with a CSRF token for its forms. A mixin of
-``advisor.service.AdvisorService``."""
+``advisor.service.service.AdvisorService``."""
 
 from __future__ import annotations
 
 import secrets
 
-from advisor.auth import ADMIN, ROLES, Principal, hash_secret, new_secret
-from advisor.errors import AdvisorError, Unauthorized
-from advisor.settings import get_settings
+from advisor.service.auth import ADMIN, ROLES, Principal, hash_secret, new_secret
+from advisor.core.errors import AdvisorError, Unauthorized
+from advisor.core.settings import get_settings
 
 
 class AccessMixin:

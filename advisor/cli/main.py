@@ -14,11 +14,13 @@ import typer
 from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer >= 0.20 vendors click
 from rich.console import Console
 
-from advisor import codec, render
-from advisor.errors import AdvisorError
-from advisor.cli_service import JsonFlag, StoreOpt, _service
-from advisor.cli_service import _emit as _emit_json
-from advisor.progress import reporter
+from advisor.storage import codec
+
+from advisor.cli import render
+from advisor.core.errors import AdvisorError
+from advisor.cli.service_commands import JsonFlag, StoreOpt, _service
+from advisor.cli.service_commands import _emit as _emit_json
+from advisor.core.progress import reporter
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="db-advisor: ML tuning advisor for PostgreSQL. Observes a workload, proposes changes, "
@@ -101,10 +103,10 @@ def tune_knobs(target: Target,
                store: StoreOpt = None) -> None:
     """Recommend settings for a target: a search on a shadow instance (or one rule-based configuration),
     validated against the current settings before it is recommended."""
-    from advisor.hardware import resolve
-    from advisor.settings import get_settings
-    from advisor.shadow import ValidationOptions
-    from advisor.tuning import TuningOptions
+    from advisor.core.hardware import resolve
+    from advisor.core.settings import get_settings
+    from advisor.tuning.validation import ValidationOptions
+    from advisor.tuning.trials import TuningOptions
     from optimizers.knobs.llm import from_settings
     from optimizers.knobs.space import SpaceOptions
 
@@ -156,8 +158,8 @@ def tune_indexes(target: Target,
                  store: StoreOpt = None) -> None:
     """Recommend indexes within a storage budget: what-if costs (HypoPG) on a shadow, the optimizer's choice,
     then each index built and measured on the shadow; an index that slows a statement or helps none is dropped."""
-    from advisor.settings import get_settings
-    from advisor.shadow import ValidationOptions
+    from advisor.core.settings import get_settings
+    from advisor.tuning.validation import ValidationOptions
 
     device = device or get_settings().device
     service = _service(store)
@@ -183,7 +185,7 @@ def demo(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.0
          trials: Annotated[int, typer.Option(help="trials of the tuning run", min=2)] = 12,
          json_out: JsonFlag = False, store: StoreOpt = None) -> None:
     """Tune a self-started Postgres (TPC-H + ORM-style reports) end to end; starts and stops its own servers."""
-    from advisor.demo import DemoOptions, run_demo
+    from advisor.bench.demo import DemoOptions, run_demo
 
     service = _service(store)
     result = run_demo(service, DemoOptions(scale=scale, streams=streams, rounds=rounds, optimizer=optimizer,
@@ -242,7 +244,7 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
     """Index advisors (no index, Dexter, Extend, ILP, IA2) on TPC-H: what-if RC per budget over random mixes,
     then real runs of TPC-H with IA2's and Extend's indexes."""
     from advisor.bench.indexes import IndexBench, IndexBenchOptions, table
-    from advisor.settings import get_settings
+    from advisor.core.settings import get_settings
 
     device = device or get_settings().device
     try:
@@ -299,15 +301,15 @@ def bench_service(clients: Annotated[int, typer.Option(help="concurrent API clie
     print(f"saved under {out}/")
 
 
-from advisor.cli_service import register  # noqa: E402 - the service groups, after the app exists
+from advisor.cli.service_commands import register  # noqa: E402 - the service groups, after the app exists
 
 register(app)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the command; turn every error into one line on stderr."""
-    from advisor.settings import get_settings
-    from connectors.sandbox import install_signal_handlers
+    from advisor.core.settings import get_settings
+    from connectors.postgres.sandbox import install_signal_handlers
 
     install_signal_handlers()
     command = typer.main.get_command(app)

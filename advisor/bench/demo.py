@@ -7,12 +7,12 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from advisor.progress import Say, silent
-from advisor.service import AdvisorService, TuneResult
-from advisor.shadow import ValidationOptions
-from advisor.tuning import TuningOptions
+from advisor.core.progress import Say, silent
+from advisor.service.service import AdvisorService, TuneResult
+from advisor.tuning.validation import ValidationOptions
+from advisor.tuning.trials import TuningOptions
 from connectors.postgres import PostgresConnector
-from connectors.sandbox import PostgresSandbox
+from connectors.postgres.sandbox import PostgresSandbox
 from workloads import suites, tpch
 from workloads.binding import BoundStatement
 from workloads.replay import ReplayOptions, replay

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from advisor.domain import Hardware
+from advisor.core.domain import Hardware
 
 
 def detect(data_path: str | None = None) -> Hardware:

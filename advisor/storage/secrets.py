@@ -12,7 +12,7 @@ from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken
 
-from advisor.errors import StoreError
+from advisor.core.errors import StoreError
 
 
 class Vault:
@@ -61,7 +61,7 @@ def load_or_create_key(path: Path) -> bytes:
 
 
 def vault_for(store_path: str) -> Vault:
-    from advisor.settings import get_settings
+    from advisor.core.settings import get_settings
 
     settings = get_settings()
     if settings.secret_key is not None:

@@ -13,16 +13,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.domain import Hardware, IndexChange, Recommendation, Snapshot, Statement, Workload
-from advisor.index_validation import IndexValidation, validate_indexes
-from advisor.indexing import build_problem
-from advisor.auth import Principal
-from advisor.errors import AdvisorError
-from advisor.progress import Say, silent
-from advisor.service_access import AccessMixin
-from advisor.service_ops import OperationsMixin
-from advisor.shadow import ValidationOptions, create_shadow, validate
-from advisor.store import Store, new_id
+from advisor.core.domain import Hardware, IndexChange, Recommendation, Snapshot, Statement, Workload
+from advisor.tuning.index_validation import IndexValidation, validate_indexes
+from advisor.tuning.indexing import build_problem
+from advisor.service.auth import Principal
+from advisor.core.errors import AdvisorError
+from advisor.core.progress import Say, silent
+from advisor.service.access import AccessMixin
+from advisor.service.operations import OperationsMixin
+from advisor.tuning.validation import ValidationOptions, create_shadow, validate
+from advisor.storage.store import Store, new_id
 from connectors.postgres import PostgresConnector
 from connectors.postgres.changes import index_name
 from connectors.postgres.connection import parse_dsn, redact
@@ -33,7 +33,7 @@ from optimizers.knobs.rules import classify_workload
 from optimizers.knobs.search import SearchOptimizer
 from optimizers.knobs.seeding import seeds_for
 from optimizers.knobs.space import KnobSpace, SpaceOptions
-from advisor.tuning import ReplayRunner, TrialRunner, TuningOptions, TuningRun
+from advisor.tuning.trials import ReplayRunner, TrialRunner, TuningOptions, TuningRun
 from workloads.binding import bind_workload
 from workloads.capture import workload_delta
 
@@ -123,7 +123,7 @@ class AdvisorService(OperationsMixin, AccessMixin):
         """Observe, ask the optimizer (a search optimizer runs a whole tuning run, see ``_tune_search``), validate its configuration on a shadow (unless ``validation`` is None)
         and store the recommendation: validated when the gain's interval clears the minimum gain and no
         statement regresses, rejected otherwise."""
-        from advisor.hardware import detect
+        from advisor.core.hardware import detect
 
         opt = registry.create("knobs", optimizer)  # an unknown name fails before anything is touched
         if isinstance(opt, SearchOptimizer) or resume:
@@ -176,7 +176,7 @@ class AdvisorService(OperationsMixin, AccessMixin):
                      run_id: str | None = None) -> TuneResult:
         """A tuning run on a shadow: baseline, seeds, then the optimizer's trials, every one stored as it ends;
         the best configuration is validated once more against the baseline with interleaved rounds."""
-        from advisor.hardware import detect
+        from advisor.core.hardware import detect
 
         prior: dict = {}
         if resume:
@@ -297,7 +297,7 @@ class AdvisorService(OperationsMixin, AccessMixin):
                      run_id: str | None = None) -> IndexTuneResult:
         """Recommend indexes for the observed workload within ``budget_mb`` MiB: candidates and what-if costs on a
         shadow (HypoPG), the optimizer's choice, then every index built for real on the shadow and kept only if
-        it measurably helps a statement it serves and makes none of them regress (``advisor.index_validation``)."""
+        it measurably helps a statement it serves and makes none of them regress (``advisor.tuning.index_validation``)."""
         if budget_mb <= 0:
             raise AdvisorError(f"the index budget must be positive, got {budget_mb:g} MB")
         registry.create("indexes", optimizer)  # an unknown name fails before anything is touched

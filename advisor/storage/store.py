@@ -17,9 +17,9 @@ from pathlib import Path
 
 import duckdb
 
-from advisor import codec
-from advisor.domain import TRANSITIONS, Evidence, Recommendation, Snapshot, Workload
-from advisor.errors import InvalidTransition, NotFound, StoreError
+from advisor.storage import codec
+from advisor.core.domain import TRANSITIONS, Evidence, Recommendation, Snapshot, Workload
+from advisor.core.errors import InvalidTransition, NotFound, StoreError
 
 SCHEMA_VERSION = 4
 
@@ -495,7 +495,7 @@ class Store:
 def open_store(path: str | Path | None = None) -> Store:
     """The store at ``path``, or at ADVISOR_STORE, or the default location."""
     if path is None:
-        from advisor.settings import get_settings
+        from advisor.core.settings import get_settings
 
         path = get_settings().store
     return Store(path)

@@ -11,7 +11,7 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
-from advisor.errors import Forbidden
+from advisor.core.errors import Forbidden
 
 ROLES = ("viewer", "operator")
 TOKEN_PREFIX = "dba_"

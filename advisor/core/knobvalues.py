@@ -2,7 +2,7 @@
 
 A memory knob whose unit is ``8kB`` stores pages: ``'128MB'`` is 16384 of them.
 
->>> from advisor.domain import KnobSpec
+>>> from advisor.core.domain import KnobSpec
 >>> sb = KnobSpec("shared_buffers", "integer", "8kB", "16384", "1024", 16, 1073741823, context="postmaster")
 >>> to_base(sb, "128MB")
 16384.0
@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 import re
 
-from advisor.domain import KnobChange, KnobSpec
-from advisor.errors import InvalidKnobValue, UnknownKnob
+from advisor.core.domain import KnobChange, KnobSpec
+from advisor.core.errors import InvalidKnobValue, UnknownKnob
 
 MEMORY_UNITS = {"B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
 TIME_UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "min": 60_000.0, "h": 3_600_000.0, "d": 86_400_000.0}

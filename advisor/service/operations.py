@@ -1,5 +1,5 @@
 """AdvisorService's operations on registered targets: targets, tuning runs, the recommendation lifecycle down to
-production, and schedules. A mixin of ``advisor.service.AdvisorService`` (it uses its ``store``, ``say``,
+production, and schedules. A mixin of ``advisor.service.service.AdvisorService`` (it uses its ``store``, ``say``,
 ``executor`` and ``scheduler``, and its tuning methods), kept apart so that each module stays readable."""
 
 from __future__ import annotations
@@ -8,22 +8,22 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from advisor.auth import ADMIN, Principal
-from advisor.domain import Recommendation
-from advisor.errors import AdvisorError, Conflict
-from advisor.production import apply_recommendation, rollback_recommendation
-from advisor.runs import ACTIVE, ProgressLog, RunCancelled, RunPlan
-from advisor.scheduling import AUTO_APPLY, check_cron, next_fire, run_scheduled
-from advisor.secrets import vault_for
-from advisor.settings import get_settings
-from advisor.shadow import ValidationOptions
-from advisor.store import new_id
-from advisor.tuning import TuningOptions
+from advisor.service.auth import ADMIN, Principal
+from advisor.core.domain import Recommendation
+from advisor.core.errors import AdvisorError, Conflict
+from advisor.service.production import apply_recommendation, rollback_recommendation
+from advisor.service.runs import ACTIVE, ProgressLog, RunCancelled, RunPlan
+from advisor.service.scheduling import AUTO_APPLY, check_cron, next_fire, run_scheduled
+from advisor.storage.secrets import vault_for
+from advisor.core.settings import get_settings
+from advisor.tuning.validation import ValidationOptions
+from advisor.storage.store import new_id
+from advisor.tuning.trials import TuningOptions
 from connectors.postgres import PostgresConnector
 from connectors.postgres.connection import redact
 
 if TYPE_CHECKING:
-    from advisor.service import Observation
+    from advisor.service.service import Observation
 
 
 def predicted_gain(relative_cost: float | None, best_objective: float | None,
@@ -243,7 +243,7 @@ class OperationsMixin:
         return PostgresConnector(self._dsn(self.store.target(rec.target_id)))
 
     def apply(self, rec_id: str, who: Principal = ADMIN) -> Recommendation:
-        """Apply an approved, validated recommendation to its production target (see ``advisor.production``)."""
+        """Apply an approved, validated recommendation to its production target (see ``advisor.service.production``)."""
         who.require("operator")
         with self.store.lock:  # one apply or rollback at a time
             rec = self.store.recommendation(rec_id)
@@ -285,7 +285,7 @@ class OperationsMixin:
             self.scheduler.sync()
         return self.schedule(schedule_id)
 
-    scheduler = None  # an advisor.scheduling.Scheduler when the server runs one
+    scheduler = None  # an advisor.service.scheduling.Scheduler when the server runs one
 
     def schedules(self, target: str | None = None) -> list[dict]:
         rows = self.store.schedules(self.store.target(target)["id"] if target else None)

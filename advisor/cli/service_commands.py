@@ -20,10 +20,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from advisor import codec, render
-from advisor.errors import AdvisorError
-from advisor.progress import reporter
-from advisor.runs import RunPlan
+from advisor.storage import codec
+
+from advisor.cli import render
+from advisor.core.errors import AdvisorError
+from advisor.core.progress import reporter
+from advisor.service.runs import RunPlan
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="print one JSON document on stdout")]
 StoreOpt = Annotated[str | None, typer.Option("--store", help="path of the DuckDB store (default: ADVISOR_STORE)")]
@@ -45,8 +47,8 @@ class AutoApply(str, Enum):
 
 
 def _service(store: str | None, quiet: bool = False):
-    from advisor.service import AdvisorService
-    from advisor.store import open_store
+    from advisor.service.service import AdvisorService
+    from advisor.storage.store import open_store
 
     return AdvisorService(open_store(store), say=reporter(quiet=quiet))
 
@@ -111,8 +113,8 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
                                  param_hint="--host")
     import uvicorn
 
-    from advisor.service import AdvisorService
-    from advisor.store import open_store
+    from advisor.service.service import AdvisorService
+    from advisor.storage.store import open_store
     from web.main import create_app
 
     say = reporter()
@@ -470,8 +472,8 @@ def playground(password: Annotated[str, typer.Option(help="put this password in 
                ) -> None:
     """Start a sandbox 'production' PostgreSQL with a shop workload to try db-advisor on; prints its DSN and
     keeps the workload trickling until stopped."""
-    from advisor.playground import create_shop, run_shop_workload
-    from connectors.sandbox import PostgresSandbox
+    from advisor.bench.playground import create_shop, run_shop_workload
+    from connectors.postgres.sandbox import PostgresSandbox
 
     say = reporter()
     with PostgresSandbox("playground") as sandbox:

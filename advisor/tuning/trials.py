@@ -24,13 +24,13 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
-from advisor import knobvalues
-from advisor.domain import KnobChange, TrialResult
-from advisor.errors import AdvisorError, SandboxError, TargetUnreachable
-from advisor.progress import Say, silent
-from advisor.shadow import Shadow
-from advisor.store import Store
-from connectors.sandbox import wait_until_accepting
+from advisor.core import knobvalues
+from advisor.core.domain import KnobChange, TrialResult
+from advisor.core.errors import AdvisorError, SandboxError, TargetUnreachable
+from advisor.core.progress import Say, silent
+from advisor.tuning.validation import Shadow
+from advisor.storage.store import Store
+from connectors.postgres.sandbox import wait_until_accepting
 from optimizers.knobs.search import SearchOptimizer
 from optimizers.knobs.seeding import Seed
 from optimizers.knobs.space import KnobSpace

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import time
 
-from advisor.auth import Principal
-from advisor.domain import Applied, Recommendation
-from advisor.errors import AdvisorError, Conflict, InvalidTransition
+from advisor.service.auth import Principal
+from advisor.core.domain import Applied, Recommendation
+from advisor.core.errors import AdvisorError, Conflict, InvalidTransition
 
 
 def _counters(connector) -> dict[str, list[float]]:

@@ -5,7 +5,7 @@ schema restored and the large tables copied as a TABLESAMPLE), carrying the targ
 The target is only read. Statistics are gathered once on the shadow, so baseline and candidate share one sample.
 
 Validation interleaves the arms: round i runs A then B when i is even and B then A when odd (ABBA), each pass
-after an unmeasured warm-up, and ``advisor.evidence.compare`` turns the passes into Evidence.
+after an unmeasured warm-up, and ``advisor.tuning.evidence.compare`` turns the passes into Evidence.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from pathlib import Path
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from advisor.domain import Applied, Change, Evidence, KnobSpec
-from advisor.errors import AdvisorError, SandboxError
-from advisor.evidence import ArmRound, compare
+from advisor.core.domain import Applied, Change, Evidence, KnobSpec
+from advisor.core.errors import AdvisorError, SandboxError
+from advisor.tuning.evidence import ArmRound, compare
 from connectors.postgres import PostgresConnector
 from connectors.postgres.connection import TAG, parse_dsn
-from connectors.sandbox import PostgresSandbox
+from connectors.postgres.sandbox import PostgresSandbox
 from workloads.binding import BoundStatement
 from workloads.replay import ReplayOptions, replay
 

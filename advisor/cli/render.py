@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from advisor.domain import KnobChange, Recommendation
+from advisor.core.domain import KnobChange, Recommendation
 
 if TYPE_CHECKING:  # the service pulls in the optimizers (torch): not needed to render, nor for `advisor --help`
-    from advisor.service import IndexTuneResult, Observation, TuneResult
+    from advisor.service.service import IndexTuneResult, Observation, TuneResult
 
 
 def _short(sql: str, n: int = 70) -> str:
