@@ -1,1 +1,1 @@
-"""Optimizer plugins behind one small protocol; ``optimizers.registry`` finds them by kind and name."""
+"""Optimizer plugins behind one contract (``optimizers.base``), listed per kind in ``optimizers.registry``."""

@@ -1,57 +1,131 @@
-"""The Optimizer base class: ask/tell. Public ``suggest``/``observe`` check invariants, then call the plugin's
-``_suggest``/``_observe``. A plugin never touches a database; it gets what it needs in the TuningContext."""
+"""The one optimizer contract, for every kind (knobs, indexes, and later rewrites and learned-index parameters).
+
+In the spirit of MLOS's base optimizer and optuna's samplers: the *problem* is given once, at construction; the
+public methods check invariants and call private hooks; optional hooks do nothing unless a plugin needs them.
+No caller ever tests an optimizer's type or name::
+
+    class Optimizer(Generic[P]):
+        name: ClassVar[str]            # unique within its kind
+        kind: ClassVar[str]            # knobs | indexes | rewrites | learned_index
+        description: ClassVar[str]
+
+        def __init__(self, problem: P, *, seed: int = 0, **options): ...
+        def ask(self, n=1, *, current: Config | None = None) -> list[Config]   # 1..n configurations; _ask
+        def tell(self, config: Config, outcome: Outcome) -> None               # failed trials too; _tell
+        def state(self) -> dict                                                # JSON-safe; _state
+        def restore(self, state: dict) -> None                                 # exact resume; _restore
+
+        # hooks with do-nothing defaults
+        def prepare(self, model_dir: Path | None, say: Say) -> dict | None     # load or train a model
+        def explain(self) -> dict[str, str]                                    # why, per proposed item
+
+A *configuration* (``Config``) is a tuple of changes of the optimizer's kind (``KnobChange`` for knobs,
+``IndexChange`` for indexes): what to apply, all together. ``current`` is what the system under test holds now
+(a knob optimizer prefers not to change restart-needing knobs without cause). An optimizer that picks a whole set
+in one go (ILP, Extend, IA2's rollout) is the same contract asked once; telling it is allowed and changes nothing.
+
+``state()`` holds everything the next ``ask`` depends on (history, seed, model hyperparameters, trained weights),
+so ``restore(state)`` on a fresh instance over the same problem asks exactly what the original would have.
+
+Problems: ``optimizers.knobs.problem.KnobProblem`` (a knob space with the hardware, the workload kind and the
+connection count), ``optimizers.indexes.problem.IndexProblem`` (queries, candidates, budget, a what-if coster).
+Optimizers never touch a database: every capability they need is in the problem.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar, Generic, TypeVar
 
-from advisor.core import knobvalues
-from advisor.core.domain import Change, Evidence, Hardware, IndexChange, KnobChange, KnobSpec, TrialResult, Workload
+from advisor.core.domain import Change, IndexChange, KnobChange, TrialResult
 
-if TYPE_CHECKING:
-    from optimizers.indexes.problem import IndexProblem
+P = TypeVar("P")
+Config = tuple[Change, ...]
+Outcome = TrialResult  # objective (lower is better) or None, status measured | failed | infeasible, reason
+Say = Callable[[str], None]
 
 CHANGE_TYPES: dict[str, type] = {"knobs": KnobChange, "indexes": IndexChange}
 
 
-@dataclass(frozen=True)
-class TuningContext:
-    catalog: dict[str, KnobSpec]
-    workload: Workload
-    hardware: Hardware
-    workload_kind: str = "mixed"  # web | oltp | dw | desktop | mixed (PGTune's vocabulary)
-    max_connections: int | None = None
-    data_bytes: int = 0
-    indexes: "IndexProblem | None" = None  # for index optimizers: queries, candidates, budget, what-if coster
+class ContractViolation(AssertionError):
+    """A plugin broke the optimizer contract (a bug in the plugin, never the user's input)."""
 
 
-class Optimizer(ABC):
+class Optimizer(ABC, Generic[P]):
     name: ClassVar[str]
-    kind: ClassVar[str]  # knobs | indexes | rewrites | learned_index
+    kind: ClassVar[str]
     description: ClassVar[str] = ""
 
-    def suggest(self, context: TuningContext, n: int = 1) -> list[list[Change]]:
-        """Up to ``n`` candidate configurations, each a list of changes, all valid for the catalog."""
+    def __init__(self, problem: P, *, seed: int = 0, **options) -> None:
+        self.problem = problem
+        self.seed = int(seed)
+        self._setup(**options)
+
+    # --- the contract (public: checks, then the plugin's hook) ----------------------------------------------
+
+    def ask(self, n: int = 1, *, current: Config | None = None) -> list[Config]:
+        """Between 1 and ``n`` configurations to try next, each valid for the problem."""
         if n < 1:
             raise ValueError("n must be at least 1")
-        out = self._suggest(context, n)[:n]
+        configs = [tuple(c) for c in self._ask(n, tuple(current) if current is not None else None)][:n]
+        if not configs:
+            raise ContractViolation(f"{self.name} proposed nothing (an empty configuration is a proposal; "
+                                    "no proposal is not)")
         expected = CHANGE_TYPES.get(self.kind)
-        checked: list[list[Change]] = []
-        for config in out:
+        for config in configs:
             if expected is not None and any(not isinstance(c, expected) for c in config):
-                raise TypeError(f"{self.name} is a {self.kind} optimizer but suggested another kind of change")
-            checked.append([knobvalues.validate_change(context.catalog, c) if isinstance(c, KnobChange) else c
-                            for c in config])
-        return checked
+                raise ContractViolation(f"{self.name} is a {self.kind} optimizer but proposed another kind of change")
+            self._check(config)
+        return configs
 
-    def observe(self, config: list[Change], evidence: Evidence | TrialResult) -> None:
-        """Tell the optimizer what a configuration measured: a validation's Evidence or a trial's result."""
-        self._observe(config, evidence)
+    def tell(self, config: Config, outcome: Outcome) -> None:
+        """What ``config`` measured (a failed or infeasible trial has ``objective`` None and its reason)."""
+        if outcome.status == "measured" and outcome.objective is None:
+            raise ValueError("a measured outcome needs an objective")
+        self._tell(tuple(config), outcome)
+
+    def state(self) -> dict:
+        """A JSON-safe dict from which ``restore`` continues exactly where this optimizer is."""
+        return {"optimizer": self.name, "kind": self.kind, "seed": self.seed, **self._state()}
+
+    def restore(self, state: dict) -> None:
+        if state.get("optimizer") not in (None, self.name):
+            raise ValueError(f"state of {state.get('optimizer')!r} cannot restore a {self.name!r} optimizer")
+        self.seed = int(state.get("seed", self.seed))
+        self._restore(state)
+
+    # --- optional hooks (do nothing unless a plugin needs them) -------------------------------------------------
+
+    def prepare(self, model_dir: Path | None, say: Say) -> dict | None:
+        """Load or train what the optimizer needs before it is asked (a model under ``model_dir``); returns
+        statistics to report, or None when there is nothing to prepare."""
+        return None
+
+    def explain(self) -> dict[str, str]:
+        """Why the last proposal looks as it does, per item (knob name, index name, ...)."""
+        return {}
+
+    # --- plugin hooks ---------------------------------------------------------------------------------------
+
+    def _setup(self, **options) -> None:
+        """Take the plugin's own options (called by ``__init__``); unknown options are an error."""
+        if options:
+            raise TypeError(f"{self.name} takes no option(s) {', '.join(sorted(options))}")
 
     @abstractmethod
-    def _suggest(self, context: TuningContext, n: int) -> list[list[Change]]: ...
+    def _ask(self, n: int, current: Config | None) -> list[Config]: ...
 
-    def _observe(self, config: list[Change], evidence: Evidence | TrialResult) -> None:  # stateless plugins ignore feedback
+    def _tell(self, config: Config, outcome: Outcome) -> None:
+        return None
+
+    def _check(self, config: Config) -> None:
+        """Raise ContractViolation if ``config`` is not valid for the problem (a kind's base class checks)."""
+        return None
+
+    def _state(self) -> dict:
+        return {}
+
+    def _restore(self, state: dict) -> None:
         return None

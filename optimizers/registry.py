@@ -1,35 +1,32 @@
-"""Optimizer plugins by (kind, name). A plugin joins with the ``@register`` decorator."""
+"""Every optimizer, listed: one ordered tuple per kind (``optimizers.knobs.OPTIMIZERS``,
+``optimizers.indexes.OPTIMIZERS``), as sqlglot lists its rules. Adding an optimizer is one module plus one entry
+in its kind's tuple; nothing registers itself by side effect. The conformance suite runs over this list."""
 
 from __future__ import annotations
 
 from advisor.core.errors import NotFound
+from optimizers import indexes, knobs
 from optimizers.base import Optimizer
 
-_REGISTRY: dict[tuple[str, str], type[Optimizer]] = {}
-
-
-def register(cls: type[Optimizer]) -> type[Optimizer]:
-    key = (cls.kind, cls.name)
-    if key in _REGISTRY and _REGISTRY[key] is not cls:
-        raise ValueError(f"optimizer {cls.kind}/{cls.name} is registered twice")
-    _REGISTRY[key] = cls
-    return cls
-
-
-def _load_plugins() -> None:
-    import optimizers.indexes  # noqa: F401  (registers its plugins)
-    import optimizers.knobs  # noqa: F401
+OPTIMIZERS: dict[str, tuple[type[Optimizer], ...]] = {"knobs": knobs.OPTIMIZERS, "indexes": indexes.OPTIMIZERS}
 
 
 def available(kind: str | None = None) -> list[type[Optimizer]]:
-    _load_plugins()
-    return [cls for (k, _), cls in sorted(_REGISTRY.items()) if kind is None or k == kind]
+    """The optimizers of ``kind`` (every kind when None), in their listed order."""
+    return [cls for k, listed in OPTIMIZERS.items() if kind is None or k == kind for cls in listed]
 
 
-def create(kind: str, name: str, **options) -> Optimizer:
-    _load_plugins()
-    cls = _REGISTRY.get((kind, name))
-    if cls is None:
-        names = ", ".join(c.name for c in available(kind)) or "none"
-        raise NotFound(f"no {kind} optimizer named {name!r} (available: {names})")
-    return cls(**options)
+def get(kind: str, name: str) -> type[Optimizer]:
+    """The optimizer class ``name`` of ``kind``; NotFound naming the ones there are."""
+    if kind not in OPTIMIZERS:
+        raise NotFound(f"no optimizer kind {kind!r} (kinds: {', '.join(OPTIMIZERS)})")
+    for cls in OPTIMIZERS[kind]:
+        if cls.name == name:
+            return cls
+    names = ", ".join(c.name for c in OPTIMIZERS[kind]) or "none"
+    raise NotFound(f"no {kind} optimizer named {name!r} (available: {names})")
+
+
+def create(kind: str, name: str, problem, *, seed: int = 0, **options) -> Optimizer:
+    """An optimizer over ``problem``."""
+    return get(kind, name)(problem, seed=seed, **options)

@@ -12,19 +12,16 @@ from collections import defaultdict
 from advisor.core.domain import IndexChange
 from optimizers.indexes.base import IndexOptimizer
 from optimizers.indexes.problem import IndexProblem, Query, TableRef, relevant
-from optimizers.registry import register
 
 
-@register
 class NoIndex(IndexOptimizer):
     name = "noindex"
     description = "recommend nothing (the reference every relative cost is taken against)"
 
-    def select(self, problem: IndexProblem) -> list[IndexChange]:
+    def _select(self) -> list[IndexChange]:
         return []
 
 
-@register
 class Dexter(IndexOptimizer):
     """Dexter-style per-statement greedy. Statements are visited heaviest first (weight x no-index cost, planner
     cost units); each gets the single relevant candidate that lowers *its* what-if cost most, provided the drop is
@@ -35,11 +32,11 @@ class Dexter(IndexOptimizer):
     name = "dexter"
     description = "Dexter-style: per statement, the best single index; then by benefit per byte within budget"
 
-    def __init__(self, seed: int = 0, min_gain: float = 0.05, **options):
-        super().__init__(seed, **options)
+    def _setup(self, min_gain: float = 0.05) -> None:
         self.min_gain = min_gain
 
-    def select(self, problem: IndexProblem) -> list[IndexChange]:
+    def _select(self) -> list[IndexChange]:
+        problem = self.problem
         w = problem.whatif
         picked: list[IndexChange] = []
         order = sorted(problem.queries, key=lambda q: -q.weight * w.cost(q, frozenset()).total)
@@ -66,7 +63,6 @@ class Dexter(IndexOptimizer):
         return out
 
 
-@register
 class Extend(IndexOptimizer):
     """Extend (Schlosser et al., ICDE 2019). Start from no index; each step considers (a) adding a single-column
     candidate not chosen yet and (b) extending a chosen index by one trailing column, i.e. replacing it with the
@@ -81,11 +77,11 @@ class Extend(IndexOptimizer):
     name = "extend"
     description = "Extend: grow indexes one attribute at a time, greedy on benefit per byte"
 
-    def __init__(self, seed: int = 0, min_improvement: float = 0.001, **options):
-        super().__init__(seed, **options)
+    def _setup(self, min_improvement: float = 0.001) -> None:
         self.min_improvement = min_improvement
 
-    def select(self, problem: IndexProblem) -> list[IndexChange]:
+    def _select(self) -> list[IndexChange]:
+        problem = self.problem
         w = problem.whatif
         upkeep = problem.upkeep
         readers: dict[TableRef, list[Query]] = defaultdict(list)

@@ -17,8 +17,10 @@ softmax, keeping the configuration with the lowest what-if cost (costs are cache
 
 from __future__ import annotations
 
+import base64
 import copy
 import hashlib
+import io
 import json
 import math
 import time
@@ -31,13 +33,11 @@ import torch
 from torch import nn
 
 from advisor.core.domain import IndexChange
+from optimizers.base import Say
 from optimizers.indexes.base import IndexOptimizer
 from optimizers.indexes.env import CANDIDATE_FEATURES, GLOBAL_FEATURES, IndexEnv
 from optimizers.indexes.problem import Candidate, IndexProblem
-from optimizers.registry import register
 from optimizers.torch_runtime import one_thread, resolve_device
-
-Say = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -283,18 +283,36 @@ class TD3Agent:
     def fingerprint(self) -> str:
         return action_space_key(self.candidates)
 
+    def _blob(self, meta: dict | None = None) -> dict:
+        return {"actor": self.actor.state_dict(), "critics": self.critics.state_dict(),
+                "options": asdict(self.options), "key": self.fingerprint(), "stats": self.stats.to_dict(),
+                "seed": self.seed, "meta": meta or {}}
+
     def save(self, path: Path, meta: dict | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save({"actor": self.actor.state_dict(), "critics": self.critics.state_dict(),
-                    "options": asdict(self.options), "key": self.fingerprint(), "stats": self.stats.to_dict(),
-                    "meta": meta or {}}, path)
+        torch.save(self._blob(meta), path)
+
+    def to_text(self) -> str:
+        """The model as text (base64 of what ``save`` writes), for an optimizer's JSON state."""
+        out = io.BytesIO()
+        torch.save(self._blob(), out)
+        return base64.b64encode(out.getvalue()).decode()
+
+    @classmethod
+    def from_text(cls, text: str, candidates: Sequence[Candidate], device: str = "auto") -> "TD3Agent":
+        return cls._from_blob(torch.load(io.BytesIO(base64.b64decode(text)), map_location="cpu", weights_only=True),
+                              candidates, device, "the saved state")
 
     @classmethod
     def load(cls, path: Path, candidates: Sequence[Candidate], device: str = "auto") -> "TD3Agent":
-        blob = torch.load(path, map_location="cpu", weights_only=True)
+        return cls._from_blob(torch.load(path, map_location="cpu", weights_only=True), candidates, device,
+                              f"model {path}")
+
+    @classmethod
+    def _from_blob(cls, blob: dict, candidates: Sequence[Candidate], device: str, where: str) -> "TD3Agent":
         if blob["key"] != action_space_key(candidates):
-            raise ValueError(f"model {path} was trained for another candidate set")
-        agent = cls(candidates, TD3Options(**blob["options"]), device)
+            raise ValueError(f"{where} was trained for another candidate set")
+        agent = cls(candidates, TD3Options(**blob["options"]), device, int(blob.get("seed", 0)))
         agent.actor.load_state_dict(blob["actor"])
         agent.critics.load_state_dict(blob["critics"])
         agent.stats = TrainStats(**{**blob["stats"], "device": str(agent.device)})
@@ -332,28 +350,61 @@ def mix_sampler(base: IndexProblem, templates: Sequence[str], budgets: tuple[int
     return sample
 
 
-@register
 class IA2(IndexOptimizer):
-    """Uses the given trained agent when the problem's candidates are within its action space; otherwise trains
-    one on the problem's own queries first (random mixes, budgets from a quarter to twice the problem's)."""
+    """IA2 over the problem's candidates. ``prepare(model_dir)`` loads the model trained for this candidate set
+    from ``model_dir`` or trains one (``episodes`` on random mixes of ``templates``, the problem's queries by
+    default, with budgets log-uniform in ``budgets``, bytes) and saves it there; ``ask`` without a prepared model
+    trains one on the problem first. The state carries the trained weights, so a restored IA2 answers the same."""
 
     name = "ia2"
     description = "IA2: TD3 actor-critic with adaptive action masking over what-if costs"
 
-    def __init__(self, seed: int = 0, agent: TD3Agent | None = None, episodes: int = 300, device: str = "auto",
-                 samples: int = 48, say: Say | None = None, **options):
-        super().__init__(seed, **options)
-        self.agent = agent
-        self.samples = samples
-        self.episodes = episodes
-        self.device = device
-        self.say = say
+    def _setup(self, agent: TD3Agent | None = None, episodes: int = 300, device: str = "auto", samples: int = 48,
+               templates: Sequence[str] | None = None, budgets: tuple[int, int] | None = None,
+               data_bytes: int = 0, reward: str = "relative", retrain: bool = False) -> None:
+        self.agent, self.episodes, self.device, self.samples = agent, episodes, device, samples
+        self.templates, self.budgets, self.data_bytes = templates, budgets, data_bytes
+        self.reward, self.retrain = reward, retrain
+        self.training: dict | None = None
 
-    def select(self, problem: IndexProblem) -> list[IndexChange]:
-        known = set(self.agent.candidates) if self.agent is not None else set()
-        if self.agent is None or not set(problem.candidates) <= known:
-            self.agent = TD3Agent(problem.candidates, TD3Options(episodes=self.episodes), self.device, self.seed)
-            budget = max(problem.budget_bytes, 1)
-            sampler = mix_sampler(problem, [q.queryid for q in problem.queries], (max(1, budget // 4), budget * 2))
-            self.agent.train(sampler, say=self.say)
-        return self.agent.rollout(problem, self.samples)
+    def prepare(self, model_dir: Path | None, say: Say) -> dict | None:
+        if self._usable(self.agent):
+            return self.training
+        path = model_dir / f"ia2-{action_space_key(self.problem.candidates)}.pt" if model_dir is not None else None
+        if path is not None and path.exists() and not self.retrain:
+            self.agent = TD3Agent.load(path, self.problem.candidates, self.device)
+            say(f"IA2: using the model trained for this candidate set ({path})")
+            self.training = {**self.agent.stats.to_dict(), "reused": True, "model": str(path)}
+            return self.training
+        self._train(say)
+        if path is not None:
+            self.agent.save(path)
+        self.training = {**self.agent.stats.to_dict(), "reused": False, "model": str(path) if path else None}
+        return self.training
+
+    def _train(self, say: Say) -> None:
+        problem = self.problem
+        templates = list(self.templates or [q.queryid for q in problem.queries])
+        budget = max(problem.budget_bytes, 1)
+        lo, hi = self.budgets or (max(1, min(budget // 2, int(0.05 * self.data_bytes))),
+                                  max(budget * 2, int(0.5 * self.data_bytes), budget // 2 + 1))
+        self.agent = TD3Agent(problem.candidates, TD3Options(episodes=self.episodes, reward=self.reward), self.device,
+                              self.seed)
+        say(f"IA2: training on {len(templates)} statement templates, {self.episodes} episodes on {self.agent.device}")
+        self.agent.train(mix_sampler(problem, templates, (lo, hi)), say=say)
+
+    def _usable(self, agent: TD3Agent | None) -> bool:
+        return agent is not None and set(self.problem.candidates) <= set(agent.candidates)
+
+    def _select(self) -> list[IndexChange]:
+        if not self._usable(self.agent):
+            self._train(lambda _m: None)
+        assert self.agent is not None
+        return self.agent.rollout(self.problem, self.samples)
+
+    def _state(self) -> dict:
+        return {"model": self.agent.to_text() if self.agent is not None else None}
+
+    def _restore(self, state: dict) -> None:
+        if state.get("model"):
+            self.agent = TD3Agent.from_text(state["model"], self.problem.candidates, self.device)

@@ -22,25 +22,27 @@ from itertools import combinations
 import numpy as np
 
 from advisor.core.domain import IndexChange
+from advisor.core.errors import AdvisorError
 from optimizers.indexes.base import IndexOptimizer
 from optimizers.indexes.problem import IndexProblem
-from optimizers.registry import register
 
 Atom = tuple[int, ...]  # candidate positions; () is "no index"
 
 
-@register
+class NotSolved(AdvisorError):
+    """The ILP refused an instance too large for it, or HiGHS found no solution within its limits."""
+
+
 class ExactILP(IndexOptimizer):
-    """After ``select``: ``last_status`` ("optimal", "time_limit", ...), ``last_objective`` (the model's workload
+    """After ``ask``: ``last_status`` ("optimal", "time_limit", ...), ``last_objective`` (the model's workload
     cost of the returned configuration, planner cost units), ``last_gap`` (HiGHS's relative MIP gap) and
     ``last_atoms`` (atomic configurations in the model)."""
 
     name = "ilp"
     description = "exact ILP over atomic configurations (HiGHS), for instances small enough to solve"
 
-    def __init__(self, seed: int = 0, pairs: bool = True, max_atoms: int = 20_000, max_candidates: int = 400,
-                 time_limit_s: float = 60.0, **options):
-        super().__init__(seed, **options)
+    def _setup(self, pairs: bool = True, max_atoms: int = 20_000, max_candidates: int = 400,
+               time_limit_s: float = 60.0) -> None:
         self.pairs, self.max_atoms, self.max_candidates = pairs, max_atoms, max_candidates
         self.time_limit_s = time_limit_s
         self.last_status = ""
@@ -64,12 +66,20 @@ class ExactILP(IndexOptimizer):
                 for qid, idx in per_query.items()}
         return both if sum(map(len, both.values())) < self.max_atoms else singles
 
-    def select(self, problem: IndexProblem) -> list[IndexChange]:
+    def explain(self) -> dict[str, str]:
+        if not self.last_status:
+            return {}
+        return {"status": self.last_status, "objective": f"{self.last_objective}", "gap": f"{self.last_gap}",
+                "atoms": str(self.last_atoms)}
+
+    def _select(self) -> list[IndexChange]:
         import highspy
+
+        problem = self.problem
 
         n = len(problem.candidates)
         if n > self.max_candidates:
-            raise ValueError(f"ILP instance too large: {n} candidates (at most {self.max_candidates})")
+            raise NotSolved(f"ILP instance too large: {n} candidates (at most {self.max_candidates})")
         if n == 0:  # nothing to choose: the model is its constant
             self.last_status, self.last_objective, self.last_gap, self.last_atoms = "optimal", problem.cost(), 0.0, 0
             return []
@@ -122,7 +132,7 @@ class ExactILP(IndexOptimizer):
             self.last_status = _STATUS.get(status.name, h.modelStatusToString(status).lower().replace(" ", "_"))
             info = h.getInfo()
             if info.primal_solution_status != 2:  # no feasible solution (time ran out first, or infeasible)
-                raise ValueError(f"ILP not solved: {self.last_status}")
+                raise NotSolved(f"ILP not solved: {self.last_status}")
             self.last_gap = float(info.mip_gap)
             values = h.getSolution().col_value
             # an index no chosen atom uses costs nothing in the model (without maintenance), so it may be on: drop it
@@ -132,7 +142,7 @@ class ExactILP(IndexOptimizer):
             if over <= 0:
                 return [indexes[i] for i in chosen]
             h.changeRowBounds(0, -np.inf, float(problem.budget_bytes - over - 1))
-        raise ValueError(f"ILP not solved: its solution stays over the budget ({self.last_status})")
+        raise NotSolved(f"ILP not solved: its solution stays over the budget ({self.last_status})")
 
 
 _STATUS = {"kOptimal": "optimal", "kTimeLimit": "time_limit", "kInfeasible": "infeasible",

@@ -14,9 +14,8 @@ import warnings
 import numpy as np
 import torch
 
-from optimizers.torch_runtime import one_thread
 from optimizers.knobs.search import SearchOptimizer, sobol
-from optimizers.registry import register
+from optimizers.torch_runtime import one_thread
 
 RESTART_TOLERANCE = math.log(0.8)  # in log-acquisition: accept a 20% lower expected improvement to skip a restart
 
@@ -82,23 +81,34 @@ def prefer_no_restart(x: np.ndarray, value: float, current, restart: np.ndarray,
 
 class ModelSearch(SearchOptimizer):
     """A search driven by a GP: Sobol points until ``n_init`` observations, then qLogEI on a GP refitted each
-    ask from the previous fit's hyperparameters."""
+    ask from the previous fit's hyperparameters. Those hyperparameters are part of the state (a fit started
+    elsewhere ends elsewhere), so a restored search asks exactly what the original would have."""
 
     _warm: dict | None = None
 
+    def _model_state(self) -> dict:
+        if not self._warm:
+            return {}
+        return {"warm": {k: {"dtype": str(v.dtype).removeprefix("torch."), "value": v.tolist()}
+                         for k, v in self._warm.items() if bool(torch.isfinite(v).all())}}  # bounds stay out
+
+    def _restore_model(self, state: dict) -> None:
+        warm = state.get("warm")
+        self._warm = {k: torch.tensor(v["value"], dtype=getattr(torch, v["dtype"])) for k, v in warm.items()} \
+            if warm else None
+
     def initial_point(self, pending) -> np.ndarray | None:
-        assert self.space is not None
         if len(self.history) + len(pending) >= self.n_init:
             return None
         return sobol(self.space.dim, 8, self.seed + len(self.history) + len(pending))[len(self.history) % 8]
 
     def acquisition(self, X: np.ndarray, y: np.ndarray):
+        torch.manual_seed(self.seed + len(self.history))  # a fit that restarts draws from a seeded generator
         model = fit_gp(X, y, self._warm)
         self._warm = hyperparameters(model)
         return log_ei(model, float((-y).max()))
 
 
-@register
 class GPSearch(ModelSearch):
     name = "gp"
     description = "plain BoTorch GP-BO: SingleTaskGP + qLogEI, Sobol start"
@@ -109,7 +119,6 @@ class GPSearch(ModelSearch):
             return start
         from botorch.optim import optimize_acqf
 
-        assert self.space is not None
         d = self.space.dim
         X, y = self.data()
         acq = self.acquisition(X, y)

@@ -24,7 +24,6 @@ import numpy as np
 
 from optimizers.knobs.bo import ModelSearch, prefer_no_restart, score
 from optimizers.knobs.search import sobol
-from optimizers.registry import register
 
 
 @dataclass
@@ -105,14 +104,13 @@ def leaf_weights(root: Node, y: np.ndarray, cp: float, temperature: float = 0.1)
     return w / w.max()
 
 
-@register
 class HiBO(ModelSearch):
     name = "hibo"
     description = "HiBO: search-tree partitioning (k-means + SVM, UCT) weighting a local GP's qLogEI"
 
-    def __init__(self, seed: int = 0, max_depth: int = 4, min_leaf: int = 4, cp: float = 0.3, patience: int = 6,
-                 sweep: int = 1024, local: int = 768) -> None:
-        super().__init__(seed)
+    def _setup(self, max_depth: int = 4, min_leaf: int = 4, cp: float = 0.3, patience: int = 6, sweep: int = 1024,
+               local: int = 768) -> None:
+        super()._setup()
         self.max_depth, self.min_leaf, self.cp, self.patience = max_depth, min_leaf, cp, patience
         self.sweep, self.local = sweep, local
         self.last_tree: Node | None = None
@@ -130,7 +128,6 @@ class HiBO(ModelSearch):
         start = self.initial_point(pending)
         if start is not None:
             return start
-        assert self.space is not None
         d = self.space.dim
         X, y = self.data()
         depth, cp = self.depth_and_cp()

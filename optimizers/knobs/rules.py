@@ -2,7 +2,7 @@
 
 The rules are the heuristic a DBA would apply by hand (memory fractions, SSD costs, WAL sizes by workload kind).
 Every value is clamped to the target's catalog bounds, and knobs already at the proposed value are left out.
-Each proposed knob carries its reason in ``last_reasons``.
+Each proposed knob carries its reason (``explain()``).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 
 from advisor.core import knobvalues
-from advisor.core.domain import Change, KnobChange, Workload
-from optimizers.base import Optimizer, TuningContext
-from optimizers.registry import register
+from advisor.core.domain import KnobChange, Workload
+from optimizers.base import Config
+from optimizers.knobs.problem import KnobOptimizer
 
 GB = 1024**3
 MB = 1024**2
@@ -76,24 +76,28 @@ def pgtune(memory: int, cores: int, storage: str, kind: str, max_connections: in
     return out
 
 
-@register
-class RulesOptimizer(Optimizer):
+class RulesOptimizer(KnobOptimizer):
+    """One configuration from PGTune's rules, for the problem's hardware, workload kind and connection count;
+    ``explain()`` gives each knob's reason. Asked again, it proposes the same configuration."""
+
     name = "rules"
-    kind = "knobs"
     description = "PGTune-style rules from hardware and workload kind (a seeder; suggests one configuration)"
 
-    def __init__(self) -> None:
-        self.last_reasons: dict[str, str] = {}
+    def _setup(self) -> None:
+        self.reasons: dict[str, str] = {}
 
-    def _suggest(self, context: TuningContext, n: int) -> list[list[Change]]:
-        catalog = context.catalog
-        hw = context.hardware
-        max_conn = context.max_connections
+    def explain(self) -> dict[str, str]:
+        return dict(self.reasons)
+
+    def _ask(self, n: int, current: Config | None) -> list[Config]:
+        catalog = self.problem.space.catalog
+        hw = self.problem.space.hardware
+        max_conn = self.problem.max_connections
         if max_conn is None:
             max_conn = int(float(catalog["max_connections"].setting)) if "max_connections" in catalog else 100
-        proposal = pgtune(hw.memory_bytes, hw.cores, hw.storage, context.workload_kind, max_conn)
-        changes: list[Change] = []
-        self.last_reasons = {}
+        proposal = pgtune(hw.memory_bytes, hw.cores, hw.storage, self.problem.workload_kind, max_conn)
+        changes: list[KnobChange] = []
+        self.reasons = {}
         for name, (value, family, reason) in proposal.items():
             spec = catalog.get(name)
             if spec is None:
@@ -111,5 +115,5 @@ class RulesOptimizer(Optimizer):
                     else spec.setting == text:
                 continue
             changes.append(KnobChange(name, text))
-            self.last_reasons[name] = reason
-        return [changes]
+            self.reasons[name] = reason
+        return [tuple(changes)]

@@ -1,11 +1,13 @@
-"""Search optimizers over a KnobSpace: ask for points of the unit cube, tell what they measured.
+"""Search optimizers over a KnobSpace: ask for configurations, tell what they measured.
 
-The objective is minimized (latency; throughput is negated by the trial runner). Search happens on
-log(objective) so gains are relative. A failed trial is scored as a penalty: twice the worst objective seen
-(VLDB'22 found a finite penalty better than infinity), so the model learns to stay out of that region.
+Inside, a search works on points of the unit cube (``KnobSpace.encode`` / ``decode``). The objective is
+minimized (latency; throughput is negated by the trial runner). Search happens on log(objective) so gains are
+relative. A failed trial is scored as a penalty: twice the worst objective seen (VLDB'22 found a finite penalty
+better than infinity), so the model learns to stay out of that region.
 
-The whole state of a search is its history (points, objectives, failures) and its seed: ``state()`` and
-``restore()`` rebuild it exactly, which is how an interrupted tuning run resumes.
+The state of a search is its history (points, objectives, failures), its seed and whatever its model carries
+from one ask to the next (``_model_state``): ``state()`` and ``restore()`` rebuild it exactly, which is how an
+interrupted tuning run resumes asking what the uninterrupted run would have asked.
 """
 
 from __future__ import annotations
@@ -16,10 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from advisor.core.domain import Change, Evidence, TrialResult
-from optimizers.base import Optimizer, TuningContext
+from optimizers.base import Config, Outcome
+from optimizers.knobs.problem import KnobOptimizer
 from optimizers.knobs.space import KnobSpace
-from optimizers.registry import register
 
 PENALTY_FACTOR = 2.0
 
@@ -28,62 +29,41 @@ PENALTY_FACTOR = 2.0
 class Observation:
     x: tuple[float, ...]
     objective: float | None  # None when the trial failed
-    source: str = ""
 
     @property
     def failed(self) -> bool:
         return self.objective is None or not math.isfinite(self.objective)
 
 
-class SearchOptimizer(Optimizer):
-    kind = "knobs"
+class SearchOptimizer(KnobOptimizer):
     n_init = 5  # space-filling points before a model is trusted (seeds count)
 
-    def __init__(self, seed: int = 0) -> None:
-        self.seed = seed
-        self.space: KnobSpace | None = None
+    def _setup(self, **options) -> None:
+        super()._setup(**options)
         self.history: list[Observation] = []
 
-    # --- wiring ---------------------------------------------------------------------------------------------
+    @property
+    def space(self) -> KnobSpace:
+        return self.problem.space
 
-    def bind(self, space: KnobSpace) -> "SearchOptimizer":
-        self.space = space
-        return self
+    # --- the contract -----------------------------------------------------------------------------------
 
-    def _suggest(self, context: TuningContext, n: int) -> list[list[Change]]:
-        if self.space is None:
-            self.bind(KnobSpace.build(context.catalog, context.hardware))
-        assert self.space is not None
-        return [self.space.changes(self.space.decode(x)) for x in self.ask(n)]
-
-    def _observe(self, config: list[Change], result: Evidence | TrialResult) -> None:
-        assert self.space is not None, "bind a space (or suggest) before observing"
-        values = {c.name: c.value for c in config if getattr(c, "kind", "") == "knob"}
-        x = self.space.encode({**self.space.default_config(), **values})
-        if isinstance(result, Evidence):
-            objective = sum(s.candidate_ms * s.weight for s in result.statements)
-        else:
-            objective = result.objective if result.status == "measured" else None
-        self.tell(x, objective)
-
-    # --- ask / tell -----------------------------------------------------------------------------------------
-
-    def tell(self, x, objective: float | None, source: str = "") -> None:
-        x = np.clip(np.asarray(x, dtype=float), 0.0, 1.0)
-        self.history.append(Observation(tuple(float(v) for v in x), objective, source))
-
-    def ask(self, n: int = 1, current=None) -> list[np.ndarray]:
-        """``n`` points to try next; ``current`` is the shadow's present point (restart-needing knobs that
-        equal it cost less to try)."""
-        assert self.space is not None, "bind a space before asking"
-        out: list[np.ndarray] = []
+    def _ask(self, n: int, current: Config | None) -> list[Config]:
+        here = self.space.encode(self.problem.config(current)) if current is not None else None
+        points: list[np.ndarray] = []
         for _ in range(n):
-            out.append(np.clip(self._ask_one(current, pending=out), 0.0, 1.0))
-        return out
+            points.append(np.clip(self._ask_one(here, pending=points), 0.0, 1.0))
+        return [tuple(self.space.changes(self.space.decode(x))) for x in points]
+
+    def _tell(self, config: Config, outcome: Outcome) -> None:
+        x = np.clip(self.space.encode(self.problem.config(config)), 0.0, 1.0)
+        objective = outcome.objective if outcome.status == "measured" else None
+        self.history.append(Observation(tuple(float(v) for v in x), objective))
 
     @abstractmethod
-    def _ask_one(self, current, pending: list[np.ndarray]) -> np.ndarray:
-        """One point; ``pending`` are the points already chosen for this batch."""
+    def _ask_one(self, current: np.ndarray | None, pending: list[np.ndarray]) -> np.ndarray:
+        """One point; ``current`` is the system's present point (or None), ``pending`` the points already chosen
+        for this batch."""
 
     # --- data for models ------------------------------------------------------------------------------------
 
@@ -92,8 +72,7 @@ class SearchOptimizer(Optimizer):
 
     def data(self) -> tuple[np.ndarray, np.ndarray]:
         """(X, y) with y = log(objective), failures at log(PENALTY_FACTOR x worst)."""
-        d = self.space.dim if self.space is not None else len(self.history[0].x) if self.history else 0
-        X = np.array([o.x for o in self.history], dtype=float).reshape(len(self.history), d)
+        X = np.array([o.x for o in self.history], dtype=float).reshape(len(self.history), self.space.dim)
         ok = [math.log(max(o.objective, 1e-9)) for o in self.history if not o.failed]
         worst = max(ok) if ok else 0.0
         penalty = worst + math.log(PENALTY_FACTOR)
@@ -106,15 +85,20 @@ class SearchOptimizer(Optimizer):
 
     # --- persistence ----------------------------------------------------------------------------------------
 
-    def state(self) -> dict:
-        return {"optimizer": self.name, "seed": self.seed,
-                "history": [{"x": list(o.x), "objective": o.objective, "source": o.source} for o in self.history]}
+    def _state(self) -> dict:
+        return {"history": [{"x": list(o.x), "objective": o.objective} for o in self.history],
+                "model": self._model_state()}
 
-    def restore(self, state: dict) -> None:
-        if state.get("optimizer") not in (None, self.name):
-            raise ValueError(f"state of {state.get('optimizer')!r} cannot restore a {self.name!r} optimizer")
-        self.seed = int(state.get("seed", self.seed))
-        self.history = [Observation(tuple(h["x"]), h["objective"], h.get("source", "")) for h in state["history"]]
+    def _restore(self, state: dict) -> None:
+        self.history = [Observation(tuple(h["x"]), h["objective"]) for h in state["history"]]
+        self._restore_model(state.get("model") or {})
+
+    def _model_state(self) -> dict:
+        """What a model carries from one ask to the next (JSON-safe); nothing for model-free searches."""
+        return {}
+
+    def _restore_model(self, state: dict) -> None:
+        return None
 
 
 def sobol(d: int, n: int, seed: int) -> np.ndarray:
@@ -122,17 +106,14 @@ def sobol(d: int, n: int, seed: int) -> np.ndarray:
     return qmc.Sobol(d, scramble=True, seed=seed).random(n)
 
 
-@register
 class RandomSearch(SearchOptimizer):
     name = "random"
     description = "uniform random search over the knob space (the baseline every tuner must beat)"
 
     def _ask_one(self, current, pending):
-        assert self.space is not None
         return self.rng().random(self.space.dim + len(pending))[len(pending):]
 
 
-@register
 class TPESearch(SearchOptimizer):
     name = "tpe"
     description = "Optuna's Tree-structured Parzen Estimator (multivariate)"
@@ -140,7 +121,6 @@ class TPESearch(SearchOptimizer):
     def _ask_one(self, current, pending):
         import optuna
 
-        assert self.space is not None
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         dists = {f"x{i}": optuna.distributions.FloatDistribution(0.0, 1.0) for i in range(self.space.dim)}
         sampler = optuna.samplers.TPESampler(seed=self.seed + len(self.history) + len(pending), multivariate=True,

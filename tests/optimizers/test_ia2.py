@@ -83,13 +83,12 @@ def test_ia2_never_exceeds_the_budget_and_is_reproducible(problem):
     a.train(sampler)
     b = TD3Agent(CANDIDATES, TD3Options(episodes=25, warmup_steps=16), "cpu", seed=3)
     b.train(sampler)
-    opt = registry.create("indexes", "ia2", agent=a)
     for budget in (1, 300_000, 2 << 20, 64 << 20):
         p = problem.with_weights({q.queryid: 1.0 for q in QUERIES}, budget)
-        config = opt.choose(p)
+        config = registry.create("indexes", "ia2", p, agent=a).ask(1)[0]
         assert p.size(config) <= budget
         assert a.rollout(p) == b.rollout(p)
-    assert opt.choose(problem.with_weights({"part": 1.0}, 1)) == []
+    assert registry.create("indexes", "ia2", problem.with_weights({"part": 1.0}, 1), agent=a).ask(1)[0] == ()
     assert a.stats.episodes == 25 and a.stats.updates > 0
 
 
@@ -111,15 +110,29 @@ def test_saved_model_gives_the_same_answers(problem, tmp_path):
         TD3Agent.load(tmp_path / "m.pt", CANDIDATES[:3], "cpu")
 
 
-def test_choose_refuses_a_plugin_that_breaks_the_budget(problem):
+def test_ask_refuses_a_plugin_that_breaks_the_budget(problem):
     class Greedy(IndexOptimizer):  # a plugin that ignores the budget
         name = "greedy-test"
 
-        def select(self, p):
-            return [c.index for c in p.candidates]
+        def _select(self):
+            return [c.index for c in self.problem.candidates]
 
     with pytest.raises(BudgetExceeded):
-        Greedy().choose(problem.with_weights({q.queryid: 1.0 for q in QUERIES}, 1000))
+        Greedy(problem.with_weights({q.queryid: 1.0 for q in QUERIES}, 1000)).ask(1)
+
+
+def test_prepare_trains_once_then_reuses_the_saved_model(problem, tmp_path):
+    said: list[str] = []
+    first = registry.create("indexes", "ia2", problem, episodes=10, samples=2)
+    trained = first.prepare(tmp_path, said.append)
+    assert trained["reused"] is False and trained["episodes"] == 10 and list(tmp_path.glob("ia2-*.pt"))
+    again = registry.create("indexes", "ia2", problem, episodes=10, samples=2)
+    reused = again.prepare(tmp_path, said.append)
+    assert reused["reused"] is True and any("using the model" in m for m in said)
+    assert again.ask(1) == first.ask(1)
+    fresh = registry.create("indexes", "ia2", problem, episodes=10, samples=2, retrain=True).prepare(tmp_path,
+                                                                                                     said.append)
+    assert fresh["reused"] is False
 
 
 def test_cuda_asked_for_without_cuda_is_an_error():

@@ -8,6 +8,7 @@ from advisor.core.domain import IndexChange
 from connectors.postgres.whatif import HypoPG
 from optimizers import registry
 from optimizers.indexes.costing import CachedWhatIf
+from optimizers.indexes.ilp import NotSolved
 from optimizers.indexes.problem import Candidate, IndexProblem, Query
 
 O, L, C = ("public", "orders"), ("public", "lineitem"), ("public", "customer")
@@ -51,7 +52,7 @@ def budgeted(p, budget, weights=WEIGHTS):
 
 
 def choose(name, p, **kw):
-    return registry.create("indexes", name, **kw).choose(p)
+    return list(registry.create("indexes", name, p, **kw).ask(1)[0])
 
 
 def size(p, name):
@@ -103,8 +104,8 @@ def test_extend_grows_an_index_by_a_trailing_column(problem):
 def test_ilp_is_at_least_as_good_as_extend_and_respects_the_budget(problem, budget_indexes):
     budget = budget_indexes * size(problem, ("lineitem", "l_partkey")) if budget_indexes else BIG
     p = budgeted(problem, budget)
-    ilp = registry.create("indexes", "ilp")
-    exact, greedy = ilp.choose(p), choose("extend", p)
+    ilp = registry.create("indexes", "ilp", p)
+    exact, greedy = ilp.ask(1)[0], choose("extend", p)
     assert p.size(exact) <= budget
     assert ilp.last_status == "optimal" and ilp.last_gap is not None and ilp.last_gap <= 1e-4
     assert p.cost(exact) <= p.cost(greedy) * 1.0001
@@ -127,12 +128,12 @@ def test_ilp_builds_no_index_that_no_chosen_atom_uses(problem):
 
 def test_ilp_without_pairs_or_over_its_atom_cap_still_solves(problem):
     for kw in ({"pairs": False}, {"max_atoms": 5}):
-        ilp = registry.create("indexes", "ilp", **kw)
-        config = ilp.choose(problem)
+        ilp = registry.create("indexes", "ilp", problem, **kw)
+        config = ilp.ask(1)[0]
         assert ilp.last_status == "optimal" and problem.cost(config) < problem.cost()
         assert ilp.last_atoms <= len(QUERIES) + sum(len(c.queries) for c in CANDIDATES)  # at most empty + singles
 
 
 def test_ilp_refuses_instances_too_large(problem):
-    with pytest.raises(ValueError, match="ILP instance too large: 7 candidates"):
-        registry.create("indexes", "ilp", max_candidates=3).choose(problem)
+    with pytest.raises(NotSolved, match="ILP instance too large: 7 candidates"):
+        registry.create("indexes", "ilp", problem, max_candidates=3).ask(1)

@@ -1,0 +1,38 @@
+"""The knob problem every knob optimizer is given, and the knob optimizers' base (its ``_check``: every proposed
+value is valid for the server's catalog)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.core import knobvalues
+from advisor.core.domain import KnobChange
+from advisor.core.errors import AdvisorError
+from optimizers.base import Config, ContractViolation, Optimizer
+from optimizers.knobs.space import KnobSpace
+
+
+@dataclass(frozen=True)
+class KnobProblem:
+    """A knob space (knobs, ranges, constraints; the catalog and hardware inside) and what rules need besides:
+    the workload's kind (PGTune's web | oltp | dw | desktop | mixed) and the connection count to plan for."""
+
+    space: KnobSpace
+    workload_kind: str = "mixed"
+    max_connections: int | None = None
+
+    def config(self, changes: Config) -> dict[str, str]:
+        """The full configuration of the searched knobs: the server's current values with ``changes`` on top."""
+        return {**self.space.default_config(), **{c.name: c.value for c in changes if isinstance(c, KnobChange)}}
+
+
+class KnobOptimizer(Optimizer[KnobProblem]):
+    kind = "knobs"
+
+    def _check(self, config: Config) -> None:
+        catalog = self.problem.space.catalog
+        for change in config:
+            try:
+                knobvalues.validate_change(catalog, change)
+            except AdvisorError as e:
+                raise ContractViolation(f"{self.name} proposed an invalid knob value: {e}") from None

@@ -1,0 +1,198 @@
+"""The conformance suite: every optimizer listed in ``optimizers.registry`` (every kind) keeps the one contract.
+
+For each: the problem is given at construction and unknown options are refused; ``ask`` returns 1..n
+configurations of its kind that are valid for the problem (knob values the catalog accepts and, for a search,
+inside the space; indexes that are candidates, once each, within the budget); the same seed and the same tells
+give the same asks; ``state()`` survives JSON and a fresh instance restored from it asks exactly what the original
+asks next; a failed trial is taken and the search goes on; the optional hooks answer with their types.
+
+Problems are real: a knob space from a real server's catalog, index what-if costs from HypoPG on TPC-H.
+Objectives are synthetic (a bowl over the knob space; the what-if cost for indexes), so outcomes are exact.
+"""
+
+import json
+
+import numpy as np
+import psycopg
+import pytest
+
+from advisor.core.domain import Hardware, IndexChange, KnobChange, TrialResult
+from connectors.postgres import PostgresConnector
+from connectors.postgres.whatif import HypoPG
+from optimizers import registry
+from optimizers.base import ContractViolation, Optimizer
+from optimizers.indexes.costing import CachedWhatIf
+from optimizers.indexes.problem import IndexProblem
+from optimizers.knobs.problem import KnobProblem
+from optimizers.knobs.space import KnobSpace, SpaceOptions
+from tests.optimizers.test_index_baselines import CANDIDATES, QUERIES
+
+# small settings of the same algorithms, so the suite stays quick
+FAST = {"hibo": {"sweep": 256, "local": 128}, "ia2": {"episodes": 30, "samples": 4}}
+LISTED = [pytest.param(cls, id=f"{cls.kind}-{cls.name}") for cls in registry.available()]
+STEPS = 8  # tells before the state is taken: past every model's space-filling start (n_init = 5)
+
+
+@pytest.fixture(scope="module")
+def knob_problem(pg):
+    catalog = PostgresConnector(pg.dsn()).knob_catalog()
+    return KnobProblem(KnobSpace.build(catalog, Hardware(8 * 1024**3, 4, "ssd"), SpaceOptions(max_knobs=4)), "dw")
+
+
+@pytest.fixture(scope="module")
+def index_problem(tpch_dsn):
+    with psycopg.connect(tpch_dsn, autocommit=True) as conn, HypoPG(conn) as session:
+        yield IndexProblem(QUERIES, CANDIDATES, 64 << 20, CachedWhatIf(session))
+
+
+@pytest.fixture
+def problem_of(knob_problem, index_problem):
+    return {"knobs": knob_problem, "indexes": index_problem}.__getitem__
+
+
+def make(cls: type[Optimizer], problem, seed: int = 0) -> Optimizer:
+    return registry.create(cls.kind, cls.name, problem, seed=seed, **FAST.get(cls.name, {}))
+
+
+def objective(problem, config) -> float:
+    """Lower is better: a bowl with its optimum at 0.8 of every knob axis, or the workload's what-if cost."""
+    if isinstance(problem, KnobProblem):
+        x = problem.space.encode(problem.config(config))
+        return 0.05 + float(np.sum((x - 0.8) ** 2))
+    return problem.cost(config)
+
+
+def drive(opt: Optimizer, problem, steps: int = STEPS, fail_at: int = 3) -> list:
+    """``steps`` rounds of ask and tell; the ``fail_at``-th trial fails (a crash, objective None)."""
+    asked = []
+    for i in range(steps):
+        config = opt.ask(1)[0]
+        asked.append(config)
+        outcome = TrialResult(None, "failed", "the server crashed") if i == fail_at \
+            else TrialResult(objective(problem, config))
+        opt.tell(config, outcome)
+    return asked
+
+
+def assert_valid(cls, problem, config) -> None:
+    if cls.kind == "knobs":
+        assert all(isinstance(c, KnobChange) for c in config)
+        catalog = problem.space.catalog
+        for change in config:
+            assert change.name in catalog
+        if cls.name != "rules":  # a search stays inside its space
+            dims = {d.name: d for d in problem.space.dimensions}
+            for change in config:
+                assert change.name in dims, f"{cls.name} changed {change.name}, which is not searched"
+                assert 0.0 <= dims[change.name].to_unit(change.value) <= 1.0
+    else:
+        assert all(isinstance(c, IndexChange) for c in config)
+        assert len(set(config)) == len(config)
+        assert set(config) <= {c.index for c in problem.candidates}
+        assert problem.size(config) <= problem.budget_bytes
+
+
+def test_every_kind_lists_unique_names():
+    for kind in ("knobs", "indexes"):
+        names = [cls.name for cls in registry.available(kind)]
+        assert names and len(names) == len(set(names))
+        assert all(cls.kind == kind and cls.description for cls in registry.available(kind))
+
+
+@pytest.mark.parametrize("cls", LISTED)
+def test_problem_at_construction_and_unknown_options_refused(cls, problem_of):
+    problem = problem_of(cls.kind)
+    assert make(cls, problem).problem is problem
+    with pytest.raises(TypeError, match="no_such_option"):
+        registry.create(cls.kind, cls.name, problem, no_such_option=1)
+    with pytest.raises(ValueError):
+        make(cls, problem).ask(0)
+
+
+@pytest.mark.parametrize("cls", LISTED)
+def test_asks_are_valid_for_the_problem(cls, problem_of):
+    problem = problem_of(cls.kind)
+    opt = make(cls, problem)
+    configs = opt.ask(2)
+    assert 1 <= len(configs) <= 2
+    for config in configs:
+        assert isinstance(config, tuple)
+        assert_valid(cls, problem, config)
+    for config in drive(opt, problem):
+        assert_valid(cls, problem, config)
+
+
+@pytest.mark.parametrize("cls", LISTED)
+def test_the_same_seed_and_tells_give_the_same_asks(cls, problem_of):
+    problem = problem_of(cls.kind)
+    assert drive(make(cls, problem, seed=3), problem) == drive(make(cls, problem, seed=3), problem)
+
+
+@pytest.mark.parametrize("cls", LISTED)
+def test_state_and_restore_reproduce_the_next_ask_exactly(cls, problem_of):
+    problem = problem_of(cls.kind)
+    opt = make(cls, problem)
+    drive(opt, problem)
+    state = json.loads(json.dumps(opt.state()))  # as the store keeps it
+    assert state["optimizer"] == cls.name and state["kind"] == cls.kind and state["seed"] == 0
+    resumed = make(cls, problem, seed=99)  # the seed comes back with the state
+    resumed.restore(state)
+    assert resumed.seed == 0
+    for _ in range(3):  # the two go on in step: same asks, and the same state after each (models included)
+        config = resumed.ask(1)
+        assert config == opt.ask(1)
+        assert json.dumps(resumed.state()) == json.dumps(opt.state())
+        for o in (opt, resumed):
+            o.tell(config[0], TrialResult(objective(problem, config[0])))
+
+
+@pytest.mark.parametrize("cls", LISTED)
+def test_restore_refuses_another_optimizers_state(cls, problem_of):
+    problem = problem_of(cls.kind)
+    other = next(c for c in registry.available(cls.kind) if c is not cls)
+    with pytest.raises(ValueError, match=other.name):
+        make(cls, problem).restore(make(other, problem).state())
+
+
+@pytest.mark.parametrize("cls", LISTED)
+def test_failed_and_infeasible_trials_are_taken_and_the_search_goes_on(cls, problem_of):
+    problem = problem_of(cls.kind)
+    opt = make(cls, problem)
+    for status in ("failed", "infeasible", "failed"):
+        config = opt.ask(1)[0]
+        opt.tell(config, TrialResult(None, status, "no"))
+    assert_valid(cls, problem, opt.ask(1)[0])
+    with pytest.raises(ValueError, match="objective"):
+        opt.tell(config, TrialResult(None, "measured"))
+
+
+@pytest.mark.parametrize("cls", [p for p in LISTED if p.values[0].kind == "indexes"])
+def test_index_budgets_are_kept_when_tight(cls, index_problem):
+    smallest = min(index_problem.whatif.size(c.index) for c in index_problem.candidates)
+    for budget in (0, smallest, 3 * smallest):
+        problem = index_problem.with_weights({q.queryid: q.weight for q in QUERIES}, budget)
+        config = make(cls, problem).ask(1)[0]
+        assert problem.size(config) <= budget
+
+
+@pytest.mark.parametrize("cls", LISTED)
+def test_optional_hooks_answer_with_their_types(cls, problem_of, tmp_path):
+    problem = problem_of(cls.kind)
+    opt = make(cls, problem)
+    said: list[str] = []
+    prepared = opt.prepare(tmp_path, said.append)
+    assert prepared is None or isinstance(prepared, dict)
+    opt.ask(1)
+    why = opt.explain()
+    assert isinstance(why, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in why.items())
+
+
+def test_the_base_refuses_a_plugin_that_breaks_the_contract(index_problem):
+    class Greedy(registry.get("indexes", "noindex")):
+        name = "greedy"
+
+        def _select(self):
+            return [c.index for c in self.problem.candidates]  # everything: over a small budget
+
+    with pytest.raises(ContractViolation, match="budget"):
+        Greedy(index_problem.with_weights({"cust": 1.0}, 1)).ask(1)
