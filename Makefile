@@ -7,7 +7,9 @@ bootstrap:
 demo: bootstrap
 	.venv/bin/advisor demo
 
+# the import-linter contracts ([tool.importlinter] in pyproject.toml) are checked first; a broken one fails the target
 test: bootstrap
+	.venv/bin/lint-imports --no-cache
 	.venv/bin/python -m pytest
 
 test-slow: bootstrap

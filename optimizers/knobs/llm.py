@@ -1,12 +1,14 @@
-"""An LLM that proposes the first knob configurations of a search (LLMTune-style), through any OpenAI-compatible
-chat completions server: llama.cpp's ``llama-server``, vLLM, OpenAI.
+"""An LLM that proposes the first knob configurations of a search (LLMTune-style): the seeder (``LLMSeeder``,
+``from_settings``) over any OpenAI-compatible chat completions server (vLLM, llama.cpp, Ollama, OpenAI) through the
+official ``openai`` SDK, the answer's JSON schema (``answer_schema``), the prompt and the reading of answers.
 
-The prompt gives the workload's features, the hardware, and the searched knobs (range, current value, what
-the knob does); the model answers ``{"configs": [{"knobs": {name: value}, "reason": "..."}]}``. Answers are
-read defensively (code fences, prose around the JSON, a bare list of configs) and every configuration goes
-through ``seeding.sanitize``, so an invented knob or an absurd value never reaches a server. A bad answer is
-retried with a note on what was wrong; transport failures (HTTP errors, refused connections, timeouts) raise
-``SeedingFailed`` with a message that says which, and never the API key.
+The prompt gives the workload, the hardware and the searched knobs; the model answers ``{"configs": [{"knobs":
+{name: value}, "reason": "..."}]}``, constrained by ``answer_schema`` (the space's knob names are its only
+properties, so a server that honours it cannot invent a knob). A server that rejects ``response_format`` (HTTP 400
+naming it) is asked once more without it, the JSON asked for in the prompt only. Answers are read defensively
+(fences, prose, bare lists) and every configuration goes through ``seeding.sanitize``. The SDK times each request
+out and retries 408/409/429/5xx, timeouts and lost connections; an unusable answer is asked again with what was
+wrong. Failures raise ``SeedingFailed`` saying which, never with the API key.
 
 >>> endpoint("http://127.0.0.1:8080/v1"), endpoint("http://127.0.0.1:8000")
 ('http://127.0.0.1:8080/v1/chat/completions', 'http://127.0.0.1:8000/v1/chat/completions')
@@ -14,37 +16,30 @@ retried with a note on what was wrong; transport failures (HTTP errors, refused 
 [({'work_mem': '64MB'}, 'sorts')]
 >>> configs_of('[{"Random_Page_Cost": 1.1}]')
 [({'random_page_cost': 1.1}, '')]
->>> configs_of('{"configs": {"cautious": {"knobs": {"jit": "off"}}, "bold": {"jit": "on", "why": "short"}}}')
-[({'jit': 'off'}, ''), ({'jit': 'on'}, 'short')]
+>>> configs_of('{"configs": {"cautious": {"knobs": {"jit": "off", "work_mem": null}}, "bold": {"jit": "on"}}}')
+[({'jit': 'off'}, ''), ({'jit': 'on'}, '')]
 """
 
 from __future__ import annotations
 
-import http.client
 import ipaddress
 import json
-import logging
 import re
 import socket
-import time
-import urllib.error
 import urllib.parse
-import urllib.request
+
+import openai
 
 from advisor.core import knobvalues
 from optimizers.knobs.features import WorkloadFeatures
 from optimizers.knobs.seeding import Seed, SeedingFailed, sanitize
 from optimizers.knobs.space import KnobSpace, human_bytes
 
-log = logging.getLogger(__name__)
-
-MAX_ANSWER_BYTES = 4 * 1024**2
 EXCERPT = 200  # characters of a body or an answer quoted in a message
+SCHEMA_NAME = "knob_configs"
 
-SYSTEM = (
-    "You are a PostgreSQL performance expert. You tune server configuration knobs for a given workload and "
-    "machine. You answer with a single JSON object and nothing else: no prose, no markdown."
-)
+SYSTEM = ("You are a PostgreSQL performance expert. You tune server configuration knobs for a given workload and "
+          "machine. You answer with a single JSON object and nothing else: no prose, no markdown.")
 
 ANSWER_SHAPE = '{"configs": [{"knobs": {"<knob name>": "<value as text, with its unit>"}, "reason": "<one sentence>"}]}'
 
@@ -57,10 +52,9 @@ class LLMSeeder:
     """Seeds from an OpenAI-compatible chat completions endpoint.
 
     ``url`` is a base URL as servers document it (``http://127.0.0.1:8080/v1``, ``https://api.openai.com/v1``);
-    a full ``.../chat/completions`` URL is used as it is. ``retries`` is how many more requests one call may make
-    after a bad answer, a 5xx/429 or a timeout."""
-
-    backoff_s = 0.5  # before retrying a 5xx/429, doubled each time, at most 4 s
+    a full ``.../chat/completions`` URL is used as it is. ``timeout_s`` bounds each request; ``retries`` is how
+    many more requests the SDK may make after a 5xx/429, a timeout or a connection error, and how many more
+    times the model is asked after an unusable answer."""
 
     def __init__(self, url: str, model: str, api_key: str | None = None, timeout_s: float = 60.0,
                  retries: int = 2):
@@ -85,37 +79,29 @@ class LLMSeeder:
         n = max(int(n), 1)
         source = f"llm:{self.model}"
         messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt(space, features, n)}]
+        schema = answer_schema(space)
         notes: list[str] = []
         problem = "no answer"
-        for attempt in range(self.retries + 1):
-            last = attempt == self.retries
-            try:
-                answer, finish = self._complete(messages)
-            except _Transient as e:
-                problem = str(e)
-                if last:
-                    break
-                notes.append(f"{source}: {problem}; retrying")
-                time.sleep(min(self.backoff_s * 2**attempt, 4.0) if e.wait is None else e.wait)
-                continue
-            try:
-                seeds, warnings = self._seeds_of(space, answer, source, n)
-                return seeds, notes + warnings
-            except BadAnswer as e:
-                why = str(e)
-                if finish == "length":
-                    why += " (the answer was cut off at the length limit: write shorter reasons)"
-                problem = f"unusable answer: {why}"
-                if last:
-                    break
-                notes.append(f"{source}: {problem}; asking again")
-                messages = [*messages, {"role": "assistant", "content": answer[:4000]},
-                            {"role": "user", "content": f"That answer could not be used: {why}. Answer again with "
-                                                        f"only a JSON object of this shape: {ANSWER_SHAPE}, using "
-                                                        f"only the knob names listed before."}]
-        tries = self.retries + 1
-        raise SeedingFailed(f"LLM {self.model!r} at {_shown(self.endpoint)} gave no usable seeds after "
-                            f"{tries} request{'s' if tries > 1 else ''}: {problem}")
+        with self._client(notes, source) as client:
+            for attempt in range(self.retries + 1):
+                answer, finish = self._complete(client, messages, schema, notes, source)
+                try:
+                    seeds, warnings = self._seeds_of(space, answer, source, n)
+                    return seeds, [self._redact(w) for w in notes + warnings]
+                except BadAnswer as e:
+                    why = str(e)
+                    if finish == "length":
+                        why += " (the answer was cut off at the length limit: write shorter reasons)"
+                    problem = f"unusable answer: {why}"
+                    if attempt == self.retries:
+                        break
+                    notes.append(f"{source}: {problem}; asking again")
+                    messages = [*messages, {"role": "assistant", "content": answer[:4000]},
+                                {"role": "user", "content": f"That answer could not be used: {why}. Answer again "
+                                                            f"with only a JSON object of this shape: {ANSWER_SHAPE}, "
+                                                            f"using only the knob names listed before."}]
+        raise self._failed(f"LLM {self.model!r} at {_shown(self.endpoint)} gave no usable seeds after "
+                           f"{self.retries + 1} request{'s' if self.retries else ''}: {problem}")
 
     def _seeds_of(self, space: KnobSpace, answer: str, source: str, n: int) -> tuple[list[Seed], list[str]]:
         configs = configs_of(answer)
@@ -133,113 +119,110 @@ class LLMSeeder:
             raise BadAnswer(f"none of its {len(configs)} configuration(s) has a usable knob ({detail})")
         return seeds[:n], warnings
 
-    # --- transport -------------------------------------------------------------------------------------------------
+    # --- transport (the openai SDK) ----------------------------------------------------------------------------------
 
-    def _complete(self, messages: list[dict]) -> tuple[str, str | None]:
-        """The content and finish_reason of the first choice. SeedingFailed for what a retry cannot fix,
-        _Transient for what it may."""
-        body = {"model": self.model, "messages": messages, "temperature": 0.2}
+    def _client(self, notes: list[str], source: str) -> openai.OpenAI:
+        """An SDK client for one seeding step; its hooks note each failed attempt that the SDK retries. A server on
+        this machine (a local llama.cpp/vLLM) is reached without the environment's proxy."""
+        where, attempts = _shown(self.endpoint), []
+
+        def sent(_request) -> None:  # a request after a failed attempt is the SDK's retry of it
+            if attempts and attempts[-1] != "ok":
+                lost = f"no answer from {where} within {self.timeout_s:g} s, or the connection failed"
+                notes.append(f"{source}: {attempts[-1] or lost}; retrying")
+            attempts.append(None)
+
+        def answered(response) -> None:
+            attempts[-1] = "ok"
+            if response.status_code in {408, 409, 429} or response.status_code >= 500:  # what the SDK retries
+                response.read()
+                attempts[-1] = self._status_message(response)
+
+        parts = urllib.parse.urlsplit(self.endpoint.removesuffix("/chat/completions"))
+        try:
+            http = openai.DefaultHttpxClient(trust_env=not _loopback(parts.hostname or ""),
+                                             event_hooks={"request": [sent], "response": [answered]})
+            return openai.OpenAI(base_url=urllib.parse.urlunsplit((*parts[:3], "", "")),
+                                 api_key=self._api_key or "none", timeout=self.timeout_s, max_retries=self.retries,
+                                 default_query=dict(urllib.parse.parse_qsl(parts.query)) or None, http_client=http)
+        except (openai.OpenAIError, ValueError, TypeError) as e:  # e.g. a malformed proxy in the environment
+            raise self._failed(f"cannot set up the LLM client for {where}: {type(e).__name__}: {e}") from None
+
+    def _complete(self, client: openai.OpenAI, messages: list[dict], schema: dict, notes: list[str],
+                  source: str) -> tuple[str, str | None]:
+        """The content and finish_reason of the first choice; SeedingFailed once the SDK has given up."""
+        request: dict = {"model": self.model, "messages": messages, "temperature": 0.2}
+        if not self._api_key:  # no key: no Authorization header at all
+            request["extra_headers"] = {"Authorization": openai.Omit()}
         if self._json_mode:
-            body["response_format"] = {"type": "json_object"}
+            request["response_format"] = {"type": "json_schema",
+                                          "json_schema": {"name": SCHEMA_NAME, "schema": schema, "strict": True}}
+        failure, raw = None, None  # raised outside the except blocks: no SDK error (it may quote the key) as context
         try:
-            raw = self._post(body)
-        except _NoJsonMode:
-            log.info("%s rejects response_format; asking for JSON in the prompt only", _shown(self.endpoint))
-            self._json_mode = False
-            del body["response_format"]
-            raw = self._post(body)
-        try:
-            reply = json.loads(raw.decode("utf-8", errors="replace"))
-            choice = reply["choices"][0]
-            content = choice["message"].get("content")
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            raise SeedingFailed(f"{_shown(self.endpoint)} did not answer like a chat completions endpoint "
-                                f"(expected {{\"choices\": [{{\"message\": ...}}]}}): "
-                                f"{self._excerpt(raw)!r}") from None
-        if not isinstance(content, str):
-            content = ""  # a refusal or a tool call: a bad answer, asked again
-        return content, choice.get("finish_reason") if isinstance(choice, dict) else None
+            try:
+                raw = client.chat.completions.with_raw_response.create(**request)
+            except openai.APIStatusError as e:
+                if not (self._json_mode and _rejects_response_format(e)):
+                    raise
+                notes.append(f"{source}: {_shown(self.endpoint)} does not take a JSON schema (response_format); "
+                             f"asking for JSON in the prompt only")
+                self._json_mode = False
+                del request["response_format"]
+                raw = client.chat.completions.with_raw_response.create(**request)
+            choice = raw.parse().choices[0]
+            content, finish = choice.message.content, choice.finish_reason
+        except Exception as e:  # noqa: BLE001 - an SDK error, or (with an answer) a body that is not a chat completion
+            failure = self._failure(e, raw)
+        if failure is not None:
+            raise failure
+        return (content if isinstance(content, str) else ""), finish  # a refusal or a tool call: asked again
 
-    def _post(self, body: dict) -> bytes:
-        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "db-advisor"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        request = urllib.request.Request(self.endpoint, data=json.dumps(body).encode(), headers=headers,
-                                         method="POST")
+    def _failure(self, e: Exception, raw) -> SeedingFailed:
+        """SeedingFailed saying what went wrong with the endpoint, and what to check."""
         where = _shown(self.endpoint)
-        try:
-            with self._opener().open(request, timeout=self.timeout_s) as response:
-                return response.read(MAX_ANSWER_BYTES)
-        except urllib.error.HTTPError as e:
-            raise self._http_error(e) from None
-        except urllib.error.URLError as e:
-            reason = e.reason
-            if _is_timeout(reason):
-                raise _Transient(f"{where} did not answer within {self.timeout_s:g} s "
-                                 f"(timeout; ADVISOR_LLM_TIMEOUT_S)", 0.0) from None
-            if isinstance(reason, ConnectionRefusedError):
-                raise SeedingFailed(f"cannot connect to the LLM endpoint {where}: connection refused "
-                                    f"(is the server running? check ADVISOR_LLM_URL)") from None
-            if isinstance(reason, socket.gaierror):
-                raise SeedingFailed(f"cannot resolve the LLM endpoint's host in {where} ({reason.strerror})") from None
-            raise SeedingFailed(f"cannot reach the LLM endpoint {where}: {self._redact(str(reason))}") from None
-        except (TimeoutError, socket.timeout):
-            raise _Transient(f"{where} did not answer within {self.timeout_s:g} s "
-                             f"(timeout; ADVISOR_LLM_TIMEOUT_S)", 0.0) from None
-        except http.client.HTTPException as e:  # not HTTP at all, or a truncated answer
-            raise SeedingFailed(f"{where} did not answer with valid HTTP ({type(e).__name__})") from None
-        except OSError as e:  # reset or dropped mid-answer
-            why = self._redact(str(e)) or type(e).__name__
-            raise _Transient(f"the connection to {where} failed: {why}") from None
+        if raw is not None:
+            return self._failed(f"{where} did not answer like a chat completions endpoint (expected "
+                                f"{{\"choices\": [{{\"message\": ...}}]}}): {self._excerpt(raw.http_response.text)!r}")
+        if isinstance(e, openai.APITimeoutError):
+            return self._failed(f"{where} did not answer within {self.timeout_s:g} s (timeout; ADVISOR_LLM_TIMEOUT_S)")
+        if isinstance(e, openai.APIStatusError):
+            return self._failed(self._status_message(e.response))
+        causes = [e]
+        while (cause := causes[-1].__cause__ or causes[-1].__context__) is not None and len(causes) < 10:
+            causes.append(cause)
+        text = " ".join(str(c) for c in causes).lower()
+        if any(isinstance(c, ConnectionRefusedError) for c in causes) or "refused" in text:
+            return self._failed(f"cannot connect to the LLM endpoint {where}: connection refused "
+                                f"(is the server running? check ADVISOR_LLM_URL)")
+        if any(isinstance(c, socket.gaierror) for c in causes) or "name or service not known" in text:
+            return self._failed(f"cannot resolve the LLM endpoint's host in {where}")
+        return self._failed(f"cannot reach the LLM endpoint {where}: {type(causes[-1]).__name__}: {causes[-1]}"
+                            if isinstance(e, openai.APIConnectionError) else
+                            f"the LLM client failed for {where}: {type(e).__name__}: {e}")
 
-    def _opener(self) -> urllib.request.OpenerDirector:
-        """No proxy for a server on this machine (a local llama.cpp/vLLM); the environment's otherwise."""
-        host = urllib.parse.urlsplit(self.endpoint).hostname or ""
-        if _loopback(host):
-            return urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        return urllib.request.build_opener()
-
-    def _http_error(self, e: urllib.error.HTTPError) -> Exception:
-        try:
-            body = e.read(64 * 1024)
-        except Exception:  # noqa: BLE001 - the status is what matters
-            body = b""
-        finally:
-            e.close()
-        status = e.code
-        if status == 400 and self._json_mode and b"response_format" in body:
-            return _NoJsonMode()
+    def _status_message(self, response) -> str:
+        status = response.status_code
         hint = {401: " (check ADVISOR_LLM_API_KEY)", 403: " (check ADVISOR_LLM_API_KEY and the key's access)",
                 404: " (check ADVISOR_LLM_URL, e.g. http://host:8080/v1, and ADVISOR_LLM_MODEL)"}.get(status, "")
-        excerpt = self._excerpt(body)
-        message = (f"the LLM endpoint {_shown(self.endpoint)} answered HTTP {status} {e.reason or ''}".rstrip()
-                   + (f": {excerpt}" if excerpt else "") + hint)
-        if status == 429 or (status >= 500 and status not in {501, 505}):
-            retry_after = e.headers.get("Retry-After") if e.headers else None
-            wait = float(retry_after) if retry_after and retry_after.strip().isdigit() else None
-            return _Transient(message, min(wait, 10.0) if wait is not None else None)
-        return SeedingFailed(message)
+        excerpt = self._excerpt(response.text)
+        return (f"the LLM endpoint {_shown(self.endpoint)} answered HTTP {status} {response.reason_phrase or ''}"
+                .rstrip() + (f": {excerpt}" if excerpt else "") + hint)
 
-    def _excerpt(self, body: bytes) -> str:
-        text = " ".join(body.decode("utf-8", errors="replace").split())
-        text = self._redact(text)
+    def _failed(self, message: str) -> SeedingFailed:
+        return SeedingFailed(self._redact(message))
+
+    def _excerpt(self, text: str) -> str:
+        text = self._redact(" ".join((text or "").split()))
         return text if len(text) <= EXCERPT else text[:EXCERPT] + "..."
 
     def _redact(self, text: str) -> str:
         return text.replace(self._api_key, "***") if self._api_key else text
 
 
-class _Transient(Exception):
-    """A failure a retry may fix; ``wait`` is the pause before it (None: the seeder's backoff)."""
-
-    def __init__(self, message: str, wait: float | None = None):
-        super().__init__(message)
-        self.wait = wait
-
-
-
-class _NoJsonMode(Exception):
-    """The server answered 400 to ``response_format``: ask again without it."""
+def _rejects_response_format(e: openai.APIStatusError) -> bool:
+    """A 400 (422 on some servers) that names response_format or json_schema: structured output not taken."""
+    text = f"{e.message} {e.response.text}".lower()
+    return e.status_code in {400, 422} and ("response_format" in text or "json_schema" in text)
 
 
 def from_settings(settings) -> LLMSeeder | None:
@@ -252,7 +235,30 @@ def from_settings(settings) -> LLMSeeder | None:
                      float(getattr(settings, "llm_timeout_s", 60.0) or 60.0))
 
 
-# --- the prompt ------------------------------------------------------------------------------------------------------
+# --- the answer's schema -------------------------------------------------------------------------------------------
+
+
+def answer_schema(space: KnobSpace) -> dict:
+    """The JSON schema of an answer, for ``response_format``: ``{"configs": [{"knobs": {...}, "reason": str}]}``
+    where ``knobs`` has exactly the space's knob names as properties and no others. Every property is required
+    and nullable (null: leave the knob as it is), as OpenAI's strict mode wants; choices are enumerated, numbers
+    without a unit typed, sizes and times text with their unit."""
+    knobs: dict[str, dict] = {}
+    for d in space.dimensions:
+        value = ({"type": "string", "enum": list(d.choices)} if d.categorical else {"type": "string"}
+                 if knobvalues.unit_factor(d.spec.unit)[0] in {"memory", "time"} else
+                 {"type": "integer" if d.spec.vartype == "integer" else "number"})
+        knobs[d.name] = {"anyOf": [value, {"type": "null"}]}
+    config = {"type": "object",
+              "properties": {"knobs": {"type": "object", "properties": knobs, "required": list(knobs),
+                                       "additionalProperties": False},
+                             "reason": {"type": "string"}},
+              "required": ["knobs", "reason"], "additionalProperties": False}
+    return {"type": "object", "properties": {"configs": {"type": "array", "items": config}},
+            "required": ["configs"], "additionalProperties": False}
+
+
+# --- the prompt ------------------------------------------------------------------------------------------------
 
 
 def prompt(space: KnobSpace, features: WorkloadFeatures, n: int) -> str:
@@ -310,8 +316,8 @@ def prompt(space: KnobSpace, features: WorkloadFeatures, n: int) -> str:
         f"max_parallel_workers <= max_worker_processes.",
         "",
         f"Make the {n} configurations differ (e.g. a cautious one and bolder ones); leave out knobs whose "
-        "current value is already right. Write each value as PostgreSQL accepts it, as text with its unit "
-        "where it has one (\"512MB\", \"1.1\", \"on\", \"5min\").",
+        "current value is already right (or set them to null). Write each value as PostgreSQL accepts it, "
+        "sizes and times as text with their unit (\"512MB\", \"5min\"), switches by name (\"on\").",
         f"Answer with only a JSON object of this shape: {ANSWER_SHAPE}",
     ]
     return "\n".join(lines)
@@ -319,14 +325,9 @@ def prompt(space: KnobSpace, features: WorkloadFeatures, n: int) -> str:
 
 def _unit_hint(space: KnobSpace, name: str) -> str | None:
     spec = space.catalog.get(name)
-    if spec is None:
-        return None
-    family, _ = knobvalues.unit_factor(spec.unit)
-    if family == "memory":
-        return "a size: write it with a unit, e.g. 64MB or 2GB"
-    if family == "time":
-        return f"{spec.unit} when written without a unit; or give one, e.g. 5min, 200ms"
-    return None
+    family = knobvalues.unit_factor(spec.unit)[0] if spec is not None else None
+    return {"memory": "a size: write it with a unit, e.g. 64MB or 2GB",
+            "time": f"{spec and spec.unit} when written without a unit; or give one, e.g. 5min, 200ms"}.get(family)
 
 
 # --- reading answers -------------------------------------------------------------------------------------------------
@@ -363,7 +364,7 @@ def configs_of(answer: str) -> list[tuple[dict[str, object], str]]:
         if not isinstance(knobs, dict):
             knobs = {k: v for k, v in item.items() if k not in _REASON_KEYS and not isinstance(v, (dict, list))}
         reason = next((item[k] for k in _REASON_KEYS if isinstance(item.get(k), str)), "")
-        cleaned = {str(k).strip().lower(): v for k, v in knobs.items()}
+        cleaned = {str(k).strip().lower(): v for k, v in knobs.items() if v is not None}  # null: left as is
         if cleaned:
             out.append((cleaned, " ".join(str(reason).split())[:500]))
     if not out:
@@ -414,36 +415,23 @@ def _shown(url: str) -> str:
     """A URL fit for a message: no user:password, no query (either may hold a key)."""
     try:
         parts = urllib.parse.urlsplit(url)
+        host, port = parts.hostname or "", f":{parts.port}" if parts.port else ""
     except ValueError:
         return "<invalid URL>"
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    try:
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:
-        port = ""
+    host = f"[{host}]" if ":" in host else host
     return urllib.parse.urlunsplit((parts.scheme, host + port, parts.path, "", ""))
 
 
 def _secret(key) -> str | None:
     """A plain key from a str or a pydantic SecretStr (this module does not import pydantic)."""
-    if key is None:
-        return None
     reveal = getattr(key, "get_secret_value", None)
-    value = reveal() if callable(reveal) else str(key)
+    value = reveal() if callable(reveal) else "" if key is None else str(key)
     return value.strip() or None
 
 
-def _is_timeout(reason) -> bool:
-    return isinstance(reason, (TimeoutError, socket.timeout)) or "timed out" in str(reason).lower()
-
-
 def _loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return host.lower() == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
 

@@ -1,10 +1,12 @@
-"""The LLM seeder against a scripted chat completions server on 127.0.0.1, over a real server's knob catalog."""
+"""The LLM seeder (the openai SDK) against a scripted chat completions server on 127.0.0.1, over a real server's
+knob catalog."""
 
 from __future__ import annotations
 
 import json
 import socket
 import threading
+import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -27,8 +29,9 @@ FEATURES = WorkloadFeatures(statements=12, calls=5000, read_share=0.9, join_shar
 
 class FakeLLM:
     """A chat completions server that answers from a script and records what it was asked. Each script entry is
-    a string (the message content), or a dict: ``status``+``body`` for an HTTP error, ``sleep`` seconds before
-    answering ``content``, ``raw`` for a 200 with that body. The last entry repeats."""
+    a string (the message content), or a dict: ``status``+``body`` for an HTTP error (sent with ``retry-after-ms:
+    10``, so the SDK's retries wait 10 ms), ``sleep`` seconds before answering ``content`` (cut short when the
+    server closes), ``raw`` for a 200 with that body. The last entry repeats."""
 
     def __init__(self, *script):
         self.script = list(script)
@@ -39,14 +42,15 @@ class FakeLLM:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802 - http.server's name
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(body)})
+                # headers as the HTTP message: looked up case-insensitively (the SDK sends lower-case names)
+                fake.requests.append({"path": self.path, "headers": self.headers, "body": json.loads(body)})
                 step = fake.script[min(len(fake.requests), len(fake.script)) - 1]
                 if isinstance(step, str):
                     step = {"content": step}
                 if step.get("sleep") and fake.stop.wait(step["sleep"]):
                     return
                 if "status" in step:
-                    self._send(step["status"], step.get("body", "").encode())
+                    self._send(step["status"], step.get("body", "").encode(), {"retry-after-ms": "10"})
                 elif "raw" in step:
                     self._send(200, step["raw"].encode())
                 else:
@@ -55,9 +59,11 @@ class FakeLLM:
                                           "message": {"role": "assistant", "content": step["content"]}}]}
                     self._send(200, json.dumps(reply).encode())
 
-            def _send(self, status, payload):
+            def _send(self, status, payload, headers=None):
                 try:
                     self.send_response(status)
+                    for name, value in (headers or {}).items():
+                        self.send_header(name, value)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))
                     self.end_headers()
@@ -75,9 +81,7 @@ class FakeLLM:
 
     def seeder(self, **kw) -> LLMSeeder:
         kw.setdefault("api_key", KEY)
-        seeder = LLMSeeder(self.url, kw.pop("model", "test-model"), **kw)
-        seeder.backoff_s = 0.01
-        return seeder
+        return LLMSeeder(self.url, kw.pop("model", "test-model"), **kw)
 
     def close(self):
         self.stop.set()
@@ -138,7 +142,7 @@ def test_the_request_carries_model_key_features_and_knobs(fake, space):
     assert request["headers"]["Authorization"] == f"Bearer {KEY}"
     body = request["body"]
     assert body["model"] == "qwen2.5-7b" and body["temperature"] == 0.2
-    assert body["response_format"] == {"type": "json_object"}
+    assert body["response_format"]["type"] == "json_schema"
     system, user = body["messages"]
     assert system["role"] == "system" and user["role"] == "user"
     text = user["content"]
@@ -158,6 +162,37 @@ def test_no_key_no_authorization_header(fake, space):
     server = fake(GOOD)
     server.seeder(api_key=None).seeds(space, FEATURES, 1)
     assert "Authorization" not in server.requests[0]["headers"]
+
+
+def knob_schema(request) -> dict:
+    response_format = request["body"]["response_format"]
+    assert response_format["type"] == "json_schema" and response_format["json_schema"]["strict"] is True
+    schema = response_format["json_schema"]["schema"]
+    assert schema["required"] == ["configs"] and schema["additionalProperties"] is False
+    config = schema["properties"]["configs"]["items"]
+    assert set(config["required"]) == {"knobs", "reason"} and config["additionalProperties"] is False
+    return config["properties"]["knobs"]
+
+
+def test_the_request_asks_for_output_constrained_to_the_space_knobs(fake, space):
+    server = fake(GOOD)
+    server.seeder().seeds(space, FEATURES, 2)
+    knobs = knob_schema(server.requests[0])
+    assert list(knobs["properties"]) == space.names  # exactly the searched knobs, nothing to invent
+    assert knobs["additionalProperties"] is False and knobs["required"] == space.names  # strict: null = as is
+    assert "fsync" not in knobs["properties"] and "turbo_mode" not in knobs["properties"]
+    typed = {name: [t for t in v["anyOf"] if t["type"] != "null"][0] for name, v in knobs["properties"].items()}
+    assert all({"type": "null"} in v["anyOf"] for v in knobs["properties"].values())
+    assert typed["jit"] == {"type": "string", "enum": ["off", "on"]}
+    assert typed["random_page_cost"] == {"type": "number"} and typed["join_collapse_limit"] == {"type": "integer"}
+    assert typed["shared_buffers"] == {"type": "string"}  # a size, with its unit
+
+
+def test_an_answer_with_every_knob_null_but_some_gives_just_those(fake, space):
+    knobs = dict.fromkeys(space.names) | {"work_mem": "32MB", "jit": "off"}
+    server = fake(json.dumps({"configs": [{"knobs": knobs, "reason": "only two"}]}))
+    (seed,), warnings = server.seeder().seeds(space, FEATURES, 1)
+    assert seed.config == {"work_mem": "32MB", "jit": "off"} and warnings == []
 
 
 def test_invented_and_unsearched_knobs_are_dropped_with_warnings(fake, space):
@@ -263,6 +298,31 @@ def test_a_server_that_rejects_response_format_is_asked_without_it(fake, space):
     assert "response_format" in server.requests[0]["body"] and "response_format" not in server.requests[1]["body"]
 
 
+def test_a_server_that_rejects_json_schema_is_asked_once_without_it_and_remembers(fake, space):
+    rejected = {"status": 400, "body": json.dumps({"error": {"message": "Unsupported value: 'json_schema'",
+                                                              "param": "response_format.type"}})}
+    server = fake(rejected, GOOD)
+    seeder = server.seeder()
+    seeds, warnings = seeder.seeds(space, FEATURES, 2)
+    assert len(seeds) == 2 and len(server.requests) == 2
+    assert "response_format" in server.requests[0]["body"] and "response_format" not in server.requests[1]["body"]
+    assert server.requests[1]["body"]["messages"] == server.requests[0]["body"]["messages"]  # JSON by prompt
+    assert any("JSON in the prompt only" in w for w in warnings)
+    seeder.seeds(space, FEATURES, 2)  # the same seeder does not ask for the schema again
+    assert len(server.requests) == 3 and "response_format" not in server.requests[2]["body"]
+
+
+def test_the_fallback_happens_once_and_other_400s_do_not_fall_back(fake, space):
+    server = fake({"status": 400, "body": "response_format is not supported"})
+    with pytest.raises(SeedingFailed, match="HTTP 400 .*response_format is not supported"):
+        server.seeder().seeds(space, FEATURES, 1)
+    assert len(server.requests) == 2  # with the schema, then once without; a 400 is not retried
+    server = fake({"status": 400, "body": "model 'x' does not exist"})
+    with pytest.raises(SeedingFailed, match="HTTP 400 .*does not exist"):
+        server.seeder().seeds(space, FEATURES, 1)
+    assert len(server.requests) == 1 and "response_format" in server.requests[0]["body"]
+
+
 def test_a_non_chat_answer_fails_clearly(fake, space):
     server = fake({"raw": "<html>hello</html>"})
     with pytest.raises(SeedingFailed, match="did not answer like a chat completions endpoint.*html"):
@@ -270,10 +330,20 @@ def test_a_non_chat_answer_fails_clearly(fake, space):
 
 
 def test_a_slow_server_times_out(fake, space):
-    server = fake({"sleep": 2.0, "content": GOOD})
+    server = fake({"sleep": 60, "content": GOOD})
     with pytest.raises(SeedingFailed, match=r"did not answer within 0.3 s \(timeout"):
         server.seeder(timeout_s=0.3, retries=1).seeds(space, FEATURES, 1)
     assert len(server.requests) == 2  # a timeout is retried
+
+
+def test_a_hanging_server_times_out_with_a_clear_error(fake, space):
+    server = fake({"sleep": 60, "content": GOOD})  # answers only when the test closes it
+    warnings: list[str] = []
+    with pytest.raises(SeedingFailed, match=r"did not answer within 0.5 s \(timeout; ADVISOR_LLM_TIMEOUT_S\)"):
+        server.seeder(timeout_s=0.5, retries=0).seeds(space, FEATURES, 1)
+    assert len(server.requests) == 1
+    seeds = seeding.seeds_for(space, FEATURES, llm=server.seeder(timeout_s=0.5, retries=0), warn=warnings.append)
+    assert seeds and any("LLM seeding failed" in w and "timeout" in w for w in warnings)
 
 
 def test_a_closed_port_is_connection_refused(space):
@@ -284,6 +354,31 @@ def test_a_closed_port_is_connection_refused(space):
     with pytest.raises(SeedingFailed, match="connection refused") as e:
         seeder.seeds(space, FEATURES, 1)
     assert KEY not in str(e.value)
+
+
+@pytest.mark.parametrize("script", [
+    {"status": 401, "body": f"Incorrect API key provided: {KEY}"},
+    {"status": 500, "body": f"upstream rejected key {KEY}"},
+    {"status": 400, "body": f"bad request from {KEY} (response_format)"},
+    {"raw": f"<html>{KEY}</html>"},
+    f"no JSON, just the key {KEY}",
+    {"sleep": 60, "content": GOOD},
+], ids=["401", "500", "400-fallback", "not-chat", "bad-answer", "timeout"])
+def test_the_api_key_is_in_no_message(fake, space, script):
+    server = fake(script)
+    with pytest.raises(SeedingFailed) as e:
+        server.seeder(timeout_s=0.5, retries=1).seeds(space, FEATURES, 1)
+    shown = "".join(traceback.format_exception(e.value)) + repr(e.value)
+    assert KEY not in shown and e.value.__cause__ is None and e.value.__context__ is None
+    warnings: list[str] = []
+    seeding.seeds_for(space, FEATURES, llm=server.seeder(timeout_s=0.5, retries=1), warn=warnings.append)
+    assert warnings and not any(KEY in w for w in warnings)
+
+
+def test_warnings_of_retried_failures_do_not_carry_the_key(fake, space):
+    server = fake({"status": 503, "body": f"key {KEY} is warming up"}, GOOD)
+    seeds, warnings = server.seeder().seeds(space, FEATURES, 1)
+    assert seeds and any("HTTP 503" in w for w in warnings) and not any(KEY in w for w in warnings)
 
 
 def test_urls_and_settings(monkeypatch):
