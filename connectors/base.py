@@ -1,15 +1,91 @@
-"""The engine-neutral connector protocol. Postgres implements it first; MySQL/MariaDB joins later."""
+"""The engine seam: what code above ``connectors`` may rely on, whatever the engine.
+
+- ``Connector``: one live database (observe, settings catalog, what-if costs and plans, apply/revert, connections).
+- ``WhatIf``: a hypothetical-index planning session on one database (HypoPG for PostgreSQL).
+- ``Sandbox``: a throwaway local server the advisor starts itself (shadows, benches, the demo, tests).
+- ``Shadow``: a sandbox loaded with a copy of a target's database, and a connector to that copy.
+- ``TAG`` (the comment on every statement the advisor sends) and ``scrub`` (mask passwords in any DSN text).
+
+Each engine implements these in its own package (``connectors/postgres``; ``connectors/mariadb`` next);
+``connectors.factory`` is the one place that maps an engine (or a DSN) to those classes. Units: sizes in bytes,
+planner costs in the engine's own cost units, times in seconds unless a name ends in ``_ms``.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
-from advisor.core.domain import Applied, Change, IndexChange, KnobSpec, Snapshot
+from advisor.core.domain import Applied, Change, Costed, IndexChange, KnobSpec, Snapshot
+
+# Every statement the advisor itself sends starts with this comment, so that capture can leave it out of the
+# observed workload (statement statistics keep the first-seen text, comment included). Valid SQL in every engine.
+TAG = "/* db-advisor */ "
+
+TableRef = tuple[str, str]  # (schema, table); for MariaDB the schema is the database
 
 
+def scrub(text: str) -> str:
+    """``text`` with anything that looks like a password in a DSN (``password=...``, ``//user:secret@``) masked;
+    for DSNs that cannot be parsed."""
+    text = re.sub(r"(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", text)
+    return re.sub(r"(//[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
+
+
+@runtime_checkable
+class WhatIf(Protocol):
+    """Hypothetical indexes on one open session: they exist for this session only, never for other clients.
+    Close it (or leave its ``with`` block) when done. ``creates`` / ``drops`` count the hypothetical indexes
+    made and removed so far."""
+
+    creates: int
+    drops: int
+
+    def plan(self, sql: str, indexes: Sequence[IndexChange], tables: frozenset[TableRef]) -> Costed:
+        """Make the hypothetical indexes on ``tables`` exactly ``indexes``, then the plan's cost (cost units)."""
+
+    def index_size(self, index: IndexChange) -> int:
+        """The engine's size estimate of ``index`` in bytes."""
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> WhatIf: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+@runtime_checkable
 class Connector(Protocol):
-    engine: str
+    """One live database of one engine. Every method opens its own short-lived connection unless it takes one;
+    the target is only read, except by ``apply`` / ``revert`` (and ``reset_statement_stats``)."""
+
+    engine: str  # "postgres", later "mariadb"
+    dsn: str  # as given, password included: never print or store it (see ``display_name``)
+
+    @property
+    def display_name(self) -> str:
+        """The DSN without its password, safe to print or store."""
+
+    @property
+    def target_name(self) -> str:
+        """A short name for people: ``host:port/database``."""
+
+    # --- connections -------------------------------------------------------------------------------------------
+
+    def connect(self, autocommit: bool = True) -> Any:
+        """A DB-API 2 connection to the database (a context manager that closes it); TargetUnreachable with the
+        server's reason when it cannot connect."""
+
+    def execute_one(self, cursor: Any, query: Any) -> Any:
+        """Run exactly one statement of outside text (workload or user SQL) on ``cursor``: a smuggled second
+        statement is refused by the server. Returns the cursor."""
+
+    def has_extension(self, name: str) -> bool:
+        """Whether an optional server feature (a PostgreSQL extension, a MariaDB plugin) is installed."""
+
+    # --- observing ---------------------------------------------------------------------------------------------
 
     def observe(self) -> Snapshot:
         """Statement stats, metrics, settings, schema with statistics, and indexes, as of now."""
@@ -17,11 +93,115 @@ class Connector(Protocol):
     def knob_catalog(self) -> dict[str, KnobSpec]:
         """Every setting, by name, with type, unit, bounds and whether a change needs a restart."""
 
+    def table_columns(self) -> dict[TableRef, tuple[str, ...]]:
+        """Every user table's columns, in order."""
+
+    def reset_statement_stats(self) -> None:
+        """Forget the statement statistics gathered so far (the next observation starts from zero)."""
+
+    # --- planning ----------------------------------------------------------------------------------------------
+
     def explain_cost(self, sql: str, hypothetical: Sequence[IndexChange] = ()) -> float:
         """The planner's total cost of ``sql`` (constants bound), optionally with hypothetical indexes."""
 
+    def explain_plan(self, sql: str) -> dict:
+        """The planner's plan of ``sql`` (constants bound) in the engine's JSON form."""
+
+    def used_indexes(self, statements: Sequence[str]) -> list[set[str]]:
+        """For each statement (constants bound), the names of the indexes its plan reads; one connection."""
+
+    def whatif(self) -> WhatIf:
+        """A hypothetical-index session on a connection of its own (closing the session closes it)."""
+
+    def index_name(self, change: IndexChange) -> str:
+        """The name ``apply`` gives the index (deterministic, within the engine's identifier limit)."""
+
+    def index_sizes(self, indexes: Sequence[IndexChange]) -> dict[IndexChange, int | None]:
+        """The real size in bytes of each built index (None for one that does not exist)."""
+
+    # --- changing ----------------------------------------------------------------------------------------------
+
+    def plan_changes(self, changes: Sequence[Change], catalog: dict[str, KnobSpec] | None = None) -> Applied:
+        """Check every change and render the SQL that applies and reverts it, without running anything."""
+
     def apply(self, changes: Sequence[Change]) -> Applied:
-        """Make the changes; the result says exactly how to undo them."""
+        """Make the changes (all checked first; a failure midway undoes what was done); the result says
+        exactly how to undo them."""
 
     def revert(self, applied: Applied) -> None:
         """Undo what ``apply`` did."""
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """A throwaway local server on a free loopback port, started from the system's binaries; ``stop()`` (or
+    leaving its ``with`` block) stops it and removes its files. Settings are in the engine's configuration
+    syntax and units (e.g. ``{"shared_buffers": "256MB"}``)."""
+
+    engine: str
+    name: str
+    host: str
+    port: int
+    user: str
+
+    def start(self) -> Sandbox: ...
+
+    def stop(self) -> None: ...
+
+    def __enter__(self) -> Sandbox: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def restart(self) -> None:
+        """Restart the server (e.g. after a setting that needs one changed); SandboxError with its log's tail."""
+
+    def recover(self, settings: dict[str, str]) -> None:
+        """Bring back a server that crashed or will not start, with ``settings`` as its persisted overrides."""
+
+    def is_running(self) -> bool: ...
+
+    def wait_ready(self, timeout_s: float = 30.0) -> None:
+        """Block until the server accepts connections; SandboxError after ``timeout_s`` seconds."""
+
+    def dsn(self, dbname: str = ...) -> str:
+        """The DSN of one of its databases (the server's default database when not named)."""
+
+    def connector(self, dbname: str = ...) -> Connector:
+        """A connector to one of its databases that restarts this server when a change needs it."""
+
+    def create_database(self, dbname: str, template: str | None = None, extensions: bool = True) -> str:
+        """Create a database (with the advisor's extensions unless told otherwise); its DSN."""
+
+    def log_tail(self, lines: int = 5) -> str:
+        """The server log's last lines, joined by `` | ``."""
+
+
+@dataclass
+class Shadow:
+    """A sandbox holding a copy of a target's database ``dbname``, with a connector that can restart it.
+    ``restore_warnings``: constraints a sampled copy broke (e.g. foreign keys to rows left out). Closing the
+    shadow stops its server."""
+
+    sandbox: Sandbox
+    connector: Connector
+    dbname: str
+    restore_warnings: int = 0
+
+    @classmethod
+    def of(cls, sandbox: Sandbox, dbname: str) -> Shadow:
+        """A sandbox's database used as a shadow as it is (benches, tests: nothing is copied)."""
+        return cls(sandbox, sandbox.connector(dbname), dbname)
+
+    @property
+    def dsn(self) -> str:
+        return self.connector.dsn
+
+    def close(self) -> None:
+        self.sandbox.stop()
+
+    def __enter__(self) -> Shadow:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+

@@ -4,6 +4,8 @@ in its kind's tuple; nothing registers itself by side effect. The conformance su
 
 from __future__ import annotations
 
+import inspect
+
 from advisor.core.errors import NotFound
 from optimizers import indexes, knobs
 from optimizers.base import Optimizer
@@ -27,6 +29,12 @@ def get(kind: str, name: str) -> type[Optimizer]:
     raise NotFound(f"no {kind} optimizer named {name!r} (available: {names})")
 
 
-def create(kind: str, name: str, problem, *, seed: int = 0, **options) -> Optimizer:
-    """An optimizer over ``problem``."""
-    return get(kind, name)(problem, seed=seed, **options)
+def create(kind: str, name: str, problem, *, seed: int = 0, strict: bool = True, **options) -> Optimizer:
+    """An optimizer over ``problem``. With ``strict=False``, options the optimizer does not take are left out
+    (a pipeline passes the options of a run, e.g. IA2's training episodes, to whichever optimizer it runs)."""
+    cls = get(kind, name)
+    if not strict:
+        taken = inspect.signature(cls._setup).parameters
+        if not any(p.kind is p.VAR_KEYWORD for p in taken.values()):
+            options = {k: v for k, v in options.items() if k in taken}
+    return cls(problem, seed=seed, **options)

@@ -20,9 +20,7 @@ from sqlglot import exp
 
 from advisor.core.domain import Statement, Workload
 from advisor.core.errors import BadStatement
-from connectors.postgres.connection import TAG, execute_one
-from connectors.postgres.connector import PostgresConnector
-from connectors.postgres.snapshot import has_extension
+from connectors.base import TAG, Connector
 
 NUMERIC_TYPES = {"smallint", "integer", "bigint", "numeric", "real", "double precision", "oid"}
 TYPE_DEFAULTS = {"date": "2000-01-01", "interval": "1 day", "boolean": "true", "text": "",
@@ -103,14 +101,14 @@ def render(value: str, pg_type: str) -> str:
 class Binder:
     """Binds statements of one database. Holds one connection; use as a context manager."""
 
-    def __init__(self, connector: PostgresConnector):
+    def __init__(self, connector: Connector):
         self.connector = connector
         self.conn: psycopg.Connection | None = None
         self._qualstats = False
 
     def __enter__(self) -> "Binder":
+        self._qualstats = self.connector.has_extension("pg_qualstats")
         self.conn = self.connector.connect()
-        self._qualstats = has_extension(self.conn, "pg_qualstats")
         return self
 
     def __exit__(self, *exc) -> None:
@@ -150,7 +148,8 @@ class Binder:
     def _parameter_types(self, text: str, count: int) -> list[str]:
         name = "advisor_bind"
         try:
-            execute_one(self.conn.cursor(), sql.SQL("PREPARE {} AS ").format(sql.Identifier(name)) + sql.SQL(text))  # type: ignore[arg-type]
+            prepare = sql.SQL("PREPARE {} AS ").format(sql.Identifier(name)) + sql.SQL(text)  # type: ignore[arg-type]
+            self.connector.execute_one(self.conn.cursor(), prepare)
         except psycopg.errors.Error as e:
             raise BadStatement(f"cannot prepare statement: {(e.diag.message_primary or str(e)).strip()}") from None
         try:
@@ -213,7 +212,7 @@ def _compared_columns(text: str) -> dict[int, tuple[str, str, str]]:
     return out
 
 
-def bind_workload(connector: PostgresConnector, workload: Workload) -> tuple[list[BoundStatement], list[tuple[Statement, str]]]:
+def bind_workload(connector: Connector, workload: Workload) -> tuple[list[BoundStatement], list[tuple[Statement, str]]]:
     """Bound statements, and the statements that could not be bound with the reason."""
     bound: list[BoundStatement] = []
     skipped: list[tuple[Statement, str]] = []

@@ -17,7 +17,8 @@ import psycopg
 from psycopg import sql
 
 from advisor.core.errors import TargetUnreachable
-from connectors.postgres.connection import connect, execute_one
+from connectors import factory
+from connectors.base import Connector
 from workloads.binding import BoundStatement
 
 
@@ -47,26 +48,27 @@ class ReplayResult:
 Progress = Callable[[int, int], None]
 
 
-def _execute(conn: psycopg.Connection, st: BoundStatement) -> None:
+def _execute(connector: Connector, conn: psycopg.Connection, st: BoundStatement) -> None:
     query = sql.SQL(st.sql)  # type: ignore[arg-type]  # bound workload SQL, run as the application ran it
     if st.is_write:
         with conn.transaction(force_rollback=True), conn.cursor() as cur:
-            execute_one(cur, query)
+            connector.execute_one(cur, query)
     else:
         with conn.cursor() as cur:
-            execute_one(cur, query)
+            connector.execute_one(cur, query)
             if cur.description is not None:
                 cur.fetchall()
 
 
-def _open(dsn: str, timeout_ms: int) -> psycopg.Connection:
-    conn = connect(dsn)
+def _open(connector: Connector, timeout_ms: int) -> psycopg.Connection:
+    conn = connector.connect()
     conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(timeout_ms),))
     return conn
 
 
 def replay(dsn: str, statements: Sequence[BoundStatement], options: ReplayOptions = ReplayOptions(),
            progress: Progress | None = None) -> ReplayResult:
+    connector = factory.connector(dsn)
     result = ReplayResult()
     lock = threading.Lock()
     jobs: "queue.Queue[tuple[BoundStatement, bool]]" = queue.Queue()
@@ -82,7 +84,7 @@ def replay(dsn: str, statements: Sequence[BoundStatement], options: ReplayOption
 
     def worker() -> None:
         try:
-            conn = _open(dsn, options.statement_timeout_ms)
+            conn = _open(connector, options.statement_timeout_ms)
         except BaseException as e:  # noqa: BLE001 - reported to the caller below
             failure.append(e)
             return
@@ -95,12 +97,12 @@ def replay(dsn: str, statements: Sequence[BoundStatement], options: ReplayOption
                 start = time.perf_counter()
                 outcome: str | None = None
                 try:
-                    _execute(conn, st)
+                    _execute(connector, conn, st)
                 except psycopg.errors.QueryCanceled:
                     outcome = "timeout"
                 except psycopg.OperationalError as e:
                     if conn.closed or conn.broken:
-                        conn = _open(dsn, options.statement_timeout_ms)  # raises TargetUnreachable if gone
+                        conn = _open(connector, options.statement_timeout_ms)  # raises TargetUnreachable if gone
                     outcome = f"error: {str(e).strip().splitlines()[0]}"
                 except psycopg.errors.Error as e:
                     outcome = f"error: {(e.diag.message_primary or str(e)).strip()}"

@@ -33,7 +33,7 @@ from datetime import date, timedelta
 from psycopg import sql
 
 from advisor.core.errors import NotFound
-from connectors.postgres.connection import connect
+from connectors import factory
 from workloads import tpch
 from workloads.binding import BoundStatement, substitute
 from workloads.tpch.queries import (CONTAINER_1, CONTAINER_2, NATIONS, REGIONS, SEGMENTS, SHIPMODES, TEMPLATES,
@@ -417,7 +417,7 @@ def prepare(dsn: str, suite: Suite, scale: float | None = None, progress: Callab
     ``setup_sql``, then ANALYZE."""
     say = progress or (lambda _msg: None)
     tpch.load(dsn, suite.scale if scale is None else scale, progress=say)
-    with connect(dsn) as conn:
+    with factory.connect(dsn) as conn:
         for i, statement in enumerate(suite.setup_sql, 1):
             say(f"setup {i}/{len(suite.setup_sql)}")
             conn.execute(sql.SQL(statement))  # type: ignore[arg-type]  # the suite's own DDL, no outside input

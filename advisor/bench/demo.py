@@ -1,4 +1,4 @@
-"""The demo: a sandbox "production" Postgres with TPC-H and an application's ORM-style reports on it, the workload
+"""The demo: a sandbox "production" PostgreSQL with TPC-H and an application's ORM-style reports on it, the workload
 run and observed, a HiBO tuning run on a shadow (baseline, rule seeds, then the search), the best configuration
 validated against the current one, and the recommendation stored. Every server it starts is stopped."""
 
@@ -11,8 +11,7 @@ from advisor.core.progress import Say, silent
 from advisor.service.service import AdvisorService, TuneResult
 from advisor.tuning.validation import ValidationOptions
 from advisor.tuning.trials import TuningOptions
-from connectors.postgres import PostgresConnector
-from connectors.postgres.sandbox import PostgresSandbox
+from connectors import factory
 from workloads import suites, tpch
 from workloads.binding import BoundStatement
 from workloads.replay import ReplayOptions, replay
@@ -46,11 +45,11 @@ def run_workload(dsn: str, scale: float, streams: int, seed: int, queries: tuple
 def run_demo(service: AdvisorService, options: DemoOptions = DemoOptions(), say: Say | None = None) -> TuneResult:
     say = say or silent
     say("starting the demo's production server (a local sandbox)")
-    with PostgresSandbox("production") as production:
+    with factory.sandbox("postgres", "production") as production:
         dsn = production.create_database("tpch")
         joins = suites.get("joins")
         suites.prepare(dsn, joins, options.scale, progress=say)
-        PostgresConnector(dsn).reset_statement_stats()
+        factory.connector(dsn).reset_statement_stats()
         say(f"running the workload: {options.streams} TPC-H streams of {len(DEMO_QUERIES)} queries and "
             f"{options.streams} rounds of {len(joins.templates)} ORM reports, 2 clients")
         ran = run_workload(dsn, options.scale, options.streams, options.seed)

@@ -27,15 +27,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
-import psycopg
 
 from advisor.core.hardware import detect
 from advisor.tuning.index_validation import validate_indexes
 from advisor.tuning.indexing import build_problem
 from advisor.core.progress import Say, silent
-from advisor.tuning.validation import Shadow, ValidationOptions, validate
-from connectors.postgres import PostgresConnector
-from connectors.postgres.sandbox import PostgresSandbox
+from advisor.tuning.validation import ValidationOptions, validate
+from connectors import factory
+from connectors.base import Shadow
 from optimizers import registry
 from optimizers.indexes.costing import CachedWhatIf
 from optimizers.indexes.ia2 import TD3Agent, TD3Options, mix_sampler
@@ -105,18 +104,18 @@ class IndexBench:
         started = time.time()
         self.out.mkdir(parents=True, exist_ok=True)
         rng = random.Random(o.seed)
-        with PostgresSandbox("bench-indexes") as sandbox:
+        with factory.sandbox("postgres", "bench-indexes") as sandbox:
             dsn = sandbox.create_database("tpch")
             self.say(f"loading TPC-H at scale {o.scale:g}")
             tpch.load(dsn, o.scale, progress=self.say)
-            connector = PostgresConnector(dsn, restart=sandbox.restart)
+            connector = sandbox.connector("tpch")
             with connector.connect() as conn:
                 conn.execute("VACUUM ANALYZE")
             snapshot = connector.observe()
             bound = [BoundStatement(f"q{n}", q, q, 1.0, "literal", False) for n, q in tpch.stream(rng, o.scale)]
             data_bytes = sum(t.total_bytes for t in snapshot.tables)
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                base, session = build_problem(conn, snapshot, bound, int(o.budgets[0] * data_bytes))
+            base, session = build_problem(connector, snapshot, bound, int(o.budgets[0] * data_bytes))
+            with session:
                 ids = [q.queryid for q in base.queries]
                 held = sorted(rng.sample(ids, o.held_out), key=ids.index)
                 train = [q for q in ids if q not in held]
@@ -150,7 +149,6 @@ class IndexBench:
                 whole = _with(base, truth, full, int(middle * data_bytes))
                 report.real["whatif_rc"] = {k: whole.cost(v) / whole.cost() for k, v in configs.items()}
                 estimated = {ix: truth.size(ix) for v in configs.values() for ix in v}
-                session.close()
             if o.real:
                 report.real.update(self._real(sandbox, connector, bound, configs, estimated, middle))
         doc = {"machine": {**asdict(detect()), "scale": o.scale}, "options": asdict(o),

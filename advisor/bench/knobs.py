@@ -30,12 +30,12 @@ from advisor.core.domain import Hardware, Statement, Workload
 from advisor.core.errors import NotFound
 from advisor.core.hardware import detect
 from advisor.core.progress import Say, silent
-from advisor.tuning.validation import Shadow, ValidationOptions
+from advisor.tuning.validation import ValidationOptions
 from advisor.storage.store import Store, new_id, open_store
 from advisor.tuning.trials import (ReplayRunner, TrialRecord, TrialRunner, TuningOptions, TuningRun, best_so_far,
                             compare_configs)
-from connectors.postgres import PostgresConnector
-from connectors.postgres.sandbox import PostgresSandbox
+from connectors import factory
+from connectors.base import Shadow
 from optimizers import registry
 from optimizers.knobs.features import extract
 from optimizers.knobs.seeding import Seed, rule_seeds
@@ -159,7 +159,7 @@ class KnobBench:
 
         trials_n = self.options.trials or wl.trials
         self.say(f"[{wl.name}] starting a server and loading the data")
-        with PostgresSandbox(f"bench-{wl.name}") as sandbox:
+        with factory.sandbox("postgres", f"bench-{wl.name}") as sandbox:
             dsn = sandbox.create_database("bench")
             if wl.kind == "pgbench":
                 from workloads import pgbench
@@ -173,8 +173,8 @@ class KnobBench:
                 bound = suite.statements(self.options.seed)
                 runner = ReplayRunner(bound, repeats=self.options.repeats)
                 workload = Workload(tuple(Statement(b.queryid, b.sql, 1, 1.0) for b in bound))
-            connector = PostgresConnector(dsn, restart=sandbox.restart)
-            shadow = Shadow(sandbox, connector, "bench")
+            shadow = Shadow.of(sandbox, "bench")
+            connector = shadow.connector
             catalog = connector.knob_catalog()
             space = KnobSpace.build(catalog, self.hw)
             with connector.connect() as conn:

@@ -7,17 +7,23 @@ from __future__ import annotations
 
 import random
 
-import psycopg
+from connectors import factory
+from connectors.base import Sandbox
 
 ORDERS = 200_000
 CUSTOMERS = 20_000
 
 
-def create_shop(sandbox, dbname: str = "shop", password: str | None = None) -> str:
+def playground_sandbox(name: str = "playground", settings: dict[str, str] | None = None) -> Sandbox:
+    """A new, not yet started sandbox server for the shop (use it as a context manager)."""
+    return factory.sandbox("postgres", name, settings)
+
+
+def create_shop(sandbox: Sandbox, dbname: str = "shop", password: str | None = None) -> str:
     """Create and fill the shop database, run its workload once, and return a DSN for it (over TCP, with
     ``password`` in it when given: sandboxes trust local logins, so any password works)."""
     dsn = sandbox.create_database(dbname)
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with factory.connect(dsn) as conn:
         conn.execute("CREATE TABLE orders (id int PRIMARY KEY, customer int NOT NULL, amount numeric(10, 2) NOT NULL, "
                      "note text)")
         conn.execute("INSERT INTO orders SELECT x, x %% %s, (x %% 997) / 10.0, repeat('x', 40) "
@@ -32,7 +38,7 @@ def create_shop(sandbox, dbname: str = "shop", password: str | None = None) -> s
 
 def run_shop_workload(dsn: str, rounds: int = 40, seed: int = 0) -> None:
     rng = random.Random(seed)
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with factory.connect(dsn) as conn:
         for _ in range(rounds):
             conn.execute("SELECT id, amount, note FROM orders WHERE customer = %s", [rng.randrange(CUSTOMERS)])
             conn.execute("SELECT amount FROM orders WHERE id = %s", [rng.randrange(1, ORDERS)])

@@ -19,8 +19,8 @@ from advisor.core.settings import get_settings
 from advisor.tuning.validation import ValidationOptions
 from advisor.storage.store import new_id
 from advisor.tuning.trials import TuningOptions
-from connectors.postgres import PostgresConnector
-from connectors.postgres.connection import redact
+from connectors import factory
+from connectors.base import Connector
 
 if TYPE_CHECKING:
     from advisor.service.service import Observation
@@ -45,10 +45,11 @@ class OperationsMixin:
         who.require("operator")
         if not name.strip():
             raise AdvisorError("a target needs a name")
-        connector = PostgresConnector(dsn)
-        connector.observe()  # reachable, with pg_stat_statements: fails here with a clear message otherwise
-        target_id = self.store.upsert_target(name, connector.engine, redact(dsn), vault_for(self.store.path).encrypt(dsn))
-        self.store.audit(who.actor, "register_target", target_id, {"name": name, "dsn": redact(dsn)})
+        connector = factory.connector(dsn)  # an engine not supported fails here, before anything is stored
+        connector.observe()  # reachable, with statement statistics: fails here with a clear message otherwise
+        shown = connector.display_name
+        target_id = self.store.upsert_target(name, connector.engine, shown, vault_for(self.store.path).encrypt(dsn))
+        self.store.audit(who.actor, "register_target", target_id, {"name": name, "dsn": shown})
         self.observe(dsn, name)
         return self.store.target(target_id)
 
@@ -239,21 +240,24 @@ class OperationsMixin:
         who.require("operator")
         return self.store.transition(rec_id, "rejected", who.actor, note or "rejected by an operator")
 
-    def _connector_for(self, rec: Recommendation) -> PostgresConnector:
-        return PostgresConnector(self._dsn(self.store.target(rec.target_id)))
+    def connector_for(self, rec: Recommendation) -> Connector:
+        """The connector of the production target a recommendation is for (its stored credentials)."""
+        return factory.connector(self._dsn(self.store.target(rec.target_id)))
+
+    _connector_for = connector_for  # the former private name, until every caller uses the public one
 
     def apply(self, rec_id: str, who: Principal = ADMIN) -> Recommendation:
         """Apply an approved, validated recommendation to its production target (see ``advisor.service.production``)."""
         who.require("operator")
         with self.store.lock:  # one apply or rollback at a time
             rec = self.store.recommendation(rec_id)
-            return apply_recommendation(self.store, self._connector_for(rec), rec, who)
+            return apply_recommendation(self.store, self.connector_for(rec), rec, who)
 
     def rollback(self, rec_id: str, who: Principal = ADMIN, why: str = "") -> Recommendation:
         who.require("operator")
         with self.store.lock:
             rec = self.store.recommendation(rec_id)
-            return rollback_recommendation(self.store, self._connector_for(rec), rec, who, why)
+            return rollback_recommendation(self.store, self.connector_for(rec), rec, who, why)
 
     def audit_log(self, subject: str | None = None, limit: int | None = None, offset: int = 0) -> list[dict]:
         return self.store.audit_log(subject, limit, offset)

@@ -13,14 +13,15 @@ import time
 from advisor.service.auth import Principal
 from advisor.core.domain import Applied, Recommendation
 from advisor.core.errors import AdvisorError, Conflict, InvalidTransition
+from connectors.base import Connector
 
 
-def _counters(connector) -> dict[str, list[float]]:
-    """queryid -> [calls, total_ms] of the target's statements, cumulative (pg_stat_statements)."""
+def _counters(connector: Connector) -> dict[str, list[float]]:
+    """queryid -> [calls, total_ms] of the target's statements, cumulative (the engine's statement statistics)."""
     return {s.queryid: [s.calls, s.total_ms] for s in connector.observe().statements}
 
 
-def apply_recommendation(store, connector, rec: Recommendation, who: Principal) -> Recommendation:
+def apply_recommendation(store, connector: Connector, rec: Recommendation, who: Principal) -> Recommendation:
     if rec.state != "approved":
         raise InvalidTransition(f"recommendation {rec.id} is {rec.state}; only an approved recommendation can be "
                                 "applied" + (" (approve it first)" if rec.state == "validated" else ""))
@@ -45,7 +46,8 @@ def apply_recommendation(store, connector, rec: Recommendation, who: Principal) 
     return store.transition(rec.id, "applied", who.actor, note, expect="approved")
 
 
-def rollback_recommendation(store, connector, rec: Recommendation, who: Principal, why: str = "") -> Recommendation:
+def rollback_recommendation(store, connector: Connector, rec: Recommendation, who: Principal,
+                            why: str = "") -> Recommendation:
     if rec.state != "applied" or not rec.applied:
         raise InvalidTransition(f"recommendation {rec.id} is {rec.state}; only an applied recommendation can be "
                                 "rolled back")
@@ -61,7 +63,7 @@ def rollback_recommendation(store, connector, rec: Recommendation, who: Principa
     return store.transition(rec.id, "rolled_back", who.actor, note, expect="applied")
 
 
-def regression_since_apply(connector, rec: Recommendation, min_calls: int = 20) -> dict:
+def regression_since_apply(connector: Connector, rec: Recommendation, min_calls: int = 20) -> dict:
     """How the statements that ran since the apply compare with their mean before it: ``ratio`` is the
     call-weighted mean latency after / before (None when too few calls ran to judge)."""
     before = rec.applied.get("statements_before", {}) if rec.applied else {}

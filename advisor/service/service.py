@@ -21,11 +21,10 @@ from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
 from advisor.service.access import AccessMixin
 from advisor.service.operations import OperationsMixin
-from advisor.tuning.validation import ValidationOptions, create_shadow, validate
+from advisor.tuning.validation import ValidationOptions, validate
 from advisor.storage.store import Store, new_id
-from connectors.postgres import PostgresConnector
-from connectors.postgres.changes import index_name
-from connectors.postgres.connection import parse_dsn, redact
+from connectors import factory
+from connectors.base import Connector
 from optimizers import registry
 from optimizers.base import TuningContext
 from optimizers.knobs.features import extract
@@ -71,11 +70,6 @@ class TuneResult:
     findings: tuple[str, ...] = ()  # what the run learned besides the recommendation
 
 
-def target_name(dsn: str) -> str:
-    p = parse_dsn(dsn)
-    return f"{p.get('host', 'localhost')}:{p.get('port', '5432')}/{p.get('dbname', p.get('user', 'postgres'))}"
-
-
 class AdvisorService(OperationsMixin, AccessMixin):
     """The tuning itself (observe, tune knobs, tune indexes) is here; registered targets, runs, the recommendation
     lifecycle and schedules are in ``service_ops``, tokens and sessions in ``service_access``. ``executor`` (a ``runs.RunExecutor``) runs started runs in the background; without one (the CLI),
@@ -93,7 +87,7 @@ class AdvisorService(OperationsMixin, AccessMixin):
     def observe(self, dsn: str, name: str | None = None, interval_s: float = 0.0) -> Observation:
         """Snapshot the target; the workload is the delta over ``interval_s`` seconds, or everything since the
         last statistics reset when 0."""
-        connector = PostgresConnector(dsn)
+        connector = factory.connector(dsn)
         self.say(f"observing {connector.display_name}")
         before = connector.observe() if interval_s > 0 else None
         if before is not None:
@@ -101,7 +95,7 @@ class AdvisorService(OperationsMixin, AccessMixin):
             time.sleep(interval_s)
         snap = connector.observe()
         workload = workload_delta(snap, before)
-        target_id = self.store.upsert_target(name or target_name(dsn), connector.engine, redact(dsn))
+        target_id = self.store.upsert_target(name or connector.target_name, connector.engine, connector.display_name)
         snapshot_id = self.store.add_snapshot(target_id, snap, workload)
         return Observation(target_id, snapshot_id, snap, workload, classify_workload(workload))
 
@@ -141,7 +135,7 @@ class AdvisorService(OperationsMixin, AccessMixin):
         reasons = dict(getattr(opt, "last_reasons", {}))
         if not changes:
             return TuneResult(None, obs, reasons, (), f"{optimizer}: nothing to change")
-        connector = PostgresConnector(dsn)
+        connector = factory.connector(dsn)
         plan = connector.plan_changes(changes, catalog)
         self.say(f"{optimizer} proposes {len(changes)} changes" + (" (restart needed)" if plan.needs_restart else ""))
         run_id = run_id or new_id()
@@ -156,7 +150,7 @@ class AdvisorService(OperationsMixin, AccessMixin):
             self.say(f"cannot replay a statement ({why}); left out")
         self.say(f"validating on a shadow: {len(bound)} statements, {validation.rounds} interleaved rounds")
         try:
-            with create_shadow(connector, sample_percent=sample_percent, say=self.say) as shadow:
+            with factory.clone(connector, sample_percent=sample_percent, say=self.say) as shadow:
                 evidence = validate(shadow, bound, plan.changes, validation, say=self.say)
         except AdvisorError as e:
             self.store.add_trial(obs.target_id, run_id, optimizer, list(plan.changes), None, "failed", str(e))
@@ -200,7 +194,7 @@ class AdvisorService(OperationsMixin, AccessMixin):
         features = extract(obs.workload, sum(t.total_bytes for t in obs.snapshot.tables), obs.workload_kind)
         seeds = seeds_for(knob_space, features, tuning.seeds, llm, (self.store.cached_seeds, self.store.cache_seeds),
                           warn=self.say) if tuning.use_seeds else []
-        connector = PostgresConnector(dsn)
+        connector = factory.connector(dsn)
         statements = self._top(obs.workload.statements, max_statements)
         bound, skipped = bind_workload(connector, Workload(statements))
         if not bound:
@@ -216,7 +210,7 @@ class AdvisorService(OperationsMixin, AccessMixin):
             self.store.add_run(run_id, obs.target_id, "knobs", tuning.optimizer, options)
         self.say(f"tuning run {run_id}: {tuning.optimizer}, {tuning.trials} trials over {knob_space.dim} knobs, "
                  f"{len(bound)} statements, {len(seeds)} seed(s)")
-        with create_shadow(connector, sample_percent=sample_percent, say=self.say) as shadow:
+        with factory.clone(connector, sample_percent=sample_percent, say=self.say) as shadow:
             trials = TrialRunner(shadow, ReplayRunner(bound, repeats=repeats, objective=tuning.objective), knob_space,
                                  tuning.timeout_factor, tuning.min_timeout_s, self.say)
             run = TuningRun(self.store, run_id, obs.target_id, trials, opt, tuning, seeds, self.say)
@@ -233,7 +227,7 @@ class AdvisorService(OperationsMixin, AccessMixin):
         skipped_pairs = tuple((s.sql, w) for s, w in skipped)
         return dataclasses.replace(result, skipped=skipped_pairs)
 
-    def _recommend_best(self, run: TuningRun, obs: Observation, connector: PostgresConnector, catalog, shadow,
+    def _recommend_best(self, run: TuningRun, obs: Observation, connector: Connector, catalog, shadow,
                         bound, validation) -> TuneResult:
         """Validate the best configuration against the current one; when it is rejected (a statement regressed,
         or the gain is not significant), try the next candidates (the best seed, then the runner-up), up to
@@ -302,7 +296,7 @@ class AdvisorService(OperationsMixin, AccessMixin):
             raise AdvisorError(f"the index budget must be positive, got {budget_mb:g} MB")
         registry.create("indexes", optimizer)  # an unknown name fails before anything is touched
         obs = self._observe_workload(dsn, name)
-        connector = PostgresConnector(dsn)
+        connector = factory.connector(dsn)
         bound, skipped = bind_workload(connector, Workload(self._top(obs.workload.statements, max_statements)))
         for st, why in skipped:
             self.say(f"cannot replay a statement ({why}); left out")
@@ -310,11 +304,11 @@ class AdvisorService(OperationsMixin, AccessMixin):
             raise AdvisorError("nothing to tune: no statement of the workload could be bound to values")
         budget = int(budget_mb * 1024 * 1024)
         data_bytes = sum(t.total_bytes for t in obs.snapshot.tables)
-        with create_shadow(connector, sample_percent=sample_percent, say=self.say) as shadow:
-            with shadow.connector.connect() as conn:
-                unparsed: list[tuple[str, str]] = []
-                problem, session = build_problem(conn, obs.snapshot, bound, budget, max_width=max_width,
-                                                 skipped=unparsed)
+        with factory.clone(connector, sample_percent=sample_percent, say=self.say) as shadow:
+            unparsed: list[tuple[str, str]] = []
+            problem, session = build_problem(shadow.connector, obs.snapshot, bound, budget, max_width=max_width,
+                                             skipped=unparsed)
+            with session:
                 for qid, why in unparsed:
                     self.say(f"statement {qid}: {why}; left out of index selection")
                 self.say(f"{len(problem.candidates)} candidate indexes from {len(problem.queries)} statements; "
@@ -330,7 +324,6 @@ class AdvisorService(OperationsMixin, AccessMixin):
                           "cost_after": cost, "estimated_bytes": sum(estimated.values()), "budget_bytes": budget,
                           "candidates": len(problem.candidates), "selection_s": selection_s,
                           **problem.whatif.counters()}
-                session.close()
             self.say(f"{optimizer} chose {len(chosen)} index(es), what-if relative cost {whatif['relative_cost']:.3f}")
             existing = [i.name for i in obs.snapshot.indexes if not i.is_primary and not i.is_unique and i.scans == 0]
             if not chosen:
@@ -340,7 +333,8 @@ class AdvisorService(OperationsMixin, AccessMixin):
                 plan = connector.plan_changes(chosen)
                 rec = Recommendation(new_id(), obs.target_id, "indexes", optimizer, plan.changes, plan.apply_sql,
                                      plan.revert_sql, False, "proposed", time.time(),
-                                     details=_index_details(chosen, estimated, None, whatif, training), run_id=run_id)
+                                     details=_index_details(connector, chosen, estimated, None, whatif, training),
+                                     run_id=run_id)
                 self.store.add_recommendation(rec)
                 return IndexTuneResult(rec, obs, tuple(chosen), None, whatif, training, tuple(unparsed),
                                        "not validated (validation was switched off)")
@@ -377,15 +371,15 @@ class AdvisorService(OperationsMixin, AccessMixin):
             else Path(self.store.path).parent / "models"
         return root / target_id
 
-    def _index_recommendation(self, obs: Observation, connector: PostgresConnector, optimizer: str, chosen,
+    def _index_recommendation(self, obs: Observation, connector: Connector, optimizer: str, chosen,
                               estimated, checked, whatif, training, unparsed, run_id=None) -> IndexTuneResult:
-        details = _index_details(chosen, estimated, checked, whatif, training)
+        details = _index_details(connector, chosen, estimated, checked, whatif, training)
         if not checked.kept:
             rec = Recommendation(new_id(), obs.target_id, "indexes", optimizer, tuple(chosen), (), (), False,
                                  "proposed", time.time(), details=details, run_id=run_id)
             self.store.add_recommendation(rec)
             why = "every chosen index was dropped on validation: " + "; ".join(
-                f"{index_name(v.index)}: {v.reason}" for v in checked.verdicts)
+                f"{connector.index_name(v.index)}: {v.reason}" for v in checked.verdicts)
             rec = self.store.transition(rec.id, "rejected", "advisor", why)
             return IndexTuneResult(rec, obs, tuple(chosen), checked, whatif, training, unparsed, why)
         plan = connector.plan_changes(checked.kept)
@@ -407,12 +401,13 @@ class AdvisorService(OperationsMixin, AccessMixin):
 MAX_VALIDATIONS = 3
 
 
-def _index_details(chosen, estimated, checked, whatif, training) -> dict:
+def _index_details(connector: Connector, chosen, estimated, checked, whatif, training) -> dict:
     verdicts = {v.index: v for v in checked.verdicts} if checked else {}
     indexes = []
     for ix in chosen:
         v = verdicts.get(ix)
-        indexes.append({"index": index_name(ix), "table": f"{ix.schema}.{ix.table}", "columns": list(ix.columns),
+        indexes.append({"index": connector.index_name(ix), "table": f"{ix.schema}.{ix.table}",
+                        "columns": list(ix.columns),
                         "estimated_bytes": estimated.get(ix), "built_bytes": v.built_bytes if v else None,
                         "statements": list(v.serves) if v else [], "kept": v.kept if v else None,
                         "reason": v.reason if v else "not validated"})

@@ -17,10 +17,8 @@ from dataclasses import dataclass
 
 from advisor.core.domain import Evidence, IndexChange
 from advisor.tuning.indexing import written_tables
-from advisor.tuning.validation import Shadow, ValidationOptions, validate
-from connectors.postgres.changes import index_name
-from connectors.postgres.connection import TAG
-from connectors.postgres.whatif import explain_plan
+from advisor.tuning.validation import ValidationOptions, validate
+from connectors.base import Shadow
 from workloads.binding import BoundStatement
 
 Say = Callable[[str], None]
@@ -56,34 +54,16 @@ class IndexValidation:
         return self.evidence.significant and not [r for r in self.evidence.regressions if r.queryid not in noise]
 
 
-def plan_index_names(plan: dict) -> set[str]:
-    """Names of the indexes a JSON plan scans (Index Scan, Index Only Scan, Bitmap Index Scan)."""
-    out: set[str] = set()
-    stack = [plan.get("Plan", plan)]
-    while stack:
-        node = stack.pop()
-        if "Index Name" in node:
-            out.add(node["Index Name"])
-        stack.extend(node.get("Plans", ()))
-    return out
-
-
 def inspect_built(shadow: Shadow, statements: Sequence[BoundStatement], indexes: Sequence[IndexChange]):
     """Build ``indexes`` on the shadow, read their real sizes (bytes) and which statements' plans use each index
     (new or existing, by name), then drop them again."""
     applied = shadow.connector.apply(list(indexes))
     try:
-        with shadow.connector.connect() as conn:
-            sizes = {}
-            for ix in indexes:
-                row = conn.execute(TAG + "SELECT pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n "
-                                   "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s",
-                                   (ix.schema, index_name(ix))).fetchone()
-                sizes[ix] = int(row[0]) if row and row[0] is not None else None
-            used: dict[str, set[str]] = {}
-            for st in statements:
-                for name in plan_index_names(explain_plan(conn, st.sql)):
-                    used.setdefault(name, set()).add(st.queryid)
+        sizes = shadow.connector.index_sizes(indexes)
+        used: dict[str, set[str]] = {}
+        for st, names in zip(statements, shadow.connector.used_indexes([st.sql for st in statements])):
+            for name in names:
+                used.setdefault(name, set()).add(st.queryid)
     finally:
         shadow.connector.revert(applied)
     return sizes, used
@@ -95,6 +75,7 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
     """Prune ``indexes`` on the shadow (see the module docstring). Each pass first builds the indexes still in
     play to see which statements' plans use each one (after a drop, plans change), then measures them."""
     say = say or (lambda _m: None)
+    index_name = shadow.connector.index_name
     writers: dict[tuple[str, str], list[str]] = {}
     for st in statements:
         if st.is_write:

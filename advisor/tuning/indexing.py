@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
-import psycopg
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from advisor.core.domain import IndexChange, IndexInfo, Snapshot
 from advisor.core.errors import BadStatement
-from connectors.postgres.snapshot import table_columns
-from connectors.postgres.whatif import HypoPG
+from connectors import factory
+from connectors.base import Connector, WhatIf
 from optimizers.indexes.candidates import column_uses, generate
 from optimizers.indexes.costing import CachedWhatIf
 from optimizers.indexes.problem import ColumnUse, IndexProblem, Query
@@ -40,13 +40,17 @@ def index_columns(info: IndexInfo) -> IndexChange | None:
     return IndexChange(info.schema, info.table, cols, m.group(1), info.name)
 
 
-def build_problem(conn: psycopg.Connection, snapshot: Snapshot, statements: Sequence[BoundStatement],
+def build_problem(connector: Connector | Any, snapshot: Snapshot, statements: Sequence[BoundStatement],
                   budget_bytes: int, *, max_width: int = 3, min_rows: float = 1000,
-                  skipped: list[tuple[str, str]] | None = None) -> tuple[IndexProblem, HypoPG]:
-    """The problem for ``statements`` on the server behind ``conn`` (which must have HypoPG). Statements that
-    sqlglot cannot parse are left out and listed in ``skipped`` as (queryid, why). Returns the HypoPG session
-    too: close it when done."""
-    schema = table_columns(conn)
+                  skipped: list[tuple[str, str]] | None = None) -> tuple[IndexProblem, WhatIf]:
+    """The problem for ``statements`` on the database behind ``connector`` (which must support what-if
+    indexes: HypoPG for PostgreSQL); ``budget_bytes`` in bytes. Statements that sqlglot cannot parse are left out
+    and listed in ``skipped`` as (queryid, why). Returns the what-if session too: close it when done.
+
+    An open connection is still accepted in place of the connector (older callers), for PostgreSQL only."""
+    if not isinstance(connector, Connector):  # a psycopg connection: the connector of the database it is on
+        connector = factory.connector(connector.info.dsn)
+    schema = connector.table_columns()
     rows = {(t.schema, t.name): t.rows for t in snapshot.tables}
     uses: dict[str, list[ColumnUse]] = {}
     queries: list[Query] = []
@@ -69,7 +73,7 @@ def build_problem(conn: psycopg.Connection, snapshot: Snapshot, statements: Sequ
     big = [t for t, n in rows.items() if n >= min_rows]
     candidates = tuple(generate(uses, max_width=max_width, existing=existing, tables=big))
     maintenance = tuple((t, rows_written * INDEX_ENTRY_COST) for t, rows_written in sorted(written.items()))
-    session = HypoPG(conn)
+    session = connector.whatif()
     problem = IndexProblem(tuple(queries), candidates, int(budget_bytes), CachedWhatIf(session),
                            tuple((qid, u) for qid, us in uses.items() for u in us), maintenance)
     return problem, session

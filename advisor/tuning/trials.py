@@ -28,9 +28,8 @@ from advisor.core import knobvalues
 from advisor.core.domain import KnobChange, TrialResult
 from advisor.core.errors import AdvisorError, SandboxError, TargetUnreachable
 from advisor.core.progress import Say, silent
-from advisor.tuning.validation import Shadow
 from advisor.storage.store import Store
-from connectors.postgres.sandbox import wait_until_accepting
+from connectors.base import Shadow
 from optimizers.knobs.search import SearchOptimizer
 from optimizers.knobs.seeding import Seed
 from optimizers.knobs.space import KnobSpace
@@ -193,7 +192,7 @@ class TrialRunner:
         overrides = {n: v for n, v in self.good.items() if not knobvalues.same_value(self.space.catalog[n], self.base[n], v)}
         self.say("bringing the shadow back with the last working configuration")
         self.shadow.sandbox.recover(overrides)
-        wait_until_accepting(self.shadow.dsn)
+        self.shadow.sandbox.wait_ready()
         self.current = dict(self.good)
 
     def trial(self, config: Mapping[str, str]) -> tuple[TrialResult, float, bool]:
@@ -218,7 +217,7 @@ class TrialRunner:
             alive = self.shadow.sandbox.is_running()
             if alive:
                 try:
-                    wait_until_accepting(self.shadow.dsn, 30)
+                    self.shadow.sandbox.wait_ready(30)
                 except AdvisorError:
                     alive = False
             if not alive:

@@ -1,181 +1,41 @@
-"""Shadow instances and validation of changes on them.
+"""Validating changes on a shadow: the A/B measurement.
 
-A shadow is a local sandbox loaded from the target with pg_dump/pg_restore (or, with ``sample_percent``, with the
-schema restored and the large tables copied as a TABLESAMPLE), carrying the target's tuning-relevant settings.
-The target is only read. Statistics are gathered once on the shadow, so baseline and candidate share one sample.
-
-Validation interleaves the arms: round i runs A then B when i is even and B then A when odd (ABBA), each pass
-after an unmeasured warm-up, and ``advisor.tuning.evidence.compare`` turns the passes into Evidence.
+The shadow (``connectors.base.Shadow``, made by ``connectors.factory.clone``) holds a copy of the target with one
+statistics sample. Validation interleaves the arms: round i runs A then B when i is even and B then A when odd
+(ABBA), each pass after an unmeasured warm-up, and ``advisor.tuning.evidence.compare`` turns the passes into
+Evidence. Latencies are in ms; gains are fractions (0.02 = 2%).
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
-
-from advisor.core.domain import Applied, Change, Evidence, KnobSpec
+from advisor.core.domain import Applied, Change, Evidence
 from advisor.core.errors import AdvisorError, SandboxError
 from advisor.tuning.evidence import ArmRound, compare
-from connectors.postgres import PostgresConnector
-from connectors.postgres.connection import TAG, parse_dsn
-from connectors.postgres.sandbox import PostgresSandbox
+from connectors.base import Shadow
 from workloads.binding import BoundStatement
 from workloads.replay import ReplayOptions, replay
 
-Say = Callable[[str], None]
+__all__ = ["ShadowCrashed", "ValidationOptions", "validate"]
 
-# settings copied from the target to the shadow: the tuning-relevant categories, never paths or networking
-COPIED_CATEGORIES = ("Resource Usage", "Query Tuning", "Write-Ahead Log", "Autovacuum", "Statistics / Planner")
-NEVER_COPIED = frozenset({"shared_preload_libraries", "huge_pages", "dynamic_shared_memory_type", "archive_command",
-                          "archive_mode", "restore_command", "wal_level", "max_wal_senders", "max_replication_slots",
-                          "port", "listen_addresses", "unix_socket_directories", "data_directory"})
+Say = Callable[[str], None]
 
 
 class ShadowCrashed(AdvisorError):
     """The shadow server stopped working during a trial."""
 
 
-def copied_settings(catalog: dict[str, KnobSpec]) -> dict[str, str]:
-    """The target's non-default, tuning-relevant settings, as postgresql.conf values (in each knob's unit)."""
-    out: dict[str, str] = {}
-    for spec in catalog.values():
-        if spec.source != "configuration file" or spec.name in NEVER_COPIED:
-            continue
-        if any(w in spec.name for w in ("directory", "file", "path", "command")):
-            continue
-        if spec.category.startswith(COPIED_CATEGORIES):
-            out[spec.name] = spec.setting
-    return out
-
-
-@dataclass
-class Shadow:
-    sandbox: PostgresSandbox
-    connector: PostgresConnector
-    dbname: str
-    restore_warnings: int = 0
-
-    @property
-    def dsn(self) -> str:
-        return self.connector.dsn
-
-    def close(self) -> None:
-        self.sandbox.stop()
-
-    def __enter__(self) -> "Shadow":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-def _tool_env(params: dict[str, str]) -> dict[str, str]:
-    env = dict(os.environ)
-    if "password" in params:
-        env["PGPASSWORD"] = params["password"]
-    return env
-
-
-def _dump(sandbox: PostgresSandbox, params: dict[str, str], out: Path, *extra: str) -> None:
-    conninfo = make_conninfo(**{k: v for k, v in params.items() if k != "password"})
-    try:
-        subprocess.run([sandbox.tool("pg_dump"), "-Fc", "-d", conninfo, "-f", str(out), *extra], check=True,
-                       capture_output=True, text=True, env=_tool_env(params), timeout=3600)
-    except subprocess.CalledProcessError as e:
-        raise SandboxError(f"pg_dump of the target failed: {(e.stderr or '').strip().splitlines()[-1:]}") from None
-
-
-def _restore(sandbox: PostgresSandbox, dbname: str, dump: Path, *extra: str, strict: bool = True) -> int:
-    """Restore into the shadow; returns the number of errors ignored (0 when ``strict``)."""
-    args = [sandbox.tool("pg_restore"), "--no-owner", "--no-privileges", "-h", sandbox.host, "-p", str(sandbox.port),
-            "-U", sandbox.user, "-d", dbname, *extra, str(dump)]
-    if strict:
-        args.insert(1, "--exit-on-error")
-    res = subprocess.run(args, capture_output=True, text=True, timeout=3600)
-    if res.returncode != 0:
-        lines = [ln for ln in res.stderr.splitlines() if "error" in ln.lower()]
-        if strict:
-            raise SandboxError(f"pg_restore into the shadow failed: {lines[:1]}")
-        return len([ln for ln in lines if "pg_restore: error:" in ln])
-    return 0
-
-
-def create_shadow(target: PostgresConnector, *, sample_percent: float | None = None, sample_min_rows: int = 100_000,
-                  extra_settings: dict[str, str] | None = None, say: Say | None = None) -> Shadow:
-    """A running shadow of ``target``'s database. ``sample_percent`` (0-100] samples tables with more than
-    ``sample_min_rows`` rows; constraints the sample breaks (foreign keys) are counted in ``restore_warnings``."""
-    say = say or (lambda _m: None)
-    if sample_percent is not None and not 0 < sample_percent <= 100:
-        raise AdvisorError(f"sample percent must be in (0, 100], got {sample_percent}")
-    params = parse_dsn(target.dsn)
-    dbname = params.get("dbname") or params.get("user") or "postgres"
-    settings = copied_settings(target.knob_catalog())
-    settings.update(extra_settings or {})
-    say(f"starting shadow server ({len(settings)} settings copied from the target)")
-    sandbox = PostgresSandbox("shadow", settings=settings).start()
-    try:
-        shadow_dsn = sandbox.create_database(dbname, extensions=False) if dbname != "postgres" else sandbox.dsn()
-        warnings = 0
-        with tempfile.TemporaryDirectory(prefix="advisor-dump-") as tmp:
-            dump = Path(tmp) / "target.dump"
-            if sample_percent is None or sample_percent >= 100:
-                say("copying the target's database (pg_dump | pg_restore)")
-                _dump(sandbox, params, dump)
-                _restore(sandbox, dbname, dump, "-j", "2")
-            else:
-                say(f"copying the target's schema and a {sample_percent:g}% sample of large tables")
-                _dump(sandbox, params, dump, "--section=pre-data", "--section=post-data")
-                _restore(sandbox, dbname, dump, "--section=pre-data")
-                _copy_data(target, shadow_dsn, sample_percent, sample_min_rows)
-                warnings = _restore(sandbox, dbname, dump, "--section=post-data", strict=False)
-        sandbox.create_extensions(dbname)
-        connector = PostgresConnector(shadow_dsn, restart=sandbox.restart)
-        with connector.connect() as conn:
-            say("analyzing the shadow (one statistics sample for baseline and candidate)")
-            conn.execute(TAG + "VACUUM ANALYZE")
-            conn.execute(TAG + "SELECT pg_stat_statements_reset()")
-        return Shadow(sandbox, connector, dbname, warnings)
-    except BaseException:
-        sandbox.stop()
-        raise
-
-
-def _copy_data(target: PostgresConnector, shadow_dsn: str, percent: float, min_rows: int) -> None:
-    shadow = PostgresConnector(shadow_dsn)
-    with target.connect() as src, shadow.connect() as dst:
-        tables = src.execute(TAG + """
-            SELECT n.nspname, c.relname, c.reltuples FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
-              AND n.nspname NOT LIKE 'pg_toast%' AND NOT EXISTS (
-                SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype = 'e')""").fetchall()
-        for schema, table, reltuples in tables:
-            name = sql.Identifier(schema, table)
-            source = sql.SQL("SELECT * FROM {}").format(name)
-            if reltuples > min_rows:
-                source = sql.SQL("SELECT * FROM {} TABLESAMPLE BERNOULLI ({}) REPEATABLE (42)").format(
-                    name, sql.Literal(percent))
-            with src.cursor().copy(sql.SQL("COPY ({}) TO STDOUT (FORMAT binary)").format(source)) as out, \
-                    dst.cursor().copy(sql.SQL("COPY {} FROM STDIN (FORMAT binary)").format(name)) as into:
-                for chunk in out:
-                    into.write(chunk)
-
-
 @dataclass(frozen=True)
 class ValidationOptions:
-    rounds: int = 5
-    repeats: int = 1
-    warmup: int = 1
-    concurrency: int = 1
+    rounds: int = 5  # ABBA rounds; each runs both arms once
+    repeats: int = 1  # measured executions of each statement per pass
+    warmup: int = 1  # unmeasured executions of each statement before a pass
+    concurrency: int = 1  # client connections replaying at once
     statement_timeout_ms: int = 60_000
-    min_gain: float = 0.02
-    regression_threshold: float = 0.10
+    min_gain: float = 0.02  # the gain interval's lower end must clear this fraction
+    regression_threshold: float = 0.10  # a statement this fraction slower (interval above 1) is a regression
 
 
 def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequence[Change],

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import re
-
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from advisor.core.errors import TargetUnreachable
+from connectors.base import TAG, scrub
+
+__all__ = ["APP_NAME", "TAG", "connect", "execute_one", "parse_dsn", "redact", "scrub", "target_name"]
 
 APP_NAME = "db-advisor"
-# Every statement the advisor itself sends starts with this comment, so that capture can leave it out of the
-# observed workload (pg_stat_statements keeps the first-seen text, comment included).
-TAG = "/* db-advisor */ "
 
 
 def parse_dsn(dsn: str) -> dict[str, str]:
@@ -28,9 +26,15 @@ def redact(dsn: str) -> str:
     try:
         params = parse_dsn(dsn)
     except TargetUnreachable:
-        return re.sub(r"(password=)\S+", r"\1***", dsn)
+        return scrub(dsn)
     params.pop("password", None)
     return make_conninfo(**params)
+
+
+def target_name(dsn: str) -> str:
+    """``host:port/database`` for people (the local socket and port 5432 when the DSN names none)."""
+    p = parse_dsn(dsn)
+    return f"{p.get('host', 'localhost')}:{p.get('port', '5432')}/{p.get('dbname', p.get('user', 'postgres'))}"
 
 
 def connect(dsn: str, *, autocommit: bool = True, timeout_s: int = 5) -> psycopg.Connection:

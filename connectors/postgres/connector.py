@@ -1,4 +1,4 @@
-"""PostgresConnector: the Connector protocol over psycopg 3. One short-lived connection per operation."""
+"""PostgresConnector: ``connectors.base.Connector`` over psycopg 3. One short-lived connection per operation."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from advisor.core.domain import Applied, Change, IndexChange, KnobChange, KnobSp
 from advisor.core.errors import AdvisorError, BadStatement, TargetUnreachable
 from connectors.postgres import changes as change_sql
 from connectors.postgres.catalog import read_catalog
-from connectors.postgres.connection import TAG, connect, parse_dsn, redact
-from connectors.postgres.snapshot import read_snapshot
-from connectors.postgres.whatif import explain_cost, explain_plan
+from connectors.postgres.connection import TAG, connect, execute_one, parse_dsn, redact, target_name
+from connectors.postgres.snapshot import has_extension, read_snapshot, table_columns
+from connectors.postgres.whatif import HypoPG, explain_cost, explain_plan, plan_index_names
 
 
 RELOAD = "SELECT pg_reload_conf()"
@@ -36,8 +36,18 @@ class PostgresConnector:
     def display_name(self) -> str:
         return redact(self.dsn)
 
+    @property
+    def target_name(self) -> str:
+        return target_name(self.dsn)
+
     def connect(self, autocommit: bool = True) -> psycopg.Connection:
         return connect(self.dsn, autocommit=autocommit)
+
+    def execute_one(self, cursor: psycopg.Cursor, query) -> psycopg.Cursor:
+        return execute_one(cursor, query)
+
+    def has_extension(self, name: str) -> bool:
+        return self._guarded(lambda conn: has_extension(conn, name))
 
     def _guarded(self, fn):
         try:
@@ -62,6 +72,37 @@ class PostgresConnector:
 
     def reset_statement_stats(self) -> None:
         self._guarded(lambda conn: conn.execute(TAG + "SELECT pg_stat_statements_reset()"))
+
+    def table_columns(self) -> dict[tuple[str, str], tuple[str, ...]]:
+        return self._guarded(table_columns)
+
+    # --- indexes -----------------------------------------------------------------------------------------------
+
+    def used_indexes(self, statements: Sequence[str]) -> list[set[str]]:
+        return self._guarded(lambda conn: [plan_index_names(explain_plan(conn, s)) for s in statements])
+
+    def whatif(self) -> HypoPG:
+        conn = self.connect()
+        try:
+            return HypoPG(conn, owns_connection=True)
+        except BaseException:
+            conn.close()
+            raise
+
+    def index_name(self, change: IndexChange) -> str:
+        return change_sql.index_name(change)
+
+    def index_sizes(self, indexes: Sequence[IndexChange]) -> dict[IndexChange, int | None]:
+        def read(conn: psycopg.Connection) -> dict[IndexChange, int | None]:
+            out: dict[IndexChange, int | None] = {}
+            for ix in indexes:
+                row = conn.execute(TAG + "SELECT pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n "
+                                   "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s",
+                                   (ix.schema, change_sql.index_name(ix))).fetchone()
+                out[ix] = int(row[0]) if row and row[0] is not None else None
+            return out
+
+        return self._guarded(read)
 
     # --- changing ----------------------------------------------------------------------------------------------
 

@@ -1,36 +1,41 @@
 """Throwaway PostgreSQL clusters started from the system's binaries on free loopback ports.
 
-The demo's "production" server, every shadow instance and every test database are ``PostgresSandbox``es.
-PostgreSQL refuses to run as root, so when we are root the server runs as the ``postgres`` user.
+The demo's "production" server, every shadow instance and every test database are ``PostgresSandbox``es (code
+above ``connectors`` gets them from ``connectors.factory.sandbox``). PostgreSQL refuses to run as root, so when
+we are root the server runs as the ``postgres`` user.
 
 Cleanup: ``stop()`` (or leaving the ``with`` block, including on an exception or Ctrl-C) stops the server and
 removes its directory; an ``atexit`` hook stops any sandbox still running when the interpreter exits, and
-``install_signal_handlers()`` turns SIGTERM/SIGHUP into a normal exit so that the hooks run.
+``install_signal_handlers()`` turns SIGTERM/SIGHUP into a normal exit so that the hooks run (``connectors.local``).
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
-import threading
 import time
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 from advisor.core.errors import SandboxError
+from connectors import local
+from connectors.local import free_port, install_signal_handlers, pid_alive, stop_all
+from connectors.postgres.connection import redact
+
+if TYPE_CHECKING:
+    from connectors.postgres.connector import PostgresConnector
+
+__all__ = ["PostgresSandbox", "free_port", "install_signal_handlers", "pg_bin_dir", "pid_alive", "stop_all",
+           "wait_until_accepting"]
 
 PG_BIN_CANDIDATES = ("/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/17/bin")
 PRELOAD = "pg_stat_statements,pg_qualstats"
 EXTENSIONS = ("pg_stat_statements", "pg_qualstats", "hypopg")
-
-_live: set["PostgresSandbox"] = set()
-_live_lock = threading.Lock()
 
 
 def pg_bin_dir() -> Path:
@@ -45,12 +50,6 @@ def pg_bin_dir() -> Path:
     )
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _running_as_root() -> bool:
     return os.geteuid() == 0
 
@@ -59,8 +58,10 @@ class PostgresSandbox:
     """One local cluster. Use as a context manager, or call ``start()`` and ``stop()``.
 
     ``settings`` go into postgresql.conf (e.g. ``{"shared_buffers": "256MB"}``); ``keep=True`` leaves the
-    directory behind after stop (for post-mortems).
+    directory behind after stop (for post-mortems). It satisfies ``connectors.base.Sandbox``.
     """
+
+    engine = "postgres"
 
     def __init__(self, name: str = "sandbox", settings: dict[str, str] | None = None, base_dir: str | None = None,
                  keep: bool = False):
@@ -98,8 +99,7 @@ class PostgresSandbox:
             self._init()
             self._pg_ctl("start")
             self._started = True
-            with _live_lock:
-                _live.add(self)
+            local.register(self)
             self.create_extensions("postgres")
         except BaseException:
             self.stop()
@@ -187,8 +187,7 @@ class PostgresSandbox:
 
     def stop(self) -> None:
         """Stop the server (fast, then immediate, then SIGKILL) and remove its files unless ``keep``."""
-        with _live_lock:
-            _live.discard(self)
+        local.unregister(self)
         if self.data.exists() and (self.data / "postmaster.pid").exists():
             pid = self.postmaster_pid()
             for mode in ("fast", "immediate"):
@@ -212,6 +211,16 @@ class PostgresSandbox:
 
     def dsn(self, dbname: str = "postgres") -> str:
         return f"host={self.host} port={self.port} user={self.user} dbname={dbname}"
+
+    def connector(self, dbname: str = "postgres") -> "PostgresConnector":
+        """A connector to one of this server's databases that restarts this server when a change needs it."""
+        from connectors.postgres.connector import PostgresConnector
+
+        return PostgresConnector(self.dsn(dbname), restart=self.restart)
+
+    def wait_ready(self, timeout_s: float = 30.0) -> None:
+        """Block until the server accepts connections (SandboxError after ``timeout_s`` seconds)."""
+        wait_until_accepting(self.dsn(), timeout_s)
 
     def create_database(self, dbname: str, template: str | None = None, extensions: bool = True) -> str:
         """Create a database (with the advisor's extensions unless told otherwise) and return its DSN."""
@@ -245,38 +254,10 @@ class PostgresSandbox:
         """Path of a client tool (pg_dump, pg_restore, psql) matching this server's version."""
         return str(self.bin / name)
 
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process runs (a zombie, exited but not yet reaped by its parent, does not)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in {"Z", "X"}
-
-
-def stop_all() -> None:
-    """Stop every sandbox this process still has running."""
-    with _live_lock:
-        live = list(_live)
-    for sandbox in live:
-        with contextlib.suppress(Exception):
-            sandbox.stop()
-
-
-def install_signal_handlers() -> None:
-    """Make SIGTERM and SIGHUP exit normally (SIGINT already raises KeyboardInterrupt) so cleanup runs."""
-
-    def _exit(signum, _frame):
-        raise SystemExit(128 + signum)
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        with contextlib.suppress(ValueError):
-            signal.signal(sig, _exit)
-
-
-atexit.register(stop_all)
+    @staticmethod
+    def client_tool(name: str) -> str:
+        """Path of a client program (pgbench, pg_dump, psql) of the newest installed server."""
+        return str(pg_bin_dir() / name)
 
 
 def wait_until_accepting(dsn: str, timeout_s: float = 30.0) -> None:
@@ -290,5 +271,6 @@ def wait_until_accepting(dsn: str, timeout_s: float = 30.0) -> None:
                 return
         except psycopg.OperationalError:
             if time.monotonic() > deadline:
-                raise SandboxError(f"server at {dsn} did not accept connections within {timeout_s:.0f}s") from None
+                raise SandboxError(f"server at {redact(dsn)} did not accept connections within {timeout_s:.0f}s") \
+                    from None
             time.sleep(0.1)

@@ -48,6 +48,24 @@ def explain_cost(conn: psycopg.Connection, statement: str, hypothetical: Sequenc
         conn.execute("SELECT hypopg_reset()")
 
 
+def plan_index_names(plan: dict) -> set[str]:
+    """Names of the indexes a JSON plan scans (Index Scan, Index Only Scan, Bitmap Index Scan).
+
+    >>> sorted(plan_index_names({"Plan": {"Node Type": "Nested Loop", "Plans": [
+    ...     {"Node Type": "Index Scan", "Index Name": "a_idx"},
+    ...     {"Node Type": "Bitmap Heap Scan", "Plans": [{"Node Type": "Bitmap Index Scan", "Index Name": "b_idx"}]}]}}))
+    ['a_idx', 'b_idx']
+    """
+    out: set[str] = set()
+    stack = [plan.get("Plan", plan)]
+    while stack:
+        node = stack.pop()
+        if "Index Name" in node:
+            out.add(node["Index Name"])
+        stack.extend(node.get("Plans", ()))
+    return out
+
+
 def seq_scan_costs(plan: dict) -> dict[str, float]:
     """Per table name, the summed total cost of the plan's sequential scans (parallel ones included)."""
     out: dict[str, float] = {}
@@ -69,9 +87,10 @@ class HypoPG:
     other tables stay, they cannot change the plan), then EXPLAINs; ``index_size`` is HypoPG's estimate in bytes.
     """
 
-    def __init__(self, conn: psycopg.Connection):
+    def __init__(self, conn: psycopg.Connection, owns_connection: bool = False):
         require_extension(conn, "hypopg")
         self.conn = conn
+        self.owns_connection = owns_connection  # close() closes the connection too
         self.creates = 0
         self.drops = 0
         self._live: dict[IndexChange, int] = {}  # hypothetical index -> its oid
@@ -89,6 +108,8 @@ class HypoPG:
                 self.conn.execute("SELECT hypopg_reset()")
             except psycopg.Error:
                 pass
+            if self.owns_connection:
+                self.conn.close()
         self._live.clear()
 
     def _create(self, index: IndexChange) -> int:

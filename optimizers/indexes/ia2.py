@@ -386,8 +386,8 @@ class IA2(IndexOptimizer):
         problem = self.problem
         templates = list(self.templates or [q.queryid for q in problem.queries])
         budget = max(problem.budget_bytes, 1)
-        lo, hi = self.budgets or (max(1, min(budget // 2, int(0.05 * self.data_bytes))),
-                                  max(budget * 2, int(0.5 * self.data_bytes), budget // 2 + 1))
+        lo = max(1, min(budget // 2, int(0.05 * self.data_bytes)))
+        lo, hi = self.budgets or (lo, max(budget * 2, int(0.5 * self.data_bytes), lo + 1))
         self.agent = TD3Agent(problem.candidates, TD3Options(episodes=self.episodes, reward=self.reward), self.device,
                               self.seed)
         say(f"IA2: training on {len(templates)} statement templates, {self.episodes} episodes on {self.agent.device}")

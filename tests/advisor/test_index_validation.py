@@ -2,8 +2,9 @@
 built sizes are reported next to the estimates."""
 
 from advisor.core.domain import IndexChange
-from advisor.tuning.index_validation import plan_index_names, validate_indexes
-from advisor.tuning.validation import Shadow, ValidationOptions
+from advisor.tuning.index_validation import validate_indexes
+from advisor.tuning.validation import ValidationOptions
+from connectors.base import Shadow
 from connectors.postgres import PostgresConnector
 from connectors.postgres.connection import parse_dsn
 from tests.conftest import run
@@ -44,9 +45,3 @@ def test_harmful_and_idle_indexes_are_dropped_useful_one_kept(pg, db):
     with PostgresConnector(db).connect() as conn:  # the shadow is left as it was
         assert conn.execute("SELECT count(*) FROM pg_indexes WHERE tablename IN ('t', 'u')").fetchone()[0] == 1
 
-
-def test_plan_index_names_walks_the_whole_plan():
-    plan = {"Plan": {"Node Type": "Nested Loop", "Plans": [
-        {"Node Type": "Index Scan", "Index Name": "a_idx"},
-        {"Node Type": "Bitmap Heap Scan", "Plans": [{"Node Type": "Bitmap Index Scan", "Index Name": "b_idx"}]}]}}
-    assert plan_index_names(plan) == {"a_idx", "b_idx"}

@@ -1,8 +1,8 @@
 import pytest
 
 from advisor.core.domain import IndexChange, KnobChange
-from advisor.tuning.validation import ValidationOptions, create_shadow, validate
-from connectors.postgres import PostgresConnector
+from advisor.tuning.validation import ValidationOptions, validate
+from connectors.factory import clone, connector
 from tests.conftest import run, scalar
 from workloads.binding import BoundStatement
 
@@ -25,9 +25,9 @@ QUICK = ValidationOptions(rounds=3, repeats=3, warmup=1)
 
 
 def test_planted_improvement_is_validated_and_the_primary_is_untouched(events):
-    target = PostgresConnector(events)
+    target = connector(events)
     indexes_before = scalar(events, "SELECT count(*) FROM pg_indexes WHERE tablename = 'events'")
-    with create_shadow(target) as shadow:
+    with clone(target) as shadow:
         assert scalar(shadow.dsn, "SELECT count(*) FROM events") == 300000
         ev = validate(shadow, WORKLOAD, [IndexChange("public", "events", ("account",))], QUICK)
         # the shadow is back at its baseline afterwards
@@ -39,7 +39,7 @@ def test_planted_improvement_is_validated_and_the_primary_is_untouched(events):
 
 
 def test_planted_regression_is_rejected(events):
-    with create_shadow(PostgresConnector(events)) as shadow:
+    with clone(connector(events)) as shadow:
         ev = validate(shadow, WORKLOAD, [KnobChange("enable_indexscan", "off"), KnobChange("enable_bitmapscan", "off")],
                       QUICK)
         assert scalar(shadow.dsn, "SHOW enable_indexscan") == "on"
@@ -48,7 +48,7 @@ def test_planted_regression_is_rejected(events):
 
 
 def test_sampled_shadow_copies_a_fraction_of_large_tables(events):
-    with create_shadow(PostgresConnector(events), sample_percent=10, sample_min_rows=1000) as shadow:
+    with clone(connector(events), sample_percent=10, sample_min_rows=1000) as shadow:
         n = scalar(shadow.dsn, "SELECT count(*) FROM events")
         assert 20000 < n < 40000
         assert scalar(shadow.dsn, "SELECT count(*) FROM pg_indexes WHERE tablename = 'events'") == 1

@@ -12,10 +12,9 @@ import pytest
 
 from advisor.core.domain import Hardware
 from advisor.core.errors import AdvisorError
-from advisor.tuning.validation import Shadow
 from advisor.storage.store import open_store
 from advisor.tuning.trials import ReplayRunner, TrialRunner, TuningOptions, TuningRun, compare_configs
-from connectors.postgres import PostgresConnector
+from connectors.base import Shadow
 from connectors.postgres.sandbox import PostgresSandbox
 from optimizers import registry
 from optimizers.knobs.space import KnobSpace, SpaceOptions, default_ranges
@@ -45,7 +44,7 @@ def shadow():
         dsn = sandbox.create_database("shop", extensions=False)
         run(dsn, "CREATE TABLE items (id int PRIMARY KEY, k int NOT NULL, v int NOT NULL)",
             f"INSERT INTO items SELECT g, g % 10, g FROM generate_series(1, {ROWS}) g", "ANALYZE items")
-        yield Shadow(sandbox, PostgresConnector(dsn, restart=sandbox.restart), "shop")
+        yield Shadow.of(sandbox, "shop")
     finally:
         sandbox.stop()
 

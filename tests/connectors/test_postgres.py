@@ -151,3 +151,27 @@ def test_missing_pg_stat_statements_is_named(pg):
     dsn = pg.create_database("no_ext", extensions=False)
     with pytest.raises(MissingExtension, match="pg_stat_statements"):
         PostgresConnector(dsn).observe()
+
+
+def test_plans_name_the_indexes_they_use_and_built_sizes_are_read(db):
+    run(db, "CREATE TABLE p (id int PRIMARY KEY, a int)",
+        "INSERT INTO p SELECT g, g % 1000 FROM generate_series(1, 20000) g", "ANALYZE p")
+    c = PostgresConnector(db)
+    ix = IndexChange("public", "p", ("a",))
+    applied = c.apply([ix])
+    try:
+        used = c.used_indexes(["SELECT * FROM p WHERE a = 5", "SELECT * FROM p WHERE id = 5", "SELECT count(*) FROM p"])
+        assert used[0] == {c.index_name(ix)} and used[1] == {"p_pkey"}
+        sizes = c.index_sizes([ix, IndexChange("public", "p", ("id", "a"))])
+        assert sizes[ix] > 8192 and sizes[IndexChange("public", "p", ("id", "a"))] is None
+    finally:
+        c.revert(applied)
+
+
+def test_plan_index_names_walks_the_whole_plan():
+    from connectors.postgres.whatif import plan_index_names
+
+    plan = {"Plan": {"Node Type": "Nested Loop", "Plans": [
+        {"Node Type": "Index Scan", "Index Name": "a_idx"},
+        {"Node Type": "Bitmap Heap Scan", "Plans": [{"Node Type": "Bitmap Index Scan", "Index Name": "b_idx"}]}]}}
+    assert plan_index_names(plan) == {"a_idx", "b_idx"}

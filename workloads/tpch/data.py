@@ -12,7 +12,7 @@ from pathlib import Path
 from psycopg import sql
 
 from advisor.core.errors import AdvisorError
-from connectors.postgres.connection import connect
+from connectors import factory
 from workloads.tpch.schema import DDL, PRIMARY_KEYS, TABLES
 
 COPY_CHUNK = 1 << 20
@@ -46,7 +46,7 @@ def load(dsn: str, scale: float = 0.01, progress: Callable[[str], None] | None =
         say(f"generating TPC-H data at scale {scale}")
         generate(scale, Path(tmp))
         counts: dict[str, int] = {}
-        with connect(dsn, autocommit=False) as conn:
+        with factory.connect(dsn, autocommit=False) as conn:
             conn.execute(DDL)
             for table in TABLES:
                 say(f"loading {table}")
@@ -58,7 +58,7 @@ def load(dsn: str, scale: float = 0.01, progress: Callable[[str], None] | None =
             for table in TABLES:
                 counts[table] = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone()[0]
             conn.commit()
-        with connect(dsn) as conn:
+        with factory.connect(dsn) as conn:
             say("analyzing")
             conn.execute("VACUUM ANALYZE")
     return counts

@@ -1,0 +1,219 @@
+"""The knob pipeline, top down: observe (done by the caller) -> the problem and its seeds -> bind the workload ->
+a shadow -> the search (baseline, seeds, then the optimizer's asks, every trial stored) -> validate the best
+candidates against the current settings -> recommend. The service, the demo and ``advisor bench knobs`` call
+these same functions (the bench tunes a sandbox it loaded itself, so it starts at ``search``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from advisor.core.domain import Hardware
+from advisor.core.errors import AdvisorError
+from advisor.core.progress import Say, silent
+from advisor.storage.store import Store, new_id
+from advisor.tuning.observe import Observation, bind
+from advisor.tuning.recommend import recommend, verdict_note
+from advisor.tuning.trials import ReplayRunner, TrialRecord, TrialRunner, TuningOptions, TuningRun
+from advisor.tuning.validation import ValidationOptions, validate
+from connectors import factory
+from connectors.base import Connector, Shadow
+from optimizers import registry
+from optimizers.base import Optimizer
+from optimizers.knobs.features import extract
+from optimizers.knobs.problem import KnobProblem
+from optimizers.knobs.seeding import Seed, seeds_for
+from optimizers.knobs.space import KnobSpace, SpaceOptions
+
+MAX_VALIDATIONS = 3
+
+
+@dataclass(frozen=True)
+class KnobPlan:
+    """What a knob tuning run does: the search (``tuning``), the space, the validation (None: not validated),
+    passes per trial, the shadow's sample and how many of the heaviest statements are replayed."""
+
+    tuning: TuningOptions = TuningOptions()
+    space: SpaceOptions = SpaceOptions()
+    validation: ValidationOptions | None = ValidationOptions()
+    repeats: int = 3
+    sample_percent: float | None = None
+    max_statements: int = 30
+
+    def to_dict(self) -> dict:
+        return {"tuning": self.tuning.to_dict(), "space": dataclasses.asdict(self.space), "repeats": self.repeats}
+
+    @classmethod
+    def from_run(cls, options: dict, **rest) -> "KnobPlan":
+        """The plan a stored run was started with (for ``--resume``)."""
+        space = options["space"]
+        return cls(TuningOptions(**options["tuning"]),
+                   SpaceOptions(**{**space, "include": tuple(space["include"]), "exclude": tuple(space["exclude"]),
+                                   "ranges": {k: tuple(v) for k, v in space["ranges"].items()}}),
+                   repeats=options.get("repeats", 3), **rest)
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    recommendation: object | None  # a Recommendation; None when nothing was worth validating
+    observation: Observation
+    reasons: dict[str, str] = field(default_factory=dict)  # the optimizer's explain()
+    skipped: tuple[tuple[str, str], ...] = ()  # (statement, why it could not be replayed)
+    message: str = ""
+    run_id: str | None = None
+    trials: tuple = ()  # TrialRecord of the run, in order
+    findings: tuple[str, ...] = ()  # what the run learned besides the recommendation
+
+
+def tune_knobs(store: Store, connector: Connector, obs: Observation, plan: KnobPlan, *, hardware: Hardware,
+               llm=None, run_id: str | None = None, resume: str | None = None, say: Say = silent) -> TuneResult:
+    """The whole knob pipeline for an observed target. ``run_id``: the run row the service made (its end is
+    recorded by the service); ``resume``: a stored, unfinished run to continue."""
+    problem = knob_problem(obs, hardware, plan.space)
+    optimizer = registry.create("knobs", plan.tuning.optimizer, problem, seed=plan.tuning.seed)
+    seeds = propose_seeds(store, problem, obs, plan.tuning, llm, say)
+    bound, skipped = bind(connector, obs, plan.max_statements, say)
+    if resume and store.run(resume)["target_id"] != obs.target_id:
+        raise AdvisorError(f"tuning run {resume} belongs to another target; resume it against that target")
+    managed = bool(run_id and not resume)  # started by the service, which records how it ends
+    run_id = _open_run(store, obs.target_id, plan, run_id, resume)
+    say(f"tuning run {run_id}: {plan.tuning.optimizer}, {plan.tuning.trials} trials over {problem.space.dim} knobs, "
+        f"{len(bound)} statements, {len(seeds)} seed(s)")
+    with factory.clone(connector, sample_percent=plan.sample_percent, say=say) as shadow:
+        trials = TrialRunner(shadow, ReplayRunner(bound, repeats=plan.repeats, objective=plan.tuning.objective),
+                             problem.space, plan.tuning.timeout_factor, plan.tuning.min_timeout_s, say)
+        try:
+            run = search(store, run_id, obs.target_id, trials, optimizer, plan.tuning, seeds, resume=bool(resume),
+                         say=say)
+        except BaseException:
+            if not managed:
+                store.update_run(run_id, state="interrupted")
+            raise
+        trials.reset()
+        result = validate_best(store, run, obs, connector, shadow, bound, plan.validation, say)
+    return dataclasses.replace(result, skipped=skipped)
+
+
+def knob_problem(obs: Observation, hardware: Hardware, space: SpaceOptions = SpaceOptions()) -> KnobProblem:
+    """The space over the target's catalog and hardware, with the observed workload's kind."""
+    catalog = {s.name: s for s in obs.snapshot.settings}
+    return KnobProblem(KnobSpace.build(catalog, hardware, space), obs.workload_kind)
+
+
+def propose_seeds(store: Store, problem: KnobProblem, obs: Observation, tuning: TuningOptions, llm,
+                  say: Say = silent) -> list[Seed]:
+    """LLMTune-style seeds: from ``llm`` when it answers, from hardware and workload rules otherwise; cached in
+    the store per (hardware, workload fingerprint)."""
+    if not tuning.use_seeds:
+        return []
+    features = extract(obs.workload, obs.data_bytes, obs.workload_kind)
+    return seeds_for(problem.space, features, tuning.seeds, llm, (store.cached_seeds, store.cache_seeds), warn=say)
+
+
+def _open_run(store: Store, target_id: str, plan: KnobPlan, run_id: str | None, resume: str | None) -> str:
+    if resume:
+        if store.run(resume)["state"] == "done":
+            raise AdvisorError(f"tuning run {resume} is already finished")
+        return resume
+    if run_id and store.runs(run_id=run_id):  # its row exists: record the search's own options
+        store.update_run(run_id, options={**store.run(run_id)["options"], **plan.to_dict()})
+        return run_id
+    run_id = run_id or new_id()
+    store.add_run(run_id, target_id, "knobs", plan.tuning.optimizer, plan.to_dict())
+    return run_id
+
+
+def search(store: Store, run_id: str, target_id: str, trials: TrialRunner, optimizer: Optimizer,
+           tuning: TuningOptions, seeds: list[Seed], *, resume: bool = False, say: Say = silent) -> TuningRun:
+    """The propose step: the baseline, the seeds, then the optimizer's asks, each trial stored as it ends."""
+    run = TuningRun(store, run_id, target_id, trials, optimizer, tuning, seeds, say)
+    if resume:
+        run.resume_from_store()
+    run.execute()
+    return run
+
+
+def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Connector, shadow: Shadow, bound,
+                  validation: ValidationOptions | None, say: Say = silent) -> TuneResult:
+    """Validate the best configuration against the current one; when it is rejected (a statement regressed, or
+    the gain is not significant), try the next candidates (the best seed, then the runner-up), up to
+    ``MAX_VALIDATIONS`` in all. Every attempt is stored as a recommendation with its evidence; the first one
+    accepted is the result."""
+    findings = list(findings_of(run))
+    base = run.baseline()
+    picks = candidates(run)
+    reasons = run.optimizer.explain()
+    summary = {"trials": len(run.records), "failed": sum(r.result.status != "measured" for r in run.records),
+               "best": picks[0].config if picks else None,
+               "best_objective": picks[0].result.objective if picks else None,
+               "baseline_objective": base.result.objective if base else None, "findings": findings}
+
+    def done(rec, why: str) -> TuneResult:
+        store.update_run(run.run_id, state="done", result={**summary, "recommendation": rec.id if rec else None})
+        return TuneResult(rec, obs, reasons, (), why, run.run_id, tuple(run.records), tuple(findings))
+
+    if base is None or not picks:
+        return done(None, "no configuration to validate: every trial failed or changed nothing")
+    catalog = run.space.catalog
+    first = None
+    for i, cand in enumerate(picks if validation is not None else picks[:1]):
+        plan = connector.plan_changes(run.space.changes(cand.config), catalog)
+        common = dict(target_id=obs.target_id, kind="knobs", optimizer=run.optimizer.name, plan=plan,
+                      run_id=run.run_id)
+        if validation is None:
+            return done(recommend(store, **common), "not validated (validation was switched off)")
+        say(f"validating candidate {i + 1} (trial {cand.number + 1}, {cand.source}, {len(plan.changes)} changes) "
+            f"against the current configuration: {validation.rounds} interleaved rounds")
+        try:
+            evidence = validate(shadow, bound, plan.changes, validation, say=say)
+        except AdvisorError as e:
+            why = f"validation failed: {e}"
+            rec = recommend(store, **common, accepted=False, why=why)
+        else:
+            why = verdict_note(evidence)
+            rec = recommend(store, **common, evidence=evidence, accepted=evidence.accepted, why=why)
+            if evidence.accepted:
+                if first is not None:
+                    findings.append(f"{i} better-scoring candidate(s) were rejected on validation "
+                                    f"(first: {first[1]}); recommending trial {cand.number + 1} ({cand.source})")
+                return done(rec, why)
+        say(f"candidate {i + 1} rejected: {why}")
+        first = first or (rec, why)
+    assert first is not None
+    return done(*first)
+
+
+def candidates(run: TuningRun) -> list[TrialRecord]:
+    """Configurations worth validating, best first: the best trial, the best seed (few, explained changes), the
+    runner-up, among those that measured better than the baseline and change something. When none measured
+    better in its single pass, the best one that changes something is still validated: validation judges."""
+    base = run.baseline()
+    ok = sorted((r for r in run.records if r.result.status == "measured" and r.result.objective is not None
+                 and r.source != "default" and run.space.changes(r.config)), key=lambda r: r.result.objective)
+    better = [r for r in ok if base is not None and r.result.objective < base.result.objective]
+    picks = better[:1] + [r for r in better if r.source.startswith("seed:")][:1] + better[1:2] or ok[:1]
+    out, seen = [], set()
+    for r in picks:
+        key = tuple(sorted(r.config.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out[:MAX_VALIDATIONS]
+
+
+def findings_of(run: TuningRun):
+    """What a DBA should hear besides the winner: how the seeds (the rules a DBA would apply) compare with the
+    current configuration, and how many trials failed and why."""
+    base = run.baseline()
+    for r in run.records:
+        if base is None or not r.source.startswith("seed:"):
+            continue
+        if r.result.objective is None:
+            yield f"{r.source[5:]} configuration failed: {r.result.reason}"
+            continue
+        change = r.result.objective / base.result.objective - 1.0
+        verdict = "worse than" if change > 0.05 else "better than" if change < -0.05 else "about the same as"
+        yield f"{r.source[5:]} configuration is {verdict} the current one ({change:+.0%} objective, one pass)"
+    failed = [r for r in run.records if r.result.status != "measured"]
+    if failed:
+        yield f"{len(failed)} trial(s) failed or were infeasible; first: {failed[0].result.reason}"

@@ -1,0 +1,71 @@
+"""The first step of every pipeline: observe the target (statement statistics, settings, schema and statistics)
+and store the snapshot; then bind the heaviest statements to constants so they can be replayed."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from advisor.core.domain import Snapshot, Statement, Workload
+from advisor.core.errors import AdvisorError
+from advisor.core.progress import Say, silent
+from advisor.storage.store import Store
+from connectors.base import Connector
+from optimizers.knobs.rules import classify_workload
+from workloads.binding import BoundStatement, bind_workload
+from workloads.capture import workload_delta
+
+
+@dataclass(frozen=True)
+class Observation:
+    target_id: str
+    snapshot_id: str
+    snapshot: Snapshot
+    workload: Workload
+    workload_kind: str  # PGTune's web | oltp | dw | desktop | mixed
+
+    @property
+    def data_bytes(self) -> int:
+        """Tables with their indexes and TOAST, bytes."""
+        return sum(t.total_bytes for t in self.snapshot.tables)
+
+
+def observe(store: Store, connector: Connector, name: str | None = None, interval_s: float = 0.0,
+            say: Say = silent) -> Observation:
+    """Snapshot the target and store it; the workload is the delta over ``interval_s`` seconds, or everything
+    since the last statistics reset when 0."""
+    say(f"observing {connector.display_name}")
+    before = connector.observe() if interval_s > 0 else None
+    if before is not None:
+        say(f"waiting {interval_s:g}s for the workload")
+        time.sleep(interval_s)
+    snap = connector.observe()
+    workload = workload_delta(snap, before)
+    target_id = store.upsert_target(name or connector.target_name, connector.engine, connector.display_name)
+    snapshot_id = store.add_snapshot(target_id, snap, workload)
+    return Observation(target_id, snapshot_id, snap, workload, classify_workload(workload))
+
+
+def require_workload(obs: Observation) -> Observation:
+    """``obs``, when it has at least one application statement (tuning needs a workload)."""
+    if not obs.workload.statements:
+        raise AdvisorError(f"no workload observed in database {obs.snapshot.database!r}: pg_stat_statements has "
+                           "no application statements; run the workload first")
+    return obs
+
+
+def top(statements: Sequence[Statement], n: int) -> tuple[Statement, ...]:
+    """The ``n`` statements with the most total time."""
+    return tuple(sorted(statements, key=lambda s: s.total_ms, reverse=True)[:n])
+
+
+def bind(connector: Connector, obs: Observation, max_statements: int,
+         say: Say = silent) -> tuple[list[BoundStatement], tuple[tuple[str, str], ...]]:
+    """The heaviest ``max_statements`` statements bound to constants, and (sql, why) for those that cannot be."""
+    bound, skipped = bind_workload(connector, Workload(top(obs.workload.statements, max_statements)))
+    for _st, why in skipped:
+        say(f"cannot replay a statement ({why}); left out")
+    if not bound:
+        raise AdvisorError("nothing to replay: no statement of the workload could be bound to values")
+    return bound, tuple((s.sql, w) for s, w in skipped)

@@ -1,0 +1,128 @@
+"""The one factory from a target to its engine's parts: connector, sandbox and shadow cloning.
+
+Code above ``connectors`` (pipelines, the service, benches, workloads) asks this module, and only this module, for
+engine-specific objects; it then talks to them through the protocols of ``connectors.base``. Supporting another
+engine means a package under ``connectors/`` plus one entry in ``ENGINES`` (its DSN schemes are already known).
+
+>>> engine_of("postgresql://bob:secret@db.example:5432/shop")
+'postgres'
+>>> engine_of("host=db.example dbname=shop user=bob")
+'postgres'
+>>> engine_of("mysql://bob:secret@db.example/shop")
+Traceback (most recent call last):
+...
+advisor.core.errors.AdvisorError: engine mariadb is not supported yet (supported: postgres)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from advisor.core.errors import AdvisorError
+from advisor.core.progress import Say
+from connectors.base import TAG, Connector, Sandbox, Shadow, scrub
+from connectors.local import free_port, install_signal_handlers, stop_all
+from connectors.postgres.connector import PostgresConnector
+from connectors.postgres.sandbox import PostgresSandbox
+from connectors.postgres.shadow import create_shadow as clone_postgres
+
+__all__ = ["ENGINES", "SCHEMES", "TAG", "Connector", "Engine", "Sandbox", "Shadow", "client_tool", "clone",
+           "connect", "connector", "engine_of", "free_port", "install_signal_handlers", "redact", "sandbox",
+           "stop_all", "target_name"]
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One engine's parts: ``connector(dsn, restart=None)``; ``sandbox(name, settings=None, ...)``, a class with a
+    static ``client_tool(name)``; ``clone(connector, *, sample_percent, sample_min_rows, extra_settings, say)``."""
+
+    connector: Callable[..., Connector]
+    sandbox: Any  # the sandbox class
+    clone: Callable[..., Shadow]
+
+
+ENGINES: dict[str, Engine] = {
+    "postgres": Engine(PostgresConnector, PostgresSandbox, clone_postgres),
+}
+
+# URL schemes of every engine the advisor knows of, supported or not yet
+SCHEMES = {"postgresql": "postgres", "postgres": "postgres", "mysql": "mariadb", "mariadb": "mariadb"}
+_SCHEME = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]*)://")
+_KEYWORD = re.compile(r"^\s*[A-Za-z_]+\s*=")
+
+
+def engine_of(dsn: str) -> str:
+    """The engine a DSN is for: ``postgresql://`` / ``postgres://`` URLs and libpq ``key=value`` strings are
+    PostgreSQL; ``mysql://`` / ``mariadb://`` are MariaDB. AdvisorError for an engine not supported (yet) or a
+    DSN of no known form; the message never repeats the DSN (it may hold a password)."""
+    m = _SCHEME.match(dsn or "")
+    if m:
+        scheme = m.group(1).lower()
+        if scheme not in SCHEMES:
+            raise AdvisorError(f"unknown database URL scheme {scheme!r}: expected one of "
+                               f"{', '.join(s + '://' for s in SCHEMES)}")
+        name = SCHEMES[scheme]
+    elif _KEYWORD.match(dsn or ""):
+        name = "postgres"  # libpq's key=value form
+    else:
+        raise AdvisorError("cannot tell the database engine of this DSN: expected a URL such as "
+                           "postgresql://user@host:5432/dbname or libpq key=value pairs (host=... dbname=...)")
+    _engine(name)  # refuses an engine that is known but not supported yet
+    return name
+
+
+def _engine(name: str) -> Engine:
+    try:
+        return ENGINES[name]
+    except KeyError:
+        raise AdvisorError(f"engine {name} is not supported yet (supported: {', '.join(ENGINES)})") from None
+
+
+def connector(dsn: str, restart: Callable[[], None] | None = None) -> Connector:
+    """The connector for the database at ``dsn``. ``restart`` restarts its server, when the caller can (a
+    sandbox's ``restart``); without one a change that needs a restart is reported as pending."""
+    return _engine(engine_of(dsn)).connector(dsn, restart=restart)
+
+
+def sandbox(engine: str = "postgres", name: str = "sandbox", settings: dict[str, str] | None = None,
+            **options: Any) -> Sandbox:
+    """A new, not yet started sandbox server of ``engine`` (use it as a context manager, or ``start()`` it).
+    ``settings`` are in the engine's configuration syntax; ``options`` go to the engine's sandbox (``keep``,
+    ``base_dir``)."""
+    return _engine(engine).sandbox(name, settings=settings, **options)
+
+
+def clone(target: Connector, *, sample_percent: float | None = None, sample_min_rows: int = 100_000,
+          extra_settings: dict[str, str] | None = None, say: Say | None = None) -> Shadow:
+    """A running shadow of ``target``'s database on a sandbox of its engine (the target is only read): the whole
+    database, or with ``sample_percent`` in (0, 100] a sample of tables with more than ``sample_min_rows`` rows.
+    Close it (or leave its ``with`` block) to stop its server."""
+    return _engine(target.engine).clone(target, sample_percent=sample_percent, sample_min_rows=sample_min_rows,
+                                        extra_settings=extra_settings, say=say)
+
+
+def connect(dsn: str, autocommit: bool = True) -> Any:
+    """A DB-API 2 connection to the database at ``dsn`` (a context manager that closes it); TargetUnreachable
+    with the server's reason when it cannot connect."""
+    return connector(dsn).connect(autocommit=autocommit)
+
+
+def redact(dsn: str) -> str:
+    """The DSN without its password, safe to print or store (also for a DSN that cannot be parsed)."""
+    try:
+        return connector(dsn).display_name
+    except AdvisorError:
+        return scrub(dsn)
+
+
+def target_name(dsn: str) -> str:
+    """``host:port/database``: a short name for people."""
+    return connector(dsn).target_name
+
+
+def client_tool(engine: str, name: str) -> str:
+    """Path of one of the engine's installed client programs (e.g. ``pgbench``, ``pg_dump``)."""
+    return _engine(engine).sandbox.client_tool(name)
