@@ -34,7 +34,7 @@ def create(kind: str, name: str, problem, *, seed: int = 0, strict: bool = True,
     (a pipeline passes the options of a run, e.g. IA2's training episodes, to whichever optimizer it runs)."""
     cls = get(kind, name)
     if not strict:
-        taken = inspect.signature(cls._setup).parameters
+        taken = inspect.signature(cls._setup).parameters if cls._setup is not Optimizer._setup else {}
         if not any(p.kind is p.VAR_KEYWORD for p in taken.values()):
             options = {k: v for k, v in options.items() if k in taken}
     return cls(problem, seed=seed, **options)

@@ -22,6 +22,7 @@ import dataclasses
 import json
 import random
 import statistics
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,9 +36,10 @@ from advisor.core.progress import Say, silent
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors import factory
 from connectors.base import Shadow
+from advisor.core.errors import AdvisorError
+from advisor.tuning.indexes import choose
 from optimizers import registry
 from optimizers.indexes.costing import CachedWhatIf
-from optimizers.indexes.ia2 import TD3Agent, TD3Options, mix_sampler
 from optimizers.indexes.problem import IndexProblem
 from workloads import tpch
 from workloads.binding import BoundStatement
@@ -104,7 +106,9 @@ class IndexBench:
         started = time.time()
         self.out.mkdir(parents=True, exist_ok=True)
         rng = random.Random(o.seed)
-        with factory.sandbox("postgres", "bench-indexes") as sandbox:
+        with factory.sandbox("postgres", "bench-indexes") as sandbox, \
+                tempfile.TemporaryDirectory(prefix="advisor-bench-models-") as tmp:
+            models = Path(tmp)  # IA2's model, trained once on the training templates
             dsn = sandbox.create_database("tpch")
             self.say(f"loading TPC-H at scale {o.scale:g}")
             tpch.load(dsn, o.scale, progress=self.say)
@@ -121,11 +125,12 @@ class IndexBench:
                 train = [q for q in ids if q not in held]
                 self.say(f"{len(base.candidates)} candidates from {len(ids)} templates; IA2 trains on {len(train)}, "
                          f"held out: {', '.join(held)}")
-                agent = TD3Agent(base.candidates, TD3Options(episodes=o.episodes, reward=o.reward), o.device, o.seed)
                 budgets_b = (int(min(o.budgets) * data_bytes), int(max(o.budgets) * data_bytes))
-                agent.train(mix_sampler(base, train, budgets_b), say=self.say)
-                training = {**agent.stats.to_dict(), "whatif": base.whatif.counters()}
-                self.say(f"IA2 trained in {agent.stats.seconds:.0f}s on {agent.stats.device}")
+                ia2 = registry.create("indexes", "ia2", base, seed=o.seed, episodes=o.episodes, reward=o.reward,
+                                      device=o.device, templates=train, budgets=budgets_b)
+                stats = ia2.prepare(models, self.say) or {}
+                training = {**stats, "whatif": base.whatif.counters()}
+                self.say(f"IA2 trained in {stats.get('seconds', 0):.0f}s on {stats.get('device')}")
                 report = IndexBenchReport(data_bytes, len(base.candidates), train, held, training)
                 mixes = [self._mix(rng, ids) for _ in range(o.mixes)]
                 names = {c.name for c in registry.available("indexes")}
@@ -138,14 +143,14 @@ class IndexBench:
                         budget = int(frac * data_bytes)
                         for name in advisors:
                             report.cells.append(self._cell(name, base, caches[name], truth, weights, budget, frac,
-                                                           m, unseen, agent))
+                                                           m, unseen, models))
                     self.say(f"mix {m + 1}/{len(mixes)} done ({', '.join(weights)})")
                 middle = o.budgets[len(o.budgets) // 2]
                 full = {q: 1.0 for q in ids}
                 configs = {}
                 for name in ("ia2", "extend"):
                     problem = _with(base, caches[name], full, int(middle * data_bytes))
-                    configs[name] = _pick(name, problem, agent, o.seed, o.samples)
+                    configs[name] = _pick(name, problem, models, o)
                 whole = _with(base, truth, full, int(middle * data_bytes))
                 report.real["whatif_rc"] = {k: whole.cost(v) / whole.cost() for k, v in configs.items()}
                 estimated = {ix: truth.size(ix) for v in configs.values() for ix in v}
@@ -160,16 +165,16 @@ class IndexBench:
     def _mix(self, rng: random.Random, ids: list[str]) -> dict[str, float]:
         return {q: float(rng.randint(1, 1000)) for q in rng.sample(ids, self.options.mix_size)}
 
-    def _cell(self, name, base, cache, truth, weights, budget, frac, m, unseen, agent) -> Cell:
+    def _cell(self, name, base, cache, truth, weights, budget, frac, m, unseen, models) -> Cell:
         problem = _with(base, cache, weights, budget)
         calls = cache.calls
-        started = time.perf_counter()
-        try:
-            config = _pick(name, problem, agent, self.options.seed, self.options.samples)
+        o = self.options
+        options = {"samples": o.samples, "device": o.device, "episodes": o.episodes, "reward": o.reward}
+        try:  # the pipeline's own step; ``seconds`` is the ask alone (IA2's model is loaded before it)
+            config, _, seconds, _ = choose(problem, name, seed=o.seed, model_dir=models, options=options)
             status = "ok"
-        except ValueError as e:  # the ILP refuses instances that are too large
-            config, status = [], f"not solved: {e}"
-        seconds = time.perf_counter() - started
+        except AdvisorError as e:  # the ILP refuses instances that are too large
+            config, status, seconds = (), f"not solved: {e}", 0.0
         judge = _with(base, truth, weights, budget)
         rc = judge.cost(config) / judge.cost() if status == "ok" else float("nan")
         return Cell(name, frac, m, rc, len(config), judge.size(config), seconds, cache.calls - calls, unseen, status)
@@ -240,10 +245,10 @@ def _with(base: IndexProblem, cache: CachedWhatIf, weights: dict[str, float], bu
     return dataclasses.replace(base.with_weights(weights, budget), whatif=cache)
 
 
-def _pick(name: str, problem: IndexProblem, agent: TD3Agent, seed: int, samples: int):
-    extra = {"agent": agent, "samples": samples} if name == "ia2" else {}
-    opt = registry.create("indexes", name, seed=seed, **extra)
-    return opt.choose(problem)
+def _pick(name: str, problem: IndexProblem, models: Path, o: IndexBenchOptions) -> list:
+    """The advisor's indexes, through the pipeline's own step (IA2 reuses the model trained once in ``models``)."""
+    options = {"samples": o.samples, "device": o.device, "episodes": o.episodes, "reward": o.reward}
+    return list(choose(problem, name, seed=o.seed, model_dir=models, options=options)[0])
 
 
 def _relative(base: tuple[float, ...], cand: tuple[float, ...]) -> float:

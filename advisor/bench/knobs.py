@@ -26,19 +26,21 @@ from pathlib import Path
 
 import numpy as np
 
-from advisor.core.domain import Hardware, Statement, Workload
+from advisor.core.domain import Hardware, Statement, TrialResult, Workload
 from advisor.core.errors import NotFound
 from advisor.core.hardware import detect
 from advisor.core.progress import Say, silent
 from advisor.tuning.validation import ValidationOptions
 from advisor.storage.store import Store, new_id, open_store
-from advisor.tuning.trials import (ReplayRunner, TrialRecord, TrialRunner, TuningOptions, TuningRun, best_so_far,
+from advisor.tuning.knobs import search
+from advisor.tuning.trials import (ReplayRunner, TrialRecord, TrialRunner, TuningOptions, best_so_far,
                             compare_configs)
 from connectors import factory
 from connectors.base import Shadow
 from optimizers import registry
 from optimizers.knobs.features import extract
 from optimizers.knobs.seeding import Seed, rule_seeds
+from optimizers.knobs.problem import KnobProblem
 from optimizers.knobs.space import KnobSpace
 from workloads import suites
 
@@ -186,16 +188,15 @@ class KnobBench:
             summaries: list[tuple[str, str, bool, list[TrialRecord], float]] = []
             for label, optimizer, seeded in runs:
                 self.say(f"[{wl.name}] {label}: {trials_n} trials")
-                opt = registry.create("knobs", optimizer, seed=self.options.seed).bind(space)
+                opt = registry.create("knobs", optimizer, KnobProblem(space, features.kind), seed=self.options.seed)
                 trials = TrialRunner(shadow, runner, space, say=silent)
                 run_id = new_id()
                 tuning = TuningOptions(optimizer=optimizer, trials=trials_n, seed=self.options.seed,
                                        use_seeds=seeded)
                 store.add_run(run_id, "bench:" + wl.name, "knobs", label, {"tuning": tuning.to_dict()})
-                run = TuningRun(store, run_id, "bench:" + wl.name, trials, opt, tuning, seeds if seeded else [],
-                                say=lambda m, lab=label: self.say(f"[{wl.name}] {lab} {m}"))
                 t0 = time.time()
-                records = run.execute()
+                records = search(store, run_id, "bench:" + wl.name, trials, opt, tuning, seeds if seeded else [],
+                                 say=lambda m, lab=label: self.say(f"[{wl.name}] {lab} {m}")).records
                 trials.reset()
                 store.update_run(run_id, state="done")
                 summaries.append((label, optimizer, seeded, records, time.time() - t0))
@@ -272,19 +273,20 @@ class KnobBench:
             curves: dict[str, list[list[float]]] = {}
             for label, optimizer, seeded in RUNS:
                 for s in range(self.options.surrogate_seeds):
-                    opt = registry.create("knobs", optimizer, seed=1000 + s).bind(space)
-                    xs = [base] + ([space.encode({**space.default_config(), **sd.config}) for sd in seeds]
-                                   if seeded else [])
+                    opt = registry.create("knobs", optimizer, KnobProblem(space), seed=1000 + s)
+                    configs = [{}] + ([sd.config for sd in seeds] if seeded else [])
                     values = []
-                    for x in xs[:self.options.surrogate_trials]:
-                        v = float(model.predict(x[None, :])[0])
-                        opt.tell(x, math.exp(v))
+
+                    def measure(config: dict) -> None:  # the surrogate's value, told as a trial's outcome
+                        v = float(model.predict(space.encode({**space.default_config(), **config})[None, :])[0])
+                        opt.tell(tuple(space.changes({**space.default_config(), **config})),
+                                 TrialResult(math.exp(v)))
                         values.append(v)
+
+                    for config in configs[:self.options.surrogate_trials]:
+                        measure(config)
                     while len(values) < self.options.surrogate_trials:
-                        x = opt.ask(1, current=base)[0]
-                        v = float(model.predict(x[None, :])[0])
-                        opt.tell(x, math.exp(v))
-                        values.append(v)
+                        measure({c.name: c.value for c in opt.ask(1, current=())[0]})
                     best_known = min(best_known, min(values))
                     curves.setdefault(label, []).append(list(np.minimum.accumulate(values)))
                 self.say(f"[surrogate {report.name}] {label} done")

@@ -23,7 +23,7 @@ from connectors import factory
 from connectors.base import Connector
 
 if TYPE_CHECKING:
-    from advisor.service.service import Observation
+    from advisor.tuning.observe import Observation
 
 
 def predicted_gain(relative_cost: float | None, best_objective: float | None,
@@ -149,13 +149,10 @@ class OperationsMixin:
             return self.tune_indexes(dsn, plan.optimizer, budget_mb=plan.budget_mb, name=name, validation=validation,
                                      sample_percent=plan.sample_percent, episodes=plan.episodes,
                                      samples=plan.samples, run_id=run_id, device=get_settings().device)
-        from optimizers.knobs.llm import from_settings
-
         tuning = TuningOptions(optimizer=plan.optimizer, trials=plan.trials, seeds=plan.seeds,
                                use_seeds=plan.seeds > 0)
         return self.tune_knobs(dsn, plan.optimizer, name=name, validation=validation,
-                               sample_percent=plan.sample_percent, tuning=tuning, llm=from_settings(get_settings()),
-                               repeats=plan.repeats, run_id=run_id)
+                               sample_percent=plan.sample_percent, tuning=tuning, repeats=plan.repeats, run_id=run_id)
 
     def run(self, run_id: str) -> dict:
         return self.store.run(run_id)

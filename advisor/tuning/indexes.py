@@ -102,19 +102,28 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
 
 def propose(problem: IndexProblem, optimizer: str, *, seed: int = 0, model_dir: Path | None = None,
             options: dict | None = None, say: Say = silent) -> tuple[tuple, dict | None, dict]:
-    """The propose step: the optimizer, prepared (a trained model loaded from ``model_dir`` or trained and saved
-    there), asked once. Returns (indexes, what prepare reported, what-if figures of the choice)."""
-    opt = registry.create("indexes", optimizer, problem, seed=seed, strict=False, **(options or {}))
-    training = opt.prepare(model_dir, say)
-    started = time.perf_counter()
-    chosen = opt.ask(1)[0]
-    selection_s = time.perf_counter() - started
+    """The propose step: ``choose``, and the what-if figures of the choice. Returns (indexes, what prepare
+    reported, what-if figures)."""
+    chosen, training, selection_s, why = choose(problem, optimizer, seed=seed, model_dir=model_dir,
+                                                options=options, say=say)
     base_cost, cost = problem.cost(), problem.cost(chosen)
     whatif = {"relative_cost": cost / base_cost if base_cost else 1.0, "cost_before": base_cost, "cost_after": cost,
               "estimated_bytes": problem.size(chosen), "budget_bytes": problem.budget_bytes,
               "candidates": len(problem.candidates), "selection_s": selection_s, **problem.whatif.counters(),
-              **({"explain": opt.explain()} if opt.explain() else {})}
+              **({"explain": why} if why else {})}
     return chosen, training, whatif
+
+
+def choose(problem: IndexProblem, optimizer: str, *, seed: int = 0, model_dir: Path | None = None,
+           options: dict | None = None, say: Say = silent) -> tuple[tuple, dict | None, float, dict[str, str]]:
+    """The optimizer over ``problem``, prepared (a trained model loaded from ``model_dir``, or trained and saved
+    there) and asked once. ``options`` go to the optimizer when it takes them. Returns (indexes, what prepare
+    reported, seconds the ask took, the optimizer's explain())."""
+    opt = registry.create("indexes", optimizer, problem, seed=seed, strict=False, **(options or {}))
+    training = opt.prepare(model_dir, say)
+    started = time.perf_counter()
+    chosen = opt.ask(1)[0]
+    return chosen, training, time.perf_counter() - started, opt.explain()
 
 
 def details(connector: Connector, chosen, estimated, checked: IndexValidation | None, whatif, training) -> dict:

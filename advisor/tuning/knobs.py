@@ -24,6 +24,8 @@ from optimizers.knobs.features import extract
 from optimizers.knobs.problem import KnobProblem
 from optimizers.knobs.seeding import Seed, seeds_for
 from optimizers.knobs.space import KnobSpace, SpaceOptions
+from workloads.binding import BoundStatement
+from workloads.replay import ReplayOptions, replay
 
 MAX_VALIDATIONS = 3
 
@@ -80,6 +82,7 @@ def tune_knobs(store: Store, connector: Connector, obs: Observation, plan: KnobP
     say(f"tuning run {run_id}: {plan.tuning.optimizer}, {plan.tuning.trials} trials over {problem.space.dim} knobs, "
         f"{len(bound)} statements, {len(seeds)} seed(s)")
     with factory.clone(connector, sample_percent=plan.sample_percent, say=say) as shadow:
+        bound, failing = leave_out_failing(shadow, bound, say)
         trials = TrialRunner(shadow, ReplayRunner(bound, repeats=plan.repeats, objective=plan.tuning.objective),
                              problem.space, plan.tuning.timeout_factor, plan.tuning.min_timeout_s, say)
         try:
@@ -91,7 +94,24 @@ def tune_knobs(store: Store, connector: Connector, obs: Observation, plan: KnobP
             raise
         trials.reset()
         result = validate_best(store, run, obs, connector, shadow, bound, plan.validation, say)
-    return dataclasses.replace(result, skipped=skipped)
+    return dataclasses.replace(result, skipped=skipped + failing,
+                               findings=tuple(f"left out of the objective, it fails with the current settings: "
+                                              f"{sql[:80]} ({why})" for sql, why in failing) + result.findings)
+
+
+def leave_out_failing(shadow: Shadow, bound: list[BoundStatement],
+                      say: Say = silent) -> tuple[list[BoundStatement], tuple[tuple[str, str], ...]]:
+    """The statements that run on the shadow as it is, and (sql, error) for those that fail there (a unique-key
+    INSERT replayed twice, say): they would fail every trial, so they are left out of the objective."""
+    result = replay(shadow.dsn, bound, ReplayOptions(repeats=1, warmup=0))
+    failing = {qid: errors[0] for qid, errors in result.errors.items() if errors}
+    for st in bound:
+        if st.queryid in failing:
+            say(f"a statement fails with the current settings and is left out: {failing[st.queryid]}")
+    kept = [st for st in bound if st.queryid not in failing]
+    if not kept:
+        raise AdvisorError(f"every statement of the workload fails on the shadow; first: {next(iter(failing.values()))}")
+    return kept, tuple((st.sql, failing[st.queryid]) for st in bound if st.queryid in failing)
 
 
 def knob_problem(obs: Observation, hardware: Hardware, space: SpaceOptions = SpaceOptions()) -> KnobProblem:

@@ -30,7 +30,7 @@ from advisor.core.errors import AdvisorError, SandboxError, TargetUnreachable
 from advisor.core.progress import Say, silent
 from advisor.storage.store import Store
 from connectors.base import Shadow
-from optimizers.knobs.search import SearchOptimizer
+from optimizers.base import Optimizer
 from optimizers.knobs.seeding import Seed
 from optimizers.knobs.space import KnobSpace
 from workloads.binding import BoundStatement
@@ -244,13 +244,16 @@ class TrialRunner:
 
 @dataclass
 class TuningRun:
-    """One tuning run: the baseline first, then the seeds, then the optimizer, each trial stored as it ends."""
+    """One tuning run: the baseline first, then the seeds, then the optimizer's asks, each trial stored as it ends
+    with the optimizer's state. The optimizer is told every trial (baseline and seeds too). The run ends when the
+    budget of trials is spent, or early when the optimizer asks again what it asked last time (it has nothing new
+    to try: a one-shot optimizer such as the rules, or a search that converged)."""
 
     store: Store
     run_id: str
     target_id: str
     trials: TrialRunner
-    optimizer: SearchOptimizer
+    optimizer: Optimizer
     options: TuningOptions
     seeds: list[Seed] = field(default_factory=list)
     say: Say = silent
@@ -262,7 +265,10 @@ class TuningRun:
         return self.trials.space
 
     def resume_from_store(self) -> None:
-        """Load the trials already stored for this run and replay them into the optimizer."""
+        """Load the trials already stored for this run; the optimizer continues from its stored state when that
+        state covers every stored trial (exactly where it stopped), else it is told the trials again."""
+        saved = self.store.run(self.run_id).get("optimizer_state") or {}
+        told: list[TrialRecord] = []
         for row in self.store.trials(self.run_id):
             if row.get("config") is None:
                 continue
@@ -271,8 +277,12 @@ class TuningRun:
             rec = TrialRecord(int(row["number"]), dict(row["config"]), row.get("source") or "", result,
                               row.get("duration_s") or 0.0)
             self.records.append(rec)
-            self.optimizer.tell(self.space.encode(rec.config), result.objective if status == "measured" else None,
-                                rec.source)
+            told.append(rec)
+        if saved and saved.get("trials") == len(told):
+            self.optimizer.restore(saved)
+        else:
+            for rec in told:
+                self.optimizer.tell(tuple(self.space.changes(rec.config)), rec.result)
         if self.records:
             self.say(f"resuming run {self.run_id}: {len(self.records)} trial(s) already done")
 
@@ -280,11 +290,11 @@ class TuningRun:
                 restarted: bool) -> TrialRecord:
         rec = TrialRecord(len(self.records), config, source, result, duration, restarted)
         self.records.append(rec)
-        self.optimizer.tell(self.space.encode(config), result.objective if result.status == "measured" else None, source)
+        self.optimizer.tell(tuple(self.space.changes(config)), result)
         self.store.add_trial(self.target_id, self.run_id, self.optimizer.name, self.space.changes(config), None,
                              result.status, result.reason or None, number=rec.number, config=config,
                              objective=result.objective, source=source, duration_s=duration)
-        self.store.update_run(self.run_id, optimizer_state=self.optimizer.state())
+        self.store.update_run(self.run_id, optimizer_state={**self.optimizer.state(), "trials": len(self.records)})
         best = self.best()
         status = (self.trials.runner.display(result.objective) if result.objective is not None
                   else f"{result.status}: {result.reason}")
@@ -318,9 +328,16 @@ class TuningRun:
             if sum(1 for s in done_sources if s.startswith("seed:")) > i:
                 continue
             self.run_config({**self.space.default_config(), **seed.config}, tag)
+        last = None
         while len(self.records) < self.options.trials:
-            x = self.optimizer.ask(1, current=self.space.encode(self.trials.current))[0]
-            self.run_config(self.space.decode(x), self.optimizer.name)
+            config = self.optimizer.ask(1, current=tuple(self.space.changes(self.trials.current)))[0]
+            if config == last:
+                self.say(f"{self.optimizer.name} asks again what it asked last: nothing new to try, the run ends "
+                         f"after {len(self.records)} of {self.options.trials} trials")
+                break
+            last = config
+            self.run_config({**self.space.default_config(), **{c.name: c.value for c in config}},
+                            self.optimizer.name)
         return self.records
 
     def best(self) -> TrialRecord | None:

@@ -17,6 +17,7 @@ from advisor.tuning.trials import ReplayRunner, TrialRunner, TuningOptions, Tuni
 from connectors.base import Shadow
 from connectors.postgres.sandbox import PostgresSandbox
 from optimizers import registry
+from optimizers.knobs.problem import KnobProblem
 from optimizers.knobs.space import KnobSpace, SpaceOptions, default_ranges
 from tests.conftest import run, scalar
 from workloads.binding import BoundStatement
@@ -187,7 +188,7 @@ def test_an_interrupted_run_resumes_from_the_store_without_losing_or_repeating_t
         if rec.number == 2:
             raise KeyboardInterrupt
 
-    first_opt = registry.create("knobs", "random", seed=0).bind(space)
+    first_opt = registry.create("knobs", "random", KnobProblem(space), seed=0)
     first = TuningRun(store, run_id, target, TrialRunner(shadow, first_runner, space), first_opt, options,
                       on_trial=interrupt)
     with pytest.raises(KeyboardInterrupt):
@@ -198,7 +199,7 @@ def test_an_interrupted_run_resumes_from_the_store_without_losing_or_repeating_t
 
     store = open_store(path)  # a new process
     runner = CrashingRunner(replay_runner(), crash_on={1})  # the second trial after resuming crashes the shadow
-    opt = registry.create("knobs", "random", seed=0).bind(space)
+    opt = registry.create("knobs", "random", KnobProblem(space), seed=0)
     resumed = TuningRun(store, run_id, target, TrialRunner(shadow, runner, space), opt, options)
     resumed.resume_from_store()
     assert len(resumed.records) == 3 and len(opt.history) == 3
