@@ -35,16 +35,15 @@ Optimizers never touch a database: every capability they need is in the problem.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar, Generic, TypeVar
 
 from advisor.core.domain import Change, IndexChange, KnobChange, TrialResult
+from advisor.core.progress import Say
 
 P = TypeVar("P")
 Config = tuple[Change, ...]
 Outcome = TrialResult  # objective (lower is better) or None, status measured | failed | infeasible, reason
-Say = Callable[[str], None]
 
 CHANGE_TYPES: dict[str, type] = {"knobs": KnobChange, "indexes": IndexChange}
 

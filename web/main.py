@@ -1,7 +1,7 @@
 """The FastAPI app: REST API under /api (OpenAPI at /api/docs), server-rendered pages elsewhere.
 
-``create_app`` opens the store, marks runs left over by a previous process as interrupted, and starts the run
-executor and the scheduler; all of them stop with the app.
+``create_app``'s lifespan runs the service that ``advisor.service.factory`` assembles (the store, the run executor,
+the scheduler; runs left over by a previous process are marked interrupted); all of them stop with the app.
 """
 
 from __future__ import annotations
@@ -15,10 +15,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from advisor.core.progress import Say, silent
-from advisor.service.runs import RunExecutor
-from advisor.service.scheduling import Scheduler
-from advisor.service.service import AdvisorService
-from advisor.storage.store import open_store
+from advisor.service.factory import serving
 from web.errors import install_error_handlers
 from web.routes import recommendations, runs, schedules, system, targets
 
@@ -30,33 +27,17 @@ def create_app(store_path: str | None = None, *, scheduler: bool = True, max_par
                say: Say = silent) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        from advisor.core.settings import get_settings
-
         # Tuning runs share this process with the API: a short GIL switch interval keeps a CPU-bound run (a GP
         # fit) from holding requests for 5 ms at every switch
         sys.setswitchinterval(SWITCH_INTERVAL_S)
-        store = open_store(store_path)
-        service = AdvisorService(store, say)
-        service.executor = RunExecutor(service.execute_run, max_parallel_runs or get_settings().max_parallel_runs)
-        interrupted = service.recover_runs()
-        if interrupted:
-            say(f"{len(interrupted)} run(s) of a previous server were marked interrupted")
-        if scheduler:
-            service.scheduler = Scheduler(service)
-            service.scheduler.start()
-        app.state.service = service
-        app.state.list_pages = {}
-        # everything loaded so far (torch, botorch, the app) lives as long as the server: keep it out of the
-        # garbage collector's full passes, which otherwise stall every request for tens of milliseconds
-        gc.collect()
-        gc.freeze()
-        try:
+        with serving(store_path, say=say, scheduler=scheduler, max_parallel_runs=max_parallel_runs) as service:
+            app.state.service = service
+            app.state.list_pages = {}
+            # everything loaded so far (torch, botorch, the app) lives as long as the server: keep it out of the
+            # garbage collector's full passes, which otherwise stall every request for tens of milliseconds
+            gc.collect()
+            gc.freeze()
             yield
-        finally:
-            if service.scheduler is not None:
-                service.scheduler.shutdown()
-            service.executor.shutdown()
-            store.close()
 
     app = FastAPI(title="db-advisor", version="0.1.0", lifespan=lifespan, docs_url="/api/docs",
                   openapi_url="/api/openapi.json", redoc_url=None,

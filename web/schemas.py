@@ -7,6 +7,8 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from advisor.service.runs import BUDGET_MB_MAX, DEFAULT_OPTIMIZER, LIMITS, RunPlan, optimizer_names
+
 T = TypeVar("T")
 
 RunKind = Literal["knobs", "indexes"]
@@ -72,13 +74,18 @@ class Snapshot(BaseModel):
 
 
 def _optimizers(kind: str) -> type:
-    from advisor.service.runs import optimizer_names
-
     return Literal[optimizer_names(kind)]  # type: ignore[return-value]
 
 
 KnobOptimizer = _optimizers("knobs")
 IndexOptimizer = _optimizers("indexes")
+_PLAN = RunPlan(kind="knobs")  # the defaults
+
+
+def _bounded(name: str, description: str | None = None) -> Any:
+    """A whole-number field of a run plan, with the plan's default and bounds (``runs.LIMITS``)."""
+    low, high = LIMITS[name]
+    return Field(getattr(_PLAN, name), ge=low, le=high, description=description)
 
 
 class KnobRunSpec(Strict):
@@ -86,12 +93,12 @@ class KnobRunSpec(Strict):
     configuration (rules), validated against the current settings."""
 
     kind: Literal["knobs"]
-    optimizer: KnobOptimizer = "hibo"  # type: ignore[valid-type]
-    trials: int = Field(30, ge=2, le=10_000)
-    seeds: int = Field(3, ge=0, le=20, description="seed configurations (LLM or rules) tried first")
-    repeats: int = Field(3, ge=1, le=100, description="executions of each statement per trial")
-    rounds: int = Field(5, ge=1, le=100, description="interleaved A/B rounds of the validation")
-    validate_: bool = Field(True, alias="validate")
+    optimizer: KnobOptimizer = DEFAULT_OPTIMIZER["knobs"]  # type: ignore[valid-type]
+    trials: int = _bounded("trials")
+    seeds: int = _bounded("seeds", "seed configurations (LLM or rules) tried first")
+    repeats: int = _bounded("repeats", "executions of each statement per trial")
+    rounds: int = _bounded("rounds", "interleaved A/B rounds of the validation")
+    validate_: bool = Field(_PLAN.validate, alias="validate")
     sample_percent: float | None = Field(None, gt=0, le=100)
 
 
@@ -100,12 +107,12 @@ class IndexRunSpec(Strict):
     index built and measured on the shadow."""
 
     kind: Literal["indexes"]
-    budget_mb: float = Field(gt=0, le=10_000_000, description="MiB of new indexes")
-    optimizer: IndexOptimizer = "ia2"  # type: ignore[valid-type]
-    episodes: int = Field(300, ge=1, le=100_000, description="IA2 training episodes (when no model is stored)")
-    samples: int = Field(48, ge=0, le=10_000, description="IA2 rollouts sampled besides the greedy one")
-    rounds: int = Field(5, ge=1, le=100)
-    validate_: bool = Field(True, alias="validate")
+    budget_mb: float = Field(gt=0, le=BUDGET_MB_MAX, description="MiB of new indexes")
+    optimizer: IndexOptimizer = DEFAULT_OPTIMIZER["indexes"]  # type: ignore[valid-type]
+    episodes: int = _bounded("episodes", "IA2 training episodes (when no model is stored)")
+    samples: int = _bounded("samples", "IA2 rollouts sampled besides the greedy one")
+    rounds: int = _bounded("rounds")
+    validate_: bool = Field(_PLAN.validate, alias="validate")
     sample_percent: float | None = Field(None, gt=0, le=100)
 
 

@@ -15,13 +15,14 @@ import os
 import re
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 
-from advisor.core.errors import AdvisorError
-from connectors.postgres.connection import connect, parse_dsn
-from connectors.postgres.sandbox import pg_bin_dir
+from advisor.core.errors import AdvisorError, TargetUnreachable
+from connectors import factory
 
 BUILTINS = ("tpcb-like", "simple-update", "select-only")
 TABLES = ("pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history")
@@ -65,7 +66,7 @@ class PgbenchResult:
 
 
 def _binary() -> str:
-    path = pg_bin_dir() / "pgbench"
+    path = Path(factory.client_tool("postgres", "pgbench"))
     if not path.exists():
         raise AdvisorError(f"pgbench not found in {path.parent}: install the PostgreSQL client tools")
     return str(path)
@@ -73,7 +74,7 @@ def _binary() -> str:
 
 def _connection(dsn: str) -> tuple[list[str], dict[str, str]]:
     """pgbench's connection arguments (the database name last) and its environment, from the DSN."""
-    params = parse_dsn(dsn)
+    params = _parameters(dsn)
     args: list[str] = []
     env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
     for key, value in params.items():
@@ -84,6 +85,24 @@ def _connection(dsn: str) -> tuple[list[str], dict[str, str]]:
         elif key != "dbname":
             raise AdvisorError(f"pgbench cannot be given the connection parameter {key!r}")
     return args + [params.get("dbname") or params.get("user") or "postgres"], env
+
+
+def _parameters(dsn: str) -> dict[str, str]:
+    """The DSN's libpq parameters (``key=value`` strings and ``postgresql://`` URLs)."""
+    if factory.engine_of(dsn) != "postgres":
+        raise AdvisorError("pgbench runs against PostgreSQL databases only")
+    try:
+        return {k: str(v) for k, v in conninfo_to_dict(dsn).items()}
+    except psycopg.ProgrammingError as e:
+        raise TargetUnreachable(f"invalid DSN: {(str(e).strip().splitlines() or ['?'])[0]}") from None
+
+
+def command(dsn: str, args: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The command line that runs pgbench with ``args`` against ``dsn``, and the environment to run it in (the
+    connection's secrets are there, never on the command line): for callers that run pgbench themselves, e.g. to
+    read its ``--progress`` lines as they come."""
+    connection, env = _connection(dsn)
+    return [_binary(), *args, *connection], env
 
 
 def _failure_reason(stderr: str) -> str:
@@ -98,10 +117,9 @@ def _failure_reason(stderr: str) -> str:
 
 
 def _pgbench(what: str, args: list[str], dsn: str, timeout_s: float) -> str:
-    connection, env = _connection(dsn)
+    argv, env = command(dsn, args)
     try:
-        done = subprocess.run([_binary(), *args, *connection], capture_output=True, text=True, env=env,
-                              timeout=timeout_s)
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         raise AdvisorError(f"pgbench {what} did not finish within {timeout_s:.0f} s") from None
     except OSError as e:
@@ -156,7 +174,7 @@ def run(dsn: str, options: PgbenchOptions = PgbenchOptions()) -> PgbenchResult:
 def restore(dsn: str) -> None:
     """Empty ``pgbench_history`` and vacuum the pgbench tables."""
     try:
-        with connect(dsn) as conn:
+        with factory.connect(dsn) as conn:
             conn.execute(sql.SQL("TRUNCATE {}").format(sql.Identifier("pgbench_history")))
             conn.execute(sql.SQL("VACUUM {}").format(sql.SQL(", ").join(sql.Identifier(t) for t in TABLES)))
     except psycopg.errors.UndefinedTable:

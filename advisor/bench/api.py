@@ -95,11 +95,11 @@ def _wait(predicate, timeout_s: float, what: str):
 
 
 def run_api_bench(options: ApiBenchOptions, say: Say = silent) -> dict:
-    from advisor.bench.playground import create_shop
+    from advisor.bench.playground import create_shop, playground_sandbox
+    from advisor.service.factory import build_service
     from advisor.service.runs import RunPlan
-    from advisor.service.service import AdvisorService
-    from advisor.storage.store import Store, new_id
-    from connectors.postgres.sandbox import PostgresSandbox, free_port
+    from advisor.storage.store import new_id
+    from connectors.factory import free_port
 
     out = Path(options.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -108,11 +108,11 @@ def run_api_bench(options: ApiBenchOptions, say: Say = silent) -> dict:
     env = {**os.environ, "ADVISOR_STORE": str(store_path), "ADVISOR_KEY_FILE": str(work / "secret.key")}
     os.environ["ADVISOR_KEY_FILE"] = env["ADVISOR_KEY_FILE"]
     started = time.monotonic()
-    with PostgresSandbox("bench-prod") as prod:  # production-like: fsync on
+    with playground_sandbox("bench-prod") as prod:  # production-like: fsync on
         dsn = create_shop(prod)
         say("registering the target and running one index run (in this process, before the server starts)")
-        with Store(store_path) as store:
-            service = AdvisorService(store, say)
+        service = build_service(store_path, say=say)
+        with service.store as store:
             _, secret = service.create_token("bench", "operator")
             service.add_target("shop", dsn)
             run = service.start_run("shop", RunPlan(kind="indexes", optimizer="extend", budget_mb=50, rounds=3))

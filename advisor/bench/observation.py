@@ -86,7 +86,7 @@ def summarize(samples: list[tuple[float, float]], on: list[bool], block_s: int, 
 def run_observation_bench(options: ObservationBenchOptions = ObservationBenchOptions(), say: Say = silent,
                           dsn: str | None = None) -> dict:
     """Run the bench against ``dsn`` (its pgbench tables are replaced), or a sandbox of its own; see the module."""
-    from connectors.postgres.sandbox import PostgresSandbox
+    from connectors import factory
 
     if options.blocks < 2 or options.blocks % 2:
         raise AdvisorError(f"blocks must be even and at least 2, not {options.blocks}")
@@ -94,13 +94,12 @@ def run_observation_bench(options: ObservationBenchOptions = ObservationBenchOpt
         raise AdvisorError("need 0 <= settle_s < block_s - 1 and interval_s > 0")
     if dsn is not None:
         return _bench(dsn, options, say)
-    with PostgresSandbox("bench-observe") as sandbox:  # production settings: fsync on
+    with factory.sandbox("postgres", "bench-observe") as sandbox:  # production settings: fsync on
         return _bench(sandbox.create_database("obsbench"), options, say)
 
 
 def _bench(dsn: str, options: ObservationBenchOptions, say: Say) -> dict:
-    from advisor.service.service import AdvisorService
-    from advisor.storage.store import Store
+    from advisor.service.factory import build_service
     from workloads import pgbench
 
     o = options
@@ -118,7 +117,7 @@ def _bench(dsn: str, options: ObservationBenchOptions, say: Say) -> dict:
         return time.monotonic() - clock["base"] if "base" in clock else None
 
     def observer() -> None:
-        service = AdvisorService(Store(":memory:"))
+        service = build_service(":memory:")
         try:
             for block, at in due:
                 while not stop.is_set() and ((t := now()) is None or t < at):
@@ -136,10 +135,10 @@ def _bench(dsn: str, options: ObservationBenchOptions, say: Say) -> dict:
         finally:
             service.store.close()
 
-    connection, env = pgbench._connection(dsn)  # no secret on the command line
     seconds = o.blocks * o.block_s
-    args = [pgbench._binary(), "--no-vacuum", "--time", str(seconds), "--client", str(o.clients), "--jobs",
-            str(o.jobs), "--builtin", o.builtin, "--progress", "1", "--random-seed", str(o.seed), *connection]
+    args, env = pgbench.command(dsn, ["--no-vacuum", "--time", str(seconds), "--client", str(o.clients), "--jobs",
+                                      str(o.jobs), "--builtin", o.builtin, "--progress", "1", "--random-seed",
+                                      str(o.seed)])  # no secret on the command line
     say(f"pgbench {seconds} s, {o.clients} clients; {o.blocks} blocks of {o.block_s} s, observation every "
         f"{o.interval_s:g} s in blocks {[i + 1 for i, x in enumerate(on) if x]}")
     samples: list[tuple[float, float]] = []
@@ -194,11 +193,11 @@ def _bench(dsn: str, options: ObservationBenchOptions, say: Say) -> dict:
 
 
 def _machine(dsn: str) -> dict:
-    from connectors.postgres.connection import connect
+    from connectors import factory
 
     mem_kb = next((int(ln.split()[1]) for ln in Path("/proc/meminfo").read_text().splitlines()
                    if ln.startswith("MemTotal:")), 0)
-    with connect(dsn) as conn:
+    with factory.connect(dsn) as conn:
         version = conn.execute("SHOW server_version").fetchone()[0]
     return {"cpus": os.cpu_count(), "memory_gib": round(mem_kb / 1024**2, 1), "server_version": version,
             "note": "pgbench, the server and the observer share this machine"}

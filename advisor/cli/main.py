@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 from enum import Enum
 from typing import Annotated
@@ -14,13 +16,15 @@ import typer
 from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer >= 0.20 vendors click
 from rich.console import Console
 
-from advisor.storage import codec
-
 from advisor.cli import render
+from advisor.cli.common import JsonFlag, StoreOpt
+from advisor.cli.common import emit as _emit_json
+from advisor.cli.common import names as _names
+from advisor.cli.common import open_service as _service
+from advisor.cli.service_commands import register
 from advisor.core.errors import AdvisorError
-from advisor.cli.service_commands import JsonFlag, StoreOpt, _service
-from advisor.cli.service_commands import _emit as _emit_json
 from advisor.core.progress import reporter
+from advisor.storage import codec
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="db-advisor: ML tuning advisor for PostgreSQL. Observes a workload, proposes changes, "
@@ -37,8 +41,6 @@ class Storage(str, Enum):
     ssd = "ssd"
     hdd = "hdd"
     san = "san"
-
-
 
 
 @app.command()
@@ -74,10 +76,6 @@ def _ranges(items: list[str]) -> dict[str, tuple[str, str]]:
     return out
 
 
-def _names(items: list[str]) -> tuple[str, ...]:
-    return tuple(n.strip() for item in items for n in item.split(",") if n.strip())
-
-
 @tune_app.command("knobs")
 def tune_knobs(target: Target,
                optimizer: Annotated[str, typer.Option(help="knob optimizer: hibo, gp, tpe, random (a search "
@@ -104,11 +102,9 @@ def tune_knobs(target: Target,
     """Recommend settings for a target: a search on a shadow instance (or one rule-based configuration),
     validated against the current settings before it is recommended."""
     from advisor.core.hardware import resolve
-    from advisor.core.settings import get_settings
     from advisor.tuning.validation import ValidationOptions
+    from advisor.service.service import SpaceOptions
     from advisor.tuning.trials import TuningOptions
-    from optimizers.knobs.llm import from_settings
-    from optimizers.knobs.space import SpaceOptions
 
     service = _service(store)
     hw = resolve(memory_gb, cores, storage.value if storage else None)
@@ -118,7 +114,7 @@ def tune_knobs(target: Target,
                            objective=objective.value)
     result = service.tune_knobs(target, optimizer, hardware=hw, sample_percent=sample_percent,
                                 validation=ValidationOptions(rounds=rounds) if validate else None,
-                                tuning=tuning, space=space, llm=from_settings(get_settings()), resume=resume,
+                                tuning=tuning, space=space, resume=resume,
                                 repeats=repeats)
     if json_out:
         _emit_json(_tune_doc(result))
@@ -301,17 +297,26 @@ def bench_service(clients: Annotated[int, typer.Option(help="concurrent API clie
     print(f"saved under {out}/")
 
 
-from advisor.cli.service_commands import register  # noqa: E402 - the service groups, after the app exists
+register(app)  # the service's groups: serve, playground, targets, runs, recommendations, schedule, tokens
 
-register(app)
+
+def _exit_on_signals() -> None:
+    """Make SIGTERM and SIGHUP exit normally (SIGINT already raises KeyboardInterrupt), so that the exit hooks
+    run: sandboxes and shadows started by the command are stopped."""
+
+    def _exit(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(ValueError):
+            signal.signal(sig, _exit)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the command; turn every error into one line on stderr."""
     from advisor.core.settings import get_settings
-    from connectors.postgres.sandbox import install_signal_handlers
 
-    install_signal_handlers()
+    _exit_on_signals()
     command = typer.main.get_command(app)
     try:
         command.main(args=argv, prog_name="advisor", standalone_mode=False)

@@ -241,8 +241,6 @@ class OperationsMixin:
         """The connector of the production target a recommendation is for (its stored credentials)."""
         return factory.connector(self._dsn(self.store.target(rec.target_id)))
 
-    _connector_for = connector_for  # the former private name, until every caller uses the public one
-
     def apply(self, rec_id: str, who: Principal = ADMIN) -> Recommendation:
         """Apply an approved, validated recommendation to its production target (see ``advisor.service.production``)."""
         who.require("operator")

@@ -22,6 +22,7 @@ from advisor.service.auth import Principal
 from advisor.core.domain import KnobChange
 from advisor.core.errors import AdvisorError
 from advisor.service.production import regression_since_apply
+from advisor.service.runs import RunPlan, lower_priority
 from advisor.storage.store import new_id
 
 AUTO_APPLY = ("none", "reload_knobs")
@@ -64,8 +65,6 @@ def _record_skip(store, schedule: dict, who: Principal, plan: dict, why: str, st
 def run_scheduled(service, schedule: dict, fired_at: float) -> list[dict]:
     """One firing: watch what this schedule auto-applied before (roll back on regression), then each planned
     run, then auto-apply what the schedule allows."""
-    from advisor.service.runs import RunPlan
-
     store = service.store
     store.schedule_fired(schedule["id"], fired_at)
     who = Principal(f"schedule:{schedule['id']}", "operator")
@@ -99,7 +98,7 @@ def watch(service, schedule: dict, who: Principal) -> None:
         if not rec.applied or rec.applied.get("by") != who.actor:
             continue
         try:
-            verdict = regression_since_apply(service._connector_for(rec), rec)
+            verdict = regression_since_apply(service.connector_for(rec), rec)
         except AdvisorError as e:
             store.audit(who.actor, "watch_failed", rec.id, {"error": str(e)})
             continue
@@ -176,8 +175,6 @@ class Scheduler:
                           id=f"now-{schedule_id}", replace_existing=True, misfire_grace_time=None)
 
     def _fire(self, schedule_id: str) -> None:
-        from advisor.service.runs import lower_priority
-
         lower_priority()  # a job thread of the scheduler's pool: it only ever runs jobs
         try:
             self.service.run_schedule(schedule_id)

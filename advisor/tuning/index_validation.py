@@ -12,16 +12,16 @@ is measurement noise: it is reported, and does not block the recommendation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from advisor.core.progress import Say
 from advisor.core.domain import Evidence, IndexChange
 from advisor.tuning.indexing import written_tables
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors.base import Shadow
 from workloads.binding import BoundStatement
 
-Say = Callable[[str], None]
 MAX_PRUNING_ROUNDS = 3
 
 

@@ -8,9 +8,10 @@ Evidence. Latencies are in ms; gains are fractions (0.02 = 2%).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from advisor.core.progress import Say
 from advisor.core.domain import Applied, Change, Evidence
 from advisor.core.errors import AdvisorError, SandboxError
 from advisor.tuning.evidence import ArmRound, compare
@@ -20,7 +21,6 @@ from workloads.replay import ReplayOptions, replay
 
 __all__ = ["ShadowCrashed", "ValidationOptions", "validate"]
 
-Say = Callable[[str], None]
 
 
 class ShadowCrashed(AdvisorError):

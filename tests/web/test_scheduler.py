@@ -148,7 +148,7 @@ def test_watch_rolls_back_what_the_schedule_applied_when_statements_regress(own_
     who = Principal(f"schedule:{schedule['id']}", "operator")
     lookups(dsn)  # the statements' mean before the change
     target_id = service.target("shop")["id"]
-    plan = service._connector_for(Recommendation("x", target_id, "knobs", "t", changes, (), (), False, "", 0.0)) \
+    plan = service.connector_for(Recommendation("x", target_id, "knobs", "t", changes, (), (), False, "", 0.0)) \
         .plan_changes(changes)
     rec = Recommendation(new_id(), target_id, "knobs", "test", plan.changes, plan.apply_sql, plan.revert_sql, False,
                          "proposed", time.time(), evidence=ACCEPTED)

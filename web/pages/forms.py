@@ -47,19 +47,6 @@ def integer(name: str, raw: str | None, default: int | None = None, *, low: int 
     return value
 
 
-def decimal(name: str, raw: str | None, default: float | None = None) -> float | None:
-    raw = (raw or "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise AdvisorError(f"{name} must be a number, got {raw[:40]!r}") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise AdvisorError(f"{name} must be a finite number")
-    return value
-
-
 def choice(name: str, raw: str | None, allowed, default: str | None = None) -> str | None:
     raw = (raw or "").strip()
     if not raw:

@@ -9,11 +9,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from advisor.core.errors import AdvisorError
-from advisor.service.runs import ACTIVE, KINDS, RunPlan
+from advisor.service.runs import ACTIVE, RunPlan
 from web import schemas
 from web.deps import PageSession, Service
 from web.pages import plots
-from web.pages.forms import Checked, Field, choice, decimal, integer, see_other
+from web.pages.forms import Checked, Field, choice, integer, see_other
 from web.pages.templating import render
 
 router = APIRouter()
@@ -27,19 +27,10 @@ def target_names(service) -> dict[str, str]:
 
 
 def plan_from_form(kind: str, optimizer: str, trials: str, budget_mb: str, rounds: str) -> RunPlan:
-    """A RunPlan from a form's fields, with a clear message for the first bad one."""
-    kind = choice("kind", kind, KINDS)
-    if kind is None:
-        raise AdvisorError("choose what to tune: knobs or indexes")
-    optimizer = optimizer.strip() or None
-    if optimizer is not None and optimizer not in OPTIMIZERS[kind]:
-        raise AdvisorError(f"{optimizer!r} is not a {kind} optimizer; choose one of {', '.join(OPTIMIZERS[kind])}")
-    budget = decimal("budget_mb", budget_mb)
-    if kind == "indexes" and (budget is None or budget <= 0):
-        raise AdvisorError("an index run needs a budget: the MB of new indexes it may propose")
-    return RunPlan(kind=kind, optimizer=optimizer, trials=integer("trials", trials, 30, low=2, high=10_000),
-                   budget_mb=budget if kind == "indexes" else None,
-                   rounds=integer("rounds", rounds, 5, low=1, high=100)).checked()
+    """A checked RunPlan from a form's fields (blank ones take their defaults); AdvisorError naming the first bad
+    one."""
+    return RunPlan.parse({"kind": kind, "optimizer": optimizer, "trials": trials, "budget_mb": budget_mb,
+                          "rounds": rounds})
 
 
 @router.get("/runs")

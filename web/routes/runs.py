@@ -10,7 +10,8 @@ router = APIRouter(prefix="/api/runs", tags=["tuning runs"], responses=schemas.E
 
 
 def plan_of(body: schemas.KnobRunSpec | schemas.IndexRunSpec) -> RunPlan:
-    return RunPlan(**body.model_dump(by_alias=True, exclude={"target"}))
+    """The plan of a validated body, through the one parser every adapter uses."""
+    return RunPlan.parse(body.model_dump(by_alias=True, exclude={"target"}))
 
 
 @router.post("", response_model=schemas.Run, status_code=status.HTTP_202_ACCEPTED)

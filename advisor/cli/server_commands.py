@@ -1,0 +1,233 @@
+"""CLI commands around the server: serve (web UI, REST API, schedules), schedules, API tokens, and the playground
+database to try it all on. Adapters like ``service_commands``."""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+import time
+from enum import Enum
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from advisor.cli.common import JsonFlag, Kind, StoreOpt, emit, names, open_service, when
+from advisor.core.errors import AdvisorError
+from advisor.core.progress import reporter
+from advisor.service.runs import RunPlan
+
+
+class Role(str, Enum):
+    viewer = "viewer"
+    operator = "operator"
+
+
+class AutoApply(str, Enum):
+    none = "none"
+    reload_knobs = "reload_knobs"
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _kinds(items: list[str]) -> list[Kind]:
+    kinds = []
+    for name in names(items):
+        if name not in Kind.__members__:
+            raise typer.BadParameter(f"{name!r} is not a run kind; expected knobs or indexes", param_hint="--kind")
+        if Kind(name) not in kinds:
+            kinds.append(Kind(name))
+    if not kinds:
+        raise typer.BadParameter("give at least one run kind: knobs, indexes", param_hint="--kind")
+    return kinds
+
+
+# --- serve -------------------------------------------------------------------------------------------------------
+
+
+def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+          port: Annotated[int, typer.Option(help="port", min=1, max=65535)] = 8000,
+          no_scheduler: Annotated[bool, typer.Option("--no-scheduler", help="do not run the nightly schedules")] = False,
+          allow_remote: Annotated[bool, typer.Option(help="listen on a non-loopback address (there is no TLS: put "
+                                                          "a TLS proxy in front)")] = False,
+          json_out: Annotated[bool, typer.Option("--json", help="print the URLs as one JSON document on stdout "
+                                                               "before serving")] = False,
+          store: StoreOpt = None) -> None:
+    """Run the web UI, the REST API (/api, docs at /api/docs) and the nightly schedules, until Ctrl-C."""
+    if not _loopback(host) and not allow_remote:
+        raise typer.BadParameter(f"{host} is not a loopback address; the server speaks plain HTTP (no TLS here), so "
+                                 "API tokens would cross the network in clear. Use --allow-remote behind a TLS proxy.",
+                                 param_hint="--host")
+    import uvicorn
+
+    from web.main import create_app  # the web app only here: the other commands never load it
+
+    say = reporter()
+    say("loading the web app")
+    probe = open_service(store, quiet=True)  # fails here, clearly, when another process holds the store
+    try:
+        has_tokens = any(t["revoked_at"] is None for t in probe.tokens())
+    finally:
+        probe.store.close()
+    _check_bind(host, port)
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}/"
+    app = create_app(store, scheduler=not no_scheduler, say=say)
+    if json_out:
+        emit({"url": url, "docs": f"{url}api/docs", "scheduler": not no_scheduler, "has_tokens": has_tokens})
+        sys.stdout.flush()
+    else:
+        print(f"web UI:   {url}\nAPI docs: {url}api/docs", flush=True)
+    if not has_tokens:
+        say("no API token yet: create one with `advisor tokens create --name NAME --role operator` (stop the "
+            "server first: it holds the store)")
+    if allow_remote and not _loopback(host):
+        say(f"listening on {host} without TLS: put a TLS proxy in front of it")
+    say(f"serving on {url} (scheduler {'off' if no_scheduler else 'on'}); Ctrl-C stops")
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def _check_bind(host: str, port: int) -> None:
+    """Fail with one clear line, before printing any URL, when the address cannot be listened on."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        with socket.socket(infos[0][0], socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(infos[0][4])
+    except OSError as e:
+        raise AdvisorError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+
+
+# --- schedules ---------------------------------------------------------------------------------------------------
+
+schedule_app = typer.Typer(no_args_is_help=True, help="Nightly tuning: cron schedules run by `advisor serve`.")
+
+
+@schedule_app.command("add")
+def schedule_add(target: Annotated[str, typer.Option("--target", "-t", help="target id or name")],
+                 cron: Annotated[str, typer.Option(help="5 cron fields, e.g. '0 2 * * *' (02:00 daily)")],
+                 kind: Annotated[list[str], typer.Option(help="what each firing tunes: knobs, indexes (repeat, or "
+                                                              "a comma list: knobs,indexes)")],
+                 timezone_: Annotated[str, typer.Option("--timezone", help="of the cron fields")] = "UTC",
+                 optimizer: Annotated[str | None, typer.Option(help="default per kind: hibo, ia2")] = None,
+                 trials: Annotated[int, typer.Option(min=2)] = 30,
+                 budget_mb: Annotated[float | None, typer.Option("--budget-mb", help="indexes: MiB")] = None,
+                 rounds: Annotated[int, typer.Option(min=1)] = 5,
+                 auto_apply: Annotated[AutoApply, typer.Option(help="reload_knobs: apply validated knob changes "
+                                                                    "that need no restart")] = AutoApply.none,
+                 auto_apply_knob: Annotated[list[str], typer.Option(
+                     help="with reload_knobs: only these knobs (repeat, or a comma list)")] = [],  # noqa: B006
+                 max_regression: Annotated[float, typer.Option(help="roll an auto-applied change back when "
+                                                                    "statements get this much slower")] = 0.10,
+                 json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+    """Tune a target by itself on a cron schedule (run by `advisor serve`); recommendations wait for approval
+    unless --auto-apply reload_knobs."""
+    kinds = _kinds(kind)
+    plans = [RunPlan.parse({"kind": k.value, "optimizer": optimizer if len(kinds) == 1 else None, "trials": trials,
+                            "budget_mb": budget_mb, "rounds": rounds}) for k in kinds]
+    s = open_service(store, quiet=True).add_schedule(target, cron, plans, timezone=timezone_,
+                                                     auto_apply=auto_apply.value,
+                                                     auto_apply_knobs=names(auto_apply_knob),
+                                                     max_regression=max_regression)
+    emit(s) if json_out else print(f"schedule {s['id']}: {s['cron']} ({s['timezone']}), next {when(s['next_fire_at'])}")
+
+
+@schedule_app.command("list")
+def schedule_list(target: Annotated[str | None, typer.Option("--target", "-t", help="target id or name")] = None,
+                  json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+    """Schedules with their next firing time."""
+    rows = open_service(store, quiet=True).schedules(target)
+    if json_out:
+        emit({"schedules": rows})
+        return
+    table = Table("id", "target", "cron", "runs", "auto-apply", "last fired", "next")
+    for s in rows:
+        table.add_row(s["id"], s["target_id"], f"{s['cron']} {s['timezone']}",
+                      ", ".join(p["kind"] for p in s["plan"]["runs"]), s["plan"]["auto_apply"],
+                      when(s["last_fire_at"]), when(s["next_fire_at"]))
+    Console().print(table)
+
+
+@schedule_app.command("remove")
+def schedule_remove(schedule_id: Annotated[str, typer.Argument(help="schedule id")], json_out: JsonFlag = False,
+                    store: StoreOpt = None) -> None:
+    """Stop a schedule (its past runs stay)."""
+    open_service(store, quiet=True).remove_schedule(schedule_id)
+    emit({"removed": schedule_id}) if json_out else print(f"removed schedule {schedule_id}")
+
+
+# --- tokens ------------------------------------------------------------------------------------------------------
+
+tokens_app = typer.Typer(no_args_is_help=True, help="API tokens (admin: needs the store file, not a token).")
+
+
+@tokens_app.command("create")
+def tokens_create(name: Annotated[str, typer.Option(help="who or what the token is for")],
+                  role: Annotated[Role, typer.Option(help="viewer reads; operator also runs, approves, applies")],
+                  json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+    """A new API token (send it as 'Authorization: Bearer <secret>'); its secret is printed once, here."""
+    token, secret = open_service(store, quiet=True).create_token(name, role.value)
+    if json_out:
+        emit({**token, "secret": secret})
+    else:
+        print(f"token {token['name']} ({token['role']}): {secret}")
+    print("warning: the secret is shown only now and cannot be shown again (only its hash is stored): keep it "
+          "somewhere safe", file=sys.stderr)
+
+
+@tokens_app.command("list")
+def tokens_list(json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+    """API tokens (never their secrets: only a hash is stored)."""
+    rows = open_service(store, quiet=True).tokens()
+    if json_out:
+        emit({"tokens": rows})
+        return
+    table = Table("id", "name", "role", "created", "revoked")
+    for t in rows:
+        table.add_row(t["id"], t["name"], t["role"], when(t["created_at"]), when(t["revoked_at"]))
+    Console().print(table)
+
+
+@tokens_app.command("revoke")
+def tokens_revoke(ref: Annotated[str, typer.Argument(help="token id or name")], json_out: JsonFlag = False,
+                  store: StoreOpt = None) -> None:
+    """Revoke a token: requests bearing it are refused from now on."""
+    token = open_service(store, quiet=True).revoke_token(ref)
+    emit(token) if json_out else print(f"revoked {token['name']}")
+
+
+# --- playground --------------------------------------------------------------------------------------------------
+
+
+def playground(password: Annotated[str, typer.Option(help="put this password in the printed DSN (the sandbox "
+                                                          "accepts any)")] = "playground",
+               seconds: Annotated[float, typer.Option(help="stop after this long; 0 = until Ctrl-C", min=0)] = 0,
+               json_out: Annotated[bool, typer.Option("--json", help="print the DSN as one JSON document")] = False
+               ) -> None:
+    """Start a sandbox 'production' PostgreSQL with a shop workload to try db-advisor on; prints its DSN and
+    keeps the workload trickling until stopped."""
+    from advisor.bench.playground import create_shop, playground_sandbox, run_shop_workload
+
+    say = reporter()
+    with playground_sandbox("playground") as sandbox:
+        say("creating the shop database (200,000 orders) and running its workload")
+        dsn = create_shop(sandbox, password=password)
+        emit({"dsn": dsn}) if json_out else print(dsn)
+        sys.stdout.flush()
+        say("register it: advisor targets add --name shop --dsn '<the DSN above>' (or in the web UI); Ctrl-C stops")
+        end = time.monotonic() + seconds if seconds else None
+        rounds = 0
+        while end is None or time.monotonic() < end:
+            time.sleep(5)
+            rounds += 1
+            run_shop_workload(dsn.replace(f" password={password}", ""), rounds=5, seed=rounds)

@@ -1,0 +1,65 @@
+"""The one parser of run plans (``RunPlan.parse``) that the CLI, the REST API and the pages' forms share: a form's
+strings and JSON's numbers give the same plan, and a bad field is named in one clear message."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.core.errors import AdvisorError
+from advisor.service.runs import LIMITS, RunPlan
+from web import schemas
+from web.routes.runs import plan_of
+
+
+def test_a_forms_strings_and_jsons_numbers_give_the_same_plan():
+    form = RunPlan.parse({"kind": "indexes", "optimizer": " extend ", "trials": "", "budget_mb": "50",
+                          "rounds": "3"})
+    json = RunPlan.parse({"kind": "indexes", "optimizer": "extend", "budget_mb": 50, "rounds": 3})
+    assert form == json == RunPlan(kind="indexes", optimizer="extend", budget_mb=50.0, rounds=3)
+
+
+def test_blank_fields_take_the_defaults_and_the_default_optimizer():
+    plan = RunPlan.parse({"kind": "knobs", "optimizer": "", "trials": "", "budget_mb": "", "rounds": None})
+    assert plan == RunPlan(kind="knobs", optimizer="hibo")
+
+
+def test_the_other_kinds_fields_are_left_at_their_defaults():
+    # a form sends every field; the hidden ones of the other kind do not count
+    plan = RunPlan.parse({"kind": "knobs", "trials": "12", "budget_mb": "not a number", "episodes": 5})
+    assert plan.trials == 12 and plan.budget_mb is None and plan.episodes == RunPlan(kind="knobs").episodes
+    plan = RunPlan.parse({"kind": "indexes", "trials": "abc", "budget_mb": "8"})
+    assert plan.trials == RunPlan(kind="indexes").trials and plan.budget_mb == 8.0
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"kind": ""}, "choose what to tune"),
+    ({"kind": "everything"}, "unknown run kind 'everything'"),
+    ({"kind": "knobs", "optimizer": "magic"}, "'magic' is not a knobs optimizer"),
+    ({"kind": "indexes"}, "budget_mb"),
+    ({"kind": "indexes", "budget_mb": "-1"}, "budget_mb"),
+    ({"kind": "knobs", "trials": "1"}, "trials must be between 2 and 10000, got 1"),
+    ({"kind": "knobs", "trials": "2.5"}, "trials must be a whole number"),
+    ({"kind": "knobs", "trials": 2.5}, "trials must be a whole number"),
+    ({"kind": "knobs", "trials": True}, "trials must be a number"),
+    ({"kind": "knobs", "rounds": 1000}, "rounds must be between 1 and 100"),
+    ({"kind": "knobs", "sample_percent": "nan"}, "sample_percent must be a finite number"),
+    ({"kind": "knobs", "sample_percent": 200}, "sample_percent must be in (0, 100]"),
+    ({"kind": "knobs", "validate": "maybe"}, "validate must be true or false"),
+    ({"kind": "knobs", "colour": "blue"}, "unknown run option(s): colour"),
+])
+def test_a_bad_field_is_named(fields, message):
+    with pytest.raises(AdvisorError) as e:
+        RunPlan.parse(fields)
+    assert message in str(e.value) and type(e.value) is AdvisorError  # bad input (400), never a 404
+
+
+def test_the_rest_schema_has_the_plans_bounds_and_builds_through_the_parser():
+    for name, (low, high) in LIMITS.items():
+        spec = schemas.KnobRunSpec if name in schemas.KnobRunSpec.model_fields else schemas.IndexRunSpec
+        field = spec.model_fields[name]
+        bounds = {type(m).__name__: m for m in field.metadata}
+        assert bounds["Ge"].ge == low and bounds["Le"].le == high, name
+    body = schemas.IndexRunSpec(kind="indexes", budget_mb=50, optimizer="extend", rounds=3)
+    assert plan_of(body) == RunPlan(kind="indexes", optimizer="extend", budget_mb=50.0, rounds=3)
+    assert plan_of(schemas.KnobRunSpec(kind="knobs", validate=False)) == RunPlan(kind="knobs", optimizer="hibo",
+                                                                                  validate=False)
