@@ -24,13 +24,13 @@ from typing import Any
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say
 from connectors.base import TAG, Connector, Sandbox, Shadow, scrub
-from connectors.local import free_port, install_signal_handlers, stop_all
+from connectors.local import free_port, stop_all
 from connectors.postgres.connector import PostgresConnector
 from connectors.postgres.sandbox import PostgresSandbox
 from connectors.postgres.shadow import create_shadow as clone_postgres
 
 __all__ = ["ENGINES", "SCHEMES", "TAG", "Connector", "Engine", "Sandbox", "Shadow", "client_tool", "clone",
-           "connect", "connector", "engine_of", "free_port", "install_signal_handlers", "redact", "sandbox",
+           "connect", "connector", "engine_of", "free_port", "redact", "sandbox",
            "stop_all", "target_name"]
 
 

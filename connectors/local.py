@@ -1,5 +1,5 @@
 """Engine-neutral plumbing for local sandbox servers: free loopback ports, process liveness, and the registry of
-running sandboxes that an ``atexit`` hook (and SIGTERM/SIGHUP, once ``install_signal_handlers()`` ran) stops.
+running sandboxes that an ``atexit`` hook stops (the CLI turns SIGTERM/SIGHUP into a normal exit, so it runs).
 
 Every engine's sandbox registers itself here on start and unregisters on stop, so one ``stop_all()`` cleans up
 PostgreSQL and MariaDB servers alike.
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import signal
 import socket
 import threading
 from typing import Protocol
@@ -58,17 +57,6 @@ def stop_all() -> None:
     for sandbox in live:
         with contextlib.suppress(Exception):
             sandbox.stop()
-
-
-def install_signal_handlers() -> None:
-    """Make SIGTERM and SIGHUP exit normally (SIGINT already raises KeyboardInterrupt) so cleanup runs."""
-
-    def _exit(signum, _frame):
-        raise SystemExit(128 + signum)
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        with contextlib.suppress(ValueError):
-            signal.signal(sig, _exit)
 
 
 atexit.register(stop_all)

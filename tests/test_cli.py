@@ -35,13 +35,15 @@ def test_observe_json_is_one_document(busy_db, tmp_path):
 
 def test_tune_knobs_json_and_recommendations(busy_db, tmp_path):
     store = tmp_path / "s.duckdb"
-    res = advisor("tune", "knobs", "--target", busy_db, "--optimizer", "rules", "--rounds", "2",
+    # the rules alone (no seeds): their one configuration is measured, then validated (it is the only candidate)
+    res = advisor("tune", "knobs", "--target", busy_db, "--optimizer", "rules", "--seeds", "0", "--rounds", "2",
                   "--memory-gb", "4", "--cores", "2", "--json", store=store)
     assert res.returncode == 0, res.stderr
     rec = json.loads(res.stdout)["recommendation"]
     assert rec["state"] in {"validated", "rejected"} and rec["evidence"]["rounds"] == 2
     assert any(s.startswith('ALTER SYSTEM SET "shared_buffers"') for s in rec["apply_sql"])
     assert rec["revert_sql"][-1] == "SELECT pg_reload_conf()"
+    assert [t["source"] for t in json.loads(res.stdout)["trials"]] == ["default", "rules"]  # then it repeated itself
     listed = json.loads(advisor("recommendations", "list", "--json", store=store).stdout)["recommendations"]
     assert [r["id"] for r in listed] == [rec["id"]]
 

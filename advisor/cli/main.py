@@ -210,12 +210,7 @@ def bench_knobs(workloads: Annotated[str, typer.Option(help="comma-separated: jo
     names = tuple(w.strip() for w in workloads.split(",") if w.strip())
     options = BenchOptions(workloads=names, trials=trials, repeats=repeats, surrogate_seeds=surrogate_seeds,
                            seed=seed, out_dir=out)
-    doc = KnobBench(options, say=reporter()).run()
-    if json_out:
-        _emit_json(doc)
-    else:
-        print(table(doc))
-        print(f"saved {out}/knobs.json and {out}/knobs-convergence.png")
+    _bench_report(KnobBench(options, say=reporter()).run(), json_out, table, out, "knobs.json", "knobs-convergence.png")
 
 
 @bench_app.command("indexes")
@@ -253,12 +248,16 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
                                 episodes=episodes, samples=samples, device=device, rounds=rounds, real=real, seed=seed,
                                 out_dir=out,
                                 reward=reward)
-    doc = IndexBench(options, say=reporter()).run()
+    _bench_report(IndexBench(options, say=reporter()).run(), json_out, table, out, "indexes.json", "indexes-rc.png")
+
+
+def _bench_report(doc: dict, json_out: bool, table, out: str, *saved: str) -> None:
+    """A bench's result: its JSON document, or its table and where the files are."""
     if json_out:
         _emit_json(doc)
     else:
         print(table(doc))
-        print(f"saved {out}/indexes.json and {out}/indexes-rc.png")
+        print(f"saved {' and '.join(f'{out}/{name}' for name in saved)}")
 
 
 @bench_app.command("service")

@@ -12,7 +12,6 @@ import tempfile
 from pathlib import Path
 
 from advisor.core.domain import Hardware
-from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
 from advisor.service.access import AccessMixin
 from advisor.service.auth import Principal
@@ -87,12 +86,7 @@ class AdvisorService(OperationsMixin, AccessMixin):
         MiB, chosen on what-if costs, then each built and measured on a shadow and kept only if it measurably
         helps a statement it serves and makes none regress. Trained models are kept per target."""
         plan = IndexPlan(optimizer, budget_mb, seed, max_width, validation, sample_percent, max_statements,
-                         {"episodes": episodes, "device": device, "samples": samples, "retrain": retrain})
-        if not budget_mb > 0 or budget_mb == float("inf"):
-            raise AdvisorError(f"the index budget must be a positive number of MB, got {budget_mb:g}")
-        from optimizers.registry import get
-
-        get("indexes", optimizer)  # an unknown name fails before anything is touched
+                         {"episodes": episodes, "device": device, "samples": samples, "retrain": retrain}).check()
         connector = factory.connector(dsn)
         obs = require_workload(self.observe(dsn, name))
         return index_pipeline.tune_indexes(self.store, connector, obs, plan, model_dir=self.model_dir(obs.target_id),

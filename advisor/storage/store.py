@@ -8,88 +8,22 @@ version is refused rather than guessed at. One process writes at a time (DuckDB'
 
 from __future__ import annotations
 
-import functools
 import json
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import duckdb
 
 from advisor.storage import codec
+from advisor.storage.access import AccessTables
+from advisor.storage.schema import MIGRATIONS, SCHEMA_VERSION, changes_lists, new_id
 from advisor.core.domain import TRANSITIONS, Evidence, Recommendation, Snapshot, Workload
 from advisor.core.errors import InvalidTransition, NotFound, StoreError
 
-SCHEMA_VERSION = 4
+__all__ = ["SCHEMA_VERSION", "Store", "new_id", "open_store"]
 
-MIGRATIONS: dict[int, str] = {
-    1: """
-    CREATE TABLE targets (id VARCHAR PRIMARY KEY, name VARCHAR UNIQUE NOT NULL, engine VARCHAR NOT NULL,
-        dsn VARCHAR NOT NULL, created_at DOUBLE NOT NULL);
-    CREATE TABLE snapshots (id VARCHAR PRIMARY KEY, target_id VARCHAR NOT NULL, taken_at DOUBLE NOT NULL,
-        workload JSON NOT NULL, summary JSON NOT NULL);
-    CREATE TABLE trials (id VARCHAR PRIMARY KEY, target_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL,
-        optimizer VARCHAR NOT NULL, changes JSON NOT NULL, evidence JSON, status VARCHAR NOT NULL,
-        reason VARCHAR, created_at DOUBLE NOT NULL);
-    CREATE TABLE recommendations (id VARCHAR PRIMARY KEY, target_id VARCHAR NOT NULL, kind VARCHAR NOT NULL,
-        optimizer VARCHAR NOT NULL, changes JSON NOT NULL, apply_sql JSON NOT NULL, revert_sql JSON NOT NULL,
-        needs_restart BOOLEAN NOT NULL, state VARCHAR NOT NULL, evidence JSON, note VARCHAR NOT NULL,
-        created_at DOUBLE NOT NULL, updated_at DOUBLE NOT NULL);
-    CREATE TABLE audit_log (id VARCHAR PRIMARY KEY, happened_at DOUBLE NOT NULL, actor VARCHAR NOT NULL,
-        action VARCHAR NOT NULL, subject VARCHAR NOT NULL, detail JSON NOT NULL);
-    """,
-    2: """
-    ALTER TABLE trials ADD COLUMN number INTEGER;
-    ALTER TABLE trials ADD COLUMN config JSON;
-    ALTER TABLE trials ADD COLUMN objective DOUBLE;
-    ALTER TABLE trials ADD COLUMN source VARCHAR;
-    ALTER TABLE trials ADD COLUMN duration_s DOUBLE;
-    CREATE TABLE tuning_runs (id VARCHAR PRIMARY KEY, target_id VARCHAR NOT NULL, kind VARCHAR NOT NULL,
-        optimizer VARCHAR NOT NULL, options JSON NOT NULL, state VARCHAR NOT NULL, optimizer_state JSON,
-        result JSON, created_at DOUBLE NOT NULL, updated_at DOUBLE NOT NULL);
-    CREATE TABLE seed_cache (key VARCHAR PRIMARY KEY, seeds JSON NOT NULL, created_at DOUBLE NOT NULL);
-    """,
-    3: """
-    ALTER TABLE recommendations ADD COLUMN details JSON;
-    """,
-    4: """
-    ALTER TABLE targets ADD COLUMN credentials VARCHAR;
-    ALTER TABLE recommendations ADD COLUMN run_id VARCHAR;
-    ALTER TABLE recommendations ADD COLUMN applied JSON;
-    ALTER TABLE tuning_runs ADD COLUMN progress JSON;
-    ALTER TABLE tuning_runs ADD COLUMN error VARCHAR;
-    ALTER TABLE tuning_runs ADD COLUMN started_by VARCHAR;
-    ALTER TABLE tuning_runs ADD COLUMN schedule_id VARCHAR;
-    CREATE TABLE api_tokens (id VARCHAR PRIMARY KEY, name VARCHAR UNIQUE NOT NULL, role VARCHAR NOT NULL,
-        secret_hash VARCHAR UNIQUE NOT NULL, created_at DOUBLE NOT NULL, revoked_at DOUBLE, created_by VARCHAR);
-    CREATE TABLE web_sessions (id_hash VARCHAR PRIMARY KEY, token_id VARCHAR NOT NULL, csrf VARCHAR NOT NULL,
-        created_at DOUBLE NOT NULL, expires_at DOUBLE NOT NULL);
-    CREATE TABLE schedules (id VARCHAR PRIMARY KEY, target_id VARCHAR NOT NULL, cron VARCHAR NOT NULL,
-        timezone VARCHAR NOT NULL, plan JSON NOT NULL, created_at DOUBLE NOT NULL, created_by VARCHAR,
-        last_fire_at DOUBLE, removed_at DOUBLE);
-    """,
-}
-
-
-def _changes_lists(method):
-    """Bump ``Store.version`` after the write, so a cached list is never newer than what it shows."""
-
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            self._bump()
-
-    return wrapper
-
-
-def new_id() -> str:
-    return uuid.uuid4().hex[:12]
-
-
-class Store:
+class Store(AccessTables):
     def __init__(self, path: str | Path):
         self.path = str(path)
         if self.path != ":memory:":
@@ -150,7 +84,7 @@ class Store:
 
     # --- targets --------------------------------------------------------------------------------------------
 
-    @_changes_lists
+    @changes_lists
     def upsert_target(self, name: str, engine: str, dsn_redacted: str, credentials: str | None = None) -> str:
         """The target's id; registers it when new. ``credentials`` (the encrypted full DSN) replaces the stored
         one only when given."""
@@ -193,7 +127,7 @@ class Store:
             raise NotFound(f"no target {target_id!r}")
         return row[0]
 
-    @_changes_lists
+    @changes_lists
     def remove_target(self, target_id: str) -> None:
         """Forget a target and its schedules; its history (snapshots, runs, recommendations, audit) is kept."""
         with self.lock:
@@ -244,7 +178,7 @@ class Store:
 
     # --- tuning runs ----------------------------------------------------------------------------------------
 
-    @_changes_lists
+    @changes_lists
     def add_run(self, run_id: str, target_id: str, kind: str, optimizer: str, options: dict, *,
                 state: str = "running", started_by: str | None = None, schedule_id: str | None = None) -> None:
         now = time.time()
@@ -307,7 +241,7 @@ class Store:
 
     # --- recommendations ------------------------------------------------------------------------------------
 
-    @_changes_lists
+    @changes_lists
     def add_recommendation(self, rec: Recommendation, actor: str = "advisor") -> None:
         self.db.execute(
             f"INSERT INTO recommendations ({self._REC_COLS}, apply_sql, revert_sql, updated_at) "
@@ -380,7 +314,7 @@ class Store:
             raise NotFound(f"no recommendation {rec_id!r}")
         return self._rec(row)
 
-    @_changes_lists
+    @changes_lists
     def set_applied(self, rec_id: str, applied: dict) -> None:
         """Record what an apply to production did and how to revert it (before the state changes)."""
         self.db.execute("UPDATE recommendations SET applied = ? WHERE id = ?",
@@ -414,82 +348,6 @@ class Store:
                                "subject = ? ORDER BY happened_at LIMIT ? OFFSET ?",
                                [subject, subject, limit if limit is not None else 2**62, offset]).fetchall()
         return [{"at": r[0], "actor": r[1], "action": r[2], "subject": r[3], "detail": json.loads(r[4])} for r in rows]
-
-    # --- API tokens and web sessions (secrets are stored only as SHA-256 hashes) ------------------------------
-
-    def add_token(self, name: str, role: str, secret_hash: str, created_by: str) -> str:
-        with self.lock:
-            if self.db.execute("SELECT 1 FROM api_tokens WHERE name = ?", [name]).fetchone():
-                raise StoreError(f"a token named {name!r} exists already; revoke it or choose another name")
-            tid = new_id()
-            self.db.execute("INSERT INTO api_tokens VALUES (?, ?, ?, ?, ?, NULL, ?)",
-                            [tid, name, role, secret_hash, time.time(), created_by])
-            return tid
-
-    _TOKEN_COLS = ("id", "name", "role", "created_at", "revoked_at", "created_by")
-
-    def tokens(self) -> list[dict]:
-        rows = self.db.execute(f"SELECT {', '.join(self._TOKEN_COLS)} FROM api_tokens ORDER BY created_at").fetchall()
-        return [dict(zip(self._TOKEN_COLS, r)) for r in rows]
-
-    def token_by_hash(self, secret_hash: str) -> dict | None:
-        row = self.db.execute(f"SELECT {', '.join(self._TOKEN_COLS)} FROM api_tokens WHERE secret_hash = ?",
-                              [secret_hash]).fetchone()
-        return dict(zip(self._TOKEN_COLS, row)) if row else None
-
-    def token(self, ref: str) -> dict:
-        row = self.db.execute(f"SELECT {', '.join(self._TOKEN_COLS)} FROM api_tokens WHERE id = ? OR name = ?",
-                              [ref, ref]).fetchone()
-        if row is None:
-            raise NotFound(f"no API token {ref!r}")
-        return dict(zip(self._TOKEN_COLS, row))
-
-    @_changes_lists
-    def revoke_token(self, token_id: str) -> None:
-        self.db.execute("UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-                        [time.time(), token_id])
-        self.db.execute("DELETE FROM web_sessions WHERE token_id = ?", [token_id])
-
-    def add_session(self, id_hash: str, token_id: str, csrf: str, ttl_s: float) -> None:
-        now = time.time()
-        self.db.execute("DELETE FROM web_sessions WHERE expires_at < ?", [now])
-        self.db.execute("INSERT INTO web_sessions VALUES (?, ?, ?, ?, ?)", [id_hash, token_id, csrf, now, now + ttl_s])
-
-    def session(self, id_hash: str) -> dict | None:
-        row = self.db.execute("SELECT token_id, csrf, expires_at FROM web_sessions WHERE id_hash = ? AND expires_at >= ?",
-                              [id_hash, time.time()]).fetchone()
-        return {"token_id": row[0], "csrf": row[1], "expires_at": row[2]} if row else None
-
-    def drop_session(self, id_hash: str) -> None:
-        self.db.execute("DELETE FROM web_sessions WHERE id_hash = ?", [id_hash])
-
-    # --- schedules ------------------------------------------------------------------------------------------
-
-    def add_schedule(self, target_id: str, cron: str, timezone: str, plan: dict, created_by: str) -> str:
-        sid = new_id()
-        self.db.execute("INSERT INTO schedules VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL)",
-                        [sid, target_id, cron, timezone, json.dumps(plan), time.time(), created_by])
-        return sid
-
-    _SCHEDULE_COLS = ("id", "target_id", "cron", "timezone", "plan", "created_at", "created_by", "last_fire_at")
-
-    def schedules(self, target_id: str | None = None) -> list[dict]:
-        rows = self.db.execute(f"SELECT {', '.join(self._SCHEDULE_COLS)} FROM schedules WHERE removed_at IS NULL "
-                               "AND (? IS NULL OR target_id = ?) ORDER BY created_at", [target_id, target_id]).fetchall()
-        return [{**dict(zip(self._SCHEDULE_COLS, r)), "plan": json.loads(r[4])} for r in rows]
-
-    def schedule(self, schedule_id: str) -> dict:
-        found = [s for s in self.schedules() if s["id"] == schedule_id]
-        if not found:
-            raise NotFound(f"no schedule {schedule_id!r}")
-        return found[0]
-
-    def remove_schedule(self, schedule_id: str) -> None:
-        self.schedule(schedule_id)
-        self.db.execute("UPDATE schedules SET removed_at = ? WHERE id = ?", [time.time(), schedule_id])
-
-    def schedule_fired(self, schedule_id: str, at: float) -> None:
-        self.db.execute("UPDATE schedules SET last_fire_at = ? WHERE id = ?", [at, schedule_id])
 
 
 def open_store(path: str | Path | None = None) -> Store:

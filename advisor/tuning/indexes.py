@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from advisor.core.domain import Recommendation
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
 from advisor.storage.store import Store
@@ -40,10 +41,17 @@ class IndexPlan:
     max_statements: int = 30
     options: dict = field(default_factory=dict)
 
+    def check(self) -> "IndexPlan":
+        """This plan, when its budget and optimizer make sense (AdvisorError / NotFound otherwise)."""
+        if not self.budget_mb > 0 or self.budget_mb == float("inf"):
+            raise AdvisorError(f"the index budget must be a positive number of MB, got {self.budget_mb:g}")
+        registry.get("indexes", self.optimizer)
+        return self
+
 
 @dataclass(frozen=True)
 class IndexTuneResult:
-    recommendation: object | None  # a Recommendation; None when no index is worth its space
+    recommendation: Recommendation | None  # None when no index is worth its space
     observation: Observation
     chosen: tuple = ()  # the optimizer's set, before validation
     validation: IndexValidation | None = None
@@ -56,9 +64,7 @@ class IndexTuneResult:
 def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: IndexPlan, *,
                  model_dir: Path | None = None, run_id: str | None = None, say: Say = silent) -> IndexTuneResult:
     """The whole index pipeline for an observed target; trained models live under ``model_dir``."""
-    if not plan.budget_mb > 0 or plan.budget_mb == float("inf"):
-        raise AdvisorError(f"the index budget must be a positive number of MB, got {plan.budget_mb:g}")
-    registry.get("indexes", plan.optimizer)  # an unknown name fails before anything is touched
+    plan.check()
     bound, _skipped = bind(connector, obs, plan.max_statements, say)
     budget = int(plan.budget_mb * MB)
     with factory.clone(connector, sample_percent=plan.sample_percent, say=say) as shadow:

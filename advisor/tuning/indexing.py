@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -18,7 +17,6 @@ from sqlglot.errors import SqlglotError
 
 from advisor.core.domain import IndexChange, IndexInfo, Snapshot
 from advisor.core.errors import BadStatement
-from connectors import factory
 from connectors.base import Connector, WhatIf
 from optimizers.indexes.candidates import column_uses, generate
 from optimizers.indexes.costing import CachedWhatIf
@@ -40,16 +38,12 @@ def index_columns(info: IndexInfo) -> IndexChange | None:
     return IndexChange(info.schema, info.table, cols, m.group(1), info.name)
 
 
-def build_problem(connector: Connector | Any, snapshot: Snapshot, statements: Sequence[BoundStatement],
+def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence[BoundStatement],
                   budget_bytes: int, *, max_width: int = 3, min_rows: float = 1000,
                   skipped: list[tuple[str, str]] | None = None) -> tuple[IndexProblem, WhatIf]:
     """The problem for ``statements`` on the database behind ``connector`` (which must support what-if
     indexes: HypoPG for PostgreSQL); ``budget_bytes`` in bytes. Statements that sqlglot cannot parse are left out
-    and listed in ``skipped`` as (queryid, why). Returns the what-if session too: close it when done.
-
-    An open connection is still accepted in place of the connector (older callers), for PostgreSQL only."""
-    if not isinstance(connector, Connector):  # a psycopg connection: the connector of the database it is on
-        connector = factory.connector(connector.info.dsn)
+    and listed in ``skipped`` as (queryid, why). Returns the what-if session too: close it when done."""
     schema = connector.table_columns()
     rows = {(t.schema, t.name): t.rows for t in snapshot.tables}
     uses: dict[str, list[ColumnUse]] = {}

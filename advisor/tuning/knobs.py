@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from advisor.core.domain import Hardware
+from advisor.core.domain import Hardware, Recommendation
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
 from advisor.storage.store import Store, new_id
@@ -57,7 +57,7 @@ class KnobPlan:
 
 @dataclass(frozen=True)
 class TuneResult:
-    recommendation: object | None  # a Recommendation; None when nothing was worth validating
+    recommendation: Recommendation | None  # None when nothing was worth validating
     observation: Observation
     reasons: dict[str, str] = field(default_factory=dict)  # the optimizer's explain()
     skipped: tuple[tuple[str, str], ...] = ()  # (statement, why it could not be replayed)

@@ -5,8 +5,8 @@ above ``connectors`` gets them from ``connectors.factory.sandbox``). PostgreSQL 
 we are root the server runs as the ``postgres`` user.
 
 Cleanup: ``stop()`` (or leaving the ``with`` block, including on an exception or Ctrl-C) stops the server and
-removes its directory; an ``atexit`` hook stops any sandbox still running when the interpreter exits, and
-``install_signal_handlers()`` turns SIGTERM/SIGHUP into a normal exit so that the hooks run (``connectors.local``).
+removes its directory; an ``atexit`` hook stops any sandbox still running when the interpreter exits; the
+CLI turns SIGTERM/SIGHUP into a normal exit so that the hooks run.
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from pathlib import Path
 
 from advisor.core.errors import SandboxError
 from connectors import local
-from connectors.local import free_port, install_signal_handlers, pid_alive, stop_all
+from connectors.local import free_port, pid_alive, stop_all
 from connectors.postgres.connection import redact
 
 if TYPE_CHECKING:
     from connectors.postgres.connector import PostgresConnector
 
-__all__ = ["PostgresSandbox", "free_port", "install_signal_handlers", "pg_bin_dir", "pid_alive", "stop_all",
+__all__ = ["PostgresSandbox", "free_port", "pg_bin_dir", "pid_alive", "stop_all",
            "wait_until_accepting"]
 
 PG_BIN_CANDIDATES = ("/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/17/bin")

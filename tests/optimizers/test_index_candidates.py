@@ -1,7 +1,6 @@
 """Golden statements -> column uses and candidate indexes (sqlglot only), then Dexter-style checks on a real
 PostgreSQL: a candidate must also lower the planner's what-if cost."""
 
-import psycopg
 import pytest
 
 from advisor.core.domain import IndexChange
@@ -93,11 +92,10 @@ def test_dexter_style_on_real_postgres(db):
     snap = PostgresConnector(db).observe()
     st = BoundStatement("q", "SELECT * FROM t WHERE a = $1", "SELECT * FROM t WHERE a = 42", 1.0, "literal", False)
     pk = BoundStatement("p", "SELECT * FROM t WHERE id = $1", "SELECT * FROM t WHERE id = 42", 1.0, "literal", False)
-    with psycopg.connect(db, autocommit=True) as conn:
-        problem, session = build_problem(conn, snap, [st, pk], 10 << 20)
+    problem, session = build_problem(PostgresConnector(db), snap, [st, pk], 10 << 20)
+    with session:
         assert [c.index for c in problem.candidates] == [IndexChange("public", "t", ("a",))]  # id: the primary key
         assert problem.cost(c.index for c in problem.candidates) < 0.2 * problem.cost()
-        session.close()
 
 
 def test_indexes_on_written_tables_carry_maintenance(db):
@@ -116,11 +114,10 @@ def test_indexes_on_written_tables_carry_maintenance(db):
         BoundStatement("ins", "INSERT INTO w VALUES ($1, $2)", "INSERT INTO w VALUES (1, 2)", 500.0, "literal", True,
                        rows_per_call=1.0),
     ]
-    with psycopg.connect(db, autocommit=True) as conn:
-        problem, session = build_problem(conn, snap, statements, 10 << 20)
+    problem, session = build_problem(PostgresConnector(db), snap, statements, 10 << 20)
+    with session:
         assert dict(problem.maintenance) == {("public", "w"): 500.0 * INDEX_ENTRY_COST}
         wa, ra = (next(c.index for c in problem.candidates if c.index.table == t) for t in ("w", "r"))
         reads = sum(q.weight * problem.whatif.cost(q, frozenset({wa})).total for q in problem.queries)
         assert problem.cost([wa]) == pytest.approx(reads + 500.0 * INDEX_ENTRY_COST)
         assert problem.cost([ra]) < problem.cost()  # the read-only table's index is free to maintain
-        session.close()

@@ -1,0 +1,345 @@
+"""The TD3 agent behind IA2 (``optimizers.indexes.ia2``): actor and twin critics over per-candidate features,
+the replay buffer, training on sampled workload mixes, greedy and sampled rollouts, and saving the model.
+
+Actions are discrete (a candidate), so the actor scores every candidate from its features and the state, and
+the action is the best-scoring *valid* candidate; the critic values a (state, action) pair from the global
+features, the pooled features of the valid candidates and the chosen candidate's features. TD3's parts are all
+there: twin critics with the minimum in the target, target networks with Polyak averaging, target-policy
+smoothing (clipped noise on the target actor's scores) and a delayed actor update. The actor's gradient flows
+through a masked softmax over its scores (the expected action's features), the usual relaxation for discrete
+actions. Scoring per candidate makes the model independent of the number of candidates and lets it carry over
+to workload mixes it was not trained on.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import io
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from advisor.core.domain import IndexChange
+from advisor.core.progress import Say
+from optimizers.indexes.env import CANDIDATE_FEATURES, GLOBAL_FEATURES, IndexEnv
+from optimizers.indexes.problem import Candidate, IndexProblem
+from optimizers.torch_runtime import one_thread, resolve_device
+
+
+@dataclass(frozen=True)
+class TD3Options:
+    episodes: int = 300
+    gamma: float = 0.9
+    hidden: int = 64
+    lr_actor: float = 3e-4
+    lr_critic: float = 1e-3
+    batch: int = 64
+    tau: float = 0.01
+    policy_delay: int = 2
+    target_noise: float = 0.2
+    noise_clip: float = 0.5
+    temperature: float = 0.3
+    explore_start: float = 1.0  # chance of a random valid action, decaying linearly to explore_end
+    explore_end: float = 0.05
+    score_noise: float = 0.1  # Gaussian noise on the actor's scores when not acting at random
+    updates_per_step: int = 2
+    warmup_steps: int = 64
+    reward_clip: float = 20.0
+    reward_scale: float = 0.1
+    buffer: int = 8000
+    # relative: the step's relative cost reduction, so an episode's return is its total reduction (measured better
+    # here); per_storage: that reduction per unit of storage, IA2's own reward (it favours many small indexes)
+    reward: str = "relative"
+
+
+def _mlp(inp: int, hidden: int, out: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(inp, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                         nn.Linear(hidden, out))
+
+
+class Actor(nn.Module):
+    def __init__(self, hidden: int):
+        super().__init__()
+        self.net = _mlp(CANDIDATE_FEATURES + GLOBAL_FEATURES, hidden, 1)
+
+    def forward(self, g: torch.Tensor, phi: torch.Tensor) -> torch.Tensor:
+        """Scores [batch, n] from global features [batch, G] and candidate features [batch, n, F]."""
+        gx = g.unsqueeze(1).expand(-1, phi.shape[1], -1)
+        return self.net(torch.cat([phi, gx], dim=-1)).squeeze(-1)
+
+
+class Critic(nn.Module):
+    def __init__(self, hidden: int):
+        super().__init__()
+        self.net = _mlp(GLOBAL_FEATURES + 3 * CANDIDATE_FEATURES, hidden, 1)
+
+    def forward(self, g, phi, mask, action_phi) -> torch.Tensor:
+        m = mask.unsqueeze(-1).float()
+        count = m.sum(1).clamp(min=1.0)
+        mean = (phi * m).sum(1) / count
+        peak = torch.where(m > 0, phi, torch.full_like(phi, -1.0)).max(1).values
+        return self.net(torch.cat([g, mean, peak, action_phi], dim=-1)).squeeze(-1)
+
+
+def _masked(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return scores.masked_fill(~mask, -1e9)
+
+
+class Buffer:
+    def __init__(self, capacity: int, n: int):
+        self.capacity, self.size, self.pos = capacity, 0, 0
+        f = np.float32
+        self.g = np.zeros((capacity, GLOBAL_FEATURES), f)
+        self.phi = np.zeros((capacity, n, CANDIDATE_FEATURES), f)
+        self.mask = np.zeros((capacity, n), bool)
+        self.a = np.zeros(capacity, np.int64)
+        self.r = np.zeros(capacity, f)
+        self.g2 = np.zeros_like(self.g)
+        self.phi2 = np.zeros_like(self.phi)
+        self.mask2 = np.zeros_like(self.mask)
+        self.done = np.zeros(capacity, f)
+
+    def add(self, g, phi, mask, a, r, g2, phi2, mask2, done) -> None:
+        i = self.pos
+        self.g[i], self.phi[i], self.mask[i], self.a[i], self.r[i] = g, phi, mask, a, r
+        self.g2[i], self.phi2[i], self.mask2[i], self.done[i] = g2, phi2, mask2, float(done)
+        self.pos = (self.pos + 1) % self.capacity
+        self.size = min(self.size + 1, self.capacity)
+
+    def sample(self, batch: int, rng: np.random.Generator, device: torch.device):
+        idx = rng.integers(0, self.size, size=batch)
+        t = lambda x: torch.as_tensor(x[idx], device=device)  # noqa: E731
+        return (t(self.g), t(self.phi), t(self.mask), t(self.a), t(self.r), t(self.g2), t(self.phi2), t(self.mask2),
+                t(self.done))
+
+
+@dataclass
+class TrainStats:
+    episodes: int = 0
+    steps: int = 0
+    updates: int = 0
+    seconds: float = 0.0
+    device: str = "cpu"
+    final_rc: list[float] = field(default_factory=list)  # relative cost at each episode's end
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["final_rc"] = [round(x, 4) for x in self.final_rc]
+        return d
+
+
+class TD3Agent:
+    """The IA2 policy over a fixed list of candidates (the target's action space)."""
+
+    def __init__(self, candidates: Sequence[Candidate], options: TD3Options = TD3Options(), device: str = "auto",
+                 seed: int = 0):
+        self.candidates = tuple(candidates)
+        if options.reward not in ("per_storage", "relative"):
+            raise ValueError(f"unknown IA2 reward {options.reward!r}: per_storage or relative")
+        self.options = options
+        self.device = resolve_device(device)
+        self.seed = seed
+        torch.manual_seed(seed)
+        self.rng = np.random.default_rng(seed)
+        h = options.hidden
+        self.actor = Actor(h).to(self.device)
+        self.critics = nn.ModuleList([Critic(h), Critic(h)]).to(self.device)
+        self.actor_t = copy.deepcopy(self.actor)
+        self.critics_t = copy.deepcopy(self.critics)
+        self.opt_actor = torch.optim.Adam(self.actor.parameters(), lr=options.lr_actor)
+        self.opt_critic = torch.optim.Adam(self.critics.parameters(), lr=options.lr_critic)
+        self.env = IndexEnv(self.candidates)
+        self.stats = TrainStats(device=str(self.device))
+        self.sample_temperature = 1.0  # on standardized scores
+
+    # --- acting ---------------------------------------------------------------------------------------------
+
+    def _scores(self, g: np.ndarray, phi: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            gt = torch.as_tensor(g, device=self.device).unsqueeze(0)
+            pt = torch.as_tensor(phi, device=self.device).unsqueeze(0)
+            return self.actor(gt, pt).squeeze(0).cpu().numpy()
+
+    def act(self, g: np.ndarray, phi: np.ndarray, mask: np.ndarray, explore: float = 0.0) -> int:
+        valid = np.flatnonzero(mask)
+        if explore > 0 and self.rng.random() < explore:
+            return int(self.rng.choice(valid))
+        scores = self._scores(g, phi)
+        if explore > 0:
+            scores = scores + self.rng.normal(0.0, self.options.score_noise, size=scores.shape)
+        return int(valid[np.argmax(scores[valid])])
+
+    def rollout(self, problem: IndexProblem, samples: int = 0) -> list[IndexChange]:
+        """The policy's configuration for ``problem``: greedy steps until no action is valid. With ``samples``,
+        that many more episodes draw each action from the softmax of the policy's standardized scores over the
+        valid candidates (temperature ``sample_temperature``), and the configuration with the lowest what-if cost wins;
+        the draws are seeded, so the answer is reproducible."""
+        env = self.env
+        rng = np.random.default_rng(self.seed)
+        best: tuple[float, list[IndexChange]] | None = None
+        with one_thread():
+            for k in range(samples + 1):
+                env.reset(problem)
+                mask = env.mask()
+                while mask.any():
+                    g, phi = env.features()
+                    if k == 0:
+                        action = self.act(g, phi, mask)
+                    else:
+                        valid = np.flatnonzero(mask)
+                        z = self._scores(g, phi)[valid]
+                        z = (z - z.mean()) / (z.std() + 1e-6) / self.sample_temperature  # scale-free
+                        p = np.exp(z - z.max())
+                        action = int(rng.choice(valid, p=p / p.sum()))
+                    env.step(action)
+                    mask = env.mask()
+                if best is None or env.cost < best[0] - 1e-9:
+                    best = (env.cost, env.config())
+        return best[1] if best else []
+
+    # --- learning -------------------------------------------------------------------------------------------
+
+    def train(self, sample: Callable[[np.random.Generator], IndexProblem], episodes: int | None = None,
+              say: Say | None = None) -> TrainStats:
+        """Run ``episodes`` episodes on problems drawn by ``sample(rng)``, learning as it goes."""
+        o = self.options
+        episodes = episodes or o.episodes
+        buffer = Buffer(o.buffer, len(self.candidates))
+        start = time.perf_counter()
+        env = self.env
+        with one_thread() if self.device.type == "cpu" else _nothing():
+            for ep in range(episodes):
+                explore = o.explore_start + (o.explore_end - o.explore_start) * min(1.0, ep / max(1, 0.8 * episodes))
+                env.reset(sample(self.rng))
+                mask = env.mask()
+                g, phi = env.features()
+                while mask.any():
+                    a = self.act(g, phi, mask, explore)
+                    step = env.step(a)
+                    mask2 = env.mask()
+                    g2, phi2 = env.features()
+                    raw = step.reward if o.reward == "per_storage" else step.relative / o.reward_scale
+                    r = float(np.clip(raw, -o.reward_clip, o.reward_clip)) * o.reward_scale
+                    buffer.add(g, phi, mask, a, r, g2, phi2, mask2, step.done)
+                    self.stats.steps += 1
+                    if buffer.size >= o.warmup_steps:
+                        for _ in range(o.updates_per_step):
+                            self._update(buffer)
+                    g, phi, mask = g2, phi2, mask2
+                self.stats.episodes += 1
+                self.stats.final_rc.append(env.cost / env.cost0 if env.cost0 else 1.0)
+                if say and (ep + 1) % max(1, episodes // 10) == 0:
+                    recent = self.stats.final_rc[-max(1, episodes // 10):]
+                    say(f"IA2 training: episode {ep + 1}/{episodes}, mean relative cost {np.mean(recent):.3f}, "
+                        f"{time.perf_counter() - start:.0f}s")
+        self.stats.seconds += time.perf_counter() - start
+        return self.stats
+
+    def _update(self, buffer: Buffer) -> None:
+        o = self.options
+        g, phi, mask, a, r, g2, phi2, mask2, done = buffer.sample(o.batch, self.rng, self.device)
+        rows = torch.arange(len(a), device=self.device)
+        with torch.no_grad():
+            noise = (torch.randn(mask2.shape, device=self.device) * o.target_noise).clamp(-o.noise_clip, o.noise_clip)
+            a2 = _masked(self.actor_t(g2, phi2) + noise, mask2).argmax(1)
+            q2 = torch.min(*(c(g2, phi2, mask2, phi2[rows, a2]) for c in self.critics_t))
+            has_next = mask2.any(1).float()
+            y = r + o.gamma * (1.0 - done) * has_next * q2
+        q1, q2c = (c(g, phi, mask, phi[rows, a]) for c in self.critics)
+        loss = ((q1 - y) ** 2).mean() + ((q2c - y) ** 2).mean()
+        self.opt_critic.zero_grad()
+        loss.backward()
+        self.opt_critic.step()
+        self.stats.updates += 1
+        if self.stats.updates % o.policy_delay:
+            return
+        weights = torch.softmax(_masked(self.actor(g, phi), mask) / o.temperature, dim=1)
+        soft_action = (weights.unsqueeze(-1) * phi).sum(1)
+        actor_loss = -self.critics[0](g, phi, mask, soft_action).mean()
+        self.opt_actor.zero_grad()
+        actor_loss.backward()
+        self.opt_actor.step()
+        with torch.no_grad():
+            for net, target in ((self.actor, self.actor_t), (self.critics, self.critics_t)):
+                for p, pt in zip(net.parameters(), target.parameters()):
+                    pt.mul_(1.0 - o.tau).add_(p, alpha=o.tau)
+
+    # --- persistence ----------------------------------------------------------------------------------------
+
+    def fingerprint(self) -> str:
+        return action_space_key(self.candidates)
+
+    def _blob(self, meta: dict | None = None) -> dict:
+        return {"actor": self.actor.state_dict(), "critics": self.critics.state_dict(),
+                "options": asdict(self.options), "key": self.fingerprint(), "stats": self.stats.to_dict(),
+                "seed": self.seed, "meta": meta or {}}
+
+    def save(self, path: Path, meta: dict | None = None) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(self._blob(meta), path)
+
+    def to_text(self) -> str:
+        """The model as text (base64 of what ``save`` writes), for an optimizer's JSON state."""
+        out = io.BytesIO()
+        torch.save(self._blob(), out)
+        return base64.b64encode(out.getvalue()).decode()
+
+    @classmethod
+    def from_text(cls, text: str, candidates: Sequence[Candidate], device: str = "auto") -> "TD3Agent":
+        return cls._from_blob(torch.load(io.BytesIO(base64.b64decode(text)), map_location="cpu", weights_only=True),
+                              candidates, device, "the saved state")
+
+    @classmethod
+    def load(cls, path: Path, candidates: Sequence[Candidate], device: str = "auto") -> "TD3Agent":
+        return cls._from_blob(torch.load(path, map_location="cpu", weights_only=True), candidates, device,
+                              f"model {path}")
+
+    @classmethod
+    def _from_blob(cls, blob: dict, candidates: Sequence[Candidate], device: str, where: str) -> "TD3Agent":
+        if blob["key"] != action_space_key(candidates):
+            raise ValueError(f"{where} was trained for another candidate set")
+        agent = cls(candidates, TD3Options(**blob["options"]), device, int(blob.get("seed", 0)))
+        agent.actor.load_state_dict(blob["actor"])
+        agent.critics.load_state_dict(blob["critics"])
+        agent.stats = TrainStats(**{**blob["stats"], "device": str(agent.device)})
+        return agent
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+def action_space_key(candidates: Sequence[Candidate]) -> str:
+    text = json.dumps([[c.index.schema, c.index.table, list(c.index.columns), c.index.method] for c in candidates])
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def mix_sampler(base: IndexProblem, templates: Sequence[str], budgets: tuple[int, int], min_mix: int = 2,
+                max_mix: int | None = None) -> Callable[[np.random.Generator], IndexProblem]:
+    """Problems for training: a random subset of ``templates`` (query ids of ``base``) with frequencies drawn
+    from 1..1000, and a budget drawn log-uniformly from ``budgets`` (bytes)."""
+    templates = list(templates)
+    lo, hi = budgets
+    top = min(max_mix or len(templates), len(templates))
+
+    def sample(rng: np.random.Generator) -> IndexProblem:
+        k = int(rng.integers(min(min_mix, top), top + 1))
+        chosen = rng.choice(len(templates), size=k, replace=False)
+        weights = {templates[i]: float(rng.integers(1, 1001)) for i in chosen}
+        budget = int(math.exp(rng.uniform(math.log(lo), math.log(hi))))
+        return base.with_weights(weights, budget)
+
+    return sample
