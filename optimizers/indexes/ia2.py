@@ -40,16 +40,31 @@ class IA2(IndexOptimizer):
         if self._usable(self.agent):
             return self.training
         path = model_dir / f"ia2-{action_space_key(self.problem.candidates)}.pt" if model_dir is not None else None
-        if path is not None and path.exists() and not self.retrain:
-            self.agent = TD3Agent.load(path, self.problem.candidates, self.device)
-            say(f"IA2: using the model trained for this candidate set ({path})")
-            self.training = {**self.agent.stats.to_dict(), "reused": True, "model": str(path)}
+        stored = self._stored_model(model_dir, path) if not self.retrain else None
+        if stored is not None:
+            self.agent = TD3Agent.load(stored[0], stored[1], self.device)
+            say(f"IA2: using the model trained for this candidate set ({stored[0]})")
+            self.training = {**self.agent.stats.to_dict(), "reused": True, "model": str(stored[0])}
             return self.training
         self._train(say)
         if path is not None:
             self.agent.save(path)
         self.training = {**self.agent.stats.to_dict(), "reused": False, "model": str(path) if path else None}
         return self.training
+
+    def _stored_model(self, model_dir: Path | None, exact: Path | None):
+        """(path, its candidates) of a stored model whose action space covers the problem's candidates: the one
+        trained for exactly these, else the newest trained for more (another mix of the same templates)."""
+        if exact is not None and exact.exists():
+            return exact, self.problem.candidates
+        if model_dir is None or not model_dir.is_dir():
+            return None
+        wanted = set(self.problem.candidates)
+        for path in sorted(model_dir.glob("ia2-*.pt"), key=lambda p: p.stat().st_mtime, reverse=True):
+            space = TD3Agent.action_space(path)
+            if space is not None and wanted <= set(space):
+                return path, space
+        return None
 
     def _train(self, say: Say) -> None:
         problem = self.problem

@@ -281,7 +281,7 @@ class TD3Agent:
     def _blob(self, meta: dict | None = None) -> dict:
         return {"actor": self.actor.state_dict(), "critics": self.critics.state_dict(),
                 "options": asdict(self.options), "key": self.fingerprint(), "stats": self.stats.to_dict(),
-                "seed": self.seed, "meta": meta or {}}
+                "seed": self.seed, "candidates": [_plain(c) for c in self.candidates], "meta": meta or {}}
 
     def save(self, path: Path, meta: dict | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -303,6 +303,12 @@ class TD3Agent:
         return cls._from_blob(torch.load(path, map_location="cpu", weights_only=True), candidates, device,
                               f"model {path}")
 
+    @staticmethod
+    def action_space(path: Path) -> tuple[Candidate, ...] | None:
+        """The candidates the model at ``path`` was trained over (None for a model saved without them)."""
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+        return tuple(_candidate(c) for c in blob["candidates"]) if "candidates" in blob else None
+
     @classmethod
     def _from_blob(cls, blob: dict, candidates: Sequence[Candidate], device: str, where: str) -> "TD3Agent":
         if blob["key"] != action_space_key(candidates):
@@ -320,6 +326,15 @@ class _nothing:
 
     def __exit__(self, *exc):
         return None
+
+
+def _plain(c: Candidate) -> list:
+    return [c.index.schema, c.index.table, list(c.index.columns), c.index.method, sorted(c.queries)]
+
+
+def _candidate(plain: list) -> Candidate:
+    schema, table, columns, method, queries = plain
+    return Candidate(IndexChange(schema, table, tuple(columns), method), frozenset(queries))
 
 
 def action_space_key(candidates: Sequence[Candidate]) -> str:

@@ -133,6 +133,18 @@ def test_prepare_trains_once_then_reuses_the_saved_model(problem, tmp_path):
     fresh = registry.create("indexes", "ia2", problem, episodes=10, samples=2, retrain=True).prepare(tmp_path,
                                                                                                      said.append)
     assert fresh["reused"] is False
+    # another mix of the same templates has fewer candidates: the model trained for all of them serves it as it
+    # is (no training), and answers as the trained agent does
+    mix = problem.with_weights({"cust": 2.0, "part": 1.0}, 4 << 20)
+    assert set(mix.candidates) < set(problem.candidates)
+    sub = registry.create("indexes", "ia2", mix, episodes=10, samples=2)
+    assert sub.prepare(tmp_path, said.append)["reused"] is True
+    assert list(sub.ask(1)[0]) == fresh_agent_rollout(tmp_path, problem, mix)
+
+
+def fresh_agent_rollout(model_dir, problem, mix):
+    newest = max(model_dir.glob("ia2-*.pt"), key=lambda p: p.stat().st_mtime)
+    return TD3Agent.load(newest, problem.candidates, "cpu").rollout(mix, 2)
 
 
 def test_cuda_asked_for_without_cuda_is_an_error():
