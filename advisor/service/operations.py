@@ -268,8 +268,13 @@ class OperationsMixin:
         ``auto_apply_knobs``), and roll it back at the next run if statements got ``max_regression`` slower."""
         who.require("operator")
         target = self.store.target(ref)
-        self._dsn(target)
+        dsn = self._dsn(target)
         check_cron(cron, timezone)
+        if auto_apply_knobs:
+            catalog = factory.connector(dsn).knob_catalog()
+            unknown = [k for k in auto_apply_knobs if k not in catalog]
+            if unknown:
+                raise AdvisorError(f"auto_apply_knobs names settings the target does not have: {', '.join(unknown)}")
         if auto_apply not in AUTO_APPLY:
             raise AdvisorError(f"unknown auto_apply {auto_apply!r}; expected one of {', '.join(AUTO_APPLY)}")
         if not plans:

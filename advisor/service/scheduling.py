@@ -38,7 +38,10 @@ def trigger(cron: str, timezone: str = "UTC") -> CronTrigger:
 
 
 def check_cron(cron: str, timezone: str = "UTC") -> None:
+    """AdvisorError for an expression APScheduler refuses, or one that never fires (``0 2 30 2 *``: February 30)."""
     trigger(cron, timezone)
+    if next_fire(cron, timezone) is None:
+        raise AdvisorError(f"the schedule {cron!r} never fires (no such date); check the day and month fields")
 
 
 def next_fire(cron: str, timezone: str = "UTC", after: float | None = None) -> float | None:

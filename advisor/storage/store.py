@@ -150,7 +150,7 @@ class Store(AccessTables):
                   newest_first: bool = False) -> list[dict]:
         rows = self.db.execute("SELECT id, taken_at, workload, summary FROM snapshots WHERE target_id = ? "
                                f"ORDER BY taken_at {'DESC' if newest_first else ''} LIMIT ? OFFSET ?",
-                               [target_id, limit if limit is not None else 2**62, offset]).fetchall()
+                               [target_id, *_page(limit, offset)]).fetchall()
         return [{"id": r[0], "taken_at": r[1], "workload": json.loads(r[2]), "summary": json.loads(r[3])} for r in rows]
 
     def add_trial(self, target_id: str, run_id: str, optimizer: str, changes: list, evidence: Evidence | None,
@@ -219,7 +219,7 @@ class Store(AccessTables):
             "AND (? IS NULL OR id = ?) AND (? IS NULL OR state = ?) AND (? IS NULL OR schedule_id = ?) "
             f"ORDER BY created_at {'DESC' if newest_first else ''} LIMIT ? OFFSET ?",
             [target_id, target_id, run_id, run_id, state, state, schedule_id, schedule_id,
-             limit if limit is not None else 2**62, offset]).fetchall()
+             *_page(limit, offset)]).fetchall()
         return [{c: (json.loads(v) if c in self._RUN_JSON and v else v) for c, v in zip(self._RUN_COLS, r)}
                 for r in rows]
 
@@ -275,7 +275,7 @@ class Store(AccessTables):
         where, args = self._rec_filter(state, target_id, kind, run_id)
         query = f"SELECT {self._REC_COLS}, apply_sql, revert_sql FROM recommendations {where} " \
                 "ORDER BY created_at DESC LIMIT ? OFFSET ?"
-        rows = self.db.execute(query, [*args, limit if limit is not None else 2**62, offset]).fetchall()
+        rows = self.db.execute(query, [*args, *_page(limit, offset)]).fetchall()
         return [self._rec(r) for r in rows]
 
     _SUMMARY_COLS = ("id", "target_id", "target", "kind", "optimizer", "state", "needs_restart", "created_at",
@@ -299,7 +299,7 @@ class Store(AccessTables):
             "CAST(u.result->>'$.baseline_objective' AS DOUBLE) FROM recommendations r "
             "LEFT JOIN targets t ON t.id = r.target_id LEFT JOIN tuning_runs u ON u.id = r.run_id "
             f"{where} ORDER BY r.created_at DESC LIMIT ? OFFSET ?",
-            [*args, limit if limit is not None else 2**62, offset]).fetchall()
+            [*args, *_page(limit, offset)]).fetchall()
         return [dict(zip(self._SUMMARY_COLS, r)) for r in rows]
 
     def count_recommendations(self, state: str | None = None, target_id: str | None = None,
@@ -346,8 +346,18 @@ class Store(AccessTables):
     def audit_log(self, subject: str | None = None, limit: int | None = None, offset: int = 0) -> list[dict]:
         rows = self.db.execute("SELECT happened_at, actor, action, subject, detail FROM audit_log WHERE ? IS NULL OR "
                                "subject = ? ORDER BY happened_at LIMIT ? OFFSET ?",
-                               [subject, subject, limit if limit is not None else 2**62, offset]).fetchall()
+                               [subject, subject, *_page(limit, offset)]).fetchall()
         return [{"at": r[0], "actor": r[1], "action": r[2], "subject": r[3], "detail": json.loads(r[4])} for r in rows]
+
+
+def _page(limit: int | None, offset: int) -> tuple[int, int]:
+    """LIMIT and OFFSET values DuckDB takes (BIGINT): none means all; an offset past any table means no rows.
+
+    >>> _page(None, 10**20)
+    (4611686018427387904, 4611686018427387904)
+    """
+    cap = 2**62
+    return (cap if limit is None else min(max(int(limit), 0), cap)), min(max(int(offset), 0), cap)
 
 
 def open_store(path: str | Path | None = None) -> Store:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -18,7 +20,7 @@ def parse_dsn(dsn: str) -> dict[str, str]:
     try:
         return {k: str(v) for k, v in conninfo_to_dict(dsn).items()}
     except psycopg.ProgrammingError as e:
-        raise TargetUnreachable(f"invalid DSN: {_first_line(e)}") from None
+        raise TargetUnreachable(f"invalid DSN: {_unquoted(e)}") from None
 
 
 def redact(dsn: str) -> str:
@@ -42,11 +44,25 @@ def connect(dsn: str, *, autocommit: bool = True, timeout_s: int = 5) -> psycopg
     params = parse_dsn(dsn)
     params.setdefault("connect_timeout", str(timeout_s))
     params.setdefault("application_name", APP_NAME)
+    where = f"{params.get('host', 'local socket')}:{params.get('port', '5432')}/{params.get('dbname', '')}"
     try:
         return psycopg.connect(make_conninfo(**params), autocommit=autocommit)
     except psycopg.OperationalError as e:
-        where = f"{params.get('host', 'local socket')}:{params.get('port', '5432')}/{params.get('dbname', '')}"
         raise TargetUnreachable(f"cannot connect to {where}: {_first_line(e)}") from None
+    except psycopg.Error as e:  # a parameter libpq refuses (connect_timeout=abc, ...)
+        raise TargetUnreachable(f"cannot connect to {where}: invalid DSN: {_unquoted(e)}") from None
+
+
+def _unquoted(e: BaseException) -> str:
+    """The first line of ``e`` with every quoted fragment left out: libpq quotes the part of the DSN it refuses,
+    and that part may be (or hold) the password.
+
+    >>> _unquoted(ValueError('invalid percent-encoded token: "SECRET%ZZ"'))
+    'invalid percent-encoded token: "..."'
+    >>> _unquoted(ValueError("bad value for connect_timeout: 'abc'"))
+    "bad value for connect_timeout: '...'"
+    """
+    return re.sub(r"'[^']*'", "'...'", re.sub(r'"[^"]*"', '"..."', _first_line(e)))
 
 
 def _first_line(e: BaseException) -> str:

@@ -37,3 +37,13 @@ def test_a_store_from_a_newer_version_is_refused(tmp_path):
         s.db.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
     with pytest.raises(StoreError, match="newer"):
         Store(path)
+
+
+def test_pages_past_any_table_are_empty_not_an_error(tmp_path):
+    """Offsets and limits beyond DuckDB's BIGINT (a CLI user's --offset 99999999999999999999) give no rows."""
+    with Store(tmp_path / "s.duckdb") as store:
+        target = store.upsert_target("t", "postgres", "host=x")
+        store.add_run("r1", target, "knobs", "hibo", {})
+        assert [r["id"] for r in store.runs(limit=10**30)] == ["r1"]
+        assert store.runs(offset=10**20) == [] and store.audit_log(offset=10**20) == []
+        assert store.recommendations(offset=2**63) == [] and store.snapshots(target, offset=2**64) == []

@@ -75,6 +75,12 @@ def test_bad_input_gets_clear_errors(app_client, tokens, registered):
     op = tokens["operator"]
     r = client.post("/api/targets", json={"name": "down", "dsn": "host=127.0.0.1 port=1 dbname=x"}, headers=op)
     assert r.status_code == 400 and "cannot connect" in r.json()["message"]
+    # DSNs libpq refuses: a clear 400 that repeats no part of the DSN (the password least of all)
+    for bad in (f"postgresql://postgres:{PASSWORD}%ZZ@127.0.0.1:1/shop",
+                f"host=127.0.0.1 port=1 dbname=x password={PASSWORD} connect_timeout=abc"):
+        r = client.post("/api/targets", json={"name": "bad", "dsn": bad}, headers=op)
+        assert r.status_code == 400 and "invalid DSN" in r.json()["message"], r.text
+        assert PASSWORD not in r.text
     r = client.post("/api/targets", json={"name": "x", "dsn": "d", "extra": 1}, headers=op)
     assert r.status_code == 422 and r.json()["error"] == "invalid_input" and "extra" in r.json()["message"]
     assert client.get("/api/targets/nope", headers=op).status_code == 404

@@ -169,3 +169,20 @@ def test_watch_rolls_back_what_the_schedule_applied_when_statements_regress(own_
         assert after.state == "applied" and verdict["ratio"] < 1.5
         assert scalar(dsn, "SHOW work_mem") == "8MB"
     service.store.close()
+
+
+def test_a_schedule_that_never_fires_or_names_unknown_knobs_is_refused(own_server, tmp_path):
+    from advisor.core.errors import AdvisorError
+    from advisor.service.runs import RunPlan
+
+    service = AdvisorService(Store(tmp_path / "advisor.duckdb"))
+    service.add_target("shop", own_server)
+    plans = [RunPlan(**INDEX_RUN)]
+    with pytest.raises(AdvisorError, match="never fires"):
+        service.add_schedule("shop", "0 2 30 2 *", plans)  # February 30
+    with pytest.raises(AdvisorError, match="no_such_knob"):
+        service.add_schedule("shop", "0 2 * * *", plans, auto_apply="reload_knobs",
+                             auto_apply_knobs=["work_mem", "no_such_knob"])
+    assert service.schedules() == []  # nothing was stored by the refused ones
+    ok = service.add_schedule("shop", "0 2 29 2 *", plans, auto_apply="reload_knobs", auto_apply_knobs=["work_mem"])
+    assert ok["next_fire_at"] is not None and [s["id"] for s in service.schedules()] == [ok["id"]]
