@@ -191,3 +191,13 @@ class Scheduler:
                                  {"scheduled_for": str(getattr(event, "scheduled_run_time", "")),
                                   "error": repr(getattr(event, "exception", None)) if event.code == EVENT_JOB_ERROR
                                   else None})
+        if event.code == EVENT_JOB_MAX_INSTANCES:  # a firing while the previous one still runs: recorded, skipped
+            schedule_id = event.job_id.removeprefix("now-")
+            try:
+                schedule = self.service.store.schedule(schedule_id)
+            except AdvisorError:  # removed meanwhile
+                return
+            who = Principal(f"schedule:{schedule_id}", "operator")
+            for plan in schedule["plan"]["runs"]:
+                _record_skip(self.service.store, schedule, who, plan,
+                             "skipped: the schedule's previous firing was still running")

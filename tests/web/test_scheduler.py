@@ -186,3 +186,25 @@ def test_a_schedule_that_never_fires_or_names_unknown_knobs_is_refused(own_serve
     assert service.schedules() == []  # nothing was stored by the refused ones
     ok = service.add_schedule("shop", "0 2 29 2 *", plans, auto_apply="reload_knobs", auto_apply_knobs=["work_mem"])
     assert ok["next_fire_at"] is not None and [s["id"] for s in service.schedules()] == [ok["id"]]
+
+
+def test_a_firing_while_the_previous_one_runs_is_recorded_as_skipped(own_server, tmp_path):
+    """APScheduler drops a firing when the job's previous run is still going (max_instances=1); every firing is
+    recorded, so that one becomes a skipped run of the schedule. The event is APScheduler's own, handed to the
+    scheduler's listener as APScheduler would."""
+    from datetime import datetime, timezone
+
+    from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobSubmissionEvent
+
+    from advisor.service.runs import RunPlan
+    from advisor.service.scheduling import Scheduler
+
+    service = AdvisorService(Store(tmp_path / "advisor.duckdb"))
+    service.add_target("shop", own_server)
+    schedule = service.add_schedule("shop", "0 2 * * *", [RunPlan(**INDEX_RUN)])
+    scheduler = Scheduler(service)
+    scheduler._on_event(JobSubmissionEvent(EVENT_JOB_MAX_INSTANCES, schedule["id"], "default",
+                                           [datetime.now(timezone.utc)]))
+    runs = [r for r in service.runs() if r["schedule_id"] == schedule["id"]]
+    assert [(r["state"], r["kind"]) for r in runs] == [("skipped", "indexes")]
+    assert "still running" in runs[0]["error"]
