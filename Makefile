@@ -1,5 +1,5 @@
 # The two commands: `make demo` runs the main job, `make test` runs the tests. Both bootstrap first.
-.PHONY: bootstrap demo test test-slow bench-knobs bench-indexes bench-service serve clean
+.PHONY: bootstrap demo test test-slow bench-knobs bench-indexes bench-service bench-faults serve clean
 
 bootstrap:
 	@bash scripts/bootstrap.sh
@@ -19,10 +19,14 @@ bench-knobs: bootstrap
 	.venv/bin/advisor bench knobs
 
 bench-indexes: bootstrap
-	.venv/bin/advisor bench indexes
+	.venv/bin/advisor bench indexes --workloads tpch,app,job
 
 bench-service: bootstrap
 	.venv/bin/advisor bench service
+
+# faults injected against real servers (see README); exits 1 unless every fault is recovered or refused, 0 rows lost
+bench-faults: bootstrap
+	.venv/bin/advisor bench faults
 
 serve: bootstrap
 	.venv/bin/advisor serve

@@ -85,6 +85,11 @@ class Connector(Protocol):
     def has_extension(self, name: str) -> bool:
         """Whether an optional server feature (a PostgreSQL extension, a MariaDB plugin) is installed."""
 
+    def identity(self) -> dict[str, Any]:
+        """Which database this is, beyond its DSN: the engine, the server's (cluster's) unique identifier when
+        the engine has one, and the database's name and internal id. The same database answers the same
+        identity under any DSN; a copy (a shadow, a restore elsewhere) does not (``advisor.core.identity``)."""
+
     # --- observing ---------------------------------------------------------------------------------------------
 
     def observe(self) -> Snapshot:
@@ -124,19 +129,21 @@ class Connector(Protocol):
     def plan_changes(self, changes: Sequence[Change], catalog: dict[str, KnobSpec] | None = None) -> Applied:
         """Check every change and render the SQL that applies and reverts it, without running anything."""
 
-    def apply(self, changes: Sequence[Change]) -> Applied:
+    def apply(self, changes: Sequence[Change], lock_timeout_s: float | None = None) -> Applied:
         """Make the changes (all checked first; a failure midway undoes what was done); the result says
-        exactly how to undo them."""
+        exactly how to undo them. A statement that waits longer than ``lock_timeout_s`` for a lock held by
+        another session gives up with ``ProductionLocked``."""
 
-    def revert(self, applied: Applied) -> None:
-        """Undo what ``apply`` did."""
+    def revert(self, applied: Applied, lock_timeout_s: float | None = None) -> None:
+        """Undo what ``apply`` did (``lock_timeout_s`` as for ``apply``)."""
 
 
 @runtime_checkable
 class Sandbox(Protocol):
     """A throwaway local server on a free loopback port, started from the system's binaries; ``stop()`` (or
     leaving its ``with`` block) stops it and removes its files. Settings are in the engine's configuration
-    syntax and units (e.g. ``{"shared_buffers": "256MB"}``)."""
+    syntax and units (e.g. ``{"shared_buffers": "256MB"}``). Its directory holds an owner record
+    (``connectors.local.write_owner``), so that ``reap_orphans`` stops and removes it once its owner is killed."""
 
     engine: str
     name: str
@@ -156,7 +163,8 @@ class Sandbox(Protocol):
         """Restart the server (e.g. after a setting that needs one changed); SandboxError with its log's tail."""
 
     def recover(self, settings: dict[str, str]) -> None:
-        """Bring back a server that crashed or will not start, with ``settings`` as its persisted overrides."""
+        """Bring back a server that crashed or will not start, with ``settings`` as its persisted overrides:
+        what is left of the old server is ended and waited for (bounded) before it starts again."""
 
     def is_running(self) -> bool: ...
 

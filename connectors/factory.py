@@ -1,4 +1,6 @@
-"""The one factory from a target to its engine's parts: connector, sandbox and shadow cloning.
+"""The one factory from a target to its engine's parts: connector, sandbox and shadow cloning; and
+``reap_orphans(base_dir=None)``, which stops and removes the sandboxes of every engine (each engine's package
+registers its stopper when imported here) whose owner process was killed, and returns their directories.
 
 Code above ``connectors`` (pipelines, the service, benches, workloads) asks this module, and only this module, for
 engine-specific objects; it then talks to them through the protocols of ``connectors.base``. Supporting another
@@ -24,13 +26,13 @@ from typing import Any
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say
 from connectors.base import TAG, Connector, Sandbox, Shadow, scrub
-from connectors.local import free_port, stop_all
+from connectors.local import free_port, reap_orphans, stop_all
 from connectors.postgres.connector import PostgresConnector
 from connectors.postgres.sandbox import PostgresSandbox
 from connectors.postgres.shadow import create_shadow as clone_postgres
 
 __all__ = ["ENGINES", "SCHEMES", "TAG", "Connector", "Engine", "Sandbox", "Shadow", "client_tool", "clone",
-           "connect", "connector", "engine_of", "free_port", "redact", "sandbox",
+           "connect", "connector", "engine_of", "free_port", "reap_orphans", "redact", "sandbox",
            "stop_all", "target_name"]
 
 

@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 
 def test_bench_indexes_small_run_writes_table_json_and_plot(tmp_path):
     out = tmp_path / "bench"
@@ -25,3 +27,38 @@ def test_bench_indexes_small_run_writes_table_json_and_plot(tmp_path):
     assert {"ia2", "extend", "whatif_rc"} <= set(doc["real"])
     assert (out / "indexes-rc.png").stat().st_size > 10_000
     assert "mean relative what-if cost" in res.stdout and "real runs" in res.stdout
+
+
+def test_bench_new_workloads_tiny_app_every_advisor_through_the_pipeline_with_real_runtimes(tmp_path):
+    """``--workloads app`` at a tiny scale: every advisor advised by the pipeline and measured for real."""
+    from advisor.bench.index_workloads import ADVISORS, WorkloadBench, WorkloadBenchOptions, table
+
+    options = WorkloadBenchOptions(workloads=("app",), app_scale=0.01, fill_rounds=2, measure_bindings=1, rounds=1,
+                                   warmup=0, validation_rounds=1, episodes=4, samples=2, device="cpu",
+                                   out_dir=str(tmp_path / "bench"))
+    doc = WorkloadBench(options).run()
+    rows = doc["workloads"]["app"]["advisors"]
+    assert [r["advisor"] for r in rows] == list(ADVISORS)
+    for r in rows:
+        assert r["advise_s"] > 0 and r["relative_runtime"] > 0
+        assert r["storage_mb"] >= 0  # built sizes: they may exceed the budget by what HypoPG underestimated
+        if r["indexes"]:  # built and measured against no index on the production server
+            assert r["baseline_ms"] > 0 and len(r["statements"]) == doc["workloads"]["app"]["statements"]
+    assert next(r for r in rows if r["advisor"] == "noindex")["relative_runtime"] == 1.0
+    assert "no_statement_slower" in doc["workloads"]["app"]["targets"]
+    text = table(doc)
+    assert all(a in text for a in ADVISORS) and "runtime/no-index" in text
+    assert (tmp_path / "bench" / "workloads.json").exists() and (tmp_path / "bench" / "workloads.png").exists()
+
+
+@pytest.mark.slow
+def test_bench_new_workloads_app_and_job_from_the_command_line(tmp_path):
+    out = tmp_path / "bench"
+    res = subprocess.run([sys.executable, "-m", "advisor", "bench", "indexes", "--workloads", "app,job",
+                          "--app-scale", "0.02", "--job-scale", "0.01", "--episodes", "20", "--samples", "8",
+                          "--rounds", "2", "--device", "cpu", "--out", str(out)], capture_output=True, text=True,
+                         timeout=3600, env={**os.environ, "ADVISOR_STORE": str(tmp_path / "s.duckdb")})
+    assert res.returncode == 0, res.stderr[-2000:]
+    doc = json.loads((out / "workloads.json").read_text())
+    assert set(doc["workloads"]) == {"app", "job"} and doc["workloads"]["job"]["statements"] == 33
+    assert "runtime/no-index" in res.stdout and "target" in res.stdout

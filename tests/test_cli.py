@@ -122,8 +122,11 @@ def test_tune_indexes_json(lookup_db, tmp_path):
     doc = json.loads(res.stdout)
     rec = doc["recommendation"]
     assert rec["kind"] == "indexes" and rec["state"] == "validated"
-    assert rec["apply_sql"] == ['CREATE INDEX CONCURRENTLY "t_a_advisor_idx" ON "public"."t" USING btree ("a")']
-    assert rec["revert_sql"] == ['DROP INDEX CONCURRENTLY IF EXISTS "public"."t_a_advisor_idx"']
+    # the new index, and the DROP of the index the workload never uses (validated with it)
+    assert rec["apply_sql"] == ['CREATE INDEX CONCURRENTLY "t_a_advisor_idx" ON "public"."t" USING btree ("a")',
+                                'DROP INDEX CONCURRENTLY IF EXISTS "public"."t_b_unused"']
+    assert rec["revert_sql"][-1] == 'DROP INDEX CONCURRENTLY IF EXISTS "public"."t_a_advisor_idx"'
+    assert rec["revert_sql"][0].startswith("CREATE INDEX CONCURRENTLY t_b_unused ON public.t")
     (ix,) = rec["details"]["indexes"]
     assert ix["kept"] and ix["built_bytes"] > 0 and ix["estimated_bytes"] > 0 and ix["statements"]
     assert rec["details"]["unused_existing_indexes"] == ["t_b_unused"]

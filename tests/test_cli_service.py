@@ -54,6 +54,10 @@ def test_target_run_approve_apply_rollback(tmp_path, shop):
     assert target["registered"] and "password" not in target["dsn"]
     assert SECRET.encode() not in (tmp_path / "advisor.duckdb").read_bytes()
     assert [t["name"] for t in ok(cli(tmp_path, "targets", "list", "--json"))["targets"]] == ["shop"]
+    again = cli(tmp_path, "targets", "add", "--name", "shop", env={"ADVISOR_TARGET_DSN": shop})
+    assert again.returncode == 1 and "registered already" in again.stderr and SECRET not in again.stderr
+    updated = ok(cli(tmp_path, "targets", "update", "shop", "--json", env={"ADVISOR_TARGET_DSN": shop}))
+    assert updated["id"] == target["id"]  # the same database under a (re-typed) DSN: allowed, audited
     observed = ok(cli(tmp_path, "targets", "observe", "shop", "--json"))
     assert observed["target_id"] == target["id"] and observed["workload"]["statements"]
 
@@ -114,7 +118,7 @@ def test_tokens_and_errors(tmp_path, db):
     assert ok(cli(tmp_path, "targets", "remove", "piped", "--json")) == {"removed": "piped"}
     assert ok(cli(tmp_path, "targets", "list", "--json"))["targets"] == []
     res = cli(tmp_path, "targets", "add", "--name", "x")
-    assert res.returncode == 1 and "no DSN" in res.stderr
+    assert res.returncode == 2 and "no DSN" in res.stderr  # a usage error (tests/test_cli_dsn.py: every source)
 
     # observed with a DSN on the command line, but never registered: runs need stored credentials
     assert cli(tmp_path, "observe", "--target", db, "--json").returncode == 0

@@ -3,6 +3,7 @@ session cookie for pages), as ``Annotated`` aliases."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 from fastapi import Depends, Query, Request
@@ -29,8 +30,18 @@ def bearer(request: Request) -> str | None:
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
 
+def client_of(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
 async def api_principal(request: Request, service: Service) -> Principal:
-    return service.authenticate(bearer(request))
+    """The token's principal. A client whose recent tokens failed waits before it is answered (without
+    holding a worker thread), so guessing tokens is slow; failures are audited by the service."""
+    client = client_of(request)
+    delay = service.login_delay(client)
+    if delay:
+        await asyncio.sleep(delay)
+    return service.authenticate(bearer(request), client)
 
 
 async def viewer(who: Annotated[Principal, Depends(api_principal)]) -> Principal:
@@ -43,8 +54,14 @@ async def operator(who: Annotated[Principal, Depends(api_principal)]) -> Princip
     return who
 
 
+async def admin(who: Annotated[Principal, Depends(api_principal)]) -> Principal:
+    who.require("admin")
+    return who
+
+
 Viewer = Annotated[Principal, Depends(viewer)]
 Operator = Annotated[Principal, Depends(operator)]
+Admin = Annotated[Principal, Depends(admin)]
 Limit = Annotated[int, Query(ge=1, le=500, description="page size")]
 Offset = Annotated[int, Query(ge=0, le=1_000_000_000, description="items to skip")]
 

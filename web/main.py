@@ -17,7 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from advisor.core.progress import Say, silent
 from advisor.service.factory import serving
 from web.errors import install_error_handlers
-from web.routes import recommendations, runs, schedules, system, targets
+from web.routes import recommendations, runs, schedules, system, targets, tokens
 
 STATIC = Path(__file__).parent / "static"
 SWITCH_INTERVAL_S = 0.0005
@@ -44,9 +44,9 @@ def create_app(store_path: str | None = None, *, scheduler: bool = True, max_par
                   description="Tuning advisor for PostgreSQL: targets, workload snapshots, tuning runs, "
                               "recommendations (approve, apply, roll back), nightly schedules. Every route but "
                               "/api/health needs 'Authorization: Bearer <token>' (advisor tokens create); viewer "
-                              "tokens read, operator tokens also change things.")
+                              "tokens read, operator tokens also change things, admin tokens also manage tokens.")
     install_error_handlers(app)
-    for module in (system, targets, runs, recommendations, schedules):
+    for module in (system, targets, runs, recommendations, schedules, tokens):
         app.include_router(module.router)
     from web.pages import router as pages_router
 

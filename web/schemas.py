@@ -54,6 +54,13 @@ class TargetIn(Strict):
                            examples=["host=10.0.0.5 port=5432 dbname=orders user=advisor password=..."])
 
 
+class TargetUpdate(Strict):
+    dsn: SecretStr = Field(description="the new libpq DSN or postgresql:// URL (a new password, host or port)")
+    other_database: bool = Field(False, description="allow the new DSN to reach another database than the one "
+                                 "the target was registered for (recommendations made for the old one will not "
+                                 "apply to it)")
+
+
 class Target(BaseModel):
     id: str
     name: str
@@ -228,3 +235,22 @@ class AuditEntry(BaseModel):
     action: str
     subject: str
     detail: dict[str, Any]
+
+
+class TokenIn(Strict):
+    name: str = Field(min_length=1, max_length=200, examples=["ci-bot"])
+    role: Literal["viewer", "operator", "admin"] = Field(
+        description="viewer reads; operator also runs, approves, applies; admin also manages tokens")
+
+
+class Token(BaseModel):
+    id: str
+    name: str
+    role: str
+    created_at: float
+    revoked_at: float | None = None
+    created_by: str | None = None
+
+
+class TokenCreated(Token):
+    secret: str = Field(description="send as 'Authorization: Bearer <secret>'; shown only in this answer")

@@ -2,9 +2,15 @@
 
 In order of preference:
 1. the statement has no parameters: it runs as it is;
-2. pg_qualstats kept an example of the statement with its real constants (``pg_qualstats_example_query``);
-3. parameter types from PREPARE, values from the column each parameter is compared with (pg_stats: the median
-   of the histogram, else the most common value), type-based defaults where no column is involved (LIMIT 100).
+2. pg_qualstats kept an example of the statement with its real constants (``pg_qualstats_example_query``): one
+   whole real call, so its parameters are bound jointly;
+3. the example's parameters were bound by the driver (extended protocol: the example still has ``$n``, but its own
+   constants, like the ``6`` in ``$2::date + 6``): the constants pg_qualstats saw for them in real calls;
+4. parameter types from PREPARE, values drawn jointly from the columns' statistics (``workloads.sampling``: casts
+   and date arithmetic understood, a range's bounds drawn together), type defaults elsewhere (LIMIT 100).
+
+A statement gets several bindings (``SAMPLES``): the best one as ``sql`` (replayed and validated) and the others as
+``samples`` (other real constants, statistics draws at other quantiles), whose what-if costs are averaged with it.
 """
 
 from __future__ import annotations
@@ -14,19 +20,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import psycopg
-import sqlglot
 from psycopg import sql
-from sqlglot import exp
 
 from advisor.core.domain import Statement, Workload
 from advisor.core.errors import BadStatement
 from connectors.base import TAG, Connector
+from workloads.sampling import ParamUse, analyze, draw, mark, pair_real_values, same_span
 
 NUMERIC_TYPES = {"smallint", "integer", "bigint", "numeric", "real", "double precision", "oid"}
 TYPE_DEFAULTS = {"date": "2000-01-01", "interval": "1 day", "boolean": "true", "text": "",
                  "character varying": "", "character": "", "timestamp without time zone": "2000-01-01 00:00:00",
                  "timestamp with time zone": "2000-01-01 00:00:00+00"}
 _PARAM = re.compile(r"\$(\d+)")
+AMOUNT_TYPES = {"date": "integer", "timestamp": "interval", "timestamptz": "interval"}  # date + int, ts + interval
+SAMPLES = 3  # bindings per statement: the primary one and two more whose what-if costs are averaged with it
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,7 @@ class BoundStatement:
     source: str  # literal | qualstats | statistics
     is_write: bool
     rows_per_call: float = 1.0  # rows returned or written per call in the observed interval
+    samples: tuple[str, ...] = ()  # more executable bindings of the statement (what-if costs average over all)
 
 
 def substitute(text: str, value_for: Callable[[int], str]) -> str:
@@ -101,10 +109,14 @@ def render(value: str, pg_type: str) -> str:
 class Binder:
     """Binds statements of one database. Holds one connection; use as a context manager."""
 
-    def __init__(self, connector: Connector):
+    def __init__(self, connector: Connector, samples: int = SAMPLES):
         self.connector = connector
         self.conn: psycopg.Connection | None = None
         self._qualstats = False
+        self.samples = max(1, samples)
+        self._types: dict[str, list[str]] = {}
+        self._uses: dict[str, dict[int, ParamUse]] = {}
+        self._stats: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
     def __enter__(self) -> "Binder":
         self._qualstats = self.connector.has_extension("pg_qualstats")
@@ -120,24 +132,57 @@ class Binder:
         if not params:
             return self._bound(statement, statement.sql, "literal")
         example = self._example(statement.queryid)
-        if example is not None and not parameters(example):
-            return self._bound(statement, example, "qualstats")
-        types = self._parameter_types(statement.sql, len(params))
-        columns = _compared_columns(statement.sql)
-        values: dict[int, str] = {}
-        for k in params:
-            pg_type = types[k - 1] if k - 1 < len(types) else "unknown"
-            value = self._column_value(columns.get(k), statement.sql) if k in columns else None
-            if value is None:
-                value = "100" if columns.get(k) == ("", "", "LIMIT") else _type_default(pg_type)
-            if value is None:
-                raise BadStatement(f"cannot bind ${k} of type {pg_type} in: {' '.join(statement.sql.split())[:100]}")
-            values[k] = render(value, pg_type)
-        return self._bound(statement, substitute(statement.sql, _bound_value(values)), "statistics")
+        if example is not None and not parameters(example):  # one whole real call: first, then statistics draws
+            try:
+                drawn = [self._draw(statement.sql, params, i, {}) for i in range(self.samples - 1)]
+            except BadStatement:  # e.g. ``date $1``: the normalized text does not prepare; the example alone
+                drawn = []
+            return self._bound(statement, example, "qualstats", drawn)
+        # an example whose parameters were bound by the driver (extended protocol) keeps the statement's own
+        # constants; pg_qualstats' constants fill in what real calls used for its parameters
+        if example is not None:
+            try:
+                real = self._real_constants(statement.queryid, example)
+                texts = [self._draw(example, parameters(example), i, real) for i in range(self.samples)]
+                return self._bound(statement, texts[0], "qualstats" if real else "statistics", texts[1:])
+            except BadStatement:
+                pass  # the normalized statement then
+        texts = [self._draw(statement.sql, params, i, {}) for i in range(self.samples)]
+        return self._bound(statement, texts[0], "statistics", texts[1:])
 
-    def _bound(self, st: Statement, text: str, source: str) -> BoundStatement:
+    def _draw(self, text: str, params: list[int], i: int, real: dict[int, list[str]]) -> str:
+        """The i-th binding of ``text``: real constants where known, joint statistics draws, type defaults."""
+        uses = self._uses.get(text)
+        if uses is None:
+            uses = self._uses[text] = analyze(substitute(text, mark))
+        types = self._types.get(text)
+        if types is None:
+            hints = {k: AMOUNT_TYPES[u.cast] for k, u in uses.items() if u.side == "amount" and u.cast in AMOUNT_TYPES}
+            types = self._types[text] = self._parameter_types(text, max(params, default=0), hints)
+        values = {k: v if re.fullmatch(r"\(.*\)", v) else f"({v})"
+                  for k, v in pair_real_values(uses, real, i).items()}
+        drawn = draw(uses, {key: self._column_stats(key) for key in {(u.table, u.column) for u in uses.values()
+                                                                      if u.column}}, i)
+        for k, partners in same_span(uses).items():  # a real low bound fixes its high bound too (and back)
+            known = next((values[j] for j in partners if j in values), None)
+            if k not in values and known is not None:
+                values[k] = known
+        for k in params:
+            if k in values:
+                continue
+            pg_type = types[k - 1] if k - 1 < len(types) else "unknown"
+            value = drawn.get(k)
+            if value is None:
+                value = _type_default(pg_type) or (_type_default(uses[k].cast) if k in uses else None)
+            if value is None:
+                raise BadStatement(f"cannot bind ${k} of type {pg_type} in: {' '.join(text.split())[:100]}")
+            values[k] = render(value, pg_type)
+        return substitute(text, _bound_value(values))
+
+    def _bound(self, st: Statement, text: str, source: str, samples: list[str] = ()) -> BoundStatement:
+        more = tuple(dict.fromkeys(t for t in samples if t != text))  # distinct, the primary left out
         return BoundStatement(st.queryid, st.sql, text, float(st.calls), source, st.is_write,
-                              st.rows / st.calls if st.calls else 1.0)
+                              st.rows / st.calls if st.calls else 1.0, more)
 
     def _example(self, queryid: str) -> str | None:
         if not self._qualstats:
@@ -145,13 +190,24 @@ class Binder:
         row = self.conn.execute(TAG + "SELECT pg_qualstats_example_query(%s::bigint)", (queryid,)).fetchone()
         return row[0] if row and row[0] else None
 
-    def _parameter_types(self, text: str, count: int) -> list[str]:
+    def _parameter_types(self, text: str, count: int, hints: dict[int, str] | None = None) -> list[str]:
+        """The types PostgreSQL infers for the parameters; where it cannot (``$2::date + $4``: date + unknown is
+        ambiguous), it is asked again with the ``hints`` (parameter -> type) declared."""
         name = "advisor_bind"
+        prepare = sql.SQL("PREPARE {} AS ").format(sql.Identifier(name)) + sql.SQL(text)  # type: ignore[arg-type]
         try:
-            prepare = sql.SQL("PREPARE {} AS ").format(sql.Identifier(name)) + sql.SQL(text)  # type: ignore[arg-type]
             self.connector.execute_one(self.conn.cursor(), prepare)
         except psycopg.errors.Error as e:
-            raise BadStatement(f"cannot prepare statement: {(e.diag.message_primary or str(e)).strip()}") from None
+            if not hints:
+                raise BadStatement(f"cannot prepare statement: {(e.diag.message_primary or str(e)).strip()}") from None
+            declared = sql.SQL(", ").join(sql.SQL(hints.get(k, "unknown")) for k in range(1, count + 1))
+            head = sql.SQL("PREPARE {} ({}) AS ").format(sql.Identifier(name), declared)
+            prepare = head + sql.SQL(text)  # type: ignore[arg-type]
+            try:
+                self.connector.execute_one(self.conn.cursor(), prepare)
+            except psycopg.errors.Error as e2:
+                msg = (e2.diag.message_primary or str(e2)).strip()
+                raise BadStatement(f"cannot prepare statement: {msg}") from None
         try:
             row = self.conn.execute(TAG + "SELECT parameter_types::text[] FROM pg_prepared_statements WHERE name = %s",
                                     (name,)).fetchone()
@@ -160,19 +216,35 @@ class Binder:
             # only our own: DEALLOCATE ALL would also drop the statements psycopg prepares for its repeated queries
             self.conn.execute(sql.SQL("DEALLOCATE {}").format(sql.Identifier(name)))
 
-    def _column_value(self, ref: tuple[str, str, str] | None, text: str) -> str | None:
-        if ref is None or ref[2] == "LIMIT":
-            return None
-        table, column, _ = ref
+    def _real_constants(self, queryid: str, template: str) -> dict[int, list[str]]:
+        """Per parameter of ``template`` (pg_qualstats' example), the constants real calls used for it (as SQL),
+        most frequent first: pg_qualstats keeps each qual's constants with their position in the example."""
+        rows = self.conn.execute(
+            TAG + """
+            SELECT constant_position, constvalue FROM pg_qualstats()
+            WHERE queryid = %s::bigint AND constant_position IS NOT NULL AND constvalue IS NOT NULL
+            GROUP BY 1, 2 ORDER BY sum(occurences) DESC, 2""", (queryid,)).fetchall()
+        out: dict[int, list[str]] = {}
+        for position, value in rows:
+            m = _PARAM.match(template, int(position))
+            if m and value not in out.setdefault(int(m.group(1)), []):
+                out[int(m.group(1))].append(value)
+        return {k: v for k, v in out.items() if v}
+
+    def _column_stats(self, key: tuple[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The histogram bounds and most common values of ``table.column`` (any table's when table is '')."""
+        found = self._stats.get(key)
+        if found is not None:
+            return found
+        table, column = key
         row = self.conn.execute(
             TAG + """
-            SELECT (histogram_bounds::text::text[])[(array_length(histogram_bounds::text::text[], 1) + 1) / 2],
-                   (most_common_vals::text::text[])[1]
+            SELECT histogram_bounds::text::text[], most_common_vals::text::text[]
             FROM pg_stats WHERE attname = %s AND (tablename = %s OR %s = '')
-            ORDER BY (tablename = %s) DESC LIMIT 1""", (column, table, table, table)).fetchone()
-        if not row:
-            return None
-        return row[0] if row[0] is not None else row[1]
+            ORDER BY (tablename = %s) DESC, schemaname = 'public' DESC LIMIT 1""",
+            (column, table, table, table)).fetchone()
+        found = self._stats[key] = (tuple(row[0] or ()), tuple(row[1] or ())) if row else ((), ())
+        return found
 
 
 def _type_default(pg_type: str) -> str | None:
@@ -180,36 +252,6 @@ def _type_default(pg_type: str) -> str | None:
         return "1"
     base = re.sub(r"\(.*\)", "", pg_type).strip()
     return TYPE_DEFAULTS.get(base)
-
-
-def _compared_columns(text: str) -> dict[int, tuple[str, str, str]]:
-    """For each parameter compared with a column, (table, column, operator); LIMIT parameters as ('', '', 'LIMIT')."""
-    marked = substitute(text, lambda k: f"'__p{k}__'")
-    try:
-        tree = sqlglot.parse_one(marked, read="postgres")
-    except sqlglot.errors.SqlglotError:
-        return {}
-    aliases = {t.alias_or_name: t.name for t in tree.find_all(exp.Table)}
-    out: dict[int, tuple[str, str, str]] = {}
-    for lit in tree.find_all(exp.Literal):
-        m = re.match(r"__p(\d+)__", str(lit.this))
-        if not m:
-            continue
-        k = int(m.group(1))
-        node = lit.parent
-        while isinstance(node, (exp.Cast, exp.Interval, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Paren, exp.Tuple)):
-            node = node.parent
-        if isinstance(node, exp.Limit):
-            out[k] = ("", "", "LIMIT")
-            continue
-        col = None
-        if isinstance(node, (exp.Between, exp.In, exp.Like, exp.ILike)):
-            col = node.this if isinstance(node.this, exp.Column) else None
-        elif isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)):
-            col = next((s for s in (node.this, node.expression) if isinstance(s, exp.Column)), None)
-        if col is not None:
-            out[k] = (aliases.get(col.table, col.table) if col.table else "", col.name, type(node).__name__)
-    return out
 
 
 def bind_workload(connector: Connector, workload: Workload) -> tuple[list[BoundStatement], list[tuple[Statement, str]]]:

@@ -1,21 +1,35 @@
 """What every CLI module shares: the ``--json`` and ``--store`` options, the service (from
-``advisor.service.factory``), one JSON document on stdout, times, and repeatable options that take comma lists."""
+``advisor.service.factory``), one JSON document on stdout, times, repeatable options that take comma lists, and
+``resolve_dsn``: where a DSN option's value comes from (so that a password need not be in argv, where ``ps``
+shows it)."""
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Annotated
 
 import typer
+from typer._click.exceptions import UsageError  # typer >= 0.20 vendors click
 
 from advisor.core.progress import reporter
 from advisor.storage import codec
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="print one JSON document on stdout")]
-StoreOpt = Annotated[str | None, typer.Option("--store", help="path of the DuckDB store (default: ADVISOR_STORE)")]
+StoreOpt = Annotated[str | None, typer.Option("--store", help="the store: a DuckDB file path, or a postgresql:// URL "
+                                                            "shared by several processes (default: ADVISOR_STORE)")]
+
+
+TARGET_ENV = "ADVISOR_TARGET_DSN"
+DSN_FORMS = (f"a libpq DSN or postgresql:// URL, or where to read it so that a password stays out of argv (ps): "
+             f"env:VAR (an environment variable), file:PATH (its first line; the file must not be readable by "
+             f"others: chmod 600), - (stdin); a libpq service (service=NAME) uses PGSERVICEFILE and PGPASSFILE")
+TargetDsn = Annotated[str | None, typer.Option("--target", "-t", help=f"the database: {DSN_FORMS} "
+                                                                      f"(default: {TARGET_ENV})")]
 
 
 class Kind(str, Enum):
@@ -43,3 +57,65 @@ def names(items: list[str]) -> tuple[str, ...]:
     """Values of a repeatable option that also takes comma lists: ``--kind knobs --kind indexes`` or
     ``--kind knobs,indexes``."""
     return tuple(n.strip() for item in items for n in item.split(",") if n.strip())
+
+
+def resolve_dsn(value: str | None, option: str = "--target", *, ask: bool = False) -> str:
+    """The DSN a DSN option stands for: ``env:VAR``, ``file:PATH`` (first line), ``-`` (a line of stdin, asked for
+    without echo on a terminal), else the value itself; when the option is not given, ``ADVISOR_TARGET_DSN``,
+    then (``ask``) stdin. Errors (exit 2) name the source, never the DSN. A regular file readable or writable by
+    others is refused, as libpq refuses such a password file."""
+    given = (value or "").strip()
+    if not given:
+        env = os.environ.get(TARGET_ENV, "").strip()
+        if env:
+            return env
+        if ask:
+            return _read_stdin(option)
+        raise UsageError(f"no target database: give {option} (a DSN, env:VAR, file:PATH or -) or set {TARGET_ENV}")
+    if given == "-":
+        return _read_stdin(option)
+    if given.startswith("env:"):
+        name = given[4:].strip()
+        dsn = os.environ.get(name, "").strip() if name else ""
+        if not dsn:
+            raise UsageError(f"{option} env:{name}: the environment variable {name or '(no name)'} is not set or "
+                             f"empty")
+        return dsn
+    if given.startswith("file:"):
+        return _read_file(option, given[5:].strip())
+    return given
+
+
+def _read_stdin(option: str) -> str:
+    if sys.stdin is None or sys.stdin.closed:
+        raise UsageError(f"{option} -: there is no stdin to read the DSN from")
+    if sys.stdin.isatty():
+        return typer.prompt("DSN (not echoed)", hide_input=True, err=True).strip()
+    dsn = sys.stdin.readline().strip()  # piped: `secret-tool lookup ... | advisor observe --target -`
+    if not dsn:
+        raise UsageError(f"{option}: no DSN on stdin (give {option} a DSN, env:VAR or file:PATH, set {TARGET_ENV}, "
+                         f"or pipe one line)")
+    return dsn
+
+
+def _read_file(option: str, path: str) -> str:
+    where = f"{option} file:{path}"
+    if not path:
+        raise UsageError(f"{where}: no file name after file:")
+    full = os.path.expanduser(path)
+    try:
+        with open(full, encoding="utf-8") as f:
+            info = os.fstat(f.fileno())
+            if stat.S_ISREG(info.st_mode) and info.st_mode & 0o077:
+                raise UsageError(f"{where}: the file is accessible by other users (mode "
+                                 f"{stat.S_IMODE(info.st_mode):04o}) and may hold a password; chmod 600 it")
+            dsn = f.readline().strip()
+    except FileNotFoundError:
+        raise UsageError(f"{where}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{where}: is a directory") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{where}: cannot read it ({getattr(e, 'strerror', None) or type(e).__name__})") from None
+    if not dsn:
+        raise UsageError(f"{where}: the file's first line is empty")
+    return dsn

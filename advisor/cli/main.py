@@ -17,7 +17,8 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer >= 0.
 from rich.console import Console
 
 from advisor.cli import render
-from advisor.cli.common import JsonFlag, StoreOpt
+from advisor.cli.common import JsonFlag, StoreOpt, resolve_dsn
+from advisor.cli.common import TargetDsn as Target
 from advisor.cli.common import emit as _emit_json
 from advisor.cli.common import names as _names
 from advisor.cli.common import open_service as _service
@@ -34,9 +35,6 @@ app.add_typer(tune_app, name="tune")
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks on self-started servers: print, save JSON and plots.")
 app.add_typer(bench_app, name="bench")
 
-Target = Annotated[str, typer.Option("--target", "-t", help="libpq DSN or postgresql:// URL of the database")]
-
-
 class Storage(str, Enum):
     ssd = "ssd"
     hdd = "hdd"
@@ -44,10 +42,11 @@ class Storage(str, Enum):
 
 
 @app.command()
-def observe(target: Target, json_out: JsonFlag = False, interval: Annotated[float, typer.Option(
+def observe(target: Target = None, json_out: JsonFlag = False, interval: Annotated[float, typer.Option(
         help="seconds between two snapshots; 0 = everything since the last stats reset", min=0)] = 0.0,
         top: Annotated[int, typer.Option(help="statements to list", min=1)] = 10, store: StoreOpt = None) -> None:
     """Snapshot a database: workload (pg_stat_statements), metrics, settings, schema and indexes."""
+    target = resolve_dsn(target)
     service = _service(store, quiet=json_out)
     obs = service.observe(target, interval_s=interval)
     if json_out:
@@ -77,7 +76,7 @@ def _ranges(items: list[str]) -> dict[str, tuple[str, str]]:
 
 
 @tune_app.command("knobs")
-def tune_knobs(target: Target,
+def tune_knobs(target: Target = None,
                optimizer: Annotated[str, typer.Option(help="knob optimizer: hibo, gp, tpe, random (a search "
                                                            "run on a shadow) or rules (one configuration)")] = "hibo",
                json_out: JsonFlag = False,
@@ -106,6 +105,7 @@ def tune_knobs(target: Target,
     from advisor.service.service import SpaceOptions
     from advisor.tuning.trials import TuningOptions
 
+    target = resolve_dsn(target)
     service = _service(store)
     hw = resolve(memory_gb, cores, storage.value if storage else None)
     space = SpaceOptions(include=_names(include), exclude=_names(exclude), ranges=_ranges(range_),
@@ -134,9 +134,9 @@ def _tune_doc(result) -> dict:
 
 
 @tune_app.command("indexes")
-def tune_indexes(target: Target,
-                 budget_mb: Annotated[float, typer.Option("--budget-mb", help="storage for new indexes, MiB",
+def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="storage for new indexes, MiB",
                                                           min=0.001)],
+                 target: Target = None,
                  optimizer: Annotated[str, typer.Option(help="index optimizer: ia2, extend, dexter, ilp, noindex")] = "ia2",
                  json_out: JsonFlag = False,
                  device: Annotated[str | None, typer.Option(help="IA2 training device: auto (CUDA when present), cpu, "
@@ -151,12 +151,17 @@ def tune_indexes(target: Target,
                  validate: Annotated[bool, typer.Option(help="build and measure the indexes on a shadow")] = True,
                  sample_percent: Annotated[float | None, typer.Option(
                      help="load the shadow with this percentage of large tables", min=0.001, max=100)] = None,
+                 explain: Annotated[bool, typer.Option("--explain", help="print, per observed statement, its bound "
+                                                       "constants, candidates, what-if costs and why each candidate "
+                                                       "was or was not chosen")] = False,
                  store: StoreOpt = None) -> None:
     """Recommend indexes within a storage budget: what-if costs (HypoPG) on a shadow, the optimizer's choice,
-    then each index built and measured on the shadow; an index that slows a statement or helps none is dropped."""
+    then each index built and measured on the shadow; an index that slows a statement or helps none is dropped.
+    ``--explain`` prints why, per statement (the JSON output always has it)."""
     from advisor.core.settings import get_settings
     from advisor.tuning.validation import ValidationOptions
 
+    target = resolve_dsn(target)
     device = device or get_settings().device
     service = _service(store)
     result = service.tune_indexes(target, optimizer, budget_mb=budget_mb, sample_percent=sample_percent,
@@ -168,9 +173,12 @@ def tune_indexes(target: Target,
         _emit_json({"recommendation": codec.recommendation_dict(rec) if rec else None, "message": result.message,
                     "chosen": [{"table": f"{ix.schema}.{ix.table}", "columns": list(ix.columns)} for ix in result.chosen],
                     "whatif": result.whatif, "training": result.training,
-                    "not_parsed": [{"statement": q, "reason": r} for q, r in result.skipped]})
+                    "not_parsed": [{"statement": q, "reason": r} for q, r in result.skipped],
+                    "explain": list(result.explain), "fallback": result.fallback})
     else:
         render.index_result(Console(), result)
+        if explain:
+            render.index_explain(Console(), list(result.explain))
 
 
 @app.command()
@@ -231,13 +239,45 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
                   seed: Annotated[int, typer.Option(help="random seed")] = 0,
                   out: Annotated[str, typer.Option(help="directory for indexes.json and the plot")] =
                   "bench-results/indexes",
+                  workloads: Annotated[str, typer.Option(help="comma-separated: tpch (random template mixes), "
+                                                              "app (an application on TPC-H data), job (JOB-style "
+                                                              "joins on a synthetic IMDB)")] = "tpch",
+                  app_scale: Annotated[float, typer.Option(help="app: TPC-H scale factor", min=0.001, max=10)] = 0.05,
+                  job_scale: Annotated[float, typer.Option(help="job: synthetic IMDB scale factor", min=0.001,
+                                                           max=10)] = 0.05,
+                  budget_fraction: Annotated[float, typer.Option(help="app, job: budget as a fraction of the data "
+                                                                      "size", min=0.001, max=1)] = 0.25,
+                  budget_mb: Annotated[float | None, typer.Option(help="app, job: budget in MB (instead of the "
+                                                                      "fraction)", min=0.1)] = None,
+                  advisors: Annotated[str, typer.Option(help="app, job: advisors compared")] =
+                  "ia2,extend,dexter,supabase,fkeys,noindex",
+                  statement_timeout_ms: Annotated[int, typer.Option(help="app, job: statement timeout in the "
+                                                                         "validation and the real runs", min=100)] =
+                  120_000,
                   json_out: JsonFlag = False) -> None:
     """Index advisors (no index, Dexter, Extend, ILP, IA2) on TPC-H: what-if RC per budget over random mixes,
-    then real runs of TPC-H with IA2's and Extend's indexes."""
+    then real runs of TPC-H with IA2's and Extend's indexes. With ``--workloads app,job``: every advisor and the
+    Supabase-style and all-foreign-keys peers through the real pipeline on workloads nobody tuned for, with real
+    runtimes."""
     from advisor.bench.indexes import IndexBench, IndexBenchOptions, table
+    from advisor.bench.index_workloads import WORKLOADS, WorkloadBench, WorkloadBenchOptions
+    from advisor.bench.index_workloads import table as workloads_table
     from advisor.core.settings import get_settings
 
     device = device or get_settings().device
+    chosen = [w.strip() for w in workloads.split(",") if w.strip()]
+    unknown = [w for w in chosen if w not in ("tpch", *WORKLOADS)]
+    if unknown or not chosen:
+        raise typer.BadParameter(f"unknown workloads {unknown}: choose from tpch, {', '.join(WORKLOADS)}")
+    if "tpch" not in chosen:
+        others = WorkloadBenchOptions(
+            workloads=tuple(w for w in chosen if w in WORKLOADS), app_scale=app_scale, job_scale=job_scale,
+            budget_fraction=budget_fraction, budget_mb=budget_mb,
+            advisors=tuple(a.strip() for a in advisors.split(",") if a.strip()), rounds=rounds, episodes=episodes,
+            samples=samples, device=device, seed=seed, statement_timeout_ms=statement_timeout_ms, out_dir=out)
+        _bench_report(WorkloadBench(others, say=reporter()).run(), json_out, workloads_table, out, "workloads.json",
+                      "workloads.png")
+        return
     try:
         fractions = tuple(float(b) for b in budgets.split(",") if b.strip())
     except ValueError:
@@ -249,6 +289,11 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
                                 out_dir=out,
                                 reward=reward)
     _bench_report(IndexBench(options, say=reporter()).run(), json_out, table, out, "indexes.json", "indexes-rc.png")
+    if len(chosen) > 1:
+        bench_indexes(workloads=",".join(w for w in chosen if w != "tpch"), app_scale=app_scale, job_scale=job_scale,
+                      budget_fraction=budget_fraction, budget_mb=budget_mb, advisors=advisors, episodes=episodes,
+                      samples=samples, device=device, rounds=rounds, seed=seed, out=out,
+                      statement_timeout_ms=statement_timeout_ms, json_out=json_out)
 
 
 def _bench_report(doc: dict, json_out: bool, table, out: str, *saved: str) -> None:
@@ -294,6 +339,29 @@ def bench_service(clients: Annotated[int, typer.Option(help="concurrent API clie
     if "observation" in doc:
         print(obs_table(doc["observation"]))
     print(f"saved under {out}/")
+
+
+@bench_app.command("faults")
+def bench_faults(faults: Annotated[str, typer.Option(help="comma-separated subset (default: all): shadow_kill, "
+                                                         "bad_config, target_drop, advisor_kill, api_restart, "
+                                                         "disk_full, llm, prod_lock, concurrent_approve")] = "",
+                 out: Annotated[str, typer.Option(help="directory for faults.json and the plot")] =
+                 "bench-results/faults",
+                 keep: Annotated[bool, typer.Option(help="keep the work directory (store, servers' files)")] = False,
+                 json_out: JsonFlag = False) -> None:
+    """Inject faults against real servers (a killed shadow, advisor or server, a bad configuration, dropped
+    connections, a full disk, a bad LLM endpoint, a production lock, a race of two clients) and report per fault:
+    injected, detected, recovered or refused, rows lost, orphaned servers, seconds to recover. Exit 1 unless every
+    fault was recovered or refused with a reason, with nothing lost."""
+    from advisor.bench.faults import FaultBenchOptions, run_fault_bench, table
+
+    options = FaultBenchOptions(faults=_names([faults]), out_dir=out, keep=keep)
+    doc = run_fault_bench(options, say=reporter())
+    _bench_report(doc, json_out, table, out, "faults.json", "faults.png")
+    failed = [f["name"] for f in doc["faults"] if f["verdict"] == "FAILED"]
+    if failed or any(doc["lost"].values()):
+        raise AdvisorError(f"not every fault was recovered or refused with a reason, with nothing lost: "
+                           f"{', '.join(failed) or 'rows lost'} (see the table)")
 
 
 register(app)  # the service's groups: serve, playground, targets, runs, recommendations, schedule, tokens

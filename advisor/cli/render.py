@@ -6,6 +6,7 @@ import time
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from advisor.core.domain import KnobChange, Recommendation
@@ -120,6 +121,44 @@ def index_result(console: Console, result: IndexTuneResult) -> None:
         console.print(f"[yellow]existing index never used by the workload[/]: {name}")
 
 
+def _cost(x) -> str:
+    return "-" if x is None else f"{x:,.1f}"
+
+
+def index_explain(console: Console, rows: list[dict]) -> None:
+    """The explanation table of an index run: one block per observed statement (``advisor.tuning.index_explain``):
+    how it was bound, its what-if cost without new indexes and with the chosen set, and per candidate its cost
+    alone, its fate and why."""
+    if not rows:
+        console.print("no statement to explain")
+        return
+    console.print(f"\n[bold]Why, per statement[/] ({len(rows)} observed statements)")
+    for row in rows:
+        head = Table.grid(padding=(0, 1))
+        head.add_row("[bold]statement[/]", escape(f"{row['queryid']} ({row['status']})"))
+        head.add_row("normalized", escape(_short(row["statement"] or "", 110)))
+        if row.get("sql"):
+            params = ", ".join(f"{k} = {v}" for k, v in row["params"].items()) or "none"
+            head.add_row("bound", escape(_short(row["sql"], 110)))
+            head.add_row("constants", escape(f"{_short(params, 110)} (from {row['source']}"
+                                             + (f", {row['samples']} more samples)" if row.get("samples") else ")")))
+        if row.get("cost_without") is not None:
+            head.add_row("what-if cost", f"{_cost(row['cost_without'])} without new indexes, "
+                                         f"{_cost(row['cost_chosen'])} with the chosen set (per call)")
+        head.add_row("why", escape(row["why"]))
+        if row.get("fallback"):
+            head.add_row("fallback", escape(row["fallback"]))
+        console.print(head)
+        if row["candidates"]:
+            table = Table("candidate", "MB", "cost with it alone", "gain", "fate", "reason")
+            for c in row["candidates"]:
+                table.add_row(escape(c["index"]), _mb(c["bytes"]), _cost(c["cost_with"]), f"{c['gain']:+.1%}",
+                              c["fate"], escape(c["reason"]))
+            console.print(table)
+        if row.get("more_candidates"):
+            console.print(f"  and {row['more_candidates']} more candidate(s) not costed here")
+
+
 def recommendations(console: Console, recs: list[Recommendation]) -> None:
     table = Table("id", "kind", "optimizer", "state", "changes", "gain", "95% CI")
     for r in recs:
@@ -129,8 +168,9 @@ def recommendations(console: Console, recs: list[Recommendation]) -> None:
     console.print(table)
 
 
-def recommendation_page(console: Console, rec: Recommendation, history: list[dict]) -> None:
-    """``recommendations show``: the recommendation, its per-statement evidence, index details and history."""
+def recommendation_page(console: Console, rec: Recommendation, history: list[dict], explain: bool = False) -> None:
+    """``recommendations show``: the recommendation, its per-statement evidence, index details and history; with
+    ``explain``, an index recommendation's explanation table."""
     recommendation(console, rec)
     ev = rec.evidence
     if ev is not None:
@@ -144,6 +184,17 @@ def recommendation_page(console: Console, rec: Recommendation, history: list[dic
     for ix in rec.details.get("indexes", []):
         console.print(f"index {ix['index']}: estimated {_mb(ix['estimated_bytes'])}, built {_mb(ix['built_bytes'])}, "
                       f"{'kept' if ix['kept'] else 'dropped'} ({ix['reason']})", markup=False)
+    if rec.details.get("fallback"):
+        f = rec.details["fallback"]
+        console.print(f"fallback: {f['from']}'s set was worse in what-if cost than {f['to']}'s; {f['to']}'s set is "
+                      f"recommended (costs: " + ", ".join(f"{k} {v:,.1f}" for k, v in f["costs"].items()) + ")",
+                      markup=False)
+    if explain:
+        if rec.details.get("explain"):
+            index_explain(console, rec.details["explain"])
+        else:
+            console.print("this recommendation has no per-statement explanation (made before it was recorded, or "
+                          "not an index recommendation)")
     if rec.applied:
         console.print(f"applied by {rec.applied['by']}; revert recorded: {'; '.join(rec.applied['revert_sql'])}",
                       markup=False)

@@ -22,6 +22,7 @@ from advisor.service.runs import RunPlan
 class Role(str, Enum):
     viewer = "viewer"
     operator = "operator"
+    admin = "admin"
 
 
 class AutoApply(str, Enum):
@@ -173,7 +174,8 @@ tokens_app = typer.Typer(no_args_is_help=True, help="API tokens (admin: needs th
 
 @tokens_app.command("create")
 def tokens_create(name: Annotated[str, typer.Option(help="who or what the token is for")],
-                  role: Annotated[Role, typer.Option(help="viewer reads; operator also runs, approves, applies")],
+                  role: Annotated[Role, typer.Option(help="viewer reads; operator also runs, approves, applies; "
+                                                          "admin also manages tokens over REST")],
                   json_out: JsonFlag = False, store: StoreOpt = None) -> None:
     """A new API token (send it as 'Authorization: Bearer <secret>'); its secret is printed once, here."""
     token, secret = open_service(store, quiet=True).create_token(name, role.value)

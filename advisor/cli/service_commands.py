@@ -8,8 +8,6 @@ holds the store, use the REST API instead (the store says so when it is locked).
 
 from __future__ import annotations
 
-import os
-import sys
 from enum import Enum
 from typing import Annotated
 
@@ -18,7 +16,8 @@ from rich.console import Console
 from rich.table import Table
 
 from advisor.cli import render, server_commands
-from advisor.cli.common import JsonFlag, Kind, StoreOpt, emit, open_service, when
+from advisor.cli.common import (DSN_FORMS, TARGET_ENV, JsonFlag, Kind, StoreOpt, emit, open_service, resolve_dsn,
+                               when)
 from advisor.core.errors import AdvisorError
 from advisor.service.runs import RunPlan
 from advisor.storage import codec
@@ -29,28 +28,35 @@ from advisor.storage import codec
 targets_app = typer.Typer(no_args_is_help=True, help="Databases db-advisor tunes (credentials stored encrypted).")
 
 
-def _ask_dsn() -> str:
-    if sys.stdin.isatty():
-        return typer.prompt("DSN (not echoed)", hide_input=True, err=True)
-    dsn = sys.stdin.readline().strip()  # piped: `secret-tool lookup ... | advisor targets add --name N`
-    if not dsn:
-        raise AdvisorError("no DSN: give --dsn, set ADVISOR_TARGET_DSN, or pipe it on stdin")
-    return dsn
-
-
 @targets_app.command("add")
 def targets_add(name: Annotated[str, typer.Option(help="a name for the target")],
-                dsn: Annotated[str | None, typer.Option(help="libpq DSN or URL (default: ADVISOR_TARGET_DSN, else "
-                                                             "asked for without echo, or read from a pipe) - "
-                                                             "keeps the password off the command line")] = None,
+                dsn: Annotated[str | None, typer.Option(help=f"the database: {DSN_FORMS} (default: {TARGET_ENV}, "
+                                                             "else asked for without echo, or read from a pipe)")]
+                = None,
                 json_out: JsonFlag = False, store: StoreOpt = None) -> None:
     """Register a database: checks it can be observed, stores its DSN encrypted, takes a first snapshot."""
-    dsn = dsn or os.environ.get("ADVISOR_TARGET_DSN") or _ask_dsn()
+    dsn = resolve_dsn(dsn, "--dsn", ask=True)
     target = open_service(store).add_target(name, dsn)  # progress on stderr; stdout stays one document
     if json_out:
         emit(target)
     else:
         print(f"registered {target['name']} ({target['id']}): {target['dsn']}")
+
+
+@targets_app.command("update")
+def targets_update(ref: Annotated[str, typer.Argument(help="target id or name")],
+                   dsn: Annotated[str | None, typer.Option(help=f"the new DSN: {DSN_FORMS} (default: {TARGET_ENV}, "
+                                                                "else asked for without echo, or read from a pipe)")]
+                   = None,
+                   other_database: Annotated[bool, typer.Option(
+                       "--other-database", help="allow the new DSN to reach another database than the one the "
+                                                "target was registered for")] = False,
+                   json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+    """Change a registered target's DSN (a new password, host or port), audited. It must reach the same database
+    unless --other-database; recommendations keep the database they were validated for."""
+    dsn = resolve_dsn(dsn, "--dsn", ask=True)
+    target = open_service(store, quiet=True).update_target(ref, dsn, other_database=other_database)
+    emit(target) if json_out else print(f"updated {target['name']} ({target['id']}): {target['dsn']}")
 
 
 @targets_app.command("list")
@@ -205,7 +211,10 @@ def recs_list(state: Annotated[State | None, typer.Option(help="only this state"
 
 
 @recs_app.command("show")
-def recs_show(rec_id: str, json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+def recs_show(rec_id: str, json_out: JsonFlag = False, store: StoreOpt = None,
+              explain: Annotated[bool, typer.Option("--explain", help="an index recommendation's table of why, per "
+                                                    "statement (the JSON output always has it in its details)")]
+              = False) -> None:
     """A recommendation with its evidence, the SQL to apply and to revert, and its history."""
     service = open_service(store, quiet=True)
     rec = service.recommendation(rec_id)
@@ -213,7 +222,7 @@ def recs_show(rec_id: str, json_out: JsonFlag = False, store: StoreOpt = None) -
     if json_out:
         emit({"recommendation": codec.recommendation_dict(rec), "history": history})
         return
-    render.recommendation_page(Console(), rec, history)
+    render.recommendation_page(Console(), rec, history, explain=explain)
 
 
 def _transition(verb: str):

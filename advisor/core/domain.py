@@ -166,15 +166,34 @@ class KnobChange:
 
 @dataclass(frozen=True)
 class IndexChange:
+    """A new index: key ``columns`` in order, optional ``include`` (non-key columns stored in the leaves, for
+    index-only scans) and ``where`` (a partial index's predicate, SQL over the table's columns, rendered by the
+    connector)."""
+
     schema: str
     table: str
     columns: tuple[str, ...]
     method: str = "btree"
     name: str | None = None
     kind: str = field(default="index", init=False)
+    include: tuple[str, ...] = ()
+    where: str | None = None
 
 
-Change = KnobChange | IndexChange
+@dataclass(frozen=True)
+class DropIndexChange:
+    """Dropping an existing index (unused, or covered by another): ``definition`` is its ``CREATE INDEX`` text,
+    which is how it is put back; ``why`` says why it should go."""
+
+    schema: str
+    table: str
+    name: str
+    definition: str
+    why: str = ""
+    kind: str = field(default="drop_index", init=False)
+
+
+Change = KnobChange | IndexChange | DropIndexChange
 
 
 @dataclass(frozen=True)

@@ -69,3 +69,11 @@ class Forbidden(AdvisorError):
 
 class Conflict(AdvisorError):
     """The action clashes with the current state (a run of the target is already going on, a changed target)."""
+
+
+class ProductionLocked(Conflict):
+    """A change to production gave up waiting for a lock another session holds (the lock timeout ran out)."""
+
+
+class OtherDatabase(Conflict):
+    """A DSN reaches a different database than the one a target, or a recommendation, was made for."""

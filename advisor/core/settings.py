@@ -15,7 +15,9 @@ def _default_store() -> str:
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ADVISOR_", extra="ignore")
 
-    store: str = _default_store()  # ADVISOR_STORE: path of the DuckDB file
+    # ADVISOR_STORE: path of the DuckDB file (one process at a time), or a postgresql:// URL of a database that
+    # several advisor processes share (then set ADVISOR_SECRET_KEY, the same in each)
+    store: str = _default_store()
     device: str = "auto"  # ADVISOR_DEVICE: auto | cpu | cuda (model training)
     debug: bool = False  # ADVISOR_DEBUG: tracebacks on errors
     # An OpenAI-compatible chat completions server (llama.cpp, vLLM, OpenAI) that proposes the first knob
@@ -29,6 +31,12 @@ class Settings(BaseSettings):
     secret_key: SecretStr | None = None  # ADVISOR_SECRET_KEY: a Fernet key (urlsafe base64, 32 bytes)
     key_file: str | None = None  # ADVISOR_KEY_FILE: default <store dir>/secret.key
     session_ttl_s: float = 8 * 3600.0  # ADVISOR_SESSION_TTL_S: web login lifetime
+    # Production DDL (CREATE INDEX, ALTER SYSTEM) gives up after waiting this long for a lock another session
+    # holds, and the apply or rollback fails with a clear message instead of queueing behind it.
+    production_lock_timeout_s: float = 10.0  # ADVISOR_PRODUCTION_LOCK_TIMEOUT_S
+    # An apply or rollback marks its recommendation as claimed while it runs; a claim whose process is gone
+    # (same host) or older than this may be taken over.
+    apply_claim_ttl_s: float = 6 * 3600.0  # ADVISOR_APPLY_CLAIM_TTL_S
     max_parallel_runs: int = 1  # ADVISOR_MAX_PARALLEL_RUNS: tuning runs executed at once by the server
 
 

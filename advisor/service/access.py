@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import secrets
 
-from advisor.service.auth import ADMIN, ROLES, Principal, hash_secret, new_secret
+from advisor.service.auth import ADMIN, ROLES, LoginThrottle, Principal, hash_secret, new_secret
 from advisor.core.errors import AdvisorError, Unauthorized
 from advisor.core.settings import get_settings
 
@@ -16,7 +16,7 @@ class AccessMixin:
 
     def create_token(self, name: str, role: str, who: Principal = ADMIN) -> tuple[dict, str]:
         """A new API token: its record and its secret, which is shown only now."""
-        who.require("operator")
+        who.require("admin")
         if role not in ROLES:
             raise AdvisorError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
         if not name.strip():
@@ -27,7 +27,8 @@ class AccessMixin:
         return self.store.token(token_id), secret
 
     def revoke_token(self, ref: str, who: Principal = ADMIN) -> dict:
-        who.require("operator")
+        """Revoke a token now: the next request that presents it is refused, in every process on the store."""
+        who.require("admin")
         token = self.store.token(ref)
         self.store.revoke_token(token["id"])
         self.store.audit(who.actor, "revoke_token", token["id"], {"name": token["name"]})
@@ -36,7 +37,25 @@ class AccessMixin:
     def tokens(self) -> list[dict]:
         return self.store.tokens()
 
-    def authenticate(self, secret: str | None) -> Principal:
+    @property
+    def throttle(self) -> LoginThrottle:
+        """Failed logins per client, for this service object (the server's one)."""
+        found = self.__dict__.get("_throttle")
+        if found is None:
+            found = self.__dict__["_throttle"] = LoginThrottle()
+        return found
+
+    def login_delay(self, client: str) -> float:
+        """Seconds to hold the client's next attempt, after its recent failed logins."""
+        return self.throttle.delay(client)
+
+    def _login_failed(self, client: str, reason: str, token_name: str | None = None) -> None:
+        wait, audit = self.throttle.failed(client)
+        if audit:
+            self.store.audit(f"client:{client}", "login_failed", token_name or "", {"reason": reason,
+                                                                                  "next_wait_s": wait})
+
+    def authenticate(self, secret: str | None, client: str = "local") -> Principal:
         if not secret:
             raise Unauthorized("no API token: send 'Authorization: Bearer <token>'")
         key, version = hash_secret(secret), self.store.version  # revoking a token bumps the version
@@ -45,8 +64,10 @@ class AccessMixin:
             return cached[1]
         token = self.store.token_by_hash(key)
         if token is None:
+            self._login_failed(client, "unknown token")
             raise Unauthorized("unknown API token")
         if token["revoked_at"] is not None:
+            self._login_failed(client, "revoked token", token["name"])
             raise Unauthorized(f"the API token {token['name']!r} was revoked")
         who = Principal(token["name"], token["role"], token["id"])
         if len(self._principals) > 1000:
@@ -54,9 +75,9 @@ class AccessMixin:
         self._principals[key] = (version, who)
         return who
 
-    def login(self, secret: str) -> tuple[str, str]:
+    def login(self, secret: str, client: str = "local") -> tuple[str, str]:
         """A web session for a valid token: (session id for the cookie, CSRF token for forms)."""
-        who = self.authenticate(secret)
+        who = self.authenticate(secret, client)
         session_id, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(24)
         self.store.add_session(hash_secret(session_id), who.token_id, csrf, get_settings().session_ttl_s)
         self.store.audit(who.actor, "login", who.token_id or "", {})

@@ -9,8 +9,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from advisor.service.auth import ADMIN, Principal
+from advisor.core import processes
 from advisor.core.domain import Recommendation
-from advisor.core.errors import AdvisorError, Conflict
+from advisor.core.errors import AdvisorError, Conflict, OtherDatabase
+from advisor.core.identity import mismatch
 from advisor.service.production import apply_recommendation, rollback_recommendation
 from advisor.service.runs import ACTIVE, ProgressLog, RunCancelled, RunPlan
 from advisor.service.scheduling import AUTO_APPLY, check_cron, next_fire, run_scheduled
@@ -48,10 +50,34 @@ class OperationsMixin:
         connector = factory.connector(dsn)  # an engine not supported fails here, before anything is stored
         connector.observe()  # reachable, with statement statistics: fails here with a clear message otherwise
         shown = connector.display_name
-        target_id = self.store.upsert_target(name, connector.engine, shown, vault_for(self.store.path).encrypt(dsn))
+        # Conflict when the name is registered: a target's database never changes by registering it again
+        target_id = self.store.register_target(name, connector.engine, shown, vault_for(self.store.path).encrypt(dsn))
         self.store.audit(who.actor, "register_target", target_id, {"name": name, "dsn": shown})
         self.observe(dsn, name)
         return self.store.target(target_id)
+
+    def update_target(self, ref: str, dsn: str, who: Principal = ADMIN, *, other_database: bool = False) -> dict:
+        """Change a registered target's DSN (a new password, host or port), audited. The new DSN must reach the
+        same database (its identity) unless ``other_database``; recommendations keep the identity they were
+        validated for, so an apply never follows a target to another database."""
+        who.require("operator")
+        target = self.store.target(ref)
+        connector = factory.connector(dsn)
+        if connector.engine != target["engine"]:
+            raise AdvisorError(f"target {target['name']} is a {target['engine']} database; the new DSN is "
+                               f"{connector.engine}")
+        identity = connector.identity()
+        recorded = self.store.target_identity(target["id"])
+        why = mismatch(recorded, identity)
+        if why and not other_database:
+            raise OtherDatabase(f"the new DSN of target {target['name']} reaches {why}; to point the target at "
+                                "another database, say so (--other-database / \"other_database\": true)")
+        shown = connector.display_name
+        self.store.set_target_dsn(target["id"], shown, vault_for(self.store.path).encrypt(dsn), identity)
+        self.store.audit(who.actor, "update_target", target["id"],
+                         {"name": target["name"], "dsn_from": target["dsn"], "dsn_to": shown,
+                          **({"identity_from": recorded, "identity_to": identity} if why else {})})
+        return self.store.target(target["id"])
 
     def targets(self) -> list[dict]:
         return self.store.targets()
@@ -182,10 +208,14 @@ class OperationsMixin:
         return self.store.trials(run_id)
 
     def recover_runs(self) -> list[str]:
-        """Mark runs left queued or running by a process that stopped as interrupted (a server start calls it)."""
-        stale = [r["id"] for st in ACTIVE for r in self.store.runs(state=st)]
+        """Mark runs left queued or running by a process that stopped as interrupted (a server start calls it).
+        A DuckDB store has one process at a time, so every such run was cut; on a store shared by several
+        processes, only runs whose owner process is gone are (one on another host is left to that host's server)."""
+        stale = [r["id"] for st in ACTIVE for r in self.store.runs(state=st)
+                 if not self.store.shared or processes.alive(r.get("owner")) is False]
         for run_id in stale:
-            self.store.update_run(run_id, state="interrupted", error="the server stopped while this run was going on")
+            self.store.update_run(run_id, state="interrupted", error="the process running it stopped while this "
+                                                                     "run was going on")
         return stale
 
     # --- recommendations ------------------------------------------------------------------------------------
@@ -242,17 +272,22 @@ class OperationsMixin:
         return factory.connector(self._dsn(self.store.target(rec.target_id)))
 
     def apply(self, rec_id: str, who: Principal = ADMIN) -> Recommendation:
-        """Apply an approved, validated recommendation to its production target (see ``advisor.service.production``)."""
+        """Apply an approved, validated recommendation to its production target (see ``advisor.service.production``:
+        no store lock is held meanwhile; a claim on the recommendation keeps a second apply out)."""
         who.require("operator")
-        with self.store.lock:  # one apply or rollback at a time
-            rec = self.store.recommendation(rec_id)
-            return apply_recommendation(self.store, self.connector_for(rec), rec, who)
+        rec = self.store.recommendation(rec_id)
+        settings = get_settings()
+        return apply_recommendation(self.store, self.connector_for(rec), rec, who,
+                                    lock_timeout_s=settings.production_lock_timeout_s,
+                                    claim_ttl_s=settings.apply_claim_ttl_s)
 
     def rollback(self, rec_id: str, who: Principal = ADMIN, why: str = "") -> Recommendation:
         who.require("operator")
-        with self.store.lock:
-            rec = self.store.recommendation(rec_id)
-            return rollback_recommendation(self.store, self.connector_for(rec), rec, who, why)
+        rec = self.store.recommendation(rec_id)
+        settings = get_settings()
+        return rollback_recommendation(self.store, self.connector_for(rec), rec, who, why,
+                                       lock_timeout_s=settings.production_lock_timeout_s,
+                                       claim_ttl_s=settings.apply_claim_ttl_s)
 
     def audit_log(self, subject: str | None = None, limit: int | None = None, offset: int = 0) -> list[dict]:
         return self.store.audit_log(subject, limit, offset)
@@ -290,6 +325,7 @@ class OperationsMixin:
         return self.schedule(schedule_id)
 
     scheduler = None  # an advisor.service.scheduling.Scheduler when the server runs one
+    reaper = None  # the server's timer thread that removes orphaned sandboxes (advisor.service.factory)
 
     def schedules(self, target: str | None = None) -> list[dict]:
         rows = self.store.schedules(self.store.target(target)["id"] if target else None)
@@ -316,6 +352,7 @@ class OperationsMixin:
         else:
             self.run_schedule(schedule_id)
 
-    def run_schedule(self, schedule_id: str, fired_at: float | None = None) -> list[dict]:
-        """What a schedule's job does when it fires; every run's outcome is on its row (schedule_id set)."""
-        return run_scheduled(self, self.store.schedule(schedule_id), fired_at or time.time())
+    def run_schedule(self, schedule_id: str, fired_at: float | None = None, *, by_cron: bool = False) -> list[dict]:
+        """What a schedule's job does when it fires; every run's outcome is on its row (schedule_id set).
+        ``by_cron``: a firing of the cron trigger, which only one process sharing the store runs."""
+        return run_scheduled(self, self.store.schedule(schedule_id), fired_at or time.time(), by_cron)

@@ -1,19 +1,82 @@
 """Changing production: apply an approved, validated recommendation; roll it back; watch it afterwards.
 
-Apply re-plans the recommendation's changes against the target as it is now. The SQL must be the SQL that was
-approved (else the target changed and the recommendation is refused with ``Conflict``); the revert SQL is taken
-now, so that it restores the values the target has at apply time. What was run, the revert, who and when, and the
-target's statement counters at that moment are recorded on the recommendation; the state change is audited.
+Apply first checks that the DSN reaches the very database the change was validated for (its identity, recorded
+on the recommendation), then re-plans the recommendation's changes against the target as it is now. The SQL must
+be the SQL that was approved (else the target changed and the recommendation is refused with ``Conflict``); the
+revert SQL is taken now, so that it restores the values the target has at apply time. What was run, the revert,
+who and when, the database's identity and the target's statement counters at that moment are recorded on the
+recommendation; the state change is audited.
+
+While an apply or rollback runs, the recommendation carries a claim in the store (``production_claim``) instead of
+a store lock: the rest of the service goes on while production DDL waits for its locks (each statement gives up
+after the lock timeout), and a second apply, approve or reject of the same recommendation, from this process or
+another one sharing the store, is refused with ``Conflict``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import time
+import uuid
+from collections.abc import Iterator
 
 from advisor.service.auth import Principal
+from advisor.core import processes
 from advisor.core.domain import Applied, Recommendation
-from advisor.core.errors import AdvisorError, Conflict, InvalidTransition
+from advisor.core.errors import AdvisorError, Conflict, InvalidTransition, OtherDatabase
+from advisor.core.identity import describe, mismatch
 from connectors.base import Connector
+
+
+@contextlib.contextmanager
+def production_claim(store, rec: Recommendation, state: str, who: Principal, op: str,
+                     ttl_s: float) -> Iterator[str]:
+    """Hold the recommendation's claim while production changes for it (released on the way out, whatever
+    happens). A claim left by a process that is gone (on this host) or older than ``ttl_s`` is taken over."""
+    mine = json.dumps({"id": uuid.uuid4().hex, "op": op, "by": who.actor, **processes.this_process()})
+    if not store.claim(rec.id, state, mine):
+        held, at = store.current_claim(rec.id)
+        if held is None or not _abandoned(held, at, ttl_s) or not store.claim(rec.id, state, mine, replace=held):
+            raise Conflict(_claimed_by(rec, held, at) if held else
+                           f"recommendation {rec.id} is no longer {state}; reload it")
+        store.audit(who.actor, "claim_taken_over", rec.id, {"from": json.loads(held)})
+    try:
+        yield mine
+    finally:
+        store.release(rec.id, mine)
+
+
+def _abandoned(held: str, at: float | None, ttl_s: float) -> bool:
+    try:
+        claim = json.loads(held)
+    except ValueError:
+        return True
+    if at is not None and time.time() - at > ttl_s:
+        return True
+    return processes.alive(claim) is False
+
+
+def _claimed_by(rec: Recommendation, held: str, at: float | None) -> str:
+    try:
+        claim = json.loads(held)
+    except ValueError:
+        claim = {}
+    since = time.strftime("%H:%M:%S", time.localtime(at)) if at else "?"
+    return (f"recommendation {rec.id} is being changed in production right now ({claim.get('op', 'apply')} by "
+            f"{claim.get('by', '?')} since {since}); wait for it to finish")
+
+
+def _same_database(store, connector: Connector, rec: Recommendation, expected: dict | None, who: Principal,
+                   action: str) -> dict:
+    """The database's identity now, when it is the one ``expected`` (else audited and ``OtherDatabase``)."""
+    actual = connector.identity()
+    why = mismatch(expected, actual)
+    if why:
+        store.audit(who.actor, f"{action}_refused", rec.id, {"expected": expected, "reached": actual})
+        raise OtherDatabase(f"recommendation {rec.id} was validated for {describe(expected)}, but the target's DSN "
+                            f"now reaches {why}; nothing was changed")
+    return actual
 
 
 def _counters(connector: Connector) -> dict[str, list[float]]:
@@ -21,46 +84,76 @@ def _counters(connector: Connector) -> dict[str, list[float]]:
     return {s.queryid: [s.calls, s.total_ms] for s in connector.observe().statements}
 
 
-def apply_recommendation(store, connector: Connector, rec: Recommendation, who: Principal) -> Recommendation:
+def apply_recommendation(store, connector: Connector, rec: Recommendation, who: Principal, *,
+                         lock_timeout_s: float | None = None, claim_ttl_s: float = 6 * 3600.0) -> Recommendation:
+    _check_applicable(rec)
+    with production_claim(store, rec, "approved", who, "apply", claim_ttl_s) as claim:
+        rec = store.recommendation(rec.id)  # as it is now that it is ours
+        _check_applicable(rec)
+        return _apply(store, connector, rec, who, lock_timeout_s, claim)
+
+
+def _check_applicable(rec: Recommendation) -> None:
     if rec.state != "approved":
         raise InvalidTransition(f"recommendation {rec.id} is {rec.state}; only an approved recommendation can be "
                                 "applied" + (" (approve it first)" if rec.state == "validated" else ""))
     if rec.evidence is None or not rec.evidence.accepted:
         raise Conflict(f"recommendation {rec.id} has no accepted validation evidence; it cannot be applied")
+
+
+def _apply(store, connector: Connector, rec: Recommendation, who: Principal, lock_timeout_s: float | None,
+           claim: str) -> Recommendation:
+    expected = (rec.details or {}).get("target_identity") or store.target_identity(rec.target_id)
+    identity = _same_database(store, connector, rec, expected, who, "apply")
     plan = connector.plan_changes(rec.changes)
     if tuple(plan.apply_sql) != tuple(rec.apply_sql):
         raise Conflict(f"the target changed since recommendation {rec.id} was made: applying it now would run "
                        f"{list(plan.apply_sql)}, not the approved {list(rec.apply_sql)}; tune again")
     before = _counters(connector)
     try:
-        done = connector.apply(rec.changes)
+        done = connector.apply(rec.changes, lock_timeout_s=lock_timeout_s)
     except AdvisorError as e:
         store.audit(who.actor, "apply_failed", rec.id, {"error": str(e)})
         raise
     applied = {"at": time.time(), "by": who.actor, "apply_sql": list(done.apply_sql),
                "revert_sql": list(done.revert_sql), "needs_restart": done.needs_restart,
-               "restarted": done.restarted, "statements_before": before}
+               "restarted": done.restarted, "statements_before": before, "identity": identity}
     store.set_applied(rec.id, applied)
     note = "applied" + ("; the server must be restarted for it to take full effect"
                         if done.needs_restart and not done.restarted else "")
-    return store.transition(rec.id, "applied", who.actor, note, expect="approved")
+    return store.transition(rec.id, "applied", who.actor, note, expect="approved", claim=claim)
 
 
-def rollback_recommendation(store, connector: Connector, rec: Recommendation, who: Principal,
-                            why: str = "") -> Recommendation:
+def rollback_recommendation(store, connector: Connector, rec: Recommendation, who: Principal, why: str = "", *,
+                            lock_timeout_s: float | None = None, claim_ttl_s: float = 6 * 3600.0) -> Recommendation:
+    _check_applied(rec)
+    with production_claim(store, rec, "applied", who, "rollback", claim_ttl_s) as claim:
+        rec = store.recommendation(rec.id)
+        _check_applied(rec)
+        return _rollback(store, connector, rec, who, why, lock_timeout_s, claim)
+
+
+def _check_applied(rec: Recommendation) -> None:
     if rec.state != "applied" or not rec.applied:
         raise InvalidTransition(f"recommendation {rec.id} is {rec.state}; only an applied recommendation can be "
                                 "rolled back")
+
+
+def _rollback(store, connector: Connector, rec: Recommendation, who: Principal, why: str,
+              lock_timeout_s: float | None, claim: str) -> Recommendation:
     a = rec.applied
+    expected = a.get("identity") or (rec.details or {}).get("target_identity") or store.target_identity(rec.target_id)
+    _same_database(store, connector, rec, expected, who, "rollback")
     try:
-        connector.revert(Applied(rec.changes, tuple(a["apply_sql"]), tuple(a["revert_sql"]), a["needs_restart"]))
+        connector.revert(Applied(rec.changes, tuple(a["apply_sql"]), tuple(a["revert_sql"]), a["needs_restart"]),
+                         lock_timeout_s=lock_timeout_s)
     except AdvisorError as e:
         store.audit(who.actor, "rollback_failed", rec.id, {"error": str(e)})
         raise
     note = why or "rolled back"
     if a["needs_restart"]:
         note += "; the server must be restarted for it to take full effect"
-    return store.transition(rec.id, "rolled_back", who.actor, note, expect="applied")
+    return store.transition(rec.id, "rolled_back", who.actor, note, expect="applied", claim=claim)
 
 
 def regression_since_apply(connector: Connector, rec: Recommendation, min_calls: int = 20) -> dict:

@@ -65,12 +65,18 @@ def _record_skip(store, schedule: dict, who: Principal, plan: dict, why: str, st
     return store.run(run_id)
 
 
-def run_scheduled(service, schedule: dict, fired_at: float) -> list[dict]:
+def run_scheduled(service, schedule: dict, fired_at: float, by_cron: bool = False) -> list[dict]:
     """One firing: watch what this schedule auto-applied before (roll back on regression), then each planned
-    run, then auto-apply what the schedule allows."""
+    run, then auto-apply what the schedule allows. A cron firing that another server sharing the store already
+    took (the same slot) is left to it."""
     store = service.store
-    store.schedule_fired(schedule["id"], fired_at)
     who = Principal(f"schedule:{schedule['id']}", "operator")
+    if by_cron and not store.claim_firing(schedule["id"], fired_at):
+        store.audit(who.actor, "firing_taken", schedule["id"], {"fired_at": fired_at, "reason": "another "
+                    "process sharing the store runs this firing"})
+        return []
+    if not by_cron:
+        store.schedule_fired(schedule["id"], fired_at)
     plan = schedule["plan"]
     watch(service, schedule, who)
     runs = []
@@ -146,7 +152,7 @@ class Scheduler:
             if job.id not in wanted and not job.id.startswith("now-"):
                 job.remove()
         for sid, s in wanted.items():
-            self._aps.add_job(self._fire, trigger(s["cron"], s["timezone"]), id=sid, args=[sid],
+            self._aps.add_job(self._fire, trigger(s["cron"], s["timezone"]), id=sid, args=[sid, True],
                               replace_existing=True, name=f"tune {s['target_id']}")
 
     def jobs(self) -> dict[str, float | None]:
@@ -177,10 +183,10 @@ class Scheduler:
         self._aps.add_job(self._fire, "date", run_date=datetime.now(tz.utc), args=[schedule_id],
                           id=f"now-{schedule_id}", replace_existing=True, misfire_grace_time=None)
 
-    def _fire(self, schedule_id: str) -> None:
+    def _fire(self, schedule_id: str, by_cron: bool = False) -> None:
         lower_priority()  # a job thread of the scheduler's pool: it only ever runs jobs
         try:
-            self.service.run_schedule(schedule_id)
+            self.service.run_schedule(schedule_id, by_cron=by_cron)
         except AdvisorError as e:  # the schedule was removed meanwhile, or its target
             log.warning("schedule %s: %s", schedule_id, e)
 

@@ -94,6 +94,10 @@ class AdvisorService(OperationsMixin, AccessMixin):
 
     def model_dir(self, target_id: str) -> Path:
         """Where the target's trained models live: beside the store (a temporary folder for an in-memory one)."""
-        root = Path(tempfile.gettempdir()) / "db-advisor-models" if self.store.path == ":memory:" \
-            else Path(self.store.path).parent / "models"
+        if self.store.path == ":memory:":
+            root = Path(tempfile.gettempdir()) / "db-advisor-models"
+        elif self.store.shared:  # a PostgreSQL store: this machine's data directory (models are a cache)
+            root = Path.home() / ".local" / "share" / "db-advisor" / "models"
+        else:
+            root = Path(self.store.path).parent / "models"
         return root / target_id

@@ -84,5 +84,13 @@ class AccessTables:
         self.schedule(schedule_id)
         self.db.execute("UPDATE schedules SET removed_at = ? WHERE id = ?", [time.time(), schedule_id])
 
+    def claim_firing(self, schedule_id: str, at: float, window_s: float = 30.0) -> bool:
+        """Record a cron firing at ``at`` unless another process sharing the store recorded one of this schedule
+        within ``window_s`` before it (the same cron slot: cron fires at most once a minute). True when this
+        firing is the one to run."""
+        rows = self.db.execute("UPDATE schedules SET last_fire_at = ? WHERE id = ? AND (last_fire_at IS NULL OR "
+                               "last_fire_at < ?) RETURNING id", [at, schedule_id, at - window_s]).fetchall()
+        return bool(rows)
+
     def schedule_fired(self, schedule_id: str, at: float) -> None:
         self.db.execute("UPDATE schedules SET last_fire_at = ? WHERE id = ?", [at, schedule_id])

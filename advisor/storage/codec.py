@@ -6,7 +6,8 @@ import dataclasses
 import math
 from typing import Any
 
-from advisor.core.domain import Change, Evidence, IndexChange, KnobChange, Recommendation, StatementEvidence
+from advisor.core.domain import (Change, DropIndexChange, Evidence, IndexChange, KnobChange, Recommendation,
+                                 StatementEvidence)
 
 
 def plain(obj: Any) -> Any:
@@ -26,7 +27,10 @@ def change_from(d: dict) -> Change:
     if d.get("kind") == "knob":
         return KnobChange(d["name"], d["value"])
     if d.get("kind") == "index":
-        return IndexChange(d["schema"], d["table"], tuple(d["columns"]), d.get("method", "btree"), d.get("name"))
+        return IndexChange(d["schema"], d["table"], tuple(d["columns"]), d.get("method", "btree"), d.get("name"),
+                           include=tuple(d.get("include") or ()), where=d.get("where"))
+    if d.get("kind") == "drop_index":
+        return DropIndexChange(d["schema"], d["table"], d["name"], d["definition"], d.get("why", ""))
     raise ValueError(f"unknown change kind {d.get('kind')!r}")
 
 

@@ -6,34 +6,34 @@ from __future__ import annotations
 import functools
 import uuid
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 MIGRATIONS: dict[int, str] = {
     1: """
     CREATE TABLE targets (id VARCHAR PRIMARY KEY, name VARCHAR UNIQUE NOT NULL, engine VARCHAR NOT NULL,
-        dsn VARCHAR NOT NULL, created_at DOUBLE NOT NULL);
-    CREATE TABLE snapshots (id VARCHAR PRIMARY KEY, target_id VARCHAR NOT NULL, taken_at DOUBLE NOT NULL,
+        dsn VARCHAR NOT NULL, created_at DOUBLE PRECISION NOT NULL);
+    CREATE TABLE snapshots (id VARCHAR PRIMARY KEY, target_id VARCHAR NOT NULL, taken_at DOUBLE PRECISION NOT NULL,
         workload JSON NOT NULL, summary JSON NOT NULL);
     CREATE TABLE trials (id VARCHAR PRIMARY KEY, target_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL,
         optimizer VARCHAR NOT NULL, changes JSON NOT NULL, evidence JSON, status VARCHAR NOT NULL,
-        reason VARCHAR, created_at DOUBLE NOT NULL);
+        reason VARCHAR, created_at DOUBLE PRECISION NOT NULL);
     CREATE TABLE recommendations (id VARCHAR PRIMARY KEY, target_id VARCHAR NOT NULL, kind VARCHAR NOT NULL,
         optimizer VARCHAR NOT NULL, changes JSON NOT NULL, apply_sql JSON NOT NULL, revert_sql JSON NOT NULL,
         needs_restart BOOLEAN NOT NULL, state VARCHAR NOT NULL, evidence JSON, note VARCHAR NOT NULL,
-        created_at DOUBLE NOT NULL, updated_at DOUBLE NOT NULL);
-    CREATE TABLE audit_log (id VARCHAR PRIMARY KEY, happened_at DOUBLE NOT NULL, actor VARCHAR NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL);
+    CREATE TABLE audit_log (id VARCHAR PRIMARY KEY, happened_at DOUBLE PRECISION NOT NULL, actor VARCHAR NOT NULL,
         action VARCHAR NOT NULL, subject VARCHAR NOT NULL, detail JSON NOT NULL);
     """,
     2: """
     ALTER TABLE trials ADD COLUMN number INTEGER;
     ALTER TABLE trials ADD COLUMN config JSON;
-    ALTER TABLE trials ADD COLUMN objective DOUBLE;
+    ALTER TABLE trials ADD COLUMN objective DOUBLE PRECISION;
     ALTER TABLE trials ADD COLUMN source VARCHAR;
-    ALTER TABLE trials ADD COLUMN duration_s DOUBLE;
+    ALTER TABLE trials ADD COLUMN duration_s DOUBLE PRECISION;
     CREATE TABLE tuning_runs (id VARCHAR PRIMARY KEY, target_id VARCHAR NOT NULL, kind VARCHAR NOT NULL,
         optimizer VARCHAR NOT NULL, options JSON NOT NULL, state VARCHAR NOT NULL, optimizer_state JSON,
-        result JSON, created_at DOUBLE NOT NULL, updated_at DOUBLE NOT NULL);
-    CREATE TABLE seed_cache (key VARCHAR PRIMARY KEY, seeds JSON NOT NULL, created_at DOUBLE NOT NULL);
+        result JSON, created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL);
+    CREATE TABLE seed_cache (key VARCHAR PRIMARY KEY, seeds JSON NOT NULL, created_at DOUBLE PRECISION NOT NULL);
     """,
     3: """
     ALTER TABLE recommendations ADD COLUMN details JSON;
@@ -47,12 +47,19 @@ MIGRATIONS: dict[int, str] = {
     ALTER TABLE tuning_runs ADD COLUMN started_by VARCHAR;
     ALTER TABLE tuning_runs ADD COLUMN schedule_id VARCHAR;
     CREATE TABLE api_tokens (id VARCHAR PRIMARY KEY, name VARCHAR UNIQUE NOT NULL, role VARCHAR NOT NULL,
-        secret_hash VARCHAR UNIQUE NOT NULL, created_at DOUBLE NOT NULL, revoked_at DOUBLE, created_by VARCHAR);
+        secret_hash VARCHAR UNIQUE NOT NULL, created_at DOUBLE PRECISION NOT NULL, revoked_at DOUBLE PRECISION,
+        created_by VARCHAR);
     CREATE TABLE web_sessions (id_hash VARCHAR PRIMARY KEY, token_id VARCHAR NOT NULL, csrf VARCHAR NOT NULL,
-        created_at DOUBLE NOT NULL, expires_at DOUBLE NOT NULL);
+        created_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL);
     CREATE TABLE schedules (id VARCHAR PRIMARY KEY, target_id VARCHAR NOT NULL, cron VARCHAR NOT NULL,
-        timezone VARCHAR NOT NULL, plan JSON NOT NULL, created_at DOUBLE NOT NULL, created_by VARCHAR,
-        last_fire_at DOUBLE, removed_at DOUBLE);
+        timezone VARCHAR NOT NULL, plan JSON NOT NULL, created_at DOUBLE PRECISION NOT NULL, created_by VARCHAR,
+        last_fire_at DOUBLE PRECISION, removed_at DOUBLE PRECISION);
+    """,
+    5: """
+    ALTER TABLE targets ADD COLUMN identity JSON;
+    ALTER TABLE recommendations ADD COLUMN claim VARCHAR;
+    ALTER TABLE recommendations ADD COLUMN claimed_at DOUBLE PRECISION;
+    ALTER TABLE tuning_runs ADD COLUMN owner JSON;
     """,
 }
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from cryptography.fernet import Fernet, InvalidToken
 
 from advisor.core.errors import StoreError
+from advisor.storage.database import is_postgres
 
 
 class Vault:
@@ -41,6 +42,9 @@ def key_file_for(store_path: str, configured: str | None) -> Path:
         return Path(configured)
     if store_path == ":memory:":
         raise StoreError("an in-memory store has no key file: set ADVISOR_SECRET_KEY")
+    if is_postgres(store_path):  # every process sharing the store must encrypt with the same key
+        raise StoreError("a PostgreSQL store has no directory for a key file: set ADVISOR_SECRET_KEY (or "
+                         "ADVISOR_KEY_FILE), the same for every process that shares the store")
     return Path(store_path).parent / "secret.key"
 
 

@@ -1,9 +1,12 @@
-"""The advisor's own state in one DuckDB file: targets, workload snapshots, trials, recommendations, audit log.
+"""The advisor's own state in one database (a DuckDB file, or a shared PostgreSQL database): targets, workload
+snapshots, trials, recommendations, audit log.
 
 Rules: rows are only appended, except a recommendation's state (and its ``updated_at``), which changes only
 along ``domain.TRANSITIONS`` and is audited; JSON columns hold ``codec.plain`` dicts; credentials are never
 stored (DSNs are redacted); ``meta.schema_version`` says which migrations ran, and a store written by a newer
-version is refused rather than guessed at. One process writes at a time (DuckDB's file lock).
+version is refused rather than guessed at. A DuckDB file is opened by one process at a time (DuckDB's file lock);
+a PostgreSQL store (``postgresql://`` URL) by any number, which is why a transition is one conditional UPDATE and
+``version`` is a counter in the database (``advisor.storage.database`` runs the same SQL on both).
 """
 
 from __future__ import annotations
@@ -13,51 +16,43 @@ import threading
 import time
 from pathlib import Path
 
-import duckdb
-
+from advisor.core import processes
 from advisor.storage import codec
+from advisor.storage.database import connect
 from advisor.storage.access import AccessTables
+from advisor.storage.claims import ClaimTables
 from advisor.storage.schema import MIGRATIONS, SCHEMA_VERSION, changes_lists, new_id
 from advisor.core.domain import TRANSITIONS, Evidence, Recommendation, Snapshot, Workload
-from advisor.core.errors import InvalidTransition, NotFound, StoreError
+from advisor.core.errors import Conflict, InvalidTransition, NotFound, StoreError
 
 __all__ = ["SCHEMA_VERSION", "Store", "new_id", "open_store"]
 
-class Store(AccessTables):
+class Store(AccessTables, ClaimTables):
     def __init__(self, path: str | Path):
-        self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._conn = duckdb.connect(self.path)
-        except duckdb.IOException as e:
-            first = str(e).splitlines()[0]
-            hint = "; another process holds it (is `advisor serve` running? use its REST API, or stop it)" \
-                if "lock" in first.lower() else ""
-            raise StoreError(f"cannot open the store {self.path}: {first}{hint}") from None
-        self._local = threading.local()
+        # a DuckDB file path, or a postgresql:// URL (then ``path`` shows it without its password)
+        self._database = connect(str(path))
+        self.path = self._database.name
+        self.shared = self._database.shared  # other processes may write it at the same time (PostgreSQL)
         # serializes read-check-write sequences (state transitions, starting a run) between threads
         self.lock = threading.RLock()
-        # bumped by every write that changes what a list of recommendations, runs or targets shows, so that a
-        # reader in this process (the only writer: DuckDB's lock) can cache a list until the next such write
-        self.version = 0
-        self._version_lock = threading.Lock()
         self._migrate()
 
+    @property
+    def version(self) -> int:
+        """Bumped by every write that changes what a list of recommendations, runs or targets shows, so that a
+        reader can cache a list until the next such write (by any process sharing the store)."""
+        return self._database.version()
+
     def _bump(self) -> None:
-        with self._version_lock:
-            self.version += 1
+        self._database.bump()
 
     @property
-    def db(self) -> duckdb.DuckDBPyConnection:
-        """This thread's cursor on the one database (DuckDB connections are not shared between threads)."""
-        cur = getattr(self._local, "cur", None)
-        if cur is None:
-            cur = self._local.cur = self._conn.cursor()
-        return cur
+    def db(self):
+        """This thread's session on the database (``execute(sql, params)`` with ``?`` placeholders)."""
+        return self._database.session
 
     def close(self) -> None:
-        self._conn.close()
+        self._database.close()
 
     def __enter__(self) -> "Store":
         return self
@@ -66,17 +61,18 @@ class Store(AccessTables):
         self.close()
 
     def _migrate(self) -> None:
-        self.db.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)")
-        row = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        version = int(row[0]) if row else 0
-        if version > SCHEMA_VERSION:
-            raise StoreError(f"the store {self.path} has schema version {version}, newer than this db-advisor "
-                             f"({SCHEMA_VERSION}); upgrade db-advisor")
-        for v in range(version + 1, SCHEMA_VERSION + 1):
-            self.db.execute("BEGIN")
-            self.db.execute(MIGRATIONS[v])
-            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(v)])
-            self.db.execute("COMMIT")
+        with self._database.migrating():  # PostgreSQL: another process opening the store waits here
+            self.db.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)")
+            row = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"the store {self.path} has schema version {version}, newer than this db-advisor "
+                                 f"({SCHEMA_VERSION}); upgrade db-advisor")
+            for v in range(version + 1, SCHEMA_VERSION + 1):
+                with self._database.transaction():
+                    self.db.execute(MIGRATIONS[v])
+                    self.db.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE "
+                                    "SET value = excluded.value", [str(v)])
 
     @property
     def schema_version(self) -> int:
@@ -85,19 +81,37 @@ class Store(AccessTables):
     # --- targets --------------------------------------------------------------------------------------------
 
     @changes_lists
-    def upsert_target(self, name: str, engine: str, dsn_redacted: str, credentials: str | None = None) -> str:
-        """The target's id; registers it when new. ``credentials`` (the encrypted full DSN) replaces the stored
-        one only when given."""
+    def upsert_target(self, name: str, engine: str, dsn_redacted: str) -> str:
+        """The id of the target called ``name``, created when new (an observation of a DSN given by hand). A
+        registered target keeps its DSN: only ``update`` changes it (``set_target_dsn``), explicitly and audited."""
         with self.lock:
-            row = self.db.execute("SELECT id FROM targets WHERE name = ?", [name]).fetchone()
+            row = self.db.execute("SELECT id, credentials IS NOT NULL FROM targets WHERE name = ?", [name]).fetchone()
             if row:
-                self.db.execute("UPDATE targets SET dsn = ?, engine = ?, credentials = coalesce(?, credentials) "
-                                "WHERE id = ?", [dsn_redacted, engine, credentials, row[0]])
+                if not row[1]:
+                    self.db.execute("UPDATE targets SET dsn = ?, engine = ? WHERE id = ?", [dsn_redacted, engine, row[0]])
                 return row[0]
-            tid = new_id()
-            self.db.execute("INSERT INTO targets (id, name, engine, dsn, created_at, credentials) "
-                            "VALUES (?, ?, ?, ?, ?, ?)", [tid, name, engine, dsn_redacted, time.time(), credentials])
-            return tid
+            return self._insert_target(name, engine, dsn_redacted, None)
+
+    @changes_lists
+    def register_target(self, name: str, engine: str, dsn_redacted: str, credentials: str) -> str:
+        """Register ``name`` with its encrypted DSN; ``Conflict`` when a target of that name is registered already
+        (a target observed by hand only, without credentials, is registered in place)."""
+        with self.lock:
+            row = self.db.execute("SELECT id, credentials IS NOT NULL FROM targets WHERE name = ?", [name]).fetchone()
+            if row and row[1]:
+                raise Conflict(f"a target named {name!r} is registered already; to change its DSN, update it "
+                               "(`advisor targets update`, PATCH /api/targets/{name}), or choose another name")
+            if row:
+                self.db.execute("UPDATE targets SET dsn = ?, engine = ?, credentials = ? WHERE id = ?",
+                                [dsn_redacted, engine, credentials, row[0]])
+                return row[0]
+            return self._insert_target(name, engine, dsn_redacted, credentials)
+
+    def _insert_target(self, name: str, engine: str, dsn_redacted: str, credentials: str | None) -> str:
+        tid = new_id()
+        self.db.execute("INSERT INTO targets (id, name, engine, dsn, created_at, credentials) "
+                        "VALUES (?, ?, ?, ?, ?, ?)", [tid, name, engine, dsn_redacted, time.time(), credentials])
+        return tid
 
     _TARGET_COLS = "t.id, t.name, t.engine, t.dsn, t.created_at, t.credentials IS NOT NULL"
 
@@ -181,11 +195,12 @@ class Store(AccessTables):
     @changes_lists
     def add_run(self, run_id: str, target_id: str, kind: str, optimizer: str, options: dict, *,
                 state: str = "running", started_by: str | None = None, schedule_id: str | None = None) -> None:
+        """Record a run; its owner is this process (the one that executes it)."""
         now = time.time()
         self.db.execute("INSERT INTO tuning_runs (id, target_id, kind, optimizer, options, state, created_at, "
-                        "updated_at, started_by, schedule_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "updated_at, started_by, schedule_id, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         [run_id, target_id, kind, optimizer, json.dumps(options), state, now, now, started_by,
-                         schedule_id])
+                         schedule_id, json.dumps(processes.this_process())])
 
     def update_run(self, run_id: str, *, state: str | None = None, optimizer_state: dict | None = None,
                    result: dict | None = None, progress: dict | None = None, error: str | None = None,
@@ -208,8 +223,8 @@ class Store(AccessTables):
         return rows[0]
 
     _RUN_COLS = ("id", "target_id", "kind", "optimizer", "options", "state", "optimizer_state", "result",
-                 "created_at", "updated_at", "progress", "error", "started_by", "schedule_id")
-    _RUN_JSON = {"options", "optimizer_state", "result", "progress"}
+                 "created_at", "updated_at", "progress", "error", "started_by", "schedule_id", "owner")
+    _RUN_JSON = {"options", "optimizer_state", "result", "progress", "owner"}
 
     def runs(self, target_id: str | None = None, run_id: str | None = None, *, state: str | None = None,
              schedule_id: str | None = None, limit: int | None = None, offset: int = 0,
@@ -237,7 +252,9 @@ class Store(AccessTables):
         return json.loads(row[0]) if row else None
 
     def cache_seeds(self, key: str, seeds: list[dict]) -> None:
-        self.db.execute("INSERT OR REPLACE INTO seed_cache VALUES (?, ?, ?)", [key, json.dumps(seeds), time.time()])
+        self.db.execute("INSERT INTO seed_cache VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
+                        "seeds = excluded.seeds, created_at = excluded.created_at",
+                        [key, json.dumps(seeds), time.time()])
 
     # --- recommendations ------------------------------------------------------------------------------------
 
@@ -291,12 +308,13 @@ class Store(AccessTables):
         where, args = self._rec_filter(state, target_id, kind, run_id)
         where = where.replace("state", "r.state").replace("target_id", "r.target_id").replace(
             "kind", "r.kind").replace("run_id", "r.run_id")
+        num = self._database.json_double
         rows = self.db.execute(
             "SELECT r.id, r.target_id, t.name, r.kind, r.optimizer, r.state, r.needs_restart, r.created_at, "
-            "r.updated_at, r.run_id, json_array_length(r.changes), CAST(r.evidence->>'$.gain' AS DOUBLE), "
-            "CAST(r.evidence->>'$.gain_ci[0]' AS DOUBLE), CAST(r.evidence->>'$.gain_ci[1]' AS DOUBLE), "
-            "CAST(r.details->>'$.whatif.relative_cost' AS DOUBLE), CAST(u.result->>'$.best_objective' AS DOUBLE), "
-            "CAST(u.result->>'$.baseline_objective' AS DOUBLE) FROM recommendations r "
+            f"r.updated_at, r.run_id, json_array_length(r.changes), {num('r.evidence', 'gain')}, "
+            f"{num('r.evidence', 'gain_ci', 0)}, {num('r.evidence', 'gain_ci', 1)}, "
+            f"{num('r.details', 'whatif', 'relative_cost')}, {num('u.result', 'best_objective')}, "
+            f"{num('u.result', 'baseline_objective')} FROM recommendations r "
             "LEFT JOIN targets t ON t.id = r.target_id LEFT JOIN tuning_runs u ON u.id = r.run_id "
             f"{where} ORDER BY r.created_at DESC LIMIT ? OFFSET ?",
             [*args, *_page(limit, offset)]).fetchall()
@@ -321,19 +339,31 @@ class Store(AccessTables):
                         [json.dumps(codec.plain(applied)), rec_id])
 
     def transition(self, rec_id: str, new_state: str, actor: str, note: str = "",
-                   expect: str | None = None) -> Recommendation:
-        """Move a recommendation along its lifecycle (``expect``: the state it must be in now), audited."""
+                   expect: str | None = None, claim: str | None = None) -> Recommendation:
+        """Move a recommendation along its lifecycle (``expect``: the state it must be in now), audited. While
+        an apply or rollback holds the recommendation's claim (``ClaimTables.claim``), only that claim's holder
+        (``claim``) moves it."""
         with self.lock:
             rec = self.recommendation(rec_id)
             if expect is not None and rec.state != expect:
                 raise InvalidTransition(f"recommendation {rec_id} is {rec.state}, not {expect}")
             if new_state not in TRANSITIONS.get(rec.state, frozenset()):
                 raise InvalidTransition(f"recommendation {rec_id} is {rec.state}; it cannot become {new_state}")
-            self.db.execute("BEGIN")
-            self.db.execute("UPDATE recommendations SET state = ?, updated_at = ? WHERE id = ?",
-                            [new_state, time.time(), rec_id])
-            self.audit(actor, new_state, rec_id, {"from": rec.state, "note": note})
-            self.db.execute("COMMIT")
+            with self._database.transaction():
+                # conditional on the state just read: of two processes moving it at once, one changes the row
+                changed = self.db.execute(
+                    "UPDATE recommendations SET state = ?, updated_at = ? WHERE id = ? AND state = ? "
+                    "AND (claim IS NULL OR claim = ?) RETURNING id",
+                    [new_state, time.time(), rec_id, rec.state, claim]).fetchall()
+                if changed:
+                    self.audit(actor, new_state, rec_id, {"from": rec.state, "note": note})
+            if not changed and self.current_claim(rec_id)[0] not in (None, claim):
+                raise Conflict(f"recommendation {rec_id} is being changed in production right now; it did not "
+                               f"become {new_state}")
+            if not changed:
+                now = self.recommendation(rec_id).state
+                raise InvalidTransition(f"recommendation {rec_id} was {rec.state} but another process made it {now} "
+                                        f"meanwhile; it did not become {new_state}")
             self._bump()
             return self.recommendation(rec_id)
 
@@ -361,7 +391,8 @@ def _page(limit: int | None, offset: int) -> tuple[int, int]:
 
 
 def open_store(path: str | Path | None = None) -> Store:
-    """The store at ``path``, or at ADVISOR_STORE, or the default location."""
+    """The store at ``path`` (a DuckDB file, or a ``postgresql://`` URL), or at ADVISOR_STORE, or the default
+    location."""
     if path is None:
         from advisor.core.settings import get_settings
 

@@ -13,9 +13,11 @@ from advisor.core.domain import Recommendation
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
 from advisor.storage.store import Store
+from advisor.tuning import index_drops, index_sizing
+from advisor.tuning.index_explain import add_verdicts, explain, note_fallback
 from advisor.tuning.index_validation import IndexValidation, validate_indexes
 from advisor.tuning.indexing import build_problem
-from advisor.tuning.observe import Observation, bind
+from advisor.tuning.observe import Observation, bind, top
 from advisor.tuning.recommend import recommend, verdict_note
 from advisor.tuning.validation import ValidationOptions
 from connectors import factory
@@ -24,6 +26,9 @@ from optimizers import registry
 from optimizers.indexes.problem import IndexProblem
 
 MB = 1024 * 1024
+# optimizers whose choice is checked against these baselines' (same problem and budget); the best set is recommended
+FALLBACK_TO = ("extend", "dexter")
+NO_FALLBACK = frozenset(FALLBACK_TO) | {"ilp", "noindex"}
 
 
 @dataclass(frozen=True)
@@ -59,18 +64,21 @@ class IndexTuneResult:
     training: dict | None = None  # what the optimizer's prepare() reported (IA2's training or reused model)
     skipped: tuple[tuple[str, str], ...] = ()
     message: str = ""
+    explain: tuple[dict, ...] = ()  # per observed statement: candidates, what-if costs, each one's fate and why
+    fallback: dict | None = None  # the optimizer's set was worse than a baseline's: {"from", "to", "costs"}
 
 
 def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: IndexPlan, *,
                  model_dir: Path | None = None, run_id: str | None = None, say: Say = silent) -> IndexTuneResult:
     """The whole index pipeline for an observed target; trained models live under ``model_dir``."""
     plan.check()
-    bound, _skipped = bind(connector, obs, plan.max_statements, say)
+    bound, not_bound = bind(connector, obs, plan.max_statements, say)
     budget = int(plan.budget_mb * MB)
     with factory.clone(connector, sample_percent=plan.sample_percent, say=say) as shadow:
         unparsed: list[tuple[str, str]] = []
+        sizes = index_sizing.prepare(shadow.connector, obs.snapshot, model_dir, say)
         problem, session = build_problem(shadow.connector, obs.snapshot, bound, budget, max_width=plan.max_width,
-                                         skipped=unparsed)
+                                         skipped=unparsed, sizes=sizes)
         with session:
             for qid, why in unparsed:
                 say(f"statement {qid}: {why}; left out of index selection")
@@ -79,45 +87,107 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
             chosen, training, whatif = propose(problem, plan.optimizer, seed=plan.seed, model_dir=model_dir,
                                                options={**plan.options, "data_bytes": obs.data_bytes}, say=say)
             estimated = {ix: problem.whatif.size(ix) for ix in chosen}
+            raw = index_sizing.raw_estimates(problem.whatif, chosen)  # HypoPG's, before calibration
+            fallback = whatif.get("fallback")
+            rows = explain(problem, bound, chosen, not_bound=_not_bound(obs, not_bound), not_parsed=unparsed,
+                           left_out=_left_out(obs, plan.max_statements), name=connector.index_name,
+                           chooser=fallback["to"] if fallback else plan.optimizer)
+            if fallback:
+                note_fallback(rows, fallback)
         say(f"{plan.optimizer} chose {len(chosen)} index(es), what-if relative cost {whatif['relative_cost']:.3f}")
+        head = f"{fallback_note(fallback)}; " if fallback else ""
         common = dict(target_id=obs.target_id, kind="indexes", optimizer=plan.optimizer, run_id=run_id)
+        result = dict(observation=obs, whatif=whatif, training=training, skipped=tuple(unparsed),
+                      explain=tuple(rows), fallback=fallback)
         if not chosen:
-            return IndexTuneResult(None, obs, (), None, whatif, training, tuple(unparsed),
-                                   f"{plan.optimizer}: no index is worth its space within the budget")
+            why = "; ".join(f"{r['queryid']}: {r['why']}" for r in rows)
+            return IndexTuneResult(None, chosen=(), message=f"{plan.optimizer}: no index is worth its space within "
+                                   f"the budget. Per statement: {why}", **result)
         if plan.validation is None:
             rec = recommend(store, **common, plan=connector.plan_changes(chosen),
-                            details=details(connector, chosen, estimated, None, whatif, training))
-            return IndexTuneResult(rec, obs, chosen, None, whatif, training, tuple(unparsed),
-                                   "not validated (validation was switched off)")
+                            details=details(connector, chosen, estimated, None, whatif, training, rows, raw))
+            return IndexTuneResult(rec, chosen=chosen, message=head + "not validated (validation was switched off)",
+                                   **result)
         existing = [i.name for i in obs.snapshot.indexes if not i.is_primary and not i.is_unique and i.scans == 0]
         checked = validate_indexes(shadow, bound, chosen, estimated, existing, plan.validation, say=say)
-    info = details(connector, chosen, estimated, checked, whatif, training)
+        drops = index_drops.validate_drops(connector, shadow, bound, obs.snapshot, plan.validation, say=say)
+        index_sizing.learn_built(sizes, raw, {v.index: v.built_bytes for v in checked.verdicts}, model_dir)
+    rows = add_verdicts(rows, checked.verdicts, connector.index_name)
+    result["explain"] = tuple(rows)
+    info = details(connector, chosen, estimated, checked, whatif, training, rows, raw, drops)
     if not checked.kept:
-        why = "every chosen index was dropped on validation: " + "; ".join(
+        why = head + "every chosen index was dropped on validation: " + "; ".join(
             f"{connector.index_name(v.index)}: {v.reason}" for v in checked.verdicts)
         rec = recommend(store, **common, plan=None, changes=chosen, accepted=False, why=why, details=info)
-        return IndexTuneResult(rec, obs, chosen, checked, whatif, training, tuple(unparsed), why)
-    why = verdict_note(checked.evidence)
+        return IndexTuneResult(rec, chosen=chosen, validation=checked, message=why, **result)
+    why = head + verdict_note(checked.evidence)
     if checked.unexplained:
         why += (f"; slower but unaffected by the indexes (their plans use none of them), so noise: "
                 f"{', '.join(checked.unexplained)}")
-    rec = recommend(store, **common, plan=connector.plan_changes(checked.kept), evidence=checked.evidence,
+    rec = recommend(store, **common, plan=connector.plan_changes(checked.kept + drops.kept), evidence=checked.evidence,
                     accepted=checked.accepted, why=why, details=info)
-    return IndexTuneResult(rec, obs, chosen, checked, whatif, training, tuple(unparsed), why)
+    return IndexTuneResult(rec, chosen=chosen, validation=checked, message=why, **result)
+
+
+def _not_bound(obs: Observation, skipped) -> list[tuple[str, str, str]]:
+    """(queryid, normalized SQL, why) of the statements ``bind`` could not bind (it names them by their SQL)."""
+    ids = {st.sql: st.queryid for st in obs.workload.statements}
+    return [(ids.get(sql_text, "?"), sql_text, why) for sql_text, why in skipped]
+
+
+def _left_out(obs: Observation, max_statements: int) -> list[tuple[str, str]]:
+    """(queryid, normalized SQL) of the statements beyond the ``max_statements`` heaviest."""
+    kept = {st.queryid for st in top(obs.workload.statements, max_statements)}
+    return [(st.queryid, st.sql) for st in obs.workload.statements if st.queryid not in kept]
+
+
+def fallback_note(fallback: dict) -> str:
+    """One line saying that a baseline's set replaced the optimizer's, with both what-if costs."""
+    c = fallback["costs"]
+    return (f"{fallback['from']}'s choice had what-if cost {c[fallback['from']]:,.1f}, worse than "
+            f"{fallback['to']}'s {c[fallback['to']]:,.1f} for the same budget: {fallback['to']}'s set is recommended "
+            f"instead")
 
 
 def propose(problem: IndexProblem, optimizer: str, *, seed: int = 0, model_dir: Path | None = None,
             options: dict | None = None, say: Say = silent) -> tuple[tuple, dict | None, dict]:
-    """The propose step: ``choose``, and the what-if figures of the choice. Returns (indexes, what prepare
-    reported, what-if figures)."""
+    """The propose step: ``choose``, then, unless ``options["fallback"]`` is False, the same problem and budget
+    given to the baselines (``FALLBACK_TO``): when one's set has a lower what-if cost than the optimizer's, it is
+    recommended instead and ``whatif["fallback"]`` says so (an optimizer must never make the advice worse than the
+    baselines it is measured against). Returns (indexes, what prepare reported, what-if figures)."""
+    options = dict(options or {})
+    check = options.pop("fallback", True)
     chosen, training, selection_s, why = choose(problem, optimizer, seed=seed, model_dir=model_dir,
                                                 options=options, say=say)
+    fallback = better_baseline(problem, optimizer, chosen, seed=seed, say=say) if check else None
+    if fallback is not None:
+        chosen = fallback.pop("indexes")
     base_cost, cost = problem.cost(), problem.cost(chosen)
     whatif = {"relative_cost": cost / base_cost if base_cost else 1.0, "cost_before": base_cost, "cost_after": cost,
               "estimated_bytes": problem.size(chosen), "budget_bytes": problem.budget_bytes,
               "candidates": len(problem.candidates), "selection_s": selection_s, **problem.whatif.counters(),
-              **({"explain": why} if why else {})}
+              **({"explain": why} if why else {}), **({"fallback": fallback} if fallback else {})}
     return chosen, training, whatif
+
+
+def better_baseline(problem: IndexProblem, optimizer: str, chosen: tuple, *, seed: int = 0,
+                    say: Say = silent) -> dict | None:
+    """{"from", "to", "costs", "indexes"} when a baseline's set for ``problem`` costs less (what-if) than
+    ``chosen``, the set of ``optimizer``; None when ``chosen`` is at least as good (or ``optimizer`` is itself a
+    baseline, exact, or no index). The baselines reuse the problem's what-if cache."""
+    if optimizer in NO_FALLBACK:
+        return None
+    costs = {optimizer: problem.cost(chosen)}
+    sets = {}
+    for name in FALLBACK_TO:
+        sets[name] = tuple(registry.create("indexes", name, problem, seed=seed, strict=False).ask(1)[0])
+        costs[name] = problem.cost(sets[name])
+    best = min(FALLBACK_TO, key=lambda n: costs[n])
+    if not costs[best] < costs[optimizer] * (1 - 1e-9):
+        return None
+    say(f"{optimizer}'s set (what-if cost {costs[optimizer]:,.1f}) is worse than {best}'s ({costs[best]:,.1f}); "
+        f"recommending {best}'s set")
+    return {"from": optimizer, "to": best, "costs": costs, "indexes": sets[best]}
 
 
 def choose(problem: IndexProblem, optimizer: str, *, seed: int = 0, model_dir: Path | None = None,
@@ -132,16 +202,23 @@ def choose(problem: IndexProblem, optimizer: str, *, seed: int = 0, model_dir: P
     return chosen, training, time.perf_counter() - started, opt.explain()
 
 
-def details(connector: Connector, chosen, estimated, checked: IndexValidation | None, whatif, training) -> dict:
-    """The recommendation's details: per index its sizes, the statements it helps and its verdict."""
+def details(connector: Connector, chosen, estimated, checked: IndexValidation | None, whatif, training,
+            rows: list[dict] | None = None, raw: dict | None = None,
+            drops: index_drops.DropValidation | None = None) -> dict:
+    """The recommendation's details: per index its sizes, the statements it helps and its verdict; the
+    explanation table (``index_explain``) and the fallback, if any. Sizes: HypoPG's estimate, the calibrated one
+    (``index_sizing``) the optimizer used, the size built on the shadow. ``drops``: existing indexes to drop."""
     verdicts = {v.index: v for v in checked.verdicts} if checked else {}
     indexes = []
     for ix in chosen:
         v = verdicts.get(ix)
         indexes.append({"index": connector.index_name(ix), "table": f"{ix.schema}.{ix.table}",
-                        "columns": list(ix.columns), "estimated_bytes": estimated.get(ix),
+                        "columns": list(ix.columns), "estimated_bytes": (raw or {}).get(ix, estimated.get(ix)),
+                        "calibrated_bytes": estimated.get(ix),
                         "built_bytes": v.built_bytes if v else None, "statements": list(v.serves) if v else [],
                         "kept": v.kept if v else None, "reason": v.reason if v else "not validated"})
     return {"indexes": indexes, "whatif": whatif, "training": training,
             "unused_existing_indexes": list(checked.unused_existing) if checked else [],
-            "unexplained_slowdowns": list(checked.unexplained) if checked else []}
+            "drops": drops.report() if drops else [],
+            "unexplained_slowdowns": list(checked.unexplained) if checked else [],
+            "explain": list(rows or []), **({"fallback": whatif["fallback"]} if whatif.get("fallback") else {})}

@@ -18,9 +18,10 @@ from sqlglot.errors import SqlglotError
 from advisor.core.domain import IndexChange, IndexInfo, Snapshot
 from advisor.core.errors import BadStatement
 from connectors.base import Connector, WhatIf
-from optimizers.indexes.candidates import column_uses, generate
+from optimizers.indexes.candidates import column_uses, generate, statement_shapes
 from optimizers.indexes.costing import CachedWhatIf
 from optimizers.indexes.problem import ColumnUse, IndexProblem, Query
+from optimizers.indexes.sizing import CalibratedSizes, SizeModel
 from workloads.binding import BoundStatement
 
 INDEX_ENTRY_COST = 2.0  # cost units per index entry written (about half a random page)
@@ -40,13 +41,16 @@ def index_columns(info: IndexInfo) -> IndexChange | None:
 
 def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence[BoundStatement],
                   budget_bytes: int, *, max_width: int = 3, min_rows: float = 1000,
-                  skipped: list[tuple[str, str]] | None = None) -> tuple[IndexProblem, WhatIf]:
+                  skipped: list[tuple[str, str]] | None = None,
+                  sizes: SizeModel | None = None) -> tuple[IndexProblem, WhatIf]:
     """The problem for ``statements`` on the database behind ``connector`` (which must support what-if
     indexes: HypoPG for PostgreSQL); ``budget_bytes`` in bytes. Statements that sqlglot cannot parse are left out
-    and listed in ``skipped`` as (queryid, why). Returns the what-if session too: close it when done."""
+    and listed in ``skipped`` as (queryid, why). ``sizes`` corrects the what-if index sizes (built vs estimated
+    sizes seen before, see ``advisor.tuning.index_sizing``). Returns the what-if session too: close it when done."""
     schema = connector.table_columns()
     rows = {(t.schema, t.name): t.rows for t in snapshot.tables}
     uses: dict[str, list[ColumnUse]] = {}
+    shapes: dict[str, dict] = {}  # per statement: the columns it reads per table and its constant predicates
     queries: list[Query] = []
     written: dict[tuple[str, str], float] = {}
     for st in statements:
@@ -59,16 +63,21 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
         tree = _parse(st.sql)
         tables = frozenset(u.table for u in found) | _tables_of(tree, schema)
         uses[st.queryid] = found
-        queries.append(Query(st.queryid, st.sql, st.weight, tables))
+        try:  # the normalized text: only constants written in the statement make a partial index
+            shapes[st.queryid] = statement_shapes(st.normalized, schema)
+        except BadStatement:
+            pass
+        queries.append(Query(st.queryid, st.sql, st.weight, tables, st.samples))
         if st.is_write:
             for table in _written(tree, schema):
                 written[table] = written.get(table, 0.0) + st.weight * max(1.0, st.rows_per_call)
     existing = [i for i in map(index_columns, snapshot.indexes) if i is not None]
     big = [t for t, n in rows.items() if n >= min_rows]
-    candidates = tuple(generate(uses, max_width=max_width, existing=existing, tables=big))
+    candidates = tuple(generate(uses, max_width=max_width, existing=existing, tables=big, shapes=shapes))
     maintenance = tuple((t, rows_written * INDEX_ENTRY_COST) for t, rows_written in sorted(written.items()))
     session = connector.whatif()
-    problem = IndexProblem(tuple(queries), candidates, int(budget_bytes), CachedWhatIf(session),
+    planner = session if sizes is None else CalibratedSizes(session, sizes)
+    problem = IndexProblem(tuple(queries), candidates, int(budget_bytes), CachedWhatIf(planner),
                            tuple((qid, u) for qid, us in uses.items() for u in us), maintenance)
     return problem, session
 

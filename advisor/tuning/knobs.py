@@ -6,6 +6,7 @@ these same functions (the bench tunes a sandbox it loaded itself, so it starts a
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from dataclasses import dataclass, field
 
 from advisor.core.domain import Hardware, Recommendation
@@ -81,19 +82,24 @@ def tune_knobs(store: Store, connector: Connector, obs: Observation, plan: KnobP
     run_id = _open_run(store, obs.target_id, plan, run_id, resume)
     say(f"tuning run {run_id}: {plan.tuning.optimizer}, {plan.tuning.trials} trials over {problem.space.dim} knobs, "
         f"{len(bound)} statements, {len(seeds)} seed(s)")
-    with factory.clone(connector, sample_percent=plan.sample_percent, say=say) as shadow:
-        bound, failing = leave_out_failing(shadow, bound, say)
-        trials = TrialRunner(shadow, ReplayRunner(bound, repeats=plan.repeats, objective=plan.tuning.objective),
-                             problem.space, plan.tuning.timeout_factor, plan.tuning.min_timeout_s, say)
-        try:
-            run = search(store, run_id, obs.target_id, trials, optimizer, plan.tuning, seeds, resume=bool(resume),
-                         say=say)
-        except BaseException:
-            if not managed:
-                store.update_run(run_id, state="interrupted")
-            raise
-        trials.reset()
-        result = validate_best(store, run, obs, connector, shadow, bound, plan.validation, say)
+    try:
+        with factory.clone(connector, sample_percent=plan.sample_percent, say=say) as shadow:
+            bound, failing = leave_out_failing(shadow, bound, say)
+            trials = TrialRunner(shadow, ReplayRunner(bound, repeats=plan.repeats, objective=plan.tuning.objective),
+                                 problem.space, plan.tuning.timeout_factor, plan.tuning.min_timeout_s, say)
+            try:
+                run = search(store, run_id, obs.target_id, trials, optimizer, plan.tuning, seeds,
+                             resume=bool(resume), say=say)
+            except BaseException:
+                if not managed:
+                    store.update_run(run_id, state="interrupted")
+                raise
+            trials.reset()
+            result = validate_best(store, run, obs, connector, shadow, bound, plan.validation, say)
+    except AdvisorError as e:  # the shadow, every statement or every trial failed: a failed run, with the reason
+        if not managed and store.run(run_id)["state"] == "running":
+            store.update_run(run_id, state="failed", error=e.message)
+        raise
     return dataclasses.replace(result, skipped=skipped + failing,
                                findings=tuple(f"left out of the objective, it fails with the current settings: "
                                               f"{sql[:80]} ({why})" for sql, why in failing) + result.findings)
@@ -172,8 +178,12 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
         store.update_run(run.run_id, state="done", result={**summary, "recommendation": rec.id if rec else None})
         return TuneResult(rec, obs, reasons, (), why, run.run_id, tuple(run.records), tuple(findings))
 
+    if run.records and run.best() is None:  # not even the current settings could be measured
+        store.update_run(run.run_id, result=summary)
+        raise AdvisorError(every_trial_failed(run.records))
     if base is None or not picks:
-        return done(None, "no configuration to validate: every trial failed or changed nothing")
+        return done(None, "no configuration to validate: the current settings failed, or no measured trial "
+                           "changed anything")
     catalog = run.space.catalog
     first = None
     for i, cand in enumerate(picks if validation is not None else picks[:1]):
@@ -201,6 +211,19 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
         first = first or (rec, why)
     assert first is not None
     return done(*first)
+
+
+def every_trial_failed(records) -> str:
+    """Why a run whose every trial failed (the baseline included) failed: its most common reasons.
+
+    >>> from advisor.core.domain import TrialResult
+    >>> every_trial_failed([TrialRecord(i, {}, "x", TrialResult(None, "failed", why), 0.0)
+    ...                     for i, why in enumerate(["oom", "timeout", "oom"])])
+    'every trial failed (3 of 3, the current settings included): oom (2 trials); timeout (1 trial)'
+    """
+    counts = Counter(r.result.reason or r.result.status for r in records).most_common(3)
+    reasons = "; ".join(f"{why} ({n} trial{'s' if n > 1 else ''})" for why, n in counts)
+    return f"every trial failed ({len(records)} of {len(records)}, the current settings included): {reasons}"
 
 
 def candidates(run: TuningRun) -> list[TrialRecord]:

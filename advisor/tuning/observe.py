@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from advisor.core.domain import Snapshot, Statement, Workload
-from advisor.core.errors import AdvisorError
+from advisor.core.errors import AdvisorError, OtherDatabase
+from advisor.core.identity import describe, mismatch
 from advisor.core.progress import Say, silent
 from advisor.storage.store import Store
 from connectors.base import Connector
@@ -43,8 +44,28 @@ def observe(store: Store, connector: Connector, name: str | None = None, interva
     snap = connector.observe()
     workload = workload_delta(snap, before)
     target_id = store.upsert_target(name or connector.target_name, connector.engine, connector.display_name)
+    _check_identity(store, target_id, connector.identity(), say)
     snapshot_id = store.add_snapshot(target_id, snap, workload)
     return Observation(target_id, snapshot_id, snap, workload, classify_workload(workload))
+
+
+def _check_identity(store: Store, target_id: str, identity: dict, say: Say) -> None:
+    """Record the database a target is on first sight; afterwards a registered target must stay on it (its DSN
+    changes only by an explicit update), while a DSN given by hand may move its name to another database, which
+    is audited (recommendations keep the identity they were made for, so theirs cannot follow)."""
+    recorded = store.target_identity(target_id)
+    why = mismatch(recorded, identity)
+    if recorded is not None and why is None:
+        return
+    target = store.target(target_id)
+    if why and target["registered"]:
+        raise OtherDatabase(f"target {target['name']} was registered for {describe(recorded)}, but its DSN now "
+                            f"reaches {why}; if that is intended, update the target's DSN explicitly "
+                            "(`advisor targets update --other-database`)")
+    if why:
+        say(f"target {target['name']} now names {describe(identity)} (was {describe(recorded)})")
+        store.audit("advisor", "target_identity_changed", target_id, {"from": recorded, "to": identity})
+    store.set_target_identity(target_id, identity)
 
 
 def require_workload(obs: Observation) -> Observation:

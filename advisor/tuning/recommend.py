@@ -16,10 +16,12 @@ def recommend(store: Store, *, target_id: str, kind: str, optimizer: str, plan: 
     """Store the recommendation of ``plan`` (its checked changes with the SQL to apply and to revert; None when
     there is nothing to apply, then ``changes`` are what was proposed). ``accepted`` True -> validated, False ->
     rejected with ``why``, None -> proposed (not validated)."""
+    # the database the change is validated for: an apply must reach this one (advisor.core.identity)
+    details = {**(details or {}), "target_identity": store.target_identity(target_id)}
     rec = Recommendation(new_id(), target_id, kind, optimizer, plan.changes if plan else tuple(changes),
                          plan.apply_sql if plan else (), plan.revert_sql if plan else (),
-                         plan.needs_restart if plan else False, "proposed", time.time(), run_id=run_id,
-                         details=details or {})
+                         plan.needs_restart if plan else False, "proposed", time.time(), note=why, run_id=run_id,
+                         details=details)
     if evidence is not None:
         rec = dataclasses.replace(rec, evidence=evidence)
     store.add_recommendation(rec)

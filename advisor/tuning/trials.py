@@ -222,7 +222,7 @@ class TrialRunner:
                     alive = False
             if not alive:
                 self.recover()
-            why = "the server crashed during the run (out of memory?)" if not alive else "the server lost connections"
+            why = "the server crashed during the run (killed, or out of memory)" if not alive else "the server lost connections"
             return TrialResult(None, "failed", f"{why}: {e}"), time.perf_counter() - start, restarted
         except AdvisorError as e:
             return TrialResult(None, "failed", str(e)), time.perf_counter() - start, restarted

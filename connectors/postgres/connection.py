@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import psycopg
@@ -16,11 +17,75 @@ APP_NAME = "db-advisor"
 
 
 def parse_dsn(dsn: str) -> dict[str, str]:
-    """The DSN's parameters; accepts ``key=value`` strings and ``postgresql://`` URLs."""
+    """The DSN's parameters; accepts ``key=value`` strings and ``postgresql://`` URLs. A ``service=NAME`` found
+    in the libpq service file is expanded beneath the DSN's own parameters (as libpq does), so that the name,
+    the shadow's database and the display show where the service points."""
+    if "\x00" in dsn:  # libpq would stop reading there, and take what is left of a password for a port
+        raise TargetUnreachable("invalid DSN: it contains a NUL character")
     try:
-        return {k: str(v) for k, v in conninfo_to_dict(dsn).items()}
+        params = {k: str(v) for k, v in conninfo_to_dict(dsn).items()}
     except psycopg.ProgrammingError as e:
         raise TargetUnreachable(f"invalid DSN: {_unquoted(e)}") from None
+    _check_misread(dsn, params)
+    service = _service(params["service"]) if "service" in params else None
+    if service is not None:  # not found: left to libpq, which says so when it connects
+        params = {**service, **{k: v for k, v in params.items() if k != "service"}}
+    return params
+
+
+_PAIR = re.compile(r"^\s*[A-Za-z_]+\s*=")
+_PORTS = re.compile(r"^[\s\d,]*$")
+_URL = re.compile(r"^\s*[A-Za-z][A-Za-z0-9+.-]*://(.*)$", re.DOTALL)
+
+
+def _check_misread(dsn: str, params: dict[str, str]) -> None:
+    """Refuse the DSNs libpq reads in a way that moves the password into a value shown to people (the name,
+    progress lines, error messages), without repeating any part of the DSN:
+
+    - a URL whose ``@`` libpq did not take as the end of ``user:password`` (a ``/`` in the password that is not
+      percent-encoded): the password becomes part of the database name;
+    - a port that is no number (``postgresql://user:password/db``, without the ``@host``, or with a ``/ ? #``
+      in the password, reads the password as the port);
+    - a value that is itself a ``key=value`` pair (``host= password=...``: an empty value takes the next pair).
+    """
+    url = _URL.match(dsn)
+    authority, path = (re.split(r"(?=[/?])", url.group(1), maxsplit=1) + [""])[:2] if url else ("", "")
+    if "@" not in authority and "@" in path.split("?", 1)[0]:
+        raise TargetUnreachable("invalid DSN: the URL's user:password@ part was not understood; percent-encode "
+                                "the characters / ? # @ : of the password (/ is %2F, ? is %3F, # is %23)")
+    if not _PORTS.match(params.get("port", "")):
+        raise TargetUnreachable("invalid DSN: the port is not a number (a URL whose user:password has no @host "
+                                "after it, or a / ? # in the password, reads the password as host:port)")
+    for key, value in params.items():
+        if key != "password" and _PAIR.match(value):
+            raise TargetUnreachable(f"invalid DSN: the value of {key} looks like another key=value pair; write an "
+                                    f"empty value as {key}=''")
+
+
+def _service(name: str) -> dict[str, str] | None:
+    """The parameters of service ``name``: from PGSERVICEFILE (else ~/.pg_service.conf), then from
+    PGSYSCONFDIR/pg_service.conf, libpq's order; None when no file defines it."""
+    files = [os.environ.get("PGSERVICEFILE") or os.path.expanduser("~/.pg_service.conf")]
+    if os.environ.get("PGSYSCONFDIR"):
+        files.append(os.path.join(os.environ["PGSYSCONFDIR"], "pg_service.conf"))
+    for path in files:
+        try:
+            with open(path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        found, params = False, {}
+        for line in (ln.strip() for ln in lines):
+            if line.startswith("["):
+                if found:
+                    break
+                found = line.rstrip("]").strip("[").strip() == name
+            elif found and "=" in line and not line.startswith("#"):
+                key, _, value = line.partition("=")
+                params[key.strip()] = value.strip()
+        if found:
+            return params
+    return None
 
 
 def redact(dsn: str) -> str:
@@ -45,24 +110,42 @@ def connect(dsn: str, *, autocommit: bool = True, timeout_s: int = 5) -> psycopg
     params.setdefault("connect_timeout", str(timeout_s))
     params.setdefault("application_name", APP_NAME)
     where = f"{params.get('host', 'local socket')}:{params.get('port', '5432')}/{params.get('dbname', '')}"
+    # what libpq and the server quote back may be any value of the DSN: only the names where points to are kept
+    known = {params.get(k) for k in ("host", "port", "dbname", "user")} - {None, "", params.get("password")}
     try:
         return psycopg.connect(make_conninfo(**params), autocommit=autocommit)
     except psycopg.OperationalError as e:
-        raise TargetUnreachable(f"cannot connect to {where}: {_first_line(e)}") from None
+        raise TargetUnreachable(f"cannot connect to {where}: {_unquoted(e, known)}") from None
     except psycopg.Error as e:  # a parameter libpq refuses (connect_timeout=abc, ...)
-        raise TargetUnreachable(f"cannot connect to {where}: invalid DSN: {_unquoted(e)}") from None
+        raise TargetUnreachable(f"cannot connect to {where}: invalid DSN: {_unquoted(e, known)}") from None
 
 
-def _unquoted(e: BaseException) -> str:
-    """The first line of ``e`` with every quoted fragment left out: libpq quotes the part of the DSN it refuses,
-    and that part may be (or hold) the password.
+def _unquoted(e: BaseException, keep: set = frozenset()) -> str:
+    """The first line of ``e`` with every quoted fragment left out but ``keep`` and libpq's keywords: libpq and
+    the server quote the part of the DSN they refuse, and that part may be (or hold) the password.
 
     >>> _unquoted(ValueError('invalid percent-encoded token: "SECRET%ZZ"'))
     'invalid percent-encoded token: "..."'
     >>> _unquoted(ValueError("bad value for connect_timeout: 'abc'"))
     "bad value for connect_timeout: '...'"
+    >>> _unquoted(ValueError('invalid integer value "x" for connection option "port"'))
+    'invalid integer value "..." for connection option "port"'
+    >>> _unquoted(ValueError('FATAL:  database "shop" does not exist'), {"shop"})
+    'FATAL:  database "shop" does not exist'
     """
-    return re.sub(r"'[^']*'", "'...'", re.sub(r'"[^"]*"', '"..."', _first_line(e)))
+    keep = set(keep) | _keywords()
+
+    def mask(m: re.Match) -> str:
+        return m.group(0) if m.group(0)[1:-1] in keep else m.group(0)[0] + "..." + m.group(0)[0]
+
+    return re.sub(r"'[^']*'", mask, re.sub(r'"[^"]*"', mask, _first_line(e)))
+
+
+def _keywords(cache: list = []) -> set[str]:  # noqa: B006 - computed once
+    """libpq's connection keywords (host, port, sslmode, ...): naming one repeats nothing of a DSN."""
+    if not cache:
+        cache.append({d.keyword.decode() for d in psycopg.pq.Conninfo.get_defaults()})
+    return cache[0]
 
 
 def _first_line(e: BaseException) -> str:

@@ -9,8 +9,8 @@ import psycopg
 from psycopg import sql
 
 from advisor.core import knobvalues
-from advisor.core.domain import Applied, Change, IndexChange, KnobChange, KnobSpec, Snapshot
-from advisor.core.errors import AdvisorError, BadStatement, TargetUnreachable
+from advisor.core.domain import Applied, Change, DropIndexChange, IndexChange, KnobChange, KnobSpec, Snapshot
+from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, TargetUnreachable
 from connectors.postgres import changes as change_sql
 from connectors.postgres.catalog import read_catalog
 from connectors.postgres.connection import TAG, connect, execute_one, parse_dsn, redact, target_name
@@ -19,6 +19,11 @@ from connectors.postgres.whatif import HypoPG, explain_cost, explain_plan, plan_
 
 
 RELOAD = "SELECT pg_reload_conf()"
+IDENTITY_SQL = TAG + """
+SELECT current_database(), d.oid::bigint,
+       CASE WHEN has_function_privilege('pg_control_system()', 'execute')
+            THEN (SELECT system_identifier::text FROM pg_control_system()) END
+FROM pg_database d WHERE d.datname = current_database()"""
 
 
 class PostgresConnector:
@@ -49,12 +54,24 @@ class PostgresConnector:
     def has_extension(self, name: str) -> bool:
         return self._guarded(lambda conn: has_extension(conn, name))
 
+    def identity(self) -> dict:
+        def read(conn: psycopg.Connection) -> dict:
+            name, oid, system = conn.execute(IDENTITY_SQL).fetchone()
+            return {"engine": self.engine, "system_identifier": system, "database": name, "database_oid": int(oid)}
+
+        return self._guarded(read)
+
     def _guarded(self, fn):
         try:
             with self.connect() as conn:
                 return fn(conn)
         except psycopg.OperationalError as e:
             raise TargetUnreachable(f"lost the connection to {self.display_name}: {str(e).strip().splitlines()[0]}") from None
+        except psycopg.Error as e:  # one the operation did not expect: one line, never a traceback
+            why = (getattr(e, "diag", None) and e.diag.message_primary) or str(e).strip().splitlines()[0]
+            hint = " (is the extension's schema in the search_path the DSN's options set?)" \
+                if isinstance(e, (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedFunction)) else ""
+            raise AdvisorError(f"{self.target_name}: {why}{hint}") from None
 
     # --- observing ---------------------------------------------------------------------------------------------
 
@@ -126,6 +143,9 @@ class PostgresConnector:
                 elif isinstance(change, IndexChange):
                     apply_sql.append(change_sql.index_ddl(change).as_string(conn))
                     revert_sql.append(change_sql.index_drop(change).as_string(conn))
+                elif isinstance(change, DropIndexChange):
+                    revert_sql.append(change_sql.restore_existing(change).as_string(conn))  # checks it first
+                    apply_sql.append(change_sql.drop_existing(change).as_string(conn))
                 else:
                     raise BadStatement(f"the postgres connector cannot apply a {type(change).__name__}")
                 checked.append(change)
@@ -133,17 +153,22 @@ class PostgresConnector:
         # undo in reverse order; a reload (if any) comes last in both directions
         return Applied(tuple(checked), tuple(apply_sql) + reload, tuple(reversed(revert_sql)) + reload, needs_restart)
 
-    def apply(self, changes: Sequence[Change]) -> Applied:
+    def apply(self, changes: Sequence[Change], lock_timeout_s: float | None = None) -> Applied:
         """Apply the changes (all checked first); on a failure midway, undo what was done and raise."""
         plan = self.plan_changes(changes)
         done: list[str] = []
         try:
             with self.connect() as conn:
+                _set_lock_timeout(conn, lock_timeout_s)
                 for stmt in plan.apply_sql:
-                    _run(conn, stmt)
+                    try:
+                        _run(conn, stmt, lock_timeout_s)
+                    except AdvisorError:
+                        self._drop_if_index(plan, stmt, lock_timeout_s)
+                        raise
                     done.append(stmt)
         except AdvisorError:
-            self._undo_partial(plan, done)
+            self._undo_partial(plan, done, lock_timeout_s)
             raise
         restarted = False
         if plan.needs_restart and self._restart is not None:
@@ -152,20 +177,38 @@ class PostgresConnector:
         self._wait_visible([c for c in plan.changes if isinstance(c, KnobChange)], restart_pending=plan.needs_restart and not restarted)
         return Applied(plan.changes, plan.apply_sql, plan.revert_sql, plan.needs_restart, restarted)
 
-    def revert(self, applied: Applied) -> None:
+    def revert(self, applied: Applied, lock_timeout_s: float | None = None) -> None:
         with self.connect() as conn:
+            _set_lock_timeout(conn, lock_timeout_s)
             for stmt in applied.revert_sql:
-                _run(conn, stmt)
+                _run(conn, stmt, lock_timeout_s)
         if applied.needs_restart and self._restart is not None:
             self._restart()
 
-    def _undo_partial(self, plan: Applied, done: list[str]) -> None:
+    def _drop_if_index(self, plan: Applied, failed: str, lock_timeout_s: float | None) -> None:
+        """A CREATE INDEX CONCURRENTLY that fails midway leaves an invalid index behind: drop it."""
+        i = plan.apply_sql.index(failed)
+        change = plan.changes[i] if i < len(plan.changes) else None
+        if not isinstance(change, IndexChange):
+            return
+        try:
+            with self.connect() as conn:
+                _set_lock_timeout(conn, lock_timeout_s)
+                _run(conn, change_sql.index_drop(change).as_string(conn), lock_timeout_s)
+        except AdvisorError as e:
+            raise AdvisorError(f"creating index {change_sql.index_name(change)} failed and the invalid index it may "
+                               f"have left could not be dropped ({e}); drop it by hand") from None
+
+    def _undo_partial(self, plan: Applied, done: list[str], lock_timeout_s: float | None = None) -> None:
         """Revert the first ``len(done)`` changes of ``plan`` (those whose apply statement ran)."""
         reverts = [s for s in plan.revert_sql if s != RELOAD]
         n_done = sum(1 for s in done if s != RELOAD)
+        if not n_done:
+            return
         with self.connect() as conn:
+            _set_lock_timeout(conn, lock_timeout_s)
             for stmt in reverts[len(reverts) - n_done:]:
-                _run(conn, stmt)
+                _run(conn, stmt, lock_timeout_s)
             if RELOAD in plan.revert_sql:
                 conn.execute(RELOAD)
 
@@ -183,11 +226,22 @@ class PostgresConnector:
             time.sleep(0.05)
 
 
-def _run(conn: psycopg.Connection, stmt: str) -> None:
+def _set_lock_timeout(conn: psycopg.Connection, seconds: float | None) -> None:
+    """Make this session give up waiting for a lock after ``seconds`` (None: the server's own setting)."""
+    if seconds is not None:
+        conn.execute(sql.SQL("SET lock_timeout = {}").format(sql.Literal(f"{max(1, round(seconds * 1000))}ms")))
+
+
+def _run(conn: psycopg.Connection, stmt: str, lock_timeout_s: float | None = None) -> None:
     try:
         conn.execute(sql.SQL(stmt))  # type: ignore[arg-type]  # rendered from sql.Composed above
-    except psycopg.OperationalError:
-        raise
+    except psycopg.errors.LockNotAvailable:
+        raise ProductionLocked(f"gave up after waiting {lock_timeout_s or 0:g}s for a lock that another session "
+                               f"holds (while running: {stmt}); the change was not made: retry when the lock is "
+                               "released, or raise ADVISOR_PRODUCTION_LOCK_TIMEOUT_S") from None
+    except psycopg.OperationalError as e:
+        raise TargetUnreachable(f"lost the connection while running {stmt}: {str(e).strip().splitlines()[0]}") \
+            from None
     except psycopg.errors.Error as e:
         msg = (e.diag.message_primary or str(e)).strip()
         raise BadStatement(f"{msg} (while running: {stmt})") from None

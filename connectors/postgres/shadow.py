@@ -93,7 +93,9 @@ def create_shadow(target: PostgresConnector, *, sample_percent: float | None = N
     try:
         shadow_dsn = sandbox.create_database(dbname, extensions=False) if dbname != "postgres" else sandbox.dsn()
         warnings = 0
-        with tempfile.TemporaryDirectory(prefix="advisor-dump-") as tmp:
+        # the dump (a copy of the target's data) lives in the sandbox's directory, so that it goes with the
+        # sandbox, also when reap_orphans removes the sandbox of a killed advisor
+        with tempfile.TemporaryDirectory(prefix="dump-", dir=sandbox.root) as tmp:
             dump = Path(tmp) / "target.dump"
             if sample_percent is None or sample_percent >= 100:
                 say("copying the target's database (pg_dump | pg_restore)")

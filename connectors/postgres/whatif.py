@@ -14,6 +14,13 @@ from connectors.postgres.connection import execute_one
 from connectors.postgres.snapshot import require_extension
 
 
+PLAN_TIMEOUT_MS = 1000  # what-if planning of one statement under one configuration (8-table joins can take long)
+
+
+class PlanningTimeout(BadStatement):
+    """EXPLAIN ran past the session's statement_timeout (the planning of a what-if call took too long)."""
+
+
 def explain_plan(conn: psycopg.Connection, statement: str) -> dict:
     """The JSON plan of one statement whose parameters are bound (PG 15 has no GENERIC_PLAN)."""
     text = statement.strip().rstrip(";")
@@ -26,7 +33,8 @@ def explain_plan(conn: psycopg.Connection, statement: str) -> dict:
         if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
             conn.rollback()
         msg = (e.diag.message_primary or str(e)).strip().splitlines()[0]
-        raise BadStatement(f"cannot plan statement: {msg}: {_short(text)}") from None
+        kind = PlanningTimeout if isinstance(e, psycopg.errors.QueryCanceled) else BadStatement
+        raise kind(f"cannot plan statement: {msg}: {_short(text)}") from None
     return row[0][0]
 
 
@@ -85,16 +93,28 @@ class HypoPG:
 
     ``plan(sql, indexes, tables)`` makes the hypothetical indexes on ``tables`` exactly ``indexes`` (indexes on
     other tables stay, they cannot change the plan), then EXPLAINs; ``index_size`` is HypoPG's estimate in bytes.
+
+    Planning under hypothetical indexes is bounded by ``timeout_ms`` (statement_timeout on the session while it is
+    open; 0 for none). A configuration whose planning times out is answered with the statement's cost without
+    the hypothetical indexes on its tables (planned without a limit): its indexes are credited no benefit. Such
+    answers are counted in ``timeouts``.
     """
 
-    def __init__(self, conn: psycopg.Connection, owns_connection: bool = False):
+    def __init__(self, conn: psycopg.Connection, owns_connection: bool = False, timeout_ms: int = PLAN_TIMEOUT_MS):
         require_extension(conn, "hypopg")
         self.conn = conn
         self.owns_connection = owns_connection  # close() closes the connection too
         self.creates = 0
         self.drops = 0
+        self.timeouts = 0
+        self.timeout_ms = int(timeout_ms)
         self._live: dict[IndexChange, int] = {}  # hypothetical index -> its oid
         conn.execute("SELECT hypopg_reset()")
+        self._saved_timeout = conn.execute("SELECT current_setting('statement_timeout')").fetchone()[0]
+        self._set_timeout(str(self.timeout_ms))
+
+    def _set_timeout(self, value: str) -> None:
+        self.conn.execute("SELECT set_config('statement_timeout', %s, false)", (value,))
 
     def __enter__(self) -> "HypoPG":
         return self
@@ -106,6 +126,7 @@ class HypoPG:
         if not self.conn.closed:
             try:
                 self.conn.execute("SELECT hypopg_reset()")
+                self._set_timeout(self._saved_timeout)
             except psycopg.Error:
                 pass
             if self.owns_connection:
@@ -137,7 +158,17 @@ class HypoPG:
             self._drop(index)
         for index in wanted:
             self._create(index)
-        plan = explain_plan(self.conn, sql_text)
+        try:
+            plan = explain_plan(self.conn, sql_text)
+        except PlanningTimeout:  # the statement without the indexes, planned without a limit
+            self.timeouts += 1 if wanted else 0
+            for index in [i for i in self._live if (i.schema, i.table) in tables]:
+                self._drop(index)
+            self._set_timeout("0")
+            try:
+                plan = explain_plan(self.conn, sql_text)
+            finally:
+                self._set_timeout(str(self.timeout_ms))
         return Costed(float(plan["Plan"]["Total Cost"]), seq_scan_costs(plan))
 
     def index_size(self, index: IndexChange) -> int:

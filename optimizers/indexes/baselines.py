@@ -132,4 +132,5 @@ class Extend(IndexOptimizer):
 
 
 def _shape(index: IndexChange, columns: tuple[str, ...]) -> tuple:
-    return (index.schema, index.table, columns, index.method)
+    """What an index extended by one key column keeps: its table, method, INCLUDE columns and predicate."""
+    return (index.schema, index.table, columns, index.method, index.include, index.where)

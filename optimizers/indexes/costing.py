@@ -1,7 +1,12 @@
 """A caching what-if coster. The planner underneath (HypoPG on PostgreSQL, see
-``connectors.postgres.whatif.HypoPG``) is called only for a (query id and text, relevant indexes) pair not seen
-before:
-indexes on tables the query does not read cannot change its plan, so they are not part of the key.
+``connectors.postgres.whatif.HypoPG``) is called only for a (statement text, relevant indexes) pair not seen
+before, whichever query asks: indexes on tables the query does not read cannot change its plan, and neither can
+an index whose leading column the statement never names (PostgreSQL 15 has no skip scan; the full-index scans
+such an index could still offer are left out, so such an index is never credited a benefit), so they are not part
+of the key. Nor, with ``prune`` (the default), is an index that alone left the statement's cost unchanged: the
+planner did not use it, and it is taken as unable to change the statement's plan in any configuration (a cheap test
+that rules out most candidates of a big join; an index useful only together with another is missed). A query with
+``samples`` (other bindings of its parameters) costs the mean over its bindings.
 
 >>> class Fake:
 ...     def plan(self, sql, indexes, tables): return Costed(100.0 - 10 * len(indexes))
@@ -9,17 +14,24 @@ indexes on tables the query does not read cannot change its plan, so they are no
 >>> w = CachedWhatIf(Fake())
 >>> q = Query("q1", "SELECT 1 FROM t WHERE a = 1", 1.0, frozenset({("public", "t")}))
 >>> a, b = IndexChange("public", "t", ("a",)), IndexChange("public", "u", ("b",))
->>> w.cost(q, frozenset({a})).total, w.cost(q, frozenset({a, b})).total, (w.calls, w.hits)
-(90.0, 90.0, (1, 1))
+>>> w.cost(q, frozenset()).total, w.cost(q, frozenset({a})).total, w.cost(q, frozenset({a, b})).total
+(100.0, 90.0, 90.0)
+>>> w.calls, w.hits
+(2, 1)
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Protocol
 
 from advisor.core.domain import Costed, IndexChange
+from advisor.core.errors import BadStatement
 from optimizers.indexes.problem import Config, Query, TableRef, relevant
+
+
+_WORD = re.compile(r'"((?:[^"]|"")+)"|([A-Za-z_][A-Za-z_0-9$]*)')
 
 
 class Planner(Protocol):
@@ -29,25 +41,61 @@ class Planner(Protocol):
 
 
 class CachedWhatIf:
-    """``WhatIf`` over a planner, with a cache keyed by (queryid, the configuration's indexes on its tables)."""
+    """``WhatIf`` over a planner, with a cache keyed by (statement text, the configuration's indexes that can
+    change its plan). ``calls`` counts planner calls (one per binding of a query), ``hits`` answers from the
+    cache."""
 
-    def __init__(self, planner: Planner):
+    def __init__(self, planner: Planner, prune: bool = True):
         self.planner = planner
+        self.prune = prune
+        self._unused: dict[tuple[str, ...], set[IndexChange]] = {}  # per statement, indexes alone change nothing
         self.calls = 0
         self.hits = 0
-        self._costs: dict[tuple[str, str, Config], Costed] = {}
+        self._costs: dict[tuple[str, Config], Costed] = {}
+        self._means: dict[tuple[tuple[str, ...], Config], Costed] = {}
+        self._names: dict[tuple[str, ...], frozenset[str]] = {}
         self._sizes: dict[IndexChange, int] = {}
+        self._refused: set[str] = set()  # samples the planner could not plan
 
     def cost(self, query: Query, config: Config) -> Costed:
-        key = (query.queryid, query.sql, relevant(query, config))
-        found = self._costs.get(key)
+        texts = (query.sql, *query.samples)
+        names = self._names.get(texts)
+        if names is None:
+            names = self._names[texts] = frozenset((m.group(1) or m.group(2)).lower()
+                                                        for t in texts for m in _WORD.finditer(t))
+        unused = self._unused.get(texts, ())
+        key = frozenset(i for i in relevant(query, config)
+                        if i.columns and i.columns[0].lower() in names and i not in unused)
+        found = self._means.get((texts, key))
         if found is not None:
             self.hits += 1
             return found
-        self.calls += 1
-        out = self.planner.plan(query.sql, sorted(key[2], key=_order), query.tables)
-        self._costs[key] = out
+        base = None
+        if self.prune and len(key) == 1:  # the statement without indexes first: what the index is compared with
+            base = self._means.get((texts, frozenset()))
+            if base is None:
+                base = self._means[(texts, frozenset())] = self._mean(query, texts, frozenset())
+        out = self._means[(texts, key)] = self._mean(query, texts, key)
+        if base is not None and abs(out.total - base.total) <= 1e-9 * max(1.0, base.total):
+            self._unused.setdefault(texts, set()).update(key)
         return out
+
+    def _mean(self, query: Query, texts: tuple[str, ...], key: Config) -> Costed:
+        costs = [self._plan(query.sql, key, query)]
+        for text in query.samples:  # a sample the planner refuses is left out of the mean (the primary is not)
+            if text not in self._refused:
+                try:
+                    costs.append(self._plan(text, key, query))
+                except BadStatement:
+                    self._refused.add(text)
+        return costs[0] if len(costs) == 1 else mean(costs)
+
+    def _plan(self, text: str, key: Config, query: Query) -> Costed:
+        found = self._costs.get((text, key))
+        if found is None:
+            self.calls += 1
+            found = self._costs[(text, key)] = self.planner.plan(text, sorted(key, key=_order), query.tables)
+        return found
 
     def size(self, index: IndexChange) -> int:
         found = self._sizes.get(index)
@@ -56,7 +104,20 @@ class CachedWhatIf:
         return found
 
     def counters(self) -> dict[str, int]:
-        return {"whatif_calls": self.calls, "cache_hits": self.hits, "cached": len(self._costs)}
+        return {"whatif_calls": self.calls, "cache_hits": self.hits, "cached": len(self._costs),
+                "timeouts": int(getattr(self.planner, "timeouts", 0)), "refused_samples": len(self._refused)}
+
+
+def mean(costs: Sequence[Costed]) -> Costed:
+    """The mean of several bindings' costs: total and, per table, sequential-scan cost (0 where a binding has none).
+
+    >>> m = mean([Costed(10.0, {"t": 4.0}), Costed(20.0, {})])
+    >>> m.total, m.seq_scans
+    (15.0, {'t': 2.0})
+    """
+    tables = sorted({t for c in costs for t in c.seq_scans})
+    return Costed(sum(c.total for c in costs) / len(costs),
+                  {t: sum(c.seq_scans.get(t, 0.0) for c in costs) / len(costs) for t in tables})
 
 
 def _order(index: IndexChange) -> tuple:

@@ -48,12 +48,15 @@ class IndexEnv:
         self.candidates = candidates
         self.max_steps = max_steps
         self._by_index = {c.index: i for i, c in enumerate(candidates)}
-        # _covers[i]: the candidates that are proper prefixes of candidate i (a chosen index covers them)
+        # _covers[i]: the candidates that are proper prefixes of candidate i (a chosen index covers them; a
+        # partial index covers only its own rows, so nothing)
         self._covers = [[self._by_index[p] for k in range(1, c.width)
                          if (p := IndexChange(c.index.schema, c.index.table, c.index.columns[:k], c.index.method))
-                         in self._by_index] for c in candidates]
+                         in self._by_index] if not c.index.where else [] for c in candidates]
+        # _prefix[i]: the candidate that candidate i extends by one key column (the same variant), -1 if none
         self._prefix = np.array([self._by_index.get(IndexChange(c.index.schema, c.index.table, c.index.columns[:-1],
-                                                                c.index.method), -1) if c.width > 1 else -1
+                                                                c.index.method, include=c.index.include,
+                                                                where=c.index.where), -1) if c.width > 1 else -1
                                  for c in candidates])
 
     # --- episode ------------------------------------------------------------------------------------------------

@@ -1,22 +1,51 @@
 """IA2 (arXiv 2404.05777): a TD3 actor-critic (``optimizers.indexes.td3``) that picks one index per step under
 the remaining budget, with adaptive action masking (see ``optimizers.indexes.env``).
 
-Training samples episodes from the target's templates with random frequencies and random budgets. A
+Training samples episodes from the target's templates with random frequencies and random budgets, and a share
+(``held_out``) of episodes on mixes unlike the workload: some statements left out, frequencies skewed over four
+orders of magnitude, budgets from a quarter of the lowest to twice the highest. After training, the greedy policy
+is checked on a few such mixes against Extend (``training["held_out"]``); the recommendation path
+(``advisor.tuning.indexes.propose``) falls back to the baselines' set whenever that is cheaper. A
 recommendation is the greedy rollout of the policy plus ``samples`` rollouts that draw actions from the policy's
 softmax, keeping the configuration with the lowest what-if cost (costs are cached, so shared prefixes are free).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from pathlib import Path
+
+import numpy as np
 
 from advisor.core.domain import IndexChange
 from advisor.core.progress import Say
 from optimizers.indexes.base import IndexOptimizer
+from optimizers.indexes.baselines import Extend
+from optimizers.indexes.problem import IndexProblem
 from optimizers.indexes.td3 import TD3Agent, TD3Options, action_space_key, mix_sampler
 
-__all__ = ["IA2", "TD3Agent", "TD3Options", "action_space_key", "mix_sampler"]
+__all__ = ["IA2", "TD3Agent", "TD3Options", "action_space_key", "held_out_sampler", "mix_sampler"]
+
+HELD_OUT_CHECKS = 3  # mixes unlike the workload the trained policy is compared with Extend on
+
+
+def held_out_sampler(base: IndexProblem, templates: Sequence[str],
+                     budgets: tuple[int, int]) -> Callable[[np.random.Generator], IndexProblem]:
+    """Problems unlike the target's workload: 1 to a third of ``templates`` left out (none when there is only
+    one), frequencies log-uniform in 1..10,000, budgets log-uniform from a quarter of ``budgets``' low end to twice
+    its high end (bytes)."""
+    templates = list(templates)
+    lo, hi = max(1, budgets[0] // 4), max(budgets[1] * 2, 2)
+
+    def sample(rng: np.random.Generator) -> IndexProblem:
+        n = len(templates)
+        out = int(rng.integers(1, max(1, n // 3) + 1)) if n > 1 else 0
+        keep = rng.choice(n, size=n - out, replace=False)
+        weights = {templates[i]: float(math.exp(rng.uniform(0.0, math.log(10_000)))) for i in keep}
+        return base.with_weights(weights, int(math.exp(rng.uniform(math.log(lo), math.log(hi)))))
+
+    return sample
 
 
 class IA2(IndexOptimizer):
@@ -30,8 +59,9 @@ class IA2(IndexOptimizer):
 
     def _setup(self, agent: TD3Agent | None = None, episodes: int = 300, device: str = "auto", samples: int = 48,
                templates: Sequence[str] | None = None, budgets: tuple[int, int] | None = None,
-               data_bytes: int = 0, reward: str = "relative", retrain: bool = False) -> None:
+               data_bytes: int = 0, reward: str = "relative", retrain: bool = False, held_out: float = 0.3) -> None:
         self.agent, self.episodes, self.device, self.samples = agent, episodes, device, samples
+        self.held_out = min(max(float(held_out), 0.0), 1.0)
         self.templates, self.budgets, self.data_bytes = templates, budgets, data_bytes
         self.reward, self.retrain = reward, retrain
         self.training: dict | None = None
@@ -46,10 +76,11 @@ class IA2(IndexOptimizer):
             say(f"IA2: using the model trained for this candidate set ({stored[0]})")
             self.training = {**self.agent.stats.to_dict(), "reused": True, "model": str(stored[0])}
             return self.training
-        self._train(say)
+        unlike = self._train(say)
         if path is not None:
             self.agent.save(path)
-        self.training = {**self.agent.stats.to_dict(), "reused": False, "model": str(path) if path else None}
+        self.training = {**self.agent.stats.to_dict(), "reused": False, "model": str(path) if path else None,
+                         "held_out": self._check_unlike(unlike, say)}
         return self.training
 
     def _stored_model(self, model_dir: Path | None, exact: Path | None):
@@ -66,7 +97,8 @@ class IA2(IndexOptimizer):
                 return path, space
         return None
 
-    def _train(self, say: Say) -> None:
+    def _train(self, say: Say) -> Callable[[np.random.Generator], IndexProblem]:
+        """Train the agent; returns the sampler of mixes unlike the workload (for ``_check_unlike``)."""
         problem = self.problem
         templates = list(self.templates or [q.queryid for q in problem.queries])
         budget = max(problem.budget_bytes, 1)
@@ -75,7 +107,30 @@ class IA2(IndexOptimizer):
         self.agent = TD3Agent(problem.candidates, TD3Options(episodes=self.episodes, reward=self.reward), self.device,
                               self.seed)
         say(f"IA2: training on {len(templates)} statement templates, {self.episodes} episodes on {self.agent.device}")
-        self.agent.train(mix_sampler(problem, templates, (lo, hi)), say=say)
+        usual, unlike = mix_sampler(problem, templates, (lo, hi)), held_out_sampler(problem, templates, (lo, hi))
+        share = self.held_out
+
+        def sample(rng: np.random.Generator) -> IndexProblem:
+            return unlike(rng) if share > 0 and rng.random() < share else usual(rng)
+
+        self.agent.train(sample, say=say)
+        return unlike
+
+    def _check_unlike(self, unlike: Callable[[np.random.Generator], IndexProblem], say: Say) -> dict:
+        """The greedy policy against Extend on ``HELD_OUT_CHECKS`` mixes unlike the workload (relative what-if
+        costs; seeded apart from training)."""
+        rng = np.random.default_rng(self.seed + 7919)
+        ia2, extend = [], []
+        for _ in range(HELD_OUT_CHECKS):
+            p = unlike(rng)
+            base = p.cost() or 1.0
+            ia2.append(p.cost(self.agent.rollout(p, 0)) / base)
+            extend.append(p.cost(Extend(p).ask(1)[0]) / base)
+        worse = sum(a > e + 1e-9 for a, e in zip(ia2, extend))
+        say(f"IA2: on {HELD_OUT_CHECKS} mixes unlike the workload, mean relative cost {np.mean(ia2):.3f} "
+            f"(Extend {np.mean(extend):.3f}); worse than Extend on {worse}")
+        return {"share": self.held_out, "checks": HELD_OUT_CHECKS, "ia2_rc": [round(x, 4) for x in ia2],
+                "extend_rc": [round(x, 4) for x in extend], "worse_than_extend": int(worse)}
 
     def _usable(self, agent: TD3Agent | None) -> bool:
         return agent is not None and set(self.problem.candidates) <= set(agent.candidates)

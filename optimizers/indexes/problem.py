@@ -20,12 +20,15 @@ Config = frozenset[IndexChange]
 
 @dataclass(frozen=True)
 class Query:
-    """One statement to cost: its id, executable SQL (parameters bound), weight (calls) and the tables it reads."""
+    """One statement to cost: its id, executable SQL (parameters bound), weight (calls) and the tables it reads.
+    ``samples``: more bindings of the same statement (other real or drawn constants); its cost is the mean over
+    ``sql`` and its samples."""
 
     queryid: str
     sql: str
     weight: float
     tables: frozenset[TableRef]
+    samples: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ class IndexProblem:
 
     def with_weights(self, weights: dict[str, float], budget_bytes: int | None = None) -> "IndexProblem":
         """The same instance with other query frequencies (0 drops a query) and optionally another budget."""
-        queries = tuple(Query(q.queryid, q.sql, weights[q.queryid], q.tables) for q in self.queries
+        queries = tuple(Query(q.queryid, q.sql, weights[q.queryid], q.tables, q.samples) for q in self.queries
                         if weights.get(q.queryid, 0) > 0)
         ids = {q.queryid for q in queries}
         candidates = tuple(c for c in self.candidates if c.queries & ids)

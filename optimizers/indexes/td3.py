@@ -328,17 +328,27 @@ class _nothing:
         return None
 
 
+def _variant(index: IndexChange) -> list:
+    """An index's INCLUDE columns and predicate, for variants only (plain candidates keep their old form, so
+    models saved before variants existed still match)."""
+    return [list(index.include), index.where] if index.include or index.where else []
+
+
 def _plain(c: Candidate) -> list:
-    return [c.index.schema, c.index.table, list(c.index.columns), c.index.method, sorted(c.queries)]
+    return [c.index.schema, c.index.table, list(c.index.columns), c.index.method, sorted(c.queries),
+            *_variant(c.index)]
 
 
 def _candidate(plain: list) -> Candidate:
-    schema, table, columns, method, queries = plain
-    return Candidate(IndexChange(schema, table, tuple(columns), method), frozenset(queries))
+    schema, table, columns, method, queries, *variant = plain
+    include, where = variant if variant else ((), None)
+    return Candidate(IndexChange(schema, table, tuple(columns), method, include=tuple(include), where=where),
+                     frozenset(queries))
 
 
 def action_space_key(candidates: Sequence[Candidate]) -> str:
-    text = json.dumps([[c.index.schema, c.index.table, list(c.index.columns), c.index.method] for c in candidates])
+    text = json.dumps([[c.index.schema, c.index.table, list(c.index.columns), c.index.method, *_variant(c.index)]
+                       for c in candidates])
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from advisor.core.domain import IndexChange
 from advisor.core.errors import BadStatement
-from optimizers.indexes.candidates import column_uses, generate
+from optimizers.indexes.candidates import best_key, column_uses, generate, statement_shapes
 
 SCHEMA = {("public", "posts"): ("id", "user_id", "created_at", "title", "score"),
           ("public", "users"): ("id", "email", "country", "age"),
@@ -121,3 +121,99 @@ def test_indexes_on_written_tables_carry_maintenance(db):
         reads = sum(q.weight * problem.whatif.cost(q, frozenset({wa})).total for q in problem.queries)
         assert problem.cost([wa]) == pytest.approx(reads + 500.0 * INDEX_ENTRY_COST)
         assert problem.cost([ra]) < problem.cost()  # the read-only table's index is free to maintain
+
+
+# --- issue 14: multi-column ordering, INCLUDE and partial variants ----------------------------------------------
+
+WIDE = {("public", "tickets"): ("id", "tenant", "status", "kind", "opened_on", "deleted_at", "urgent", "title",
+                                "body", "owner", "a", "b", "c", "d", "e")}
+
+
+def variants(sql, template=None, **kw):
+    uses = column_uses(sql, WIDE)
+    found = generate({"q": uses}, shapes={"q": statement_shapes(template or sql, WIDE)}, **kw)
+    return [c.index for c in found if c.index.include or c.index.where]
+
+
+def test_two_equalities_ordered_by_a_third_column_key_on_all_three():
+    found = [c.index.columns for c in generate({"q": column_uses(
+        "SELECT * FROM tickets WHERE a = $1 AND b = $2 ORDER BY c LIMIT 10", WIDE)}, max_width=3)]
+    assert ("a", "b", "c") in found and ("b", "a", "c") in found
+    assert not [cols for cols in found if "c" in cols and cols[-1] != "c"]  # the ORDER BY column only comes last
+    uses = column_uses("SELECT * FROM tickets WHERE a = $1 AND b = $2 ORDER BY c", WIDE)
+    assert best_key(uses, 3) == ("a", "b", "c") and best_key(uses, 2) == ("a", "b")
+
+
+def test_a_cast_range_with_an_equality_on_another_column_puts_the_equality_first():
+    sql = "SELECT id FROM tickets WHERE d >= $1::date AND e = $2"
+    found = [c.index.columns for c in generate({"q": column_uses(sql, WIDE)})]
+    assert ("e", "d") in found and ("d", "e") not in found
+    assert best_key(column_uses(sql, WIDE), 3) == ("e", "d")
+    assert best_key(column_uses("SELECT id FROM tickets WHERE d >= '2020-01-01'::date AND e = 5", WIDE), 3) == \
+        ("e", "d")
+
+
+def test_a_range_wins_over_order_by_for_the_last_key_column():
+    uses = column_uses("SELECT * FROM tickets WHERE tenant = 1 AND opened_on > '2020-01-01' ORDER BY owner", WIDE)
+    assert best_key(uses, 3) == ("tenant", "opened_on")
+
+
+def test_an_include_variant_carries_the_few_other_columns_a_statement_reads():
+    found = variants("SELECT id, title FROM tickets WHERE tenant = $1 AND opened_on > $2")
+    assert found == [IndexChange("public", "tickets", ("tenant", "opened_on"), include=("id", "title"))]
+    # too many other columns (SELECT * reads them all): no INCLUDE variant; every column already a key: none
+    assert variants("SELECT * FROM tickets WHERE tenant = $1") == []
+    assert variants("SELECT tenant FROM tickets WHERE tenant = $1") == []
+    assert variants("SELECT a, b, c, d FROM tickets WHERE tenant = $1") == []
+    assert variants("SELECT a, b, c, d FROM tickets WHERE tenant = $1", max_include=4)[0].include == \
+        ("a", "b", "c", "d")
+
+
+def test_a_partial_variant_from_constant_predicates():
+    found = variants("SELECT * FROM tickets WHERE tenant = $1 AND status = 'open' AND deleted_at IS NULL "
+                     "ORDER BY opened_on")
+    assert found == [IndexChange("public", "tickets", ("tenant", "opened_on"),
+                                 where="\"status\" = 'open' AND \"deleted_at\" IS NULL")]
+    assert variants("SELECT * FROM tickets WHERE owner = $1 AND urgent")[0].where == '"urgent"'
+    assert variants("SELECT * FROM tickets WHERE owner = $1 AND NOT urgent")[0].where == 'NOT "urgent"'
+    assert variants("SELECT * FROM tickets WHERE owner = $1 AND deleted_at IS NOT NULL")[0].where == \
+        '"deleted_at" IS NOT NULL'
+
+
+def test_no_partial_variant_from_a_parameter_or_anything_but_a_top_level_constant():
+    assert variants("SELECT * FROM tickets WHERE owner = $1 AND status = $2") == []
+    assert variants("SELECT * FROM tickets WHERE owner = $1 AND (status = 'open' OR urgent)") == []
+    assert variants("SELECT * FROM tickets WHERE owner = $1 AND lower(status) = 'open'") == []
+    assert variants("SELECT * FROM tickets WHERE owner = $1 AND status = 'x' || 'y'") == []
+    # the bound text has the parameter's value as a literal: shapes come from the normalized text
+    assert variants("SELECT * FROM tickets WHERE owner = 3 AND status = 'open'",
+                    template="SELECT * FROM tickets WHERE owner = $1 AND status = $2") == []
+    # a constant predicate but no other use of the table: nothing to key a partial index on
+    assert variants("SELECT * FROM tickets WHERE status = 'open'") == []
+
+
+def test_variants_serve_the_statements_that_can_use_them_and_stay_bounded():
+    sqls = {"open": "SELECT * FROM tickets WHERE owner = $1 AND status = 'open'",
+            "any": "SELECT * FROM tickets WHERE owner = $1",
+            "narrow": "SELECT id FROM tickets WHERE owner = $1 AND a = $2 AND b > $3 ORDER BY c"}
+    uses = {q: column_uses(s, WIDE) for q, s in sqls.items()}
+    shapes = {q: statement_shapes(s, WIDE) for q, s in sqls.items()}
+    plain = generate(uses, max_width=3)
+    found = generate(uses, max_width=3, shapes=shapes)
+    extra = [c for c in found if c.index.include or c.index.where]
+    assert [c.index for c in found if not (c.index.include or c.index.where)] == [c.index for c in plain]
+    assert len(extra) <= 2 * len(sqls)  # at most one INCLUDE and one partial variant per (statement, table)
+    partial = next(c for c in extra if c.index.where)
+    assert partial.index.columns == ("owner",) and partial.queries == {"open"}  # "any" may see other statuses
+    include = next(c for c in extra if c.index.include)
+    assert include.index == IndexChange("public", "tickets", ("owner", "a", "b"), include=("id", "c"))
+    assert include.queries == {"open", "any", "narrow"}  # an INCLUDE index is still an index on its key
+    assert found == sorted(found, key=lambda c: (c.index.table, c.index.columns, c.index.include,
+                                                 c.index.where or ""))
+
+
+def test_an_existing_index_on_key_and_include_columns_covers_the_include_variant():
+    sql = "SELECT id FROM tickets WHERE tenant = $1"
+    existing = [IndexChange("public", "tickets", ("tenant", "id"))]
+    found = generate({"q": column_uses(sql, WIDE)}, shapes={"q": statement_shapes(sql, WIDE)}, existing=existing)
+    assert [c.index for c in found if c.index.include] == []

@@ -143,8 +143,10 @@ def test_watch_rolls_back_what_the_schedule_applied_when_statements_regress(own_
     service.add_target("shop", dsn)
     from advisor.service.runs import RunPlan
 
+    # a wide limit (4x): a primary-key lookup takes microseconds, so on a loaded machine its mean moves by tens of
+    # percent without any change, while scanning the table instead is a hundred times slower
     schedule = service.add_schedule("shop", "0 2 * * *", [RunPlan(**INDEX_RUN)], auto_apply="reload_knobs",
-                                    max_regression=0.5)
+                                    max_regression=3.0)
     who = Principal(f"schedule:{schedule['id']}", "operator")
     lookups(dsn)  # the statements' mean before the change
     target_id = service.target("shop")["id"]
@@ -162,11 +164,11 @@ def test_watch_rolls_back_what_the_schedule_applied_when_statements_regress(own_
     verdict = next(a for a in service.audit_log(rec.id) if a["action"] == "watch")["detail"]
     assert verdict["statements"] >= 1
     if rolled_back:
-        assert after.state == "rolled_back" and verdict["ratio"] > 1.5
+        assert after.state == "rolled_back" and verdict["ratio"] > 4
         assert scalar(dsn, "SHOW enable_indexscan") == "on"
         assert "automatic rollback" in service.audit_log(rec.id)[-1]["detail"]["note"]
     else:
-        assert after.state == "applied" and verdict["ratio"] < 1.5
+        assert after.state == "applied" and verdict["ratio"] < 4
         assert scalar(dsn, "SHOW work_mem") == "8MB"
     service.store.close()
 

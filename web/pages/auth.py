@@ -4,12 +4,15 @@ state-changing request is a POST carrying the session's CSRF token, which a cros
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse
 
 from advisor.core.errors import Unauthorized
 from advisor.core.settings import get_settings
-from web.deps import SESSION_COOKIE, Service
+from web.deps import SESSION_COOKIE, Service, client_of
 from web.pages.forms import Checked, Field, see_other
 from web.pages.templating import render
 
@@ -31,12 +34,16 @@ def login_form(request: Request, next: str = "/"):
 
 
 @router.post("/login")
-def login(request: Request, service: Service, token: Field = "", next: Field = "/"):
+async def login(request: Request, service: Service, token: Field = "", next: Field = "/"):
     token = token.strip()
+    client = client_of(request)
+    delay = service.login_delay(client)  # a client that failed a few times waits, without holding a thread
+    if delay:
+        await asyncio.sleep(delay)
     try:
         if not token:
             raise Unauthorized("enter an API token")
-        session_id, _ = service.login(token)
+        session_id, _ = await run_in_threadpool(service.login, token, client)
     except Unauthorized as e:
         message = e.message if not e.message.startswith("no API token") else "enter an API token"
         return render(request, "login.html", status=401, next=local_path(next), error=f"Login failed: {message}.")

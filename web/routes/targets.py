@@ -26,6 +26,13 @@ def get_target(ref: str, service: Service, _: Viewer):
     return service.target(ref)
 
 
+@router.patch("/{ref}", response_model=schemas.Target)
+def update_target(ref: str, body: schemas.TargetUpdate, service: Service, who: Operator):
+    """Change a registered target's DSN, audited. A name is never re-registered (POST answers 409); the new DSN
+    must reach the same database unless ``other_database`` says otherwise."""
+    return service.update_target(ref, body.dsn.get_secret_value(), who, other_database=body.other_database)
+
+
 @router.delete("/{ref}", status_code=status.HTTP_204_NO_CONTENT)
 def remove_target(ref: str, service: Service, who: Operator) -> None:
     service.remove_target(ref, who)

@@ -1,0 +1,53 @@
+"""A database's identity: what tells one database from another whatever DSN reaches it.
+
+A connector's ``identity()`` gives a plain dict: ``engine``, ``system_identifier`` (the server's unique id, e.g.
+PostgreSQL's ``pg_control_system()``; None where it cannot be read), ``database`` (the name) and
+``database_oid`` (its internal id). A target records the identity it was registered with, a recommendation the
+identity of the database it was validated for, and an apply the identity it changed; production is touched only
+when the identities agree.
+
+>>> a = {"engine": "postgres", "system_identifier": "7311", "database": "shop", "database_oid": 16384}
+>>> mismatch(a, dict(a)) is None
+True
+>>> mismatch(a, {**a, "database": "shop2", "database_oid": 16390})
+'database shop2 (oid 16390) instead of shop (oid 16384)'
+>>> mismatch(a, {**a, "system_identifier": "9999"})
+'server 9999 instead of 7311'
+>>> mismatch(a, {**a, "system_identifier": None}) is None  # unknown on one side: judged by the rest
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Identity = dict[str, Any]
+
+
+def mismatch(expected: Identity | None, actual: Identity | None) -> str | None:
+    """How ``actual`` differs from ``expected`` in a few words, or None when they are the same database (or
+    nothing was recorded to compare with)."""
+    if not expected or not actual:
+        return None
+    parts = []
+    if expected.get("engine") and actual.get("engine") and expected["engine"] != actual["engine"]:
+        parts.append(f"engine {actual['engine']} instead of {expected['engine']}")
+    e_sys, a_sys = expected.get("system_identifier"), actual.get("system_identifier")
+    if e_sys and a_sys and str(e_sys) != str(a_sys):
+        parts.append(f"server {a_sys} instead of {e_sys}")
+    if (expected.get("database"), expected.get("database_oid")) != (actual.get("database"), actual.get("database_oid")):
+        parts.append(f"database {actual.get('database')} (oid {actual.get('database_oid')}) instead of "
+                     f"{expected.get('database')} (oid {expected.get('database_oid')})")
+    return "; ".join(parts) or None
+
+
+def describe(identity: Identity | None) -> str:
+    """``shop (oid 16384) on server 7311`` for people.
+
+    >>> describe({"database": "shop", "database_oid": 5, "system_identifier": "7"})
+    'shop (oid 5) on server 7'
+    """
+    if not identity:
+        return "an unrecorded database"
+    server = f" on server {identity['system_identifier']}" if identity.get("system_identifier") else ""
+    return f"{identity.get('database')} (oid {identity.get('database_oid')}){server}"

@@ -1,0 +1,268 @@
+"""Where the store's SQL runs: an embedded DuckDB file (the default, one process at a time: DuckDB's file lock) or a
+PostgreSQL database shared by any number of advisor processes (``postgresql://`` or ``postgres://`` URLs).
+
+``Store`` writes one SQL for both: ``?`` placeholders, types and statements both engines accept; what differs (JSON
+paths) is a method here. Each thread gets its own cursor (DuckDB) or connection (PostgreSQL, autocommit: the store
+issues its own BEGIN / COMMIT through ``transaction``). Errors name a PostgreSQL store only by ``redacted`` (no
+password).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+import threading
+import weakref
+from pathlib import Path
+
+from advisor.core.errors import StoreError
+
+__all__ = ["Database", "DuckDatabase", "PostgresDatabase", "connect", "is_postgres", "redacted"]
+
+# the key of the advisory lock held while a PostgreSQL store migrates (any 64-bit number no one else uses)
+_MIGRATION_LOCK = 0x0AD715E5
+
+
+def is_postgres(location: str) -> bool:
+    return location.startswith(("postgresql://", "postgres://"))
+
+
+def redacted(location: str) -> str:
+    """The store's name without a password, safe to print.
+
+    >>> redacted("postgresql://team:s3cret@db.example:5432/advisor?sslmode=require&password=other")
+    'postgresql://team:***@db.example:5432/advisor?sslmode=require&password=***'
+    """
+    text = re.sub(r"(?i)(password\s*=\s*)[^&\s]+", r"\1***", location)
+    return re.sub(r"(//[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
+
+
+def connect(location: str) -> "Database":
+    """The database behind ``location``: PostgreSQL for a ``postgresql://`` URL, else a DuckDB file."""
+    return PostgresDatabase(location) if is_postgres(location) else DuckDatabase(location)
+
+
+class Database:
+    """One store database, its per-thread sessions and its SQL dialect."""
+
+    name: str  # what errors and ``Store.path`` show (never a password)
+    shared: bool  # other processes may write it at the same time
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    @property
+    def session(self):
+        """This thread's cursor-like object: ``execute(sql, params)`` returning something with ``fetchone`` and
+        ``fetchall``."""
+        s = getattr(self._local, "session", None)
+        if s is None or getattr(s, "broken", False):  # a PostgreSQL connection that died: open a new one
+            s = self._local.session = self._new_session()
+        return s
+
+    def _new_session(self):
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def transaction(self):
+        """BEGIN ... COMMIT on this thread's session (ROLLBACK on an error); nested blocks join the outer one."""
+        depth = getattr(self._local, "depth", 0)
+        if depth:
+            self._local.depth = depth + 1
+            try:
+                yield
+            finally:
+                self._local.depth = depth
+            return
+        self.session.execute("BEGIN")
+        self._local.depth = 1
+        try:
+            yield
+        except BaseException:
+            self._local.depth = 0
+            with contextlib.suppress(Exception):
+                self.session.execute("ROLLBACK")
+            raise
+        self._local.depth = 0
+        self.session.execute("COMMIT")
+
+    def migrating(self):
+        """Held while the schema is read and migrated: other processes opening the store wait."""
+        return contextlib.nullcontext()
+
+    def version(self) -> int:
+        """The count of writes that change lists (``bump``): a cache key for them."""
+        raise NotImplementedError
+
+    def bump(self) -> None:
+        raise NotImplementedError
+
+    def json_double(self, column: str, *path: str | int) -> str:
+        """SQL for the JSON value at ``path`` in ``column`` as a double (NULL when absent)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class DuckDatabase(Database):
+    shared = False
+
+    def __init__(self, path: str):
+        super().__init__()
+        import duckdb
+
+        self.name = path
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._writes, self._writes_lock = 0, threading.Lock()  # this process is the only writer: count in memory
+        try:
+            self._conn = duckdb.connect(path)
+        except duckdb.IOException as e:
+            first = str(e).splitlines()[0]
+            hint = _lock_holder(first) if "lock" in first.lower() else ""
+            raise StoreError(f"cannot open the store {path}: {first}{hint}") from None
+
+    def _new_session(self):
+        return self._conn.cursor()  # DuckDB connections are not shared between threads
+
+    def version(self) -> int:
+        return self._writes
+
+    def bump(self) -> None:
+        with self._writes_lock:
+            self._writes += 1
+
+    def json_double(self, column: str, *path: str | int) -> str:
+        steps = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+        return f"CAST({column}->>'${steps}' AS DOUBLE PRECISION)"
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _lock_holder(message: str) -> str:
+    """What to tell someone whose store another process holds: that process (its id and command line) and the
+    ways out."""
+    m = re.search(r"PID (\d+)", message)
+    who = "another process"
+    if m:
+        who = f"process {m.group(1)}"
+        try:
+            raw = Path(f"/proc/{m.group(1)}/cmdline").read_bytes()
+            command = " ".join(a.decode(errors="replace") for a in raw.split(b"\0") if a)
+            if command:
+                who += f" ({redacted(command)[:500]})"
+        except OSError:
+            pass
+    return (f"; {who} holds it (DuckDB lets one process open the file). Use that server's REST API if it is "
+            "`advisor serve`, or stop it, or share one store between processes on PostgreSQL: "
+            "ADVISOR_STORE=postgresql://user@host/db")
+
+
+class PostgresDatabase(Database):
+    shared = True
+
+    def __init__(self, url: str):
+        super().__init__()
+        self._url = url
+        self.name = redacted(url)
+        self._sessions: weakref.WeakSet = weakref.WeakSet()  # one per thread; a finished thread's closes
+        self._sessions_lock = threading.Lock()
+        self.session  # noqa: B018 - connect now: a wrong URL fails when the store opens
+
+    def _new_session(self):
+        import psycopg
+        from psycopg.types.string import TextLoader
+
+        try:
+            conn = psycopg.connect(self._url, autocommit=True, cursor_factory=psycopg.ClientCursor,
+                                   application_name="db-advisor store", connect_timeout=10)
+        except psycopg.Error as e:
+            raise StoreError(f"cannot open the store {self.name}: {self._reason(e)}") from None
+        for json_type in ("json", "jsonb"):  # the store parses its JSON itself
+            conn.adapters.register_loader(json_type, TextLoader)
+        session = _PgSession(conn)
+        with self._sessions_lock:
+            self._sessions.add(session)
+        return session
+
+    def _reason(self, e: BaseException) -> str:
+        """The first line of the error with quoted fragments (libpq quotes the part of the URL it refuses, which
+        may hold the password) and the password itself left out."""
+        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+        text = next((ln.split("failed:", 1)[1].strip() for ln in lines if "failed:" in ln), None) \
+            or (lines[0] if lines else type(e).__name__)
+        text = re.sub(r"'[^']*'", "'...'", re.sub(r'"[^"]*"', '"..."', text))
+        for secret in re.findall(r"//[^:/@\s]*:([^@\s]+)@", self._url) + \
+                re.findall(r"(?i)password=([^&\s]+)", self._url):
+            text = text.replace(secret, "***")
+        return text
+
+    @contextlib.contextmanager
+    def migrating(self):
+        with self.transaction():
+            self.session.execute("SELECT pg_advisory_xact_lock(?)", [_MIGRATION_LOCK])
+            yield
+
+    # every process sharing the store counts its writes in one row of ``meta``, so that each sees the others'
+    def version(self) -> int:
+        row = self.session.execute("SELECT value FROM meta WHERE key = 'writes'").fetchone()
+        return int(row[0]) if row else 0
+
+    def bump(self) -> None:
+        self.session.execute("INSERT INTO meta VALUES ('writes', '1') ON CONFLICT (key) DO UPDATE "
+                             "SET value = CAST(CAST(meta.value AS BIGINT) + 1 AS VARCHAR)")
+
+    def json_double(self, column: str, *path: str | int) -> str:
+        steps = [str(p) if isinstance(p, int) else f"'{p}'" for p in path]
+        return f"CAST({column}{''.join('->' + s for s in steps[:-1])}->>{steps[-1]} AS DOUBLE PRECISION)"
+
+    def close(self) -> None:
+        with self._sessions_lock:
+            sessions = list(self._sessions)
+        for session in sessions:
+            session.close()
+
+
+class _PgSession:
+    """A psycopg connection that takes the store's ``?`` placeholders (bound on the client, so that
+    ``? IS NULL`` needs no parameter type)."""
+
+    def __init__(self, conn):
+        self._conn = conn
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._conn.close()
+
+    __del__ = close
+
+    @property
+    def broken(self) -> bool:
+        return bool(self._conn.closed)
+
+    def execute(self, sql: str, params=None):
+        import psycopg
+
+        try:
+            if not params:  # no placeholders to bind: the text goes as it is (a literal % stays single)
+                return self._conn.execute(sql)
+            return self._conn.execute(_placeholders(sql), params)
+        except psycopg.errors.UniqueViolation as e:  # two processes registered one name at once: the loser
+            raise StoreError(f"it exists already ({(e.diag.message_detail or '').strip()})") from None
+        except psycopg.OperationalError as e:  # the store's server went away: the next call reconnects
+            first = (str(e).strip().splitlines() or ["?"])[0]
+            raise StoreError(f"lost the connection to the store: {first}") from None
+
+
+@functools.lru_cache(maxsize=512)
+def _placeholders(sql: str) -> str:
+    """``sql`` with ``?`` as psycopg's ``%s`` (and a literal ``%`` doubled).
+
+    >>> _placeholders("SELECT ? WHERE name LIKE 'a%'")
+    "SELECT %s WHERE name LIKE 'a%%'"
+    """
+    return sql.replace("%", "%%").replace("?", "%s")
+

@@ -1,0 +1,131 @@
+"""Dropping existing indexes, validated like any other change: the unused and duplicate indexes the target's
+snapshot shows (``optimizers.indexes.existing``) are dropped on the shadow and the workload is measured against
+the shadow as it was, in interleaved rounds.
+
+Dropping an index can only change the plans that use it (a plan that did not pick it stays the cheapest when it
+is gone), so a drop is condemned when a statement whose plan on the shadow uses the index regresses by more
+than the threshold; what is left is measured again. A regression in a statement whose plan uses none of the
+dropped indexes is measurement noise: reported (``unexplained``), it condemns nothing. Writes only get cheaper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from advisor.core.domain import DropIndexChange, Evidence, IndexChange, Snapshot
+from advisor.core.errors import AdvisorError
+from advisor.core.progress import Say, silent
+from advisor.tuning.validation import ValidationOptions, validate
+from connectors.base import Connector, Shadow
+from optimizers.indexes.existing import find_drops
+from workloads.binding import BoundStatement
+
+MAX_ROUNDS = 3
+CONSTRAINT_INDEXES_SQL = ("/* db-advisor */ SELECT c.relname FROM pg_constraint k "
+                          "JOIN pg_class c ON c.oid = k.conindid WHERE k.conindid <> 0 AND k.conrelid <> 0")
+STATS_RESET_SQL = ("/* db-advisor */ SELECT to_char(stats_reset, 'YYYY-MM-DD HH24:MI TZ') FROM pg_stat_database "
+                   "WHERE datname = current_database()")
+
+
+@dataclass(frozen=True)
+class DropVerdict:
+    drop: DropIndexChange
+    size_bytes: int | None  # its size on the shadow (what dropping it frees)
+    serves: tuple[str, ...]  # queryids whose plans on the shadow use it
+    kept: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class DropValidation:
+    kept: tuple[DropIndexChange, ...] = ()
+    verdicts: tuple[DropVerdict, ...] = ()
+    evidence: Evidence | None = None  # of the kept drops
+    unexplained: tuple[str, ...] = ()  # regressed statements that no kept drop can affect: noise
+
+    def report(self) -> list[dict]:
+        """One row per proposed drop, for the recommendation's details."""
+        return [{"index": v.drop.name, "table": f"{v.drop.schema}.{v.drop.table}", "definition": v.drop.definition,
+                 "why": v.drop.why, "size_bytes": v.size_bytes, "statements": list(v.serves), "kept": v.kept,
+                 "reason": v.reason} for v in self.verdicts]
+
+
+def stats_since(target: Connector) -> str | None:
+    """When the target's statistics (index scan counts) were last reset, if the engine says."""
+    rows = _ask(target, STATS_RESET_SQL)
+    return rows[0][0] if rows and rows[0][0] else None
+
+
+def constraint_indexes(target: Connector) -> set[str]:
+    """Names of the indexes behind a constraint (an exclusion constraint's is neither unique nor primary)."""
+    return {r[0] for r in _ask(target, CONSTRAINT_INDEXES_SQL) or ()}
+
+
+def _ask(target: Connector, query: str) -> list | None:
+    if getattr(target, "engine", None) != "postgres":
+        return None
+    with target.connect() as conn:
+        cur = conn.cursor()
+        cur.execute(query)
+        return cur.fetchall()
+
+
+def validate_drops(target: Connector, shadow: Shadow, statements: Sequence[BoundStatement], snapshot: Snapshot,
+                   options: ValidationOptions = ValidationOptions(), say: Say = silent) -> DropValidation:
+    """The snapshot's unused and duplicate indexes, each dropped on the shadow and kept only if no statement
+    using it regresses (see the module docstring)."""
+    found = find_drops(snapshot.indexes, since=stats_since(target), protected=constraint_indexes(target))
+    proposed = [d for d in found if _plannable(shadow, d, say)]
+    if not proposed or not statements:
+        return DropValidation()
+    sizes = shadow.connector.index_sizes([_named(d) for d in proposed])
+    present = [d for d in proposed if sizes.get(_named(d))]
+    used: dict[str, set[str]] = {}
+    for st, names in zip(statements, shadow.connector.used_indexes([st.sql for st in statements])):
+        for name in names:
+            used.setdefault(name, set()).add(st.queryid)
+    verdicts = {d: DropVerdict(d, None, (), False, "not on the shadow") for d in proposed if d not in present}
+    live, evidence = list(present), None
+    for round_no in range(1, MAX_ROUNDS + 2):
+        if not live:
+            evidence = None
+            break
+        say(f"validating {len(live)} index drop(s) on the shadow (pass {round_no}): {options.rounds} rounds")
+        evidence = validate(shadow, statements, live, options, say=say)
+        if round_no > MAX_ROUNDS:
+            break
+        regressed = {s.queryid: s for s in evidence.regressions}
+        condemned = {}
+        for d in live:
+            bad = [regressed[q] for q in sorted(used.get(d.name, ())) if q in regressed]
+            if bad:
+                worst = max(bad, key=lambda s: s.ratio if s.ratio == s.ratio else 9.9)
+                condemned[d] = f"statement {worst.queryid} regressed without it ({worst.ratio:.2f}x)"
+        if not condemned:
+            break
+        for d, why in condemned.items():
+            verdicts[d] = DropVerdict(d, sizes.get(_named(d)), tuple(sorted(used.get(d.name, ()))), False, why)
+        live = [d for d in live if d not in condemned]
+        say(f"kept {len(condemned)} existing index(es): " + "; ".join(f"{d.name} ({w})" for d, w in condemned.items()))
+    affected = {q for d in live for q in used.get(d.name, ())}
+    unexplained = tuple(r.queryid for r in (evidence.regressions if evidence else ()) if r.queryid not in affected)
+    for d in live:
+        verdicts[d] = DropVerdict(d, sizes.get(_named(d)), tuple(sorted(used.get(d.name, ()))), True,
+                                  "no statement regressed without it")
+    return DropValidation(tuple(live), tuple(verdicts[d] for d in proposed), evidence, unexplained)
+
+
+def _plannable(shadow: Shadow, drop: DropIndexChange, say: Say) -> bool:
+    """Whether the connector can drop ``drop`` and put it back (its definition reads as a CREATE INDEX)."""
+    try:
+        shadow.connector.plan_changes([drop], {})
+        return True
+    except AdvisorError as e:
+        say(f"existing index {drop.name} is not proposed for dropping: {e}")
+        return False
+
+
+def _named(drop: DropIndexChange) -> IndexChange:
+    """An IndexChange naming the existing index, for the connector's size lookup by name."""
+    return IndexChange(drop.schema, drop.table, ("?",), name=drop.name)

@@ -1,0 +1,113 @@
+"""Index sizes that are true: a correction of the what-if size estimate learnt from indexes that were really
+built. HypoPG estimates a B-tree as one leaf entry per row, but PostgreSQL 13+ deduplicates equal keys into
+posting lists, so on a column with few distinct values it over-estimates several times (15.7 MB estimated,
+4.5 MB built), and a budget runs out on paper. Each observed (estimate, built size) pair of an index is kept;
+an estimate is multiplied by built/estimated of the closest observations: the same index, else single-column
+indexes of the same method and type whose column repeats its values about as often (deduplication saves more the
+more rows share a key: within a factor of ~3 of rows per distinct value), else indexes with the same method,
+leading column type and width, else the same method and leading column type. Unknown: the estimate as it is.
+Pure: the caller supplies column types, rows per distinct value and observations, and stores ``to_json()``.
+
+>>> m = SizeModel({("public", "t", "a"): "integer", ("public", "t", "b"): "integer", ("public", "t", "s"): "text"})
+>>> a, b, s = (IndexChange("public", "t", (c,)) for c in "abs")
+>>> m.learn(a, estimated=16_000_000, built=4_000_000)
+>>> m.calibrate(a, 16_000_000), m.calibrate(b, 8_000_000), m.calibrate(s, 8_000_000)
+(4000000, 2000000, 8000000)
+>>> SizeModel.from_json(m.to_json(), m.types).calibrate(b, 100_000)
+25000
+>>> cols = {("public", "u", c): "bigint" for c in "xyz"}
+>>> m = SizeModel(cols, repeats={("public", "u", "x"): 5000.0, ("public", "u", "y"): 10.0, ("public", "u", "z"): 12.0})
+>>> x, y, z = (IndexChange("public", "u", (c,)) for c in "xyz")
+>>> m.learn(x, 1_000_000, 250_000); m.learn(y, 1_000_000, 700_000)
+>>> m.calibrate(z, 1_000_000)  # z repeats its values as often as y: y's correction, not x's
+700000
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from advisor.core.domain import IndexChange
+
+ColumnRef = tuple[str, str, str]  # (schema, table, column)
+MIN_RATIO, MAX_RATIO = 0.05, 4.0  # a correction outside this is a measuring accident, not a size model
+
+
+@dataclass
+class SizeModel:
+    """Observed (estimate, built) sizes by index; the column types and rows per distinct value that group them."""
+
+    types: Mapping[ColumnRef, str] = field(default_factory=dict)
+    repeats: Mapping[ColumnRef, float] = field(default_factory=dict)  # rows per distinct value of a column
+    observed: dict[str, dict] = field(default_factory=dict)  # index key -> {estimated, built, group keys}
+
+    def learn(self, index: IndexChange, estimated: int, built: int | None) -> None:
+        """Record one index's what-if estimate and its real size (bytes); a later pair replaces an earlier one."""
+        if not estimated or not built or estimated <= 0 or built <= 0:
+            return
+        self.observed[_key(index)] = {"estimated": int(estimated), "built": int(built), "groups": self._groups(index)}
+
+    def ratio(self, index: IndexChange) -> float | None:
+        """built / estimated from the closest observations of ``index`` (None: nothing comparable seen)."""
+        exact = self.observed.get(_key(index))
+        if exact:
+            return _clip(exact["built"] / exact["estimated"])
+        for group in self._groups(index):
+            rows = [o for o in self.observed.values() if group in o["groups"]]
+            if rows:
+                return _clip(sum(o["built"] for o in rows) / sum(o["estimated"] for o in rows))
+        return None
+
+    def calibrate(self, index: IndexChange, estimated: int) -> int:
+        """The corrected estimate (bytes), at least one 8 kB page."""
+        r = self.ratio(index)
+        return int(estimated) if r is None else max(8192, int(round(estimated * r)))
+
+    def _groups(self, index: IndexChange) -> list[str]:
+        lead = (index.schema, index.table, index.columns[0]) if index.columns else None
+        kind = self.types.get(lead) if lead else None
+        if kind is None:
+            return []
+        groups = [f"{index.method}:{kind}:{len(index.columns)}", f"{index.method}:{kind}"]
+        if len(index.columns) == 1 and lead in self.repeats:
+            groups.insert(0, f"{index.method}:{kind}:1:r{round(math.log10(max(1.0, self.repeats[lead])) * 2)}")
+        return groups
+
+    def to_json(self) -> dict:
+        return {"observed": self.observed}
+
+    @classmethod
+    def from_json(cls, doc: Mapping | None, types: Mapping[ColumnRef, str] | None = None,
+                  repeats: Mapping[ColumnRef, float] | None = None) -> "SizeModel":
+        observed = {k: dict(v) for k, v in ((doc or {}).get("observed") or {}).items()
+                    if isinstance(v, Mapping) and v.get("estimated") and v.get("built")}
+        return cls(dict(types or {}), dict(repeats or {}), observed)
+
+
+class CalibratedSizes:
+    """A what-if planner whose ``index_size`` is corrected by a ``SizeModel``; ``raw`` keeps the uncorrected
+    estimates it answered, so reports can show both. Planning passes through."""
+
+    def __init__(self, planner, model: SizeModel):
+        self.planner = planner
+        self.model = model
+        self.raw: dict[IndexChange, int] = {}
+
+    def plan(self, sql, indexes, tables):
+        return self.planner.plan(sql, indexes, tables)
+
+    def index_size(self, index: IndexChange) -> int:
+        raw = self.raw[index] = int(self.planner.index_size(index))
+        return self.model.calibrate(index, raw)
+
+
+def _key(index: IndexChange) -> str:
+    where = f" WHERE {index.where}" if index.where else ""
+    include = f" INCLUDE ({', '.join(index.include)})" if index.include else ""
+    return f"{index.schema}.{index.table} USING {index.method} ({', '.join(index.columns)}){include}{where}"
+
+
+def _clip(r: float) -> float:
+    return min(MAX_RATIO, max(MIN_RATIO, r))

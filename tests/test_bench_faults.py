@@ -1,0 +1,60 @@
+"""``advisor bench faults`` against real servers: the cheap faults (a misbehaving LLM endpoint, two clients racing on
+one recommendation) in the default run, every fault in the slow run. Nothing here depends on timing: a fault is
+triggered by a progress line or a state the bench polls for, and only outcomes are checked, never seconds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from advisor.bench.faults import FaultBenchOptions, names, run_fault_bench, select, table
+from advisor.cli.main import main
+from advisor.core.errors import AdvisorError
+
+
+def check(doc: dict, wanted) -> None:
+    assert [f["name"] for f in doc["faults"]] == list(wanted)
+    for f in doc["faults"]:
+        assert f["error"] is None, table(doc)
+        assert f["lost"] == {"trials": 0, "recommendations": 0, "audit": 0}, table(doc)
+        assert f["orphans"] == [], table(doc)
+        assert f["injected"] and f["detected"], table(doc)
+        assert f["verdict"] in ("recovered", "refused"), table(doc)
+    assert doc["ok"] and doc["lost"] == {"trials": 0, "recommendations": 0, "audit": 0}
+
+
+def test_an_unknown_fault_is_refused_with_the_choices(capsys):
+    with pytest.raises(AdvisorError, match="unknown fault.*nope.*shadow_kill"):
+        select(("nope",))
+    assert main(["bench", "faults", "--faults", "nope"]) == 1
+    assert "error: unknown fault(s): nope; choose from shadow_kill" in capsys.readouterr().err
+    assert select(("llm", "shadow_kill"))[0].name == "shadow_kill"  # CASES order, not the order asked
+
+
+def test_a_bad_llm_and_two_racing_clients_lose_nothing(tmp_path):
+    doc = run_fault_bench(FaultBenchOptions(faults=("llm", "concurrent_approve"), out_dir=str(tmp_path)))
+    check(doc, ("llm", "concurrent_approve"))
+    llm, race = doc["faults"]
+    # every misbehaviour was named in a warning, and every run went on with seeds it could trust
+    assert set(llm["details"]["warnings"]) == {"hang", "garbage", "not-chat", "invents"}
+    assert all(llm["details"]["warnings"].values())
+    assert "did not answer within 2 s" in llm["details"]["warnings"]["hang"]
+    assert "invents: run done, seeds from llm:fault-invents" in llm["recovered_how"]
+    assert "INVENTED" not in llm["recovered_how"]
+    # exactly one client won each race; one audit row each; the index was built once
+    assert sorted(race["details"]["approve"]) == [200, 409] and sorted(race["details"]["apply"]) == [200, 409]
+    assert race["details"]["audit_actions"].count("approved") == 1
+    assert race["details"]["audit_actions"].count("applied") == 1
+    assert race["details"]["indexes_built"] == 1
+    saved = json.loads((tmp_path / "faults.json").read_text())
+    assert [f["name"] for f in saved["faults"]] == ["llm", "concurrent_approve"]
+    assert (tmp_path / "faults.png").stat().st_size > 0
+    shown = table(doc)
+    assert "concurrent_approve" in shown and "0/0/0" in shown and "every fault recovered or refused" in shown
+
+
+@pytest.mark.slow
+def test_every_fault_is_recovered_or_refused_and_nothing_is_lost(tmp_path):
+    doc = run_fault_bench(FaultBenchOptions(out_dir=str(tmp_path)))
+    check(doc, names())
