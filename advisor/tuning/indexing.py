@@ -71,9 +71,12 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
         if st.is_write:
             for table in _written(tree, schema):
                 written[table] = written.get(table, 0.0) + st.weight * max(1.0, st.rows_per_call)
-    existing = [i for i in map(index_columns, snapshot.indexes) if i is not None]
+    plain = [(info, index_columns(info)) for info in snapshot.indexes]
+    existing = [i for _, i in plain if i is not None]
+    unique = [((i.schema, i.table), i.columns) for info, i in plain if i is not None and info.is_unique]
     big = [t for t, n in rows.items() if n >= min_rows]
-    candidates = tuple(generate(uses, max_width=max_width, existing=existing, tables=big, shapes=shapes))
+    candidates = tuple(generate(uses, max_width=max_width, existing=existing, tables=big, shapes=shapes,
+                                unique=unique))
     maintenance = tuple((t, rows_written * INDEX_ENTRY_COST) for t, rows_written in sorted(written.items()))
     session = connector.whatif()
     planner = session if sizes is None else CalibratedSizes(session, sizes)

@@ -268,17 +268,29 @@ def best_key(uses: Sequence[ColumnUse], max_width: int, leave_out: Iterable[str]
     return tuple(eq[:max_width])
 
 
+def point_lookup(uses: Sequence[ColumnUse], unique: Iterable[tuple[str, ...]]) -> bool:
+    """Whether the statement fixes every column of one of the table's unique keys with an equality on a value:
+    it reads at most one row there, so covering it in an index saves one heap fetch per call, not worth a copy.
+
+    >>> use = lambda c, k: ColumnUse(("public", "t"), c, k)
+    >>> point_lookup([use("id", "equality")], [("id",)]), point_lookup([use("id", "join")], [("id",)])
+    (True, False)
+    """
+    fixed = {u.column for u in uses if u.kind == "equality"}
+    return any(set(key) <= fixed for key in unique)
+
+
 def _variants(table: TableRef, uses: Sequence[ColumnUse], shape: TableShape | None, max_width: int,
-              max_include: int) -> list[tuple[IndexChange, frozenset[str]]]:
+              max_include: int, unique: Iterable[tuple[str, ...]] = ()) -> list[tuple[IndexChange, frozenset[str]]]:
     """At most one INCLUDE variant (the best key, and the statement's other columns of the table when there are
-    1 to ``max_include`` of them: an index-only scan) and one partial variant (the key of the statement's other
-    uses, with its constant predicates as the index's WHERE)."""
+    1 to ``max_include`` of them: an index-only scan; none for a point lookup on a unique key) and one partial
+    variant (the key of the statement's other uses, with its constant predicates as the index's WHERE)."""
     if shape is None:
         return []
     out = []
     key = best_key(uses, max_width)
     rest = tuple(c for c in shape.columns if c not in key)
-    if key and 1 <= len(rest) <= max_include and not shape.every_column:
+    if key and 1 <= len(rest) <= max_include and not shape.every_column and not point_lookup(uses, unique):
         out.append((IndexChange(table[0], table[1], key, include=rest), frozenset()))
     if shape.constant:
         fixed = {c for c, _ in shape.constant}
@@ -298,15 +310,19 @@ def _sort_key(c: Candidate) -> tuple:
 def generate(uses_by_query: Mapping[str, Iterable[ColumnUse]], *, max_width: int = 3,
              existing: Iterable[IndexChange] = (), tables: Iterable[TableRef] | None = None,
              shapes: Mapping[str, Mapping[TableRef, TableShape]] | None = None,
-             max_include: int = 3) -> list[Candidate]:
+             max_include: int = 3, unique: Iterable[tuple[TableRef, tuple[str, ...]]] = ()) -> list[Candidate]:
     """Candidates for a workload, sorted by (table, columns, include, where). ``existing`` indexes cover their
     prefixes; ``tables`` (when given) limits candidates to those tables (e.g. tables big enough to index).
     ``shapes`` (per statement, from :func:`statement_shapes`) adds per (statement, table) at most one INCLUDE
     and one partial variant of the statement's best key; they compete with the others on what-if cost and size.
 
     A variant serves the statements that use its leading column and, for a partial one, have all its constant
-    predicates; an INCLUDE variant whose columns an existing index already has as its leading key is left out.
+    predicates; an INCLUDE variant whose columns an existing index already has as its leading key is left out, and
+    so is one for a statement that fixes a ``unique`` key ((table, columns) of unique indexes) of the table.
     """
+    unique_keys: dict[TableRef, list[tuple[str, ...]]] = {}
+    for table, cols in unique:
+        unique_keys.setdefault(table, []).append(tuple(cols))
     allowed = set(tables) if tables is not None else None
     covered = {((i.schema, i.table), i.columns[:k]) for i in existing for k in range(1, len(i.columns) + 1)}
     relevant: dict[tuple[TableRef, tuple[str, ...]], set[str]] = {}
@@ -324,7 +340,7 @@ def generate(uses_by_query: Mapping[str, Iterable[ColumnUse]], *, max_width: int
             for cols in _orderings(table_uses, max_width):
                 relevant.setdefault((table, cols), set()).add(qid)
             shape = (shapes or {}).get(qid, {}).get(table)
-            for v, preds in _variants(table, table_uses, shape, max_width, max_include):
+            for v, preds in _variants(table, table_uses, shape, max_width, max_include, unique_keys.get(table, ())):
                 variants.setdefault(v, set()).add(qid)
                 predicates[v] = preds
     out = []

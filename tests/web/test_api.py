@@ -109,7 +109,9 @@ def test_recommendation_lifecycle_reaches_production(app_client, tokens, registe
     page = client.get("/api/recommendations?state=validated&kind=indexes", headers=viewer).json()
     assert page["total"] == 1
     row = page["items"][0]
-    assert row["run_id"] == run["id"] and row["gain"] > 0.5 and row["gain_ci"][0] > 0.5 and row["changes"] == 1
+    shown = client.get(f"/api/recommendations/{row['id']}", headers=viewer).json()
+    assert row["run_id"] == run["id"] and row["gain"] > 0.5 and row["gain_ci"][0] > 0.5, shown
+    assert row["changes"] == 1, shown["apply_sql"]
     assert row["predicted_gain"] > 0.5 and row["target"] == "prod"
     rec = client.get(f"/api/recommendations/{row['id']}", headers=viewer).json()
     assert rec["gain"] == row["gain"] and rec["predicted_gain"] == pytest.approx(row["predicted_gain"])
