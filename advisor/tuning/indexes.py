@@ -26,9 +26,9 @@ from optimizers import registry
 from optimizers.indexes.problem import IndexProblem
 
 MB = 1024 * 1024
-# optimizers whose choice is checked against these baselines' (same problem and budget); the best set is recommended
+# the baselines a learned optimizer's choice is checked against (same problem and budget, see
+# IndexOptimizer.checked_against_baselines); the best set is recommended
 FALLBACK_TO = ("extend", "dexter")
-NO_FALLBACK = frozenset(FALLBACK_TO) | {"ilp", "noindex"}
 
 
 @dataclass(frozen=True)
@@ -173,9 +173,9 @@ def propose(problem: IndexProblem, optimizer: str, *, seed: int = 0, model_dir: 
 def better_baseline(problem: IndexProblem, optimizer: str, chosen: tuple, *, seed: int = 0,
                     say: Say = silent) -> dict | None:
     """{"from", "to", "costs", "indexes"} when a baseline's set for ``problem`` costs less (what-if) than
-    ``chosen``, the set of ``optimizer``; None when ``chosen`` is at least as good (or ``optimizer`` is itself a
-    baseline, exact, or no index). The baselines reuse the problem's what-if cache."""
-    if optimizer in NO_FALLBACK:
+    ``chosen``, the set of ``optimizer``; None when ``chosen`` is at least as good or ``optimizer`` is not
+    ``checked_against_baselines`` (a baseline, the exact solver, a peer). The baselines reuse the what-if cache."""
+    if not registry.get("indexes", optimizer).checked_against_baselines:
         return None
     costs = {optimizer: problem.cost(chosen)}
     sets = {}

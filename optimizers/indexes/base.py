@@ -5,6 +5,7 @@ each, within the budget (estimated sizes). Asked again, a plugin answers for the
 from __future__ import annotations
 
 from abc import abstractmethod
+from typing import ClassVar
 
 from advisor.core.domain import IndexChange
 from optimizers.base import Config, ContractViolation, Optimizer
@@ -17,6 +18,9 @@ class BudgetExceeded(ContractViolation):
 
 class IndexOptimizer(Optimizer[IndexProblem]):
     kind = "indexes"
+    # a learned optimizer's set is compared (what-if cost, same budget) with the baselines' and the pipeline
+    # recommends the best of them, saying so; a baseline, an exact solver or a peer is answered as itself
+    checked_against_baselines: ClassVar[bool] = False
 
     def _ask(self, n: int, current: Config | None) -> list[Config]:
         return [tuple(dict.fromkeys(self._select()))]

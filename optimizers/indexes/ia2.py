@@ -55,6 +55,7 @@ class IA2(IndexOptimizer):
     trains one on the problem first. The state carries the trained weights, so a restored IA2 answers the same."""
 
     name = "ia2"
+    checked_against_baselines = True
     description = "IA2: TD3 actor-critic with adaptive action masking over what-if costs"
 
     def _setup(self, agent: TD3Agent | None = None, episodes: int = 300, device: str = "auto", samples: int = 48,
