@@ -17,6 +17,7 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer >= 0.
 from rich.console import Console
 
 from advisor.cli import render
+from advisor.cli.bench_commands import bench_app
 from advisor.cli.common import JsonFlag, StoreOpt, resolve_dsn
 from advisor.cli.common import TargetDsn as Target
 from advisor.cli.common import emit as _emit_json
@@ -24,7 +25,6 @@ from advisor.cli.common import names as _names
 from advisor.cli.common import open_service as _service
 from advisor.cli.service_commands import register
 from advisor.core.errors import AdvisorError
-from advisor.core.progress import reporter
 from advisor.storage import codec
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -32,7 +32,6 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                        "validates them on a shadow instance, and recommends.")
 tune_app = typer.Typer(no_args_is_help=True, help="Propose and validate changes for a target.")
 app.add_typer(tune_app, name="tune")
-bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks on self-started servers: print, save JSON and plots.")
 app.add_typer(bench_app, name="bench")
 
 class Storage(str, Enum):
@@ -198,170 +197,6 @@ def demo(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.0
         _emit_json(_tune_doc(result))
     else:
         render.tune_result(Console(), result)
-
-
-@bench_app.command("knobs")
-def bench_knobs(workloads: Annotated[str, typer.Option(help="comma-separated: joins, lookups, tpch, pgbench")] =
-                "joins,lookups,tpch,pgbench",
-                trials: Annotated[int | None, typer.Option(help="trials per optimizer run (default: per workload, "
-                                                               "30 for joins/lookups)", min=3)] = None,
-                repeats: Annotated[int, typer.Option(help="executions of each statement per trial", min=1)] = 2,
-                surrogate_seeds: Annotated[int, typer.Option(help="seeds per optimizer on the surrogate; 0 = skip",
-                                                             min=0)] = 3,
-                seed: Annotated[int, typer.Option(help="random seed")] = 0,
-                out: Annotated[str, typer.Option(help="directory for knobs.json and the plot")] = "bench-results/knobs",
-                json_out: JsonFlag = False) -> None:
-    """Every knob optimizer with the same budget on real PostgreSQL (G* workloads and safety workloads), then
-    many seeds on a surrogate fitted to the real trials."""
-    from advisor.bench.knobs import BenchOptions, KnobBench, table
-
-    names = tuple(w.strip() for w in workloads.split(",") if w.strip())
-    options = BenchOptions(workloads=names, trials=trials, repeats=repeats, surrogate_seeds=surrogate_seeds,
-                           seed=seed, out_dir=out)
-    _bench_report(KnobBench(options, say=reporter()).run(), json_out, table, out, "knobs.json", "knobs-convergence.png")
-
-
-@bench_app.command("indexes")
-def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.001, max=10)] = 0.2,
-                  budgets: Annotated[str, typer.Option(help="comma-separated fractions of the data size")] =
-                  "0.05,0.1,0.2,0.35,0.5",
-                  mixes: Annotated[int, typer.Option(help="random template mixes", min=1)] = 10,
-                  mix_size: Annotated[int, typer.Option(help="templates per mix", min=1, max=22)] = 5,
-                  held_out: Annotated[int, typer.Option(help="templates IA2 does not train on", min=0, max=18)] = 4,
-                  episodes: Annotated[int, typer.Option(help="IA2 training episodes", min=1)] = 300,
-                  samples: Annotated[int, typer.Option(help="IA2 sampled rollouts per recommendation", min=0)] = 48,
-                  device: Annotated[str | None, typer.Option(help="IA2 training device: auto, cpu, cuda "
-                                                                "(default: ADVISOR_DEVICE)")] = None,
-                  rounds: Annotated[int, typer.Option(help="interleaved rounds of the real runs", min=1)] = 3,
-                  real: Annotated[bool, typer.Option(help="also build the indexes and run TPC-H for real")] = True,
-                  reward: Annotated[str, typer.Option(help="IA2 training reward: relative or per_storage")] =
-                  "relative",
-                  seed: Annotated[int, typer.Option(help="random seed")] = 0,
-                  out: Annotated[str, typer.Option(help="directory for indexes.json and the plot")] =
-                  "bench-results/indexes",
-                  workloads: Annotated[str, typer.Option(help="comma-separated: tpch (random template mixes), "
-                                                              "app (an application on TPC-H data), job (JOB-style "
-                                                              "joins on a synthetic IMDB)")] = "tpch",
-                  app_scale: Annotated[float, typer.Option(help="app: TPC-H scale factor", min=0.001, max=10)] = 0.05,
-                  job_scale: Annotated[float, typer.Option(help="job: synthetic IMDB scale factor", min=0.001,
-                                                           max=10)] = 0.05,
-                  budget_fraction: Annotated[float, typer.Option(help="app, job: budget as a fraction of the data "
-                                                                      "size", min=0.001, max=1)] = 0.25,
-                  budget_mb: Annotated[float | None, typer.Option(help="app, job: budget in MB (instead of the "
-                                                                      "fraction)", min=0.1)] = None,
-                  advisors: Annotated[str, typer.Option(help="app, job: advisors compared")] =
-                  "ia2,extend,dexter,supabase,fkeys,noindex",
-                  statement_timeout_ms: Annotated[int, typer.Option(help="app, job: statement timeout in the "
-                                                                         "validation and the real runs", min=100)] =
-                  120_000,
-                  json_out: JsonFlag = False) -> None:
-    """Index advisors (no index, Dexter, Extend, ILP, IA2) on TPC-H: what-if RC per budget over random mixes,
-    then real runs of TPC-H with IA2's and Extend's indexes. With ``--workloads app,job``: every advisor and the
-    Supabase-style and all-foreign-keys peers through the real pipeline on workloads nobody tuned for, with real
-    runtimes."""
-    from advisor.bench.indexes import IndexBench, IndexBenchOptions, table
-    from advisor.bench.index_workloads import WORKLOADS, WorkloadBench, WorkloadBenchOptions
-    from advisor.bench.index_workloads import table as workloads_table
-    from advisor.core.settings import get_settings
-
-    device = device or get_settings().device
-    chosen = [w.strip() for w in workloads.split(",") if w.strip()]
-    unknown = [w for w in chosen if w not in ("tpch", *WORKLOADS)]
-    if unknown or not chosen:
-        raise typer.BadParameter(f"unknown workloads {unknown}: choose from tpch, {', '.join(WORKLOADS)}")
-    if "tpch" not in chosen:
-        others = WorkloadBenchOptions(
-            workloads=tuple(w for w in chosen if w in WORKLOADS), app_scale=app_scale, job_scale=job_scale,
-            budget_fraction=budget_fraction, budget_mb=budget_mb,
-            advisors=tuple(a.strip() for a in advisors.split(",") if a.strip()), rounds=rounds, episodes=episodes,
-            samples=samples, device=device, seed=seed, statement_timeout_ms=statement_timeout_ms, out_dir=out)
-        _bench_report(WorkloadBench(others, say=reporter()).run(), json_out, workloads_table, out, "workloads.json",
-                      "workloads.png")
-        return
-    try:
-        fractions = tuple(float(b) for b in budgets.split(",") if b.strip())
-    except ValueError:
-        raise typer.BadParameter(f"budgets must be comma-separated numbers, got {budgets!r}") from None
-    if not fractions or any(not 0 < b <= 1 for b in fractions):
-        raise typer.BadParameter("every budget must be a fraction of the data size in (0, 1]")
-    options = IndexBenchOptions(scale=scale, budgets=fractions, mixes=mixes, mix_size=mix_size, held_out=held_out,
-                                episodes=episodes, samples=samples, device=device, rounds=rounds, real=real, seed=seed,
-                                out_dir=out,
-                                reward=reward)
-    _bench_report(IndexBench(options, say=reporter()).run(), json_out, table, out, "indexes.json", "indexes-rc.png")
-    if len(chosen) > 1:
-        bench_indexes(workloads=",".join(w for w in chosen if w != "tpch"), app_scale=app_scale, job_scale=job_scale,
-                      budget_fraction=budget_fraction, budget_mb=budget_mb, advisors=advisors, episodes=episodes,
-                      samples=samples, device=device, rounds=rounds, seed=seed, out=out,
-                      statement_timeout_ms=statement_timeout_ms, json_out=json_out)
-
-
-def _bench_report(doc: dict, json_out: bool, table, out: str, *saved: str) -> None:
-    """A bench's result: its JSON document, or its table and where the files are."""
-    if json_out:
-        _emit_json(doc)
-    else:
-        print(table(doc))
-        print(f"saved {' and '.join(f'{out}/{name}' for name in saved)}")
-
-
-@bench_app.command("service")
-def bench_service(clients: Annotated[int, typer.Option(help="concurrent API clients", min=1)] = 50,
-                  duration: Annotated[float, typer.Option(help="seconds of API load", min=1)] = 30.0,
-                  blocks: Annotated[int, typer.Option(help="pgbench blocks, observation off/on (ABBA), even",
-                                                      min=2)] = 12,
-                  block_s: Annotated[int, typer.Option(help="seconds per pgbench block", min=5)] = 30,
-                  interval: Annotated[float, typer.Option(help="seconds between observations", min=0.5)] = 10.0,
-                  scale: Annotated[int, typer.Option(help="pgbench scale", min=1)] = 10,
-                  api: Annotated[bool, typer.Option(help="run the API latency part")] = True,
-                  observation: Annotated[bool, typer.Option(help="run the observation-overhead part")] = True,
-                  out: Annotated[str, typer.Option(help="directory for api.json and observation.json")] =
-                  "bench-results/service",
-                  json_out: JsonFlag = False) -> None:
-    """The server's targets: p99 of GET /api/recommendations with concurrent clients during a tuning run, and
-    the throughput cost of observing a database (pgbench with observation off and on, one run)."""
-    doc: dict = {}
-    say = reporter()
-    if api:
-        from advisor.bench.api import ApiBenchOptions, run_api_bench, table as api_table
-
-        doc["api"] = run_api_bench(ApiBenchOptions(clients=clients, duration_s=duration, out_dir=out), say)
-    if observation:
-        from advisor.bench.observation import ObservationBenchOptions, run_observation_bench, table as obs_table
-
-        doc["observation"] = run_observation_bench(ObservationBenchOptions(
-            scale=scale, blocks=blocks, block_s=block_s, interval_s=interval, out_dir=out), say)
-    if json_out:
-        _emit_json(doc)
-        return
-    if "api" in doc:
-        print(api_table(doc["api"]))
-    if "observation" in doc:
-        print(obs_table(doc["observation"]))
-    print(f"saved under {out}/")
-
-
-@bench_app.command("faults")
-def bench_faults(faults: Annotated[str, typer.Option(help="comma-separated subset (default: all): shadow_kill, "
-                                                         "bad_config, target_drop, advisor_kill, api_restart, "
-                                                         "disk_full, llm, prod_lock, concurrent_approve")] = "",
-                 out: Annotated[str, typer.Option(help="directory for faults.json and the plot")] =
-                 "bench-results/faults",
-                 keep: Annotated[bool, typer.Option(help="keep the work directory (store, servers' files)")] = False,
-                 json_out: JsonFlag = False) -> None:
-    """Inject faults against real servers (a killed shadow, advisor or server, a bad configuration, dropped
-    connections, a full disk, a bad LLM endpoint, a production lock, a race of two clients) and report per fault:
-    injected, detected, recovered or refused, rows lost, orphaned servers, seconds to recover. Exit 1 unless every
-    fault was recovered or refused with a reason, with nothing lost."""
-    from advisor.bench.faults import FaultBenchOptions, run_fault_bench, table
-
-    options = FaultBenchOptions(faults=_names([faults]), out_dir=out, keep=keep)
-    doc = run_fault_bench(options, say=reporter())
-    _bench_report(doc, json_out, table, out, "faults.json", "faults.png")
-    failed = [f["name"] for f in doc["faults"] if f["verdict"] == "FAILED"]
-    if failed or any(doc["lost"].values()):
-        raise AdvisorError(f"not every fault was recovered or refused with a reason, with nothing lost: "
-                           f"{', '.join(failed) or 'rows lost'} (see the table)")
 
 
 register(app)  # the service's groups: serve, playground, targets, runs, recommendations, schedule, tokens
