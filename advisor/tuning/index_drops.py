@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from advisor.core.domain import DropIndexChange, Evidence, IndexChange, Snapshot
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
+from advisor.tuning.index_validation import plans_use
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors.base import Connector, Shadow
 from optimizers.indexes.existing import find_drops
@@ -81,10 +82,7 @@ def validate_drops(target: Connector, shadow: Shadow, statements: Sequence[Bound
         return DropValidation()
     sizes = shadow.connector.index_sizes([_named(d) for d in proposed])
     present = [d for d in proposed if sizes.get(_named(d))]
-    used: dict[str, set[str]] = {}
-    for st, names in zip(statements, shadow.connector.used_indexes([st.sql for st in statements])):
-        for name in names:
-            used.setdefault(name, set()).add(st.queryid)
+    used = plans_use(shadow, statements)
     verdicts = {d: DropVerdict(d, None, (), False, "not on the shadow") for d in proposed if d not in present}
     live, evidence = list(present), None
     for round_no in range(1, MAX_ROUNDS + 2):

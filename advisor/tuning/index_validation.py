@@ -1,13 +1,15 @@
 """Proving an index set on a shadow: build the indexes for real, see which statements' plans use each one and
-how big each really is, measure baseline and candidate interleaved, and drop every index that makes one of its
-statements regress or that gives no measurable benefit, re-measuring what is left.
+how big each really is, measure baseline and candidate interleaved, and drop the indexes that make a statement
+regress or that give no measurable benefit, re-measuring what is left.
 
 An index *serves* a statement when the statement's plan on the shadow (with every candidate index built) scans
 it. An index has a measurable benefit when at least one statement it serves got faster with the whole 95%
-interval of its time ratio below 1. A statement that regressed condemns every new index its plan uses and, when
-it writes, every new index on the table it writes (each written row must also be written into those indexes).
-A regression in a statement that no kept index can affect (its plan uses none, it writes none of their tables)
-is measurement noise: it is reported, and does not block the recommendation.
+interval of its time ratio below 1. The *suspects* of a statement that regressed are the new indexes its plan
+uses and, when it writes, the new indexes on the table it writes (each written row must also be written into
+them). A pass drops, per regressed statement, the one suspect that saved the least time elsewhere (a join of
+eight tables may use five new indexes of which one misleads the planner: the other four stay); the last pass
+drops every suspect left. A regression in a statement that no kept index can affect (its plan uses none, it
+writes none of their tables) is measurement noise: it is reported, and does not block the recommendation.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from advisor.core.progress import Say
-from advisor.core.domain import Evidence, IndexChange
+from advisor.core.domain import Evidence, IndexChange, StatementEvidence
 from advisor.tuning.indexing import written_tables
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors.base import Shadow
@@ -59,14 +61,18 @@ def inspect_built(shadow: Shadow, statements: Sequence[BoundStatement], indexes:
     (new or existing, by name), then drop them again."""
     applied = shadow.connector.apply(list(indexes))
     try:
-        sizes = shadow.connector.index_sizes(indexes)
-        used: dict[str, set[str]] = {}
-        for st, names in zip(statements, shadow.connector.used_indexes([st.sql for st in statements])):
-            for name in names:
-                used.setdefault(name, set()).add(st.queryid)
+        return shadow.connector.index_sizes(indexes), plans_use(shadow, statements)
     finally:
         shadow.connector.revert(applied)
-    return sizes, used
+
+
+def plans_use(shadow: Shadow, statements: Sequence[BoundStatement]) -> dict[str, set[str]]:
+    """Per index name, the queryids whose plans on the shadow (as it is now) scan it."""
+    used: dict[str, set[str]] = {}
+    for st, names in zip(statements, shadow.connector.used_indexes([st.sql for st in statements])):
+        for name in names:
+            used.setdefault(name, set()).add(st.queryid)
+    return used
 
 
 def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], indexes: Sequence[IndexChange],
@@ -103,13 +109,15 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
         if round_no > MAX_PRUNING_ROUNDS:
             break
         by_stmt = {s.queryid: s for s in evidence.statements}
+        suspects = {ix: [by_stmt[q] for q in serves[ix] if q in by_stmt and by_stmt[q].regressed]
+                    + [by_stmt[q] for q in writers.get((ix.schema, ix.table), ()) if q in by_stmt
+                       and by_stmt[q].regressed] for ix in live}
+        culprits = _culprits(suspects, serves, by_stmt, every=round_no == MAX_PRUNING_ROUNDS)
         dropped = []
         for ix in live:
             mine = [by_stmt[q] for q in serves[ix] if q in by_stmt]
-            bad = [s for s in mine if s.regressed] + [by_stmt[q] for q in writers.get((ix.schema, ix.table), ())
-                                                      if q in by_stmt and by_stmt[q].regressed]
-            if bad:
-                worst = max(bad, key=lambda s: s.ratio if s.ratio == s.ratio else 9.9)
+            if ix in culprits:
+                worst = max(suspects[ix], key=lambda s: s.ratio if s.ratio == s.ratio else 9.9)
                 verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), serves[ix], False,
                                             f"statement {worst.queryid} regressed ({worst.ratio:.2f}x)")
                 dropped.append(ix)
@@ -131,3 +139,22 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
         verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), tuple(helped), True, "measured benefit")
     unused = tuple(n for n in existing_names if n not in all_used)
     return IndexValidation(tuple(live), tuple(verdicts[ix] for ix in indexes), evidence, unused, unexplained)
+
+
+def _culprits(suspects: dict[IndexChange, list[StatementEvidence]], serves: dict[IndexChange, tuple[str, ...]],
+              by_stmt: dict[str, StatementEvidence], every: bool) -> set[IndexChange]:
+    """The indexes to drop for the regressions: with ``every``, all suspects; otherwise per regressed statement
+    the suspect that saved the least weighted time on the statements it serves that did not regress (ties: the
+    one serving fewer statements, then by name, so the choice is deterministic)."""
+    if every:
+        return {ix for ix, bad in suspects.items() if bad}
+
+    def saved(ix: IndexChange) -> float:
+        mine = [by_stmt[q] for q in serves[ix] if q in by_stmt and not by_stmt[q].regressed]
+        return sum(s.weight * (s.baseline_ms - s.candidate_ms) for s in mine if s.ratio_ci[1] < 1.0)
+
+    blamed: dict[str, list[IndexChange]] = {}
+    for ix, bad in suspects.items():
+        for st in bad:
+            blamed.setdefault(st.queryid, []).append(ix)
+    return {min(found, key=lambda ix: (saved(ix), len(serves[ix]), repr(ix))) for found in blamed.values()}

@@ -45,3 +45,23 @@ def test_harmful_and_idle_indexes_are_dropped_useful_one_kept(pg, db):
     with PostgresConnector(db).connect() as conn:  # the shadow is left as it was
         assert conn.execute("SELECT count(*) FROM pg_indexes WHERE tablename IN ('t', 'u')").fetchone()[0] == 1
 
+
+
+def _st(qid, ratio, regressed=False, weight=1.0, base=10.0):
+    from advisor.core.domain import StatementEvidence
+
+    hi = ratio * 1.05 if ratio < 1 else ratio * 1.2
+    return StatementEvidence(qid, "", weight, base, base * ratio, ratio, (ratio * 0.95, hi), regressed)
+
+
+def test_a_regressed_join_condemns_only_its_least_useful_index_until_the_last_pass():
+    from advisor.tuning.index_validation import _culprits
+
+    a, b, c = (IndexChange("public", t, ("movie_id",)) for t in ("cast_info", "movie_keyword", "movie_info"))
+    by_stmt = {"join8": _st("join8", 3.0, regressed=True), "q2": _st("q2", 0.2, weight=5),
+               "q3": _st("q3", 0.5), "q4": _st("q4", 0.9)}
+    serves = {a: ("join8", "q2"), b: ("join8", "q3"), c: ("q4",)}
+    suspects = {a: [by_stmt["join8"]], b: [by_stmt["join8"]], c: []}
+    assert _culprits(suspects, serves, by_stmt, every=False) == {b}  # b saved 5 ms, a 40 ms
+    assert _culprits(suspects, serves, by_stmt, every=True) == {a, b}
+    assert _culprits({a: [], b: [], c: []}, serves, by_stmt, every=False) == set()
