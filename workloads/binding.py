@@ -11,6 +11,8 @@ In order of preference:
 
 A statement gets several bindings (``SAMPLES``): the best one as ``sql`` (replayed and validated) and the others as
 ``samples`` (other real constants, statistics draws at other quantiles), whose what-if costs are averaged with it.
+A statement that ran once, with that whole call as pg_qualstats' example, gets that one binding: there is no other
+call to represent (and a big join costs a third of the planner calls).
 """
 
 from __future__ import annotations
@@ -133,6 +135,8 @@ class Binder:
             return self._bound(statement, statement.sql, "literal")
         example = self._example(statement.queryid)
         if example is not None and not parameters(example):  # one whole real call: first, then statistics draws
+            if statement.calls <= 1:  # the only call there was: nothing else to represent
+                return self._bound(statement, example, "qualstats")
             try:
                 drawn = [self._draw(statement.sql, params, i, {}) for i in range(self.samples - 1)]
             except BadStatement:  # e.g. ``date $1``: the normalized text does not prepare; the example alone

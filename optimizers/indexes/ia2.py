@@ -28,6 +28,9 @@ from optimizers.indexes.td3 import TD3Agent, TD3Options, action_space_key, mix_s
 __all__ = ["IA2", "TD3Agent", "TD3Options", "action_space_key", "held_out_sampler", "mix_sampler"]
 
 HELD_OUT_CHECKS = 3  # mixes unlike the workload the trained policy is compared with Extend on
+# planner calls training may make (what-if costs not cached yet; 0: no bound): what bounds the advice time on big
+# joins (JOB at SF 0.3: ~5 ms a call). Episodes end early when it is spent, and the stats say so.
+WHATIF_BUDGET = 10_000
 
 
 def held_out_sampler(base: IndexProblem, templates: Sequence[str],
@@ -60,8 +63,10 @@ class IA2(IndexOptimizer):
 
     def _setup(self, agent: TD3Agent | None = None, episodes: int = 300, device: str = "auto", samples: int = 48,
                templates: Sequence[str] | None = None, budgets: tuple[int, int] | None = None,
-               data_bytes: int = 0, reward: str = "relative", retrain: bool = False, held_out: float = 0.3) -> None:
+               data_bytes: int = 0, reward: str = "relative", retrain: bool = False, held_out: float = 0.3,
+               whatif_budget: int = WHATIF_BUDGET) -> None:
         self.agent, self.episodes, self.device, self.samples = agent, episodes, device, samples
+        self.whatif_budget = max(0, int(whatif_budget))
         self.held_out = min(max(float(held_out), 0.0), 1.0)
         self.templates, self.budgets, self.data_bytes = templates, budgets, data_bytes
         self.reward, self.retrain = reward, retrain
@@ -114,7 +119,7 @@ class IA2(IndexOptimizer):
         def sample(rng: np.random.Generator) -> IndexProblem:
             return unlike(rng) if share > 0 and rng.random() < share else usual(rng)
 
-        self.agent.train(sample, say=say)
+        self.agent.train(sample, say=say, calls=lambda: problem.whatif.calls, max_calls=self.whatif_budget)
         return unlike
 
     def _check_unlike(self, unlike: Callable[[np.random.Generator], IndexProblem], say: Say) -> dict:

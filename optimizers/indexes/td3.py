@@ -130,6 +130,8 @@ class TrainStats:
     seconds: float = 0.0
     device: str = "cpu"
     final_rc: list[float] = field(default_factory=list)  # relative cost at each episode's end
+    whatif_calls: int = 0  # planner calls the training made (what-if costs not yet cached)
+    stopped_by: str = "episodes"  # or "what-if budget": the planner calls allowed were spent first
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -209,16 +211,32 @@ class TD3Agent:
     # --- learning -------------------------------------------------------------------------------------------
 
     def train(self, sample: Callable[[np.random.Generator], IndexProblem], episodes: int | None = None,
-              say: Say | None = None) -> TrainStats:
-        """Run ``episodes`` episodes on problems drawn by ``sample(rng)``, learning as it goes."""
+              say: Say | None = None, calls: Callable[[], int] | None = None, max_calls: int = 0) -> TrainStats:
+        """Run ``episodes`` episodes on problems drawn by ``sample(rng)``, learning as it goes. With ``calls`` (the
+        planner calls made so far) and ``max_calls`` > 0, training also ends after the episode in which the calls
+        made since the start reach ``max_calls``; exploration decays with whichever of episodes and calls is
+        further along, so a budget cut still ends on the exploiting policy. Calls, not seconds, bound it: the same
+        costs give the same model on any machine."""
         o = self.options
         episodes = episodes or o.episodes
         buffer = Buffer(o.buffer, len(self.candidates))
         start = time.perf_counter()
         env = self.env
+        calls = calls or (lambda: 0)
+        calls0 = calls()
+
+        def progress(ep: int) -> float:
+            spent = (calls() - calls0) / max_calls if max_calls > 0 else 0.0
+            return max(ep / max(1, 0.8 * episodes), spent / 0.8)
+
         with one_thread() if self.device.type == "cpu" else _nothing():
             for ep in range(episodes):
-                explore = o.explore_start + (o.explore_end - o.explore_start) * min(1.0, ep / max(1, 0.8 * episodes))
+                if max_calls > 0 and calls() - calls0 >= max_calls:
+                    self.stats.stopped_by = "what-if budget"
+                    if say:
+                        say(f"IA2 training: what-if budget of {max_calls} planner calls spent after {ep} episodes")
+                    break
+                explore = o.explore_start + (o.explore_end - o.explore_start) * min(1.0, progress(ep))
                 env.reset(sample(self.rng))
                 mask = env.mask()
                 g, phi = env.features()
@@ -242,6 +260,7 @@ class TD3Agent:
                     say(f"IA2 training: episode {ep + 1}/{episodes}, mean relative cost {np.mean(recent):.3f}, "
                         f"{time.perf_counter() - start:.0f}s")
         self.stats.seconds += time.perf_counter() - start
+        self.stats.whatif_calls += calls() - calls0
         return self.stats
 
     def _update(self, buffer: Buffer) -> None:

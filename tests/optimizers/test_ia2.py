@@ -154,3 +154,16 @@ def test_cuda_asked_for_without_cuda_is_an_error():
         pytest.skip("this machine has CUDA")
     with pytest.raises(ValueError, match="no CUDA"):
         TD3Agent(CANDIDATES, device="cuda")
+
+
+def test_training_stops_when_its_planner_call_budget_is_spent(problem, tmp_path):
+    said: list[str] = []
+    before = problem.whatif.calls
+    bounded = registry.create("indexes", "ia2", problem, episodes=200, samples=0, whatif_budget=4)
+    stats = bounded.prepare(None, said.append)
+    assert stats["stopped_by"] == "what-if budget" and stats["episodes"] < 200
+    assert 4 <= stats["whatif_calls"] <= problem.whatif.calls - before  # the check after training calls too
+    assert any("what-if budget of 4 planner calls spent" in m for m in said)
+    # with calls to spare, the episodes bound it
+    free = registry.create("indexes", "ia2", problem, episodes=5, samples=0, whatif_budget=0, retrain=True)
+    assert free.prepare(None, said.append)["stopped_by"] == "episodes"

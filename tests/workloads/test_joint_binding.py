@@ -104,3 +104,15 @@ def test_a_statement_known_only_without_constants_is_bound_and_advised(tpch_dsn)
         assert index in [cand.index for cand in problem.candidates]
         assert problem.cost([index]) < 0.5 * problem.cost()
         assert problem.whatif.calls == 6  # each binding planned once per configuration
+
+
+def test_a_statement_that_ran_once_is_bound_to_that_call_alone(tpch_dsn):
+    with psycopg.connect(tpch_dsn, autocommit=True) as conn:  # literal constants: the simple protocol
+        conn.execute("SELECT count(*) FROM orders WHERE o_custkey = 4242 AND o_orderstatus = 'F'")
+        queryid, normalized = conn.execute("SELECT queryid::text, query FROM pg_stat_statements WHERE query LIKE "
+                                           "'SELECT count(*) FROM orders WHERE o_custkey = $1 AND%'").fetchone()
+    once, _ = bind_workload(PostgresConnector(tpch_dsn), Workload((Statement(queryid, normalized, 1, 1.0),)))
+    assert once[0].source == "qualstats" and "4242" in once[0].sql and once[0].samples == ()
+    # the same statement seen ten times: its one example and statistics draws for the calls not sampled
+    many, _ = bind_workload(PostgresConnector(tpch_dsn), Workload((Statement(queryid, normalized, 10, 1.0),)))
+    assert "4242" in many[0].sql and len(many[0].samples) >= 1
