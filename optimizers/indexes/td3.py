@@ -131,7 +131,9 @@ class TrainStats:
     device: str = "cpu"
     final_rc: list[float] = field(default_factory=list)  # relative cost at each episode's end
     whatif_calls: int = 0  # planner calls the training made (what-if costs not yet cached)
-    stopped_by: str = "episodes"  # or "what-if budget": the planner calls allowed were spent first
+    # "episode limit", or "what-if budget" when the planner calls allowed were spent first (not "episodes": a value
+    # equal to a key pickles as a back-reference in one blob and not in its restored copy, and the states differ)
+    stopped_by: str = "episode limit"
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -166,4 +166,4 @@ def test_training_stops_when_its_planner_call_budget_is_spent(problem, tmp_path)
     assert any("what-if budget of 4 planner calls spent" in m for m in said)
     # with calls to spare, the episodes bound it
     free = registry.create("indexes", "ia2", problem, episodes=5, samples=0, whatif_budget=0, retrain=True)
-    assert free.prepare(None, said.append)["stopped_by"] == "episodes"
+    assert free.prepare(None, said.append)["stopped_by"] == "episode limit"
