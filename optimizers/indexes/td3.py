@@ -71,10 +71,15 @@ class Actor(nn.Module):
         super().__init__()
         self.net = _mlp(CANDIDATE_FEATURES + GLOBAL_FEATURES, hidden, 1)
 
-    def forward(self, g: torch.Tensor, phi: torch.Tensor) -> torch.Tensor:
-        """Scores [batch, n] from global features [batch, G] and candidate features [batch, n, F]."""
+    def forward(self, g: torch.Tensor, phi: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Scores [batch, n] from global features [batch, G] and candidate features [batch, n, F]. With ``mask``
+        [batch, n], only the valid candidates are scored (the rest get -1e9, what every caller masks them to):
+        most of a target's candidates are invalid in any one state, so this is most of the training's work saved."""
         gx = g.unsqueeze(1).expand(-1, phi.shape[1], -1)
-        return self.net(torch.cat([phi, gx], dim=-1)).squeeze(-1)
+        if mask is None:
+            return self.net(torch.cat([phi, gx], dim=-1)).squeeze(-1)
+        scores = torch.full(mask.shape, -1e9, dtype=phi.dtype, device=phi.device)
+        return scores.masked_scatter(mask, self.net(torch.cat([phi[mask], gx[mask]], dim=-1)).squeeze(-1))
 
 
 class Critic(nn.Module):
@@ -82,12 +87,18 @@ class Critic(nn.Module):
         super().__init__()
         self.net = _mlp(GLOBAL_FEATURES + 3 * CANDIDATE_FEATURES, hidden, 1)
 
-    def forward(self, g, phi, mask, action_phi) -> torch.Tensor:
-        m = mask.unsqueeze(-1).float()
-        count = m.sum(1).clamp(min=1.0)
-        mean = (phi * m).sum(1) / count
-        peak = torch.where(m > 0, phi, torch.full_like(phi, -1.0)).max(1).values
-        return self.net(torch.cat([g, mean, peak, action_phi], dim=-1)).squeeze(-1)
+    def forward(self, g, pooled, action_phi) -> torch.Tensor:
+        """Values [batch] from global features, the state's ``pool``ed candidate features and the action's."""
+        return self.net(torch.cat([g, pooled, action_phi], dim=-1)).squeeze(-1)
+
+
+def pool(phi: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The critic's view of the valid candidates of a state: their mean and peak features [2 F] (zeros and -1
+    when none is valid). Computed once per transition, when it enters the replay buffer."""
+    valid = phi[mask]
+    if not len(valid):
+        return np.concatenate([np.zeros(CANDIDATE_FEATURES), -np.ones(CANDIDATE_FEATURES)]).astype(np.float32)
+    return np.concatenate([valid.mean(0), valid.max(0)]).astype(np.float32)
 
 
 def _masked(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -99,11 +110,13 @@ class Buffer:
         self.capacity, self.size, self.pos = capacity, 0, 0
         f = np.float32
         self.g = np.zeros((capacity, GLOBAL_FEATURES), f)
+        self.pooled = np.zeros((capacity, 2 * CANDIDATE_FEATURES), f)
         self.phi = np.zeros((capacity, n, CANDIDATE_FEATURES), f)
         self.mask = np.zeros((capacity, n), bool)
         self.a = np.zeros(capacity, np.int64)
         self.r = np.zeros(capacity, f)
         self.g2 = np.zeros_like(self.g)
+        self.pooled2 = np.zeros_like(self.pooled)
         self.phi2 = np.zeros_like(self.phi)
         self.mask2 = np.zeros_like(self.mask)
         self.done = np.zeros(capacity, f)
@@ -112,14 +125,15 @@ class Buffer:
         i = self.pos
         self.g[i], self.phi[i], self.mask[i], self.a[i], self.r[i] = g, phi, mask, a, r
         self.g2[i], self.phi2[i], self.mask2[i], self.done[i] = g2, phi2, mask2, float(done)
+        self.pooled[i], self.pooled2[i] = pool(phi, mask), pool(phi2, mask2)
         self.pos = (self.pos + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
 
     def sample(self, batch: int, rng: np.random.Generator, device: torch.device):
         idx = rng.integers(0, self.size, size=batch)
         t = lambda x: torch.as_tensor(x[idx], device=device)  # noqa: E731
-        return (t(self.g), t(self.phi), t(self.mask), t(self.a), t(self.r), t(self.g2), t(self.phi2), t(self.mask2),
-                t(self.done))
+        return (t(self.g), t(self.pooled), t(self.phi), t(self.mask), t(self.a), t(self.r), t(self.g2), t(self.pooled2),
+                t(self.phi2), t(self.mask2), t(self.done))
 
 
 @dataclass
@@ -167,20 +181,22 @@ class TD3Agent:
 
     # --- acting ---------------------------------------------------------------------------------------------
 
-    def _scores(self, g: np.ndarray, phi: np.ndarray) -> np.ndarray:
+    def _scores(self, g: np.ndarray, phi: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The actor's scores of the valid candidates (in the order of ``np.flatnonzero(mask)``)."""
         with torch.no_grad():
             gt = torch.as_tensor(g, device=self.device).unsqueeze(0)
-            pt = torch.as_tensor(phi, device=self.device).unsqueeze(0)
+            valid = torch.as_tensor(np.flatnonzero(mask), device=self.device)
+            pt = torch.as_tensor(phi, device=self.device)[valid].unsqueeze(0)
             return self.actor(gt, pt).squeeze(0).cpu().numpy()
 
     def act(self, g: np.ndarray, phi: np.ndarray, mask: np.ndarray, explore: float = 0.0) -> int:
         valid = np.flatnonzero(mask)
         if explore > 0 and self.rng.random() < explore:
             return int(self.rng.choice(valid))
-        scores = self._scores(g, phi)
+        scores = self._scores(g, phi, mask)
         if explore > 0:
-            scores = scores + self.rng.normal(0.0, self.options.score_noise, size=scores.shape)
-        return int(valid[np.argmax(scores[valid])])
+            scores = scores + self.rng.normal(0.0, self.options.score_noise, size=len(mask))[valid]
+        return int(valid[np.argmax(scores)])
 
     def rollout(self, problem: IndexProblem, samples: int = 0) -> list[IndexChange]:
         """The policy's configuration for ``problem``: greedy steps until no action is valid. With ``samples``,
@@ -200,7 +216,7 @@ class TD3Agent:
                         action = self.act(g, phi, mask)
                     else:
                         valid = np.flatnonzero(mask)
-                        z = self._scores(g, phi)[valid]
+                        z = self._scores(g, phi, mask)
                         z = (z - z.mean()) / (z.std() + 1e-6) / self.sample_temperature  # scale-free
                         p = np.exp(z - z.max())
                         action = int(rng.choice(valid, p=p / p.sum()))
@@ -267,15 +283,15 @@ class TD3Agent:
 
     def _update(self, buffer: Buffer) -> None:
         o = self.options
-        g, phi, mask, a, r, g2, phi2, mask2, done = buffer.sample(o.batch, self.rng, self.device)
+        g, pooled, phi, mask, a, r, g2, pooled2, phi2, mask2, done = buffer.sample(o.batch, self.rng, self.device)
         rows = torch.arange(len(a), device=self.device)
         with torch.no_grad():
             noise = (torch.randn(mask2.shape, device=self.device) * o.target_noise).clamp(-o.noise_clip, o.noise_clip)
-            a2 = _masked(self.actor_t(g2, phi2) + noise, mask2).argmax(1)
-            q2 = torch.min(*(c(g2, phi2, mask2, phi2[rows, a2]) for c in self.critics_t))
+            a2 = _masked(self.actor_t(g2, phi2, mask2) + noise, mask2).argmax(1)
+            q2 = torch.min(*(c(g2, pooled2, phi2[rows, a2]) for c in self.critics_t))
             has_next = mask2.any(1).float()
             y = r + o.gamma * (1.0 - done) * has_next * q2
-        q1, q2c = (c(g, phi, mask, phi[rows, a]) for c in self.critics)
+        q1, q2c = (c(g, pooled, phi[rows, a]) for c in self.critics)
         loss = ((q1 - y) ** 2).mean() + ((q2c - y) ** 2).mean()
         self.opt_critic.zero_grad()
         loss.backward()
@@ -283,9 +299,9 @@ class TD3Agent:
         self.stats.updates += 1
         if self.stats.updates % o.policy_delay:
             return
-        weights = torch.softmax(_masked(self.actor(g, phi), mask) / o.temperature, dim=1)
+        weights = torch.softmax(self.actor(g, phi, mask) / o.temperature, dim=1)
         soft_action = (weights.unsqueeze(-1) * phi).sum(1)
-        actor_loss = -self.critics[0](g, phi, mask, soft_action).mean()
+        actor_loss = -self.critics[0](g, pooled, soft_action).mean()
         self.opt_actor.zero_grad()
         actor_loss.backward()
         self.opt_actor.step()
