@@ -166,7 +166,10 @@ class OperationsMixin:
         prior = self.store.run(run_id)["result"] or {}
         self.store.update_run(run_id, state="done", result={**prior, "recommendation": rec.id if rec else None,
                                                              "state": rec.state if rec else None,
-                                                             "message": result.message})
+                                                             "message": result.message,
+                                                             # nothing recommended: the per-statement reasons stay
+                                                             **({"explain": list(result.explain)} if rec is None
+                                                                and getattr(result, "explain", ()) else {})})
         return self.store.run(run_id)
 
     def _tune_plan(self, dsn: str, name: str, plan: RunPlan, run_id: str):

@@ -45,6 +45,13 @@ class DropValidation:
     evidence: Evidence | None = None  # of the kept drops
     unexplained: tuple[str, ...] = ()  # regressed statements that no kept drop can affect: noise
 
+    @property
+    def accepted(self) -> bool:
+        """Drops were kept and no statement whose plan used one of them regressed without them."""
+        noise = set(self.unexplained)
+        return bool(self.kept) and not [r for r in (self.evidence.regressions if self.evidence else ())
+                                        if r.queryid not in noise]
+
     def report(self) -> list[dict]:
         """One row per proposed drop, for the recommendation's details."""
         return [{"index": v.drop.name, "table": f"{v.drop.schema}.{v.drop.table}", "definition": v.drop.definition,

@@ -94,39 +94,55 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
                            chooser=fallback["to"] if fallback else plan.optimizer)
             if fallback:
                 note_fallback(rows, fallback)
-        say(f"{plan.optimizer} chose {len(chosen)} index(es), what-if relative cost {whatif['relative_cost']:.3f}")
-        head = f"{fallback_note(fallback)}; " if fallback else ""
-        common = dict(target_id=obs.target_id, kind="indexes", optimizer=plan.optimizer, run_id=run_id)
-        result = dict(observation=obs, whatif=whatif, training=training, skipped=tuple(unparsed),
-                      explain=tuple(rows), fallback=fallback)
-        if not chosen:
-            why = "; ".join(f"{r['queryid']}: {r['why']}" for r in rows)
-            return IndexTuneResult(None, chosen=(), message=f"{plan.optimizer}: no index is worth its space within "
-                                   f"the budget. Per statement: {why}", **result)
-        if plan.validation is None:
-            rec = recommend(store, **common, plan=connector.plan_changes(chosen),
-                            details=details(connector, chosen, estimated, None, whatif, training, rows, raw))
-            return IndexTuneResult(rec, chosen=chosen, message=head + "not validated (validation was switched off)",
-                                   **result)
-        existing = [i.name for i in obs.snapshot.indexes if not i.is_primary and not i.is_unique and i.scans == 0]
-        checked = validate_indexes(shadow, bound, chosen, estimated, existing, plan.validation, say=say)
-        drops = index_drops.validate_drops(connector, shadow, bound, obs.snapshot, plan.validation, say=say)
-        index_sizing.learn_built(sizes, raw, {v.index: v.built_bytes for v in checked.verdicts}, model_dir)
-    rows = add_verdicts(rows, checked.verdicts, connector.index_name)
-    result["explain"] = tuple(rows)
+        checked, drops = None, index_drops.DropValidation()  # validated outside the what-if session
+        if plan.validation is not None:
+            if chosen:
+                existing = [i.name for i in obs.snapshot.indexes if not i.is_primary and not i.is_unique and i.scans == 0]
+                checked = validate_indexes(shadow, bound, chosen, estimated, existing, plan.validation, say=say)
+                index_sizing.learn_built(sizes, raw, {v.index: v.built_bytes for v in checked.verdicts}, model_dir)
+            drops = index_drops.validate_drops(connector, shadow, bound, obs.snapshot, plan.validation, say=say)
+    say(f"{plan.optimizer} chose {len(chosen)} index(es), what-if relative cost {whatif['relative_cost']:.3f}")
+    head = f"{fallback_note(fallback)}; " if fallback else ""
+    common = dict(target_id=obs.target_id, kind="indexes", optimizer=plan.optimizer, run_id=run_id)
+    if checked is not None:
+        rows = add_verdicts(rows, checked.verdicts, connector.index_name)
+    result = dict(observation=obs, whatif=whatif, training=training, skipped=tuple(unparsed),
+                  explain=tuple(rows), fallback=fallback, chosen=chosen, validation=checked)
     info = details(connector, chosen, estimated, checked, whatif, training, rows, raw, drops)
-    if not checked.kept:
-        why = head + "every chosen index was dropped on validation: " + "; ".join(
+    if not chosen and not drops.kept:
+        why = "; ".join(f"{r['queryid']}: {r['why']}" for r in rows)
+        return IndexTuneResult(None, message=f"{plan.optimizer}: no index is worth its space within the budget. "
+                               f"Per statement: {why}", **result)
+    if plan.validation is None:
+        rec = recommend(store, **common, plan=connector.plan_changes(chosen), details=info)
+        return IndexTuneResult(rec, message=head + "not validated (validation was switched off)", **result)
+    if checked is None or not checked.kept:
+        lost = "" if checked is None else "every chosen index was dropped on validation: " + "; ".join(
             f"{connector.index_name(v.index)}: {v.reason}" for v in checked.verdicts)
+        if drops.kept:  # no new index is worth its space, but some existing ones are not worth theirs either
+            why = head + (f"{lost}; " if lost else "") + drop_note(drops)
+            rec = recommend(store, **common, plan=connector.plan_changes(drops.kept), evidence=drops.evidence,
+                            accepted=drops.accepted, why=why, details=info)
+            return IndexTuneResult(rec, message=f"{plan.optimizer}: no new index is kept; {why}", **result)
+        why = head + lost
         rec = recommend(store, **common, plan=None, changes=chosen, accepted=False, why=why, details=info)
-        return IndexTuneResult(rec, chosen=chosen, validation=checked, message=why, **result)
+        return IndexTuneResult(rec, message=why, **result)
     why = head + verdict_note(checked.evidence)
     if checked.unexplained:
         why += (f"; slower but unaffected by the indexes (their plans use none of them), so noise: "
                 f"{', '.join(checked.unexplained)}")
     rec = recommend(store, **common, plan=connector.plan_changes(checked.kept + drops.kept), evidence=checked.evidence,
                     accepted=checked.accepted, why=why, details=info)
-    return IndexTuneResult(rec, chosen=chosen, validation=checked, message=why, **result)
+    return IndexTuneResult(rec, message=why, **result)
+
+
+def drop_note(drops: index_drops.DropValidation) -> str:
+    """One line on a drop-only recommendation: what it frees, and that no statement using them regressed."""
+    freed = sum(v.size_bytes or 0 for v in drops.verdicts if v.kept) / MB
+    names = ", ".join(d.name for d in drops.kept)
+    noise = f" (slower but using none of them, so noise: {', '.join(drops.unexplained)})" if drops.unexplained else ""
+    return (f"drop {len(drops.kept)} unused or duplicate index(es) ({names}), freeing {freed:.1f} MB and their "
+            f"upkeep on writes; no statement whose plan used them regressed without them{noise}")
 
 
 def _not_bound(obs: Observation, skipped) -> list[tuple[str, str, str]]:

@@ -62,3 +62,26 @@ def test_unused_and_covered_indexes_are_dropped_validated_and_reverted(db, tmp_p
     back = indexes(db)
     assert all(back[name] == definition for name, definition in DEFS.items())
     assert len(back) == 3
+
+
+def test_drops_alone_are_recommended_when_no_new_index_is_worth_it(db, tmp_path):
+    """The workload is served by the indexes it has (primary key and t_a_b): no new index is chosen, yet the
+    unused and the covered index still get a validated drop-only recommendation, not a silent 'nothing'."""
+    run(db, "CREATE TABLE t (id int PRIMARY KEY, a int, b int, c int, pad text)",
+        "INSERT INTO t SELECT x, x % 100, (x / 100) % 50, x % 7, repeat('p', 60) FROM generate_series(1, 100000) x",
+        DEFS["t_a"], DEFS["t_a_b"], DEFS["t_c_unused"], "ANALYZE", "SELECT pg_stat_reset()",
+        "SELECT pg_stat_statements_reset()")
+    for k in range(5):
+        run(db, f"SELECT * FROM t WHERE a = {k * 7} AND b = {k * 3}", f"SELECT pad FROM t WHERE id = {k * 101}")
+    target = PostgresConnector(db)
+    with Store(tmp_path / "s.duckdb") as store:
+        obs = observe(store, target)
+        plan = IndexPlan("extend", budget_mb=50, validation=ValidationOptions(rounds=3))
+        res = tune_indexes(store, target, obs, plan, model_dir=tmp_path / "model")
+    assert res.chosen == ()
+    rec = res.recommendation
+    assert rec is not None and rec.state == "validated", res.message
+    assert sorted(c.name for c in rec.changes) == ["t_a", "t_c_unused"]
+    assert all(isinstance(c, DropIndexChange) for c in rec.changes)
+    assert "no new index is kept" in res.message and "freeing" in res.message
+    assert len(res.explain) == 2 and rec.details["explain"]  # every statement still explained

@@ -181,3 +181,21 @@ def test_a_running_run_can_be_cancelled(app_client, tokens, registered):
     assert ended["state"] == "cancelled" and "operator-1" in ended["error"], ended
     assert ended["trials_done"] < 50
     assert client.post(f"/api/runs/{run['id']}/cancel", headers=op).status_code == 409
+
+
+def test_a_run_that_recommends_nothing_keeps_its_reasons_and_shows_them(app_client, tokens, registered):
+    """A budget no index fits: no recommendation, and the run still says why per statement (REST and its page)."""
+    from web.deps import SESSION_COOKIE
+
+    client, service = app_client
+    r = client.post("/api/runs", json={"target": "prod", **INDEX_RUN, "budget_mb": 0.001}, headers=tokens["operator"])
+    run = wait_run(client, tokens["operator"], r.json()["id"])
+    assert run["state"] == "done" and run["result"]["recommendation"] is None, run
+    assert "no index is worth its space" in run["result"]["message"]
+    explained = run["result"]["explain"]
+    assert explained and all(row["why"] for row in explained)
+    _, secret = service.create_token("page-viewer", "viewer")
+    session, _ = service.login(secret)
+    client.cookies.set(SESSION_COOKIE, session)
+    page = client.get(f"/runs/{run['id']}").text
+    assert 'id="explain"' in page and "Why, per statement" in page and explained[0]["queryid"] in page
