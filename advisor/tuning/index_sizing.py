@@ -50,7 +50,9 @@ def prepare(shadow: Connector, snapshot: Snapshot, model_dir: Path | None, say: 
             stored = json.loads((model_dir / FILE).read_text())
         except (OSError, ValueError):
             stored = None
-    model = SizeModel.from_json(stored, column_types(shadow), repeats(snapshot))
+    model = SizeModel.from_json(stored, column_types(shadow), repeats(snapshot),
+                                {(c.schema, c.table, c.column): float(c.avg_width) for c in snapshot.columns},
+                                {(t.schema, t.name): t.rows for t in snapshot.tables})
     twins = {}
     for info in snapshot.indexes:
         ix = index_columns(info)

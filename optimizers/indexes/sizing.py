@@ -5,7 +5,14 @@ posting lists, so on a column with few distinct values it over-estimates several
 an estimate is multiplied by built/estimated of the closest observations: the same index, else single-column
 indexes of the same method and type whose column repeats its values about as often (deduplication saves more the
 more rows share a key: within a factor of ~3 of rows per distinct value), else indexes with the same method,
-leading column type and width, else the same method and leading column type. Unknown: the estimate as it is.
+leading column type and width, else the same method and leading column type.
+
+Before anything comparable was built (a target's first run, with primary keys only), a B-tree's correction comes
+from the statistics (``btree_bytes``): per row, a plain leaf entry takes its aligned tuple and a line pointer,
+while with deduplication a key that repeats r times is stored once per posting list and each further row takes a
+6-byte heap pointer; leaves are filled to the default 90%. No deduplication for INCLUDE indexes and the types
+PostgreSQL excludes (numeric, floats, jsonb, arrays, ranges). Partial indexes and keys without statistics: the
+estimate as it is until one is built.
 Pure: the caller supplies column types, rows per distinct value and observations, and stores ``to_json()``.
 
 >>> m = SizeModel({("public", "t", "a"): "integer", ("public", "t", "b"): "integer", ("public", "t", "s"): "text"})
@@ -21,6 +28,13 @@ Pure: the caller supplies column types, rows per distinct value and observations
 >>> m.learn(x, 1_000_000, 250_000); m.learn(y, 1_000_000, 700_000)
 >>> m.calibrate(z, 1_000_000)  # z repeats its values as often as y: y's correction, not x's
 700000
+>>> d = SizeModel({("public", "l", "day"): "date", ("public", "l", "id"): "integer"},
+...               repeats={("public", "l", "day"): 120.0, ("public", "l", "id"): 1.0},
+...               widths={("public", "l", "day"): 4, ("public", "l", "id"): 4}, rows={("public", "l"): 300_000})
+>>> d.btree_bytes(IndexChange("public", "l", ("day",))), d.btree_bytes(IndexChange("public", "l", ("id",)))
+(2088960, 6733824)
+>>> d.btree_bytes(IndexChange("public", "l", ("day",), include=("id",)))  # INCLUDE indexes never deduplicate
+6733824
 """
 
 from __future__ import annotations
@@ -33,6 +47,15 @@ from advisor.core.domain import IndexChange
 
 ColumnRef = tuple[str, str, str]  # (schema, table, column)
 MIN_RATIO, MAX_RATIO = 0.05, 4.0  # a correction outside this is a measuring accident, not a size model
+# B-tree leaf layout (PostgreSQL 13+): tuple header, line pointer, heap pointer in a posting list, the most heap
+# pointers one posting list holds (a third of a page less its key), MAXALIGN
+TUPLE_HEADER, LINE_POINTER, HEAP_TID, POSTING_BYTES, ALIGN = 8, 4, 6, 2704, 8
+PAGE = 8192
+LEAF_BYTES = (PAGE - 24 - 16) * 0.9  # less the page header and B-tree special space, at the default fillfactor
+INTERNAL_FANOUT = 250  # leaves per internal page (one (key, pointer) item each): a few percent on top
+# types whose B-tree indexes are never deduplicated (the PostgreSQL documentation's list; arrays end in [])
+NO_DEDUP = ("numeric", "real", "double precision", "jsonb", "ARRAY", "USER-DEFINED", "int4range", "int8range",
+            "numrange", "tsrange", "tstzrange", "daterange")
 
 
 @dataclass
@@ -41,6 +64,8 @@ class SizeModel:
 
     types: Mapping[ColumnRef, str] = field(default_factory=dict)
     repeats: Mapping[ColumnRef, float] = field(default_factory=dict)  # rows per distinct value of a column
+    widths: Mapping[ColumnRef, float] = field(default_factory=dict)  # average stored width of a column, bytes
+    rows: Mapping[tuple[str, str], float] = field(default_factory=dict)  # (schema, table) -> rows
     observed: dict[str, dict] = field(default_factory=dict)  # index key -> {estimated, built, group keys}
 
     def learn(self, index: IndexChange, estimated: int, built: int | None) -> None:
@@ -49,20 +74,51 @@ class SizeModel:
             return
         self.observed[_key(index)] = {"estimated": int(estimated), "built": int(built), "groups": self._groups(index)}
 
-    def ratio(self, index: IndexChange) -> float | None:
-        """built / estimated from the closest observations of ``index`` (None: nothing comparable seen)."""
+    def ratio(self, index: IndexChange, estimated: int | None = None) -> float | None:
+        """built / estimated from the closest observations of ``index``; with nothing alike built yet, from the
+        statistics (``btree_bytes`` against ``estimated``); None: nothing to go on."""
         exact = self.observed.get(_key(index))
         if exact:
             return _clip(exact["built"] / exact["estimated"])
-        for group in self._groups(index):
+        groups = self._groups(index)
+        alike = groups[:1] if groups and ":r" in groups[0] else []  # single-column, repeating as often
+        for group in [*alike, None, *groups[len(alike):]]:
+            if group is None:  # nothing alike built yet: the statistics' answer, when there are statistics
+                prior = self.btree_bytes(index)
+                if prior is not None and estimated:
+                    return _clip(prior / estimated)
+                continue
             rows = [o for o in self.observed.values() if group in o["groups"]]
             if rows:
                 return _clip(sum(o["built"] for o in rows) / sum(o["estimated"] for o in rows))
         return None
 
+    def btree_bytes(self, index: IndexChange) -> int | None:
+        """The size of a B-tree over the whole table from its key columns' widths and how often the key repeats
+        (independent columns: distinct keys = the product of the columns' distinct values, at most the rows;
+        correlated columns repeat more, so this errs large); None for other methods, partial indexes and keys
+        without statistics."""
+        table = (index.schema, index.table)
+        refs = [(index.schema, index.table, c) for c in index.columns]
+        n = self.rows.get(table, 0.0)
+        if index.method != "btree" or index.where or n <= 0 or \
+                any(r not in self.repeats or r not in self.widths for r in refs):
+            return None
+        key = sum(self.widths[r] for r in refs)
+        extra = sum(self.widths.get((index.schema, index.table, c), 8.0) for c in index.include)
+        per_row = _aligned(TUPLE_HEADER + key + extra) + LINE_POINTER
+        kinds = [self.types.get(r, "") for r in refs]
+        repeat = max(1.0, n / max(1.0, min(n, math.prod(n / max(1.0, self.repeats[r]) for r in refs))))
+        if not index.include and repeat >= 1.5 and not any(k in NO_DEDUP or k.endswith("[]") for k in kinds):
+            head = _aligned(TUPLE_HEADER + key)
+            lists = math.ceil(repeat / max(1.0, (POSTING_BYTES - head) / HEAP_TID))
+            per_row = min(per_row, ((head + LINE_POINTER) * lists + HEAP_TID * repeat) / repeat)
+        leaves = math.ceil(n * per_row / LEAF_BYTES)
+        return int((leaves + 1 + leaves // INTERNAL_FANOUT) * PAGE)
+
     def calibrate(self, index: IndexChange, estimated: int) -> int:
         """The corrected estimate (bytes), at least one 8 kB page."""
-        r = self.ratio(index)
+        r = self.ratio(index, estimated)
         return int(estimated) if r is None else max(8192, int(round(estimated * r)))
 
     def _groups(self, index: IndexChange) -> list[str]:
@@ -80,10 +136,11 @@ class SizeModel:
 
     @classmethod
     def from_json(cls, doc: Mapping | None, types: Mapping[ColumnRef, str] | None = None,
-                  repeats: Mapping[ColumnRef, float] | None = None) -> "SizeModel":
+                  repeats: Mapping[ColumnRef, float] | None = None, widths: Mapping[ColumnRef, float] | None = None,
+                  rows: Mapping[tuple[str, str], float] | None = None) -> "SizeModel":
         observed = {k: dict(v) for k, v in ((doc or {}).get("observed") or {}).items()
                     if isinstance(v, Mapping) and v.get("estimated") and v.get("built")}
-        return cls(dict(types or {}), dict(repeats or {}), observed)
+        return cls(dict(types or {}), dict(repeats or {}), dict(widths or {}), dict(rows or {}), observed)
 
 
 class CalibratedSizes:
@@ -107,6 +164,10 @@ def _key(index: IndexChange) -> str:
     where = f" WHERE {index.where}" if index.where else ""
     include = f" INCLUDE ({', '.join(index.include)})" if index.include else ""
     return f"{index.schema}.{index.table} USING {index.method} ({', '.join(index.columns)}){include}{where}"
+
+
+def _aligned(n: float) -> float:
+    return math.ceil(n / ALIGN) * ALIGN
 
 
 def _clip(r: float) -> float:
