@@ -38,7 +38,8 @@ def test_bench_new_workloads_tiny_app_every_advisor_through_the_pipeline_with_re
                                    out_dir=str(tmp_path / "bench"))
     doc = WorkloadBench(options).run()
     rows = doc["workloads"]["app"]["advisors"]
-    assert [r["advisor"] for r in rows] == list(ADVISORS)
+    assert [r["advisor"] for r in rows][:len(ADVISORS)] == list(ADVISORS)
+    assert all(r["advisor"] in ("ia2@supabase", "ia2@fkeys") for r in rows[len(ADVISORS):])  # within a peer's storage
     for r in rows:
         assert r["advise_s"] > 0 and r["relative_runtime"] > 0
         assert r["storage_mb"] >= 0  # built sizes: they may exceed the budget by what HypoPG underestimated
@@ -62,3 +63,20 @@ def test_bench_new_workloads_app_and_job_from_the_command_line(tmp_path):
     doc = json.loads((out / "workloads.json").read_text())
     assert set(doc["workloads"]) == {"app", "job"} and doc["workloads"]["job"]["statements"] == 33
     assert "runtime/no-index" in res.stdout and "target" in res.stdout
+
+
+def test_the_peer_target_compares_ia2_within_the_peers_storage():
+    """When IA2's set took more storage than the best peer's, the target uses its run within that storage."""
+    from advisor.bench.index_workloads import targets
+
+    def row(name, runtime, mb, slower=()):
+        return {"advisor": name, "relative_runtime": runtime, "storage_mb": mb, "slower": list(slower),
+                "indexes": ["x"], "advise_s": 1.0}
+
+    result = {"advisors": [row("ia2", 0.06, 18.6), row("supabase", 0.085, 16.4), row("fkeys", 0.8, 12.0)]}
+    assert not targets(result, "app")["vs_best_peer"]["met"]  # faster, but with more storage
+    result["advisors"].append(row("ia2@supabase", 0.07, 16.1))
+    got = targets(result, "app")
+    assert got["vs_best_peer"]["met"] and got["vs_best_peer"]["ia2"] == "ia2@supabase"
+    result["advisors"][-1] = row("ia2@supabase", 0.07, 16.1, slower=["q1"])
+    assert not targets(result, "app")["no_statement_slower"]["met"]

@@ -128,8 +128,13 @@ class WorkloadBench:
             self.say(f"[{name}] {ran} statements ran; data {data_bytes / MB:.1f} MB, budget {budget_mb:.1f} MB")
             service = AdvisorService(Store(Path(tmp) / "store.duckdb"), say=self.say)
             advised = [self._advise(service, dsn, name, a, budget_mb) for a in o.advisors]
+            shadow = Shadow.of(production, dbname)
+            self._measure(shadow, name, advised, measured)
+            matched = self._matched(service, dsn, name, [run for run, _ in advised])
+            if matched is not None:
+                self._measure(shadow, name, [matched], measured)
+                advised.append(matched)
             runs = [run for run, _ in advised]
-            self._measure(Shadow.of(production, dbname), name, advised, measured)
         result = {"scale": scale, "data_mb": round(data_bytes / MB, 1), "budget_mb": round(budget_mb, 1),
                   "statements": len(measured), "fill_statements": ran, "advisors": [asdict(r) for r in runs]}
         result["targets"] = targets(result, name)
@@ -162,6 +167,23 @@ class WorkloadBench:
         self.say(f"[{workload}] {advisor}: {len(run.indexes)} of {run.chosen} chosen indexes advised, "
                  f"{run.storage_mb:.1f} MB, {run.advise_s:.0f} s")
         return run, advised
+
+    def _matched(self, service: AdvisorService, dsn: str, workload: str,
+                 runs: list[AdvisorRun]) -> tuple[AdvisorRun, tuple] | None:
+        """IA2 again with the best peer's built storage as its budget, when its own set took more: the target
+        compares runtimes at no more storage than the peer's (``ia2@<peer>``; None when not needed)."""
+        ia2 = next((r for r in runs if r.advisor == "ia2"), None)
+        peers = [r for r in runs if r.advisor in PEERS and r.indexes]
+        if ia2 is None or not peers:
+            return None
+        best = min(peers, key=lambda r: r.relative_runtime)
+        if ia2.storage_mb <= best.storage_mb:
+            return None
+        self.say(f"[{workload}] ia2 took {ia2.storage_mb:.1f} MB, {best.advisor} {best.storage_mb:.1f} MB: "
+                 f"advising again within {best.advisor}'s storage")
+        run, config = self._advise(service, dsn, workload, "ia2", best.storage_mb)
+        run.advisor = f"ia2@{best.advisor}"
+        return run, config
 
     def _measure(self, shadow: Shadow, workload: str, advised: list[tuple[AdvisorRun, tuple]], statements) -> None:
         """Each advised set built on the production server vs no new index, interleaved rounds."""
@@ -213,10 +235,15 @@ def targets(result: dict, workload: str) -> dict:
     out: dict = {"no_statement_slower": {"met": not ia2["slower"], "slower": ia2["slower"]}}
     if peers:
         best = min(peers, key=lambda r: r["relative_runtime"])
-        out["vs_best_peer"] = {"peer": best["advisor"], "met": ia2["relative_runtime"] <= best["relative_runtime"]
-                               and ia2["storage_mb"] <= best["storage_mb"],
-                               "runtime": [ia2["relative_runtime"], best["relative_runtime"]],
-                               "storage_mb": [ia2["storage_mb"], best["storage_mb"]]}
+        mine = rows.get(f"ia2@{best['advisor']}", ia2)  # IA2 within the peer's storage, when it took more
+        out["vs_best_peer"] = {"peer": best["advisor"], "ia2": mine["advisor"],
+                               "met": mine["relative_runtime"] <= best["relative_runtime"]
+                               and mine["storage_mb"] <= best["storage_mb"],
+                               "runtime": [mine["relative_runtime"], best["relative_runtime"]],
+                               "storage_mb": [mine["storage_mb"], best["storage_mb"]]}
+        if mine is not ia2:
+            out["no_statement_slower"]["slower_within_peer_storage"] = mine["slower"]
+            out["no_statement_slower"]["met"] = not ia2["slower"] and not mine["slower"]
     if workload == "job":
         applies = result["scale"] >= 0.3 and result["statements"] >= 33
         out["advise_under_3_min"] = {"met": ia2["advise_s"] < JOB_ADVISE_S if applies else None,
@@ -230,11 +257,11 @@ def table(doc: dict) -> str:
     for name, w in doc["workloads"].items():
         lines.append(f"\n{name}: scale {w['scale']:g}, data {w['data_mb']:.1f} MB, budget {w['budget_mb']:.1f} MB, "
                      f"{w['statements']} statements measured, {doc['options']['rounds']} interleaved rounds")
-        lines.append(f"  {'advisor':9} {'runtime/no-index':>16} {'storage MB':>10} {'>10% slower':>11} "
+        lines.append(f"  {'advisor':14} {'runtime/no-index':>16} {'storage MB':>10} {'>10% slower':>11} "
                      f"{'advise s':>8} {'indexes':>7} {'what-if RC':>10}")
         for r in w["advisors"]:
             rc = f"{r['whatif_rc']:.3f}" if r["whatif_rc"] is not None else "-"
-            lines.append(f"  {r['advisor']:9} {r['relative_runtime']:16.3f} {r['storage_mb']:10.1f} "
+            lines.append(f"  {r['advisor']:14} {r['relative_runtime']:16.3f} {r['storage_mb']:10.1f} "
                          f"{len(r['slower']):11d} {r['advise_s']:8.1f} {len(r['indexes']):7d} {rc:>10}")
         for key, t in w["targets"].items():
             state = {True: "met", False: "NOT met", None: "n/a"}[t["met"]]
@@ -256,7 +283,7 @@ def plot(doc: dict, path: Path) -> None:
         rows = doc["workloads"][name]["advisors"]
         xs = range(len(rows))
         ax.bar(xs, [r["relative_runtime"] for r in rows],
-               color=["tab:red" if r["advisor"] == "ia2" else "tab:gray" for r in rows])
+               color=["tab:red" if r["advisor"].startswith("ia2") else "tab:gray" for r in rows])
         for x, r in zip(xs, rows):
             ax.annotate(f"{r['storage_mb']:.0f} MB", (x, r["relative_runtime"]), ha="center", va="bottom", fontsize=8)
         ax.set_xticks(list(xs), [r["advisor"] for r in rows], rotation=30)

@@ -10,6 +10,10 @@ them). A pass drops, per regressed statement, the one suspect that saved the lea
 eight tables may use five new indexes of which one misleads the planner: the other four stay); the last pass
 drops every suspect left. A regression in a statement that no kept index can affect (its plan uses none, it
 writes none of their tables) is measurement noise: it is reported, and does not block the recommendation.
+
+A budget holds for the sizes built, not only the estimated ones: when the indexes left after the first pass take
+more than ``budget_bytes`` on the shadow, the ones that saved the least measured time per byte are dropped until
+the rest fits, and what is left is measured again.
 """
 
 from __future__ import annotations
@@ -77,7 +81,8 @@ def plans_use(shadow: Shadow, statements: Sequence[BoundStatement]) -> dict[str,
 
 def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], indexes: Sequence[IndexChange],
                      estimated: dict[IndexChange, int], existing_names: Sequence[str] = (),
-                     options: ValidationOptions = ValidationOptions(), say: Say | None = None) -> IndexValidation:
+                     options: ValidationOptions = ValidationOptions(), say: Say | None = None,
+                     budget_bytes: int | None = None) -> IndexValidation:
     """Prune ``indexes`` on the shadow (see the module docstring). Each pass first builds the indexes still in
     play to see which statements' plans use each one (after a drop, plans change), then measures them."""
     say = say or (lambda _m: None)
@@ -125,6 +130,13 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
                 verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), serves[ix], False,
                                             "no measurable benefit on the statements it serves")
                 dropped.append(ix)
+        if round_no == 1 and budget_bytes is not None:
+            left = [ix for ix in live if ix not in dropped]
+            for ix in _over_budget(left, sizes, budget_bytes, serves, by_stmt):
+                verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), serves[ix], False,
+                                            f"over the budget once built ({_mb(sum(sizes.get(i) or 0 for i in left))} "
+                                            f"built, budget {_mb(budget_bytes)}): it saved the least time per byte")
+                dropped.append(ix)
         if not dropped:
             break
         live = [ix for ix in live if ix not in dropped]
@@ -141,6 +153,29 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
     return IndexValidation(tuple(live), tuple(verdicts[ix] for ix in indexes), evidence, unused, unexplained)
 
 
+def _mb(n: float) -> str:
+    return f"{n / 1024 / 1024:.1f} MB"
+
+
+def _saved(ix: IndexChange, serves: dict[IndexChange, tuple[str, ...]], by_stmt: dict[str, StatementEvidence]) -> float:
+    """Weighted time ``ix`` measurably saved on the statements it serves that did not regress, ms."""
+    mine = [by_stmt[q] for q in serves[ix] if q in by_stmt and not by_stmt[q].regressed]
+    return sum(s.weight * (s.baseline_ms - s.candidate_ms) for s in mine if s.ratio_ci[1] < 1.0)
+
+
+def _over_budget(live: list[IndexChange], sizes: dict, budget: int, serves: dict[IndexChange, tuple[str, ...]],
+                 by_stmt: dict[str, StatementEvidence]) -> list[IndexChange]:
+    """The indexes to drop so that the built sizes of the rest fit ``budget``: least time saved per byte first."""
+    total = sum(sizes.get(ix) or 0 for ix in live)
+    out = []
+    for ix in sorted(live, key=lambda i: (_saved(i, serves, by_stmt) / max(1, sizes.get(i) or 1), repr(i))):
+        if total <= budget:
+            break
+        out.append(ix)
+        total -= sizes.get(ix) or 0
+    return out
+
+
 def _culprits(suspects: dict[IndexChange, list[StatementEvidence]], serves: dict[IndexChange, tuple[str, ...]],
               by_stmt: dict[str, StatementEvidence], every: bool) -> set[IndexChange]:
     """The indexes to drop for the regressions: with ``every``, all suspects; otherwise per regressed statement
@@ -150,8 +185,7 @@ def _culprits(suspects: dict[IndexChange, list[StatementEvidence]], serves: dict
         return {ix for ix, bad in suspects.items() if bad}
 
     def saved(ix: IndexChange) -> float:
-        mine = [by_stmt[q] for q in serves[ix] if q in by_stmt and not by_stmt[q].regressed]
-        return sum(s.weight * (s.baseline_ms - s.candidate_ms) for s in mine if s.ratio_ci[1] < 1.0)
+        return _saved(ix, serves, by_stmt)
 
     blamed: dict[str, list[IndexChange]] = {}
     for ix, bad in suspects.items():

@@ -98,7 +98,8 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
         if plan.validation is not None:
             if chosen:
                 existing = [i.name for i in obs.snapshot.indexes if not i.is_primary and not i.is_unique and i.scans == 0]
-                checked = validate_indexes(shadow, bound, chosen, estimated, existing, plan.validation, say=say)
+                checked = validate_indexes(shadow, bound, chosen, estimated, existing, plan.validation, say=say,
+                                           budget_bytes=budget)
                 index_sizing.learn_built(sizes, raw, {v.index: v.built_bytes for v in checked.verdicts}, model_dir)
             drops = index_drops.validate_drops(connector, shadow, bound, obs.snapshot, plan.validation, say=say)
     say(f"{plan.optimizer} chose {len(chosen)} index(es), what-if relative cost {whatif['relative_cost']:.3f}")

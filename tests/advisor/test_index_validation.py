@@ -65,3 +65,15 @@ def test_a_regressed_join_condemns_only_its_least_useful_index_until_the_last_pa
     assert _culprits(suspects, serves, by_stmt, every=False) == {b}  # b saved 5 ms, a 40 ms
     assert _culprits(suspects, serves, by_stmt, every=True) == {a, b}
     assert _culprits({a: [], b: [], c: []}, serves, by_stmt, every=False) == set()
+
+
+def test_a_budget_overrun_once_built_drops_the_least_time_saved_per_byte():
+    from advisor.tuning.index_validation import _over_budget
+
+    a, b, c = (IndexChange("public", "t", (col,)) for col in "abc")
+    by_stmt = {"qa": _st("qa", 0.1, weight=10), "qb": _st("qb", 0.5), "qc": _st("qc", 0.2, weight=2)}
+    serves = {a: ("qa",), b: ("qb",), c: ("qc",)}
+    sizes = {a: 4_000_000, b: 1_000_000, c: 2_000_000}  # saved per byte: a 22.5e-6, b 5e-6, c 8e-6
+    assert _over_budget([a, b, c], sizes, 7_000_000, serves, by_stmt) == []  # fits as built
+    assert _over_budget([a, b, c], sizes, 6_500_000, serves, by_stmt) == [b]
+    assert _over_budget([a, b, c], sizes, 5_000_000, serves, by_stmt) == [b, c]
