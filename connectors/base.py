@@ -115,6 +115,11 @@ class Connector(Protocol):
     def used_indexes(self, statements: Sequence[str]) -> list[set[str]]:
         """For each statement (constants bound), the names of the indexes its plan reads; one connection."""
 
+    def timings_without(self, statement: str, hidden: Sequence[IndexChange], repeats: int = 3,
+                        timeout_ms: int = 60_000) -> list[float]:
+        """Milliseconds of ``repeats`` executions of ``statement`` with the built indexes ``hidden`` out of the
+        planner's reach, nothing rebuilt afterwards (a shadow's diagnosis of which index misleads a plan)."""
+
     def whatif(self) -> WhatIf:
         """A hypothetical-index session on a connection of its own (closing the session closes it)."""
 

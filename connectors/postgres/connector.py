@@ -98,6 +98,33 @@ class PostgresConnector:
     def used_indexes(self, statements: Sequence[str]) -> list[set[str]]:
         return self._guarded(lambda conn: [plan_index_names(explain_plan(conn, s)) for s in statements])
 
+    def timings_without(self, statement: str, hidden: Sequence[IndexChange], repeats: int = 3,
+                        timeout_ms: int = 60_000) -> list[float]:
+        """Milliseconds of ``repeats`` executions of ``statement`` (one unmeasured first) with the built indexes
+        ``hidden`` dropped inside a transaction that is rolled back: the planner does without them and nothing
+        is rebuilt. An execution over ``timeout_ms`` counts as ``timeout_ms``. For a shadow: the drops lock their
+        tables until the rollback."""
+        def run(conn: psycopg.Connection) -> list[float]:
+            out: list[float] = []
+            with conn.transaction(force_rollback=True):
+                for ix in hidden:
+                    conn.execute(sql.SQL("DROP INDEX {}.{}").format(sql.Identifier(ix.schema),
+                                                                    sql.Identifier(change_sql.index_name(ix))))
+                conn.execute(sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(max(1, int(timeout_ms)))))
+                for k in range(repeats + 1):
+                    started = time.perf_counter()
+                    try:
+                        with conn.transaction():  # a savepoint: a timeout does not end the transaction
+                            conn.execute(sql.SQL(statement)).fetchall()  # type: ignore[arg-type]
+                        ms = (time.perf_counter() - started) * 1000
+                    except psycopg.errors.QueryCanceled:
+                        ms = float(timeout_ms)
+                    if k:
+                        out.append(ms)
+            return out
+
+        return self._guarded(run)
+
     def whatif(self) -> HypoPG:
         conn = self.connect()
         try:

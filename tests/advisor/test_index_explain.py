@@ -20,7 +20,9 @@ from advisor.storage.store import open_store
 from advisor.tuning.validation import ValidationOptions
 from connectors import factory
 from web.main import create_app
+from optimizers.indexes.env import MAX_STEPS
 
+MANY = MAX_STEPS + 4  # tables, each needing its own index
 NOT_CHOSEN = ("no what-if benefit", "benefit below threshold", "another candidate of the same table",
               "over budget", "its maintenance", "lost in selection")
 
@@ -55,16 +57,16 @@ def shop(pg):
 
 @pytest.fixture(scope="module")
 def many_tables(pg):
-    """20 tables of 2,000 rows, each looked up by an unindexed unique column: 20 useful single-column indexes,
-    more than IA2's 16 steps per episode can pick, so Extend's set (all 20) beats any IA2 set."""
+    """MANY tables of 2,000 rows, each looked up by an unindexed unique column: MANY useful single-column
+    indexes, more than IA2's steps per episode can pick, so Extend's set (all of them) beats any IA2 set."""
     dsn = pg.create_database("many_" + uuid.uuid4().hex[:8])
     with factory.connect(dsn) as conn:
-        for t in range(20):
+        for t in range(MANY):
             conn.execute(f"CREATE TABLE t{t} (id int, a int)")
             conn.execute(f"INSERT INTO t{t} SELECT x, x FROM generate_series(1, 2000) x")
         conn.execute("ANALYZE")
         conn.execute("SELECT pg_stat_statements_reset()")
-        for t in range(20):
+        for t in range(MANY):
             for k in range(3):
                 conn.execute(f"SELECT id FROM t{t} WHERE a = %s", [k * 13 + 1])
     return dsn
@@ -163,9 +165,10 @@ def test_the_recommendation_page_shows_the_table(shop, tmp_path, monkeypatch):
 
 def test_an_ia2_set_worse_than_extends_is_replaced_by_extends_visibly(many_tables, tmp_path):
     service = _service(tmp_path)
-    extend = service.tune_indexes(many_tables, "extend", budget_mb=20, validation=None)
-    assert len(extend.chosen) == 20
-    result = service.tune_indexes(many_tables, "ia2", budget_mb=20, validation=None, episodes=1, samples=0)
+    extend = service.tune_indexes(many_tables, "extend", budget_mb=20, validation=None, max_statements=MANY)
+    assert len(extend.chosen) == MANY
+    result = service.tune_indexes(many_tables, "ia2", budget_mb=20, validation=None, episodes=1, samples=0,
+                                  max_statements=MANY)
     fb = result.fallback
     assert fb is not None and fb["from"] == "ia2" and fb["to"] == "extend"
     assert fb["costs"]["ia2"] > fb["costs"]["extend"]

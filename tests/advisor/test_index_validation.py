@@ -77,3 +77,15 @@ def test_a_budget_overrun_once_built_drops_the_least_time_saved_per_byte():
     assert _over_budget([a, b, c], sizes, 7_000_000, serves, by_stmt) == []  # fits as built
     assert _over_budget([a, b, c], sizes, 6_500_000, serves, by_stmt) == [b]
     assert _over_budget([a, b, c], sizes, 5_000_000, serves, by_stmt) == [b, c]
+
+
+def test_a_diagnosed_culprit_is_dropped_instead_of_the_least_useful_suspect():
+    from advisor.tuning.index_validation import _culprits
+
+    a, b = (IndexChange("public", t, ("movie_id",)) for t in ("cast_info", "movie_keyword"))
+    by_stmt = {"join8": _st("join8", 3.0, regressed=True), "q2": _st("q2", 0.2, weight=5), "q3": _st("q3", 0.5)}
+    serves = {a: ("join8", "q2"), b: ("join8", "q3")}
+    suspects = {a: [by_stmt["join8"]], b: [by_stmt["join8"]]}
+    assert _culprits(suspects, serves, by_stmt, every=False) == {b}  # the heuristic: b saved less elsewhere
+    assert _culprits(suspects, serves, by_stmt, every=False, diagnosed={"join8": a}) == {a}  # timed: a misleads
+    assert _culprits(suspects, serves, by_stmt, every=True, diagnosed={"join8": a}) == {a, b}

@@ -147,3 +147,23 @@ def test_whatif_with_include_and_partial_indexes(db):
         assert w.index_size(partial) < 0.2 * w.index_size(key)
         # a statement without the predicate cannot use the partial index
         assert w.plan(only, [partial], reads).total == pytest.approx(w.plan(only, [], reads).total)
+
+
+def test_timing_a_statement_without_a_built_index_leaves_the_index_in_place(db):
+    """The validation's diagnosis: the statement runs with the index dropped inside a rolled-back transaction
+    (its plan then scans the table), the index is never rebuilt, and an execution over the limit counts as the
+    limit."""
+    run(db, "CREATE TABLE w (id int, k int)", "INSERT INTO w SELECT x, x % 1000 FROM generate_series(1, 50000) x",
+        "ANALYZE w")
+    c = PostgresConnector(db)
+    ix = IndexChange("public", "w", ("k",))
+    applied = c.apply([ix])
+    try:
+        oid = scalar(db, f"SELECT '{c.index_name(ix)}'::regclass::oid")
+        times = c.timings_without("SELECT count(*) FROM w WHERE k = 7", [ix], repeats=3, timeout_ms=60_000)
+        assert len(times) == 3 and all(t > 0 for t in times)
+        assert scalar(db, f"SELECT '{c.index_name(ix)}'::regclass::oid") == oid  # the same index, not rebuilt
+        assert c.used_indexes(["SELECT count(*) FROM w WHERE k = 7"]) == [{c.index_name(ix)}]
+        assert c.timings_without("SELECT pg_sleep(0.3)", [ix], repeats=2, timeout_ms=20) == [20.0, 20.0]
+    finally:
+        c.revert(applied)
