@@ -13,8 +13,8 @@ makes it fastest, timed with the set built and each suspect in turn dropped insi
 writes none of their tables) is measurement noise: it is reported, and does not block the recommendation.
 
 A budget holds for the sizes built, not only the estimated ones: when the indexes left after the first pass take
-more than ``budget_bytes`` on the shadow, the ones that saved the least measured time per byte are dropped until
-the rest fits, and what is left is measured again.
+more than ``budget_bytes`` on the shadow, indexes are dropped until the rest fits, losing as little measured
+saving as it can (``_over_budget``), and what is left is measured again.
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
             for ix in _over_budget(left, sizes, budget_bytes, serves, by_stmt):
                 verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), serves[ix], False,
                                             f"over the budget once built ({_mb(sum(sizes.get(i) or 0 for i in left))} "
-                                            f"built, budget {_mb(budget_bytes)}): it saved the least time per byte")
+                                            f"built, budget {_mb(budget_bytes)}): dropping it lost the least measured saving")
                 dropped.append(ix)
         if not dropped:
             break
@@ -204,15 +204,23 @@ def _saved(ix: IndexChange, serves: dict[IndexChange, tuple[str, ...]], by_stmt:
 
 def _over_budget(live: list[IndexChange], sizes: dict, budget: int, serves: dict[IndexChange, tuple[str, ...]],
                  by_stmt: dict[str, StatementEvidence]) -> list[IndexChange]:
-    """The indexes to drop so that the built sizes of the rest fit ``budget``: least time saved per byte first."""
-    total = sum(sizes.get(ix) or 0 for ix in live)
-    out = []
-    for ix in sorted(live, key=lambda i: (_saved(i, serves, by_stmt) / max(1, sizes.get(i) or 1), repr(i))):
-        if total <= budget:
-            break
-        out.append(ix)
-        total -= sizes.get(ix) or 0
-    return out
+    """The indexes to drop so that the built sizes of the rest fit ``budget``, keeping much measured saving: the
+    indexes that saved most per byte are kept while they fit, unless the one that saved most alone saves more
+    (the usual knapsack greedy, within half of the best); ties by name."""
+    size = {ix: sizes.get(ix) or 0 for ix in live}
+    if sum(size.values()) <= budget:
+        return []
+    saved = {ix: _saved(ix, serves, by_stmt) for ix in live}
+    kept, used = [], 0
+    for ix in sorted(live, key=lambda i: (-saved[i] / max(1, size[i]), repr(i))):
+        if used + size[ix] <= budget:
+            kept.append(ix)
+            used += size[ix]
+    fits = [ix for ix in live if size[ix] <= budget]
+    best = max(fits, key=lambda i: (saved[i], repr(i)), default=None)
+    if best is not None and saved[best] > sum(saved[ix] for ix in kept):
+        kept = [best]
+    return [ix for ix in live if ix not in kept]
 
 
 def _culprits(suspects: dict[IndexChange, list[StatementEvidence]], serves: dict[IndexChange, tuple[str, ...]],

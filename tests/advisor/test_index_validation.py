@@ -67,16 +67,20 @@ def test_a_regressed_join_condemns_only_its_least_useful_index_until_the_last_pa
     assert _culprits({a: [], b: [], c: []}, serves, by_stmt, every=False) == set()
 
 
-def test_a_budget_overrun_once_built_drops_the_least_time_saved_per_byte():
+def test_a_budget_overrun_once_built_drops_what_loses_the_least_saving():
     from advisor.tuning.index_validation import _over_budget
 
     a, b, c = (IndexChange("public", "t", (col,)) for col in "abc")
     by_stmt = {"qa": _st("qa", 0.1, weight=10), "qb": _st("qb", 0.5), "qc": _st("qc", 0.2, weight=2)}
     serves = {a: ("qa",), b: ("qb",), c: ("qc",)}
-    sizes = {a: 4_000_000, b: 1_000_000, c: 2_000_000}  # saved per byte: a 22.5e-6, b 5e-6, c 8e-6
+    sizes = {a: 4_000_000, b: 1_000_000, c: 2_000_000}  # saved: a 90 ms, b 5 ms, c 16 ms
     assert _over_budget([a, b, c], sizes, 7_000_000, serves, by_stmt) == []  # fits as built
-    assert _over_budget([a, b, c], sizes, 6_500_000, serves, by_stmt) == [b]
-    assert _over_budget([a, b, c], sizes, 5_000_000, serves, by_stmt) == [b, c]
+    assert _over_budget([a, b, c], sizes, 6_500_000, serves, by_stmt) == [b]  # a and c saved more per byte
+    assert _over_budget([a, b, c], sizes, 5_000_000, serves, by_stmt) == [c]  # a and b fit: 95 ms kept
+    assert _over_budget([a, b, c], sizes, 1_500_000, serves, by_stmt) == [a, c]  # only b fits
+    big = {a: 4_000_000, b: 1_000_000, c: 1_000_000}
+    by_stmt["qa"] = _st("qa", 0.1, weight=3)  # a saved 27 ms: less per byte than c, more than b and c together
+    assert _over_budget([a, b, c], big, 4_000_000, serves, by_stmt) == [b, c]
 
 
 def test_a_diagnosed_culprit_is_dropped_instead_of_the_least_useful_suspect():
