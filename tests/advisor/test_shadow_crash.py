@@ -10,48 +10,26 @@ import psycopg
 import pytest
 
 from advisor.core import knobvalues
-from advisor.core.domain import Hardware
 from advisor.storage.store import open_store
 from advisor.tuning.trials import ReplayRunner, TrialRunner, TuningOptions, TuningRun
-from connectors.base import Shadow
 from connectors.local import pid_alive, server_processes
 from connectors.postgres.sandbox import PostgresSandbox
 from optimizers import registry
 from optimizers.knobs.problem import KnobProblem
-from optimizers.knobs.space import KnobSpace, SpaceOptions, default_ranges
-from tests.conftest import run, scalar
-from workloads.binding import BoundStatement
+from tests.advisor.items import ROWS, cheap_space, items_shadow, stmt
+from tests.conftest import scalar
 
-HW = Hardware(8 * 1024**3, 4, "ssd")
-ROWS = 2000
 LOCK = 4242  # while the killer holds this advisory lock, the workload's first statement waits on it
 
 
-def _stmt(key: str, sql: str) -> BoundStatement:
-    return BoundStatement(key, sql, sql, 1.0, "literal", False)
-
-
-WORKLOAD = [_stmt("gate", f"SELECT pg_advisory_lock_shared({LOCK}), pg_advisory_unlock_shared({LOCK})"),
-            _stmt("count", "SELECT count(*) FROM items"),
-            _stmt("groups", "SELECT k, sum(v) FROM items GROUP BY k")]
+WORKLOAD = [stmt("gate", f"SELECT pg_advisory_lock_shared({LOCK}), pg_advisory_unlock_shared({LOCK})"),
+            stmt("count", "SELECT count(*) FROM items"),
+            stmt("groups", "SELECT k, sum(v) FROM items GROUP BY k")]
 
 
 @pytest.fixture
 def shadow():
-    sandbox = PostgresSandbox("crash", settings={"fsync": "off"}).start()
-    try:
-        dsn = sandbox.create_database("shop", extensions=False)
-        run(dsn, "CREATE TABLE items (id int PRIMARY KEY, k int NOT NULL, v int NOT NULL)",
-            f"INSERT INTO items SELECT g, g % 10, g FROM generate_series(1, {ROWS}) g", "ANALYZE items")
-        yield Shadow.of(sandbox, "shop")
-    finally:
-        sandbox.stop()
-
-
-def cheap_space(shadow: Shadow, keep=("work_mem", "random_page_cost", "jit", "effective_io_concurrency")) -> KnobSpace:
-    catalog = shadow.connector.knob_catalog()
-    exclude = tuple(n for n in default_ranges(HW) if n in catalog and n not in keep)
-    return KnobSpace.build(catalog, HW, SpaceOptions(exclude=exclude))
+    yield from items_shadow("crash")
 
 
 class PostmasterKiller:

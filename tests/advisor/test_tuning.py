@@ -10,53 +10,27 @@ from dataclasses import dataclass, field, replace
 import psycopg
 import pytest
 
-from advisor.core.domain import Hardware
 from advisor.core.errors import AdvisorError
 from advisor.storage.store import open_store
 from advisor.tuning.trials import ReplayRunner, TrialRunner, TuningOptions, TuningRun, compare_configs
-from connectors.base import Shadow
-from connectors.postgres.sandbox import PostgresSandbox
 from optimizers import registry
 from optimizers.knobs.problem import KnobProblem
-from optimizers.knobs.space import KnobSpace, SpaceOptions, default_ranges
-from tests.conftest import run, scalar
-from workloads.binding import BoundStatement
-
-HW = Hardware(8 * 1024**3, 4, "ssd")
-ROWS = 2000
+from optimizers.knobs.space import KnobSpace, SpaceOptions
+from tests.advisor.items import HW, ROWS, cheap_space, items_shadow, stmt
+from tests.conftest import scalar
 
 
-def _stmt(key: str, sql: str) -> BoundStatement:
-    return BoundStatement(key, sql, sql, 1.0, "literal", False)
 
-
-WORKLOAD = [_stmt("count", "SELECT count(*) FROM items"),
-            _stmt("point", "SELECT v FROM items WHERE id = 42"),
-            _stmt("groups", "SELECT k, sum(v) FROM items GROUP BY k")]
+WORKLOAD = [stmt("count", "SELECT count(*) FROM items"),
+            stmt("point", "SELECT v FROM items WHERE id = 42"),
+            stmt("groups", "SELECT k, sum(v) FROM items GROUP BY k")]
 # sleeps long enough to be caught in flight, and is killed long before its end
-IN_FLIGHT = _stmt("in_flight", "SELECT pg_sleep(3)")
+IN_FLIGHT = stmt("in_flight", "SELECT pg_sleep(3)")
 
 
 @pytest.fixture
 def shadow():
-    """A shadow of its own: a sandbox with a small table, and a connector that can restart it."""
-    sandbox = PostgresSandbox("tuning", settings={"fsync": "off"}).start()
-    try:
-        dsn = sandbox.create_database("shop", extensions=False)
-        run(dsn, "CREATE TABLE items (id int PRIMARY KEY, k int NOT NULL, v int NOT NULL)",
-            f"INSERT INTO items SELECT g, g % 10, g FROM generate_series(1, {ROWS}) g", "ANALYZE items")
-        yield Shadow.of(sandbox, "shop")
-    finally:
-        sandbox.stop()
-
-
-def cheap_space(shadow: Shadow, keep=("work_mem", "random_page_cost", "jit", "effective_io_concurrency")) -> KnobSpace:
-    """Knobs that change without a restart: every other default knob excluded."""
-    catalog = shadow.connector.knob_catalog()
-    exclude = tuple(n for n in default_ranges(HW) if n in catalog and n not in keep)
-    space = KnobSpace.build(catalog, HW, SpaceOptions(exclude=exclude))
-    assert sorted(space.names) == sorted(keep) and not space.restart_mask().any()
-    return space
+    yield from items_shadow("tuning")
 
 
 def kill_in_flight(dsn: str, marker: str, timeout_s: float = 10.0) -> int | None:
@@ -246,7 +220,7 @@ class SettingProbe:
 def test_compare_configs_interleaves_the_arms_and_brackets_the_gain(shadow):
     space = cheap_space(shadow)
     # a statement that is slower when random_page_cost is below 2: the candidate is a planted regression
-    slow_when_cheap = _stmt("planted", "SELECT pg_sleep(CASE WHEN current_setting('random_page_cost')::float < 2 "
+    slow_when_cheap = stmt("planted", "SELECT pg_sleep(CASE WHEN current_setting('random_page_cost')::float < 2 "
                                        "THEN 0.02 ELSE 0 END)")
     probe = SettingProbe(ReplayRunner([*WORKLOAD, slow_when_cheap], repeats=2, warmup=1))
     trials = TrialRunner(shadow, probe, space)
