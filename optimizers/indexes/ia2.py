@@ -32,6 +32,9 @@ HELD_OUT_CHECKS = 3  # mixes unlike the workload the trained policy is compared 
 # planner calls after which no further mix is checked (each mix has a new budget, so Extend plans many new
 # configurations: on 33 JOB joins three mixes took 72 s)
 HELD_OUT_CALLS = 2_000
+# steps after which no further sampled rollout starts (each step plans a new configuration; 48 samples of up to
+# 32 steps and the fallback took 90 s on 33 JOB joins): about 12 samples there, all 48 on small workloads
+SAMPLE_STEPS = 400
 # planner calls training may make (what-if costs not cached yet; 0: no bound): what bounds the advice time on big
 # joins (JOB at SF 0.3: ~5 ms a call). Episodes end early when it is spent, and the stats say so.
 WHATIF_BUDGET = 10_000
@@ -159,7 +162,7 @@ class IA2(IndexOptimizer):
         if not self._usable(self.agent):
             self._train(lambda _m: None)
         assert self.agent is not None
-        return self.agent.rollout(self.problem, self.samples)
+        return self.agent.rollout(self.problem, self.samples, max_steps=SAMPLE_STEPS)
 
     def _state(self) -> dict:
         return {"model": self.agent.to_text() if self.agent is not None else None}

@@ -198,16 +198,21 @@ class TD3Agent:
             scores = scores + self.rng.normal(0.0, self.options.score_noise, size=len(mask))[valid]
         return int(valid[np.argmax(scores)])
 
-    def rollout(self, problem: IndexProblem, samples: int = 0) -> list[IndexChange]:
+    def rollout(self, problem: IndexProblem, samples: int = 0, max_steps: int = 0) -> list[IndexChange]:
         """The policy's configuration for ``problem``: greedy steps until no action is valid. With ``samples``,
         that many more episodes draw each action from the softmax of the policy's standardized scores over the
         valid candidates (temperature ``sample_temperature``), and the configuration with the lowest what-if cost wins;
-        the draws are seeded, so the answer is reproducible."""
+        the draws are seeded, so the answer is reproducible. With ``max_steps`` > 0, no further sample starts once
+        the sampled rollouts took that many steps (each step costs a configuration: a bound on planner calls that,
+        unlike counting them, does not depend on what is cached, so the same state gives the same answer)."""
         env = self.env
         rng = np.random.default_rng(self.seed)
         best: tuple[float, list[IndexChange]] | None = None
+        taken = 0
         with one_thread():
             for k in range(samples + 1):
+                if k and max_steps > 0 and taken >= max_steps:
+                    break
                 env.reset(problem)
                 mask = env.mask()
                 while mask.any():
@@ -221,6 +226,7 @@ class TD3Agent:
                         p = np.exp(z - z.max())
                         action = int(rng.choice(valid, p=p / p.sum()))
                     env.step(action)
+                    taken += 1 if k else 0
                     mask = env.mask()
                 if best is None or env.cost < best[0] - 1e-9:
                     best = (env.cost, env.config())
