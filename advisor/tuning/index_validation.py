@@ -9,8 +9,9 @@ uses and, when it writes, the new indexes on the table it writes (each written r
 them). A pass drops, per regressed statement, one suspect (a join of eight tables may use five new indexes of
 which one misleads the planner: the other four stay): for a read with several suspects, the one whose absence
 makes it fastest, timed with the set built and each suspect in turn dropped inside a rolled-back transaction
-(``diagnose``); otherwise the one that saved the least time elsewhere. The last pass drops every suspect left. A regression in a statement that no kept index can affect (its plan uses none, it
-writes none of their tables) is measurement noise: it is reported, and does not block the recommendation.
+(``diagnose``); otherwise the one that saved the least time elsewhere. The last pass drops every suspect left.
+A regression in a statement that no kept index can affect (its plan uses none, it writes none of their tables)
+is measurement noise: it is reported, and does not block the recommendation.
 
 A budget holds for the sizes built, not only the estimated ones: when the indexes left after the first pass take
 more than ``budget_bytes`` on the shadow, indexes are dropped until the rest fits, losing as little measured
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say
 from advisor.core.domain import Evidence, IndexChange, StatementEvidence
 from advisor.tuning.indexing import written_tables
@@ -138,9 +140,10 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
         if round_no == 1 and budget_bytes is not None:
             left = [ix for ix in live if ix not in dropped]
             for ix in _over_budget(left, sizes, budget_bytes, serves, by_stmt):
+                built = _mb(sum(sizes.get(i) or 0 for i in left))
                 verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), serves[ix], False,
-                                            f"over the budget once built ({_mb(sum(sizes.get(i) or 0 for i in left))} "
-                                            f"built, budget {_mb(budget_bytes)}): dropping it lost the least measured saving")
+                                            f"over the budget once built ({built} built, budget {_mb(budget_bytes)}):"
+                                            " dropping it lost the least measured saving")
                 dropped.append(ix)
         if not dropped:
             break
@@ -180,8 +183,12 @@ def diagnose(shadow: Shadow, statements: Sequence[BoundStatement], live: Sequenc
         for qid, ixs in blamed.items():
             with_all = by_stmt[qid].candidate_ms
             cap = int(min(options.statement_timeout_ms, max(100.0, 3 * with_all)))
-            times = {ix: float(np.median(shadow.connector.timings_without(reads[qid].sql, [ix], 3, cap)))
-                     for ix in ixs}
+            try:
+                times = {ix: float(np.median(shadow.connector.timings_without(reads[qid].sql, [ix], 3, cap)))
+                         for ix in ixs}
+            except AdvisorError as e:  # e.g. the statement fails without an index: the heuristic decides
+                say(f"statement {qid}: no timed diagnosis ({e})")
+                continue
             best = min(ixs, key=lambda ix: (times[ix], repr(ix)))
             if times[best] < 0.9 * with_all:
                 out[qid] = best

@@ -97,7 +97,8 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
         checked, drops = None, index_drops.DropValidation()  # validated outside the what-if session
         if plan.validation is not None:
             if chosen:
-                existing = [i.name for i in obs.snapshot.indexes if not i.is_primary and not i.is_unique and i.scans == 0]
+                existing = [i.name for i in obs.snapshot.indexes
+                            if not i.is_primary and not i.is_unique and i.scans == 0]
                 checked = validate_indexes(shadow, bound, chosen, estimated, existing, plan.validation, say=say,
                                            budget_bytes=budget)
                 index_sizing.learn_built(sizes, raw, {v.index: v.built_bytes for v in checked.verdicts}, model_dir)
