@@ -25,6 +25,13 @@ def indexes(db):
                                  "AND indexname <> 't_pkey'").fetchall())
 
 
+def advise(target, tmp_path):
+    """Extend through the whole index pipeline, validated (3 rounds), budget 50 MB."""
+    with Store(tmp_path / "s.duckdb") as store:
+        plan = IndexPlan("extend", budget_mb=50, validation=ValidationOptions(rounds=3))
+        return tune_indexes(store, target, observe(store, target), plan, model_dir=tmp_path / "model")
+
+
 def test_unused_and_covered_indexes_are_dropped_validated_and_reverted(db, tmp_path):
     run(db, "CREATE TABLE t (id int PRIMARY KEY, a int, b int, c int, d int, pad text)",
         "INSERT INTO t SELECT x, x % 100, (x / 100) % 50, x % 7, x % 20000, repeat('p', 60) "
@@ -35,10 +42,7 @@ def test_unused_and_covered_indexes_are_dropped_validated_and_reverted(db, tmp_p
     for k in range(5):
         run(db, f"SELECT * FROM t WHERE a = {k * 7} AND b = {k * 3}", f"SELECT * FROM t WHERE d = {k * 11}")
     target = PostgresConnector(db)
-    with Store(tmp_path / "s.duckdb") as store:
-        obs = observe(store, target)
-        plan = IndexPlan("extend", budget_mb=50, validation=ValidationOptions(rounds=3))
-        res = tune_indexes(store, target, obs, plan, model_dir=tmp_path / "model")
+    res = advise(target, tmp_path)
     rec = res.recommendation
     assert rec is not None and rec.state == "validated", res.message
     drops = {c.name: c for c in rec.changes if isinstance(c, DropIndexChange)}
@@ -74,10 +78,7 @@ def test_drops_alone_are_recommended_when_no_new_index_is_worth_it(db, tmp_path)
     for k in range(5):
         run(db, f"SELECT * FROM t WHERE a = {k * 7} AND b = {k * 3}", f"SELECT pad FROM t WHERE id = {k * 101}")
     target = PostgresConnector(db)
-    with Store(tmp_path / "s.duckdb") as store:
-        obs = observe(store, target)
-        plan = IndexPlan("extend", budget_mb=50, validation=ValidationOptions(rounds=3))
-        res = tune_indexes(store, target, obs, plan, model_dir=tmp_path / "model")
+    res = advise(target, tmp_path)
     assert res.chosen == ()
     rec = res.recommendation
     assert rec is not None and rec.state == "validated", res.message
