@@ -1,5 +1,6 @@
 """The TD3 agent behind IA2 (``optimizers.indexes.ia2``): actor and twin critics over per-candidate features,
-training on sampled workload mixes (its replay buffer in ``optimizers.indexes.replay``), greedy and sampled rollouts, and saving the model.
+training on sampled workload mixes (its replay buffer in ``optimizers.indexes.replay``), greedy and sampled
+rollouts, and saving the model.
 
 Actions are discrete (a candidate), so the actor scores every candidate from its features and the state, and
 the action is the best-scoring *valid* candidate; the critic values a (state, action) pair from the global
