@@ -161,7 +161,7 @@ class WorkloadBench:
         if rec is not None and rec.state != "rejected" and result.validation is not None:
             kept = set(result.validation.kept)
             verdicts = [v for v in result.validation.verdicts if v.index in kept]
-            run.indexes = [_label(v.index) for v in verdicts]
+            run.indexes = [v.index.label() for v in verdicts]
             run.storage_mb = round(sum(v.built_bytes or v.estimated_bytes for v in verdicts) / MB, 2)
             advised = tuple(v.index for v in verdicts)
         self.say(f"[{workload}] {advisor}: {len(run.indexes)} of {run.chosen} chosen indexes advised, "
@@ -210,12 +210,6 @@ class WorkloadBench:
             run.regressed = [st.queryid for st in ev.regressions]
             run.worst_ratio = max((r for r in run.statements.values() if r == r), default=1.0)
             seen[frozenset(config)] = run
-
-
-def _label(ix) -> str:
-    """``table(a, b) INCLUDE (c) WHERE ...``: what a DBA reads."""
-    return (f"{ix.table}({', '.join(ix.columns)})" + (f" INCLUDE ({', '.join(ix.include)})" if ix.include else "")
-            + (f" WHERE {ix.where}" if ix.where else ""))
 
 
 def _renamed(statements, i: int):

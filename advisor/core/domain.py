@@ -179,6 +179,12 @@ class IndexChange:
     include: tuple[str, ...] = ()
     where: str | None = None
 
+    def label(self) -> str:
+        """``table(a, b) INCLUDE (c) WHERE ...``: what a DBA reads."""
+        return (f"{self.table}({', '.join(self.columns)})"
+                + (f" INCLUDE ({', '.join(self.include)})" if self.include else "")
+                + (f" WHERE {self.where}" if self.where else ""))
+
 
 @dataclass(frozen=True)
 class DropIndexChange:

@@ -24,6 +24,7 @@ from connectors import factory
 from connectors.base import Connector
 from optimizers import registry
 from optimizers.indexes.problem import IndexProblem
+from optimizers.indexes.refine import refine
 
 MB = 1024 * 1024
 # the baselines a learned optimizer's choice is checked against (same problem and budget, see
@@ -105,6 +106,7 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
             drops = index_drops.validate_drops(connector, shadow, bound, obs.snapshot, plan.validation, say=say)
     say(f"{plan.optimizer} chose {len(chosen)} index(es), what-if relative cost {whatif['relative_cost']:.3f}")
     head = f"{fallback_note(fallback)}; " if fallback else ""
+    head += f"refined: {refinement_note(whatif['refined'])}; " if whatif.get("refined") else ""
     common = dict(target_id=obs.target_id, kind="indexes", optimizer=plan.optimizer, run_id=run_id)
     if checked is not None:
         rows = add_verdicts(rows, checked.verdicts, connector.index_name)
@@ -172,20 +174,38 @@ def propose(problem: IndexProblem, optimizer: str, *, seed: int = 0, model_dir: 
     """The propose step: ``choose``, then, unless ``options["fallback"]`` is False, the same problem and budget
     given to the baselines (``FALLBACK_TO``): when one's set has a lower what-if cost than the optimizer's, it is
     recommended instead and ``whatif["fallback"]`` says so (an optimizer must never make the advice worse than the
-    baselines it is measured against). Returns (indexes, what prepare reported, what-if figures)."""
+    baselines it is measured against); then, unless ``options["refine"]`` is False, the set loses its redundant
+    indexes and spends the space freed (``optimizers.indexes.refine``; ``whatif["refined"]`` says what changed).
+    Both apply to optimizers ``checked_against_baselines`` only. Returns (indexes, what prepare reported, what-if
+    figures)."""
     options = dict(options or {})
-    check = options.pop("fallback", True)
+    check, polish = options.pop("fallback", True), options.pop("refine", True)
     chosen, training, selection_s, why = choose(problem, optimizer, seed=seed, model_dir=model_dir,
                                                 options=options, say=say)
     fallback = better_baseline(problem, optimizer, chosen, seed=seed, say=say) if check else None
     if fallback is not None:
         chosen = fallback.pop("indexes")
+    refined = None
+    if polish and registry.get("indexes", optimizer).checked_against_baselines:
+        out, report = refine(problem, chosen)
+        if report["dropped"] or report["added"]:
+            chosen, refined = tuple(out), report
+            say(f"refined the set: {refinement_note(report)}")
     base_cost, cost = problem.cost(), problem.cost(chosen)
     whatif = {"relative_cost": cost / base_cost if base_cost else 1.0, "cost_before": base_cost, "cost_after": cost,
               "estimated_bytes": problem.size(chosen), "budget_bytes": problem.budget_bytes,
               "candidates": len(problem.candidates), "selection_s": selection_s, **problem.whatif.counters(),
-              **({"explain": why} if why else {}), **({"fallback": fallback} if fallback else {})}
+              **({"explain": why} if why else {}), **({"fallback": fallback} if fallback else {}),
+              **({"refined": refined} if refined else {})}
     return chosen, training, whatif
+
+
+def refinement_note(report: dict) -> str:
+    """What ``optimizers.indexes.refine`` changed, for a DBA."""
+    parts = [f"dropped {', '.join(report['dropped'])} (redundant next to the rest)"] if report["dropped"] else []
+    parts += [f"added {', '.join(report['added'])} with the space freed"] if report["added"] else []
+    before, after = report["cost"]
+    return "; ".join(parts) + f" (what-if cost {before:,.1f} -> {after:,.1f})"
 
 
 def better_baseline(problem: IndexProblem, optimizer: str, chosen: tuple, *, seed: int = 0,

@@ -81,54 +81,64 @@ class Extend(IndexOptimizer):
         self.min_improvement = min_improvement
 
     def _select(self) -> list[IndexChange]:
-        problem = self.problem
-        w = problem.whatif
-        upkeep = problem.upkeep
-        readers: dict[TableRef, list[Query]] = defaultdict(list)
-        for q in problem.queries:
-            for t in q.tables:
-                readers[t].append(q)
-        singles = list(dict.fromkeys(c.index for c in problem.candidates if c.width == 1))
-        longer: dict[tuple, list[IndexChange]] = defaultdict(list)  # (table, columns, method) -> one column more
-        for c in dict.fromkeys(c.index for c in problem.candidates if c.width > 1):
-            longer[_shape(c, c.columns[:-1])].append(c)
+        return extend(self.problem, [], self.min_improvement)
 
-        config: list[IndexChange] = []
+
+def readers_of(problem: IndexProblem) -> dict[TableRef, list[Query]]:
+    """Per table, the problem's queries that read it (a change on a table can only change their costs)."""
+    readers: dict[TableRef, list[Query]] = defaultdict(list)
+    for q in problem.queries:
+        for t in q.tables:
+            readers[t].append(q)
+    return readers
+
+
+def extend(problem: IndexProblem, start: list[IndexChange], min_improvement: float = 0.001) -> list[IndexChange]:
+    """Extend's greedy moves from the configuration ``start`` (which must fit the budget) until none qualifies."""
+    w = problem.whatif
+    upkeep = problem.upkeep
+    readers = readers_of(problem)
+    singles = list(dict.fromkeys(c.index for c in problem.candidates if c.width == 1))
+    longer: dict[tuple, list[IndexChange]] = defaultdict(list)  # (table, columns, method) -> one column more
+    for c in dict.fromkeys(c.index for c in problem.candidates if c.width > 1):
+        longer[_shape(c, c.columns[:-1])].append(c)
+
+    config: list[IndexChange] = list(start)
+    cost = problem.cost(config)
+    used = problem.size(config)
+
+    def table_cost(table: TableRef, cfg: frozenset[IndexChange]) -> float:
+        return sum(q.weight * w.cost(q, relevant(q, cfg)).total for q in readers.get(table, ()))
+
+    while True:
+        chosen = frozenset(config)
+        moves: list[tuple[list[IndexChange], IndexChange, int, bool]] = []  # (config, touched, extra, added)
+        for ix in singles:
+            if ix not in chosen:
+                moves.append((config + [ix], ix, w.size(ix), True))
+        for i, ix in enumerate(config):
+            for ext in longer.get(_shape(ix, ix.columns), ()):
+                if ext not in chosen:
+                    moves.append((config[:i] + [ext] + config[i + 1:], ext, w.size(ext) - w.size(ix), False))
+        best = None  # (ratio, new config, new size)
+        before: dict[TableRef, float] = {}
+        for new, touched, extra, added in moves:
+            if used + extra > problem.budget_bytes:
+                continue
+            table = (touched.schema, touched.table)
+            if table not in before:
+                before[table] = table_cost(table, chosen)
+            benefit = before[table] - table_cost(table, frozenset(new))
+            benefit -= upkeep.get(table, 0.0) if added else 0.0
+            if cost <= 0 or benefit <= 0 or benefit / cost < min_improvement:
+                continue
+            ratio = benefit / max(extra, 1)
+            if best is None or ratio > best[0]:
+                best = (ratio, new, used + extra)
+        if best is None:
+            return config
+        _, config, used = best
         cost = problem.cost(config)
-        used = 0
-
-        def table_cost(table: TableRef, cfg: frozenset[IndexChange]) -> float:
-            return sum(q.weight * w.cost(q, relevant(q, cfg)).total for q in readers.get(table, ()))
-
-        while True:
-            chosen = frozenset(config)
-            moves: list[tuple[list[IndexChange], IndexChange, int, bool]] = []  # (config, touched, extra, added)
-            for ix in singles:
-                if ix not in chosen:
-                    moves.append((config + [ix], ix, w.size(ix), True))
-            for i, ix in enumerate(config):
-                for ext in longer.get(_shape(ix, ix.columns), ()):
-                    if ext not in chosen:
-                        moves.append((config[:i] + [ext] + config[i + 1:], ext, w.size(ext) - w.size(ix), False))
-            best = None  # (ratio, new config, new size)
-            before: dict[TableRef, float] = {}
-            for new, touched, extra, added in moves:
-                if used + extra > problem.budget_bytes:
-                    continue
-                table = (touched.schema, touched.table)
-                if table not in before:
-                    before[table] = table_cost(table, chosen)
-                benefit = before[table] - table_cost(table, frozenset(new))
-                benefit -= upkeep.get(table, 0.0) if added else 0.0
-                if cost <= 0 or benefit <= 0 or benefit / cost < self.min_improvement:
-                    continue
-                ratio = benefit / max(extra, 1)
-                if best is None or ratio > best[0]:
-                    best = (ratio, new, used + extra)
-            if best is None:
-                return config
-            _, config, used = best
-            cost = problem.cost(config)
 
 
 def _shape(index: IndexChange, columns: tuple[str, ...]) -> tuple:

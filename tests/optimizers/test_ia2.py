@@ -162,8 +162,10 @@ def test_training_stops_when_its_planner_call_budget_is_spent(problem, tmp_path)
     bounded = registry.create("indexes", "ia2", problem, episodes=200, samples=0, whatif_budget=4)
     stats = bounded.prepare(None, said.append)
     assert stats["stopped_by"] == "what-if budget" and stats["episodes"] < 200
-    assert 4 <= stats["whatif_calls"] <= problem.whatif.calls - before  # the check after training calls too
+    assert 4 <= stats["whatif_calls"] <= problem.whatif.calls - before
     assert any("what-if budget of 4 planner calls spent" in m for m in said)
-    # with calls to spare, the episodes bound it
+    assert stats["held_out"] == {"share": 0.3, "checks": 0, "skipped": "training spent the what-if budget"}
+    # with calls to spare, the episodes bound it, and the policy is checked on mixes unlike the workload
     free = registry.create("indexes", "ia2", problem, episodes=5, samples=0, whatif_budget=0, retrain=True)
-    assert free.prepare(None, said.append)["stopped_by"] == "episode limit"
+    stats = free.prepare(None, said.append)
+    assert stats["stopped_by"] == "episode limit" and stats["held_out"]["checks"] > 0

@@ -10,6 +10,7 @@ from optimizers import registry
 from optimizers.indexes.costing import CachedWhatIf
 from optimizers.indexes.ilp import NotSolved
 from optimizers.indexes.problem import Candidate, IndexProblem, Query
+from optimizers.indexes.refine import refine
 
 O, L, C = ("public", "orders"), ("public", "lineitem"), ("public", "customer")
 BIG = 64 << 20  # bytes: every candidate fits
@@ -137,3 +138,32 @@ def test_ilp_without_pairs_or_over_its_atom_cap_still_solves(problem):
 def test_ilp_refuses_instances_too_large(problem):
     with pytest.raises(NotSolved, match="ILP instance too large: 7 candidates"):
         registry.create("indexes", "ilp", problem, max_candidates=3).ask(1)
+
+
+def test_refine_drops_an_index_the_set_makes_redundant_and_never_costs_more(problem):
+    """(l_shipdate) next to (l_shipdate, l_discount) serves "ship" no better: refine drops it, keeps the cost."""
+    p = budgeted(problem, BIG, {"ship": 1.0, "part": 1.0})
+    given = [ix("lineitem", "l_shipdate"), ix("lineitem", "l_shipdate", "l_discount"), ix("lineitem", "l_partkey")]
+    out, report = refine(p, given)
+    assert ix("lineitem", "l_shipdate") not in out and report["dropped"] == ["lineitem(l_shipdate)"]
+    assert p.cost(out) <= p.cost(given) and p.size(out) < p.size(given)
+    assert report["cost"] == [p.cost(given), p.cost(out)]
+
+
+def test_refine_spends_the_space_it_frees_within_the_budget(problem):
+    """A tight budget held by a useless index: refine drops it and spends the space on the statement's best."""
+    need = size(problem, ("orders", "o_custkey"))
+    p = budgeted(problem, need, {"cust": 1.0, "ship": 1.0})
+    useless = [ix("customer", "c_nationkey")]  # serves only "join", which this mix leaves out
+    assert p.size(useless) <= need
+    out, report = refine(p, useless)
+    assert p.size(out) <= need and p.cost(out) < p.cost(useless)
+    assert "customer(c_nationkey)" in report["dropped"] and report["added"]
+
+
+def test_refine_never_makes_extends_set_costlier(problem):
+    best = choose("extend", problem)
+    out, report = refine(problem, best)
+    assert problem.cost(out) <= problem.cost(best)
+    if not report["dropped"] and not report["added"]:
+        assert out == best and report["cost"][0] == report["cost"][1]
