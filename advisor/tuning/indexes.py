@@ -201,9 +201,13 @@ def propose(problem: IndexProblem, optimizer: str, *, seed: int = 0, model_dir: 
 
 
 def refinement_note(report: dict) -> str:
-    """What ``optimizers.indexes.refine`` changed, for a DBA."""
-    parts = [f"dropped {', '.join(report['dropped'])} (redundant next to the rest)"] if report["dropped"] else []
-    parts += [f"added {', '.join(report['added'])} with the space freed"] if report["added"] else []
+    """What ``optimizers.indexes.refine`` changed, for a DBA.
+
+    >>> refinement_note({"dropped": ["t(a)"], "added": [], "cost": [120.0, 120.0]})
+    't(a) dropped (redundant next to the rest) (what-if cost 120.0 -> 120.0)'
+    """
+    parts = [f"{', '.join(report['dropped'])} dropped (redundant next to the rest)"] if report["dropped"] else []
+    parts += [f"{', '.join(report['added'])} added with the space freed"] if report["added"] else []
     before, after = report["cost"]
     return "; ".join(parts) + f" (what-if cost {before:,.1f} -> {after:,.1f})"
 

@@ -5,11 +5,13 @@ import psycopg
 import pytest
 
 from advisor.core.domain import IndexChange
+from advisor.tuning.indexes import propose
 from connectors.postgres.whatif import HypoPG
 from optimizers import registry
 from optimizers.indexes.costing import CachedWhatIf
 from optimizers.indexes.ilp import NotSolved
 from optimizers.indexes.problem import Candidate, IndexProblem, Query
+from optimizers.indexes.base import IndexOptimizer
 from optimizers.indexes.refine import refine
 
 O, L, C = ("public", "orders"), ("public", "lineitem"), ("public", "customer")
@@ -167,3 +169,31 @@ def test_refine_never_makes_extends_set_costlier(problem):
     assert problem.cost(out) <= problem.cost(best)
     if not report["dropped"] and not report["added"]:
         assert out == best and report["cost"][0] == report["cost"][1]
+
+
+class Padded(IndexOptimizer):
+    """A learned optimizer's stand-in: Extend's set plus the one-column prefix of its multi-column indexes."""
+
+    name = "padded"
+    checked_against_baselines = True
+
+    def _select(self):
+        chosen = choose("extend", self.problem)
+        allowed = {c.index for c in self.problem.candidates}
+        return chosen + [p for i in chosen if len(i.columns) > 1
+                         for p in [IndexChange(i.schema, i.table, i.columns[:1])] if p in allowed and p not in chosen]
+
+
+def test_the_pipeline_refines_a_learned_optimizers_set_and_says_so(problem, monkeypatch):
+    monkeypatch.setitem(registry.OPTIMIZERS, "indexes", registry.OPTIMIZERS["indexes"] + (Padded,))
+    padded = choose("padded", problem)
+    extra = [i for i in padded if len(i.columns) == 1 and any(j.columns[:1] == i.columns and len(j.columns) > 1
+                                                               for j in padded)]
+    assert extra  # the stand-in did pad the set
+    refined, _, whatif = propose(problem, "padded", options={"fallback": False})  # the padded set, refined
+    assert sorted(whatif["refined"]["dropped"]) == sorted(i.label() for i in extra)
+    assert problem.cost(refined) <= problem.cost(padded) and problem.size(refined) < problem.size(padded)
+    kept, _, plain = propose(problem, "padded", options={"refine": False, "fallback": False})
+    assert "refined" not in plain and set(kept) == set(padded)
+    # a baseline answers as itself: no refinement
+    assert "refined" not in propose(problem, "extend")[2]
