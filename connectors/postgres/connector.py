@@ -102,7 +102,8 @@ class PostgresConnector:
                         timeout_ms: int = 60_000) -> list[float]:
         """Milliseconds of ``repeats`` executions of ``statement`` (one unmeasured first) with the built indexes
         ``hidden`` dropped inside a transaction that is rolled back: the planner does without them and nothing
-        is rebuilt. An execution over ``timeout_ms`` counts as ``timeout_ms``. For a shadow: the drops lock their
+        is rebuilt. An execution over ``timeout_ms`` counts as ``timeout_ms``, and so do the runs left (they are
+        not made: the plan is the same). For a shadow: the drops lock their
         tables until the rollback."""
         def run(conn: psycopg.Connection) -> list[float]:
             out: list[float] = []
@@ -117,8 +118,8 @@ class PostgresConnector:
                         with conn.transaction():  # a savepoint: a timeout does not end the transaction
                             conn.execute(sql.SQL(statement)).fetchall()  # type: ignore[arg-type]
                         ms = (time.perf_counter() - started) * 1000
-                    except psycopg.errors.QueryCanceled:
-                        ms = float(timeout_ms)
+                    except psycopg.errors.QueryCanceled:  # the next runs would be cut too: not run
+                        return out + [float(timeout_ms)] * (repeats - len(out))
                     if k:
                         out.append(ms)
             return out
