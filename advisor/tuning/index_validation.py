@@ -166,7 +166,8 @@ def diagnose(shadow: Shadow, statements: Sequence[BoundStatement], live: Sequenc
              options: ValidationOptions, say: Say) -> dict[str, IndexChange]:
     """Per regressed read with several suspects, the suspect whose absence makes it fastest (``live`` built,
     each suspect dropped in turn inside a rolled-back transaction, median of 3 timed runs cut at 0.9x its time
-    with the set, the remaining runs skipped once one is cut), when that is at least 10% faster than with the whole set; the others are left to the
+    with the set or 3x its time with no new index, whichever is less (at least 100 ms), the remaining runs
+    skipped once one is cut), when that is at least 10% faster than with the whole set; the others are left to the
     heuristic of ``_culprits``."""
     reads = {st.queryid: st for st in statements if not st.is_write}
     blamed: dict[str, list[IndexChange]] = {}
@@ -182,8 +183,10 @@ def diagnose(shadow: Shadow, statements: Sequence[BoundStatement], live: Sequenc
     try:
         for qid, ixs in blamed.items():
             with_all = by_stmt[qid].candidate_ms
-            # a run slower than 0.9x the time with the set cannot single the suspect out: it is cut there
-            cap = int(min(options.statement_timeout_ms, max(100.0, 0.9 * with_all)))
+            # a run slower than 0.9x the time with the set cannot single the suspect out, nor can one 3x slower
+            # than with no new index (the statement would still regress): it is cut there
+            base = by_stmt[qid].baseline_ms
+            cap = int(min(options.statement_timeout_ms, max(100.0, min(0.9 * with_all, 3 * base))))
             try:
                 times = {ix: float(np.median(shadow.connector.timings_without(reads[qid].sql, [ix], 3, cap)))
                          for ix in ixs}
