@@ -1,0 +1,135 @@
+"""The relational algebra the rewriter saturates, as egglog sorts, and the analyses every rule may read.
+
+A statement's FROM / WHERE core lives in the e-graph (``optimizers.rewrites.lower`` builds it); its shell (SELECT
+list, GROUP BY, HAVING, ORDER BY, LIMIT, DISTINCT) stays outside, untouched (``optimizers.rewrites.emit`` puts it
+back). Scalar expressions are opaque SQL atoms that carry what rules need to know about them:
+
+- ``Pred.atom(sql, refs, rejects)``: a predicate's text (columns qualified by their relation's alias), the aliases
+  it reads, and the aliases whose all-NULL row makes it not true (a strict comparison rejects NULLs of every alias
+  it reads; ``IS NULL``, ``COALESCE`` and ``OR`` reject none), what turning an outer join inner needs;
+- ``Pred.both(p, q)``: a conjunction.
+
+Relations: ``scan(table, alias)``, ``derived(sql, alias)`` (a subquery in FROM, opaque: what decorrelation
+introduces), ``filter``, inner ``join``, ``left`` (LEFT JOIN), ``semi`` (EXISTS) and
+``anti`` (NOT EXISTS) joins, each with its ON predicate.
+
+Analyses (egglog functions filled by the ``ANALYSES`` ruleset): ``aliases(rel)``, the aliases a relation's rows
+carry (a semi or anti join carries its left side's only); ``refs(pred)`` and ``rejects(pred)``; ``rows(rel)``,
+the estimated row count (scans' counts and atoms' selectivities come from the target's statistics, set by the
+lowering; the smallest estimate of a class wins); and each e-node's extraction cost (``set_cost``: rows read plus
+rows produced, so extraction prefers plans that shrink relations early, natively, without a Python cost model).
+"""
+
+from __future__ import annotations
+
+from egglog import (Bool, EGraph, Expr, Set, String, StringLike, eq, f64, function, rule, ruleset, set_, set_cost,
+                    vars_)
+
+ALIASES = Set[String]
+
+
+class Pred(Expr):
+    """A predicate: an opaque atom, or a conjunction of two."""
+
+    @classmethod
+    def atom(cls, sql: StringLike, refs: ALIASES, rejects: ALIASES) -> Pred: ...
+
+    @classmethod
+    def both(cls, p: Pred, q: Pred) -> Pred: ...
+
+
+class Rel(Expr):
+    """A relation: a base table's scan or an operator over relations."""
+
+    @classmethod
+    def scan(cls, table: StringLike, alias: StringLike) -> Rel: ...
+
+    @classmethod
+    def derived(cls, sql: StringLike, alias: StringLike) -> Rel: ...
+
+    def filter(self, pred: Pred) -> Rel: ...
+
+    def join(self, other: Rel, on: Pred) -> Rel: ...
+
+    def left(self, other: Rel, on: Pred) -> Rel: ...
+
+    def semi(self, other: Rel, on: Pred) -> Rel: ...
+
+    def anti(self, other: Rel, on: Pred) -> Rel: ...
+
+
+@function(merge=lambda old, new: old)
+def aliases(rel: Rel) -> ALIASES: ...
+
+
+@function(merge=lambda old, new: old)
+def refs(pred: Pred) -> ALIASES: ...
+
+
+@function(merge=lambda old, new: old)
+def rejects(pred: Pred) -> ALIASES: ...
+
+
+@function(merge=lambda old, new: old.min(new))
+def rows(rel: Rel) -> f64: ...
+
+
+@function(merge=lambda old, new: old.min(new))
+def selectivity(pred: Pred) -> f64: ...
+
+
+@function(merge=lambda old, new: old)
+def unique_on(rel: Rel, cols: String) -> Bool: ...
+
+
+a, b, r = vars_("a b r", Rel)
+p, q, x = vars_("p q x", Pred)
+s, t = vars_("s t", String)
+S1, S2, S3, S4 = vars_("S1 S2 S3 S4", ALIASES)
+n1, n2, k1, k2 = vars_("n1 n2 k1 k2", f64)
+
+JOIN_SELECTIVITY = 0.1  # an ON predicate without an estimate (never reached: the lowering estimates every atom)
+
+
+def _cost(value):
+    return (value + 1.0).to_i64()
+
+
+ANALYSES = ruleset(
+    rule(eq(r).to(Rel.scan(s, t))).then(set_(aliases(r)).to(Set(t))),
+    rule(eq(r).to(Rel.derived(s, t))).then(set_(aliases(r)).to(Set(t))),
+    rule(eq(r).to(a.filter(p)), eq(S1).to(aliases(a))).then(set_(aliases(r)).to(S1)),
+    rule(eq(r).to(a.join(b, p)), eq(S1).to(aliases(a)), eq(S2).to(aliases(b))).then(set_(aliases(r)).to(S1 | S2)),
+    rule(eq(r).to(a.left(b, p)), eq(S1).to(aliases(a)), eq(S2).to(aliases(b))).then(set_(aliases(r)).to(S1 | S2)),
+    rule(eq(r).to(a.semi(b, p)), eq(S1).to(aliases(a))).then(set_(aliases(r)).to(S1)),
+    rule(eq(r).to(a.anti(b, p)), eq(S1).to(aliases(a))).then(set_(aliases(r)).to(S1)),
+    rule(eq(x).to(Pred.atom(s, S1, S2))).then(set_(refs(x)).to(S1), set_(rejects(x)).to(S2)),
+    rule(eq(x).to(Pred.both(p, q)), eq(S1).to(refs(p)), eq(S2).to(refs(q)), eq(S3).to(rejects(p)),
+         eq(S4).to(rejects(q))).then(set_(refs(x)).to(S1 | S2), set_(rejects(x)).to(S3 | S4)),
+    rule(eq(x).to(Pred.both(p, q)), eq(k1).to(selectivity(p)), eq(k2).to(selectivity(q))).then(
+        set_(selectivity(x)).to(k1 * k2)),
+    # row estimates and the cost of each e-node: rows read plus rows produced
+    rule(eq(r).to(a.filter(p)), eq(n1).to(rows(a)), eq(k1).to(selectivity(p))).then(
+        set_(rows(r)).to(n1 * k1), set_cost(a.filter(p), _cost(n1 + n1 * k1))),
+    rule(eq(r).to(a.join(b, p)), eq(n1).to(rows(a)), eq(n2).to(rows(b)), eq(k1).to(selectivity(p))).then(
+        set_(rows(r)).to(n1 * n2 * k1), set_cost(a.join(b, p), _cost(n1 + n2 + n1 * n2 * k1))),
+    rule(eq(r).to(a.left(b, p)), eq(n1).to(rows(a)), eq(n2).to(rows(b)), eq(k1).to(selectivity(p))).then(
+        set_(rows(r)).to((n1 * n2 * k1).max(n1)), set_cost(a.left(b, p), _cost(n1 + n2 + (n1 * n2 * k1).max(n1)))),
+    rule(eq(r).to(a.semi(b, p)), eq(n1).to(rows(a)), eq(n2).to(rows(b)), eq(k1).to(selectivity(p))).then(
+        set_(rows(r)).to(n1 * (n2 * k1).min(f64(1.0))), set_cost(a.semi(b, p), _cost(n1 + n2 + n1))),
+    rule(eq(r).to(a.anti(b, p)), eq(n1).to(rows(a)), eq(n2).to(rows(b)), eq(k1).to(selectivity(p))).then(
+        set_(rows(r)).to(n1 * (f64(1.0) - (n2 * k1).min(f64(0.9)))), set_cost(a.anti(b, p), _cost(n1 + n2 + n1))),
+    name="analyses",
+)
+
+
+def new_egraph() -> EGraph:
+    """An empty e-graph (each statement gets its own)."""
+    return EGraph()
+
+
+def analyse(egraph: EGraph, rounds: int = 8) -> None:
+    """Run the analyses to a fixed point (at most ``rounds`` passes; they only fill facts, never add nodes)."""
+    for _ in range(rounds):
+        if not egraph.run(1, ruleset=ANALYSES).updated:
+            return

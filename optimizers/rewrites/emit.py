@@ -1,0 +1,91 @@
+"""The algebra back to SQL PostgreSQL accepts: an extracted core term (``optimizers.rewrites.algebra``) becomes
+a FROM tree and a WHERE, put into the statement's shell (its SELECT list, GROUP BY, ORDER BY... as written).
+
+Inner joins are written ``JOIN ... ON`` (``CROSS JOIN`` for no condition), a join whose right side is itself a
+join is parenthesised, a LEFT JOIN takes its right side's filters into its ON (the same rows: they only filter the
+nullable side), semi and anti joins are written ``[NOT] EXISTS (SELECT 1 FROM ... WHERE ...)``.
+
+>>> from optimizers.rewrites.lower import lower
+>>> schema = {"t": {"a": "int", "b": "int"}, "u": {"c": "int", "d": "text"}}
+>>> low = lower("SELECT a FROM t, u WHERE t.a = u.c AND b > 1", schema)
+>>> from optimizers.rewrites.term import to_term
+>>> term, _ = to_term(low, {}, lambda atom: 0.5)
+>>> to_sql(term, low)
+'SELECT a FROM t CROSS JOIN u WHERE t.a = u.c AND t.b > 1'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlglot
+from egglog import get_callable_args, get_callable_fn, get_literal_value
+from sqlglot import exp
+
+from optimizers.rewrites.algebra import Pred, Rel
+from optimizers.rewrites.lower import Lowered
+
+
+@dataclass(frozen=True)
+class Block:
+    """A relation as SQL: its FROM tree, whether that is a single table, and the conditions on its rows."""
+
+    source: str
+    single: bool
+    where: tuple[str, ...]
+
+
+def to_sql(term: Rel, shell: Lowered) -> str:
+    """``term`` (a core extracted from the e-graph) inside the statement's shell, as PostgreSQL SQL."""
+    block = block_of(term)
+    skeleton = sqlglot.parse_one(f"SELECT 1 FROM {block.source}", read="postgres")
+    out = shell.shell.copy()
+    out.set("from_", skeleton.args["from_"])
+    out.set("joins", skeleton.args.get("joins"))
+    out.set("where", exp.Where(this=sqlglot.parse_one(" AND ".join(block.where), read="postgres"))
+            if block.where else None)
+    return out.sql(dialect="postgres")
+
+
+def block_of(term: Rel) -> Block:
+    fn, args = get_callable_fn(term), get_callable_args(term)
+    if fn == Rel.scan:
+        table, alias = (get_literal_value(a) for a in args)
+        return Block(table if table == alias else f"{table} AS {alias}", True, ())
+    if fn == Rel.derived:
+        sql, alias = (get_literal_value(a) for a in args)
+        return Block(f"({sql}) AS {alias}", True, ())
+    if fn == Rel.filter:
+        inner = block_of(args[0])
+        return Block(inner.source, inner.single, inner.where + atoms(args[1]))
+    left, right, on = block_of(args[0]), block_of(args[1]), atoms(args[2])
+    if fn == Rel.join:
+        how = f"JOIN {_paren(right)} ON {' AND '.join(on)}" if on else f"CROSS JOIN {_paren(right)}"
+        return Block(f"{left.source} {how}", False, left.where + right.where)
+    if fn == Rel.left:
+        cond = on + right.where
+        return Block(f"{left.source} LEFT JOIN {_paren(right)} ON {' AND '.join(cond) or 'TRUE'}", False,
+                     left.where)
+    if fn in (Rel.semi, Rel.anti):
+        cond = " AND ".join(on + right.where)
+        sub = f"EXISTS (SELECT 1 FROM {right.source}{f' WHERE {cond}' if cond else ''})"
+        return Block(left.source, left.single, left.where + ((sub,) if fn == Rel.semi else (f"NOT {sub}",)))
+    raise ValueError(f"not a relation of the algebra: {fn}")
+
+
+def atoms(pred: Pred) -> tuple[str, ...]:
+    """A predicate's conjuncts as SQL (``TRUE`` left out)."""
+    fn, args = get_callable_fn(pred), get_callable_args(pred)
+    if fn == Pred.both:
+        return atoms(args[0]) + atoms(args[1])
+    text = get_literal_value(args[0])
+    return () if text == "TRUE" else (f"({text})" if _needs_paren(text) else text,)
+
+
+def _paren(block: Block) -> str:
+    return block.source if block.single else f"({block.source})"
+
+
+def _needs_paren(text: str) -> bool:
+    """An atom whose top operator binds looser than AND (an OR) is parenthesised."""
+    return isinstance(sqlglot.parse_one(text, read="postgres"), exp.Or)

@@ -1,0 +1,22 @@
+"""The rewrite rules, each a small named unit (``Rule``: a name, what it does, and its egglog ruleset), listed in
+one ordered tuple as sqlglot lists its optimizer rules. A rule's guard reads the analyses of
+``optimizers.rewrites.algebra`` (aliases a relation carries, aliases a predicate reads or whose NULLs it
+rejects), so a rewrite is only made where it keeps the statement's meaning. Golden tests:
+``tests/optimizers/test_rewrite_rules.py``. Expanding rules (``decorrelate``) run in Python when a statement's term
+is built and add their form as equal to the written one (``optimizers.rewrites.term``).
+"""
+
+from __future__ import annotations
+
+from optimizers.rewrites.rules.base import Rule
+from optimizers.rewrites.rules.joins import JOIN_RULES
+from optimizers.rewrites.rules.pushdown import PUSHDOWN_RULES
+
+RULES: tuple[Rule, ...] = (*PUSHDOWN_RULES, *JOIN_RULES)
+
+
+def by_name(name: str) -> Rule:
+    for rule in RULES:
+        if rule.name == name:
+            return rule
+    raise KeyError(f"no rewrite rule named {name!r} (rules: {', '.join(r.name for r in RULES)})")

@@ -1,0 +1,83 @@
+"""One statement's e-graph and the moves a search strategy makes on it: run one rule once, read the graph's size
+and the best cost so far, extract. A move that grows the graph past its node budget is undone (egglog has no
+node limit of its own: ``push`` before, ``pop`` to undo). The strategies (capped saturation, random, greedy and
+the learned one) only choose which rule to run next and when to stop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from egglog import EGraph
+
+from optimizers.rewrites.algebra import ANALYSES, Rel
+from optimizers.rewrites.lower import Lowered
+from optimizers.rewrites.term import to_term
+from optimizers.rewrites.rules import RULES, Rule
+
+ANALYSIS_ROUNDS = 12  # passes of the analyses after a move (they reach a fixed point well before on 30 joins)
+
+
+@dataclass
+class Step:
+    rule: str
+    matches: int
+    nodes: int
+    cost: int
+    undone: bool = False
+
+
+@dataclass
+class Search:
+    """The e-graph of one lowered statement. ``rows``: estimated rows per table; ``selectivity(atom)``: the
+    fraction of rows an atom keeps (both from the target's statistics); ``node_budget``: e-nodes allowed."""
+
+    lowered: Lowered
+    rows: dict[str, float]
+    selectivity: object
+    node_budget: int = 5_000
+    rules: tuple[Rule, ...] = RULES
+    steps: list[Step] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.egraph = EGraph()
+        term, facts = to_term(self.lowered, self.rows, self.selectivity)
+        self.root = self.egraph.let("root", term)
+        self.egraph.register(*facts)
+        self._analyse()
+        self.initial_cost = self.cost()
+
+    def _analyse(self) -> None:
+        for _ in range(ANALYSIS_ROUNDS):
+            if not self.egraph.run(1, ruleset=ANALYSES).updated:
+                return
+
+    def nodes(self) -> int:
+        """E-nodes of the algebra (analysis facts not counted)."""
+        return sum(n for fn, n in self.egraph.all_function_sizes() if _is_node(fn))
+
+    def cost(self) -> int:
+        return int(self.egraph.extract(self.root, include_cost=True)[1])
+
+    def best(self) -> Rel:
+        return self.egraph.extract(self.root)
+
+    def run(self, rule: Rule) -> Step:
+        """Run ``rule`` once over the whole graph, then the analyses; undone when past the node budget."""
+        self.egraph.push()
+        report = self.egraph.run(1, ruleset=rule.rules)
+        matches = sum(report.num_matches_per_rule.values())
+        self._analyse()
+        nodes = self.nodes()
+        if nodes > self.node_budget:
+            self.egraph.pop()
+            step = Step(rule.name, matches, self.nodes(), self.cost(), undone=True)
+        else:
+            step = Step(rule.name, matches, nodes, self.cost())
+        self.steps.append(step)
+        return step
+
+
+def _is_node(fn) -> bool:
+    name = str(fn)
+    return name.startswith(("Rel.", "Pred.", "·."))
