@@ -91,8 +91,11 @@ n1, n2, k1, k2 = vars_("n1 n2 k1 k2", f64)
 JOIN_SELECTIVITY = 0.1  # an ON predicate without an estimate (never reached: the lowering estimates every atom)
 
 
+COST_CAP = 1e15  # an e-node's cost at most (a tree of a few thousand nodes stays within i64)
+
+
 def _cost(value):
-    return (value + 1.0).to_i64()
+    return (value.min(f64(COST_CAP)) + 1.0).to_i64()
 
 
 ANALYSES = ruleset(
