@@ -4,7 +4,8 @@ FROM / WHERE core as an egglog term. The shell (SELECT list, GROUP BY, HAVING, O
 kept from the original text, so output names and positional ORDER BY stay as written.
 
 The subset: one SELECT over base tables (comma joins, [INNER] JOIN ... ON, LEFT JOIN ... ON), a WHERE of
-conjuncts, and among them [NOT] EXISTS (SELECT ... FROM base tables WHERE ...) subqueries (correlated or not) and
+conjuncts, and among them [NOT] EXISTS (SELECT ... FROM base tables WHERE ...) subqueries (correlated or not),
+[NOT] IN (SELECT column ...) and
 comparisons with a scalar subquery (``x < (SELECT 0.2 * avg(y) FROM ... WHERE ...)``).
 Anything else raises ``Unsupported`` with the reason, and the statement passes through untouched.
 
@@ -42,7 +43,8 @@ class Unsupported(ValueError):
 @dataclass(frozen=True)
 class Atom:
     """One predicate of the core: its SQL (qualified columns), the aliases it reads and those whose NULLs it
-    rejects, and its kind (``plain``, ``exists``, ``not_exists`` or ``scalar``, with the subquery's core)."""
+    rejects, and its kind (``plain``, ``exists``, ``not_exists``, ``not_in`` or ``scalar``, with the subquery's
+    core)."""
 
     sql: str
     refs: frozenset[str]
@@ -162,6 +164,9 @@ def _atoms(node: exp.Expression, scope: frozenset[str] = frozenset()):
             continue
         negated = isinstance(inner, exp.Not)
         body = inner.this.unnest() if negated else inner
+        if isinstance(body, exp.In) and body.args.get("query") is not None:
+            yield _in_subquery(part, body, negated, scope)
+            continue
         if isinstance(body, exp.Exists):
             sub = body.this
             if not isinstance(sub, exp.Select) or sub.args.get("group") or sub.args.get("limit"):
@@ -179,6 +184,28 @@ def _atoms(node: exp.Expression, scope: frozenset[str] = frozenset()):
                               "rewriter's subset yet")
         refs = _refs(inner)
         yield Atom(inner.sql(dialect="postgres"), refs, _rejects(inner, refs))
+
+
+def _in_subquery(part: exp.Expression, body: exp.In, negated: bool, scope: frozenset[str]) -> Atom:
+    """``x [NOT] IN (SELECT y FROM ... WHERE ...)`` as the subquery with ``y = x`` among its conditions: an
+    ``exists`` atom for IN (the same rows in a WHERE conjunct, where NULL and false both drop the row), a
+    ``not_in`` atom for NOT IN, with (x, y) in ``detail`` (an anti-join only where neither can be NULL)."""
+    sub = body.args["query"].this if isinstance(body.args["query"], exp.Subquery) else body.args["query"]
+    if not isinstance(sub, exp.Select) or len(sub.expressions) != 1 or sub.args.get("group") \
+            or sub.args.get("limit") or sub.args.get("having"):
+        raise Unsupported("an IN subquery outside the subset (GROUP BY, HAVING, LIMIT or several columns)")
+    low = _select(sub, None, scope)
+    y = sub.expressions[0].unalias() if isinstance(sub.expressions[0], exp.Alias) else sub.expressions[0]
+    x = body.this
+    if list(x.find_all(exp.Subquery, exp.Select)):
+        raise Unsupported("a subquery on the left of IN")
+    refs = _refs(y) | _refs(x)
+    match = Atom(f"{y.sql(dialect='postgres')} = {x.sql(dialect='postgres')}", refs, refs)
+    low = Lowered(low.tables, low.joins, low.atoms + (match,), low.shell)
+    outer = frozenset().union(*(a.refs for a in low.atoms)) - low.aliases
+    if not negated:
+        return Atom(part.sql(dialect="postgres"), outer, frozenset(), "exists", low)
+    return Atom(part.sql(dialect="postgres"), outer, frozenset(), "not_in", low, (x, y))
 
 
 def _scalar_comparison(node: exp.Expression, scope: frozenset[str]) -> Atom | None:

@@ -36,12 +36,13 @@ class Search:
     rows: dict[str, float]
     selectivity: object
     node_budget: int = 5_000
+    not_null: frozenset = frozenset()  # (table, column) pairs declared NOT NULL
     rules: tuple[Rule, ...] = RULES
     steps: list[Step] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.egraph = EGraph()
-        term, facts = to_term(self.lowered, self.rows, self.selectivity)
+        term, facts = to_term(self.lowered, self.rows, self.selectivity, self.not_null)
         self.root = self.egraph.let("root", term)
         self.egraph.register(*facts)
         self._analyse()

@@ -13,14 +13,18 @@ from optimizers.rewrites.lower import Atom, Lowered, Unsupported, _set
 from optimizers.rewrites.rules import decorrelate
 
 Selectivity = Callable[[Atom], float]
+NOT_IN_PENALTY = 1000
 DERIVED_ROWS = 0.1  # a grouped subquery's rows per row of its input, without better knowledge
 
 
-def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity) -> tuple[Rel, list]:
+def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
+            not_null: frozenset[tuple[str, str]] = frozenset()) -> tuple[Rel, list]:
     """The core as a term and the facts to register with it. ``rows``: estimated rows per table;
-    ``selectivity(atom)``: the fraction of rows an atom keeps."""
+    ``selectivity(atom)``: the fraction of rows an atom keeps; ``not_null``: (table, column) pairs declared NOT
+    NULL (what turning NOT IN into an anti-join needs)."""
     facts: list = []
-    taken = set(_all_aliases(low))
+    tables = dict(_all_tables(low))
+    taken = set(tables)
 
     def pred(atoms: tuple[Atom, ...]) -> Pred:
         out = None
@@ -65,22 +69,34 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity) -> t
                     joined = rel.left(derived, on) if alt.outer else rel.join(derived, on)
                     facts.append(union(plain).with_(joined.filter(cmp)))
                 rel = plain
+            elif atom.kind == "not_in":
+                written = pred((Atom(atom.sql, atom.refs, frozenset()),))
+                # a hashed NOT IN reads its subquery once, like an anti-join, but rescans it per row once it no
+                # longer fits work_mem and never gets the anti-join's strategies: priced above the anti-join
+                facts.append(set_cost(written, int(min(2 * inner_rows(atom.sub) + NOT_IN_PENALTY, 1e12))))
+                plain = rel.filter(written)
+                if decorrelate.null_safe(atom, tables, not_null):
+                    facts.append(union(plain).with_(rel.anti(*subquery(atom.sub))))
+                rel = plain
             else:
-                sub = atom.sub
-                inner = [a for a in sub.atoms if a.refs <= sub.aliases]
-                corr = tuple(a for a in sub.atoms if not a.refs <= sub.aliases)
-                right = core(Lowered(sub.tables, sub.joins, tuple(inner), sub.shell))
-                rel = rel.semi(right, pred(corr)) if atom.kind == "exists" else rel.anti(right, pred(corr))
+                right, corr = subquery(atom.sub)
+                rel = rel.semi(right, corr) if atom.kind == "exists" else rel.anti(right, corr)
         return rel
+
+    def subquery(sub: Lowered) -> tuple[Rel, Pred]:
+        inner = [a for a in sub.atoms if a.refs <= sub.aliases]
+        corr = tuple(a for a in sub.atoms if not a.refs <= sub.aliases)
+        return core(Lowered(sub.tables, sub.joins, tuple(inner), sub.shell)), pred(corr)
 
     return core(low), facts
 
 
-def _all_aliases(low: Lowered):
-    yield from (a for _, a in low.tables)
+def _all_tables(low: Lowered):
+    """(alias, table) of the statement and all its subqueries (aliases are unique: see ``lower``)."""
+    yield from ((a, t) for t, a in low.tables)
     for atom in low.atoms:
         if atom.sub is not None:
-            yield from _all_aliases(atom.sub)
+            yield from _all_tables(atom.sub)
 
 
 def _fresh(taken: set[str], stem: str) -> str:

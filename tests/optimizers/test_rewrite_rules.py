@@ -47,6 +47,12 @@ GOLDEN = [
     ("join_associate", T.join(U, TU).join(V, UV), T.join(U.join(V, UV), TU)),
     ("filter_into_join", T.join(U, TU).filter(atom("t.b < u.c", "t", "u")),
      T.join(U, Pred.both(TU, atom("t.b < u.c", "t", "u")))),
+    ("join_condition_to_right_filter", T.join(U, Pred.both(TU, UD)), T.join(U.filter(UD), TU)),
+    ("left_join_condition_to_right_filter", T.left(U, Pred.both(TU, UD)), T.left(U.filter(UD), TU)),
+    ("semi_join_condition_to_subquery", T.semi(U, Pred.both(TU, UD)), T.semi(U.filter(UD), TU)),
+    ("anti_join_condition_to_subquery", T.anti(U, Pred.both(TU, UD)), T.anti(U.filter(UD), TU)),
+    ("pull_filter_above_join", T.filter(TB).join(U, TU), T.join(U, TU).filter(TB)),
+    ("drop_true_filter", T.filter(atom("TRUE")).join(U, TU), T.join(U, TU)),
 ]
 
 # (rule, input, the rewrite it must not make): each guard is what keeps the meaning
@@ -58,6 +64,10 @@ GUARDED = [
     ("left_join_to_inner", T.left(U, TU).filter(TB), T.join(U, TU).filter(TB)),  # rejects no NULL of u
     ("join_associate", T.join(U, TU).join(V, TV), T.join(U.join(V, TV), TU)),  # t.a = v.e needs t inside
     ("filter_into_join", T.join(U, TU).filter(TB), T.join(U, Pred.both(TU, TB))),  # one side only: push it
+    # a LEFT JOIN's condition on the preserved side must stay in ON: as a filter it would drop rows of t
+    ("left_join_condition_to_right_filter", T.left(U, Pred.both(TU, TB)), T.filter(TB).left(U, TU)),
+    ("left_join_condition_to_right_filter", T.left(U, Pred.both(TU, TB)), T.left(U.filter(TB), TU)),
+    ("anti_join_condition_to_subquery", T.anti(U, Pred.both(TU, TB)), T.anti(U.filter(TB), TU)),
 ]
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from optimizers.rewrites.rules.base import Rule
 from optimizers.rewrites.rules.joins import JOIN_RULES
-from optimizers.rewrites.rules.pushdown import PUSHDOWN_RULES
+from optimizers.rewrites.rules.pushdown import ON_RULES, PUSHDOWN_RULES
 
-RULES: tuple[Rule, ...] = (*PUSHDOWN_RULES, *JOIN_RULES)
+RULES: tuple[Rule, ...] = (*PUSHDOWN_RULES, *ON_RULES, *JOIN_RULES)
 
 
 def by_name(name: str) -> Rule:

@@ -14,7 +14,8 @@ Guards that keep the meaning:
 - the COUNT bug: COUNT over an empty group is 0, not NULL. A select expression that is exactly ``COUNT(...)``
   is joined with LEFT JOIN and compared as ``COALESCE(dc1.v, 0)``; any other expression holding COUNT is left
   correlated.
-This is an expanding rule: applied when the statement's term is built (``optimizers.rewrites.term``), it adds
+``null_safe`` decides the same for ``x NOT IN (SELECT y ...)`` -> NOT EXISTS (anti-join): only where neither x
+nor y can be NULL. These are expanding rules: applied when the statement's term is built (``optimizers.rewrites.term``), it adds
 the decorrelated form as equal to the written one, and extraction and the shadow's measurements choose.
 """
 
@@ -80,6 +81,13 @@ def scalar_aggregate(atom: Atom, alias: str) -> Decorrelated | str:
     compare_refs = frozenset({alias}) | (_refs_sql(outer_sql) & outer_refs)
     compare = Atom(f"{outer_sql} {op} {value}", compare_refs, frozenset() if counting else compare_refs)
     return Decorrelated(grouped.sql(dialect="postgres"), alias, on, compare, counting)
+
+
+def null_safe(atom: Atom, tables: dict[str, str], not_null: frozenset[tuple[str, str]]) -> bool:
+    """Whether ``x NOT IN (SELECT y ...)`` (a ``not_in`` atom) equals ``NOT EXISTS (... AND y = x)``: only when
+    neither x nor y can be NULL (a NULL y makes NOT IN drop every row without a match; a NULL x drops the row
+    unless the subquery is empty), i.e. both are columns declared NOT NULL."""
+    return all(isinstance(c, exp.Column) and (tables.get(c.table), c.name) in not_null for c in atom.detail)
 
 
 def _key(atom: Atom, inner: frozenset[str]) -> tuple[str, str] | None:

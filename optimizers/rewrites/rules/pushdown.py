@@ -40,3 +40,27 @@ PUSHDOWN_RULES = (
     _below(Rel.anti, "push_filter_anti_join", "left",
            "a filter on the outer side of a NOT EXISTS is applied before the anti-join"),
 )
+
+
+def _on_to_right(op, name: str, doc: str) -> Rule:
+    """op(a, b, p AND q) -> op(a, filter(b, q), p) when ``q`` reads only ``b``'s aliases."""
+    return Rule.of(name, doc, rule(eq(r).to(op(a, b, Pred.both(p, q))), eq(S1).to(refs(q)), eq(S2).to(aliases(b)),
+                                   eq(S1 - S2).to(NONE)).then(union(r).with_(op(a, b.filter(q), p))))
+
+
+ON_RULES = (
+    _on_to_right(Rel.join, "join_condition_to_right_filter",
+                 "a condition of an inner join's ON that reads only its right side filters that side first"),
+    _on_to_right(Rel.left, "left_join_condition_to_right_filter",
+                 "a LEFT JOIN's ON condition on the nullable side alone filters that side before the join (rows "
+                 "of the left side are kept either way)"),
+    _on_to_right(Rel.semi, "semi_join_condition_to_subquery",
+                 "an EXISTS condition that reads only the subquery's tables filters them first"),
+    _on_to_right(Rel.anti, "anti_join_condition_to_subquery",
+                 "a NOT EXISTS condition that reads only the subquery's tables filters them first"),
+    Rule.of("pull_filter_above_join", "join(filter(a, q), b, p) -> filter(join(a, b, p), q): the inverse of a "
+            "pushdown, so a filter can meet a join condition or travel to the other side",
+            rewrite(a.filter(q).join(b, p)).to(a.join(b, p).filter(q))),
+    Rule.of("drop_true_filter", "filter(a, TRUE) -> a",
+            rewrite(a.filter(Pred.atom("TRUE", NONE, NONE))).to(a)),
+)
