@@ -15,8 +15,9 @@ Guards that keep the meaning:
   is joined with LEFT JOIN and compared as ``COALESCE(dc1.v, 0)``; any other expression holding COUNT is left
   correlated.
 ``null_safe`` decides the same for ``x NOT IN (SELECT y ...)`` -> NOT EXISTS (anti-join): only where neither x
-nor y can be NULL. These are expanding rules: applied when the statement's term is built (``optimizers.rewrites.term``), it adds
-the decorrelated form as equal to the written one, and extraction and the shadow's measurements choose.
+nor y can be NULL. These are expanding rules: applied when the statement's term is built
+(``optimizers.rewrites.term``), each adds its form as equal to the written one, and extraction and the shadow's
+measurements choose.
 """
 
 from __future__ import annotations
