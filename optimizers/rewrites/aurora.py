@@ -1,0 +1,163 @@
+"""Aurora (arXiv 2407.12794): a learned policy chooses which rule to run next on a statement's e-graph, and when
+to stop, under the node budget. The state: the graph's size against the budget, the steps taken, the best cost
+so far against the initial one and its last change, per rule the matches of its last run and how often it ran,
+and the statement's shape (tables, subqueries). The policy is a small MLP trained with PPO (clipped surrogate,
+a value baseline) in PyTorch, on CUDA when present; the reward of a step is the relative cost it removed minus a
+price on the nodes it added, so the policy learns to reach the best plan with few nodes.
+
+>>> from optimizers.rewrites.lower import lower
+>>> low = lower("SELECT 1 FROM t JOIN u ON t.a = u.c WHERE t.b > 1", {"t": {"a": "int", "b": "int"},
+...             "u": {"c": "int"}})
+>>> make = lambda: Search(low, {"t": 1e5, "u": 1e5}, lambda a: 1e-5 if len(a.refs) > 1 else 0.1)
+>>> agent = Aurora(seed=0)
+>>> stats = agent.train([make], episodes=8)
+>>> result = agent.run(make())
+>>> result.cost <= result.initial_cost and stats["episodes"] == 8
+True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from optimizers.rewrites.rules import RULES
+from optimizers.rewrites.search import Search
+from optimizers.rewrites.strategies import Result, _result
+from optimizers.torch_runtime import one_thread, resolve_device
+
+MAX_STEPS = 24
+NODE_PRICE = 0.2  # reward lost per budget's worth of nodes added
+
+
+@dataclass(frozen=True)
+class AuroraOptions:
+    max_steps: int = MAX_STEPS
+    node_price: float = NODE_PRICE
+    lr: float = 3e-3
+    clip: float = 0.2
+    epochs: int = 4
+    batch: int = 8  # episodes per update
+    hidden: int = 64
+
+
+def features(search: Search, counts: np.ndarray, last: np.ndarray, steps: int, max_steps: int,
+             trend: float) -> np.ndarray:
+    n = len(search.rules)
+    low = search.lowered
+    subqueries = sum(1 for a in low.atoms if a.sub is not None)
+    head = [math.log1p(search.nodes()) / math.log1p(search.node_budget), steps / max_steps,
+            math.log10(max(search.cost(), 1) / max(search.initial_cost, 1)) / 6.0, trend,
+            len(low.tables) / 10.0, subqueries / 5.0]
+    return np.concatenate([np.asarray(head, dtype=np.float32), np.log1p(last[:n]).astype(np.float32) / 5.0,
+                           (counts[:n] / max(steps, 1)).astype(np.float32)])
+
+
+class Policy(nn.Module):
+    def __init__(self, inputs: int, actions: int, hidden: int):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(inputs, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh())
+        self.pi, self.v = nn.Linear(hidden, actions), nn.Linear(hidden, 1)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.body(x)
+        return self.pi(h), self.v(h).squeeze(-1)
+
+
+class Aurora:
+    """The agent. ``train(makers)`` runs PPO over statements (each maker builds a fresh ``Search``); ``run``
+    searches one statement with the greedy policy. Actions: one per rule of ``RULES``, and stop (the last)."""
+
+    def __init__(self, options: AuroraOptions = AuroraOptions(), seed: int = 0, device: str = "auto"):
+        self.options, self.seed = options, seed
+        self.device = resolve_device(device)
+        torch.manual_seed(seed)
+        self.rules = RULES
+        self.inputs = 6 + 2 * len(self.rules)
+        self.policy = Policy(self.inputs, len(self.rules) + 1, options.hidden).to(self.device)
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=options.lr)
+        self.rng = np.random.default_rng(seed)
+
+    def _episode(self, search: Search, greedy: bool) -> list[tuple[np.ndarray, int, float, float]]:
+        o = self.options
+        n = len(self.rules)
+        counts, last = np.zeros(n), np.zeros(n)
+        out, trend = [], 0.0
+        for step in range(o.max_steps):
+            x = features(search, counts, last, step, o.max_steps, trend)
+            with torch.no_grad():
+                logits, _ = self.policy(torch.as_tensor(x, device=self.device))
+                probs = torch.softmax(logits, -1).cpu().numpy().astype(np.float64)
+            action = int(np.argmax(probs)) if greedy else int(self.rng.choice(n + 1, p=probs / probs.sum()))
+            if action == n:
+                out.append((x, action, 0.0, float(np.log(probs[action]))))
+                break
+            before_cost, before_nodes = search.cost(), search.nodes()
+            s = search.run(self.rules[action])
+            counts[action] += 1
+            last[action] = s.matches
+            gain = (before_cost - s.cost) / max(search.initial_cost, 1)
+            trend = math.copysign(math.log1p(abs(gain) * 100) / 5.0, gain)
+            reward = gain * 10 - o.node_price * (s.nodes - before_nodes) / search.node_budget
+            out.append((x, action, reward, float(np.log(probs[action]))))
+        return out
+
+    def train(self, makers: Sequence[Callable[[], Search]], episodes: int = 200,
+              say: Callable[[str], None] = lambda _m: None) -> dict:
+        """PPO over ``episodes`` searches of the statements ``makers`` build, in turn; returns the statistics."""
+        with one_thread():
+            return self._train(makers, episodes, say)
+
+    def _train(self, makers, episodes: int, say) -> dict:
+        o = self.options
+        batch: list = []
+        finals: list[float] = []
+        for ep in range(episodes):
+            search = makers[ep % len(makers)]()
+            traj = self._episode(search, greedy=False)
+            ret, rets = 0.0, []
+            for _, _, r, _ in reversed(traj):
+                ret += r
+                rets.append(ret)
+            batch.extend((x, a, g, lp) for (x, a, _, lp), g in zip(traj, reversed(rets)))
+            finals.append(search.cost() / max(search.initial_cost, 1))
+            if (ep + 1) % o.batch == 0 or ep + 1 == episodes:
+                self._update(batch)
+                batch = []
+            if (ep + 1) % 25 == 0:
+                say(f"Aurora training: episode {ep + 1}/{episodes}, mean relative cost {np.mean(finals[-25:]):.3f}")
+        return {"episodes": episodes, "device": str(self.device), "final_rc": float(np.mean(finals[-25:]))}
+
+    def _update(self, batch) -> None:
+        o = self.options
+        x = torch.as_tensor(np.stack([b[0] for b in batch]), device=self.device)
+        a = torch.as_tensor([b[1] for b in batch], device=self.device)
+        g = torch.as_tensor([b[2] for b in batch], dtype=torch.float32, device=self.device)
+        old = torch.as_tensor([b[3] for b in batch], dtype=torch.float32, device=self.device)
+        for _ in range(o.epochs):
+            logits, v = self.policy(x)
+            logp = torch.log_softmax(logits, -1).gather(1, a[:, None]).squeeze(1)
+            adv = (g - v).detach()
+            ratio = torch.exp(logp - old)
+            surrogate = torch.min(ratio * adv, torch.clamp(ratio, 1 - o.clip, 1 + o.clip) * adv)
+            loss = -surrogate.mean() + 0.5 * ((g - v) ** 2).mean()
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+
+    def run(self, search: Search) -> Result:
+        self._episode(search, greedy=True)
+        return _result("aurora", search)
+
+    def state_dict(self) -> dict:
+        return {"rules": [r.name for r in self.rules], "policy": self.policy.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state["rules"] != [r.name for r in self.rules]:
+            raise ValueError("the stored policy was trained for another rule list: train again")
+        self.policy.load_state_dict(state["policy"])
