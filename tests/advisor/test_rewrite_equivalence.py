@@ -1,0 +1,48 @@
+"""Equivalence by execution: planted wrong rewrites are caught on the edge-case databases (each names where),
+right ones pass on every variant."""
+
+import pytest
+
+from advisor.tuning.rewrite_equivalence import check
+
+SCHEMA = {"c": {"id": "integer", "name": "text"}, "o": {"cid": "integer", "amount": "numeric"}}
+NOT_NULL = frozenset({("c", "id")})
+
+PLANTED = [  # (original, a wrong rewrite, the bug)
+    ("SELECT c.id, o.amount FROM c LEFT JOIN o ON o.cid = c.id",
+     "SELECT c.id, o.amount FROM c JOIN o ON o.cid = c.id", "LEFT JOIN turned inner"),
+    ("SELECT id FROM c WHERE id NOT IN (SELECT cid FROM o)",
+     "SELECT id FROM c WHERE NOT EXISTS (SELECT 1 FROM o WHERE o.cid = c.id)", "NOT IN over a nullable column"),
+    ("SELECT id FROM c WHERE 1 > (SELECT count(*) FROM o WHERE o.cid = c.id)",
+     "SELECT c.id FROM c JOIN (SELECT cid, count(*) AS v FROM o GROUP BY cid) d ON d.cid = c.id WHERE 1 > d.v",
+     "the COUNT bug"),
+    ("SELECT DISTINCT c.name FROM c JOIN o ON o.cid = c.id",
+     "SELECT c.name FROM c JOIN o ON o.cid = c.id", "DISTINCT dropped over a non-key"),
+    ("SELECT id FROM c WHERE EXISTS (SELECT 1 FROM o WHERE o.cid = c.id)",
+     "SELECT c.id FROM c JOIN o ON o.cid = c.id", "EXISTS turned into a join (duplicates)"),
+]
+RIGHT = [
+    ("SELECT id FROM c WHERE 1 > (SELECT count(*) FROM o WHERE o.cid = c.id)",
+     "SELECT c.id FROM c LEFT JOIN (SELECT cid, count(*) AS v FROM o GROUP BY cid) d ON d.cid = c.id "
+     "WHERE 1 > COALESCE(d.v, 0)"),
+    ("SELECT id FROM c WHERE id IN (SELECT cid FROM o)",
+     "SELECT id FROM c WHERE EXISTS (SELECT 1 FROM o WHERE o.cid = c.id)"),
+]
+
+
+@pytest.mark.parametrize("original,wrong,bug", PLANTED, ids=[p[2] for p in PLANTED])
+def test_a_planted_wrong_rewrite_is_caught_and_keeps_both_texts(db, original, wrong, bug):
+    verdict = check(db, SCHEMA, original, wrong, not_null=NOT_NULL)
+    assert not verdict.equivalent and verdict.mismatch
+    assert verdict.original == original and verdict.rewrite == wrong
+
+
+@pytest.mark.parametrize("original,right", RIGHT)
+def test_a_right_rewrite_passes_every_variant(db, original, right):
+    verdict = check(db, SCHEMA, original, right, not_null=NOT_NULL, shadow_dsn=db)
+    assert verdict.equivalent and len(verdict.checked) == 7 and verdict.checked[-1] == "the shadow"
+
+
+def test_a_rewrite_postgres_refuses_is_not_equivalent(db):
+    verdict = check(db, SCHEMA, "SELECT id FROM c", "SELECT idd FROM c")
+    assert not verdict.equivalent and "the rewrite failed" in verdict.mismatch

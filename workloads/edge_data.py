@@ -1,0 +1,101 @@
+"""Small databases built to expose wrong rewrites (issue 15's equivalence by execution): for a schema, a few
+variants whose rows make the usual unnesting and outer-join bugs show: every table empty, one table empty at a
+time, NULLs in every nullable column, duplicates, and values drawn from a tiny domain so that joins match
+several rows, some rows match nothing (empty groups, empty subqueries) and NOT NULL columns hold no NULL.
+
+>>> schema = {"t": {"a": "integer", "b": "text"}, "u": {"c": "integer"}}
+>>> names = [v.name for v in variants(schema, seed=0)]
+>>> names[:4]
+['all empty', 'empty t', 'empty u', 'nulls']
+>>> v = {x.name: x for x in variants(schema, seed=0)}
+>>> all(None in col for col in zip(*v["nulls"].rows["t"]))  # each nullable column holds a NULL
+True
+>>> v["nulls"].rows == variants(schema, seed=0)[3].rows  # seeded: the same rows every time
+True
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+import psycopg
+from psycopg import sql
+
+Schema = dict[str, dict[str, str]]  # table -> column -> SQL type
+ROWS = 12  # rows per table in the non-empty variants
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    rows: dict[str, list[tuple]]
+
+
+def variants(schema: Schema, seed: int = 0, not_null: frozenset[tuple[str, str]] = frozenset()) -> list[Variant]:
+    rng = random.Random(seed)
+    out = [Variant("all empty", {t: [] for t in schema})]
+    full = {t: _rows(cols, t, rng, not_null, nulls=0.0) for t, cols in schema.items()}
+    out += [Variant(f"empty {t}", {**full, t: []}) for t in schema]
+    out.append(Variant("nulls", {t: _rows(cols, t, rng, not_null, nulls=0.4, force_null=True)
+                                 for t, cols in schema.items()}))
+    out.append(Variant("duplicates", {t: rows[: ROWS // 3] * 3 for t, rows in full.items()}))
+    out.append(Variant("small domain", full))
+    return out
+
+
+def _rows(cols: dict[str, str], table: str, rng: random.Random, not_null, nulls: float,
+          force_null: bool = False) -> list[tuple]:
+    rows = []
+    for i in range(ROWS):
+        row = []
+        for col, typ in cols.items():
+            nullable = (table, col) not in not_null
+            null = nullable and ((force_null and i == 0) or rng.random() < nulls)
+            row.append(None if null else _value(typ, rng))
+        rows.append(tuple(row))
+    return rows
+
+
+def _value(typ: str, rng: random.Random):
+    """A value of ``typ`` from a domain of 4 (so joins and groups collide)."""
+    t = typ.lower()
+    k = rng.randrange(4)
+    if any(w in t for w in ("int", "serial")):
+        return k + 1
+    if any(w in t for w in ("numeric", "decimal", "real", "double", "float")):
+        return k + 0.5
+    if "date" in t or "timestamp" in t:
+        return date(1995, 1, 1) + timedelta(days=100 * k)
+    if "bool" in t:
+        return k % 2 == 0
+    return f"v{k}"
+
+
+def load(dsn: str, schema: Schema, variant: Variant, not_null: frozenset[tuple[str, str]] = frozenset()) -> None:
+    """Create ``schema``'s tables in ``dsn`` (dropping any of the same name) and insert the variant's rows."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for table, cols in schema.items():
+            conn.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(sql.Identifier(table)))
+            columns = sql.SQL(", ").join(
+                sql.SQL("{} {}{}").format(sql.Identifier(c), sql.SQL(_type(t)),
+                                          sql.SQL(" NOT NULL" if (table, c) in not_null else ""))
+                for c, t in cols.items())
+            conn.execute(sql.SQL("CREATE TABLE {} ({})").format(sql.Identifier(table), columns))
+            rows = variant.rows[table]
+            if rows:
+                with conn.cursor() as cur, cur.copy(sql.SQL("COPY {} FROM STDIN").format(sql.Identifier(table))) as cp:
+                    for row in rows:
+                        cp.write_row(row)
+
+
+def _type(typ: str) -> str:
+    """The schema's type name as DDL: only a known, plain type name passes (never SQL from elsewhere)."""
+    t = typ.strip().lower()
+    allowed = ("integer", "int", "bigint", "smallint", "numeric", "decimal", "real", "double precision", "text",
+               "date", "boolean", "timestamp", "varchar", "character varying", "char", "character", "bpchar")
+    base = t.split("(")[0].strip()
+    if base not in allowed or not all(ch.isalnum() or ch in " (),_" for ch in t):
+        return "text"
+    return t
