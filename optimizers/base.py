@@ -38,14 +38,14 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import ClassVar, Generic, TypeVar
 
-from advisor.core.domain import Change, IndexChange, KnobChange, TrialResult
+from advisor.core.domain import Change, IndexChange, KnobChange, QueryRewrite, TrialResult
 from advisor.core.progress import Say
 
 P = TypeVar("P")
 Config = tuple[Change, ...]
 Outcome = TrialResult  # objective (lower is better) or None, status measured | failed | infeasible, reason
 
-CHANGE_TYPES: dict[str, type] = {"knobs": KnobChange, "indexes": IndexChange}
+CHANGE_TYPES: dict[str, type] = {"knobs": KnobChange, "indexes": IndexChange, "rewrites": QueryRewrite}
 
 
 class ContractViolation(AssertionError):

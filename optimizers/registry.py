@@ -7,10 +7,11 @@ from __future__ import annotations
 import inspect
 
 from advisor.core.errors import NotFound
-from optimizers import indexes, knobs
+from optimizers import indexes, knobs, rewrites
 from optimizers.base import Optimizer
 
-OPTIMIZERS: dict[str, tuple[type[Optimizer], ...]] = {"knobs": knobs.OPTIMIZERS, "indexes": indexes.OPTIMIZERS}
+OPTIMIZERS: dict[str, tuple[type[Optimizer], ...]] = {"knobs": knobs.OPTIMIZERS, "indexes": indexes.OPTIMIZERS,
+                                                     "rewrites": rewrites.OPTIMIZERS}
 
 
 def available(kind: str | None = None) -> list[type[Optimizer]]:

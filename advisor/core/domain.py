@@ -199,6 +199,20 @@ class DropIndexChange:
     kind: str = field(default="drop_index", init=False)
 
 
+@dataclass(frozen=True)
+class QueryRewrite:
+    """A statement rewritten: the SQL as observed and a faster one that returns the same rows, with the rules
+    applied in order and the what-if estimate of its cost relative to the original's. Never applied to a
+    database: it is handed to the statement's owners."""
+
+    queryid: str
+    original: str
+    rewritten: str
+    rules: tuple[str, ...] = ()
+    estimated: float = 1.0  # the rewrite's estimated cost / the original's
+    kind: str = field(default="query_rewrite", init=False)
+
+
 Change = KnobChange | IndexChange | DropIndexChange
 
 

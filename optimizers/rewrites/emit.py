@@ -89,3 +89,29 @@ def _paren(block: Block) -> str:
 def _needs_paren(text: str) -> bool:
     """An atom whose top operator binds looser than AND (an OR) is parenthesised."""
     return isinstance(sqlglot.parse_one(text, read="postgres"), exp.Or)
+
+
+def expanded(term: Rel, low: Lowered) -> tuple[str, ...]:
+    """The expanding rules whose form the extracted ``term`` took (``optimizers.rewrites.rules.decorrelate``)."""
+    found: list[str] = []
+    texts: set[str] = set()
+    derived = False
+
+    def walk(t) -> None:
+        nonlocal derived
+        fn, args = get_callable_fn(t), get_callable_args(t)
+        if fn == Rel.derived:
+            derived = True
+        if fn == Pred.atom:
+            texts.add(get_literal_value(args[0]))
+            return
+        for a in args or ():
+            if isinstance(a, (Rel, Pred)):
+                walk(a)
+
+    walk(term)
+    if derived:
+        found.append("decorrelate_scalar_aggregate")
+    if any(a.kind == "not_in" and a.sql not in texts for a in low.atoms):
+        found.append("not_in_to_anti_join")
+    return tuple(found)

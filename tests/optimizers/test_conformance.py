@@ -16,7 +16,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from advisor.core.domain import Hardware, IndexChange, KnobChange, TrialResult
+from advisor.core.domain import Hardware, IndexChange, KnobChange, QueryRewrite, TrialResult
 from connectors.postgres import PostgresConnector
 from connectors.postgres.whatif import HypoPG
 from optimizers import registry
@@ -25,10 +25,11 @@ from optimizers.indexes.costing import CachedWhatIf
 from optimizers.indexes.problem import IndexProblem
 from optimizers.knobs.problem import KnobProblem
 from optimizers.knobs.space import KnobSpace, SpaceOptions
+from optimizers.rewrites.problem import RewriteProblem
 from tests.optimizers.test_index_baselines import CANDIDATES, QUERIES
 
 # small settings of the same algorithms, so the suite stays quick
-FAST = {"hibo": {"sweep": 256, "local": 128}, "ia2": {"episodes": 30, "samples": 4}}
+FAST = {"hibo": {"sweep": 256, "local": 128}, "ia2": {"episodes": 30, "samples": 4}, "aurora": {"episodes": 6}}
 LISTED = [pytest.param(cls, id=f"{cls.kind}-{cls.name}") for cls in registry.available()]
 STEPS = 8  # tells before the state is taken: past every model's space-filling start (n_init = 5)
 
@@ -45,9 +46,19 @@ def index_problem(tpch_dsn):
         yield IndexProblem(QUERIES, CANDIDATES, 64 << 20, CachedWhatIf(session))
 
 
+@pytest.fixture(scope="module")
+def rewrite_problem():
+    """Statements over a two-table schema: one the rules improve, one they cannot, one outside the subset."""
+    schema = {"t": {"a": "int", "b": "int"}, "u": {"c": "int", "d": "int"}}
+    return RewriteProblem((("join", "SELECT t.a FROM t, u WHERE t.a = u.c AND t.b > 1 AND u.d < 3"),
+                           ("plain", "SELECT a FROM t"),
+                           ("cte", "WITH x AS (SELECT 1) SELECT * FROM x")),
+                          schema, {"t": 1e5, "u": 1e4}, node_budget=200)
+
+
 @pytest.fixture
-def problem_of(knob_problem, index_problem):
-    return {"knobs": knob_problem, "indexes": index_problem}.__getitem__
+def problem_of(knob_problem, index_problem, rewrite_problem):
+    return {"knobs": knob_problem, "indexes": index_problem, "rewrites": rewrite_problem}.__getitem__
 
 
 def make(cls: type[Optimizer], problem, seed: int = 0) -> Optimizer:
@@ -85,6 +96,11 @@ def assert_valid(cls, problem, config) -> None:
             for change in config:
                 assert change.name in dims, f"{cls.name} changed {change.name}, which is not searched"
                 assert 0.0 <= dims[change.name].to_unit(change.value) <= 1.0
+    elif cls.kind == "rewrites":
+        assert all(isinstance(c, QueryRewrite) for c in config)
+        statements = dict(problem.statements)
+        assert len({c.queryid for c in config}) == len(config)
+        assert all(statements[c.queryid] == c.original != c.rewritten and c.estimated < 1 for c in config)
     else:
         assert all(isinstance(c, IndexChange) for c in config)
         assert len(set(config)) == len(config)
@@ -93,7 +109,7 @@ def assert_valid(cls, problem, config) -> None:
 
 
 def test_every_kind_lists_unique_names():
-    for kind in ("knobs", "indexes"):
+    for kind in ("knobs", "indexes", "rewrites"):
         names = [cls.name for cls in registry.available(kind)]
         assert names and len(names) == len(set(names))
         assert all(cls.kind == kind and cls.description for cls in registry.available(kind))

@@ -28,3 +28,20 @@ def test_every_strategy_lowers_the_cost_and_greedy_needs_fewer_nodes_than_satura
     assert results["greedy"].nodes < results["saturate"].nodes
     assert results["greedy"].cost <= results["saturate"].cost * 1.01
     assert results["saturate"].rules and set(results["saturate"].rules) <= {r.name for r in search().rules}
+
+
+def test_a_rewrite_optimizer_proposes_the_improved_statement_and_explains_the_others():
+    from optimizers import registry
+    from optimizers.rewrites.problem import RewriteProblem
+
+    problem = RewriteProblem((("join", SQL), ("plain", "SELECT a0 FROM t0"), ("cte", "WITH x AS (SELECT 1) "
+                                                                                      "SELECT * FROM x")),
+                             SCHEMA, ROWS, node_budget=3000)
+    opt = registry.create("rewrites", "greedy", problem)
+    (config,) = opt.ask(1)
+    assert [c.queryid for c in config] == ["join"]
+    change = config[0]
+    assert change.original == SQL and change.rewritten != SQL and 0 < change.estimated < 1 and change.rules
+    why = opt.explain()
+    assert why["plain"] == "no rule found a cheaper form (estimated)" and "WITH" in why["cte"]
+    assert problem.cost(config) == 2 + change.estimated

@@ -1,0 +1,60 @@
+"""The rewrite problem: the workload's statements (query id, SQL), the schema they read (table -> column ->
+type), estimated rows per table, the (table, column) pairs declared NOT NULL, each predicate's estimated
+selectivity, and the e-graph's node budget per statement. Statements outside the rewriter's subset are kept, with
+the reason, in ``unsupported``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from advisor.core.domain import QueryRewrite
+from optimizers.rewrites.lower import Atom, Lowered, Unsupported, lower
+from optimizers.rewrites.search import Search
+
+
+def default_selectivity(atom: Atom) -> float:
+    """Without statistics: a join condition keeps 1 in 10,000 pairs, a filter a tenth of the rows."""
+    return 1e-4 if len(atom.refs) > 1 else 0.1
+
+
+@dataclass(frozen=True)
+class RewriteProblem:
+    statements: tuple[tuple[str, str], ...]
+    schema: dict[str, dict[str, str]]
+    rows: dict[str, float] = field(default_factory=dict)
+    not_null: frozenset[tuple[str, str]] = frozenset()
+    selectivity: Callable[[Atom], float] = default_selectivity
+    node_budget: int = 5_000
+
+    @cached_property
+    def lowered(self) -> dict[str, Lowered]:
+        """The statements in the subset, lowered, by query id."""
+        out = {}
+        for qid, sql in self.statements:
+            try:
+                out[qid] = lower(sql, self.schema)
+            except Unsupported:
+                continue
+        return out
+
+    @cached_property
+    def unsupported(self) -> dict[str, str]:
+        """Why each statement outside the subset is left as written, by query id."""
+        out = {}
+        for qid, sql in self.statements:
+            try:
+                lower(sql, self.schema)
+            except Unsupported as e:
+                out[qid] = str(e)
+        return out
+
+    def search(self, queryid: str) -> Search:
+        """A fresh e-graph search over one lowered statement."""
+        return Search(self.lowered[queryid], self.rows, self.selectivity, self.node_budget, not_null=self.not_null)
+
+    def cost(self, config) -> float:
+        """The workload's estimated cost relative to the statements as written (1 per statement)."""
+        rewritten = {c.queryid: c.estimated for c in config if isinstance(c, QueryRewrite)}
+        return sum(rewritten.get(qid, 1.0) for qid, _ in self.statements)
