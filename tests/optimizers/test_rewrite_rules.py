@@ -53,6 +53,8 @@ GOLDEN = [
     ("anti_join_condition_to_subquery", T.anti(U, Pred.both(TU, UD)), T.anti(U.filter(UD), TU)),
     ("pull_filter_above_join", T.filter(TB).join(U, TU), T.join(U, TU).filter(TB)),
     ("drop_true_filter", T.filter(atom("TRUE")).join(U, TU), T.join(U, TU)),
+    ("drop_repeated_filter", T.filter(TB).filter(TB), T.filter(TB)),
+    ("drop_repeated_exists", T.semi(U, TU).semi(U, TU), T.semi(U, TU)),
 ]
 
 # (rule, input, the rewrite it must not make): each guard is what keeps the meaning

@@ -63,4 +63,9 @@ ON_RULES = (
             rewrite(a.filter(q).join(b, p)).to(a.join(b, p).filter(q))),
     Rule.of("drop_true_filter", "filter(a, TRUE) -> a",
             rewrite(a.filter(Pred.atom("TRUE", NONE, NONE))).to(a)),
+    Rule.of("drop_repeated_filter", "filter(filter(a, p), p) -> filter(a, p): a conjunct written twice (ORMs "
+            "and view expansion repeat them) is evaluated once",
+            rewrite(a.filter(p).filter(p)).to(a.filter(p))),
+    Rule.of("drop_repeated_exists", "semi(semi(a, b, p), b, p) -> semi(a, b, p): the same EXISTS twice",
+            rewrite(a.semi(b, p).semi(b, p)).to(a.semi(b, p))),
 )
