@@ -22,7 +22,7 @@ rows produced, so extraction prefers plans that shrink relations early, natively
 
 from __future__ import annotations
 
-from egglog import (Bool, EGraph, Expr, Set, String, StringLike, eq, f64, function, rule, ruleset, set_, set_cost,
+from egglog import (EGraph, Expr, Set, String, StringLike, eq, f64, function, rule, ruleset, set_, set_cost,
                     vars_)
 
 ALIASES = Set[String]
@@ -78,17 +78,12 @@ def rows(rel: Rel) -> f64: ...
 def selectivity(pred: Pred) -> f64: ...
 
 
-@function(merge=lambda old, new: old)
-def unique_on(rel: Rel, cols: String) -> Bool: ...
-
-
 a, b, r = vars_("a b r", Rel)
 p, q, x = vars_("p q x", Pred)
 s, t = vars_("s t", String)
 S1, S2, S3, S4 = vars_("S1 S2 S3 S4", ALIASES)
 n1, n2, k1, k2 = vars_("n1 n2 k1 k2", f64)
 
-JOIN_SELECTIVITY = 0.1  # an ON predicate without an estimate (never reached: the lowering estimates every atom)
 
 
 COST_CAP = 1e15  # an e-node's cost at most (a tree of a few thousand nodes stays within i64)
@@ -126,13 +121,16 @@ ANALYSES = ruleset(
 )
 
 
-def new_egraph() -> EGraph:
-    """An empty e-graph (each statement gets its own)."""
-    return EGraph()
+ANALYSIS_ROUNDS = 12  # passes of the analyses after a move (they reach a fixed point well before on 30 joins)
 
 
-def analyse(egraph: EGraph, rounds: int = 8) -> None:
+def analyse(egraph: EGraph, rounds: int = ANALYSIS_ROUNDS) -> None:
     """Run the analyses to a fixed point (at most ``rounds`` passes; they only fill facts, never add nodes)."""
     for _ in range(rounds):
         if not egraph.run(1, ruleset=ANALYSES).updated:
             return
+
+
+def alias_set(names: frozenset[str]) -> Set[String]:
+    """A set of aliases as the algebra's ``Set[String]``."""
+    return Set[String](*(String(n) for n in sorted(names))) if names else Set[String].empty()

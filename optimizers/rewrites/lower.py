@@ -31,8 +31,6 @@ from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError
 from sqlglot.optimizer.qualify import qualify
 
-from optimizers.rewrites.algebra import Set, String
-
 Schema = dict[str, dict[str, str]]  # table -> column -> type
 
 
@@ -251,7 +249,3 @@ def _rejects(node: exp.Expression, refs: frozenset[str]) -> frozenset[str]:
     if not isinstance(node, STRICT) or any(isinstance(n, LENIENT) for n in node.walk()):
         return frozenset()
     return refs
-
-
-def _set(names: frozenset[str]) -> Set[String]:
-    return Set[String](*(String(n) for n in sorted(names))) if names else Set[String].empty()

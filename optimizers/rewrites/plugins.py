@@ -27,23 +27,24 @@ class Saturate(RewriteOptimizer):
         return saturate(search, self.rounds)
 
 
-class Greedy(RewriteOptimizer):
-    name = "greedy"
-    description = "each step the rule that lowers the estimated cost most, until none does (a baseline)"
+class _Stepped(RewriteOptimizer):
+    """A strategy bounded by a number of steps (rules run)."""
 
     def _setup(self, steps: int = 30) -> None:
         self.steps = steps
+
+
+class Greedy(_Stepped):
+    name = "greedy"
+    description = "each step the rule that lowers the estimated cost most, until none does (a baseline)"
 
     def _search(self, search: Search) -> Result:
         return greedy(search, self.steps)
 
 
-class RandomOrder(RewriteOptimizer):
+class RandomOrder(_Stepped):
     name = "random"
     description = "a seeded random rule each step (a baseline)"
-
-    def _setup(self, steps: int = 30) -> None:
-        self.steps = steps
 
     def _search(self, search: Search) -> Result:
         return random_order(search, self.steps, self.seed)

@@ -10,12 +10,11 @@ from dataclasses import dataclass, field
 
 from egglog import EGraph
 
-from optimizers.rewrites.algebra import ANALYSES, Rel
+from optimizers.rewrites.algebra import Rel, analyse
 from optimizers.rewrites.lower import Lowered
 from optimizers.rewrites.term import to_term
 from optimizers.rewrites.rules import RULES, Rule
 
-ANALYSIS_ROUNDS = 12  # passes of the analyses after a move (they reach a fixed point well before on 30 joins)
 
 
 @dataclass
@@ -49,9 +48,7 @@ class Search:
         self.initial_cost = self.cost()
 
     def _analyse(self) -> None:
-        for _ in range(ANALYSIS_ROUNDS):
-            if not self.egraph.run(1, ruleset=ANALYSES).updated:
-                return
+        analyse(self.egraph)
 
     def nodes(self) -> int:
         """E-nodes of the algebra (analysis facts not counted)."""

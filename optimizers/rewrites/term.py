@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from egglog import set_, set_cost, union
 
-from optimizers.rewrites.algebra import Pred, Rel, rows as rows_fn, selectivity as sel_fn
-from optimizers.rewrites.lower import Atom, Lowered, Unsupported, _set
+from optimizers.rewrites.algebra import Pred, Rel, alias_set, rows as rows_fn, selectivity as sel_fn
+from optimizers.rewrites.lower import Atom, Lowered, Unsupported
 from optimizers.rewrites.rules import decorrelate
 
 Selectivity = Callable[[Atom], float]
@@ -31,7 +31,7 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
         for atom in atoms:
             if atom.kind not in ("plain", "scalar"):
                 raise Unsupported("[NOT] EXISTS inside a JOIN's ON is not in the rewriter's subset")
-            term = Pred.atom(atom.sql, _set(atom.refs), _set(atom.rejects))
+            term = Pred.atom(atom.sql, alias_set(atom.refs), alias_set(atom.rejects))
             facts.append(set_(sel_fn(term)).to(float(selectivity(atom))))
             out = term if out is None else Pred.both(out, term)
         return out if out is not None else pred((Atom("TRUE", frozenset(), frozenset()),))

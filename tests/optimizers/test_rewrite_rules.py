@@ -4,15 +4,14 @@ rule is guarded, an input it must leave alone (the rewrite that would change the
 import pytest
 from egglog import EGraph, eq
 
-from optimizers.rewrites.algebra import ANALYSES, Pred, Rel
-from optimizers.rewrites.lower import _set
+from optimizers.rewrites.algebra import ANALYSES, Pred, Rel, alias_set
 from optimizers.rewrites.rules import RULES, by_name
 
 T, U, V = Rel.scan("t", "t"), Rel.scan("u", "u"), Rel.scan("v", "v")
 
 
 def atom(sql: str, *refs: str, strict: bool = True) -> Pred:
-    return Pred.atom(sql, _set(frozenset(refs)), _set(frozenset(refs) if strict else frozenset()))
+    return Pred.atom(sql, alias_set(frozenset(refs)), alias_set(frozenset(refs) if strict else frozenset()))
 
 
 TU = atom("t.a = u.c", "t", "u")
