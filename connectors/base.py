@@ -101,6 +101,9 @@ class Connector(Protocol):
     def table_columns(self) -> dict[TableRef, tuple[str, ...]]:
         """Every user table's columns, in order."""
 
+    def column_types(self) -> dict[TableRef, tuple[tuple[str, str, bool], ...]]:
+        """Every user table's columns in order, each as (column, SQL type, declared NOT NULL)."""
+
     def reset_statement_stats(self) -> None:
         """Forget the statement statistics gathered so far (the next observation starts from zero)."""
 

@@ -17,6 +17,7 @@ True
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -70,7 +71,8 @@ def _value(typ: str, rng: random.Random):
         return date(1995, 1, 1) + timedelta(days=100 * k)
     if "bool" in t:
         return k % 2 == 0
-    return f"v{k}"
+    width = re.search(r"\((\d+)\)", t)  # character(1), varchar(1): one letter fits
+    return "abcd"[k] if width and int(width.group(1)) < 2 else f"v{k}"
 
 
 def load(dsn: str, schema: Schema, variant: Variant, not_null: frozenset[tuple[str, str]] = frozenset()) -> None:

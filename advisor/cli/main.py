@@ -16,7 +16,7 @@ import typer
 from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer >= 0.20 vendors click
 from rich.console import Console
 
-from advisor.cli import render
+from advisor.cli import render, rewrite_commands
 from advisor.cli.bench_commands import bench_app
 from advisor.cli.common import JsonFlag, StoreOpt, resolve_dsn
 from advisor.cli.common import TargetDsn as Target
@@ -199,6 +199,7 @@ def demo(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.0
         render.tune_result(Console(), result)
 
 
+rewrite_commands.register(app)
 register(app)  # the service's groups: serve, playground, targets, runs, recommendations, schedule, tokens
 
 

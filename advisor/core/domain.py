@@ -213,7 +213,7 @@ class QueryRewrite:
     kind: str = field(default="query_rewrite", init=False)
 
 
-Change = KnobChange | IndexChange | DropIndexChange
+Change = KnobChange | IndexChange | DropIndexChange | QueryRewrite
 
 
 @dataclass(frozen=True)

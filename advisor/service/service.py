@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from advisor.core.domain import Hardware
+from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
 from advisor.service.access import AccessMixin
 from advisor.service.auth import Principal
@@ -19,15 +20,17 @@ from advisor.service.operations import OperationsMixin
 from advisor.storage.store import Store
 from advisor.tuning import indexes as index_pipeline
 from advisor.tuning import knobs as knob_pipeline
+from advisor.tuning import rewrites as rewrite_pipeline
 from advisor.tuning.indexes import IndexPlan, IndexTuneResult
 from advisor.tuning.knobs import KnobPlan, TuneResult
 from advisor.tuning.observe import Observation, observe, require_workload
+from advisor.tuning.rewrites import RewritePlan, RewriteTuneResult
 from advisor.tuning.trials import TuningOptions
 from advisor.tuning.validation import ValidationOptions
 from connectors import factory
 from optimizers.knobs.space import SpaceOptions
 
-__all__ = ["AdvisorService", "IndexTuneResult", "Observation", "SpaceOptions", "TuneResult"]
+__all__ = ["AdvisorService", "IndexTuneResult", "Observation", "RewriteTuneResult", "SpaceOptions", "TuneResult"]
 
 
 class AdvisorService(OperationsMixin, AccessMixin):
@@ -91,6 +94,25 @@ class AdvisorService(OperationsMixin, AccessMixin):
         obs = require_workload(self.observe(dsn, name))
         return index_pipeline.tune_indexes(self.store, connector, obs, plan, model_dir=self.model_dir(obs.target_id),
                                            run_id=run_id, say=self.say)
+
+    def tune_rewrites(self, dsn: str, optimizer: str = "aurora", *, sql: str | None = None,
+                      name: str | None = None, validation: ValidationOptions | None = ValidationOptions(),
+                      sample_percent: float | None = None, max_statements: int = 20, seed: int = 0,
+                      run_id: str | None = None) -> RewriteTuneResult:
+        """The rewrite pipeline (``advisor.tuning.rewrites``): faster SQL for the statements of ``sql`` (a script,
+        constants written in), or for the observed workload's heaviest statements when it is None, each proven to
+        return the same rows and timed against the original on a shadow. A rewrite is never applied."""
+        statements = rewrite_pipeline.split_statements(sql) if sql is not None else ()
+        if sql is not None and not statements:
+            raise AdvisorError("no SQL statement in the text given")
+        plan = RewritePlan(optimizer, statements, max_statements, validation=validation, seed=seed,
+                           sample_percent=sample_percent).check()
+        connector = factory.connector(dsn)
+        obs = self.observe(dsn, name)
+        if not statements:
+            require_workload(obs)
+        return rewrite_pipeline.tune_rewrites(self.store, connector, obs, plan,
+                                              model_dir=self.model_dir(obs.target_id), run_id=run_id, say=self.say)
 
     def model_dir(self, target_id: str) -> Path:
         """Where the target's trained models live: beside the store (a temporary folder for an in-memory one)."""

@@ -6,8 +6,8 @@ import dataclasses
 import math
 from typing import Any
 
-from advisor.core.domain import (Change, DropIndexChange, Evidence, IndexChange, KnobChange, Recommendation,
-                                 StatementEvidence)
+from advisor.core.domain import (Change, DropIndexChange, Evidence, IndexChange, KnobChange, QueryRewrite,
+                                 Recommendation, StatementEvidence)
 
 
 def plain(obj: Any) -> Any:
@@ -31,6 +31,9 @@ def change_from(d: dict) -> Change:
                            include=tuple(d.get("include") or ()), where=d.get("where"))
     if d.get("kind") == "drop_index":
         return DropIndexChange(d["schema"], d["table"], d["name"], d["definition"], d.get("why", ""))
+    if d.get("kind") == "query_rewrite":
+        return QueryRewrite(d["queryid"], d["original"], d["rewritten"], tuple(d.get("rules") or ()),
+                            float(d.get("estimated", 1.0)))
     raise ValueError(f"unknown change kind {d.get('kind')!r}")
 
 

@@ -30,9 +30,11 @@ def rows(dsn: str, statement: str, timeout_ms: int = 30_000) -> Counter:
 
 
 def check(scratch_dsn: str, schema: edge_data.Schema, original: str, rewrite: str, *, seed: int = 0,
-          not_null: frozenset[tuple[str, str]] = frozenset(), shadow_dsn: str | None = None) -> Verdict:
+          not_null: frozenset[tuple[str, str]] = frozenset(), shadow_dsn: str | None = None,
+          timeout_ms: int = 30_000) -> Verdict:
     """Run ``original`` and ``rewrite`` on each edge-case variant (loaded into ``scratch_dsn``, whose tables of
-    ``schema``'s names are replaced) and on ``shadow_dsn`` when given; the first difference ends the check."""
+    ``schema``'s names are replaced) and on ``shadow_dsn`` when given (each statement cut at ``timeout_ms`` there);
+    the first difference ends the check."""
     checked: list[str] = []
     targets = [(v.name, v) for v in edge_data.variants(schema, seed, not_null)]
     for name, variant in targets:
@@ -41,16 +43,21 @@ def check(scratch_dsn: str, schema: edge_data.Schema, original: str, rewrite: st
         if verdict is not None:
             return verdict
     if shadow_dsn is not None:
-        verdict = _compare(shadow_dsn, "the shadow", original, rewrite, checked)
+        verdict = _compare(shadow_dsn, "the shadow", original, rewrite, checked, timeout_ms)
         if verdict is not None:
             return verdict
     return Verdict(True, tuple(checked), original=original, rewrite=rewrite)
 
 
-def _compare(dsn: str, name: str, original: str, rewrite: str, checked: list[str]) -> Verdict | None:
-    want = rows(dsn, original)
+def _compare(dsn: str, name: str, original: str, rewrite: str, checked: list[str],
+             timeout_ms: int = 30_000) -> Verdict | None:
     try:
-        got = rows(dsn, rewrite)
+        want = rows(dsn, original, timeout_ms)
+    except psycopg.Error as e:
+        return Verdict(False, tuple(checked), f"{name}: the original failed, so nothing could be compared: "
+                       f"{str(e).splitlines()[0]}", original, rewrite)
+    try:
+        got = rows(dsn, rewrite, timeout_ms)
     except psycopg.Error as e:
         return Verdict(False, tuple(checked), f"{name}: the rewrite failed: {str(e).splitlines()[0]}", original,
                        rewrite)

@@ -14,7 +14,7 @@ from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, Ta
 from connectors.postgres import changes as change_sql
 from connectors.postgres.catalog import read_catalog
 from connectors.postgres.connection import TAG, connect, execute_one, parse_dsn, redact, target_name
-from connectors.postgres.snapshot import has_extension, read_snapshot, table_columns
+from connectors.postgres.snapshot import column_types, has_extension, read_snapshot, table_columns
 from connectors.postgres.whatif import HypoPG, explain_cost, explain_plan, plan_index_names
 
 
@@ -92,6 +92,9 @@ class PostgresConnector:
 
     def table_columns(self) -> dict[tuple[str, str], tuple[str, ...]]:
         return self._guarded(table_columns)
+
+    def column_types(self) -> dict[tuple[str, str], tuple[tuple[str, str, bool], ...]]:
+        return self._guarded(column_types)
 
     # --- indexes -----------------------------------------------------------------------------------------------
 

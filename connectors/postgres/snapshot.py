@@ -111,3 +111,20 @@ GROUP BY 1, 2"""
 def table_columns(conn: psycopg.Connection) -> dict[tuple[str, str], tuple[str, ...]]:
     """Every user table's columns in order: (schema, table) -> column names."""
     return {(s, t): tuple(cols) for s, t, cols in conn.execute(COLUMNS_OF_TABLES_SQL)}
+
+
+COLUMN_TYPES_SQL = TAG + """
+SELECT n.nspname, c.relname, a.attname::text, format_type(a.atttypid, a.atttypmod), a.attnotnull
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'm') AND a.attnum > 0 AND NOT a.attisdropped
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'
+ORDER BY 1, 2, a.attnum"""
+
+
+def column_types(conn: psycopg.Connection) -> dict[tuple[str, str], tuple[tuple[str, str, bool], ...]]:
+    """Every user table's columns in order with their SQL type and NOT NULL: (schema, table) -> ((column, type,
+    not null), ...)."""
+    out: dict[tuple[str, str], list[tuple[str, str, bool]]] = {}
+    for s, t, col, typ, not_null in conn.execute(COLUMN_TYPES_SQL):
+        out.setdefault((s, t), []).append((col, typ, bool(not_null)))
+    return {k: tuple(v) for k, v in out.items()}

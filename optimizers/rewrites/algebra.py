@@ -16,11 +16,14 @@ introduces), ``filter``, inner ``join``, ``left`` (LEFT JOIN), ``semi`` (EXISTS)
 Analyses (egglog functions filled by the ``ANALYSES`` ruleset): ``aliases(rel)``, the aliases a relation's rows
 carry (a semi or anti join carries its left side's only); ``refs(pred)`` and ``rejects(pred)``; ``rows(rel)``,
 the estimated row count (scans' counts and atoms' selectivities come from the target's statistics, set by the
-lowering; the smallest estimate of a class wins); and each e-node's extraction cost (``set_cost``: rows read plus
-rows produced, so extraction prefers plans that shrink relations early, natively, without a Python cost model).
+lowering; the smallest estimate of a class wins). Each e-node's extraction cost (``set_cost``: rows read plus
+rows produced, so extraction prefers plans that shrink relations early, natively, without a Python cost model)
+is set by ``COSTS`` inside ``priced``, just for an extraction.
 """
 
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 from egglog import (EGraph, Expr, Set, String, StringLike, eq, f64, function, rule, ruleset, set_, set_cost,
                     vars_)
@@ -106,19 +109,47 @@ ANALYSES = ruleset(
          eq(S4).to(rejects(q))).then(set_(refs(x)).to(S1 | S2), set_(rejects(x)).to(S3 | S4)),
     rule(eq(x).to(Pred.both(p, q)), eq(k1).to(selectivity(p)), eq(k2).to(selectivity(q))).then(
         set_(selectivity(x)).to(k1 * k2)),
-    # row estimates and the cost of each e-node: rows read plus rows produced
-    rule(eq(r).to(a.filter(p)), eq(n1).to(rows(a)), eq(k1).to(selectivity(p))).then(
-        set_(rows(r)).to(n1 * k1), set_cost(a.filter(p), _cost(n1 + n1 * k1))),
+    # row estimates: the smallest estimate of a class wins
+    rule(eq(r).to(a.filter(p)), eq(n1).to(rows(a)), eq(k1).to(selectivity(p))).then(set_(rows(r)).to(n1 * k1)),
     rule(eq(r).to(a.join(b, p)), eq(n1).to(rows(a)), eq(n2).to(rows(b)), eq(k1).to(selectivity(p))).then(
-        set_(rows(r)).to(n1 * n2 * k1), set_cost(a.join(b, p), _cost(n1 + n2 + n1 * n2 * k1))),
+        set_(rows(r)).to(n1 * n2 * k1)),
     rule(eq(r).to(a.left(b, p)), eq(n1).to(rows(a)), eq(n2).to(rows(b)), eq(k1).to(selectivity(p))).then(
-        set_(rows(r)).to((n1 * n2 * k1).max(n1)), set_cost(a.left(b, p), _cost(n1 + n2 + (n1 * n2 * k1).max(n1)))),
+        set_(rows(r)).to((n1 * n2 * k1).max(n1))),
     rule(eq(r).to(a.semi(b, p)), eq(n1).to(rows(a)), eq(n2).to(rows(b)), eq(k1).to(selectivity(p))).then(
-        set_(rows(r)).to(n1 * (n2 * k1).min(f64(1.0))), set_cost(a.semi(b, p), _cost(n1 + n2 + n1))),
+        set_(rows(r)).to(n1 * (n2 * k1).min(f64(1.0)))),
     rule(eq(r).to(a.anti(b, p)), eq(n1).to(rows(a)), eq(n2).to(rows(b)), eq(k1).to(selectivity(p))).then(
-        set_(rows(r)).to(n1 * (f64(1.0) - (n2 * k1).min(f64(0.9)))), set_cost(a.anti(b, p), _cost(n1 + n2 + n1))),
+        set_(rows(r)).to(n1 * (f64(1.0) - (n2 * k1).min(f64(0.9))))),
     name="analyses",
 )
+
+# each e-node's extraction cost: rows read plus rows produced. egglog's cost table cannot change a cost once set,
+# while a class's row estimate may still fall as the search adds cheaper forms, so costs are set only inside
+# ``priced`` (a pushed copy of the graph, popped after the extraction), from the estimates of that moment
+COSTS = ruleset(
+    rule(eq(r).to(a.filter(p)), eq(n1).to(rows(a)), eq(k1).to(selectivity(p))).then(
+        set_cost(a.filter(p), _cost(n1 + n1 * k1))),
+    rule(eq(r).to(a.join(b, p)), eq(n1).to(rows(a)), eq(n2).to(rows(b)), eq(k1).to(selectivity(p))).then(
+        set_cost(a.join(b, p), _cost(n1 + n2 + n1 * n2 * k1))),
+    rule(eq(r).to(a.left(b, p)), eq(n1).to(rows(a)), eq(n2).to(rows(b)), eq(k1).to(selectivity(p))).then(
+        set_cost(a.left(b, p), _cost(n1 + n2 + (n1 * n2 * k1).max(n1)))),
+    rule(eq(r).to(a.semi(b, p)), eq(n1).to(rows(a)), eq(n2).to(rows(b))).then(
+        set_cost(a.semi(b, p), _cost(n1 + n2 + n1))),
+    rule(eq(r).to(a.anti(b, p)), eq(n1).to(rows(a)), eq(n2).to(rows(b))).then(
+        set_cost(a.anti(b, p), _cost(n1 + n2 + n1))),
+    name="costs",
+)
+
+
+@contextmanager
+def priced(egraph: EGraph):
+    """``egraph`` with every e-node's cost set from the current row estimates, for an extraction inside the
+    ``with``; the costs are gone afterwards (see ``COSTS``)."""
+    egraph.push()
+    try:
+        egraph.run(1, ruleset=COSTS)
+        yield egraph
+    finally:
+        egraph.pop()
 
 
 ANALYSIS_ROUNDS = 12  # passes of the analyses after a move (they reach a fixed point well before on 30 joins)

@@ -2,10 +2,12 @@
 next, when to stop); the base lowers each statement of the problem, extracts the cheapest form, writes it back as
 SQL and proposes a ``QueryRewrite`` where it differs from the statement as written and is estimated cheaper.
 ``ask`` (the one contract) checks for every plugin that each rewrite is of a statement of the problem, once, and
-changes its text; ``explain`` says per statement why it was left alone."""
+changes its text; ``explain`` says per statement why it was left alone, ``seconds`` how long its search and
+extraction took."""
 
 from __future__ import annotations
 
+import time
 from abc import abstractmethod
 
 from advisor.core.domain import QueryRewrite
@@ -20,22 +22,32 @@ class RewriteOptimizer(Optimizer[RewriteProblem]):
     kind = "rewrites"
 
     def _ask(self, n: int, current: Config | None) -> list[Config]:
+        """``n`` configs: the i-th holds each statement's i-th cheapest distinct form (estimated) that the search
+        reached, for the statements that have one; the first is the best rewrite of every statement."""
         problem = self.problem
         self._why: dict[str, str] = dict(problem.unsupported)
-        out: list[QueryRewrite] = []
+        out: list[list[QueryRewrite]] = [[] for _ in range(n)]
+        self.seconds: dict[str, float] = {}
         for qid, sql in problem.statements:
             if qid not in problem.lowered:
                 continue
+            started = time.perf_counter()
+            low = problem.lowered[qid]
             search = problem.search(qid)
             result = self._search(search)
-            best = search.best()
-            rewritten = to_sql(best, problem.lowered[qid])
-            if result.cost >= result.initial_cost:
+            forms = search.alternatives(n) if result.cost < result.initial_cost else []
+            if not forms:
                 self._why[qid] = "no rule found a cheaper form (estimated)"
-                continue
-            rules = tuple(dict.fromkeys(expanded(best, problem.lowered[qid]) + result.rules))
-            out.append(QueryRewrite(qid, sql, rewritten, rules, result.cost / max(result.initial_cost, 1)))
-        return [tuple(out)]
+            for i, (cost, term) in enumerate(forms):
+                rewritten = to_sql(term, low)
+                if rewritten == sql:
+                    continue
+                rules = tuple(dict.fromkeys(expanded(term, low) + result.rules))
+                out[i].append(QueryRewrite(qid, sql, rewritten, rules, cost / max(result.initial_cost, 1)))
+            self.seconds[qid] = time.perf_counter() - started
+        while len(out) > 1 and not out[-1]:
+            out.pop()
+        return [tuple(c) for c in out]
 
     def _check(self, config: Config) -> None:
         known = dict(self.problem.statements)

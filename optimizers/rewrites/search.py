@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from egglog import EGraph
 
-from optimizers.rewrites.algebra import Rel, analyse
+from optimizers.rewrites.algebra import Rel, analyse, priced
 from optimizers.rewrites.lower import Lowered
 from optimizers.rewrites.term import to_term
 from optimizers.rewrites.rules import RULES, Rule
@@ -46,6 +46,16 @@ class Search:
         self.egraph.register(*facts)
         self._analyse()
         self.initial_cost = self.cost()
+        self.forms: list[tuple[int, Rel]] = []  # (cost, extracted term) each time a step lowered the best cost
+
+    def alternatives(self, n: int) -> list[tuple[int, Rel]]:
+        """Up to ``n`` distinct cheaper forms, cheapest first: the best now, then the bests the search passed on
+        the way (the pipeline re-ranks them by the planner's real cost)."""
+        out: list[tuple[int, Rel]] = []
+        for cost, term in sorted([self._extract(), *self.forms], key=lambda f: f[0]):
+            if cost < self.initial_cost and all(str(term) != str(t) for _, t in out):
+                out.append((cost, term))
+        return out[:n]
 
     def _analyse(self) -> None:
         analyse(self.egraph)
@@ -55,10 +65,15 @@ class Search:
         return sum(n for fn, n in self.egraph.all_function_sizes() if _is_node(fn))
 
     def cost(self) -> int:
-        return int(self.egraph.extract(self.root, include_cost=True)[1])
+        return self._extract()[0]
 
     def best(self) -> Rel:
-        return self.egraph.extract(self.root)
+        return self._extract()[1]
+
+    def _extract(self) -> tuple[int, Rel]:
+        with priced(self.egraph) as g:
+            term, cost = g.extract(self.root, include_cost=True)
+        return int(cost), term
 
     def run(self, rule: Rule) -> Step:
         """Run ``rule`` once over the whole graph, then the analyses; undone when past the node budget."""
@@ -71,7 +86,10 @@ class Search:
             self.egraph.pop()
             step = Step(rule.name, matches, self.nodes(), self.cost(), undone=True)
         else:
-            step = Step(rule.name, matches, nodes, self.cost())
+            cost, term = self._extract()
+            step = Step(rule.name, matches, nodes, cost)
+            if cost < min([self.initial_cost] + [c for c, _ in self.forms]):
+                self.forms.append((cost, term))
         self.steps.append(step)
         return step
 

@@ -1,0 +1,70 @@
+"""``advisor rewrite``: faster SQL for given statements or the observed workload, each proven equivalent by
+execution and timed on a shadow (``AdvisorService.tune_rewrites``). A thin adapter: parse flags, call the
+service, render a table or print one JSON document (``--json``: exactly ``{"statements": [...]}``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from advisor.cli.common import JsonFlag, StoreOpt, emit, open_service, resolve_dsn
+from advisor.cli.common import TargetDsn as Target
+from advisor.core.errors import AdvisorError
+
+
+def rewrite(target: Target = None,
+            sql: Annotated[str | None, typer.Option("--sql", help="the statement(s) to rewrite, constants written in "
+                                                              "(several separated by ;)")] = None,
+            file: Annotated[Path | None, typer.Option("--file", help="a file of statements separated by ;")] = None,
+            workload: Annotated[bool, typer.Option("--workload", help="the observed workload's heaviest statements "
+                                                                     "(bound to the constants of a real call)")]
+            = False,
+            optimizer: Annotated[str, typer.Option(help="rewrite search: aurora (learned), greedy, saturate, "
+                                                        "random")] = "aurora",
+            rounds: Annotated[int, typer.Option(help="interleaved timing rounds on the shadow", min=1)] = 5,
+            validate: Annotated[bool, typer.Option(help="time the rewrites against the originals on a shadow "
+                                                        "(equivalence is always checked)")] = True,
+            max_statements: Annotated[int, typer.Option(help="--workload: how many of the heaviest", min=1)] = 20,
+            seed: Annotated[int, typer.Option(help="random seed")] = 0,
+            json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+    """Rewrite slow SQL into faster SQL that returns the same rows: equality saturation over relational rules, the
+    candidates re-ranked by the planner, proven equivalent on edge-case databases and on a shadow, and timed
+    against the original there. Nothing is applied to the database."""
+    from advisor.tuning.validation import ValidationOptions
+
+    if sum([sql is not None, file is not None, workload]) != 1:
+        raise typer.BadParameter("give exactly one of --sql, --file or --workload")
+    if file is not None:
+        try:
+            sql = file.read_text()
+        except OSError as e:
+            raise AdvisorError(f"cannot read {file}: {e.strerror}") from None
+    target = resolve_dsn(target)
+    service = open_service(store, quiet=json_out)
+    result = service.tune_rewrites(target, optimizer, sql=sql, max_statements=max_statements, seed=seed,
+                                   validation=ValidationOptions(rounds=rounds) if validate else None)
+    if json_out:
+        emit({"statements": [o.public() for o in result.statements]})
+        return
+    show(Console(), result)
+
+
+def show(console: Console, result) -> None:
+    table = Table("statement", "rewritten", "speedup (95% CI)", "rules", "reason")
+    for o in result.statements:
+        speed = f"{o.speedup:.2f}x ({o.ci[0]:.2f}..{o.ci[1]:.2f})" if o.speedup and o.ci else "-"
+        table.add_row(o.queryid, "yes" if o.rewritten else "no", speed, ", ".join(o.rules) or "-", o.reason or "-")
+    console.print(table)
+    for o in result.statements:
+        if o.rewritten:
+            console.print(f"[bold]{o.queryid}[/] original:\n  {o.original}\n[bold]{o.queryid}[/] rewritten:\n"
+                          f"  {o.rewritten}")
+    console.print(result.message)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("rewrite")(rewrite)

@@ -1,0 +1,89 @@
+"""Timing a statement against its rewrites on the shadow, the same evidence model as knobs and indexes: one
+unmeasured warm-up of every arm (the original and each candidate), then rounds in which every arm runs (3 times,
+once when the original takes over a second), the arms' order rotating from round to round, then per candidate ``evidence.compare`` against the original (medians, a paired bootstrap
+interval). A candidate wins only when its gain's interval clears the minimum gain and it does not regress
+(a timeout or an error under the candidate is a regression); the fastest such candidate is the answer.
+
+Speedups are original / rewrite (2.0 = twice as fast), from the medians of all measured executions; their
+interval is the inverse of the latency ratio's bootstrap interval."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from advisor.core.domain import Evidence
+from advisor.core.progress import Say, silent
+from advisor.tuning.evidence import ArmRound, compare
+from advisor.tuning.validation import ValidationOptions
+from workloads.binding import BoundStatement
+from workloads.replay import ReplayOptions, replay
+
+
+SLOW_MS = 1000.0  # an original slower than this runs once per pass, a faster one REPEATS times
+REPEATS = 3
+
+
+@dataclass(frozen=True)
+class Race:
+    evidence: tuple[Evidence, ...]  # per candidate, against the original
+    baseline: tuple[ArmRound, ...]  # the original's passes
+    candidates: tuple[tuple[ArmRound, ...], ...]  # each candidate's passes
+
+    @property
+    def speedups(self) -> tuple[float | None, ...]:
+        return tuple(_speedup(e) for e in self.evidence)
+
+    @property
+    def cis(self) -> tuple[tuple[float, float] | None, ...]:
+        out = []
+        for e in self.evidence:
+            s = e.statements[0] if e.statements else None
+            ok = s is not None and s.ratio_ci[0] > 0 and s.ratio_ci[1] > 0
+            out.append((1 / s.ratio_ci[1], 1 / s.ratio_ci[0]) if ok else None)
+        return tuple(out)
+
+    @property
+    def best(self) -> int | None:
+        """The fastest candidate that is measurably faster and regresses nothing, or None."""
+        winners = [i for i, e in enumerate(self.evidence) if e.accepted and _speedup(e) is not None]
+        return max(winners, key=lambda i: _speedup(self.evidence[i]) or 0.0) if winners else None
+
+    def summary(self) -> str:
+        parts = []
+        for i, e in enumerate(self.evidence):
+            s = e.statements[0] if e.statements else None
+            if s is None or s.errors:
+                parts.append(f"candidate {i + 1} failed or timed out on the shadow")
+                continue
+            lo, hi = e.gain_ci
+            parts.append(f"candidate {i + 1}: {s.baseline_ms:.1f} ms -> {s.candidate_ms:.1f} ms (gain {e.gain:+.1%}, "
+                         f"95% CI {lo:+.1%} .. {hi:+.1%}{', regressed' if e.regressions else ''})")
+        return "; ".join(parts)
+
+
+def _speedup(e: Evidence) -> float | None:
+    s = e.statements[0] if e.statements else None
+    if s is None or not s.ratio > 0 or s.errors:
+        return None
+    return 1.0 / s.ratio
+
+
+def race(dsn: str, statement: BoundStatement, rewrites: Sequence[str], options: ValidationOptions,
+         say: Say = silent) -> Race:
+    """Time ``statement`` and each rewrite of it (SQL with the same constants) on ``dsn``, interleaved."""
+    arms = [statement] + [replace(statement, sql=text) for text in rewrites]
+    warm = [replay(dsn, [arm], ReplayOptions(1, 1, 0, options.statement_timeout_ms)) for arm in arms]  # unmeasured
+    slow = warm[0].wall_ms > SLOW_MS  # a slow original: one execution per pass is a sample enough
+    replay_options = ReplayOptions(1, 1 if slow else max(options.repeats, REPEATS), 0, options.statement_timeout_ms)
+    passes: list[list[ArmRound]] = [[] for _ in arms]
+    for r in range(options.rounds):
+        order = [(r + k) % len(arms) for k in range(len(arms))]
+        for arm in order:
+            result = replay(dsn, [arms[arm]], replay_options)
+            passes[arm].append(ArmRound(result.samples, {k: len(v) for k, v in result.errors.items()}))
+        say(f"{statement.queryid}: timing round {r + 1}/{options.rounds}")
+    weights = {statement.queryid: 1.0}
+    evidence = tuple(compare(passes[0], passes[j], weights, min_gain=options.min_gain,
+                             regression_threshold=options.regression_threshold) for j in range(1, len(arms)))
+    return Race(evidence, tuple(passes[0]), tuple(tuple(p) for p in passes[1:]))

@@ -1,0 +1,328 @@
+"""The rewrite pipeline, top down: the statements (given SQL, or the observed workload's heaviest bound to the
+constants of a real call) -> a shadow -> the problem (schema, NOT NULL columns, table rows from the target's
+catalog) -> the optimizer's candidate forms per statement -> re-ranked by the planner's real cost on the shadow
+-> equivalence by execution (``rewrite_equivalence``: edge-case databases and the shadow) -> the best few timed
+against the original, interleaved on the shadow (``rewrite_timing``) -> recommend. The original is always in the
+race: a statement is rewritten only when a candidate returns the same rows and is measurably faster.
+
+A rewrite recommendation is never applied to a database: it is handed to the statement's owners, and its
+lifecycle ends at approved. The service, the CLI (``advisor rewrite``) and ``advisor bench rewrite`` call these
+same functions."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from advisor.core.domain import Evidence, QueryRewrite, Recommendation
+from advisor.core.errors import AdvisorError
+from advisor.core.progress import Say, silent
+from advisor.storage.store import Store
+from advisor.tuning import rewrite_equivalence, rewrite_timing
+from advisor.tuning.evidence import ArmRound, compare
+from advisor.tuning.observe import Observation, bind
+from advisor.tuning.recommend import recommend
+from advisor.tuning.validation import ValidationOptions
+from sqlglot.errors import TokenError
+from sqlglot.tokens import Tokenizer, TokenType
+
+from connectors import factory
+from connectors.base import Connector
+from optimizers import registry
+from optimizers.rewrites.problem import RewriteProblem
+from workloads.binding import BoundStatement, parameters
+
+EXPLAIN_SLACK = 1.05  # a candidate the planner prices above this x the original's cost is not timed
+SCRATCH_DB = "advisor_rewrite_edges"  # on the shadow's server: the edge-case databases of the equivalence check
+
+
+@dataclass(frozen=True)
+class RewritePlan:
+    """What a rewrite run does: the optimizer and its options, the statements (given SQL; empty: the observed
+    workload's ``max_statements`` heaviest), how many candidate forms per statement are re-ranked by the planner
+    and how many of those are timed, and the timing (None: not timed, only re-ranked and checked)."""
+
+    optimizer: str = "aurora"
+    statements: tuple[str, ...] = ()
+    max_statements: int = 20
+    candidates: int = 3
+    timed: int = 2
+    validation: ValidationOptions | None = ValidationOptions(rounds=5, repeats=1)
+    seed: int = 0
+    sample_percent: float | None = None
+    options: dict = field(default_factory=dict)
+
+    def check(self) -> "RewritePlan":
+        registry.get("rewrites", self.optimizer)
+        if not 1 <= self.candidates <= 20 or not 1 <= self.timed <= self.candidates:
+            raise AdvisorError("candidates must be 1..20 and timed 1..candidates")
+        for i, text in enumerate(self.statements):
+            if not text.strip():
+                raise AdvisorError(f"statement {i + 1} is empty")
+        return self
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One statement's answer. ``rewritten`` None: left as written, ``reason`` says why (unsupported construct,
+    no rule applied, not faster, not equivalent). ``speedup``: original's median latency / the rewrite's, with its
+    95% interval ``ci``; ``equivalent``: the chosen rewrite's verdict (False when every candidate failed it)."""
+
+    queryid: str
+    original: str
+    rewritten: str | None = None
+    rules: tuple[str, ...] = ()
+    speedup: float | None = None
+    ci: tuple[float, float] | None = None
+    equivalent: bool | None = None
+    reason: str = ""
+    rewrite_ms: float = 0.0  # the optimizer's search for this statement
+    plan_cost: tuple[float, float] | None = None  # the planner's cost: original, rewrite
+    checked_on: tuple[str, ...] = ()  # the databases original and rewrite returned the same rows on
+    rejected: tuple[dict, ...] = ()  # candidates discarded: their SQL and why (both texts kept for a mismatch)
+    passes: tuple = ()  # (the original's passes, the rewrite's passes): the timing behind ``speedup``
+
+    def public(self) -> dict:
+        """The CLI's JSON entry (exactly the documented keys)."""
+        return {"original": self.original, "rewritten": self.rewritten, "rules": list(self.rules),
+                "speedup": self.speedup, "ci": list(self.ci) if self.ci else None, "equivalent": self.equivalent,
+                "reason": self.reason}
+
+    def details(self) -> dict:
+        return {"queryid": self.queryid, **self.public(), "rewrite_ms": round(self.rewrite_ms, 1),
+                "plan_cost": list(self.plan_cost) if self.plan_cost else None, "checked_on": list(self.checked_on),
+                "rejected": list(self.rejected)}
+
+
+@dataclass(frozen=True)
+class RewriteTuneResult:
+    recommendation: Recommendation | None
+    observation: Observation
+    statements: tuple[Outcome, ...]
+    training: dict | None = None
+    message: str = ""
+    explain: tuple[dict, ...] = ()  # per statement, as stored on the recommendation (the run keeps it without one)
+
+
+def split_statements(text: str) -> tuple[str, ...]:
+    r"""The statements of a SQL script, as written (split at semicolons outside strings, comments and dollar quotes).
+
+    >>> split_statements("SELECT 1; SELECT ';' AS x;\n-- done;\n")
+    ('SELECT 1', "SELECT ';' AS x")
+    """
+    try:
+        tokens = Tokenizer(dialect="postgres").tokenize(text)
+    except TokenError as e:
+        raise AdvisorError(f"the SQL cannot be read: {str(e).splitlines()[0]}") from None
+    out, start = [], None
+    for tok in tokens:
+        if tok.token_type == TokenType.SEMICOLON:
+            if start is not None:
+                out.append(text[start:tok.start].strip())
+            start = None
+        elif start is None:
+            start = tok.start
+    if start is not None:
+        out.append(text[start:].strip())
+    return tuple(s for s in out if s)
+
+
+def statements_of(plan: RewritePlan, connector: Connector, obs: Observation,
+                  say: Say = silent) -> tuple[list[BoundStatement], list[Outcome]]:
+    """The statements to rewrite as executable SQL, and an Outcome for each that cannot be (with the reason)."""
+    if plan.statements:
+        out, skipped = [], []
+        for i, text in enumerate(plan.statements):
+            qid = f"sql{i + 1}"
+            if parameters(text):
+                skipped.append(Outcome(qid, text, reason="the statement has parameters ($1...): give it with the "
+                                                         "constants of one call"))
+                continue
+            out.append(BoundStatement(qid, text, text, 1.0, "literal", False))
+        return out, skipped
+    bound, not_bound = bind(connector, obs, plan.max_statements, say)
+    ids = {st.sql: st.queryid for st in obs.workload.statements}
+    return bound, [Outcome(ids.get(sql_text, "?"), sql_text, reason=f"cannot be replayed: {why}")
+                   for sql_text, why in not_bound]
+
+
+def build_problem(connector: Connector, obs: Observation, statements: list[BoundStatement],
+                  node_budget: int = 5_000) -> RewriteProblem:
+    """The rewrite problem over ``statements``: the target's columns with their types and NOT NULL (schema
+    ``public`` first when a table name is in several schemas), and each table's estimated rows."""
+    schema: dict[str, dict[str, str]] = {}
+    not_null: set[tuple[str, str]] = set()
+    catalog = connector.column_types()
+    for (nsp, table), cols in sorted(catalog.items(), key=lambda kv: kv[0][0] != "public"):
+        if table in schema:
+            continue
+        schema[table] = {col: typ for col, typ, _ in cols}
+        not_null |= {(table, col) for col, _, nn in cols if nn}
+    rows: dict[str, float] = {}
+    for t in sorted(obs.snapshot.tables, key=lambda t: t.schema != "public"):
+        rows.setdefault(t.name, max(float(t.rows), 1.0))
+    return RewriteProblem(tuple((s.queryid, s.sql) for s in statements), schema, rows, frozenset(not_null),
+                          node_budget=node_budget)
+
+
+def tune_rewrites(store: Store, connector: Connector, obs: Observation, plan: RewritePlan, *,
+                  model_dir: Path | None = None, run_id: str | None = None, say: Say = silent) -> RewriteTuneResult:
+    """The whole rewrite pipeline for an observed target (see the module)."""
+    plan.check()
+    statements, skipped = statements_of(plan, connector, obs, say)
+    if not statements and not skipped:
+        raise AdvisorError("nothing to rewrite: no statement given or observed")
+    problem = build_problem(connector, obs, statements)
+    outcomes: dict[str, Outcome] = {o.queryid: o for o in skipped}
+    by_id = {s.queryid: s for s in statements}
+    training = None
+    with factory.clone(connector, sample_percent=plan.sample_percent, say=say) as shadow:
+        opt = registry.create("rewrites", plan.optimizer, problem, seed=plan.seed, strict=False, **plan.options)
+        training = opt.prepare(model_dir, say)
+        say(f"{plan.optimizer}: searching rewrites of {len(problem.lowered)} statement(s) "
+            f"({len(problem.unsupported)} outside the rewriter's subset)")
+        configs = opt.ask(plan.candidates)
+        why, seconds = opt.explain(), getattr(opt, "seconds", {})
+        forms: dict[str, list[QueryRewrite]] = {}
+        for config in configs:
+            for change in config:
+                forms.setdefault(change.queryid, []).append(change)
+        scratch = shadow.sandbox.create_database(SCRATCH_DB, extensions=False)
+        for i, st in enumerate(statements):
+            say(f"statement {i + 1}/{len(statements)} ({st.queryid}): "
+                f"{len(forms.get(st.queryid, []))} candidate form(s)")
+            ms = 1000 * seconds.get(st.queryid, 0.0)
+            if st.queryid not in forms:
+                outcomes[st.queryid] = Outcome(st.queryid, st.sql, reason=_left_alone(why.get(st.queryid)),
+                                               rewrite_ms=ms)
+                continue
+            outcome = _race(shadow, scratch, problem, st, forms[st.queryid], plan, say)
+            outcomes[st.queryid] = replace(outcome, rewrite_ms=ms)
+    ordered = tuple(outcomes[q] for q in [s.queryid for s in statements] + [o.queryid for o in skipped])
+    return _recommend(store, obs, plan, ordered, by_id, training, run_id)
+
+
+def _left_alone(why: str | None) -> str:
+    if why is None:
+        return "no rule applied"
+    if why.startswith("no rule"):
+        return f"no rule applied: {why}"
+    return f"unsupported construct: {why}"
+
+
+def _race(shadow, scratch: str, problem: RewriteProblem, st: BoundStatement, forms: list[QueryRewrite],
+          plan: RewritePlan, say: Say) -> Outcome:
+    """The original against its candidate forms: planner cost, then equivalence, then timing."""
+    rejected: list[dict] = []
+    try:
+        base_cost = shadow.connector.explain_cost(st.sql)
+    except AdvisorError as e:
+        return Outcome(st.queryid, st.sql, reason=f"the original cannot be planned on the shadow: {e}")
+    priced = []
+    for form in forms:
+        try:
+            priced.append((shadow.connector.explain_cost(form.rewritten), form))
+        except AdvisorError as e:
+            rejected.append({"sql": form.rewritten, "why": f"invalid SQL (the planner refused it): {e}"})
+            say(f"{st.queryid}: discarded an invalid rewrite: {e}")
+    priced.sort(key=lambda pf: pf[0])
+    cheaper = [(c, f) for c, f in priced if c <= base_cost * EXPLAIN_SLACK]
+    rejected += [{"sql": f.rewritten, "why": f"the planner prices it at {c:,.0f}, above the original's "
+                                             f"{base_cost:,.0f}"} for c, f in priced if c > base_cost * EXPLAIN_SLACK]
+    if not cheaper:
+        return Outcome(st.queryid, st.sql, reason="not faster: the planner prices every rewrite above the original",
+                       rejected=tuple(rejected))
+    equal: list[tuple[float, QueryRewrite, tuple[str, ...]]] = []
+    tables = _tables_read(problem, st.queryid)
+    for cost, form in cheaper:
+        if len(equal) >= plan.timed:
+            break
+        verdict = rewrite_equivalence.check(scratch, tables, st.sql, form.rewritten, not_null=problem.not_null,
+                                            shadow_dsn=shadow.dsn, seed=problem_seed(st.queryid),
+                                            timeout_ms=_timeout(plan))
+        if verdict.equivalent:
+            equal.append((cost, form, verdict.checked))
+        else:
+            rejected.append({"sql": form.rewritten, "why": f"not equivalent: {verdict.mismatch}"})
+            say(f"{st.queryid}: discarded a rewrite that is not equivalent ({verdict.mismatch}); original: "
+                f"{st.sql!r}; rewrite: {form.rewritten!r}")
+    if not equal:
+        return Outcome(st.queryid, st.sql, equivalent=False, reason="not equivalent: every candidate returned "
+                       "other rows than the original on a check database", rejected=tuple(rejected))
+    if plan.validation is None:
+        cost, form, checked = equal[0]
+        return Outcome(st.queryid, st.sql, form.rewritten, form.rules, equivalent=True, checked_on=checked,
+                       plan_cost=(base_cost, cost), rejected=tuple(rejected),
+                       reason="not timed (validation was switched off); the planner prices it lower")
+    timed = rewrite_timing.race(shadow.dsn, st, [f.rewritten for _, f, _ in equal], plan.validation, say)
+    best = timed.best
+    if best is None:
+        return Outcome(st.queryid, st.sql, equivalent=True, reason=f"not faster: {timed.summary()}",
+                       rejected=tuple(rejected))
+    cost, form, checked = equal[best]
+    return Outcome(st.queryid, st.sql, form.rewritten, form.rules, timed.speedups[best], timed.cis[best], True,
+                   reason="", plan_cost=(base_cost, cost), checked_on=checked, rejected=tuple(rejected),
+                   passes=(timed.baseline, timed.candidates[best]))
+
+
+def _timeout(plan: RewritePlan) -> int:
+    return plan.validation.statement_timeout_ms if plan.validation else ValidationOptions().statement_timeout_ms
+
+
+def problem_seed(queryid: str) -> int:
+    """A fixed seed per statement for its edge-case databases (the same check every run)."""
+    return sum(map(ord, queryid)) % 997
+
+
+def _tables_read(problem: RewriteProblem, queryid: str) -> dict[str, dict[str, str]]:
+    """The schema of the tables ``queryid`` reads (its subqueries' included): what its check databases hold."""
+    names: set[str] = set()
+
+    def walk(low) -> None:
+        names.update(t for t, _ in low.tables)
+        for atom in low.atoms:
+            if atom.sub is not None:
+                walk(atom.sub)
+
+    walk(problem.lowered[queryid])
+    return {t: problem.schema[t] for t in sorted(names) if t in problem.schema}
+
+
+def _recommend(store: Store, obs: Observation, plan: RewritePlan, outcomes: tuple[Outcome, ...],
+               by_id: dict[str, BoundStatement], training: dict | None, run_id: str | None) -> RewriteTuneResult:
+    kept = [o for o in outcomes if o.rewritten is not None]
+    rows = tuple(o.details() for o in outcomes)
+    result = dict(observation=obs, statements=outcomes, training=training, explain=rows)
+    if not kept:
+        why = "; ".join(f"{o.queryid}: {o.reason}" for o in outcomes)
+        return RewriteTuneResult(None, message=f"{plan.optimizer}: no statement rewritten. Per statement: {why}",
+                                 **result)
+    changes = tuple(QueryRewrite(o.queryid, o.original, o.rewritten or "", o.rules) for o in kept)
+    timed = [o for o in kept if o.speedup is not None]
+    head = f"{len(kept)} of {len(outcomes)} statement(s) rewritten"
+    if timed:
+        head += ": " + ", ".join(f"{o.queryid} {o.speedup:.2f}x faster" for o in timed)
+    details = {"statements": list(rows), "training": training, "created": time.time(),
+               "note": "a rewrite is handed to the statement's owners; it is never applied to the database"}
+    evidence = _evidence(timed, by_id, plan.validation) if timed else None
+    rec = recommend(store, target_id=obs.target_id, kind="rewrites", optimizer=plan.optimizer, plan=None,
+                    changes=changes, evidence=evidence, accepted=True if timed else None, why=head, details=details,
+                    run_id=run_id)
+    return RewriteTuneResult(rec, message=head, **result)
+
+
+def _evidence(timed: list[Outcome], by_id: dict[str, BoundStatement], options: ValidationOptions | None) -> Evidence:
+    """The rewritten statements' passes together: the workload's time (calls x median) as written and
+    rewritten (each statement's passes were taken back to back on one shadow)."""
+    options = options or ValidationOptions()
+    rounds = min(len(o.passes[0]) for o in timed)
+    merged = ([], [])
+    for side in (0, 1):
+        for r in range(rounds):
+            samples = {k: v for o in timed for k, v in o.passes[side][r].samples.items()}
+            errors = {k: v for o in timed for k, v in o.passes[side][r].errors.items()}
+            merged[side].append(ArmRound(samples, errors))
+    weights = {o.queryid: by_id[o.queryid].weight for o in timed}
+    return compare(merged[0], merged[1], weights, {o.queryid: o.original for o in timed}, min_gain=options.min_gain,
+                   regression_threshold=options.regression_threshold)
