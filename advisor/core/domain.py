@@ -214,6 +214,8 @@ class QueryRewrite:
 
 
 Change = KnobChange | IndexChange | DropIndexChange | QueryRewrite
+# kinds of recommendation that are handed to people, never applied to a database: their lifecycle ends at approved
+HANDED_OVER = frozenset({"rewrites"})
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from advisor.core import processes
 from advisor.core.domain import Recommendation
 from advisor.core.errors import AdvisorError, Conflict, OtherDatabase
 from advisor.core.identity import mismatch
-from advisor.service.production import apply_recommendation, rollback_recommendation
+from advisor.service.production import apply_recommendation, check_applicable, rollback_recommendation
 from advisor.service.runs import ACTIVE, ProgressLog, RunCancelled, RunPlan
 from advisor.service.scheduling import AUTO_APPLY, check_cron, next_fire, run_scheduled
 from advisor.storage.secrets import vault_for
@@ -279,6 +279,7 @@ class OperationsMixin:
         no store lock is held meanwhile; a claim on the recommendation keeps a second apply out)."""
         who.require("operator")
         rec = self.store.recommendation(rec_id)
+        check_applicable(rec)  # before the target's credentials are read: the state and kind decide first
         settings = get_settings()
         return apply_recommendation(self.store, self.connector_for(rec), rec, who,
                                     lock_timeout_s=settings.production_lock_timeout_s,

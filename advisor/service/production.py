@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 from advisor.service.auth import Principal
 from advisor.core import processes
-from advisor.core.domain import Applied, Recommendation
+from advisor.core.domain import HANDED_OVER, Applied, Recommendation
 from advisor.core.errors import AdvisorError, Conflict, InvalidTransition, OtherDatabase
 from advisor.core.identity import describe, mismatch
 from connectors.base import Connector
@@ -86,14 +86,17 @@ def _counters(connector: Connector) -> dict[str, list[float]]:
 
 def apply_recommendation(store, connector: Connector, rec: Recommendation, who: Principal, *,
                          lock_timeout_s: float | None = None, claim_ttl_s: float = 6 * 3600.0) -> Recommendation:
-    _check_applicable(rec)
+    check_applicable(rec)
     with production_claim(store, rec, "approved", who, "apply", claim_ttl_s) as claim:
         rec = store.recommendation(rec.id)  # as it is now that it is ours
-        _check_applicable(rec)
+        check_applicable(rec)
         return _apply(store, connector, rec, who, lock_timeout_s, claim)
 
 
-def _check_applicable(rec: Recommendation) -> None:
+def check_applicable(rec: Recommendation) -> None:
+    if rec.kind in HANDED_OVER:
+        raise Conflict(f"recommendation {rec.id} is a {rec.kind} recommendation: it is handed to the statements' "
+                       "owners and never applied to the database; its lifecycle ends at approved")
     if rec.state != "approved":
         raise InvalidTransition(f"recommendation {rec.id} is {rec.state}; only an approved recommendation can be "
                                 "applied" + (" (approve it first)" if rec.state == "validated" else ""))

@@ -199,7 +199,9 @@ def tune_rewrites(store: Store, connector: Connector, obs: Observation, plan: Re
                 continue
             outcome = _race(shadow, scratch, problem, st, forms[st.queryid], plan, say)
             outcomes[st.queryid] = replace(outcome, rewrite_ms=ms)
-    ordered = tuple(outcomes[q] for q in [s.queryid for s in statements] + [o.queryid for o in skipped])
+    ids = [f"sql{i + 1}" for i in range(len(plan.statements))] if plan.statements \
+        else [s.queryid for s in statements] + [o.queryid for o in skipped]
+    ordered = tuple(outcomes[q] for q in ids)  # as given
     return _recommend(store, obs, plan, ordered, by_id, training, run_id)
 
 

@@ -9,7 +9,7 @@ nullable side), semi and anti joins are written ``[NOT] EXISTS (SELECT 1 FROM ..
 >>> schema = {"t": {"a": "int", "b": "int"}, "u": {"c": "int", "d": "text"}}
 >>> low = lower("SELECT a FROM t, u WHERE t.a = u.c AND b > 1", schema)
 >>> from optimizers.rewrites.term import to_term
->>> term, _ = to_term(low, {}, lambda atom: 0.5)
+>>> term, *_ = to_term(low, {}, lambda atom: 0.5)
 >>> to_sql(term, low)
 'SELECT a FROM t CROSS JOIN u WHERE t.a = u.c AND t.b > 1'
 """

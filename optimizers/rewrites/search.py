@@ -41,11 +41,14 @@ class Search:
 
     def __post_init__(self) -> None:
         self.egraph = EGraph()
-        term, facts = to_term(self.lowered, self.rows, self.selectivity, self.not_null)
+        term, facts, expansions = to_term(self.lowered, self.rows, self.selectivity, self.not_null)
         self.root = self.egraph.let("root", term)
         self.egraph.register(*facts)
         self._analyse()
-        self.initial_cost = self.cost()
+        self.initial_cost = self.cost()  # the statement as written
+        if expansions:
+            self.egraph.register(*expansions)
+            self._analyse()
         self.forms: list[tuple[int, Rel]] = []  # (cost, extracted term) each time a step lowered the best cost
 
     def alternatives(self, n: int) -> list[tuple[int, Rel]]:

@@ -18,11 +18,13 @@ DERIVED_ROWS = 0.1  # a grouped subquery's rows per row of its input, without be
 
 
 def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
-            not_null: frozenset[tuple[str, str]] = frozenset()) -> tuple[Rel, list]:
-    """The core as a term and the facts to register with it. ``rows``: estimated rows per table;
+            not_null: frozenset[tuple[str, str]] = frozenset()) -> tuple[Rel, list, list]:
+    """The core as a term, the facts to register with it, and the expanding rules' forms (unions of a written
+    part with its alternative; registered after the written statement's cost is taken). ``rows``: estimated rows per table;
     ``selectivity(atom)``: the fraction of rows an atom keeps; ``not_null``: (table, column) pairs declared NOT
     NULL (what turning NOT IN into an anti-join needs)."""
     facts: list = []
+    expansions: list = []
     tables = dict(_all_tables(low))
     taken = set(tables)
 
@@ -67,7 +69,7 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
                     facts.append(set_(rows_fn(derived)).to(max(1.0, DERIVED_ROWS * inner_rows(atom.sub))))
                     on, cmp = pred(alt.on), pred((alt.compare,))
                     joined = rel.left(derived, on) if alt.outer else rel.join(derived, on)
-                    facts.append(union(plain).with_(joined.filter(cmp)))
+                    expansions.append(union(plain).with_(joined.filter(cmp)))
                 rel = plain
             elif atom.kind == "not_in":
                 written = pred((Atom(atom.sql, atom.refs, frozenset()),))
@@ -76,7 +78,7 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
                 facts.append(set_cost(written, int(min(2 * inner_rows(atom.sub) + NOT_IN_PENALTY, 1e12))))
                 plain = rel.filter(written)
                 if decorrelate.null_safe(atom, tables, not_null):
-                    facts.append(union(plain).with_(rel.anti(*subquery(atom.sub))))
+                    expansions.append(union(plain).with_(rel.anti(*subquery(atom.sub))))
                 rel = plain
             else:
                 right, corr = subquery(atom.sub)
@@ -88,7 +90,7 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
         corr = tuple(a for a in sub.atoms if not a.refs <= sub.aliases)
         return core(Lowered(sub.tables, sub.joins, tuple(inner), sub.shell)), pred(corr)
 
-    return core(low), facts
+    return core(low), facts, expansions
 
 
 def _all_tables(low: Lowered):
