@@ -11,7 +11,7 @@ from advisor.service.runs import BUDGET_MB_MAX, DEFAULT_OPTIMIZER, LIMITS, RunPl
 
 T = TypeVar("T")
 
-RunKind = Literal["knobs", "indexes"]
+RunKind = Literal["knobs", "indexes", "rewrites"]
 RecState = Literal["proposed", "validated", "rejected", "approved", "applied", "rolled_back"]
 RunState = Literal["queued", "running", "done", "failed", "cancelled", "interrupted", "skipped", "missed"]
 
@@ -86,6 +86,7 @@ def _optimizers(kind: str) -> type:
 
 KnobOptimizer = _optimizers("knobs")
 IndexOptimizer = _optimizers("indexes")
+RewriteOptimizer = _optimizers("rewrites")
 _PLAN = RunPlan(kind="knobs")  # the defaults
 
 
@@ -123,6 +124,19 @@ class IndexRunSpec(Strict):
     sample_percent: float | None = Field(None, gt=0, le=100)
 
 
+class RewriteRunSpec(Strict):
+    """A rewrite run: the workload's heaviest statements rewritten (equality saturation, the search steered by
+    ``optimizer``), each rewrite proven to return the same rows and timed against the original on a shadow.
+    Its recommendation is handed to the statements' owners: it ends at approved and is never applied."""
+
+    kind: Literal["rewrites"]
+    optimizer: RewriteOptimizer = DEFAULT_OPTIMIZER["rewrites"]  # type: ignore[valid-type]
+    max_statements: int = _bounded("max_statements", "how many of the workload's heaviest statements")
+    rounds: int = _bounded("rounds", "interleaved timing rounds of each statement against its rewrites")
+    validate_: bool = Field(_PLAN.validate, alias="validate")
+    sample_percent: float | None = Field(None, gt=0, le=100)
+
+
 class KnobRunIn(KnobRunSpec):
     target: str = Field(description="target id or name")
 
@@ -131,8 +145,12 @@ class IndexRunIn(IndexRunSpec):
     target: str = Field(description="target id or name")
 
 
-RunSpec = Annotated[KnobRunSpec | IndexRunSpec, Field(discriminator="kind")]
-RunIn = Annotated[KnobRunIn | IndexRunIn, Field(discriminator="kind")]
+class RewriteRunIn(RewriteRunSpec):
+    target: str = Field(description="target id or name")
+
+
+RunSpec = Annotated[KnobRunSpec | IndexRunSpec | RewriteRunSpec, Field(discriminator="kind")]
+RunIn = Annotated[KnobRunIn | IndexRunIn | RewriteRunIn, Field(discriminator="kind")]
 
 
 class Run(BaseModel):
@@ -201,6 +219,8 @@ class Recommendation(BaseModel):
     evidence: dict[str, Any] | None
     details: dict[str, Any]
     applied: dict[str, Any] | None = Field(description="what the apply ran, when, by whom, and its revert SQL")
+    applicable: bool = Field(True, description="False for a query rewrite: it is handed to the statements' owners "
+                                               "and never applied to the database; its lifecycle ends at approved")
 
 
 class Note(Strict):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from advisor.core.domain import HANDED_OVER, Recommendation
 from advisor.storage import codec
-from advisor.core.domain import Recommendation
 from web import schemas
 
 
@@ -15,7 +15,8 @@ def recommendation(rec: Recommendation, predicted_gain: float | None) -> schemas
         changes=d["changes"], apply_sql=list(rec.apply_sql), revert_sql=list(rec.revert_sql),
         needs_restart=rec.needs_restart, created_at=rec.created_at, run_id=rec.run_id,
         gain=codec.plain(ev.gain) if ev else None, gain_ci=codec.plain(list(ev.gain_ci)) if ev else None,
-        predicted_gain=predicted_gain, evidence=d["evidence"], details=d["details"], applied=rec.applied)
+        predicted_gain=predicted_gain, evidence=d["evidence"], details=d["details"], applied=rec.applied,
+        applicable=rec.kind not in HANDED_OVER)
 
 
 def page(rows: list, limit: int, offset: int) -> dict:

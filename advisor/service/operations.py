@@ -174,6 +174,10 @@ class OperationsMixin:
 
     def _tune_plan(self, dsn: str, name: str, plan: RunPlan, run_id: str):
         validation = ValidationOptions(rounds=plan.rounds) if plan.validate else None
+        if plan.kind == "rewrites":
+            return self.tune_rewrites(dsn, plan.optimizer, name=name, validation=validation,
+                                      sample_percent=plan.sample_percent, max_statements=plan.max_statements,
+                                      run_id=run_id)
         if plan.kind == "indexes":
             return self.tune_indexes(dsn, plan.optimizer, budget_mb=plan.budget_mb, name=name, validation=validation,
                                      sample_percent=plan.sample_percent, episodes=plan.episodes,

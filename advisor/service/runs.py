@@ -26,16 +26,17 @@ class RunCancelled(Exception):
     """The run was cancelled (by an operator, or because the server is stopping). Not an AdvisorError, so that
     no handler of a trial's errors mistakes it for a failed trial and carries on."""
 
-KINDS = ("knobs", "indexes")
-DEFAULT_OPTIMIZER = {"knobs": "hibo", "indexes": "ia2"}
+KINDS = ("knobs", "indexes", "rewrites")
+DEFAULT_OPTIMIZER = {"knobs": "hibo", "indexes": "ia2", "rewrites": "aurora"}
 ACTIVE = ("queued", "running")
 LOG_LINES = 60
 # the bounds of a plan's whole numbers (the REST schema's as well), and of its index budget
 LIMITS = {"trials": (2, 10_000), "seeds": (0, 20), "repeats": (1, 100), "episodes": (1, 100_000),
-          "samples": (0, 10_000), "rounds": (1, 100)}
+          "samples": (0, 10_000), "rounds": (1, 100), "max_statements": (1, 1000)}
 BUDGET_MB_MAX = 10_000_000
 # the fields one kind of run uses only; ``RunPlan.parse`` leaves the other kind's at their defaults
-ONLY_FOR = {"knobs": ("trials", "seeds", "repeats"), "indexes": ("budget_mb", "episodes", "samples")}
+ONLY_FOR = {"knobs": ("trials", "seeds", "repeats"), "indexes": ("budget_mb", "episodes", "samples"),
+            "rewrites": ("max_statements",)}
 
 
 def optimizer_names(kind: str) -> tuple[str, ...]:
@@ -48,7 +49,8 @@ def optimizer_names(kind: str) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class RunPlan:
     """One tuning run's settings. Knobs: ``trials`` of a search on a shadow (``optimizer`` hibo, gp, tpe,
-    random) or one rule-based configuration (``rules``). Indexes: ``budget_mb`` MiB of new indexes."""
+    random) or one rule-based configuration (``rules``). Indexes: ``budget_mb`` MiB of new indexes. Rewrites:
+    the ``max_statements`` heaviest statements of the workload (a rewrite is never applied)."""
 
     kind: str
     optimizer: str | None = None
@@ -61,6 +63,7 @@ class RunPlan:
     rounds: int = 5
     validate: bool = True
     sample_percent: float | None = None
+    max_statements: int = 20
 
     @classmethod
     def parse(cls, fields: Mapping[str, object]) -> "RunPlan":
@@ -70,7 +73,7 @@ class RunPlan:
         cls._known(fields)
         kind = _coerce("kind", fields.get("kind"))
         if kind is None:
-            raise AdvisorError("choose what to tune: knobs or indexes")
+            raise AdvisorError(f"choose what to tune: {', '.join(KINDS)}")
         other = {name for k, names in ONLY_FOR.items() if k != kind for name in names}
         values = {name: _coerce(name, raw) for name, raw in fields.items() if name not in other}
         return cls(**{name: v for name, v in values.items() if v is not None}).checked()
