@@ -45,17 +45,18 @@ class Search:
         self.root = self.egraph.let("root", term)
         self.egraph.register(*facts)
         self._analyse()
-        self.initial_cost = self.cost()  # the statement as written
+        self.initial_cost = self._extract()[0]  # the statement as written
         if expansions:
             self.egraph.register(*expansions)
             self._analyse()
         self.forms: list[tuple[int, Rel]] = []  # (cost, extracted term) each time a step lowered the best cost
+        self._now = (self._count_nodes(), *self._extract())  # (nodes, cost, best term) of the graph as it is
 
     def alternatives(self, n: int) -> list[tuple[int, Rel]]:
         """Up to ``n`` distinct cheaper forms, cheapest first: the best now, then the bests the search passed on
         the way (the pipeline re-ranks them by the planner's real cost)."""
         out: list[tuple[int, Rel]] = []
-        for cost, term in sorted([self._extract(), *self.forms], key=lambda f: f[0]):
+        for cost, term in sorted([(self.cost(), self.best()), *self.forms], key=lambda f: f[0]):
             if cost < self.initial_cost and all(str(term) != str(t) for _, t in out):
                 out.append((cost, term))
         return out[:n]
@@ -65,13 +66,17 @@ class Search:
 
     def nodes(self) -> int:
         """E-nodes of the algebra (analysis facts not counted)."""
-        return sum(n for fn, n in self.egraph.all_function_sizes() if _is_node(fn))
+        return self._now[0]
 
     def cost(self) -> int:
-        return self._extract()[0]
+        """The cheapest form's estimated cost."""
+        return self._now[1]
 
     def best(self) -> Rel:
-        return self._extract()[1]
+        return self._now[2]
+
+    def _count_nodes(self) -> int:
+        return sum(n for fn, n in self.egraph.all_function_sizes() if _is_node(fn))
 
     def _extract(self) -> tuple[int, Rel]:
         with priced(self.egraph) as g:
@@ -79,22 +84,39 @@ class Search:
         return int(cost), term
 
     def run(self, rule: Rule) -> Step:
-        """Run ``rule`` once over the whole graph, then the analyses; undone when past the node budget."""
+        """Run ``rule`` once over the whole graph, then the analyses; undone when past the node budget. A rule
+        that changes nothing costs one match pass (no analysis, no extraction)."""
         self.egraph.push()
         report = self.egraph.run(1, ruleset=rule.rules)
         matches = sum(report.num_matches_per_rule.values())
-        self._analyse()
-        nodes = self.nodes()
-        if nodes > self.node_budget:
+        if not report.updated:
             self.egraph.pop()
-            step = Step(rule.name, matches, self.nodes(), self.cost(), undone=True)
+            step = Step(rule.name, matches, self.nodes(), self.cost())
         else:
-            cost, term = self._extract()
-            step = Step(rule.name, matches, nodes, cost)
-            if cost < min([self.initial_cost] + [c for c, _ in self.forms]):
-                self.forms.append((cost, term))
+            self._analyse()
+            nodes = self._count_nodes()
+            if nodes > self.node_budget:
+                self.egraph.pop()
+                step = Step(rule.name, matches, self.nodes(), self.cost(), undone=True)
+            else:
+                cost, term = self._extract()
+                self._now = (nodes, cost, term)
+                step = Step(rule.name, matches, nodes, cost)
+                if cost < min([self.initial_cost] + [c for c, _ in self.forms]):
+                    self.forms.append((cost, term))
         self.steps.append(step)
         return step
+
+    def trial(self, rule: Rule) -> Step:
+        """What running ``rule`` now would do, undone afterwards (the graph, the steps and the forms as before)."""
+        now, forms, steps = self._now, list(self.forms), len(self.steps)
+        self.egraph.push()
+        try:
+            return self.run(rule)
+        finally:
+            self.egraph.pop()
+            self._now, self.forms = now, forms
+            del self.steps[steps:]
 
 
 def _is_node(fn) -> bool:

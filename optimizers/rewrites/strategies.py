@@ -63,14 +63,11 @@ def greedy(search: Search, steps: int = 30) -> Result:
         now, nodes = search.cost(), search.nodes()
         best = None  # (cost, added nodes, rule)
         for rule in search.rules:
-            search.egraph.push()
-            step = search.run(rule)
-            search.steps.pop()
+            step = search.trial(rule)
             if step.matches and not step.undone and step.cost < now:
                 key = (step.cost, step.nodes - nodes)
                 if best is None or key < best[:2]:
                     best = (*key, rule)
-            search.egraph.pop()
         if best is None:
             break
         search.run(best[2])
