@@ -33,6 +33,13 @@ from optimizers.torch_runtime import one_thread, resolve_device
 
 MAX_STEPS = 24
 NODE_PRICE = 0.2  # reward lost per budget's worth of nodes added
+STEP_PRICE = 0.002  # reward lost per rule run (an idle step is not free)
+
+
+def _masked_softmax(logits: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    z = np.where(allowed, logits, -np.inf)
+    z = np.exp(z - z[allowed].max())
+    return z / z.sum()
 
 
 @dataclass(frozen=True)
@@ -44,10 +51,11 @@ class AuroraOptions:
     epochs: int = 4
     batch: int = 8  # episodes per update
     hidden: int = 64
+    entropy: float = 0.01  # bonus for the policy's entropy (keeps it exploring early on)
 
 
 def features(search: Search, counts: np.ndarray, last: np.ndarray, steps: int, max_steps: int,
-             trend: float) -> np.ndarray:
+             trend: float, stale: np.ndarray) -> np.ndarray:
     n = len(search.rules)
     low = search.lowered
     subqueries = sum(1 for a in low.atoms if a.sub is not None)
@@ -55,7 +63,7 @@ def features(search: Search, counts: np.ndarray, last: np.ndarray, steps: int, m
             math.log10(max(search.cost(), 1) / max(search.initial_cost, 1)) / 6.0, trend,
             len(low.tables) / 10.0, subqueries / 5.0]
     return np.concatenate([np.asarray(head, dtype=np.float32), np.log1p(last[:n]).astype(np.float32) / 5.0,
-                           (counts[:n] / max(steps, 1)).astype(np.float32)])
+                           (counts[:n] / max(steps, 1)).astype(np.float32), stale[:n].astype(np.float32)])
 
 
 class Policy(nn.Module):
@@ -78,33 +86,46 @@ class Aurora:
         self.device = resolve_device(device)
         torch.manual_seed(seed)
         self.rules = RULES
-        self.inputs = 6 + 2 * len(self.rules)
+        self.inputs = 6 + 3 * len(self.rules)
         self.policy = Policy(self.inputs, len(self.rules) + 1, options.hidden).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=options.lr)
         self.rng = np.random.default_rng(seed)
 
-    def _episode(self, search: Search, greedy: bool) -> list[tuple[np.ndarray, int, float, float]]:
+    def _mask(self, stale: np.ndarray, step: int) -> np.ndarray:
+        """The actions allowed now (adaptive action masking): a rule that ran without changing the graph stays
+        masked until another rule changes it (it would match nothing new); stop is masked at the first step."""
+        allowed = np.append(~stale, step > 0)
+        if not allowed[:-1].any():
+            allowed[-1] = True  # every rule is at a fixed point: only stopping is left
+        return allowed
+
+    def _episode(self, search: Search, greedy: bool) -> list[tuple[np.ndarray, int, float, float, np.ndarray]]:
         o = self.options
         n = len(self.rules)
-        counts, last = np.zeros(n), np.zeros(n)
+        counts, last, stale = np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool)
         out, trend = [], 0.0
         for step in range(o.max_steps):
-            x = features(search, counts, last, step, o.max_steps, trend)
+            x = features(search, counts, last, step, o.max_steps, trend, stale)
+            allowed = self._mask(stale, step)
             with torch.no_grad():
                 logits, _ = self.policy(torch.as_tensor(x, device=self.device))
-                probs = torch.softmax(logits, -1).cpu().numpy().astype(np.float64)
-            action = int(np.argmax(probs)) if greedy else int(self.rng.choice(n + 1, p=probs / probs.sum()))
+                probs = _masked_softmax(logits.cpu().numpy().astype(np.float64), allowed)
+            action = int(np.argmax(probs)) if greedy else int(self.rng.choice(n + 1, p=probs))
             if action == n:
-                out.append((x, action, 0.0, float(np.log(probs[action]))))
+                out.append((x, action, 0.0, float(np.log(probs[action])), allowed))
                 break
             before_cost, before_nodes = search.cost(), search.nodes()
             s = search.run(self.rules[action])
             counts[action] += 1
             last[action] = s.matches
+            changed = s.nodes != before_nodes or s.cost != before_cost
+            if changed:
+                stale[:] = False
+            stale[action] = not changed
             gain = (before_cost - s.cost) / max(search.initial_cost, 1)
             trend = math.copysign(math.log1p(abs(gain) * 100) / 5.0, gain)
-            reward = gain * 10 - o.node_price * (s.nodes - before_nodes) / search.node_budget
-            out.append((x, action, reward, float(np.log(probs[action]))))
+            reward = gain * 10 - o.node_price * (s.nodes - before_nodes) / search.node_budget - STEP_PRICE
+            out.append((x, action, reward, float(np.log(probs[action])), allowed))
         return out
 
     def train(self, makers: Sequence[Callable[[], Search]], episodes: int = 200,
@@ -121,10 +142,10 @@ class Aurora:
             search = makers[ep % len(makers)]()
             traj = self._episode(search, greedy=False)
             ret, rets = 0.0, []
-            for _, _, r, _ in reversed(traj):
+            for _, _, r, _, _ in reversed(traj):
                 ret += r
                 rets.append(ret)
-            batch.extend((x, a, g, lp) for (x, a, _, lp), g in zip(traj, reversed(rets)))
+            batch.extend((x, a, g, lp, m) for (x, a, _, lp, m), g in zip(traj, reversed(rets)))
             finals.append(search.cost() / max(search.initial_cost, 1))
             if (ep + 1) % o.batch == 0 or ep + 1 == episodes:
                 self._update(batch)
@@ -139,13 +160,18 @@ class Aurora:
         a = torch.as_tensor([b[1] for b in batch], device=self.device)
         g = torch.as_tensor([b[2] for b in batch], dtype=torch.float32, device=self.device)
         old = torch.as_tensor([b[3] for b in batch], dtype=torch.float32, device=self.device)
+        allowed = torch.as_tensor(np.stack([b[4] for b in batch]), device=self.device)
         for _ in range(o.epochs):
             logits, v = self.policy(x)
-            logp = torch.log_softmax(logits, -1).gather(1, a[:, None]).squeeze(1)
+            logits = logits.masked_fill(~allowed, -1e9)
+            logp_all = torch.log_softmax(logits, -1)
+            logp = logp_all.gather(1, a[:, None]).squeeze(1)
             adv = (g - v).detach()
+            adv = (adv - adv.mean()) / (adv.std() + 1e-6) if len(adv) > 1 else adv
             ratio = torch.exp(logp - old)
             surrogate = torch.min(ratio * adv, torch.clamp(ratio, 1 - o.clip, 1 + o.clip) * adv)
-            loss = -surrogate.mean() + 0.5 * ((g - v) ** 2).mean()
+            entropy = -(torch.exp(logp_all) * logp_all.masked_fill(~allowed, 0.0)).sum(-1).mean()
+            loss = -surrogate.mean() + 0.5 * ((g - v) ** 2).mean() - o.entropy * entropy
             self.optimizer.zero_grad()
             loss.backward()
             self.optimizer.step()

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import base64
 import io
+import pickle
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from advisor.core.progress import Say
@@ -51,25 +53,55 @@ class RandomOrder(_Stepped):
 
 
 class AuroraRewriter(RewriteOptimizer):
-    """Aurora: a PPO policy picks the next rule and when to stop; trained on the problem's statements by
-    ``prepare`` (or on first ask), kept in the state so a restored optimizer answers the same."""
+    """Aurora: a PPO policy picks the next rule and when to stop. ``prepare(model_dir)`` loads the policy stored
+    there (``aurora.pt``, trained for the same rule list) or trains one on the problem's statements, each episode
+    under row estimates scaled at random per table (so the policy learns the statements' shapes, not one set of
+    statistics), and stores it; it is kept in the state so a restored optimizer answers the same."""
 
     name = "aurora"
     description = "Aurora: a learned policy (PPO) chooses the next rule and when to stop"
+    MODEL = "aurora.pt"
 
-    def _setup(self, episodes: int = 200, device: str = "auto") -> None:
-        self.episodes, self.device = episodes, device
+    def _setup(self, episodes: int = 300, device: str = "auto", retrain: bool = False) -> None:
+        self.episodes, self.device, self.retrain = episodes, device, retrain
         self.agent: Aurora | None = None
         self.training: dict | None = None
 
     def prepare(self, model_dir: Path | None, say: Say) -> dict | None:
-        if self.agent is None:
-            self._train(say)
+        if self.agent is not None:
+            return self.training
+        path = model_dir / self.MODEL if model_dir is not None else None
+        if path is not None and path.exists() and not self.retrain:
+            try:
+                self.agent = Aurora(seed=self.seed, device=self.device)
+                blob = torch.load(path, map_location="cpu", weights_only=True)
+                self.agent.load_state_dict(blob["state"])
+                self.training = {**blob.get("training", {}), "reused": True, "model": str(path)}
+                say(f"Aurora: using the stored policy ({path})")
+                return self.training
+            except (ValueError, KeyError, RuntimeError, OSError, pickle.UnpicklingError) as e:
+                say(f"Aurora: the stored policy cannot be used ({e}); training again")
+                self.agent = None
+        self._train(say)
+        if path is not None and self.agent is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            torch.save({"state": self.agent.state_dict(), "training": self.training}, path)
+        self.training = {**(self.training or {}), "reused": False, "model": str(path) if path else None}
         return self.training
 
     def _train(self, say: Say = lambda _m: None) -> None:
         self.agent = Aurora(seed=self.seed, device=self.device)
-        makers = [lambda q=q: self.problem.search(q) for q in self.problem.lowered]
+        rng = np.random.default_rng(self.seed)
+        problem = self.problem
+
+        def maker(qid: str):
+            def make() -> Search:
+                rows = {t: n * float(10 ** rng.uniform(-1, 1)) for t, n in problem.rows.items()}
+                return problem.search_with(qid, rows)
+            return make
+
+        makers = [maker(q) for q in problem.lowered]
+        say(f"Aurora: training on {len(makers)} statement(s), {self.episodes} episodes")
         self.training = self.agent.train(makers, self.episodes, say) if makers else {"episodes": 0}
 
     def _search(self, search: Search) -> Result:

@@ -52,7 +52,11 @@ class RewriteProblem:
 
     def search(self, queryid: str) -> Search:
         """A fresh e-graph search over one lowered statement."""
-        return Search(self.lowered[queryid], self.rows, self.selectivity, self.node_budget, not_null=self.not_null)
+        return self.search_with(queryid, self.rows)
+
+    def search_with(self, queryid: str, rows: dict[str, float]) -> Search:
+        """A fresh search over one lowered statement under other row estimates (a learned strategy's training)."""
+        return Search(self.lowered[queryid], rows, self.selectivity, self.node_budget, not_null=self.not_null)
 
     def cost(self, config) -> float:
         """The workload's estimated cost relative to the statements as written (1 per statement)."""

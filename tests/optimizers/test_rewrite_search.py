@@ -45,3 +45,39 @@ def test_a_rewrite_optimizer_proposes_the_improved_statement_and_explains_the_ot
     why = opt.explain()
     assert why["plain"] == "no rule found a cheaper form (estimated)" and "WITH" in why["cte"]
     assert problem.cost(config) == 2 + change.estimated
+
+
+def test_aurora_stores_its_policy_and_reuses_it(tmp_path):
+    from optimizers import registry
+    from optimizers.rewrites.problem import RewriteProblem
+
+    problem = RewriteProblem((("join", SQL),), SCHEMA, ROWS, node_budget=3000)
+    first = registry.create("rewrites", "aurora", problem, episodes=16)
+    trained = first.prepare(tmp_path, lambda _m: None)
+    assert trained["reused"] is False and (tmp_path / "aurora.pt").exists()
+    again = registry.create("rewrites", "aurora", problem, episodes=16)
+    said: list[str] = []
+    assert again.prepare(tmp_path, said.append)["reused"] is True and "stored policy" in said[0]
+    assert again.ask(1) == first.ask(1)  # the same policy answers the same
+    (tmp_path / "aurora.pt").write_bytes(b"not a model")
+    said.clear()
+    broken = registry.create("rewrites", "aurora", problem, episodes=16)
+    assert broken.prepare(tmp_path, said.append)["reused"] is False and "cannot be used" in said[0]
+
+
+def test_aurora_asks_every_rule_it_could_and_stops_at_a_fixed_point():
+    """Adaptive action masking: a rule that changed nothing is not chosen again until the graph changes, and the
+    first step never stops."""
+    from optimizers.rewrites.aurora import Aurora
+
+    agent = Aurora(seed=0)
+    s = search()
+    agent._episode(s, greedy=True)
+    ran = [step.rule for step in s.steps]
+    idle = [i for i, step in enumerate(s.steps) if not step.matches]
+    for i in idle:  # an idle rule is not run again before some other rule changed the graph
+        later = ran[i + 1:]
+        if s.steps[i].rule in later:
+            j = i + 1 + later.index(s.steps[i].rule)
+            assert any(st.matches and not st.undone for st in s.steps[i + 1:j])
+    assert ran  # the first step runs a rule
