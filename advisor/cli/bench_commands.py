@@ -112,6 +112,30 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
                       statement_timeout_ms=statement_timeout_ms, json_out=json_out)
 
 
+@bench_app.command("rewrite")
+def bench_rewrite(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.001, max=10)] = 0.02,
+                  optimizer: Annotated[str, typer.Option(help="the rewrite search the pipeline uses")] = "aurora",
+                  rounds: Annotated[int, typer.Option(help="interleaved timing rounds", min=1)] = 3,
+                  statement_timeout_ms: Annotated[int, typer.Option(help="statement timeout of the timing and the "
+                                                                         "checks", min=100)] = 60_000,
+                  seed: Annotated[int, typer.Option(help="random seed")] = 0,
+                  episodes: Annotated[int, typer.Option(help="Aurora's training episodes", min=1)] = 300,
+                  only: Annotated[str, typer.Option(help="comma-separated statement names (q1..q22 and the suite's); "
+                                                         "default: all")] = "",
+                  out: Annotated[str, typer.Option(help="directory for rewrite.json and the plot")] =
+                  "bench-results/rewrite",
+                  json_out: JsonFlag = False) -> None:
+    """The query rewriter on the 22 TPC-H queries and a suite of rewrite-prone statements: the pipeline's answers,
+    sqlglot's optimize() as a peer (its wrong and invalid outputs counted), both timed against the original on one
+    shadow, and the search strategies (Aurora, capped saturation, greedy, random) at the same node budget."""
+    from advisor.bench.rewrites import RewriteBench, RewriteBenchOptions, table
+
+    options = RewriteBenchOptions(scale=scale, optimizer=optimizer, rounds=rounds, episodes=episodes,
+                                  statement_timeout_ms=statement_timeout_ms, seed=seed, out_dir=out,
+                                  only=_names([only]))
+    _bench_report(RewriteBench(options, say=reporter()).run(), json_out, table, out, "rewrite.json", "rewrite.png")
+
+
 def _bench_report(doc: dict, json_out: bool, table, out: str, *saved: str) -> None:
     """A bench's result: its JSON document, or its table and where the files are."""
     if json_out:

@@ -98,15 +98,16 @@ class AdvisorService(OperationsMixin, AccessMixin):
     def tune_rewrites(self, dsn: str, optimizer: str = "aurora", *, sql: str | None = None,
                       name: str | None = None, validation: ValidationOptions | None = ValidationOptions(),
                       sample_percent: float | None = None, max_statements: int = 20, seed: int = 0,
-                      run_id: str | None = None) -> RewriteTuneResult:
+                      options: dict | None = None, run_id: str | None = None) -> RewriteTuneResult:
         """The rewrite pipeline (``advisor.tuning.rewrites``): faster SQL for the statements of ``sql`` (a script,
         constants written in), or for the observed workload's heaviest statements when it is None, each proven to
-        return the same rows and timed against the original on a shadow. A rewrite is never applied."""
+        return the same rows and timed against the original on a shadow. A rewrite is never applied. ``options``
+        go to the optimizer (Aurora's ``episodes``, ``retrain``)."""
         statements = rewrite_pipeline.split_statements(sql) if sql is not None else ()
         if sql is not None and not statements:
             raise AdvisorError("no SQL statement in the text given")
         plan = RewritePlan(optimizer, statements, max_statements, validation=validation, seed=seed,
-                           sample_percent=sample_percent).check()
+                           sample_percent=sample_percent, options=dict(options or {})).check()
         connector = factory.connector(dsn)
         obs = self.observe(dsn, name)
         if not statements:

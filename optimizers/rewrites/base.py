@@ -33,8 +33,7 @@ class RewriteOptimizer(Optimizer[RewriteProblem]):
                 continue
             started = time.perf_counter()
             low = problem.lowered[qid]
-            search = problem.search(qid)
-            result = self._search(search)
+            result, search = self.run_search(qid)
             forms = search.alternatives(n) if result.cost < result.initial_cost else []
             if not forms:
                 self._why[qid] = "no rule found a cheaper form (estimated)"
@@ -48,6 +47,11 @@ class RewriteOptimizer(Optimizer[RewriteProblem]):
         while len(out) > 1 and not out[-1]:
             out.pop()
         return [tuple(c) for c in out]
+
+    def run_search(self, queryid: str) -> tuple[Result, Search]:
+        """One statement's search as this strategy runs it: what it reached (cost, e-nodes, rules) and the graph."""
+        search = self.problem.search(queryid)
+        return self._search(search), search
 
     def _check(self, config: Config) -> None:
         known = dict(self.problem.statements)

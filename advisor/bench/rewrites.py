@@ -1,0 +1,320 @@
+"""``advisor bench rewrite``: the query rewriter on the 22 TPC-H queries and a suite of rewrite-prone statements
+(``workloads.rewrite_suite``), on a self-started server.
+
+1. The rewrite pipeline itself (``AdvisorService.tune_rewrites``: candidates, the planner's re-ranking, equivalence
+   by execution, timing against the original on a shadow), as a user runs it.
+2. The peer, sqlglot's ``optimize()`` as a user would run it (unguarded), on every statement: its output planned
+   and checked on the same edge-case databases and shadow (invalid SQL, wrong rows), then timed.
+3. Side by side on one shadow: each statement as written, our answer (the rewrite, or the original when we left it
+   alone) and sqlglot's output, interleaved (``rewrite_timing.race``).
+4. The search strategies at the same node budget on every statement in the rewriter's subset: the estimated cost
+   each reaches and the e-nodes it took (Aurora against capped saturation, random order and greedy).
+
+Latencies are medians in ms; a total is the sum of the statements' medians; speedups are original / other.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import tempfile
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.optimizer import optimize
+
+from advisor.core.hardware import detect
+from advisor.core.progress import Say, silent
+from advisor.service.service import AdvisorService
+from advisor.storage.store import Store
+from advisor.tuning import rewrite_equivalence, rewrite_timing
+from advisor.tuning.rewrites import SCRATCH_DB, build_problem
+from advisor.tuning.validation import ValidationOptions
+from connectors import factory
+from optimizers import registry
+from optimizers.rewrites.emit import to_sql
+from optimizers.rewrites.lower import Unsupported, lower
+from workloads import tpch
+from workloads.binding import BoundStatement
+from workloads.rewrite_suite import SUITE
+from workloads.tpch.queries import query
+
+STRATEGIES = ("aurora", "saturate", "greedy", "random")
+SLOWER = 1.05  # a rewrite this much slower than its original counts against the rewriter
+TPCH_TARGET = 1.5  # total TPC-H latency: original / ours
+MEDIAN_MS_TARGET = 300.0
+
+
+@dataclass(frozen=True)
+class RewriteBenchOptions:
+    scale: float = 0.02
+    optimizer: str = "aurora"
+    rounds: int = 3
+    statement_timeout_ms: int = 60_000
+    seed: int = 0
+    out_dir: str = "bench-results/rewrite"
+    only: tuple[str, ...] = ()  # these statements of the bench only (by name); all when empty
+    episodes: int = 300  # Aurora's training episodes (the pipeline trains it on the bench's statements)
+
+
+def statements(scale: float, seed: int) -> list[tuple[str, str, str]]:
+    """(name, group, SQL): the 22 TPC-H queries with seeded parameters, then the suite."""
+    out = [(f"q{n}", "tpch", query(n, random.Random(seed + n), scale)) for n in range(1, 23)]
+    return out + [(name, "suite", sql) for name, _, sql in SUITE]
+
+
+def sqlglot_optimize(sql: str, schema: dict[str, dict[str, str]]) -> str:
+    """sqlglot's optimizer as a user runs it: parse as PostgreSQL, ``optimize`` against the schema, write back."""
+    tree = sqlglot.parse_one(sql, read="postgres")
+    return optimize(tree, schema=schema, dialect="postgres").sql(dialect="postgres")
+
+
+class RewriteBench:
+    def __init__(self, options: RewriteBenchOptions = RewriteBenchOptions(), say: Say | None = None):
+        self.options, self.say = options, say or silent
+        self.out = Path(options.out_dir)
+
+    def run(self) -> dict:
+        o, started = self.options, time.time()
+        self.out.mkdir(parents=True, exist_ok=True)
+        named = [st for st in statements(o.scale, o.seed) if not o.only or st[0] in o.only]
+        with factory.sandbox("postgres", "bench-rewrite") as production, \
+                tempfile.TemporaryDirectory(prefix="advisor-bench-store-") as tmp:
+            dsn = production.create_database("tpch")
+            self.say(f"loading TPC-H at scale {o.scale:g}")
+            tpch.load(dsn, o.scale, progress=self.say)
+            service = AdvisorService(Store(Path(tmp) / "store.duckdb"), say=self.say)
+            timing = ValidationOptions(rounds=o.rounds, statement_timeout_ms=o.statement_timeout_ms)
+            self.say(f"the rewrite pipeline ({o.optimizer}) on {len(named)} statements")
+            result = service.tune_rewrites(dsn, o.optimizer, sql=";\n".join(sql for _, _, sql in named),
+                                           validation=timing, seed=o.seed, options={"episodes": o.episodes})
+            ours = {f"sql{i + 1}": out for i, out in enumerate(result.statements)}
+            connector = factory.connector(dsn)
+            bound = [BoundStatement(f"sql{i + 1}", sql, sql, 1.0, "literal", False) for i, (_, _, sql) in
+                     enumerate(named)]
+            problem = build_problem(connector, result.observation, bound)
+            rows = [{"name": name, "group": group, "sql": sql, **self._ours(ours[f"sql{i + 1}"])}
+                    for i, (name, group, sql) in enumerate(named)]
+            self._peer(problem, rows)
+            with factory.clone(connector, say=self.say) as shadow:
+                scratch = shadow.sandbox.create_database(SCRATCH_DB, extensions=False)
+                self._check(shadow, scratch, problem, rows)
+                self._time(shadow, rows, timing)
+                strategies = self._strategies(problem, service.model_dir(result.observation.target_id), rows,
+                                              shadow)
+        doc = {"machine": asdict(detect()), "options": asdict(o), "statements": rows, "strategies": strategies,
+               "training": result.training, "wall_s": round(time.time() - started, 1)}
+        doc["summary"] = summary(doc)
+        (self.out / "rewrite.json").write_text(json.dumps(doc, indent=2, default=str))
+        plot(doc, self.out / "rewrite.png")
+        return doc
+
+    @staticmethod
+    def _ours(outcome) -> dict:
+        return {"rewritten": outcome.rewritten, "rules": list(outcome.rules), "reason": outcome.reason,
+                "pipeline_speedup": outcome.speedup, "pipeline_ci": list(outcome.ci) if outcome.ci else None,
+                "equivalent": outcome.equivalent, "rewrite_ms": round(outcome.rewrite_ms, 1),
+                "plan_cost": list(outcome.plan_cost) if outcome.plan_cost else None,
+                "checked_on": list(outcome.checked_on), "rejected": list(outcome.rejected)}
+
+    def _peer(self, problem, rows: list[dict]) -> None:
+        for row in rows:
+            started = time.perf_counter()
+            try:
+                row["sqlglot"] = sqlglot_optimize(row["sql"], problem.schema)
+                row["sqlglot_error"] = None
+            except Exception as e:  # noqa: BLE001 - the peer's own failure is a result of the bench
+                row["sqlglot"], row["sqlglot_error"] = None, f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+            row["sqlglot_rewrite_ms"] = round(1000 * (time.perf_counter() - started), 1)
+
+    def _check(self, shadow, scratch: str, problem, rows: list[dict]) -> None:
+        """Plan and check every output (ours and the peer's) on the edge-case databases and the shadow."""
+        timeout = self.options.statement_timeout_ms
+        for row in rows:
+            self.say(f"checking {row['name']}")
+            read = {t.name for t in sqlglot.parse_one(row["sql"], read="postgres").find_all(exp.Table)}
+            tables = {t: cols for t, cols in problem.schema.items() if t in read}
+            for who in ("ours", "sqlglot"):
+                text = row["rewritten"] if who == "ours" else row["sqlglot"]
+                row[f"{who}_verdict"] = None if text is None else \
+                    _verdict(shadow, scratch, tables, problem.not_null, row["sql"], text, timeout)
+
+    def _time(self, shadow, rows: list[dict], timing: ValidationOptions) -> None:
+        """Latency medians (ms) of the original, our answer and the peer's output, interleaved on one shadow; an
+        output that is invalid or wrong is not timed (``None``), one we left alone is the original."""
+        for row in rows:
+            arms = {"ours": row["rewritten"], "sqlglot": row["sqlglot"]}
+            arms = {k: v for k, v in arms.items() if v and row[f"{k}_verdict"] == "equivalent"}
+            st = BoundStatement(row["name"], row["sql"], row["sql"], 1.0, "literal", False)
+            self.say(f"timing {row['name']}: the original against {', '.join(arms) or 'itself'}")
+            race = rewrite_timing.race(shadow.dsn, st, list(arms.values()) or [row["sql"]], timing)
+            first = race.evidence[0].statements
+            row["original_lat_ms"] = first[0].baseline_ms if first else None
+            row["ours_lat_ms"] = row["original_lat_ms"] if row["rewritten"] is None else None
+            row["sqlglot_lat_ms"] = None
+            for (who, _), ev in zip(arms.items(), race.evidence):
+                row[f"{who}_lat_ms"] = ev.statements[0].candidate_ms if ev.statements else None
+
+    def _strategies(self, problem, model_dir: Path, rows: list[dict], shadow) -> dict:
+        """Per statement in the subset and per strategy: the estimated cost reached, the e-nodes, the search's ms,
+        and the planner's cost of the SQL it extracts (the plan PostgreSQL would run)."""
+        by_id = {f"sql{i + 1}": row["name"] for i, row in enumerate(rows)}
+        out: dict[str, dict] = {}
+        for name in STRATEGIES:
+            opt = registry.create("rewrites", name, problem, seed=self.options.seed, strict=False,
+                                  episodes=self.options.episodes)
+            opt.prepare(model_dir, self.say)
+            for qid in problem.lowered:
+                started = time.perf_counter()
+                result, search = opt.run_search(qid)
+                ms = round(1000 * (time.perf_counter() - started), 1)
+                try:
+                    planned = shadow.connector.explain_cost(to_sql(search.best(), problem.lowered[qid]))
+                except Exception:  # noqa: BLE001 - an extraction the planner refuses is reported as such
+                    planned = None
+                out.setdefault(by_id[qid], {})[name] = {
+                    "relative_cost": result.cost / max(result.initial_cost, 1), "nodes": result.nodes,
+                    "steps": result.steps, "ms": ms, "planner_cost": planned}
+        for i, row in enumerate(rows):  # parse and lowering, the part of a rewrite before the search
+            started = time.perf_counter()
+            try:
+                lower(row["sql"], problem.schema)
+            except Unsupported:
+                pass
+            row["lower_ms"] = round(1000 * (time.perf_counter() - started), 1)
+        return out
+
+
+def _verdict(shadow, scratch, tables, not_null, original: str, text: str, timeout_ms: int) -> str:
+    try:
+        shadow.connector.explain_cost(text)
+    except Exception as e:  # noqa: BLE001 - invalid SQL is the verdict
+        return f"invalid: {str(e).splitlines()[0][:200]}"
+    v = rewrite_equivalence.check(scratch, tables, original, text, not_null=not_null, shadow_dsn=shadow.dsn,
+                                  timeout_ms=timeout_ms)
+    return "equivalent" if v.equivalent else f"wrong: {v.mismatch}"
+
+
+def summary(doc: dict) -> dict:
+    """The issue's targets from the rows: wrong or invalid outputs, TPC-H total speedup, statements slower than
+    written, the suite's total against sqlglot's, the median rewrite time, and Aurora against capped saturation."""
+    rows = doc["statements"]
+    ours_bad = [r["name"] for r in rows if r["ours_verdict"] not in (None, "equivalent")]
+    peer_wrong = [r["name"] for r in rows if (r["sqlglot_verdict"] or "").startswith("wrong")]
+    peer_invalid = [r["name"] for r in rows if (r["sqlglot_verdict"] or "").startswith("invalid") or r["sqlglot_error"]]
+
+    def total(group: str, key: str) -> float | None:
+        values = [r[key] if r[key] is not None else r["original_lat_ms"] for r in rows if r["group"] == group]
+        return sum(values) if all(v is not None for v in values) else None
+
+    tpch_orig, tpch_ours = total("tpch", "original_lat_ms"), total("tpch", "ours_lat_ms")
+    suite_ours, suite_peer = total("suite", "ours_lat_ms"), total("suite", "sqlglot_lat_ms")
+    slower = [r["name"] for r in rows if r["rewritten"] and r["ours_lat_ms"] and r["original_lat_ms"]
+              and r["ours_lat_ms"] > SLOWER * r["original_lat_ms"]]
+    subset = [r for r in rows if r["name"] in doc["strategies"]]
+    median_ms = statistics.median(r["lower_ms"] + r["rewrite_ms"] for r in subset) if subset else None
+    reached, planned, ratios, improved = [], [], [], 0
+    for name, by in doc["strategies"].items():
+        sat, rl = by.get("saturate"), by.get("aurora")
+        if not (sat and rl and sat["relative_cost"] < 1):
+            continue
+        improved += 1
+        if rl["relative_cost"] <= sat["relative_cost"] * (1 + 1e-9):
+            reached.append(name)
+        if rl["planner_cost"] is not None and sat["planner_cost"] is not None \
+                and rl["planner_cost"] <= sat["planner_cost"] * 1.001:
+            planned.append(name)
+        ratios.append((rl["nodes"], sat["nodes"]))
+    return {
+        "ours_wrong_or_invalid": ours_bad, "sqlglot_wrong": peer_wrong, "sqlglot_invalid_or_failed": peer_invalid,
+        "tpch_total_ms": {"original": tpch_orig, "ours": tpch_ours},
+        "tpch_speedup": tpch_orig / tpch_ours if tpch_orig and tpch_ours else None,
+        "slower_than_original": slower,
+        "suite_total_ms": {"ours": suite_ours, "sqlglot (wrong or invalid outputs counted as the original)": suite_peer},
+        "median_rewrite_ms": median_ms,
+        "aurora_reached_saturation_best": f"{len(reached)} of {improved} (estimated cost)",
+        "aurora_reached_saturation_plan": f"{len(planned)} of {improved} (the planner's cost of the SQL extracted)",
+        "aurora_nodes_over_saturation": sum(a for a, _ in ratios) / max(sum(b for _, b in ratios), 1),
+        "targets": {
+            "zero wrong or invalid (ours)": not ours_bad,
+            f"TPC-H total >= {TPCH_TARGET}x": bool(tpch_orig and tpch_ours and tpch_orig / tpch_ours >= TPCH_TARGET),
+            "no statement > 5% slower": not slower,
+            "suite at least as fast as sqlglot": bool(suite_ours is not None and suite_peer is not None
+                                                      and suite_ours <= suite_peer),
+            f"median rewrite < {MEDIAN_MS_TARGET:g} ms": median_ms is not None and median_ms < MEDIAN_MS_TARGET,
+            "Aurora reaches saturation's plan with <= half its nodes": bool(
+                improved and len(planned) == improved
+                and sum(a for a, _ in ratios) <= 0.5 * sum(b for _, b in ratios)),
+        },
+    }
+
+
+def _ms(x) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+def table(doc: dict) -> str:
+    o = doc["options"]
+    lines = [f"rewrite bench: TPC-H scale {o['scale']:g}, optimizer {o['optimizer']}, {o['rounds']} interleaved "
+             f"rounds, statement timeout {o['statement_timeout_ms']} ms",
+             f"  {'statement':22} {'original ms':>11} {'ours ms':>9} {'x':>6} {'sqlglot ms':>10} {'x':>6} "
+             f"{'rewrite ms':>10}  ours / sqlglot verdict; rules"]
+    for r in doc["statements"]:
+        orig = r["original_lat_ms"]
+        ours_x = f"{orig / r['ours_lat_ms']:.2f}" if orig and r["ours_lat_ms"] else "-"
+        peer_x = f"{orig / r['sqlglot_lat_ms']:.2f}" if orig and r["sqlglot_lat_ms"] else "-"
+        ours_v = "rewritten" if r["rewritten"] else (r["reason"] or "-")[:40]
+        peer_v = (r["sqlglot_verdict"] or r["sqlglot_error"] or "-")[:40]
+        lines.append(f"  {r['name']:22} {_ms(orig):>11} {_ms(r['ours_lat_ms']):>9} {ours_x:>6} "
+                     f"{_ms(r['sqlglot_lat_ms']):>10} {peer_x:>6} {r['rewrite_ms']:10.1f}  {ours_v} / {peer_v}; "
+                     f"{','.join(r['rules'])}")
+    lines.append(f"\n  {'search (same node budget)':26} " + " ".join(f"{s + ' RC/nodes':>18}" for s in STRATEGIES))
+    for name, by in doc["strategies"].items():
+        lines.append(f"  {name:26} " + " ".join(
+            f"{by[s]['relative_cost']:>11.4f}/{by[s]['nodes']:<6d}" if s in by else f"{'-':>18}" for s in STRATEGIES))
+    s = doc["summary"]
+    lines.append("")
+    for key in ("tpch_total_ms", "tpch_speedup", "suite_total_ms", "median_rewrite_ms", "ours_wrong_or_invalid",
+                "sqlglot_wrong", "sqlglot_invalid_or_failed", "slower_than_original",
+                "aurora_reached_saturation_best", "aurora_reached_saturation_plan",
+                "aurora_nodes_over_saturation"):
+        lines.append(f"  {key}: {s[key]}")
+    for key, met in s["targets"].items():
+        lines.append(f"  target {key}: {'met' if met else 'NOT met'}")
+    lines.append(f"\nwall time {doc['wall_s']:.0f} s on {doc['machine']['cores']} cores")
+    return "\n".join(lines)
+
+
+def plot(doc: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = doc["statements"]
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(15, 4.5), gridspec_kw={"width_ratios": [3, 1]})
+    xs = range(len(rows))
+    for k, (who, color) in enumerate((("ours", "tab:red"), ("sqlglot", "tab:gray"))):
+        ys = [r["original_lat_ms"] / r[f"{who}_lat_ms"] if r["original_lat_ms"] and r[f"{who}_lat_ms"] else 0
+              for r in rows]
+        ax.bar([x + (k - 0.5) * 0.4 for x in xs], ys, width=0.4, color=color, label=who)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_yscale("symlog", linthresh=1)
+    ax.set_xticks(list(xs), [r["name"] for r in rows], rotation=75, fontsize=7)
+    ax.set_ylabel("speedup over the original (0: wrong, invalid or not timed)")
+    ax.legend()
+    for s, color in zip(STRATEGIES, ("tab:red", "tab:blue", "tab:green", "tab:gray")):
+        pts = [(by[s]["nodes"], by[s]["relative_cost"]) for by in doc["strategies"].values() if s in by]
+        bx.scatter([p[0] for p in pts], [max(p[1], 1e-6) for p in pts], s=12, color=color, label=s)
+    bx.set_xscale("log")
+    bx.set_yscale("log")
+    bx.set_xlabel("e-nodes")
+    bx.set_ylabel("estimated cost / original")
+    bx.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
