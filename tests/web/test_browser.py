@@ -3,7 +3,8 @@
 
 Log in, register the target, start an index run and watch it finish, open its recommendation, approve, apply
 (the index appears on the production database), roll back (it is gone); CSRF and roles are enforced; a knob
-run's convergence plot; schedules. Every step leaves a screenshot under $ADVISOR_TEST_ARTIFACTS/web (default
+run's convergence plot; schedules; a rewrite run started from the form, its recommendation's side-by-side diff
+(approved, never applied: no apply button). Every step leaves a screenshot under $ADVISOR_TEST_ARTIFACTS/web (default
 test-artifacts/web), and no byte the server sent contains the target's password.
 """
 
@@ -26,6 +27,7 @@ from advisor.bench.playground import run_shop_workload
 from advisor.service.runs import RunPlan
 from connectors.postgres.sandbox import free_port
 from tests.web.conftest import INDEX_RUN, PASSWORD
+from tests.web.test_rewrite_runs import REWRITE_RUN, reports  # noqa: F401  (reports: the fixture)
 from web.deps import SESSION_COOKIE
 from web.main import create_app
 
@@ -391,4 +393,53 @@ def test_knob_run_convergence_and_schedules(site, browser):
     site.shot(page, "runs")
     page.goto(f"{site.base}/")
     site.shot(page, "targets-after")
+    page.context.close()
+
+
+def test_rewrite_run_from_the_form_and_its_side_by_side_diff(site, browser, reports):
+    site.service.add_target("reports", reports, site.service.authenticate(site.operator))
+    page = new_page(browser)
+    log_in(site, page, site.operator, "/runs")
+    page.select_option("#run-target", "reports")
+    page.select_option("#run-kind", REWRITE_RUN["kind"])
+    expect(page.locator("#run-max-statements")).to_be_visible()  # the rewrite run's fields, not the others'
+    expect(page.locator("#run-validate")).to_be_visible()
+    expect(page.locator("#run-trials")).to_be_hidden()
+    expect(page.locator("#run-budget")).to_be_hidden()
+    expect(page.locator("#run-optimizer option").first).to_have_text("default (aurora)")
+    page.select_option("#run-optimizer", REWRITE_RUN["optimizer"])
+    page.fill("#run-max-statements", "5")
+    page.fill("#run-rounds", str(REWRITE_RUN["rounds"]))
+    site.shot(page, "start-rewrite-run")
+    with page.expect_navigation(url=re.compile(r"/runs/[0-9a-f]+$")):
+        page.click("#start")
+    wait_done(page)
+    assert page.inner_text("#state") == "done", page.inner_text("main")
+    expect(page.locator("#outcome")).to_contain_text("validated")
+    site.shot(page, "rewrite-run-done")
+    with page.expect_navigation(url=re.compile(r"/recommendations/[0-9a-f]+$")):
+        page.locator("#outcome a").first.click()
+    rec_url = page.url
+
+    old, new = page.locator("#diff-1 td.sql-old").first, page.locator("#diff-1 td.sql-new").first
+    expect(old).to_be_visible()
+    expect(new).to_be_visible()
+    expect(old).to_contain_text("WHERE c.score > (SELECT avg(o.amount)")  # escaped in the HTML, shown as written
+    expect(old.locator("del").first).to_be_visible()
+    expect(new.locator("ins", has_text="GROUP BY")).to_be_visible()
+    a, b = old.bounding_box(), new.bounding_box()
+    assert a["x"] + a["width"] <= b["x"] + 1 and abs(a["y"] - b["y"]) < 2  # side by side
+    expect(page.locator("#statement-1")).to_contain_text("decorrelate_scalar_aggregate")
+    expect(page.locator("#statement-1 .speedup").first).to_contain_text("× faster")
+    expect(page.locator("#handed-over")).to_contain_text("Never applied to the database")
+    expect(page.locator("#approve")).to_be_visible()
+    expect(page.locator("#apply, #rollback, #apply-sql")).to_have_count(0)
+    site.shot(page, "rewrite-recommendation")
+
+    with page.expect_navigation(url=rec_url):
+        page.click("#approve")
+    assert page.inner_text("#state") == "approved"
+    expect(page.locator("#apply, #rollback")).to_have_count(0)  # its lifecycle ends here
+    expect(page.locator("#actions")).to_contain_text("end of its lifecycle")
+    site.shot(page, "rewrite-approved")
     page.context.close()

@@ -87,9 +87,28 @@ def num(x, digits: int = 1) -> str:
     return f"{x:,.{digits}f}"
 
 
+def plan_text(p: dict | None) -> str:
+    """A run plan in one line: 'indexes · ia2 · 100.0 MB budget · 5 rounds', 'knobs · hibo · 30 trials',
+    'rewrites · aurora · up to 20 statements · 5 rounds' (a rewrite's timing switched off: 'not timed')."""
+    if not p:
+        return ""
+    parts = [str(p.get("kind", "")), p.get("optimizer") or "default"]
+    if p.get("kind") == "indexes":
+        parts.append(f"{num(p.get('budget_mb'))} MB budget")
+    elif p.get("kind") == "rewrites":
+        parts.append(f"up to {num(p.get('max_statements'))} statements")
+    else:
+        parts.append(f"{p.get('trials')} trials")
+    if p.get("rounds"):
+        parts.append(f"{p['rounds']} rounds")
+    if p.get("kind") == "rewrites" and p.get("validate") is False:
+        parts.append("not timed")
+    return " · ".join(parts)
+
+
 def compact_json(value) -> str:
     return json.dumps(value, indent=2, sort_keys=True, default=str)
 
 
 FILTERS = {"pct": pct, "interval": interval, "ms": ms, "mb": mb, "ratio": ratio, "ratio_interval": ratio_interval,
-           "ts": ts, "iso": iso, "seconds": seconds, "num": num, "json": compact_json}
+           "ts": ts, "iso": iso, "seconds": seconds, "num": num, "json": compact_json, "plan_text": plan_text}

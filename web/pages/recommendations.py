@@ -1,5 +1,6 @@
 """Recommendations: the filtered, paged list, and one recommendation with its evidence, SQL, history and the
-operator's actions (approve, apply, roll back, reject)."""
+operator's actions (approve, apply, roll back, reject). A query rewrite shows each statement as written and
+rewritten side by side; it is handed to the statements' owners, never applied (no apply or roll back)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ from advisor.core.domain import TRANSITIONS
 from advisor.core.errors import NotFound
 from web import views
 from web.deps import PageSession, Service
-from web.pages import plots
+from web.pages import diff, plots
 from web.pages.forms import Checked, Field, choice, integer, see_other
 from web.pages.formats import ms
 from web.pages.templating import render
 
 router = APIRouter()
 STATES = ("proposed", "validated", "approved", "applied", "rolled_back", "rejected")
-KINDS = ("knobs", "indexes")
+KINDS = ("knobs", "indexes", "rewrites")
 PAGE_SIZE = 25
 
 
@@ -55,6 +56,24 @@ def _mean(values) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+# a rewritten statement's keys (advisor.tuning.rewrites.Outcome.details), for one stored without some of them
+STATEMENT = {"queryid": "", "original": "", "rewritten": None, "rules": [], "speedup": None, "ci": None,
+             "equivalent": None, "reason": "", "rewrite_ms": None, "plan_cost": None, "checked_on": [], "rejected": []}
+
+
+def _rewrites(rec, evidence: dict | None) -> list[dict] | None:
+    """A rewrite recommendation's statements (``details["statements"]``), the rewritten first, each with its
+    side-by-side diff and the evidence table's label; None for other kinds."""
+    if rec.kind != "rewrites":
+        return None
+    labels = evidence["labels"] if evidence else {}
+    rows = [s for s in (rec.details or {}).get("statements") or [] if isinstance(s, dict)]
+    rows.sort(key=lambda s: s.get("rewritten") is None)  # stable: the pipeline's order within each group
+    return [{**STATEMENT, **s, "label": labels.get(s.get("queryid")),
+             "diff": diff.side_by_side(s.get("original") or "", s["rewritten"]) if s.get("rewritten") else None}
+            for s in rows]
+
+
 @router.get("/recommendations/{rec_id}")
 def detail_page(request: Request, rec_id: str, service: Service, session: PageSession):
     rec = service.recommendation(rec_id)
@@ -65,11 +84,13 @@ def detail_page(request: Request, rec_id: str, service: Service, session: PageSe
         target = None
     out = views.recommendation(rec, service.predicted_gain(rec, run))
     nexts = TRANSITIONS.get(rec.state, frozenset())
-    actions = {"approve": rec.state == "validated", "apply": rec.state == "approved",
-               "rollback": rec.state == "applied", "reject": "rejected" in nexts}
+    # a rewrite is never applied (out.applicable False): its lifecycle ends at approved, so no apply or roll back
+    actions = {"approve": rec.state == "validated", "apply": out.applicable and rec.state == "approved",
+               "rollback": out.applicable and rec.state == "applied", "reject": "rejected" in nexts}
+    evidence = _evidence(rec)
     return render(request, "recommendation.html", session, section="recommendations", rec=rec, out=out, run=run,
-                  target=target, evidence=_evidence(rec), history=service.audit_log(rec.id), actions=actions,
-                  details=rec.details or {})
+                  target=target, evidence=evidence, history=service.audit_log(rec.id), actions=actions,
+                  details=rec.details or {}, rewrites=_rewrites(rec, evidence))
 
 
 ACTIONS = ("approve", "apply", "rollback", "reject")

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import typing
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Form, Request
 from fastapi.responses import JSONResponse
 
 from advisor.core.errors import AdvisorError
-from advisor.service.runs import ACTIVE, RunPlan
+from advisor.service.runs import ACTIVE, DEFAULT_OPTIMIZER, LIMITS, RunPlan
 from web import schemas
 from web.deps import PageSession, Service
 from web.pages import plots
@@ -18,19 +18,26 @@ from web.pages.templating import render
 
 router = APIRouter()
 RUN_STATES = typing.get_args(schemas.RunState)
-OPTIMIZERS = {"knobs": typing.get_args(schemas.KnobOptimizer), "indexes": typing.get_args(schemas.IndexOptimizer)}
+OPTIMIZERS = {"knobs": typing.get_args(schemas.KnobOptimizer), "indexes": typing.get_args(schemas.IndexOptimizer),
+              "rewrites": typing.get_args(schemas.RewriteOptimizer)}
+# what the run and schedule forms need besides the optimizers: each kind's default one (the form's script names it)
+# and the plan's defaults and bounds of the fields they show
+FORM = {"defaults": DEFAULT_OPTIMIZER, "limits": LIMITS, "plan": RunPlan(kind="rewrites")}
 PAGE_SIZE = 25
+# the form's "validate" field (a parameter of that name would shadow pydantic's BaseModel.validate)
+Validate = typing.Annotated[str, Form(alias="validate")]
 
 
 def target_names(service) -> dict[str, str]:
     return {t["id"]: t["name"] for t in service.targets()}
 
 
-def plan_from_form(kind: str, optimizer: str, trials: str, budget_mb: str, rounds: str) -> RunPlan:
-    """A checked RunPlan from a form's fields (blank ones take their defaults); AdvisorError naming the first bad
-    one."""
+def plan_from_form(kind: str, optimizer: str, trials: str = "", budget_mb: str = "", rounds: str = "",
+                   max_statements: str = "", validate: str = "") -> RunPlan:
+    """A checked RunPlan from a form's fields (blank ones take their defaults; the other kinds' fields are left
+    out by ``RunPlan.parse``); AdvisorError naming the first bad one."""
     return RunPlan.parse({"kind": kind, "optimizer": optimizer, "trials": trials, "budget_mb": budget_mb,
-                          "rounds": rounds})
+                          "rounds": rounds, "max_statements": max_statements, "validate": validate})
 
 
 @router.get("/runs")
@@ -45,15 +52,17 @@ def runs_page(request: Request, service: Service, session: PageSession, target: 
     return render(request, "runs.html", session, section="runs", runs=runs,
                   total=service.count_runs(target, state), limit=limit_n, offset=offset_n,
                   filters={"target": target or "", "state": state or ""}, states=RUN_STATES, targets=targets,
-                  names={t["id"]: t["name"] for t in targets}, optimizers=OPTIMIZERS)
+                  names={t["id"]: t["name"] for t in targets}, optimizers=OPTIMIZERS, form=FORM)
 
 
 @router.post("/runs")
 def start_run(service: Service, checked: Checked, target: Field = "", kind: Field = "", optimizer: Field = "",
-              trials: Field = "", budget_mb: Field = "", rounds: Field = ""):
+              trials: Field = "", budget_mb: Field = "", rounds: Field = "", max_statements: Field = "",
+              timed: Validate = ""):
     if not target.strip():
         raise AdvisorError("choose a target")
-    run = service.start_run(target.strip(), plan_from_form(kind, optimizer, trials, budget_mb, rounds), checked[0])
+    plan = plan_from_form(kind, optimizer, trials, budget_mb, rounds, max_statements, timed)
+    run = service.start_run(target.strip(), plan, checked[0])
     return see_other(f"/runs/{run['id']}")
 
 

@@ -9,7 +9,7 @@ from advisor.core.errors import AdvisorError
 from advisor.service.scheduling import AUTO_APPLY
 from web.deps import PageSession, Service
 from web.pages.forms import Checked, Field, choice, see_other
-from web.pages.runs import OPTIMIZERS, plan_from_form
+from web.pages.runs import FORM, OPTIMIZERS, Validate, plan_from_form
 from web.pages.templating import render
 
 router = APIRouter()
@@ -25,18 +25,18 @@ def schedules_page(request: Request, service: Service, session: PageSession):
         runs = [r for r in service.runs(s["target_id"]) if r.get("schedule_id") == s["id"]][:RECENT]
         rows.append({"schedule": s, "target": names.get(s["target_id"], s["target_id"]), "runs": runs})
     return render(request, "schedules.html", session, section="schedules", rows=rows, targets=targets,
-                  optimizers=OPTIMIZERS, auto_apply=AUTO_APPLY)
+                  optimizers=OPTIMIZERS, form=FORM, auto_apply=AUTO_APPLY)
 
 
 @router.post("/schedules")
 def add_schedule(service: Service, checked: Checked, target: Field = "", cron: Field = "", timezone: Field = "",
                  kind: Field = "", optimizer: Field = "", trials: Field = "", budget_mb: Field = "",
-                 rounds: Field = "", auto_apply: Field = ""):
+                 rounds: Field = "", max_statements: Field = "", timed: Validate = "", auto_apply: Field = ""):
     if not target.strip():
         raise AdvisorError("choose a target")
     if not cron.strip():
         raise AdvisorError("a schedule needs a cron expression, e.g. '0 2 * * *' (02:00 every day)")
-    plan = plan_from_form(kind, optimizer, trials, budget_mb, rounds)
+    plan = plan_from_form(kind, optimizer, trials, budget_mb, rounds, max_statements, timed)
     service.add_schedule(target.strip(), " ".join(cron.split()), [plan], checked[0],
                          timezone=timezone.strip() or "UTC",
                          auto_apply=choice("auto_apply", auto_apply, AUTO_APPLY, "none"))

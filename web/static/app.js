@@ -13,7 +13,8 @@ document.querySelectorAll("[data-run-form]").forEach(function (form) {
   var kind = form.querySelector("[data-kind-select]");
   var optimizer = form.querySelector("[data-optimizer]");
   if (!kind || !optimizer) return;
-  var defaults = { knobs: "hibo", indexes: "ia2" };
+  var defaults = { knobs: "hibo", indexes: "ia2", rewrites: "aurora" };  // the server's, when the form names them
+  try { defaults = JSON.parse(form.dataset.defaultOptimizers || "null") || defaults; } catch (e) { /* keep these */ }
   function sync() {
     var k = kind.value;
     form.querySelectorAll("[data-for-kind]").forEach(function (el) {
@@ -27,7 +28,7 @@ document.querySelectorAll("[data-run-form]").forEach(function (form) {
     });
     var chosen = optimizer.selectedOptions[0];
     if (chosen && chosen.parentElement.tagName === "OPTGROUP" && chosen.parentElement.disabled) optimizer.value = "";
-    optimizer.options[0].textContent = "default (" + defaults[k] + ")";
+    optimizer.options[0].textContent = defaults[k] ? "default (" + defaults[k] + ")" : "default";
   }
   kind.addEventListener("change", sync);
   sync();
