@@ -11,6 +11,7 @@ same functions."""
 
 from __future__ import annotations
 
+import gc
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -184,6 +185,7 @@ def tune_rewrites(store: Store, connector: Connector, obs: Observation, plan: Re
             f"({len(problem.unsupported)} outside the rewriter's subset)")
         configs = opt.ask(plan.candidates)
         why, seconds = opt.explain(), getattr(opt, "seconds", {})
+        gc.collect()  # the searches' e-graphs are freed here, on the thread that made them (egglog requires it)
         forms: dict[str, list[QueryRewrite]] = {}
         for config in configs:
             for change in config:

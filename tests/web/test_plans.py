@@ -54,8 +54,9 @@ def test_a_bad_field_is_named(fields, message):
 
 
 def test_the_rest_schema_has_the_plans_bounds_and_builds_through_the_parser():
+    specs = (schemas.KnobRunSpec, schemas.IndexRunSpec, schemas.RewriteRunSpec)
     for name, (low, high) in LIMITS.items():
-        spec = schemas.KnobRunSpec if name in schemas.KnobRunSpec.model_fields else schemas.IndexRunSpec
+        spec = next(s for s in specs if name in s.model_fields)
         field = spec.model_fields[name]
         bounds = {type(m).__name__: m for m in field.metadata}
         assert bounds["Ge"].ge == low and bounds["Le"].le == high, name
@@ -63,3 +64,5 @@ def test_the_rest_schema_has_the_plans_bounds_and_builds_through_the_parser():
     assert plan_of(body) == RunPlan(kind="indexes", optimizer="extend", budget_mb=50.0, rounds=3)
     assert plan_of(schemas.KnobRunSpec(kind="knobs", validate=False)) == RunPlan(kind="knobs", optimizer="hibo",
                                                                                   validate=False)
+    rewrite = schemas.RewriteRunSpec(kind="rewrites", max_statements=5)
+    assert plan_of(rewrite) == RunPlan(kind="rewrites", optimizer="aurora", max_statements=5)

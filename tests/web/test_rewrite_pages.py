@@ -176,3 +176,24 @@ def test_side_by_side_diff():
     assert rows[3].right == (("same", "WHERE s = "), ("ins", "'x z' AND b"))
     assert [r.op for r in side_by_side("SELECT 1", "SELECT 1\nUNION ALL SELECT 2")] == ["equal", "insert"]
     assert "".join(tokens("  select\n 'it''s' , \"A b\"")) == "  select\n 'it''s' , \"A b\""
+
+
+def test_a_rewrite_run_with_nothing_to_rewrite_says_why_on_its_page(app_client, tokens, pg):
+    """No recommendation: the run's page lists each statement with the reason it was left as written."""
+    import uuid
+
+    from tests.conftest import run
+
+    client, _ = app_client
+    op = tokens["operator"]
+    dsn = pg.create_database("plain_" + uuid.uuid4().hex[:8])
+    run(dsn, "CREATE TABLE t (id int PRIMARY KEY, v int)", "INSERT INTO t SELECT x, x FROM generate_series(1, 500) x",
+        "ANALYZE", "SELECT pg_stat_statements_reset()", "SELECT id FROM t WHERE v > 10")
+    register(client, op, dsn)
+    r = client.post("/api/runs", json={"target": "reports", **REWRITE_RUN}, headers=op)
+    done = wait_run(client, op, r.json()["id"], timeout_s=240)
+    assert done["state"] == "done" and done["result"]["recommendation"] is None, done
+    assert any("no rule applied" in row["reason"] for row in done["result"]["explain"])
+    log_in(client, op)
+    page = client.get(f"/runs/{done['id']}").text
+    assert "Why, per statement" in page and "no rule applied" in page and "rewrites · greedy" in page
