@@ -1,7 +1,16 @@
-"""Equivalence by execution (issue 15, in progress): a rewrite is kept only if it returns the same multiset of
-rows as the original on every small database of ``workloads.edge_data`` (every table empty, one empty at a time,
-NULLs, duplicates, a tiny value domain) loaded into a scratch database, and on the shadow itself. A mismatch names
-the variant and keeps both SQL texts, so the discarded rewrite can be logged. Row order is not compared yet.
+"""Equivalence by execution: a rewrite is kept only if it returns the same multiset of rows as the original on
+every small database of ``workloads.edge_data`` (every table empty, one empty at a time, NULLs, duplicates, a tiny
+value domain) loaded into a scratch database, and on the shadow itself. A mismatch names the variant and keeps both
+SQL texts, so the discarded rewrite can be logged.
+
+Where the statement orders its rows (a top-level ORDER BY over a select list without ``*``), both run with their
+ties broken by every output column (``ORDER BY <its keys>, 1, 2, ...``), and the rows must come in the same
+order too. Ties broken alike make the order deterministic, so a difference is a real one.
+
+>>> total_order("SELECT a, b FROM t ORDER BY b DESC LIMIT 5")
+'SELECT a, b FROM t ORDER BY b DESC, 1, 2 LIMIT 5'
+>>> total_order("SELECT * FROM t ORDER BY b") is None
+True
 """
 
 from __future__ import annotations
@@ -10,6 +19,9 @@ from collections import Counter
 from dataclasses import dataclass
 
 import psycopg
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 from workloads import edge_data
 
@@ -23,10 +35,26 @@ class Verdict:
     rewrite: str = ""
 
 
-def rows(dsn: str, statement: str, timeout_ms: int = 30_000) -> Counter:
+def rows(dsn: str, statement: str, timeout_ms: int = 30_000) -> list[tuple]:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(psycopg.sql.SQL("SET statement_timeout = {}").format(psycopg.sql.Literal(timeout_ms)))
-        return Counter(tuple(r) for r in conn.execute(statement).fetchall())  # type: ignore[arg-type]
+        return [tuple(r) for r in conn.execute(statement).fetchall()]  # type: ignore[arg-type]
+
+
+def total_order(sql: str) -> str | None:
+    """``sql`` with its ORDER BY's ties broken by every output column; None when it does not order its rows (or
+    selects ``*``, whose columns cannot be counted here)."""
+    try:
+        tree = sqlglot.parse_one(sql, read="postgres")
+    except SqlglotError:
+        return None
+    order = tree.args.get("order") if isinstance(tree, exp.Select) else None
+    if order is None or any(e.is_star for e in tree.expressions):
+        return None
+    tree = tree.copy()
+    for i in range(1, len(tree.expressions) + 1):
+        tree.args["order"].append("expressions", exp.Ordered(this=exp.Literal.number(i)))
+    return tree.sql(dialect="postgres")
 
 
 def check(scratch_dsn: str, schema: edge_data.Schema, original: str, rewrite: str, *, seed: int = 0,
@@ -51,19 +79,25 @@ def check(scratch_dsn: str, schema: edge_data.Schema, original: str, rewrite: st
 
 def _compare(dsn: str, name: str, original: str, rewrite: str, checked: list[str],
              timeout_ms: int = 30_000) -> Verdict | None:
+    ordered = (total_order(original), total_order(rewrite))
+    ordered = ordered if None not in ordered else None
     try:
-        want = rows(dsn, original, timeout_ms)
+        want = rows(dsn, ordered[0] if ordered else original, timeout_ms)
     except psycopg.Error as e:
         return Verdict(False, tuple(checked), f"{name}: the original failed, so nothing could be compared: "
                        f"{str(e).splitlines()[0]}", original, rewrite)
     try:
-        got = rows(dsn, rewrite, timeout_ms)
+        got = rows(dsn, ordered[1] if ordered else rewrite, timeout_ms)
     except psycopg.Error as e:
         return Verdict(False, tuple(checked), f"{name}: the rewrite failed: {str(e).splitlines()[0]}", original,
                        rewrite)
     checked.append(name)
-    if got != want:
-        missing, extra = sum((want - got).values()), sum((got - want).values())
+    if Counter(got) != Counter(want):
+        missing, extra = sum((Counter(want) - Counter(got)).values()), sum((Counter(got) - Counter(want)).values())
         return Verdict(False, tuple(checked), f"{name}: {missing} row(s) of the original missing, {extra} extra",
+                       original, rewrite)
+    if ordered and got != want:
+        first = next(i for i, (a, b) in enumerate(zip(want, got)) if a != b)
+        return Verdict(False, tuple(checked), f"{name}: the same rows in another order (from row {first + 1})",
                        original, rewrite)
     return None

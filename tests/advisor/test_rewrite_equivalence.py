@@ -46,3 +46,17 @@ def test_a_right_rewrite_passes_every_variant(db, original, right):
 def test_a_rewrite_postgres_refuses_is_not_equivalent(db):
     verdict = check(db, SCHEMA, "SELECT id FROM c", "SELECT idd FROM c")
     assert not verdict.equivalent and "the rewrite failed" in verdict.mismatch
+
+
+def test_a_rewrite_that_keeps_the_rows_but_not_their_order_is_caught(db):
+    original = "SELECT c.id, c.name FROM c ORDER BY c.name, c.id"
+    reordered = "SELECT c.id, c.name FROM c ORDER BY c.name DESC, c.id"
+    verdict = check(db, SCHEMA, original, reordered, not_null=NOT_NULL)
+    assert not verdict.equivalent and "another order" in verdict.mismatch
+
+
+def test_ties_in_the_order_are_not_a_difference(db):
+    """Both ordered by name only: ties broken by every output column alike, so the rows compare equal."""
+    original = "SELECT c.name, c.id FROM c ORDER BY c.name"
+    same = "SELECT c.name, c.id FROM c WHERE TRUE ORDER BY c.name"
+    assert check(db, SCHEMA, original, same, not_null=NOT_NULL, shadow_dsn=db).equivalent
