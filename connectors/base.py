@@ -104,6 +104,12 @@ class Connector(Protocol):
     def column_types(self) -> dict[TableRef, tuple[tuple[str, str, bool], ...]]:
         """Every user table's columns in order, each as (column, SQL type, declared NOT NULL)."""
 
+    def unique_keys(self) -> dict[TableRef, tuple[tuple[str, ...], ...]]:
+        """Every user table's unique keys (primary key, unique indexes without predicate or expression)."""
+
+    def foreign_keys(self) -> tuple[tuple[str, str, tuple[str, ...], str, tuple[str, ...]], ...]:
+        """Every validated foreign key: (schema, table, columns, referenced table, referenced columns)."""
+
     def reset_statement_stats(self) -> None:
         """Forget the statement statistics gathered so far (the next observation starts from zero)."""
 

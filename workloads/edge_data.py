@@ -34,7 +34,16 @@ class Variant:
     rows: dict[str, list[tuple]]
 
 
-def variants(schema: Schema, seed: int = 0, not_null: frozenset[tuple[str, str]] = frozenset()) -> list[Variant]:
+Keys = dict[str, tuple[tuple[str, ...], ...]]  # table -> unique keys (their columns)
+ForeignKeys = tuple[tuple[str, tuple[str, ...], str, tuple[str, ...]], ...]  # (table, cols, ref table, ref cols)
+
+
+def variants(schema: Schema, seed: int = 0, not_null: frozenset[tuple[str, str]] = frozenset(),
+             keys: Keys | None = None, foreign_keys: ForeignKeys = ()) -> list[Variant]:
+    """The variants, each honouring the catalog's constraints: no two rows share a unique key's values, and a
+    foreign key's values are the referenced rows' (or NULL where the columns allow; a child row whose parent table
+    is empty and whose key columns cannot be NULL is left out). Rewrites that rely on keys are judged on data that
+    could exist."""
     rng = random.Random(seed)
     out = [Variant("all empty", {t: [] for t in schema})]
     full = {t: _rows(cols, t, rng, not_null, nulls=0.0) for t, cols in schema.items()}
@@ -43,7 +52,57 @@ def variants(schema: Schema, seed: int = 0, not_null: frozenset[tuple[str, str]]
                                  for t, cols in schema.items()}))
     out.append(Variant("duplicates", {t: rows[: ROWS // 3] * 3 for t, rows in full.items()}))
     out.append(Variant("small domain", full))
+    if keys or foreign_keys:
+        out = [Variant(v.name, _constrained(v.rows, schema, not_null, keys or {}, foreign_keys, rng)) for v in out]
     return out
+
+
+def _constrained(rows: dict[str, list[tuple]], schema: Schema, not_null, keys: Keys, foreign_keys: ForeignKeys,
+                 rng: random.Random) -> dict[str, list[tuple]]:
+    out = {t: [list(r) for r in rs] for t, rs in rows.items()}
+    for table, table_keys in keys.items():
+        if table not in schema:
+            continue
+        names = list(schema[table])
+        for key in table_keys:
+            first = names.index(key[0]) if key[0] in names else None
+            for i, row in enumerate(out.get(table, [])):  # distinct values in the key's first column
+                if first is not None and row[first] is not None:
+                    row[first] = _distinct(schema[table][key[0]], i)
+    for _ in range(2):  # a parent that is itself a child gets its values first
+        for table, cols, ref, ref_cols in foreign_keys:
+            if table not in schema or ref not in schema:
+                continue
+            names, ref_names = list(schema[table]), list(schema[ref])
+            parents = [tuple(p[ref_names.index(c)] for c in ref_cols) for p in out.get(ref, [])]
+            parents = [p for p in parents if None not in p]
+            nullable = all((table, c) not in not_null for c in cols)
+            kept = []
+            for row in out.get(table, []):
+                if parents:
+                    values = rng.choice(parents)
+                elif nullable:
+                    values = (None,) * len(cols)
+                else:
+                    continue
+                for c, v in zip(cols, values):
+                    row[names.index(c)] = v
+                kept.append(row)
+            out[table] = kept
+    return {t: [tuple(r) for r in rs] for t, rs in out.items()}
+
+
+def _distinct(typ: str, i: int):
+    """The ``i``-th distinct value of ``typ``."""
+    t = typ.lower()
+    if any(w in t for w in ("int", "serial")):
+        return i + 1
+    if any(w in t for w in ("numeric", "decimal", "real", "double", "float")):
+        return i + 0.5
+    if "date" in t or "timestamp" in t:
+        return date(1995, 1, 1) + timedelta(days=i)
+    width = re.search(r"\((\d+)\)", t)
+    return chr(ord("a") + i % 26) if width and int(width.group(1)) < 2 else f"k{i}"
 
 
 def _rows(cols: dict[str, str], table: str, rng: random.Random, not_null, nulls: float,

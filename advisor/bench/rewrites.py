@@ -32,7 +32,7 @@ from advisor.core.progress import Say, silent
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
 from advisor.tuning import rewrite_equivalence, rewrite_timing
-from advisor.tuning.rewrites import SCRATCH_DB, build_problem
+from advisor.tuning.rewrites import SCRATCH_DB, build_problem, constraints
 from advisor.tuning.validation import ValidationOptions
 from connectors import factory
 from optimizers import registry
@@ -141,7 +141,7 @@ class RewriteBench:
             for who in ("ours", "sqlglot"):
                 text = row["rewritten"] if who == "ours" else row["sqlglot"]
                 row[f"{who}_verdict"] = None if text is None else \
-                    _verdict(shadow, scratch, tables, problem.not_null, row["sql"], text, timeout)
+                    _verdict(shadow, scratch, tables, problem, row["sql"], text, timeout)
 
     def _time(self, shadow, rows: list[dict], timing: ValidationOptions) -> None:
         """Latency medians (ms) of the original, our answer and the peer's output, interleaved on one shadow; an
@@ -189,13 +189,13 @@ class RewriteBench:
         return out
 
 
-def _verdict(shadow, scratch, tables, not_null, original: str, text: str, timeout_ms: int) -> str:
+def _verdict(shadow, scratch, tables, problem, original: str, text: str, timeout_ms: int) -> str:
     try:
         shadow.connector.explain_cost(text)
     except Exception as e:  # noqa: BLE001 - invalid SQL is the verdict
         return f"invalid: {str(e).splitlines()[0][:200]}"
-    v = rewrite_equivalence.check(scratch, tables, original, text, not_null=not_null, shadow_dsn=shadow.dsn,
-                                  timeout_ms=timeout_ms)
+    v = rewrite_equivalence.check(scratch, tables, original, text, not_null=problem.not_null, shadow_dsn=shadow.dsn,
+                                  timeout_ms=timeout_ms, **constraints(problem, tables))
     return "equivalent" if v.equivalent else f"wrong: {v.mismatch}"
 
 

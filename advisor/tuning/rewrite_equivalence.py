@@ -59,12 +59,13 @@ def total_order(sql: str) -> str | None:
 
 def check(scratch_dsn: str, schema: edge_data.Schema, original: str, rewrite: str, *, seed: int = 0,
           not_null: frozenset[tuple[str, str]] = frozenset(), shadow_dsn: str | None = None,
-          timeout_ms: int = 30_000) -> Verdict:
+          timeout_ms: int = 30_000, keys: edge_data.Keys | None = None,
+          foreign_keys: edge_data.ForeignKeys = ()) -> Verdict:
     """Run ``original`` and ``rewrite`` on each edge-case variant (loaded into ``scratch_dsn``, whose tables of
-    ``schema``'s names are replaced) and on ``shadow_dsn`` when given (each statement cut at ``timeout_ms`` there);
-    the first difference ends the check."""
+    ``schema``'s names are replaced; their rows honour ``keys`` and ``foreign_keys``) and on ``shadow_dsn`` when
+    given (each statement cut at ``timeout_ms`` there); the first difference ends the check."""
     checked: list[str] = []
-    targets = [(v.name, v) for v in edge_data.variants(schema, seed, not_null)]
+    targets = [(v.name, v) for v in edge_data.variants(schema, seed, not_null, keys, foreign_keys)]
     for name, variant in targets:
         edge_data.load(scratch_dsn, schema, variant, not_null)
         verdict = _compare(scratch_dsn, name, original, rewrite, checked)

@@ -150,8 +150,9 @@ def statements_of(plan: RewritePlan, connector: Connector, obs: Observation,
 
 def build_problem(connector: Connector, obs: Observation, statements: list[BoundStatement],
                   node_budget: int = 5_000) -> RewriteProblem:
-    """The rewrite problem over ``statements``: the target's columns with their types and NOT NULL (schema
-    ``public`` first when a table name is in several schemas), and each table's estimated rows."""
+    """The rewrite problem over ``statements``: the target's columns with their types and NOT NULL, unique and
+    foreign keys (schema ``public`` first when a table name is in several schemas), and each table's estimated
+    rows."""
     schema: dict[str, dict[str, str]] = {}
     not_null: set[tuple[str, str]] = set()
     catalog = connector.column_types()
@@ -163,8 +164,12 @@ def build_problem(connector: Connector, obs: Observation, statements: list[Bound
     rows: dict[str, float] = {}
     for t in sorted(obs.snapshot.tables, key=lambda t: t.schema != "public"):
         rows.setdefault(t.name, max(float(t.rows), 1.0))
+    keys: dict[str, tuple[tuple[str, ...], ...]] = {}
+    for (nsp, table), unique in sorted(connector.unique_keys().items(), key=lambda kv: kv[0][0] != "public"):
+        keys.setdefault(table, unique)
+    fks = tuple((t, cols, ref, ref_cols) for nsp, t, cols, ref, ref_cols in connector.foreign_keys())
     return RewriteProblem(tuple((s.queryid, s.sql) for s in statements), schema, rows, frozenset(not_null),
-                          node_budget=node_budget)
+                          node_budget=node_budget, keys=keys, foreign_keys=fks)
 
 
 def tune_rewrites(store: Store, connector: Connector, obs: Observation, plan: RewritePlan, *,
@@ -244,7 +249,7 @@ def _race(shadow, scratch: str, problem: RewriteProblem, st: BoundStatement, for
             break
         verdict = rewrite_equivalence.check(scratch, tables, st.sql, form.rewritten, not_null=problem.not_null,
                                             shadow_dsn=shadow.dsn, seed=problem_seed(st.queryid),
-                                            timeout_ms=_timeout(plan))
+                                            timeout_ms=_timeout(plan), **constraints(problem, tables))
         if verdict.equivalent:
             equal.append((cost, form, verdict.checked))
         else:
@@ -277,6 +282,12 @@ def _timeout(plan: RewritePlan) -> int:
 def problem_seed(queryid: str) -> int:
     """A fixed seed per statement for its edge-case databases (the same check every run)."""
     return sum(map(ord, queryid)) % 997
+
+
+def constraints(problem: RewriteProblem, tables: dict) -> dict:
+    """The unique and foreign keys among ``tables``, for the check databases (their rows must honour them)."""
+    return {"keys": {t: k for t, k in problem.keys.items() if t in tables},
+            "foreign_keys": tuple(fk for fk in problem.foreign_keys if fk[0] in tables and fk[2] in tables)}
 
 
 def _tables_read(problem: RewriteProblem, queryid: str) -> dict[str, dict[str, str]]:

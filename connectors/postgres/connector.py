@@ -14,7 +14,8 @@ from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, Ta
 from connectors.postgres import changes as change_sql
 from connectors.postgres.catalog import read_catalog
 from connectors.postgres.connection import TAG, connect, execute_one, parse_dsn, redact, target_name
-from connectors.postgres.snapshot import column_types, has_extension, read_snapshot, table_columns
+from connectors.postgres.snapshot import (column_types, foreign_keys, has_extension, read_snapshot, table_columns,
+                                          unique_keys)
 from connectors.postgres.whatif import HypoPG, explain_cost, explain_plan, plan_index_names
 
 
@@ -95,6 +96,12 @@ class PostgresConnector:
 
     def column_types(self) -> dict[tuple[str, str], tuple[tuple[str, str, bool], ...]]:
         return self._guarded(column_types)
+
+    def unique_keys(self) -> dict[tuple[str, str], tuple[tuple[str, ...], ...]]:
+        return self._guarded(unique_keys)
+
+    def foreign_keys(self) -> tuple[tuple[str, str, tuple[str, ...], str, tuple[str, ...]], ...]:
+        return self._guarded(foreign_keys)
 
     # --- indexes -----------------------------------------------------------------------------------------------
 

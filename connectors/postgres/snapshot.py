@@ -128,3 +128,36 @@ def column_types(conn: psycopg.Connection) -> dict[tuple[str, str], tuple[tuple[
     for s, t, col, typ, not_null in conn.execute(COLUMN_TYPES_SQL):
         out.setdefault((s, t), []).append((col, typ, bool(not_null)))
     return {k: tuple(v) for k, v in out.items()}
+
+
+KEYS_SQL = TAG + """
+SELECT n.nspname, c.relname, array_agg(a.attname::text ORDER BY k.ord)
+FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum
+WHERE i.indisunique AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'
+GROUP BY n.nspname, c.relname, i.indexrelid"""
+
+FOREIGN_KEYS_SQL = TAG + """
+SELECT n.nspname, c.relname, array(SELECT attname::text FROM unnest(f.conkey) WITH ORDINALITY u(k, o)
+         JOIN pg_attribute ON attrelid = f.conrelid AND attnum = u.k ORDER BY u.o),
+       rc.relname, array(SELECT attname::text FROM unnest(f.confkey) WITH ORDINALITY u(k, o)
+         JOIN pg_attribute ON attrelid = f.confrelid AND attnum = u.k ORDER BY u.o)
+FROM pg_constraint f JOIN pg_class c ON c.oid = f.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_class rc ON rc.oid = f.confrelid
+WHERE f.contype = 'f' AND f.convalidated AND n.nspname NOT IN ('pg_catalog', 'information_schema')"""
+
+
+def unique_keys(conn: psycopg.Connection) -> dict[tuple[str, str], tuple[tuple[str, ...], ...]]:
+    """Every user table's unique keys (primary key and unique indexes without a predicate or expression), each
+    as its columns: (schema, table) -> ((column, ...), ...)."""
+    out: dict[tuple[str, str], list[tuple[str, ...]]] = {}
+    for s, t, cols in conn.execute(KEYS_SQL):
+        out.setdefault((s, t), []).append(tuple(cols))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def foreign_keys(conn: psycopg.Connection) -> tuple[tuple[str, str, tuple[str, ...], str, tuple[str, ...]], ...]:
+    """Every validated foreign key: (schema, table, its columns, the referenced table, the referenced columns)."""
+    return tuple((s, t, tuple(cols), rt, tuple(rcols)) for s, t, cols, rt, rcols in conn.execute(FOREIGN_KEYS_SQL))

@@ -14,6 +14,7 @@ from advisor.core.domain import QueryRewrite
 from optimizers.base import Config, ContractViolation, Optimizer
 from optimizers.rewrites.emit import expanded, to_sql
 from optimizers.rewrites.problem import RewriteProblem
+from optimizers.rewrites.rules.statement import variants
 from optimizers.rewrites.search import Search
 from optimizers.rewrites.strategies import Result
 
@@ -22,8 +23,9 @@ class RewriteOptimizer(Optimizer[RewriteProblem]):
     kind = "rewrites"
 
     def _ask(self, n: int, current: Config | None) -> list[Config]:
-        """``n`` configs: the i-th holds each statement's i-th cheapest distinct form (estimated) that the search
-        reached, for the statements that have one; the first is the best rewrite of every statement."""
+        """``n`` configs: the i-th holds each statement's i-th candidate, for the statements that have one: the
+        distinct forms the search reached, cheapest (estimated) first, then the statement as written, each after the
+        statement-level rules (``rules.statement``; an alternative rule adds its form beside)."""
         problem = self.problem
         self._why: dict[str, str] = dict(problem.unsupported)
         out: list[list[QueryRewrite]] = [[] for _ in range(n)]
@@ -35,14 +37,19 @@ class RewriteOptimizer(Optimizer[RewriteProblem]):
             low = problem.lowered[qid]
             result, search = self.run_search(qid)
             forms = search.alternatives(n) if result.cost < result.initial_cost else []
-            if not forms:
+            base = max(result.initial_cost, 1)
+            written = [(to_sql(term, low), tuple(dict.fromkeys(expanded(term, low) + result.rules)), cost / base)
+                       for cost, term in forms] + [(sql, (), 1.0)]
+            seen, candidates = {sql}, []
+            for text, rules, estimated in written:  # each form, then the statement as written, after the
+                for variant, extra in variants(text, problem.facts):  # statement-level rules
+                    if variant not in seen:
+                        seen.add(variant)
+                        candidates.append(QueryRewrite(qid, sql, variant, rules + extra, estimated))
+            if not candidates:
                 self._why[qid] = "no rule found a cheaper form (estimated)"
-            for i, (cost, term) in enumerate(forms):
-                rewritten = to_sql(term, low)
-                if rewritten == sql:
-                    continue
-                rules = tuple(dict.fromkeys(expanded(term, low) + result.rules))
-                out[i].append(QueryRewrite(qid, sql, rewritten, rules, cost / max(result.initial_cost, 1)))
+            for i, change in enumerate(candidates[:n]):
+                out[i].append(change)
             self.seconds[qid] = time.perf_counter() - started
         while len(out) > 1 and not out[-1]:
             out.pop()

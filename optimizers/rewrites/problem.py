@@ -1,6 +1,6 @@
 """The rewrite problem: the workload's statements (query id, SQL), the schema they read (table -> column ->
 type), estimated rows per table, the (table, column) pairs declared NOT NULL, each predicate's estimated
-selectivity, and the e-graph's node budget per statement. Statements outside the rewriter's subset are kept, with
+selectivity, the e-graph's node budget per statement, and the catalog's unique and foreign keys. Statements outside the rewriter's subset are kept, with
 the reason, in ``unsupported``."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from functools import cached_property
 
 from advisor.core.domain import QueryRewrite
 from optimizers.rewrites.lower import Atom, Lowered, Unsupported, lower
+from optimizers.rewrites.rules.statement import Facts
 from optimizers.rewrites.search import Search
 
 
@@ -27,6 +28,13 @@ class RewriteProblem:
     not_null: frozenset[tuple[str, str]] = frozenset()
     selectivity: Callable[[Atom], float] = default_selectivity
     node_budget: int = 5_000
+    keys: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)  # unique keys by table
+    foreign_keys: tuple[tuple[str, tuple[str, ...], str, tuple[str, ...]], ...] = ()  # (table, cols, ref, ref cols)
+
+    @cached_property
+    def facts(self) -> Facts:
+        """The catalog's facts the statement-level rules read."""
+        return Facts(self.schema, self.not_null, self.keys, self.foreign_keys)
 
     @cached_property
     def lowered(self) -> dict[str, Lowered]:

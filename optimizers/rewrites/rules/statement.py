@@ -1,0 +1,230 @@
+"""Statement-level rules: rewrites of a whole statement that need what the e-graph's core does not hold (the shell's
+DISTINCT and select list, which tables the statement reads at all) and the catalog's key facts. Each is a small
+named unit, a function from a SELECT's syntax tree and the ``Facts`` to a new tree or None, listed in order in
+``STATEMENT_RULES``; the optimizers' base applies them to every candidate form (``variants``). A rule marked
+``alternative`` adds its form beside the one it rewrites (the planner's re-ranking decides); the others replace it.
+
+>>> facts = Facts({"c": {"id": "int", "name": "text"}, "o": {"id": "int", "cid": "int", "v": "int"}},
+...               frozenset({("c", "id"), ("o", "id"), ("o", "cid")}), {"c": (("id",),), "o": (("id",),)},
+...               (("o", ("cid",), "c", ("id",)),))
+>>> [(sql, rules) for sql, rules in variants("SELECT DISTINCT c.id, c.name FROM c WHERE c.name > 'a'", facts)]
+[("SELECT c.id, c.name FROM c WHERE c.name > 'a'", ('drop_distinct_over_key',))]
+>>> variants("SELECT o.id FROM o JOIN c ON c.id = o.cid WHERE o.v > 1", facts)[0]
+('SELECT o.id FROM o WHERE o.v > 1', ('drop_join_on_foreign_key',))
+>>> variants("SELECT o.v FROM o WHERE o.v = 1 OR o.cid = 2", facts)[1][0]
+'SELECT o.v FROM o WHERE o.v = 1 UNION ALL SELECT o.v FROM o WHERE o.cid = 2 AND (o.v = 1) IS NOT TRUE'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the catalog says: columns by table, (table, column) pairs declared NOT NULL, unique keys by table (primary
+    key and unique indexes), and foreign keys as (table, columns, referenced table, referenced columns)."""
+
+    schema: dict[str, dict[str, str]]
+    not_null: frozenset[tuple[str, str]]
+    keys: dict[str, tuple[tuple[str, ...], ...]]
+    foreign_keys: tuple[tuple[str, tuple[str, ...], str, tuple[str, ...]], ...] = ()
+
+    def not_null_keys(self, table: str) -> list[tuple[str, ...]]:
+        return [k for k in self.keys.get(table, ()) if all((table, c) in self.not_null for c in k)]
+
+
+@dataclass(frozen=True)
+class StatementRule:
+    name: str
+    doc: str
+    apply: Callable[[exp.Select, Facts], exp.Select | exp.Union | None]
+    alternative: bool = False
+
+
+def _sources(tree: exp.Select) -> list[tuple[str, str, exp.Join | None]] | None:
+    """(table, alias, its join or None for FROM) of a SELECT over base tables only; None otherwise."""
+    from_ = tree.args.get("from_")
+    if from_ is None or not isinstance(from_.this, exp.Table):
+        return None
+    out = [(from_.this.name, from_.this.alias_or_name, None)]
+    for join in tree.args.get("joins") or ():
+        if not isinstance(join.this, exp.Table) or join.side not in ("", "LEFT") or join.args.get("using"):
+            return None
+        out.append((join.this.name, join.this.alias_or_name, join))
+    return out
+
+
+def _owner(col: exp.Column, sources, facts: Facts) -> str | None:
+    """The alias a column belongs to (its qualifier, else the one source whose table has that column)."""
+    if col.table:
+        return col.table
+    owners = [alias for table, alias, _ in sources if col.name in facts.schema.get(table, {})]
+    return owners[0] if len(owners) == 1 else None
+
+
+def drop_distinct_over_key(tree: exp.Select, facts: Facts) -> exp.Select | None:
+    """SELECT DISTINCT whose select list holds a NOT NULL unique key of every table it reads: its rows are
+    distinct already."""
+    distinct = tree.args.get("distinct")
+    sources = _sources(tree)
+    if not distinct or distinct.args.get("on") or tree.args.get("group") or sources is None:
+        return None
+    out = set()
+    for e in tree.expressions:
+        col = e.this if isinstance(e, exp.Alias) else e
+        if isinstance(col, exp.Column):
+            out.add((_owner(col, sources, facts), col.name))
+    for table, alias, _ in sources:
+        if not any(all((alias, c) in out for c in key) for key in facts.not_null_keys(table)):
+            return None
+    new = tree.copy()
+    new.set("distinct", None)
+    return new
+
+
+def _unused_join(tree: exp.Select, facts: Facts):
+    """(sources, index, the join's equalities as (its column, the other side)) of the first inner join whose
+    table nothing outside its ON reads, with its ON a conjunction of equalities ``alias.col = expr``."""
+    sources = _sources(tree)
+    if sources is None:
+        return None
+    for i, (table, alias, join) in enumerate(sources):
+        if join is None or join.side or not join.args.get("on"):
+            continue
+        used = [c for c in tree.find_all(exp.Column) if not _inside(c, join)]
+        if any(_owner(c, sources, facts) in (alias, None) for c in used):
+            continue
+        pairs = []
+        for conj in join.args["on"].flatten() if isinstance(join.args["on"], exp.And) else [join.args["on"]]:
+            if not isinstance(conj, exp.EQ):
+                pairs = None
+                break
+            left, right = conj.this, conj.expression
+            if isinstance(right, exp.Column) and right.table == alias:
+                left, right = right, left
+            if not (isinstance(left, exp.Column) and left.table == alias) or any(
+                    c.table == alias for c in right.find_all(exp.Column)):
+                pairs = None
+                break
+            pairs.append((left.name, right))
+        if pairs:
+            return sources, i, pairs
+    return None
+
+
+def _inside(node: exp.Expression, ancestor: exp.Expression) -> bool:
+    while node is not None:
+        if node is ancestor:
+            return True
+        node = node.parent
+    return False
+
+
+def drop_join_on_foreign_key(tree: exp.Select, facts: Facts) -> exp.Select | None:
+    """An inner join to a table nothing else reads, on its whole unique key, from NOT NULL columns holding a
+    foreign key to that key: every row finds exactly one match, so the join changes nothing."""
+    found = _unused_join(tree, facts)
+    if found is None:
+        return None
+    sources, i, pairs = found
+    table, alias, join = sources[i]
+    if not all(isinstance(other, exp.Column) and other.table for _, other in pairs):
+        return None
+    key = tuple(c for c, _ in pairs)
+    ref = {other.table for _, other in pairs}
+    if len(ref) != 1 or sorted(key) not in [sorted(k) for k in facts.keys.get(table, ())]:
+        return None
+    child = next(t for t, a, _ in sources if a == next(iter(ref)))
+    cols = tuple(other.name for _, other in pairs)
+    for fk_table, fk_cols, ref_table, ref_cols in facts.foreign_keys:
+        if fk_table == child and ref_table == table and sorted(zip(fk_cols, ref_cols)) == sorted(zip(cols, key)) \
+                and all((child, c) in facts.not_null for c in fk_cols):
+            new = tree.copy()
+            new.args["joins"].pop(i - 1)
+            if not new.args["joins"]:
+                new.set("joins", None)
+            return new
+    return None
+
+
+def join_on_key_to_exists(tree: exp.Select, facts: Facts) -> exp.Select | None:
+    """An inner join to a table nothing else reads, on equalities covering one of its unique keys: each row finds
+    at most one match, so the join is a semi-join, written EXISTS."""
+    found = _unused_join(tree, facts)
+    if found is None:
+        return None
+    sources, i, pairs = found
+    table, alias, join = sources[i]
+    cols = {c for c, _ in pairs}
+    if not any(set(k) <= cols for k in facts.keys.get(table, ())):
+        return None
+    new = tree.copy()
+    on = new.args["joins"][i - 1].args["on"]
+    new.args["joins"].pop(i - 1)
+    if not new.args["joins"]:
+        new.set("joins", None)
+    sub = exp.select("1").from_(exp.to_table(table).as_(alias) if alias != table else exp.to_table(table)).where(on)
+    return new.where(exp.Exists(this=sub), copy=False)
+
+
+def or_to_union_all(tree: exp.Select, facts: Facts) -> exp.Union | None:
+    """A WHERE with an OR of predicates, in a SELECT without DISTINCT, grouping, aggregates, order or limit: one
+    branch per predicate, each keeping only rows the earlier predicates did not take (``(p) IS NOT TRUE``), joined
+    with UNION ALL (each branch can use its own index)."""
+    where = tree.args.get("where")
+    if where is None or any(tree.args.get(k) for k in ("distinct", "group", "having", "order", "limit", "offset")):
+        return None
+    if any(e.find(exp.AggFunc, exp.Window) for e in tree.expressions):
+        return None
+    conjuncts = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
+    ors = [c for c in conjuncts if isinstance(c.unnest(), exp.Or)]
+    if len(ors) != 1:
+        return None
+    branches = list(ors[0].unnest().flatten())
+    rest = [c for c in conjuncts if c is not ors[0]]
+    selects = []
+    for k, branch in enumerate(branches):
+        guard = [exp.Is(this=exp.Paren(this=b.copy()), expression=exp.Not(this=exp.true())) for b in branches[:k]]
+        cond = exp.and_(*[c.copy() for c in rest], branch.copy(), *guard)
+        selects.append(tree.copy().where(cond, append=False, copy=False))
+    out = selects[0]
+    for s in selects[1:]:
+        out = exp.union(out, s, distinct=False)
+    return out
+
+
+STATEMENT_RULES: tuple[StatementRule, ...] = (
+    StatementRule("drop_distinct_over_key", drop_distinct_over_key.__doc__ or "", drop_distinct_over_key),
+    StatementRule("drop_join_on_foreign_key", drop_join_on_foreign_key.__doc__ or "", drop_join_on_foreign_key),
+    StatementRule("join_on_key_to_exists", join_on_key_to_exists.__doc__ or "", join_on_key_to_exists,
+                  alternative=True),
+    StatementRule("or_to_union_all", or_to_union_all.__doc__ or "", or_to_union_all, alternative=True),
+)
+
+
+def variants(sql: str, facts: Facts) -> list[tuple[str, tuple[str, ...]]]:
+    """``sql`` after the replacing rules, then each alternative rule's form of that: (SQL, rules applied)."""
+    try:
+        tree = sqlglot.parse_one(sql, read="postgres")
+    except SqlglotError:
+        return [(sql, ())]
+    applied: tuple[str, ...] = ()
+    alternatives = []
+    for rule in STATEMENT_RULES:
+        if not isinstance(tree, exp.Select):
+            break
+        new = rule.apply(tree, facts)
+        if new is None:
+            continue
+        if rule.alternative:
+            alternatives.append((new, applied + (rule.name,)))
+        else:
+            tree, applied = new, applied + (rule.name,)
+    main = tree.sql(dialect="postgres") if applied else sql
+    return [(main, applied)] + [(t.sql(dialect="postgres"), names) for t, names in alternatives]
