@@ -35,6 +35,7 @@ TargetDsn = Annotated[str | None, typer.Option("--target", "-t", help=f"the data
 class Kind(str, Enum):
     knobs = "knobs"
     indexes = "indexes"
+    rewrites = "rewrites"
 
 
 def open_service(store: str | None, quiet: bool = False):

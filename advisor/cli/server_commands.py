@@ -43,11 +43,12 @@ def _kinds(items: list[str]) -> list[Kind]:
     kinds = []
     for name in names(items):
         if name not in Kind.__members__:
-            raise typer.BadParameter(f"{name!r} is not a run kind; expected knobs or indexes", param_hint="--kind")
+            raise typer.BadParameter(f"{name!r} is not a run kind; expected {', '.join(Kind.__members__)}",
+                                     param_hint="--kind")
         if Kind(name) not in kinds:
             kinds.append(Kind(name))
     if not kinds:
-        raise typer.BadParameter("give at least one run kind: knobs, indexes", param_hint="--kind")
+        raise typer.BadParameter(f"give at least one run kind: {', '.join(Kind.__members__)}", param_hint="--kind")
     return kinds
 
 
@@ -117,10 +118,10 @@ schedule_app = typer.Typer(no_args_is_help=True, help="Nightly tuning: cron sche
 @schedule_app.command("add")
 def schedule_add(target: Annotated[str, typer.Option("--target", "-t", help="target id or name")],
                  cron: Annotated[str, typer.Option(help="5 cron fields, e.g. '0 2 * * *' (02:00 daily)")],
-                 kind: Annotated[list[str], typer.Option(help="what each firing tunes: knobs, indexes (repeat, or "
-                                                              "a comma list: knobs,indexes)")],
+                 kind: Annotated[list[str], typer.Option(help="what each firing tunes: knobs, indexes, rewrites "
+                                                              "(repeat, or a comma list: knobs,indexes)")],
                  timezone_: Annotated[str, typer.Option("--timezone", help="of the cron fields")] = "UTC",
-                 optimizer: Annotated[str | None, typer.Option(help="default per kind: hibo, ia2")] = None,
+                 optimizer: Annotated[str | None, typer.Option(help="default per kind: hibo, ia2, aurora")] = None,
                  trials: Annotated[int, typer.Option(min=2)] = 30,
                  budget_mb: Annotated[float | None, typer.Option("--budget-mb", help="indexes: MiB")] = None,
                  rounds: Annotated[int, typer.Option(min=1)] = 5,

@@ -101,7 +101,8 @@ runs_app = typer.Typer(no_args_is_help=True, help="Tuning runs of registered tar
 @runs_app.command("start")
 def runs_start(target: Annotated[str, typer.Option("--target", "-t", help="target id or name")],
                kind: Annotated[Kind, typer.Option(help="what to tune")],
-               optimizer: Annotated[str | None, typer.Option(help="default: hibo (knobs), ia2 (indexes)")] = None,
+               optimizer: Annotated[str | None, typer.Option(help="default: hibo (knobs), ia2 (indexes), aurora "
+                                                                  "(rewrites)")] = None,
                trials: Annotated[int, typer.Option(help="knobs: trials of the search", min=2)] = 30,
                budget_mb: Annotated[float | None, typer.Option("--budget-mb", help="indexes: MiB of new indexes")] = None,
                rounds: Annotated[int, typer.Option(help="interleaved A/B rounds of the validation", min=1)] = 5,
@@ -112,12 +113,15 @@ def runs_start(target: Annotated[str, typer.Option("--target", "-t", help="targe
                validate: Annotated[bool, typer.Option(help="validate on a shadow")] = True,
                sample_percent: Annotated[float | None, typer.Option(help="shadow: percent of large tables",
                                                                     min=0.001, max=100)] = None,
+               max_statements: Annotated[int, typer.Option(help="rewrites: the workload's heaviest statements",
+                                                           min=1)] = 20,
                json_out: JsonFlag = False, store: StoreOpt = None) -> None:
     """Run a tuning run now, in the foreground (progress on stderr), and print it with its recommendation.
     Exits 1 when the run failed (after printing it)."""
     plan = RunPlan.parse({"kind": kind.value, "optimizer": optimizer, "trials": trials, "budget_mb": budget_mb,
                           "rounds": rounds, "episodes": episodes, "samples": samples, "seeds": seeds,
-                          "repeats": repeats, "validate": validate, "sample_percent": sample_percent})
+                          "repeats": repeats, "validate": validate, "sample_percent": sample_percent,
+                          "max_statements": max_statements})
     service = open_service(store)
     run = service.start_run(target, plan, wait=True)
     rec_id = (run.get("result") or {}).get("recommendation")

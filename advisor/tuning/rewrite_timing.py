@@ -1,6 +1,7 @@
 """Timing a statement against its rewrites on the shadow, the same evidence model as knobs and indexes: one
 unmeasured warm-up of every arm (the original and each candidate), then rounds in which every arm runs (3 times,
-once when the original takes over a second), the arms' order rotating from round to round, then per candidate ``evidence.compare`` against the original (medians, a paired bootstrap
+once when the original takes over a second), the arms' order rotating from round to round, then per candidate
+``evidence.compare`` against the original (medians, a paired bootstrap
 interval). A candidate wins only when its gain's interval clears the minimum gain and it does not regress
 (a timeout or an error under the candidate is a regression); the fastest such candidate is the answer.
 

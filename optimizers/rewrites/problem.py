@@ -1,7 +1,7 @@
 """The rewrite problem: the workload's statements (query id, SQL), the schema they read (table -> column ->
 type), estimated rows per table, the (table, column) pairs declared NOT NULL, each predicate's estimated
-selectivity, the e-graph's node budget per statement, and the catalog's unique and foreign keys. Statements outside the rewriter's subset are kept, with
-the reason, in ``unsupported``."""
+selectivity, the e-graph's node budget per statement, and the catalog's unique and foreign keys. Statements
+outside the rewriter's subset are kept, with the reason, in ``unsupported``."""
 
 from __future__ import annotations
 

@@ -20,9 +20,9 @@ DERIVED_ROWS = 0.1  # a grouped subquery's rows per row of its input, without be
 def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
             not_null: frozenset[tuple[str, str]] = frozenset()) -> tuple[Rel, list, list]:
     """The core as a term, the facts to register with it, and the expanding rules' forms (unions of a written
-    part with its alternative; registered after the written statement's cost is taken). ``rows``: estimated rows per table;
-    ``selectivity(atom)``: the fraction of rows an atom keeps; ``not_null``: (table, column) pairs declared NOT
-    NULL (what turning NOT IN into an anti-join needs)."""
+    part with its alternative; registered after the written statement's cost is taken). ``rows``: estimated rows
+    per table; ``selectivity(atom)``: the fraction of rows an atom keeps; ``not_null``: (table, column) pairs
+    declared NOT NULL (what turning NOT IN into an anti-join needs)."""
     facts: list = []
     expansions: list = []
     tables = dict(_all_tables(low))

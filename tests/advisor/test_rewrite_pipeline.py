@@ -88,7 +88,8 @@ def test_cli_json_has_exactly_the_documented_keys(shop, tmp_path):
     first, second = doc["statements"]
     assert first["rewritten"] and first["equivalent"] is True
     # cid is NOT NULL, so the anti-join form is a candidate; the planner decides whether it is cheaper here
-    assert ("NOT EXISTS" in (second["rewritten"] or "").upper()) or second["reason"].startswith("not faster: the planner")
+    assert ("NOT EXISTS" in (second["rewritten"] or "").upper()) \
+        or second["reason"].startswith("not faster: the planner")
 
 
 def test_cli_needs_exactly_one_source(tmp_path, shop):
