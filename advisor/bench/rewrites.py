@@ -32,7 +32,7 @@ from advisor.core.progress import Say, silent
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
 from advisor.tuning import rewrite_equivalence, rewrite_timing
-from advisor.tuning.rewrites import SCRATCH_DB, build_problem, constraints
+from advisor.tuning.rewrites import SCRATCH_DB, build_problem, calibrated, constraints
 from advisor.tuning.validation import ValidationOptions
 from connectors import factory
 from optimizers import registry
@@ -101,6 +101,7 @@ class RewriteBench:
                     for i, (name, group, sql) in enumerate(named)]
             self._peer(problem, rows)
             with factory.clone(connector, say=self.say) as shadow:
+                problem = calibrated(problem, shadow.connector)  # as the pipeline did
                 scratch = shadow.sandbox.create_database(SCRATCH_DB, extensions=False)
                 self._check(shadow, scratch, problem, rows)
                 self._time(shadow, rows, timing)

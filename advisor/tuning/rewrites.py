@@ -1,9 +1,10 @@
 """The rewrite pipeline, top down: the statements (given SQL, or the observed workload's heaviest bound to the
-constants of a real call) -> a shadow -> the problem (schema, NOT NULL columns, table rows from the target's
-catalog) -> the optimizer's candidate forms per statement -> re-ranked by the planner's real cost on the shadow
--> equivalence by execution (``rewrite_equivalence``: edge-case databases and the shadow) -> the best few timed
-against the original, interleaved on the shadow (``rewrite_timing``) -> recommend. The original is always in the
-race: a statement is rewritten only when a candidate returns the same rows and is measurably faster.
+constants of a real call) -> a shadow -> the problem (schema, NOT NULL columns, keys and table rows from the
+target's catalog; each predicate's selectivity from the planner's estimate on the shadow) -> the optimizer's
+candidate forms per statement -> re-ranked by the planner's real cost on the shadow -> equivalence by execution
+(``rewrite_equivalence``: edge-case databases and the shadow) -> the best few timed against the original,
+interleaved on the shadow (``rewrite_timing``) -> recommend. The original is always in the race: a statement is
+rewritten only when a candidate returns the same rows and is measurably faster.
 
 A rewrite recommendation is never applied to a database: it is handed to the statement's owners, and its
 lifecycle ends at approved. The service, the CLI (``advisor rewrite``) and ``advisor bench rewrite`` call these
@@ -23,6 +24,7 @@ from advisor.storage.store import Store
 from advisor.tuning import rewrite_equivalence, rewrite_timing
 from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.observe import Observation, bind
+from advisor.tuning.rewrite_stats import planner_selectivity
 from advisor.tuning.recommend import recommend
 from advisor.tuning.validation import ValidationOptions
 from sqlglot.errors import TokenError
@@ -172,6 +174,11 @@ def build_problem(connector: Connector, obs: Observation, statements: list[Bound
                           node_budget=node_budget, keys=keys, foreign_keys=fks)
 
 
+def calibrated(problem: RewriteProblem, connector: Connector) -> RewriteProblem:
+    """``problem`` with its predicates' selectivities from the planner's estimates on ``connector`` (a shadow)."""
+    return replace(problem, selectivity=planner_selectivity(connector, problem.lowered, problem.rows))
+
+
 def tune_rewrites(store: Store, connector: Connector, obs: Observation, plan: RewritePlan, *,
                   model_dir: Path | None = None, run_id: str | None = None, say: Say = silent) -> RewriteTuneResult:
     """The whole rewrite pipeline for an observed target (see the module)."""
@@ -184,6 +191,7 @@ def tune_rewrites(store: Store, connector: Connector, obs: Observation, plan: Re
     by_id = {s.queryid: s for s in statements}
     training = None
     with factory.clone(connector, sample_percent=plan.sample_percent, say=say) as shadow:
+        problem = calibrated(problem, shadow.connector)
         opt = registry.create("rewrites", plan.optimizer, problem, seed=plan.seed, strict=False, **plan.options)
         training = opt.prepare(model_dir, say)
         say(f"{plan.optimizer}: searching rewrites of {len(problem.lowered)} statement(s) "
