@@ -40,6 +40,11 @@ def to_sql(term: Rel, shell: Lowered) -> str:
     block = block_of(term)
     skeleton = sqlglot.parse_one(f"SELECT 1 FROM {block.source}", read="postgres")
     out = shell.shell.copy()
+    if any(isinstance(e, exp.Star) for e in out.expressions):
+        # SELECT * reads every FROM item's columns in FROM order: the rewrite may add derived tables and reorder
+        # joins, so the star becomes each original table's columns, in the original order
+        stars = [exp.Column(this=exp.Star(), table=exp.to_identifier(alias)) for _table, alias in shell.tables]
+        out.set("expressions", [x for e in out.expressions for x in (stars if isinstance(e, exp.Star) else [e])])
     out.set("from_", skeleton.args["from_"])
     out.set("joins", skeleton.args.get("joins"))
     out.set("where", exp.Where(this=sqlglot.parse_one(" AND ".join(block.where), read="postgres"))

@@ -153,15 +153,7 @@ COUNT_SQL = {
     "columns": "SELECT parts.pnum, parts.qoh FROM parts WHERE parts.qoh = (SELECT count(supplies.shipdate) "
                "FROM supplies WHERE supplies.pnum = parts.pnum AND supplies.shipdate < 10)",
 }
-STAR_BUG = ("our decorrelation keeps the written SELECT * while it joins the derived table dc1, so the rewrite "
-            "returns dc1's columns (k1, v) too: 'SELECT * FROM parts LEFT JOIN (SELECT supplies.pnum AS k1, "
-            "COUNT(supplies.shipdate) AS v ... GROUP BY supplies.pnum) AS dc1 ON dc1.k1 = parts.pnum "
-            "WHERE parts.qoh = COALESCE(dc1.v, 0)'")
-
-
-@pytest.mark.parametrize("which", [pytest.param("reported", marks=pytest.mark.xfail(strict=True, raises=AssertionError,
-                                                                              reason=STAR_BUG)),
-                                   "columns"])
+@pytest.mark.parametrize("which", ["reported", "columns"])  # reported: SELECT *, which must not gain dc1's columns
 @pytest.mark.parametrize("name", OPTIMIZERS)
 def test_the_count_bug_keeps_the_rows_whose_subquery_is_empty(db, name, which):
     """tobymao/sqlglot#935 (https://github.com/tobymao/sqlglot/issues/935): the correlated ``count(...)`` was
