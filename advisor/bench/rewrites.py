@@ -58,7 +58,8 @@ class RewriteBenchOptions:
     seed: int = 0
     out_dir: str = "bench-results/rewrite"
     only: tuple[str, ...] = ()  # these statements of the bench only (by name); all when empty
-    episodes: int = 300  # Aurora's training episodes (the pipeline trains it on the bench's statements)
+    episodes: int = 300  # Aurora's training episodes
+    held_out: bool = True  # Aurora trains on statements generated from the schema only, never on the bench's
 
 
 def statements(scale: float, seed: int) -> list[tuple[str, str, str]]:
@@ -91,7 +92,8 @@ class RewriteBench:
             timing = ValidationOptions(rounds=o.rounds, statement_timeout_ms=o.statement_timeout_ms)
             self.say(f"the rewrite pipeline ({o.optimizer}) on {len(named)} statements")
             result = service.tune_rewrites(dsn, o.optimizer, sql=";\n".join(sql for _, _, sql in named),
-                                           validation=timing, seed=o.seed, options={"episodes": o.episodes})
+                                           validation=timing, seed=o.seed,
+                                           options={"episodes": o.episodes, "own": not o.held_out})
             ours = {f"sql{i + 1}": out for i, out in enumerate(result.statements)}
             connector = factory.connector(dsn)
             bound = [BoundStatement(f"sql{i + 1}", sql, sql, 1.0, "literal", False) for i, (_, _, sql) in
@@ -167,7 +169,7 @@ class RewriteBench:
         out: dict[str, dict] = {}
         for name in STRATEGIES:
             opt = registry.create("rewrites", name, problem, seed=self.options.seed, strict=False,
-                                  episodes=self.options.episodes)
+                                  episodes=self.options.episodes, own=not self.options.held_out)
             opt.prepare(model_dir, self.say)
             for qid in problem.lowered:
                 started = time.perf_counter()

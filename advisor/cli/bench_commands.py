@@ -120,6 +120,8 @@ def bench_rewrite(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
                                                                          "checks", min=100)] = 60_000,
                   seed: Annotated[int, typer.Option(help="random seed")] = 0,
                   episodes: Annotated[int, typer.Option(help="Aurora's training episodes", min=1)] = 300,
+                  held_out: Annotated[bool, typer.Option(help="Aurora trains only on statements generated from the "
+                                                              "schema, not on the bench's")] = True,
                   only: Annotated[str, typer.Option(help="comma-separated statement names (q1..q22 and the suite's); "
                                                          "default: all")] = "",
                   out: Annotated[str, typer.Option(help="directory for rewrite.json and the plot")] =
@@ -130,7 +132,7 @@ def bench_rewrite(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
     shadow, and the search strategies (Aurora, capped saturation, greedy, random) at the same node budget."""
     from advisor.bench.rewrites import RewriteBench, RewriteBenchOptions, table
 
-    options = RewriteBenchOptions(scale=scale, optimizer=optimizer, rounds=rounds, episodes=episodes,
+    options = RewriteBenchOptions(scale=scale, optimizer=optimizer, rounds=rounds, episodes=episodes, held_out=held_out,
                                   statement_timeout_ms=statement_timeout_ms, seed=seed, out_dir=out,
                                   only=_names([only]))
     _bench_report(RewriteBench(options, say=reporter()).run(), json_out, table, out, "rewrite.json", "rewrite.png")

@@ -54,16 +54,19 @@ class RandomOrder(_Stepped):
 
 class AuroraRewriter(RewriteOptimizer):
     """Aurora: a PPO policy picks the next rule and when to stop. ``prepare(model_dir)`` loads the policy stored
-    there (``aurora.pt``, trained for the same rule list) or trains one on the problem's statements, each episode
-    under row estimates scaled at random per table (so the policy learns the statements' shapes, not one set of
+    there (``aurora.pt``, trained for the same rule list) or trains one on the problem's statements (unless
+    ``own`` is False) and ``corpus`` statements generated from its schema (``optimizers.rewrites.corpus``), each
+    episode under row estimates scaled at random per table (so the policy learns shapes, not one set of
     statistics), and stores it; it is kept in the state so a restored optimizer answers the same."""
 
     name = "aurora"
     description = "Aurora: a learned policy (PPO) chooses the next rule and when to stop"
     MODEL = "aurora.pt"
 
-    def _setup(self, episodes: int = 300, device: str = "auto", retrain: bool = False) -> None:
+    def _setup(self, episodes: int = 300, device: str = "auto", retrain: bool = False, corpus: int = 40,
+               own: bool = True) -> None:
         self.episodes, self.device, self.retrain = episodes, device, retrain
+        self.corpus, self.own = corpus, own  # generated training statements; train on the problem's own too
         self.agent: Aurora | None = None
         self.training: dict | None = None
 
@@ -94,14 +97,17 @@ class AuroraRewriter(RewriteOptimizer):
         rng = np.random.default_rng(self.seed)
         problem = self.problem
 
-        def maker(qid: str):
+        def maker(low):
             def make() -> Search:
                 rows = {t: n * float(10 ** rng.uniform(-1, 1)) for t, n in problem.rows.items()}
-                return problem.search_with(qid, rows)
+                return problem.search_of(low, rows)
             return make
 
-        makers = [maker(q) for q in problem.lowered]
-        say(f"Aurora: training on {len(makers)} statement(s), {self.episodes} episodes")
+        generated = problem.training_statements(self.corpus, self.seed)
+        own = list(problem.lowered.values()) if self.own else []
+        makers = [maker(low) for low in own + generated]
+        say(f"Aurora: training on {len(own)} statement(s) of the workload and {len(generated)} generated from the "
+            f"schema, {self.episodes} episodes")
         self.training = self.agent.train(makers, self.episodes, say) if makers else {"episodes": 0}
 
     def _search(self, search: Search) -> Result:

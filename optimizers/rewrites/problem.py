@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from advisor.core.domain import QueryRewrite
+from optimizers.rewrites.corpus import generate
 from optimizers.rewrites.lower import Atom, Lowered, Unsupported, lower
 from optimizers.rewrites.rules.statement import Facts
 from optimizers.rewrites.search import Search
@@ -60,11 +61,22 @@ class RewriteProblem:
 
     def search(self, queryid: str) -> Search:
         """A fresh e-graph search over one lowered statement."""
-        return self.search_with(queryid, self.rows)
+        return self.search_of(self.lowered[queryid], self.rows)
 
-    def search_with(self, queryid: str, rows: dict[str, float]) -> Search:
-        """A fresh search over one lowered statement under other row estimates (a learned strategy's training)."""
-        return Search(self.lowered[queryid], rows, self.selectivity, self.node_budget, not_null=self.not_null)
+    def search_of(self, lowered: Lowered, rows: dict[str, float]) -> Search:
+        """A fresh search over a lowered statement (one of the problem's, or a training statement) under given
+        row estimates (a learned strategy's training varies them)."""
+        return Search(lowered, rows, self.selectivity, self.node_budget, not_null=self.not_null)
+
+    def training_statements(self, n: int, seed: int = 0) -> list[Lowered]:
+        """Up to ``n`` statements generated from the problem's schema and keys (``corpus``), lowered."""
+        out = []
+        for sql in generate(self.schema, self.keys, self.foreign_keys, self.not_null, n=n, seed=seed):
+            try:
+                out.append(lower(sql, self.schema))
+            except Unsupported:
+                continue
+        return out
 
     def cost(self, config) -> float:
         """The workload's estimated cost relative to the statements as written (1 per statement)."""

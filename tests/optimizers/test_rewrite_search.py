@@ -81,3 +81,21 @@ def test_aurora_asks_every_rule_it_could_and_stops_at_a_fixed_point():
             j = i + 1 + later.index(s.steps[i].rule)
             assert any(st.matches and not st.undone for st in s.steps[i + 1:j])
     assert ran  # the first step runs a rule
+
+
+def test_aurora_can_train_on_statements_generated_from_the_schema_alone():
+    """Held out: the policy never sees the problem's statements, only the generated corpus, and still answers."""
+    from optimizers import registry
+    from optimizers.rewrites.problem import RewriteProblem
+
+    schema = {"c": {"c_id": "integer", "c_v": "integer"}, "o": {"o_id": "integer", "o_cid": "integer",
+                                                               "o_v": "integer"}}
+    problem = RewriteProblem((("q", "SELECT o.o_id FROM o, c WHERE o.o_cid = c.c_id AND c.c_v > 3"),), schema,
+                             {"c": 1e4, "o": 1e6}, keys={"c": (("c_id",),), "o": (("o_id",),)})
+    assert len(problem.training_statements(12)) == 12
+    said: list[str] = []
+    opt = registry.create("rewrites", "aurora", problem, episodes=12, corpus=12, own=False)
+    opt.prepare(None, said.append)
+    assert "0 statement(s) of the workload and 12 generated" in said[0]
+    (config,) = opt.ask(1)
+    assert all(c.queryid == "q" for c in config)
