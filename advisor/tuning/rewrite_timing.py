@@ -1,9 +1,13 @@
 """Timing a statement against its rewrites on the shadow, the same evidence model as knobs and indexes: one
 unmeasured warm-up of every arm (the original and each candidate), then rounds in which every arm runs (3 times,
 once when the original takes over a second), the arms' order rotating from round to round, then per candidate
-``evidence.compare`` against the original (medians, a paired bootstrap
-interval). A candidate wins only when its gain's interval clears the minimum gain and it does not regress
-(a timeout or an error under the candidate is a regression); the fastest such candidate is the answer.
+``evidence.compare`` against the original (medians, a paired bootstrap interval).
+
+A candidate wins only when its gain's interval (over rounds) clears the minimum gain, the interval of its latency
+ratio to the original (over all executions) lies below 1, and it does not regress (a timeout or an error under
+the candidate is a regression); the fastest such candidate is the answer. With a few rounds, the round-level
+interval alone is too narrow for a statement of a few milliseconds: TPC-H Q2's rewrite passed it at 1.07x with a
+ratio interval of 0.75..1.54, and measured 0.93x in the bench's own re-run.
 
 Speedups are original / rewrite (2.0 = twice as fast), from the medians of all measured executions; their
 interval is the inverse of the latency ratio's bootstrap interval."""
@@ -46,8 +50,10 @@ class Race:
 
     @property
     def best(self) -> int | None:
-        """The fastest candidate that is measurably faster and regresses nothing, or None."""
-        winners = [i for i, e in enumerate(self.evidence) if e.accepted and _speedup(e) is not None]
+        """The fastest candidate that is measurably faster (its gain's interval clears the minimum gain, and the
+        latency ratio's interval lies below 1) and regresses nothing, or None."""
+        winners = [i for i, e in enumerate(self.evidence)
+                   if e.accepted and _speedup(e) is not None and e.statements[0].ratio_ci[1] < 1.0]
         return max(winners, key=lambda i: _speedup(self.evidence[i]) or 0.0) if winners else None
 
     def summary(self) -> str:

@@ -1,0 +1,37 @@
+"""Choosing among timed rewrites (``rewrite_timing.Race``): a rewrite wins only when it is measurably faster both
+over rounds and over all executions; a noisy one whose latency interval straddles the original's loses."""
+
+from advisor.tuning.evidence import ArmRound, compare
+from advisor.tuning.rewrite_timing import Race
+
+
+def rounds(*samples):
+    return [ArmRound({"q": list(s)}, {}) for s in samples]
+
+
+def race(original, *candidates) -> Race:
+    base = rounds(*original)
+    evidence = tuple(compare(base, rounds(*c), {"q": 1.0}) for c in candidates)
+    return Race(evidence, tuple(base), tuple(tuple(rounds(*c)) for c in candidates))
+
+
+def test_the_fastest_clear_winner_is_chosen_with_its_interval():
+    r = race([(100, 101, 99)] * 3, [(50, 51, 49)] * 3, [(20, 21, 19)] * 3)
+    assert r.best == 1 and abs(r.speedups[1] - 5.0) < 0.3
+    lo, hi = r.cis[1]
+    assert lo <= r.speedups[1] <= hi
+
+
+def test_a_noisy_rewrite_whose_executions_straddle_the_original_loses():
+    # every round's median is a little lower (so the round-level gain looks significant), but single executions
+    # spread from 0.6x to 1.5x of the original's
+    original = [(10.0, 10.0, 10.0)] * 3
+    noisy = [(6.0, 9.0, 15.0), (6.5, 9.2, 15.5), (6.2, 9.1, 14.8)]
+    r = race(original, noisy)
+    assert r.evidence[0].significant  # what the round-level test alone would accept
+    assert r.best is None and "candidate 1" in r.summary()
+
+
+def test_a_rewrite_that_times_out_regresses():
+    r = race([(10.0, 10.0, 10.0)] * 2, [()] * 2)
+    assert r.best is None
