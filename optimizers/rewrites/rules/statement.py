@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.simplify import simplify
+from sqlglot.tokens import Tokenizer
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,28 @@ def _owner(col: exp.Column, sources, facts: Facts) -> str | None:
         return col.table
     owners = [alias for table, alias, _ in sources if col.name in facts.schema.get(table, {})]
     return owners[0] if len(owners) == 1 else None
+
+
+def simplify_predicates(tree: exp.Select, facts: Facts) -> exp.Select | None:
+    """Constant folding and predicate simplification in WHERE and every ON (sqlglot's ``simplify``): constant
+    arithmetic folded, an implied comparison dropped (``x > 5 AND x > 3``), double negations and repeated
+    disjuncts removed, TRUE conjuncts dropped."""
+    new = tree.copy()
+    changed = False
+    for node in [new.args.get("where"), *[j for j in new.args.get("joins") or ()]]:
+        key = "this" if isinstance(node, exp.Where) else "on"
+        if node is None or node.args.get(key) is None:
+            continue
+        before = node.args[key]
+        after = simplify(before.copy(), dialect="postgres")
+        if _tokens(after) != _tokens(before):  # more than the conjuncts' order (simplify sorts them) changed
+            node.set(key, after)
+            changed = True
+    return new if changed else None
+
+
+def _tokens(node: exp.Expression) -> list[str]:
+    return sorted(t.text for t in Tokenizer(dialect="postgres").tokenize(node.sql(dialect="postgres")))
 
 
 def drop_distinct_over_key(tree: exp.Select, facts: Facts) -> exp.Select | None:
@@ -200,6 +224,7 @@ def or_to_union_all(tree: exp.Select, facts: Facts) -> exp.Union | None:
 
 
 STATEMENT_RULES: tuple[StatementRule, ...] = (
+    StatementRule("simplify_predicates", simplify_predicates.__doc__ or "", simplify_predicates),
     StatementRule("drop_distinct_over_key", drop_distinct_over_key.__doc__ or "", drop_distinct_over_key),
     StatementRule("drop_join_on_foreign_key", drop_join_on_foreign_key.__doc__ or "", drop_join_on_foreign_key),
     StatementRule("join_on_key_to_exists", join_on_key_to_exists.__doc__ or "", join_on_key_to_exists,
