@@ -20,7 +20,7 @@ import random
 import statistics
 import tempfile
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import sqlglot
