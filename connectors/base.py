@@ -111,7 +111,8 @@ class Connector(Protocol):
         """Every validated foreign key: (schema, table, columns, referenced table, referenced columns)."""
 
     def reset_statement_stats(self) -> None:
-        """Forget the statement statistics gathered so far (the next observation starts from zero)."""
+        """Forget the statement statistics gathered so far (the next observation starts from zero), and the
+        constants sampled with them (pg_qualstats) where the role may."""
 
     # --- planning ----------------------------------------------------------------------------------------------
 

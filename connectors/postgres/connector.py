@@ -89,7 +89,15 @@ class PostgresConnector:
         return self._guarded(lambda conn: explain_plan(conn, statement))
 
     def reset_statement_stats(self) -> None:
-        self._guarded(lambda conn: conn.execute(TAG + "SELECT pg_stat_statements_reset()"))
+        def reset(conn: psycopg.Connection) -> None:
+            conn.execute(TAG + "SELECT pg_stat_statements_reset()")
+            if has_extension(conn, "pg_qualstats"):  # its examples belong to the statements just forgotten
+                try:
+                    with conn.transaction():
+                        conn.execute(TAG + "SELECT pg_qualstats_reset()")
+                except psycopg.errors.InsufficientPrivilege:
+                    pass  # a role that may reset pg_stat_statements but not pg_qualstats: its examples stay
+        self._guarded(reset)
 
     def table_columns(self) -> dict[tuple[str, str], tuple[str, ...]]:
         return self._guarded(table_columns)

@@ -123,6 +123,7 @@ class PostgresSandbox:
             "pg_stat_statements.max": "5000",
             "pg_qualstats.sample_rate": "1",
             "pg_qualstats.track_constants": "on",
+            "pg_qualstats.max": "10000",  # the default 1,000 fills on a server many databases share (the tests')
             "max_connections": "60",
             "logging_collector": "off",
         }

@@ -109,6 +109,7 @@ def test_a_statement_known_only_without_constants_is_bound_and_advised(tpch_dsn)
 
 
 def test_a_statement_that_ran_once_is_bound_to_that_call_alone(tpch_dsn):
+    PostgresConnector(tpch_dsn).reset_statement_stats()  # pg_qualstats keeps at most pg_qualstats.max entries
     with psycopg.connect(tpch_dsn, autocommit=True) as conn:  # literal constants: the simple protocol
         conn.execute("SELECT count(*) FROM orders WHERE o_custkey = 4242 AND o_orderstatus = 'F'")
         queryid, normalized = conn.execute("SELECT queryid::text, query FROM pg_stat_statements WHERE query LIKE "
