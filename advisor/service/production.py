@@ -100,7 +100,11 @@ def check_applicable(rec: Recommendation) -> None:
     if rec.state != "approved":
         raise InvalidTransition(f"recommendation {rec.id} is {rec.state}; only an approved recommendation can be "
                                 "applied" + (" (approve it first)" if rec.state == "validated" else ""))
-    if rec.evidence is None or not rec.evidence.accepted:
+    # the validation's own verdict: a significant gain, and no regression but those it recorded as noise (slower
+    # statements whose plans use none of the kept indexes and that write none of their tables)
+    noise = set((rec.details or {}).get("unexplained_slowdowns") or ())
+    ev = rec.evidence
+    if ev is None or not ev.significant or [r for r in ev.regressions if r.queryid not in noise]:
         raise Conflict(f"recommendation {rec.id} has no accepted validation evidence; it cannot be applied")
 
 
