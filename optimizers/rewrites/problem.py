@@ -38,26 +38,25 @@ class RewriteProblem:
         return Facts(self.schema, self.not_null, self.keys, self.foreign_keys)
 
     @cached_property
+    def _lowering(self) -> tuple[dict[str, Lowered], dict[str, str]]:
+        """Each statement lowered once: (lowered by query id, why each outside the subset is left as written)."""
+        lowered, unsupported = {}, {}
+        for qid, sql in self.statements:
+            try:
+                lowered[qid] = lower(sql, self.schema)
+            except Unsupported as e:
+                unsupported[qid] = str(e)
+        return lowered, unsupported
+
+    @property
     def lowered(self) -> dict[str, Lowered]:
         """The statements in the subset, lowered, by query id."""
-        out = {}
-        for qid, sql in self.statements:
-            try:
-                out[qid] = lower(sql, self.schema)
-            except Unsupported:
-                continue
-        return out
+        return self._lowering[0]
 
-    @cached_property
+    @property
     def unsupported(self) -> dict[str, str]:
         """Why each statement outside the subset is left as written, by query id."""
-        out = {}
-        for qid, sql in self.statements:
-            try:
-                lower(sql, self.schema)
-            except Unsupported as e:
-                out[qid] = str(e)
-        return out
+        return self._lowering[1]
 
     def search(self, queryid: str) -> Search:
         """A fresh e-graph search over one lowered statement."""
