@@ -38,8 +38,12 @@ def test_bench_new_workloads_tiny_app_every_advisor_through_the_pipeline_with_re
                                    out_dir=str(tmp_path / "bench"))
     doc = WorkloadBench(options).run()
     rows = doc["workloads"]["app"]["advisors"]
-    assert [r["advisor"] for r in rows][:len(ADVISORS)] == list(ADVISORS)
-    assert all(r["advisor"] in ("ia2@supabase", "ia2@fkeys") for r in rows[len(ADVISORS):])  # within a peer's storage
+    own = [r["advisor"] for r in rows if not r["advisor"].endswith("-raw")]
+    assert own[:len(ADVISORS)] == list(ADVISORS)
+    assert all(a in ("ia2@supabase", "ia2@fkeys") for a in own[len(ADVISORS):])  # within a peer's storage
+    for raw in (r for r in rows if r["advisor"].endswith("-raw")):  # a peer's set as chosen, measured unvalidated
+        peer = next(r for r in rows if r["advisor"] == raw["advisor"][:-4])
+        assert raw["chosen"] == peer["chosen"] == len(raw["indexes"]) and set(peer["indexes"]) <= set(raw["indexes"])
     for r in rows:
         assert r["advise_s"] > 0 and r["relative_runtime"] > 0
         assert r["storage_mb"] >= 0  # built sizes: they may exceed the budget by what HypoPG underestimated
@@ -80,3 +84,7 @@ def test_the_peer_target_compares_ia2_within_the_peers_storage():
     assert got["vs_best_peer"]["met"] and got["vs_best_peer"]["ia2"] == "ia2@supabase"
     result["advisors"][-1] = row("ia2@supabase", 0.07, 16.1, slower=["q1"])
     assert not targets(result, "app")["no_statement_slower"]["met"]
+    # the peers' own, unvalidated sets are compared too, with their slower statements shown
+    result["advisors"].append({**row("supabase-raw", 0.05, 20.0, slower=["q7"])})
+    raw = targets(result, "app")["vs_best_raw_peer"]
+    assert raw["peer"] == "supabase-raw" and not raw["met"] and raw["peer_slower"] == ["q7"]

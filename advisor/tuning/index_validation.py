@@ -12,6 +12,11 @@ makes it fastest, timed with the set built and each suspect in turn dropped insi
 (``diagnose``); otherwise the one that saved the least time elsewhere. The last pass drops every suspect left,
 except where dropping the diagnosed one alone cures the statement (on JOB, dropping both suspects of a 1.16x
 regression there threw away the two indexes behind a 60 s -> 15 s round).
+Three interleaved rounds flag a statement that only noise moved about one time in twenty (its three times with the
+set all above its three without): on a 33-statement workload, one or two per pass. So each read flagged as a
+regression is re-timed before it condemns anything (``confirm_regressions``: with the set built, blocks of runs
+with it and without it, dropped inside a rolled-back transaction, alternating) and stays a regression only if that
+longer measurement passes the same test; a regression of ``CONFIRM_BELOW``x or more is not re-timed.
 A regression in a statement that no kept index can affect (its plan uses none, it writes none of their tables)
 is measurement noise: it is reported, and does not block the recommendation.
 
@@ -23,19 +28,23 @@ saving as it can (``_over_budget``), and what is left is measured again.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say
 from advisor.core.domain import Evidence, IndexChange, StatementEvidence
+from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.indexing import written_tables
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors.base import Shadow
 from workloads.binding import BoundStatement
 
 MAX_PRUNING_ROUNDS = 3
+CONFIRM_BLOCKS = 3  # alternating blocks per arm when a flagged regression is re-timed
+CONFIRM_REPEATS = 3  # timed runs per block (after one unmeasured run)
+CONFIRM_BELOW = 2.0  # a flagged regression this many times slower is not re-timed
 
 
 @dataclass(frozen=True)
@@ -118,6 +127,7 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
             break
         say(f"validating {len(live)} index(es) on the shadow (pass {round_no}): {options.rounds} interleaved rounds")
         evidence = validate(shadow, statements, live, options, say=say)
+        evidence = confirm_regressions(shadow, statements, live, evidence, options, say)
         if round_no > MAX_PRUNING_ROUNDS:
             break
         by_stmt = {s.queryid: s for s in evidence.statements}
@@ -161,6 +171,47 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
         verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), tuple(helped), True, "measured benefit")
     unused = tuple(n for n in existing_names if n not in all_used)
     return IndexValidation(tuple(live), tuple(verdicts[ix] for ix in indexes), evidence, unused, unexplained)
+
+
+def confirm_regressions(shadow: Shadow, statements: Sequence[BoundStatement], live: Sequence[IndexChange],
+                        evidence: Evidence, options: ValidationOptions, say: Say,
+                        which: Sequence[str] | None = None) -> Evidence:
+    """``evidence`` with each read in ``which`` (default: each flagged as regressed, under ``CONFIRM_BELOW``x)
+    re-timed: ``live`` built, ``CONFIRM_BLOCKS`` blocks of ``CONFIRM_REPEATS`` runs with the set and as many
+    without it (every index of ``live`` dropped inside a rolled-back transaction), the arms alternating; its
+    medians, ratio, interval and verdict become those of the longer measurement (``evidence.compare``'s test)."""
+    reads = {st.queryid: st for st in statements if not st.is_write}
+    if which is None:
+        which = [s.queryid for s in evidence.statements if s.regressed and not s.errors and s.ratio < CONFIRM_BELOW]
+    todo = [s for s in evidence.statements if s.queryid in set(which) and s.queryid in reads]
+    if not todo:
+        return evidence
+    out: dict[str, StatementEvidence] = {}
+    applied = shadow.connector.apply(list(live))
+    try:
+        for s in todo:
+            cap = int(min(options.statement_timeout_ms, max(100.0, 3 * max(s.baseline_ms, s.candidate_ms))))
+            arms: dict[bool, list[list[float]]] = {True: [], False: []}
+            try:
+                for block in range(CONFIRM_BLOCKS):
+                    for with_set in ((True, False) if block % 2 == 0 else (False, True)):
+                        arms[with_set].append(shadow.connector.timings_without(
+                            reads[s.queryid].sql, [] if with_set else list(live), CONFIRM_REPEATS, cap))
+            except AdvisorError as e:  # the flag stands as measured
+                say(f"statement {s.queryid}: not re-timed ({e})")
+                continue
+            q = s.queryid
+            again = compare([ArmRound({q: t}, {}) for t in arms[False]], [ArmRound({q: t}, {}) for t in arms[True]],
+                            {q: s.weight}, min_gain=options.min_gain,
+                            regression_threshold=options.regression_threshold).statements[0]
+            out[q] = replace(s, baseline_ms=again.baseline_ms, candidate_ms=again.candidate_ms, ratio=again.ratio,
+                             ratio_ci=again.ratio_ci, regressed=again.regressed)
+            n = CONFIRM_BLOCKS * CONFIRM_REPEATS
+            say(f"statement {q}: {s.ratio:.2f}x in the rounds, {again.ratio:.2f}x re-timed ({n} runs per arm): "
+                + ("a regression" if again.regressed else "not a regression"))
+    finally:
+        shadow.connector.revert(applied)
+    return replace(evidence, statements=tuple(out.get(s.queryid, s) for s in evidence.statements))
 
 
 def diagnose(shadow: Shadow, statements: Sequence[BoundStatement], live: Sequence[IndexChange],

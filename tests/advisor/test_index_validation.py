@@ -99,3 +99,32 @@ def test_a_diagnosed_culprit_is_dropped_instead_of_the_least_useful_suspect():
     by_stmt["q3"] = _st("q3", 1.5, regressed=True)
     assert _culprits({a: [by_stmt["join8"]], b: [by_stmt["join8"], by_stmt["q3"]]}, serves, by_stmt, every=True,
                      diagnosed={"join8": a}) == {a, b}
+
+
+def test_a_flagged_regression_is_re_timed_before_it_condemns_an_index(pg, db):
+    """Three rounds can flag a statement that only noise moved: the flag is re-timed (with the set built, runs with
+    it and without it alternating) and the longer measurement decides; writes and large regressions keep theirs."""
+    from advisor.core.domain import Evidence
+    from advisor.tuning.index_validation import CONFIRM_BLOCKS, CONFIRM_REPEATS, confirm_regressions
+
+    run(db, "CREATE TABLE v (id int PRIMARY KEY, a int, pad text)",
+        "INSERT INTO v SELECT x, x % 5000, md5(x::text) FROM generate_series(1, 200000) x", "ANALYZE")
+    ix = IndexChange("public", "v", ("a",))
+    statements = [bound("lookup", "SELECT * FROM v WHERE a = 17"),
+                  bound("insert", "INSERT INTO v SELECT x, 1, 'p' FROM generate_series(300001, 300010) x", write=True),
+                  bound("big", "SELECT count(*) FROM v WHERE a = 18")]
+    flagged = (_st("lookup", 1.4, regressed=True), _st("insert", 1.5, regressed=True),
+               _st("big", 2.5, regressed=True))  # what three noisy rounds might have said
+    evidence = Evidence(3, (30.0,) * 3, (30.0,) * 3, 0.0, (0.0, 0.0), flagged, 0.02, 0.10)
+    shadow = Shadow(pg, PostgresConnector(db), parse_dsn(db)["dbname"])
+    said = []
+    out = {s.queryid: s for s in confirm_regressions(shadow, statements, [ix], evidence, ValidationOptions(),
+                                                     said.append).statements}
+    assert not out["lookup"].regressed and out["lookup"].ratio < 0.5  # the index turns a scan into a lookup
+    assert out["lookup"].baseline_ms > out["lookup"].candidate_ms
+    assert f"({CONFIRM_BLOCKS * CONFIRM_REPEATS} runs per arm): not a regression" in said[0]
+    assert out["insert"] == flagged[1] and out["big"] == flagged[2]  # a write, and a 2.5x regression: as measured
+    forced = confirm_regressions(shadow, statements, [ix], evidence, ValidationOptions(), said.append, which=["big"])
+    assert not {s.queryid: s for s in forced.statements}["big"].regressed  # asked for: re-timed regardless
+    with PostgresConnector(db).connect() as conn:  # the shadow is left without the index
+        assert conn.execute("SELECT count(*) FROM pg_indexes WHERE tablename = 'v'").fetchone()[0] == 1
