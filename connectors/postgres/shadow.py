@@ -1,7 +1,8 @@
 """Cloning a PostgreSQL target into a shadow: a local sandbox loaded with pg_dump/pg_restore (or, with
 ``sample_percent``, with the schema restored and the large tables copied as a TABLESAMPLE), carrying the target's
 tuning-relevant settings. The target is only read. Statistics are gathered once on the shadow (VACUUM ANALYZE),
-so baseline and candidate share one sample.
+so baseline and candidate share one sample; a full copy then takes the target's own column statistics
+(``connectors.postgres.statistics``), so that it plans as the target does.
 
 Code above ``connectors`` calls ``connectors.factory.clone``, which comes here for a PostgreSQL connector.
 """
@@ -13,6 +14,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
@@ -21,6 +23,7 @@ from advisor.core.errors import AdvisorError, SandboxError
 from advisor.core.progress import Say
 from connectors.base import Shadow
 from connectors.postgres.connection import TAG, parse_dsn
+from connectors.postgres import statistics
 from connectors.postgres.connector import PostgresConnector
 from connectors.postgres.sandbox import PostgresSandbox
 
@@ -113,10 +116,25 @@ def create_shadow(target: PostgresConnector, *, sample_percent: float | None = N
             say("analyzing the shadow (one statistics sample for baseline and candidate)")
             conn.execute(TAG + "VACUUM ANALYZE")
             conn.execute(TAG + "SELECT pg_stat_statements_reset()")
+            if sample_percent is None or sample_percent >= 100:  # a full copy: the target's statistics describe it
+                _take_statistics(target, conn, say)
         return Shadow(sandbox, connector, dbname, warnings)
     except BaseException:
         sandbox.stop()
         raise
+
+
+def _take_statistics(target: PostgresConnector, shadow: psycopg.Connection, say: Say) -> None:
+    """The target's column statistics into the shadow (``connectors.postgres.statistics``), so that it plans as
+    the target does; where they cannot be read, the shadow keeps its own sample."""
+    try:
+        with target.connect() as conn:
+            done = statistics.transplant(conn, shadow)
+    except psycopg.Error as e:
+        say(f"kept the shadow's own statistics: the target's could not be copied ({type(e).__name__})")
+        return
+    say(f"copied the target's statistics of {done.copied} column(s), so the shadow plans as the target does"
+        + (f" ({done.kept} kept the shadow's own sample)" if done.kept else ""))
 
 
 def _copy_data(target: PostgresConnector, shadow_dsn: str, percent: float, min_rows: int) -> None:
