@@ -85,6 +85,11 @@ def test_the_peer_target_compares_ia2_within_the_peers_storage():
     result["advisors"][-1] = row("ia2@supabase", 0.07, 16.1, slower=["q1"])
     assert not targets(result, "app")["no_statement_slower"]["met"]
     # the peers' own, unvalidated sets are compared too, with their slower statements shown
-    result["advisors"].append({**row("supabase-raw", 0.05, 20.0, slower=["q7"])})
-    raw = targets(result, "app")["vs_best_raw_peer"]
-    assert raw["peer"] == "supabase-raw" and not raw["met"] and raw["peer_slower"] == ["q7"]
+    result["advisors"].append({**row("supabase-raw", 0.05, 17.0, slower=["q7"])})
+    raw = targets(result, "app")["vs_best_raw_peer"]  # ia2@supabase (16.1 MB) is the one within its storage
+    assert raw["peer"] == "supabase-raw" and raw["ia2"] == "ia2@supabase" and raw["peer_slower"] == ["q7"]
+    assert not raw["met"]  # 0.07 is slower than the raw set's 0.05
+    result["advisors"][-1] = row("supabase-raw", 0.08, 17.0)
+    assert targets(result, "app")["vs_best_raw_peer"]["met"]
+    result["advisors"][-1] = row("supabase-raw", 0.08, 10.0)  # no run of ours fits in 10 MB
+    assert not targets(result, "app")["vs_best_raw_peer"]["met"]

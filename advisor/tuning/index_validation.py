@@ -43,7 +43,7 @@ from connectors.base import Shadow
 from workloads.binding import BoundStatement
 
 MAX_PRUNING_ROUNDS = 3
-CONFIRM_BLOCKS = 3  # alternating blocks per arm when a flagged regression is re-timed
+CONFIRM_BLOCKS = 3  # alternating blocks per arm when a statement slower in the rounds is re-timed
 CONFIRM_REPEATS = 3  # timed runs per block (after one unmeasured run)
 CONFIRM_BELOW = 2.0  # a flagged regression this many times slower is not re-timed
 MIN_SLOWER_MS = 1.0  # a statement slower by less is not a regression (evidence.compare's floor)
