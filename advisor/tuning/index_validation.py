@@ -186,9 +186,8 @@ def confirm_regressions(shadow: Shadow, statements: Sequence[BoundStatement], li
     rolled-back transaction), the arms alternating. Its medians, ratio and interval become the longer
     measurement's, and it is a regression when that median ratio is still over the threshold (``_slower``)."""
     reads = {st.queryid: st for st in statements if not st.is_write}
-    if which is None:
-        which = screened(evidence, options)
-    todo = [s for s in evidence.statements if s.queryid in set(which) and s.queryid in reads]
+    wanted = set(screened(evidence, options) if which is None else which)
+    todo = [s for s in evidence.statements if s.queryid in wanted and s.queryid in reads]
     if not todo:
         return evidence
     out: dict[str, StatementEvidence] = {}
