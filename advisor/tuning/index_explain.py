@@ -152,12 +152,13 @@ def _no_candidate(problem: IndexProblem, q: Query) -> str:
 
 
 def add_verdicts(rows: list[dict], verdicts: Iterable, name: Name = _default_name) -> list[dict]:
-    """``rows`` with each chosen candidate's validation verdict (kept, or dropped and why)."""
+    """``rows`` with each chosen candidate's validation verdict (kept, or dropped and why), and each candidate
+    validation tried in place of a dropped one (``index_repair``)."""
     by_name = {name(v.index): v for v in verdicts}
     for row in rows:
         for c in row["candidates"]:
             v = by_name.get(c["index"])
-            if v is None or c["fate"] != "chosen":
+            if v is None or (c["fate"] != "chosen" and getattr(v, "in_place_of", None) is None):
                 continue
             c["fate"] = "kept" if v.kept else "dropped in validation"
             c["reason"] = f"kept in validation: {v.reason}" if v.kept else f"dropped in validation: {v.reason}"

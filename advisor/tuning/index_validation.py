@@ -18,6 +18,8 @@ through as often as not. So each read the rounds measured 10% slower or more is 
 with the set built, blocks of runs with it and without it, dropped inside a rolled-back transaction, alternating),
 and it is a regression when that longer measurement's median ratio is still 10% or more over; a regression of
 ``CONFIRM_BELOW``x or more is not re-timed.
+An index dropped for misleading a read's plan is replaced, in a pass that a later one checks, by a wider candidate
+with its leading column that covers that read, when the optimizer left one (``index_repair``).
 A regression in a statement that no kept index can affect (its plan uses none, it writes none of their tables)
 is measurement noise: it is reported, and does not block the recommendation.
 
@@ -36,6 +38,7 @@ import numpy as np
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say
 from advisor.core.domain import Evidence, IndexChange, StatementEvidence
+from advisor.tuning import index_repair
 from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.indexing import written_tables
 from advisor.tuning.validation import ValidationOptions, validate
@@ -57,6 +60,7 @@ class IndexVerdict:
     serves: tuple[str, ...]  # queryids whose plans use it
     kept: bool
     reason: str
+    in_place_of: IndexChange | None = None  # a repair (``index_repair``): tried in place of this dropped index
 
 
 @dataclass(frozen=True)
@@ -100,10 +104,16 @@ def plans_use(shadow: Shadow, statements: Sequence[BoundStatement]) -> dict[str,
 def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], indexes: Sequence[IndexChange],
                      estimated: dict[IndexChange, int], existing_names: Sequence[str] = (),
                      options: ValidationOptions = ValidationOptions(), say: Say | None = None,
-                     budget_bytes: int | None = None) -> IndexValidation:
+                     budget_bytes: int | None = None,
+                     spares: Sequence[index_repair.Spare] = ()) -> IndexValidation:
     """Prune ``indexes`` on the shadow (see the module docstring). Each pass first builds the indexes still in
-    play to see which statements' plans use each one (after a drop, plans change), then measures them."""
+    play to see which statements' plans use each one (after a drop, plans change), then measures them. In the
+    passes that a later one checks, an index dropped for misleading a read's plan is replaced by a wider one of
+    ``spares`` when one fits (``index_repair``); the verdicts of such repairs follow those of ``indexes``."""
     say = say or (lambda _m: None)
+    estimated = {**{s.index: s.estimated_bytes for s in spares}, **estimated}
+    reads = {st.queryid for st in statements if not st.is_write}
+    repaired: dict[IndexChange, tuple[IndexChange, str]] = {}  # repair -> (the index it replaced, the statement)
     index_name = shadow.connector.index_name
     writers: dict[tuple[str, str], list[str]] = {}
     for st in statements:
@@ -118,7 +128,8 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
     serves: dict[IndexChange, tuple[str, ...]] = {}
     for round_no in range(1, MAX_PRUNING_ROUNDS + 2):
         if round_no > 1:
-            _, used = inspect_built(shadow, statements, live)
+            more, used = inspect_built(shadow, statements, live)
+            sizes = {**more, **sizes}
         serves = {ix: tuple(sorted(used.get(index_name(ix), ()))) for ix in live}
         for ix in [ix for ix in live if not serves[ix]]:
             verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), (), False,
@@ -166,6 +177,15 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
         live = [ix for ix in live if ix not in dropped]
         say(f"dropped {len(dropped)} index(es): " + "; ".join(f"{index_name(ix)} ({verdicts[ix].reason})"
                                                               for ix in dropped))
+        if round_no < MAX_PRUNING_ROUNDS and spares:  # a later pass measures (and may prune) the repairs
+            for ix, (fix, qid) in _repairs(culprits, suspects, reads, spares, live, sizes, estimated, budget_bytes,
+                                           set(indexes) | set(repaired)).items():
+                repaired[fix] = (ix, qid)
+                verdicts[ix] = replace(verdicts[ix], reason=f"{verdicts[ix].reason}; {index_name(fix)} tried in "
+                                                            "its place")
+                live.append(fix)
+                say(f"trying {index_name(fix)} in place of {index_name(ix)} (wider: rows its plan misjudged are "
+                    "filtered inside the index, not fetched)")
     affected = {q for ix in live for q in serves.get(ix, ())} | \
         {q for ix in live for q in writers.get((ix.schema, ix.table), ())}
     unexplained = tuple(r.queryid for r in (evidence.regressions if evidence else ()) if r.queryid not in affected)
@@ -173,8 +193,33 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
         helped = [s.queryid for s in (evidence.statements if evidence else ()) if s.queryid in serves[ix]
                   and s.ratio_ci[1] < 1.0]
         verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), tuple(helped), True, "measured benefit")
+    for fix, (ix, qid) in repaired.items():
+        verdicts[fix] = replace(verdicts[fix], in_place_of=ix, reason=f"{verdicts[fix].reason} (tried in place of "
+                                f"{index_name(ix)}, which misled statement {qid}'s plan)")
     unused = tuple(n for n in existing_names if n not in all_used)
-    return IndexValidation(tuple(live), tuple(verdicts[ix] for ix in indexes), evidence, unused, unexplained)
+    return IndexValidation(tuple(live), tuple(verdicts[ix] for ix in [*indexes, *repaired]), evidence, unused,
+                           unexplained)
+
+
+def _repairs(culprits, suspects: dict[IndexChange, list[StatementEvidence]], reads: set[str],
+             spares: Sequence[index_repair.Spare], live: list[IndexChange], sizes: dict, estimated: dict,
+             budget_bytes: int | None, tried: set[IndexChange]) -> dict[IndexChange, tuple[IndexChange, str]]:
+    """Per culprit dropped for a read it misled (its worst), the spare to try in its place
+    (``index_repair.pick``) while the estimates fit the budget next to the built sizes of ``live``, and that
+    read's queryid."""
+    room = float("inf") if budget_bytes is None else \
+        budget_bytes - sum(sizes.get(ix) or estimated.get(ix, 0) for ix in live)
+    out: dict[IndexChange, tuple[IndexChange, str]] = {}
+    for ix in sorted(culprits, key=repr):
+        bad = [s for s in suspects[ix] if s.queryid in reads]
+        if not bad:
+            continue
+        worst = max(bad, key=lambda s: s.ratio if s.ratio == s.ratio else 9.9)
+        spare = index_repair.pick(ix, worst.queryid, spares, tried | {fix for fix, _ in out.values()}, room)
+        if spare is not None:
+            out[ix] = (spare.index, worst.queryid)
+            room -= spare.estimated_bytes
+    return out
 
 
 def confirm_regressions(shadow: Shadow, statements: Sequence[BoundStatement], live: Sequence[IndexChange],

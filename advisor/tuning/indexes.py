@@ -13,7 +13,7 @@ from advisor.core.domain import Recommendation
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
 from advisor.storage.store import Store
-from advisor.tuning import index_drops, index_sizing
+from advisor.tuning import index_drops, index_repair, index_sizing
 from advisor.tuning.index_explain import add_verdicts, explain, note_fallback
 from advisor.tuning.index_validation import IndexValidation, validate_indexes
 from advisor.tuning.indexing import build_problem
@@ -88,6 +88,7 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
             chosen, training, whatif = propose(problem, plan.optimizer, seed=plan.seed, model_dir=model_dir,
                                                options={**plan.options, "data_bytes": obs.data_bytes}, say=say)
             estimated = {ix: problem.whatif.size(ix) for ix in chosen}
+            spares = index_repair.spares(problem, chosen) if plan.validation is not None else ()
             raw = index_sizing.raw_estimates(problem.whatif, chosen)  # HypoPG's, before calibration
             fallback = whatif.get("fallback")
             rows = explain(problem, bound, chosen, not_bound=_not_bound(obs, not_bound), not_parsed=unparsed,
@@ -101,7 +102,7 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
                 existing = [i.name for i in obs.snapshot.indexes
                             if not i.is_primary and not i.is_unique and i.scans == 0]
                 checked = validate_indexes(shadow, bound, chosen, estimated, existing, plan.validation, say=say,
-                                           budget_bytes=budget)
+                                           budget_bytes=budget, spares=spares)
                 index_sizing.learn_built(sizes, raw, {v.index: v.built_bytes for v in checked.verdicts}, model_dir)
             drops = index_drops.validate_drops(connector, shadow, bound, obs.snapshot, plan.validation, say=say)
     say(f"{plan.optimizer} chose {len(chosen)} index(es), what-if relative cost {whatif['relative_cost']:.3f}")
@@ -252,11 +253,13 @@ def details(connector: Connector, chosen, estimated, checked: IndexValidation | 
     (``index_sizing``) the optimizer used, the size built on the shadow. ``drops``: existing indexes to drop."""
     verdicts = {v.index: v for v in checked.verdicts} if checked else {}
     indexes = []
-    for ix in chosen:
+    for ix in [*chosen, *(v.index for v in verdicts.values() if v.in_place_of is not None)]:
         v = verdicts.get(ix)
+        repair = v.in_place_of if v else None
         indexes.append({"index": connector.index_name(ix), "table": f"{ix.schema}.{ix.table}",
+                        **({"in_place_of": connector.index_name(repair)} if repair else {}),
                         "columns": list(ix.columns), "estimated_bytes": (raw or {}).get(ix, estimated.get(ix)),
-                        "calibrated_bytes": estimated.get(ix),
+                        "calibrated_bytes": estimated.get(ix, v.estimated_bytes if v else None),
                         "built_bytes": v.built_bytes if v else None, "statements": list(v.serves) if v else [],
                         "kept": v.kept if v else None, "reason": v.reason if v else "not validated"})
     return {"indexes": indexes, "whatif": whatif, "training": training,

@@ -130,3 +130,47 @@ def test_a_flagged_regression_is_re_timed_before_it_condemns_an_index(pg, db):
     assert not {s.queryid: s for s in forced.statements}["big"].regressed  # asked for: re-timed regardless
     with PostgresConnector(db).connect() as conn:  # the shadow is left without the index
         assert conn.execute("SELECT count(*) FROM pg_indexes WHERE tablename = 'v'").fetchone()[0] == 1
+
+
+def test_an_index_that_misleads_a_plan_is_replaced_by_a_wider_spare(pg, db):
+    """``s(a)`` walks ``a`` in order for ``b = 1 ORDER BY a LIMIT 1``, expecting a match at once (half the rows
+    have b = 1), but those rows hold the larger half of ``a``: half the table fetched at random, slower than a scan.
+    It is dropped, and the spare ``s(a, b)`` (filters b in the index) is tried in its place and kept."""
+    from advisor.tuning.index_repair import Spare
+
+    run(db, "CREATE TABLE s (id int PRIMARY KEY, a int, b int)",
+        "INSERT INTO s SELECT x, (x::bigint * 7919) % 300000, ((x::bigint * 7919) % 300000 >= 150000)::int "
+        "FROM generate_series(1, 300000) x", "VACUUM ANALYZE s")
+    narrow, wide = IndexChange("public", "s", ("a",)), IndexChange("public", "s", ("a", "b"))
+    other = IndexChange("public", "s", ("b", "a"))  # leads with another column: no repair of s(a)
+    statements = [bound("first", "SELECT * FROM s WHERE b = 1 ORDER BY a LIMIT 1")]
+    shadow = Shadow(pg, PostgresConnector(db), parse_dsn(db)["dbname"])
+    said = []
+    checked = validate_indexes(shadow, statements, [narrow], {narrow: 1}, say=said.append,
+                               spares=[Spare(other, frozenset({"first"}), 1), Spare(wide, frozenset({"first"}), 2)])
+    verdicts = {v.index: v for v in checked.verdicts}
+    assert checked.kept == (wide,) and checked.accepted
+    assert not verdicts[narrow].kept and "statement first regressed" in verdicts[narrow].reason
+    assert verdicts[narrow].reason.endswith("; s_a_b_advisor_idx tried in its place")
+    assert verdicts[wide].kept and verdicts[wide].in_place_of == narrow and verdicts[wide].estimated_bytes == 2
+    assert "which misled statement first's plan" in verdicts[wide].reason
+    assert other not in verdicts and any("in place of" in m for m in said)
+    with PostgresConnector(db).connect() as conn:  # the shadow is left as it was
+        assert conn.execute("SELECT count(*) FROM pg_indexes WHERE tablename = 's'").fetchone()[0] == 1
+
+
+def test_a_repair_is_the_widest_spare_that_covers_the_statement_and_fits():
+    from advisor.tuning.index_repair import Spare, pick
+
+    ix = IndexChange("public", "mi", ("movie_id",))
+    two = Spare(IndexChange("public", "mi", ("movie_id", "info")), frozenset({"q1", "q2"}), 5_000)
+    three = Spare(IndexChange("public", "mi", ("movie_id", "info_type_id"), include=("info",)), frozenset({"q1"}),
+                  9_000)
+    partial = Spare(IndexChange("public", "mi", ("movie_id", "info"), where="info_type_id = 3"), frozenset({"q1"}), 1)
+    elsewhere = Spare(IndexChange("public", "ci", ("movie_id", "role_id")), frozenset({"q1"}), 1)
+    pool = [two, three, partial, elsewhere]
+    assert pick(ix, "q1", pool, set(), 10_000) == three  # the widest
+    assert pick(ix, "q1", pool, set(), 8_000) == two  # the widest that fits the room left
+    assert pick(ix, "q2", pool, set(), 10_000) == two  # only it covers q2
+    assert pick(ix, "q1", pool, {three.index, two.index}, 10_000) is None  # tried already; partial, other table: never
+    assert pick(ix, "q3", pool, set(), 10_000) is None
