@@ -6,11 +6,12 @@ An index *serves* a statement when the statement's plan on the shadow (with ever
 it. An index has a measurable benefit when at least one statement it serves got faster with the whole 95%
 interval of its time ratio below 1. The *suspects* of a statement that regressed are the new indexes its plan
 uses and, when it writes, the new indexes on the table it writes (each written row must also be written into
-them). A pass drops, per regressed statement, one suspect (a join of eight tables may use five new indexes of
+them). Each of the first ``CAREFUL_PASSES`` passes drops, per regressed statement, one suspect (a join of eight tables may use five new indexes of
 which one misleads the planner: the other four stay): for a read with several suspects, the one whose absence
 makes it fastest, timed with the set built and each suspect in turn dropped inside a rolled-back transaction
-(``diagnose``); otherwise the one that saved the least time elsewhere. The last pass drops every suspect left,
-except where dropping the diagnosed one alone cures the statement (on JOB, dropping both suspects of a 1.16x
+(``diagnose``); otherwise the one that saved the least time elsewhere. Later passes (until one drops nothing, at
+most ``MAX_PRUNING_ROUNDS``, then the rest is measured once more) drop every suspect left, except where dropping
+the diagnosed one alone cures the statement (on JOB, dropping both suspects of a 1.16x
 regression there threw away the two indexes behind a 60 s -> 15 s round).
 Three interleaved rounds are too few to judge one statement: they flag one that only noise moved about one time
 in twenty (its three times with the set all above its three without), and they let a real 1.4x on a short join
@@ -45,7 +46,11 @@ from advisor.tuning.validation import ValidationOptions, validate
 from connectors.base import Shadow
 from workloads.binding import BoundStatement
 
-MAX_PRUNING_ROUNDS = 3
+CAREFUL_PASSES = 2  # pruning passes that drop one suspect per regressed statement (and may try repairs)
+# pruning passes at most; from the third on, every suspect of a regression goes. On JOB a set still ran 1.5x
+# slower than no index after three (dropping indexes changes plans, and other indexes then mislead them), and
+# the whole set was refused
+MAX_PRUNING_ROUNDS = 5
 CONFIRM_BLOCKS = 3  # alternating blocks per arm when a statement slower in the rounds is re-timed
 CONFIRM_REPEATS = 3  # timed runs per block (after one unmeasured run)
 CONFIRM_BELOW = 2.0  # a flagged regression this many times slower is not re-timed
@@ -149,7 +154,7 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
         suspects = {ix: [by_stmt[q] for q in serves[ix] if q in by_stmt and by_stmt[q].regressed]
                     + [by_stmt[q] for q in writers.get((ix.schema, ix.table), ()) if q in by_stmt
                        and by_stmt[q].regressed] for ix in live}
-        last = round_no == MAX_PRUNING_ROUNDS
+        last = round_no > CAREFUL_PASSES
         found = diagnose(shadow, statements, live, suspects, by_stmt, options, say, cured_only=last)
         culprits = _culprits(suspects, serves, by_stmt, every=last, diagnosed=found)
         dropped = []
@@ -177,7 +182,7 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
         live = [ix for ix in live if ix not in dropped]
         say(f"dropped {len(dropped)} index(es): " + "; ".join(f"{index_name(ix)} ({verdicts[ix].reason})"
                                                               for ix in dropped))
-        if round_no < MAX_PRUNING_ROUNDS and spares:  # a later pass measures (and may prune) the repairs
+        if round_no <= CAREFUL_PASSES and spares:  # a later pass measures (and may prune) the repairs
             for ix, (fix, qid) in _repairs(culprits, suspects, reads, spares, live, sizes, estimated, budget_bytes,
                                            set(indexes) | set(repaired)).items():
                 repaired[fix] = (ix, qid)
@@ -361,7 +366,7 @@ def _culprits(suspects: dict[IndexChange, list[StatementEvidence]], serves: dict
     the suspect ``diagnosed`` for it, else the one that saved the least weighted time on the statements it serves
     that did not regress (ties: the one serving fewer statements, then by name, so the choice is deterministic)."""
     diagnosed = diagnosed or {}
-    if every:  # the last pass: every suspect of a statement without a diagnosis that cures it
+    if every:  # the passes after the careful ones: every suspect of a statement without a diagnosis that cures it
         return {ix for ix, bad in suspects.items() if any(st.queryid not in diagnosed for st in bad)} | \
             {diagnosed[q] for q in {st.queryid for bad in suspects.values() for st in bad} if q in diagnosed}
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,9 +25,11 @@ from advisor.core.progress import Say
 from optimizers.indexes.base import IndexOptimizer
 from optimizers.indexes.baselines import Extend
 from optimizers.indexes.problem import IndexProblem
-from optimizers.indexes.td3 import TD3Agent, TD3Options, action_space_key, mix_sampler
 
-__all__ = ["IA2", "TD3Agent", "TD3Options", "action_space_key", "held_out_sampler", "mix_sampler"]
+if TYPE_CHECKING:
+    from optimizers.indexes.td3 import TD3Agent
+
+__all__ = ["IA2", "held_out_sampler"]
 
 HELD_OUT_CHECKS = 3  # mixes unlike the workload the trained policy is compared with Extend on, at most
 # planner calls after which no further mix is checked (each mix has a new budget, so Extend plans many new
@@ -42,6 +45,14 @@ WHATIF_BUDGET = 6_000
 # share of training episodes on the target's own mix and budget (the one the recommendation is asked for): on the
 # app workload 0 / 0.2 / 0.4 of them brought IA2's own set from 1.13x to 1.11x and 1.06x Extend's what-if cost
 OWN_MIX = 0.3
+
+
+def _td3():
+    """``optimizers.indexes.td3``, imported when IA2 first needs it: it loads PyTorch, a second that every CLI call
+    would otherwise pay (the registry lists IA2)."""
+    from optimizers.indexes import td3
+
+    return td3
 
 
 def held_out_sampler(base: IndexProblem, templates: Sequence[str],
@@ -87,10 +98,11 @@ class IA2(IndexOptimizer):
     def prepare(self, model_dir: Path | None, say: Say) -> dict | None:
         if self._usable(self.agent):
             return self.training
-        path = model_dir / f"ia2-{action_space_key(self.problem.candidates)}.pt" if model_dir is not None else None
+        path = model_dir / f"ia2-{_td3().action_space_key(self.problem.candidates)}.pt" if model_dir is not None \
+            else None
         stored = self._stored_model(model_dir, path) if not self.retrain else None
         if stored is not None:
-            self.agent = TD3Agent.load(stored[0], stored[1], self.device)
+            self.agent = _td3().TD3Agent.load(stored[0], stored[1], self.device)
             say(f"IA2: using the model trained for this candidate set ({stored[0]})")
             self.training = {**self.agent.stats.to_dict(), "reused": True, "model": str(stored[0])}
             return self.training
@@ -110,7 +122,7 @@ class IA2(IndexOptimizer):
             return None
         wanted = set(self.problem.candidates)
         for path in sorted(model_dir.glob("ia2-*.pt"), key=lambda p: p.stat().st_mtime, reverse=True):
-            space = TD3Agent.action_space(path)
+            space = _td3().TD3Agent.action_space(path)
             if space is not None and wanted <= set(space):
                 return path, space
         return None
@@ -122,10 +134,11 @@ class IA2(IndexOptimizer):
         budget = max(problem.budget_bytes, 1)
         lo = max(1, min(budget // 2, int(0.05 * self.data_bytes)))
         lo, hi = self.budgets or (lo, max(budget * 2, int(0.5 * self.data_bytes), lo + 1))
-        self.agent = TD3Agent(problem.candidates, TD3Options(episodes=self.episodes, reward=self.reward), self.device,
-                              self.seed)
+        td3 = _td3()
+        self.agent = td3.TD3Agent(problem.candidates, td3.TD3Options(episodes=self.episodes, reward=self.reward),
+                                  self.device, self.seed)
         say(f"IA2: training on {len(templates)} statement templates, {self.episodes} episodes on {self.agent.device}")
-        usual, unlike = mix_sampler(problem, templates, (lo, hi)), held_out_sampler(problem, templates, (lo, hi))
+        usual, unlike = td3.mix_sampler(problem, templates, (lo, hi)), held_out_sampler(problem, templates, (lo, hi))
         share, own = self.held_out, self.own_mix
 
         def sample(rng: np.random.Generator) -> IndexProblem:
@@ -175,4 +188,4 @@ class IA2(IndexOptimizer):
 
     def _restore(self, state: dict) -> None:
         if state.get("model"):
-            self.agent = TD3Agent.from_text(state["model"], self.problem.candidates, self.device)
+            self.agent = _td3().TD3Agent.from_text(state["model"], self.problem.candidates, self.device)

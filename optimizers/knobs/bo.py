@@ -12,10 +12,11 @@ import math
 import warnings
 
 import numpy as np
-import torch
 
 from optimizers.knobs.search import SearchOptimizer, sobol
-from optimizers.torch_runtime import one_thread
+
+# PyTorch (with BoTorch) is imported where it is used: every CLI call lists the optimizers, and importing it takes
+# a second
 
 RESTART_TOLERANCE = math.log(0.8)  # in log-acquisition: accept a 20% lower expected improvement to skip a restart
 
@@ -30,6 +31,9 @@ def fit_gp(X: np.ndarray, y: np.ndarray, warm: dict | None = None):
     from botorch.models import SingleTaskGP
     from botorch.models.transforms.outcome import Standardize
     from gpytorch.mlls import ExactMarginalLogLikelihood
+    import torch
+
+    from optimizers.torch_runtime import one_thread
 
     train_x = torch.tensor(X, dtype=torch.double)
     train_y = torch.tensor(-y, dtype=torch.double).unsqueeze(-1)
@@ -60,6 +64,10 @@ def log_ei(model, best_f: float):
 
 def score(acq, candidates: np.ndarray, batch: int = 1024) -> np.ndarray:
     """Acquisition values of many single points."""
+    import torch
+
+    from optimizers.torch_runtime import one_thread
+
     out = []
     with torch.no_grad(), one_thread():
         for i in range(0, len(candidates), batch):
@@ -87,12 +95,16 @@ class ModelSearch(SearchOptimizer):
     _warm: dict | None = None
 
     def _model_state(self) -> dict:
+        import torch
+
         if not self._warm:
             return {}
         return {"warm": {k: {"dtype": str(v.dtype).removeprefix("torch."), "value": v.tolist()}
                          for k, v in self._warm.items() if bool(torch.isfinite(v).all())}}  # bounds stay out
 
     def _restore_model(self, state: dict) -> None:
+        import torch
+
         warm = state.get("warm")
         self._warm = {k: torch.tensor(v["value"], dtype=getattr(torch, v["dtype"])) for k, v in warm.items()} \
             if warm else None
@@ -103,6 +115,8 @@ class ModelSearch(SearchOptimizer):
         return sobol(self.space.dim, 8, self.seed + len(self.history) + len(pending))[len(self.history) % 8]
 
     def acquisition(self, X: np.ndarray, y: np.ndarray):
+        import torch
+
         torch.manual_seed(self.seed + len(self.history))  # a fit that restarts draws from a seeded generator
         model = fit_gp(X, y, self._warm)
         self._warm = hyperparameters(model)
@@ -117,7 +131,10 @@ class GPSearch(ModelSearch):
         start = self.initial_point(pending)
         if start is not None:
             return start
+        import torch
         from botorch.optim import optimize_acqf
+
+        from optimizers.torch_runtime import one_thread
 
         d = self.space.dim
         X, y = self.data()

@@ -1,5 +1,6 @@
 """The rewrite optimizers: one per search strategy over the same rules (``optimizers.rewrites.strategies``,
-``optimizers.rewrites.aurora``)."""
+``optimizers.rewrites.aurora``). Aurora's module and PyTorch are imported when Aurora first needs them (``_torch``):
+every CLI call lists the optimizers, and PyTorch alone takes a second to import."""
 
 from __future__ import annotations
 
@@ -7,15 +8,26 @@ import base64
 import io
 import pickle
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from advisor.core.progress import Say
-from optimizers.rewrites.aurora import Aurora
 from optimizers.rewrites.base import RewriteOptimizer
 from optimizers.rewrites.search import Search
 from optimizers.rewrites.strategies import Result, greedy, random_order, saturate
+
+if TYPE_CHECKING:
+    from optimizers.rewrites.aurora import Aurora
+
+
+def _torch():
+    """(the Aurora class, the torch module), imported on first use."""
+    import torch
+
+    from optimizers.rewrites.aurora import Aurora
+
+    return Aurora, torch
 
 
 class Saturate(RewriteOptimizer):
@@ -74,6 +86,7 @@ class AuroraRewriter(RewriteOptimizer):
         if self.agent is not None:
             return self.training
         path = model_dir / self.MODEL if model_dir is not None else None
+        Aurora, torch = _torch()
         if path is not None and path.exists() and not self.retrain:
             try:
                 self.agent = Aurora(seed=self.seed, device=self.device)
@@ -93,7 +106,7 @@ class AuroraRewriter(RewriteOptimizer):
         return self.training
 
     def _train(self, say: Say = lambda _m: None) -> None:
-        self.agent = Aurora(seed=self.seed, device=self.device)
+        self.agent = _torch()[0](seed=self.seed, device=self.device)
         rng = np.random.default_rng(self.seed)
         problem = self.problem
 
@@ -119,11 +132,12 @@ class AuroraRewriter(RewriteOptimizer):
         if self.agent is None:
             return {"model": None}
         out = io.BytesIO()
-        torch.save(self.agent.state_dict(), out)
+        _torch()[1].save(self.agent.state_dict(), out)
         return {"model": base64.b64encode(out.getvalue()).decode()}
 
     def _restore(self, state: dict) -> None:
         if state.get("model"):
+            Aurora, torch = _torch()
             self.agent = Aurora(seed=self.seed, device=self.device)
             blob = torch.load(io.BytesIO(base64.b64decode(state["model"])), map_location="cpu", weights_only=True)
             self.agent.load_state_dict(blob)

@@ -10,7 +10,7 @@ from optimizers import registry
 from optimizers.indexes.base import BudgetExceeded, IndexOptimizer
 from optimizers.indexes.costing import CachedWhatIf
 from optimizers.indexes.env import IndexEnv
-from optimizers.indexes.ia2 import TD3Agent, TD3Options, mix_sampler
+from optimizers.indexes.td3 import TD3Agent, TD3Options, mix_sampler
 from optimizers.indexes.problem import Candidate, ColumnUse, IndexProblem, Query
 
 O, L = ("public", "orders"), ("public", "lineitem")
