@@ -9,7 +9,8 @@ import sys
 def test_bench_knobs_small_run_writes_table_json_and_plot(tmp_path):
     out = tmp_path / "bench"
     res = subprocess.run([sys.executable, "-m", "advisor", "bench", "knobs", "--workloads", "joins", "--trials", "3",
-                          "--repeats", "1", "--surrogate-seeds", "0", "--out", str(out)], capture_output=True, text=True,
+                          "--repeats", "1", "--surrogate-seeds", "0", "--out", str(out)],
+                         capture_output=True, text=True,
                          timeout=600, env={**os.environ, "ADVISOR_STORE": str(tmp_path / "s.duckdb")})
     assert res.returncode == 0, res.stderr[-2000:]
     doc = json.loads((out / "knobs.json").read_text())

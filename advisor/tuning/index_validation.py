@@ -6,13 +6,13 @@ An index *serves* a statement when the statement's plan on the shadow (with ever
 it. An index has a measurable benefit when at least one statement it serves got faster with the whole 95%
 interval of its time ratio below 1. The *suspects* of a statement that regressed are the new indexes its plan
 uses and, when it writes, the new indexes on the table it writes (each written row must also be written into
-them). Each of the first ``CAREFUL_PASSES`` passes drops, per regressed statement, one suspect (a join of eight tables may use five new indexes of
-which one misleads the planner: the other four stay): for a read with several suspects, the one whose absence
-makes it fastest, timed with the set built and each suspect in turn dropped inside a rolled-back transaction
-(``diagnose``); otherwise the one that saved the least time elsewhere. Later passes (until one drops nothing, at
-most ``MAX_PRUNING_ROUNDS``, then the rest is measured once more) drop every suspect left, except where dropping
-the diagnosed one alone cures the statement (on JOB, dropping both suspects of a 1.16x
-regression there threw away the two indexes behind a 60 s -> 15 s round).
+them). Each of the first ``CAREFUL_PASSES`` passes drops, per regressed statement, one suspect (a join of eight
+tables may use five new indexes of which one misleads the planner: the other four stay): for a read with several
+suspects, the one whose absence makes it fastest, timed with the set built and each suspect in turn dropped
+inside a rolled-back transaction (``diagnose``); otherwise the one that saved the least time elsewhere. Later
+passes (until one drops nothing, at most ``MAX_PRUNING_ROUNDS``, then the rest is measured once more) drop every
+suspect left, except where dropping the diagnosed one alone cures the statement (on JOB, dropping both suspects
+of a 1.16x regression there threw away the two indexes behind a 60 s -> 15 s round).
 Three interleaved rounds are too few to judge one statement: they flag one that only noise moved about one time
 in twenty (its three times with the set all above its three without), and they let a real 1.4x on a short join
 through as often as not. So each read the rounds measured 10% slower or more is re-timed (``confirm_regressions``:
