@@ -158,7 +158,7 @@ def add_verdicts(rows: list[dict], verdicts: Iterable, name: Name = _default_nam
     for row in rows:
         for c in row["candidates"]:
             v = by_name.get(c["index"])
-            if v is None or (c["fate"] != "chosen" and getattr(v, "in_place_of", None) is None):
+            if v is None or (c["fate"] != "chosen" and v.in_place_of is None):
                 continue
             c["fate"] = "kept" if v.kept else "dropped in validation"
             c["reason"] = f"kept in validation: {v.reason}" if v.kept else f"dropped in validation: {v.reason}"
