@@ -31,7 +31,7 @@ from advisor.core.hardware import detect
 from advisor.core.progress import Say, silent
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
-from advisor.tuning.index_validation import confirm_regressions
+from advisor.tuning.index_timing import confirm_regressions
 from advisor.tuning.indexes import IndexPlan, tune_indexes
 from advisor.tuning.observe import require_workload
 from advisor.tuning.validation import ValidationOptions, validate

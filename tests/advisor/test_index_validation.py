@@ -1,6 +1,8 @@
 """The regression guard on a real shadow: a planted harmful index is dropped, a useful one kept, and the real
 built sizes are reported next to the estimates."""
 
+from dataclasses import replace
+
 from advisor.core.domain import IndexChange
 from advisor.tuning.index_validation import validate_indexes
 from advisor.tuning.validation import ValidationOptions
@@ -26,15 +28,22 @@ def test_harmful_and_idle_indexes_are_dropped_useful_one_kept(pg, db):
         "INSERT INTO t SELECT x, md5(x::text) FROM generate_series(1, 20000) x", "ANALYZE")
     statements = [
         bound("lookup", "SELECT * FROM u WHERE a = 17", 500),  # dominates the workload: a clear gain
+        # its plan uses u(a) (row 17 also matches at once without it), and its time is generate_series': even
+        bound("first", "SELECT count(*) FROM generate_series(1, 300000) g, (SELECT id FROM u WHERE a = 17 LIMIT 1) f"),
         bound("pad", "SELECT id FROM t WHERE pad = 'c4ca4238a0b923820dcc509a6f75849b'"),
         bound("insert", "INSERT INTO t SELECT x, md5(x::text) FROM generate_series(1, 60000) x", 1, write=True),
     ]
     shadow = Shadow(pg, PostgresConnector(db), parse_dsn(db)["dbname"])
+    said = []
     checked = validate_indexes(shadow, statements, [GOOD, HARMFUL, IDLE], {GOOD: 1, HARMFUL: 2, IDLE: 3},
-                               options=ValidationOptions(rounds=4))
+                               options=ValidationOptions(rounds=4), say=said.append)
     verdicts = {v.index: v for v in checked.verdicts}
     assert checked.kept == (GOOD,)
-    assert verdicts[GOOD].kept and verdicts[GOOD].serves == ("lookup",)
+    assert verdicts[GOOD].kept and "lookup" in verdicts[GOOD].serves
+    # the audit: each statement whose plan uses the kept set ends either shown faster by the rounds or re-timed
+    final = said[max(i for i, m in enumerate(said) if m.startswith("validating")):]  # the last pass's messages
+    first = next(s for s in checked.evidence.statements if s.queryid == "first")
+    assert any(m.startswith("statement first: ") and "re-timed" in m for m in final) or first.ratio_ci[1] < 1.0
     assert not verdicts[HARMFUL].kept and "insert regressed" in verdicts[HARMFUL].reason
     assert not verdicts[IDLE].kept and "no statement's plan uses it" in verdicts[IDLE].reason
     assert all(v.built_bytes and v.built_bytes > 8192 for v in checked.verdicts)
@@ -45,6 +54,20 @@ def test_harmful_and_idle_indexes_are_dropped_useful_one_kept(pg, db):
     with PostgresConnector(db).connect() as conn:  # the shadow is left as it was
         assert conn.execute("SELECT count(*) FROM pg_indexes WHERE tablename IN ('t', 'u')").fetchone()[0] == 1
 
+
+
+def test_the_audit_re_times_each_read_the_set_serves_that_the_rounds_did_not_show_faster():
+    from advisor.core.domain import Evidence
+    from advisor.tuning.index_validation import unproven
+
+    noisy_fast = replace(_st("noisy_fast", 0.9), ratio_ci=(0.86, 1.08))
+    stmts = (_st("faster", 0.5), _st("even", 1.02), noisy_fast, _st("flagged", 1.3, regressed=True),
+             _st("retimed", 1.05), _st("unserved", 1.1), _st("write", 1.0))
+    evidence = Evidence(3, (30.0,) * 3, (30.0,) * 3, 0.0, (0.0, 0.0), stmts, 0.02, 0.10)
+    served = {"faster", "even", "noisy_fast", "flagged", "retimed", "write"}
+    reads = served - {"write"} | {"unserved"}
+    # "noisy_fast" measured 0.9x but its interval reaches 1 (0.86 .. 1.08): not shown faster, so re-timed
+    assert unproven(evidence, served, reads, done=["retimed"]) == ["even", "noisy_fast"]
 
 
 def _st(qid, ratio, regressed=False, weight=1.0, base=10.0):
@@ -105,7 +128,7 @@ def test_a_flagged_regression_is_re_timed_before_it_condemns_an_index(pg, db):
     """Three rounds can flag a statement that only noise moved: the flag is re-timed (with the set built, runs with
     it and without it alternating) and the longer measurement decides; writes and large regressions keep theirs."""
     from advisor.core.domain import Evidence
-    from advisor.tuning.index_validation import CONFIRM_BLOCKS, CONFIRM_REPEATS, confirm_regressions
+    from advisor.tuning.index_timing import CONFIRM_BLOCKS, CONFIRM_REPEATS, confirm_regressions
 
     run(db, "CREATE TABLE v (id int PRIMARY KEY, a int, pad text)",
         "INSERT INTO v SELECT x, x % 5000, md5(x::text) FROM generate_series(1, 200000) x", "ANALYZE")
