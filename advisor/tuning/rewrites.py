@@ -299,8 +299,12 @@ def constraints(problem: RewriteProblem, tables: dict) -> dict:
 
 
 def _tables_read(problem: RewriteProblem, queryid: str) -> dict[str, dict[str, str]]:
-    """The schema of the tables ``queryid`` reads (its subqueries' included): what its check databases hold."""
+    """The schema of the tables ``queryid`` reads (its subqueries' included, and, for a statement searched over a
+    block, the tables of the whole statement): what its check databases hold."""
     names: set[str] = set()
+    nested = problem.lowered[queryid].nested
+    if nested is not None:
+        names.update(nested.tables())
 
     def walk(low) -> None:
         names.update(t for t, _ in low.tables)

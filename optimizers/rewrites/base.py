@@ -47,7 +47,7 @@ class RewriteOptimizer(Optimizer[RewriteProblem]):
                         seen.add(variant)
                         candidates.append(QueryRewrite(qid, sql, variant, rules + extra, estimated))
             if not candidates:
-                self._why[qid] = "no rule found a cheaper form (estimated)"
+                self._why[qid] = "no rule found a cheaper form (estimated)" + _where(low)
             for i, change in enumerate(candidates[:n]):
                 out[i].append(change)
             self.seconds[qid] = time.perf_counter() - started
@@ -76,3 +76,10 @@ class RewriteOptimizer(Optimizer[RewriteProblem]):
     @abstractmethod
     def _search(self, search: Search) -> Result:
         """Run rules on ``search`` (its node budget is kept by ``Search.run``) and say what was done."""
+
+
+def _where(low) -> str:
+    """For a block of a larger statement (``Lowered.nested``): which block was searched, and why the rest was not."""
+    if low.nested is None:
+        return ""
+    return f" in {low.nested.what}, the part searched (the rest is outside the subset: {low.nested.why})"

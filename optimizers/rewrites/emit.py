@@ -36,7 +36,8 @@ class Block:
 
 
 def to_sql(term: Rel, shell: Lowered) -> str:
-    """``term`` (a core extracted from the e-graph) inside the statement's shell, as PostgreSQL SQL."""
+    """``term`` (a core extracted from the e-graph) inside the statement's shell, as PostgreSQL SQL (the whole
+    statement: a block, ``shell.nested``, is put back where it was)."""
     block = block_of(term)
     skeleton = sqlglot.parse_one(f"SELECT 1 FROM {block.source}", read="postgres")
     out = shell.shell.copy()
@@ -49,7 +50,8 @@ def to_sql(term: Rel, shell: Lowered) -> str:
     out.set("joins", skeleton.args.get("joins"))
     out.set("where", exp.Where(this=sqlglot.parse_one(" AND ".join(block.where), read="postgres"))
             if block.where else None)
-    return out.sql(dialect="postgres")
+    sql = out.sql(dialect="postgres")
+    return shell.nested.splice(sql) if shell.nested is not None else sql
 
 
 def block_of(term: Rel) -> Block:

@@ -7,7 +7,14 @@ The subset: one SELECT over base tables (comma joins, [INNER] JOIN ... ON, LEFT 
 conjuncts, and among them [NOT] EXISTS (SELECT ... FROM base tables WHERE ...) subqueries (correlated or not),
 [NOT] IN (SELECT column ...) and
 comparisons with a scalar subquery (``x < (SELECT 0.2 * avg(y) FROM ... WHERE ...)``).
-Anything else raises ``Unsupported`` with the reason, and the statement passes through untouched.
+Anything else raises ``Unsupported`` with the reason, and the statement passes through untouched, unless it is a
+query holding a block inside the subset (a derived table's or a CTE's SELECT, a UNION branch): ``lower_block``
+lowers that block, and emission puts its rewrite back into the statement as written around it.
+
+>>> low = lower_block("SELECT count(*) FROM (SELECT a FROM t, u WHERE t.a = u.c) AS x", {"t": {"a": "int"},
+...                   "u": {"c": "int"}})
+>>> low.nested.what, low.tables, low.nested.splice("SELECT a FROM t")
+("the derived table x's query", (('t', 't'), ('u', 'u')), 'SELECT COUNT(*) FROM (SELECT a FROM t) AS x')
 
 >>> schema = {"t": {"a": "int", "b": "int"}, "u": {"c": "int", "d": "text"}}
 >>> low = lower("SELECT a FROM t JOIN u ON t.a = u.c WHERE b > 1 AND d IS NULL", schema)
@@ -53,14 +60,39 @@ class Atom:
 
 
 @dataclass(frozen=True)
+class Nested:
+    """Where a lowered SELECT sits in a statement outside the subset: the statement as written, the block's place
+    (its index among the statement's SELECTs, in ``find_all`` order), what it is (a derived table's, a CTE's query
+    or a set operation's branch) and why the whole statement is outside the subset."""
+
+    statement: str
+    index: int
+    what: str
+    why: str
+
+    def tables(self) -> set[str]:
+        """The names of the tables the whole statement reads (a CTE's name included: a caller keeps those its
+        schema has)."""
+        return {".".join(p.name for p in t.parts) for t in parse(self.statement).find_all(exp.Table)}
+
+    def splice(self, block_sql: str) -> str:
+        """The statement with the block's SELECT replaced by ``block_sql``."""
+        tree = parse(self.statement)
+        list(tree.find_all(exp.Select))[self.index].replace(parse(block_sql))
+        return tree.sql(dialect="postgres")
+
+
+@dataclass(frozen=True)
 class Lowered:
     """A lowered SELECT: its tables as (table, alias), join steps, WHERE atoms, and the shell (the original
-    statement with FROM, JOINs and WHERE to be replaced)."""
+    statement with FROM, JOINs and WHERE to be replaced). ``nested``: set when the SELECT is a block of a larger
+    statement (``lower_block``); emission puts the block back into it."""
 
     tables: tuple[tuple[str, str], ...]
     joins: tuple[tuple[str, str, tuple[Atom, ...]], ...]  # (alias, "inner" | "left", ON atoms), FROM order
     atoms: tuple[Atom, ...]
     shell: exp.Select
+    nested: Nested | None = None
 
     @property
     def aliases(self) -> frozenset[str]:
@@ -83,6 +115,52 @@ def lower(sql: str, schema: Schema) -> Lowered:
     tree = parse(sql)
     if not isinstance(tree, exp.Select):
         raise Unsupported(f"{tree.key.upper()} statements are not rewritten (only SELECT)")
+    return _lower_tree(tree, schema)
+
+
+def lower_block(sql: str, schema: Schema) -> Lowered:
+    """``sql`` lowered; when the statement is outside the subset but is a query (a SELECT or a set operation)
+    holding a block inside it (a derived table's or a CTE's SELECT, or a UNION / INTERSECT / EXCEPT branch), that
+    block, the one of most tables (the first of them), with ``nested`` saying where it goes back. A derived table
+    in FROM cannot see the enclosing query's columns (LATERAL is outside the subset), nor can a CTE or a branch, so
+    each is a statement of its own. ``Unsupported`` (the statement's reason) when no block is in the subset."""
+    try:
+        return lower(sql, schema)
+    except Unsupported as e:
+        why = str(e)
+        tree = parse(sql)
+        if not isinstance(tree, (exp.Select, exp.SetOperation)):
+            raise
+    blocks: list[Lowered] = []
+    for i, node in enumerate(tree.find_all(exp.Select)):
+        what = _block_kind(node) if node is not tree else None
+        if what is None:
+            continue
+        try:
+            low = _lower_tree(node.copy(), schema)
+        except Unsupported:
+            continue
+        blocks.append(Lowered(low.tables, low.joins, low.atoms, low.shell, Nested(sql, i, what, why)))
+    if not blocks:
+        raise Unsupported(why)
+    return max(blocks, key=lambda b: len(b.tables))  # max() keeps the first of the largest
+
+
+def _block_kind(node: exp.Select) -> str | None:
+    """What a SELECT inside a statement is, when it is a block that can be rewritten on its own; None otherwise
+    (a subquery in an expression may read the enclosing query's columns)."""
+    parent = node.parent
+    if isinstance(parent, exp.Subquery) and isinstance(parent.parent, (exp.From, exp.Join)):
+        name = parent.alias_or_name
+        return f"the derived table {name}'s query" if name else "a derived table's query"
+    if isinstance(parent, exp.CTE):
+        return f"the CTE {parent.alias_or_name}'s query"
+    if isinstance(parent, exp.SetOperation):
+        return f"a branch of the {parent.key.upper()}"
+    return None
+
+
+def _lower_tree(tree: exp.Select, schema: Schema) -> Lowered:
     if tree.args.get("with_"):
         raise Unsupported("WITH (common table expressions) is not in the rewriter's subset yet")
     try:

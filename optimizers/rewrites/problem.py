@@ -1,7 +1,8 @@
 """The rewrite problem: the workload's statements (query id, SQL), the schema they read (table -> column ->
 type), estimated rows per table, the (table, column) pairs declared NOT NULL, each predicate's estimated
 selectivity, the e-graph's node budget per statement, and the catalog's unique and foreign keys. Statements
-outside the rewriter's subset are kept, with the reason, in ``unsupported``."""
+outside the rewriter's subset are kept, with the reason, in ``unsupported``; one that holds a SELECT inside the
+subset (a derived table's, a CTE's, a UNION branch) is searched over that block (``Lowered.nested``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from functools import cached_property
 
 from advisor.core.domain import QueryRewrite
 from optimizers.rewrites.corpus import generate
-from optimizers.rewrites.lower import Atom, Lowered, Unsupported, lower
+from optimizers.rewrites.lower import Atom, Lowered, Unsupported, lower, lower_block
 from optimizers.rewrites.rules.statement import Facts
 from optimizers.rewrites.search import Search
 
@@ -39,11 +40,12 @@ class RewriteProblem:
 
     @cached_property
     def _lowering(self) -> tuple[dict[str, Lowered], dict[str, str]]:
-        """Each statement lowered once: (lowered by query id, why each outside the subset is left as written)."""
+        """Each statement lowered once: (lowered by query id, why each outside the subset is left as written). A
+        statement outside the subset that holds a block inside it (``lower_block``) is lowered as that block."""
         lowered, unsupported = {}, {}
         for qid, sql in self.statements:
             try:
-                lowered[qid] = lower(sql, self.schema)
+                lowered[qid] = lower_block(sql, self.schema)
             except Unsupported as e:
                 unsupported[qid] = str(e)
         return lowered, unsupported

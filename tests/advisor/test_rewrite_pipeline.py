@@ -58,6 +58,27 @@ def test_a_timed_rewrite_reports_its_speedup_with_an_interval(shop, service):
             service.apply(rec.id)
 
 
+@pytest.mark.parametrize("sql,block", [
+    (f"SELECT count(*) AS n FROM ({CORRELATED}) AS hi", "the derived table hi's query"),
+    (f"WITH hi AS ({CORRELATED}) SELECT count(*) AS n FROM hi", "the CTE hi's query"),
+    (f"{CORRELATED} UNION SELECT o.cid FROM o WHERE o.amount > 11", "a branch of the UNION"),
+], ids=["derived", "cte", "union"])
+def test_a_block_inside_a_statement_outside_the_subset_is_rewritten_in_place(shop, service, sql, block):
+    """The correlated subquery sits in a derived table, a CTE or a UNION branch: the statement is outside the
+    subset, the block is not, so the block is decorrelated in place and the whole statement proven equivalent."""
+    from optimizers.rewrites.lower import lower_block
+
+    low = lower_block(sql, {"c": {"id": "int", "score": "numeric", "name": "text"},
+                            "o": {"id": "int", "cid": "int", "amount": "numeric"}})
+    assert low.nested is not None and low.nested.what == block
+    result = service.tune_rewrites(shop, "greedy", sql=sql, validation=None)
+    (o,) = result.statements
+    assert o.rewritten is not None and "decorrelate_scalar_aggregate" in o.rules, o.reason
+    assert "GROUP BY" in o.rewritten and "(select 2 * avg" not in o.rewritten.lower()
+    assert o.rewritten.lower().startswith(sql[:12].lower())  # the rest of the statement is as written
+    assert o.equivalent and o.checked_on[-1] == "the shadow" and "nulls" in o.checked_on
+
+
 def test_statements_left_alone_say_why(shop, service):
     script = ("SELECT id FROM c WHERE score > 5; SELECT * FROM c WHERE id = $1; WITH x AS (SELECT 1) SELECT * FROM x;"
               "SELEC oops")

@@ -234,10 +234,14 @@ STATEMENT_RULES: tuple[StatementRule, ...] = (
 
 
 def variants(sql: str, facts: Facts) -> list[tuple[str, tuple[str, ...]]]:
-    """``sql`` after the replacing rules, then each alternative rule's form of that: (SQL, rules applied)."""
+    """``sql`` after the replacing rules, then each alternative rule's form of that: (SQL, rules applied). A
+    statement with a WITH clause is left as it is: the rules take a name in FROM for the catalog's table, and a CTE
+    may shadow one (``WITH orders AS (...)``: its rows need not honour the table's keys)."""
     try:
         tree = sqlglot.parse_one(sql, read="postgres")
     except SqlglotError:
+        return [(sql, ())]
+    if tree.args.get("with_"):
         return [(sql, ())]
     applied: tuple[str, ...] = ()
     alternatives = []

@@ -1,0 +1,59 @@
+"""Blocks: a statement outside the rewriter's subset that holds a SELECT inside it (a derived table's query, a
+CTE's, a UNION branch) is searched over that block, and emission puts the block back where it was."""
+
+import pytest
+
+from optimizers.rewrites.emit import to_sql
+from optimizers.rewrites.lower import Unsupported, lower_block
+from optimizers.rewrites.problem import RewriteProblem
+from optimizers.rewrites.search import Search
+
+SCHEMA = {"t": {"a": "int", "b": "int"}, "u": {"c": "int", "d": "text"}, "v": {"e": "int"}}
+
+
+def test_the_block_of_most_tables_is_chosen_and_goes_back_in_place():
+    sql = ("WITH small AS (SELECT a FROM t WHERE b > 1), big AS (SELECT t.a FROM t, u, v WHERE t.a = u.c "
+           "AND u.c = v.e) SELECT * FROM small JOIN big USING (a)")
+    low = lower_block(sql, SCHEMA)
+    assert low.nested.what == "the CTE big's query" and [a for _, a in low.tables] == ["t", "u", "v"]
+    assert "WITH" in low.nested.why
+    search = Search(low, {"t": 1e6, "u": 10.0, "v": 10.0}, lambda atom: 0.1)
+    out = to_sql(search.best(), low)  # the block as written, emitted back into the statement
+    assert out.startswith("WITH small AS (SELECT a FROM t WHERE b > 1), big AS (SELECT t.a FROM t")
+    assert out.endswith("SELECT * FROM small JOIN big USING (a)")
+    assert low.nested.tables() == {"t", "u", "v", "small", "big"}
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT a.a FROM t AS a LEFT JOIN (t AS b INNER JOIN u AS c ON c.c = b.a) ON b.a = a.a",  # a nested join
+    "SELECT * FROM (SELECT 1) AS s",  # the only block has no FROM
+    "SELECT * FROM t, LATERAL (SELECT u.c FROM u WHERE u.c = t.a) AS l",  # reads the enclosing query's columns
+    "UPDATE t SET a = 1 FROM (SELECT c FROM u) AS s WHERE s.c = t.b",  # only queries are rewritten
+])
+def test_statements_with_no_block_in_the_subset_keep_their_reason(sql):
+    with pytest.raises(Unsupported):
+        lower_block(sql, SCHEMA)
+
+
+def test_a_subquery_in_an_expression_is_not_a_block():
+    """It may read the enclosing query's columns: only the derived table's query is searched."""
+    sql = ("SELECT s.a FROM (SELECT t.a FROM t, u WHERE t.a = u.c) AS s "
+           "WHERE s.a > (SELECT max(v.e) FROM v, u WHERE v.e = u.c AND u.c = s.a)")
+    low = lower_block(sql, SCHEMA)
+    assert low.nested.what == "the derived table s's query" and [a for _, a in low.tables] == ["t", "u"]
+
+
+def test_a_statement_inside_the_subset_is_not_a_block():
+    problem = RewriteProblem((("q", "SELECT t.a FROM t, u WHERE t.a = u.c"),), SCHEMA)
+    assert problem.lowered["q"].nested is None and problem.unsupported == {}
+
+
+def test_statement_rules_leave_a_statement_with_ctes_alone():
+    """A CTE may shadow a table: ``c`` below is not the catalog's ``c`` whose key is id, so its DISTINCT stays."""
+    from optimizers.rewrites.rules.statement import Facts, variants
+
+    facts = Facts({"c": {"id": "int", "name": "text"}}, frozenset({("c", "id")}), {"c": (("id",),)})
+    plain = "SELECT DISTINCT c.id, c.name FROM c"
+    assert variants(plain, facts)[0][1] == ("drop_distinct_over_key",)  # the catalog's c: its key makes rows distinct
+    shadowed = "WITH c AS (SELECT 1 AS id, 'x' AS name FROM c AS c0) SELECT DISTINCT c.id, c.name FROM c"
+    assert variants(shadowed, facts) == [(shadowed, ())]
