@@ -29,6 +29,15 @@ GOLDEN = [  # (rule, input, expected)
      "SELECT o.v FROM o WHERE EXISTS(SELECT 1 FROM c WHERE c.id = o.ref AND c.name = 'x')"),
     ("or_to_union_all", "SELECT o.id FROM o WHERE o.v = 1 OR o.cid = 2",
      "SELECT o.id FROM o WHERE o.v = 1 UNION ALL SELECT o.id FROM o WHERE o.cid = 2 AND (o.v = 1) IS NOT TRUE"),
+    ("prune_derived_columns", "SELECT s.cid, s.n FROM (SELECT o.cid, count(*) AS n, max(o.v) AS m, o.cid + 1 AS k "
+     "FROM o GROUP BY o.cid) AS s WHERE s.n > 1",
+     "SELECT s.cid, s.n FROM (SELECT o.cid, COUNT(*) AS n FROM o GROUP BY o.cid) AS s WHERE s.n > 1"),
+    ("prune_derived_columns", "SELECT count(*) AS n FROM (SELECT o.id, o.v FROM o) AS s",  # one item stays
+     "SELECT COUNT(*) AS n FROM (SELECT o.id FROM o) AS s"),
+    ("prune_derived_columns", "SELECT c.name, (SELECT max(p.v) FROM o AS p WHERE p.id = s.v) AS top FROM c JOIN "
+     "(SELECT o.cid, o.v, o.ref FROM o) AS s ON s.cid = c.id",  # read inside a subquery around it
+     "SELECT c.name, (SELECT MAX(p.v) FROM o AS p WHERE p.id = s.v) AS top FROM c JOIN "
+     "(SELECT o.cid, o.v FROM o) AS s ON s.cid = c.id"),
 ]
 LEFT_ALONE = [  # (rule, input): its guard must refuse
     ("simplify_predicates", "SELECT o.id FROM o WHERE o.v > 5 AND o.cid < 3"),  # nothing to simplify
@@ -41,6 +50,13 @@ LEFT_ALONE = [  # (rule, input): its guard must refuse
     ("or_to_union_all", "SELECT DISTINCT o.v FROM o WHERE o.v = 1 OR o.cid = 2"),
     ("or_to_union_all", "SELECT count(*) FROM o WHERE o.v = 1 OR o.cid = 2"),
     ("or_to_union_all", "SELECT o.v FROM o WHERE o.v = 1 OR o.cid = 2 ORDER BY o.v"),
+    ("prune_derived_columns", "SELECT s.* FROM (SELECT o.id, o.v FROM o) AS s"),  # every column read
+    ("prune_derived_columns", "SELECT s.id FROM (SELECT DISTINCT o.id, o.v FROM o) AS s"),  # v makes rows distinct
+    ("prune_derived_columns", "SELECT s.id FROM (SELECT o.id, o.v FROM o ORDER BY 2 LIMIT 3) AS s"),  # position
+    ("prune_derived_columns", "SELECT s.id FROM (SELECT o.id, o.v AS w FROM o ORDER BY w LIMIT 3) AS s"),  # named
+    ("prune_derived_columns", "SELECT s.id FROM (SELECT o.id, generate_series(1, o.v) AS g FROM o) AS s"),  # SRF
+    ("prune_derived_columns", "SELECT s.id FROM (SELECT o.id, o.v FROM o) AS s JOIN c USING (id)"),  # USING
+    ("prune_derived_columns", "SELECT v FROM (SELECT o.v, c.id AS v2 FROM o, c) AS s WHERE v2 > 1"),  # unqualified
 ]
 
 

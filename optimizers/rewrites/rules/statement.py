@@ -197,6 +197,43 @@ def join_on_key_to_exists(tree: exp.Select, facts: Facts) -> exp.Select | None:
     return new.where(exp.Exists(this=sub), copy=False)
 
 
+# what may make a select item change how many rows its SELECT returns (a set-returning function; an unknown
+# function may be one), or read rows of its own: such an item is never dropped
+_KEEPS_ROWS = (exp.Anonymous, exp.UDTF, exp.Unnest, exp.Explode, exp.GenerateSeries, exp.Window, exp.Subquery,
+               exp.Select)
+
+
+def prune_derived_columns(tree: exp.Select, facts: Facts) -> exp.Select | None:
+    """Projection pruning: the select items of a derived table in FROM that nothing outside it reads are dropped.
+    Only from a SELECT without DISTINCT or positional GROUP BY / ORDER BY, only items that cannot change how many
+    rows it returns (no set-returning, unknown or window function, no subquery) and that its own GROUP BY / ORDER BY
+    do not name, and one item always stays; the statement around must read the derived table by name only (no
+    ``*``, no USING or NATURAL join), and an unqualified column of the same name counts as a read."""
+    if any(isinstance(e, exp.Star) or isinstance(e, exp.Column) and isinstance(e.this, exp.Star)
+           for e in tree.expressions) or any(
+            j.args.get("using") or j.args.get("method") for j in tree.args.get("joins") or ()):
+        return None
+    new, changed = tree.copy(), False
+    for sub in [new.args["from_"].this if new.args.get("from_") else None,
+                *(j.this for j in new.args.get("joins") or ())]:
+        inner = sub.this if isinstance(sub, exp.Subquery) else None
+        alias = sub.args.get("alias") if inner is not None else None
+        if not isinstance(inner, exp.Select) or alias is None or alias.columns or inner.args.get("distinct"):
+            continue
+        ordered = [*(inner.args["group"].expressions if inner.args.get("group") else ()),
+                   *(o.this for o in (inner.args["order"].expressions if inner.args.get("order") else ()))]
+        if any(isinstance(e, exp.Literal) for e in ordered):
+            continue
+        read = {c.name for c in new.find_all(exp.Column) if not _inside(c, sub) and c.table in (alias.name, "")}
+        read |= {c.name for e in ordered for c in e.find_all(exp.Column) if not c.table}
+        kept = [e for e in inner.expressions if e.alias_or_name in read or any(e.find_all(*_KEEPS_ROWS))]
+        kept = kept or inner.expressions[:1]
+        if len(kept) < len(inner.expressions):
+            inner.set("expressions", kept)
+            changed = True
+    return new if changed else None
+
+
 def or_to_union_all(tree: exp.Select, facts: Facts) -> exp.Union | None:
     """A WHERE with an OR of predicates, in a SELECT without DISTINCT, grouping, aggregates, order or limit: one
     branch per predicate, each keeping only rows the earlier predicates did not take (``(p) IS NOT TRUE``), joined
@@ -225,6 +262,7 @@ def or_to_union_all(tree: exp.Select, facts: Facts) -> exp.Union | None:
 
 STATEMENT_RULES: tuple[StatementRule, ...] = (
     StatementRule("simplify_predicates", simplify_predicates.__doc__ or "", simplify_predicates),
+    StatementRule("prune_derived_columns", prune_derived_columns.__doc__ or "", prune_derived_columns),
     StatementRule("drop_distinct_over_key", drop_distinct_over_key.__doc__ or "", drop_distinct_over_key),
     StatementRule("drop_join_on_foreign_key", drop_join_on_foreign_key.__doc__ or "", drop_join_on_foreign_key),
     StatementRule("join_on_key_to_exists", join_on_key_to_exists.__doc__ or "", join_on_key_to_exists,
