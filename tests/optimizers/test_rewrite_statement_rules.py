@@ -56,6 +56,8 @@ LEFT_ALONE = [  # (rule, input): its guard must refuse
     ("prune_derived_columns", "SELECT s.id FROM (SELECT o.id, o.v AS w FROM o ORDER BY w LIMIT 3) AS s"),  # named
     ("prune_derived_columns", "SELECT s.id FROM (SELECT o.id, generate_series(1, o.v) AS g FROM o) AS s"),  # SRF
     ("prune_derived_columns", "SELECT s.id FROM (SELECT o.id, o.v FROM o) AS s JOIN c USING (id)"),  # USING
+    ("prune_derived_columns", "SELECT s.id, to_json(s) AS j FROM (SELECT o.id, o.v FROM o) AS s"),  # whole row
+    ("prune_derived_columns", "SELECT s.id, row_to_json(s.*) FROM (SELECT o.id, o.v FROM o) AS s"),  # whole row
     ("prune_derived_columns", "SELECT v FROM (SELECT o.v, c.id AS v2 FROM o, c) AS s WHERE v2 > 1"),  # unqualified
 ]
 

@@ -207,8 +207,9 @@ def prune_derived_columns(tree: exp.Select, facts: Facts) -> exp.Select | None:
     """Projection pruning: the select items of a derived table in FROM that nothing outside it reads are dropped.
     Only from a SELECT without DISTINCT or positional GROUP BY / ORDER BY, only items that cannot change how many
     rows it returns (no set-returning, unknown or window function, no subquery) and that its own GROUP BY / ORDER BY
-    do not name, and one item always stays; the statement around must read the derived table by name only (no
-    ``*``, no USING or NATURAL join), and an unqualified column of the same name counts as a read."""
+    do not name, and one item always stays; the statement around must read the derived table's columns by name
+    only (no ``*``, no whole-row reference, no USING or NATURAL join), and an unqualified column of the same name
+    counts as a read."""
     if any(isinstance(e, exp.Star) or isinstance(e, exp.Column) and isinstance(e.this, exp.Star)
            for e in tree.expressions) or any(
             j.args.get("using") or j.args.get("method") for j in tree.args.get("joins") or ()):
@@ -224,7 +225,10 @@ def prune_derived_columns(tree: exp.Select, facts: Facts) -> exp.Select | None:
                    *(o.this for o in (inner.args["order"].expressions if inner.args.get("order") else ()))]
         if any(isinstance(e, exp.Literal) for e in ordered):
             continue
-        read = {c.name for c in new.find_all(exp.Column) if not _inside(c, sub) and c.table in (alias.name, "")}
+        around = [c for c in new.find_all(exp.Column) if not _inside(c, sub) and c.table in (alias.name, "")]
+        if any(isinstance(c.this, exp.Star) or not c.table and c.name == alias.name for c in around):
+            continue  # a whole-row reference (``to_json(s)``, ``s.*`` in a call) reads every column
+        read = {c.name for c in around}
         read |= {c.name for e in ordered for c in e.find_all(exp.Column) if not c.table}
         kept = [e for e in inner.expressions if e.alias_or_name in read or any(e.find_all(*_KEEPS_ROWS))]
         kept = kept or inner.expressions[:1]
