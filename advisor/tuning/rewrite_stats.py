@@ -14,7 +14,7 @@ from sqlglot import exp
 
 from advisor.core.errors import AdvisorError
 from connectors.base import Connector
-from optimizers.rewrites.lower import Atom, Lowered
+from optimizers.rewrites.lower import VIEW, Atom, Lowered
 from optimizers.rewrites.problem import default_selectivity
 
 
@@ -54,8 +54,11 @@ def _table(name: str, alias: str) -> exp.Table:
 
 
 def _plain_atoms(low: Lowered, outer: dict[str, str]):
-    """(atom, alias -> table) of every plain predicate of a statement and its subqueries (ON conditions too)."""
-    tables = {**outer, **{alias: table for table, alias in low.tables}}
+    """(atom, alias -> base table) of every plain predicate of a statement, its views and its subqueries (ON
+    conditions too); a view's alias is no base table (a predicate on it keeps the default)."""
+    tables = {**outer, **{alias: table for table, alias in low.tables if table != VIEW}}
+    for view in low.views:
+        yield from _plain_atoms(view.query, {})
     for atom in low.atoms:
         if atom.kind == "plain":
             yield atom, tables

@@ -299,20 +299,14 @@ def constraints(problem: RewriteProblem, tables: dict) -> dict:
 
 
 def _tables_read(problem: RewriteProblem, queryid: str) -> dict[str, dict[str, str]]:
-    """The schema of the tables ``queryid`` reads (its subqueries' included, and, for a statement searched over a
+    """The schema of the tables ``queryid`` reads (its views' and subqueries' included, and, for a statement searched over a
     block, the tables of the whole statement): what its check databases hold."""
     names: set[str] = set()
     nested = problem.lowered[queryid].nested
     if nested is not None:
         names.update(nested.tables())
 
-    def walk(low) -> None:
-        names.update(t for t, _ in low.tables)
-        for atom in low.atoms:
-            if atom.sub is not None:
-                walk(atom.sub)
-
-    walk(problem.lowered[queryid])
+    names.update(problem.lowered[queryid].base_tables())
     return {t: problem.schema[t] for t in sorted(names) if t in problem.schema}
 
 

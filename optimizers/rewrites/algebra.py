@@ -10,13 +10,18 @@ back). Scalar expressions are opaque SQL atoms that carry what rules need to kno
 - ``Pred.both(p, q)``: a conjunction.
 
 Relations: ``scan(table, alias)``, ``derived(sql, alias)`` (a subquery in FROM, opaque: what decorrelation
-introduces), ``filter``, inner ``join``, ``left`` (LEFT JOIN), ``semi`` (EXISTS) and
+introduces), ``view(inner, alias, written, factor, cap)`` (a derived table or grouped IN subquery whose own core
+``inner`` is searched with the rest; its shell as ``written``, its rows ``factor`` per input row, at most
+``cap``: ``optimizers.rewrites.views``), ``filter``, inner ``join``, ``left`` (LEFT JOIN), ``semi`` (EXISTS) and
 ``anti`` (NOT EXISTS) joins, each with its ON predicate.
 
 Analyses (egglog functions filled by the ``ANALYSES`` ruleset): ``aliases(rel)``, the aliases a relation's rows
 carry (a semi or anti join carries its left side's only); ``refs(pred)`` and ``rejects(pred)``; ``rows(rel)``,
 the estimated row count (scans' counts and atoms' selectivities come from the target's statistics, set by the
-lowering; the smallest estimate of a class wins). Each e-node's extraction cost (``set_cost``: rows read plus
+lowering; the smallest estimate of a class wins); ``unique_on(rel, column)``, a column no two of its rows share
+(a scan's one-column unique key, a view's grouping column, kept by filters and the left side of semi- and
+anti-joins); ``equal_to(pred, column)``, the aliases the other side of an equality with ``column`` reads;
+``pushed(pred)``, a filter above a view as it reads inside the view (stated by the lowering, where it may move). Each e-node's extraction cost (``set_cost``: rows read plus
 rows produced, so extraction prefers plans that shrink relations early, natively, without a Python cost model)
 is set by ``COSTS`` inside ``priced``, just for an extraction.
 """
@@ -25,8 +30,8 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from egglog import (EGraph, Expr, Set, String, StringLike, eq, f64, function, rule, ruleset, set_, set_cost,
-                    vars_)
+from egglog import (EGraph, Expr, Set, String, StringLike, eq, f64, f64Like, function, relation, rule, ruleset, set_,
+                    set_cost, vars_)
 
 ALIASES = Set[String]
 
@@ -49,6 +54,9 @@ class Rel(Expr):
 
     @classmethod
     def derived(cls, sql: StringLike, alias: StringLike) -> Rel: ...
+
+    @classmethod
+    def view(cls, inner: Rel, alias: StringLike, written: StringLike, factor: f64Like, cap: f64Like) -> Rel: ...
 
     def filter(self, pred: Pred) -> Rel: ...
 
@@ -81,9 +89,25 @@ def rows(rel: Rel) -> f64: ...
 def selectivity(pred: Pred) -> f64: ...
 
 
+@function(merge=lambda old, new: old)
+def equal_to(pred: Pred, column: StringLike) -> ALIASES: ...
+
+
+@function(merge=lambda old, new: old)
+def pushed(pred: Pred) -> Pred: ...
+
+
+@function(merge=lambda old, new: old)
+def view_weight(written: StringLike) -> f64: ...
+
+
+unique_on = relation("unique_on", Rel, String)
+keyed_view = relation("keyed_view", String, String)
+
+
 a, b, r = vars_("a b r", Rel)
 p, q, x = vars_("p q x", Pred)
-s, t = vars_("s t", String)
+s, t, w = vars_("s t w", String)
 S1, S2, S3, S4 = vars_("S1 S2 S3 S4", ALIASES)
 n1, n2, k1, k2 = vars_("n1 n2 k1 k2", f64)
 
@@ -99,6 +123,14 @@ def _cost(value):
 ANALYSES = ruleset(
     rule(eq(r).to(Rel.scan(s, t))).then(set_(aliases(r)).to(Set(t))),
     rule(eq(r).to(Rel.derived(s, t))).then(set_(aliases(r)).to(Set(t))),
+    rule(eq(r).to(Rel.view(a, t, w, k1, k2))).then(set_(aliases(r)).to(Set(t))),
+    # keys: a view's from its shell, kept by a filter and by the left side of a semi- or anti-join
+    rule(eq(r).to(Rel.view(a, t, w, k1, k2)), keyed_view(w, s)).then(unique_on(r, s)),
+    rule(eq(r).to(a.filter(p)), unique_on(a, s)).then(unique_on(r, s)),
+    rule(eq(r).to(a.semi(b, p)), unique_on(a, s)).then(unique_on(r, s)),
+    rule(eq(r).to(a.anti(b, p)), unique_on(a, s)).then(unique_on(r, s)),
+    rule(eq(x).to(Pred.both(p, q)), eq(S1).to(equal_to(p, s))).then(set_(equal_to(x, s)).to(S1)),
+    rule(eq(x).to(Pred.both(p, q)), eq(S1).to(equal_to(q, s))).then(set_(equal_to(x, s)).to(S1)),
     rule(eq(r).to(a.filter(p)), eq(S1).to(aliases(a))).then(set_(aliases(r)).to(S1)),
     rule(eq(r).to(a.join(b, p)), eq(S1).to(aliases(a)), eq(S2).to(aliases(b))).then(set_(aliases(r)).to(S1 | S2)),
     rule(eq(r).to(a.left(b, p)), eq(S1).to(aliases(a)), eq(S2).to(aliases(b))).then(set_(aliases(r)).to(S1 | S2)),
@@ -119,6 +151,8 @@ ANALYSES = ruleset(
         set_(rows(r)).to(n1 * (n2 * k1).min(f64(1.0)))),
     rule(eq(r).to(a.anti(b, p)), eq(n1).to(rows(a)), eq(n2).to(rows(b)), eq(k1).to(selectivity(p))).then(
         set_(rows(r)).to(n1 * (f64(1.0) - (n2 * k1).min(f64(0.9))))),
+    rule(eq(r).to(Rel.view(a, t, w, k1, k2)), eq(n1).to(rows(a))).then(
+        set_(rows(r)).to((n1 * k1).min(k2).max(f64(1.0)))),
     name="analyses",
 )
 
@@ -136,6 +170,8 @@ COSTS = ruleset(
         set_cost(a.semi(b, p), _cost(n1 + n2 + n1))),
     rule(eq(r).to(a.anti(b, p)), eq(n1).to(rows(a)), eq(n2).to(rows(b))).then(
         set_cost(a.anti(b, p), _cost(n1 + n2 + n1))),
+    rule(eq(r).to(Rel.view(a, t, w, k1, k2)), eq(n1).to(rows(a)), eq(n2).to(view_weight(w))).then(
+        set_cost(Rel.view(a, t, w, k1, k2), _cost(n1 * n2 + (n1 * k1).min(k2)))),
     name="costs",
 )
 

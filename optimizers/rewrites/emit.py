@@ -38,20 +38,24 @@ class Block:
 def to_sql(term: Rel, shell: Lowered) -> str:
     """``term`` (a core extracted from the e-graph) inside the statement's shell, as PostgreSQL SQL (the whole
     statement: a block, ``shell.nested``, is put back where it was)."""
-    block = block_of(term)
-    skeleton = sqlglot.parse_one(f"SELECT 1 FROM {block.source}", read="postgres")
     out = shell.shell.copy()
     if any(isinstance(e, exp.Star) for e in out.expressions):
         # SELECT * reads every FROM item's columns in FROM order: the rewrite may add derived tables and reorder
         # joins, so the star becomes each original table's columns, in the original order
         stars = [exp.Column(this=exp.Star(), table=exp.to_identifier(alias)) for _table, alias in shell.tables]
         out.set("expressions", [x for e in out.expressions for x in (stars if isinstance(e, exp.Star) else [e])])
-    out.set("from_", skeleton.args["from_"])
-    out.set("joins", skeleton.args.get("joins"))
-    out.set("where", exp.Where(this=sqlglot.parse_one(" AND ".join(block.where), read="postgres"))
-            if block.where else None)
+    _fill(out, block_of(term))
     sql = out.sql(dialect="postgres")
     return shell.nested.splice(sql) if shell.nested is not None else sql
+
+
+def _fill(select: exp.Select, block: Block) -> None:
+    """``select`` (a shell) with ``block`` as its FROM, JOINs and WHERE."""
+    skeleton = sqlglot.parse_one(f"SELECT 1 FROM {block.source}", read="postgres")
+    select.set("from_", skeleton.args["from_"])
+    select.set("joins", skeleton.args.get("joins"))
+    select.set("where", exp.Where(this=sqlglot.parse_one(" AND ".join(block.where), read="postgres"))
+               if block.where else None)
 
 
 def block_of(term: Rel) -> Block:
@@ -62,6 +66,11 @@ def block_of(term: Rel) -> Block:
     if fn == Rel.derived:
         sql, alias = (get_literal_value(a) for a in args)
         return Block(f"({sql}) AS {alias}", True, ())
+    if fn == Rel.view:
+        # a view: its query as written, with the extracted core as its FROM / WHERE
+        view = sqlglot.parse_one(f"SELECT 1 FROM {get_literal_value(args[2])}", read="postgres").args["from_"].this
+        _fill(view.this, block_of(args[0]))
+        return Block(view.sql(dialect="postgres"), True, ())
     if fn == Rel.filter:
         inner = block_of(args[0])
         return Block(inner.source, inner.single, inner.where + atoms(args[1]))

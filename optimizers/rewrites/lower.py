@@ -3,18 +3,13 @@ columns of a copy with the schema so each predicate knows the relations it reads
 FROM / WHERE core as an egglog term. The shell (SELECT list, GROUP BY, HAVING, ORDER BY, LIMIT, DISTINCT) is
 kept from the original text, so output names and positional ORDER BY stay as written.
 
-The subset: one SELECT over base tables (comma joins, [INNER] JOIN ... ON, LEFT JOIN ... ON), a WHERE of
-conjuncts, and among them [NOT] EXISTS (SELECT ... FROM base tables WHERE ...) subqueries (correlated or not),
-[NOT] IN (SELECT column ...) and
-comparisons with a scalar subquery (``x < (SELECT 0.2 * avg(y) FROM ... WHERE ...)``).
-Anything else raises ``Unsupported`` with the reason, and the statement passes through untouched, unless it is a
-query holding a block inside the subset (a derived table's or a CTE's SELECT, a UNION branch): ``lower_block``
-lowers that block, and emission puts its rewrite back into the statement as written around it.
-
->>> low = lower_block("SELECT count(*) FROM (SELECT a FROM t, u WHERE t.a = u.c) AS x", {"t": {"a": "int"},
-...                   "u": {"c": "int"}})
->>> low.nested.what, low.tables, low.nested.splice("SELECT a FROM t")
-("the derived table x's query", (('t', 't'), ('u', 'u')), 'SELECT COUNT(*) FROM (SELECT a FROM t) AS x')
+The subset: one SELECT over base tables and derived tables (comma joins, [INNER] JOIN ... ON, LEFT JOIN ... ON),
+a WHERE of conjuncts, and among them [NOT] EXISTS (SELECT ... FROM base tables WHERE ...) subqueries (correlated
+or not), [NOT] IN (SELECT column ...) (grouped or not) and comparisons with a scalar subquery
+(``x < (SELECT 0.2 * avg(y) FROM ... WHERE ...)``). A derived table in FROM, and an uncorrelated grouped IN
+subquery, is a view (``optimizers.rewrites.views``): its own query is lowered the same way, inside the
+statement's term, and its shell stays as written around it. Anything else raises ``Unsupported`` with the
+reason; ``optimizers.rewrites.blocks`` then looks for a block inside the statement to search on its own.
 
 >>> schema = {"t": {"a": "int", "b": "int"}, "u": {"c": "int", "d": "text"}}
 >>> low = lower("SELECT a FROM t JOIN u ON t.a = u.c WHERE b > 1 AND d IS NULL", schema)
@@ -32,13 +27,20 @@ WITH (common table expressions) is not in the rewriter's subset yet
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError
 from sqlglot.optimizer.qualify import qualify
 
+from optimizers.rewrites.views import View, describe, push
+
+if TYPE_CHECKING:
+    from optimizers.rewrites.blocks import Nested
+
 Schema = dict[str, dict[str, str]]  # table -> column -> type
+VIEW = ""  # the table name of a FROM item that is a view (a derived table: ``Lowered.views``)
 
 
 class Unsupported(ValueError):
@@ -57,29 +59,7 @@ class Atom:
     kind: str = "plain"
     sub: "Lowered | None" = None
     detail: tuple = ()  # a scalar comparison's (op, outer SQL, the subquery's select SQL, its select expression)
-
-
-@dataclass(frozen=True)
-class Nested:
-    """Where a lowered SELECT sits in a statement outside the subset: the statement as written, the block's place
-    (its index among the statement's SELECTs, in ``find_all`` order), what it is (a derived table's, a CTE's query
-    or a set operation's branch) and why the whole statement is outside the subset."""
-
-    statement: str
-    index: int
-    what: str
-    why: str
-
-    def tables(self) -> set[str]:
-        """The names of the tables the whole statement reads (a CTE's name included: a caller keeps those its
-        schema has)."""
-        return {".".join(p.name for p in t.parts) for t in parse(self.statement).find_all(exp.Table)}
-
-    def splice(self, block_sql: str) -> str:
-        """The statement with the block's SELECT replaced by ``block_sql``."""
-        tree = parse(self.statement)
-        list(tree.find_all(exp.Select))[self.index].replace(parse(block_sql))
-        return tree.sql(dialect="postgres")
+    equals: tuple[tuple[str, frozenset[str]], ...] = ()  # ("alias.column", aliases of the other side) of an a = b
 
 
 @dataclass(frozen=True)
@@ -93,10 +73,18 @@ class Lowered:
     atoms: tuple[Atom, ...]
     shell: exp.Select
     nested: Nested | None = None
+    views: tuple[View, ...] = ()  # the FROM items that are views (their table is ``VIEW``)
 
     @property
     def aliases(self) -> frozenset[str]:
         return frozenset(a for _, a in self.tables)
+
+    def base_tables(self) -> set[str]:
+        """The base tables this SELECT reads, its views' and subqueries' included."""
+        out = {t for t, _ in self.tables if t != VIEW}
+        for low in [v.query for v in self.views] + [a.sub for a in self.atoms if a.sub is not None]:
+            out |= low.base_tables()
+        return out
 
 
 def parse(sql: str) -> exp.Expression:
@@ -115,52 +103,10 @@ def lower(sql: str, schema: Schema) -> Lowered:
     tree = parse(sql)
     if not isinstance(tree, exp.Select):
         raise Unsupported(f"{tree.key.upper()} statements are not rewritten (only SELECT)")
-    return _lower_tree(tree, schema)
+    return lower_tree(tree, schema)
 
 
-def lower_block(sql: str, schema: Schema) -> Lowered:
-    """``sql`` lowered; when the statement is outside the subset but is a query (a SELECT or a set operation)
-    holding a block inside it (a derived table's or a CTE's SELECT, or a UNION / INTERSECT / EXCEPT branch), that
-    block, the one of most tables (the first of them), with ``nested`` saying where it goes back. A derived table
-    in FROM cannot see the enclosing query's columns (LATERAL is outside the subset), nor can a CTE or a branch, so
-    each is a statement of its own. ``Unsupported`` (the statement's reason) when no block is in the subset."""
-    try:
-        return lower(sql, schema)
-    except Unsupported as e:
-        why = str(e)
-        tree = parse(sql)
-        if not isinstance(tree, (exp.Select, exp.SetOperation)):
-            raise
-    blocks: list[Lowered] = []
-    for i, node in enumerate(tree.find_all(exp.Select)):
-        what = _block_kind(node) if node is not tree else None
-        if what is None:
-            continue
-        try:
-            low = _lower_tree(node.copy(), schema)
-        except Unsupported:
-            continue
-        blocks.append(Lowered(low.tables, low.joins, low.atoms, low.shell, Nested(sql, i, what, why)))
-    if not blocks:
-        raise Unsupported(why)
-    return max(blocks, key=lambda b: len(b.tables))  # max() keeps the first of the largest
-
-
-def _block_kind(node: exp.Select) -> str | None:
-    """What a SELECT inside a statement is, when it is a block that can be rewritten on its own; None otherwise
-    (a subquery in an expression may read the enclosing query's columns)."""
-    parent = node.parent
-    if isinstance(parent, exp.Subquery) and isinstance(parent.parent, (exp.From, exp.Join)):
-        name = parent.alias_or_name
-        return f"the derived table {name}'s query" if name else "a derived table's query"
-    if isinstance(parent, exp.CTE):
-        return f"the CTE {parent.alias_or_name}'s query"
-    if isinstance(parent, exp.SetOperation):
-        return f"a branch of the {parent.key.upper()}"
-    return None
-
-
-def _lower_tree(tree: exp.Select, schema: Schema) -> Lowered:
+def lower_tree(tree: exp.Select, schema: Schema) -> Lowered:
     if tree.args.get("with_"):
         raise Unsupported("WITH (common table expressions) is not in the rewriter's subset yet")
     try:
@@ -171,15 +117,29 @@ def _lower_tree(tree: exp.Select, schema: Schema) -> Lowered:
     return _select(qualified, tree)
 
 
-def _select(q: exp.Select, original: exp.Select | None, outer: frozenset[str] = frozenset()) -> Lowered:
+def _select(q: exp.Select, original: exp.Select | None, outer: frozenset[str] = frozenset(),
+            views: bool = True) -> Lowered:
     """``q`` lowered; ``outer``: the aliases of the enclosing scopes (a subquery's alias that shadows one of
-    them is renamed, with the columns of its scope, so every alias names one relation in the whole statement)."""
+    them is renamed, with the columns of its scope, so every alias names one relation in the whole statement);
+    ``views``: whether derived tables in its FROM are lowered as views (not inside a subquery of a condition)."""
     if outer:
         _unshadow(q, outer)
     frm = q.args.get("from_")
     if frm is None:
         raise Unsupported("no FROM clause")
-    tables = [_table(frm.this)]
+    for key in ("laterals", "pivots", "windows", "qualify", "connect", "match"):
+        if q.args.get(key):
+            raise Unsupported(f"{key.upper()} is not in the rewriter's subset")
+    used = set(outer) | {n.alias_or_name for n in [frm.this, *(j.this for j in q.args.get("joins") or [])]}
+    found: list[View] = []
+
+    def item(node: exp.Expression) -> tuple[str, str]:
+        if views and isinstance(node, exp.Subquery):
+            found.append(_view(node, used))
+            return VIEW, found[-1].alias
+        return _table(node)
+
+    tables = [item(frm.this)]
     joins: list[tuple[str, str, tuple[Atom, ...]]] = []
     for j in q.args.get("joins") or []:
         side, kind = (j.args.get("side") or "").upper(), (j.args.get("kind") or "").upper()
@@ -193,27 +153,66 @@ def _select(q: exp.Select, original: exp.Select | None, outer: frozenset[str] = 
             how = "left"
         else:
             raise Unsupported(f"{' '.join(x for x in (side, kind) if x)} JOIN is not in the rewriter's subset yet")
-        tables.append(_table(j.this))
+        tables.append(item(j.this))
         on = j.args.get("on")
         joins.append((tables[-1][1], how, tuple(_atoms(on, outer)) if on is not None else ()))
-    for key in ("laterals", "pivots", "windows", "qualify", "connect", "match"):
-        if q.args.get(key):
-            raise Unsupported(f"{key.upper()} is not in the rewriter's subset")
     where = q.args.get("where")
     scope = outer | frozenset(a for _, a in tables)
     atoms = tuple(_atoms(where.this, scope)) if where is not None else ()
     shell = (original if original is not None else q).copy()
-    return Lowered(tuple(tables), tuple(joins), atoms, shell)
+    every = [*atoms, *(a for _, _, on in joins for a in on)]
+    return Lowered(tuple(tables), tuple(joins), atoms, shell, views=tuple(_pushes(v, every) for v in found))
+
+
+def _view(node: exp.Subquery, used: set[str]) -> View:
+    """A derived table in FROM as a view; its aliases are renamed apart from every alias ``used`` so far (which
+    then holds them too)."""
+    sub, alias = node.this, node.alias_or_name
+    if not isinstance(sub, exp.Select) or not alias or sub.args.get("with_"):
+        raise Unsupported("only base tables and derived tables (one SELECT with an alias) in FROM: no nested joins, "
+                          "set operations or WITH inside")
+    if any(isinstance(e, exp.Star) or isinstance(e.this, exp.Star) for e in sub.expressions):
+        raise Unsupported("a derived table that selects * (its columns are not known by name)")
+    low = _select(sub, None, frozenset(used))
+    written = node.args["alias"]
+    columns = [c.name for c in written.columns] or [e.alias_or_name for e in low.shell.expressions]
+    if len(columns) != len(low.shell.expressions):
+        raise Unsupported(f"the derived table {alias} names a different number of columns than it selects")
+    used |= _every_alias(low)
+    view_sql = exp.Subquery(this=low.shell.copy(), alias=written.copy()).sql(dialect="postgres")
+    return View(low, alias, view_sql, describe(low.shell, columns))
+
+
+def _pushes(view: View, atoms: list[Atom]) -> View:
+    """``view`` with the conditions above it that read only its columns and may move into it, as they become
+    inside (``optimizers.rewrites.views.push``)."""
+    out = []
+    for atom in atoms:
+        if atom.kind == "plain" and atom.refs == {view.alias}:
+            inner = push(atom.sql, view.alias, dict(view.shape.pushable))
+            if inner is not None:
+                out.append((atom.sql, _plain(sqlglot.parse_one(inner, read="postgres"))))
+    return View(view.query, view.alias, view.written, view.shape, tuple(out))
+
+
+def _every_alias(low: Lowered) -> set[str]:
+    out = set(low.aliases)
+    for sub in [v.query for v in low.views] + [a.sub for a in low.atoms if a.sub is not None]:
+        out |= _every_alias(sub)
+    return out
 
 
 def _table(node: exp.Expression) -> tuple[str, str]:
     if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
-        raise Unsupported("only base tables in FROM (no derived tables, functions or VALUES) for now")
+        raise Unsupported("only base tables in FROM here (no derived tables inside a condition's subquery, no "
+                          "functions or VALUES)")
     return (".".join(p.name for p in node.parts), node.alias_or_name)
 
 
 def _unshadow(q: exp.Select, outer: frozenset[str]) -> None:
     """Rename the tables of ``q``'s own FROM whose alias an enclosing scope uses, and their columns in ``q``."""
+    if q.args.get("from_") is None:
+        return
     own = [t for t in [q.args["from_"].this, *(j.this for j in q.args.get("joins") or [])] if isinstance(t, exp.Table)]
     taken = set(outer) | {t.alias_or_name for t in own}
     renames = {}
@@ -247,7 +246,7 @@ def _atoms(node: exp.Expression, scope: frozenset[str] = frozenset()):
             sub = body.this
             if not isinstance(sub, exp.Select) or sub.args.get("group") or sub.args.get("limit"):
                 raise Unsupported("EXISTS over a subquery outside the subset (GROUP BY, LIMIT or not a SELECT)")
-            low = _select(sub, None, scope)
+            low = _select(sub, None, scope, views=False)
             outer = frozenset().union(*(a.refs for a in low.atoms)) - low.aliases
             yield Atom(part.sql(dialect="postgres"), outer, frozenset(), "not_exists" if negated else "exists", low)
             continue
@@ -258,8 +257,18 @@ def _atoms(node: exp.Expression, scope: frozenset[str] = frozenset()):
         if any(isinstance(n, (exp.Subquery, exp.Select)) for n in inner.find_all(exp.Subquery, exp.Select)):
             raise Unsupported("subqueries other than [NOT] EXISTS and scalar comparisons are not in the "
                               "rewriter's subset yet")
-        refs = _refs(inner)
-        yield Atom(inner.sql(dialect="postgres"), refs, _rejects(inner, refs))
+        yield _plain(inner)
+
+
+def _plain(node: exp.Expression) -> Atom:
+    """A predicate without subqueries as a ``plain`` atom (with the columns an equality equates)."""
+    refs = _refs(node)
+    equals = ()
+    if isinstance(node, exp.EQ):
+        equals = tuple((f"{col.table}.{col.name}", _refs(other))
+                       for col, other in ((node.this, node.expression), (node.expression, node.this))
+                       if isinstance(col, exp.Column) and col.table)
+    return Atom(node.sql(dialect="postgres"), refs, _rejects(node, refs), equals=equals)
 
 
 def _in_subquery(part: exp.Expression, body: exp.In, negated: bool, scope: frozenset[str]) -> Atom:
@@ -267,21 +276,42 @@ def _in_subquery(part: exp.Expression, body: exp.In, negated: bool, scope: froze
     ``exists`` atom for IN (the same rows in a WHERE conjunct, where NULL and false both drop the row), a
     ``not_in`` atom for NOT IN, with (x, y) in ``detail`` (an anti-join only where neither can be NULL)."""
     sub = body.args["query"].this if isinstance(body.args["query"], exp.Subquery) else body.args["query"]
-    if not isinstance(sub, exp.Select) or len(sub.expressions) != 1 or sub.args.get("group") \
-            or sub.args.get("limit") or sub.args.get("having"):
-        raise Unsupported("an IN subquery outside the subset (GROUP BY, HAVING, LIMIT or several columns)")
-    low = _select(sub, None, scope)
-    y = sub.expressions[0].unalias() if isinstance(sub.expressions[0], exp.Alias) else sub.expressions[0]
+    if not isinstance(sub, exp.Select) or len(sub.expressions) != 1 or sub.args.get("limit") \
+            or sub.args.get("offset"):
+        raise Unsupported("an IN subquery outside the subset (LIMIT, OFFSET, several columns or not a SELECT)")
     x = body.this
     if list(x.find_all(exp.Subquery, exp.Select)):
         raise Unsupported("a subquery on the left of IN")
-    refs = _refs(y) | _refs(x)
-    match = Atom(f"{y.sql(dialect='postgres')} = {x.sql(dialect='postgres')}", refs, refs)
-    low = Lowered(low.tables, low.joins, low.atoms + (match,), low.shell)
+    if sub.args.get("group") or sub.args.get("having") or list(sub.expressions[0].find_all(exp.AggFunc)):
+        low, y = _grouped_in(sub, x, scope)
+    else:
+        low = _select(sub, None, scope, views=False)
+        y = sub.expressions[0].unalias() if isinstance(sub.expressions[0], exp.Alias) else sub.expressions[0]
+        low = Lowered(low.tables, low.joins, low.atoms + (_plain(exp.EQ(this=y.copy(), expression=x.copy())),),
+                      low.shell)
     outer = frozenset().union(*(a.refs for a in low.atoms)) - low.aliases
     if not negated:
         return Atom(part.sql(dialect="postgres"), outer, frozenset(), "exists", low)
     return Atom(part.sql(dialect="postgres"), outer, frozenset(), "not_in", low, (x, y))
+
+
+def _grouped_in(sub: exp.Select, x: exp.Expression, scope: frozenset[str]) -> tuple[Lowered, exp.Expression]:
+    """An uncorrelated grouped (or aggregating) IN subquery as a semi-join's right side: a view of its query, and
+    ``view.column = x`` as the condition; with the inner expression it selects."""
+    name = next(f"sq{n}" for n in range(1, len(scope) + 2) if f"sq{n}" not in scope)
+    item = sub.expressions[0]
+    y = item.unalias() if isinstance(item, exp.Alias) else item
+    column = item.alias if isinstance(item, exp.Alias) else y.name if isinstance(y, exp.Column) else "k"
+    query = sub.copy()
+    query.set("expressions", [exp.alias_(y.copy(), column)])
+    low = _select(query, None, scope | {name})
+    if any(a.refs - low.aliases for a in [*low.atoms, *(a for _, _, on in low.joins for a in on)]):
+        raise Unsupported("a grouped IN subquery that reads the outer query")
+    view_sql = exp.Subquery(this=low.shell.copy(), alias=exp.TableAlias(this=exp.to_identifier(name)))
+    view = View(low, name, view_sql.sql(dialect="postgres"), describe(low.shell, [column]))
+    match = _plain(exp.EQ(this=exp.column(column, table=name), expression=x.copy()))
+    return (Lowered(((VIEW, name),), (), (match,), exp.select("1"), views=(view,)),
+            low.shell.expressions[0].unalias())
 
 
 def _scalar_comparison(node: exp.Expression, scope: frozenset[str]) -> Atom | None:
@@ -305,7 +335,7 @@ def _scalar_comparison(node: exp.Expression, scope: frozenset[str]) -> Atom | No
             or sub.args.get("limit") or sub.args.get("having") or sub.args.get("distinct"):
         raise Unsupported("a scalar subquery outside the subset (GROUP BY, HAVING, LIMIT, DISTINCT or several "
                           "columns)")
-    low = _select(sub, None, scope)
+    low = _select(sub, None, scope, views=False)
     inner_outer = frozenset().union(*(a.refs for a in low.atoms)) - low.aliases
     refs = _refs(outer) | inner_outer
     select = sub.expressions[0].unalias() if isinstance(sub.expressions[0], exp.Alias) else sub.expressions[0]

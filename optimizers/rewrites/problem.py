@@ -12,7 +12,8 @@ from functools import cached_property
 
 from advisor.core.domain import QueryRewrite
 from optimizers.rewrites.corpus import generate
-from optimizers.rewrites.lower import Atom, Lowered, Unsupported, lower, lower_block
+from optimizers.rewrites.blocks import lower_block
+from optimizers.rewrites.lower import Atom, Lowered, Unsupported, lower
 from optimizers.rewrites.rules.statement import Facts
 from optimizers.rewrites.search import Search
 
@@ -67,7 +68,7 @@ class RewriteProblem:
     def search_of(self, lowered: Lowered, rows: dict[str, float]) -> Search:
         """A fresh search over a lowered statement (one of the problem's, or a training statement) under given
         row estimates (a learned strategy's training varies them)."""
-        return Search(lowered, rows, self.selectivity, self.node_budget, not_null=self.not_null)
+        return Search(lowered, rows, self.selectivity, self.node_budget, not_null=self.not_null, keys=self.keys)
 
     def training_statements(self, n: int, seed: int = 0) -> list[Lowered]:
         """Up to ``n`` statements generated from the problem's schema and keys (``corpus``), lowered."""

@@ -36,12 +36,13 @@ class Search:
     selectivity: object
     node_budget: int = 5_000
     not_null: frozenset = frozenset()  # (table, column) pairs declared NOT NULL
+    keys: dict = field(default_factory=dict)  # unique keys by table
     rules: tuple[Rule, ...] = RULES
     steps: list[Step] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.egraph = EGraph()
-        term, facts, expansions = to_term(self.lowered, self.rows, self.selectivity, self.not_null)
+        term, facts, expansions = to_term(self.lowered, self.rows, self.selectivity, self.not_null, self.keys)
         self.root = self.egraph.let("root", term)
         self.egraph.register(*facts)
         self._analyse()

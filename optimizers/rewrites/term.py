@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from egglog import set_, set_cost, union
+from egglog import String, f64, set_, set_cost, union
 
-from optimizers.rewrites.algebra import Pred, Rel, alias_set, rows as rows_fn, selectivity as sel_fn
-from optimizers.rewrites.lower import Atom, Lowered, Unsupported
+from optimizers.rewrites.algebra import (Pred, Rel, alias_set, equal_to, keyed_view, pushed, rows as rows_fn,
+                                         selectivity as sel_fn, unique_on, view_weight)
+from optimizers.rewrites.lower import VIEW, Atom, Lowered, Unsupported
 from optimizers.rewrites.rules import decorrelate
 
 Selectivity = Callable[[Atom], float]
@@ -18,15 +19,18 @@ DERIVED_ROWS = 0.1  # a grouped subquery's rows per row of its input, without be
 
 
 def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
-            not_null: frozenset[tuple[str, str]] = frozenset()) -> tuple[Rel, list, list]:
+            not_null: frozenset[tuple[str, str]] = frozenset(),
+            keys: dict[str, tuple[tuple[str, ...], ...]] | None = None) -> tuple[Rel, list, list]:
     """The core as a term, the facts to register with it, and the expanding rules' forms (unions of a written
     part with its alternative; registered after the written statement's cost is taken). ``rows``: estimated rows
     per table; ``selectivity(atom)``: the fraction of rows an atom keeps; ``not_null``: (table, column) pairs
-    declared NOT NULL (what turning NOT IN into an anti-join needs)."""
+    declared NOT NULL (what turning NOT IN into an anti-join needs); ``keys``: unique keys by table (a scan of a
+    table with a one-column key is unique on it)."""
     facts: list = []
     expansions: list = []
     tables = dict(_all_tables(low))
     taken = set(tables)
+    pushes = dict(_all_pushes(low))
 
     def pred(atoms: tuple[Atom, ...]) -> Pred:
         out = None
@@ -35,25 +39,40 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
                 raise Unsupported("[NOT] EXISTS inside a JOIN's ON is not in the rewriter's subset")
             term = Pred.atom(atom.sql, alias_set(atom.refs), alias_set(atom.rejects))
             facts.append(set_(sel_fn(term)).to(float(selectivity(atom))))
+            facts.extend(set_(equal_to(term, column)).to(alias_set(other)) for column, other in atom.equals)
+            if atom.sql in pushes:
+                inner = pred((pushes[atom.sql],))
+                # the same rows kept, counted below the view: the outer atom's selectivity
+                facts.extend([set_(pushed(term)).to(inner), set_(sel_fn(inner)).to(float(selectivity(atom)))])
             out = term if out is None else Pred.both(out, term)
         return out if out is not None else pred((Atom("TRUE", frozenset(), frozenset()),))
 
     def scan(table: str, alias: str) -> Rel:
         term = Rel.scan(table, alias)
         facts.append(set_(rows_fn(term)).to(float(max(rows.get(table, 1000.0), 1.0))))
+        facts.extend(unique_on(term, String(f"{alias}.{k[0]}")) for k in (keys or {}).get(table, ()) if len(k) == 1)
         return term
+
+    def item(l: Lowered, table: str, alias: str) -> Rel:
+        if table != VIEW:
+            return scan(table, alias)
+        view = next(v for v in l.views if v.alias == alias)
+        shape = view.shape
+        facts.extend(keyed_view(String(view.written), String(f"{alias}.{k}")) for k in shape.keys)
+        facts.append(set_(view_weight(view.written)).to(f64(shape.weight)))
+        return Rel.view(core(view.query), alias, view.written, f64(shape.factor), f64(min(shape.cap, 1e15)))
 
     def inner_rows(sub: Lowered) -> float:
         out = 1.0
         for table, _ in sub.tables:
-            out = max(out, rows.get(table, 1000.0))
+            out = max(out, rows.get(table, 1000.0) if table != VIEW else 1.0)
         return out
 
     def core(l: Lowered) -> Rel:
         by_alias = {alias: table for table, alias in l.tables}
-        rel = scan(*l.tables[0])
+        rel = item(l, *l.tables[0])
         for alias, how, on in l.joins:
-            right = scan(by_alias[alias], alias)
+            right = item(l, by_alias[alias], alias)
             rel = rel.join(right, pred(on)) if how == "inner" else rel.left(right, pred(on))
         for atom in l.atoms:
             if atom.kind == "plain":
@@ -67,6 +86,8 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
                 if isinstance(alt, decorrelate.Decorrelated):
                     derived = Rel.derived(alt.sql, alt.alias)
                     facts.append(set_(rows_fn(derived)).to(max(1.0, DERIVED_ROWS * inner_rows(atom.sub))))
+                    if len(alt.on) == 1:  # one row per grouping key
+                        facts.append(unique_on(derived, String(f"{alt.alias}.k1")))
                     on, cmp = pred(alt.on), pred((alt.compare,))
                     joined = rel.left(derived, on) if alt.outer else rel.join(derived, on)
                     expansions.append(union(plain).with_(joined.filter(cmp)))
@@ -88,17 +109,26 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
     def subquery(sub: Lowered) -> tuple[Rel, Pred]:
         inner = [a for a in sub.atoms if a.refs <= sub.aliases]
         corr = tuple(a for a in sub.atoms if not a.refs <= sub.aliases)
-        return core(Lowered(sub.tables, sub.joins, tuple(inner), sub.shell)), pred(corr)
+        return core(Lowered(sub.tables, sub.joins, tuple(inner), sub.shell, views=sub.views)), pred(corr)
 
     return core(low), facts, expansions
 
 
 def _all_tables(low: Lowered):
-    """(alias, table) of the statement and all its subqueries (aliases are unique: see ``lower``)."""
+    """(alias, table) of the statement, its views and all its subqueries (aliases are unique: see ``lower``)."""
     yield from ((a, t) for t, a in low.tables)
+    for sub in [v.query for v in low.views] + [a.sub for a in low.atoms if a.sub is not None]:
+        yield from _all_tables(sub)
+
+
+def _all_pushes(low: Lowered):
+    """(outer atom SQL, the atom it becomes inside the view) of every view of the statement, nested ones too."""
+    for view in low.views:
+        yield from view.pushes
+        yield from _all_pushes(view.query)
     for atom in low.atoms:
         if atom.sub is not None:
-            yield from _all_tables(atom.sub)
+            yield from _all_pushes(atom.sub)
 
 
 def _fresh(taken: set[str], stem: str) -> str:

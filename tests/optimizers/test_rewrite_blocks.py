@@ -4,7 +4,8 @@ CTE's, a UNION branch) is searched over that block, and emission puts the block 
 import pytest
 
 from optimizers.rewrites.emit import to_sql
-from optimizers.rewrites.lower import Unsupported, lower_block
+from optimizers.rewrites.blocks import lower_block
+from optimizers.rewrites.lower import Unsupported
 from optimizers.rewrites.problem import RewriteProblem
 from optimizers.rewrites.search import Search
 
@@ -36,11 +37,22 @@ def test_statements_with_no_block_in_the_subset_keep_their_reason(sql):
 
 
 def test_a_subquery_in_an_expression_is_not_a_block():
-    """It may read the enclosing query's columns: only the derived table's query is searched."""
-    sql = ("SELECT s.a FROM (SELECT t.a FROM t, u WHERE t.a = u.c) AS s "
-           "WHERE s.a > (SELECT max(v.e) FROM v, u WHERE v.e = u.c AND u.c = s.a)")
+    """It may read the enclosing query's columns: only the derived table's query is searched (the statement is
+    outside the subset by its RIGHT JOIN; the scalar subquery has more tables, and is still not the block)."""
+    sql = ("SELECT s.a FROM (SELECT t.a FROM t, u WHERE t.a = u.c) AS s RIGHT JOIN v AS w ON w.e = s.a "
+           "WHERE s.a > (SELECT max(v.e) FROM v, u, t AS t2 WHERE v.e = u.c AND t2.a = u.c AND u.c = s.a)")
     low = lower_block(sql, SCHEMA)
     assert low.nested.what == "the derived table s's query" and [a for _, a in low.tables] == ["t", "u"]
+
+
+def test_a_derived_table_is_searched_with_the_query_around_it():
+    """Not a block: a view of the whole statement's term (its query lowered inside it)."""
+    sql = "SELECT s.a FROM (SELECT t.a FROM t, u WHERE t.a = u.c) AS s JOIN v ON v.e = s.a WHERE s.a > 3"
+    low = lower_block(sql, SCHEMA)
+    assert low.nested is None and low.tables == (("", "s"), ("v", "v"))
+    (view,) = low.views
+    assert view.alias == "s" and [a for _, a in view.query.tables] == ["t", "u"]
+    assert [(outer, inner.sql) for outer, inner in view.pushes] == [("s.a > 3", "t.a > 3")]
 
 
 def test_a_statement_inside_the_subset_is_not_a_block():

@@ -90,7 +90,8 @@ def test_a_subquery_decorrelation_would_change_is_left_with_its_reason(sql, why)
     ("SELECT FROM WHERE", "not parsed"),
     ("WITH x AS (SELECT 1) SELECT * FROM x", "WITH"),
     ("SELECT * FROM part FULL JOIN lineitem ON p_partkey = l_partkey", "FULL"),
-    ("SELECT * FROM (SELECT 1) s", "only base tables"),
+    ("SELECT * FROM (SELECT 1) s", "no FROM clause"),
+    ("SELECT * FROM generate_series(1, 3) AS g", "only base tables"),
     ("SELECT nope FROM part", "columns not resolved"),
 ])
 def test_statements_outside_the_subset_pass_through_with_the_reason(sql, why):

@@ -2,12 +2,14 @@
 rule is guarded, an input it must leave alone (the rewrite that would change the statement's meaning)."""
 
 import pytest
-from egglog import EGraph, eq
+from egglog import EGraph, String, eq, set_
 
-from optimizers.rewrites.algebra import ANALYSES, Pred, Rel, alias_set
+from optimizers.rewrites.algebra import ANALYSES, Pred, Rel, alias_set, equal_to, keyed_view, pushed, unique_on
 from optimizers.rewrites.rules import RULES, by_name
 
 T, U, V = Rel.scan("t", "t"), Rel.scan("u", "u"), Rel.scan("v", "v")
+GROUPED = "(SELECT u.c AS c, count(*) AS n FROM u GROUP BY u.c) AS g"
+G = Rel.view(U, "g", GROUPED, 0.1, 1e15)  # grouped by c: unique on g.c
 
 
 def atom(sql: str, *refs: str, strict: bool = True) -> Pred:
@@ -20,11 +22,24 @@ TB = atom("t.b > 1", "t")
 UD = atom("u.d = 'x'", "u")
 UNULL = atom("u.d IS NULL", "u", strict=False)
 TV = atom("t.a = v.e", "t", "v")
+GC, GN = atom("g.c > 1", "g"), atom("g.n > 1", "g")  # on the grouping column, on the count
+TG = atom("g.c = t.a", "t", "g")
+UT = atom("u.c = t.a", "t", "u")
+USELF = atom("u.c = u.b + t.a", "t", "u")
+# what the lowering states: the view's key, the filter it may take inside (g.c > 1 as u.c > 1; g.n > 1 none),
+# the columns equalities equate; u is unique on u.c, v on nothing
+FACTS = [keyed_view(String(GROUPED), String("g.c")), set_(pushed(GC)).to(atom("u.c > 1", "u")),
+         set_(equal_to(TG, "g.c")).to(alias_set(frozenset({"t"}))),
+         set_(equal_to(TG, "t.a")).to(alias_set(frozenset({"g"}))),
+         set_(equal_to(UT, "u.c")).to(alias_set(frozenset({"t"}))),
+         set_(equal_to(USELF, "u.c")).to(alias_set(frozenset({"t", "u"}))),
+         set_(equal_to(TV, "v.e")).to(alias_set(frozenset({"t"}))), unique_on(U, String("u.c"))]
 
 
 def rewritten(rule: str, term: Rel, times: int = 1) -> EGraph:
     g = EGraph()
     g.let("root", term)
+    g.register(*FACTS)
     for _ in range(times):
         for _ in range(8):
             g.run(1, ruleset=ANALYSES)
@@ -54,6 +69,9 @@ GOLDEN = [
     ("drop_true_filter", T.filter(atom("TRUE")).join(U, TU), T.join(U, TU)),
     ("drop_repeated_filter", T.filter(TB).filter(TB), T.filter(TB)),
     ("drop_repeated_exists", T.semi(U, TU).semi(U, TU), T.semi(U, TU)),
+    ("filter_into_view", G.filter(GC), Rel.view(U.filter(atom("u.c > 1", "u")), "g", GROUPED, 0.1, 1e15)),
+    ("semi_join_to_join_on_key", T.semi(G, TG), T.join(G, TG)),
+    ("semi_join_to_join_on_key", T.semi(U.filter(UD), UT), T.join(U.filter(UD), UT)),  # a key kept by a filter
 ]
 
 # (rule, input, the rewrite it must not make): each guard is what keeps the meaning
@@ -69,6 +87,12 @@ GUARDED = [
     ("left_join_condition_to_right_filter", T.left(U, Pred.both(TU, TB)), T.filter(TB).left(U, TU)),
     ("left_join_condition_to_right_filter", T.left(U, Pred.both(TU, TB)), T.left(U.filter(TB), TU)),
     ("anti_join_condition_to_subquery", T.anti(U, Pred.both(TU, TB)), T.anti(U.filter(TB), TU)),
+    # a filter on an aggregate's value cannot move below the GROUP BY (no pushed form is stated for it)
+    ("filter_into_view", G.filter(GN), Rel.view(U.filter(GN), "g", GROUPED, 0.1, 1e15)),
+    # v is not unique on v.e: a t row may meet several v rows, and a join would repeat it
+    ("semi_join_to_join_on_key", T.semi(V, TV), T.join(V, TV)),
+    # u is unique on u.c, but the other side of u.c = u.b + t.a reads u itself: several u rows may match a t row
+    ("semi_join_to_join_on_key", T.semi(U, USELF), T.join(U, USELF)),
 ]
 
 

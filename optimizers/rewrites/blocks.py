@@ -1,0 +1,83 @@
+"""Blocks: a statement outside the rewriter's subset (a WITH, a UNION, a RIGHT JOIN...) that holds a SELECT
+inside the subset (a CTE's query, a set operation's branch, a derived table's query) is searched over that block,
+and emission (``optimizers.rewrites.emit``) splices the block's rewrite back into the statement as written.
+
+>>> low = lower_block("WITH x AS (SELECT a FROM t, u WHERE t.a = u.c) SELECT count(*) FROM x",
+...                   {"t": {"a": "int"}, "u": {"c": "int"}})
+>>> low.nested.what, low.tables, low.nested.splice("SELECT a FROM t")
+("the CTE x's query", (('t', 't'), ('u', 'u')), 'WITH x AS (SELECT a FROM t) SELECT COUNT(*) FROM x')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from sqlglot import exp
+
+from optimizers.rewrites.lower import Lowered, Schema, Unsupported, lower_tree, lower, parse
+
+
+@dataclass(frozen=True)
+class Nested:
+    """Where a lowered SELECT sits in a statement outside the subset: the statement as written, the block's place
+    (its index among the statement's SELECTs, in ``find_all`` order), what it is (a derived table's, a CTE's query
+    or a set operation's branch) and why the whole statement is outside the subset."""
+
+    statement: str
+    index: int
+    what: str
+    why: str
+
+    def tables(self) -> set[str]:
+        """The names of the tables the whole statement reads (a CTE's name included: a caller keeps those its
+        schema has)."""
+        return {".".join(p.name for p in t.parts) for t in parse(self.statement).find_all(exp.Table)}
+
+    def splice(self, block_sql: str) -> str:
+        """The statement with the block's SELECT replaced by ``block_sql``."""
+        tree = parse(self.statement)
+        list(tree.find_all(exp.Select))[self.index].replace(parse(block_sql))
+        return tree.sql(dialect="postgres")
+
+
+def lower_block(sql: str, schema: Schema) -> Lowered:
+    """``sql`` lowered; when the statement is outside the subset but is a query (a SELECT or a set operation)
+    holding a block inside it (a derived table's or a CTE's SELECT, or a UNION / INTERSECT / EXCEPT branch), that
+    block, the one of most tables (the first of them), with ``nested`` saying where it goes back. A derived table
+    in FROM cannot see the enclosing query's columns (LATERAL is outside the subset), nor can a CTE or a branch, so
+    each is a statement of its own (a derived table of a statement inside the subset is a view of its term
+    instead: ``optimizers.rewrites.views``). ``Unsupported`` (the statement's reason) when no block is in the subset."""
+    try:
+        return lower(sql, schema)
+    except Unsupported as e:
+        why = str(e)
+        tree = parse(sql)
+        if not isinstance(tree, (exp.Select, exp.SetOperation)):
+            raise
+    blocks: list[Lowered] = []
+    for i, node in enumerate(tree.find_all(exp.Select)):
+        what = _block_kind(node) if node is not tree else None
+        if what is None:
+            continue
+        try:
+            low = lower_tree(node.copy(), schema)
+        except Unsupported:
+            continue
+        blocks.append(replace(low, nested=Nested(sql, i, what, why)))
+    if not blocks:
+        raise Unsupported(why)
+    return max(blocks, key=lambda b: len(b.tables))  # max() keeps the first of the largest
+
+
+def _block_kind(node: exp.Select) -> str | None:
+    """What a SELECT inside a statement is, when it is a block that can be rewritten on its own; None otherwise
+    (a subquery in an expression may read the enclosing query's columns)."""
+    parent = node.parent
+    if isinstance(parent, exp.Subquery) and isinstance(parent.parent, (exp.From, exp.Join)):
+        name = parent.alias_or_name
+        return f"the derived table {name}'s query" if name else "a derived table's query"
+    if isinstance(parent, exp.CTE):
+        return f"the CTE {parent.alias_or_name}'s query"
+    if isinstance(parent, exp.SetOperation):
+        return f"a branch of the {parent.key.upper()}"
+    return None

@@ -1,0 +1,127 @@
+"""Views: a derived table in FROM, and a grouped IN subquery, are operators of the statement's term (their own
+query searched inside it). What a view's shell allows (``describe``), how a filter moves into it (``push``), the
+lowering, and on real PostgreSQL: the forms the view rules make return the statement's rows, and every registered
+optimizer proposes only rewrites that do (NULL keys, duplicates, empty groups, empty tables)."""
+
+from __future__ import annotations
+
+import pytest
+import sqlglot
+
+from advisor.tuning import rewrite_equivalence
+from optimizers.rewrites.emit import to_sql
+from optimizers.rewrites.lower import VIEW, Unsupported, lower
+from optimizers.rewrites.rules import by_name
+from optimizers.rewrites.search import Search
+from optimizers.rewrites.views import describe, push
+from tests.optimizers.test_rewrite_regressions import OPTIMIZERS, Case, assert_safe, rows, shadow
+
+SCHEMA = {"c": {"id": "int", "name": "text"}, "o": {"id": "int", "cid": "int", "amount": "numeric"}}
+
+
+@pytest.mark.parametrize("sql,factor,cap,keys,pushable", [
+    ("SELECT o.cid AS cid, sum(o.amount) AS t FROM o GROUP BY o.cid", 0.1, None, ("cid",), ("cid",)),
+    ("SELECT o.cid AS cid, o.id AS id FROM o GROUP BY o.cid, o.id", 0.1, None, (), ("cid", "id")),
+    ("SELECT sum(o.amount) AS t, count(*) AS n FROM o", 0.0, 1.0, ("t", "n"), ()),  # one row: nothing moves in
+    ("SELECT DISTINCT o.cid AS cid FROM o", 0.5, None, ("cid",), ("cid",)),
+    ("SELECT o.cid AS cid FROM o ORDER BY o.amount LIMIT 3", 1.0, 3.0, (), ()),  # never past a LIMIT
+    ("SELECT o.id AS id, row_number() OVER (ORDER BY o.id) AS r FROM o", 1.0, None, (), ()),  # nor a window
+    ("SELECT o.id AS id, random() AS r, o.amount * 2 AS a FROM o", 1.0, None, (), ("id", "a")),  # volatile
+    ("SELECT o.id AS id, generate_series(1, o.cid) AS g FROM o", 1.0, None, (), ()),  # set-returning
+])
+def test_a_views_shape_says_its_rows_keys_and_what_may_move_in(sql, factor, cap, keys, pushable):
+    tree = sqlglot.parse_one(sql, read="postgres")
+    shape = describe(tree, [e.alias_or_name for e in tree.expressions])
+    assert (shape.factor, shape.keys, tuple(c for c, _ in shape.pushable)) == (factor, keys, pushable)
+    assert shape.cap == (cap if cap is not None else float("inf"))
+
+
+def test_push_rewrites_a_filter_over_the_views_inner_expressions_or_refuses():
+    pushable = {"cid": "o.cid", "a": "o.amount * 2"}
+    assert push("v.cid = 3 AND v.a > v.cid", "v", pushable) == "o.cid = 3 AND (o.amount * 2) > o.cid"
+    assert push("v.t > 1", "v", pushable) is None  # not pushable (an aggregate's column)
+    assert push("v.cid > random()", "v", pushable) is None  # volatile: evaluated per row either way, but not moved
+    assert push("v.cid IN (SELECT 1)", "v", pushable) is None
+
+
+def test_a_grouped_in_subquery_is_a_semi_join_with_a_view_keyed_on_its_column():
+    low = lower("SELECT c.name FROM c WHERE c.id IN (SELECT o.cid FROM o GROUP BY o.cid HAVING sum(o.amount) > 1)",
+                SCHEMA)
+    (atom,) = low.atoms
+    assert atom.kind == "exists" and atom.sub.tables == ((VIEW, "sq1"),)
+    (view,) = atom.sub.views
+    assert view.shape.keys == ("cid",) and view.written.startswith("(SELECT o.cid AS cid FROM o") \
+        and "GROUP BY o.cid HAVING" in view.written
+    assert [a.sql for a in atom.sub.atoms] == ["sq1.cid = c.id"]
+    with pytest.raises(Unsupported, match="reads the outer query"):
+        lower("SELECT c.name FROM c WHERE c.id IN (SELECT o.cid FROM o WHERE o.amount > c.id GROUP BY o.cid)", SCHEMA)
+
+
+def test_a_derived_table_aliasing_an_outer_name_is_renamed_apart():
+    low = lower("SELECT o.cid FROM (SELECT o.cid FROM o) AS o JOIN c ON c.id = o.cid", SCHEMA)
+    (view,) = low.views
+    assert [a for _, a in view.query.tables] == ["o_2"] and "FROM o AS o_2" in view.written
+
+
+# --- on real PostgreSQL --------------------------------------------------------------------------------------------
+
+DATA = Case(SCHEMA, {"c": 1000, "o": 1000},
+            ("INSERT INTO c VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, NULL), (NULL, 'n')",
+             "INSERT INTO o VALUES (1, 1, 5), (2, 1, 7), (3, 2, 1), (4, NULL, 20), (5, NULL, 30), (6, 3, NULL), "
+             "(7, 2, 12)"))
+
+STATEMENTS = {
+    "in-grouped": "SELECT c.name FROM c WHERE c.id IN (SELECT o.cid FROM o GROUP BY o.cid HAVING sum(o.amount) > 6)",
+    "not-in-grouped": "SELECT c.name FROM c WHERE c.id NOT IN (SELECT o.cid FROM o GROUP BY o.cid "
+                      "HAVING count(*) > 1)",
+    "group-key-filter": "SELECT s.cid, s.total FROM (SELECT o.cid, sum(o.amount) AS total FROM o GROUP BY o.cid) "
+                        "AS s WHERE s.cid > 1 AND s.total > 5",
+    "limit": "SELECT s.cid FROM (SELECT o.cid FROM o ORDER BY o.amount DESC NULLS LAST, o.id LIMIT 3) AS s "
+             "WHERE s.cid > 1",
+    "window": "SELECT s.id, s.r FROM (SELECT o.id, row_number() OVER (ORDER BY o.id) AS r FROM o) AS s "
+              "WHERE s.id > 2",
+    "joined-view": "SELECT c.name, s.n FROM c JOIN (SELECT o.cid, count(*) AS n FROM o GROUP BY o.cid) AS s "
+                   "ON s.cid = c.id WHERE s.n >= 1 AND c.id < 3",
+    "one-row": "SELECT s.total FROM (SELECT sum(o.amount) AS total FROM o) AS s WHERE s.total IS NULL",
+}
+
+
+def _forms(sql: str, rule: str) -> list[str]:
+    """The forms the search's best holds after the analyses and ``rule`` ran (pushdown rules first, so a filter
+    reaches the view), the statement as written first. A join is estimated to keep few pairs, so a join with a
+    view is cheaper than the semi-join it replaces."""
+    low = lower(sql, SCHEMA)
+    search = Search(low, {"c": 1e5, "o": 1e5}, lambda a: 1e-6 if len(a.refs) > 1 else 0.1,
+                    keys={"c": (("id",),)})
+    written = to_sql(search.best(), low)
+    for name in ("split_conjunction", "swap_filters", "push_filter_join_right", rule):
+        search.run(by_name(name))
+    return [written, to_sql(search.best(), low)]
+
+
+@pytest.mark.parametrize("which,rule,expected", [
+    ("in-grouped", "semi_join_to_join_on_key", "JOIN (SELECT o.cid AS cid FROM o GROUP BY o.cid HAVING"),
+    ("group-key-filter", "filter_into_view", "FROM o WHERE o.cid > 1 GROUP BY o.cid"),
+    ("joined-view", "filter_into_view", None),  # s.n is a count: it stays above the view
+    ("limit", "filter_into_view", None),
+    ("window", "filter_into_view", None),
+    ("one-row", "filter_into_view", None),
+])
+def test_the_view_rules_forms_return_the_statements_rows(db, which, rule, expected):
+    dsn = shadow(db, DATA)
+    statement = STATEMENTS[which]
+    written, best = _forms(statement, rule)
+    if expected is None:
+        assert best == written  # nothing to move in: the statement as written
+        return
+    assert expected in best and expected not in written, best
+    assert rows(dsn, best) == rows(dsn, statement)
+    verdict = rewrite_equivalence.check(db, SCHEMA, statement, best, shadow_dsn=dsn)
+    assert verdict.equivalent, verdict.mismatch
+
+
+@pytest.mark.parametrize("which", list(STATEMENTS))
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_every_optimizer_keeps_the_rows_of_statements_with_views(db, name, which):
+    dsn = shadow(db, DATA)
+    assert_safe(db, dsn, DATA, STATEMENTS[which], name)
