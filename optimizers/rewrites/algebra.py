@@ -101,8 +101,19 @@ def pushed(pred: Pred) -> Pred: ...
 def view_weight(written: StringLike) -> f64: ...
 
 
+@function(merge=lambda old, new: old)
+def notin_sub(pred: Pred) -> Rel: ...
+
+
+@function(merge=lambda old, new: old)
+def notin_on(pred: Pred) -> Pred: ...
+
+
 unique_on = relation("unique_on", Rel, String)
 keyed_view = relation("keyed_view", String, String)
+nonnull = relation("nonnull", Rel, String)  # no row of the relation has the column NULL
+strict_on = relation("strict_on", Pred, String)  # the predicate is not true where the column is NULL
+notin_keys = relation("notin_keys", Pred, String, String)  # x NOT IN (SELECT y ...): its x and y columns
 
 
 a, b, r = vars_("a b r", Rel)
@@ -131,6 +142,18 @@ ANALYSES = ruleset(
     rule(eq(r).to(a.anti(b, p)), unique_on(a, s)).then(unique_on(r, s)),
     rule(eq(x).to(Pred.both(p, q)), eq(S1).to(equal_to(p, s))).then(set_(equal_to(x, s)).to(S1)),
     rule(eq(x).to(Pred.both(p, q)), eq(S1).to(equal_to(q, s))).then(set_(equal_to(x, s)).to(S1)),
+    # nullability: columns declared NOT NULL (set on scans), and those a condition below rejects the NULLs of;
+    # a LEFT JOIN's nullable side and a semi- or anti-join's right side lose theirs
+    rule(eq(x).to(Pred.both(p, q)), strict_on(p, s)).then(strict_on(x, s)),
+    rule(eq(x).to(Pred.both(p, q)), strict_on(q, s)).then(strict_on(x, s)),
+    rule(eq(r).to(a.filter(p)), nonnull(a, s)).then(nonnull(r, s)),
+    rule(eq(r).to(a.filter(p)), strict_on(p, s)).then(nonnull(r, s)),
+    rule(eq(r).to(a.join(b, p)), nonnull(a, s)).then(nonnull(r, s)),
+    rule(eq(r).to(a.join(b, p)), nonnull(b, s)).then(nonnull(r, s)),
+    rule(eq(r).to(a.join(b, p)), strict_on(p, s)).then(nonnull(r, s)),
+    rule(eq(r).to(a.left(b, p)), nonnull(a, s)).then(nonnull(r, s)),
+    rule(eq(r).to(a.semi(b, p)), nonnull(a, s)).then(nonnull(r, s)),
+    rule(eq(r).to(a.anti(b, p)), nonnull(a, s)).then(nonnull(r, s)),
     rule(eq(r).to(a.filter(p)), eq(S1).to(aliases(a))).then(set_(aliases(r)).to(S1)),
     rule(eq(r).to(a.join(b, p)), eq(S1).to(aliases(a)), eq(S2).to(aliases(b))).then(set_(aliases(r)).to(S1 | S2)),
     rule(eq(r).to(a.left(b, p)), eq(S1).to(aliases(a)), eq(S2).to(aliases(b))).then(set_(aliases(r)).to(S1 | S2)),

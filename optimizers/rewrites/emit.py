@@ -108,7 +108,8 @@ def _needs_paren(text: str) -> bool:
 
 
 def expanded(term: Rel, low: Lowered) -> tuple[str, ...]:
-    """The expanding rules whose form the extracted ``term`` took (``optimizers.rewrites.rules.decorrelate``)."""
+    """The rules whose form shows in the extracted ``term``: the scalar decorrelation (an expanding rule,
+    ``optimizers.rewrites.rules.decorrelate``) and NOT IN as an anti-join (``rules.nulls``)."""
     found: list[str] = []
     texts: set[str] = set()
     derived = False

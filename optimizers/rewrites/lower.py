@@ -60,6 +60,7 @@ class Atom:
     sub: "Lowered | None" = None
     detail: tuple = ()  # a scalar comparison's (op, outer SQL, the subquery's select SQL, its select expression)
     equals: tuple[tuple[str, frozenset[str]], ...] = ()  # ("alias.column", aliases of the other side) of an a = b
+    nonnull: frozenset[str] = frozenset()  # columns ("alias.column") whose NULL makes the atom not true
 
 
 @dataclass(frozen=True)
@@ -265,10 +266,10 @@ def _plain(node: exp.Expression) -> Atom:
     refs = _refs(node)
     equals = ()
     if isinstance(node, exp.EQ):
-        equals = tuple((f"{col.table}.{col.name}", _refs(other))
+        equals = tuple((_name(col), _refs(other))
                        for col, other in ((node.this, node.expression), (node.expression, node.this))
                        if isinstance(col, exp.Column) and col.table)
-    return Atom(node.sql(dialect="postgres"), refs, _rejects(node, refs), equals=equals)
+    return Atom(node.sql(dialect="postgres"), refs, _rejects(node, refs), equals=equals, nonnull=_nonnull(node, refs))
 
 
 def _in_subquery(part: exp.Expression, body: exp.In, negated: bool, scope: frozenset[str]) -> Atom:
@@ -349,11 +350,34 @@ def _refs(node: exp.Expression) -> frozenset[str]:
 
 STRICT = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike, exp.Between, exp.In)
 LENIENT = (exp.Is, exp.Coalesce, exp.Or, exp.Case, exp.If, exp.Not, exp.NullSafeEQ, exp.NullSafeNEQ)
+# the parts of a strict comparison through which a NULL stays NULL (a function such as concat, greatest or
+# num_nulls may turn a NULL into a value, so any other part makes the comparison not strict)
+NULL_PROPAGATING = (*STRICT, exp.Column, exp.Identifier, exp.Literal, exp.Paren, exp.Cast, exp.DataType, exp.Add,
+                    exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg, exp.Tuple, exp.Interval, exp.Var, exp.Upper,
+                    exp.Lower, exp.Substring, exp.Length, exp.Abs, exp.Extract, exp.Placeholder, exp.Parameter,
+                    exp.Escape, exp.Null)
 
 
 def _rejects(node: exp.Expression, refs: frozenset[str]) -> frozenset[str]:
     """Aliases whose all-NULL row makes ``node`` not true: every alias it reads when it is a strict comparison
-    with no NULL-tolerant part (IS [NOT] NULL, COALESCE, OR, CASE, NOT, IS DISTINCT FROM); none otherwise."""
-    if not isinstance(node, STRICT) or any(isinstance(n, LENIENT) for n in node.walk()):
+    whose every part keeps a NULL NULL (columns, constants, arithmetic, casts; no IS [NOT] NULL, COALESCE, OR,
+    CASE, NOT, IS DISTINCT FROM or other function); none otherwise."""
+    if not isinstance(node, STRICT) or not all(isinstance(n, NULL_PROPAGATING) for n in node.walk()):
         return frozenset()
     return refs
+
+
+def _nonnull(node: exp.Expression, refs: frozenset[str]) -> frozenset[str]:
+    """The columns ("alias.column") whose NULL makes ``node`` not true: every column of a strict comparison, the
+    column of ``column IS NOT NULL``."""
+    test = node.this if isinstance(node, exp.Not) else node  # NOT (x IS NULL), or x IS NOT NULL (negated IS)
+    if isinstance(test, exp.Is) and isinstance(test.expression, exp.Null) and isinstance(test.this, exp.Column) \
+            and test.this.table and (test is not node) != bool(test.args.get("negate")):
+        return frozenset({_name(test.this)})
+    if not _rejects(node, refs):
+        return frozenset()
+    return frozenset(_name(c) for c in node.find_all(exp.Column) if c.table)
+
+
+def _name(column: exp.Column) -> str:
+    return f"{column.table}.{column.name}"

@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from egglog import String, f64, set_, set_cost, union
+from sqlglot import exp
 
-from optimizers.rewrites.algebra import (Pred, Rel, alias_set, equal_to, keyed_view, pushed, rows as rows_fn,
-                                         selectivity as sel_fn, unique_on, view_weight)
+from optimizers.rewrites.algebra import (Pred, Rel, alias_set, equal_to, keyed_view, nonnull, notin_keys, notin_on,
+                                         notin_sub, pushed, rows as rows_fn, selectivity as sel_fn, strict_on,
+                                         unique_on, view_weight)
 from optimizers.rewrites.lower import VIEW, Atom, Lowered, Unsupported
 from optimizers.rewrites.rules import decorrelate
 
@@ -24,12 +26,11 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
     """The core as a term, the facts to register with it, and the expanding rules' forms (unions of a written
     part with its alternative; registered after the written statement's cost is taken). ``rows``: estimated rows
     per table; ``selectivity(atom)``: the fraction of rows an atom keeps; ``not_null``: (table, column) pairs
-    declared NOT NULL (what turning NOT IN into an anti-join needs); ``keys``: unique keys by table (a scan of a
+    declared NOT NULL (where the nullability analysis starts); ``keys``: unique keys by table (a scan of a
     table with a one-column key is unique on it)."""
     facts: list = []
     expansions: list = []
-    tables = dict(_all_tables(low))
-    taken = set(tables)
+    taken = {alias for alias, _ in _all_tables(low)}
     pushes = dict(_all_pushes(low))
 
     def pred(atoms: tuple[Atom, ...]) -> Pred:
@@ -40,6 +41,7 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
             term = Pred.atom(atom.sql, alias_set(atom.refs), alias_set(atom.rejects))
             facts.append(set_(sel_fn(term)).to(float(selectivity(atom))))
             facts.extend(set_(equal_to(term, column)).to(alias_set(other)) for column, other in atom.equals)
+            facts.extend(strict_on(term, String(column)) for column in atom.nonnull)
             if atom.sql in pushes:
                 inner = pred((pushes[atom.sql],))
                 # the same rows kept, counted below the view: the outer atom's selectivity
@@ -51,6 +53,7 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
         term = Rel.scan(table, alias)
         facts.append(set_(rows_fn(term)).to(float(max(rows.get(table, 1000.0), 1.0))))
         facts.extend(unique_on(term, String(f"{alias}.{k[0]}")) for k in (keys or {}).get(table, ()) if len(k) == 1)
+        facts.extend(nonnull(term, String(f"{alias}.{c}")) for t, c in not_null if t == table)
         return term
 
     def item(l: Lowered, table: str, alias: str) -> Rel:
@@ -94,13 +97,18 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
                 rel = plain
             elif atom.kind == "not_in":
                 written = pred((Atom(atom.sql, atom.refs, frozenset()),))
-                # a hashed NOT IN reads its subquery once, like an anti-join, but rescans it per row once it no
-                # longer fits work_mem and never gets the anti-join's strategies: priced above the anti-join
-                facts.append(set_cost(written, int(min(2 * inner_rows(atom.sub) + NOT_IN_PENALTY, 1e12))))
-                plain = rel.filter(written)
-                if decorrelate.null_safe(atom, tables, not_null):
-                    expansions.append(union(plain).with_(rel.anti(*subquery(atom.sub))))
-                rel = plain
+                # a hashed NOT IN reads its subquery once (rows read and kept, as an anti-join reads its right
+                # side), but rescans it per row once it no longer fits work_mem and never gets the anti-join's
+                # strategies: priced at twice that, above the anti-join
+                facts.append(set_cost(written, int(min(2 * 1.5 * inner_rows(atom.sub) + NOT_IN_PENALTY, 1e12))))
+                x, y = atom.detail
+                if all(isinstance(c, exp.Column) and c.table for c in (x, y)):
+                    # the anti-join it equals where x and y are never NULL (``rules.nulls``; the nullability
+                    # analysis decides, from NOT NULL columns and the conditions below)
+                    right, corr = subquery(atom.sub)
+                    facts.extend([set_(notin_sub(written)).to(right), set_(notin_on(written)).to(corr),
+                                  notin_keys(written, String(f"{x.table}.{x.name}"), String(f"{y.table}.{y.name}"))])
+                rel = rel.filter(written)
             else:
                 right, corr = subquery(atom.sub)
                 rel = rel.semi(right, corr) if atom.kind == "exists" else rel.anti(right, corr)

@@ -4,7 +4,8 @@ rule is guarded, an input it must leave alone (the rewrite that would change the
 import pytest
 from egglog import EGraph, String, eq, set_
 
-from optimizers.rewrites.algebra import ANALYSES, Pred, Rel, alias_set, equal_to, keyed_view, pushed, unique_on
+from optimizers.rewrites.algebra import (ANALYSES, Pred, Rel, alias_set, equal_to, keyed_view, nonnull, notin_keys,
+                                         notin_on, notin_sub, pushed, strict_on, unique_on)
 from optimizers.rewrites.rules import RULES, by_name
 
 T, U, V = Rel.scan("t", "t"), Rel.scan("u", "u"), Rel.scan("v", "v")
@@ -34,6 +35,14 @@ FACTS = [keyed_view(String(GROUPED), String("g.c")), set_(pushed(GC)).to(atom("u
          set_(equal_to(UT, "u.c")).to(alias_set(frozenset({"t"}))),
          set_(equal_to(USELF, "u.c")).to(alias_set(frozenset({"t", "u"}))),
          set_(equal_to(TV, "v.e")).to(alias_set(frozenset({"t"}))), unique_on(U, String("u.c"))]
+# x NOT IN (SELECT y ...): over u (t.a and u.c declared NOT NULL), over v (v.e nullable), over v filtered by a
+# condition that rejects v.e's NULLs
+NU, NV, NW = (atom(f"t.a NOT IN (SELECT {y} FROM {b})", "t", strict=False)
+              for y, b in (("u.c", "u"), ("v.e", "v"), ("v.e", "v WHERE v.e > 0")))
+VPOS = atom("v.e > 0", "v")
+FACTS += [nonnull(T, String("t.a")), nonnull(U, String("u.c")), strict_on(VPOS, String("v.e"))]
+for notin, sub, on, y in ((NU, U, UT, "u.c"), (NV, V, TV, "v.e"), (NW, V.filter(VPOS), TV, "v.e")):
+    FACTS += [set_(notin_sub(notin)).to(sub), set_(notin_on(notin)).to(on), notin_keys(notin, String("t.a"), String(y))]
 
 
 def rewritten(rule: str, term: Rel, times: int = 1) -> EGraph:
@@ -72,6 +81,8 @@ GOLDEN = [
     ("filter_into_view", G.filter(GC), Rel.view(U.filter(atom("u.c > 1", "u")), "g", GROUPED, 0.1, 1e15)),
     ("semi_join_to_join_on_key", T.semi(G, TG), T.join(G, TG)),
     ("semi_join_to_join_on_key", T.semi(U.filter(UD), UT), T.join(U.filter(UD), UT)),  # a key kept by a filter
+    ("not_in_to_anti_join", T.filter(NU), T.anti(U, UT)),
+    ("not_in_to_anti_join", T.filter(NW), T.anti(V.filter(VPOS), TV)),  # v.e > 0 leaves no NULL v.e
 ]
 
 # (rule, input, the rewrite it must not make): each guard is what keeps the meaning
@@ -93,6 +104,10 @@ GUARDED = [
     ("semi_join_to_join_on_key", T.semi(V, TV), T.join(V, TV)),
     # u is unique on u.c, but the other side of u.c = u.b + t.a reads u itself: several u rows may match a t row
     ("semi_join_to_join_on_key", T.semi(U, USELF), T.join(U, USELF)),
+    # v.e may be NULL: NOT IN would then keep no row, NOT EXISTS every row without a match
+    ("not_in_to_anti_join", T.filter(NV), T.anti(V, TV)),
+    # t.a is declared NOT NULL, but on the nullable side of a LEFT JOIN it is NULL where t found no match
+    ("not_in_to_anti_join", U.left(T, UT).filter(NU), U.left(T, UT).anti(U, UT)),
 ]
 
 

@@ -14,10 +14,9 @@ Guards that keep the meaning:
 - the COUNT bug: COUNT over an empty group is 0, not NULL. A select expression that is exactly ``COUNT(...)``
   is joined with LEFT JOIN and compared as ``COALESCE(dc1.v, 0)``; any other expression holding COUNT is left
   correlated.
-``null_safe`` decides the same for ``x NOT IN (SELECT y ...)`` -> NOT EXISTS (anti-join): only where neither x
-nor y can be NULL. These are expanding rules: applied when the statement's term is built
-(``optimizers.rewrites.term``), each adds its form as equal to the written one, and extraction and the shadow's
-measurements choose.
+This is an expanding rule: applied when the statement's term is built (``optimizers.rewrites.term``), it adds its
+form as equal to the written one, and extraction and the shadow's measurements choose. (``x NOT IN (SELECT y ...)``
+-> NOT EXISTS is a rule of the e-graph, ``rules.nulls``, guarded by the nullability analysis.)
 """
 
 from __future__ import annotations
@@ -82,13 +81,6 @@ def scalar_aggregate(atom: Atom, alias: str) -> Decorrelated | str:
     compare_refs = frozenset({alias}) | (_refs_sql(outer_sql) & outer_refs)
     compare = Atom(f"{outer_sql} {op} {value}", compare_refs, frozenset() if counting else compare_refs)
     return Decorrelated(grouped.sql(dialect="postgres"), alias, on, compare, counting)
-
-
-def null_safe(atom: Atom, tables: dict[str, str], not_null: frozenset[tuple[str, str]]) -> bool:
-    """Whether ``x NOT IN (SELECT y ...)`` (a ``not_in`` atom) equals ``NOT EXISTS (... AND y = x)``: only when
-    neither x nor y can be NULL (a NULL y makes NOT IN drop every row without a match; a NULL x drops the row
-    unless the subquery is empty), i.e. both are columns declared NOT NULL."""
-    return all(isinstance(c, exp.Column) and (tables.get(c.table), c.name) in not_null for c in atom.detail)
 
 
 def _key(atom: Atom, inner: frozenset[str]) -> tuple[str, str] | None:
