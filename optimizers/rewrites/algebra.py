@@ -21,9 +21,11 @@ the estimated row count (scans' counts and atoms' selectivities come from the ta
 lowering; the smallest estimate of a class wins); ``unique_on(rel, column)``, a column no two of its rows share
 (a scan's one-column unique key, a view's grouping column, kept by filters and the left side of semi- and
 anti-joins); ``equal_to(pred, column)``, the aliases the other side of an equality with ``column`` reads;
-``pushed(pred)``, a filter above a view as it reads inside the view (stated by the lowering, where it may move). Each e-node's extraction cost (``set_cost``: rows read plus
-rows produced, so extraction prefers plans that shrink relations early, natively, without a Python cost model)
-is set by ``COSTS`` inside ``priced``, just for an extraction.
+``pushed(pred)``, a filter above a view as it reads inside the view (stated by the lowering, where it may move);
+``nonnull(rel, column)``, a column no row has NULL (declared NOT NULL on a scan, or rejected by a condition
+below: ``strict_on(pred, column)``; lost on a LEFT JOIN's nullable side). Each e-node's extraction cost
+(``set_cost``: rows read plus rows produced, so extraction prefers plans that shrink relations early, natively,
+without a Python cost model) is set by ``COSTS`` inside ``priced``, just for an extraction.
 """
 
 from __future__ import annotations
