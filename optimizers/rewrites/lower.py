@@ -26,6 +26,7 @@ WITH (common table expressions) is not in the rewriter's subset yet
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -299,7 +300,10 @@ def _in_subquery(part: exp.Expression, body: exp.In, negated: bool, scope: froze
 def _grouped_in(sub: exp.Select, x: exp.Expression, scope: frozenset[str]) -> tuple[Lowered, exp.Expression]:
     """An uncorrelated grouped (or aggregating) IN subquery as a semi-join's right side: a view of its query, and
     ``view.column = x`` as the condition; with the inner expression it selects."""
-    name = next(f"sq{n}" for n in range(1, len(scope) + 2) if f"sq{n}" not in scope)
+    # named after what it holds: two such subqueries of one statement get names of their own (an identical one
+    # is the same relation), and no alias of the statement is taken
+    digest = hashlib.sha1(f"{sub.sql(dialect='postgres')} = {x.sql(dialect='postgres')}".encode()).hexdigest()
+    name = next(f"sq_{digest[:n]}" for n in range(6, 41) if f"sq_{digest[:n]}" not in scope)
     item = sub.expressions[0]
     y = item.unalias() if isinstance(item, exp.Alias) else item
     column = item.alias if isinstance(item, exp.Alias) else y.name if isinstance(y, exp.Column) else "k"
