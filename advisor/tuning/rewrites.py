@@ -299,8 +299,8 @@ def constraints(problem: RewriteProblem, tables: dict) -> dict:
 
 
 def _tables_read(problem: RewriteProblem, queryid: str) -> dict[str, dict[str, str]]:
-    """The schema of the tables ``queryid`` reads (its views' and subqueries' included, and, for a statement searched over a
-    block, the tables of the whole statement): what its check databases hold."""
+    """The schema of the tables ``queryid`` reads (its views', subqueries' and branches' included, and, for a
+    statement searched over a block, the tables of the whole statement): what its check databases hold."""
     names: set[str] = set()
     nested = problem.lowered[queryid].nested
     if nested is not None:

@@ -12,8 +12,9 @@ back). Scalar expressions are opaque SQL atoms that carry what rules need to kno
 Relations: ``scan(table, alias)``, ``derived(sql, alias)`` (a subquery in FROM, opaque: what decorrelation
 introduces), ``view(inner, alias, written, factor, cap)`` (a derived table or grouped IN subquery whose own core
 ``inner`` is searched with the rest; its shell as ``written``, its rows ``factor`` per input row, at most
-``cap``: ``optimizers.rewrites.views``), ``filter``, inner ``join``, ``left`` (LEFT JOIN), ``semi`` (EXISTS) and
-``anti`` (NOT EXISTS) joins, each with its ON predicate.
+``cap``: ``optimizers.rewrites.views``), ``setop(keyword, a, b)`` (UNION [ALL] / INTERSECT / EXCEPT of two
+branches' cores, each branch's shell kept outside: ``optimizers.rewrites.setops``), ``filter``, inner ``join``,
+``left`` (LEFT JOIN), ``semi`` (EXISTS) and ``anti`` (NOT EXISTS) joins, each with its ON predicate.
 
 Analyses (egglog functions filled by the ``ANALYSES`` ruleset): ``aliases(rel)``, the aliases a relation's rows
 carry (a semi or anti join carries its left side's only); ``refs(pred)`` and ``rejects(pred)``; ``rows(rel)``,
@@ -59,6 +60,9 @@ class Rel(Expr):
 
     @classmethod
     def view(cls, inner: Rel, alias: StringLike, written: StringLike, factor: f64Like, cap: f64Like) -> Rel: ...
+
+    @classmethod
+    def setop(cls, keyword: StringLike, a: Rel, b: Rel) -> Rel: ...
 
     def filter(self, pred: Pred) -> Rel: ...
 
@@ -178,6 +182,7 @@ ANALYSES = ruleset(
         set_(rows(r)).to(n1 * (f64(1.0) - (n2 * k1).min(f64(0.9))))),
     rule(eq(r).to(Rel.view(a, t, w, k1, k2)), eq(n1).to(rows(a))).then(
         set_(rows(r)).to((n1 * k1).min(k2).max(f64(1.0)))),
+    rule(eq(r).to(Rel.setop(s, a, b)), eq(n1).to(rows(a)), eq(n2).to(rows(b))).then(set_(rows(r)).to(n1 + n2)),
     name="analyses",
 )
 
@@ -197,6 +202,8 @@ COSTS = ruleset(
         set_cost(a.anti(b, p), _cost(n1 + n2 + n1))),
     rule(eq(r).to(Rel.view(a, t, w, k1, k2)), eq(n1).to(rows(a)), eq(n2).to(view_weight(w))).then(
         set_cost(Rel.view(a, t, w, k1, k2), _cost(n1 * n2 + (n1 * k1).min(k2)))),
+    rule(eq(r).to(Rel.setop(s, a, b)), eq(n1).to(rows(a)), eq(n2).to(rows(b))).then(
+        set_cost(Rel.setop(s, a, b), _cost(n1 + n2))),
     name="costs",
 )
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
-from optimizers.rewrites.lower import Lowered, Schema, Unsupported, lower_tree, lower, parse
+from optimizers.rewrites.lower import Lowered, Schema, Unsupported, lower_tree, parse
+from optimizers.rewrites.setops import lower_query
 
 
 @dataclass(frozen=True)
@@ -41,14 +42,15 @@ class Nested:
 
 
 def lower_block(sql: str, schema: Schema) -> Lowered:
-    """``sql`` lowered; when the statement is outside the subset but is a query (a SELECT or a set operation)
+    """``sql`` lowered (a SELECT or a set operation of SELECTs: ``setops.lower_query``); when the statement is
+    outside the subset but is a query (a SELECT or a set operation)
     holding a block inside it (a derived table's or a CTE's SELECT, or a UNION / INTERSECT / EXCEPT branch), that
     block, the one of most tables (the first of them), with ``nested`` saying where it goes back. A derived table
     in FROM cannot see the enclosing query's columns (LATERAL is outside the subset), nor can a CTE or a branch, so
     each is a statement of its own (a derived table of a statement inside the subset is a view of its term
     instead: ``optimizers.rewrites.views``). ``Unsupported`` (the statement's reason) when no block is in the subset."""
     try:
-        return lower(sql, schema)
+        return lower_query(sql, schema)
     except Unsupported as e:
         why = str(e)
         tree = parse(sql)

@@ -38,15 +38,26 @@ class Block:
 def to_sql(term: Rel, shell: Lowered) -> str:
     """``term`` (a core extracted from the e-graph) inside the statement's shell, as PostgreSQL SQL (the whole
     statement: a block, ``shell.nested``, is put back where it was)."""
-    out = shell.shell.copy()
+    sql = _statement(term, shell).sql(dialect="postgres")
+    return shell.nested.splice(sql) if shell.nested is not None else sql
+
+
+def _statement(term: Rel, low: Lowered) -> exp.Expression:
+    """``term`` in ``low``'s shell; a set operation's branches each in their own, in their places."""
+    out = low.shell.copy()
+    if low.setop is not None:
+        _keyword, left, right = low.setop
+        a, b = get_callable_args(term)[1:]
+        out.set("this", _statement(a, left))
+        out.set("expression", _statement(b, right))
+        return out
     if any(isinstance(e, exp.Star) for e in out.expressions):
         # SELECT * reads every FROM item's columns in FROM order: the rewrite may add derived tables and reorder
         # joins, so the star becomes each original table's columns, in the original order
-        stars = [exp.Column(this=exp.Star(), table=exp.to_identifier(alias)) for _table, alias in shell.tables]
+        stars = [exp.Column(this=exp.Star(), table=exp.to_identifier(alias)) for _table, alias in low.tables]
         out.set("expressions", [x for e in out.expressions for x in (stars if isinstance(e, exp.Star) else [e])])
     _fill(out, block_of(term))
-    sql = out.sql(dialect="postgres")
-    return shell.nested.splice(sql) if shell.nested is not None else sql
+    return out
 
 
 def _fill(select: exp.Select, block: Block) -> None:
@@ -129,6 +140,13 @@ def expanded(term: Rel, low: Lowered) -> tuple[str, ...]:
     walk(term)
     if derived:
         found.append("decorrelate_scalar_aggregate")
-    if any(a.kind == "not_in" and a.sql not in texts for a in low.atoms):
+    if any(a.kind == "not_in" and a.sql not in texts for part in _selects(low) for a in part.atoms):
         found.append("not_in_to_anti_join")
     return tuple(found)
+
+
+def _selects(low: Lowered):
+    """``low`` and the SELECTs of its views and set operation branches (whose conditions are in the term)."""
+    yield low
+    for part in [v.query for v in low.views] + list(low.setop[1:] if low.setop else ()):
+        yield from _selects(part)

@@ -35,6 +35,7 @@ from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError
 from sqlglot.optimizer.qualify import qualify
 
+from optimizers.rewrites.scopes import own_items, unshadow
 from optimizers.rewrites.views import View, describe, push
 
 if TYPE_CHECKING:
@@ -76,17 +77,25 @@ class Lowered:
     shell: exp.Select
     nested: Nested | None = None
     views: tuple[View, ...] = ()  # the FROM items that are views (their table is ``VIEW``)
+    setop: tuple[str, Lowered, Lowered] | None = None  # a set operation's keyword and branches (no tables then)
 
     @property
     def aliases(self) -> frozenset[str]:
         return frozenset(a for _, a in self.tables)
 
+    def parts(self) -> list[Lowered]:
+        """The SELECTs lowered inside this one: its views' queries, its conditions' subqueries, a set operation's
+        branches."""
+        return ([v.query for v in self.views] + [a.sub for a in self.atoms if a.sub is not None]
+                + list(self.setop[1:] if self.setop else ()))
+
     def base_tables(self) -> set[str]:
-        """The base tables this SELECT reads, its views' and subqueries' included."""
-        out = {t for t, _ in self.tables if t != VIEW}
-        for low in [v.query for v in self.views] + [a.sub for a in self.atoms if a.sub is not None]:
-            out |= low.base_tables()
-        return out
+        """The base tables this SELECT reads, its parts' included."""
+        return {t for t, _ in self.tables if t != VIEW}.union(*(p.base_tables() for p in self.parts()))
+
+    def every_alias(self) -> set[str]:
+        """The aliases of this SELECT and of its parts."""
+        return set(self.aliases).union(*(p.every_alias() for p in self.parts()))
 
 
 def parse(sql: str) -> exp.Expression:
@@ -116,23 +125,23 @@ def lower_tree(tree: exp.Select, schema: Schema) -> Lowered:
                             identify=False, expand_stars=False, validate_qualify_columns=True)
     except (OptimizeError, ValueError, KeyError) as e:
         raise Unsupported(f"columns not resolved against the schema: {e}") from None
-    return _select(qualified, tree)
+    return lower_select(qualified, tree)
 
 
-def _select(q: exp.Select, original: exp.Select | None, outer: frozenset[str] = frozenset(),
+def lower_select(q: exp.Select, original: exp.Select | None, outer: frozenset[str] = frozenset(),
             views: bool = True) -> Lowered:
     """``q`` lowered; ``outer``: the aliases of the enclosing scopes (a subquery's alias that shadows one of
     them is renamed, with the columns of its scope, so every alias names one relation in the whole statement);
     ``views``: whether derived tables in its FROM are lowered as views (not inside a subquery of a condition)."""
     if outer:
-        _unshadow(q, outer)
+        unshadow(q, outer)
     frm = q.args.get("from_")
     if frm is None:
         raise Unsupported("no FROM clause")
     for key in ("laterals", "pivots", "windows", "qualify", "connect", "match"):
         if q.args.get(key):
             raise Unsupported(f"{key.upper()} is not in the rewriter's subset")
-    used = set(outer) | {n.alias_or_name for n in [frm.this, *(j.this for j in q.args.get("joins") or [])]}
+    used = set(outer) | {n.alias_or_name for n in own_items(q)}
     found: list[View] = []
 
     def item(node: exp.Expression) -> tuple[str, str]:
@@ -175,12 +184,12 @@ def _view(node: exp.Subquery, used: set[str]) -> View:
                           "set operations or WITH inside")
     if any(isinstance(e, exp.Star) or isinstance(e.this, exp.Star) for e in sub.expressions):
         raise Unsupported("a derived table that selects * (its columns are not known by name)")
-    low = _select(sub, None, frozenset(used))
+    low = lower_select(sub, None, frozenset(used))
     written = node.args["alias"]
     columns = [c.name for c in written.columns] or [e.alias_or_name for e in low.shell.expressions]
     if len(columns) != len(low.shell.expressions):
         raise Unsupported(f"the derived table {alias} names a different number of columns than it selects")
-    used |= _every_alias(low)
+    used |= low.every_alias()
     view_sql = exp.Subquery(this=low.shell.copy(), alias=written.copy()).sql(dialect="postgres")
     return View(low, alias, view_sql, describe(low.shell, columns))
 
@@ -197,39 +206,11 @@ def _pushes(view: View, atoms: list[Atom]) -> View:
     return View(view.query, view.alias, view.written, view.shape, tuple(out))
 
 
-def _every_alias(low: Lowered) -> set[str]:
-    out = set(low.aliases)
-    for sub in [v.query for v in low.views] + [a.sub for a in low.atoms if a.sub is not None]:
-        out |= _every_alias(sub)
-    return out
-
-
 def _table(node: exp.Expression) -> tuple[str, str]:
     if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
         raise Unsupported("only base tables in FROM here (no derived tables inside a condition's subquery, no "
                           "functions or VALUES)")
     return (".".join(p.name for p in node.parts), node.alias_or_name)
-
-
-def _unshadow(q: exp.Select, outer: frozenset[str]) -> None:
-    """Rename the tables of ``q``'s own FROM whose alias an enclosing scope uses, and their columns in ``q``."""
-    if q.args.get("from_") is None:
-        return
-    own = [t for t in [q.args["from_"].this, *(j.this for j in q.args.get("joins") or [])] if isinstance(t, exp.Table)]
-    taken = set(outer) | {t.alias_or_name for t in own}
-    renames = {}
-    for t in own:
-        if t.alias_or_name in outer:
-            n = 2
-            while f"{t.alias_or_name}_{n}" in taken:
-                n += 1
-            renames[t.alias_or_name] = f"{t.alias_or_name}_{n}"
-            taken.add(renames[t.alias_or_name])
-            t.set("alias", exp.TableAlias(this=exp.to_identifier(renames[t.alias_or_name])))
-    if renames:
-        for col in q.find_all(exp.Column):
-            if col.table in renames and col.find_ancestor(exp.Select) is q:
-                col.set("table", exp.to_identifier(renames[col.table]))
 
 
 def _atoms(node: exp.Expression, scope: frozenset[str] = frozenset()):
@@ -248,7 +229,7 @@ def _atoms(node: exp.Expression, scope: frozenset[str] = frozenset()):
             sub = body.this
             if not isinstance(sub, exp.Select) or sub.args.get("group") or sub.args.get("limit"):
                 raise Unsupported("EXISTS over a subquery outside the subset (GROUP BY, LIMIT or not a SELECT)")
-            low = _select(sub, None, scope, views=False)
+            low = lower_select(sub, None, scope, views=False)
             outer = frozenset().union(*(a.refs for a in low.atoms)) - low.aliases
             yield Atom(part.sql(dialect="postgres"), outer, frozenset(), "not_exists" if negated else "exists", low)
             continue
@@ -287,7 +268,7 @@ def _in_subquery(part: exp.Expression, body: exp.In, negated: bool, scope: froze
     if sub.args.get("group") or sub.args.get("having") or list(sub.expressions[0].find_all(exp.AggFunc)):
         low, y = _grouped_in(sub, x, scope)
     else:
-        low = _select(sub, None, scope, views=False)
+        low = lower_select(sub, None, scope, views=False)
         y = sub.expressions[0].unalias() if isinstance(sub.expressions[0], exp.Alias) else sub.expressions[0]
         low = Lowered(low.tables, low.joins, low.atoms + (_plain(exp.EQ(this=y.copy(), expression=x.copy())),),
                       low.shell)
@@ -309,7 +290,7 @@ def _grouped_in(sub: exp.Select, x: exp.Expression, scope: frozenset[str]) -> tu
     column = item.alias if isinstance(item, exp.Alias) else y.name if isinstance(y, exp.Column) else "k"
     query = sub.copy()
     query.set("expressions", [exp.alias_(y.copy(), column)])
-    low = _select(query, None, scope | {name})
+    low = lower_select(query, None, scope | {name})
     if any(a.refs - low.aliases for a in [*low.atoms, *(a for _, _, on in low.joins for a in on)]):
         raise Unsupported("a grouped IN subquery that reads the outer query")
     view_sql = exp.Subquery(this=low.shell.copy(), alias=exp.TableAlias(this=exp.to_identifier(name)))
@@ -340,7 +321,7 @@ def _scalar_comparison(node: exp.Expression, scope: frozenset[str]) -> Atom | No
             or sub.args.get("limit") or sub.args.get("having") or sub.args.get("distinct"):
         raise Unsupported("a scalar subquery outside the subset (GROUP BY, HAVING, LIMIT, DISTINCT or several "
                           "columns)")
-    low = _select(sub, None, scope, views=False)
+    low = lower_select(sub, None, scope, views=False)
     inner_outer = frozenset().union(*(a.refs for a in low.atoms)) - low.aliases
     refs = _refs(outer) | inner_outer
     select = sub.expressions[0].unalias() if isinstance(sub.expressions[0], exp.Alias) else sub.expressions[0]

@@ -119,24 +119,28 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
         corr = tuple(a for a in sub.atoms if not a.refs <= sub.aliases)
         return core(Lowered(sub.tables, sub.joins, tuple(inner), sub.shell, views=sub.views)), pred(corr)
 
-    return core(low), facts, expansions
+    def top(l: Lowered) -> Rel:
+        if l.setop is None:
+            return core(l)
+        keyword, left, right = l.setop
+        return Rel.setop(keyword, top(left), top(right))
+
+    return top(low), facts, expansions
 
 
 def _all_tables(low: Lowered):
-    """(alias, table) of the statement, its views and all its subqueries (aliases are unique: see ``lower``)."""
+    """(alias, table) of the statement and of all its parts (aliases are unique: see ``lower``)."""
     yield from ((a, t) for t, a in low.tables)
-    for sub in [v.query for v in low.views] + [a.sub for a in low.atoms if a.sub is not None]:
-        yield from _all_tables(sub)
+    for part in low.parts():
+        yield from _all_tables(part)
 
 
 def _all_pushes(low: Lowered):
     """(outer atom SQL, the atom it becomes inside the view) of every view of the statement, nested ones too."""
     for view in low.views:
         yield from view.pushes
-        yield from _all_pushes(view.query)
-    for atom in low.atoms:
-        if atom.sub is not None:
-            yield from _all_pushes(atom.sub)
+    for part in low.parts():
+        yield from _all_pushes(part)
 
 
 def _fresh(taken: set[str], stem: str) -> str:

@@ -1,0 +1,62 @@
+"""Set operations (UNION [ALL], INTERSECT [ALL], EXCEPT [ALL]) as operators of the algebra: each branch is lowered
+like a SELECT (its aliases renamed apart from the other branches', so a fact about one branch's predicate never
+reaches another), and the statement's term is ``setop(keyword, left, right)`` over the branches' cores; each
+branch's shell and the statement's own ORDER BY / LIMIT stay as written. Every branch is searched in the one
+e-graph, and emission (``optimizers.rewrites.emit``) writes each branch back in its place.
+
+>>> low = lower_query("SELECT a FROM t WHERE a > 1 UNION ALL SELECT t.a FROM t, u WHERE t.a = u.c ORDER BY 1",
+...                   {"t": {"a": "int"}, "u": {"c": "int"}})
+>>> low.setop[0], [b.tables for b in low.setop[1:]]
+('UNION ALL', [(('t', 't'),), (('t', 't_2'), ('u', 'u'))])
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sqlglot import exp
+from sqlglot.errors import OptimizeError
+from sqlglot.optimizer.qualify import qualify
+
+from optimizers.rewrites.lower import Lowered, Schema, Unsupported, lower_select, lower_tree, parse
+
+
+def lower_query(sql: str, schema: Schema) -> Lowered:
+    """``sql`` lowered: a SELECT (``optimizers.rewrites.lower``) or a set operation of SELECTs."""
+    tree = parse(sql)
+    if not isinstance(tree, exp.SetOperation):
+        if not isinstance(tree, exp.Select):
+            raise Unsupported(f"{tree.key.upper()} statements are not rewritten (only queries)")
+        return lower_tree(tree, schema)
+    if tree.args.get("with_"):
+        raise Unsupported("WITH (common table expressions) is not in the rewriter's subset yet")
+    try:
+        qualified = qualify(tree.copy(), schema=schema, dialect="postgres", quote_identifiers=False,
+                            identify=False, expand_stars=False, validate_qualify_columns=True)
+    except (OptimizeError, ValueError, KeyError) as e:
+        raise Unsupported(f"columns not resolved against the schema: {e}") from None
+    return _side(qualified, tree, set(), top=True)
+
+
+def _side(node: exp.Expression, original: exp.Expression, used: set[str], top: bool = False) -> Lowered:
+    """One side of a set operation lowered (``original``: the same side as written); ``used``: the aliases of the
+    branches lowered so far (it gains this side's)."""
+    if isinstance(node, exp.Select) and isinstance(original, exp.Select):
+        low = lower_select(node, None, frozenset(used))
+        used |= low.every_alias()
+        return replace(low, shell=_names_as_written(low.shell, original))
+    if isinstance(node, exp.SetOperation) and not node.args.get("by_name") and not node.args.get("side"):
+        keyword = node.key.upper() + ("" if node.args.get("distinct") else " ALL")
+        left = _side(node.this, original.this, used)
+        right = _side(node.expression, original.expression, used)
+        return Lowered((), (), (), (original if top else node).copy(), setop=(keyword, left, right))
+    raise Unsupported("a set operation's branch that is not a SELECT (a parenthesised query, VALUES...)")
+
+
+def _names_as_written(shell: exp.Select, original: exp.Select) -> exp.Select:
+    """``shell`` (qualified) with the output names the branch was written with: an alias the qualification gave
+    an unaliased item (``_col_0`` for ``a + 1``) is taken off again, so the statement's columns keep their names."""
+    out = shell.copy()
+    out.set("expressions", [q.this if isinstance(q, exp.Alias) and not isinstance(o, exp.Alias) else q
+                            for q, o in zip(out.expressions, original.expressions)])
+    return out
