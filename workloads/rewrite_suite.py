@@ -2,7 +2,8 @@
 application code writes and planners handle badly or that rewriters get wrong. Each is (name, what it exercises,
 SQL with its constants). Correlated aggregates that PostgreSQL runs once per outer row (it does not decorrelate
 them), the COUNT bug (a count over no rows is 0, not NULL), NOT IN over NOT NULL and over nullable expressions,
-EXISTS with filters to push, OR chains, joins whose table adds nothing, DISTINCT over a key, and comma joins.
+EXISTS with filters to push, OR chains, joins whose table adds nothing, DISTINCT over a key, comma joins, and
+correlated subqueries inside a UNION's branches and a derived table, and IN over a grouped subquery.
 
 >>> [name for name, _, _ in SUITE][:3]
 ['avg_per_customer', 'few_orders_count_bug', 'not_in_not_null']
@@ -53,4 +54,16 @@ SUITE: tuple[tuple[str, str, str], ...] = (
      "SELECT sum(l_extendedprice) FROM lineitem, part WHERE p_partkey = l_partkey AND p_brand = 'Brand#23' "
      "AND p_container = 'WRAP BOX' AND l_quantity < (SELECT 0.3 * avg(l_quantity) FROM lineitem l2 "
      "WHERE l2.l_partkey = p_partkey)"),
+    ("union_correlated", "UNION ALL of two branches, each with a correlated scalar aggregate (both searched)",
+     "SELECT o_orderkey, o_totalprice FROM orders WHERE o_orderdate < date '1992-02-01' AND o_totalprice > "
+     "(SELECT 1.5 * avg(o2.o_totalprice) FROM orders o2 WHERE o2.o_custkey = orders.o_custkey) UNION ALL "
+     "SELECT o_orderkey, o_totalprice FROM orders WHERE o_orderdate >= date '1998-07-01' AND o_totalprice < "
+     "(SELECT 0.5 * avg(o3.o_totalprice) FROM orders o3 WHERE o3.o_custkey = orders.o_custkey)"),
+    ("derived_correlated", "a derived table whose rows pass a correlated aggregate, filtered and grouped outside",
+     "SELECT s.o_custkey, count(*) FROM (SELECT o_orderkey, o_custkey FROM orders WHERE o_totalprice > "
+     "(SELECT 1.2 * avg(o2.o_totalprice) FROM orders o2 WHERE o2.o_custkey = orders.o_custkey)) AS s "
+     "WHERE s.o_custkey < 300 GROUP BY s.o_custkey"),
+    ("in_grouped", "IN over a grouped subquery (TPC-H Q18's shape): a semi-join with a view keyed on its column",
+     "SELECT o_orderkey, o_totalprice FROM orders WHERE o_orderdate < date '1993-01-01' AND o_orderkey IN "
+     "(SELECT l_orderkey FROM lineitem GROUP BY l_orderkey HAVING sum(l_quantity) > 250)"),
 )

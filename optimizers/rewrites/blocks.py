@@ -2,10 +2,10 @@
 inside the subset (a CTE's query, a set operation's branch, a derived table's query) is searched over that block,
 and emission (``optimizers.rewrites.emit``) splices the block's rewrite back into the statement as written.
 
->>> low = lower_block("WITH x AS (SELECT a FROM t, u WHERE t.a = u.c) SELECT count(*) FROM x",
+>>> low = lower_block("WITH x AS MATERIALIZED (SELECT a FROM t, u WHERE t.a = u.c) SELECT count(*) FROM x",
 ...                   {"t": {"a": "int"}, "u": {"c": "int"}})
 >>> low.nested.what, low.tables, low.nested.splice("SELECT a FROM t")
-("the CTE x's query", (('t', 't'), ('u', 'u')), 'WITH x AS (SELECT a FROM t) SELECT COUNT(*) FROM x')
+("the CTE x's query", (('t', 't'), ('u', 'u')), 'WITH x AS MATERIALIZED (SELECT a FROM t) SELECT COUNT(*) FROM x')
 """
 
 from __future__ import annotations

@@ -119,8 +119,9 @@ def _needs_paren(text: str) -> bool:
 
 
 def expanded(term: Rel, low: Lowered) -> tuple[str, ...]:
-    """The rules whose form shows in the extracted ``term``: the scalar decorrelation (an expanding rule,
-    ``optimizers.rewrites.rules.decorrelate``) and NOT IN as an anti-join (``rules.nulls``)."""
+    """The rules whose form shows in the extracted ``term``: CTEs inlined (``optimizers.rewrites.ctes``), the
+    scalar decorrelation (an expanding rule, ``optimizers.rewrites.rules.decorrelate``) and NOT IN as an
+    anti-join (``rules.nulls``)."""
     found: list[str] = []
     texts: set[str] = set()
     derived = False
@@ -142,6 +143,8 @@ def expanded(term: Rel, low: Lowered) -> tuple[str, ...]:
         found.append("decorrelate_scalar_aggregate")
     if any(a.kind == "not_in" and a.sql not in texts for part in _selects(low) for a in part.atoms):
         found.append("not_in_to_anti_join")
+    if low.inlined:
+        found.insert(0, "inline_cte")
     return tuple(found)
 
 

@@ -78,6 +78,7 @@ class Lowered:
     nested: Nested | None = None
     views: tuple[View, ...] = ()  # the FROM items that are views (their table is ``VIEW``)
     setop: tuple[str, Lowered, Lowered] | None = None  # a set operation's keyword and branches (no tables then)
+    inlined: tuple[str, ...] = ()  # the CTEs written as derived tables (``optimizers.rewrites.ctes``)
 
     @property
     def aliases(self) -> frozenset[str]:
@@ -120,12 +121,20 @@ def lower(sql: str, schema: Schema) -> Lowered:
 def lower_tree(tree: exp.Select, schema: Schema) -> Lowered:
     if tree.args.get("with_"):
         raise Unsupported("WITH (common table expressions) is not in the rewriter's subset yet")
+    return lower_select(qualified(tree, schema), tree)
+
+
+def qualified(tree: exp.Expression, schema: Schema) -> exp.Expression:
+    """A copy of ``tree`` with every column qualified by its relation's alias. A JOIN ... USING or NATURAL JOIN is
+    refused first: the qualification turns it into ON, and ``SELECT *`` or an unqualified merged column would
+    then read both sides' columns."""
+    if any(j.args.get("using") or j.args.get("method") for j in tree.find_all(exp.Join)):
+        raise Unsupported("JOIN ... USING and NATURAL JOIN are not in the rewriter's subset yet")
     try:
-        qualified = qualify(tree.copy(), schema=schema, dialect="postgres", quote_identifiers=False,
-                            identify=False, expand_stars=False, validate_qualify_columns=True)
+        return qualify(tree.copy(), schema=schema, dialect="postgres", quote_identifiers=False,
+                       identify=False, expand_stars=False, validate_qualify_columns=True)
     except (OptimizeError, ValueError, KeyError) as e:
         raise Unsupported(f"columns not resolved against the schema: {e}") from None
-    return lower_select(qualified, tree)
 
 
 def lower_select(q: exp.Select, original: exp.Select | None, outer: frozenset[str] = frozenset(),
@@ -154,8 +163,6 @@ def lower_select(q: exp.Select, original: exp.Select | None, outer: frozenset[st
     joins: list[tuple[str, str, tuple[Atom, ...]]] = []
     for j in q.args.get("joins") or []:
         side, kind = (j.args.get("side") or "").upper(), (j.args.get("kind") or "").upper()
-        if j.args.get("using"):
-            raise Unsupported("JOIN ... USING is not in the rewriter's subset yet")
         if kind in ("CROSS", "") and side == "" and j.args.get("on") is None:
             how = "inner"
         elif side == "" and kind in ("", "INNER"):

@@ -15,27 +15,26 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sqlglot import exp
-from sqlglot.errors import OptimizeError
-from sqlglot.optimizer.qualify import qualify
 
-from optimizers.rewrites.lower import Lowered, Schema, Unsupported, lower_select, lower_tree, parse
+from optimizers.rewrites.ctes import inline
+from optimizers.rewrites.lower import Lowered, Schema, Unsupported, lower_select, lower_tree, parse, qualified
 
 
 def lower_query(sql: str, schema: Schema) -> Lowered:
-    """``sql`` lowered: a SELECT (``optimizers.rewrites.lower``) or a set operation of SELECTs."""
+    """``sql`` lowered: a SELECT (``optimizers.rewrites.lower``) or a set operation of SELECTs, after a WITH's CTEs
+    are inlined where PostgreSQL would inline them (``optimizers.rewrites.ctes``)."""
     tree = parse(sql)
-    if not isinstance(tree, exp.SetOperation):
-        if not isinstance(tree, exp.Select):
-            raise Unsupported(f"{tree.key.upper()} statements are not rewritten (only queries)")
-        return lower_tree(tree, schema)
+    if not isinstance(tree, (exp.Select, exp.SetOperation)):
+        raise Unsupported(f"{tree.key.upper()} statements are not rewritten (only queries)")
     if tree.args.get("with_"):
-        raise Unsupported("WITH (common table expressions) is not in the rewriter's subset yet")
-    try:
-        qualified = qualify(tree.copy(), schema=schema, dialect="postgres", quote_identifiers=False,
-                            identify=False, expand_stars=False, validate_qualify_columns=True)
-    except (OptimizeError, ValueError, KeyError) as e:
-        raise Unsupported(f"columns not resolved against the schema: {e}") from None
-    return _side(qualified, tree, set(), top=True)
+        tree, names = inline(tree)  # CTEs PostgreSQL would inline, as derived tables
+        try:
+            return replace(lower_query(tree.sql(dialect="postgres"), schema), inlined=names)
+        except Unsupported as e:
+            raise Unsupported(f"WITH (its CTEs inlined): {e}") from None
+    if isinstance(tree, exp.Select):
+        return lower_tree(tree, schema)
+    return _side(qualified(tree, schema), tree, set(), top=True)
 
 
 def _side(node: exp.Expression, original: exp.Expression, used: set[str], top: bool = False) -> Lowered:

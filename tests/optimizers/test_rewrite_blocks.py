@@ -69,3 +69,13 @@ def test_statement_rules_leave_a_statement_with_ctes_alone():
     assert variants(plain, facts)[0][1] == ("drop_distinct_over_key",)  # the catalog's c: its key makes rows distinct
     shadowed = "WITH c AS (SELECT 1 AS id, 'x' AS name FROM c AS c0) SELECT DISTINCT c.id, c.name FROM c"
     assert variants(shadowed, facts) == [(shadowed, ())]
+
+
+@pytest.mark.parametrize("sql", ["SELECT * FROM t JOIN u ON u.c = t.a JOIN v USING (e)",
+                                 "SELECT a FROM t NATURAL JOIN t AS t2"])
+def test_using_and_natural_joins_are_outside_the_subset(sql):
+    """The qualification would turn them into ON, and SELECT * would then read both sides' merged column."""
+    from optimizers.rewrites.lower import lower
+
+    with pytest.raises(Unsupported, match="USING and NATURAL"):
+        lower(sql, {**SCHEMA, "v": {"e": "int"}})

@@ -9,10 +9,12 @@ import pytest
 import sqlglot
 
 from advisor.tuning import rewrite_equivalence
+from optimizers.rewrites.blocks import lower_block
 from optimizers.rewrites.emit import to_sql
 from optimizers.rewrites.lower import VIEW, Unsupported, lower
 from optimizers.rewrites.rules import by_name
 from optimizers.rewrites.search import Search
+from optimizers.rewrites.setops import lower_query
 from optimizers.rewrites.views import describe, push
 from tests.optimizers.test_rewrite_regressions import OPTIMIZERS, Case, assert_safe, rows, shadow
 
@@ -88,6 +90,12 @@ STATEMENTS = {
     "joined-view": "SELECT c.name, s.n FROM c JOIN (SELECT o.cid, count(*) AS n FROM o GROUP BY o.cid) AS s "
                    "ON s.cid = c.id WHERE s.n >= 1 AND c.id < 3",
     "one-row": "SELECT s.total FROM (SELECT sum(o.amount) AS total FROM o) AS s WHERE s.total IS NULL",
+    # a CTE read once is inlined as a view, its correlated aggregate decorrelated with the query around it
+    "cte": "WITH hi AS (SELECT o.id, o.cid FROM o WHERE o.amount > (SELECT 2 * avg(o2.amount) FROM o AS o2 "
+           "WHERE o2.cid = o.cid)) SELECT c.name, count(*) FROM hi JOIN c ON c.id = hi.cid WHERE hi.cid < 3 "
+           "GROUP BY c.name",
+    "cte-chain": "WITH a AS (SELECT o.cid, o.amount FROM o WHERE o.amount > 1), b AS (SELECT a.cid, max(a.amount) "
+                 "AS m FROM a GROUP BY a.cid) SELECT c.name, b.m FROM c LEFT JOIN b ON b.cid = c.id WHERE b.cid > 1",
 }
 
 
@@ -130,3 +138,16 @@ def test_the_view_rules_forms_return_the_statements_rows(db, which, rule, expect
 def test_every_optimizer_keeps_the_rows_of_statements_with_views(db, name, which):
     dsn = shadow(db, DATA)
     assert_safe(db, dsn, DATA, STATEMENTS[which], name)
+
+
+def test_a_cte_read_once_is_inlined_as_a_view_and_others_are_left_as_written():
+    low = lower_block(STATEMENTS["cte-chain"], SCHEMA)
+    assert low.inlined == ("a", "b") and low.nested is None
+    (b,) = low.views
+    (a,) = b.query.views
+    assert (b.alias, a.alias) == ("b", "a")
+    for sql, why in [("WITH x AS MATERIALIZED (SELECT o.cid FROM o) SELECT x.cid FROM x", "MATERIALIZED"),
+                     ("WITH x AS (SELECT o.cid FROM o) SELECT x.cid FROM x, x AS y", "read 2 times"),
+                     ("WITH RECURSIVE x AS (SELECT o.cid FROM o) SELECT x.cid FROM x", "RECURSIVE")]:
+        with pytest.raises(Unsupported, match=why):
+            lower_query(sql, SCHEMA)
