@@ -223,10 +223,14 @@ def priced(egraph: EGraph):
 ANALYSIS_ROUNDS = 12  # passes of the analyses after a move (they reach a fixed point well before on 30 joins)
 
 
+ANALYSIS_BATCH = 3  # passes per call: each call pays egglog's translation of the ruleset once
+
+
 def analyse(egraph: EGraph, rounds: int = ANALYSIS_ROUNDS) -> None:
-    """Run the analyses to a fixed point (at most ``rounds`` passes; they only fill facts, never add nodes)."""
-    for _ in range(rounds):
-        if not egraph.run(1, ruleset=ANALYSES).updated:
+    """Run the analyses to a fixed point (at most ``rounds`` passes, in batches; they only fill facts, never add
+    nodes)."""
+    for _ in range(0, rounds, ANALYSIS_BATCH):
+        if not egraph.run(ANALYSES * ANALYSIS_BATCH).updated:
             return
 
 

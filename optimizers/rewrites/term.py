@@ -31,6 +31,10 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
     facts: list = []
     expansions: list = []
     taken = {alias for alias, _ in _all_tables(low)}
+    # nullability is stated only for the columns a NOT IN compares (all the NOT IN rule reads): stating it for
+    # every NOT NULL column would fill the analysis with facts for each column of each join class
+    compared = {f"{c.table}.{c.name}" for a in _all_atoms(low) if a.kind == "not_in" for c in a.detail
+                if isinstance(c, exp.Column)}
     pushes = dict(_all_pushes(low))
 
     def pred(atoms: tuple[Atom, ...]) -> Pred:
@@ -41,7 +45,7 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
             term = Pred.atom(atom.sql, alias_set(atom.refs), alias_set(atom.rejects))
             facts.append(set_(sel_fn(term)).to(float(selectivity(atom))))
             facts.extend(set_(equal_to(term, column)).to(alias_set(other)) for column, other in atom.equals)
-            facts.extend(strict_on(term, String(column)) for column in atom.nonnull)
+            facts.extend(strict_on(term, String(column)) for column in atom.nonnull & compared)
             if atom.sql in pushes:
                 inner = pred((pushes[atom.sql],))
                 # the same rows kept, counted below the view: the outer atom's selectivity
@@ -53,7 +57,8 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
         term = Rel.scan(table, alias)
         facts.append(set_(rows_fn(term)).to(float(max(rows.get(table, 1000.0), 1.0))))
         facts.extend(unique_on(term, String(f"{alias}.{k[0]}")) for k in (keys or {}).get(table, ()) if len(k) == 1)
-        facts.extend(nonnull(term, String(f"{alias}.{c}")) for t, c in not_null if t == table)
+        facts.extend(nonnull(term, String(f"{alias}.{c}")) for t, c in not_null
+                     if t == table and f"{alias}.{c}" in compared)
         return term
 
     def item(l: Lowered, table: str, alias: str) -> Rel:
@@ -133,6 +138,15 @@ def _all_tables(low: Lowered):
     yield from ((a, t) for t, a in low.tables)
     for part in low.parts():
         yield from _all_tables(part)
+
+
+def _all_atoms(low: Lowered):
+    """Every condition of the statement and of its parts (ON conditions too)."""
+    yield from low.atoms
+    for _alias, _how, on in low.joins:
+        yield from on
+    for part in low.parts():
+        yield from _all_atoms(part)
 
 
 def _all_pushes(low: Lowered):
