@@ -57,6 +57,8 @@ def lower_block(sql: str, schema: Schema) -> Lowered:
         if not isinstance(tree, (exp.Select, exp.SetOperation)):
             raise
     blocks: list[Lowered] = []
+    # a block reading a CTE would take it for the base table of that name (its rows, keys and NULLs)
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     for i, node in enumerate(tree.find_all(exp.Select)):
         what = _block_kind(node) if node is not tree else None
         if what is None:
@@ -64,6 +66,8 @@ def lower_block(sql: str, schema: Schema) -> Lowered:
         try:
             low = lower_tree(node.copy(), schema)
         except Unsupported:
+            continue
+        if {t.lower() for t in low.base_tables()} & ctes:
             continue
         blocks.append(replace(low, nested=Nested(sql, i, what, why)))
     if not blocks:

@@ -39,14 +39,25 @@ def inline(tree: exp.Expression) -> tuple[exp.Expression, tuple[str, ...]]:
         if not isinstance(cte.this, (exp.Select, exp.SetOperation)):
             raise Unsupported(f"WITH: the CTE {name} is not a query")
         readers = [out, *(later.this for later in ctes[i + 1:])]
-        refs = [t for r in readers for t in r.find_all(exp.Table) if t.name == name and not t.args.get("db")]
+        refs = [t for r in readers for t in r.find_all(exp.Table) if _same(t.this, cte.args["alias"].this)
+                and not t.args.get("db")]
         if not refs:
             continue  # a query nothing reads: PostgreSQL does not run it either
         if len(refs) > 1:
             raise Unsupported(f"WITH: the CTE {name} is read {len(refs)} times (PostgreSQL computes it once; "
                               f"inlining it would repeat it)")
         ref = refs[0]
-        columns = [c.copy() for c in cte.args["alias"].columns]
+        # the reference's own column list (x AS y(b, a)) names the columns, else the CTE's
+        head = ref.args.get("alias")
+        columns = [c.copy() for c in (head.columns if head is not None and head.columns
+                                      else cte.args["alias"].columns)]
         alias = exp.TableAlias(this=exp.to_identifier(ref.alias_or_name), columns=columns)
         ref.replace(exp.Subquery(this=cte.this.copy(), alias=alias))
     return out, tuple(c.alias for c in ctes)
+
+
+def _same(a: exp.Identifier, b: exp.Identifier) -> bool:
+    """Whether two identifiers name the same thing in PostgreSQL (unquoted names fold to lower case)."""
+    def folded(i: exp.Identifier) -> str:
+        return i.name if i.quoted else i.name.lower()
+    return folded(a) == folded(b)

@@ -51,6 +51,10 @@ def _statement(term: Rel, low: Lowered) -> exp.Expression:
         out.set("this", _statement(a, left))
         out.set("expression", _statement(b, right))
         return out
+    if low.qualified is not None and _from_aliases(term) - low.aliases:
+        # a relation a rule brought into FROM (a subquery joined in, a decorrelated aggregate) may share a column
+        # name the statement wrote unqualified: the statement's clauses are written qualified, names as written
+        out = low.qualified.copy()
     if any(isinstance(e, exp.Star) for e in out.expressions):
         # SELECT * reads every FROM item's columns in FROM order: the rewrite may add derived tables and reorder
         # joins, so the star becomes each original table's columns, in the original order
@@ -153,3 +157,14 @@ def _selects(low: Lowered):
     yield low
     for part in [v.query for v in low.views] + list(low.setop[1:] if low.setop else ()):
         yield from _selects(part)
+
+
+def _from_aliases(term: Rel) -> set[str]:
+    """The aliases of the relations ``term`` writes in its FROM (a semi- or anti-join's right side goes into an
+    EXISTS instead)."""
+    fn, args = get_callable_fn(term), get_callable_args(term)
+    if fn in (Rel.scan, Rel.derived, Rel.view):
+        return {get_literal_value(args[1])}  # scan(table, alias), derived(sql, alias), view(inner, alias, ...)
+    if fn == Rel.filter or fn in (Rel.semi, Rel.anti):
+        return _from_aliases(args[0])
+    return _from_aliases(args[0]) | _from_aliases(args[1])

@@ -35,8 +35,9 @@ from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError
 from sqlglot.optimizer.qualify import qualify
 
+from optimizers.rewrites.predicates import Atom, plain, refs_of
 from optimizers.rewrites.scopes import own_items, unshadow
-from optimizers.rewrites.views import View, describe, push
+from optimizers.rewrites.views import View, describe, push, set_returning as _set_returning
 
 if TYPE_CHECKING:
     from optimizers.rewrites.blocks import Nested
@@ -47,22 +48,6 @@ VIEW = ""  # the table name of a FROM item that is a view (a derived table: ``Lo
 
 class Unsupported(ValueError):
     """The statement is outside the rewriter's subset (the message says what); it passes through untouched."""
-
-
-@dataclass(frozen=True)
-class Atom:
-    """One predicate of the core: its SQL (qualified columns), the aliases it reads and those whose NULLs it
-    rejects, and its kind (``plain``, ``exists``, ``not_exists``, ``not_in`` or ``scalar``, with the subquery's
-    core)."""
-
-    sql: str
-    refs: frozenset[str]
-    rejects: frozenset[str]
-    kind: str = "plain"
-    sub: "Lowered | None" = None
-    detail: tuple = ()  # a scalar comparison's (op, outer SQL, the subquery's select SQL, its select expression)
-    equals: tuple[tuple[str, frozenset[str]], ...] = ()  # ("alias.column", aliases of the other side) of an a = b
-    nonnull: frozenset[str] = frozenset()  # columns ("alias.column") whose NULL makes the atom not true
 
 
 @dataclass(frozen=True)
@@ -79,6 +64,7 @@ class Lowered:
     views: tuple[View, ...] = ()  # the FROM items that are views (their table is ``VIEW``)
     setop: tuple[str, Lowered, Lowered] | None = None  # a set operation's keyword and branches (no tables then)
     inlined: tuple[str, ...] = ()  # the CTEs written as derived tables (``optimizers.rewrites.ctes``)
+    qualified: exp.Select | None = None  # the statement's shell with its columns qualified, names as written
 
     @property
     def aliases(self) -> frozenset[str]:
@@ -179,7 +165,8 @@ def lower_select(q: exp.Select, original: exp.Select | None, outer: frozenset[st
     atoms = tuple(_atoms(where.this, scope)) if where is not None else ()
     shell = (original if original is not None else q).copy()
     every = [*atoms, *(a for _, _, on in joins for a in on)]
-    return Lowered(tuple(tables), tuple(joins), atoms, shell, views=tuple(_pushes(v, every) for v in found))
+    return Lowered(tuple(tables), tuple(joins), atoms, shell, views=tuple(_pushes(v, every) for v in found),
+                   qualified=names_as_written(q, original) if original is not None else None)
 
 
 def _view(node: exp.Subquery, used: set[str]) -> View:
@@ -209,7 +196,7 @@ def _pushes(view: View, atoms: list[Atom]) -> View:
         if atom.kind == "plain" and atom.refs == {view.alias}:
             inner = push(atom.sql, view.alias, dict(view.shape.pushable))
             if inner is not None:
-                out.append((atom.sql, _plain(sqlglot.parse_one(inner, read="postgres"))))
+                out.append((atom.sql, plain(sqlglot.parse_one(inner, read="postgres"))))
     return View(view.query, view.alias, view.written, view.shape, tuple(out))
 
 
@@ -217,48 +204,60 @@ def _table(node: exp.Expression) -> tuple[str, str]:
     if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
         raise Unsupported("only base tables in FROM here (no derived tables inside a condition's subquery, no "
                           "functions or VALUES)")
+    alias = node.args.get("alias")
+    if alias is not None and alias.columns:
+        raise Unsupported("a table alias that renames its columns is not in the subset")
     return (".".join(p.name for p in node.parts), node.alias_or_name)
 
 
-def _atoms(node: exp.Expression, scope: frozenset[str] = frozenset()):
-    """The conjuncts of ``node``, each as an ``Atom``."""
+def _atoms(node: exp.Expression, scope: frozenset[str] = frozenset(), seen: set[str] | None = None):
+    """The conjuncts of ``node``, each as an ``Atom``; ``seen``: the aliases in use so far (the enclosing scopes'
+    and those of the subqueries lowered before: sibling subqueries are renamed apart too, so a rule that joins
+    two of them into one FROM never meets the same alias twice)."""
+    seen = set(scope) if seen is None else seen
     for part in node.flatten() if isinstance(node, exp.And) else (node,):
         inner = part.unnest() if isinstance(part, exp.Paren) else part
         if isinstance(inner, exp.And):
-            yield from _atoms(inner, scope)
+            yield from _atoms(inner, scope, seen)
             continue
         negated = isinstance(inner, exp.Not)
         body = inner.this.unnest() if negated else inner
+        atom = None
         if isinstance(body, exp.In) and body.args.get("query") is not None:
-            yield _in_subquery(part, body, negated, scope)
-            continue
-        if isinstance(body, exp.Exists):
+            atom = _in_subquery(part, body, negated, frozenset(seen))
+        elif isinstance(body, exp.Exists):
             sub = body.this
-            if not isinstance(sub, exp.Select) or sub.args.get("group") or sub.args.get("limit"):
-                raise Unsupported("EXISTS over a subquery outside the subset (GROUP BY, LIMIT or not a SELECT)")
-            low = lower_select(sub, None, scope, views=False)
+            if not isinstance(sub, exp.Select) or _shaped(sub) or _has_aggregate(sub.expressions):
+                raise Unsupported("EXISTS over a subquery outside the subset (GROUP BY, HAVING, LIMIT, OFFSET, "
+                                  "DISTINCT ON, an aggregate, or not a SELECT)")
+            low = lower_select(sub, None, frozenset(seen), views=False)
             outer = frozenset().union(*(a.refs for a in low.atoms)) - low.aliases
-            yield Atom(part.sql(dialect="postgres"), outer, frozenset(), "not_exists" if negated else "exists", low)
-            continue
-        scalar = _scalar_comparison(inner, scope)
-        if scalar is not None:
-            yield scalar
+            atom = Atom(part.sql(dialect="postgres"), outer, frozenset(), "not_exists" if negated else "exists", low)
+        else:
+            atom = _scalar_comparison(inner, frozenset(seen))
+        if atom is not None:
+            seen |= atom.sub.every_alias()
+            yield atom
             continue
         if any(isinstance(n, (exp.Subquery, exp.Select)) for n in inner.find_all(exp.Subquery, exp.Select)):
             raise Unsupported("subqueries other than [NOT] EXISTS and scalar comparisons are not in the "
                               "rewriter's subset yet")
-        yield _plain(inner)
+        yield plain(inner)
 
 
-def _plain(node: exp.Expression) -> Atom:
-    """A predicate without subqueries as a ``plain`` atom (with the columns an equality equates)."""
-    refs = _refs(node)
-    equals = ()
-    if isinstance(node, exp.EQ):
-        equals = tuple((_name(col), _refs(other))
-                       for col, other in ((node.this, node.expression), (node.expression, node.this))
-                       if isinstance(col, exp.Column) and col.table)
-    return Atom(node.sql(dialect="postgres"), refs, _rejects(node, refs), equals=equals, nonnull=_nonnull(node, refs))
+def _shaped(sub: exp.Select) -> bool:
+    """Whether a subquery's shell changes which rows it has beyond its FROM / WHERE (GROUP BY, HAVING, LIMIT,
+    OFFSET, DISTINCT ON): then it is not a semi-join's plain right side."""
+    distinct = sub.args.get("distinct")
+    return any(sub.args.get(k) is not None for k in ("group", "having", "limit", "offset")) or \
+        (distinct is not None and distinct.args.get("on") is not None)
+
+
+def _has_aggregate(items) -> bool:
+    """Whether an aggregate of this query (not a window's, not a subquery's) is among ``items``."""
+    return any(isinstance(n, exp.AggFunc) for e in items
+               for n in e.walk(prune=lambda n: isinstance(n, exp.Window)
+                                or (isinstance(n, (exp.Subquery, exp.Select)) and n is not e)))
 
 
 def _in_subquery(part: exp.Expression, body: exp.In, negated: bool, scope: frozenset[str]) -> Atom:
@@ -272,12 +271,17 @@ def _in_subquery(part: exp.Expression, body: exp.In, negated: bool, scope: froze
     x = body.this
     if list(x.find_all(exp.Subquery, exp.Select)):
         raise Unsupported("a subquery on the left of IN")
-    if sub.args.get("group") or sub.args.get("having") or list(sub.expressions[0].find_all(exp.AggFunc)):
+    distinct = sub.args.get("distinct")
+    if distinct is not None and distinct.args.get("on") is not None:
+        raise Unsupported("an IN subquery with DISTINCT ON (it picks rows) is not in the subset")
+    if sub.args.get("group") or sub.args.get("having") or _has_aggregate(sub.expressions):
         low, y = _grouped_in(sub, x, scope)
+    elif any(isinstance(n, exp.Window) or _set_returning(n) for n in sub.expressions[0].walk()):
+        raise Unsupported("an IN subquery selecting a window or set-returning function is not in the subset")
     else:
         low = lower_select(sub, None, scope, views=False)
         y = sub.expressions[0].unalias() if isinstance(sub.expressions[0], exp.Alias) else sub.expressions[0]
-        low = Lowered(low.tables, low.joins, low.atoms + (_plain(exp.EQ(this=y.copy(), expression=x.copy())),),
+        low = Lowered(low.tables, low.joins, low.atoms + (plain(exp.EQ(this=y.copy(), expression=x.copy())),),
                       low.shell)
     outer = frozenset().union(*(a.refs for a in low.atoms)) - low.aliases
     if not negated:
@@ -298,11 +302,11 @@ def _grouped_in(sub: exp.Select, x: exp.Expression, scope: frozenset[str]) -> tu
     query = sub.copy()
     query.set("expressions", [exp.alias_(y.copy(), column)])
     low = lower_select(query, None, scope | {name})
-    if any(a.refs - low.aliases for a in [*low.atoms, *(a for _, _, on in low.joins for a in on)]):
-        raise Unsupported("a grouped IN subquery that reads the outer query")
+    if {c.table for c in low.shell.find_all(exp.Column) if c.table} - low.every_alias():
+        raise Unsupported("a grouped IN subquery that reads the outer query (in WHERE, HAVING or its select list)")
     view_sql = exp.Subquery(this=low.shell.copy(), alias=exp.TableAlias(this=exp.to_identifier(name)))
     view = View(low, name, view_sql.sql(dialect="postgres"), describe(low.shell, [column]))
-    match = _plain(exp.EQ(this=exp.column(column, table=name), expression=x.copy()))
+    match = plain(exp.EQ(this=exp.column(column, table=name), expression=x.copy()))
     return (Lowered(((VIEW, name),), (), (match,), exp.select("1"), views=(view,)),
             low.shell.expressions[0].unalias())
 
@@ -330,46 +334,16 @@ def _scalar_comparison(node: exp.Expression, scope: frozenset[str]) -> Atom | No
                           "columns)")
     low = lower_select(sub, None, scope, views=False)
     inner_outer = frozenset().union(*(a.refs for a in low.atoms)) - low.aliases
-    refs = _refs(outer) | inner_outer
+    refs = refs_of(outer) | inner_outer
     select = sub.expressions[0].unalias() if isinstance(sub.expressions[0], exp.Alias) else sub.expressions[0]
     return Atom(node.sql(dialect="postgres"), refs, frozenset(), "scalar", low,
                 (op, outer.sql(dialect="postgres"), select.sql(dialect="postgres"), select))
 
 
-def _refs(node: exp.Expression) -> frozenset[str]:
-    return frozenset(c.table for c in node.find_all(exp.Column) if c.table)
-
-
-STRICT = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike, exp.Between, exp.In)
-LENIENT = (exp.Is, exp.Coalesce, exp.Or, exp.Case, exp.If, exp.Not, exp.NullSafeEQ, exp.NullSafeNEQ)
-# the parts of a strict comparison through which a NULL stays NULL (a function such as concat, greatest or
-# num_nulls may turn a NULL into a value, so any other part makes the comparison not strict)
-NULL_PROPAGATING = (*STRICT, exp.Column, exp.Identifier, exp.Literal, exp.Paren, exp.Cast, exp.DataType, exp.Add,
-                    exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Neg, exp.Tuple, exp.Interval, exp.Var, exp.Upper,
-                    exp.Lower, exp.Substring, exp.Length, exp.Abs, exp.Extract, exp.Placeholder, exp.Parameter,
-                    exp.Escape, exp.Null)
-
-
-def _rejects(node: exp.Expression, refs: frozenset[str]) -> frozenset[str]:
-    """Aliases whose all-NULL row makes ``node`` not true: every alias it reads when it is a strict comparison
-    whose every part keeps a NULL NULL (columns, constants, arithmetic, casts; no IS [NOT] NULL, COALESCE, OR,
-    CASE, NOT, IS DISTINCT FROM or other function); none otherwise."""
-    if not isinstance(node, STRICT) or not all(isinstance(n, NULL_PROPAGATING) for n in node.walk()):
-        return frozenset()
-    return refs
-
-
-def _nonnull(node: exp.Expression, refs: frozenset[str]) -> frozenset[str]:
-    """The columns ("alias.column") whose NULL makes ``node`` not true: every column of a strict comparison, the
-    column of ``column IS NOT NULL``."""
-    test = node.this if isinstance(node, exp.Not) else node  # NOT (x IS NULL), or x IS NOT NULL (negated IS)
-    if isinstance(test, exp.Is) and isinstance(test.expression, exp.Null) and isinstance(test.this, exp.Column) \
-            and test.this.table and (test is not node) != bool(test.args.get("negate")):
-        return frozenset({_name(test.this)})
-    if not _rejects(node, refs):
-        return frozenset()
-    return frozenset(_name(c) for c in node.find_all(exp.Column) if c.table)
-
-
-def _name(column: exp.Column) -> str:
-    return f"{column.table}.{column.name}"
+def names_as_written(shell: exp.Select, original: exp.Select) -> exp.Select:
+    """``shell`` (qualified) with the output names the branch was written with: an alias the qualification gave
+    an unaliased item (``_col_0`` for ``a + 1``) is taken off again, so the statement's columns keep their names."""
+    out = shell.copy()
+    out.set("expressions", [q.this if isinstance(q, exp.Alias) and not isinstance(o, exp.Alias) else q
+                            for q, o in zip(out.expressions, original.expressions)])
+    return out

@@ -17,7 +17,8 @@ from dataclasses import replace
 from sqlglot import exp
 
 from optimizers.rewrites.ctes import inline
-from optimizers.rewrites.lower import Lowered, Schema, Unsupported, lower_select, lower_tree, parse, qualified
+from optimizers.rewrites.lower import (Lowered, Schema, Unsupported, lower_select, lower_tree, names_as_written, parse,
+                                      qualified)
 
 
 def lower_query(sql: str, schema: Schema) -> Lowered:
@@ -43,19 +44,10 @@ def _side(node: exp.Expression, original: exp.Expression, used: set[str], top: b
     if isinstance(node, exp.Select) and isinstance(original, exp.Select):
         low = lower_select(node, None, frozenset(used))
         used |= low.every_alias()
-        return replace(low, shell=_names_as_written(low.shell, original))
+        return replace(low, shell=names_as_written(low.shell, original))
     if isinstance(node, exp.SetOperation) and not node.args.get("by_name") and not node.args.get("side"):
         keyword = node.key.upper() + ("" if node.args.get("distinct") else " ALL")
         left = _side(node.this, original.this, used)
         right = _side(node.expression, original.expression, used)
         return Lowered((), (), (), (original if top else node).copy(), setop=(keyword, left, right))
     raise Unsupported("a set operation's branch that is not a SELECT (a parenthesised query, VALUES...)")
-
-
-def _names_as_written(shell: exp.Select, original: exp.Select) -> exp.Select:
-    """``shell`` (qualified) with the output names the branch was written with: an alias the qualification gave
-    an unaliased item (``_col_0`` for ``a + 1``) is taken off again, so the statement's columns keep their names."""
-    out = shell.copy()
-    out.set("expressions", [q.this if isinstance(q, exp.Alias) and not isinstance(o, exp.Alias) else q
-                            for q, o in zip(out.expressions, original.expressions)])
-    return out

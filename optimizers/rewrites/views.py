@@ -37,8 +37,6 @@ from sqlglot import exp
 GROUP_ROWS = 0.1  # a grouped view's rows per row of its input, without better knowledge
 DISTINCT_ROWS = 0.5
 GROUP_WEIGHT = 2.0  # the cost of grouping per input row, beyond reading it (hashing or sorting it)
-VOLATILE = frozenset({"random", "nextval", "setval", "setseed", "clock_timestamp", "timeofday", "gen_random_uuid",
-                      "txid_current", "pg_sleep"})
 SET_RETURNING = frozenset({"generate_series", "unnest", "json_array_elements", "jsonb_array_elements",
                            "regexp_matches", "json_each", "jsonb_each", "string_to_table", "generate_subscripts"})
 
@@ -71,7 +69,9 @@ def describe(select: exp.Select, columns: list[str]) -> Shape:
     """The ``Shape`` of a view whose query is ``select`` (qualified) with output ``columns`` (by position)."""
     items = [e.unalias() if isinstance(e, exp.Alias) else e for e in select.expressions]
     group = [g.sql(dialect="postgres") for g in (select.args.get("group") or exp.Group()).expressions]
-    aggregated = any(_has(e, exp.AggFunc) for e in items) or select.args.get("having") is not None
+    order = [o for o in (select.args.get("order") or exp.Order()).expressions]
+    aggregated = any(_aggregates(e) for e in items + order) or select.args.get("having") is not None
+    returning = any(set_returning(e) for e in items)
     distinct = select.args.get("distinct")
     limit = select.args.get("limit")
     factor, cap = 1.0, float("inf")
@@ -84,7 +84,9 @@ def describe(select: exp.Select, columns: list[str]) -> Shape:
     if limit is not None and isinstance(limit.expression, exp.Literal) and limit.expression.is_int:
         cap = min(cap, float(limit.expression.this))
     keys: tuple[str, ...] = ()
-    if not group and aggregated:
+    if returning:
+        pass  # several rows per input row (per group): nothing is known unique
+    elif not group and aggregated:
         keys = tuple(columns)
     elif len(group) == 1:
         keys = tuple(c for c, e in zip(columns, items) if e.sql(dialect="postgres") == group[0])[:1]
@@ -92,7 +94,7 @@ def describe(select: exp.Select, columns: list[str]) -> Shape:
         keys = (columns[0],)
     blocked = (limit is not None or select.args.get("offset") is not None or (not group and aggregated)
                or (distinct is not None and distinct.args.get("on") is not None)
-               or any(_has(e, exp.Window) or _set_returning(e) for e in items))
+               or returning or any(_has(e, exp.Window) for e in items))
     pushable = () if blocked else tuple(
         (c, e.sql(dialect="postgres")) for c, e in zip(columns, items)
         if not _has(e, (exp.AggFunc, exp.Window, exp.Subquery, exp.Select)) and not _volatile(e)
@@ -120,12 +122,21 @@ def _has(node: exp.Expression, kinds) -> bool:
     return any(isinstance(n, kinds) for n in node.walk())
 
 
+def _aggregates(node: exp.Expression) -> bool:
+    """Whether ``node`` holds an aggregate of its own query (not a window's, nor a subquery's)."""
+    return any(isinstance(n, exp.AggFunc) for n in
+               node.walk(prune=lambda n: isinstance(n, exp.Window)
+                         or (isinstance(n, (exp.Subquery, exp.Select)) and n is not node)))
+
+
 def _volatile(node: exp.Expression) -> bool:
-    return any(isinstance(n, exp.Rand) or (isinstance(n, exp.Anonymous) and str(n.this).lower() in VOLATILE)
-               for n in node.walk())
+    """Whether ``node`` may give another value each time it runs: random(), a UUID, and any function sqlglot does
+    not know (a user's function may be volatile)."""
+    return any(isinstance(n, (exp.Rand, exp.Uuid, exp.Anonymous)) for n in node.walk())
 
 
-def _set_returning(node: exp.Expression) -> bool:
+def set_returning(node: exp.Expression) -> bool:
+    """Whether ``node`` holds a set-returning function (one row in, several out)."""
     return any(isinstance(n, (exp.Explode, exp.Unnest, exp.ExplodingGenerateSeries)) or (isinstance(n, exp.Func) and
                (n.sql_name() if not isinstance(n, exp.Anonymous) else str(n.this)).lower() in SET_RETURNING)
                for n in node.walk())

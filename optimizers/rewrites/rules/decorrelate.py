@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from optimizers.rewrites.lower import LENIENT, Atom
+from optimizers.rewrites.predicates import LENIENT, Atom
 
 NAME = "decorrelate_scalar_aggregate"
 
