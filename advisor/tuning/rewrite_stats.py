@@ -57,7 +57,7 @@ def _plain_atoms(low: Lowered, outer: dict[str, str]):
     """(atom, alias -> base table) of every plain predicate of a statement, its views and its subqueries (ON
     conditions too); a view's alias is no base table (a predicate on it keeps the default)."""
     tables = {**outer, **{alias: table for table, alias in low.tables if table != VIEW}}
-    for part in [v.query for v in low.views] + list(low.setop[1:] if low.setop else ()):
+    for part in low.selects():
         yield from _plain_atoms(part, {})
     for atom in low.atoms:
         if atom.kind == "plain":

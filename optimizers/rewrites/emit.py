@@ -155,7 +155,7 @@ def expanded(term: Rel, low: Lowered) -> tuple[str, ...]:
 def _selects(low: Lowered):
     """``low`` and the SELECTs of its views and set operation branches (whose conditions are in the term)."""
     yield low
-    for part in [v.query for v in low.views] + list(low.setop[1:] if low.setop else ()):
+    for part in low.selects():
         yield from _selects(part)
 
 

@@ -70,11 +70,14 @@ class Lowered:
     def aliases(self) -> frozenset[str]:
         return frozenset(a for _, a in self.tables)
 
+    def selects(self) -> list[Lowered]:
+        """The SELECTs whose conditions sit in this one's term as its own: its views' queries and a set
+        operation's branches (a condition's subquery is not one: it becomes a semi- or anti-join's side)."""
+        return [v.query for v in self.views] + list(self.setop[1:] if self.setop else ())
+
     def parts(self) -> list[Lowered]:
-        """The SELECTs lowered inside this one: its views' queries, its conditions' subqueries, a set operation's
-        branches."""
-        return ([v.query for v in self.views] + [a.sub for a in self.atoms if a.sub is not None]
-                + list(self.setop[1:] if self.setop else ()))
+        """The SELECTs lowered inside this one: ``selects()`` and its conditions' subqueries."""
+        return self.selects() + [a.sub for a in self.atoms if a.sub is not None]
 
     def base_tables(self) -> set[str]:
         """The base tables this SELECT reads, its parts' included."""
