@@ -21,29 +21,31 @@ def bound(key, sql, weight=1.0, write=False):
     return BoundStatement(key, sql, sql, weight, "literal", write)
 
 
-def test_harmful_and_idle_indexes_are_dropped_useful_one_kept(pg, db):
+LOOKUP = bound("lookup", "SELECT * FROM u WHERE a = 17", 500)  # dominates the workload: a clear gain
+# its plan uses u(a) (row 17 also matches at once without it), and its time is generate_series': even either way
+FIRST = bound("first", "SELECT count(*) FROM generate_series(1, 300000) g, (SELECT id FROM u WHERE a = 17 LIMIT 1) f")
+
+
+def _tables(db):
     run(db, "CREATE TABLE u (id int PRIMARY KEY, a int, b int)",
         "INSERT INTO u SELECT x, x % 4000, x % 3 FROM generate_series(1, 200000) x",
         "CREATE TABLE t (id int, pad text)",
         "INSERT INTO t SELECT x, md5(x::text) FROM generate_series(1, 20000) x", "ANALYZE")
+
+
+def test_harmful_and_idle_indexes_are_dropped_useful_one_kept(pg, db):
+    _tables(db)
     statements = [
-        bound("lookup", "SELECT * FROM u WHERE a = 17", 500),  # dominates the workload: a clear gain
-        # its plan uses u(a) (row 17 also matches at once without it), and its time is generate_series': even
-        bound("first", "SELECT count(*) FROM generate_series(1, 300000) g, (SELECT id FROM u WHERE a = 17 LIMIT 1) f"),
+        LOOKUP,
         bound("pad", "SELECT id FROM t WHERE pad = 'c4ca4238a0b923820dcc509a6f75849b'"),
         bound("insert", "INSERT INTO t SELECT x, md5(x::text) FROM generate_series(1, 60000) x", 1, write=True),
     ]
     shadow = Shadow(pg, PostgresConnector(db), parse_dsn(db)["dbname"])
-    said = []
     checked = validate_indexes(shadow, statements, [GOOD, HARMFUL, IDLE], {GOOD: 1, HARMFUL: 2, IDLE: 3},
-                               options=ValidationOptions(rounds=4), say=said.append)
+                               options=ValidationOptions(rounds=4))
     verdicts = {v.index: v for v in checked.verdicts}
     assert checked.kept == (GOOD,)
     assert verdicts[GOOD].kept and "lookup" in verdicts[GOOD].serves
-    # the audit: each statement whose plan uses the kept set ends either shown faster by the rounds or re-timed
-    final = said[max(i for i, m in enumerate(said) if m.startswith("validating")):]  # the last pass's messages
-    first = next(s for s in checked.evidence.statements if s.queryid == "first")
-    assert any(m.startswith("statement first: ") and "re-timed" in m for m in final) or first.ratio_ci[1] < 1.0
     assert not verdicts[HARMFUL].kept and "insert regressed" in verdicts[HARMFUL].reason
     assert not verdicts[IDLE].kept and "no statement's plan uses it" in verdicts[IDLE].reason
     assert all(v.built_bytes and v.built_bytes > 8192 for v in checked.verdicts)
@@ -54,6 +56,21 @@ def test_harmful_and_idle_indexes_are_dropped_useful_one_kept(pg, db):
     with PostgresConnector(db).connect() as conn:  # the shadow is left as it was
         assert conn.execute("SELECT count(*) FROM pg_indexes WHERE tablename IN ('t', 'u')").fetchone()[0] == 1
 
+
+
+def test_a_read_the_kept_set_serves_ends_shown_faster_or_re_timed(pg, db):
+    """The audit on a real shadow: ``first`` uses u(a) but takes generate_series' time either way, so the rounds
+    cannot show it faster and the audit re-times it. Whether the re-timing then keeps the index or reads noise as
+    a regression is timing; that it ran is not, and that is all this asserts."""
+    _tables(db)
+    shadow = Shadow(pg, PostgresConnector(db), parse_dsn(db)["dbname"])
+    said = []
+    checked = validate_indexes(shadow, [LOOKUP, FIRST], [GOOD], {GOOD: 1}, options=ValidationOptions(rounds=4),
+                               say=said.append)
+    final = said[max(i for i, m in enumerate(said) if m.startswith("validating")):]  # the last pass's messages
+    first = [s for s in checked.evidence.statements if s.queryid == "first"] if checked.evidence else []
+    assert any(m.startswith("statement first: ") and "re-timed" in m for m in final) or \
+        (first and first[0].ratio_ci[1] < 1.0)
 
 
 def test_the_audit_re_times_each_read_the_set_serves_that_the_rounds_did_not_show_faster():
