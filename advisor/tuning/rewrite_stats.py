@@ -1,9 +1,10 @@
 """The rewriter's row estimates calibrated against the planner: each predicate's selectivity is what PostgreSQL's
 own EXPLAIN estimates on the shadow. A filter on one relation: the planner's rows of ``SELECT 1 FROM t AS a WHERE
-p`` over the table's rows; a join condition: the rows of ``SELECT 1 FROM t AS a, u AS b WHERE p`` over the
-product of both tables' rows. So the e-graph's extraction prefers what the planner would cost lower, with its
-statistics rather than fixed guesses. Predicates with a subquery, or that the planner cannot plan alone, keep the
-default (``optimizers.rewrites.problem.default_selectivity``).
+p`` over the table's rows; a join condition: the rows of ``SELECT 1 FROM t AS a, u AS b WHERE p`` over the product
+of both tables' rows; a GROUP BY's groups: the planner's rows of ``SELECT 1 FROM <the tables its keys read> GROUP BY
+<keys>`` (its distinct-value statistics). So the e-graph's extraction prefers what the planner would cost lower,
+with its statistics rather than fixed guesses. Predicates with a subquery, or that the planner cannot plan alone,
+keep the default (``optimizers.rewrites.problem.default_selectivity``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from advisor.core.errors import AdvisorError
 from connectors.base import Connector
 from optimizers.rewrites.lower import VIEW, Atom, Lowered
 from optimizers.rewrites.problem import default_selectivity
+from optimizers.rewrites.shell import Groups, group_keys
 
 
 def planner_selectivity(connector: Connector, lowered: dict[str, Lowered],
@@ -45,6 +47,38 @@ def planner_selectivity(connector: Connector, lowered: dict[str, Lowered],
         return known.get((atom.sql, atom.refs), default_selectivity(atom))
 
     return selectivity
+
+
+def planner_groups(connector: Connector, lowered: dict[str, Lowered]) -> Groups:
+    """A function from a GROUP BY's keys (``optimizers.rewrites.shell.group_keys``) to the groups the planner
+    estimates they make over the base tables they read, on ``connector`` (a shadow); None where it cannot say (a
+    key over a view's column or an outer query's, a plan that fails)."""
+    known: dict[str, float] = {}
+    for low in lowered.values():
+        for select in _selects(low):
+            q = select.qualified if select.qualified is not None else select.shell
+            keys = group_keys(q) if isinstance(q, exp.Select) else ""
+            tables = {alias: table for table, alias in select.tables if table != VIEW}
+            read = sorted({c.table for g in (q.args.get("group").expressions if keys else ()) for c in
+                           g.find_all(exp.Column)})
+            if not keys or keys in known or not read or not all(a in tables for a in read):
+                continue
+            statement = exp.select("1").from_(_table(tables[read[0]], read[0]))
+            for alias in read[1:]:
+                statement = statement.join(_table(tables[alias], alias), join_type="cross")
+            try:
+                plan = connector.explain_plan(f"{statement.sql(dialect='postgres')} GROUP BY {keys}")
+            except (AdvisorError, ValueError):
+                continue
+            known[keys] = max(float(plan["Plan"]["Plan Rows"]), 1.0)
+    return known.get
+
+
+def _selects(low: Lowered):
+    """``low`` and every SELECT lowered inside it (views, set operation branches, conditions' subqueries)."""
+    yield low
+    for part in low.parts():
+        yield from _selects(part)
 
 
 def _table(name: str, alias: str) -> exp.Table:

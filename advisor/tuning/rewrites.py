@@ -24,7 +24,7 @@ from advisor.storage.store import Store
 from advisor.tuning import rewrite_equivalence, rewrite_timing
 from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.observe import Observation, bind
-from advisor.tuning.rewrite_stats import planner_selectivity
+from advisor.tuning.rewrite_stats import planner_groups, planner_selectivity
 from advisor.tuning.recommend import recommend
 from advisor.tuning.validation import ValidationOptions
 from sqlglot.errors import TokenError
@@ -175,8 +175,10 @@ def build_problem(connector: Connector, obs: Observation, statements: list[Bound
 
 
 def calibrated(problem: RewriteProblem, connector: Connector) -> RewriteProblem:
-    """``problem`` with its predicates' selectivities from the planner's estimates on ``connector`` (a shadow)."""
-    return replace(problem, selectivity=planner_selectivity(connector, problem.lowered, problem.rows))
+    """``problem`` with its predicates' selectivities and its groupings' groups from the planner's estimates on
+    ``connector`` (a shadow)."""
+    return replace(problem, selectivity=planner_selectivity(connector, problem.lowered, problem.rows),
+                   groups=planner_groups(connector, problem.lowered))
 
 
 def tune_rewrites(store: Store, connector: Connector, obs: Observation, plan: RewritePlan, *,

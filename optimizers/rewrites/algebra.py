@@ -1,8 +1,9 @@
 """The relational algebra the rewriter saturates, as egglog sorts, and the analyses every rule may read.
 
-A statement's FROM / WHERE core lives in the e-graph (``optimizers.rewrites.lower`` builds it); its shell (SELECT
-list, GROUP BY, HAVING, ORDER BY, LIMIT, DISTINCT) stays outside, untouched (``optimizers.rewrites.emit`` puts it
-back). Scalar expressions are opaque SQL atoms that carry what rules need to know about them:
+A statement is one term (``optimizers.rewrites.term`` builds it from ``optimizers.rewrites.lower``'s lowering):
+its FROM / WHERE core under its shell's operators (``optimizers.rewrites.shell``); ``optimizers.rewrites.emit``
+writes an extracted term back as SQL. Scalar expressions are opaque SQL atoms that carry what rules need to know
+about them:
 
 - ``Pred.atom(sql, refs, rejects)``: a predicate's text (columns qualified by their relation's alias), the aliases
   it reads, and the aliases whose all-NULL row makes it not true (a strict comparison rejects NULLs of every alias
@@ -10,23 +11,27 @@ back). Scalar expressions are opaque SQL atoms that carry what rules need to kno
 - ``Pred.both(p, q)``: a conjunction.
 
 Relations: ``scan(table, alias)``, ``derived(sql, alias)`` (a subquery in FROM, opaque: what decorrelation
-introduces), ``view(inner, alias, written, factor, cap)`` (a derived table or grouped IN subquery whose own core
-``inner`` is searched with the rest; its shell as ``written``, its rows ``factor`` per input row, at most
-``cap``: ``optimizers.rewrites.views``), ``setop(keyword, a, b)`` (UNION [ALL] / INTERSECT / EXCEPT of two
-branches' cores, each branch's shell kept outside: ``optimizers.rewrites.setops``), ``filter``, inner ``join``,
-``left`` (LEFT JOIN), ``semi`` (EXISTS) and ``anti`` (NOT EXISTS) joins, each with its ON predicate.
+introduces), ``view(body, alias, written)`` (a derived table or grouped IN subquery whose own query ``body`` is
+searched with the rest, written back into ``written``: ``optimizers.rewrites.views``), ``setop(keyword, a, b)``
+(UNION [ALL] / INTERSECT / EXCEPT of two branches: ``optimizers.rewrites.setops``), ``filter``, inner ``join``,
+``left`` (LEFT JOIN), ``semi`` (EXISTS) and ``anti`` (NOT EXISTS) joins, each with its ON predicate; a SELECT's
+shell: ``group(keys, having)`` (GROUP BY / HAVING, or an aggregate over all rows), ``project(items)`` (the select
+list), ``distinct(on)``, ``sort(keys)`` (ORDER BY) and ``limit(clause)``, each holding its clause's text.
 
 Analyses (egglog functions filled by the ``ANALYSES`` ruleset): ``aliases(rel)``, the aliases a relation's rows
-carry (a semi or anti join carries its left side's only); ``refs(pred)`` and ``rejects(pred)``; ``rows(rel)``,
-the estimated row count (scans' counts and atoms' selectivities come from the target's statistics, set by the
-lowering; the smallest estimate of a class wins); ``unique_on(rel, column)``, a column no two of its rows share
-(a scan's one-column unique key, a view's grouping column, kept by filters and the left side of semi- and
-anti-joins); ``equal_to(pred, column)``, the aliases the other side of an equality with ``column`` reads;
+carry (a semi or anti join carries its left side's only); ``columns(rel)``, its output columns (``alias.column``
+below a select list; a select list's columns: ``shell.output_columns``); ``refs(pred)`` and ``rejects(pred)``;
+``rows(rel)``, the estimated row count (scans' counts, atoms' selectivities and groupings' groups come from the
+target's statistics, set by the lowering; the smallest estimate of a class wins); ``unique_on(rel, column)``, a
+column no two of its rows share (a scan's one-column unique key, a view's or a grouping's one grouping column, kept
+by filters, the left side of semi- and anti-joins and either side of a join that meets at most one row of the
+other); ``equal_to(pred, column)``, the aliases the other side of an equality with ``column`` reads;
 ``pushed(pred)``, a filter above a view as it reads inside the view (stated by the lowering, where it may move);
 ``nonnull(rel, column)``, a column no row has NULL (declared NOT NULL on a scan, or rejected by a condition
 below: ``strict_on(pred, column)``; lost on a LEFT JOIN's nullable side). Each e-node's extraction cost
-(``set_cost``: rows read plus rows produced, so extraction prefers plans that shrink relations early, natively,
-without a Python cost model) is set by ``COSTS`` inside ``priced``, just for an extraction.
+(``set_cost``: rows read plus rows produced, grouping, DISTINCT and sorting a price per input row, so extraction
+prefers plans that shrink relations early, natively, without a Python cost model) is set by ``COSTS`` inside
+``priced``, just for an extraction.
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ class Rel(Expr):
     def derived(cls, sql: StringLike, alias: StringLike) -> Rel: ...
 
     @classmethod
-    def view(cls, inner: Rel, alias: StringLike, written: StringLike, factor: f64Like, cap: f64Like) -> Rel: ...
+    def view(cls, body: Rel, alias: StringLike, written: StringLike) -> Rel: ...
 
     @classmethod
     def setop(cls, keyword: StringLike, a: Rel, b: Rel) -> Rel: ...
@@ -73,6 +78,18 @@ class Rel(Expr):
     def semi(self, other: Rel, on: Pred) -> Rel: ...
 
     def anti(self, other: Rel, on: Pred) -> Rel: ...
+
+    # a SELECT's shell, each clause an operator over the rows below it, its text as written (emission keeps the
+    # clauses whose operators the extracted form still has)
+    def group(self, keys: StringLike, having: StringLike) -> Rel: ...
+
+    def project(self, items: StringLike) -> Rel: ...
+
+    def distinct(self, on: StringLike) -> Rel: ...
+
+    def sort(self, keys: StringLike) -> Rel: ...
+
+    def limit(self, clause: StringLike) -> Rel: ...
 
 
 @function(merge=lambda old, new: old)
@@ -104,7 +121,15 @@ def pushed(pred: Pred) -> Pred: ...
 
 
 @function(merge=lambda old, new: old)
-def view_weight(written: StringLike) -> f64: ...
+def columns(rel: Rel) -> ALIASES: ...  # the relation's output columns (``alias.column``, or a SELECT's names)
+
+
+@function(merge=lambda old, new: old.min(new))
+def group_share(keys: StringLike, having: StringLike) -> f64: ...  # a grouping's rows per input row
+
+
+@function(merge=lambda old, new: old.min(new))
+def limit_cap(clause: StringLike) -> f64: ...
 
 
 @function(merge=lambda old, new: old)
@@ -117,6 +142,10 @@ def notin_on(pred: Pred) -> Pred: ...
 
 unique_on = relation("unique_on", Rel, String)
 keyed_view = relation("keyed_view", String, String)
+group_key = relation("group_key", String, String)  # GROUP BY of one column: the grouping's text, the column
+shows = relation("shows", String, String)  # a select list shows the column as it is (no expression around it)
+unordered = relation("unordered", String)  # a view (by its text) whose rows' order the query around it ignores
+sinks = relation("sinks", Pred)  # a filter moved into a view: it may pass the view's shell (``rules.views``)
 nonnull = relation("nonnull", Rel, String)  # no row of the relation has the column NULL
 strict_on = relation("strict_on", Pred, String)  # the predicate is not true where the column is NULL
 notin_keys = relation("notin_keys", Pred, String, String)  # x NOT IN (SELECT y ...): its x and y columns
@@ -130,6 +159,10 @@ n1, n2, k1, k2 = vars_("n1 n2 k1 k2", f64)
 
 
 
+GROUP_WEIGHT = 2.0  # the cost of grouping (or DISTINCT) per input row, beyond reading it: hashing or sorting it
+SORT_WEIGHT = 2.0
+DISTINCT_ROWS = 0.5  # a DISTINCT's rows per input row, without better knowledge
+NONE = Set[String].empty()
 COST_CAP = 1e15  # an e-node's cost at most (a tree of a few thousand nodes stays within i64)
 
 
@@ -140,12 +173,19 @@ def _cost(value):
 ANALYSES = ruleset(
     rule(eq(r).to(Rel.scan(s, t))).then(set_(aliases(r)).to(Set(t))),
     rule(eq(r).to(Rel.derived(s, t))).then(set_(aliases(r)).to(Set(t))),
-    rule(eq(r).to(Rel.view(a, t, w, k1, k2))).then(set_(aliases(r)).to(Set(t))),
-    # keys: a view's from its shell, kept by a filter and by the left side of a semi- or anti-join
-    rule(eq(r).to(Rel.view(a, t, w, k1, k2)), keyed_view(w, s)).then(unique_on(r, s)),
+    rule(eq(r).to(Rel.view(a, t, w))).then(set_(aliases(r)).to(Set(t))),
+    # keys: a view's from its shell, a grouping's on its one column, kept by a filter, by the left side of a semi-
+    # or anti-join, and by either side of a join that meets at most one row of the other (its condition equates
+    # a key of the other side with values that read nothing of it)
+    rule(eq(r).to(Rel.view(a, t, w)), keyed_view(w, s)).then(unique_on(r, s)),
+    rule(eq(r).to(a.group(s, t)), group_key(s, w)).then(unique_on(r, w)),
     rule(eq(r).to(a.filter(p)), unique_on(a, s)).then(unique_on(r, s)),
     rule(eq(r).to(a.semi(b, p)), unique_on(a, s)).then(unique_on(r, s)),
     rule(eq(r).to(a.anti(b, p)), unique_on(a, s)).then(unique_on(r, s)),
+    rule(eq(r).to(a.join(b, p)), unique_on(a, s), eq(S1).to(equal_to(p, w)), unique_on(b, w), eq(S2).to(aliases(b)),
+         eq(S1 & S2).to(NONE)).then(unique_on(r, s)),
+    rule(eq(r).to(a.join(b, p)), unique_on(b, s), eq(S1).to(equal_to(p, w)), unique_on(a, w), eq(S2).to(aliases(a)),
+         eq(S1 & S2).to(NONE)).then(unique_on(r, s)),
     rule(eq(x).to(Pred.both(p, q)), eq(S1).to(equal_to(p, s))).then(set_(equal_to(x, s)).to(S1)),
     rule(eq(x).to(Pred.both(p, q)), eq(S1).to(equal_to(q, s))).then(set_(equal_to(x, s)).to(S1)),
     # nullability: columns declared NOT NULL (set on scans), and those a condition below rejects the NULLs of;
@@ -180,8 +220,24 @@ ANALYSES = ruleset(
         set_(rows(r)).to(n1 * (n2 * k1).min(f64(1.0)))),
     rule(eq(r).to(a.anti(b, p)), eq(n1).to(rows(a)), eq(n2).to(rows(b)), eq(k1).to(selectivity(p))).then(
         set_(rows(r)).to(n1 * (f64(1.0) - (n2 * k1).min(f64(0.9))))),
-    rule(eq(r).to(Rel.view(a, t, w, k1, k2)), eq(n1).to(rows(a))).then(
-        set_(rows(r)).to((n1 * k1).min(k2).max(f64(1.0)))),
+    rule(eq(r).to(Rel.view(a, t, w)), eq(n1).to(rows(a))).then(set_(rows(r)).to(n1)),
+    rule(eq(r).to(a.group(s, t)), eq(n1).to(rows(a)), eq(k1).to(group_share(s, t))).then(
+        set_(rows(r)).to((n1 * k1).max(f64(1.0)))),
+    rule(eq(r).to(a.project(s)), eq(n1).to(rows(a))).then(set_(rows(r)).to(n1)),
+    rule(eq(r).to(a.sort(s)), eq(n1).to(rows(a))).then(set_(rows(r)).to(n1)),
+    rule(eq(r).to(a.distinct(s)), eq(n1).to(rows(a))).then(set_(rows(r)).to((n1 * DISTINCT_ROWS).max(f64(1.0)))),
+    rule(eq(r).to(a.limit(s)), eq(n1).to(rows(a)), eq(k1).to(limit_cap(s))).then(set_(rows(r)).to(n1.min(k1))),
+    # output columns: a scan's, a view's and a SELECT's are stated by the lowering; the others pass theirs on
+    rule(eq(r).to(a.filter(p)), eq(S1).to(columns(a))).then(set_(columns(r)).to(S1)),
+    rule(eq(r).to(a.join(b, p)), eq(S1).to(columns(a)), eq(S2).to(columns(b))).then(set_(columns(r)).to(S1 | S2)),
+    rule(eq(r).to(a.left(b, p)), eq(S1).to(columns(a)), eq(S2).to(columns(b))).then(set_(columns(r)).to(S1 | S2)),
+    rule(eq(r).to(a.semi(b, p)), eq(S1).to(columns(a))).then(set_(columns(r)).to(S1)),
+    rule(eq(r).to(a.anti(b, p)), eq(S1).to(columns(a))).then(set_(columns(r)).to(S1)),
+    rule(eq(r).to(a.group(s, t)), eq(S1).to(columns(a))).then(set_(columns(r)).to(S1)),
+    rule(eq(r).to(a.sort(s)), eq(S1).to(columns(a))).then(set_(columns(r)).to(S1)),
+    rule(eq(r).to(a.distinct(s)), eq(S1).to(columns(a))).then(set_(columns(r)).to(S1)),
+    rule(eq(r).to(a.limit(s)), eq(S1).to(columns(a))).then(set_(columns(r)).to(S1)),
+    rule(eq(r).to(Rel.setop(s, a, b)), eq(S1).to(columns(a))).then(set_(columns(r)).to(S1)),
     rule(eq(r).to(Rel.setop(s, a, b)), eq(n1).to(rows(a)), eq(n2).to(rows(b))).then(set_(rows(r)).to(n1 + n2)),
     name="analyses",
 )
@@ -200,8 +256,13 @@ COSTS = ruleset(
         set_cost(a.semi(b, p), _cost(n1 + n2 + n1))),
     rule(eq(r).to(a.anti(b, p)), eq(n1).to(rows(a)), eq(n2).to(rows(b))).then(
         set_cost(a.anti(b, p), _cost(n1 + n2 + n1))),
-    rule(eq(r).to(Rel.view(a, t, w, k1, k2)), eq(n1).to(rows(a)), eq(n2).to(view_weight(w))).then(
-        set_cost(Rel.view(a, t, w, k1, k2), _cost(n1 * n2 + (n1 * k1).min(k2)))),
+    rule(eq(r).to(Rel.view(a, t, w)), eq(n1).to(rows(a))).then(set_cost(Rel.view(a, t, w), _cost(n1))),
+    # grouping and DISTINCT hash or sort each input row, ORDER BY sorts them (a SELECT list and a LIMIT cost 1)
+    rule(eq(r).to(a.group(s, t)), eq(n1).to(rows(a)), eq(k1).to(group_share(s, t))).then(
+        set_cost(a.group(s, t), _cost(n1 * GROUP_WEIGHT + n1 * k1))),
+    rule(eq(r).to(a.distinct(s)), eq(n1).to(rows(a))).then(
+        set_cost(a.distinct(s), _cost(n1 * GROUP_WEIGHT + n1 * DISTINCT_ROWS))),
+    rule(eq(r).to(a.sort(s)), eq(n1).to(rows(a))).then(set_cost(a.sort(s), _cost(n1 * SORT_WEIGHT))),
     rule(eq(r).to(Rel.setop(s, a, b)), eq(n1).to(rows(a)), eq(n2).to(rows(b))).then(
         set_cost(Rel.setop(s, a, b), _cost(n1 + n2))),
     name="costs",

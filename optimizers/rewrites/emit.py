@@ -1,5 +1,6 @@
-"""The algebra back to SQL PostgreSQL accepts: an extracted core term (``optimizers.rewrites.algebra``) becomes
-a FROM tree and a WHERE, put into the statement's shell (its SELECT list, GROUP BY, ORDER BY... as written).
+"""The algebra back to SQL PostgreSQL accepts: an extracted term (``optimizers.rewrites.algebra``) becomes the
+statement: its core a FROM tree and a WHERE, put into the statement's shell as written, less the clauses whose
+operators (``optimizers.rewrites.shell``) a rule removed (a DISTINCT over a key, an ORDER BY a view need not keep).
 
 Inner joins are written ``JOIN ... ON`` (``CROSS JOIN`` for no condition), a join whose right side is itself a
 join is parenthesised, a LEFT JOIN takes its right side's filters into its ON (the same rows: they only filter the
@@ -12,6 +13,9 @@ nullable side), semi and anti joins are written ``[NOT] EXISTS (SELECT 1 FROM ..
 >>> term, *_ = to_term(low, {}, lambda atom: 0.5)
 >>> to_sql(term, low)
 'SELECT a FROM t CROSS JOIN u WHERE t.a = u.c AND t.b > 1'
+>>> drop = sqlglot.parse_one("SELECT DISTINCT a FROM t ORDER BY a", read="postgres")
+>>> _trim(drop, {Rel.project, Rel.sort}).sql(dialect="postgres")
+'SELECT a FROM t ORDER BY a'
 """
 
 from __future__ import annotations
@@ -42,9 +46,45 @@ def to_sql(term: Rel, shell: Lowered) -> str:
     return shell.nested.splice(sql) if shell.nested is not None else sql
 
 
+SHELL = (Rel.group, Rel.project, Rel.distinct, Rel.sort, Rel.limit)
+
+
+def _peel(term: Rel) -> tuple[Rel, set, tuple[str, ...]]:
+    """A SELECT's term as (its core, the shell operators it has, the conditions of filters among them: a filter
+    moved into a view on its way down to the core reads what the view's WHERE may read)."""
+    present: set = set()
+    extra: list[str] = []
+    pending: list[str] = []
+    node = core = term
+    while True:
+        fn, args = get_callable_fn(node), get_callable_args(node)
+        if fn in SHELL:
+            present.add(fn)
+            extra += pending
+            pending = []
+            node = core = args[0]
+        elif fn == Rel.filter:
+            pending += atoms(args[1])
+            node = args[0]
+        else:
+            return core, present, tuple(extra)
+
+
+def _trim(select: exp.Expression, present: set) -> exp.Expression:
+    """``select`` less the clauses whose operators are not ``present`` (removed by a rule); a set operation's shell
+    has only its ORDER BY and LIMIT as operators (its ``distinct`` is UNION's, not ALL)."""
+    for fn, keys in ((Rel.distinct, ("distinct",)), (Rel.sort, ("order",)), (Rel.limit, ("limit", "offset")),
+                     (Rel.group, ("group", "having"))):
+        if fn not in present and (isinstance(select, exp.Select) or fn in (Rel.sort, Rel.limit)):
+            for key in keys:
+                select.set(key, None)
+    return select
+
+
 def _statement(term: Rel, low: Lowered) -> exp.Expression:
     """``term`` in ``low``'s shell; a set operation's branches each in their own, in their places."""
-    out = low.shell.copy()
+    term, present, extra = _peel(term)
+    out = _trim(low.shell.copy(), present)
     if low.setop is not None:
         _keyword, left, right = low.setop
         a, b = get_callable_args(term)[1:]
@@ -54,13 +94,14 @@ def _statement(term: Rel, low: Lowered) -> exp.Expression:
     if low.qualified is not None and _from_aliases(term) - low.aliases:
         # a relation a rule brought into FROM (a subquery joined in, a decorrelated aggregate) may share a column
         # name the statement wrote unqualified: the statement's clauses are written qualified, names as written
-        out = low.qualified.copy()
+        out = _trim(low.qualified.copy(), present)
     if any(isinstance(e, exp.Star) for e in out.expressions):
         # SELECT * reads every FROM item's columns in FROM order: the rewrite may add derived tables and reorder
         # joins, so the star becomes each original table's columns, in the original order
         stars = [exp.Column(this=exp.Star(), table=exp.to_identifier(alias)) for _table, alias in low.tables]
         out.set("expressions", [x for e in out.expressions for x in (stars if isinstance(e, exp.Star) else [e])])
-    _fill(out, block_of(term))
+    block = block_of(term)
+    _fill(out, Block(block.source, block.single, block.where + extra))
     return out
 
 
@@ -82,9 +123,11 @@ def block_of(term: Rel) -> Block:
         sql, alias = (get_literal_value(a) for a in args)
         return Block(f"({sql}) AS {alias}", True, ())
     if fn == Rel.view:
-        # a view: its query as written, with the extracted core as its FROM / WHERE
+        # a view: its query as written, less the clauses a rule removed, with the extracted core as its FROM / WHERE
         view = sqlglot.parse_one(f"SELECT 1 FROM {get_literal_value(args[2])}", read="postgres").args["from_"].this
-        _fill(view.this, block_of(args[0]))
+        core, present, extra = _peel(args[0])
+        inner = block_of(core)
+        _fill(_trim(view.this, present), Block(inner.source, inner.single, inner.where + extra))
         return Block(view.sql(dialect="postgres"), True, ())
     if fn == Rel.filter:
         inner = block_of(args[0])
@@ -164,7 +207,7 @@ def _from_aliases(term: Rel) -> set[str]:
     EXISTS instead)."""
     fn, args = get_callable_fn(term), get_callable_args(term)
     if fn in (Rel.scan, Rel.derived, Rel.view):
-        return {get_literal_value(args[1])}  # scan(table, alias), derived(sql, alias), view(inner, alias, ...)
+        return {get_literal_value(args[1])}  # scan(table, alias), derived(sql, alias), view(body, alias, written)
     if fn == Rel.filter or fn in (Rel.semi, Rel.anti):
         return _from_aliases(args[0])
     return _from_aliases(args[0]) | _from_aliases(args[1])

@@ -1,14 +1,15 @@
 """SQL into the algebra (``optimizers.rewrites.algebra``): parse with sqlglot (PostgreSQL dialect), qualify the
-columns of a copy with the schema so each predicate knows the relations it reads, and build the statement's
-FROM / WHERE core as an egglog term. The shell (SELECT list, GROUP BY, HAVING, ORDER BY, LIMIT, DISTINCT) is
-kept from the original text, so output names and positional ORDER BY stay as written.
+columns of a copy with the schema so each predicate knows the relations it reads, and take the statement apart:
+its tables, joins and WHERE conditions (the core) and its shell (SELECT list, GROUP BY, HAVING, ORDER BY, LIMIT,
+DISTINCT), kept from the original text so output names and positional ORDER BY stay as written
+(``optimizers.rewrites.term`` makes the term: the core under the shell's operators, ``optimizers.rewrites.shell``).
 
 The subset: one SELECT over base tables and derived tables (comma joins, [INNER] JOIN ... ON, LEFT JOIN ... ON),
 a WHERE of conjuncts, and among them [NOT] EXISTS (SELECT ... FROM base tables WHERE ...) subqueries (correlated
 or not), [NOT] IN (SELECT column ...) (grouped or not) and comparisons with a scalar subquery
 (``x < (SELECT 0.2 * avg(y) FROM ... WHERE ...)``). A derived table in FROM, and an uncorrelated grouped IN
 subquery, is a view (``optimizers.rewrites.views``): its own query is lowered the same way, inside the
-statement's term, and its shell stays as written around it. Anything else raises ``Unsupported`` with the
+statement's term. Anything else raises ``Unsupported`` with the
 reason; ``optimizers.rewrites.blocks`` then looks for a block inside the statement to search on its own.
 
 >>> schema = {"t": {"a": "int", "b": "int"}, "u": {"c": "int", "d": "text"}}
@@ -27,7 +28,7 @@ WITH (common table expressions) is not in the rewriter's subset yet
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import sqlglot
@@ -37,7 +38,7 @@ from sqlglot.optimizer.qualify import qualify
 
 from optimizers.rewrites.predicates import Atom, plain, refs_of
 from optimizers.rewrites.scopes import own_items, unshadow
-from optimizers.rewrites.views import View, describe, push, set_returning as _set_returning
+from optimizers.rewrites.views import View, describe, push, reads_order, set_returning as _set_returning
 
 if TYPE_CHECKING:
     from optimizers.rewrites.blocks import Nested
@@ -168,6 +169,11 @@ def lower_select(q: exp.Select, original: exp.Select | None, outer: frozenset[st
     atoms = tuple(_atoms(where.this, scope)) if where is not None else ()
     shell = (original if original is not None else q).copy()
     every = [*atoms, *(a for _, _, on in joins for a in on)]
+    # a view's ORDER BY may go where the query around it reads no order of its rows, unless it is what makes the
+    # view aggregate (``ORDER BY count(*)``)
+    free = not reads_order(q)
+    found = [replace(v, unordered=free and not _has_aggregate((v.query.shell.args.get("order") or exp.Order())
+                                                              .expressions)) for v in found]
     return Lowered(tuple(tables), tuple(joins), atoms, shell, views=tuple(_pushes(v, every) for v in found),
                    qualified=names_as_written(q, original) if original is not None else None)
 
@@ -188,7 +194,7 @@ def _view(node: exp.Subquery, used: set[str]) -> View:
         raise Unsupported(f"the derived table {alias} names a different number of columns than it selects")
     used |= low.every_alias()
     view_sql = exp.Subquery(this=low.shell.copy(), alias=written.copy()).sql(dialect="postgres")
-    return View(low, alias, view_sql, describe(low.shell, columns))
+    return View(low, alias, view_sql, describe(low.shell, columns), tuple(columns))
 
 
 def _pushes(view: View, atoms: list[Atom]) -> View:
@@ -197,10 +203,10 @@ def _pushes(view: View, atoms: list[Atom]) -> View:
     out = []
     for atom in atoms:
         if atom.kind == "plain" and atom.refs == {view.alias}:
-            inner = push(atom.sql, view.alias, dict(view.shape.pushable))
+            inner = push(atom.sql, view.alias, dict(view.shape.pushable), view.shape.grouped)
             if inner is not None:
                 out.append((atom.sql, plain(sqlglot.parse_one(inner, read="postgres"))))
-    return View(view.query, view.alias, view.written, view.shape, tuple(out))
+    return replace(view, pushes=tuple(out))
 
 
 def _table(node: exp.Expression) -> tuple[str, str]:
@@ -308,7 +314,8 @@ def _grouped_in(sub: exp.Select, x: exp.Expression, scope: frozenset[str]) -> tu
     if {c.table for c in low.shell.find_all(exp.Column) if c.table} - low.every_alias():
         raise Unsupported("a grouped IN subquery that reads the outer query (in WHERE, HAVING or its select list)")
     view_sql = exp.Subquery(this=low.shell.copy(), alias=exp.TableAlias(this=exp.to_identifier(name)))
-    view = View(low, name, view_sql.sql(dialect="postgres"), describe(low.shell, [column]))
+    view = View(low, name, view_sql.sql(dialect="postgres"), describe(low.shell, [column]), (column,),
+                not _has_aggregate((low.shell.args.get("order") or exp.Order()).expressions))
     match = plain(exp.EQ(this=exp.column(column, table=name), expression=x.copy()))
     return (Lowered(((VIEW, name),), (), (match,), exp.select("1"), views=(view,)),
             low.shell.expressions[0].unalias())
@@ -347,6 +354,12 @@ def names_as_written(shell: exp.Select, original: exp.Select) -> exp.Select:
     """``shell`` (qualified) with the output names the branch was written with: an alias the qualification gave
     an unaliased item (``_col_0`` for ``a + 1``) is taken off again, so the statement's columns keep their names."""
     out = shell.copy()
-    out.set("expressions", [q.this if isinstance(q, exp.Alias) and not isinstance(o, exp.Alias) else q
-                            for q, o in zip(out.expressions, original.expressions)])
+    dropped = {q.alias: n for n, (q, o) in enumerate(zip(out.expressions, original.expressions), 1)
+               if isinstance(q, exp.Alias) and not isinstance(o, exp.Alias)}
+    out.set("expressions", [q.this if q.alias in dropped and isinstance(q, exp.Alias) else q
+                            for q in out.expressions])
+    # an ORDER BY the qualification pointed at such an alias points at the item's position again
+    for ordered in (out.args.get("order") or exp.Order()).expressions:
+        if isinstance(ordered.this, exp.Column) and not ordered.this.table and ordered.this.name in dropped:
+            ordered.set("this", exp.Literal.number(dropped[ordered.this.name]))
     return out

@@ -1,6 +1,7 @@
 """The rewrite problem: the workload's statements (query id, SQL), the schema they read (table -> column ->
 type), estimated rows per table, the (table, column) pairs declared NOT NULL, each predicate's estimated
-selectivity, the e-graph's node budget per statement, and the catalog's unique and foreign keys. Statements
+selectivity, the e-graph's node budget per statement, the catalog's unique and foreign keys, and the groups each
+GROUP BY makes. Statements
 outside the rewriter's subset are kept, with the reason, in ``unsupported``; one that holds a SELECT inside the
 subset (a derived table's, a CTE's, a UNION branch) is searched over that block (``Lowered.nested``)."""
 
@@ -16,11 +17,17 @@ from optimizers.rewrites.blocks import lower_block
 from optimizers.rewrites.lower import Atom, Lowered, Unsupported, lower
 from optimizers.rewrites.rules.statement import Facts
 from optimizers.rewrites.search import Search
+from optimizers.rewrites.shell import Groups
 
 
 def default_selectivity(atom: Atom) -> float:
     """Without statistics: a join condition keeps 1 in 10,000 pairs, a filter a tenth of the rows."""
     return 1e-4 if len(atom.refs) > 1 else 0.1
+
+
+def no_groups(keys: str) -> float | None:
+    """Without statistics: no GROUP BY's groups are known (a grouping keeps a tenth of its rows)."""
+    return None
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,7 @@ class RewriteProblem:
     node_budget: int = 5_000
     keys: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)  # unique keys by table
     foreign_keys: tuple[tuple[str, tuple[str, ...], str, tuple[str, ...]], ...] = ()  # (table, cols, ref, ref cols)
+    groups: Groups = no_groups  # a GROUP BY's groups over its whole input, where the statistics say
 
     @cached_property
     def facts(self) -> Facts:
@@ -68,7 +76,8 @@ class RewriteProblem:
     def search_of(self, lowered: Lowered, rows: dict[str, float]) -> Search:
         """A fresh search over a lowered statement (one of the problem's, or a training statement) under given
         row estimates (a learned strategy's training varies them)."""
-        return Search(lowered, rows, self.selectivity, self.node_budget, not_null=self.not_null, keys=self.keys)
+        return Search(lowered, rows, self.selectivity, self.node_budget, not_null=self.not_null, keys=self.keys,
+                      schema=self.schema, groups=self.groups)
 
     def training_statements(self, n: int, seed: int = 0) -> list[Lowered]:
         """Up to ``n`` statements generated from the problem's schema and keys (``corpus``), lowered."""

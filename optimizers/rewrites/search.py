@@ -37,12 +37,15 @@ class Search:
     node_budget: int = 5_000
     not_null: frozenset = frozenset()  # (table, column) pairs declared NOT NULL
     keys: dict = field(default_factory=dict)  # unique keys by table
+    schema: dict = field(default_factory=dict)  # columns by table (the scans' output columns)
+    groups: object = None  # a GROUP BY's keys -> its groups, where known (``optimizers.rewrites.shell.Groups``)
     rules: tuple[Rule, ...] = RULES
     steps: list[Step] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.egraph = EGraph()
-        term, facts, expansions = to_term(self.lowered, self.rows, self.selectivity, self.not_null, self.keys)
+        term, facts, expansions = to_term(self.lowered, self.rows, self.selectivity, self.not_null, self.keys,
+                                          self.schema, self.groups)
         self.root = self.egraph.let("root", term)
         self.egraph.register(*facts)
         self._analyse()
@@ -88,7 +91,7 @@ class Search:
         """Run ``rule`` once over the whole graph, then the analyses; undone when past the node budget. A rule
         that changes nothing costs one match pass (no analysis, no extraction)."""
         self.egraph.push()
-        report = self.egraph.run(1, ruleset=rule.rules)
+        report = self.egraph.run(rule.rules * rule.repeat)
         matches = sum(report.num_matches_per_rule.values())
         if not report.updated:
             self.egraph.pop()

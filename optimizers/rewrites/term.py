@@ -9,11 +9,12 @@ from collections.abc import Callable
 from egglog import String, f64, set_, set_cost, union
 from sqlglot import exp
 
-from optimizers.rewrites.algebra import (Pred, Rel, alias_set, equal_to, keyed_view, nonnull, notin_keys, notin_on,
-                                         notin_sub, pushed, rows as rows_fn, selectivity as sel_fn, strict_on,
-                                         unique_on, view_weight)
+from optimizers.rewrites.algebra import (Pred, Rel, alias_set, columns, equal_to, keyed_view, nonnull, notin_keys,
+                                         notin_on, notin_sub, pushed, rows as rows_fn, selectivity as sel_fn,
+                                         strict_on, unique_on, unordered)
 from optimizers.rewrites.lower import VIEW, Atom, Lowered, Unsupported
 from optimizers.rewrites.rules import decorrelate
+from optimizers.rewrites.shell import Groups, shell
 
 Selectivity = Callable[[Atom], float]
 NOT_IN_PENALTY = 1000
@@ -22,19 +23,25 @@ DERIVED_ROWS = 0.1  # a grouped subquery's rows per row of its input, without be
 
 def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
             not_null: frozenset[tuple[str, str]] = frozenset(),
-            keys: dict[str, tuple[tuple[str, ...], ...]] | None = None) -> tuple[Rel, list, list]:
-    """The core as a term, the facts to register with it, and the expanding rules' forms (unions of a written
+            keys: dict[str, tuple[tuple[str, ...], ...]] | None = None,
+            schema: dict[str, dict[str, str]] | None = None, groups: Groups | None = None) -> tuple[Rel, list, list]:
+    """The statement as a term, the facts to register with it, and the expanding rules' forms (unions of a written
     part with its alternative; registered after the written statement's cost is taken). ``rows``: estimated rows
     per table; ``selectivity(atom)``: the fraction of rows an atom keeps; ``not_null``: (table, column) pairs
     declared NOT NULL (where the nullability analysis starts); ``keys``: unique keys by table (a scan of a
-    table with a one-column key is unique on it)."""
+    table with a one-column key is unique on it); ``schema``: columns by table (a scan's output columns);
+    ``groups(keys)``: the groups a GROUP BY makes over its whole input, where the statistics know
+    (``optimizers.rewrites.shell``)."""
     facts: list = []
     expansions: list = []
     taken = {alias for alias, _ in _all_tables(low)}
-    # nullability is stated only for the columns a NOT IN compares (all the NOT IN rule reads): stating it for
-    # every NOT NULL column would fill the analysis with facts for each column of each join class
+    # nullability is stated only for the columns a NOT IN compares and for NOT NULL one-column keys (all the
+    # rules read): stating it for every NOT NULL column would fill the analysis with facts for each column of
+    # each join class
     compared = {f"{c.table}.{c.name}" for a in _all_atoms(low) if a.kind == "not_in" for c in a.detail
                 if isinstance(c, exp.Column)}
+    compared |= {f"{alias}.{k[0]}" for alias, table in _all_tables(low) for k in (keys or {}).get(table, ())
+                 if len(k) == 1 and (table, k[0]) in not_null}
     pushes = dict(_all_pushes(low))
 
     def pred(atoms: tuple[Atom, ...]) -> Pred:
@@ -59,16 +66,26 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
         facts.extend(unique_on(term, String(f"{alias}.{k[0]}")) for k in (keys or {}).get(table, ()) if len(k) == 1)
         facts.extend(nonnull(term, String(f"{alias}.{c}")) for t, c in not_null
                      if t == table and f"{alias}.{c}" in compared)
+        own = frozenset(f"{alias}.{c}" for c in (schema or {}).get(table, ()))
+        facts.append(set_(columns(term)).to(alias_set(own)))
         return term
 
     def item(l: Lowered, table: str, alias: str) -> Rel:
         if table != VIEW:
             return scan(table, alias)
         view = next(v for v in l.views if v.alias == alias)
-        shape = view.shape
-        facts.extend(keyed_view(String(view.written), String(f"{alias}.{k}")) for k in shape.keys)
-        facts.append(set_(view_weight(view.written)).to(f64(shape.weight)))
-        return Rel.view(core(view.query), alias, view.written, f64(shape.factor), f64(min(shape.cap, 1e15)))
+        facts.extend(keyed_view(String(view.written), String(f"{alias}.{k}")) for k in view.shape.keys)
+        term = Rel.view(selected(view.query), alias, view.written)
+        if view.unordered:
+            facts.append(unordered(String(view.written)))
+        facts.append(set_(columns(term)).to(alias_set(frozenset(f"{alias}.{c}" for c in view.columns))))
+        return term
+
+    def selected(l: Lowered) -> Rel:
+        """A SELECT's core under its shell's operators."""
+        term, found = shell(l, core(l), groups)
+        facts.extend(found)
+        return term
 
     def inner_rows(sub: Lowered) -> float:
         out = 1.0
@@ -94,6 +111,8 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
                 if isinstance(alt, decorrelate.Decorrelated):
                     derived = Rel.derived(alt.sql, alt.alias)
                     facts.append(set_(rows_fn(derived)).to(max(1.0, DERIVED_ROWS * inner_rows(atom.sub))))
+                    facts.append(set_(columns(derived)).to(alias_set(frozenset(
+                        [f"{alt.alias}.k{n}" for n in range(1, len(alt.on) + 1)] + [f"{alt.alias}.v"]))))
                     if len(alt.on) == 1:  # one row per grouping key
                         facts.append(unique_on(derived, String(f"{alt.alias}.k1")))
                     on, cmp = pred(alt.on), pred((alt.compare,))
@@ -126,9 +145,11 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
 
     def top(l: Lowered) -> Rel:
         if l.setop is None:
-            return core(l)
+            return selected(l)
         keyword, left, right = l.setop
-        return Rel.setop(keyword, top(left), top(right))
+        term, found = shell(l, Rel.setop(keyword, top(left), top(right)), groups)
+        facts.extend(found)
+        return term
 
     return top(low), facts, expansions
 

@@ -1,14 +1,10 @@
 """Derived tables as operators of the algebra: what the rewriter needs to know of a subquery in FROM (or of a
 grouped ``IN`` subquery) to search it together with the query around it.
 
-A view is written ``(SELECT ... [GROUP BY ...]) AS alias[(columns)]``; its own FROM / WHERE core is a term of the
-e-graph like any statement's (``optimizers.rewrites.term``), and its shell (select list, GROUP BY, HAVING, ORDER
-BY, LIMIT) stays as written inside it. What ``describe`` reads from the shell:
+A view is written ``(SELECT ... [GROUP BY ...]) AS alias[(columns)]``; its own query is a term of the e-graph like
+any statement's (``optimizers.rewrites.term``): its FROM / WHERE core under its shell's operators
+(``optimizers.rewrites.shell``, which also say its rows and their cost). What ``describe`` reads from the shell:
 
-- its rows per input row (``factor``) and at most (``cap``): a GROUP BY keeps a tenth without better knowledge,
-  an aggregate without GROUP BY gives one row, a LIMIT caps them; its cost per input row (``weight``): grouping,
-  aggregating or DISTINCT hashes or sorts each row, a plain SELECT costs nothing of its own (PostgreSQL pulls it
-  up into the query around it);
 - ``keys``: output columns no two of its rows share (the one GROUP BY expression's column, a DISTINCT's single
   column, every column of a one-row aggregate), what turning a semi-join into a join needs;
 - ``pushable``: for each output column a filter above the view may read, the inner expression it stands for.
@@ -19,8 +15,8 @@ BY, LIMIT) stays as written inside it. What ``describe`` reads from the shell:
 
 >>> q = sqlglot.parse_one("SELECT l.k AS k, sum(l.q) AS s FROM l GROUP BY l.k", read="postgres")
 >>> d = describe(q, ["k", "s"])
->>> d.factor, d.keys, d.pushable
-(0.1, ('k',), (('k', 'l.k'),))
+>>> d.keys, d.pushable
+(('k',), (('k', 'l.k'),))
 >>> push("v.k > 3 AND v.k < 9", "v", dict(d.pushable))
 'l.k > 3 AND l.k < 9'
 >>> push("v.s > 3", "v", dict(d.pushable)) is None
@@ -34,9 +30,6 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-GROUP_ROWS = 0.1  # a grouped view's rows per row of its input, without better knowledge
-DISTINCT_ROWS = 0.5
-GROUP_WEIGHT = 2.0  # the cost of grouping per input row, beyond reading it (hashing or sorting it)
 SET_RETURNING = frozenset({"generate_series", "unnest", "json_array_elements", "jsonb_array_elements",
                            "regexp_matches", "json_each", "jsonb_each", "string_to_table", "generate_subscripts"})
 
@@ -45,23 +38,23 @@ SET_RETURNING = frozenset({"generate_series", "unnest", "json_array_elements", "
 class Shape:
     """What a view's shell says about its rows (see the module)."""
 
-    factor: float
-    cap: float
     keys: tuple[str, ...]
     pushable: tuple[tuple[str, str], ...]
-    weight: float = 0.0
+    grouped: bool = False  # rows that compare equal are merged (GROUP BY, DISTINCT): see ``push``
 
 
 @dataclass(frozen=True)
 class View:
     """A view of a lowered statement: its query lowered (``query``, an ``optimizers.rewrites.lower.Lowered``), its
-    alias, how it is written (its FROM / WHERE are replaced at emission), its ``Shape``, and the filters above it
-    that may move into it (the outer atom's SQL -> the atom it becomes inside)."""
+    alias, how it is written (its FROM / WHERE are replaced at emission), its ``Shape``, its output columns' names,
+    and the filters above it that may move into it (the outer atom's SQL -> the atom it becomes inside)."""
 
     query: object
     alias: str
     written: str
     shape: Shape
+    columns: tuple[str, ...]
+    unordered: bool = False  # the query around it keeps no order of its rows (``reads_order``)
     pushes: tuple[tuple[str, object], ...] = ()
 
 
@@ -69,20 +62,10 @@ def describe(select: exp.Select, columns: list[str]) -> Shape:
     """The ``Shape`` of a view whose query is ``select`` (qualified) with output ``columns`` (by position)."""
     items = [e.unalias() if isinstance(e, exp.Alias) else e for e in select.expressions]
     group = [g.sql(dialect="postgres") for g in (select.args.get("group") or exp.Group()).expressions]
-    order = [o for o in (select.args.get("order") or exp.Order()).expressions]
-    aggregated = any(_aggregates(e) for e in items + order) or select.args.get("having") is not None
+    aggregated = aggregates(select)
     returning = any(set_returning(e) for e in items)
     distinct = select.args.get("distinct")
     limit = select.args.get("limit")
-    factor, cap = 1.0, float("inf")
-    if group:
-        factor = GROUP_ROWS
-    elif aggregated:
-        factor, cap = 0.0, 1.0
-    elif distinct is not None:
-        factor = DISTINCT_ROWS
-    if limit is not None and isinstance(limit.expression, exp.Literal) and limit.expression.is_int:
-        cap = min(cap, float(limit.expression.this))
     keys: tuple[str, ...] = ()
     if returning:
         pass  # several rows per input row (per group): nothing is known unique
@@ -99,15 +82,25 @@ def describe(select: exp.Select, columns: list[str]) -> Shape:
         (c, e.sql(dialect="postgres")) for c, e in zip(columns, items)
         if not _has(e, (exp.AggFunc, exp.Window, exp.Subquery, exp.Select)) and not _volatile(e)
         and (not group or e.sql(dialect="postgres") in group))
-    weight = GROUP_WEIGHT if group or aggregated or distinct is not None else 0.0
-    return Shape(factor, cap, keys, pushable, weight)
+    return Shape(keys, pushable, bool(group) or distinct is not None)
 
 
-def push(atom_sql: str, alias: str, pushable: dict[str, str]) -> str | None:
+def push(atom_sql: str, alias: str, pushable: dict[str, str], grouped: bool = False) -> str | None:
     """``atom_sql`` (reading only ``alias``'s columns) with each column replaced by the view's inner expression;
-    None when it reads a column that cannot be pushed, or holds a volatile function or a subquery."""
+    None when it reads a column that cannot be pushed, or holds a volatile function or a subquery. Into a
+    ``grouped`` view only a comparison of a bare column with constants moves: values that compare equal are one
+    group, and only such a comparison is sure to keep or drop them alike (``v.x::text = '1.0'`` tells the numeric
+    1.0 from 1.00, which group together; below the grouping it would change the group's rows).
+
+    >>> push("v.x::text = '1.0'", "v", {"x": "t.x"}, grouped=True) is None
+    True
+    >>> push("v.x BETWEEN 1 AND 3", "v", {"x": "t.x"}, grouped=True)
+    't.x BETWEEN 1 AND 3'
+    """
     node = sqlglot.parse_one(atom_sql, read="postgres")
     if _volatile(node) or _has(node, (exp.Subquery, exp.Select, exp.AggFunc, exp.Window)):
+        return None
+    if grouped and not _compares_bare(node):
         return None
     columns = list(node.find_all(exp.Column))
     if isinstance(node, exp.Column) or not columns or any(c.table != alias or c.name not in pushable for c in columns):
@@ -118,15 +111,57 @@ def push(atom_sql: str, alias: str, pushable: dict[str, str]) -> str | None:
     return node.sql(dialect="postgres")
 
 
+ORDER_FREE = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Stddev, exp.StddevPop, exp.StddevSamp,
+              exp.Variance, exp.VariancePop, exp.LogicalAnd, exp.LogicalOr)
+
+
+def reads_order(select: exp.Select) -> bool:
+    """Whether ``select`` keeps an order of the rows of its FROM: a LIMIT, OFFSET or DISTINCT ON picks rows by it, a
+    window or an aggregate other than the order-free ones (``array_agg``, ``string_agg``..., a user's) reads it.
+
+    >>> reads_order(sqlglot.parse_one("SELECT v.k, count(*) FROM v GROUP BY v.k", read="postgres"))
+    False
+    >>> reads_order(sqlglot.parse_one("SELECT string_agg(v.s, ',') FROM v", read="postgres"))
+    True
+    """
+    distinct = select.args.get("distinct")
+    if select.args.get("limit") or select.args.get("offset") or (distinct is not None and distinct.args.get("on")):
+        return True
+    for n in select.walk(prune=lambda n: isinstance(n, (exp.Subquery, exp.Select)) and n is not select):
+        if isinstance(n, (exp.Window, exp.Anonymous)) or (isinstance(n, exp.AggFunc) and not isinstance(n, ORDER_FREE)):
+            return True
+    return False
+
+
+COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In, exp.Is)
+
+
+def _compares_bare(node: exp.Expression) -> bool:
+    """Whether ``node`` compares one bare column with constants (literals, NULL, parameters), possibly negated."""
+    node = node.this if isinstance(node, exp.Not) else node
+    node = node.unnest() if isinstance(node, exp.Paren) else node
+    if not isinstance(node, COMPARISONS):
+        return False
+    sides = [v for k, v in node.args.items() if k != "query" and isinstance(v, exp.Expression)]
+    sides += [x for k, v in node.args.items() if isinstance(v, list) for x in v]
+    bare = [s for s in sides if isinstance(s, exp.Column)]
+    constants = all(isinstance(s, (exp.Literal, exp.Null, exp.Boolean, exp.Placeholder, exp.Parameter))
+                    or (isinstance(s, exp.Neg) and isinstance(s.this, exp.Literal)) for s in sides if s not in bare)
+    return len(bare) == 1 and constants
+
+
 def _has(node: exp.Expression, kinds) -> bool:
     return any(isinstance(n, kinds) for n in node.walk())
 
 
-def _aggregates(node: exp.Expression) -> bool:
-    """Whether ``node`` holds an aggregate of its own query (not a window's, nor a subquery's)."""
-    return any(isinstance(n, exp.AggFunc) for n in
-               node.walk(prune=lambda n: isinstance(n, exp.Window)
-                         or (isinstance(n, (exp.Subquery, exp.Select)) and n is not node)))
+def aggregates(select: exp.Select) -> bool:
+    """Whether ``select`` aggregates its rows: a HAVING, or an aggregate of its own (not a window's, nor a
+    subquery's) in its select list or ORDER BY."""
+    order = list((select.args.get("order") or exp.Order()).expressions)
+    return select.args.get("having") is not None or any(
+        isinstance(n, exp.AggFunc) for e in [*select.expressions, *order]
+        for n in e.walk(prune=lambda n: isinstance(n, exp.Window)
+                        or (isinstance(n, (exp.Subquery, exp.Select)) and n is not e)))
 
 
 def _volatile(node: exp.Expression) -> bool:

@@ -61,13 +61,15 @@ def test_a_statement_inside_the_subset_is_not_a_block():
 
 
 def test_statement_rules_leave_a_statement_with_ctes_alone():
-    """A CTE may shadow a table: ``c`` below is not the catalog's ``c`` whose key is id, so its DISTINCT stays."""
+    """A CTE may shadow a table: ``c`` below is not the catalog's ``c`` whose key is id (o's foreign key reads the
+    catalog's), so its join stays."""
     from optimizers.rewrites.rules.statement import Facts, variants
 
-    facts = Facts({"c": {"id": "int", "name": "text"}}, frozenset({("c", "id")}), {"c": (("id",),)})
-    plain = "SELECT DISTINCT c.id, c.name FROM c"
-    assert variants(plain, facts)[0][1] == ("drop_distinct_over_key",)  # the catalog's c: its key makes rows distinct
-    shadowed = "WITH c AS (SELECT 1 AS id, 'x' AS name FROM c AS c0) SELECT DISTINCT c.id, c.name FROM c"
+    facts = Facts({"c": {"id": "int", "name": "text"}, "o": {"id": "int", "cid": "int"}},
+                  frozenset({("c", "id"), ("o", "cid")}), {"c": (("id",),)}, (("o", ("cid",), "c", ("id",)),))
+    plain = "SELECT o.id FROM o JOIN c ON c.id = o.cid"
+    assert variants(plain, facts)[0][1] == ("drop_join_on_foreign_key",)  # the catalog's c: each o meets one c
+    shadowed = "WITH c AS (SELECT 1 AS id FROM c AS c0 UNION ALL SELECT 1) SELECT o.id FROM o JOIN c ON c.id = o.cid"
     assert variants(shadowed, facts) == [(shadowed, ())]
 
 

@@ -4,13 +4,23 @@ rule is guarded, an input it must leave alone (the rewrite that would change the
 import pytest
 from egglog import EGraph, String, eq, set_
 
-from optimizers.rewrites.algebra import (ANALYSES, Pred, Rel, alias_set, equal_to, keyed_view, nonnull, notin_keys,
-                                         notin_on, notin_sub, pushed, strict_on, unique_on)
+from optimizers.rewrites.algebra import (ANALYSES, Pred, Rel, alias_set, columns, equal_to, group_key, keyed_view,
+                                         nonnull, notin_keys, notin_on, notin_sub, pushed, strict_on, unique_on,
+                                         unordered)
 from optimizers.rewrites.rules import RULES, by_name
 
 T, U, V = Rel.scan("t", "t"), Rel.scan("u", "u"), Rel.scan("v", "v")
 GROUPED = "(SELECT u.c AS c, count(*) AS n FROM u GROUP BY u.c) AS g"
-G = Rel.view(U, "g", GROUPED, 0.1, 1e15)  # grouped by c: unique on g.c
+G_SHELL = [("group", "u.c", ""), ("project", "u.c AS c, COUNT(*) AS n")]
+
+
+def shelled(core: Rel, ops) -> Rel:
+    for op, *args in ops:
+        core = getattr(core, op)(*args)
+    return core
+
+
+G = Rel.view(shelled(U, G_SHELL), "g", GROUPED)  # grouped by c: unique on g.c
 
 
 def atom(sql: str, *refs: str, strict: bool = True) -> Pred:
@@ -35,6 +45,13 @@ FACTS = [keyed_view(String(GROUPED), String("g.c")), set_(pushed(GC)).to(atom("u
          set_(equal_to(UT, "u.c")).to(alias_set(frozenset({"t"}))),
          set_(equal_to(USELF, "u.c")).to(alias_set(frozenset({"t", "u"}))),
          set_(equal_to(TV, "v.e")).to(alias_set(frozenset({"t"}))), unique_on(U, String("u.c"))]
+# select lists and what they show: u.c is u's NOT NULL key (below), v.e no key, t.b a key that may be NULL
+SHOWN = {"u.c, u.d": U, "u.d": U, "v.e": V, "t.b": T, "t.id, u.d": T.join(U, UT), "t.id, v.e": T.join(V, TV)}
+FACTS += [set_(columns(rel.project(items))).to(alias_set(frozenset(items.split(", "))))
+          for items, rel in SHOWN.items()]
+FACTS += [unique_on(T, String("t.b")), unique_on(T, String("t.id")), nonnull(T, String("t.id")),
+          set_(columns(V.group("v.e", "").project("v.e, COUNT(*)"))).to(alias_set(frozenset({"v.e", "count"}))),
+          group_key(String("v.e"), String("v.e")), unordered(String("(SELECT u.c FROM u ORDER BY u.c) AS s"))]
 # x NOT IN (SELECT y ...): over u (t.a and u.c declared NOT NULL), over v (v.e nullable), over v filtered by a
 # condition that rejects v.e's NULLs
 NU, NV, NW = (atom(f"t.a NOT IN (SELECT {y} FROM {b})", "t", strict=False)
@@ -52,7 +69,7 @@ def rewritten(rule: str, term: Rel, times: int = 1) -> EGraph:
     for _ in range(times):
         for _ in range(8):
             g.run(1, ruleset=ANALYSES)
-        g.run(1, ruleset=by_name(rule).rules)
+        g.run(by_name(rule).rules * by_name(rule).repeat)
     return g
 
 
@@ -78,11 +95,19 @@ GOLDEN = [
     ("drop_true_filter", T.filter(atom("TRUE")).join(U, TU), T.join(U, TU)),
     ("drop_repeated_filter", T.filter(TB).filter(TB), T.filter(TB)),
     ("drop_repeated_exists", T.semi(U, TU).semi(U, TU), T.semi(U, TU)),
-    ("filter_into_view", G.filter(GC), Rel.view(U.filter(atom("u.c > 1", "u")), "g", GROUPED, 0.1, 1e15)),
+    # into the view, then down past its select list and grouping to its core
+    ("filter_into_view", G.filter(GC), Rel.view(shelled(U.filter(atom("u.c > 1", "u")), G_SHELL), "g", GROUPED)),
     ("semi_join_to_join_on_key", T.semi(G, TG), T.join(G, TG)),
     ("semi_join_to_join_on_key", T.semi(U.filter(UD), UT), T.join(U.filter(UD), UT)),  # a key kept by a filter
     ("not_in_to_anti_join", T.filter(NU), T.anti(U, UT)),
     ("not_in_to_anti_join", T.filter(NW), T.anti(V.filter(VPOS), TV)),  # v.e > 0 leaves no NULL v.e
+    ("drop_distinct_over_key", U.project("u.c, u.d").distinct(""), U.project("u.c, u.d")),
+    # t's key stays a key through a join that meets one u row per t row (on u's key)
+    ("drop_distinct_over_key", T.join(U, UT).project("t.id, u.d").distinct(""), T.join(U, UT).project("t.id, u.d")),
+    ("drop_distinct_over_key", V.group("v.e", "").project("v.e, COUNT(*)").distinct(""),
+     V.group("v.e", "").project("v.e, COUNT(*)")),  # one row per group
+    ("drop_order_in_view", Rel.view(U.project("u.c").sort("u.c"), "s", "(SELECT u.c FROM u ORDER BY u.c) AS s"),
+     Rel.view(U.project("u.c"), "s", "(SELECT u.c FROM u ORDER BY u.c) AS s")),
 ]
 
 # (rule, input, the rewrite it must not make): each guard is what keeps the meaning
@@ -99,7 +124,7 @@ GUARDED = [
     ("left_join_condition_to_right_filter", T.left(U, Pred.both(TU, TB)), T.left(U.filter(TB), TU)),
     ("anti_join_condition_to_subquery", T.anti(U, Pred.both(TU, TB)), T.anti(U.filter(TB), TU)),
     # a filter on an aggregate's value cannot move below the GROUP BY (no pushed form is stated for it)
-    ("filter_into_view", G.filter(GN), Rel.view(U.filter(GN), "g", GROUPED, 0.1, 1e15)),
+    ("filter_into_view", G.filter(GN), Rel.view(shelled(U.filter(GN), G_SHELL), "g", GROUPED)),
     # v is not unique on v.e: a t row may meet several v rows, and a join would repeat it
     ("semi_join_to_join_on_key", T.semi(V, TV), T.join(V, TV)),
     # u is unique on u.c, but the other side of u.c = u.b + t.a reads u itself: several u rows may match a t row
@@ -108,6 +133,15 @@ GUARDED = [
     ("not_in_to_anti_join", T.filter(NV), T.anti(V, TV)),
     # t.a is declared NOT NULL, but on the nullable side of a LEFT JOIN it is NULL where t found no match
     ("not_in_to_anti_join", U.left(T, UT).filter(NU), U.left(T, UT).anti(U, UT)),
+    # the select list does not show u's key (u.d repeats), v.e is no key, t.b is unique but may be NULL twice
+    ("drop_distinct_over_key", U.project("u.d").distinct(""), U.project("u.d")),
+    ("drop_distinct_over_key", V.project("v.e").distinct(""), V.project("v.e")),
+    ("drop_distinct_over_key", T.project("t.b").distinct(""), T.project("t.b")),
+    # a join that may meet several v rows per t row repeats t's key
+    ("drop_distinct_over_key", T.join(V, TV).project("t.id, v.e").distinct(""), T.join(V, TV).project("t.id, v.e")),
+    # the query around the view reads its order (no ``unordered`` fact)
+    ("drop_order_in_view", Rel.view(U.project("u.c").sort("u.c"), "s", "(SELECT u.c FROM u ORDER BY u.c) AS o"),
+     Rel.view(U.project("u.c"), "s", "(SELECT u.c FROM u ORDER BY u.c) AS o")),
 ]
 
 

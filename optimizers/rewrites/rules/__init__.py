@@ -12,9 +12,10 @@ from optimizers.rewrites.rules.base import Rule
 from optimizers.rewrites.rules.joins import JOIN_RULES
 from optimizers.rewrites.rules.nulls import NULL_RULES
 from optimizers.rewrites.rules.pushdown import ON_RULES, PUSHDOWN_RULES
+from optimizers.rewrites.rules.shell import SHELL_RULES
 from optimizers.rewrites.rules.views import VIEW_RULES
 
-RULES: tuple[Rule, ...] = (*PUSHDOWN_RULES, *ON_RULES, *JOIN_RULES, *VIEW_RULES, *NULL_RULES)
+RULES: tuple[Rule, ...] = (*PUSHDOWN_RULES, *ON_RULES, *JOIN_RULES, *VIEW_RULES, *NULL_RULES, *SHELL_RULES)
 
 
 def by_name(name: str) -> Rule:

@@ -12,7 +12,8 @@ class Rule:
     name: str
     doc: str
     rules: Ruleset
+    repeat: int = 1  # passes of the ruleset per run (a rule that moves a term one step at a time takes several)
 
     @classmethod
-    def of(cls, name: str, doc: str, *rewrites) -> "Rule":
-        return cls(name, doc, ruleset(*rewrites, name=name))
+    def of(cls, name: str, doc: str, *rewrites, repeat: int = 1) -> "Rule":
+        return cls(name, doc, ruleset(*rewrites, name=name), repeat)

@@ -1,14 +1,13 @@
 """Statement-level rules: rewrites of a whole statement that need what the e-graph's core does not hold (the shell's
-DISTINCT and select list, which tables the statement reads at all) and the catalog's key facts. Each is a small
-named unit, a function from a SELECT's syntax tree and the ``Facts`` to a new tree or None, listed in order in
-``STATEMENT_RULES``; the optimizers' base applies them to every candidate form (``variants``). A rule marked
-``alternative`` adds its form beside the one it rewrites (the planner's re-ranking decides); the others replace it.
+select list and which tables the statement reads at all, across the whole statement) and the catalog's key facts.
+Each is a small named unit, a function from a SELECT's syntax tree and the ``Facts`` to a new tree or None, listed
+in order in ``STATEMENT_RULES``; the optimizers' base applies them to every candidate form (``variants``). A rule
+marked ``alternative`` adds its form beside the one it rewrites (the planner's re-ranking decides); the others
+replace it.
 
 >>> facts = Facts({"c": {"id": "int", "name": "text"}, "o": {"id": "int", "cid": "int", "v": "int"}},
 ...               frozenset({("c", "id"), ("o", "id"), ("o", "cid")}), {"c": (("id",),), "o": (("id",),)},
 ...               (("o", ("cid",), "c", ("id",)),))
->>> [(sql, rules) for sql, rules in variants("SELECT DISTINCT c.id, c.name FROM c WHERE c.name > 'a'", facts)]
-[("SELECT c.id, c.name FROM c WHERE c.name > 'a'", ('drop_distinct_over_key',))]
 >>> variants("SELECT o.id FROM o JOIN c ON c.id = o.cid WHERE o.v > 1", facts)[0]
 ('SELECT o.id FROM o WHERE o.v > 1', ('drop_join_on_foreign_key',))
 >>> variants("SELECT o.v FROM o WHERE o.v = 1 OR o.cid = 2", facts)[1][0]
@@ -90,26 +89,6 @@ def simplify_predicates(tree: exp.Select, facts: Facts) -> exp.Select | None:
 
 def _tokens(node: exp.Expression) -> list[str]:
     return sorted(t.text for t in Tokenizer(dialect="postgres").tokenize(node.sql(dialect="postgres")))
-
-
-def drop_distinct_over_key(tree: exp.Select, facts: Facts) -> exp.Select | None:
-    """SELECT DISTINCT whose select list holds a NOT NULL unique key of every table it reads: its rows are
-    distinct already."""
-    distinct = tree.args.get("distinct")
-    sources = _sources(tree)
-    if not distinct or distinct.args.get("on") or tree.args.get("group") or sources is None:
-        return None
-    out = set()
-    for e in tree.expressions:
-        col = e.this if isinstance(e, exp.Alias) else e
-        if isinstance(col, exp.Column):
-            out.add((_owner(col, sources, facts), col.name))
-    for table, alias, _ in sources:
-        if not any(all((alias, c) in out for c in key) for key in facts.not_null_keys(table)):
-            return None
-    new = tree.copy()
-    new.set("distinct", None)
-    return new
 
 
 def _unused_join(tree: exp.Select, facts: Facts):
@@ -267,7 +246,6 @@ def or_to_union_all(tree: exp.Select, facts: Facts) -> exp.Union | None:
 STATEMENT_RULES: tuple[StatementRule, ...] = (
     StatementRule("simplify_predicates", simplify_predicates.__doc__ or "", simplify_predicates),
     StatementRule("prune_derived_columns", prune_derived_columns.__doc__ or "", prune_derived_columns),
-    StatementRule("drop_distinct_over_key", drop_distinct_over_key.__doc__ or "", drop_distinct_over_key),
     StatementRule("drop_join_on_foreign_key", drop_join_on_foreign_key.__doc__ or "", drop_join_on_foreign_key),
     StatementRule("join_on_key_to_exists", join_on_key_to_exists.__doc__ or "", join_on_key_to_exists,
                   alternative=True),

@@ -1,20 +1,20 @@
 """Rules over views (derived tables and grouped IN subqueries, ``optimizers.rewrites.views``) and keys: a filter
 above a view moves into it where its shape allows (the translation into the view's own columns is made when the
-statement is lowered, kept as the ``pushed`` fact); a semi-join whose condition equates a key of its right side
-with values of the left side is a join (each left row meets at most one right row), which the join rules can
-then reorder."""
+statement is lowered, kept as the ``pushed`` fact), then down through the view's shell operators (select list,
+grouping, DISTINCT, ORDER BY: never a LIMIT) to its core, where the pushdown rules take it on; a semi-join whose
+condition equates a key of its right side with values of the left side is a join (each left row meets at most one
+right row), which the join rules can then reorder."""
 
 from __future__ import annotations
 
-from egglog import Set, String, eq, f64, rule, union, vars_
+from egglog import Set, String, eq, rule, union, vars_
 
-from optimizers.rewrites.algebra import Pred, Rel, aliases, equal_to, pushed, unique_on
+from optimizers.rewrites.algebra import Pred, Rel, aliases, equal_to, pushed, sinks, unique_on
 from optimizers.rewrites.rules.base import Rule
 
 a, b, i, r = vars_("a b i r", Rel)
 p, q = vars_("p q", Pred)
-t, w, k = vars_("t w k", String)
-n1, n2 = vars_("n1 n2", f64)
+s, t, w, k = vars_("s t w k", String)
 S1, S2 = vars_("S1 S2", Set[String])
 NONE = Set[String].empty()
 
@@ -22,9 +22,15 @@ VIEW_RULES = (
     Rule.of("filter_into_view",
             "filter(view(i), p) -> view(filter(i, p')) where p reads only columns the view computes row by row "
             "(its grouping expressions under GROUP BY; never past a LIMIT, window or one-row aggregate), p' being "
-            "p over the view's inner expressions: whole groups are kept or dropped either way",
-            rule(eq(r).to(Rel.view(i, t, w, n1, n2).filter(p)), eq(q).to(pushed(p))).then(
-                union(r).with_(Rel.view(i.filter(q), t, w, n1, n2)))),
+            "p over the view's inner expressions: whole groups are kept or dropped either way; p' then passes the "
+            "view's select list, grouping, DISTINCT and ORDER BY down to its core (one operator per run)",
+            rule(eq(r).to(Rel.view(i, t, w).filter(p)), eq(q).to(pushed(p))).then(
+                union(r).with_(Rel.view(i.filter(q), t, w)), sinks(q)),
+            rule(eq(r).to(a.project(s).filter(q)), sinks(q)).then(union(r).with_(a.filter(q).project(s))),
+            rule(eq(r).to(a.group(s, t).filter(q)), sinks(q)).then(union(r).with_(a.filter(q).group(s, t))),
+            rule(eq(r).to(a.distinct(s).filter(q)), sinks(q)).then(union(r).with_(a.filter(q).distinct(s))),
+            rule(eq(r).to(a.sort(s).filter(q)), sinks(q)).then(union(r).with_(a.filter(q).sort(s))),
+            repeat=5),
     Rule.of("semi_join_to_join_on_key",
             "a SEMI JOIN b ON p -> a JOIN b ON p when p equates a column k of b, unique in b, with values that read "
             "nothing of b: each row of a meets at most one row of b, so the join neither drops nor repeats rows "

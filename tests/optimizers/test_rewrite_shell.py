@@ -1,0 +1,99 @@
+"""A SELECT's shell as operators of the algebra (``optimizers.rewrites.shell``) and the rules over them
+(``rules.shell``), end to end: lowered, searched with the catalog's keys, written back, and run on real
+PostgreSQL (the shadow's rows and the edge-case databases); where a guard must hold, the clause stays."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.tuning import rewrite_equivalence
+from optimizers.rewrites.emit import to_sql
+from optimizers.rewrites.lower import lower
+from optimizers.rewrites.rules import RULES
+from optimizers.rewrites.search import Search
+from tests.optimizers.test_rewrite_regressions import Case, rows, shadow
+
+SCHEMA = {"c": {"id": "int", "name": "text", "email": "text"},
+          "o": {"id": "int", "cid": "int", "amount": "numeric"}}
+NOT_NULL = frozenset({("c", "id"), ("o", "id")})
+KEYS = {"c": (("id",), ("email",)), "o": (("id",),)}
+DATA = Case(SCHEMA, {"c": 1000, "o": 1000},
+            ("INSERT INTO c VALUES (1, 'a', 'x'), (2, 'a', NULL), (3, 'b', NULL), (4, NULL, 'y')",
+             "INSERT INTO o VALUES (1, 1, 5), (2, 1, 7), (3, 2, 1.0), (4, NULL, 20), (5, 2, 1.00), (6, 3, NULL), "
+             "(7, 4, 12)"),
+            NOT_NULL)
+
+
+def best(sql: str, keys: dict = KEYS) -> str:
+    """``sql`` after every rule ran twice (with the catalog's NOT NULL columns and keys), written back."""
+    low = lower(sql, SCHEMA)
+    search = Search(low, {"c": 1e5, "o": 1e5}, lambda a: 1e-5 if len(a.refs) > 1 else 0.1, not_null=NOT_NULL,
+                    keys=keys)
+    for _ in range(2):
+        for rule in RULES:
+            search.run(rule)
+    return to_sql(search.best(), low)
+
+
+def same_rows(db: str, statement: str, rewrite: str) -> bool:
+    dsn = shadow(db, DATA)
+    verdict = rewrite_equivalence.check(db, SCHEMA, statement, rewrite, shadow_dsn=dsn, not_null=NOT_NULL, keys=KEYS)
+    return rows(dsn, rewrite) == rows(dsn, statement) and verdict.equivalent
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT DISTINCT c.id, c.name FROM c WHERE c.name > 'a'",  # c's NOT NULL key
+    "SELECT DISTINCT o.id AS k, c.name FROM o JOIN c ON c.id = o.cid",  # o's key through a join on c's key
+    "SELECT DISTINCT o.cid, count(*) AS n FROM o GROUP BY o.cid",  # one row per group
+])
+def test_a_distinct_over_a_key_goes_and_the_rows_stay(db, sql):
+    out = best(sql)
+    assert "DISTINCT" in sql and "DISTINCT" not in out, out
+    assert same_rows(db, sql, out)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT DISTINCT c.email FROM c",  # unique, but NULLs repeat
+    "SELECT DISTINCT c.name FROM c",  # not a key
+    "SELECT DISTINCT c.id, c.name FROM c JOIN o ON o.cid = c.id",  # c meets several o rows
+    "SELECT DISTINCT o.cid, o.amount FROM o GROUP BY o.cid, o.amount",  # two grouping columns: o.cid repeats
+])
+def test_a_distinct_that_removes_rows_stays(sql):
+    assert "SELECT DISTINCT" in best(sql)
+
+
+def test_a_distinct_over_a_key_the_search_is_not_told_of_stays():
+    assert "SELECT DISTINCT" in best("SELECT DISTINCT c.id, c.name FROM c", keys={})
+
+
+@pytest.mark.parametrize("sql,dropped", [
+    ("SELECT v.cid FROM (SELECT o.cid FROM o ORDER BY o.cid) AS v WHERE v.cid > 1", True),
+    ("SELECT c.name FROM c WHERE c.id IN (SELECT o.cid FROM o GROUP BY o.cid ORDER BY o.cid)", True),
+    ("SELECT string_agg(v.name, ',') FROM (SELECT c.name FROM c ORDER BY c.name) AS v", False),  # reads the order
+    ("SELECT v.cid FROM (SELECT o.cid FROM o ORDER BY o.cid) AS v LIMIT 2", False),  # picks rows by it
+    ("SELECT v.cid FROM (SELECT o.cid FROM o ORDER BY o.cid LIMIT 2) AS v", False),  # the view's own LIMIT
+    ("SELECT v.one FROM (SELECT 1 AS one FROM o ORDER BY count(*)) AS v", False),  # the sort makes it aggregate
+])
+def test_an_order_by_inside_a_view_goes_only_where_nothing_reads_it(db, sql, dropped):
+    out = best(sql)
+    assert (out.count("ORDER BY") < sql.count("ORDER BY")) == dropped, out
+    if dropped:
+        assert same_rows(db, sql, out)
+
+
+def test_a_filter_moves_through_the_views_shell_to_its_core_and_below_its_join(db):
+    sql = ("SELECT v.cid, v.n FROM (SELECT o.cid, count(*) AS n FROM o JOIN c ON c.id = o.cid GROUP BY o.cid) AS v "
+           "WHERE v.cid = 2")
+    out = best(sql)
+    assert "WHERE o.cid = 2 GROUP BY o.cid" in out or "o.cid = 2" in out.split("GROUP BY")[0], out
+    assert same_rows(db, sql, out)
+
+
+def test_a_filter_telling_apart_values_a_grouping_merges_stays_above_it(db):
+    """numeric 1.0 and 1.00 are one group; their text is not the same, so ``x::text = '1.00'`` above the grouping
+    sees the group's one value, below it would keep only some of the group's rows (its count would change)."""
+    sql = ("SELECT v.x, v.n FROM (SELECT o.amount AS x, count(*) AS n FROM o GROUP BY o.amount) AS v "
+           "WHERE CAST(v.x AS TEXT) = '1.00'")
+    out = best(sql)
+    assert "WHERE CAST(v.x AS TEXT)" in out or out == sql, out
+    assert same_rows(db, sql, out)
