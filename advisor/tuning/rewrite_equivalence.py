@@ -35,10 +35,12 @@ class Verdict:
     rewrite: str = ""
 
 
-def rows(dsn: str, statement: str, timeout_ms: int = 30_000) -> list[tuple]:
+def rows(dsn: str, statement: str, timeout_ms: int = 30_000) -> tuple[list[str], list[tuple]]:
+    """The names of ``statement``'s output columns and its rows."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(psycopg.sql.SQL("SET statement_timeout = {}").format(psycopg.sql.Literal(timeout_ms)))
-        return [tuple(r) for r in conn.execute(statement).fetchall()]  # type: ignore[arg-type]
+        cur = conn.execute(statement)  # type: ignore[arg-type]
+        return [d.name for d in cur.description or ()], [tuple(r) for r in cur.fetchall()]
 
 
 def total_order(sql: str) -> str | None:
@@ -83,16 +85,19 @@ def _compare(dsn: str, name: str, original: str, rewrite: str, checked: list[str
     ordered = (total_order(original), total_order(rewrite))
     ordered = ordered if None not in ordered else None
     try:
-        want = rows(dsn, ordered[0] if ordered else original, timeout_ms)
+        names, want = rows(dsn, ordered[0] if ordered else original, timeout_ms)
     except psycopg.Error as e:
         return Verdict(False, tuple(checked), f"{name}: the original failed, so nothing could be compared: "
                        f"{str(e).splitlines()[0]}", original, rewrite)
     try:
-        got = rows(dsn, ordered[1] if ordered else rewrite, timeout_ms)
+        named, got = rows(dsn, ordered[1] if ordered else rewrite, timeout_ms)
     except psycopg.Error as e:
         return Verdict(False, tuple(checked), f"{name}: the rewrite failed: {str(e).splitlines()[0]}", original,
                        rewrite)
     checked.append(name)
+    if named != names:  # the statement's readers find its columns by name
+        return Verdict(False, tuple(checked), f"{name}: the rewrite's columns are named {', '.join(named)}, the "
+                       f"original's {', '.join(names)}", original, rewrite)
     if Counter(got) != Counter(want):
         missing, extra = sum((Counter(want) - Counter(got)).values()), sum((Counter(got) - Counter(want)).values())
         return Verdict(False, tuple(checked), f"{name}: {missing} row(s) of the original missing, {extra} extra",

@@ -38,7 +38,7 @@ from sqlglot.optimizer.qualify import qualify
 
 from optimizers.rewrites.predicates import Atom, plain, refs_of
 from optimizers.rewrites.scopes import own_items, unshadow
-from optimizers.rewrites.views import View, describe, push, reads_order, set_returning as _set_returning
+from optimizers.rewrites.views import View, describe, output_name, push, reads_order, set_returning as _set_returning
 
 if TYPE_CHECKING:
     from optimizers.rewrites.blocks import Nested
@@ -121,10 +121,17 @@ def qualified(tree: exp.Expression, schema: Schema) -> exp.Expression:
     if any(j.args.get("using") or j.args.get("method") for j in tree.find_all(exp.Join)):
         raise Unsupported("JOIN ... USING and NATURAL JOIN are not in the rewriter's subset yet")
     try:
-        return qualify(tree.copy(), schema=schema, dialect="postgres", quote_identifiers=False,
-                       identify=False, expand_stars=False, validate_qualify_columns=True)
+        out = qualify(tree.copy(), schema=schema, dialect="postgres", quote_identifiers=False,
+                      identify=False, expand_stars=False, validate_qualify_columns=True)
     except (OptimizeError, ValueError, KeyError) as e:
         raise Unsupported(f"columns not resolved against the schema: {e}") from None
+    # every SELECT's items keep the names they were written with (a derived table's ``count(*)`` is ``count``, as
+    # PostgreSQL names it, not the qualification's ``_col_1``)
+    originals, copies = list(tree.find_all(exp.Select)), list(out.find_all(exp.Select))
+    if len(originals) == len(copies):
+        for original, select in zip(originals, copies):
+            _unname(select, original)
+    return out
 
 
 def lower_select(q: exp.Select, original: exp.Select | None, outer: frozenset[str] = frozenset(),
@@ -185,11 +192,12 @@ def _view(node: exp.Subquery, used: set[str]) -> View:
     if not isinstance(sub, exp.Select) or not alias or sub.args.get("with_"):
         raise Unsupported("only base tables and derived tables (one SELECT with an alias) in FROM: no nested joins, "
                           "set operations or WITH inside")
-    if any(isinstance(e, exp.Star) or isinstance(e.this, exp.Star) for e in sub.expressions):
+    if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+           for e in sub.expressions):
         raise Unsupported("a derived table that selects * (its columns are not known by name)")
     low = lower_select(sub, None, frozenset(used))
     written = node.args["alias"]
-    columns = [c.name for c in written.columns] or [e.alias_or_name for e in low.shell.expressions]
+    columns = [c.name for c in written.columns] or [output_name(e) for e in low.shell.expressions]
     if len(columns) != len(low.shell.expressions):
         raise Unsupported(f"the derived table {alias} names a different number of columns than it selects")
     used |= low.every_alias()
@@ -354,12 +362,19 @@ def names_as_written(shell: exp.Select, original: exp.Select) -> exp.Select:
     """``shell`` (qualified) with the output names the branch was written with: an alias the qualification gave
     an unaliased item (``_col_0`` for ``a + 1``) is taken off again, so the statement's columns keep their names."""
     out = shell.copy()
-    dropped = {q.alias: n for n, (q, o) in enumerate(zip(out.expressions, original.expressions), 1)
+    _unname(out, original)
+    return out
+
+
+def _unname(select: exp.Select, original: exp.Select) -> None:
+    """``names_as_written`` in place."""
+    if len(select.expressions) != len(original.expressions):
+        return
+    dropped = {q.alias: n for n, (q, o) in enumerate(zip(select.expressions, original.expressions), 1)
                if isinstance(q, exp.Alias) and not isinstance(o, exp.Alias)}
-    out.set("expressions", [q.this if q.alias in dropped and isinstance(q, exp.Alias) else q
-                            for q in out.expressions])
+    select.set("expressions", [q.this if isinstance(q, exp.Alias) and q.alias in dropped else q
+                               for q in select.expressions])
     # an ORDER BY the qualification pointed at such an alias points at the item's position again
-    for ordered in (out.args.get("order") or exp.Order()).expressions:
+    for ordered in (select.args.get("order") or exp.Order()).expressions:
         if isinstance(ordered.this, exp.Column) and not ordered.this.table and ordered.this.name in dropped:
             ordered.set("this", exp.Literal.number(dropped[ordered.this.name]))
-    return out

@@ -32,7 +32,7 @@ from egglog import String, set_
 from sqlglot import exp
 
 from optimizers.rewrites.algebra import Rel, alias_set, columns, group_key, group_share, limit_cap, rows
-from optimizers.rewrites.views import aggregates
+from optimizers.rewrites.views import aggregates, output_name
 
 if TYPE_CHECKING:
     from optimizers.rewrites.lower import Lowered
@@ -93,11 +93,5 @@ def output_columns(select: exp.Select) -> list[str]:
     out = []
     for e in select.expressions:
         inner = e.unalias() if isinstance(e, exp.Alias) else e
-        if isinstance(inner, exp.Column) and inner.table:
-            out.append(f"{inner.table}.{inner.name}")
-        elif isinstance(e, exp.Alias):
-            out.append(e.alias)
-        else:  # PostgreSQL's name for an unnamed item: a function's name, ``?column?`` for the rest
-            out.append(e.name.lower() if isinstance(e, exp.Anonymous) else
-                       e.sql_name().lower() if isinstance(e, exp.Func) else "?column?")
+        out.append(f"{inner.table}.{inner.name}" if isinstance(inner, exp.Column) and inner.table else output_name(e))
     return out

@@ -150,6 +150,27 @@ def _compares_bare(node: exp.Expression) -> bool:
     return len(bare) == 1 and constants
 
 
+def output_name(item: exp.Expression) -> str:
+    """The name PostgreSQL gives a select list's item: its alias, a column's name (through casts), a function's
+    name, ``case``, or ``?column?``.
+
+    >>> [output_name(e) for e in sqlglot.parse_one("SELECT t.a, b::int, count(*), f(x), a + 1 AS s, a + 1",
+    ...                                            read="postgres").expressions]
+    ['a', 'b', 'count', 'f', 's', '?column?']
+    """
+    if isinstance(item, exp.Alias):
+        return item.alias
+    while isinstance(item, exp.Cast):
+        item = item.this
+    if isinstance(item, exp.Column):
+        return item.name
+    if isinstance(item, exp.Anonymous):
+        return str(item.this).lower()
+    if isinstance(item, exp.Case):
+        return "case"
+    return item.sql_name().lower() if isinstance(item, exp.Func) else "?column?"
+
+
 def _has(node: exp.Expression, kinds) -> bool:
     return any(isinstance(n, kinds) for n in node.walk())
 

@@ -60,3 +60,12 @@ def test_ties_in_the_order_are_not_a_difference(db):
     original = "SELECT c.name, c.id FROM c ORDER BY c.name"
     same = "SELECT c.name, c.id FROM c WHERE TRUE ORDER BY c.name"
     assert check(db, SCHEMA, original, same, not_null=NOT_NULL, shadow_dsn=db).equivalent
+
+
+def test_a_rewrite_that_renames_a_column_is_caught(db):
+    """The same rows under other names: a reader of the statement finds its columns by name
+    (``count`` as PostgreSQL names ``count(*)``, not ``_col_1``)."""
+    original = "SELECT c.id, count(*) FROM c GROUP BY c.id"
+    renamed = "SELECT c.id, count(*) AS _col_1 FROM c GROUP BY c.id"
+    verdict = check(db, SCHEMA, original, renamed, not_null=NOT_NULL)
+    assert not verdict.equivalent and "named id, _col_1" in verdict.mismatch

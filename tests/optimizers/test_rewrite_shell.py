@@ -4,6 +4,7 @@ PostgreSQL (the shadow's rows and the edge-case databases); where a guard must h
 
 from __future__ import annotations
 
+import psycopg
 import pytest
 
 from advisor.tuning import rewrite_equivalence
@@ -35,8 +36,8 @@ def best(sql: str, keys: dict = KEYS) -> str:
     return to_sql(search.best(), low)
 
 
-def same_rows(db: str, statement: str, rewrite: str) -> bool:
-    dsn = shadow(db, DATA)
+def same_rows(db: str, statement: str, rewrite: str, dsn: str | None = None) -> bool:
+    dsn = dsn or shadow(db, DATA)
     verdict = rewrite_equivalence.check(db, SCHEMA, statement, rewrite, shadow_dsn=dsn, not_null=NOT_NULL, keys=KEYS)
     return rows(dsn, rewrite) == rows(dsn, statement) and verdict.equivalent
 
@@ -97,3 +98,22 @@ def test_a_filter_telling_apart_values_a_grouping_merges_stays_above_it(db):
     out = best(sql)
     assert "WHERE CAST(v.x AS TEXT)" in out or out == sql, out
     assert same_rows(db, sql, out)
+
+
+def names(dsn: str, sql: str) -> list[str]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return [d.name for d in conn.execute(sql).description]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM (SELECT o.cid, count(*), o.cid + 1, CAST(max(o.amount) AS TEXT) FROM o GROUP BY o.cid ORDER BY 2) AS v "
+    "WHERE v.cid > 1",
+    "SELECT DISTINCT c.id, upper(c.name), c.id * 2 FROM c WHERE c.name > 'a' ORDER BY 2",
+])
+def test_a_rewrite_keeps_the_statements_output_column_names(db, sql):
+    """Items written without a name keep PostgreSQL's names (``count``, ``upper``, ``?column?``), in a view read by
+    ``*`` as in the statement's own select list (the qualification names them ``_col_1``...)."""
+    out = best(sql)
+    assert out != sql
+    dsn = shadow(db, DATA)
+    assert names(dsn, out) == names(dsn, sql) and same_rows(db, sql, out, dsn)
