@@ -106,8 +106,8 @@ def names(dsn: str, sql: str) -> list[str]:
 
 
 @pytest.mark.parametrize("sql", [
-    "SELECT * FROM (SELECT o.cid, count(*), o.cid + 1, CAST(max(o.amount) AS TEXT) FROM o GROUP BY o.cid ORDER BY 2) AS v "
-    "WHERE v.cid > 1",
+    "SELECT * FROM (SELECT o.cid, count(*), o.cid + 1, CAST(max(o.amount) AS TEXT) FROM o GROUP BY o.cid "
+    "ORDER BY 2) AS v WHERE v.cid > 1",
     "SELECT DISTINCT c.id, upper(c.name), c.id * 2 FROM c WHERE c.name > 'a' ORDER BY 2",
 ])
 def test_a_rewrite_keeps_the_statements_output_column_names(db, sql):
