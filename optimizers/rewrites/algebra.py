@@ -143,7 +143,7 @@ def notin_on(pred: Pred) -> Pred: ...
 unique_on = relation("unique_on", Rel, String)
 keyed_view = relation("keyed_view", String, String)
 group_key = relation("group_key", String, String)  # GROUP BY of one column: the grouping's text, the column
-shows = relation("shows", String, String)  # a select list shows the column as it is (no expression around it)
+row_by_row = relation("row_by_row", String)  # a select list (by its text) that gives one row per input row
 unordered = relation("unordered", String)  # a view (by its text) whose rows' order the query around it ignores
 sinks = relation("sinks", Pred)  # a filter moved into a view: it may pass the view's shell (``rules.views``)
 nonnull = relation("nonnull", Rel, String)  # no row of the relation has the column NULL

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from optimizers.rewrites.lower import Lowered, Schema, Unsupported, lower_tree, parse
 from optimizers.rewrites.setops import lower_query
+from optimizers.rewrites.views import settle_order
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ def lower_block(sql: str, schema: Schema) -> Lowered:
             continue
         if {t.lower() for t in low.base_tables()} & ctes:
             continue
-        blocks.append(replace(low, nested=Nested(sql, i, what, why)))
+        # the statement around the block is not lowered: it may read the order of the block's rows
+        blocks.append(replace(settle_order(low, False), nested=Nested(sql, i, what, why)))
     if not blocks:
         raise Unsupported(why)
     return max(blocks, key=lambda b: len(b.tables))  # max() keeps the first of the largest

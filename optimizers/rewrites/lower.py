@@ -37,8 +37,9 @@ from sqlglot.errors import OptimizeError, ParseError
 from sqlglot.optimizer.qualify import qualify
 
 from optimizers.rewrites.predicates import Atom, plain, refs_of
-from optimizers.rewrites.scopes import own_items, unshadow
-from optimizers.rewrites.views import View, describe, output_name, push, reads_order, set_returning as _set_returning
+from optimizers.rewrites.scopes import names_as_written, own_items, unname, unshadow
+from optimizers.rewrites.views import (View, describe, output_name, push, reads_order, set_returning as _set_returning,
+                                      settle_order)
 
 if TYPE_CHECKING:
     from optimizers.rewrites.blocks import Nested
@@ -105,7 +106,7 @@ def lower(sql: str, schema: Schema) -> Lowered:
     tree = parse(sql)
     if not isinstance(tree, exp.Select):
         raise Unsupported(f"{tree.key.upper()} statements are not rewritten (only SELECT)")
-    return lower_tree(tree, schema)
+    return settle_order(lower_tree(tree, schema), True)
 
 
 def lower_tree(tree: exp.Select, schema: Schema) -> Lowered:
@@ -125,12 +126,14 @@ def qualified(tree: exp.Expression, schema: Schema) -> exp.Expression:
                       identify=False, expand_stars=False, validate_qualify_columns=True)
     except (OptimizeError, ValueError, KeyError) as e:
         raise Unsupported(f"columns not resolved against the schema: {e}") from None
+    except Exception as e:  # noqa: BLE001  (sqlglot's qualification fails on some valid SQL with an assertion)
+        raise Unsupported(f"the statement could not be qualified ({type(e).__name__}: {e})") from None
     # every SELECT's items keep the names they were written with (a derived table's ``count(*)`` is ``count``, as
     # PostgreSQL names it, not the qualification's ``_col_1``)
     originals, copies = list(tree.find_all(exp.Select)), list(out.find_all(exp.Select))
     if len(originals) == len(copies):
         for original, select in zip(originals, copies):
-            _unname(select, original)
+            unname(select, original)
     return out
 
 
@@ -176,11 +179,10 @@ def lower_select(q: exp.Select, original: exp.Select | None, outer: frozenset[st
     atoms = tuple(_atoms(where.this, scope)) if where is not None else ()
     shell = (original if original is not None else q).copy()
     every = [*atoms, *(a for _, _, on in joins for a in on)]
-    # a view's ORDER BY may go where the query around it reads no order of its rows, unless it is what makes the
-    # view aggregate (``ORDER BY count(*)``)
+    # a view's ORDER BY may go where the query around it reads no order of its rows (``settle_order`` looks
+    # further out), unless it is what makes the view aggregate (``ORDER BY count(*)``) or picks its DISTINCT ON rows
     free = not reads_order(q)
-    found = [replace(v, unordered=free and not _has_aggregate((v.query.shell.args.get("order") or exp.Order())
-                                                              .expressions)) for v in found]
+    found = [replace(v, unordered=free and not _sort_matters(v.query.shell)) for v in found]
     return Lowered(tuple(tables), tuple(joins), atoms, shell, views=tuple(_pushes(v, every) for v in found),
                    qualified=names_as_written(q, original) if original is not None else None)
 
@@ -270,6 +272,14 @@ def _shaped(sub: exp.Select) -> bool:
         (distinct is not None and distinct.args.get("on") is not None)
 
 
+def _sort_matters(select: exp.Select) -> bool:
+    """Whether a SELECT's own ORDER BY changes its rows (not only their order): it holds an aggregate (the query
+    aggregates because of it) or picks the rows of a DISTINCT ON."""
+    distinct = select.args.get("distinct")
+    return _has_aggregate((select.args.get("order") or exp.Order()).expressions) or (
+        distinct is not None and distinct.args.get("on") is not None)
+
+
 def _has_aggregate(items) -> bool:
     """Whether an aggregate of this query (not a window's, not a subquery's) is among ``items``."""
     return any(isinstance(n, exp.AggFunc) for e in items
@@ -323,7 +333,7 @@ def _grouped_in(sub: exp.Select, x: exp.Expression, scope: frozenset[str]) -> tu
         raise Unsupported("a grouped IN subquery that reads the outer query (in WHERE, HAVING or its select list)")
     view_sql = exp.Subquery(this=low.shell.copy(), alias=exp.TableAlias(this=exp.to_identifier(name)))
     view = View(low, name, view_sql.sql(dialect="postgres"), describe(low.shell, [column]), (column,),
-                not _has_aggregate((low.shell.args.get("order") or exp.Order()).expressions))
+                not _sort_matters(low.shell))
     match = plain(exp.EQ(this=exp.column(column, table=name), expression=x.copy()))
     return (Lowered(((VIEW, name),), (), (match,), exp.select("1"), views=(view,)),
             low.shell.expressions[0].unalias())
@@ -356,25 +366,3 @@ def _scalar_comparison(node: exp.Expression, scope: frozenset[str]) -> Atom | No
     select = sub.expressions[0].unalias() if isinstance(sub.expressions[0], exp.Alias) else sub.expressions[0]
     return Atom(node.sql(dialect="postgres"), refs, frozenset(), "scalar", low,
                 (op, outer.sql(dialect="postgres"), select.sql(dialect="postgres"), select))
-
-
-def names_as_written(shell: exp.Select, original: exp.Select) -> exp.Select:
-    """``shell`` (qualified) with the output names the branch was written with: an alias the qualification gave
-    an unaliased item (``_col_0`` for ``a + 1``) is taken off again, so the statement's columns keep their names."""
-    out = shell.copy()
-    _unname(out, original)
-    return out
-
-
-def _unname(select: exp.Select, original: exp.Select) -> None:
-    """``names_as_written`` in place."""
-    if len(select.expressions) != len(original.expressions):
-        return
-    dropped = {q.alias: n for n, (q, o) in enumerate(zip(select.expressions, original.expressions), 1)
-               if isinstance(q, exp.Alias) and not isinstance(o, exp.Alias)}
-    select.set("expressions", [q.this if isinstance(q, exp.Alias) and q.alias in dropped else q
-                               for q in select.expressions])
-    # an ORDER BY the qualification pointed at such an alias points at the item's position again
-    for ordered in (select.args.get("order") or exp.Order()).expressions:
-        if isinstance(ordered.this, exp.Column) and not ordered.this.table and ordered.this.name in dropped:
-            ordered.set("this", exp.Literal.number(dropped[ordered.this.name]))

@@ -1,6 +1,7 @@
 """Aliases in nested scopes: every alias of a lowered statement must name one relation (the analyses and the
 facts stated at lowering are keyed by alias), so a subquery's, a view's or a set operation branch's FROM item whose
-alias an enclosing or earlier scope uses is renamed apart, with the columns that refer to it.
+alias an enclosing or earlier scope uses is renamed apart, with the columns that refer to it; and the output names
+a scope was written with, which sqlglot's qualification changes (``names_as_written``).
 
 >>> import sqlglot
 >>> q = sqlglot.parse_one("SELECT o.id FROM o WHERE EXISTS (SELECT 1 FROM c WHERE c.id = o.cid)")
@@ -51,3 +52,41 @@ def _scope_of(col: exp.Column, alias: str) -> exp.Select | None:
     while scope is not None and not any(t.alias_or_name == alias for t in own_items(scope)):
         scope = scope.find_ancestor(exp.Select)
     return scope
+
+
+def names_as_written(shell: exp.Select, original: exp.Select) -> exp.Select:
+    """``shell`` (qualified) with the output names the branch was written with: an alias the qualification gave
+    an unaliased item (``_col_0`` for ``a + 1``) is taken off again, so the statement's columns keep their names."""
+    out = shell.copy()
+    unname(out, original)
+    return out
+
+
+def unname(select: exp.Select, original: exp.Select) -> None:
+    """``names_as_written`` in place. A SELECT whose derived table or CTE names its columns (``AS v(x)``) keeps
+    the aliases the qualification moved onto its items."""
+    holder = original.parent
+    if len(select.expressions) != len(original.expressions) or (
+            isinstance(holder, (exp.Subquery, exp.CTE)) and holder.args.get("alias") is not None
+            and holder.args["alias"].columns):
+        return
+    items, dropped = [], {}
+    for n, (q, o) in enumerate(zip(select.expressions, original.expressions), 1):
+        written = isinstance(o, exp.Alias) or (isinstance(o, exp.Subquery) and o.args.get("alias") is not None)
+        if isinstance(q, exp.Alias) and not written:
+            dropped.setdefault(q.alias, n)
+            q = q.this
+        elif isinstance(q, exp.Subquery) and q.args.get("alias") is not None and not written:
+            dropped.setdefault(q.alias, n)  # a scalar subquery's name sits on the subquery itself
+            q.set("alias", None)
+        items.append(q)
+    select.set("expressions", items)
+    # what the qualification pointed at such an alias (ORDER BY 2, DISTINCT ON (1)) points at the position again
+    distinct = select.args.get("distinct")
+    on = distinct.args.get("on") if distinct is not None else None
+    refs = [o.this for o in (select.args.get("order") or exp.Order()).expressions]
+    refs += list(on.expressions) if isinstance(on, exp.Tuple) else [on] if on is not None else []
+    refs += list((select.args.get("group") or exp.Group()).expressions)
+    for ref in refs:
+        if isinstance(ref, exp.Column) and not ref.table and ref.name in dropped:
+            ref.replace(exp.Literal.number(dropped[ref.name]))

@@ -17,8 +17,9 @@ from dataclasses import replace
 from sqlglot import exp
 
 from optimizers.rewrites.ctes import inline
-from optimizers.rewrites.lower import (Lowered, Schema, Unsupported, lower_select, lower_tree, names_as_written, parse,
-                                      qualified)
+from optimizers.rewrites.lower import Lowered, Schema, Unsupported, lower_select, lower_tree, parse, qualified
+from optimizers.rewrites.scopes import names_as_written
+from optimizers.rewrites.views import settle_order
 
 
 def lower_query(sql: str, schema: Schema) -> Lowered:
@@ -34,8 +35,8 @@ def lower_query(sql: str, schema: Schema) -> Lowered:
         except Unsupported as e:
             raise Unsupported(f"WITH (its CTEs inlined): {e}") from None
     if isinstance(tree, exp.Select):
-        return lower_tree(tree, schema)
-    return _side(qualified(tree, schema), tree, set(), top=True)
+        return settle_order(lower_tree(tree, schema), True)
+    return settle_order(_side(qualified(tree, schema), tree, set(), top=True), True)
 
 
 def _side(node: exp.Expression, original: exp.Expression, used: set[str], top: bool = False) -> Lowered:

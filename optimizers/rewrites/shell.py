@@ -11,7 +11,8 @@ knowledge, none for an aggregate over all rows, which gives one row; HAVING keep
 statistics know how many groups its keys make (``groups``, the planner's estimate: ``advisor.tuning.
 rewrite_stats``), that count as the grouping's rows; a GROUP BY of one column is unique on it (``group_key``); a
 LIMIT's rows at most (``limit_cap``); a select list's output columns (``columns``: a column shown as it is, under
-any name, as ``alias.column``, so the keys analysis can read it; any other item by its name).
+any name, as ``alias.column``, so the keys analysis can read it; any other item by its name), and whether it gives
+one row per input row (``row_by_row``: no set-returning function in it).
 
 >>> from optimizers.rewrites.lower import lower
 >>> low = lower("SELECT DISTINCT o.cid AS c, count(*) FROM o GROUP BY o.cid ORDER BY 2 LIMIT 5",
@@ -31,8 +32,8 @@ from typing import TYPE_CHECKING
 from egglog import String, set_
 from sqlglot import exp
 
-from optimizers.rewrites.algebra import Rel, alias_set, columns, group_key, group_share, limit_cap, rows
-from optimizers.rewrites.views import aggregates, output_name
+from optimizers.rewrites.algebra import Rel, alias_set, columns, group_key, group_share, limit_cap, row_by_row, rows
+from optimizers.rewrites.views import aggregates, output_name, set_returning
 
 if TYPE_CHECKING:
     from optimizers.rewrites.lower import Lowered
@@ -63,8 +64,11 @@ def shell(low: Lowered, core: Rel, groups: Groups | None) -> tuple[Rel, list]:
             one = q.args["group"].expressions if keys else []
             if len(one) == 1 and isinstance(one[0], exp.Column) and one[0].table:
                 facts.append(group_key(String(keys), String(f"{one[0].table}.{one[0].name}")))
-        rel = rel.project(", ".join(e.sql(dialect="postgres") for e in q.expressions))
+        items = ", ".join(e.sql(dialect="postgres") for e in q.expressions)
+        rel = rel.project(items)
         facts.append(set_(columns(rel)).to(alias_set(frozenset(output_columns(q)))))
+        if not any(set_returning(e) for e in q.expressions):
+            facts.append(row_by_row(String(items)))
         distinct = q.args.get("distinct")
         if distinct is not None:
             on = distinct.args.get("on")

@@ -25,7 +25,7 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sqlglot
 from sqlglot import exp
@@ -133,6 +133,21 @@ def reads_order(select: exp.Select) -> bool:
     return False
 
 
+def settle_order(low, free: bool):
+    """``low`` (an ``optimizers.rewrites.lower.Lowered``) with each view's ``unordered`` kept only where no query
+    around it reads the order of its rows, however far out: ``free`` says whether the context of ``low`` reads
+    none (False for a block of a statement outside the subset, whose surroundings are not lowered); a set
+    operation's LIMIT or OFFSET reads its branches' order, a SELECT's LIMIT, window or order-sensitive aggregate
+    its FROM's (``reads_order``). An IN subquery's view is not among them: IN reads no order."""
+    if low.setop is not None:
+        keyword, left, right = low.setop
+        free = free and low.shell.args.get("limit") is None and low.shell.args.get("offset") is None
+        return replace(low, setop=(keyword, settle_order(left, free), settle_order(right, free)))
+    free = free and not reads_order(low.shell)
+    return replace(low, views=tuple(replace(v, unordered=v.unordered and free, query=settle_order(v.query, free))
+                                    for v in low.views))
+
+
 COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In, exp.Is)
 
 
@@ -168,6 +183,8 @@ def output_name(item: exp.Expression) -> str:
         return str(item.this).lower()
     if isinstance(item, exp.Case):
         return "case"
+    if isinstance(item, exp.Subquery) and isinstance(item.this, exp.Select) and item.this.expressions:
+        return output_name(item.this.expressions[0])  # a scalar subquery: its item's name
     return item.sql_name().lower() if isinstance(item, exp.Func) else "?column?"
 
 

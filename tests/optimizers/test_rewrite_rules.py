@@ -5,8 +5,8 @@ import pytest
 from egglog import EGraph, String, eq, set_
 
 from optimizers.rewrites.algebra import (ANALYSES, Pred, Rel, alias_set, columns, equal_to, group_key, keyed_view,
-                                         nonnull, notin_keys, notin_on, notin_sub, pushed, strict_on, unique_on,
-                                         unordered)
+                                         nonnull, notin_keys, notin_on, notin_sub, pushed, row_by_row, strict_on,
+                                         unique_on, unordered)
 from optimizers.rewrites.rules import RULES, by_name
 
 T, U, V = Rel.scan("t", "t"), Rel.scan("u", "u"), Rel.scan("v", "v")
@@ -49,6 +49,9 @@ FACTS = [keyed_view(String(GROUPED), String("g.c")), set_(pushed(GC)).to(atom("u
 SHOWN = {"u.c, u.d": U, "u.d": U, "v.e": V, "t.b": T, "t.id, u.d": T.join(U, UT), "t.id, v.e": T.join(V, TV)}
 FACTS += [set_(columns(rel.project(items))).to(alias_set(frozenset(items.split(", "))))
           for items, rel in SHOWN.items()]
+FACTS += [row_by_row(String(items)) for items in [*SHOWN, "v.e, COUNT(*)"]]  # none with a set-returning function
+SRF = "u.c, UNNEST(ARRAY[1, 1])"  # two rows per row of u
+FACTS.append(set_(columns(U.project(SRF))).to(alias_set(frozenset({"u.c", "unnest"}))))
 FACTS += [unique_on(T, String("t.b")), unique_on(T, String("t.id")), nonnull(T, String("t.id")),
           set_(columns(V.group("v.e", "").project("v.e, COUNT(*)"))).to(alias_set(frozenset({"v.e", "count"}))),
           group_key(String("v.e"), String("v.e")), unordered(String("(SELECT u.c FROM u ORDER BY u.c) AS s"))]
@@ -139,6 +142,8 @@ GUARDED = [
     ("drop_distinct_over_key", T.project("t.b").distinct(""), T.project("t.b")),
     # a join that may meet several v rows per t row repeats t's key
     ("drop_distinct_over_key", T.join(V, TV).project("t.id, v.e").distinct(""), T.join(V, TV).project("t.id, v.e")),
+    # u.c is a key, but the set-returning function repeats each row
+    ("drop_distinct_over_key", U.project(SRF).distinct(""), U.project(SRF)),
     # the query around the view reads its order (no ``unordered`` fact)
     ("drop_order_in_view", Rel.view(U.project("u.c").sort("u.c"), "s", "(SELECT u.c FROM u ORDER BY u.c) AS o"),
      Rel.view(U.project("u.c"), "s", "(SELECT u.c FROM u ORDER BY u.c) AS o")),

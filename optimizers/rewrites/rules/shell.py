@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from egglog import Set, String, eq, rule, union, var, vars_
 
-from optimizers.rewrites.algebra import Rel, columns, group_key, nonnull, unique_on, unordered
+from optimizers.rewrites.algebra import Rel, columns, group_key, nonnull, row_by_row, unique_on, unordered
 from optimizers.rewrites.rules.base import Rule
 
 a, b, r = vars_("a b r", Rel)
@@ -19,10 +19,11 @@ SHELL_RULES = (
     Rule.of("drop_distinct_over_key",
             "SELECT DISTINCT ... -> SELECT ... when the select list shows, as it is, a column of the rows below "
             "that no two of them share and none has NULL (a NOT NULL unique key, kept through filters and joins "
-            "that meet at most one row), or the one column they are grouped by: no two output rows are equal",
-            rule(eq(r).to(a.project(s).distinct("")), unique_on(a, k), nonnull(a, k),
+            "that meet at most one row), or the one column they are grouped by, and no set-returning function "
+            "makes several rows of one: no two output rows are equal",
+            rule(eq(r).to(a.project(s).distinct("")), unique_on(a, k), nonnull(a, k), row_by_row(s),
                  eq(S1).to(columns(a.project(s))), S1.contains(k)).then(union(r).with_(a.project(s))),
-            rule(eq(r).to(b.group(t, w).project(s).distinct("")), group_key(t, k),
+            rule(eq(r).to(b.group(t, w).project(s).distinct("")), group_key(t, k), row_by_row(s),
                  eq(S1).to(columns(b.group(t, w).project(s))), S1.contains(k)).then(
                 union(r).with_(b.group(t, w).project(s)))),
     Rule.of("drop_order_in_view",
