@@ -144,8 +144,13 @@ class RewriteBench:
             tables = {t: cols for t, cols in problem.schema.items() if t in read}
             for who in ("ours", "sqlglot"):
                 text = row["rewritten"] if who == "ours" else row["sqlglot"]
+                # our answers must keep the statement's column names; the peer's rows are judged alone, its renamed
+                # columns listed apart (``sqlglot_renamed_columns``)
                 row[f"{who}_verdict"] = None if text is None else \
-                    _verdict(shadow, scratch, tables, problem, row["sql"], text, timeout)
+                    _verdict(shadow, scratch, tables, problem, row["sql"], text, timeout, names=who == "ours")
+            row["sqlglot_renamed"] = row["sqlglot_verdict"] == "equivalent" and \
+                rewrite_equivalence.column_names(shadow.dsn, row["sqlglot"]) != \
+                rewrite_equivalence.column_names(shadow.dsn, row["sql"])
 
     def _time(self, shadow, rows: list[dict], timing: ValidationOptions) -> None:
         """Latency medians (ms) of the original, our answer and the peer's output, interleaved on one shadow; an
@@ -193,13 +198,13 @@ class RewriteBench:
         return out
 
 
-def _verdict(shadow, scratch, tables, problem, original: str, text: str, timeout_ms: int) -> str:
+def _verdict(shadow, scratch, tables, problem, original: str, text: str, timeout_ms: int, names: bool) -> str:
     try:
         shadow.connector.explain_cost(text)
     except Exception as e:  # noqa: BLE001 - invalid SQL is the verdict
         return f"invalid: {str(e).splitlines()[0][:200]}"
     v = rewrite_equivalence.check(scratch, tables, original, text, not_null=problem.not_null, shadow_dsn=shadow.dsn,
-                                  timeout_ms=timeout_ms, **constraints(problem, tables))
+                                  timeout_ms=timeout_ms, names=names, **constraints(problem, tables))
     return "equivalent" if v.equivalent else f"wrong: {v.mismatch}"
 
 
@@ -238,6 +243,7 @@ def summary(doc: dict) -> dict:
         ratios.append((rl["nodes"], sat["nodes"]))
     return {
         "ours_wrong_or_invalid": ours_bad, "sqlglot_wrong": peer_wrong, "sqlglot_invalid_or_failed": peer_invalid,
+        "sqlglot_renamed_columns": [r["name"] for r in rows if r.get("sqlglot_renamed")],
         "tpch_total_ms": {"original": tpch_orig, "ours": tpch_ours},
         "tpch_speedup": tpch_orig / tpch_ours if tpch_orig and tpch_ours else None,
         "slower_than_original": slower,
@@ -288,7 +294,8 @@ def table(doc: dict) -> str:
     s = doc["summary"]
     lines.append("")
     for key in ("tpch_total_ms", "tpch_speedup", "suite_total_ms", "median_rewrite_ms", "ours_wrong_or_invalid",
-                "sqlglot_wrong", "sqlglot_invalid_or_failed", "slower_than_original", "slower_by_under_1_ms",
+                "sqlglot_wrong", "sqlglot_invalid_or_failed", "sqlglot_renamed_columns", "slower_than_original",
+                "slower_by_under_1_ms",
                 "aurora_reached_saturation_best", "aurora_reached_saturation_plan",
                 "aurora_nodes_over_saturation"):
         lines.append(f"  {key}: {s[key]}")

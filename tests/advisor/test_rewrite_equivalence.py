@@ -3,7 +3,7 @@ right ones pass on every variant."""
 
 import pytest
 
-from advisor.tuning.rewrite_equivalence import check
+from advisor.tuning.rewrite_equivalence import check, column_names
 
 SCHEMA = {"c": {"id": "integer", "name": "text"}, "o": {"cid": "integer", "amount": "numeric"}}
 NOT_NULL = frozenset({("c", "id")})
@@ -69,3 +69,6 @@ def test_a_rewrite_that_renames_a_column_is_caught(db):
     renamed = "SELECT c.id, count(*) AS _col_1 FROM c GROUP BY c.id"
     verdict = check(db, SCHEMA, original, renamed, not_null=NOT_NULL)
     assert not verdict.equivalent and "named id, _col_1" in verdict.mismatch
+    # a bench judges a peer's rows alone, and lists its renamed columns apart
+    assert check(db, SCHEMA, original, renamed, not_null=NOT_NULL, names=False).equivalent
+    assert column_names(db, renamed) == ["id", "_col_1"] and column_names(db, original) == ["id", "count"]
