@@ -50,6 +50,47 @@ def column_names(dsn: str, statement: str) -> list[str]:
         return [d.name for d in cur.description or ()]
 
 
+def named_as(dsn: str, original: str, rewrites: list[str]) -> list[str]:
+    """``rewrites`` with their output columns named as ``original``'s (``with_names``), as the planner on ``dsn``
+    names each; one it cannot plan is left as it is (its pricing refuses it)."""
+    try:
+        names = column_names(dsn, original)
+    except psycopg.Error:
+        return rewrites
+    out = []
+    for sql in rewrites:
+        try:
+            got = column_names(dsn, sql)
+        except psycopg.Error:
+            got = names
+        out.append(sql if got == names else with_names(sql, names, got))
+    return out
+
+
+def with_names(sql: str, names: list[str], got: list[str]) -> str:
+    """``sql``, whose output columns are named ``got``, with the items whose name differs from ``names`` (the
+    original's, by position) named so: sqlglot writes some functions under another of their names
+    (``char_length`` as ``LENGTH``, ``substr`` as ``SUBSTRING``), and PostgreSQL names an unnamed item by its
+    function. ``sql`` as it is where the items cannot be matched by position (a ``*``, another count).
+
+    >>> with_names("SELECT c.id, SUBSTRING(c.name, 1, 2) FROM c", ["id", "substr"], ["id", "substring"])
+    'SELECT c.id, SUBSTRING(c.name FROM 1 FOR 2) AS substr FROM c'
+    """
+    try:
+        tree = sqlglot.parse_one(sql, read="postgres")
+    except SqlglotError:
+        return sql
+    first = tree
+    while isinstance(first, exp.SetOperation):  # a set operation's columns are named by its first branch
+        first = first.this
+    if not isinstance(first, exp.Select) or len(names) != len(got) or len(first.expressions) != len(names) \
+            or any(e.is_star for e in first.expressions):
+        return sql
+    first.set("expressions", [e if want == have else exp.alias_(e.unalias(), exp.to_identifier(want))
+                              for e, want, have in zip(first.expressions, names, got)])
+    return tree.sql(dialect="postgres")
+
+
 def total_order(sql: str) -> str | None:
     """``sql`` with its ORDER BY's ties broken by every output column; None when it does not order its rows (or
     selects ``*``, whose columns cannot be counted here)."""

@@ -239,6 +239,7 @@ def _race(shadow, scratch: str, problem: RewriteProblem, st: BoundStatement, for
     except AdvisorError as e:
         return Outcome(st.queryid, st.sql, reason=f"the original cannot be planned on the shadow: {e}")
     priced = []
+    forms = _named_as_written(shadow, st.sql, forms)
     for form in forms:
         try:
             priced.append((shadow.connector.explain_cost(form.rewritten), form))
@@ -283,6 +284,12 @@ def _race(shadow, scratch: str, problem: RewriteProblem, st: BoundStatement, for
     return Outcome(st.queryid, st.sql, form.rewritten, form.rules, timed.speedups[best], timed.cis[best], True,
                    reason="", plan_cost=(base_cost, cost), checked_on=checked, rejected=tuple(rejected),
                    passes=(timed.baseline, timed.candidates[best]))
+
+
+def _named_as_written(shadow, original: str, forms: list[QueryRewrite]) -> list[QueryRewrite]:
+    """``forms`` with their output columns named as the original's (``rewrite_equivalence.named_as``)."""
+    texts = rewrite_equivalence.named_as(shadow.dsn, original, [f.rewritten for f in forms])
+    return [f if t == f.rewritten else replace(f, rewritten=t) for f, t in zip(forms, texts)]
 
 
 def _timeout(plan: RewritePlan) -> int:

@@ -20,6 +20,7 @@ nullable side), semi and anti joins are written ``[NOT] EXISTS (SELECT 1 FROM ..
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import sqlglot
@@ -98,7 +99,7 @@ def _statement(term: Rel, low: Lowered) -> exp.Expression:
     if any(isinstance(e, exp.Star) for e in out.expressions):
         # SELECT * reads every FROM item's columns in FROM order: the rewrite may add derived tables and reorder
         # joins, so the star becomes each original table's columns, in the original order
-        stars = [exp.Column(this=exp.Star(), table=exp.to_identifier(alias)) for _table, alias in low.tables]
+        stars = [exp.Column(this=exp.Star(), table=_identifier(alias)) for _table, alias in low.tables]
         out.set("expressions", [x for e in out.expressions for x in (stars if isinstance(e, exp.Star) else [e])])
     block = block_of(term)
     _fill(out, Block(block.source, block.single, block.where + extra))
@@ -118,7 +119,8 @@ def block_of(term: Rel) -> Block:
     fn, args = get_callable_fn(term), get_callable_args(term)
     if fn == Rel.scan:
         table, alias = (get_literal_value(a) for a in args)
-        return Block(table if table == alias else f"{table} AS {alias}", True, ())
+        name = ".".join(_identifier(part).sql(dialect="postgres") for part in table.split("."))
+        return Block(name if table == alias else f"{name} AS {_identifier(alias).sql(dialect='postgres')}", True, ())
     if fn == Rel.derived:
         sql, alias = (get_literal_value(a) for a in args)
         return Block(f"({sql}) AS {alias}", True, ())
@@ -145,6 +147,28 @@ def block_of(term: Rel) -> Block:
         sub = f"EXISTS (SELECT 1 FROM {right.source}{f' WHERE {cond}' if cond else ''})"
         return Block(left.source, left.single, left.where + ((sub,) if fn == Rel.semi else (f"NOT {sub}",)))
     raise ValueError(f"not a relation of the algebra: {fn}")
+
+
+# PostgreSQL's reserved key words (the SQL key words appendix: reserved, and reserved but allowed as a function or
+# type name): an alias spelled like one was quoted where it was written
+RESERVED = frozenset("""all analyse analyze and any array as asc asymmetric both case cast check collate column
+constraint create current_catalog current_date current_role current_time current_timestamp current_user default
+deferrable desc distinct do else end except false fetch for foreign from grant group having in initially intersect
+into lateral leading limit localtime localtimestamp not null offset on only or order placing primary references
+returning select session_user some symmetric system_user table then to trailing true union unique user using
+variadic when where window with authorization binary collation concurrently cross current_schema freeze full ilike
+inner is isnull join left like natural notnull outer overlaps right similar tablesample verbose""".split())
+
+
+def _identifier(name: str) -> exp.Identifier:
+    """``name`` as PostgreSQL reads it back: quoted where it is not all lower case, not a plain word, or a keyword
+    (quoting a lower-case name never changes it).
+
+    >>> [_identifier(n).sql(dialect="postgres") for n in ("c", "C", "order line", "order")]
+    ['c', '"C"', '"order line"', '"order"']
+    """
+    plain = name == name.lower() and re.fullmatch(r"[a-z_][a-z0-9_$]*", name) is not None and name not in RESERVED
+    return exp.to_identifier(name, quoted=not plain)
 
 
 def atoms(pred: Pred) -> tuple[str, ...]:

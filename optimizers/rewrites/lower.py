@@ -37,7 +37,7 @@ from sqlglot.errors import OptimizeError, ParseError
 from sqlglot.optimizer.qualify import qualify
 
 from optimizers.rewrites.predicates import Atom, plain, refs_of
-from optimizers.rewrites.scopes import names_as_written, own_items, unname, unshadow
+from optimizers.rewrites.scopes import AmbiguousNames, names_as_written, own_items, unname, unshadow
 from optimizers.rewrites.views import (View, describe, output_name, push, reads_order, set_returning as _set_returning,
                                       settle_order)
 
@@ -132,8 +132,11 @@ def qualified(tree: exp.Expression, schema: Schema) -> exp.Expression:
     # PostgreSQL names it, not the qualification's ``_col_1``)
     originals, copies = list(tree.find_all(exp.Select)), list(out.find_all(exp.Select))
     if len(originals) == len(copies):
-        for original, select in zip(originals, copies):
-            unname(select, original)
+        try:
+            for original, select in zip(originals, copies):
+                unname(select, original)
+        except AmbiguousNames as e:
+            raise Unsupported(f"{e}: its references cannot be told apart") from None
     return out
 
 

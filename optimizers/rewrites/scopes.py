@@ -62,31 +62,43 @@ def names_as_written(shell: exp.Select, original: exp.Select) -> exp.Select:
     return out
 
 
+class AmbiguousNames(ValueError):
+    """An alias the statement wrote is also the name the qualification gave an unnamed item: a reference to it
+    cannot be told apart."""
+
+
 def unname(select: exp.Select, original: exp.Select) -> None:
-    """``names_as_written`` in place. A SELECT whose derived table or CTE names its columns (``AS v(x)``) keeps
-    the aliases the qualification moved onto its items."""
-    holder = original.parent
-    if len(select.expressions) != len(original.expressions) or (
-            isinstance(holder, (exp.Subquery, exp.CTE)) and holder.args.get("alias") is not None
-            and holder.args["alias"].columns):
+    """``names_as_written`` in place. Where a derived table or CTE names its columns (``AS v(x)``), its first items
+    take those names, as written (quoted or not); the rest are unnamed like any. ``AmbiguousNames`` when an ORDER BY,
+    DISTINCT ON or GROUP BY reads a generated name that the statement also wrote."""
+    if len(select.expressions) != len(original.expressions):
         return
+    holder = original.parent
+    listed = list(holder.args["alias"].columns) if isinstance(holder, (exp.Subquery, exp.CTE)) and \
+        holder.args.get("alias") is not None else []
+    explicit = {o.alias for o in original.expressions if isinstance(o, exp.Alias)}
     items, dropped = [], {}
     for n, (q, o) in enumerate(zip(select.expressions, original.expressions), 1):
         written = isinstance(o, exp.Alias) or (isinstance(o, exp.Subquery) and o.args.get("alias") is not None)
-        if isinstance(q, exp.Alias) and not written:
+        if n <= len(listed):
+            q = exp.alias_(q.this if isinstance(q, exp.Alias) else q, listed[n - 1].copy())
+        elif isinstance(q, exp.Alias) and not written:
             dropped.setdefault(q.alias, n)
             q = q.this
         elif isinstance(q, exp.Subquery) and q.args.get("alias") is not None and not written:
             dropped.setdefault(q.alias, n)  # a scalar subquery's name sits on the subquery itself
             q.set("alias", None)
         items.append(q)
-    select.set("expressions", items)
     # what the qualification pointed at such an alias (ORDER BY 2, DISTINCT ON (1)) points at the position again
     distinct = select.args.get("distinct")
     on = distinct.args.get("on") if distinct is not None else None
     refs = [o.this for o in (select.args.get("order") or exp.Order()).expressions]
     refs += list(on.expressions) if isinstance(on, exp.Tuple) else [on] if on is not None else []
     refs += list((select.args.get("group") or exp.Group()).expressions)
+    refs = [r for r in refs if isinstance(r, exp.Column) and not r.table and r.name in dropped]
+    if any(r.name in explicit for r in refs):
+        raise AmbiguousNames(f"the name {next(r.name for r in refs if r.name in explicit)} is written and also "
+                             "given to an item")
+    select.set("expressions", items)
     for ref in refs:
-        if isinstance(ref, exp.Column) and not ref.table and ref.name in dropped:
-            ref.replace(exp.Literal.number(dropped[ref.name]))
+        ref.replace(exp.Literal.number(dropped[ref.name]))

@@ -138,14 +138,16 @@ def settle_order(low, free: bool):
     around it reads the order of its rows, however far out: ``free`` says whether the context of ``low`` reads
     none (False for a block of a statement outside the subset, whose surroundings are not lowered); a set
     operation's LIMIT or OFFSET reads its branches' order, a SELECT's LIMIT, window or order-sensitive aggregate
-    its FROM's (``reads_order``). An IN subquery's view is not among them: IN reads no order."""
+    its FROM's (``reads_order``). A condition's subquery starts afresh: IN and EXISTS read no order."""
     if low.setop is not None:
         keyword, left, right = low.setop
         free = free and low.shell.args.get("limit") is None and low.shell.args.get("offset") is None
         return replace(low, setop=(keyword, settle_order(left, free), settle_order(right, free)))
     free = free and not reads_order(low.shell)
     return replace(low, views=tuple(replace(v, unordered=v.unordered and free, query=settle_order(v.query, free))
-                                    for v in low.views))
+                                    for v in low.views),
+                   atoms=tuple(replace(a, sub=settle_order(a.sub, True)) if a.sub is not None else a
+                               for a in low.atoms))
 
 
 COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In, exp.Is)

@@ -10,6 +10,7 @@ import pytest
 from advisor.core.errors import AdvisorError, Conflict
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
+from advisor.tuning.rewrite_equivalence import column_names
 from advisor.tuning.rewrite_stats import planner_groups
 from advisor.tuning.validation import ValidationOptions
 from connectors import factory
@@ -140,3 +141,13 @@ def test_a_groupings_rows_are_the_planners_count_of_its_groups(shop):
     assert groups("o.cid") == pytest.approx(2000, rel=0.1)
     assert groups("c.score") == pytest.approx(97, rel=0.1)
     assert groups("v.s") is None
+
+
+def test_a_rewrite_keeps_the_names_postgres_gives_functions_sqlglot_writes_otherwise(shop, service):
+    """sqlglot writes ``substr`` as ``SUBSTRING`` and ``char_length`` as ``LENGTH``; PostgreSQL names an unnamed
+    item by its function, so the rewrite's items are named as the original's before they are checked."""
+    sql = ("SELECT c.id, substr(c.name, 1, 2), char_length(c.name) FROM c "
+           "WHERE c.score > (SELECT 2 * avg(o.amount) FROM o WHERE o.cid = c.id)")
+    (o,) = service.tune_rewrites(shop, "greedy", sql=sql + ";", validation=None).statements
+    assert o.rewritten is not None and o.equivalent and "SUBSTRING" in o.rewritten
+    assert column_names(shop, o.rewritten) == column_names(shop, sql) == ["id", "substr", "char_length"]
