@@ -38,8 +38,8 @@ from sqlglot.optimizer.qualify import qualify
 
 from optimizers.rewrites.predicates import Atom, plain, refs_of
 from optimizers.rewrites.scopes import AmbiguousNames, names_as_written, own_items, unname, unshadow
-from optimizers.rewrites.views import (View, describe, output_name, push, reads_order, set_returning as _set_returning,
-                                      settle_order)
+from optimizers.rewrites.views import (View, describe, has_aggregate, output_name, push, reads_order,
+                                      set_returning as _set_returning, settle_order)
 
 if TYPE_CHECKING:
     from optimizers.rewrites.blocks import Nested
@@ -249,7 +249,7 @@ def _atoms(node: exp.Expression, scope: frozenset[str] = frozenset(), seen: set[
             atom = _in_subquery(part, body, negated, frozenset(seen))
         elif isinstance(body, exp.Exists):
             sub = body.this
-            if not isinstance(sub, exp.Select) or _shaped(sub) or _has_aggregate(sub.expressions):
+            if not isinstance(sub, exp.Select) or _shaped(sub) or has_aggregate(sub.expressions):
                 raise Unsupported("EXISTS over a subquery outside the subset (GROUP BY, HAVING, LIMIT, OFFSET, "
                                   "DISTINCT ON, an aggregate, or not a SELECT)")
             low = lower_select(sub, None, frozenset(seen), views=False)
@@ -279,15 +279,8 @@ def _sort_matters(select: exp.Select) -> bool:
     """Whether a SELECT's own ORDER BY changes its rows (not only their order): it holds an aggregate (the query
     aggregates because of it) or picks the rows of a DISTINCT ON."""
     distinct = select.args.get("distinct")
-    return _has_aggregate((select.args.get("order") or exp.Order()).expressions) or (
+    return has_aggregate((select.args.get("order") or exp.Order()).expressions) or (
         distinct is not None and distinct.args.get("on") is not None)
-
-
-def _has_aggregate(items) -> bool:
-    """Whether an aggregate of this query (not a window's, not a subquery's) is among ``items``."""
-    return any(isinstance(n, exp.AggFunc) for e in items
-               for n in e.walk(prune=lambda n: isinstance(n, exp.Window)
-                                or (isinstance(n, (exp.Subquery, exp.Select)) and n is not e)))
 
 
 def _in_subquery(part: exp.Expression, body: exp.In, negated: bool, scope: frozenset[str]) -> Atom:
@@ -304,7 +297,7 @@ def _in_subquery(part: exp.Expression, body: exp.In, negated: bool, scope: froze
     distinct = sub.args.get("distinct")
     if distinct is not None and distinct.args.get("on") is not None:
         raise Unsupported("an IN subquery with DISTINCT ON (it picks rows) is not in the subset")
-    if sub.args.get("group") or sub.args.get("having") or _has_aggregate(sub.expressions):
+    if sub.args.get("group") or sub.args.get("having") or has_aggregate(sub.expressions):
         low, y = _grouped_in(sub, x, scope)
     elif any(isinstance(n, exp.Window) or _set_returning(n) for n in sub.expressions[0].walk()):
         raise Unsupported("an IN subquery selecting a window or set-returning function is not in the subset")

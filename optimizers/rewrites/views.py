@@ -198,10 +198,14 @@ def aggregates(select: exp.Select) -> bool:
     """Whether ``select`` aggregates its rows: a HAVING, or an aggregate of its own (not a window's, nor a
     subquery's) in its select list or ORDER BY."""
     order = list((select.args.get("order") or exp.Order()).expressions)
-    return select.args.get("having") is not None or any(
-        isinstance(n, exp.AggFunc) for e in [*select.expressions, *order]
-        for n in e.walk(prune=lambda n: isinstance(n, exp.Window)
-                        or (isinstance(n, (exp.Subquery, exp.Select)) and n is not e)))
+    return select.args.get("having") is not None or has_aggregate([*select.expressions, *order])
+
+
+def has_aggregate(items) -> bool:
+    """Whether an aggregate of this query (not a window's, not a subquery's) is among ``items``."""
+    return any(isinstance(n, exp.AggFunc) for e in items
+               for n in e.walk(prune=lambda n: isinstance(n, exp.Window)
+                               or (isinstance(n, (exp.Subquery, exp.Select)) and n is not e)))
 
 
 def _volatile(node: exp.Expression) -> bool:
