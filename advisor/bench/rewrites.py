@@ -24,7 +24,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import sqlglot
-from sqlglot import exp
 from sqlglot.optimizer import optimize
 
 from advisor.core.hardware import detect
@@ -32,7 +31,7 @@ from advisor.core.progress import Say, silent
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
 from advisor.tuning import rewrite_equivalence, rewrite_timing
-from advisor.tuning.rewrites import SCRATCH_DB, build_problem, calibrated, constraints
+from advisor.tuning.rewrites import SCRATCH_DB, build_problem, calibrated, constraints, tables_named
 from advisor.tuning.validation import ValidationOptions
 from connectors import factory
 from optimizers import registry
@@ -140,7 +139,7 @@ class RewriteBench:
         timeout = self.options.statement_timeout_ms
         for row in rows:
             self.say(f"checking {row['name']}")
-            read = {t.name for t in sqlglot.parse_one(row["sql"], read="postgres").find_all(exp.Table)}
+            read = tables_named(row["sql"])  # the pipeline's rule: every table the statement reads anywhere
             tables = {t: cols for t, cols in problem.schema.items() if t in read}
             for who in ("ours", "sqlglot"):
                 text = row["rewritten"] if who == "ours" else row["sqlglot"]
@@ -205,6 +204,8 @@ def _verdict(shadow, scratch, tables, problem, original: str, text: str, timeout
         return f"invalid: {str(e).splitlines()[0][:200]}"
     v = rewrite_equivalence.check(scratch, tables, original, text, not_null=problem.not_null, shadow_dsn=shadow.dsn,
                                   timeout_ms=timeout_ms, names=names, **constraints(problem, tables))
+    if v.error is not None:  # the original itself failed on a check database: the check's fault, not the output's
+        return f"unchecked: {v.error}"
     return "equivalent" if v.equivalent else f"wrong: {v.mismatch}"
 
 

@@ -1,7 +1,8 @@
 """Equivalence by execution: a rewrite is kept only if it returns the same multiset of rows as the original on
 every small database of ``workloads.edge_data`` (every table empty, one empty at a time, NULLs, duplicates, a tiny
 value domain) loaded into a scratch database, and on the shadow itself. A mismatch names the variant and keeps both
-SQL texts, so the discarded rewrite can be logged.
+SQL texts, so the discarded rewrite can be logged. An original that fails on a check database is an error of the
+check (``Verdict.error``), not a verdict on the rewrite: the rows it should have returned are unknown.
 
 Where the statement orders its rows (a top-level ORDER BY over a select list without ``*``), both run with their
 ties broken by every output column (``ORDER BY <its keys>, 1, 2, ...``), and the rows must come in the same
@@ -33,6 +34,7 @@ class Verdict:
     mismatch: str | None = None  # where the rows differed, and how
     original: str = ""
     rewrite: str = ""
+    error: str | None = None  # the check could not run (the original failed on a check database): no verdict
 
 
 def rows(dsn: str, statement: str, timeout_ms: int = 30_000) -> tuple[list[str], list[tuple]]:
@@ -113,7 +115,8 @@ def check(scratch_dsn: str, schema: edge_data.Schema, original: str, rewrite: st
           foreign_keys: edge_data.ForeignKeys = (), names: bool = True) -> Verdict:
     """Run ``original`` and ``rewrite`` on each edge-case variant (loaded into ``scratch_dsn``, whose tables of
     ``schema``'s names are replaced; their rows honour ``keys`` and ``foreign_keys``) and on ``shadow_dsn`` when
-    given (each statement cut at ``timeout_ms`` there); the first difference ends the check. ``names``: whether
+    given (each statement cut at ``timeout_ms`` there); the first difference ends the check, as does the original
+    failing on a database (a ``Verdict`` with ``error`` set: the check's error, not the rewrite's). ``names``: whether
     the output columns' names must be the same too (a bench compares a peer's rows alone)."""
     checked: list[str] = []
     targets = [(v.name, v) for v in edge_data.variants(schema, seed, not_null, keys, foreign_keys)]
@@ -136,8 +139,8 @@ def _compare(dsn: str, name: str, original: str, rewrite: str, checked: list[str
     try:
         written, want = rows(dsn, ordered[0] if ordered else original, timeout_ms)
     except psycopg.Error as e:
-        return Verdict(False, tuple(checked), f"{name}: the original failed, so nothing could be compared: "
-                       f"{str(e).splitlines()[0]}", original, rewrite)
+        return Verdict(False, tuple(checked), None, original, rewrite, error="the equivalence check could not run "
+                       f"the original on a check database ({name}): {str(e).splitlines()[0]}")
     try:
         named, got = rows(dsn, ordered[1] if ordered else rewrite, timeout_ms)
     except psycopg.Error as e:

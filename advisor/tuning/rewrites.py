@@ -27,7 +27,9 @@ from advisor.tuning.observe import Observation, bind
 from advisor.tuning.rewrite_stats import planner_groups, planner_selectivity
 from advisor.tuning.recommend import recommend
 from advisor.tuning.validation import ValidationOptions
-from sqlglot.errors import TokenError
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError, TokenError
 from sqlglot.tokens import Tokenizer, TokenType
 
 from connectors import factory
@@ -69,8 +71,9 @@ class RewritePlan:
 @dataclass(frozen=True)
 class Outcome:
     """One statement's answer. ``rewritten`` None: left as written, ``reason`` says why (unsupported construct,
-    no rule applied, not faster, not equivalent). ``speedup``: original's median latency / the rewrite's, with its
-    95% interval ``ci``; ``equivalent``: the chosen rewrite's verdict (False when every candidate failed it)."""
+    no rule applied, not faster, not equivalent, equivalence not checked: the check could not run the original).
+    ``speedup``: original's median latency / the rewrite's, with its 95% interval ``ci``; ``equivalent``: the
+    chosen rewrite's verdict (False when every candidate failed it, None when not checked)."""
 
     queryid: str
     original: str
@@ -255,18 +258,25 @@ def _race(shadow, scratch: str, problem: RewriteProblem, st: BoundStatement, for
                        rejected=tuple(rejected))
     equal: list[tuple[float, QueryRewrite, tuple[str, ...]]] = []
     tables = _tables_read(problem, st.queryid)
+    error = None
     for cost, form in cheaper:
         if len(equal) >= plan.timed:
             break
         verdict = rewrite_equivalence.check(scratch, tables, st.sql, form.rewritten, not_null=problem.not_null,
                                             shadow_dsn=shadow.dsn, seed=problem_seed(st.queryid),
                                             timeout_ms=_timeout(plan), **constraints(problem, tables))
+        if verdict.error is not None:  # the check's error, not the candidate's: no candidate can be judged
+            error = verdict.error
+            say(f"{st.queryid}: {error}; original: {st.sql!r}")
+            break
         if verdict.equivalent:
             equal.append((cost, form, verdict.checked))
         else:
             rejected.append({"sql": form.rewritten, "why": f"not equivalent: {verdict.mismatch}"})
             say(f"{st.queryid}: discarded a rewrite that is not equivalent ({verdict.mismatch}); original: "
                 f"{st.sql!r}; rewrite: {form.rewritten!r}")
+    if not equal and error is not None:
+        return Outcome(st.queryid, st.sql, reason=f"equivalence not checked: {error}", rejected=tuple(rejected))
     if not equal:
         return Outcome(st.queryid, st.sql, equivalent=False, reason="not equivalent: every candidate returned "
                        "other rows than the original on a check database", rejected=tuple(rejected))
@@ -308,15 +318,29 @@ def constraints(problem: RewriteProblem, tables: dict) -> dict:
 
 
 def _tables_read(problem: RewriteProblem, queryid: str) -> dict[str, dict[str, str]]:
-    """The schema of the tables ``queryid`` reads (its views', subqueries' and branches' included, and, for a
-    statement searched over a block, the tables of the whole statement): what its check databases hold."""
-    names: set[str] = set()
-    nested = problem.lowered[queryid].nested
-    if nested is not None:
-        names.update(nested.tables())
-
-    names.update(problem.lowered[queryid].base_tables())
+    """The schema of every table ``queryid`` reads anywhere: what its check databases hold. The lowered form's
+    base tables (and, for a statement searched over a block, the whole statement's) and every table its text
+    names (``tables_named``): a subquery in the select list, ORDER BY, a CASE or HAVING is in neither lowered
+    set, and a table missing from the check databases makes the original fail there."""
+    lowered = problem.lowered[queryid]
+    names = lowered.base_tables() | tables_named(dict(problem.statements)[queryid])
+    if lowered.nested is not None:
+        names |= lowered.nested.tables()
     return {t: problem.schema[t] for t in sorted(names) if t in problem.schema}
+
+
+def tables_named(sql: str) -> set[str]:
+    """The relations ``sql`` names anywhere (every clause, subquery, CTE and set-operation branch), as PostgreSQL
+    looks them up: an unquoted name folded to lower case, without its schema (the check databases hold every
+    table in one schema); empty when sqlglot cannot read ``sql``. A CTE's name is among them: a caller keeps the
+    names its schema has, so a CTE is left out unless a table has its name, and then the table is kept (``WITH o AS
+    (SELECT ... FROM o)`` reads it; an unread table in the check databases is harmless, a missing one is not)."""
+    try:
+        tree = sqlglot.parse_one(sql, read="postgres")
+    except SqlglotError:
+        return set()
+    return {t.this.name if t.this.quoted else t.this.name.lower()
+            for t in tree.find_all(exp.Table) if isinstance(t.this, exp.Identifier)}
 
 
 def _recommend(store: Store, obs: Observation, plan: RewritePlan, outcomes: tuple[Outcome, ...],
