@@ -4,12 +4,14 @@ session cookie for pages), as ``Annotated`` aliases."""
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 from typing import Annotated
 
 from fastapi import Depends, Query, Request
 
 from advisor.service.auth import Principal
 from advisor.core.errors import Unauthorized
+from advisor.core.settings import get_settings
 from advisor.service.service import AdvisorService
 
 SESSION_COOKIE = "advisor_session"
@@ -30,18 +32,88 @@ def bearer(request: Request) -> str | None:
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
 
+class TrustedProxies:
+    """The reverse proxies whose forwarded headers are believed (``ADVISOR_TRUSTED_PROXIES``), read as uvicorn reads
+    its ``forwarded_allow_ips``: addresses, networks (CIDR), other names literally, ``*`` for any. Empty: none."""
+
+    def __init__(self, raw: str):
+        items = [item.strip() for item in raw.split(",") if item.strip()]
+        self.any = items == ["*"]
+        self.literals: set[str] = set()
+        self.networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+        for item in items:
+            try:
+                self.networks.append(ipaddress.ip_network(item))  # '10.0.0.1/24' is no network (nor for uvicorn)
+            except ValueError:
+                self.literals.add(item)
+
+    def __bool__(self) -> bool:
+        return self.any or bool(self.literals or self.networks)
+
+    def __contains__(self, host: str) -> bool:
+        if not host:
+            return False
+        if self.any:
+            return True
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            return host in self.literals
+        mapped = getattr(ip, "ipv4_mapped", None)  # ::ffff:10.0.0.1 from a dual-stack socket is 10.0.0.1
+        return any(ip in net or (mapped is not None and mapped in net) for net in self.networks)
+
+
+def trusted_proxies(request: Request) -> TrustedProxies:
+    """The app's trusted proxies, read from the settings once per app."""
+    found = getattr(request.app.state, "trusted_proxies", None)
+    if found is None:
+        found = request.app.state.trusted_proxies = TrustedProxies(get_settings().trusted_proxies)
+    return found
+
+
+def _hop_host(hop: str) -> str:
+    """The address of one X-Forwarded-For entry ('10.0.0.1', '10.0.0.1:5000', '[::1]:5000', '::1')."""
+    hop = hop.strip()
+    if hop.startswith("["):
+        return hop[1:hop.find("]")] if "]" in hop else hop
+    return hop.rsplit(":", 1)[0] if hop.count(":") == 1 else hop
+
+
 def client_of(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
+    """The client's address, for the failed-login throttle and the audit: the peer that connected, unless it is a
+    trusted proxy; then the last address in X-Forwarded-For that is not a trusted proxy (each proxy appends the
+    address it saw, so what a client wrote into the header itself is never taken while a proxy appended after it).
+    Without trusted proxies (the default) no forwarded header is believed."""
+    peer = request.client.host if request.client else "unknown"
+    trusted = trusted_proxies(request)
+    if not trusted or peer not in trusted:
+        return peer
+    hops = [host for value in request.headers.getlist("x-forwarded-for") for hop in value.split(",")
+            if (host := _hop_host(hop))]
+    for hop in reversed(hops):
+        if hop not in trusted:
+            return hop[:100]
+    return hops[0][:100] if hops else peer  # every hop a trusted proxy: the first, as uvicorn takes it
+
+
+async def hold_failed_login(service: AdvisorService, client: str, secret: str | None) -> float:
+    """Hold the answer to a failed login for as long as the recent failures of its client and token prefix say,
+    without holding a worker thread (guessing tokens is slow); the seconds held. Only failures are held."""
+    delay = service.login_delay(client, secret) if secret else 0.0
+    if delay:
+        await asyncio.sleep(delay)
+    return delay
 
 
 async def api_principal(request: Request, service: Service) -> Principal:
-    """The token's principal. A client whose recent tokens failed waits before it is answered (without
-    holding a worker thread), so guessing tokens is slow; failures are audited by the service."""
-    client = client_of(request)
-    delay = service.login_delay(client)
-    if delay:
-        await asyncio.sleep(delay)
-    return service.authenticate(bearer(request), client)
+    """The token's principal. The token is checked at once, and a valid one is answered at once; the answer to an
+    unknown or revoked one is held (``hold_failed_login``); failures are audited by the service."""
+    client, secret = client_of(request), bearer(request)
+    try:
+        return service.authenticate(secret, client)
+    except Unauthorized:
+        await hold_failed_login(service, client, secret)
+        raise
 
 
 async def viewer(who: Annotated[Principal, Depends(api_principal)]) -> Principal:

@@ -3,10 +3,11 @@ credentials: a target's DSN is shown redacted (no password)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 
+from advisor.core.inputs import control_character
 from advisor.service.runs import BUDGET_MB_MAX, DEFAULT_OPTIMIZER, LIMITS, RunPlan, optimizer_names
 
 T = TypeVar("T")
@@ -17,12 +18,40 @@ RunState = Literal["queued", "running", "done", "failed", "cancelled", "interrup
 
 
 class Strict(BaseModel):
+    """An input: unknown fields refused, and no text in it holds a control character (``MULTILINE`` fields may
+    hold tabs and line breaks); the error names the field."""
+
     model_config = ConfigDict(extra="forbid")
+    MULTILINE: ClassVar[frozenset[str]] = frozenset()
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_control_characters(cls, value: Any, info: ValidationInfo) -> Any:
+        for text in _texts(value):
+            bad = control_character(text, multiline=info.field_name in cls.MULTILINE)
+            if bad:
+                raise ValueError(f"control character {bad} is not allowed")
+        return value
+
+
+def _texts(value: Any):
+    """The strings inside a field's value (secrets included; nested inputs check themselves)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, SecretStr):
+        yield value.get_secret_value()
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _texts(v)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _texts(k)
+            yield from _texts(v)
 
 
 class Error(BaseModel):
     error: str = Field(description="machine-readable kind: bad_request, unauthorized, forbidden, not_found, "
-                                   "conflict, invalid_input")
+                                   "conflict, invalid_input, internal_error")
     message: str
     details: list[dict[str, Any]] | None = None
 
@@ -224,6 +253,7 @@ class Recommendation(BaseModel):
 
 
 class Note(Strict):
+    MULTILINE = frozenset({"note"})
     note: str = Field("", max_length=2000)
 
 

@@ -94,7 +94,11 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
     if allow_remote and not _loopback(host):
         say(f"listening on {host} without TLS: put a TLS proxy in front of it")
     say(f"serving on {url} (scheduler {'off' if no_scheduler else 'on'}); Ctrl-C stops")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    from advisor.core.settings import get_settings
+
+    trusted = get_settings().trusted_proxies.strip()  # X-Forwarded-* believed only from these (default: none)
+    uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=bool(trusted),
+                forwarded_allow_ips=trusted or None)
 
 
 def _check_bind(host: str, port: int) -> None:

@@ -50,6 +50,14 @@ class InvalidTransition(StoreError):
     """A recommendation state change that its lifecycle does not allow."""
 
 
+class InvalidInput(AdvisorError):
+    """Input that can never be valid: a control character in a name or note, a name that reads as an id."""
+
+
+class Ambiguous(AdvisorError):
+    """A reference that could mean more than one stored object (never resolved by a guess)."""
+
+
 class NotFound(AdvisorError):
     """A named object (target, recommendation, optimizer) does not exist."""
 

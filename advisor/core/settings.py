@@ -31,6 +31,10 @@ class Settings(BaseSettings):
     secret_key: SecretStr | None = None  # ADVISOR_SECRET_KEY: a Fernet key (urlsafe base64, 32 bytes)
     key_file: str | None = None  # ADVISOR_KEY_FILE: default <store dir>/secret.key
     session_ttl_s: float = 8 * 3600.0  # ADVISOR_SESSION_TTL_S: web login lifetime
+    # The reverse proxies in front of `advisor serve` whose X-Forwarded-For and X-Forwarded-Proto are believed:
+    # comma-separated addresses or networks (CIDR). Empty (the default): no forwarded header is believed, a client
+    # is the address that connected (the failed-login throttle and the audit use it).
+    trusted_proxies: str = ""  # ADVISOR_TRUSTED_PROXIES: e.g. 127.0.0.1 for a TLS proxy on the same host
     # Production DDL (CREATE INDEX, ALTER SYSTEM) gives up after waiting this long for a lock another session
     # holds, and the apply or rollback fails with a clear message instead of queueing behind it.
     production_lock_timeout_s: float = 10.0  # ADVISOR_PRODUCTION_LOCK_TIMEOUT_S

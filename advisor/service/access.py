@@ -24,7 +24,7 @@ class AccessMixin:
         secret = new_secret()
         token_id = self.store.add_token(name, role, hash_secret(secret), who.actor)
         self.store.audit(who.actor, "create_token", token_id, {"name": name, "role": role})
-        return self.store.token(token_id), secret
+        return self.store.token_by_id(token_id), secret
 
     def revoke_token(self, ref: str, who: Principal = ADMIN) -> dict:
         """Revoke a token now: the next request that presents it is refused, in every process on the store."""
@@ -32,30 +32,33 @@ class AccessMixin:
         token = self.store.token(ref)
         self.store.revoke_token(token["id"])
         self.store.audit(who.actor, "revoke_token", token["id"], {"name": token["name"]})
-        return self.store.token(token["id"])
+        return self.store.token_by_id(token["id"])
 
     def tokens(self) -> list[dict]:
         return self.store.tokens()
 
     @property
     def throttle(self) -> LoginThrottle:
-        """Failed logins per client, for this service object (the server's one)."""
+        """Failed logins per client and token prefix, for this service object (the server's one)."""
         found = self.__dict__.get("_throttle")
         if found is None:
             found = self.__dict__["_throttle"] = LoginThrottle()
         return found
 
-    def login_delay(self, client: str) -> float:
-        """Seconds to hold the client's next attempt, after its recent failed logins."""
-        return self.throttle.delay(client)
+    def login_delay(self, client: str, secret: str | None) -> float:
+        """Seconds to hold the answer to a failed login of ``secret`` from ``client``, after the failures recorded
+        so far (the latest included). Callers check the token first and hold only failures: never a valid token."""
+        return self.throttle.delay(client, secret)
 
-    def _login_failed(self, client: str, reason: str, token_name: str | None = None) -> None:
-        wait, audit = self.throttle.failed(client)
+    def _login_failed(self, client: str, secret: str, reason: str, token_name: str | None = None) -> None:
+        wait, audit = self.throttle.failed(client, secret)
         if audit:
             self.store.audit(f"client:{client}", "login_failed", token_name or "", {"reason": reason,
-                                                                                  "next_wait_s": wait})
+                                                                                  "wait_s": wait})
 
     def authenticate(self, secret: str | None, client: str = "local") -> Principal:
+        """The principal of a valid token, at once; a failure is recorded (audited, and counted by the throttle:
+        the caller then holds its answer for ``login_delay``)."""
         if not secret:
             raise Unauthorized("no API token: send 'Authorization: Bearer <token>'")
         key, version = hash_secret(secret), self.store.version  # revoking a token bumps the version
@@ -64,10 +67,10 @@ class AccessMixin:
             return cached[1]
         token = self.store.token_by_hash(key)
         if token is None:
-            self._login_failed(client, "unknown token")
+            self._login_failed(client, secret, "unknown token")
             raise Unauthorized("unknown API token")
         if token["revoked_at"] is not None:
-            self._login_failed(client, "revoked token", token["name"])
+            self._login_failed(client, secret, "revoked token", token["name"])
             raise Unauthorized(f"the API token {token['name']!r} was revoked")
         who = Principal(token["name"], token["role"], token["id"])
         if len(self._principals) > 1000:
@@ -88,7 +91,7 @@ class AccessMixin:
         found = self.store.session(hash_secret(session_id)) if session_id else None
         if found is None:
             raise Unauthorized("not logged in, or the session expired")
-        token = self.store.token(found["token_id"])
+        token = self.store.token_by_id(found["token_id"])
         if token["revoked_at"] is not None:
             raise Unauthorized(f"the API token {token['name']!r} was revoked")
         return Principal(token["name"], token["role"], token["id"]), found["csrf"]

@@ -4,8 +4,9 @@ Roles: ``viewer`` reads; ``operator`` also registers targets, starts runs, appro
 and manages schedules; ``admin`` also creates, lists and revokes tokens (over REST, or with ``advisor tokens``,
 which acts as admin because it holds the store).
 
-Failed logins (a token presented that is unknown or revoked) are audited and slowed down per client
-(``LoginThrottle``): after a few failures in a window, each further attempt from that client waits longer.
+Failed logins (a token presented that is unknown or revoked) are audited and slowed down (``LoginThrottle``): a
+token is checked first, a valid one is answered at once, and after a few failures in a window each further failure
+from that client (with that token prefix) is answered later and later.
 """
 
 from __future__ import annotations
@@ -53,47 +54,69 @@ def new_secret() -> str:
 
 
 class LoginThrottle:
-    """Failed logins per client (an address) within ``window_s``: the first ``free`` cost nothing; each further
-    one doubles the wait before the client's next attempt is answered, up to ``max_delay_s``. Only the first
-    ``audited`` failures of a burst are audited one by one, then every hundredth (with the count), so a flood
-    cannot fill the audit log.
+    """Failed logins, counted within ``window_s``. Callers check a token first: a valid token is never held, only
+    the answer to a failure is, for the wait that failure earned (``failed``).
 
-    >>> t = LoginThrottle(free=2, base_s=0.5, max_delay_s=4)
-    >>> [t.failed("10.0.0.1", now=0)[0] for _ in range(6)]
+    Failures are counted per (client address, the presented token's prefix), so a guesser at an address does not
+    slow a different user's mistyped token there: the first ``free`` failures of such a pair cost nothing, each
+    further one doubles the wait, from ``base_s`` up to ``max_delay_s``. They are also counted per address, with
+    ``client_free`` failures free, so a guesser that varies the prefix of its guesses is held all the same. Only
+    the first ``audited`` failures of an address's burst are audited one by one, then every hundredth (with the
+    count), so a flood cannot fill the audit log.
+
+    >>> t = LoginThrottle(free=2, base_s=0.5, max_delay_s=4, client_free=4)
+    >>> [t.failed("10.0.0.1", f"dba_gues{i}", now=0)[0] for i in range(6)]
     [0.0, 0.0, 0.5, 1.0, 2.0, 4.0]
-    >>> t.delay("10.0.0.1", now=1), t.delay("10.0.0.2", now=1), t.delay("10.0.0.1", now=10_000)
-    (4.0, 0.0, 0.0)
+    >>> t.delay("10.0.0.1", "dba_guesZ", now=1), t.delay("10.0.0.2", "dba_guesZ", now=1)
+    (4.0, 0.0)
+    >>> t.delay("10.0.0.1", "dba_other", now=1), t.delay("10.0.0.1", "dba_guesZ", now=10_000)
+    (1.0, 0.0)
     """
 
     def __init__(self, free: int = 5, base_s: float = 0.25, max_delay_s: float = 10.0, window_s: float = 900.0,
-                 audited: int = 20):
-        self.free, self.base_s, self.max_delay_s, self.window_s, self.audited = \
-            free, base_s, max_delay_s, window_s, audited
-        self._failures: dict[str, deque[float]] = {}
+                 audited: int = 20, client_free: int = 50):
+        self.free, self.base_s, self.max_delay_s, self.window_s, self.audited, self.client_free = \
+            free, base_s, max_delay_s, window_s, audited, client_free
+        self._pairs: dict[tuple[str, str], deque[float]] = {}
+        self._clients: dict[str, deque[float]] = {}
         self._lock = threading.Lock()
 
-    def _recent(self, client: str, now: float) -> deque[float]:
-        q = self._failures.setdefault(client, deque())
+    @staticmethod
+    def prefix(secret: str | None) -> str:
+        """A short hash of the token's first 4 characters after ``dba_`` (never kept in clear)."""
+        head = (secret or "").removeprefix(TOKEN_PREFIX)[:4]
+        return hashlib.sha256(head.encode()).hexdigest()[:12]
+
+    def _recent(self, table: dict, key, now: float) -> deque[float]:
+        q = table.setdefault(key, deque())
         while q and q[0] < now - self.window_s:
             q.popleft()
         return q
 
-    def _wait(self, n: int) -> float:
-        return 0.0 if n <= self.free else min(self.base_s * 2 ** (n - self.free - 1), self.max_delay_s)
+    def _wait(self, n: int, free: int) -> float:
+        return 0.0 if n <= free else min(self.base_s * 2 ** min(n - free - 1, 64), self.max_delay_s)
 
-    def failed(self, client: str, now: float | None = None) -> tuple[float, bool]:
-        """Record a failure: (the wait the client now faces, whether to audit this one)."""
+    def _waits(self, pair: int, client: int) -> float:
+        return max(self._wait(pair, self.free), self._wait(client, self.client_free))
+
+    def failed(self, client: str, secret: str | None, now: float | None = None) -> tuple[float, bool]:
+        """Record a failed login of ``secret`` from ``client``: (how long to hold its answer, whether to audit it)."""
         now = time.monotonic() if now is None else now
         with self._lock:
-            if len(self._failures) > 10_000:
-                self._failures.clear()
-            q = self._recent(client, now)
-            q.append(now)
-            n = len(q)
-        return self._wait(n), n <= self.audited or n % 100 == 0
+            for table in (self._pairs, self._clients):
+                if len(table) > 10_000:
+                    table.clear()
+            pair = self._recent(self._pairs, (client, self.prefix(secret)), now)
+            pair.append(now)
+            mine = self._recent(self._clients, client, now)
+            mine.append(now)
+            n = len(mine)
+            return self._waits(len(pair), n), n <= self.audited or n % 100 == 0
 
-    def delay(self, client: str, now: float | None = None) -> float:
-        """How long the client's next attempt waits before it is answered."""
+    def delay(self, client: str, secret: str | None, now: float | None = None) -> float:
+        """How long the answer to a failed login of ``secret`` from ``client`` is held, after the failures recorded
+        so far (the latest included). A valid token's answer is never held."""
         now = time.monotonic() if now is None else now
         with self._lock:
-            return self._wait(len(self._recent(client, now)))
+            return self._waits(len(self._recent(self._pairs, (client, self.prefix(secret)), now)),
+                               len(self._recent(self._clients, client, now)))

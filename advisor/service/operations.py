@@ -13,6 +13,7 @@ from advisor.core import processes
 from advisor.core.domain import Recommendation
 from advisor.core.errors import AdvisorError, Conflict, OtherDatabase
 from advisor.core.identity import mismatch
+from advisor.core.inputs import check_name, check_text
 from advisor.service.production import apply_recommendation, check_applicable, rollback_recommendation
 from advisor.service.runs import ACTIVE, ProgressLog, RunCancelled, RunPlan
 from advisor.service.scheduling import AUTO_APPLY, check_cron, next_fire, run_scheduled
@@ -45,8 +46,7 @@ class OperationsMixin:
     def add_target(self, name: str, dsn: str, who: Principal = ADMIN) -> dict:
         """Register a database: check that it can be observed, keep its DSN encrypted, take a first snapshot."""
         who.require("operator")
-        if not name.strip():
-            raise AdvisorError("a target needs a name")
+        check_name("target", name)  # before any connection: a name that cannot be stored fails first
         connector = factory.connector(dsn)  # an engine not supported fails here, before anything is stored
         connector.observe()  # reachable, with statement statistics: fails here with a clear message otherwise
         shown = connector.display_name
@@ -54,7 +54,7 @@ class OperationsMixin:
         target_id = self.store.register_target(name, connector.engine, shown, vault_for(self.store.path).encrypt(dsn))
         self.store.audit(who.actor, "register_target", target_id, {"name": name, "dsn": shown})
         self.observe(dsn, name)
-        return self.store.target(target_id)
+        return self.store.target_by_id(target_id)
 
     def update_target(self, ref: str, dsn: str, who: Principal = ADMIN, *, other_database: bool = False) -> dict:
         """Change a registered target's DSN (a new password, host or port), audited. The new DSN must reach the
@@ -77,7 +77,7 @@ class OperationsMixin:
         self.store.audit(who.actor, "update_target", target["id"],
                          {"name": target["name"], "dsn_from": target["dsn"], "dsn_to": shown,
                           **({"identity_from": recorded, "identity_to": identity} if why else {})})
-        return self.store.target(target["id"])
+        return self.store.target_by_id(target["id"])
 
     def targets(self) -> list[dict]:
         return self.store.targets()
@@ -149,7 +149,7 @@ class OperationsMixin:
         self.store.update_run(run_id, state="running")
         worker = type(self)(self.store, progress)
         try:
-            target = self.store.target(run["target_id"])
+            target = self.store.target_by_id(run["target_id"])
             result = worker._tune_plan(self._dsn(target), target["name"], plan, run_id)
         except Exception as e:  # noqa: BLE001 - every failure ends the run with its message, never silently
             message = str(e) if isinstance(e, (AdvisorError, RunCancelled)) \
@@ -268,15 +268,17 @@ class OperationsMixin:
 
     def approve(self, rec_id: str, who: Principal = ADMIN, note: str = "") -> Recommendation:
         who.require("operator")
+        check_text("note", note)
         return self.store.transition(rec_id, "approved", who.actor, note or "approved", expect="validated")
 
     def reject(self, rec_id: str, who: Principal = ADMIN, note: str = "") -> Recommendation:
         who.require("operator")
+        check_text("note", note)
         return self.store.transition(rec_id, "rejected", who.actor, note or "rejected by an operator")
 
     def connector_for(self, rec: Recommendation) -> Connector:
         """The connector of the production target a recommendation is for (its stored credentials)."""
-        return factory.connector(self._dsn(self.store.target(rec.target_id)))
+        return factory.connector(self._dsn(self.store.target_by_id(rec.target_id)))
 
     def apply(self, rec_id: str, who: Principal = ADMIN) -> Recommendation:
         """Apply an approved, validated recommendation to its production target (see ``advisor.service.production``:
@@ -291,6 +293,7 @@ class OperationsMixin:
 
     def rollback(self, rec_id: str, who: Principal = ADMIN, why: str = "") -> Recommendation:
         who.require("operator")
+        check_text("note", why)
         rec = self.store.recommendation(rec_id)
         settings = get_settings()
         return rollback_recommendation(self.store, self.connector_for(rec), rec, who, why,

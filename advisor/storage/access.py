@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import time
 
-from advisor.core.errors import NotFound, StoreError
+from advisor.core.errors import Ambiguous, NotFound, StoreError
+from advisor.core.inputs import check_name
 from advisor.storage.schema import changes_lists, new_id
 
 
@@ -14,6 +15,7 @@ class AccessTables:
     # --- API tokens and web sessions (secrets are stored only as SHA-256 hashes) ------------------------------
 
     def add_token(self, name: str, role: str, secret_hash: str, created_by: str) -> str:
+        check_name("token", name)
         with self.lock:
             if self.db.execute("SELECT 1 FROM api_tokens WHERE name = ?", [name]).fetchone():
                 raise StoreError(f"a token named {name!r} exists already; revoke it or choose another name")
@@ -34,10 +36,20 @@ class AccessTables:
         return dict(zip(self._TOKEN_COLS, row)) if row else None
 
     def token(self, ref: str) -> dict:
-        row = self.db.execute(f"SELECT {', '.join(self._TOKEN_COLS)} FROM api_tokens WHERE id = ? OR name = ?",
-                              [ref, ref]).fetchone()
-        if row is None:
+        """A token by its id or name (``Ambiguous`` when it is one token's id and another's name)."""
+        rows = self.db.execute(f"SELECT {', '.join(self._TOKEN_COLS)} FROM api_tokens WHERE id = ? OR name = ?",
+                               [ref, ref]).fetchall()
+        if not rows:
             raise NotFound(f"no API token {ref!r}")
+        if len(rows) > 1:
+            raise Ambiguous(f"{ref!r} is one API token's id and another's name; refer to a token by its id")
+        return dict(zip(self._TOKEN_COLS, rows[0]))
+
+    def token_by_id(self, token_id: str) -> dict:
+        row = self.db.execute(f"SELECT {', '.join(self._TOKEN_COLS)} FROM api_tokens WHERE id = ?",
+                              [token_id]).fetchone()
+        if row is None:
+            raise NotFound(f"no API token with id {token_id!r}")
         return dict(zip(self._TOKEN_COLS, row))
 
     @changes_lists

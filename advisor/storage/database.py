@@ -1,5 +1,6 @@
 """Where the store's SQL runs: an embedded DuckDB file (the default, one process at a time: DuckDB's file lock) or a
-PostgreSQL database shared by any number of advisor processes (``postgresql://`` or ``postgres://`` URLs).
+PostgreSQL database shared by any number of advisor processes (``postgresql://`` or ``postgres://`` URLs, or libpq
+keyword DSNs: ``host=... dbname=...``). A value that is neither a DSN nor a plausible path is refused (``store_kind``).
 
 ``Store`` writes one SQL for both: ``?`` placeholders, types and statements both engines accept; what differs (JSON
 paths) is a method here. Each thread gets its own cursor (DuckDB) or connection (PostgreSQL, autocommit: the store
@@ -11,12 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import re
 import threading
 import weakref
 from pathlib import Path
 
-from advisor.core.errors import StoreError
+from advisor.core.errors import InvalidInput, StoreError
+from advisor.core.inputs import control_character
 
 __all__ = ["Database", "DuckDatabase", "PostgresDatabase", "connect", "is_postgres", "redacted"]
 
@@ -25,7 +28,49 @@ _MIGRATION_LOCK = 0x0AD715E5
 
 
 def is_postgres(location: str) -> bool:
-    return location.startswith(("postgresql://", "postgres://"))
+    """True for a PostgreSQL store: a ``postgresql://`` URL or a libpq keyword DSN (``host=... dbname=...``), as
+    targets take; False for a DuckDB file path. ``StoreError`` for a value that is neither (``store_kind``)."""
+    return store_kind(location) == "postgres"
+
+
+def store_kind(location: str) -> str:
+    """``"postgres"`` or ``"duckdb"`` for the store at ``location``; a value that is neither a PostgreSQL DSN nor
+    a plausible file path is refused with one line that never shows a password.
+
+    >>> store_kind("postgresql://u:p@db/advisor"), store_kind("host=db dbname=advisor"), store_kind("a.duckdb")
+    ('postgres', 'postgres', 'duckdb')
+    >>> store_kind("host=db dbnme=advisor password=secret")
+    Traceback (most recent call last):
+    ...
+    advisor.core.errors.StoreError: ADVISOR_STORE 'host=db dbnme=advisor password=***' looks like a PostgreSQL keyword DSN but is not one (invalid connection option "dbnme"); give a DSN (postgresql://... or host=... dbname=...) or a file path
+    >>> store_kind("mysql://db/advisor")
+    Traceback (most recent call last):
+    ...
+    advisor.core.errors.StoreError: ADVISOR_STORE 'mysql://db/advisor' is a URL db-advisor cannot keep its store in; give a PostgreSQL DSN (postgresql://... or host=... dbname=...) or a DuckDB file path
+    """
+    from psycopg.conninfo import conninfo_to_dict
+
+    shown = f"ADVISOR_STORE {redacted(location)!r}"
+    if location.startswith(("postgresql://", "postgres://")):
+        return "postgres"
+    if location == ":memory:":
+        return "duckdb"
+    if re.match(r"\s*[A-Za-z_]+\s*=", location):
+        try:
+            conninfo_to_dict(location)
+        except Exception as e:  # noqa: BLE001 - psycopg's ProgrammingError: its first line, values hidden
+            why = re.sub(r"'[^']*'", "'...'", (str(e).strip().splitlines() or ["?"])[0])
+            raise StoreError(f"{shown} looks like a PostgreSQL keyword DSN but is not one ({why}); give a DSN "
+                             "(postgresql://... or host=... dbname=...) or a file path") from None
+        return "postgres"
+    if "://" in location:
+        raise StoreError(f"{shown} is a URL db-advisor cannot keep its store in; give a PostgreSQL DSN "
+                         "(postgresql://... or host=... dbname=...) or a DuckDB file path")
+    if not location.strip() or location != location.strip() or control_character(location) \
+            or location.endswith("/") or Path(location).is_dir():
+        raise StoreError(f"{shown} is not a file path db-advisor can keep its store in (a DuckDB file, e.g. "
+                         "~/.local/share/db-advisor/advisor.duckdb) nor a PostgreSQL DSN")
+    return "duckdb"
 
 
 def redacted(location: str) -> str:
@@ -33,14 +78,29 @@ def redacted(location: str) -> str:
 
     >>> redacted("postgresql://team:s3cret@db.example:5432/advisor?sslmode=require&password=other")
     'postgresql://team:***@db.example:5432/advisor?sslmode=require&password=***'
+    >>> redacted("host=db password='two words' user=u")
+    'host=db password=*** user=u'
     """
-    text = re.sub(r"(?i)(password\s*=\s*)[^&\s]+", r"\1***", location)
+    text = re.sub(r"(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]+)", r"\1***", location)
     return re.sub(r"(//[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
 
 
 def connect(location: str) -> "Database":
     """The database behind ``location``: PostgreSQL for a ``postgresql://`` URL, else a DuckDB file."""
     return PostgresDatabase(location) if is_postgres(location) else DuckDatabase(location)
+
+
+def _private(path: Path) -> None:
+    """Keep the store's files to this user, as PostgreSQL keeps its data directory: every file this process
+    creates from now on is private (umask 077: DuckDB creates and removes its ``.wal`` beside the file as it
+    goes), a directory created for the store is 0700, and a store file or WAL left readable by others is made
+    0600. A directory that exists already is the user's choice and is left as it is."""
+    os.umask(os.umask(0o077) | 0o077)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for f in (path, path.with_name(path.name + ".wal")):
+        with contextlib.suppress(FileNotFoundError):
+            if f.stat().st_mode & 0o077:
+                os.chmod(f, 0o600)
 
 
 class Database:
@@ -115,7 +175,7 @@ class DuckDatabase(Database):
 
         self.name = path
         if path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            _private(Path(path))
         self._writes, self._writes_lock = 0, threading.Lock()  # this process is the only writer: count in memory
         try:
             self._conn = duckdb.connect(path)
@@ -125,7 +185,7 @@ class DuckDatabase(Database):
             raise StoreError(f"cannot open the store {path}: {first}{hint}") from None
 
     def _new_session(self):
-        return self._conn.cursor()  # DuckDB connections are not shared between threads
+        return _DuckSession(self._conn.cursor())  # DuckDB connections are not shared between threads
 
     def version(self) -> int:
         return self._writes
@@ -246,6 +306,7 @@ class _PgSession:
     def execute(self, sql: str, params=None):
         import psycopg
 
+        _refuse_nul(params)
         try:
             if not params:  # no placeholders to bind: the text goes as it is (a literal % stays single)
                 return self._conn.execute(sql)
@@ -255,6 +316,35 @@ class _PgSession:
         except psycopg.OperationalError as e:  # the store's server went away: the next call reconnects
             first = (str(e).strip().splitlines() or ["?"])[0]
             raise StoreError(f"lost the connection to the store: {first}") from None
+        except psycopg.DataError as e:  # a value the store's columns cannot hold: the caller's input, never a 500
+            first = (str(e).strip().splitlines() or ["?"])[0]
+            raise InvalidInput(f"the store refused a value: {first}") from None
+
+
+class _DuckSession:
+    """A DuckDB cursor that refuses what a PostgreSQL store cannot hold, so that both stores answer alike."""
+
+    def __init__(self, cursor):
+        self._cursor = cursor
+
+    def execute(self, sql: str, params=None):
+        _refuse_nul(params)
+        return self._cursor.execute(sql, params) if params is not None else self._cursor.execute(sql)
+
+
+def _refuse_nul(params) -> None:
+    """``InvalidInput`` when a text parameter holds a NUL byte: PostgreSQL's text columns cannot hold one, and
+    a value written to or looked up in either store must mean the same in both.
+
+    >>> _refuse_nul(["ok", 1, None])
+    >>> _refuse_nul(["a" + chr(0) + "b"])
+    Traceback (most recent call last):
+    ...
+    advisor.core.errors.InvalidInput: a text value holds a NUL byte (U+0000), which the store cannot hold
+    """
+    for p in params or ():
+        if isinstance(p, str) and "\x00" in p:
+            raise InvalidInput("a text value holds a NUL byte (U+0000), which the store cannot hold")
 
 
 @functools.lru_cache(maxsize=512)

@@ -4,7 +4,8 @@ new ids, and the decorator that bumps the store's version after a write that lis
 from __future__ import annotations
 
 import functools
-import uuid
+
+from advisor.core.inputs import new_id
 
 SCHEMA_VERSION = 5
 
@@ -77,5 +78,3 @@ def changes_lists(method):
     return wrapper
 
 
-def new_id() -> str:
-    return uuid.uuid4().hex[:12]

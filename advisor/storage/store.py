@@ -21,13 +21,15 @@ from advisor.storage import codec
 from advisor.storage.database import connect
 from advisor.storage.access import AccessTables
 from advisor.storage.claims import ClaimTables
+from advisor.storage.targets import TargetTables
 from advisor.storage.schema import MIGRATIONS, SCHEMA_VERSION, changes_lists, new_id
 from advisor.core.domain import TRANSITIONS, Evidence, Recommendation, Snapshot, Workload
 from advisor.core.errors import Conflict, InvalidTransition, NotFound, StoreError
+from advisor.core.inputs import check_text
 
 __all__ = ["SCHEMA_VERSION", "Store", "new_id", "open_store"]
 
-class Store(AccessTables, ClaimTables):
+class Store(TargetTables, AccessTables, ClaimTables):
     def __init__(self, path: str | Path):
         # a DuckDB file path, or a postgresql:// URL (then ``path`` shows it without its password)
         self._database = connect(str(path))
@@ -77,78 +79,6 @@ class Store(AccessTables, ClaimTables):
     @property
     def schema_version(self) -> int:
         return int(self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
-
-    # --- targets --------------------------------------------------------------------------------------------
-
-    @changes_lists
-    def upsert_target(self, name: str, engine: str, dsn_redacted: str) -> str:
-        """The id of the target called ``name``, created when new (an observation of a DSN given by hand). A
-        registered target keeps its DSN: only ``update`` changes it (``set_target_dsn``), explicitly and audited."""
-        with self.lock:
-            row = self.db.execute("SELECT id, credentials IS NOT NULL FROM targets WHERE name = ?", [name]).fetchone()
-            if row:
-                if not row[1]:
-                    self.db.execute("UPDATE targets SET dsn = ?, engine = ? WHERE id = ?", [dsn_redacted, engine, row[0]])
-                return row[0]
-            return self._insert_target(name, engine, dsn_redacted, None)
-
-    @changes_lists
-    def register_target(self, name: str, engine: str, dsn_redacted: str, credentials: str) -> str:
-        """Register ``name`` with its encrypted DSN; ``Conflict`` when a target of that name is registered already
-        (a target observed by hand only, without credentials, is registered in place)."""
-        with self.lock:
-            row = self.db.execute("SELECT id, credentials IS NOT NULL FROM targets WHERE name = ?", [name]).fetchone()
-            if row and row[1]:
-                raise Conflict(f"a target named {name!r} is registered already; to change its DSN, update it "
-                               "(`advisor targets update`, PATCH /api/targets/{name}), or choose another name")
-            if row:
-                self.db.execute("UPDATE targets SET dsn = ?, engine = ?, credentials = ? WHERE id = ?",
-                                [dsn_redacted, engine, credentials, row[0]])
-                return row[0]
-            return self._insert_target(name, engine, dsn_redacted, credentials)
-
-    def _insert_target(self, name: str, engine: str, dsn_redacted: str, credentials: str | None) -> str:
-        tid = new_id()
-        self.db.execute("INSERT INTO targets (id, name, engine, dsn, created_at, credentials) "
-                        "VALUES (?, ?, ?, ?, ?, ?)", [tid, name, engine, dsn_redacted, time.time(), credentials])
-        return tid
-
-    _TARGET_COLS = "t.id, t.name, t.engine, t.dsn, t.created_at, t.credentials IS NOT NULL"
-
-    def _target(self, r: tuple) -> dict:
-        return {"id": r[0], "name": r[1], "engine": r[2], "dsn": r[3], "created_at": r[4], "registered": bool(r[5]),
-                "last_observed_at": r[6], "last_summary": json.loads(r[7]) if r[7] else None}
-
-    def _target_query(self, where: str) -> str:
-        return (f"SELECT {self._TARGET_COLS}, s.taken_at, s.summary FROM targets t LEFT JOIN (SELECT target_id, "
-                "taken_at, summary, row_number() OVER (PARTITION BY target_id ORDER BY taken_at DESC) AS n "
-                f"FROM snapshots) s ON s.target_id = t.id AND s.n = 1 {where}")
-
-    def targets(self) -> list[dict]:
-        """Every target with its last observation (time and summary); never its credentials."""
-        return [self._target(r) for r in self.db.execute(self._target_query("ORDER BY t.name")).fetchall()]
-
-    def target(self, ref: str) -> dict:
-        """A target by id or name."""
-        row = self.db.execute(self._target_query("WHERE t.id = ? OR t.name = ?"), [ref, ref]).fetchone()
-        if row is None:
-            raise NotFound(f"no target {ref!r}")
-        return self._target(row)
-
-    def target_credentials(self, target_id: str) -> str | None:
-        row = self.db.execute("SELECT credentials FROM targets WHERE id = ?", [target_id]).fetchone()
-        if row is None:
-            raise NotFound(f"no target {target_id!r}")
-        return row[0]
-
-    @changes_lists
-    def remove_target(self, target_id: str) -> None:
-        """Forget a target and its schedules; its history (snapshots, runs, recommendations, audit) is kept."""
-        with self.lock:
-            self.target(target_id)
-            self.db.execute("UPDATE schedules SET removed_at = ? WHERE target_id = ? AND removed_at IS NULL",
-                            [time.time(), target_id])
-            self.db.execute("DELETE FROM targets WHERE id = ?", [target_id])
 
     # --- observations and trials ----------------------------------------------------------------------------
 
@@ -343,6 +273,7 @@ class Store(AccessTables, ClaimTables):
         """Move a recommendation along its lifecycle (``expect``: the state it must be in now), audited. While
         an apply or rollback holds the recommendation's claim (``ClaimTables.claim``), only that claim's holder
         (``claim``) moves it."""
+        check_text("note", note)
         with self.lock:
             rec = self.recommendation(rec_id)
             if expect is not None and rec.state != expect:

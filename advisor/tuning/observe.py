@@ -57,7 +57,7 @@ def _check_identity(store: Store, target_id: str, identity: dict, say: Say) -> N
     why = mismatch(recorded, identity)
     if recorded is not None and why is None:
         return
-    target = store.target(target_id)
+    target = store.target_by_id(target_id)
     if why and target["registered"]:
         raise OtherDatabase(f"target {target['name']} was registered for {describe(recorded)}, but its DSN now "
                             f"reaches {why}; if that is intended, update the target's DSN explicitly "

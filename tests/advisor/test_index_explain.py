@@ -20,6 +20,7 @@ from advisor.storage.store import open_store
 from advisor.tuning.validation import ValidationOptions
 from connectors import factory
 from web.main import create_app
+from tests.web.logins import log_in
 from optimizers.indexes.env import MAX_STEPS
 
 MANY = MAX_STEPS + 4  # tables, each needing its own index
@@ -154,7 +155,7 @@ def test_the_recommendation_page_shows_the_table(shop, tmp_path, monkeypatch):
         service = client.app.state.service
         rec = service.tune_indexes(shop, "extend", budget_mb=20, validation=None).recommendation
         _, secret = service.create_token("viewer-1", "viewer")
-        assert client.post("/login", data={"token": secret}, follow_redirects=False).status_code == 303
+        assert log_in(client, secret).status_code == 303
         page = client.get(f"/recommendations/{rec.id}").text
     assert 'id="explain"' in page and "Why, per statement" in page
     for row in rec.details["explain"]:

@@ -29,6 +29,7 @@ from connectors.postgres.sandbox import free_port
 from tests.web.conftest import INDEX_RUN, PASSWORD
 from tests.web.test_rewrite_runs import REWRITE_RUN, reports  # noqa: F401  (reports: the fixture)
 from web.deps import SESSION_COOKIE
+from web.pages.auth import LOGIN_CSRF_COOKIE
 from web.main import create_app
 
 CHROMIUM = "/usr/bin/chromium"
@@ -105,6 +106,18 @@ def _get(base: str, path: str, headers: dict | None = None, body: str | None = N
     response.read()
     conn.close()
     return response
+
+
+def _login_form(base: str) -> tuple[str, str]:
+    """A browser's first visit of the login form: (its login CSRF cookie as a Cookie header, the form's token)."""
+    url = urllib.parse.urlsplit(base)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+    conn.request("GET", "/login")
+    response = conn.getresponse()
+    page = response.read().decode()
+    conn.close()
+    cookie = response.getheader("set-cookie").split(";")[0]
+    return cookie, re.search(r'name="csrf" value="([^"]+)"', page).group(1)
 
 
 @pytest.fixture(scope="module")
@@ -185,6 +198,8 @@ def test_login_session_cookie_and_errors(site, browser):
     page.goto(f"{site.base}/recommendations")
     assert page.url == f"{site.base}/login?next=%2Frecommendations"  # no session: sent to the login page
     site.shot(page, "login")
+    login_cookie = next(c for c in page.context.cookies() if c["name"] == LOGIN_CSRF_COOKIE)  # for the form
+    assert login_cookie["httpOnly"] is True and login_cookie["sameSite"] == "Strict"
 
     page.fill("#token", "dba_not-a-token")
     with page.expect_response(lambda r: r.url.endswith("/login") and r.request.method == "POST") as answer:
@@ -205,9 +220,24 @@ def test_login_session_cookie_and_errors(site, browser):
 
     # after login, only a local path: never another site
     for evil in ("//evil.example/x", "https://evil.example/", "/\\evil.example", "javascript:alert(1)"):
-        body = urllib.parse.urlencode({"token": site.operator, "next": evil})
-        r = _get(site.base, "/login", {"Content-Type": "application/x-www-form-urlencoded"}, body)
+        cookie, csrf = _login_form(site.base)
+        body = urllib.parse.urlencode({"token": site.operator, "next": evil, "csrf": csrf})
+        r = _get(site.base, "/login", {"Content-Type": "application/x-www-form-urlencoded", "Cookie": cookie}, body)
         assert r.status == 303 and r.getheader("location") == "/", evil
+
+    # login CSRF: another site's form cannot log this browser into the attacker's token (the form's token is
+    # in a SameSite=Strict cookie, which a cross-site POST does not carry)
+    forger = new_page(browser)
+    forged = (f'<form method="post" action="{site.base}/login"><input name="token" value="{site.viewer}">'
+              f'<input name="csrf" value="{login_cookie["value"]}"><button id="go">go</button></form>')
+    forger.route("http://evil.example/", lambda route: route.fulfill(body=forged, content_type="text/html"))
+    forger.goto("http://evil.example/")
+    forger.context.add_cookies([{**login_cookie, "sameSite": "Strict"}])  # the victim's own login cookie
+    with forger.expect_response(lambda r: r.url == f"{site.base}/login" and r.request.method == "POST") as answer:
+        forger.click("#go")
+    assert answer.value.status == 403
+    assert not [c for c in forger.context.cookies() if c["name"] == SESSION_COOKIE]
+    forger.context.close()
 
     # errors are pages, their messages escaped
     evil = "<img src=x onerror=alert(1)>"

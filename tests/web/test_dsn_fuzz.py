@@ -11,6 +11,7 @@ import pytest
 
 from connectors.postgres.sandbox import free_port
 from tests.dsn_fuzz import MARKER, VALUE, cases
+from tests.web.logins import log_in
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +53,7 @@ def test_register_target_api(app_client, tokens, fuzz):
 def test_register_target_form(app_client, tokens, fuzz):
     client, _ = app_client
     secret = tokens["operator"]["Authorization"].split()[1]
-    assert client.post("/login", data={"token": secret}, follow_redirects=False).status_code == 303
+    assert log_in(client, secret).status_code == 303
     csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/").text).group(1)
     failures = []
     for i, dsn in enumerate(fuzz):

@@ -11,6 +11,7 @@ import re
 
 from advisor.core.domain import QueryRewrite
 from advisor.tuning.recommend import recommend
+from tests.web.logins import log_in as log_in_form
 from tests.web.test_api import wait_run
 from tests.web.test_rewrite_runs import REWRITE_RUN, SLOW, reports  # noqa: F401  (reports: the fixture)
 from web.pages.diff import side_by_side, tokens
@@ -22,7 +23,7 @@ EVIL = "<script>alert('owned')</script>"
 def log_in(client, headers: dict) -> str:
     """Log the test client in with the token of ``headers``; the session's CSRF token."""
     token = headers["Authorization"].split()[1]
-    assert client.post("/login", data={"token": token}, follow_redirects=False).status_code == 303
+    assert log_in_form(client, token).status_code == 303
     return re.search(r'name="csrf" value="([^"]+)"', client.get("/runs").text).group(1)
 
 

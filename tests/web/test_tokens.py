@@ -1,9 +1,10 @@
 """Token administration over REST for admin tokens (no server downtime to revoke one), and failed logins:
-audited, and slowed down per client."""
+audited, and slowed down per client (and token prefix); valid tokens never are."""
 
 from __future__ import annotations
 
 from advisor.core.errors import Forbidden
+from tests.web.logins import log_in
 
 
 def test_admin_tokens_manage_tokens_over_rest(app_client, tokens):
@@ -49,11 +50,13 @@ def test_failed_logins_are_audited_and_slowed(app_client, tokens):
         assert r.status_code == 401
     failed = [a for a in service.audit_log() if a["action"] == "login_failed"]
     assert len(failed) == 7 and failed[0]["actor"] == "client:testclient"
-    assert failed[-1]["detail"]["next_wait_s"] > failed[0]["detail"]["next_wait_s"] == 0
-    assert service.login_delay("testclient") > 0 and service.login_delay("10.1.1.1") == 0
+    assert failed[-1]["detail"]["wait_s"] > failed[0]["detail"]["wait_s"] == 0
+    assert service.login_delay("testclient", "dba_wrong7") > 0 and service.login_delay("10.1.1.1", "dba_wrong7") == 0
     # the web form counts as well
-    r = client.post("/login", data={"token": "dba_wrong-form", "next": "/"})
+    r = log_in(client, "dba_wrong-form")
     assert r.status_code == 401
-    assert sum(a["action"] == "login_failed" for a in service.audit_log()) == 8
-    # a good token still gets in (after the wait)
+    failed = [a for a in service.audit_log() if a["action"] == "login_failed"]
+    assert len(failed) == 8 and failed[-1]["detail"]["wait_s"] > failed[-2]["detail"]["wait_s"]
+    # a good token still gets in, and is not held
+    assert service.login_delay("testclient", tokens["viewer"]["Authorization"].split()[1]) == 0
     assert client.get("/api/runs", headers=tokens["viewer"]).status_code == 200

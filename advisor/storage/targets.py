@@ -1,0 +1,103 @@
+"""The store's targets: the databases the advisor tunes, by id and by name (a name never reads as an id, and a
+reference that could mean two targets is an error), each with its redacted DSN, its encrypted credentials once
+registered, and its last observation. A mixin of ``advisor.storage.store.Store`` (it uses its ``db`` and ``lock``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from advisor.core.errors import Ambiguous, Conflict, NotFound
+from advisor.core.inputs import check_name
+from advisor.storage.schema import changes_lists, new_id
+
+
+class TargetTables:
+    # --- targets --------------------------------------------------------------------------------------------
+
+    @changes_lists
+    def upsert_target(self, name: str, engine: str, dsn_redacted: str) -> str:
+        """The id of the target called ``name``, created when new (an observation of a DSN given by hand). A
+        registered target keeps its DSN: only ``update`` changes it (``set_target_dsn``), explicitly and audited."""
+        with self.lock:
+            row = self.db.execute("SELECT id, credentials IS NOT NULL FROM targets WHERE name = ?", [name]).fetchone()
+            if row:
+                if not row[1]:
+                    self.db.execute("UPDATE targets SET dsn = ?, engine = ? WHERE id = ?", [dsn_redacted, engine, row[0]])
+                return row[0]
+            return self._insert_target(name, engine, dsn_redacted, None)
+
+    @changes_lists
+    def register_target(self, name: str, engine: str, dsn_redacted: str, credentials: str) -> str:
+        """Register ``name`` with its encrypted DSN; ``Conflict`` when a target of that name is registered already
+        (a target observed by hand only, without credentials, is registered in place)."""
+        check_name("target", name)
+        with self.lock:
+            row = self.db.execute("SELECT id, credentials IS NOT NULL FROM targets WHERE name = ?", [name]).fetchone()
+            if row and row[1]:
+                raise Conflict(f"a target named {name!r} is registered already; to change its DSN, update it "
+                               "(`advisor targets update`, PATCH /api/targets/{name}), or choose another name")
+            if row:
+                self.db.execute("UPDATE targets SET dsn = ?, engine = ?, credentials = ? WHERE id = ?",
+                                [dsn_redacted, engine, credentials, row[0]])
+                return row[0]
+            return self._insert_target(name, engine, dsn_redacted, credentials)
+
+    def _insert_target(self, name: str, engine: str, dsn_redacted: str, credentials: str | None) -> str:
+        tid = new_id()
+        self.db.execute("INSERT INTO targets (id, name, engine, dsn, created_at, credentials) "
+                        "VALUES (?, ?, ?, ?, ?, ?)", [tid, name, engine, dsn_redacted, time.time(), credentials])
+        return tid
+
+    _TARGET_COLS = "t.id, t.name, t.engine, t.dsn, t.created_at, t.credentials IS NOT NULL"
+
+    def _target(self, r: tuple) -> dict:
+        return {"id": r[0], "name": r[1], "engine": r[2], "dsn": r[3], "created_at": r[4], "registered": bool(r[5]),
+                "last_observed_at": r[6], "last_summary": json.loads(r[7]) if r[7] else None}
+
+    def _target_query(self, where: str) -> str:
+        return (f"SELECT {self._TARGET_COLS}, s.taken_at, s.summary FROM targets t LEFT JOIN (SELECT target_id, "
+                "taken_at, summary, row_number() OVER (PARTITION BY target_id ORDER BY taken_at DESC) AS n "
+                f"FROM snapshots) s ON s.target_id = t.id AND s.n = 1 {where}")
+
+    def targets(self) -> list[dict]:
+        """Every target with its last observation (time and summary); never its credentials."""
+        return [self._target(r) for r in self.db.execute(self._target_query("ORDER BY t.name")).fetchall()]
+
+    def target(self, ref: str) -> dict:
+        """A target by what a user calls it: its id or its name. ``Ambiguous`` when the reference is one target's id
+        and another's name (a store written before such names were refused): never a guess. Internal references
+        (a run's, a recommendation's) go by id only: ``target_by_id``."""
+        rows = self.db.execute(self._target_query("WHERE t.id = ? OR t.name = ?"), [ref, ref]).fetchall()
+        if not rows:
+            raise NotFound(f"no target {ref!r}")
+        if len(rows) > 1:
+            by_id = next(self._target(r) for r in rows if r[0] == ref)
+            named = next(self._target(r) for r in rows if r[0] != ref)
+            raise Ambiguous(f"{ref!r} is the id of target {by_id['name']!r} and the name of another target (id "
+                            f"{named['id']}); names that look like ids are refused now: remove or re-register the "
+                            f"target named {ref!r} under another name")
+        return self._target(rows[0])
+
+    def target_by_id(self, target_id: str) -> dict:
+        """A target by its id only."""
+        row = self.db.execute(self._target_query("WHERE t.id = ?"), [target_id]).fetchone()
+        if row is None:
+            raise NotFound(f"no target with id {target_id!r}")
+        return self._target(row)
+
+    def target_credentials(self, target_id: str) -> str | None:
+        row = self.db.execute("SELECT credentials FROM targets WHERE id = ?", [target_id]).fetchone()
+        if row is None:
+            raise NotFound(f"no target {target_id!r}")
+        return row[0]
+
+    @changes_lists
+    def remove_target(self, target_id: str) -> None:
+        """Forget a target and its schedules; its history (snapshots, runs, recommendations, audit) is kept."""
+        with self.lock:
+            self.target_by_id(target_id)
+            self.db.execute("UPDATE schedules SET removed_at = ? WHERE target_id = ? AND removed_at IS NULL",
+                            [time.time(), target_id])
+            self.db.execute("DELETE FROM targets WHERE id = ?", [target_id])
