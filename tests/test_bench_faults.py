@@ -1,6 +1,7 @@
 """``advisor bench faults`` against real servers: the cheap faults (a misbehaving LLM endpoint, two clients racing on
-one recommendation) in the default run, every fault in the slow run. Nothing here depends on timing: a fault is
-triggered by a progress line or a state the bench polls for, and only outcomes are checked, never seconds."""
+one recommendation, a CLI run killed with kill -9, a target stopped during pg_dump) in the default run, every fault
+in the slow run. Nothing here depends on timing: a fault is triggered by a progress line or a state the bench polls
+for, and only outcomes are checked, never seconds."""
 
 from __future__ import annotations
 
@@ -52,6 +53,21 @@ def test_a_bad_llm_and_two_racing_clients_lose_nothing(tmp_path):
     assert (tmp_path / "faults.png").stat().st_size > 0
     shown = table(doc)
     assert "concurrent_approve" in shown and "0/0/0" in shown and "every fault recovered or refused" in shown
+
+
+def test_a_killed_cli_run_is_interrupted_and_a_target_stopped_during_pg_dump_fails_the_run_with_its_error(tmp_path):
+    """Issue 33: the next command marks a CLI run killed with kill -9 interrupted, with the reason, and removes its
+    shadow (defect 6); a target stopped while pg_dump copies it fails the run with pg_dump's own error, not the
+    tail of the query it echoes (defect 7)."""
+    doc = run_fault_bench(FaultBenchOptions(faults=("target_stop_during_dump", "cli_kill9"), out_dir=str(tmp_path)))
+    check(doc, ("target_stop_during_dump", "cli_kill9"))
+    stopped, killed = doc["faults"]
+    assert all(f["verdict"] == "recovered" for f in doc["faults"]), table(doc)
+    error = stopped["details"]["run_error"]
+    assert stopped["details"]["run_state"] == "failed" and "pg_dump: error: query failed:" in error, table(doc)
+    assert not any(echoed in error for echoed in ("Query was", "LOCK TABLE", "['")), error
+    assert killed["details"]["state_after_kill"] == "running" and killed["details"]["shadows_left_by_kill"] == 1
+    assert "run interrupted: the process running it (pid" in killed["detected_how"], table(doc)
 
 
 @pytest.mark.slow

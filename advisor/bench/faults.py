@@ -4,8 +4,9 @@ Per fault: injected (and how), detected (and how the advisor said so), recovered
 the store's trials / recommendations / audit rows lost (rows that existed before the fault and are gone or changed
 other than along a recommendation's lifecycle, plus trial numbers a resumed run holds twice, plus trials a killed
 advisor reported done that the store does not have: must be 0), orphaned PostgreSQL servers, and the seconds to
-recover. The cases are listed in ``CASES`` (``fault_cases`` and ``fault_api_cases``); each is a small class with
-``setup`` / ``inject`` / ``detect`` / ``recover`` / ``teardown`` (``fault_env.Fault``).
+recover. The cases are listed in ``_cases`` (from ``fault_cases``, ``fault_stop_cases``, ``fault_api_cases``,
+``fault_disk`` and ``fault_prod_cases``); each is a small class with ``setup`` / ``inject`` / ``detect`` /
+``recover`` / ``teardown`` (``fault_base.Fault``).
 
 Setup: one sandbox "production" server with the shop database (``advisor.bench.playground``) and one store, both
 under a work directory whose ``tmp/`` is the temporary directory of the bench and of every advisor it starts (so
@@ -37,9 +38,11 @@ def _cases() -> tuple[type[Fault], ...]:
     from advisor.bench import fault_cases as local
     from advisor.bench import fault_disk as disk
     from advisor.bench import fault_prod_cases as prod
+    from advisor.bench import fault_stop_cases as stop
 
-    return (local.ShadowKilled, local.BadConfig, local.TargetDrops, local.AdvisorKilled, api.ServerRestarted,
-            disk.DiskFull, api.BadLLM, prod.ProductionLock, prod.ConcurrentApprove)
+    return (local.ShadowKilled, local.BadConfig, local.TargetDrops, stop.TargetStopped, local.AdvisorKilled,
+            stop.CliKilled, api.ServerRestarted, disk.DiskFull, api.BadLLM, prod.ProductionLock,
+            prod.ConcurrentApprove)
 
 
 def names() -> tuple[str, ...]:
@@ -127,14 +130,15 @@ def _yn(v: bool) -> str:
 
 
 def table(doc: dict) -> str:
-    head = (f"{'fault':<19} {'injected':>8} {'detected':>8} {'recovered':>9}  {'lost t/r/a':>10} {'orphans':>7} "
-            f"{'recover s':>9}  verdict")
+    width = max([19] + [len(f["name"]) for f in doc["faults"]])
+    head = (f"{'fault':<{width}} {'injected':>8} {'detected':>8} {'recovered':>9}  {'lost t/r/a':>10} "
+            f"{'orphans':>7} {'recover s':>9}  verdict")
     rows = [head, "-" * len(head)]
     for f in doc["faults"]:
         lost = f"{f['lost']['trials']}/{f['lost']['recommendations']}/{f['lost']['audit']}"
         secs = f"{f['recover_s']:.1f}" if f["recover_s"] is not None else "-"
         rec = "refused" if f["refused"] and not f["recovered"] else _yn(f["recovered"])
-        rows.append(f"{f['name']:<19} {_yn(f['injected']):>8} {_yn(f['detected']):>8} {rec:>9}  {lost:>10} "
+        rows.append(f"{f['name']:<{width}} {_yn(f['injected']):>8} {_yn(f['detected']):>8} {rec:>9}  {lost:>10} "
                     f"{len(f['orphans']):>7} {secs:>9}  {f['verdict']}")
     rows.append("")
     for f in doc["faults"]:

@@ -186,7 +186,8 @@ def bench_service(clients: Annotated[int, typer.Option(help="concurrent API clie
 @bench_app.command("faults")
 def bench_faults(faults: Annotated[str, typer.Option(help="comma-separated subset (default: all): shadow_kill, "
                                                          "bad_config, target_drop, advisor_kill, api_restart, "
-                                                         "disk_full, llm, prod_lock, concurrent_approve")] = "",
+                                                         "disk_full, llm, prod_lock, concurrent_approve, cli_kill9, "
+                                                         "target_stop_during_dump")] = "",
                  out: Annotated[str, typer.Option(help="directory for faults.json and the plot")] =
                  "bench-results/faults",
                  keep: Annotated[bool, typer.Option(help="keep the work directory (store, servers' files)")] = False,

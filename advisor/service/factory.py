@@ -6,8 +6,10 @@ threads, and a ``Scheduler`` (unless ``scheduler=False``) fires the stored sched
 ``serving``, both around a block) bring those up and down with the server.
 
 Sandboxes and shadows left behind by an advisor process that was killed (``kill -9``: no exit hook ran) are
-stopped and removed (``reap_orphans``) whenever the service is built (so at the start of every CLI command that
-starts shadows, and of the server), and every ``REAP_INTERVAL_S`` while the server runs.
+stopped and removed (``reap_orphans``), and the runs that process left queued or running are then marked
+interrupted with the reason (``recover_runs``), whenever the service is built (so at the start of every CLI
+command, and of the server) and every ``REAP_INTERVAL_S`` while the server runs. A run of a live process, or of
+one on another host, is left alone.
 """
 
 from __future__ import annotations
@@ -44,11 +46,27 @@ def reap_orphans(say: Say | None = None) -> list[str]:
     return reaped
 
 
-class OrphanReaper:
-    """``reap_orphans`` every ``interval_s`` seconds on a daemon thread, until ``stop``."""
+def recover_runs(service: AdvisorService) -> list[str]:
+    """Mark the runs whose owner process is gone interrupted (``AdvisorService.recover_runs(gone_only=True)``);
+    their ids, said."""
+    try:
+        interrupted = service.recover_runs(gone_only=True)
+    except Exception as e:  # noqa: BLE001 - cleaning up after others never stops the service
+        log.warning("looking for runs of killed advisor processes failed: %s", e)
+        return []
+    if interrupted:
+        message = (f"marked {len(interrupted)} run(s) interrupted: the advisor process running them was killed "
+                   f"before they ended: {', '.join(interrupted)}")
+        log.info(message)
+        service.say(message)
+    return interrupted
 
-    def __init__(self, say: Say | None = None, interval_s: float = REAP_INTERVAL_S):
-        self.say, self.interval_s = say, interval_s
+
+class OrphanReaper:
+    """``reap_orphans`` and then ``recover_runs`` every ``interval_s`` seconds on a daemon thread, until ``stop``."""
+
+    def __init__(self, service: AdvisorService, interval_s: float = REAP_INTERVAL_S):
+        self.service, self.interval_s = service, interval_s
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="advisor-reaper", daemon=True)
 
@@ -57,19 +75,27 @@ class OrphanReaper:
 
     def _loop(self) -> None:
         while not self._stopped.wait(self.interval_s):
-            reap_orphans(self.say)
+            reap_orphans(self.service.say)
+            if not self._stopped.is_set():  # the store closes right after a stop
+                recover_runs(self.service)
 
-    def stop(self) -> None:
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Stop the timer and wait (up to ``timeout_s``) for a reaping under way to end, so that the store can be
+        closed after it."""
         self._stopped.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout_s)
 
 
 def build_service(store_path: str | Path | None = None, *, say: Say | None = None, background: bool = False,
                   scheduler: bool = True, max_parallel_runs: int | None = None) -> AdvisorService:
     """The service over the store at ``store_path`` (default: ADVISOR_STORE). ``background``: with the run
     executor (``max_parallel_runs`` at once, default ADVISOR_MAX_PARALLEL_RUNS) and, if ``scheduler``, the
-    scheduler, both still stopped (``start``). The caller closes the store (``stop``, or ``service.store``)."""
+    scheduler, both still stopped (``start``). The caller closes the store (``stop``, or ``service.store``).
+    First the sandboxes of killed advisor processes are reaped and their runs marked interrupted."""
     reap_orphans(say)
     service = AdvisorService(open_store(store_path), say)
+    recover_runs(service)  # the runs of the processes whose shadows were just reaped (or reaped before)
     if background:
         if max_parallel_runs is None:
             from advisor.core.settings import get_settings
@@ -83,12 +109,13 @@ def build_service(store_path: str | Path | None = None, *, say: Say | None = Non
 
 def start(service: AdvisorService, reap_interval_s: float = REAP_INTERVAL_S) -> list[str]:
     """Start a background service: mark the runs a previous process left unfinished as interrupted (their
-    shadows were reaped when the service was built), start reaping orphans every ``reap_interval_s``, then start
-    the scheduler (which catches up on missed fire times). Returns the interrupted runs' ids."""
+    shadows were reaped when the service was built), start reaping orphans (and marking their runs) every
+    ``reap_interval_s``, then start the scheduler (which catches up on missed fire times). Returns the ids of the
+    runs marked interrupted here (those of killed processes were marked when the service was built)."""
     interrupted = service.recover_runs()
     if interrupted:
         service.say(f"{len(interrupted)} run(s) of a previous server were marked interrupted")
-    service.reaper = OrphanReaper(service.say, reap_interval_s)
+    service.reaper = OrphanReaper(service, reap_interval_s)
     service.reaper.start()
     if service.scheduler is not None:
         service.scheduler.start()

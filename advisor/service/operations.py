@@ -214,16 +214,27 @@ class OperationsMixin:
         self.store.run(run_id)
         return self.store.trials(run_id)
 
-    def recover_runs(self) -> list[str]:
-        """Mark runs left queued or running by a process that stopped as interrupted (a server start calls it).
-        A DuckDB store has one process at a time, so every such run was cut; on a store shared by several
-        processes, only runs whose owner process is gone are (one on another host is left to that host's server)."""
-        stale = [r["id"] for st in ACTIVE for r in self.store.runs(state=st)
-                 if not self.store.shared or processes.alive(r.get("owner")) is False]
-        for run_id in stale:
-            self.store.update_run(run_id, state="interrupted", error="the process running it stopped while this "
-                                                                     "run was going on")
-        return stale
+    def recover_runs(self, *, gone_only: bool = False) -> list[str]:
+        """Mark runs left queued or running by a process that stopped as interrupted, with the reason; their ids.
+        A run whose owner process is gone (``processes.alive`` is False: killed, say with ``kill -9``) always is.
+        On a store shared by several processes, no other is (one of a live process, or of another host, is left
+        to that process or that host). A DuckDB store has one process at a time: a run it holds whose owner
+        cannot be checked (none recorded, another host) was cut, and so, at a server start (``gone_only`` False),
+        was every run still going (this process's previous server's, too). The service calls it with
+        ``gone_only`` whenever it is built and on the server's reaper timer, right after the shadows of gone
+        processes were stopped and removed (``factory.reap_orphans``), and without it when a server starts."""
+        with self.store.lock:
+            stale = []
+            for run in [r for st in ACTIVE for r in self.store.runs(state=st)]:
+                alive = processes.alive(run.get("owner"))
+                if alive is False or (not self.store.shared and (alive is None or not gone_only)):
+                    stale.append(run)
+                    pid = (run.get("owner") or {}).get("pid")
+                    who = f"the process running it (pid {pid})" if alive is False and pid else "the process running it"
+                    self.store.update_run(run["id"], state="interrupted",
+                                          error=f"{who} was killed or stopped before the run ended; its shadow "
+                                                f"server, if it had started one, was stopped and removed")
+        return [r["id"] for r in stale]
 
     # --- recommendations ------------------------------------------------------------------------------------
 

@@ -134,11 +134,12 @@ class Store(TargetTables, AccessTables, ClaimTables):
 
     def update_run(self, run_id: str, *, state: str | None = None, optimizer_state: dict | None = None,
                    result: dict | None = None, progress: dict | None = None, error: str | None = None,
-                   options: dict | None = None) -> None:
+                   options: dict | None = None, owner: dict | None = None) -> None:
+        """Change a run's row; ``owner``: the process that executes it now (``processes.this_process``)."""
         self.run(run_id)  # NotFound for an unknown id
         sets, args = ["updated_at = ?"], [time.time()]
         for column, value in (("state", state), ("optimizer_state", optimizer_state), ("result", result),
-                              ("progress", progress), ("error", error), ("options", options)):
+                              ("progress", progress), ("error", error), ("options", options), ("owner", owner)):
             if value is not None:
                 sets.append(f"{column} = ?")
                 args.append(value if column in ("state", "error") else json.dumps(codec.plain(value)))

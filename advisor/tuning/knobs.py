@@ -9,6 +9,7 @@ import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
 
+from advisor.core import processes
 from advisor.core.domain import Hardware, Recommendation
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
@@ -140,6 +141,8 @@ def _open_run(store: Store, target_id: str, plan: KnobPlan, run_id: str | None, 
     if resume:
         if store.run(resume)["state"] == "done":
             raise AdvisorError(f"tuning run {resume} is already finished")
+        # running again, owned by this process (a killed owner's run was marked interrupted by whoever reaped it)
+        store.update_run(resume, state="running", owner=processes.this_process())
         return resume
     if run_id and store.runs(run_id=run_id):  # its row exists: record the search's own options
         store.update_run(run_id, options={**store.run(run_id)["options"], **plan.to_dict()})

@@ -21,7 +21,7 @@ from psycopg.conninfo import make_conninfo
 from advisor.core.domain import KnobSpec
 from advisor.core.errors import AdvisorError, SandboxError
 from advisor.core.progress import Say
-from connectors.base import Shadow
+from connectors.base import Shadow, tool_error
 from connectors.postgres.connection import TAG, parse_dsn
 from connectors.postgres import statistics
 from connectors.postgres.connector import PostgresConnector
@@ -56,13 +56,18 @@ def _tool_env(params: dict[str, str]) -> dict[str, str]:
     return env
 
 
+DUMP_TIMEOUT_S = 3600.0  # pg_dump of the target, or pg_restore into the shadow, gives up after this long
+
+
 def _dump(sandbox: PostgresSandbox, params: dict[str, str], out: Path, *extra: str) -> None:
     conninfo = make_conninfo(**{k: v for k, v in params.items() if k != "password"})
     try:
         subprocess.run([sandbox.tool("pg_dump"), "-Fc", "-d", conninfo, "-f", str(out), *extra], check=True,
-                       capture_output=True, text=True, env=_tool_env(params), timeout=3600)
+                       capture_output=True, text=True, env=_tool_env(params), timeout=DUMP_TIMEOUT_S)
     except subprocess.CalledProcessError as e:
-        raise SandboxError(f"pg_dump of the target failed: {(e.stderr or '').strip().splitlines()[-1:]}") from None
+        raise SandboxError(f"pg_dump of the target failed: {_said('pg_dump', e.stderr, e.returncode)}") from None
+    except subprocess.TimeoutExpired:
+        raise SandboxError(f"pg_dump of the target did not end within {DUMP_TIMEOUT_S:.0f} s") from None
 
 
 def _restore(sandbox: PostgresSandbox, dbname: str, dump: Path, *extra: str, strict: bool = True) -> int:
@@ -71,13 +76,21 @@ def _restore(sandbox: PostgresSandbox, dbname: str, dump: Path, *extra: str, str
             "-U", sandbox.user, "-d", dbname, *extra, str(dump)]
     if strict:
         args.insert(1, "--exit-on-error")
-    res = subprocess.run(args, capture_output=True, text=True, timeout=3600)
+    try:
+        res = subprocess.run(args, capture_output=True, text=True, timeout=DUMP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise SandboxError(f"pg_restore into the shadow did not end within {DUMP_TIMEOUT_S:.0f} s") from None
     if res.returncode != 0:
-        lines = [ln for ln in res.stderr.splitlines() if "error" in ln.lower()]
         if strict:
-            raise SandboxError(f"pg_restore into the shadow failed: {lines[:1]}")
-        return len([ln for ln in lines if "pg_restore: error:" in ln])
+            raise SandboxError(f"pg_restore into the shadow failed: {_said('pg_restore', res.stderr, res.returncode)}")
+        return sum(ln.startswith("pg_restore: error:") for ln in res.stderr.splitlines())
     return 0
+
+
+def _said(tool: str, stderr: str | None, returncode: int) -> str:
+    """What a failed client program said went wrong (``connectors.base.tool_error``: its own error lines, not the
+    SQL it echoes), or its exit status when it said nothing."""
+    return tool_error(tool, stderr) or f"it exited with status {returncode} and said nothing"
 
 
 def create_shadow(target: PostgresConnector, *, sample_percent: float | None = None, sample_min_rows: int = 100_000,
