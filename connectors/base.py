@@ -31,8 +31,15 @@ TableRef = tuple[str, str]  # (schema, table); for MariaDB the schema is the dat
 
 def scrub(text: str) -> str:
     """``text`` with anything that looks like a password in a DSN (``password=...``, ``//user:secret@``) masked;
-    for DSNs that cannot be parsed."""
-    text = re.sub(r"(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", text)
+    for DSNs that cannot be parsed: a value runs to the next blank (a backslash-escaped one included) or is
+    quoted, an unterminated quote running to the end.
+
+    >>> scrub("host=db password=p&ss0rd user=u"), scrub("password='two words' x=1"), scrub("password=a\\\\ b c")
+    ('host=db password=*** user=u', 'password=*** x=1', 'password=*** c')
+    >>> scrub("password='never closed user=u"), scrub("postgresql://u:s3cret@db/x?password=other")
+    ('password=***', 'postgresql://u:***@db/x?password=***')
+    """
+    text = re.sub(r"(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'?|(?:[^\s\\]|\\.)+)", r"\1***", text)
     return re.sub(r"(//[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
 
 

@@ -92,8 +92,16 @@ def client_of(request: Request) -> str:
             if (host := _hop_host(hop))]
     for hop in reversed(hops):
         if hop not in trusted:
-            return hop[:100]
-    return hops[0][:100] if hops else peer  # every hop a trusted proxy: the first, as uvicorn takes it
+            return hop if _is_address(hop) else peer  # a proxy appends addresses: anything else is made up
+    return hops[0] if hops and _is_address(hops[0]) else peer  # every hop trusted: the first, as uvicorn takes it
+
+
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 async def hold_failed_login(service: AdvisorService, client: str, secret: str | None) -> float:

@@ -3,7 +3,6 @@ nothing here expected is a 500 in the same shape, its traceback only in the serv
 
 from __future__ import annotations
 
-import logging
 from urllib.parse import urlencode
 
 from fastapi import FastAPI, Request
@@ -15,8 +14,6 @@ from advisor.core.errors import (AdvisorError, Ambiguous, Conflict, Forbidden, I
                                  StoreError, Unauthorized)
 from web.deps import LoginRequired
 from web.guards import RefuseControlCharacters
-
-log = logging.getLogger("advisor.web")
 
 STATUS = ((Unauthorized, 401, "unauthorized"), (Forbidden, 403, "forbidden"), (NotFound, 404, "not_found"),
           (InvalidTransition, 409, "conflict"), (Conflict, 409, "conflict"), (Ambiguous, 409, "conflict"),
@@ -53,7 +50,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, e: Exception):
-        log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=e)
+        # Starlette re-raises after this answer, so the server logs the traceback once, there
         return _answer(request, 500, "internal_error", f"internal error ({type(e).__name__}); the server's log has "
                                                        "the details")
 

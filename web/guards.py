@@ -7,7 +7,7 @@ outside ``/api``), naming the part that held it, whichever store is behind the s
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, unquote
+from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -31,7 +31,7 @@ def refused_part(scope: Scope) -> str | None:
     for key, value in parse_qsl(raw, keep_blank_values=True):
         bad = control_character(key) or control_character(value)
         if bad:
-            shown = key if not control_character(key) else unquote(key).encode("unicode_escape").decode()
+            shown = key.encode("unicode_escape").decode()[:40]
             return f"query parameter {shown!r} ({bad})"
     return None
 

@@ -139,7 +139,7 @@ class RewriteBench:
         timeout = self.options.statement_timeout_ms
         for row in rows:
             self.say(f"checking {row['name']}")
-            read = tables_named(row["sql"])  # the pipeline's rule: every table the statement reads anywhere
+            read = tables_named(row["sql"])  # every table the statement's text names, in any clause
             tables = {t: cols for t, cols in problem.schema.items() if t in read}
             for who in ("ours", "sqlglot"):
                 text = row["rewritten"] if who == "ours" else row["sqlglot"]

@@ -68,11 +68,6 @@ def check_text(field: str, value: str, *, multiline: bool = True) -> str:
     return value
 
 
-def check_ref(field: str, value: str) -> str:
-    """A reference (an id, or a name): one line without control characters."""
-    return check_text(field, value, multiline=False)
-
-
 def check_name(kind: str, value: str, *, max_length: int = 200) -> str:
     """A new object's name: not blank, one line without control characters, at most ``max_length`` characters,
     and not readable as an id."""

@@ -82,8 +82,9 @@ class OperationsMixin:
     def targets(self) -> list[dict]:
         return self.store.targets()
 
-    def target(self, ref: str) -> dict:
-        return self.store.target(ref)
+    def target(self, ref: str | None = None, *, target_id: str | None = None) -> dict:
+        """A target by a user's reference (id or name), or by its id only (``target_id``)."""
+        return self.store.target_by_id(target_id) if target_id is not None else self.store.target(ref or "")
 
     def remove_target(self, ref: str, who: Principal = ADMIN) -> None:
         who.require("operator")
@@ -105,22 +106,32 @@ class OperationsMixin:
         target = self.store.target(ref)
         return self.observe(self._dsn(target), target["name"])
 
-    def snapshots(self, ref: str, limit: int | None = None, offset: int = 0) -> list[dict]:
+    def _target_id(self, ref: str | None, target_id: str | None) -> str | None:
+        """The id of the target a user's ``ref`` (id or name) means, or ``target_id`` as it is: pages and jobs that
+        hold a target's id pass it so, and an id is never read as a name (``Store.target`` refuses a reference
+        that could mean two targets)."""
+        if target_id is not None:
+            return self.store.target_by_id(target_id)["id"]
+        return self.store.target(ref)["id"] if ref else None
+
+    def snapshots(self, ref: str | None = None, limit: int | None = None, offset: int = 0, *,
+                  target_id: str | None = None) -> list[dict]:
         """The target's snapshots, newest first."""
-        return self.store.snapshots(self.store.target(ref)["id"], limit=limit, offset=offset, newest_first=True)
+        return self.store.snapshots(self._target_id(ref, target_id), limit=limit, offset=offset, newest_first=True)
 
     def count_snapshots(self, ref: str) -> int:
         return self.store.count_snapshots(self.store.target(ref)["id"])
 
     # --- tuning runs ----------------------------------------------------------------------------------------
 
-    def start_run(self, ref: str, plan: RunPlan, who: Principal = ADMIN, *, schedule_id: str | None = None,
-                  wait: bool | None = None) -> dict:
-        """Queue a tuning run of a registered target; it runs on the executor (or here when there is none, or
-        ``wait``). ``Conflict`` when the target already has a run going on."""
+    def start_run(self, ref: str | None, plan: RunPlan, who: Principal = ADMIN, *, schedule_id: str | None = None,
+                  wait: bool | None = None, target_id: str | None = None) -> dict:
+        """Queue a tuning run of a registered target (a user's ``ref``, or its id: ``target_id``); it runs on the
+        executor (or here when there is none, or ``wait``). ``Conflict`` when the target already has a run going
+        on."""
         who.require("operator")
         plan = plan.checked()
-        target = self.store.target(ref)
+        target = self.target(ref, target_id=target_id)
         self._dsn(target)  # registered, and its credentials decrypt
         with self.store.lock:
             active = [r for st in ACTIVE for r in self.store.runs(target["id"], state=st)]
@@ -203,9 +214,9 @@ class OperationsMixin:
         return run
 
     def runs(self, target: str | None = None, state: str | None = None, limit: int | None = None,
-             offset: int = 0) -> list[dict]:
-        target_id = self.store.target(target)["id"] if target else None
-        return self.store.runs(target_id, state=state, limit=limit, offset=offset, newest_first=True)
+             offset: int = 0, *, target_id: str | None = None) -> list[dict]:
+        return self.store.runs(self._target_id(target, target_id), state=state, limit=limit, offset=offset,
+                               newest_first=True)
 
     def count_runs(self, target: str | None = None, state: str | None = None) -> int:
         return self.store.count_runs(self.store.target(target)["id"] if target else None, state)
@@ -218,23 +229,27 @@ class OperationsMixin:
         """Mark runs left queued or running by a process that stopped as interrupted, with the reason; their ids.
         A run whose owner process is gone (``processes.alive`` is False: killed, say with ``kill -9``) always is.
         On a store shared by several processes, no other is (one of a live process, or of another host, is left
-        to that process or that host). A DuckDB store has one process at a time: a run it holds whose owner
-        cannot be checked (none recorded, another host) was cut, and so, at a server start (``gone_only`` False),
-        was every run still going (this process's previous server's, too). The service calls it with
-        ``gone_only`` whenever it is built and on the server's reaper timer, right after the shadows of gone
-        processes were stopped and removed (``factory.reap_orphans``), and without it when a server starts."""
-        with self.store.lock:
-            stale = []
-            for run in [r for st in ACTIVE for r in self.store.runs(state=st)]:
-                alive = processes.alive(run.get("owner"))
-                if alive is False or (not self.store.shared and (alive is None or not gone_only)):
-                    stale.append(run)
-                    pid = (run.get("owner") or {}).get("pid")
-                    who = f"the process running it (pid {pid})" if alive is False and pid else "the process running it"
-                    self.store.update_run(run["id"], state="interrupted",
-                                          error=f"{who} was killed or stopped before the run ended; its shadow "
-                                                f"server, if it had started one, was stopped and removed")
-        return [r["id"] for r in stale]
+        to that process or that host). A DuckDB store has one process at a time: a run there with no owner
+        recorded was cut, and so, at a server start (``gone_only`` False), was every run still going (this
+        process's previous server's, too). The service calls it with ``gone_only`` whenever it is built and on the
+        server's reaper timer, right after the shadows of gone processes were stopped and removed
+        (``factory.reap_orphans``), and without it when a server starts. Each mark is conditional on the run's row
+        being as it was read (``Store.interrupt_run``): a run resumed meanwhile by another process is left alone."""
+        stale = []
+        for run in [r for st in ACTIVE for r in self.store.runs(state=st)]:
+            owner = run.get("owner")
+            alive = processes.alive(owner)
+            if gone_only and (alive is not False and (self.store.shared or owner)):
+                continue
+            if not gone_only and alive is not False and self.store.shared:
+                continue
+            pid = (owner or {}).get("pid")
+            who = f"the process running it (pid {pid})" if alive is False and pid else "the process running it"
+            if self.store.interrupt_run(run["id"], run["updated_at"],
+                                        f"{who} was killed or stopped before the run ended; its shadow server, if "
+                                        "it had started one, was stopped and removed"):
+                stale.append(run["id"])
+        return stale
 
     # --- recommendations ------------------------------------------------------------------------------------
 
@@ -259,9 +274,9 @@ class OperationsMixin:
         return rows
 
     def count_recommendations(self, state: str | None = None, *, kind: str | None = None,
-                              target: str | None = None, run_id: str | None = None) -> int:
-        target_id = self.store.target(target)["id"] if target else None
-        return self.store.count_recommendations(state, target_id, kind, run_id)
+                              target: str | None = None, run_id: str | None = None,
+                              target_id: str | None = None) -> int:
+        return self.store.count_recommendations(state, self._target_id(target, target_id), kind, run_id)
 
     def recommendation(self, rec_id: str) -> Recommendation:
         return self.store.recommendation(rec_id)
@@ -279,12 +294,10 @@ class OperationsMixin:
 
     def approve(self, rec_id: str, who: Principal = ADMIN, note: str = "") -> Recommendation:
         who.require("operator")
-        check_text("note", note)
         return self.store.transition(rec_id, "approved", who.actor, note or "approved", expect="validated")
 
     def reject(self, rec_id: str, who: Principal = ADMIN, note: str = "") -> Recommendation:
         who.require("operator")
-        check_text("note", note)
         return self.store.transition(rec_id, "rejected", who.actor, note or "rejected by an operator")
 
     def connector_for(self, rec: Recommendation) -> Connector:
@@ -304,7 +317,7 @@ class OperationsMixin:
 
     def rollback(self, rec_id: str, who: Principal = ADMIN, why: str = "") -> Recommendation:
         who.require("operator")
-        check_text("note", why)
+        check_text("note", why)  # before production is touched: the note is stored only after the rollback ran
         rec = self.store.recommendation(rec_id)
         settings = get_settings()
         return rollback_recommendation(self.store, self.connector_for(rec), rec, who, why,

@@ -82,8 +82,8 @@ def run_scheduled(service, schedule: dict, fired_at: float, by_cron: bool = Fals
     runs = []
     for p in plan["runs"]:
         try:
-            run = service.start_run(schedule["target_id"], RunPlan.from_dict(p), who, schedule_id=schedule["id"],
-                                    wait=True)
+            run = service.start_run(None, RunPlan.from_dict(p), who, schedule_id=schedule["id"], wait=True,
+                                    target_id=schedule["target_id"])
         except AdvisorError as e:
             runs.append(_record_skip(store, schedule, who, p, str(e)))
             continue

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from advisor.core.errors import InvalidInput, StoreError
 from advisor.core.inputs import control_character
+from connectors.base import scrub
 
 __all__ = ["Database", "DuckDatabase", "PostgresDatabase", "connect", "is_postgres", "redacted"]
 
@@ -42,7 +43,7 @@ def store_kind(location: str) -> str:
     >>> store_kind("host=db dbnme=advisor password=secret")
     Traceback (most recent call last):
     ...
-    advisor.core.errors.StoreError: ADVISOR_STORE 'host=db dbnme=advisor password=***' looks like a PostgreSQL keyword DSN but is not one (invalid connection option "dbnme"); give a DSN (postgresql://... or host=... dbname=...) or a file path
+    advisor.core.errors.StoreError: ADVISOR_STORE looks like a PostgreSQL keyword DSN but is not one (invalid connection option "dbnme"); give a DSN (postgresql://... or host=... dbname=...) or a file path
     >>> store_kind("mysql://db/advisor")
     Traceback (most recent call last):
     ...
@@ -58,9 +59,10 @@ def store_kind(location: str) -> str:
     if re.match(r"\s*[A-Za-z_]+\s*=", location):
         try:
             conninfo_to_dict(location)
-        except Exception as e:  # noqa: BLE001 - psycopg's ProgrammingError: its first line, values hidden
-            why = re.sub(r"'[^']*'", "'...'", (str(e).strip().splitlines() or ["?"])[0])
-            raise StoreError(f"{shown} looks like a PostgreSQL keyword DSN but is not one ({why}); give a DSN "
+        except Exception as e:  # noqa: BLE001 - psycopg's ProgrammingError; its text may quote the password
+            option = re.search(r'invalid connection option "(\w+)"', str(e))
+            why = f'invalid connection option "{option.group(1)}"' if option else "it does not read as key=value pairs"
+            raise StoreError(f"ADVISOR_STORE looks like a PostgreSQL keyword DSN but is not one ({why}); give a DSN "
                              "(postgresql://... or host=... dbname=...) or a file path") from None
         return "postgres"
     if "://" in location:
@@ -74,15 +76,14 @@ def store_kind(location: str) -> str:
 
 
 def redacted(location: str) -> str:
-    """The store's name without a password, safe to print.
+    """The store's name without a password, safe to print (``connectors.base.scrub``, the one masking rule).
 
     >>> redacted("postgresql://team:s3cret@db.example:5432/advisor?sslmode=require&password=other")
     'postgresql://team:***@db.example:5432/advisor?sslmode=require&password=***'
     >>> redacted("host=db password='two words' user=u")
     'host=db password=*** user=u'
     """
-    text = re.sub(r"(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]+)", r"\1***", location)
-    return re.sub(r"(//[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
+    return scrub(location)
 
 
 def connect(location: str) -> "Database":
@@ -254,10 +255,10 @@ class PostgresDatabase(Database):
         lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
         text = next((ln.split("failed:", 1)[1].strip() for ln in lines if "failed:" in ln), None) \
             or (lines[0] if lines else type(e).__name__)
-        text = re.sub(r"'[^']*'", "'...'", re.sub(r'"[^"]*"', '"..."', text))
-        for secret in re.findall(r"//[^:/@\s]*:([^@\s]+)@", self._url) + \
-                re.findall(r"(?i)password=([^&\s]+)", self._url):
-            text = text.replace(secret, "***")
+        text = scrub(re.sub(r"'[^']*'", "'...'", re.sub(r'"[^"]*"', '"..."', text)))
+        for secret in re.findall(r"//[^:/@\s]*:([^@\s]+)@", self._url) + [_password(self._url)]:
+            if secret:
+                text = text.replace(secret, "***")
         return text
 
     @contextlib.contextmanager
@@ -284,6 +285,16 @@ class PostgresDatabase(Database):
             sessions = list(self._sessions)
         for session in sessions:
             session.close()
+
+
+def _password(location: str) -> str | None:
+    """The password a PostgreSQL DSN (URL or keyword form) holds, to keep it out of any message."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        return conninfo_to_dict(location).get("password")
+    except Exception:  # noqa: BLE001 - a DSN that does not parse never connected
+        return None
 
 
 class _PgSession:

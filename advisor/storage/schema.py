@@ -76,5 +76,3 @@ def changes_lists(method):
             self._bump()
 
     return wrapper
-
-

@@ -147,6 +147,17 @@ class Store(TargetTables, AccessTables, ClaimTables):
         if state is not None or result is not None or error is not None:  # what lists of runs show
             self._bump()
 
+    def interrupt_run(self, run_id: str, seen_at: float, error: str) -> bool:
+        """Mark a queued or running run interrupted with ``error``, only if its row is as it was when read
+        (``updated_at == seen_at``: a run resumed or moved on meanwhile, by any process, is left alone). True when
+        it was marked."""
+        rows = self.db.execute("UPDATE tuning_runs SET state = 'interrupted', error = ?, updated_at = ? WHERE id = ? "
+                               "AND updated_at = ? AND state IN ('queued', 'running') RETURNING id",
+                               [error, time.time(), run_id, seen_at]).fetchall()
+        if rows:
+            self._bump()
+        return bool(rows)
+
     def run(self, run_id: str) -> dict:
         rows = self.runs(run_id=run_id)
         if not rows:

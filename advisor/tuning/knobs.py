@@ -139,8 +139,14 @@ def propose_seeds(store: Store, problem: KnobProblem, obs: Observation, tuning: 
 
 def _open_run(store: Store, target_id: str, plan: KnobPlan, run_id: str | None, resume: str | None) -> str:
     if resume:
-        if store.run(resume)["state"] == "done":
+        run = store.run(resume)
+        if run["state"] == "done":
             raise AdvisorError(f"tuning run {resume} is already finished")
+        if run["target_id"] != target_id:
+            raise AdvisorError(f"tuning run {resume} is a run of another target; resume it with that target")
+        if run["state"] in ("queued", "running") and processes.alive(run.get("owner")) is not False:
+            raise AdvisorError(f"tuning run {resume} is {run['state']} in another process (pid "
+                               f"{(run.get('owner') or {}).get('pid', '?')}); it can be resumed once that ends")
         # running again, owned by this process (a killed owner's run was marked interrupted by whoever reaped it)
         store.update_run(resume, state="running", owner=processes.this_process())
         return resume

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from advisor.core.errors import Ambiguous, InvalidInput, NotFound, StoreError
+from advisor.core.errors import AdvisorError, Ambiguous, InvalidInput, NotFound, StoreError
 from advisor.storage.store import Store
 from tests.advisor.test_store import STORE_PASSWORD, _rec, location, pg_schema_version, pg_url  # noqa: F401
 
@@ -60,7 +60,15 @@ def _modes(directory) -> dict[str, int]:
     return {p.name: stat.S_IMODE(p.stat().st_mode) for p in directory.iterdir()}
 
 
-def test_the_duckdb_store_is_private_to_its_user(tmp_path):
+@pytest.fixture
+def umask():
+    """Restores the process's umask after the test (opening a DuckDB store makes it 077)."""
+    before = os.umask(0o022)
+    yield
+    os.umask(before)
+
+
+def test_the_duckdb_store_is_private_to_its_user(tmp_path, umask):
     home = tmp_path / "new" / "db-advisor"
     with Store(home / "advisor.duckdb") as s:
         s.add_recommendation(_rec())  # a write: DuckDB creates its .wal now
@@ -70,13 +78,14 @@ def test_the_duckdb_store_is_private_to_its_user(tmp_path):
     assert _modes(home)["advisor.duckdb"] == 0o600
     # a store created before this rule (0644 in a directory the user chose) is made private when opened
     os.umask(0o022)
+    os.chmod(tmp_path, 0o755)
     loose = tmp_path / "loose.duckdb"
     Store(loose).close()
     os.chmod(loose, 0o644)
     with Store(loose) as s:
         s.add_recommendation(_rec())
         assert _modes(tmp_path)["loose.duckdb"] == 0o600 and _modes(tmp_path)["loose.duckdb.wal"] == 0o600
-    assert stat.S_IMODE(tmp_path.stat().st_mode) == stat.S_IMODE(os.stat(tmp_path).st_mode)  # left alone
+    assert stat.S_IMODE(tmp_path.stat().st_mode) == 0o755  # a directory the user chose keeps its mode
 
 
 def _cli(env_store: str, cwd, *args: str) -> subprocess.CompletedProcess:
@@ -109,3 +118,29 @@ def test_a_store_that_is_neither_a_dsn_nor_a_path_is_one_clear_line(tmp_path, va
     assert done.returncode == 1 and says in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert STORE_PASSWORD not in done.stderr and "Traceback" not in done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_is_marked_interrupted_only_if_its_row_did_not_move_meanwhile(location):
+    with Store(location) as s:
+        tid = s.upsert_target("shop", "postgres", "host=x")
+        s.add_run("run1", tid, "knobs", "random", {})
+        seen = s.run("run1")["updated_at"]
+        s.update_run("run1", progress={"line": "resumed elsewhere"})  # another process moved it on
+        assert not s.interrupt_run("run1", seen, "killed") and s.run("run1")["state"] == "running"
+        assert s.interrupt_run("run1", s.run("run1")["updated_at"], "killed")
+        assert s.run("run1")["state"] == "interrupted" and s.run("run1")["error"] == "killed"
+
+
+def test_resume_refuses_a_run_a_live_process_holds_or_of_another_target(tmp_path):
+    from advisor.tuning.knobs import KnobPlan, _open_run
+
+    with Store(tmp_path / "s.duckdb") as s:
+        tid, other = s.upsert_target("shop", "postgres", "host=x"), s.upsert_target("other", "postgres", "host=y")
+        s.add_run("run1", tid, "knobs", "random", {})  # owned by this (live) process
+        with pytest.raises(AdvisorError, match="running in another process"):
+            _open_run(s, tid, KnobPlan(), None, "run1")
+        with pytest.raises(AdvisorError, match="another target"):
+            _open_run(s, other, KnobPlan(), None, "run1")
+        s.interrupt_run("run1", s.run("run1")["updated_at"], "killed")
+        assert _open_run(s, tid, KnobPlan(), None, "run1") == "run1"
+        assert s.run("run1")["state"] == "running"

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from advisor.core.domain import IndexChange, Recommendation
 from tests.advisor.test_store import pg_url
+from tests.web.logins import log_in
 from web.main import create_app
 
 
@@ -80,6 +81,11 @@ def test_a_reference_that_could_mean_two_targets_is_an_error_never_a_guess(api, 
     rec = Recommendation("rec1", victim_id, "indexes", "extend", (IndexChange("public", "t", ("a",)),), (), (),
                          False, "approved", 0.0)
     service.store.add_recommendation(rec)
+    # the pages that list targets, schedules and a recommendation go by id: they still answer
+    assert log_in(client, admin["Authorization"].split()[1]).status_code == 303
+    for page in ("/", "/schedules", "/recommendations/rec1", "/runs"):
+        r = client.get(page)
+        assert r.status_code == 200, (page, r.text[:300])
     with psycopg.connect(db) as conn:
         victim_db = conn.info.dbname
     connector = service.connector_for(service.store.recommendation("rec1"))

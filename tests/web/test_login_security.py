@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from contextlib import contextmanager
 
 import pytest
@@ -199,6 +200,31 @@ def test_a_valid_token_is_not_held_after_failures_from_its_address(app_client, t
     assert client.get("/api/runs", headers=bearer("dba_typo-of-mine")).status_code == 401
     assert waits(service)[-1] == 0.0
     assert [a["actor"] for a in failures(service)] == ["client:testclient"] * 9  # still audited one by one
+
+
+def test_a_valid_token_is_answered_at_once_even_from_an_address_that_is_held(app_client, tokens, monkeypatch):
+    """Past the address's 50 failures every failure from it is held, whatever its prefix; the valid token is
+    checked first and never waits (the holds are recorded, not timed)."""
+    import web.deps
+
+    monkeypatch.delenv("ADVISOR_TRUSTED_PROXIES", raising=False)
+    held: list[float] = []
+
+    async def record(seconds: float) -> None:
+        held.append(seconds)
+
+    monkeypatch.setattr(web.deps, "asyncio", types.SimpleNamespace(sleep=record))  # holds recorded, not slept
+    client, service = app_client
+    secret = tokens["operator"]["Authorization"].split()[1]
+    for i in range(60):
+        assert client.get("/api/runs", headers=bearer(f"dba_{i:04d}-guess")).status_code == 401
+    assert held[-1] > 0 and service.login_delay("testclient", "dba_anything") > 0  # the address is held now
+    held.clear()
+    assert client.get("/api/runs", headers=tokens["operator"]).status_code == 200
+    assert log_in(client, secret).status_code == 303
+    assert held == []  # neither the REST call nor the login form waited
+    assert client.get("/api/runs", headers=bearer("dba_9999-guess")).status_code == 401
+    assert len(held) == 1 and held[0] > 0  # a failure is still held
 
 
 def test_varying_the_prefix_of_guesses_does_not_escape_the_throttle():

@@ -79,7 +79,7 @@ def detail_page(request: Request, rec_id: str, service: Service, session: PageSe
     rec = service.recommendation(rec_id)
     run = service.run_of(rec)
     try:
-        target = service.target(rec.target_id)
+        target = service.target(target_id=rec.target_id)
     except NotFound:
         target = None
     out = views.recommendation(rec, service.predicted_gain(rec, run))

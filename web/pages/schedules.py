@@ -22,7 +22,7 @@ def schedules_page(request: Request, service: Service, session: PageSession):
     names = {t["id"]: t["name"] for t in targets}
     rows = []
     for s in service.schedules():
-        runs = [r for r in service.runs(s["target_id"]) if r.get("schedule_id") == s["id"]][:RECENT]
+        runs = [r for r in service.runs(target_id=s["target_id"]) if r.get("schedule_id") == s["id"]][:RECENT]
         rows.append({"schedule": s, "target": names.get(s["target_id"], s["target_id"]), "runs": runs})
     return render(request, "schedules.html", session, section="schedules", rows=rows, targets=targets,
                   optimizers=OPTIMIZERS, form=FORM, auto_apply=AUTO_APPLY)

@@ -17,12 +17,12 @@ router = APIRouter()
 def targets_page(request: Request, service: Service, session: PageSession):
     rows = []
     for t in service.targets():
-        snaps = service.snapshots(t["id"], limit=1)
+        snaps = service.snapshots(target_id=t["id"], limit=1)
         last = views.snapshot(snaps[0]) if snaps else None
-        active = [r for st in ("running", "queued") for r in service.runs(t["id"], st, limit=1)]
+        active = [r for st in ("running", "queued") for r in service.runs(target_id=t["id"], state=st, limit=1)]
         rows.append({"target": t, "summary": t["last_summary"] or {}, "statements": last.statements if last else None,
                      "calls": last.total_calls if last else None, "active_run": active[0] if active else None,
-                     "waiting": service.count_recommendations("validated", target=t["id"])})
+                     "waiting": service.count_recommendations("validated", target_id=t["id"])})
     return render(request, "targets.html", session, section="targets", rows=rows)
 
 
