@@ -1,0 +1,190 @@
+"""Drawing a validated workload: which family each statement is, its constants from real rows, and a check that
+it runs (within a time limit, returning at most so many rows) before it is kept; one that fails is drawn again.
+
+Determinism: statement ``i`` is drawn from ``random.Random("gen:<seed>:<i>:<attempt>")``, so the same database (the
+same data and the same statistics: ANALYZE samples large tables) and seed give the same statements, whatever the
+other statements drew. The database is only read: the session is read-only with a statement timeout.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from advisor.core.progress import Say
+from connectors import factory
+from connectors.base import TAG, Connector
+from workloads.binding import BoundStatement
+from workloads.generated import families, rewrites
+from workloads.generated.catalog import Schema, Table, read_schema
+from workloads.generated.draw import Ctx, Row, literal
+
+INDEX_FAMILIES = tuple(families.BUILDERS)
+REWRITE_FAMILIES = tuple(rewrites.BUILDERS)
+FAMILIES = INDEX_FAMILIES + REWRITE_FAMILIES
+BUILDERS = {**families.BUILDERS, **rewrites.BUILDERS}
+# calls in an observed interval are drawn as BASE_CALLS x a Pareto variate: lookups are frequent, reports rare
+BASE_CALLS = {"lookup": 40, "composite": 20, "prefix": 10, "date_range": 10, "join": 5, "aggregate": 2}
+REWRITE_CALLS = 3
+MAX_CALLS = 1000
+
+
+@dataclass(frozen=True)
+class Generated:
+    """One generated statement: ``queryid`` ``gen.s<seed>.<family>.<i>``; ``weight`` its calls in an observed
+    interval; ``rows`` what it returned when validated; ``ms`` how long that took (not compared)."""
+
+    queryid: str
+    family: str
+    sql: str
+    weight: float
+    rows: int
+    ms: float = field(default=0.0, compare=False)
+
+    def bound(self) -> BoundStatement:
+        """As the pipelines and benches take statements (literal constants: ``normalized`` is the text itself)."""
+        return BoundStatement(self.queryid, self.sql, self.sql, self.weight, "literal", False, float(self.rows))
+
+
+def plan_families(n: int, seed: int, chosen: Sequence[str], weights: dict[str, float] | None = None) -> list[str]:
+    """The family of each of ``n`` statements: every chosen family once (in a seeded order) while ``n`` allows,
+    then drawn by ``weights`` (equal by default).
+
+    >>> plan_families(3, 0, ("lookup", "join")) == plan_families(3, 0, ("lookup", "join"))
+    True
+    >>> sorted(plan_families(2, 5, ("lookup", "join")))
+    ['join', 'lookup']
+    """
+    rng = random.Random(f"gen:{seed}:families")
+    first = list(chosen)
+    rng.shuffle(first)
+    w = [(weights or {}).get(f, 1.0) for f in chosen]
+    return (first + rng.choices(list(chosen), weights=w, k=max(0, n - len(first))))[:n]
+
+
+class LiveRows:
+    """A ``RowSource`` over a connection: one real row of a table, found through an indexed column where it can
+    be (the narrowest unique key's first column, matched with a value from its histogram), ordered so the same
+    data gives the same row."""
+
+    def __init__(self, conn, schema: Schema):
+        self.conn, self.schema = conn, schema
+
+    def __call__(self, t: Table, columns: Sequence[str], rng: random.Random,
+                 match: dict[str, str] | None = None) -> Row | None:
+        if not columns:
+            return {}
+        if not match:
+            anchor = self._anchor(t)
+            if anchor is None:
+                return None
+            value = rng.choice([v for v in anchor.histogram if literal(anchor, v) is not None] or [None])
+            if value is None:
+                return None
+            match = {anchor.name: value}
+        where = [f"{self.schema.ident(c)} = {literal(t.column(c), v)}" for c, v in match.items()
+                 if literal(t.column(c), v) is not None]
+        if not where:
+            return None
+        cols = list(dict.fromkeys(columns))
+        what = ", ".join(f"CAST({self.schema.ident(c)} AS text)" for c in cols)
+        order = ", ".join(self.schema.ident(c) for c in cols)
+        query = f"SELECT {what} FROM {self.schema.ref(t)} WHERE {' AND '.join(where)} ORDER BY {order} LIMIT 1"
+        try:
+            with self.conn.transaction():
+                found = self.conn.execute(TAG + query).fetchone()  # type: ignore[operator]  # built here
+        except Exception:  # noqa: BLE001 - a timeout or a value the column refuses: no row, draws from statistics
+            return None
+        return dict(zip(cols, found)) if found else None
+
+    def _anchor(self, t: Table):
+        keyed = [t.column(k[0]) for k in t.keys if t.column(k[0]).histogram]
+        if keyed:
+            return max(keyed, key=lambda c: c.distinct(t.rows))
+        cols = [c for c in t.columns if c.histogram and c.kind != "other"]
+        return max(cols, key=lambda c: c.distinct(t.rows)) if cols else None
+
+
+def _check(conn, text: str, max_rows: int) -> tuple[int, float] | None:
+    """Rows returned and milliseconds, or None when it fails, times out or returns more than ``max_rows``."""
+    try:
+        with conn.transaction():
+            plan = conn.execute("EXPLAIN (FORMAT JSON) " + text).fetchone()[0]  # type: ignore[arg-type]
+            if plan[0]["Plan"].get("Plan Rows", 0) > 50 * max_rows:
+                return None
+            started = time.perf_counter()
+            cur = conn.execute(text)  # type: ignore[arg-type]  # generated here from the catalog and quoted values
+            rows = len(cur.fetchmany(max_rows + 1))
+            ms = (time.perf_counter() - started) * 1000
+    except Exception:  # noqa: BLE001 - an error or a timeout: the statement is drawn again
+        return None
+    return (rows, ms) if rows <= max_rows else None
+
+
+def generate(target: str | Connector, n: int = 40, seed: int = 0, families: Iterable[str] = FAMILIES, *,
+             weights: dict[str, float] | None = None, timeout_ms: int = 5_000, max_rows: int = 10_000,
+             attempts: int = 8, schema: Schema | None = None, say: Say | None = None) -> list[Generated]:
+    """``n`` statements over the database at ``target`` (a DSN or a connector; ANALYZE it first), each of one of
+    ``families`` (``INDEX_FAMILIES``, ``REWRITE_FAMILIES`` or any of ``FAMILIES``), every one run once: it finished
+    within ``timeout_ms`` and returned at most ``max_rows`` rows. For the first half of its ``attempts`` a
+    statement must also return a row. A statement no attempt makes valid is left out (the list is then shorter,
+    as for a family the schema cannot give, such as joins without any edge)."""
+    chosen = tuple(families)
+    unknown = [f for f in chosen if f not in BUILDERS]
+    if unknown or not chosen:
+        raise ValueError(f"unknown families {unknown}: expected some of {', '.join(FAMILIES)}")
+    connector = factory.connector(target) if isinstance(target, str) else target
+    schema = schema or read_schema(connector)
+    report = say or (lambda _msg: None)
+    out: list[Generated] = []
+    with connector.connect() as conn:
+        conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(int(timeout_ms)),))
+        conn.execute("SELECT set_config('default_transaction_read_only', 'on', false)")
+        rows = LiveRows(conn, schema)
+        for i, family in enumerate(plan_families(n, seed, chosen, weights)):
+            for attempt in range(attempts):
+                rng = random.Random(f"gen:{seed}:{i}:{attempt}")
+                text = BUILDERS[family](Ctx(schema, rng, rows))
+                checked = _check(conn, text, max_rows) if text else None
+                if checked is None or (checked[0] == 0 and attempt < attempts // 2):
+                    continue
+                calls = min(MAX_CALLS, max(1, round(BASE_CALLS.get(family, REWRITE_CALLS) * rng.paretovariate(1.5))))
+                out.append(Generated(f"gen.s{seed}.{family}.{i}", family, text, float(calls), checked[0], checked[1]))
+                break
+            else:
+                report(f"no valid {family} statement for #{i} after {attempts} attempts")
+    return out
+
+
+def statements(target: str | Connector, n: int = 40, seed: int = 0, families: Iterable[str] = FAMILIES,
+               **options) -> list[BoundStatement]:
+    """``generate``'s statements as ``BoundStatement`` (literal constants, weight = calls)."""
+    return [g.bound() for g in generate(target, n, seed, families, **options)]
+
+
+def rewrite_cases(generated: Iterable[Generated]) -> list[tuple[str, str, str]]:
+    """(name, what it exercises, SQL), the shape of ``workloads.rewrite_suite.SUITE``."""
+    return [(g.queryid, f"generated {g.family.replace('_', ' ')}", g.sql) for g in generated]
+
+
+def drive(target: str | Connector, generated: Iterable[Generated], rounds: int = 1, timeout_ms: int = 60_000,
+          max_calls: int = 20, on_error: Callable[[Generated, Exception], None] | None = None) -> int:
+    """Run each statement ``min(weight, max_calls)`` times per round (filling pg_stat_statements as an application
+    would, in proportion to its calls up to a cap); returns the executions that finished."""
+    connector = factory.connector(target) if isinstance(target, str) else target
+    ran = 0
+    with connector.connect() as conn:
+        conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(int(timeout_ms)),))
+        for _ in range(rounds):
+            for g in generated:
+                for _ in range(max(1, min(int(g.weight), max_calls))):
+                    try:
+                        with conn.cursor() as cur:
+                            connector.execute_one(cur, g.sql).fetchall()
+                        ran += 1
+                    except Exception as e:  # noqa: BLE001 - reported, the rest still runs
+                        if on_error:
+                            on_error(g, e)
+    return ran
