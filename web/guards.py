@@ -2,7 +2,8 @@
 
 No id, name or filter the API knows can hold one (``advisor.core.inputs``), and a store cannot look one up (a
 PostgreSQL text value cannot hold NUL), so such a request gets a 400 in the API's error shape (an HTML error page
-outside ``/api``), naming the part that held it, whichever store is behind the service.
+outside ``/api``), naming the part that held it, whichever store is behind the service. The OpenAPI document says
+so: every text parameter and field carries the pattern (``stated_in_schema``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,11 @@ from urllib.parse import parse_qsl
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from advisor.core.inputs import control_character
+
+# what a text may hold, as a JSON-schema pattern: no C0 or C1 control character (a multiline field: tab, line feed
+# and carriage return allowed), the rule of ``advisor.core.inputs.control_character``
+ONE_LINE = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
+MULTILINE = "^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$"
 
 
 def refused_part(scope: Scope) -> str | None:
@@ -51,3 +57,35 @@ class RefuseControlCharacters:
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def stated_in_schema(doc: dict, multiline: set[tuple[str, str]]) -> dict:
+    """``doc`` (an OpenAPI document) with the no-control-character pattern on every string parameter and every
+    string property of its component schemas; ``multiline``: (schema, property) pairs that may hold line breaks.
+
+    >>> d = {"paths": {"/t/{ref}": {"get": {"parameters": [{"in": "path", "schema": {"type": "string"}}]}}},
+    ...      "components": {"schemas": {"Note": {"properties": {"note": {"type": "string"}}}}}}
+    >>> out = stated_in_schema(d, {("Note", "note")})
+    >>> out["paths"]["/t/{ref}"]["get"]["parameters"][0]["schema"]["pattern"] == ONE_LINE
+    True
+    >>> out["components"]["schemas"]["Note"]["properties"]["note"]["pattern"] == MULTILINE
+    True
+    """
+    for ops in doc.get("paths", {}).values():
+        for op in ops.values():
+            for param in op.get("parameters", []) if isinstance(op, dict) else []:
+                _patterned(param.get("schema", {}), ONE_LINE)
+    for name, schema in doc.get("components", {}).get("schemas", {}).items():
+        for prop, sub in schema.get("properties", {}).items():
+            _patterned(sub, MULTILINE if (name, prop) in multiline else ONE_LINE)
+    return doc
+
+
+def _patterned(schema: dict, pattern: str) -> None:
+    """The pattern on a string schema, on each string branch of an anyOf, and on a string array's items."""
+    if schema.get("type") == "string" and "pattern" not in schema and "enum" not in schema and "const" not in schema:
+        schema["pattern"] = pattern
+    for branch in schema.get("anyOf", []):
+        _patterned(branch, pattern)
+    if schema.get("type") == "array":
+        _patterned(schema.get("items", {}), pattern)

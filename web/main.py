@@ -17,6 +17,8 @@ from fastapi.staticfiles import StaticFiles
 from advisor.core.progress import Say, silent
 from advisor.service.factory import serving
 from web.errors import install_error_handlers
+from web.guards import stated_in_schema
+from web.schemas import multiline_fields
 from web.routes import recommendations, runs, schedules, system, targets, tokens
 
 STATIC = Path(__file__).parent / "static"
@@ -46,6 +48,7 @@ def create_app(store_path: str | None = None, *, scheduler: bool = True, max_par
                               "/api/health needs 'Authorization: Bearer <token>' (advisor tokens create); viewer "
                               "tokens read, operator tokens also change things, admin tokens also manage tokens.")
     install_error_handlers(app)
+    _state_text_rule(app)
     for module in (system, targets, runs, recommendations, schedules, tokens):
         app.include_router(module.router)
     from web.pages import router as pages_router
@@ -53,3 +56,15 @@ def create_app(store_path: str | None = None, *, scheduler: bool = True, max_par
     app.include_router(pages_router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
+
+
+def _state_text_rule(app: FastAPI) -> None:
+    """The OpenAPI document states what the API refuses: a control character in any text (``web.guards``)."""
+    generate = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            app.openapi_schema = stated_in_schema(generate(), multiline_fields())
+        return app.openapi_schema
+
+    app.openapi = openapi

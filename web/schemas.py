@@ -34,6 +34,16 @@ class Strict(BaseModel):
         return value
 
 
+def multiline_fields() -> set[tuple[str, str]]:
+    """(schema name, field) of every input field that may hold line breaks (``Strict.MULTILINE``)."""
+    found, todo = set(), list(Strict.__subclasses__())
+    while todo:
+        model = todo.pop()
+        found |= {(model.__name__, f) for f in model.MULTILINE}
+        todo += model.__subclasses__()
+    return found
+
+
 def _texts(value: Any):
     """The strings inside a field's value (secrets included; nested inputs check themselves)."""
     if isinstance(value, str):
