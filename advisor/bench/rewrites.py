@@ -10,6 +10,9 @@
 4. The search strategies at the same node budget on every statement in the rewriter's subset: the estimated cost
    each reaches and the e-nodes it took (Aurora against capped saturation, random order and greedy).
 
+``advisor bench rewrite --generated N`` runs steps 1-3 (``RewriteBench.measure``) on generated statements instead:
+``advisor.bench.rewrite_corpus``.
+
 Latencies are medians in ms; a total is the sum of the statements' medians; speedups are original / other.
 """
 
@@ -89,32 +92,43 @@ class RewriteBench:
             self.say(f"loading TPC-H at scale {o.scale:g}")
             tpch.load(dsn, o.scale, progress=self.say)
             service = AdvisorService(Store(Path(tmp) / "store.duckdb"), say=self.say)
-            timing = ValidationOptions(rounds=o.rounds, statement_timeout_ms=o.statement_timeout_ms)
-            self.say(f"the rewrite pipeline ({o.optimizer}) on {len(named)} statements")
-            result = service.tune_rewrites(dsn, o.optimizer, sql=";\n".join(sql for _, _, sql in named),
-                                           validation=timing, seed=o.seed,
-                                           options={"episodes": o.episodes, "own": not o.held_out})
-            ours = {f"sql{i + 1}": out for i, out in enumerate(result.statements)}
-            connector = factory.connector(dsn)
-            bound = [BoundStatement(f"sql{i + 1}", sql, sql, 1.0, "literal", False) for i, (_, _, sql) in
-                     enumerate(named)]
-            problem = build_problem(connector, result.observation, bound)
-            rows = [{"name": name, "group": group, "sql": sql, **self._ours(ours[f"sql{i + 1}"])}
-                    for i, (name, group, sql) in enumerate(named)]
-            self._peer(problem, rows)
-            with factory.clone(connector, say=self.say) as shadow:
-                problem = calibrated(problem, shadow.connector)  # as the pipeline did
-                scratch = shadow.sandbox.create_database(SCRATCH_DB, extensions=False)
-                self._check(shadow, scratch, problem, rows)
-                self._time(shadow, rows, timing)
-                strategies = self._strategies(problem, service.model_dir(result.observation.target_id), rows,
-                                              shadow)
+            rows, strategies, training = self.measure(service, dsn, named)
         doc = {"machine": asdict(detect()), "options": asdict(o), "statements": rows, "strategies": strategies,
-               "training": result.training, "wall_s": round(time.time() - started, 1)}
+               "training": training, "wall_s": round(time.time() - started, 1)}
         doc["summary"] = summary(doc)
         (self.out / "rewrite.json").write_text(json.dumps(doc, indent=2, default=str))
         plot(doc, self.out / "rewrite.png")
         return doc
+
+    def measure(self, service: AdvisorService, dsn: str, named: list[tuple[str, str, str]],
+                strategies: bool = True) -> tuple[list[dict], dict, dict | None]:
+        """The bench's flow over ``named`` (name, group, SQL) on the loaded database at ``dsn``: the pipeline's
+        answers, sqlglot's outputs, both checked and timed against the original on one shadow, and with
+        ``strategies`` the search strategies compared. Returns the rows (one per statement, in order), the
+        strategies' results per statement and Aurora's training report."""
+        o = self.options
+        timing = ValidationOptions(rounds=o.rounds, statement_timeout_ms=o.statement_timeout_ms)
+        self.say(f"the rewrite pipeline ({o.optimizer}) on {len(named)} statements")
+        result = service.tune_rewrites(dsn, o.optimizer, sql=";\n".join(sql for _, _, sql in named),
+                                       validation=timing, seed=o.seed,
+                                       options={"episodes": o.episodes, "own": not o.held_out})
+        ours = {f"sql{i + 1}": out for i, out in enumerate(result.statements)}
+        connector = factory.connector(dsn)
+        bound = [BoundStatement(f"sql{i + 1}", sql, sql, 1.0, "literal", False) for i, (_, _, sql) in
+                 enumerate(named)]
+        problem = build_problem(connector, result.observation, bound)
+        rows = [{"name": name, "group": group, "sql": sql, **self._ours(ours[f"sql{i + 1}"])}
+                for i, (name, group, sql) in enumerate(named)]
+        self._peer(problem, rows)
+        searched: dict = {}
+        with factory.clone(connector, say=self.say) as shadow:
+            problem = calibrated(problem, shadow.connector)  # as the pipeline did
+            scratch = shadow.sandbox.create_database(SCRATCH_DB, extensions=False)
+            self._check(shadow, scratch, problem, rows)
+            self._time(shadow, rows, timing)
+            if strategies:
+                searched = self._strategies(problem, service.model_dir(result.observation.target_id), rows, shadow)
+        return rows, searched, result.training
 
     @staticmethod
     def _ours(outcome) -> dict:
@@ -273,21 +287,29 @@ def _ms(x) -> str:
     return "-" if x is None else f"{x:.1f}"
 
 
-def table(doc: dict) -> str:
-    o = doc["options"]
-    lines = [f"rewrite bench: TPC-H scale {o['scale']:g}, optimizer {o['optimizer']}, {o['rounds']} interleaved "
-             f"rounds, statement timeout {o['statement_timeout_ms']} ms",
-             f"  {'statement':22} {'original ms':>11} {'ours ms':>9} {'x':>6} {'sqlglot ms':>10} {'x':>6} "
+def statement_lines(rows: list[dict], width: int = 22) -> list[str]:
+    """The table's header and one line per statement: its latencies (ms) as written, with our answer and with
+    sqlglot's, the speedups, the rewrite's ms, both verdicts and our rules."""
+    lines = [f"  {'statement':{width}} {'original ms':>11} {'ours ms':>9} {'x':>6} {'sqlglot ms':>10} {'x':>6} "
              f"{'rewrite ms':>10}  ours / sqlglot verdict; rules"]
-    for r in doc["statements"]:
+    for r in rows:
         orig = r["original_lat_ms"]
         ours_x = f"{orig / r['ours_lat_ms']:.2f}" if orig and r["ours_lat_ms"] else "-"
         peer_x = f"{orig / r['sqlglot_lat_ms']:.2f}" if orig and r["sqlglot_lat_ms"] else "-"
         ours_v = "rewritten" if r["rewritten"] else (r["reason"] or "-")[:40]
+        if r["ours_verdict"] not in (None, "equivalent"):
+            ours_v = r["ours_verdict"][:40]
         peer_v = (r["sqlglot_verdict"] or r["sqlglot_error"] or "-")[:40]
-        lines.append(f"  {r['name']:22} {_ms(orig):>11} {_ms(r['ours_lat_ms']):>9} {ours_x:>6} "
+        lines.append(f"  {r['name']:{width}} {_ms(orig):>11} {_ms(r['ours_lat_ms']):>9} {ours_x:>6} "
                      f"{_ms(r['sqlglot_lat_ms']):>10} {peer_x:>6} {r['rewrite_ms']:10.1f}  {ours_v} / {peer_v}; "
                      f"{','.join(r['rules'])}")
+    return lines
+
+
+def table(doc: dict) -> str:
+    o = doc["options"]
+    lines = [f"rewrite bench: TPC-H scale {o['scale']:g}, optimizer {o['optimizer']}, {o['rounds']} interleaved "
+             f"rounds, statement timeout {o['statement_timeout_ms']} ms", *statement_lines(doc["statements"])]
     lines.append(f"\n  {'search (same node budget)':26} " + " ".join(f"{s + ' RC/nodes':>18}" for s in STRATEGIES))
     for name, by in doc["strategies"].items():
         lines.append(f"  {name:26} " + " ".join(
@@ -312,18 +334,8 @@ def plot(doc: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = doc["statements"]
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(15, 4.5), gridspec_kw={"width_ratios": [3, 1]})
-    xs = range(len(rows))
-    for k, (who, color) in enumerate((("ours", "tab:red"), ("sqlglot", "tab:gray"))):
-        ys = [r["original_lat_ms"] / r[f"{who}_lat_ms"] if r["original_lat_ms"] and r[f"{who}_lat_ms"] else 0
-              for r in rows]
-        ax.bar([x + (k - 0.5) * 0.4 for x in xs], ys, width=0.4, color=color, label=who)
-    ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_yscale("symlog", linthresh=1)
-    ax.set_xticks(list(xs), [r["name"] for r in rows], rotation=75, fontsize=7)
-    ax.set_ylabel("speedup over the original (0: wrong, invalid or not timed)")
-    ax.legend()
+    speedup_bars(ax, doc["statements"])
     for s, color in zip(STRATEGIES, ("tab:red", "tab:blue", "tab:green", "tab:gray")):
         pts = [(by[s]["nodes"], by[s]["relative_cost"]) for by in doc["strategies"].values() if s in by]
         bx.scatter([p[0] for p in pts], [max(p[1], 1e-6) for p in pts], s=12, color=color, label=s)
@@ -335,3 +347,17 @@ def plot(doc: dict, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def speedup_bars(ax, rows: list[dict]) -> None:
+    """Per statement, ours and sqlglot's speedup over the original as bars (0: wrong, invalid or not timed)."""
+    xs = range(len(rows))
+    for k, (who, color) in enumerate((("ours", "tab:red"), ("sqlglot", "tab:gray"))):
+        ys = [r["original_lat_ms"] / r[f"{who}_lat_ms"] if r["original_lat_ms"] and r[f"{who}_lat_ms"] else 0
+              for r in rows]
+        ax.bar([x + (k - 0.5) * 0.4 for x in xs], ys, width=0.4, color=color, label=who)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_yscale("symlog", linthresh=1)
+    ax.set_xticks(list(xs), [r["name"] for r in rows], rotation=75, fontsize=7 if len(rows) < 60 else 4)
+    ax.set_ylabel("speedup over the original (0: wrong, invalid or not timed)")
+    ax.legend()

@@ -124,18 +124,49 @@ def bench_rewrite(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
                                                               "schema, not on the bench's")] = True,
                   only: Annotated[str, typer.Option(help="comma-separated statement names (q1..q22 and the suite's); "
                                                          "default: all")] = "",
-                  out: Annotated[str, typer.Option(help="directory for rewrite.json and the plot")] =
-                  "bench-results/rewrite",
+                  generated: Annotated[int, typer.Option(help="instead of TPC-H and the suite: this many generated "
+                                                              "statements per schema and seed", min=0)] = 0,
+                  schemas: Annotated[str, typer.Option(help="--generated: comma-separated schemas: tpch, job, "
+                                                            "tpcds")] = "tpch,job,tpcds",
+                  seeds: Annotated[str, typer.Option(help="--generated: comma-separated generator seeds")] = "1,2,3",
+                  families: Annotated[str, typer.Option(help="--generated: comma-separated shape families "
+                                                             "(default: every rewrite family)")] = "",
+                  job_scale: Annotated[float, typer.Option(help="--generated: synthetic IMDB scale factor",
+                                                           min=0.001, max=10)] = 0.02,
+                  tpcds_scale: Annotated[float, typer.Option(help="--generated: TPC-DS scale factor", min=0.001,
+                                                             max=10)] = 0.01,
+                  out: Annotated[str, typer.Option(help="directory for rewrite.json (rewrite-generated.json) and the "
+                                                        "plot")] = "bench-results/rewrite",
                   json_out: JsonFlag = False) -> None:
     """The query rewriter on the 22 TPC-H queries and a suite of rewrite-prone statements: the pipeline's answers,
     sqlglot's optimize() as a peer (its wrong and invalid outputs counted), both timed against the original on one
-    shadow, and the search strategies (Aurora, capped saturation, greedy, random) at the same node budget."""
+    shadow, and the search strategies (Aurora, capped saturation, greedy, random) at the same node budget. With
+    ``--generated N``: the same flow (without the strategies) on N generated statements per schema and seed,
+    reported per shape family."""
     from advisor.bench.rewrites import RewriteBench, RewriteBenchOptions, table
 
     options = RewriteBenchOptions(scale=scale, optimizer=optimizer, rounds=rounds, episodes=episodes, held_out=held_out,
                                   statement_timeout_ms=statement_timeout_ms, seed=seed, out_dir=out,
                                   only=_names([only]))
-    _bench_report(RewriteBench(options, say=reporter()).run(), json_out, table, out, "rewrite.json", "rewrite.png")
+    if not generated:
+        _bench_report(RewriteBench(options, say=reporter()).run(), json_out, table, out, "rewrite.json",
+                      "rewrite.png")
+        return
+    from advisor.bench.rewrite_corpus import REWRITE_FAMILIES, CorpusOptions, GeneratedRewriteBench
+    from advisor.bench.rewrite_corpus import table as corpus_table
+
+    try:
+        seed_list = tuple(int(s) for s in _names([seeds]))
+    except ValueError:
+        raise typer.BadParameter(f"seeds must be comma-separated integers, got {seeds!r}") from None
+    corpus = CorpusOptions(statements=generated, schemas=_names([schemas]), seeds=seed_list,
+                           families=_names([families]) or REWRITE_FAMILIES, job_scale=job_scale,
+                           tpcds_scale=tpcds_scale)
+    try:
+        bench = GeneratedRewriteBench(options, corpus, say=reporter())
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
+    _bench_report(bench.run(), json_out, corpus_table, out, "rewrite-generated.json", "rewrite-generated.png")
 
 
 def _bench_report(doc: dict, json_out: bool, table, out: str, *saved: str) -> None:
