@@ -3,7 +3,8 @@ application code writes and planners handle badly or that rewriters get wrong. E
 SQL with its constants). Correlated aggregates that PostgreSQL runs once per outer row (it does not decorrelate
 them), the COUNT bug (a count over no rows is 0, not NULL), NOT IN over NOT NULL and over nullable expressions,
 EXISTS with filters to push, OR chains, joins whose table adds nothing, DISTINCT over a key, comma joins, and
-correlated subqueries inside a UNION's branches and a derived table, and IN over a grouped subquery.
+correlated subqueries inside a UNION's branches and a derived table, IN over a grouped subquery, and subqueries in
+the select list, a CASE, ORDER BY and HAVING.
 
 >>> [name for name, _, _ in SUITE][:3]
 ['avg_per_customer', 'few_orders_count_bug', 'not_in_not_null']
@@ -66,4 +67,38 @@ SUITE: tuple[tuple[str, str, str], ...] = (
     ("in_grouped", "IN over a grouped subquery (TPC-H Q18's shape): a semi-join with a view keyed on its column",
      "SELECT o_orderkey, o_totalprice FROM orders WHERE o_orderdate < date '1993-01-01' AND o_orderkey IN "
      "(SELECT l_orderkey FROM lineitem GROUP BY l_orderkey HAVING sum(l_quantity) > 250)"),
+    # subqueries of the select list, ORDER BY and HAVING (an ORM's computed columns): PostgreSQL runs each once per
+    # row; decorrelated, they are LEFT JOINs with grouped derived tables
+    ("last_order_column", "an ORM's 'last order date per customer' column: a correlated max in the select list",
+     "SELECT c_custkey, c_name, (SELECT max(o_orderdate) FROM orders WHERE o_custkey = c_custkey) AS last_order "
+     "FROM customer WHERE c_nationkey = 7"),
+    ("order_count_column", "a correlated count in the select list (customers without orders must show 0)",
+     "SELECT c_custkey, (SELECT count(*) FROM orders WHERE o_custkey = c_custkey) AS orders FROM customer "
+     "WHERE c_nationkey = 3"),
+    ("spent_case_column", "a correlated sum in a CASE branch of the select list (the ELSE rows must stay)",
+     "SELECT c_custkey, CASE WHEN c_acctbal > 0 THEN (SELECT sum(o_totalprice) FROM orders "
+     "WHERE o_custkey = c_custkey) ELSE 0 END AS spent FROM customer WHERE c_nationkey = 11"),
+    ("has_orders_column", "EXISTS in the select list, with a filter inside",
+     "SELECT c_custkey, EXISTS (SELECT 1 FROM orders WHERE o_custkey = c_custkey AND o_orderstatus = 'F') "
+     "AS has_finished FROM customer WHERE c_nationkey = 5"),
+    ("no_urgent_case", "NOT EXISTS in a CASE of the select list",
+     "SELECT c_custkey, CASE WHEN NOT EXISTS (SELECT 1 FROM orders WHERE o_custkey = c_custkey "
+     "AND o_orderpriority = '1-URGENT') THEN 'calm' ELSE 'urgent' END AS kind FROM customer WHERE c_nationkey = 9"),
+    ("top_by_largest_order", "ORDER BY a correlated max, with a LIMIT",
+     "SELECT c_custkey, c_name FROM customer WHERE c_nationkey = 13 ORDER BY (SELECT max(o_totalprice) "
+     "FROM orders WHERE o_custkey = c_custkey) DESC NULLS LAST, c_custkey LIMIT 10"),
+    ("having_above_own_average", "HAVING compares each group with a correlated aggregate over its own key",
+     "SELECT o_custkey, sum(o_totalprice) AS spent FROM orders WHERE o_orderdate < date '1992-02-01' "
+     "GROUP BY o_custkey HAVING sum(o_totalprice) > "
+     "(SELECT 2 * avg(o2.o_totalprice) FROM orders o2 WHERE o2.o_custkey = orders.o_custkey)"),
+    ("first_and_last_order", "two correlated aggregates in one select list (a derived table each)",
+     "SELECT c_custkey, (SELECT min(o_orderdate) FROM orders WHERE o_custkey = c_custkey) AS first_order, "
+     "(SELECT max(o_orderdate) FROM orders WHERE o_custkey = c_custkey) AS last_order FROM customer "
+     "WHERE c_nationkey = 1"),
+    ("above_average_flag", "a comparison with a correlated avg in the select list",
+     "SELECT o_orderkey, o_totalprice > (SELECT avg(o2.o_totalprice) FROM orders o2 "
+     "WHERE o2.o_custkey = orders.o_custkey) AS above FROM orders WHERE o_orderdate < date '1992-01-15'"),
+    ("supplier_name_lookup", "a scalar subquery on the supplier's key in the select list (at most one row)",
+     "SELECT ps_partkey, ps_supplycost, (SELECT s_name FROM supplier WHERE s_suppkey = ps_suppkey) AS supplier "
+     "FROM partsupp WHERE ps_availqty < 100"),
 )

@@ -28,7 +28,8 @@ by filters, the left side of semi- and anti-joins and either side of a join that
 other); ``equal_to(pred, column)``, the aliases the other side of an equality with ``column`` reads;
 ``pushed(pred)``, a filter above a view as it reads inside the view (stated by the lowering, where it may move);
 ``nonnull(rel, column)``, a column no row has NULL (declared NOT NULL on a scan, or rejected by a condition
-below: ``strict_on(pred, column)``; lost on a LEFT JOIN's nullable side). Each e-node's extraction cost
+below: ``strict_on(pred, column)``; lost on a LEFT JOIN's nullable side); ``per_row(text)``, what the correlated
+subqueries in a shell clause's text cost per row the clause reads. Each e-node's extraction cost
 (``set_cost``: rows read plus rows produced, grouping, DISTINCT and sorting a price per input row, so extraction
 prefers plans that shrink relations early, natively, without a Python cost model) is set by ``COSTS`` inside
 ``priced``, just for an extraction.
@@ -130,6 +131,10 @@ def group_share(keys: StringLike, having: StringLike) -> f64: ...  # a grouping'
 
 @function(merge=lambda old, new: old.min(new))
 def limit_cap(clause: StringLike) -> f64: ...
+
+
+@function(merge=lambda old, new: old.max(new))
+def per_row(text: StringLike) -> f64: ...  # a shell clause's correlated subqueries: their cost per row it reads
 
 
 @function(merge=lambda old, new: old)
@@ -257,12 +262,17 @@ COSTS = ruleset(
     rule(eq(r).to(a.anti(b, p)), eq(n1).to(rows(a)), eq(n2).to(rows(b))).then(
         set_cost(a.anti(b, p), _cost(n1 + n2 + n1))),
     rule(eq(r).to(Rel.view(a, t, w)), eq(n1).to(rows(a))).then(set_cost(Rel.view(a, t, w), _cost(n1))),
-    # grouping and DISTINCT hash or sort each input row, ORDER BY sorts them (a SELECT list and a LIMIT cost 1)
-    rule(eq(r).to(a.group(s, t)), eq(n1).to(rows(a)), eq(k1).to(group_share(s, t))).then(
-        set_cost(a.group(s, t), _cost(n1 * GROUP_WEIGHT + n1 * k1))),
+    # grouping and DISTINCT hash or sort each input row, ORDER BY sorts them (a LIMIT costs 1)
+    # a clause's correlated subqueries run once per row it reads (a select list's and an ORDER BY's per input row,
+    # a HAVING's per group): ``per_row``, stated for every clause's text by the lowering of its shell
+    rule(eq(r).to(a.group(s, t)), eq(n1).to(rows(a)), eq(k1).to(group_share(s, t)), eq(k2).to(per_row(t))).then(
+        set_cost(a.group(s, t), _cost(n1 * GROUP_WEIGHT + n1 * k1 + (n1 * k1).max(f64(1.0)) * k2))),
     rule(eq(r).to(a.distinct(s)), eq(n1).to(rows(a))).then(
         set_cost(a.distinct(s), _cost(n1 * GROUP_WEIGHT + n1 * DISTINCT_ROWS))),
-    rule(eq(r).to(a.sort(s)), eq(n1).to(rows(a))).then(set_cost(a.sort(s), _cost(n1 * SORT_WEIGHT))),
+    rule(eq(r).to(a.sort(s)), eq(n1).to(rows(a)), eq(k1).to(per_row(s))).then(
+        set_cost(a.sort(s), _cost(n1 * SORT_WEIGHT + n1 * k1))),
+    rule(eq(r).to(a.project(s)), eq(n1).to(rows(a)), eq(k1).to(per_row(s))).then(
+        set_cost(a.project(s), _cost(n1 * k1))),
     rule(eq(r).to(Rel.setop(s, a, b)), eq(n1).to(rows(a)), eq(n2).to(rows(b))).then(
         set_cost(Rel.setop(s, a, b), _cost(n1 + n2))),
     name="costs",

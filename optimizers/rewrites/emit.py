@@ -20,7 +20,6 @@ nullable side), semi and anti joins are written ``[NOT] EXISTS (SELECT 1 FROM ..
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import sqlglot
@@ -29,6 +28,9 @@ from sqlglot import exp
 
 from optimizers.rewrites.algebra import Pred, Rel
 from optimizers.rewrites.lower import Lowered
+from optimizers.rewrites.rules.decorrelate_shell import rule_of
+from optimizers.rewrites.scopes import identifier
+from optimizers.rewrites.shell import clause_texts, group_keys
 
 
 @dataclass(frozen=True)
@@ -50,12 +52,14 @@ def to_sql(term: Rel, shell: Lowered) -> str:
 SHELL = (Rel.group, Rel.project, Rel.distinct, Rel.sort, Rel.limit)
 
 
-def _peel(term: Rel) -> tuple[Rel, set, tuple[str, ...]]:
+def _peel(term: Rel) -> tuple[Rel, set, tuple[str, ...], dict[str, str]]:
     """A SELECT's term as (its core, the shell operators it has, the conditions of filters among them: a filter
-    moved into a view on its way down to the core reads what the view's WHERE may read)."""
+    moved into a view on its way down to the core reads what the view's WHERE may read, and the texts its select
+    list, grouping and ORDER BY operators hold: ``items``, ``group``, ``having``, ``order``)."""
     present: set = set()
     extra: list[str] = []
     pending: list[str] = []
+    texts: dict[str, str] = {}
     node = core = term
     while True:
         fn, args = get_callable_fn(node), get_callable_args(node)
@@ -63,12 +67,15 @@ def _peel(term: Rel) -> tuple[Rel, set, tuple[str, ...]]:
             present.add(fn)
             extra += pending
             pending = []
+            if fn in (Rel.project, Rel.group, Rel.sort):
+                names = {Rel.project: ("items",), Rel.group: ("group", "having"), Rel.sort: ("order",)}[fn]
+                texts.update(zip(names, (get_literal_value(a) for a in args[1:])))
             node = core = args[0]
         elif fn == Rel.filter:
             pending += atoms(args[1])
             node = args[0]
         else:
-            return core, present, tuple(extra)
+            return core, present, tuple(extra), texts
 
 
 def _trim(select: exp.Expression, present: set) -> exp.Expression:
@@ -82,9 +89,28 @@ def _trim(select: exp.Expression, present: set) -> exp.Expression:
     return select
 
 
+def _reshell(select: exp.Expression, texts: dict[str, str], written: exp.Expression) -> None:
+    """``select`` with each clause whose extracted operator holds another text than ``written``'s (the shell with
+    its subqueries decorrelated: ``rules.decorrelate_shell``) as the operator holds it."""
+    if not isinstance(select, exp.Select) or not isinstance(written, exp.Select):
+        return
+    was = {**clause_texts(written), "group": group_keys(written)}
+    for key, text in texts.items():
+        if text == was[key]:
+            continue
+        if key == "items":
+            select.set("expressions", sqlglot.parse_one(f"SELECT {text}", read="postgres").expressions)
+        elif key == "having":
+            select.set("having", exp.Having(this=sqlglot.parse_one(text, read="postgres")) if text else None)
+        else:
+            clause = "GROUP BY" if key == "group" else "ORDER BY"
+            parsed = sqlglot.parse_one(f"SELECT 1 {clause} {text}", read="postgres")
+            select.set(key, parsed.args[key])
+
+
 def _statement(term: Rel, low: Lowered) -> exp.Expression:
     """``term`` in ``low``'s shell; a set operation's branches each in their own, in their places."""
-    term, present, extra = _peel(term)
+    term, present, extra, texts = _peel(term)
     out = _trim(low.shell.copy(), present)
     if low.setop is not None:
         _keyword, left, right = low.setop
@@ -96,10 +122,11 @@ def _statement(term: Rel, low: Lowered) -> exp.Expression:
         # a relation a rule brought into FROM (a subquery joined in, a decorrelated aggregate) may share a column
         # name the statement wrote unqualified: the statement's clauses are written qualified, names as written
         out = _trim(low.qualified.copy(), present)
+    _reshell(out, texts, low.qualified if low.qualified is not None else low.shell)
     if any(isinstance(e, exp.Star) for e in out.expressions):
         # SELECT * reads every FROM item's columns in FROM order: the rewrite may add derived tables and reorder
         # joins, so the star becomes each original table's columns, in the original order
-        stars = [exp.Column(this=exp.Star(), table=_identifier(alias)) for _table, alias in low.tables]
+        stars = [exp.Column(this=exp.Star(), table=identifier(alias)) for _table, alias in low.tables]
         out.set("expressions", [x for e in out.expressions for x in (stars if isinstance(e, exp.Star) else [e])])
     block = block_of(term)
     _fill(out, Block(block.source, block.single, block.where + extra))
@@ -119,17 +146,19 @@ def block_of(term: Rel) -> Block:
     fn, args = get_callable_fn(term), get_callable_args(term)
     if fn == Rel.scan:
         table, alias = (get_literal_value(a) for a in args)
-        name = ".".join(_identifier(part).sql(dialect="postgres") for part in table.split("."))
-        return Block(name if table == alias else f"{name} AS {_identifier(alias).sql(dialect='postgres')}", True, ())
+        name = ".".join(identifier(part).sql(dialect="postgres") for part in table.split("."))
+        return Block(name if table == alias else f"{name} AS {identifier(alias).sql(dialect='postgres')}", True, ())
     if fn == Rel.derived:
         sql, alias = (get_literal_value(a) for a in args)
         return Block(f"({sql}) AS {alias}", True, ())
     if fn == Rel.view:
         # a view: its query as written, less the clauses a rule removed, with the extracted core as its FROM / WHERE
         view = sqlglot.parse_one(f"SELECT 1 FROM {get_literal_value(args[2])}", read="postgres").args["from_"].this
-        core, present, extra = _peel(args[0])
+        core, present, extra, texts = _peel(args[0])
         inner = block_of(core)
-        _fill(_trim(view.this, present), Block(inner.source, inner.single, inner.where + extra))
+        written = view.this.copy()
+        _reshell(_trim(view.this, present), texts, written)
+        _fill(view.this, Block(inner.source, inner.single, inner.where + extra))
         return Block(view.sql(dialect="postgres"), True, ())
     if fn == Rel.filter:
         inner = block_of(args[0])
@@ -147,28 +176,6 @@ def block_of(term: Rel) -> Block:
         sub = f"EXISTS (SELECT 1 FROM {right.source}{f' WHERE {cond}' if cond else ''})"
         return Block(left.source, left.single, left.where + ((sub,) if fn == Rel.semi else (f"NOT {sub}",)))
     raise ValueError(f"not a relation of the algebra: {fn}")
-
-
-# PostgreSQL's reserved key words (the SQL key words appendix: reserved, and reserved but allowed as a function or
-# type name): an alias spelled like one was quoted where it was written
-RESERVED = frozenset("""all analyse analyze and any array as asc asymmetric both case cast check collate column
-constraint create current_catalog current_date current_role current_time current_timestamp current_user default
-deferrable desc distinct do else end except false fetch for foreign from grant group having in initially intersect
-into lateral leading limit localtime localtimestamp not null offset on only or order placing primary references
-returning select session_user some symmetric system_user table then to trailing true union unique user using
-variadic when where window with authorization binary collation concurrently cross current_schema freeze full ilike
-inner is isnull join left like natural notnull outer overlaps right similar tablesample verbose""".split())
-
-
-def _identifier(name: str) -> exp.Identifier:
-    """``name`` as PostgreSQL reads it back: quoted where it is not all lower case, not a plain word, or a keyword
-    (quoting a lower-case name never changes it).
-
-    >>> [_identifier(n).sql(dialect="postgres") for n in ("c", "C", "order line", "order")]
-    ['c', '"C"', '"order line"', '"order"']
-    """
-    plain = name == name.lower() and re.fullmatch(r"[a-z_][a-z0-9_$]*", name) is not None and name not in RESERVED
-    return exp.to_identifier(name, quoted=not plain)
 
 
 def atoms(pred: Pred) -> tuple[str, ...]:
@@ -191,17 +198,20 @@ def _needs_paren(text: str) -> bool:
 
 def expanded(term: Rel, low: Lowered) -> tuple[str, ...]:
     """The rules whose form shows in the extracted ``term``: CTEs inlined (``optimizers.rewrites.ctes``), the
-    scalar decorrelation (an expanding rule, ``optimizers.rewrites.rules.decorrelate``) and NOT IN as an
-    anti-join (``rules.nulls``)."""
+    scalar decorrelation (an expanding rule, ``optimizers.rewrites.rules.decorrelate``: a derived table's value in
+    a condition), the shell's (``rules.decorrelate_shell``: a subquery of a shell no longer in its operator's
+    text) and NOT IN as an anti-join (``rules.nulls``)."""
     found: list[str] = []
     texts: set[str] = set()
-    derived = False
+    clauses: list[str] = []
+    derived: list[str] = []
 
     def walk(t) -> None:
-        nonlocal derived
         fn, args = get_callable_fn(t), get_callable_args(t)
         if fn == Rel.derived:
-            derived = True
+            derived.append(get_literal_value(args[1]))
+        if fn in (Rel.project, Rel.group, Rel.sort):
+            clauses.extend(get_literal_value(a) for a in args[1:])
         if fn == Pred.atom:
             texts.add(get_literal_value(args[0]))
             return
@@ -210,13 +220,17 @@ def expanded(term: Rel, low: Lowered) -> tuple[str, ...]:
                 walk(a)
 
     walk(term)
-    if derived:
+    if any(f"{alias}.v" in text for alias in derived for text in texts):
         found.append("decorrelate_scalar_aggregate")
+    for part in _selects(low):
+        for s in part.subqueries:
+            if not any(s.sql in text for text in clauses):
+                found.append(rule_of(s))
     if any(a.kind == "not_in" and a.sql not in texts for part in _selects(low) for a in part.atoms):
         found.append("not_in_to_anti_join")
     if low.inlined:
         found.insert(0, "inline_cte")
-    return tuple(found)
+    return tuple(dict.fromkeys(found))
 
 
 def _selects(low: Lowered):

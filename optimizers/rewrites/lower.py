@@ -9,8 +9,10 @@ a WHERE of conjuncts, and among them [NOT] EXISTS (SELECT ... FROM base tables W
 or not), [NOT] IN (SELECT column ...) (grouped or not) and comparisons with a scalar subquery
 (``x < (SELECT 0.2 * avg(y) FROM ... WHERE ...)``). A derived table in FROM, and an uncorrelated grouped IN
 subquery, is a view (``optimizers.rewrites.views``): its own query is lowered the same way, inside the
-statement's term. Anything else raises ``Unsupported`` with the
-reason; ``optimizers.rewrites.blocks`` then looks for a block inside the statement to search on its own.
+statement's term. A subquery of the select list, HAVING or ORDER BY stays in the shell's text, and is lowered too
+where it can be (``optimizers.rewrites.subqueries``: what its decorrelation reads). Anything else raises
+``Unsupported`` with the reason; ``optimizers.rewrites.blocks`` then looks for a block inside the statement to
+search on its own.
 
 >>> schema = {"t": {"a": "int", "b": "int"}, "u": {"c": "int", "d": "text"}}
 >>> low = lower("SELECT a FROM t JOIN u ON t.a = u.c WHERE b > 1 AND d IS NULL", schema)
@@ -38,6 +40,7 @@ from sqlglot.optimizer.qualify import qualify
 
 from optimizers.rewrites.predicates import Atom, plain, refs_of
 from optimizers.rewrites.scopes import AmbiguousNames, names_as_written, own_items, unname, unshadow
+from optimizers.rewrites.subqueries import ShellSubquery, find as shell_subqueries
 from optimizers.rewrites.views import (View, describe, has_aggregate, output_name, push, reads_order,
                                       set_returning as _set_returning, settle_order)
 
@@ -67,6 +70,7 @@ class Lowered:
     setop: tuple[str, Lowered, Lowered] | None = None  # a set operation's keyword and branches (no tables then)
     inlined: tuple[str, ...] = ()  # the CTEs written as derived tables (``optimizers.rewrites.ctes``)
     qualified: exp.Select | None = None  # the statement's shell with its columns qualified, names as written
+    subqueries: tuple[ShellSubquery, ...] = ()  # those of its select list, HAVING, ORDER BY (``subqueries``)
 
     @property
     def aliases(self) -> frozenset[str]:
@@ -78,8 +82,8 @@ class Lowered:
         return [v.query for v in self.views] + list(self.setop[1:] if self.setop else ())
 
     def parts(self) -> list[Lowered]:
-        """The SELECTs lowered inside this one: ``selects()`` and its conditions' subqueries."""
-        return self.selects() + [a.sub for a in self.atoms if a.sub is not None]
+        """The SELECTs lowered inside this one: ``selects()``, its conditions' subqueries and its shell's."""
+        return self.selects() + [a.sub for a in self.atoms if a.sub is not None] + [s.sub for s in self.subqueries]
 
     def base_tables(self) -> set[str]:
         """The base tables this SELECT reads, its parts' included."""
@@ -186,8 +190,20 @@ def lower_select(q: exp.Select, original: exp.Select | None, outer: frozenset[st
     # further out), unless it is what makes the view aggregate (``ORDER BY count(*)``) or picks its DISTINCT ON rows
     free = not reads_order(q)
     found = [replace(v, unordered=free and not _sort_matters(v.query.shell)) for v in found]
+    # the subqueries of its select list, HAVING and ORDER BY (a condition's subquery has no shell of its own here)
+    used |= set(scope).union(*(a.sub.every_alias() for a in atoms if a.sub is not None))
+    subs = shell_subqueries(q, used, _lowered_or_none) if views else ()
     return Lowered(tuple(tables), tuple(joins), atoms, shell, views=tuple(_pushes(v, every) for v in found),
-                   qualified=names_as_written(q, original) if original is not None else None)
+                   qualified=names_as_written(q, original) if original is not None else None, subqueries=subs)
+
+
+def _lowered_or_none(sub: exp.Select, scope: frozenset[str]) -> Lowered | None:
+    """A shell's subquery lowered like a condition's, or None outside the subset (it stays as written, and the
+    statement stays in the subset: whatever stops its lowering only keeps it from being decorrelated)."""
+    try:
+        return lower_select(sub, None, scope, views=False)
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def _view(node: exp.Subquery, used: set[str]) -> View:

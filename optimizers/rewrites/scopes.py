@@ -1,7 +1,8 @@
 """Aliases in nested scopes: every alias of a lowered statement must name one relation (the analyses and the
 facts stated at lowering are keyed by alias), so a subquery's, a view's or a set operation branch's FROM item whose
 alias an enclosing or earlier scope uses is renamed apart, with the columns that refer to it; and the output names
-a scope was written with, which sqlglot's qualification changes (``names_as_written``).
+a scope was written with, which sqlglot's qualification changes (``names_as_written``), and a name written back as
+PostgreSQL reads it (``identifier``).
 
 >>> import sqlglot
 >>> q = sqlglot.parse_one("SELECT o.id FROM o WHERE EXISTS (SELECT 1 FROM c WHERE c.id = o.cid)")
@@ -11,6 +12,8 @@ a scope was written with, which sqlglot's qualification changes (``names_as_writ
 """
 
 from __future__ import annotations
+
+import re
 
 from sqlglot import exp
 
@@ -102,3 +105,25 @@ def unname(select: exp.Select, original: exp.Select) -> None:
     select.set("expressions", items)
     for ref in refs:
         ref.replace(exp.Literal.number(dropped[ref.name]))
+
+
+# PostgreSQL's reserved key words (the SQL key words appendix: reserved, and reserved but allowed as a function or
+# type name): an alias spelled like one was quoted where it was written
+RESERVED = frozenset("""all analyse analyze and any array as asc asymmetric both case cast check collate column
+constraint create current_catalog current_date current_role current_time current_timestamp current_user default
+deferrable desc distinct do else end except false fetch for foreign from grant group having in initially intersect
+into lateral leading limit localtime localtimestamp not null offset on only or order placing primary references
+returning select session_user some symmetric system_user table then to trailing true union unique user using
+variadic when where window with authorization binary collation concurrently cross current_schema freeze full ilike
+inner is isnull join left like natural notnull outer overlaps right similar tablesample verbose""".split())
+
+
+def identifier(name: str) -> exp.Identifier:
+    """``name`` as PostgreSQL reads it back: quoted where it is not all lower case, not a plain word, or a keyword
+    (quoting a lower-case name never changes it).
+
+    >>> [identifier(n).sql(dialect="postgres") for n in ("c", "C", "order line", "order")]
+    ['c', '"C"', '"order line"', '"order"']
+    """
+    plain = name == name.lower() and re.fullmatch(r"[a-z_][a-z0-9_$]*", name) is not None and name not in RESERVED
+    return exp.to_identifier(name, quoted=not plain)

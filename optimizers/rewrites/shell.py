@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING
 from egglog import String, set_
 from sqlglot import exp
 
-from optimizers.rewrites.algebra import Rel, alias_set, columns, group_key, group_share, limit_cap, row_by_row, rows
+from optimizers.rewrites.algebra import (Rel, alias_set, columns, group_key, group_share, limit_cap, per_row,
+                                         row_by_row, rows)
 from optimizers.rewrites.views import aggregates, output_name, set_returning
 
 if TYPE_CHECKING:
@@ -49,11 +50,12 @@ def shell(low: Lowered, core: Rel, groups: Groups | None) -> tuple[Rel, list]:
     q = low.qualified if low.qualified is not None else low.shell
     facts: list = []
     rel = core
+    texts = clause_texts(q)
     if isinstance(q, exp.Select):
         having = q.args.get("having")
         keys = group_keys(q)
         if keys or having is not None or aggregates(q):
-            cond = having.this.sql(dialect="postgres") if having is not None else ""
+            cond = texts["having"]
             rel = rel.group(keys, cond)
             kept = HAVING_SHARE if cond else 1.0
             known = groups(keys) if groups is not None and keys else None
@@ -64,7 +66,7 @@ def shell(low: Lowered, core: Rel, groups: Groups | None) -> tuple[Rel, list]:
             one = q.args["group"].expressions if keys else []
             if len(one) == 1 and isinstance(one[0], exp.Column) and one[0].table:
                 facts.append(group_key(String(keys), String(f"{one[0].table}.{one[0].name}")))
-        items = ", ".join(e.sql(dialect="postgres") for e in q.expressions)
+        items = texts["items"]
         rel = rel.project(items)
         facts.append(set_(columns(rel)).to(alias_set(frozenset(output_columns(q)))))
         if not any(set_returning(e) for e in q.expressions):
@@ -75,7 +77,7 @@ def shell(low: Lowered, core: Rel, groups: Groups | None) -> tuple[Rel, list]:
             rel = rel.distinct(", ".join(e.sql(dialect="postgres") for e in on.expressions) if on is not None else "")
     order = q.args.get("order")
     if order is not None:
-        rel = rel.sort(", ".join(o.sql(dialect="postgres") for o in order.expressions))
+        rel = rel.sort(texts["order"])
     limit, offset = q.args.get("limit"), q.args.get("offset")
     if limit is not None or offset is not None:
         clause = " ".join(c.sql(dialect="postgres") for c in (limit, offset) if c is not None)
@@ -83,7 +85,18 @@ def shell(low: Lowered, core: Rel, groups: Groups | None) -> tuple[Rel, list]:
         count = limit.expression if limit is not None else None
         cap = float(count.this) if isinstance(count, exp.Literal) and count.is_int else NO_CAP
         facts.append(set_(limit_cap(clause)).to(min(cap, NO_CAP)))
+    # a clause's correlated subqueries cost nothing here; the term states what they cost (``per_row``)
+    facts.extend(set_(per_row(String(t))).to(0.0) for t in texts.values())
     return rel, facts
+
+
+def clause_texts(q: exp.Expression) -> dict[str, str]:
+    """The texts a SELECT's shell operators hold: its select list (``items``), its HAVING condition and its ORDER
+    BY keys (``""`` where it has none); emission compares an extracted operator's text with these."""
+    having, order = q.args.get("having"), q.args.get("order")
+    return {"items": ", ".join(e.sql(dialect="postgres") for e in q.expressions) if isinstance(q, exp.Select) else "",
+            "having": having.this.sql(dialect="postgres") if having is not None else "",
+            "order": ", ".join(o.sql(dialect="postgres") for o in order.expressions) if order is not None else ""}
 
 
 def group_keys(select: exp.Select) -> str:

@@ -5,16 +5,17 @@ expanding rules (``optimizers.rewrites.rules.decorrelate``) add as equal to the 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from egglog import String, f64, set_, set_cost, union
 from sqlglot import exp
 
-from optimizers.rewrites.algebra import (Pred, Rel, alias_set, columns, equal_to, keyed_view, nonnull, notin_keys,
-                                         notin_on, notin_sub, pushed, rows as rows_fn, selectivity as sel_fn,
-                                         strict_on, unique_on, unordered)
+from optimizers.rewrites.algebra import (GROUP_WEIGHT, Pred, Rel, alias_set, columns, equal_to, keyed_view, nonnull,
+                                         notin_keys, notin_on, notin_sub, per_row, pushed, rows as rows_fn,
+                                         selectivity as sel_fn, strict_on, unique_on, unordered)
 from optimizers.rewrites.lower import VIEW, Atom, Lowered, Unsupported
-from optimizers.rewrites.rules import decorrelate
-from optimizers.rewrites.shell import Groups, shell
+from optimizers.rewrites.rules import decorrelate, decorrelate_shell
+from optimizers.rewrites.shell import Groups, clause_texts, group_keys, shell
 
 Selectivity = Callable[[Atom], float]
 NOT_IN_PENALTY = 1000
@@ -82,10 +83,45 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
         return term
 
     def selected(l: Lowered) -> Rel:
-        """A SELECT's core under its shell's operators."""
-        term, found = shell(l, core(l), groups)
+        """A SELECT's core under its shell's operators; where subqueries of its shell can be decorrelated, the
+        shell over its core LEFT JOINed with their derived tables is added as equal (``rules.decorrelate_shell``)."""
+        below = core(l)
+        term, found = shell(l, below, groups)
         facts.extend(found)
+        form = decorrelate_shell.unnest(l, lambda: _fresh(taken, "dc"), keys, not_null)
+        q = l.qualified if l.qualified is not None else l.shell
+        facts.extend(_probes(l.subqueries, q, inner_rows))
+        if form.select is None:
+            return term
+        alt = below
+        for j in form.joins:
+            alt = left_joined(alt, j)
+        done = {s.sql for s in form.done}
+        facts.extend(_probes(tuple(s for s in l.subqueries if s.sql not in done), form.select, inner_rows))
+        written_keys = group_keys(q) if isinstance(q, exp.Select) else ""
+        keys_now = group_keys(form.select)
+        regrouped = None if groups is None else (lambda k: groups(written_keys) if k == keys_now else groups(k))
+        reshelled = replace(l, qualified=form.select) if l.qualified is not None else replace(l, shell=form.select)
+        alt_term, found = shell(reshelled, alt, regrouped)
+        facts.extend(found)
+        expansions.append(union(term).with_(alt_term))
         return term
+
+    def left_joined(rel: Rel, j: decorrelate_shell.Join) -> Rel:
+        """``rel`` LEFT JOINed with a shell subquery's derived table, with what is known of it: its rows (a tenth of
+        its table's when grouped, without better knowledge), columns and key, its cost (reading, and grouping, its
+        table), and an ON condition that meets at most one of its rows per row of ``rel``."""
+        derived, scanned = Rel.derived(j.sql, j.alias), float(inner_rows(j.sub))
+        size = max(1.0, DERIVED_ROWS * scanned) if j.grouped else scanned
+        names = [f"{j.alias}.k{n}" for n in range(1, len(j.on) + 1)] + [f"{j.alias}.v"]
+        facts.extend([set_(rows_fn(derived)).to(size), set_(columns(derived)).to(alias_set(frozenset(names))),
+                      set_cost(derived, int(min(scanned * (1 + GROUP_WEIGHT if j.grouped else 1), 1e12)))])
+        if len(j.on) == 1:
+            facts.append(unique_on(derived, String(f"{j.alias}.k1")))
+        on = pred(j.on)
+        share = size ** (-1 / len(j.on))  # the conditions together keep one derived row in ``size``
+        facts.extend(set_(sel_fn(Pred.atom(a.sql, alias_set(a.refs), alias_set(a.rejects)))).to(share) for a in j.on)
+        return rel.left(derived, on)
 
     def inner_rows(sub: Lowered) -> float:
         out = 1.0
@@ -176,6 +212,18 @@ def _all_pushes(low: Lowered):
         yield from view.pushes
     for part in low.parts():
         yield from _all_pushes(part)
+
+
+def _probes(subqueries, select, inner_rows) -> list:
+    """What each clause of ``select``'s shell pays per row it reads for the correlated ``subqueries`` it holds: a
+    scan of each one's tables (PostgreSQL runs it once per row; an uncorrelated one runs once and costs nothing)."""
+    out = []
+    for clause, text in clause_texts(select).items():
+        cost = sum(inner_rows(s.sub) for s in subqueries if s.outer and s.sql in text
+                   and s.clause == {"items": "select"}.get(clause, clause))
+        if cost:
+            out.append(set_(per_row(String(text))).to(float(cost)))
+    return out
 
 
 def _fresh(taken: set[str], stem: str) -> str:

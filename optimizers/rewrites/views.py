@@ -80,7 +80,7 @@ def describe(select: exp.Select, columns: list[str]) -> Shape:
                or returning or any(_has(e, exp.Window) for e in items))
     pushable = () if blocked else tuple(
         (c, e.sql(dialect="postgres")) for c, e in zip(columns, items)
-        if not _has(e, (exp.AggFunc, exp.Window, exp.Subquery, exp.Select)) and not _volatile(e)
+        if not _has(e, (exp.AggFunc, exp.Window, exp.Subquery, exp.Select)) and not volatile(e)
         and (not group or e.sql(dialect="postgres") in group))
     return Shape(keys, pushable, bool(group) or distinct is not None)
 
@@ -98,7 +98,7 @@ def push(atom_sql: str, alias: str, pushable: dict[str, str], grouped: bool = Fa
     't.x BETWEEN 1 AND 3'
     """
     node = sqlglot.parse_one(atom_sql, read="postgres")
-    if _volatile(node) or _has(node, (exp.Subquery, exp.Select, exp.AggFunc, exp.Window)):
+    if volatile(node) or _has(node, (exp.Subquery, exp.Select, exp.AggFunc, exp.Window)):
         return None
     if grouped and not _compares_bare(node):
         return None
@@ -185,6 +185,8 @@ def output_name(item: exp.Expression) -> str:
         return str(item.this).lower()
     if isinstance(item, exp.Case):
         return "case"
+    if isinstance(item, exp.Exists):
+        return "exists"
     if isinstance(item, exp.Subquery) and isinstance(item.this, exp.Select) and item.this.expressions:
         return output_name(item.this.expressions[0])  # a scalar subquery: its item's name
     return item.sql_name().lower() if isinstance(item, exp.Func) else "?column?"
@@ -208,7 +210,7 @@ def has_aggregate(items) -> bool:
                                or (isinstance(n, (exp.Subquery, exp.Select)) and n is not e)))
 
 
-def _volatile(node: exp.Expression) -> bool:
+def volatile(node: exp.Expression) -> bool:
     """Whether ``node`` may give another value each time it runs: random(), a UUID, and any function sqlglot does
     not know (a user's function may be volatile)."""
     return any(isinstance(n, (exp.Rand, exp.Uuid, exp.Anonymous)) for n in node.walk())

@@ -76,6 +76,11 @@ def test_max_with_an_inner_condition_and_aliases_keeps_its_rows(tpch_dsn):
      "WHERE o_custkey = c_custkey)", "not NULL on an empty group"),
     ("SELECT c_custkey FROM customer WHERE 3 > (SELECT count(*) + 1 FROM orders WHERE o_custkey = c_custkey)",
      "not NULL on an empty group"),
+    # greatest() ignores a NULL argument: 0 over no rows, where the join's missing row would drop the customer
+    ("SELECT c_custkey FROM customer WHERE 3 > (SELECT greatest(max(o_orderkey), 0) FROM orders "
+     "WHERE o_custkey = c_custkey)", "not NULL on an empty group"),
+    ("SELECT c_custkey FROM customer WHERE 'x' < (SELECT string_agg(o_orderstatus, '') FROM orders "
+     "WHERE o_custkey = c_custkey)", "reads the order of its rows"),
     ("SELECT c_custkey FROM customer WHERE 3 > (SELECT max(o_orderkey) FROM orders WHERE o_custkey > c_custkey)",
      "not an equality"),
     ("SELECT c_custkey FROM customer WHERE 3 > (SELECT max(o_orderkey) FROM orders)", "not correlated"),

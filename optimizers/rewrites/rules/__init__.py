@@ -2,8 +2,10 @@
 one ordered tuple as sqlglot lists its optimizer rules. A rule's guard reads the analyses of
 ``optimizers.rewrites.algebra`` (aliases a relation carries, aliases a predicate reads or whose NULLs it
 rejects), so a rewrite is only made where it keeps the statement's meaning. Golden tests:
-``tests/optimizers/test_rewrite_rules.py``. Expanding rules (``decorrelate``) run in Python when a statement's term
-is built and add their form as equal to the written one (``optimizers.rewrites.term``).
+``tests/optimizers/test_rewrite_rules.py``. Expanding rules (``decorrelate``: a WHERE clause's comparison with a
+correlated scalar aggregate; ``decorrelate_shell``: the subqueries of a select list, CASE, ORDER BY or HAVING) run in
+Python when a statement's term is built and add their form as equal to the written one (``optimizers.rewrites.term``;
+golden tests: ``tests/optimizers/test_rewrite_decorrelate*.py``).
 """
 
 from __future__ import annotations

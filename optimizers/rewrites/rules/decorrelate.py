@@ -7,28 +7,50 @@ subquery once per outer row; grouped once by its correlation keys and joined, it
 
 Guards that keep the meaning:
 - every correlated conjunct is ``inner column = outer expression`` (the grouping keys; one derived row per key,
-  so no outer row is duplicated), and the select expression holds an aggregate and nothing correlated;
+  so no outer row is duplicated), the subquery reads the outer query nowhere else, and the select expression
+  holds an aggregate;
 - an empty group: the subquery gives NULL for avg/sum/min/max, and a strict expression of them is NULL, so the
   comparison is not true and the row goes, exactly as when the join finds no group. The select expression must
-  therefore be strict (no COALESCE, CASE, IS NULL...);
+  therefore keep a NULL NULL outside its aggregates (arithmetic, casts, ``round``...: no COALESCE, CASE,
+  ``greatest``, IS NULL or unknown function, which may turn the empty group's NULL into a value);
 - the COUNT bug: COUNT over an empty group is 0, not NULL. A select expression that is exactly ``COUNT(...)``
   is joined with LEFT JOIN and compared as ``COALESCE(dc1.v, 0)``; any other expression holding COUNT is left
-  correlated.
+  correlated;
+- an aggregate that reads the order of its rows (``string_agg``, ``array_agg``...) is left correlated: the two
+  forms may feed it its rows in another order.
 This is an expanding rule: applied when the statement's term is built (``optimizers.rewrites.term``), it adds its
-form as equal to the written one, and extraction and the shadow's measurements choose. (``x NOT IN (SELECT y ...)``
--> NOT EXISTS is a rule of the e-graph, ``rules.nulls``, guarded by the nullability analysis.)
+form as equal to the written one, and extraction and the shadow's measurements choose. The shared core
+(``correlation``, ``empty_value``, ``derived_sql``, ``join_on``) also serves the subqueries of a SELECT's shell
+(``rules.decorrelate_shell``). (``x NOT IN (SELECT y ...)`` -> NOT EXISTS is a rule of the e-graph, ``rules.nulls``,
+guarded by the nullability analysis.)
+
+>>> empty_value(sqlglot.parse_one("round(avg(x), 2)")), empty_value(sqlglot.parse_one("count(*)"))
+('null', 'count')
+>>> empty_value(sqlglot.parse_one("greatest(max(x), 0)"))
+"the subquery's value is not NULL on an empty group (COUNT inside, or COALESCE/CASE/another function)"
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import sqlglot
 from sqlglot import exp
 
-from optimizers.rewrites.predicates import LENIENT, Atom
+from optimizers.rewrites.predicates import NULL_PROPAGATING, Atom
+from optimizers.rewrites.views import ORDER_FREE
+
+if TYPE_CHECKING:
+    from optimizers.rewrites.lower import Lowered
 
 NAME = "decorrelate_scalar_aggregate"
+# functions that return NULL whenever an argument is NULL (beyond ``predicates.NULL_PROPAGATING``): a value built of
+# these over non-COUNT aggregates is NULL on an empty group, as the join's missing row is
+STRICT_FUNCTIONS = (exp.Round, exp.Floor, exp.Ceil, exp.Sqrt, exp.Ln, exp.Log, exp.Exp, exp.Pow, exp.DPipe,
+                    exp.Trim, exp.DateTrunc, exp.TimestampTrunc, exp.Sign)
+NOT_NULL_ON_EMPTY = ("the subquery's value is not NULL on an empty group (COUNT inside, or COALESCE/CASE/another "
+                     "function)")
 
 
 @dataclass(frozen=True)
@@ -44,43 +66,94 @@ def scalar_aggregate(atom: Atom, alias: str) -> Decorrelated | str:
     """The decorrelated form of a ``scalar`` atom (see ``optimizers.rewrites.lower``), or why there is none."""
     op, outer_sql, _, select = atom.detail
     sub = atom.sub
-    if not list(select.find_all(exp.AggFunc)):
+    empty = empty_value(select)
+    if empty not in ("null", "count"):
+        return empty
+    if _refs(select) - sub.aliases:
+        return "the subquery's value reads an outer column"
+    found = correlation(sub)
+    if isinstance(found, str):
+        return found
+    keys, inner = found
+    sql = derived_sql(sub, keys, inner, select, grouped=True)
+    if sql is None:
+        return "the subquery reads the outer query outside its WHERE conjuncts"
+    counting = empty == "count"
+    outer_refs = atom.refs
+    value = f"COALESCE({alias}.v, 0)" if counting else f"{alias}.v"
+    compare_refs = frozenset({alias}) | (_refs_sql(outer_sql) & outer_refs)
+    compare = Atom(f"{outer_sql} {op} {value}", compare_refs, frozenset() if counting else compare_refs)
+    return Decorrelated(sql, alias, join_on(alias, keys, outer_refs), compare, counting)
+
+
+def empty_value(select: exp.Expression) -> str:
+    """What a scalar aggregate subquery's value is over no rows: ``"null"`` (aggregates other than COUNT under parts
+    that keep a NULL NULL), ``"count"`` (exactly ``COUNT(...)``: 0), or why it is neither (then the value over an
+    empty group differs from the NULL a join's missing row gives, and the subquery stays correlated)."""
+    aggregates = [n for n in select.walk(prune=lambda n: isinstance(n, exp.AggFunc)) if isinstance(n, exp.AggFunc)]
+    if not aggregates:
         return "the subquery's value is not an aggregate"
     if any(isinstance(n, (exp.Window, exp.Subquery, exp.Select)) for n in select.walk() if n is not select):
         return "the subquery's value holds a window or another subquery"
-    counting = isinstance(select, exp.Count)
-    if not counting and (list(select.find_all(exp.Count)) or any(isinstance(n, LENIENT) for n in select.walk())):
-        return "the subquery's value is not NULL on an empty group (COUNT inside, or COALESCE/CASE)"
-    if _refs(select) - sub.aliases:
-        return "the subquery's value reads an outer column"
-    keys: list[tuple[str, str]] = []  # (inner column, outer expression)
+    if any(not isinstance(a, ORDER_FREE) for a in aggregates):
+        return "the subquery's aggregate reads the order of its rows"
+    if isinstance(select, exp.Count):
+        return "count"
+    outside = [n for n in select.walk(prune=lambda n: isinstance(n, exp.AggFunc)) if not isinstance(n, exp.AggFunc)]
+    if any(isinstance(a, exp.Count) for a in aggregates) or not all(
+            isinstance(n, (*NULL_PROPAGATING, *STRICT_FUNCTIONS)) for n in outside):
+        return NOT_NULL_ON_EMPTY
+    return "null"
+
+
+def correlation(sub: Lowered, outer: frozenset[str] | None = None) -> tuple[list[tuple[str, str]], list[Atom]] | str:
+    """A correlated subquery's keys, (inner column, outer expression) of each correlated conjunct, and its other
+    (inner) conjuncts; or why it cannot be grouped by them: a correlated conjunct that is not an equality of an
+    inner column with outer values (reading only ``outer`` where given), an inner condition with a subquery of its
+    own, no correlation at all."""
+    keys: list[tuple[str, str]] = []
     inner: list[Atom] = []
     for a in sub.atoms:
         if a.refs <= sub.aliases:
             inner.append(a)
             continue
         key = _key(a, sub.aliases)
-        if key is None:
+        if key is None or (outer is not None and not _refs_sql(key[1]) <= outer):
             return f"a correlated condition is not an equality of an inner column with outer values: {a.sql}"
         keys.append(key)
     if not keys:
         return "the subquery is not correlated"
     if any(a.kind != "plain" for a in inner):
         return "the subquery holds subqueries of its own"
-    grouped = sub.shell.copy()
-    grouped.set("expressions", [sqlglot.parse_one(f"{col} AS k{i}", read="postgres")
-                                for i, (col, _) in enumerate(keys, 1)]
-                + [exp.alias_(select.copy(), "v")])
-    grouped.set("where", exp.Where(this=sqlglot.parse_one(" AND ".join(f"({a.sql})" for a in inner),
-                                                          read="postgres")) if inner else None)
-    grouped.set("group", exp.Group(expressions=[sqlglot.parse_one(col, read="postgres") for col, _ in keys]))
-    outer_refs = atom.refs
-    on = tuple(Atom(f"{alias}.k{i} = {outer}", frozenset({alias}) | (_refs_sql(outer) & outer_refs),
-                    frozenset({alias}) | (_refs_sql(outer) & outer_refs)) for i, (_, outer) in enumerate(keys, 1))
-    value = f"COALESCE({alias}.v, 0)" if counting else f"{alias}.v"
-    compare_refs = frozenset({alias}) | (_refs_sql(outer_sql) & outer_refs)
-    compare = Atom(f"{outer_sql} {op} {value}", compare_refs, frozenset() if counting else compare_refs)
-    return Decorrelated(grouped.sql(dialect="postgres"), alias, on, compare, counting)
+    return keys, inner
+
+
+def derived_sql(sub: Lowered, keys: list[tuple[str, str]], inner: list[Atom], value: exp.Expression | None,
+                grouped: bool) -> str | None:
+    """The derived table ``SELECT <key> AS k1, ..., <value> AS v FROM <sub's FROM> WHERE <inner> [GROUP BY <keys>]``
+    (``value`` None: ``TRUE``); None where it would read a relation outside its FROM (the subquery reads the outer
+    query outside its WHERE: a join's ON, its select list)."""
+    out = sub.shell.copy()
+    for clause in ("order", "limit", "offset", "distinct", "having", "group"):
+        out.set(clause, None)
+    out.set("expressions", [sqlglot.parse_one(f"{col} AS k{i}", read="postgres") for i, (col, _) in enumerate(keys, 1)]
+            + [exp.alias_(value.copy() if value is not None else exp.true(), "v")])
+    out.set("where", exp.Where(this=sqlglot.parse_one(" AND ".join(f"({a.sql})" for a in inner), read="postgres"))
+            if inner else None)
+    if grouped:
+        out.set("group", exp.Group(expressions=[sqlglot.parse_one(col, read="postgres") for col, _ in keys]))
+    if _refs(out) - sub.every_alias():
+        return None
+    return out.sql(dialect="postgres")
+
+
+def join_on(alias: str, keys: list[tuple[str, str]], outer_refs: frozenset[str]) -> tuple[Atom, ...]:
+    """The join's condition: ``alias.k<i> = <outer expression>`` for each key."""
+    out = []
+    for i, (_, outer) in enumerate(keys, 1):
+        refs = frozenset({alias}) | (_refs_sql(outer) & outer_refs)
+        out.append(Atom(f"{alias}.k{i} = {outer}", refs, refs))
+    return tuple(out)
 
 
 def _key(atom: Atom, inner: frozenset[str]) -> tuple[str, str] | None:
@@ -89,7 +162,7 @@ def _key(atom: Atom, inner: frozenset[str]) -> tuple[str, str] | None:
         return None
     for col, other in ((node.this, node.expression), (node.expression, node.this)):
         if isinstance(col, exp.Column) and col.table in inner and not (_refs(other) & inner) and _refs(other):
-            if any(isinstance(n, (exp.Subquery, exp.Select, exp.AggFunc)) for n in other.walk()):
+            if any(isinstance(n, (exp.Subquery, exp.Select, exp.AggFunc, exp.Window)) for n in other.walk()):
                 return None
             return col.sql(dialect="postgres"), other.sql(dialect="postgres")
     return None
