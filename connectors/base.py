@@ -187,6 +187,16 @@ class Connector(Protocol):
         """Forget the statement statistics gathered so far (the next observation starts from zero), and the
         constants sampled with them (pg_qualstats) where the role may."""
 
+    def table_sample(self, schema: str, table: str, rows: int, seed: int) -> dict | None:
+        """About ``rows`` random rows of a table, the same rows for the same seed, for sizing indexes before they
+        are built: ``{"rows", "percent", "columns": [(name, type length, alignment bytes)], "ctids" (row ids),
+        "values": [(stored size in bytes, 64-bit hash of the text) per column, per row]}``."""
+        ...
+
+    def sample_matching(self, schema: str, table: str, percent: float | None, seed: int, where: str) -> set[str]:
+        """The row ids of ``table_sample``'s rows that the predicate ``where`` keeps (a partial index's)."""
+        ...
+
     # --- planning ----------------------------------------------------------------------------------------------
 
     def explain_cost(self, sql: str, hypothetical: Sequence[IndexChange] = ()) -> float:

@@ -51,8 +51,11 @@ def test_bench_new_workloads_tiny_app_every_advisor_through_the_pipeline_with_re
             assert r["baseline_ms"] > 0 and len(r["statements"]) == doc["workloads"]["app"]["statements"]
     assert next(r for r in rows if r["advisor"] == "noindex")["relative_runtime"] == 1.0
     assert "no_statement_slower" in doc["workloads"]["app"]["targets"]
+    sizes = doc["workloads"]["app"]["sizes"]  # every index a validation built against a first run's estimate
+    assert sizes["indexes"] and all(s["built_bytes"] > 0 for s in sizes["indexes"])
+    assert all(isinstance(r["over_budget"], list) for r in rows)
     text = table(doc)
-    assert all(a in text for a in ADVISORS) and "runtime/no-index" in text
+    assert all(a in text for a in ADVISORS) and "runtime/no-index" in text and "size model" in text
     assert (tmp_path / "bench" / "workloads.json").exists() and (tmp_path / "bench" / "workloads.png").exists()
 
 

@@ -15,7 +15,10 @@ after. Reported per advisor: runtime with the set / without (medians of the roun
 more than 10% slower (median ratio; one the rounds put above 1.10 is re-timed, 9 runs per arm alternating, and
 counted by that: three rounds flag noise), seconds the advice took (the whole pipeline, IA2's training included).
 The peers' sets are also measured as chosen, unvalidated (``<peer>-raw``), as their own tools would give them.
-Targets: IA2's runtime ratio at most the best peer's with no more storage, and no statement >10% slower."""
+Targets: IA2's runtime ratio at most the best peer's with no more storage, and no statement >10% slower.
+Sizes: every index a validation built, its size against what a first run's size model estimates before building
+anything (``index_sizing.first_run_estimates``), and per advisor the indexes its validation dropped because the
+set was over the budget once built (the repair, which sizes known in advance make the exception)."""
 
 from __future__ import annotations
 
@@ -27,10 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
+from advisor.core.domain import IndexChange
 from advisor.core.hardware import detect
 from advisor.core.progress import Say, silent
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
+from advisor.tuning import index_sizing
 from advisor.tuning.index_timing import confirm_regressions
 from advisor.tuning.indexes import IndexPlan, tune_indexes
 from advisor.tuning.observe import require_workload
@@ -84,6 +89,7 @@ class AdvisorRun:
     statements: dict[str, float] = field(default_factory=dict)
     baseline_ms: float | None = None
     message: str = ""
+    over_budget: list[str] = field(default_factory=list)  # dropped in validation: the set was over its budget built
 
 
 class WorkloadBench:
@@ -91,6 +97,7 @@ class WorkloadBench:
         self.options = options
         self.say = say or silent
         self.out = Path(options.out_dir)
+        self._built: dict[IndexChange, int] = {}  # per workload: every index a validation built, bytes
 
     def run(self) -> dict:
         started = time.time()
@@ -131,6 +138,7 @@ class WorkloadBench:
             budget_mb = o.budget_mb or o.budget_fraction * data_bytes / MB
             self.say(f"[{name}] {ran} statements ran; data {data_bytes / MB:.1f} MB, budget {budget_mb:.1f} MB")
             service = AdvisorService(Store(Path(tmp) / "store.duckdb"), say=self.say)
+            self._built = {}
             advised = [pair for a in o.advisors for pair in self._advise(service, dsn, name, a, budget_mb)]
             shadow = Shadow.of(production, dbname)
             self._measure(shadow, name, advised, measured)
@@ -139,8 +147,11 @@ class WorkloadBench:
                 self._measure(shadow, name, [matched], measured)
                 advised.append(matched)
             runs = [run for run, _ in advised]
+            self.say(f"[{name}] sizes: {len(self._built)} built indexes against a first run's estimates")
+            sizes = index_sizing.size_errors(index_sizing.first_run_estimates(connector, self._built), self._built)
         result = {"scale": scale, "data_mb": round(data_bytes / MB, 1), "budget_mb": round(budget_mb, 1),
-                  "statements": len(measured), "fill_statements": ran, "advisors": [asdict(r) for r in runs]}
+                  "statements": len(measured), "fill_statements": ran, "advisors": [asdict(r) for r in runs],
+                  "sizes": sizes}
         result["targets"] = targets(result, name)
         return result
 
@@ -163,6 +174,10 @@ class WorkloadBench:
         run = AdvisorRun(advisor, advise_s=round(time.perf_counter() - started, 1), chosen=len(result.chosen),
                          whatif_rc=result.whatif.get("relative_cost"), message=result.message)
         rec, advised = result.recommendation, ()
+        if result.validation is not None:
+            self._built.update({v.index: v.built_bytes for v in result.validation.verdicts if v.built_bytes})
+            run.over_budget = [v.index.label() for v in result.validation.verdicts
+                               if v.reason.startswith("over the budget once built")]
         if rec is not None and rec.state != "rejected" and result.validation is not None:
             kept = set(result.validation.kept)
             verdicts = [v for v in result.validation.verdicts if v.index in kept]
@@ -286,6 +301,14 @@ def table(doc: dict) -> str:
             rc = f"{r['whatif_rc']:.3f}" if r["whatif_rc"] is not None else "-"
             lines.append(f"  {r['advisor']:14} {r['relative_runtime']:16.3f} {r['storage_mb']:10.1f} "
                          f"{len(r['slower']):11d} {r['advise_s']:8.1f} {len(r['indexes']):7d} {rc:>10}")
+        repaired = {r["advisor"]: r.get("over_budget") for r in w["advisors"] if r.get("over_budget")}
+        lines.append(f"  dropped over the budget once built: {repaired if repaired else 'none'}")
+        z = w.get("sizes") or {}
+        if z.get("indexes"):
+            pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+            lines.append(f"  size model (a first run's estimate vs built, {len(z['indexes'])} indexes): max error "
+                         f"{pct(z['max'])}, median {pct(z['median'])}; of those >= 1 MB: max {pct(z['max_1mb'])}, "
+                         f"median {pct(z['median_1mb'])}")
         for key, t in w["targets"].items():
             state = {True: "met", False: "NOT met", None: "n/a"}[t["met"]]
             detail = {k: v for k, v in t.items() if k != "met" and v not in ("", [])}

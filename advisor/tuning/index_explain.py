@@ -141,7 +141,7 @@ def _why_not(problem: IndexProblem, q: Query, ix: IndexChange, mine, chosen, wit
     if upkeep and q.weight * gain <= upkeep:
         return (f"its maintenance on a written table ({upkeep:,.0f} cost units) outweighs its benefit "
                 f"({q.weight * gain:,.0f})")
-    return "lost in selection: other indexes gave the workload more benefit per byte within the budget"
+    return "lost in selection: other indexes gave the workload more benefit within the budget"
 
 
 def _no_candidate(problem: IndexProblem, q: Query) -> str:

@@ -1,22 +1,30 @@
-"""Calibrating what-if index sizes on a shadow (see ``optimizers.indexes.sizing``): the column types, the
-observations stored for the target by earlier runs, a hypothetical twin of each plain existing index against its
-real size on the shadow, and after validation the indexes the shadow really built. The observations are kept in
-``<model dir>/index_sizes.json``, next to the target's trained models."""
+"""Calibrating what-if index sizes on a shadow (see ``optimizers.indexes.sizing``): the column types, a random
+sample of each table a candidate is on (``TableSamples``, through the connector), the observations stored for the target by
+earlier runs, a hypothetical twin of each plain existing index against its real size on the shadow, and after
+validation the indexes the shadow really built. The observations are kept in ``<model dir>/index_sizes.json``,
+next to the target's trained models. ``size_errors`` reports estimated against built sizes (the bench's check of
+the model)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import statistics
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+import numpy as np
 
 from advisor.core.domain import IndexChange, Snapshot
 from advisor.core.progress import Say, silent
 from connectors.base import Connector
+from optimizers.indexes.btree import ColumnSample, TableSample
 from optimizers.indexes.sizing import CalibratedSizes, SizeModel
 
 FILE = "index_sizes.json"
 COLUMN_TYPES_SQL = """/* db-advisor */ SELECT table_schema, table_name, column_name, data_type
 FROM information_schema.columns WHERE table_schema NOT IN ('pg_catalog', 'information_schema')"""
+SAMPLE_ROWS = 30_000  # rows sampled per table, as many as ANALYZE reads at the default statistics target
+SAMPLE_SEED = 7  # REPEATABLE: a predicate's query samples the same rows
 
 
 def column_types(connector: Connector) -> dict[tuple[str, str, str], str]:
@@ -52,7 +60,8 @@ def prepare(shadow: Connector, snapshot: Snapshot, model_dir: Path | None, say: 
             stored = None
     model = SizeModel.from_json(stored, column_types(shadow), repeats(snapshot),
                                 {(c.schema, c.table, c.column): float(c.avg_width) for c in snapshot.columns},
-                                {(t.schema, t.name): t.rows for t in snapshot.tables})
+                                {(t.schema, t.name): t.rows for t in snapshot.tables},
+                                TableSamples(shadow))
     twins = {}
     for info in snapshot.indexes:
         ix = index_columns(info)
@@ -84,3 +93,84 @@ def learn_built(model: SizeModel, raw: dict[IndexChange, int], built: dict[Index
         tmp = model_dir / (FILE + ".tmp")
         tmp.write_text(json.dumps(model.to_json(), indent=1, sort_keys=True))
         tmp.replace(model_dir / FILE)
+
+
+class TableSamples:
+    """Random samples of the tables behind a connector, read when first asked and kept: per column each sampled
+    value's stored size and a 64-bit hash of its text, the type's length and alignment (``optimizers.indexes.btree``),
+    through the connector's ``table_sample`` / ``sample_matching`` (``SAMPLE_ROWS`` rows, a fixed seed). A table
+    that cannot be sampled (an engine without sampling, no permission, a dropped table) has no sample: its sizes
+    fall back to the statistics."""
+
+    def __init__(self, connector: Connector):
+        self.connector = connector
+        self._tables: dict[tuple[str, str], TableSample | None] = {}
+        self._raw: dict[tuple[str, str], dict] = {}
+        self._masks: dict[tuple[str, str, str], np.ndarray | None] = {}
+
+    def table(self, schema: str, table: str) -> TableSample | None:
+        key = (schema, table)
+        if key not in self._tables:
+            self._tables[key] = None
+            sample = getattr(self.connector, "table_sample", None)
+            try:
+                raw = sample(schema, table, SAMPLE_ROWS, SAMPLE_SEED) if sample else None
+            except Exception:  # noqa: BLE001 - the driver's errors are not ours to name; the statistics remain
+                raw = None
+            if raw:
+                self._raw[key] = raw
+                self._tables[key] = _sample(raw)
+        return self._tables[key]
+
+    def matching(self, schema: str, table: str, where: str) -> np.ndarray | None:
+        key = (schema, table, where)
+        if key not in self._masks:
+            self._masks[key] = None
+            if self.table(schema, table) is not None:
+                raw = self._raw[(schema, table)]
+                try:
+                    hits = self.connector.sample_matching(schema, table, raw["percent"], SAMPLE_SEED, where)
+                except Exception:  # noqa: BLE001 - a predicate the sample cannot evaluate: no mask
+                    return None
+                self._masks[key] = np.array([c in hits for c in raw["ctids"]], dtype=bool)
+        return self._masks[key]
+
+
+def _sample(raw: dict) -> TableSample:
+    """A connector's sample (``table_sample``) as the size model's ``TableSample``."""
+    columns = {}
+    for k, (name, length, align) in enumerate(raw["columns"]):
+        sizes = np.array([np.nan if row[k][0] is None else float(row[k][0]) for row in raw["values"]])
+        hashes = np.array([-1 if row[k][1] is None else int(row[k][1]) for row in raw["values"]], dtype=np.int64)
+        columns[name] = ColumnSample(sizes, hashes, length, align)
+    return TableSample(max(raw["rows"], float(len(raw["values"]))), columns)
+
+
+def first_run_estimates(connector: Connector, indexes: Iterable[IndexChange]) -> dict[IndexChange, int]:
+    """What a first run on the server behind ``connector`` estimates for ``indexes`` (bytes): nothing learnt
+    from earlier runs, the size model over a sample of each table (HypoPG's estimate where the model has no
+    answer)."""
+    model = prepare(connector, connector.observe(), None)
+    with connector.whatif() as whatif:
+        planner = CalibratedSizes(whatif, model)
+        return {ix: planner.index_size(ix) for ix in indexes}
+
+
+def size_errors(estimated: Mapping[IndexChange, int], built: Mapping[IndexChange, int | None]) -> dict:
+    """Estimated against built sizes (bytes) of the indexes both know: per index both and the relative error
+    ``estimated / built - 1``, and the largest and median absolute relative error (of all, and of those of
+    1 MB or more built, where a page more or less is under 1%).
+
+    >>> a, b = IndexChange("public", "t", ("a",)), IndexChange("public", "t", ("b",))
+    >>> r = size_errors({a: 2_060_000, b: 16384}, {a: 2_000_000, b: 8192})
+    >>> r["max"], r["median"], r["max_1mb"]
+    (1.0, 0.515, 0.03)
+    """
+    rows = [{"index": ix.label(), "estimated_bytes": int(est), "built_bytes": int(built[ix]),
+             "error": round(est / built[ix] - 1, 4)} for ix, est in estimated.items() if built.get(ix)]
+    errors = [abs(r["error"]) for r in rows]
+    large = [abs(r["error"]) for r in rows if r["built_bytes"] >= 1 << 20]
+    return {"indexes": rows, "max": round(max(errors), 4) if errors else None,
+            "median": round(statistics.median(errors), 4) if errors else None,
+            "max_1mb": round(max(large), 4) if large else None,
+            "median_1mb": round(statistics.median(large), 4) if large else None}

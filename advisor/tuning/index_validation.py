@@ -29,8 +29,9 @@ A regression in a statement that no kept index can affect (its plan uses none, i
 is measurement noise: it is reported, and does not block the recommendation.
 
 A budget holds for the sizes built, not only the estimated ones: when the indexes left after the first pass take
-more than ``budget_bytes`` on the shadow, indexes are dropped until the rest fits, losing as little measured
-saving as it can (``_over_budget``), and what is left is measured again.
+more than ``budget_bytes`` on the shadow, the subset kept is the one with the most measured saving that fits (an
+exact knapsack, ``index_repair.within_budget``), and what is left is measured again. The size model makes this
+the exception (its estimates are within a few percent of the built sizes, ``optimizers.indexes.sizing``).
 """
 
 from __future__ import annotations
@@ -235,11 +236,11 @@ def _judge(shadow: Shadow, statements: Sequence[BoundStatement], live: list[Inde
                                        "no measurable benefit on the statements it serves")
     if round_no == 1 and budget_bytes is not None:
         left = [ix for ix in live if ix not in dropped]
-        for ix in _over_budget(left, sizes, budget_bytes, serves, by_stmt):
+        for ix in _over_budget(left, sizes, budget_bytes, serves, by_stmt, estimated):
             built = _mb(sum(sizes.get(i) or 0 for i in left))
             dropped[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), serves[ix], False,
                                        f"over the budget once built ({built} built, budget {_mb(budget_bytes)}):"
-                                       " dropping it lost the least measured saving")
+                                       " the indexes kept save the most measured time that fits")
     return _Judged(dropped, suspects, culprits)
 
 
@@ -268,31 +269,13 @@ def _mb(n: float) -> str:
     return f"{n / 1024 / 1024:.1f} MB"
 
 
-def _saved(ix: IndexChange, serves: dict[IndexChange, tuple[str, ...]], by_stmt: dict[str, StatementEvidence]) -> float:
-    """Weighted time ``ix`` measurably saved on the statements it serves that did not regress, ms."""
-    mine = [by_stmt[q] for q in serves[ix] if q in by_stmt and not by_stmt[q].regressed]
-    return sum(s.weight * (s.baseline_ms - s.candidate_ms) for s in mine if s.ratio_ci[1] < 1.0)
-
-
 def _over_budget(live: list[IndexChange], sizes: dict, budget: int, serves: dict[IndexChange, tuple[str, ...]],
-                 by_stmt: dict[str, StatementEvidence]) -> list[IndexChange]:
-    """The indexes to drop so that the built sizes of the rest fit ``budget``, keeping much measured saving: the
-    indexes that saved most per byte are kept while they fit, unless the one that saved most alone saves more
-    (the usual knapsack greedy, within half of the best); ties by name."""
-    size = {ix: sizes.get(ix) or 0 for ix in live}
-    if sum(size.values()) <= budget:
-        return []
-    saved = {ix: _saved(ix, serves, by_stmt) for ix in live}
-    kept, used = [], 0
-    for ix in sorted(live, key=lambda i: (-saved[i] / max(1, size[i]), repr(i))):
-        if used + size[ix] <= budget:
-            kept.append(ix)
-            used += size[ix]
-    fits = [ix for ix in live if size[ix] <= budget]
-    best = max(fits, key=lambda i: (saved[i], repr(i)), default=None)
-    if best is not None and saved[best] > sum(saved[ix] for ix in kept):
-        kept = [best]
-    return [ix for ix in live if ix not in kept]
+                 by_stmt: dict[str, StatementEvidence], estimated: dict | None = None) -> list[IndexChange]:
+    """The indexes to drop so that the built sizes (bytes; the estimate where none was read) of the rest fit
+    ``budget`` with the most measured saving kept: an exact knapsack over each index's share of the time saved
+    (``index_repair.measured_savings``, ``index_repair.within_budget``)."""
+    size = {ix: sizes.get(ix) or (estimated or {}).get(ix, 0) for ix in live}
+    return index_repair.within_budget(index_repair.measured_savings(live, serves, by_stmt), size, budget)
 
 
 def _culprits(suspects: dict[IndexChange, list[StatementEvidence]], serves: dict[IndexChange, tuple[str, ...]],
@@ -301,14 +284,17 @@ def _culprits(suspects: dict[IndexChange, list[StatementEvidence]], serves: dict
     """The indexes to drop for the regressions: with ``every``, all suspects, except that a statement ``diagnosed``
     (cured by dropping one index) loses that one only; otherwise per regressed statement
     the suspect ``diagnosed`` for it, else the one that saved the least weighted time on the statements it serves
-    that did not regress (ties: the one serving fewer statements, then by name, so the choice is deterministic)."""
+    that did not regress (its share, ``index_repair.measured_savings``; ties: the one serving fewer statements,
+    then by name, so the choice is deterministic)."""
     diagnosed = diagnosed or {}
     if every:  # the passes after the careful ones: every suspect of a statement without a diagnosis that cures it
         return {ix for ix, bad in suspects.items() if any(st.queryid not in diagnosed for st in bad)} | \
             {diagnosed[q] for q in {st.queryid for bad in suspects.values() for st in bad} if q in diagnosed}
 
+    shares = index_repair.measured_savings(list(serves), serves, by_stmt)
+
     def saved(ix: IndexChange) -> float:
-        return _saved(ix, serves, by_stmt)
+        return shares.get(ix, 0.0)
 
     blamed: dict[str, list[IndexChange]] = {}
     for ix, bad in suspects.items():

@@ -12,6 +12,7 @@ from advisor.core import knobvalues
 from advisor.core.domain import Applied, Change, DropIndexChange, IndexChange, KnobChange, KnobSpec, Snapshot
 from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, TargetUnreachable
 from connectors.postgres import changes as change_sql
+from connectors.postgres import samples
 from connectors.postgres.catalog import read_catalog
 from connectors.postgres.connection import TAG, connect, execute_one, parse_dsn, redact, target_name
 from connectors.postgres.snapshot import (column_types, foreign_keys, has_extension, read_snapshot, table_columns,
@@ -81,6 +82,16 @@ class PostgresConnector:
 
     def knob_catalog(self) -> dict[str, KnobSpec]:
         return self._guarded(read_catalog)
+
+    def table_sample(self, schema: str, table: str, rows: int, seed: int) -> dict | None:
+        """About ``rows`` random rows of a table, for index sizing (``connectors.postgres.samples``)."""
+        with self.connect() as conn:
+            return samples.table_sample(conn, schema, table, rows, seed)
+
+    def sample_matching(self, schema: str, table: str, percent: float | None, seed: int, where: str) -> set[str]:
+        """The sampled rows ``where`` keeps (``connectors.postgres.samples``)."""
+        with self.connect() as conn:
+            return samples.sample_matching(conn, schema, table, percent, seed, where)
 
     def explain_cost(self, statement: str, hypothetical: Sequence[IndexChange] = ()) -> float:
         return self._guarded(lambda conn: explain_cost(conn, statement, hypothetical))

@@ -11,6 +11,7 @@ from collections import defaultdict
 
 from advisor.core.domain import IndexChange
 from optimizers.indexes.base import IndexOptimizer
+from optimizers.indexes.knapsack import best_within
 from optimizers.indexes.problem import IndexProblem, Query, TableRef, relevant
 
 
@@ -25,12 +26,12 @@ class NoIndex(IndexOptimizer):
 class Dexter(IndexOptimizer):
     """Dexter-style per-statement greedy. Statements are visited heaviest first (weight x no-index cost, planner
     cost units); each gets the single relevant candidate that lowers *its* what-if cost most, provided the drop is
-    at least ``min_gain`` (a fraction) of its cost under the indexes picked so far. The picks are then taken in
-    order of workload benefit per byte (cost units per byte, each pick costed alone), skipping any that no longer
-    fits the budget (bytes)."""
+    at least ``min_gain`` (a fraction) of its cost under the indexes picked so far. Of the picks, those kept are
+    the ones with the largest total workload benefit (cost units, each pick costed alone) that fit the budget
+    (bytes): an exact knapsack (``optimizers.indexes.knapsack``), not a greedy by benefit per byte."""
 
     name = "dexter"
-    description = "Dexter-style: per statement, the best single index; then by benefit per byte within budget"
+    description = "Dexter-style: per statement, the best single index; then the most benefit that fits the budget"
 
     def _setup(self, min_gain: float = 0.05) -> None:
         self.min_gain = min_gain
@@ -53,14 +54,9 @@ class Dexter(IndexOptimizer):
             if best is not None and best_gain >= self.min_gain * now:
                 picked.append(best)
         base = problem.cost()
-        ranked = sorted(picked, key=lambda ix: -(base - problem.cost([ix])) / max(w.size(ix), 1))
-        out: list[IndexChange] = []
-        used = 0
-        for ix in ranked:
-            if used + w.size(ix) <= problem.budget_bytes:
-                out.append(ix)
-                used += w.size(ix)
-        return out
+        keep = best_within([base - problem.cost([ix]) for ix in picked], [w.size(ix) for ix in picked],
+                           problem.budget_bytes)
+        return [picked[i] for i in keep]
 
 
 class Extend(IndexOptimizer):

@@ -1,7 +1,8 @@
 """Sizes that are true, on a real server: HypoPG over-estimates a B-tree on a column with few distinct values
-(PostgreSQL 13+ deduplicates equal keys, HypoPG does not), and the size model learnt from built indexes (one the
-shadow built, or an existing one) brings the estimate of another index on a column of the same type close to its
-built size; the observations are stored for the next run."""
+(PostgreSQL 13+ deduplicates equal keys, HypoPG does not); a B-tree laid out from a sample of its table comes
+within a few percent of the size the server builds, before anything is built; without a sample, the size model
+learnt from built indexes (one the shadow built, or an existing one) brings the estimate of another index on a
+column of the same type close to its built size; the observations are stored for the next run."""
 
 from advisor.core.domain import IndexChange
 from advisor.tuning import index_sizing
@@ -9,6 +10,13 @@ from advisor.tuning.indexing import build_problem
 from connectors.postgres import PostgresConnector
 from optimizers.indexes.sizing import SizeModel
 from tests.conftest import run
+
+# the shapes the index bench builds on TPC-H, over one generated table: single and composite keys, integer, text,
+# date and numeric columns, few and many distinct values, correlated columns, INCLUDE, a partial index
+SHAPES = [IndexChange("public", "t", cols, include=inc, where=where) for cols, inc, where in [
+    (("id",), (), None), (("a",), (), None), (("b",), (), None), (("s",), (), None), (("h",), (), None),
+    (("d",), (), None), (("n",), (), None), (("a", "b"), (), None), (("d", "a"), (), None), (("s", "id"), (), None),
+    (("d",), ("id", "n"), None), (("a",), ("price",), None), (("id",), (), "s = 'status-1'")]]
 
 A = IndexChange("public", "t", ("a",))  # 40 distinct integers
 B = IndexChange("public", "t", ("b",))  # 3000 distinct integers
@@ -57,20 +65,61 @@ def test_existing_indexes_calibrate_the_problem_and_built_sizes_are_kept_for_the
     assert later.calibrate(B, raw[B]) == built[B]
 
 
-def test_a_first_run_calibrates_from_the_statistics_before_anything_is_built(db, tmp_path):
-    """No index to learn from: a B-tree's size is estimated from each key's width and how often it repeats, so
-    the calibrated estimates of low- and high-cardinality keys, a two-column key of independent columns, a
-    numeric key and an INCLUDE index (neither deduplicated) land near what the server builds. Correlated
-    columns repeat more than independence says: that estimate errs large, never small."""
+def _generated(db):
+    run(db, "CREATE TABLE t (id int, a int, b int, c int, n numeric, s text, h text, d date, price numeric, pad text)",
+        "INSERT INTO t SELECT x, x % 40, (x * 7) % 3000, (x / 5) % 13, (x % 40)::numeric, 'status-' || (x % 5), "
+        "md5(x::text), date '2020-01-01' + (x % 700), round((x % 100000) * 1.37, 2), 'p' "
+        "FROM generate_series(1, 200000) x", "ANALYZE t")
+
+
+def _built(db, connector, indexes):
+    for k, ix in enumerate(indexes):
+        include = f" INCLUDE ({', '.join(ix.include)})" if ix.include else ""
+        where = f" WHERE {ix.where}" if ix.where else ""
+        run(db, f"CREATE INDEX probe_{k} ON t ({', '.join(ix.columns)}){include}{where}")
+    with connector.connect() as conn:
+        return {ix: conn.execute(f"SELECT pg_relation_size('probe_{k}')").fetchone()[0]
+                for k, ix in enumerate(indexes)}
+
+
+def test_sizes_laid_out_from_a_sample_are_within_5_percent_of_the_built_sizes(db, tmp_path):
+    """Nothing built before: each estimate is the B-tree laid out from 30,000 sampled rows of its table (tuples
+    aligned per column, the key's repeats from the sample, the rows a partial index keeps). Measured here (200,000
+    rows, 15% sampled): at most 2.4% off, median 0.2% (HypoPG: up to 6.1x over); asserted within 5%."""
+    _generated(db)
+    connector = PostgresConnector(db)
+    sizes = index_sizing.prepare(connector, connector.observe(), tmp_path)
+    problem, session = build_problem(connector, connector.observe(), [], 1 << 30, sizes=sizes)
+    with session:
+        estimated = {ix: problem.whatif.size(ix) for ix in SHAPES}
+        raw = index_sizing.raw_estimates(problem.whatif, SHAPES)
+    built = _built(db, connector, SHAPES)
+    report = index_sizing.size_errors(estimated, built)
+    for ix, row in zip(SHAPES, report["indexes"]):
+        print(f"{row['index']:40} HypoPG {raw[ix]:>9} estimated {row['estimated_bytes']:>9} "
+              f"built {row['built_bytes']:>9} error {row['error']:+.3f}")
+    print("max", report["max"], "median", report["median"])
+    assert len(report["indexes"]) == len(SHAPES)
+    assert report["max"] < 0.05
+    assert max(raw[ix] / built[ix] for ix in SHAPES) > 2.5  # HypoPG alone is far off on the repeating keys
+
+
+def test_without_a_sample_a_first_run_calibrates_from_the_statistics(db, tmp_path):
+    """No sample and no index to learn from: a B-tree's size is estimated from each key's average width and how
+    often it repeats, so the calibrated estimates of low- and high-cardinality keys, a two-column key of
+    independent columns, a numeric key and an INCLUDE index (neither deduplicated) land near what the server
+    builds. Correlated columns repeat more than independence says: that estimate errs large, never small."""
     run(db, "CREATE TABLE t (id int, a int, b int, c int, n numeric, s text, pad text)",
         "INSERT INTO t SELECT x, x % 40, (x * 7) % 3000, (x / 5) % 13, (x % 40)::numeric, "
         "'status-' || (x % 5), 'p' FROM generate_series(1, 300000) x", "ANALYZE t")
     connector = PostgresConnector(db)
-    sizes = index_sizing.prepare(connector, connector.observe(), tmp_path)
+    snapshot = connector.observe()
+    prepared = index_sizing.prepare(connector, snapshot, tmp_path)
+    sizes = SizeModel.from_json(None, prepared.types, prepared.repeats, prepared.widths, prepared.rows)  # no sample
     cases = [IndexChange("public", "t", cols, include=inc) for cols, inc in
              [(("a",), ()), (("b",), ()), (("id",), ()), (("s", "c"), ()), (("n",), ()), (("s",), ()),
               (("a",), ("id",)), (("a", "b"), ())]]
-    problem, session = build_problem(connector, connector.observe(), [], 1 << 30, sizes=sizes)
+    problem, session = build_problem(connector, snapshot, [], 1 << 30, sizes=sizes)
     with session:
         calibrated = {ix: problem.whatif.size(ix) for ix in cases}
         raw = index_sizing.raw_estimates(problem.whatif, cases)
