@@ -12,12 +12,12 @@ from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from advisor.core.inputs import control_character
+from advisor.core.inputs import CONTROL, CONTROL_IN_TEXT, control_character
 
-# what a text may hold, as a JSON-schema pattern: no C0 or C1 control character (a multiline field: tab, line feed
-# and carriage return allowed), the rule of ``advisor.core.inputs.control_character``
-ONE_LINE = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
-MULTILINE = "^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$"
+# what a text may hold, as a JSON-schema pattern: no control character (a multiline field: tab, line feed and
+# carriage return allowed), the very classes ``advisor.core.inputs.control_character`` uses
+ONE_LINE = f"^[^{CONTROL}]*$"
+MULTILINE = f"^[^{CONTROL_IN_TEXT}]*$"
 
 
 def refused_part(scope: Scope) -> str | None:

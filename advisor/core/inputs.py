@@ -30,8 +30,11 @@ from advisor.core.errors import InvalidInput
 
 ID_LENGTH = 12
 _ID = re.compile(rf"[0-9a-fA-F]{{{ID_LENGTH}}}")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_CONTROL_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # tab, line feed and carriage return allowed
+# the control characters (C0, DEL, C1) as a regular-expression class body, the same in Python and in JSON schema
+CONTROL = r"\x00-\x1f\x7f-\x9f"
+CONTROL_IN_TEXT = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"  # tab, line feed and carriage return allowed
+_CONTROL = re.compile(f"[{CONTROL}]")
+_CONTROL_IN_TEXT = re.compile(f"[{CONTROL_IN_TEXT}]")
 
 
 def new_id() -> str:

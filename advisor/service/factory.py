@@ -31,35 +31,34 @@ REAP_INTERVAL_S = 300.0
 log = logging.getLogger("advisor.service")
 
 
+def _cleaning(what: str, clean, said, say: Say) -> list[str]:
+    """``clean()``'s results, said with ``said(results)`` when there are any; a failure is logged, never raised:
+    cleaning up after others never stops the service."""
+    try:
+        done = clean()
+    except Exception as e:  # noqa: BLE001
+        log.warning("looking for %s failed: %s", what, e)
+        return []
+    if done:
+        message = said(done)
+        log.info(message)
+        say(message)
+    return done
+
+
 def reap_orphans(say: Say | None = None) -> list[str]:
     """Stop and remove the sandboxes and shadows whose owner process is gone; the directories removed, said."""
-    try:
-        reaped = factory.reap_orphans()
-    except Exception as e:  # noqa: BLE001 - cleaning up after others never stops the service
-        log.warning("looking for orphaned sandboxes failed: %s", e)
-        return []
-    if reaped:
-        message = (f"stopped and removed {len(reaped)} sandbox(es) left behind by a killed advisor process: "
-                   f"{', '.join(reaped)}")
-        log.info(message)
-        (say or silent)(message)
-    return reaped
+    return _cleaning("orphaned sandboxes", factory.reap_orphans,
+                     lambda d: f"stopped and removed {len(d)} sandbox(es) left behind by a killed advisor process: "
+                               f"{', '.join(d)}", say or silent)
 
 
 def recover_runs(service: AdvisorService) -> list[str]:
     """Mark the runs whose owner process is gone interrupted (``AdvisorService.recover_runs(gone_only=True)``);
     their ids, said."""
-    try:
-        interrupted = service.recover_runs(gone_only=True)
-    except Exception as e:  # noqa: BLE001 - cleaning up after others never stops the service
-        log.warning("looking for runs of killed advisor processes failed: %s", e)
-        return []
-    if interrupted:
-        message = (f"marked {len(interrupted)} run(s) interrupted: the advisor process running them was killed "
-                   f"before they ended: {', '.join(interrupted)}")
-        log.info(message)
-        service.say(message)
-    return interrupted
+    return _cleaning("runs of killed advisor processes", lambda: service.recover_runs(gone_only=True),
+                     lambda ids: f"marked {len(ids)} run(s) interrupted: the advisor process running them was "
+                                 f"killed before they ended: {', '.join(ids)}", service.say)
 
 
 class OrphanReaper:

@@ -99,7 +99,7 @@ class TableSamples:
     """Random samples of the tables behind a connector, read when first asked and kept: per column each sampled
     value's stored size and a 64-bit hash of its text, the type's length and alignment (``optimizers.indexes.btree``),
     through the connector's ``table_sample`` / ``sample_matching`` (``SAMPLE_ROWS`` rows, a fixed seed). A table
-    that cannot be sampled (an engine without sampling, no permission, a dropped table) has no sample: its sizes
+    that cannot be sampled (no permission, a dropped table) has no sample: its sizes
     fall back to the statistics."""
 
     def __init__(self, connector: Connector):
@@ -112,9 +112,8 @@ class TableSamples:
         key = (schema, table)
         if key not in self._tables:
             self._tables[key] = None
-            sample = getattr(self.connector, "table_sample", None)
             try:
-                raw = sample(schema, table, SAMPLE_ROWS, SAMPLE_SEED) if sample else None
+                raw = self.connector.table_sample(schema, table, SAMPLE_ROWS, SAMPLE_SEED)
             except Exception:  # noqa: BLE001 - the driver's errors are not ours to name; the statistics remain
                 raw = None
             if raw:
