@@ -34,6 +34,13 @@ TYPE_DEFAULTS = {"date": "2000-01-01", "interval": "1 day", "boolean": "true", "
                  "character varying": "", "character": "", "timestamp without time zone": "2000-01-01 00:00:00",
                  "timestamp with time zone": "2000-01-01 00:00:00+00"}
 _PARAM = re.compile(r"\$(\d+)")
+# what may stand before the statement in the text pg_qualstats keeps as its example (the queryid is the inner
+# statement's): leading comments, EXPLAIN with its options, PREPARE name (types) AS, DECLARE name ... CURSOR FOR
+_WRAPPER = re.compile(r"""\A(?:\s+|/\*.*?\*/|--[^\n]*(?:\n|\Z))*(?:
+      EXPLAIN\b\s*(?:\((?:[^()']|'[^']*'|\([^()]*\))*\)\s*)?(?:(?:ANALYZE|ANALYSE|VERBOSE)\b\s*)*
+    | PREPARE\s+(?:"[^"]+"|\w+)\s*(?:\([^()]*\)\s*)?AS\b\s*
+    | DECLARE\s+(?:"[^"]+"|\w+)\s+(?:(?:BINARY|ASENSITIVE|INSENSITIVE|NO\s+SCROLL|SCROLL)\s+)*CURSOR\s+
+      (?:WITH(?:OUT)?\s+HOLD\s+)?FOR\b\s*)""", re.IGNORECASE | re.DOTALL | re.VERBOSE)
 AMOUNT_TYPES = {"date": "integer", "timestamp": "interval", "timestamptz": "interval"}  # date + int, ts + interval
 SAMPLES = 3  # bindings per statement: the primary one and two more whose what-if costs are averaged with it
 
@@ -90,6 +97,25 @@ def parameters(text: str) -> list[int]:
     found: set[int] = set()
     substitute(text, lambda k: found.add(k) or "")
     return sorted(found)
+
+
+def unwrap(text: str) -> str:
+    """The statement inside an example's text: an EXPLAIN, PREPARE ... AS or DECLARE ... CURSOR FOR around it
+    removed (a statement a DBA once EXPLAINed, or a driver ran through a cursor, keeps that text as its example).
+
+    >>> unwrap("EXPLAIN (FORMAT JSON, COSTS off) SELECT 1")
+    'SELECT 1'
+    >>> unwrap("/* app */ explain analyze verbose SELECT * FROM t WHERE a = 2")
+    'SELECT * FROM t WHERE a = 2'
+    >>> unwrap('PREPARE "p1" (int, date) AS SELECT * FROM t WHERE a = $1')
+    'SELECT * FROM t WHERE a = $1'
+    >>> unwrap("DECLARE c1 NO SCROLL CURSOR WITH HOLD FOR SELECT a FROM t")
+    'SELECT a FROM t'
+    >>> unwrap("SELECT explain FROM prepare")
+    'SELECT explain FROM prepare'
+    """
+    match = _WRAPPER.match(text)
+    return text[match.end():] if match else text
 
 
 def _bound_value(values: dict[int, str]) -> Callable[[int], str]:
@@ -192,7 +218,7 @@ class Binder:
         if not self._qualstats:
             return None
         row = self.conn.execute(TAG + "SELECT pg_qualstats_example_query(%s::bigint)", (queryid,)).fetchone()
-        return row[0] if row and row[0] else None
+        return unwrap(row[0]) if row and row[0] else None
 
     def _parameter_types(self, text: str, count: int, hints: dict[int, str] | None = None) -> list[str]:
         """The types PostgreSQL infers for the parameters; where it cannot (``$2::date + $4``: date + unknown is

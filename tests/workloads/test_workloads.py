@@ -1,5 +1,6 @@
 import random
 
+import psycopg
 import pytest
 
 from advisor.core.domain import Statement, Workload
@@ -44,6 +45,26 @@ def test_all_22_tpch_queries_run_and_bind_from_qualstats(tpch_dsn):
     assert {b.source for b in bound} <= {"qualstats", "literal"}
     again = replay(tpch_dsn, bound, ReplayOptions(warmup=0))
     assert not again.errors and len(again.samples) == 22
+
+
+def test_a_statement_once_explained_binds_to_itself(tpch_dsn):
+    """pg_qualstats keeps the first text a queryid was seen in, here an EXPLAIN (a DBA checking the plan, a tool
+    validating the statement): the bound statement is the statement, not the EXPLAIN around it."""
+    c = PostgresConnector(tpch_dsn)
+    c.reset_statement_stats()
+    before = c.observe()
+    explained = "SELECT o_orderkey FROM orders WHERE o_orderdate >= DATE '1995-01-01' AND o_totalprice > 1000"
+    with psycopg.connect(tpch_dsn, autocommit=True) as conn:
+        conn.execute("EXPLAIN (FORMAT JSON, COSTS off) " + explained)
+        for _ in range(2):
+            conn.execute(explained).fetchall()
+    workload = workload_delta(c.observe(), before)
+    bound, skipped = bind_workload(c, workload)
+    assert not skipped
+    [b] = [b for b in bound if b.normalized.startswith("SELECT o_orderkey")]
+    assert b.source == "qualstats" and b.sql == explained, b.sql
+    again = replay(tpch_dsn, bound, ReplayOptions(warmup=0))
+    assert not again.errors, again.errors
 
 
 def test_binding_from_column_statistics_when_no_example_exists(tpch_dsn):
