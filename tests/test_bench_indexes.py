@@ -31,7 +31,7 @@ def test_bench_indexes_small_run_writes_table_json_and_plot(tmp_path):
 
 def test_bench_new_workloads_tiny_app_every_advisor_through_the_pipeline_with_real_runtimes(tmp_path):
     """``--workloads app`` at a tiny scale: every advisor advised by the pipeline and measured for real."""
-    from advisor.bench.index_workloads import ADVISORS, WorkloadBench, WorkloadBenchOptions, table
+    from advisor.bench.index_workloads import ADVISORS, PEERS, WorkloadBench, WorkloadBenchOptions, table
 
     options = WorkloadBenchOptions(workloads=("app",), app_scale=0.01, fill_rounds=2, measure_bindings=1, rounds=1,
                                    warmup=0, validation_rounds=1, episodes=4, samples=2, device="cpu",
@@ -40,7 +40,7 @@ def test_bench_new_workloads_tiny_app_every_advisor_through_the_pipeline_with_re
     rows = doc["workloads"]["app"]["advisors"]
     own = [r["advisor"] for r in rows if not r["advisor"].endswith("-raw")]
     assert own[:len(ADVISORS)] == list(ADVISORS)
-    assert all(a in ("ia2@supabase", "ia2@fkeys") for a in own[len(ADVISORS):])  # within a peer's storage
+    assert all(a.startswith("ia2@") and a[4:] in PEERS for a in own[len(ADVISORS):])  # within a peer's storage
     for raw in (r for r in rows if r["advisor"].endswith("-raw")):  # a peer's set as chosen, measured unvalidated
         peer = next(r for r in rows if r["advisor"] == raw["advisor"][:-4])
         assert raw["chosen"] == peer["chosen"] == len(raw["indexes"]) and set(peer["indexes"]) <= set(raw["indexes"])
@@ -59,17 +59,75 @@ def test_bench_new_workloads_tiny_app_every_advisor_through_the_pipeline_with_re
     assert (tmp_path / "bench" / "workloads.json").exists() and (tmp_path / "bench" / "workloads.png").exists()
 
 
+def test_bench_generated_workload_through_the_pipeline_against_the_peers(tmp_path):
+    """``--workloads gen``: a workload drawn from the loaded data (not written for the advisor), observed, advised
+    by IA2 and its peers through the pipeline, measured for real, and summed up against the best peer."""
+    from advisor.bench.index_workloads import WorkloadBench, WorkloadBenchOptions, table
+    from workloads.generated import INDEX_FAMILIES
+
+    options = WorkloadBenchOptions(workloads=("gen-tpch.s3",), advisors=("ia2", "ilp", "supabase"), app_scale=0.01,
+                                   generated_statements=6, fill_rounds=2, rounds=1, warmup=0, validation_rounds=1,
+                                   episodes=4, samples=2, device="cpu", out_dir=str(tmp_path / "bench"))
+    doc = WorkloadBench(options).run()
+    w = doc["workloads"]["gen-tpch.s3"]
+    assert 0 < w["statements"] <= 6 and w["fill_statements"] >= w["statements"]
+    runs = {r["advisor"]: r for r in w["advisors"]}
+    ia2 = runs["ia2"]
+    # the pipeline's statements were the generated ones as run (not the generator's EXPLAINs), so IA2 planned them
+    assert ia2["whatif_rc"] is not None and ia2["whatif_rc"] < 1.0, ia2
+    # IA2's own set was costed against the baselines, the ILP among them, on the same problem
+    assert {"ia2", "extend", "dexter", "ilp"} <= set(ia2["baselines"]) and not runs["ilp"]["baselines"]
+    assert ia2["fallback"] in ("", "extend", "dexter", "ilp")
+    if ia2["fallback"]:
+        assert ia2["baselines"][ia2["fallback"]] < ia2["baselines"]["ia2"]
+    g = doc["generated"]
+    [row] = g["workloads"]
+    assert row["workload"] == "gen-tpch.s3" and row["peer"] in ("ilp", "supabase")
+    assert row["ratio"] is not None and row["ratio"] > 0
+    assert row["own_vs_ilp"] == pytest.approx(ia2["baselines"]["ia2"] / ia2["baselines"]["ilp"], rel=1e-3)
+    assert set(g["targets"]) == {"median_ratio_at_most_1", "worst_ratio_at_most_1.5", "no_statement_10pct_slower",
+                                 "own_set_within_2pct_of_ilp_on_80pct"}
+    assert all(f in INDEX_FAMILIES for f in {q.split(".")[2] for q in ia2["statements"]})
+    text = table(doc)
+    assert "generated workloads" in text and "median ratio" in text
+    assert (tmp_path / "bench" / "workloads-generated.png").exists()
+
+
+def test_the_generated_summary_takes_the_median_and_worst_over_workloads():
+    from advisor.bench.index_generated import summary
+
+    def workload(mine, peer, slower=(), fallback="", own=None):
+        return {"statements": 10, "advisors": [
+            {"advisor": "ia2", "slower": list(slower), "fallback": fallback,
+             "baselines": {"ia2": own, "ilp": 0.5} if own else {}},
+            {"advisor": "ilp", "slower": [], "fallback": "", "baselines": {}}],
+            "targets": {"vs_best_peer": {"peer": "ilp", "ia2": "ia2", "runtime": [mine, peer],
+                                         "storage_mb": [1.0, 1.0]}}}
+
+    s = summary({"app": workload(0.1, 0.1), "gen-tpch.s1": workload(0.2, 0.25, own=0.505),
+                 "gen-job.s1": workload(0.3, 0.2, slower=["q"], fallback="ilp", own=0.6),
+                 "gen-tpcds.s1": workload(0.1, 0.1, own=0.5)})
+    assert [r["workload"] for r in s["workloads"]] == ["gen-tpch.s1", "gen-job.s1", "gen-tpcds.s1"]  # app is not
+    assert s["median_ratio"] == 1.0 and s["worst_ratio"] == 1.5 and s["slower_statements"] == 1
+    assert s["fallback_rate"] == pytest.approx(1 / 3, abs=1e-3) and s["own_within_2pct_share"] == pytest.approx(2 / 3, abs=1e-3)
+    assert s["targets"] == {"median_ratio_at_most_1": True, "worst_ratio_at_most_1.5": True,
+                            "no_statement_10pct_slower": False, "own_set_within_2pct_of_ilp_on_80pct": False}
+    assert summary({"app": workload(0.1, 0.1)}) is None
+
+
 @pytest.mark.slow
 def test_bench_new_workloads_app_and_job_from_the_command_line(tmp_path):
     out = tmp_path / "bench"
-    res = subprocess.run([sys.executable, "-m", "advisor", "bench", "indexes", "--workloads", "app,job",
+    res = subprocess.run([sys.executable, "-m", "advisor", "bench", "indexes", "--workloads", "app,job,gen",
+                          "--schemas", "job,tpcds", "--seeds", "1", "--generated", "8",
                           "--app-scale", "0.02", "--job-scale", "0.01", "--episodes", "20", "--samples", "8",
                           "--rounds", "2", "--device", "cpu", "--out", str(out)], capture_output=True, text=True,
                          timeout=3600, env={**os.environ, "ADVISOR_STORE": str(tmp_path / "s.duckdb")})
     assert res.returncode == 0, res.stderr[-2000:]
     doc = json.loads((out / "workloads.json").read_text())
-    assert set(doc["workloads"]) == {"app", "job"} and doc["workloads"]["job"]["statements"] == 33
-    assert "runtime/no-index" in res.stdout and "target" in res.stdout
+    assert set(doc["workloads"]) == {"app", "job", "gen-job.s1", "gen-tpcds.s1"}
+    assert doc["workloads"]["job"]["statements"] == 33 and doc["generated"]["median_ratio"] is not None
+    assert "runtime/no-index" in res.stdout and "target" in res.stdout and "generated workloads" in res.stdout
 
 
 def test_the_peer_target_compares_ia2_within_the_peers_storage():
@@ -96,3 +154,15 @@ def test_the_peer_target_compares_ia2_within_the_peers_storage():
     assert targets(result, "app")["vs_best_raw_peer"]["met"]
     result["advisors"][-1] = row("supabase-raw", 0.08, 10.0)  # no run of ours fits in 10 MB
     assert not targets(result, "app")["vs_best_raw_peer"]["met"]
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--workloads", "gen", "--schemas", "tpch,oracle"], "unknown: ['oracle']"),
+    (["--workloads", "gen", "--seeds", "1,x"], "seeds must be comma-separated integers"),
+    (["--workloads", "app,gen-mysql.s1"], "unknown workloads ['gen-mysql.s1']"),
+])
+def test_bench_indexes_refuses_unknown_generated_workloads_before_any_work(args, said, tmp_path):
+    res = subprocess.run([sys.executable, "-m", "advisor", "bench", "indexes", *args, "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and said in " ".join(res.stderr.split()), res.stderr[-1500:]
+    assert "Traceback" not in res.stderr and not list(tmp_path.iterdir())

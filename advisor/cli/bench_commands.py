@@ -57,7 +57,16 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
                   "bench-results/indexes",
                   workloads: Annotated[str, typer.Option(help="comma-separated: tpch (random template mixes), "
                                                               "app (an application on TPC-H data), job (JOB-style "
-                                                              "joins on a synthetic IMDB)")] = "tpch",
+                                                              "joins on a synthetic IMDB), gen (generated "
+                                                              "application workloads: --schemas x --seeds)")] =
+                  "tpch",
+                  schemas: Annotated[str, typer.Option(help="gen: comma-separated schemas: tpch, job, tpcds")] =
+                  "tpch,job,tpcds",
+                  seeds: Annotated[str, typer.Option(help="gen: comma-separated generator seeds")] = "1,2",
+                  generated: Annotated[int, typer.Option(help="gen: statements per generated workload", min=1,
+                                                         max=200)] = 15,
+                  tpcds_scale: Annotated[float, typer.Option(help="gen: TPC-DS scale factor", min=0.001,
+                                                             max=10)] = 0.01,
                   app_scale: Annotated[float, typer.Option(help="app: TPC-H scale factor", min=0.001, max=10)] = 0.05,
                   job_scale: Annotated[float, typer.Option(help="job: synthetic IMDB scale factor", min=0.001,
                                                            max=10)] = 0.05,
@@ -65,8 +74,9 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
                                                                       "size", min=0.001, max=1)] = 0.25,
                   budget_mb: Annotated[float | None, typer.Option(help="app, job: budget in MB (instead of the "
                                                                       "fraction)", min=0.1)] = None,
-                  advisors: Annotated[str, typer.Option(help="app, job: advisors compared")] =
-                  "ia2,extend,dexter,supabase,fkeys,noindex",
+                  advisors: Annotated[str, typer.Option(help="app, job, gen: advisors compared (default: "
+                                                             "ia2,extend,dexter,supabase,fkeys,noindex; with gen: "
+                                                             "ia2,extend,ilp,supabase,fkeys)")] = "",
                   statement_timeout_ms: Annotated[int, typer.Option(help="app, job: statement timeout in the "
                                                                          "validation and the real runs", min=100)] =
                   120_000,
@@ -74,22 +84,36 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
     """Index advisors (no index, Dexter, Extend, ILP, IA2) on TPC-H: what-if RC per budget over random mixes,
     then real runs of TPC-H with IA2's and Extend's indexes. With ``--workloads app,job``: every advisor and the
     Supabase-style and all-foreign-keys peers through the real pipeline on workloads nobody tuned for, with real
-    runtimes."""
+    runtimes. With ``gen``: a generated application workload per schema and seed (``gen-<schema>.s<seed>``), the
+    ILP and Extend among the peers, and IA2's median and worst runtime ratio to the best peer over them."""
     from advisor.bench.indexes import IndexBench, IndexBenchOptions, table
-    from advisor.bench.index_workloads import WORKLOADS, WorkloadBench, WorkloadBenchOptions
+    from advisor.bench.index_sources import SCHEMAS, generated_names, is_known
+    from advisor.bench.index_workloads import ADVISORS, GENERATED_ADVISORS, WorkloadBench, WorkloadBenchOptions
     from advisor.bench.index_workloads import table as workloads_table
     from advisor.core.settings import get_settings
 
     device = device or get_settings().device
     chosen = [w.strip() for w in workloads.split(",") if w.strip()]
-    unknown = [w for w in chosen if w not in ("tpch", *WORKLOADS)]
+    if "gen" in chosen:
+        try:
+            seed_list = tuple(int(s) for s in _names([seeds]))
+        except ValueError:
+            raise typer.BadParameter(f"seeds must be comma-separated integers, got {seeds!r}") from None
+        bad = [s for s in _names([schemas]) if s not in SCHEMAS]
+        if bad or not _names([schemas]) or not seed_list:
+            raise typer.BadParameter(f"gen needs seeds and schemas of {', '.join(SCHEMAS)} (unknown: {bad})")
+        at = chosen.index("gen")
+        chosen[at:at + 1] = generated_names(_names([schemas]), seed_list)
+    unknown = [w for w in chosen if w != "tpch" and not is_known(w)]
     if unknown or not chosen:
-        raise typer.BadParameter(f"unknown workloads {unknown}: choose from tpch, {', '.join(WORKLOADS)}")
+        raise typer.BadParameter(f"unknown workloads {unknown}: choose from tpch, app, job, gen "
+                                 f"(or gen-<schema>.s<seed>)")
     if "tpch" not in chosen:
+        default = GENERATED_ADVISORS if any(w.startswith("gen-") for w in chosen) else ADVISORS
         others = WorkloadBenchOptions(
-            workloads=tuple(w for w in chosen if w in WORKLOADS), app_scale=app_scale, job_scale=job_scale,
-            budget_fraction=budget_fraction, budget_mb=budget_mb,
-            advisors=tuple(a.strip() for a in advisors.split(",") if a.strip()), rounds=rounds, episodes=episodes,
+            workloads=tuple(chosen), app_scale=app_scale, job_scale=job_scale, tpcds_scale=tpcds_scale,
+            generated_statements=generated, budget_fraction=budget_fraction, budget_mb=budget_mb,
+            advisors=_names([advisors]) or default, rounds=rounds, episodes=episodes,
             samples=samples, device=device, seed=seed, statement_timeout_ms=statement_timeout_ms, out_dir=out)
         _bench_report(WorkloadBench(others, say=reporter()).run(), json_out, workloads_table, out, "workloads.json",
                       "workloads.png")
@@ -107,6 +131,7 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
     _bench_report(IndexBench(options, say=reporter()).run(), json_out, table, out, "indexes.json", "indexes-rc.png")
     if len(chosen) > 1:
         bench_indexes(workloads=",".join(w for w in chosen if w != "tpch"), app_scale=app_scale, job_scale=job_scale,
+                      tpcds_scale=tpcds_scale, generated=generated, schemas=schemas, seeds=seeds,
                       budget_fraction=budget_fraction, budget_mb=budget_mb, advisors=advisors, episodes=episodes,
                       samples=samples, device=device, rounds=rounds, seed=seed, out=out,
                       statement_timeout_ms=statement_timeout_ms, json_out=json_out)

@@ -28,8 +28,9 @@ from optimizers.indexes.refine import refine
 
 MB = 1024 * 1024
 # the baselines a learned optimizer's choice is checked against (same problem and budget, see
-# IndexOptimizer.checked_against_baselines); the best set is recommended
-FALLBACK_TO = ("extend", "dexter")
+# IndexOptimizer.checked_against_baselines), with their options; the best set is recommended. The exact ILP is
+# kept small here (single-index atoms past 4,000 atoms, 20 s): a check, not a second search; one it refuses is skipped
+FALLBACK_TO = (("extend", {}), ("dexter", {}), ("ilp", {"max_atoms": 4_000, "time_limit_s": 20.0}))
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,8 @@ def propose(problem: IndexProblem, optimizer: str, *, seed: int = 0, model_dir: 
     check, polish = options.pop("fallback", True), options.pop("refine", True)
     chosen, training, selection_s, why = choose(problem, optimizer, seed=seed, model_dir=model_dir,
                                                 options=options, say=say)
-    fallback = better_baseline(problem, optimizer, chosen, seed=seed, say=say) if check else None
+    compared = compare_baselines(problem, optimizer, chosen, seed=seed, say=say) if check else ({}, {})
+    fallback = better_baseline(problem, optimizer, chosen, seed=seed, say=say, compared=compared)
     if fallback is not None:
         chosen = fallback.pop("indexes")
     refined = None
@@ -194,6 +196,8 @@ def propose(problem: IndexProblem, optimizer: str, *, seed: int = 0, model_dir: 
             say(f"refined the set: {refinement_note(report)}")
     base_cost, cost = problem.cost(), problem.cost(chosen)
     whatif = {"relative_cost": cost / base_cost if base_cost else 1.0, "cost_before": base_cost, "cost_after": cost,
+              **({"baselines": {n: c / base_cost for n, c in compared[0].items()}} if compared[0] and base_cost
+                 else {}),
               "estimated_bytes": problem.size(chosen), "budget_bytes": problem.budget_bytes,
               "candidates": len(problem.candidates), "selection_s": selection_s, **problem.whatif.counters(),
               **({"explain": why} if why else {}), **({"fallback": fallback} if fallback else {}),
@@ -213,19 +217,35 @@ def refinement_note(report: dict) -> str:
     return "; ".join(parts) + f" (what-if cost {before:,.1f} -> {after:,.1f})"
 
 
-def better_baseline(problem: IndexProblem, optimizer: str, chosen: tuple, *, seed: int = 0,
-                    say: Say = silent) -> dict | None:
+def compare_baselines(problem: IndexProblem, optimizer: str, chosen: tuple, *, seed: int = 0,
+                      say: Say = silent) -> tuple[dict[str, float], dict[str, tuple]]:
+    """The what-if cost of ``chosen`` (``optimizer``'s set) and of each baseline's set on the same problem, and
+    those sets; both empty when ``optimizer`` is not ``checked_against_baselines`` (a baseline, the exact solver,
+    a peer). The baselines reuse the what-if cache; one that refuses the instance (the ILP: too large) is left out."""
+    if not registry.get("indexes", optimizer).checked_against_baselines:
+        return {}, {}
+    costs = {optimizer: problem.cost(chosen)}
+    sets: dict[str, tuple] = {}
+    for name, options in FALLBACK_TO:
+        try:
+            sets[name] = tuple(registry.create("indexes", name, problem, seed=seed, strict=False, **options).ask(1)[0])
+        except AdvisorError as e:
+            say(f"{name} left out of the comparison: {e}")
+            continue
+        costs[name] = problem.cost(sets[name])
+    return costs, sets
+
+
+def better_baseline(problem: IndexProblem, optimizer: str, chosen: tuple, *, seed: int = 0, say: Say = silent,
+                    compared: tuple[dict[str, float], dict[str, tuple]] | None = None) -> dict | None:
     """{"from", "to", "costs", "indexes"} when a baseline's set for ``problem`` costs less (what-if) than
     ``chosen``, the set of ``optimizer``; None when ``chosen`` is at least as good or ``optimizer`` is not
-    ``checked_against_baselines`` (a baseline, the exact solver, a peer). The baselines reuse the what-if cache."""
-    if not registry.get("indexes", optimizer).checked_against_baselines:
+    ``checked_against_baselines``. ``compared``: ``compare_baselines``' answer, when already asked."""
+    costs, sets = compared if compared is not None else compare_baselines(problem, optimizer, chosen, seed=seed,
+                                                                          say=say)
+    if not sets:
         return None
-    costs = {optimizer: problem.cost(chosen)}
-    sets = {}
-    for name in FALLBACK_TO:
-        sets[name] = tuple(registry.create("indexes", name, problem, seed=seed, strict=False).ask(1)[0])
-        costs[name] = problem.cost(sets[name])
-    best = min(FALLBACK_TO, key=lambda n: costs[n])
+    best = min(sets, key=lambda n: costs[n])
     if not costs[best] < costs[optimizer] * (1 - 1e-9):
         return None
     say(f"{optimizer}'s set (what-if cost {costs[optimizer]:,.1f}) is worse than {best}'s ({costs[best]:,.1f}); "
