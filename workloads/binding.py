@@ -55,6 +55,7 @@ class BoundStatement:
     is_write: bool
     rows_per_call: float = 1.0  # rows returned or written per call in the observed interval
     samples: tuple[str, ...] = ()  # more executable bindings of the statement (what-if costs average over all)
+    mean_ms: float = 0.0  # observed time per call (0: not observed), what an index advisor weighs its costs by
 
 
 def substitute(text: str, value_for: Callable[[int], str]) -> str:
@@ -212,7 +213,7 @@ class Binder:
     def _bound(self, st: Statement, text: str, source: str, samples: list[str] = ()) -> BoundStatement:
         more = tuple(dict.fromkeys(t for t in samples if t != text))  # distinct, the primary left out
         return BoundStatement(st.queryid, st.sql, text, float(st.calls), source, st.is_write,
-                              st.rows / st.calls if st.calls else 1.0, more)
+                              st.rows / st.calls if st.calls else 1.0, more, st.mean_ms)
 
     def _example(self, queryid: str) -> str | None:
         if not self._qualstats:

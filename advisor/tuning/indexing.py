@@ -9,6 +9,7 @@ entry per written row: a descent whose pages are mostly cached, and a dirtied le
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from collections.abc import Sequence
 
 import sqlglot
@@ -20,7 +21,7 @@ from advisor.core.errors import BadStatement
 from connectors.base import Connector, WhatIf
 from optimizers.indexes.candidates import column_uses, generate, statement_shapes
 from optimizers.indexes.costing import CachedWhatIf
-from optimizers.indexes.problem import ColumnUse, IndexProblem, Query
+from optimizers.indexes.problem import ColumnUse, IndexProblem, Query, time_scales
 from optimizers.indexes.sizing import CalibratedSizes, SizeModel
 from workloads.binding import BoundStatement
 
@@ -42,11 +43,13 @@ def index_columns(info: IndexInfo) -> IndexChange | None:
 def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence[BoundStatement],
                   budget_bytes: int, *, max_width: int = 3, min_rows: float = 1000,
                   skipped: list[tuple[str, str]] | None = None,
-                  sizes: SizeModel | None = None) -> tuple[IndexProblem, WhatIf]:
+                  sizes: SizeModel | None = None, by_time: bool = True) -> tuple[IndexProblem, WhatIf]:
     """The problem for ``statements`` on the database behind ``connector`` (which must support what-if
     indexes: HypoPG for PostgreSQL); ``budget_bytes`` in bytes. Statements that sqlglot cannot parse are left out
     and listed in ``skipped`` as (queryid, why). ``sizes`` corrects the what-if index sizes (built vs estimated
-    sizes seen before, see ``advisor.tuning.index_sizing``). Returns the what-if session too: close it when done."""
+    sizes seen before, see ``advisor.tuning.index_sizing``). With ``by_time``, each statement's cost weighs its calls
+    times its observed time per cost unit (``_time_weighted``; statements observed without a time weigh their
+    calls). Returns the what-if session too: close it when done."""
     schema = connector.table_columns()
     rows = {(t.schema, t.name): t.rows for t in snapshot.tables}
     uses: dict[str, list[ColumnUse]] = {}
@@ -80,9 +83,21 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
     maintenance = tuple((t, rows_written * INDEX_ENTRY_COST) for t, rows_written in sorted(written.items()))
     session = connector.whatif()
     planner = session if sizes is None else CalibratedSizes(session, sizes)
-    problem = IndexProblem(tuple(queries), candidates, int(budget_bytes), CachedWhatIf(planner),
+    whatif = CachedWhatIf(planner)
+    if by_time:
+        queries = _time_weighted(queries, whatif, {st.queryid: st for st in statements})
+    problem = IndexProblem(tuple(queries), candidates, int(budget_bytes), whatif,
                            tuple((qid, u) for qid, us in uses.items() for u in us), maintenance)
     return problem, session
+
+
+def _time_weighted(queries: list[Query], whatif: CachedWhatIf, bound: dict[str, BoundStatement]) -> list[Query]:
+    """``queries`` weighed by where the observed time goes (``optimizers.indexes.problem.time_scales``): each
+    one's calls times its observed ms per cost unit over the workload's (its cost with no new index is planned
+    here, once: every optimizer needs it)."""
+    base = {q.queryid: whatif.cost(q, frozenset()).total for q in queries}
+    scales = time_scales(base, {q: bound[q].mean_ms for q in base}, {q: bound[q].weight for q in base})
+    return [replace(q, weight=bound[q.queryid].weight * scales[q.queryid], scale=scales[q.queryid]) for q in queries]
 
 
 def _parse(sql_text: str) -> exp.Expression | None:

@@ -20,15 +20,18 @@ Config = frozenset[IndexChange]
 
 @dataclass(frozen=True)
 class Query:
-    """One statement to cost: its id, executable SQL (parameters bound), weight (calls) and the tables it reads.
+    """One statement to cost: its id, executable SQL (parameters bound), weight and the tables it reads.
     ``samples``: more bindings of the same statement (other real or drawn constants); its cost is the mean over
-    ``sql`` and its samples."""
+    ``sql`` and its samples. ``scale``: how much more each cost unit of this statement weighs than the workload's
+    average (its observed time per cost unit over the workload's, ``time_scales``); ``weight`` is its calls times
+    ``scale``, so that the weighted cost follows where the time goes, not where the planner's units do."""
 
     queryid: str
     sql: str
     weight: float
     tables: frozenset[TableRef]
     samples: tuple[str, ...] = ()
+    scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -103,10 +106,38 @@ class IndexProblem:
         return sum(self.whatif.size(i) for i in config)
 
     def with_weights(self, weights: dict[str, float], budget_bytes: int | None = None) -> "IndexProblem":
-        """The same instance with other query frequencies (0 drops a query) and optionally another budget."""
-        queries = tuple(Query(q.queryid, q.sql, weights[q.queryid], q.tables, q.samples) for q in self.queries
-                        if weights.get(q.queryid, 0) > 0)
+        """The same instance with other query frequencies (0 drops a query; each weighs its ``scale`` times its
+        frequency) and optionally another budget."""
+        queries = tuple(Query(q.queryid, q.sql, weights[q.queryid] * q.scale, q.tables, q.samples, q.scale)
+                        for q in self.queries if weights.get(q.queryid, 0) > 0)
         ids = {q.queryid for q in queries}
         candidates = tuple(c for c in self.candidates if c.queries & ids)
         return IndexProblem(queries, candidates, self.budget_bytes if budget_bytes is None else budget_bytes,
                             self.whatif, tuple(u for u in self.uses if u[0] in ids), self.maintenance)
+
+
+MAX_SCALE = 100.0  # a statement's cost units weigh at most this many times the workload's average, and at least 1/it
+
+
+def time_scales(base_costs: dict[str, float], mean_ms: dict[str, float], calls: dict[str, float]) -> dict[str, float]:
+    """Per statement, its observed milliseconds per planner cost unit over the workload's (calls-weighted), clipped
+    to ``MAX_SCALE`` either way; 1.0 where its time or cost is unknown. The planner's units are not time: a join it
+    prices at 10x a lookup may run 1,000x longer (misestimated rows) or 0.1x (a LIMIT that stops early), and an
+    advisor that minimizes units spends the budget where the units are, not where the time goes. Scaled, the
+    weighted cost of a configuration estimates the workload's time (each statement's observed time times its
+    relative cost), kept in cost units: the scales average 1 over the workload.
+
+    >>> s = time_scales({"join": 1000.0, "lookup": 100.0}, {"join": 500.0, "lookup": 5.0}, {"join": 1, "lookup": 10})
+    >>> round(s["join"], 3), round(s["lookup"], 3)
+    (1.818, 0.182)
+    >>> time_scales({"a": 10.0, "b": 0.0}, {"a": 0.0, "b": 3.0}, {"a": 1, "b": 1})
+    {'a': 1.0, 'b': 1.0}
+    """
+    known = [q for q in base_costs if base_costs[q] > 0 and mean_ms.get(q, 0) > 0]
+    units = sum(calls.get(q, 0) * base_costs[q] for q in known)
+    ms = sum(calls.get(q, 0) * mean_ms[q] for q in known)
+    if units <= 0 or ms <= 0:
+        return {q: 1.0 for q in base_costs}
+    average = ms / units
+    return {q: min(MAX_SCALE, max(1 / MAX_SCALE, mean_ms[q] / base_costs[q] / average)) if q in known else 1.0
+            for q in base_costs}

@@ -123,6 +123,42 @@ def test_indexes_on_written_tables_carry_maintenance(db):
         assert problem.cost([ra]) < problem.cost()  # the read-only table's index is free to maintain
 
 
+def test_statements_weigh_by_their_observed_time_not_the_planners_units(db):
+    """The planner prices the lookup on the big table far above the one on the small table; the small table's
+    lookup is where the observed time goes (1,000 ms a call against 1 ms). With room for one of the two indexes,
+    a cost-unit objective builds the big table's, the time-weighted one (the default) the small table's."""
+    from advisor.tuning.indexing import build_problem
+    from connectors.postgres import PostgresConnector
+    from optimizers import registry
+    from tests.conftest import run
+    from workloads.binding import BoundStatement
+
+    run(db, "CREATE TABLE big (id int, a int, pad text)", "CREATE TABLE small (id int, a int, pad text)",
+        "INSERT INTO big SELECT x, x % 20000, md5(x::text) FROM generate_series(1, 200000) x",
+        "INSERT INTO small SELECT x, x % 2000, md5(x::text) FROM generate_series(1, 20000) x", "ANALYZE")
+    connector = PostgresConnector(db)
+    snap = connector.observe()
+    statements = [BoundStatement(q, f"SELECT * FROM {t} WHERE a = $1", f"SELECT * FROM {t} WHERE a = 7", 10.0,
+                                 "literal", False, mean_ms=ms) for q, t, ms in (("b", "big", 1.0),
+                                                                               ("s", "small", 1000.0))]
+    chosen = {}
+    for by_time in (False, True):
+        problem, session = build_problem(connector, snap, statements, 1 << 30, by_time=by_time)
+        with session:
+            ix = {c.index.table: c.index for c in problem.candidates}
+            assert set(ix) == {"big", "small"}
+            one = problem.with_weights({q.queryid: q.weight / q.scale for q in problem.queries},
+                                       problem.size([ix["big"]]) + problem.size([ix["small"]]) // 2)
+            assert {q.queryid: q.weight for q in one.queries} == {q.queryid: q.weight for q in problem.queries}
+            chosen[by_time] = [i.table for i in registry.create("indexes", "ilp", one).ask(1)[0]]
+            scales = {q.queryid: q.scale for q in problem.queries}
+            if by_time:
+                assert scales["s"] > 50 * scales["b"]
+            else:
+                assert scales == {"b": 1.0, "s": 1.0}
+    assert chosen == {False: ["big"], True: ["small"]}
+
+
 # --- issue 14: multi-column ordering, INCLUDE and partial variants ----------------------------------------------
 
 WIDE = {("public", "tickets"): ("id", "tenant", "status", "kind", "opened_on", "deleted_at", "urgent", "title",
