@@ -41,7 +41,7 @@ from advisor.storage.store import Store
 from advisor.tuning import index_sizing
 from advisor.tuning.index_timing import confirm_regressions
 from advisor.tuning.indexes import IndexPlan, tune_indexes
-from advisor.tuning.observe import require_workload
+from advisor.tuning.observe import Observation, require_workload
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors import factory
 from connectors.base import Shadow
@@ -146,10 +146,13 @@ class WorkloadBench:
             self.say(f"[{name}] {ran} statements ran; data {data_bytes / MB:.1f} MB, budget {budget_mb:.1f} MB")
             service = AdvisorService(Store(Path(tmp) / "store.duckdb"), say=self.say)
             self._built = {}
-            advised = [pair for a in o.advisors for pair in self._advise(service, dsn, name, a, budget_mb)]
+            # one observation for every advisor: the real runs below add calls, and the rerun within a peer's
+            # storage must see the workload the others saw
+            obs = require_workload(service.observe(dsn, f"bench-{name}"))  # what AdvisorService.tune_indexes does
+            advised = [pair for a in o.advisors for pair in self._advise(service, dsn, obs, name, a, budget_mb)]
             shadow = Shadow.of(production, src.dbname)
             self._measure(shadow, name, advised, measured)
-            matched = self._matched(service, dsn, name, [run for run, _ in advised])
+            matched = self._matched(service, dsn, obs, name, [run for run, _ in advised])
             if matched is not None:
                 self._measure(shadow, name, [matched], measured)
                 advised.append(matched)
@@ -162,7 +165,7 @@ class WorkloadBench:
         result["targets"] = targets(result, name)
         return result
 
-    def _advise(self, service: AdvisorService, dsn: str, workload: str, advisor: str,
+    def _advise(self, service: AdvisorService, dsn: str, obs: Observation, workload: str, advisor: str,
                 budget_mb: float) -> list[tuple[AdvisorRun, tuple]]:
         """The advisor's set (and its report), from the pipeline users run (validation on); for a peer also its
         set as chosen, before validation (``<peer>-raw``: what the peer's own tool would have a user build)."""
@@ -175,7 +178,6 @@ class WorkloadBench:
         plan = IndexPlan(advisor, budget_mb, o.seed, validation=ValidationOptions(
             rounds=o.validation_rounds, statement_timeout_ms=o.statement_timeout_ms), max_statements=60,
             options=options).check()
-        obs = require_workload(service.observe(dsn, f"bench-{workload}"))  # what AdvisorService.tune_indexes does
         result = tune_indexes(service.store, factory.connector(dsn), obs, plan,
                               model_dir=service.model_dir(obs.target_id), say=self.say)
         run = AdvisorRun(advisor, advise_s=round(time.perf_counter() - started, 1), chosen=len(result.chosen),
@@ -204,7 +206,7 @@ class WorkloadBench:
             out.append((raw, tuple(result.chosen)))
         return out
 
-    def _matched(self, service: AdvisorService, dsn: str, workload: str,
+    def _matched(self, service: AdvisorService, dsn: str, obs: Observation, workload: str,
                  runs: list[AdvisorRun]) -> tuple[AdvisorRun, tuple] | None:
         """IA2 again with the best peer's built storage as its budget, when its own set took more: the target
         compares runtimes at no more storage than the peer's (``ia2@<peer>``; None when not needed)."""
@@ -217,7 +219,7 @@ class WorkloadBench:
             return None
         self.say(f"[{workload}] ia2 took {ia2.storage_mb:.1f} MB, {best.advisor} {best.storage_mb:.1f} MB: "
                  f"advising again within {best.advisor}'s storage")
-        run, config = self._advise(service, dsn, workload, "ia2", best.storage_mb)[0]
+        run, config = self._advise(service, dsn, obs, workload, "ia2", best.storage_mb)[0]
         run.advisor = f"ia2@{best.advisor}"
         return run, config
 

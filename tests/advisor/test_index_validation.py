@@ -87,6 +87,23 @@ def test_the_audit_re_times_each_read_the_set_serves_that_the_rounds_did_not_sho
     assert unproven(evidence, served, reads, done=["retimed"]) == ["even", "noisy_fast"]
 
 
+def test_an_index_whose_benefit_the_rounds_hint_at_but_do_not_prove_is_re_timed_before_it_goes():
+    from advisor.core.domain import Evidence
+    from advisor.tuning.index_validation import hinted_benefits
+
+    proven, hinted, flat = (IndexChange("public", t, ("a",)) for t in ("p", "h", "f"))
+    stmts = (_st("fast", 0.5), replace(_st("maybe", 0.8), ratio_ci=(0.6, 1.2)),
+             replace(_st("maybe_too", 0.9), ratio_ci=(0.7, 1.1)), replace(_st("also", 0.7), ratio_ci=(0.5, 1.3)),
+             replace(_st("even", 0.99), ratio_ci=(0.8, 1.2)), replace(_st("write", 0.6), ratio_ci=(0.4, 1.3)),
+             replace(_st("done", 0.8), ratio_ci=(0.6, 1.2)))
+    evidence = Evidence(3, (30.0,) * 3, (30.0,) * 3, 0.0, (0.0, 0.0), stmts, 0.02, 0.10)
+    serves = {proven: ("fast", "also"),  # "fast" proves it: nothing of its own to re-time
+              hinted: ("maybe", "maybe_too", "even", "write", "done"), flat: ("even",)}
+    reads = {"fast", "maybe", "maybe_too", "also", "even", "done"}
+    # "even" (0.99x) hints at nothing; "write" is not a read; "done" was re-timed already
+    assert hinted_benefits(evidence, [proven, hinted, flat], serves, reads, ["done"]) == ["maybe", "maybe_too"]
+
+
 def _st(qid, ratio, regressed=False, weight=1.0, base=10.0):
     from advisor.core.domain import StatementEvidence
 
