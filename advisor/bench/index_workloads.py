@@ -226,7 +226,8 @@ class WorkloadBench:
     def _measure(self, shadow: Shadow, workload: str, advised: list[tuple[AdvisorRun, tuple]], statements) -> None:
         """Each advised set built on the production server vs no new index, interleaved rounds."""
         o = self.options
-        options = ValidationOptions(rounds=o.rounds, warmup=o.warmup, statement_timeout_ms=o.statement_timeout_ms)
+        options = ValidationOptions(rounds=o.rounds, warmup=o.warmup, statement_timeout_ms=o.statement_timeout_ms,
+                                    warm_once=True)  # indexes built and dropped: no restart, the caches stay warm
         seen: dict[frozenset, AdvisorRun] = {}
         for i, (run, config) in enumerate(advised, 1):
             if not config:

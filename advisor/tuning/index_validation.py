@@ -146,7 +146,7 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
             evidence = None
             break
         say(f"validating {len(live)} index(es) on the shadow (pass {round_no}): {options.rounds} interleaved rounds")
-        evidence = validate(shadow, statements, live, options, say=say)
+        evidence = validate(shadow, statements, live, replace(options, warm_once=True), say=say)  # no restart
         served = {q for ix in live for q in serves[ix]}  # a statement no index of the set serves is not re-timed
         flagged = [q for q in screened(evidence, options) if q in served]
         evidence = confirm_regressions(shadow, statements, live, evidence, options, say, flagged)

@@ -9,7 +9,7 @@ Evidence. Latencies are in ms; gains are fractions (0.02 = 2%).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from advisor.core.progress import Say
 from advisor.core.domain import Applied, Change, Evidence
@@ -36,6 +36,9 @@ class ValidationOptions:
     statement_timeout_ms: int = 60_000
     min_gain: float = 0.02  # the gain interval's lower end must clear this fraction
     regression_threshold: float = 0.10  # a statement this fraction slower (interval above 1) is a regression
+    # warm up in the first round only: right for changes that leave the caches warm (an index built or dropped),
+    # not for a setting that restarts the server (each arm then starts cold)
+    warm_once: bool = False
 
 
 def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequence[Change],
@@ -45,7 +48,8 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
     say = say or (lambda _m: None)
     if not statements:
         raise AdvisorError("nothing to replay: the workload has no replayable statements")
-    replay_options = ReplayOptions(options.concurrency, options.repeats, options.warmup, options.statement_timeout_ms)
+    warm = ReplayOptions(options.concurrency, options.repeats, options.warmup, options.statement_timeout_ms)
+    warmed = replace(warm, warmup=0) if options.warm_once else warm
     baseline: list[ArmRound] = []
     candidate: list[ArmRound] = []
     applied: Applied | None = None
@@ -57,7 +61,7 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
                 elif arm == "A" and applied is not None:
                     shadow.connector.revert(applied)
                     applied = None
-                result = replay(shadow.dsn, statements, replay_options)
+                result = replay(shadow.dsn, statements, warm if i == 0 else warmed)
                 pass_ = ArmRound(result.samples, {k: len(v) for k, v in result.errors.items()})
                 (baseline if arm == "A" else candidate).append(pass_)
                 say(f"round {i + 1}/{options.rounds} {'baseline' if arm == 'A' else 'candidate'}: "

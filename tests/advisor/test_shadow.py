@@ -38,6 +38,20 @@ def test_planted_improvement_is_validated_and_the_primary_is_untouched(events):
     assert scalar(events, "SELECT count(*) FROM pg_indexes WHERE tablename = 'events'") == indexes_before
 
 
+@pytest.mark.parametrize("warm_once, runs", [(False, 2 * 3 * (1 + 2)), (True, 2 * (1 + 3 * 2))])
+def test_warm_once_warms_each_arm_in_the_first_round_only(events, warm_once, runs):
+    """Index validation builds and drops indexes without a restart, so its caches stay warm: one warm-up per arm
+    (in the first round), not one per pass. Counted by pg_stat_statements on the shadow."""
+    marker = "SELECT count(*) FROM events WHERE account = 7 AND id > 0"
+    with clone(connector(events)) as shadow:
+        run(shadow.dsn, "SELECT pg_stat_statements_reset()")
+        validate(shadow, [_stmt("marked", marker)], [IndexChange("public", "events", ("account",))],
+                 ValidationOptions(rounds=3, repeats=2, warmup=1, warm_once=warm_once))
+        calls = scalar(shadow.dsn, "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query LIKE "
+                                   "'SELECT count(*) FROM events WHERE account = $1 AND id > $2%'")
+    assert calls == runs
+
+
 def test_planted_regression_is_rejected(events):
     with clone(connector(events)) as shadow:
         ev = validate(shadow, WORKLOAD, [KnobChange("enable_indexscan", "off"), KnobChange("enable_bitmapscan", "off")],
