@@ -79,7 +79,7 @@ def test_bench_generated_workload_through_the_pipeline_against_the_peers(tmp_pat
     assert {"ia2", "extend", "dexter", "ilp"} <= set(ia2["baselines"]) and not runs["ilp"]["baselines"]
     assert ia2["fallback"] in ("", "extend", "dexter", "ilp")
     if ia2["fallback"]:
-        assert ia2["baselines"][ia2["fallback"]] < ia2["baselines"]["ia2"]
+        assert ia2["baselines"][ia2["fallback"]] <= ia2["baselines"]["ia2"]
     g = doc["generated"]
     [row] = g["workloads"]
     assert row["workload"] == "gen-tpch.s3" and row["peer"] in ("ilp", "supabase")

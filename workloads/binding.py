@@ -35,12 +35,15 @@ TYPE_DEFAULTS = {"date": "2000-01-01", "interval": "1 day", "boolean": "true", "
                  "timestamp with time zone": "2000-01-01 00:00:00+00"}
 _PARAM = re.compile(r"\$(\d+)")
 # what may stand before the statement in the text pg_qualstats keeps as its example (the queryid is the inner
-# statement's): leading comments, EXPLAIN with its options, PREPARE name (types) AS, DECLARE name ... CURSOR FOR
-_WRAPPER = re.compile(r"""\A(?:\s+|/\*.*?\*/|--[^\n]*(?:\n|\Z))*(?:
-      EXPLAIN\b\s*(?:\((?:[^()']|'[^']*'|\([^()]*\))*\)\s*)?(?:(?:ANALYZE|ANALYSE|VERBOSE)\b\s*)*
-    | PREPARE\s+(?:"[^"]+"|\w+)\s*(?:\([^()]*\)\s*)?AS\b\s*
+# statement's), after leading blanks and comments: EXPLAIN with its options (a list that starts with an option's
+# name, not a parenthesised query), PREPARE name (types) AS, DECLARE name ... CURSOR FOR
+_LEAD = re.compile(r"\s+|/\*(?:[^*]|\*(?!/))*\*/|--[^\n]*(?:\n|\Z)")
+_WRAPPER = re.compile(r"""(?:
+      EXPLAIN\b\s*(?:\(\s*(?!(?:SELECT|WITH|VALUES|TABLE)\b)[A-Za-z](?:[^()']|'[^']*')*\)\s*)?
+      (?:(?:ANALYZE|ANALYSE|VERBOSE)\b\s*)*
+    | PREPARE\s+(?:"[^"]+"|\w+)\s*(?:\((?:[^()]|\([^()]*\))*\)\s*)?AS\b\s*
     | DECLARE\s+(?:"[^"]+"|\w+)\s+(?:(?:BINARY|ASENSITIVE|INSENSITIVE|NO\s+SCROLL|SCROLL)\s+)*CURSOR\s+
-      (?:WITH(?:OUT)?\s+HOLD\s+)?FOR\b\s*)""", re.IGNORECASE | re.DOTALL | re.VERBOSE)
+      (?:WITH(?:OUT)?\s+HOLD\s+)?FOR\b\s*)""", re.IGNORECASE | re.VERBOSE)
 AMOUNT_TYPES = {"date": "integer", "timestamp": "interval", "timestamptz": "interval"}  # date + int, ts + interval
 SAMPLES = 3  # bindings per statement: the primary one and two more whose what-if costs are averaged with it
 
@@ -114,9 +117,17 @@ def unwrap(text: str) -> str:
     'SELECT a FROM t'
     >>> unwrap("SELECT explain FROM prepare")
     'SELECT explain FROM prepare'
+    >>> unwrap("EXPLAIN (SELECT 1)"), unwrap("EXPLAIN"), unwrap('PREPARE p (numeric(10,2)) AS SELECT $1')
+    ('(SELECT 1)', 'EXPLAIN', 'SELECT $1')
+    >>> unwrap(" " * 40 + "SELECT 1") == " " * 40 + "SELECT 1"  # blanks before an unwrapped statement stay
+    True
     """
-    match = _WRAPPER.match(text)
-    return text[match.end():] if match else text
+    at = 0
+    while (lead := _LEAD.match(text, at)) and lead.end() > at:
+        at = lead.end()
+    match = _WRAPPER.match(text, at)
+    rest = text[match.end():] if match else ""
+    return rest if rest.strip() else text
 
 
 def _bound_value(values: dict[int, str]) -> Callable[[int], str]:
@@ -219,7 +230,7 @@ class Binder:
         if not self._qualstats:
             return None
         row = self.conn.execute(TAG + "SELECT pg_qualstats_example_query(%s::bigint)", (queryid,)).fetchone()
-        return unwrap(row[0]) if row and row[0] else None
+        return unwrap(row[0]) if row and row[0] and row[0].strip() else None
 
     def _parameter_types(self, text: str, count: int, hints: dict[int, str] | None = None) -> list[str]:
         """The types PostgreSQL infers for the parameters; where it cannot (``$2::date + $4``: date + unknown is

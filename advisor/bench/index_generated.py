@@ -24,7 +24,7 @@ def summary(workloads: dict[str, dict]) -> dict | None:
     rows = [_row(name, w) for name, w in workloads.items() if name.startswith(PREFIX)]
     if not rows:
         return None
-    ratios = [r["ratio"] for r in rows if r["ratio"] is not None]
+    ratios = [r["ratio"] for r in rows if r["ratio"] is not None and r["ratio"] == r["ratio"]]  # NaN: not measured
     vs_ilp = [r["own_vs_ilp"] for r in rows if r["own_vs_ilp"] is not None]
     within = [v <= ILP_TOLERANCE for v in vs_ilp]
     out = {"workloads": rows,
@@ -51,7 +51,7 @@ def _row(name: str, w: dict) -> dict:
     ia2 = runs.get("ia2")
     vs = w.get("targets", {}).get("vs_best_peer")
     ratio = None
-    if vs and vs["runtime"][1] > 0:
+    if vs and vs["runtime"][1] > 0 and vs["runtime"][0] == vs["runtime"][0]:
         ratio = round(vs["runtime"][0] / vs["runtime"][1], 3)
     mine = runs.get(vs["ia2"]) if vs else ia2
     checked = (ia2 or {}).get("baselines", {})  # on the pipeline's own problem, so the costs compare exactly

@@ -9,8 +9,10 @@ measure. Three kinds:
 - ``job``: a synthetic IMDB and 33 JOB-style joins with literal constants (``workloads.job``);
 - ``gen-<schema>.s<seed>``: a random application workload (``workloads.generated``, the index families: lookups,
   composite equality + range + ORDER BY, date windows written with casts and arithmetic, LIKE prefixes, joins
-  with residual filters, aggregates; calls drawn) over TPC-H, the synthetic IMDB or a TPC-DS subset, drawn from
-  the loaded data with that seed; statements nobody wrote the advisor for.
+  with residual filters, aggregates; calls drawn) over TPC-H (at the ``app`` scale), the synthetic IMDB (the
+  ``job`` scale) or a TPC-DS subset, drawn from the loaded data with that seed; statements nobody wrote the
+  advisor for. Measured with the statements as drawn, the constants the advisors observed (``app`` measures
+  fresh ones): a generated run flatters every advisor alike.
 """
 
 from __future__ import annotations
@@ -58,7 +60,9 @@ def generated_names(schemas: tuple[str, ...], seeds: tuple[int, ...]) -> tuple[s
 
 
 def is_known(name: str) -> bool:
-    """>>> [is_known(n) for n in ("app", "job", "gen-tpcds.s3", "gen-oracle.s1", "gen-tpch")]
+    """Whether ``name`` is a workload this module can make.
+
+    >>> [is_known(n) for n in ("app", "job", "gen-tpcds.s3", "gen-oracle.s1", "gen-tpch")]
     [True, True, True, False, False]
     """
     m = _GENERATED.fullmatch(name)

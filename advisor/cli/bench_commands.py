@@ -63,7 +63,8 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
                   schemas: Annotated[str, typer.Option(help="gen: comma-separated schemas: tpch, job, tpcds")] =
                   "tpch,job,tpcds",
                   seeds: Annotated[str, typer.Option(help="gen: comma-separated generator seeds")] = "1,2",
-                  generated: Annotated[int, typer.Option(help="gen: statements per generated workload", min=1,
+                  generated: Annotated[int, typer.Option(help="gen: statements per generated workload (TPC-H at "
+                                                              "--app-scale, the IMDB at --job-scale)", min=1,
                                                          max=200)] = 15,
                   tpcds_scale: Annotated[float, typer.Option(help="gen: TPC-DS scale factor", min=0.001,
                                                              max=10)] = 0.01,
@@ -100,23 +101,28 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
         except ValueError:
             raise typer.BadParameter(f"seeds must be comma-separated integers, got {seeds!r}") from None
         bad = [s for s in _names([schemas]) if s not in SCHEMAS]
-        if bad or not _names([schemas]) or not seed_list:
-            raise typer.BadParameter(f"gen needs seeds and schemas of {', '.join(SCHEMAS)} (unknown: {bad})")
+        if bad or not _names([schemas]) or not seed_list or min(seed_list) < 0:
+            raise typer.BadParameter(f"gen needs seeds (integers >= 0) and schemas of {', '.join(SCHEMAS)} "
+                                     f"(unknown: {bad})")
         at = chosen.index("gen")
-        chosen[at:at + 1] = generated_names(_names([schemas]), seed_list)
+        chosen[at:at + 1] = generated_names(tuple(dict.fromkeys(_names([schemas]))), tuple(dict.fromkeys(seed_list)))
+    chosen = list(dict.fromkeys(chosen))  # a workload named twice runs once
     unknown = [w for w in chosen if w != "tpch" and not is_known(w)]
     if unknown or not chosen:
         raise typer.BadParameter(f"unknown workloads {unknown}: choose from tpch, app, job, gen "
                                  f"(or gen-<schema>.s<seed>)")
     if "tpch" not in chosen:
-        default = GENERATED_ADVISORS if any(w.startswith("gen-") for w in chosen) else ADVISORS
+        kinds = [GENERATED_ADVISORS if w.startswith("gen-") else ADVISORS for w in chosen]
+        default = tuple(dict.fromkeys(a for each in kinds for a in each))  # every workload's default advisors
         others = WorkloadBenchOptions(
             workloads=tuple(chosen), app_scale=app_scale, job_scale=job_scale, tpcds_scale=tpcds_scale,
             generated_statements=generated, budget_fraction=budget_fraction, budget_mb=budget_mb,
             advisors=_names([advisors]) or default, rounds=rounds, episodes=episodes,
             samples=samples, device=device, seed=seed, statement_timeout_ms=statement_timeout_ms, out_dir=out)
+        pictures = (["workloads.png"] if any(not w.startswith("gen-") for w in chosen) else []) + \
+            (["workloads-generated.png"] if any(w.startswith("gen-") for w in chosen) else [])
         _bench_report(WorkloadBench(others, say=reporter()).run(), json_out, workloads_table, out, "workloads.json",
-                      "workloads.png")
+                      *pictures)
         return
     try:
         fractions = tuple(float(b) for b in budgets.split(",") if b.strip())

@@ -29,8 +29,10 @@ from optimizers.indexes.refine import refine
 MB = 1024 * 1024
 # the baselines a learned optimizer's choice is checked against (same problem and budget, see
 # IndexOptimizer.checked_against_baselines), with their options; the best set is recommended. The exact ILP is
-# kept small here (single-index atoms past 4,000 atoms, 20 s): a check, not a second search; one it refuses is skipped
-FALLBACK_TO = (("extend", {}), ("dexter", {}), ("ilp", {"max_atoms": 4_000, "time_limit_s": 20.0}))
+# kept small here, a check and not a second search: single-index atoms past 4,000 atoms, at most 5,000
+# branch-and-bound nodes (the same answer on any machine), 60 s as a last guard; one it refuses is skipped
+FALLBACK_TO = (("extend", {}), ("dexter", {}),
+               ("ilp", {"max_atoms": 4_000, "max_nodes": 5_000, "time_limit_s": 60.0}))
 
 
 @dataclass(frozen=True)

@@ -85,19 +85,26 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
     planner = session if sizes is None else CalibratedSizes(session, sizes)
     whatif = CachedWhatIf(planner)
     if by_time:
-        queries = _time_weighted(queries, whatif, {st.queryid: st for st in statements})
+        try:
+            queries = _time_weighted(queries, whatif, {st.queryid: st for st in statements})
+        except BaseException:
+            session.close()
+            raise
     problem = IndexProblem(tuple(queries), candidates, int(budget_bytes), whatif,
                            tuple((qid, u) for qid, us in uses.items() for u in us), maintenance)
     return problem, session
 
 
 def _time_weighted(queries: list[Query], whatif: CachedWhatIf, bound: dict[str, BoundStatement]) -> list[Query]:
-    """``queries`` weighed by where the observed time goes (``optimizers.indexes.problem.time_scales``): each
-    one's calls times its observed ms per cost unit over the workload's (its cost with no new index is planned
-    here, once: every optimizer needs it)."""
-    base = {q.queryid: whatif.cost(q, frozenset()).total for q in queries}
+    """The reads of ``queries`` weighed by where the observed time goes (``optimizers.indexes.problem.time_scales``):
+    each one's calls times its observed ms per cost unit over the reads' (its cost with no new index is planned
+    here, once: every optimizer needs it). Writes keep their calls: their time is mostly what the planner does
+    not price (WAL, commits, lock waits), and their indexes' upkeep is costed apart, in cost units."""
+    reads = [q for q in queries if not bound[q.queryid].is_write]
+    base = {q.queryid: whatif.cost(q, frozenset()).total for q in reads}
     scales = time_scales(base, {q: bound[q].mean_ms for q in base}, {q: bound[q].weight for q in base})
-    return [replace(q, weight=bound[q.queryid].weight * scales[q.queryid], scale=scales[q.queryid]) for q in queries]
+    return [replace(q, weight=bound[q.queryid].weight * scales[q.queryid], scale=scales[q.queryid])
+            if q.queryid in scales else q for q in queries]
 
 
 def _parse(sql_text: str) -> exp.Expression | None:

@@ -42,9 +42,10 @@ class ExactILP(IndexOptimizer):
     description = "exact ILP over atomic configurations (HiGHS), for instances small enough to solve"
 
     def _setup(self, pairs: bool = True, max_atoms: int = 20_000, max_candidates: int = 400,
-               time_limit_s: float = 60.0) -> None:
+               time_limit_s: float = 60.0, max_nodes: int | None = None) -> None:
         self.pairs, self.max_atoms, self.max_candidates = pairs, max_atoms, max_candidates
         self.time_limit_s = time_limit_s
+        self.max_nodes = max_nodes  # branch-and-bound nodes at most: a bound that, unlike time, any machine meets alike
         self.last_status = ""
         self.last_objective: float | None = None
         self.last_gap: float | None = None
@@ -115,6 +116,8 @@ class ExactILP(IndexOptimizer):
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("time_limit", float(self.time_limit_s))
+        if self.max_nodes is not None:
+            h.setOptionValue("mip_max_nodes", int(self.max_nodes))
         h.setOptionValue("random_seed", int(self.seed))
         m = len(costs)
         h.addVars(m, np.zeros(m), np.ones(m))

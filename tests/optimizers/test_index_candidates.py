@@ -99,6 +99,8 @@ def test_dexter_style_on_real_postgres(db):
 
 
 def test_indexes_on_written_tables_carry_maintenance(db):
+    from dataclasses import replace
+
     from advisor.tuning.indexing import INDEX_ENTRY_COST, build_problem
     from connectors.postgres import PostgresConnector
     from tests.conftest import run
@@ -116,6 +118,15 @@ def test_indexes_on_written_tables_carry_maintenance(db):
     ]
     problem, session = build_problem(PostgresConnector(db), snap, statements, 10 << 20)
     with session:
+        assert dict(problem.maintenance) == {("public", "w"): 500.0 * INDEX_ENTRY_COST}
+        assert {q.queryid: q.scale for q in problem.queries} == {"rw": 1.0, "rr": 1.0, "ins": 1.0}
+    # with observed times, the reads weigh by them; the write keeps its calls, its upkeep stays in cost units
+    timed = [replace(st, mean_ms=ms) for st, ms in zip(statements, (50.0, 1.0, 200.0))]
+    problem, session = build_problem(PostgresConnector(db), snap, timed, 10 << 20)
+    with session:
+        by = {q.queryid: q for q in problem.queries}
+        assert by["ins"].scale == 1.0 and by["ins"].weight == 500.0
+        assert by["rw"].scale > 10 * by["rr"].scale
         assert dict(problem.maintenance) == {("public", "w"): 500.0 * INDEX_ENTRY_COST}
         wa, ra = (next(c.index for c in problem.candidates if c.index.table == t) for t in ("w", "r"))
         reads = sum(q.weight * problem.whatif.cost(q, frozenset({wa})).total for q in problem.queries)
