@@ -8,6 +8,7 @@ import sys
 import pytest
 
 
+@pytest.mark.slow  # benchmark-scale (27 s here): in `make test-slow`
 def test_bench_indexes_small_run_writes_table_json_and_plot(tmp_path):
     out = tmp_path / "bench"
     res = subprocess.run([sys.executable, "-m", "advisor", "bench", "indexes", "--scale", "0.01", "--mixes", "2",
@@ -29,6 +30,9 @@ def test_bench_indexes_small_run_writes_table_json_and_plot(tmp_path):
     assert "mean relative what-if cost" in res.stdout and "real runs" in res.stdout
 
 
+# benchmark-scale (47 s here): in `make test-slow`; the default run keeps the generated-workload run below, which
+# goes through the same WorkloadBench flow
+@pytest.mark.slow
 def test_bench_new_workloads_tiny_app_every_advisor_through_the_pipeline_with_real_runtimes(tmp_path):
     """``--workloads app`` at a tiny scale: every advisor advised by the pipeline and measured for real."""
     from advisor.bench.index_workloads import ADVISORS, PEERS, WorkloadBench, WorkloadBenchOptions, table

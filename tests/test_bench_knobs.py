@@ -5,7 +5,10 @@ import os
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.slow  # benchmark-scale (50 s here): in `make test-slow`
 def test_bench_knobs_small_run_writes_table_json_and_plot(tmp_path):
     out = tmp_path / "bench"
     res = subprocess.run([sys.executable, "-m", "advisor", "bench", "knobs", "--workloads", "joins", "--trials", "3",
