@@ -18,7 +18,7 @@ measure. Three kinds:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from advisor.core.progress import Say
@@ -134,7 +134,7 @@ class GeneratedSource:
     statements: int
     fill_rounds: int
     timeout_ms: int
-    drawn: list = None  # type: ignore[assignment]  # the generated statements, once the data is loaded
+    drawn: list = field(default_factory=list)  # the generated statements, once the data is loaded
 
     @property
     def dbname(self) -> str:
@@ -155,8 +155,8 @@ class GeneratedSource:
         say(f"[{self.name}] {len(self.drawn)} statements ({', '.join(families)})")
 
     def fill(self, dsn: str, say: Say) -> int:
-        return generated.drive(dsn, self.drawn or [], rounds=max(1, self.fill_rounds // 2),
+        return generated.drive(dsn, self.drawn, rounds=max(1, self.fill_rounds // 2),
                                timeout_ms=self.timeout_ms)
 
     def measured(self) -> list[BoundStatement]:
-        return [g.bound() for g in self.drawn or []]
+        return [g.bound() for g in self.drawn]

@@ -96,10 +96,7 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
     device = device or get_settings().device
     chosen = [w.strip() for w in workloads.split(",") if w.strip()]
     if "gen" in chosen:
-        try:
-            seed_list = tuple(int(s) for s in _names([seeds]))
-        except ValueError:
-            raise typer.BadParameter(f"seeds must be comma-separated integers, got {seeds!r}") from None
+        seed_list = _seeds(seeds)
         bad = [s for s in _names([schemas]) if s not in SCHEMAS]
         if bad or not _names([schemas]) or not seed_list or min(seed_list) < 0:
             raise typer.BadParameter(f"gen needs seeds (integers >= 0) and schemas of {', '.join(SCHEMAS)} "
@@ -186,10 +183,7 @@ def bench_rewrite(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
     from advisor.bench.rewrite_corpus import REWRITE_FAMILIES, CorpusOptions, GeneratedRewriteBench
     from advisor.bench.rewrite_corpus import table as corpus_table
 
-    try:
-        seed_list = tuple(int(s) for s in _names([seeds]))
-    except ValueError:
-        raise typer.BadParameter(f"seeds must be comma-separated integers, got {seeds!r}") from None
+    seed_list = _seeds(seeds)
     corpus = CorpusOptions(statements=generated, schemas=_names([schemas]), seeds=seed_list,
                            families=_names([families]) or REWRITE_FAMILIES, job_scale=job_scale,
                            tpcds_scale=tpcds_scale)
@@ -198,6 +192,14 @@ def bench_rewrite(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
     except ValueError as e:
         raise typer.BadParameter(str(e)) from None
     _bench_report(bench.run(), json_out, corpus_table, out, "rewrite-generated.json", "rewrite-generated.png")
+
+
+def _seeds(text: str) -> tuple[int, ...]:
+    """A generated mode's ``--seeds``, as integers (a clear error otherwise)."""
+    try:
+        return tuple(int(s) for s in _names([text]))
+    except ValueError:
+        raise typer.BadParameter(f"seeds must be comma-separated integers, got {text!r}") from None
 
 
 def _bench_report(doc: dict, json_out: bool, table, out: str, *saved: str) -> None:

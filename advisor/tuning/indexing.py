@@ -9,8 +9,8 @@ entry per written row: a descent whose pages are mostly cached, and a dirtied le
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from collections.abc import Sequence
+from dataclasses import replace
 
 import sqlglot
 from sqlglot import exp
