@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from advisor.core.progress import Say, silent
 from advisor.service.service import AdvisorService, TuneResult
 from advisor.tuning.validation import ValidationOptions
-from advisor.tuning.trials import TuningOptions
+from advisor.tuning.knobs.trials import TuningOptions
 from connectors import factory
 from workloads import suites, tpch
 from workloads.binding import BoundStatement

@@ -15,7 +15,7 @@ from advisor.bench.fault_env import BenchFailure, Lines, pid_alive
 from advisor.bench.fault_llm import ScriptedLLM
 from advisor.core.errors import AdvisorError
 from advisor.service.runs import RunPlan
-from advisor.tuning.trials import TuningOptions
+from advisor.tuning.knobs.trials import TuningOptions
 from connectors import factory
 
 ENDED = ("done", "failed", "cancelled", "interrupted")

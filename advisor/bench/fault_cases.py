@@ -18,7 +18,7 @@ from advisor.core.domain import Hardware
 from advisor.core.errors import AdvisorError
 from advisor.core.hardware import detect
 from advisor.service.runs import RunPlan
-from advisor.tuning.trials import TuningOptions
+from advisor.tuning.knobs.trials import TuningOptions
 from advisor.tuning.validation import ValidationOptions
 from connectors import factory
 

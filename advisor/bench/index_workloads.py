@@ -38,9 +38,9 @@ from advisor.core.hardware import detect
 from advisor.core.progress import Say, silent
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
-from advisor.tuning import index_sizing
-from advisor.tuning.index_timing import confirm_regressions
-from advisor.tuning.indexes import IndexPlan, tune_indexes
+from advisor.tuning.indexes import sizing as index_sizing
+from advisor.tuning.indexes.timing import confirm_regressions
+from advisor.tuning.indexes.pipeline import IndexPlan, tune_indexes
 from advisor.tuning.observe import Observation, require_workload
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors import factory

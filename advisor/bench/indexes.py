@@ -30,14 +30,14 @@ from pathlib import Path
 import numpy as np
 
 from advisor.core.hardware import detect
-from advisor.tuning.index_validation import validate_indexes
-from advisor.tuning.indexing import build_problem
+from advisor.tuning.indexes.validation import validate_indexes
+from advisor.tuning.indexes.problem import build_problem
 from advisor.core.progress import Say, silent
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors import factory
 from connectors.base import Shadow
 from advisor.core.errors import AdvisorError
-from advisor.tuning.indexes import choose
+from advisor.tuning.indexes.pipeline import choose
 from optimizers import registry
 from optimizers.indexes.costing import CachedWhatIf
 from optimizers.indexes.problem import IndexProblem

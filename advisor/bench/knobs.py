@@ -32,8 +32,8 @@ from advisor.core.hardware import detect
 from advisor.core.progress import Say, silent
 from advisor.tuning.validation import ValidationOptions
 from advisor.storage.store import Store, new_id, open_store
-from advisor.tuning.knobs import search
-from advisor.tuning.trials import (ReplayRunner, TrialRecord, TrialRunner, TuningOptions, best_so_far,
+from advisor.tuning.knobs.pipeline import search
+from advisor.tuning.knobs.trials import (ReplayRunner, TrialRecord, TrialRunner, TuningOptions, best_so_far,
                             compare_configs)
 from connectors import factory
 from connectors.base import Shadow
@@ -157,7 +157,7 @@ class KnobBench:
     # --- one workload on a real server ------------------------------------------------------------------
 
     def _workload(self, wl: BenchWorkload, store: Store):
-        from advisor.tuning.trials import PgbenchRunner
+        from advisor.tuning.knobs.trials import PgbenchRunner
 
         trials_n = self.options.trials or wl.trials
         self.say(f"[{wl.name}] starting a server and loading the data")

@@ -33,8 +33,9 @@ from advisor.core.hardware import detect
 from advisor.core.progress import Say, silent
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
-from advisor.tuning import rewrite_equivalence, rewrite_timing
-from advisor.tuning.rewrites import SCRATCH_DB, build_problem, calibrated, constraints, tables_named
+from advisor.tuning.rewrites import equivalence as rewrite_equivalence
+from advisor.tuning.rewrites import timing as rewrite_timing
+from advisor.tuning.rewrites.pipeline import SCRATCH_DB, build_problem, calibrated, constraints, tables_named
 from advisor.tuning.validation import ValidationOptions
 from connectors import factory
 from optimizers import registry

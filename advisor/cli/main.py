@@ -102,7 +102,7 @@ def tune_knobs(target: Target = None,
     from advisor.core.hardware import resolve
     from advisor.tuning.validation import ValidationOptions
     from advisor.service.service import SpaceOptions
-    from advisor.tuning.trials import TuningOptions
+    from advisor.tuning.knobs.trials import TuningOptions
 
     target = resolve_dsn(target)
     service = _service(store)

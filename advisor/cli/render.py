@@ -126,7 +126,7 @@ def _cost(x) -> str:
 
 
 def index_explain(console: Console, rows: list[dict]) -> None:
-    """The explanation table of an index run: one block per observed statement (``advisor.tuning.index_explain``):
+    """The explanation table of an index run: one block per observed statement (``advisor.tuning.indexes.explain``):
     how it was bound, its what-if cost without new indexes and with the chosen set, and per candidate its cost
     alone, its fate and why."""
     if not rows:

@@ -21,7 +21,7 @@ from advisor.storage.secrets import vault_for
 from advisor.core.settings import get_settings
 from advisor.tuning.validation import ValidationOptions
 from advisor.storage.store import new_id
-from advisor.tuning.trials import TuningOptions
+from advisor.tuning.knobs.trials import TuningOptions
 from connectors import factory
 from connectors.base import Connector
 

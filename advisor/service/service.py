@@ -1,7 +1,7 @@
 """AdvisorService: the one API that the CLI, REST routes, web pages and scheduled jobs call.
 
 Each method parses nothing and prints nothing: it takes plain values, does one job, records it in the store
-and returns domain objects. The tuning itself is the pipelines' (``advisor.tuning.knobs``, ``.indexes``): the
+and returns domain objects. The tuning itself is the pipelines' (``advisor.tuning.knobs.pipeline``, ``.indexes``): the
 service finds the target's connector through the engine factory and hands the pipeline an observation.
 Production is only read here; applying to it is a separate, approved step (``advisor.service.production``).
 """
@@ -18,14 +18,14 @@ from advisor.service.access import AccessMixin
 from advisor.service.auth import Principal
 from advisor.service.operations import OperationsMixin
 from advisor.storage.store import Store
-from advisor.tuning import indexes as index_pipeline
-from advisor.tuning import knobs as knob_pipeline
-from advisor.tuning import rewrites as rewrite_pipeline
-from advisor.tuning.indexes import IndexPlan, IndexTuneResult
-from advisor.tuning.knobs import KnobPlan, TuneResult
+from advisor.tuning.indexes import pipeline as index_pipeline
+from advisor.tuning.knobs import pipeline as knob_pipeline
+from advisor.tuning.rewrites import pipeline as rewrite_pipeline
+from advisor.tuning.indexes.pipeline import IndexPlan, IndexTuneResult
+from advisor.tuning.knobs.pipeline import KnobPlan, TuneResult
 from advisor.tuning.observe import Observation, observe, require_workload
-from advisor.tuning.rewrites import RewritePlan, RewriteTuneResult
-from advisor.tuning.trials import TuningOptions
+from advisor.tuning.rewrites.pipeline import RewritePlan, RewriteTuneResult
+from advisor.tuning.knobs.trials import TuningOptions
 from advisor.tuning.validation import ValidationOptions
 from connectors import factory
 from optimizers.knobs.space import SpaceOptions
@@ -59,7 +59,7 @@ class AdvisorService(OperationsMixin, AccessMixin):
                    sample_percent: float | None = None, max_statements: int = 30,
                    tuning: TuningOptions | None = None, space: SpaceOptions = SpaceOptions(), llm=None,
                    resume: str | None = None, repeats: int = 3, run_id: str | None = None) -> TuneResult:
-        """The knob pipeline (``advisor.tuning.knobs``): observe, search on a shadow (baseline, seeds, then the
+        """The knob pipeline (``advisor.tuning.knobs.pipeline``): observe, search on a shadow (baseline, seeds, then the
         optimizer's asks), validate the best against the current settings, store the recommendation. ``llm``:
         an LLM seeder; None takes the one configured in the settings (ADVISOR_LLM_URL), if any. ``resume``: a
         stored, unfinished run to continue with its own options."""
@@ -85,7 +85,7 @@ class AdvisorService(OperationsMixin, AccessMixin):
                      max_statements: int = 30, device: str = "auto", episodes: int = 300, seed: int = 0,
                      retrain: bool = False, max_width: int = 3, samples: int = 48,
                      run_id: str | None = None) -> IndexTuneResult:
-        """The index pipeline (``advisor.tuning.indexes``): indexes for the observed workload within ``budget_mb``
+        """The index pipeline (``advisor.tuning.indexes.pipeline``): indexes for the observed workload within ``budget_mb``
         MiB, chosen on what-if costs, then each built and measured on a shadow and kept only if it measurably
         helps a statement it serves and makes none regress. Trained models are kept per target."""
         plan = IndexPlan(optimizer, budget_mb, seed, max_width, validation, sample_percent, max_statements,
@@ -99,7 +99,7 @@ class AdvisorService(OperationsMixin, AccessMixin):
                       name: str | None = None, validation: ValidationOptions | None = ValidationOptions(),
                       sample_percent: float | None = None, max_statements: int = 20, seed: int = 0,
                       options: dict | None = None, run_id: str | None = None) -> RewriteTuneResult:
-        """The rewrite pipeline (``advisor.tuning.rewrites``): faster SQL for the statements of ``sql`` (a script,
+        """The rewrite pipeline (``advisor.tuning.rewrites.pipeline``): faster SQL for the statements of ``sql`` (a script,
         constants written in), or for the observed workload's heaviest statements when it is None, each proven to
         return the same rows and timed against the original on a shadow. A rewrite is never applied. ``options``
         go to the optimizer (Aurora's ``episodes``, ``retrain``)."""

@@ -1,2 +1,4 @@
-"""The pipelines, one per kind (observe -> propose -> validate on a shadow -> recommend), their trial runner,
-validation and evidence statistics. The service, the demo and every bench call these same functions."""
+"""The pipelines, one sub-package per kind (``knobs/``, ``indexes/``, ``rewrites/``: observe -> propose ->
+validate on a shadow -> recommend) over the shared modules: ``observe`` (snapshot and bound statements),
+``validation`` and ``evidence`` (interleaved A/B rounds and their statistics), ``recommend`` (the stored
+recommendation). The service, the demo and every bench call these same functions."""

@@ -1,4 +1,4 @@
-"""Random samples of a table's rows, for sizing indexes before they are built (``advisor.tuning.index_sizing``):
+"""Random samples of a table's rows, for sizing indexes before they are built (``advisor.tuning.indexes.sizing``):
 per sampled row its ``ctid`` and, per column, the value's stored size (``pg_column_size``, bytes) and a 64-bit hash
 of its text; the table's columns with their type's length and alignment; its row count (``pg_class.reltuples``).
 ``TABLESAMPLE BERNOULLI`` with a fixed seed (``REPEATABLE``), so that a second query (the rows a partial index's

@@ -1,7 +1,7 @@
 """Which items to keep within a capacity: the exact 0/1 knapsack, solved with HiGHS (``highspy``, a MIP).
 
 Every place that fits an index set to a storage budget after the fact calls ``best_within``: validation's repair
-of a set that is over the budget once built (values: measured milliseconds saved; ``advisor.tuning.index_repair``),
+of a set that is over the budget once built (values: measured milliseconds saved; ``advisor.tuning.indexes.repair``),
 Dexter's and the peers' final cut (values: what-if cost units saved, or uses). The ILP baseline
 (``optimizers.indexes.ilp``) holds the same budget row inside its own model, with the same sizes
 (``IndexProblem.size``), so it needs no second knapsack. Extend (``optimizers.indexes.baselines``) stays the

@@ -8,7 +8,7 @@ import psycopg
 
 from advisor.core.domain import DropIndexChange
 from advisor.storage.store import Store
-from advisor.tuning.indexes import IndexPlan, tune_indexes
+from advisor.tuning.indexes.pipeline import IndexPlan, tune_indexes
 from advisor.tuning.observe import observe
 from advisor.tuning.validation import ValidationOptions
 from connectors.postgres import PostgresConnector

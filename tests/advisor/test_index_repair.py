@@ -5,8 +5,8 @@ the savings validation measured, the sizes the shadow built (bytes)."""
 import itertools
 
 from advisor.core.domain import IndexChange, StatementEvidence
-from advisor.tuning import index_repair
-from advisor.tuning.index_validation import _over_budget
+from advisor.tuning.indexes import repair as index_repair
+from advisor.tuning.indexes.validation import _over_budget
 
 MB = 1 << 20
 

@@ -4,7 +4,7 @@ built sizes are reported next to the estimates."""
 from dataclasses import replace
 
 from advisor.core.domain import IndexChange
-from advisor.tuning.index_validation import validate_indexes
+from advisor.tuning.indexes.validation import validate_indexes
 from advisor.tuning.validation import ValidationOptions
 from connectors.base import Shadow
 from connectors.postgres import PostgresConnector
@@ -75,7 +75,7 @@ def test_a_read_the_kept_set_serves_ends_shown_faster_or_re_timed(pg, db):
 
 def test_the_audit_re_times_each_read_the_set_serves_that_the_rounds_did_not_show_faster():
     from advisor.core.domain import Evidence
-    from advisor.tuning.index_validation import unproven
+    from advisor.tuning.indexes.validation import unproven
 
     noisy_fast = replace(_st("noisy_fast", 0.9), ratio_ci=(0.86, 1.08))
     stmts = (_st("faster", 0.5), _st("even", 1.02), noisy_fast, _st("flagged", 1.3, regressed=True),
@@ -89,7 +89,7 @@ def test_the_audit_re_times_each_read_the_set_serves_that_the_rounds_did_not_sho
 
 def test_an_index_whose_benefit_the_rounds_hint_at_but_do_not_prove_is_re_timed_before_it_goes():
     from advisor.core.domain import Evidence
-    from advisor.tuning.index_validation import hinted_benefits
+    from advisor.tuning.indexes.validation import hinted_benefits
 
     proven, hinted, flat = (IndexChange("public", t, ("a",)) for t in ("p", "h", "f"))
     stmts = (_st("fast", 0.5), replace(_st("maybe", 0.8), ratio_ci=(0.6, 1.2)),
@@ -112,7 +112,7 @@ def _st(qid, ratio, regressed=False, weight=1.0, base=10.0):
 
 
 def test_a_regressed_join_condemns_only_its_least_useful_index_until_the_last_pass():
-    from advisor.tuning.index_validation import _culprits
+    from advisor.tuning.indexes.validation import _culprits
 
     a, b, c = (IndexChange("public", t, ("movie_id",)) for t in ("cast_info", "movie_keyword", "movie_info"))
     by_stmt = {"join8": _st("join8", 3.0, regressed=True), "q2": _st("q2", 0.2, weight=5),
@@ -125,7 +125,7 @@ def test_a_regressed_join_condemns_only_its_least_useful_index_until_the_last_pa
 
 
 def test_a_budget_overrun_once_built_drops_what_loses_the_least_saving():
-    from advisor.tuning.index_validation import _over_budget
+    from advisor.tuning.indexes.validation import _over_budget
 
     a, b, c = (IndexChange("public", "t", (col,)) for col in "abc")
     by_stmt = {"qa": _st("qa", 0.1, weight=10), "qb": _st("qb", 0.5), "qc": _st("qc", 0.2, weight=2)}
@@ -141,7 +141,7 @@ def test_a_budget_overrun_once_built_drops_what_loses_the_least_saving():
 
 
 def test_a_diagnosed_culprit_is_dropped_instead_of_the_least_useful_suspect():
-    from advisor.tuning.index_validation import _culprits
+    from advisor.tuning.indexes.validation import _culprits
 
     a, b = (IndexChange("public", t, ("movie_id",)) for t in ("cast_info", "movie_keyword"))
     by_stmt = {"join8": _st("join8", 3.0, regressed=True), "q2": _st("q2", 0.2, weight=5), "q3": _st("q3", 0.5)}
@@ -162,7 +162,7 @@ def test_a_flagged_regression_is_re_timed_before_it_condemns_an_index(pg, db):
     """Three rounds can flag a statement that only noise moved: the flag is re-timed (with the set built, runs with
     it and without it alternating) and the longer measurement decides; writes and large regressions keep theirs."""
     from advisor.core.domain import Evidence
-    from advisor.tuning.index_timing import CONFIRM_BLOCKS, CONFIRM_REPEATS, confirm_regressions
+    from advisor.tuning.indexes.timing import CONFIRM_BLOCKS, CONFIRM_REPEATS, confirm_regressions
 
     run(db, "CREATE TABLE v (id int PRIMARY KEY, a int, pad text)",
         "INSERT INTO v SELECT x, x % 5000, md5(x::text) FROM generate_series(1, 200000) x", "ANALYZE")
@@ -193,7 +193,7 @@ def test_an_index_that_misleads_a_plan_is_replaced_by_a_wider_spare(pg, db):
     """``s(a)`` walks ``a`` in order for ``b = 1 ORDER BY a LIMIT 1``, expecting a match at once (half the rows
     have b = 1), but those rows hold the larger half of ``a``: half the table fetched at random, slower than a scan.
     It is dropped, and the spare ``s(a, b)`` (filters b in the index) is tried in its place and kept."""
-    from advisor.tuning.index_repair import Spare
+    from advisor.tuning.indexes.repair import Spare
 
     run(db, "CREATE TABLE s (id int PRIMARY KEY, a int, b int)",
         "INSERT INTO s SELECT x, (x::bigint * 7919) % 300000, ((x::bigint * 7919) % 300000 >= 150000)::int "
@@ -217,7 +217,7 @@ def test_an_index_that_misleads_a_plan_is_replaced_by_a_wider_spare(pg, db):
 
 
 def test_a_repair_is_the_widest_spare_that_covers_the_statement_and_fits():
-    from advisor.tuning.index_repair import Spare, pick
+    from advisor.tuning.indexes.repair import Spare, pick
 
     ix = IndexChange("public", "mi", ("movie_id",))
     two = Spare(IndexChange("public", "mi", ("movie_id", "info")), frozenset({"q1", "q2"}), 5_000)

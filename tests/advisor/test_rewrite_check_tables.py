@@ -9,9 +9,9 @@ import pytest
 
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
-from advisor.tuning import rewrites
-from advisor.tuning.rewrite_equivalence import check
-from advisor.tuning.rewrites import _tables_read, constraints, tables_named
+from advisor.tuning.rewrites import pipeline as rewrites
+from advisor.tuning.rewrites.equivalence import check
+from advisor.tuning.rewrites.pipeline import _tables_read, constraints, tables_named
 from optimizers.rewrites.problem import RewriteProblem
 from tests.conftest import run
 

@@ -3,7 +3,7 @@ right ones pass on every variant."""
 
 import pytest
 
-from advisor.tuning.rewrite_equivalence import check, column_names
+from advisor.tuning.rewrites.equivalence import check, column_names
 
 SCHEMA = {"c": {"id": "integer", "name": "text"}, "o": {"cid": "integer", "amount": "numeric"}}
 NOT_NULL = frozenset({("c", "id")})

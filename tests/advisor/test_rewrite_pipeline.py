@@ -10,8 +10,8 @@ import pytest
 from advisor.core.errors import AdvisorError, Conflict
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
-from advisor.tuning.rewrite_equivalence import column_names
-from advisor.tuning.rewrite_stats import planner_groups
+from advisor.tuning.rewrites.equivalence import column_names
+from advisor.tuning.rewrites.stats import planner_groups
 from advisor.tuning.validation import ValidationOptions
 from connectors import factory
 from optimizers.rewrites.problem import RewriteProblem

@@ -11,7 +11,7 @@ SQL = ("SELECT t.id FROM t JOIN u ON u.tid = t.id WHERE t.g = 3 AND t.id > 0 "
 
 
 def test_selectivities_are_the_planners(db):
-    from advisor.tuning.rewrite_stats import planner_selectivity
+    from advisor.tuning.rewrites.stats import planner_selectivity
     from connectors import factory
 
     run(db, "CREATE TABLE t (id int PRIMARY KEY, g int)", "CREATE TABLE u (tid int, w int)",

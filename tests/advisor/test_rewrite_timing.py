@@ -2,7 +2,7 @@
 over rounds and over all executions; a noisy one whose latency interval straddles the original's loses."""
 
 from advisor.tuning.evidence import ArmRound, compare
-from advisor.tuning.rewrite_timing import Race
+from advisor.tuning.rewrites.timing import Race
 
 
 def rounds(*samples):

@@ -11,7 +11,7 @@ import pytest
 
 from advisor.core import knobvalues
 from advisor.storage.store import open_store
-from advisor.tuning.trials import ReplayRunner, TrialRunner, TuningOptions, TuningRun
+from advisor.tuning.knobs.trials import ReplayRunner, TrialRunner, TuningOptions, TuningRun
 from connectors.local import pid_alive, server_processes
 from connectors.postgres.sandbox import PostgresSandbox
 from optimizers import registry

@@ -132,7 +132,7 @@ def test_a_run_is_marked_interrupted_only_if_its_row_did_not_move_meanwhile(loca
 
 
 def test_resume_refuses_a_run_a_live_process_holds_or_of_another_target(tmp_path):
-    from advisor.tuning.knobs import KnobPlan, _open_run
+    from advisor.tuning.knobs.pipeline import KnobPlan, _open_run
 
     with Store(tmp_path / "s.duckdb") as s:
         tid, other = s.upsert_target("shop", "postgres", "host=x"), s.upsert_target("other", "postgres", "host=y")

@@ -12,7 +12,7 @@ import pytest
 
 from advisor.core.errors import AdvisorError
 from advisor.storage.store import open_store
-from advisor.tuning.trials import ReplayRunner, TrialRunner, TuningOptions, TuningRun, compare_configs
+from advisor.tuning.knobs.trials import ReplayRunner, TrialRunner, TuningOptions, TuningRun, compare_configs
 from optimizers import registry
 from optimizers.knobs.problem import KnobProblem
 from optimizers.knobs.space import KnobSpace, SpaceOptions

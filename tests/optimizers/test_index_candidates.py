@@ -82,7 +82,7 @@ def test_malformed_sql_is_a_clear_error():
 
 def test_dexter_style_on_real_postgres(db):
     """"SELECT ... WHERE a = $1" recommends t (a), and HypoPG agrees that it lowers the cost."""
-    from advisor.tuning.indexing import build_problem
+    from advisor.tuning.indexes.problem import build_problem
     from connectors.postgres import PostgresConnector
     from tests.conftest import run
     from workloads.binding import BoundStatement
@@ -101,7 +101,7 @@ def test_dexter_style_on_real_postgres(db):
 def test_indexes_on_written_tables_carry_maintenance(db):
     from dataclasses import replace
 
-    from advisor.tuning.indexing import INDEX_ENTRY_COST, build_problem
+    from advisor.tuning.indexes.problem import INDEX_ENTRY_COST, build_problem
     from connectors.postgres import PostgresConnector
     from tests.conftest import run
     from workloads.binding import BoundStatement
@@ -138,7 +138,7 @@ def test_statements_weigh_by_their_observed_time_not_the_planners_units(db):
     """The planner prices the lookup on the big table far above the one on the small table; the small table's
     lookup is where the observed time goes (1,000 ms a call against 1 ms). With room for one of the two indexes,
     a cost-unit objective builds the big table's, the time-weighted one (the default) the small table's."""
-    from advisor.tuning.indexing import build_problem
+    from advisor.tuning.indexes.problem import build_problem
     from connectors.postgres import PostgresConnector
     from optimizers import registry
     from tests.conftest import run

@@ -5,8 +5,8 @@ learnt from built indexes (one the shadow built, or an existing one) brings the 
 column of the same type close to its built size; the observations are stored for the next run."""
 
 from advisor.core.domain import IndexChange
-from advisor.tuning import index_sizing
-from advisor.tuning.indexing import build_problem
+from advisor.tuning.indexes import sizing as index_sizing
+from advisor.tuning.indexes.problem import build_problem
 from connectors.postgres import PostgresConnector
 from optimizers.indexes.sizing import SizeModel
 from tests.conftest import run

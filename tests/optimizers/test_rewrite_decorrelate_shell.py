@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from advisor.tuning.rewrite_equivalence import check, column_names
+from advisor.tuning.rewrites.equivalence import check, column_names
 from optimizers.rewrites.blocks import lower_block
 from optimizers.rewrites.emit import expanded, to_sql
 from optimizers.rewrites.rules import RULES, decorrelate_shell

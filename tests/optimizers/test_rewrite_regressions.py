@@ -20,7 +20,7 @@ from psycopg import sql as pgsql
 from psycopg.conninfo import make_conninfo
 from sqlglot.optimizer import optimize
 
-from advisor.tuning import rewrite_equivalence
+from advisor.tuning.rewrites import equivalence as rewrite_equivalence
 from optimizers import registry
 from optimizers.rewrites.problem import RewriteProblem
 from tests.conftest import run

@@ -7,7 +7,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from advisor.tuning import rewrite_equivalence
+from advisor.tuning.rewrites import equivalence as rewrite_equivalence
 from optimizers.rewrites.blocks import lower_block
 from optimizers.rewrites.emit import to_sql
 from optimizers.rewrites.problem import RewriteProblem

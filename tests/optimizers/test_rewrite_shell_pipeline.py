@@ -10,7 +10,7 @@ import pytest
 
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
-from advisor.tuning.rewrite_equivalence import column_names
+from advisor.tuning.rewrites.equivalence import column_names
 from advisor.tuning.validation import ValidationOptions
 from optimizers.rewrites.rules.decorrelate_shell import AGGREGATE
 from tests.conftest import run

@@ -5,7 +5,7 @@ same rewrites are caught as wrong (the check databases do break what the rules r
 
 import pytest
 
-from advisor.tuning.rewrite_equivalence import check
+from advisor.tuning.rewrites.equivalence import check
 from optimizers.rewrites.rules.statement import STATEMENT_RULES, Facts, variants
 
 SCHEMA = {"c": {"id": "integer", "name": "text", "email": "text"},

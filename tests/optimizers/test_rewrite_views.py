@@ -10,7 +10,7 @@ import sqlglot
 
 from egglog import EGraph, set_
 
-from advisor.tuning import rewrite_equivalence
+from advisor.tuning.rewrites import equivalence as rewrite_equivalence
 from optimizers.rewrites.algebra import Rel, analyse, rows as rows_of
 from optimizers.rewrites.blocks import lower_block
 from optimizers.rewrites.emit import to_sql

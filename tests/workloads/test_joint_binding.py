@@ -5,7 +5,7 @@ import re
 import psycopg
 
 from advisor.core.domain import IndexChange, Statement, Workload
-from advisor.tuning.indexing import build_problem
+from advisor.tuning.indexes.problem import build_problem
 from connectors.postgres import PostgresConnector
 from tests.conftest import scalar
 from workloads.binding import bind_workload

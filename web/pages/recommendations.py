@@ -56,7 +56,7 @@ def _mean(values) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-# a rewritten statement's keys (advisor.tuning.rewrites.Outcome.details), for one stored without some of them
+# a rewritten statement's keys (advisor.tuning.rewrites.pipeline.Outcome.details), for one stored without some of them
 STATEMENT = {"queryid": "", "original": "", "rewritten": None, "rules": [], "speedup": None, "ci": None,
              "equivalent": None, "reason": "", "rewrite_ms": None, "plan_cost": None, "checked_on": [], "rejected": []}
 

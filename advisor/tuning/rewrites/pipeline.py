@@ -21,10 +21,11 @@ from advisor.core.domain import Evidence, QueryRewrite, Recommendation
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
 from advisor.storage.store import Store
-from advisor.tuning import rewrite_equivalence, rewrite_timing
+from advisor.tuning.rewrites import equivalence as rewrite_equivalence
+from advisor.tuning.rewrites import timing as rewrite_timing
 from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.observe import Observation, bind
-from advisor.tuning.rewrite_stats import planner_groups, planner_selectivity
+from advisor.tuning.rewrites.stats import planner_groups, planner_selectivity
 from advisor.tuning.recommend import recommend
 from advisor.tuning.validation import ValidationOptions
 import sqlglot

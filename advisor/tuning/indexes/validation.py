@@ -44,9 +44,9 @@ from dataclasses import dataclass, replace
 
 from advisor.core.progress import Say
 from advisor.core.domain import Evidence, IndexChange, StatementEvidence
-from advisor.tuning import index_repair
-from advisor.tuning.index_timing import confirm_regressions, diagnose, screened
-from advisor.tuning.indexing import written_tables
+from advisor.tuning.indexes import repair as index_repair
+from advisor.tuning.indexes.timing import confirm_regressions, diagnose, screened
+from advisor.tuning.indexes.problem import written_tables
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors.base import Shadow
 from workloads.binding import BoundStatement

@@ -16,7 +16,7 @@ from advisor.core.progress import Say, silent
 from advisor.storage.store import Store, new_id
 from advisor.tuning.observe import Observation, bind
 from advisor.tuning.recommend import recommend, verdict_note
-from advisor.tuning.trials import ReplayRunner, TrialRecord, TrialRunner, TuningOptions, TuningRun
+from advisor.tuning.knobs.trials import ReplayRunner, TrialRecord, TrialRunner, TuningOptions, TuningRun
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors import factory
 from connectors.base import Connector, Shadow

@@ -1,7 +1,7 @@
 """The index pipeline, top down: observe (done by the caller) -> bind the workload -> a shadow -> candidates and
 what-if costs (HypoPG) -> the optimizer's choice -> every index built for real and validated on the shadow ->
 recommend. The service and ``advisor bench indexes`` call these same functions (the bench asks ``propose`` for
-each workload mix and budget, and validates with ``advisor.tuning.index_validation``)."""
+each workload mix and budget, and validates with ``advisor.tuning.indexes.validation``)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ from advisor.core.domain import Recommendation
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
 from advisor.storage.store import Store
-from advisor.tuning import index_drops, index_repair, index_sizing
-from advisor.tuning.index_explain import add_verdicts, explain, note_fallback
-from advisor.tuning.index_validation import IndexValidation, validate_indexes
-from advisor.tuning.indexing import build_problem
+from advisor.tuning.indexes import drops as index_drops
+from advisor.tuning.indexes import repair as index_repair
+from advisor.tuning.indexes import sizing as index_sizing
+from advisor.tuning.indexes.explain import add_verdicts, explain, note_fallback
+from advisor.tuning.indexes.validation import IndexValidation, validate_indexes
+from advisor.tuning.indexes.problem import build_problem
 from advisor.tuning.observe import Observation, bind, top
 from advisor.tuning.recommend import recommend, verdict_note
 from advisor.tuning.validation import ValidationOptions

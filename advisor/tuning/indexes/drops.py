@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from advisor.core.domain import DropIndexChange, Evidence, IndexChange, Snapshot
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
-from advisor.tuning.index_validation import plans_use
+from advisor.tuning.indexes.validation import plans_use
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors.base import Connector, Shadow
 from optimizers.indexes.existing import find_drops

@@ -47,7 +47,7 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
     """The problem for ``statements`` on the database behind ``connector`` (which must support what-if
     indexes: HypoPG for PostgreSQL); ``budget_bytes`` in bytes. Statements that sqlglot cannot parse are left out
     and listed in ``skipped`` as (queryid, why). ``sizes`` corrects the what-if index sizes (built vs estimated
-    sizes seen before, see ``advisor.tuning.index_sizing``). With ``by_time``, each statement's cost weighs its calls
+    sizes seen before, see ``advisor.tuning.indexes.sizing``). With ``by_time``, each statement's cost weighs its calls
     times its observed time per cost unit (``_time_weighted``; statements observed without a time weigh their
     calls). Returns the what-if session too: close it when done."""
     schema = connector.table_columns()

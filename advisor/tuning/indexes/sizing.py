@@ -50,7 +50,7 @@ def repeats(snapshot: Snapshot) -> dict[tuple[str, str, str], float]:
 
 def prepare(shadow: Connector, snapshot: Snapshot, model_dir: Path | None, say: Say = silent) -> SizeModel:
     """The size model for a run on ``shadow``: stored observations, then the shadow's existing plain indexes."""
-    from advisor.tuning.indexing import index_columns  # indexing wraps its planner with the model this returns
+    from advisor.tuning.indexes.problem import index_columns  # indexing wraps its planner with the model this returns
 
     stored = None
     if model_dir is not None and (model_dir / FILE).is_file():
