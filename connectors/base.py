@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from advisor.core.domain import Applied, Change, Costed, IndexChange, KnobSpec, Snapshot
+from advisor.core.domain import Applied, Change, Costed, Hardware, IndexChange, KnobSpec, Snapshot
 
 # Every statement the advisor itself sends starts with this comment, so that capture can leave it out of the
 # observed workload (statement statistics keep the first-seen text, comment included). Valid SQL in every engine.
@@ -170,6 +170,10 @@ class Connector(Protocol):
 
     def knob_catalog(self) -> dict[str, KnobSpec]:
         """Every setting, by name, with type, unit, bounds and whether a change needs a restart."""
+
+    def hardware(self) -> Hardware | None:
+        """The server's memory and cores (``source="server"``) where the engine lets this role read them; None
+        otherwise (the user then gives them: ``advisor.core.hardware.for_target``)."""
 
     def table_columns(self) -> dict[TableRef, tuple[str, ...]]:
         """Every user table's columns, in order."""

@@ -18,8 +18,10 @@ advisor.core.errors.AdvisorError: engine mariadb is not supported yet (supported
 
 from __future__ import annotations
 
+import contextvars
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,13 +99,39 @@ def sandbox(engine: str = "postgres", name: str = "sandbox", settings: dict[str,
     return _engine(engine).sandbox(name, settings=settings, **options)
 
 
+_BASE: contextvars.ContextVar[tuple] = contextvars.ContextVar("shadow_base", default=())
+
+
+@contextmanager
+def shadows_start_from(changes: Sequence) -> Iterator[None]:
+    """Shadows cloned inside this block start from the target's state plus ``changes`` (e.g. the indexes a
+    whole-advisor run validated, so that its rewrite and knob steps measure against the database as it will be).
+    The changes are applied to each new shadow, never to the target."""
+    token = _BASE.set(tuple(changes))
+    try:
+        yield
+    finally:
+        _BASE.reset(token)
+
+
 def clone(target: Connector, *, sample_percent: float | None = None, sample_min_rows: int = 100_000,
           extra_settings: dict[str, str] | None = None, say: Say | None = None) -> Shadow:
     """A running shadow of ``target``'s database on a sandbox of its engine (the target is only read): the whole
-    database, or with ``sample_percent`` in (0, 100] a sample of tables with more than ``sample_min_rows`` rows.
-    Close it (or leave its ``with`` block) to stop its server."""
-    return _engine(target.engine).clone(target, sample_percent=sample_percent, sample_min_rows=sample_min_rows,
-                                        extra_settings=extra_settings, say=say)
+    database, or with ``sample_percent`` in (0, 100] a sample of tables with more than ``sample_min_rows`` rows,
+    plus the changes of an enclosing ``shadows_start_from``. Close it (or leave its ``with`` block) to stop its
+    server."""
+    shadow = _engine(target.engine).clone(target, sample_percent=sample_percent, sample_min_rows=sample_min_rows,
+                                          extra_settings=extra_settings, say=say)
+    base = _BASE.get()
+    if base:
+        if say:
+            say(f"shadow: applying {len(base)} change(s) validated earlier in this run")
+        try:
+            shadow.connector.apply(base)
+        except BaseException:
+            shadow.close()
+            raise
+    return shadow
 
 
 def connect(dsn: str, autocommit: bool = True) -> Any:

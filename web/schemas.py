@@ -3,16 +3,15 @@ credentials: a target's DSN is shown redacted (no password)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, create_model, field_validator
 
 from advisor.core.inputs import control_character
-from advisor.service.runs import BUDGET_MB_MAX, DEFAULT_OPTIMIZER, LIMITS, RunPlan, optimizer_names
+from advisor.service.runs import COMMON, OPTIONS, kinds
 
 T = TypeVar("T")
 
-RunKind = Literal["knobs", "indexes", "rewrites"]
 RecState = Literal["proposed", "validated", "rejected", "approved", "applied", "rolled_back"]
 RunState = Literal["queued", "running", "done", "failed", "cancelled", "interrupted", "skipped", "missed"]
 
@@ -91,6 +90,9 @@ class TargetIn(Strict):
     name: str = Field(min_length=1, max_length=200, examples=["orders-prod"])
     dsn: SecretStr = Field(description="libpq DSN or postgresql:// URL; stored encrypted, never returned",
                            examples=["host=10.0.0.5 port=5432 dbname=orders user=advisor password=..."])
+    memory_gb: float | None = Field(None, gt=0, description="the server's RAM in GiB, for knob sizes (default: "
+                                    "read from the server when it lets the advisor read /proc/meminfo)")
+    cpus: int | None = Field(None, ge=1, description="the server's cores (default: as for memory_gb)")
 
 
 class TargetUpdate(Strict):
@@ -107,6 +109,8 @@ class Target(BaseModel):
     dsn: str = Field(description="the DSN without its password")
     created_at: float
     registered: bool = Field(description="credentials stored, so runs and schedules can use it")
+    hardware: dict[str, Any] | None = Field(None, description="what its server runs on, as given by the user "
+                                            "(memory_bytes, cores, storage)")
     last_observed_at: float | None
     last_summary: dict[str, Any] | None
 
@@ -119,77 +123,47 @@ class Snapshot(BaseModel):
     total_calls: int
 
 
-def _optimizers(kind: str) -> type:
-    return Literal[optimizer_names(kind)]  # type: ignore[return-value]
+def _option_field(name: str, required: bool = False, choices: tuple[str, ...] = ()) -> tuple[Any, Any]:
+    """A run plan option as a pydantic field: its type, default, bounds and help (``advisor.tuning.plan``)."""
+    o = OPTIONS[name]
+    low, high = o.bounds or (None, None)
+    if o.type == "int":
+        return int, Field(o.default, ge=low, le=high, description=o.help)
+    if o.type == "float":
+        return (float if required else float | None), Field(... if required else o.default, gt=low, le=high,
+                                                             description=o.help)
+    if o.type == "bool":
+        return bool, Field(o.default, alias=name, description=o.help)
+    if o.type == "names":
+        item = Literal[choices] if choices else str  # type: ignore[valid-type]
+        return list[item], Field(list(o.default), description=o.help)  # type: ignore[valid-type]
+    return str | None, Field(o.default, description=o.help)
 
 
-KnobOptimizer = _optimizers("knobs")
-IndexOptimizer = _optimizers("indexes")
-RewriteOptimizer = _optimizers("rewrites")
-_PLAN = RunPlan(kind="knobs")  # the defaults
+def _run_spec(kind, with_target: bool) -> type[BaseModel]:
+    """The input model of one kind's run, derived from the kind registry and the plan's options."""
+    fields: dict[str, Any] = {"kind": (Literal[kind.name], ...)}  # type: ignore[valid-type]
+    names = kind.optimizer_names()
+    if names:
+        fields["optimizer"] = (Literal[names], Field(kind.default_optimizer,  # type: ignore[valid-type]
+                                                     description="the optimizer (one of the kind's listed)"))
+    for name in (*kind.options, *COMMON):
+        if name != "optimizer":
+            # "validate" would shadow pydantic's BaseModel.validate: the attribute is validate_, the field validate
+            fields[name + "_" if name == "validate" else name] = _option_field(name, name in kind.required,
+                                                                               kind.choices.get(name, ()))
+    if with_target:
+        fields["target"] = (str, Field(description="target id or name"))
+    title = "".join(part.capitalize() for part in kind.name.split("_"))
+    return create_model(f"{title}Run{'In' if with_target else 'Spec'}", __base__=Strict, __doc__=kind.summary,
+                        **fields)
 
 
-def _bounded(name: str, description: str | None = None) -> Any:
-    """A whole-number field of a run plan, with the plan's default and bounds (``runs.LIMITS``)."""
-    low, high = LIMITS[name]
-    return Field(getattr(_PLAN, name), ge=low, le=high, description=description)
-
-
-class KnobRunSpec(Strict):
-    """A knob run: a search of ``trials`` trials on a shadow (hibo, gp, tpe, random) or one rule-based
-    configuration (rules), validated against the current settings."""
-
-    kind: Literal["knobs"]
-    optimizer: KnobOptimizer = DEFAULT_OPTIMIZER["knobs"]  # type: ignore[valid-type]
-    trials: int = _bounded("trials")
-    seeds: int = _bounded("seeds", "seed configurations (LLM or rules) tried first")
-    repeats: int = _bounded("repeats", "executions of each statement per trial")
-    rounds: int = _bounded("rounds", "interleaved A/B rounds of the validation")
-    validate_: bool = Field(_PLAN.validate, alias="validate")
-    sample_percent: float | None = Field(None, gt=0, le=100)
-
-
-class IndexRunSpec(Strict):
-    """An index run: candidates and what-if costs on a shadow, the optimizer's set within ``budget_mb``, each
-    index built and measured on the shadow."""
-
-    kind: Literal["indexes"]
-    budget_mb: float = Field(gt=0, le=BUDGET_MB_MAX, description="MiB of new indexes")
-    optimizer: IndexOptimizer = DEFAULT_OPTIMIZER["indexes"]  # type: ignore[valid-type]
-    episodes: int = _bounded("episodes", "IA2 training episodes (when no model is stored)")
-    samples: int = _bounded("samples", "IA2 rollouts sampled besides the greedy one")
-    rounds: int = _bounded("rounds")
-    validate_: bool = Field(_PLAN.validate, alias="validate")
-    sample_percent: float | None = Field(None, gt=0, le=100)
-
-
-class RewriteRunSpec(Strict):
-    """A rewrite run: the workload's heaviest statements rewritten (equality saturation, the search steered by
-    ``optimizer``), each rewrite proven to return the same rows and timed against the original on a shadow.
-    Its recommendation is handed to the statements' owners: it ends at approved and is never applied."""
-
-    kind: Literal["rewrites"]
-    optimizer: RewriteOptimizer = DEFAULT_OPTIMIZER["rewrites"]  # type: ignore[valid-type]
-    max_statements: int = _bounded("max_statements", "how many of the workload's heaviest statements")
-    rounds: int = _bounded("rounds", "interleaved timing rounds of each statement against its rewrites")
-    validate_: bool = Field(_PLAN.validate, alias="validate")
-    sample_percent: float | None = Field(None, gt=0, le=100)
-
-
-class KnobRunIn(KnobRunSpec):
-    target: str = Field(description="target id or name")
-
-
-class IndexRunIn(IndexRunSpec):
-    target: str = Field(description="target id or name")
-
-
-class RewriteRunIn(RewriteRunSpec):
-    target: str = Field(description="target id or name")
-
-
-RunSpec = Annotated[KnobRunSpec | IndexRunSpec | RewriteRunSpec, Field(discriminator="kind")]
-RunIn = Annotated[KnobRunIn | IndexRunIn | RewriteRunIn, Field(discriminator="kind")]
+RUN_SPECS = {k.name: _run_spec(k, False) for k in kinds.kinds()}  # a schedule's runs: no target
+RUN_INS = {k.name: _run_spec(k, True) for k in kinds.kinds()}
+RunKind = Literal[kinds.names()]  # type: ignore[valid-type]
+RunSpec = Annotated[Union[tuple(RUN_SPECS.values())], Field(discriminator="kind")]  # type: ignore[valid-type]
+RunIn = Annotated[Union[tuple(RUN_INS.values())], Field(discriminator="kind")]  # type: ignore[valid-type]
 
 
 class Run(BaseModel):
@@ -258,6 +232,10 @@ class Recommendation(BaseModel):
     evidence: dict[str, Any] | None
     details: dict[str, Any]
     applied: dict[str, Any] | None = Field(description="what the apply ran, when, by whom, and its revert SQL")
+    watch: dict[str, Any] | None = Field(None, description="the watch after the apply: state (watching, held, "
+                                         "unjudged, rolled_back, failed, stopped), started_at, ends_at, window_s, "
+                                         "min_calls, max_regression and the last check's figures (ratio: watched "
+                                         "statements' latency since the apply over before it)")
     applicable: bool = Field(True, description="False for a query rewrite: it is handed to the statements' owners "
                                                "and never applied to the database; its lifecycle ends at approved")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisor.core.domain import HANDED_OVER, Recommendation
+from advisor.service.watch import watch_of
 from advisor.storage import codec
 from web import schemas
 
@@ -16,7 +17,7 @@ def recommendation(rec: Recommendation, predicted_gain: float | None) -> schemas
         needs_restart=rec.needs_restart, created_at=rec.created_at, run_id=rec.run_id,
         gain=codec.plain(ev.gain) if ev else None, gain_ci=codec.plain(list(ev.gain_ci)) if ev else None,
         predicted_gain=predicted_gain, evidence=d["evidence"], details=d["details"], applied=rec.applied,
-        applicable=rec.kind not in HANDED_OVER)
+        watch=watch_of(rec), applicable=rec.kind not in HANDED_OVER)
 
 
 def page(rows: list, limit: int, offset: int) -> dict:

@@ -8,9 +8,7 @@ import random
 from dataclasses import dataclass
 
 from advisor.core.progress import Say, silent
-from advisor.service.service import AdvisorService, TuneResult
-from advisor.tuning.validation import ValidationOptions
-from advisor.tuning.knobs.trials import TuningOptions
+from advisor.service.service import AdvisorService, RunPlan, TuneResult
 from connectors import factory
 from workloads import suites, tpch
 from workloads.binding import BoundStatement
@@ -56,8 +54,8 @@ def run_demo(service: AdvisorService, options: DemoOptions = DemoOptions(), say:
         reports = [st for i in range(options.streams) for st in joins.statements(options.seed + i)]
         replay(dsn, reports, ReplayOptions(concurrency=2, repeats=1, warmup=0))
         say(f"workload done: {ran + len(reports)} statements ran")
-        tuning = TuningOptions(optimizer=options.optimizer, trials=options.trials, seed=options.seed)
-        result = service.tune_knobs(dsn, options.optimizer, name="demo-production", tuning=tuning,
-                                    validation=ValidationOptions(rounds=options.rounds), repeats=1)
+        plan = RunPlan("knobs", options.optimizer, trials=options.trials, seed=options.seed, repeats=1,
+                       rounds=options.rounds)
+        result = service.tune("knobs", dsn, plan, name="demo-production")
         say("stopping the demo's servers")
     return result

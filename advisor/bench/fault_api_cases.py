@@ -15,7 +15,6 @@ from advisor.bench.fault_env import BenchFailure, Lines, pid_alive
 from advisor.bench.fault_llm import ScriptedLLM
 from advisor.core.errors import AdvisorError
 from advisor.service.runs import RunPlan
-from advisor.tuning.knobs.trials import TuningOptions
 from connectors import factory
 
 ENDED = ("done", "failed", "cancelled", "interrupted")
@@ -135,9 +134,8 @@ class BadLLM(Fault):
                                                 llm_timeout_s=self.TIMEOUT_S))
                 started = time.monotonic()
                 try:
-                    result, error = service.tune_knobs(env.dsn, "random", name="shop", llm=seeder, validation=None,
-                                                       tuning=TuningOptions(optimizer="random", trials=3, seeds=2),
-                                                       repeats=1), None
+                    result, error = service.tune("knobs", env.dsn, RunPlan(
+                        "knobs", "random", trials=3, seeds=2, repeats=1, validate=False), name="shop", llm=seeder), None
                 except AdvisorError as e:
                     result, error = None, e
                 _, seeded_at, _ = lines.wait(r"tuning run \w+:", timeout_s=1) if result else (0, started, None)

@@ -18,8 +18,6 @@ from advisor.core.domain import Hardware
 from advisor.core.errors import AdvisorError
 from advisor.core.hardware import detect
 from advisor.service.runs import RunPlan
-from advisor.tuning.knobs.trials import TuningOptions
-from advisor.tuning.validation import ValidationOptions
 from connectors import factory
 
 # a workload statement running on a shadow (replay sends the application's SQL untagged; the advisor's own
@@ -172,10 +170,8 @@ class BadConfig(Fault):
         self.result, self.error = None, None
         with env.service(self.lines) as service:
             try:
-                self.result = service.tune_knobs(env.dsn, "random", name="shop", hardware=hw,
-                                                 validation=ValidationOptions(rounds=1),
-                                                 tuning=TuningOptions(optimizer="random", trials=6, seeds=3),
-                                                 repeats=1)
+                self.result = service.tune("knobs", env.dsn, RunPlan("knobs", "random", trials=6, seeds=3, repeats=1,
+                                                                   rounds=1), name="shop", hardware=hw)
             except AdvisorError as e:
                 self.error = e
         records = self.result.trials if self.result else ()

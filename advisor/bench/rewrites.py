@@ -1,7 +1,7 @@
 """``advisor bench rewrite``: the query rewriter on the 22 TPC-H queries and a suite of rewrite-prone statements
 (``workloads.rewrite_suite``), on a self-started server.
 
-1. The rewrite pipeline itself (``AdvisorService.tune_rewrites``: candidates, the planner's re-ranking, equivalence
+1. The rewrite pipeline itself (``AdvisorService.tune``: candidates, the planner's re-ranking, equivalence
    by execution, timing against the original on a shadow), as a user runs it.
 2. The peer, sqlglot's ``optimize()`` as a user would run it (unguarded), on every statement: its output planned
    and checked on the same edge-case databases and shadow (invalid SQL, wrong rows), then timed.
@@ -110,9 +110,9 @@ class RewriteBench:
         o = self.options
         timing = ValidationOptions(rounds=o.rounds, statement_timeout_ms=o.statement_timeout_ms)
         self.say(f"the rewrite pipeline ({o.optimizer}) on {len(named)} statements")
-        result = service.tune_rewrites(dsn, o.optimizer, sql=";\n".join(sql for _, _, sql in named),
-                                       validation=timing, seed=o.seed,
-                                       options={"episodes": o.episodes, "own": not o.held_out})
+        result = service.tune("rewrites", dsn, RunPlan("rewrites", o.optimizer, rounds=o.rounds, seed=o.seed),
+                              sql=";\n".join(sql for _, _, sql in named), validation=timing,
+                              options={"episodes": o.episodes, "own": not o.held_out})
         ours = {f"sql{i + 1}": out for i, out in enumerate(result.statements)}
         connector = factory.connector(dsn)
         bound = [BoundStatement(f"sql{i + 1}", sql, sql, 1.0, "literal", False) for i, (_, _, sql) in

@@ -32,10 +32,13 @@ TargetDsn = Annotated[str | None, typer.Option("--target", "-t", help=f"the data
                                                                       f"(default: {TARGET_ENV})")]
 
 
-class Kind(str, Enum):
-    knobs = "knobs"
-    indexes = "indexes"
-    rewrites = "rewrites"
+def _kind_enum() -> type[Enum]:
+    from advisor.service.runs import kinds
+
+    return Enum("Kind", {name: name for name in kinds.names()}, type=str)  # type: ignore[return-value]
+
+
+Kind = _kind_enum()  # the run kinds of the registry (advisor.tuning.kinds)
 
 
 def open_service(store: str | None, quiet: bool = False):

@@ -30,7 +30,9 @@ from advisor.storage import codec
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="db-advisor: ML tuning advisor for PostgreSQL. Observes a workload, proposes changes, "
                        "validates them on a shadow instance, and recommends.")
-tune_app = typer.Typer(no_args_is_help=True, help="Propose and validate changes for a target.")
+tune_app = typer.Typer(help="Propose and validate changes for a target: `advisor tune --target DSN` runs the whole "
+                            "advisor (indexes, rewrites, knobs, then the changes measured together); `advisor tune "
+                            "knobs|indexes` runs one kind with all its options.")
 app.add_typer(tune_app, name="tune")
 app.add_typer(bench_app, name="bench")
 
@@ -74,6 +76,44 @@ def _ranges(items: list[str]) -> dict[str, tuple[str, str]]:
     return out
 
 
+@tune_app.callback(invoke_without_command=True)
+def tune_all(ctx: typer.Context, target: Target = None,
+             kinds: Annotated[list[str], typer.Option(help="what to tune, in this order: indexes, rewrites, knobs "
+                                                          "(repeat or comma-separate; default: all three)")] = [],  # noqa: B006
+             budget_mb: Annotated[float | None, typer.Option("--budget-mb", help="MiB of new indexes (default: a "
+                                                                                "quarter of the database's size)")]
+             = None,
+             trials: Annotated[int, typer.Option(help="trials of the knob search", min=2)] = 30,
+             max_statements: Annotated[int, typer.Option(help="the heaviest statements to rewrite", min=1)] = 20,
+             rounds: Annotated[int, typer.Option(help="interleaved A/B rounds of each validation", min=1)] = 5,
+             sample_percent: Annotated[float | None, typer.Option(
+                 help="load the shadows with this percentage of large tables", min=0.001, max=100)] = None,
+             json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+    """Without a kind: the whole advisor in one run. Indexes, then rewrites of what is still slow (with the new
+    indexes on the shadow), then knobs on a shadow that has them; finally the validated changes are measured
+    together on a fresh shadow, each kept only if it pays in the bundle."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from advisor.service.service import RunPlan
+
+    plan = RunPlan.parse({"kind": "all", "kinds": _names(kinds), "budget_mb": budget_mb, "trials": trials,
+                          "max_statements": max_statements, "rounds": rounds, "sample_percent": sample_percent})
+    target = resolve_dsn(target)
+    service = _service(store)  # progress on stderr, also with --json
+    result = service.tune("all", target, plan)
+    if json_out:
+        _emit_json(_whole_doc(result))
+    else:
+        render.whole_result(Console(), result)
+
+
+def _whole_doc(result) -> dict:
+    from advisor.service.runs import kinds
+
+    return {**kinds.get("all").outcome(result),
+            "recommendations": [codec.recommendation_dict(r) for r in result.recommendations]}
+
+
 @tune_app.command("knobs")
 def tune_knobs(target: Target = None,
                optimizer: Annotated[str, typer.Option(help="knob optimizer: hibo, gp, tpe, random (a search "
@@ -93,28 +133,25 @@ def tune_knobs(target: Target = None,
                validate: Annotated[bool, typer.Option(help="validate on a shadow before recommending")] = True,
                sample_percent: Annotated[float | None, typer.Option(
                    help="load the shadow with this percentage of large tables", min=0.001, max=100)] = None,
-               memory_gb: Annotated[float | None, typer.Option(help="server RAM (default: this machine's)", min=0.1)] = None,
-               cores: Annotated[int | None, typer.Option(help="server cores (default: this machine's)", min=1)] = None,
+               memory_gb: Annotated[float | None, typer.Option(help="server RAM for this run (default: stored with the target, else read from the server)", min=0.1)] = None,
+               cores: Annotated[int | None, typer.Option(help="server cores for this run (default: as for --memory-gb)", min=1)] = None,
                storage: Annotated[Storage | None, typer.Option(help="server storage kind")] = None,
                store: StoreOpt = None) -> None:
     """Recommend settings for a target: a search on a shadow instance (or one rule-based configuration),
     validated against the current settings before it is recommended."""
     from advisor.core.hardware import resolve
-    from advisor.tuning.validation import ValidationOptions
-    from advisor.service.service import SpaceOptions
-    from advisor.tuning.knobs.trials import TuningOptions
+    from advisor.service.service import RunPlan, SpaceOptions
 
+    plan = RunPlan.parse({"kind": "knobs", "optimizer": optimizer, "trials": trials, "seeds": seeds, "seed": seed,
+                          "repeats": repeats, "rounds": rounds, "validate": validate,
+                          "sample_percent": sample_percent})
     target = resolve_dsn(target)
     service = _service(store)
     hw = resolve(memory_gb, cores, storage.value if storage else None)
     space = SpaceOptions(include=_names(include), exclude=_names(exclude), ranges=_ranges(range_),
                          allow_durability=allow_durability)
-    tuning = TuningOptions(optimizer=optimizer, trials=trials, seeds=seeds, seed=seed, use_seeds=seeds > 0,
-                           objective=objective.value)
-    result = service.tune_knobs(target, optimizer, hardware=hw, sample_percent=sample_percent,
-                                validation=ValidationOptions(rounds=rounds) if validate else None,
-                                tuning=tuning, space=space, resume=resume,
-                                repeats=repeats)
+    result = service.tune("knobs", target, plan, hardware=hw, space=space, resume=resume,
+                          objective=objective.value)
     if json_out:
         _emit_json(_tune_doc(result))
     else:
@@ -126,7 +163,7 @@ def _tune_doc(result) -> dict:
     return {"recommendation": codec.recommendation_dict(rec) if rec else None, "reasons": result.reasons,
             "message": result.message, "workload_kind": result.observation.workload_kind,
             "not_replayed": [{"statement": s, "reason": r} for s, r in result.skipped],
-            "run_id": result.run_id, "findings": list(result.findings),
+            "run_id": result.run_id, "findings": list(result.findings), "dropped": list(result.dropped),
             "trials": [{"number": t.number, "source": t.source, "config": t.config, "status": t.result.status,
                         "objective": t.result.objective, "reason": t.result.reason,
                         "duration_s": round(t.duration_s, 3)} for t in result.trials]}
@@ -157,23 +194,22 @@ def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="s
     """Recommend indexes within a storage budget: what-if costs (HypoPG) on a shadow, the optimizer's choice,
     then each index built and measured on the shadow; an index that slows a statement or helps none is dropped.
     ``--explain`` prints why, per statement (the JSON output always has it)."""
-    from advisor.core.settings import get_settings
-    from advisor.tuning.validation import ValidationOptions
+    from advisor.service.service import RunPlan
 
+    plan = RunPlan.parse({"kind": "indexes", "optimizer": optimizer, "budget_mb": budget_mb, "episodes": episodes,
+                          "samples": samples, "seed": seed, "rounds": rounds, "validate": validate,
+                          "sample_percent": sample_percent})
     target = resolve_dsn(target)
-    device = device or get_settings().device
     service = _service(store)
-    result = service.tune_indexes(target, optimizer, budget_mb=budget_mb, sample_percent=sample_percent,
-                                  validation=ValidationOptions(rounds=rounds) if validate else None, device=device,
-                                  episodes=episodes, seed=seed, retrain=retrain, max_width=max_width,
-                                  samples=samples)
+    result = service.tune("indexes", target, plan, device=device, retrain=retrain, max_width=max_width)
     if json_out:
         rec = result.recommendation
         _emit_json({"recommendation": codec.recommendation_dict(rec) if rec else None, "message": result.message,
                     "chosen": [{"table": f"{ix.schema}.{ix.table}", "columns": list(ix.columns)} for ix in result.chosen],
                     "whatif": result.whatif, "training": result.training,
                     "not_parsed": [{"statement": q, "reason": r} for q, r in result.skipped],
-                    "explain": list(result.explain), "fallback": result.fallback})
+                    "explain": list(result.explain), "fallback": result.fallback,
+                    "dropped": list(result.dropped)})
     else:
         render.index_result(Console(), result)
         if explain:

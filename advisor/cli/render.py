@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from advisor.core.domain import KnobChange, Recommendation
+from advisor.core.domain import DropIndexChange, IndexChange, KnobChange, QueryRewrite, Recommendation
 
 if TYPE_CHECKING:  # the service pulls in the optimizers (torch): not needed to render, nor for `advisor --help`
     from advisor.service.service import IndexTuneResult, Observation, TuneResult
@@ -33,13 +33,42 @@ def observation(console: Console, obs: Observation, top: int = 10) -> None:
     console.print(table)
 
 
+def change_label(c) -> str:
+    """One change as a DBA reads it."""
+    if isinstance(c, KnobChange):
+        return f"{c.name} = {c.value}"
+    if isinstance(c, IndexChange):
+        return f"index on {c.label()}"
+    if isinstance(c, DropIndexChange):
+        return f"drop index {c.name} on {c.table}"
+    if isinstance(c, QueryRewrite):
+        return f"rewrite of {c.queryid}: {_short(c.rewritten, 60)}"
+    return str(c)
+
+
+def knob_label(rec: Recommendation, c) -> str | None:
+    """``work_mem: 4MB -> 64MB (71% of the gain)`` for a knob change whose recommendation recorded its current
+    value (``details["knob_shares"]``); None otherwise."""
+    row = next((k for k in (rec.details or {}).get("knob_shares", ()) if k.get("knob") == getattr(c, "name", None)),
+               None)
+    if not isinstance(c, KnobChange) or row is None:
+        return None
+    share = row.get("share")
+    return (f"{c.name}: {row['current']} -> {row['proposed']}" + (" (needs a restart)" if row.get("restart") else "")
+            + (f" ({share:.0%} of the gain)" if isinstance(share, float) and share == share else ""))
+
+
 def recommendation(console: Console, rec: Recommendation, reasons: dict[str, str] | None = None) -> None:
+    """A recommendation: its changes, evidence and the SQL to apply and revert; a rejected one shows what was
+    tried instead of SQL (there is nothing to apply), and every one lists what was not recommended and why."""
     reasons = reasons or {}
     console.print(f"\n[bold]Recommendation {rec.id}[/] ({rec.kind}, by {rec.optimizer}): state [bold]{rec.state}[/]")
+    rejected = rec.state == "rejected"
+    if rejected:
+        console.print("[bold]what was tried[/] (rejected: nothing to apply)")
     table = Table("change", "reason")
     for c in rec.changes:
-        label = f"{c.name} = {c.value}" if isinstance(c, KnobChange) else f"index on {c.table} ({', '.join(c.columns)})"
-        table.add_row(label, reasons.get(getattr(c, "name", ""), ""))
+        table.add_row(escape(knob_label(rec, c) or change_label(c)), reasons.get(getattr(c, "name", ""), ""))
     console.print(table)
     ev = rec.evidence
     if ev is not None:
@@ -48,17 +77,39 @@ def recommendation(console: Console, rec: Recommendation, reasons: dict[str, str
                       f"{ev.rounds} interleaved rounds; workload time per round, median: "
                       f"baseline {sorted(ev.baseline_totals_ms)[len(ev.baseline_totals_ms) // 2]:.0f} ms, "
                       f"candidate {sorted(ev.candidate_totals_ms)[len(ev.candidate_totals_ms) // 2]:.0f} ms")
-        if ev.regressions:
-            reg = Table("baseline ms", "candidate ms", "ratio", "statement", title="statements that regressed")
-            for s in ev.regressions:
-                reg.add_row(f"{s.baseline_ms:.1f}", f"{s.candidate_ms:.1f}", f"{s.ratio:.2f}", _short(s.sql))
-            console.print(reg)
+        for title, rows in (("statements that regressed", ev.regressions),
+                            ("rare statements slower (too small a part of the workload to block)", ev.rare_slower)):
+            if rows:
+                reg = Table("baseline ms", "candidate ms", "ratio", "share of time", "statement", title=title)
+                for s in rows:
+                    reg.add_row(f"{s.baseline_ms:.1f}", f"{s.candidate_ms:.1f}", f"{s.ratio:.2f}", _share(s),
+                                escape(_short(s.sql)))
+                console.print(reg)
+    dropped(console, (rec.details or {}).get("dropped") or [])
+    if rejected:
+        if rec.note:
+            console.print(f"rejected: {rec.note}", markup=False)
+        return
     console.print("[bold]to apply[/] (after approval):" + (" then restart the server" if rec.needs_restart else ""))
     for line in rec.apply_sql:
         console.print(f"  {line};", markup=False)
     console.print("[bold]to revert[/]:" + (" then restart the server" if rec.needs_restart else ""))
     for line in rec.revert_sql:
         console.print(f"  {line};", markup=False)
+
+
+def dropped(console: Console, rows: list[dict]) -> None:
+    """The "not recommended" table: each candidate tried and left out, and why (``advisor.tuning.recommend``)."""
+    if not rows:
+        return
+    table = Table("change", "kind", "why", title="not recommended")
+    for d in rows:
+        table.add_row(escape(str(d.get("change", ""))), escape(str(d.get("kind", ""))), escape(str(d.get("why", ""))))
+    console.print(table)
+
+
+def _share(s) -> str:
+    return "-" if s.time_share is None else f"{s.time_share:.1%}"
 
 
 def trials(console: Console, result: TuneResult) -> None:
@@ -82,6 +133,7 @@ def tune_result(console: Console, result: TuneResult) -> None:
     trials(console, result)
     if result.recommendation is None:
         console.print(result.message or "nothing to recommend")
+        dropped(console, list(result.dropped))
         return
     recommendation(console, result.recommendation, result.reasons)
     if result.message:
@@ -107,6 +159,7 @@ def index_result(console: Console, result: IndexTuneResult) -> None:
     rec = result.recommendation
     if rec is None:
         console.print(result.message or "no index to recommend")
+        dropped(console, list(result.dropped))
         return
     table = Table("index", "columns", "estimated MB", "built MB", "statements", "verdict")
     for ix in rec.details.get("indexes", []):
@@ -174,12 +227,13 @@ def recommendation_page(console: Console, rec: Recommendation, history: list[dic
     recommendation(console, rec)
     ev = rec.evidence
     if ev is not None:
-        table = Table("calls", "baseline ms", "candidate ms", "ratio", "95% CI", "regressed", "statement",
-                      title="per statement (medians over rounds)")
+        table = Table("calls", "share of time", "baseline ms", "candidate ms", "ratio", "95% CI", "regressed",
+                      "statement", title="per statement (medians over rounds)")
         for s in ev.statements:
-            table.add_row(f"{s.weight:.0f}", f"{s.baseline_ms:.2f}", f"{s.candidate_ms:.2f}", f"{s.ratio:.2f}",
-                          f"{s.ratio_ci[0]:.2f} .. {s.ratio_ci[1]:.2f}", "yes" if s.regressed else "",
-                          _short(s.sql, 60))
+            table.add_row(f"{s.weight:.0f}", _share(s), f"{s.baseline_ms:.2f}", f"{s.candidate_ms:.2f}",
+                          f"{s.ratio:.2f}", f"{s.ratio_ci[0]:.2f} .. {s.ratio_ci[1]:.2f}",
+                          "yes" if ev.blocks(s) else "rare, not blocking" if s.regressed else "",
+                          escape(_short(s.sql, 60)))
         console.print(table)
     for ix in rec.details.get("indexes", []):
         console.print(f"index {ix['index']}: estimated {_mb(ix['estimated_bytes'])}, built {_mb(ix['built_bytes'])}, "
@@ -198,8 +252,75 @@ def recommendation_page(console: Console, rec: Recommendation, history: list[dic
     if rec.applied:
         console.print(f"applied by {rec.applied['by']}; revert recorded: {'; '.join(rec.applied['revert_sql'])}",
                       markup=False)
+        watch_line(console, rec)
     table = Table("when (UTC)", "who", "what", "note", title="history")
     for h in history:
         table.add_row(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(h["at"])), h["actor"], h["action"],
                       str(h["detail"].get("note", "")))
     console.print(table)
+
+
+def watch_line(console: Console, rec: Recommendation) -> None:
+    """The watch after the apply, in one line (``advisor.service.watch``)."""
+    from advisor.service.watch import watch_of
+
+    w = watch_of(rec)
+    if w is None:
+        console.print("not watched (applied before applies were watched)")
+        return
+    last = w.get("last") or {}
+    figures = (f"; last check: {last['statements']} statement(s) judged, {last['ratio']:.2f}x their time before"
+               if last.get("ratio") is not None else "; no watched statement judged yet" if w["state"] == "watching"
+               else "")
+    ends = time.strftime("%Y-%m-%d %H:%M", time.gmtime(w["ends_at"]))
+    console.print(f"watch: {w['state']} (window ends {ends} UTC, rolled back above {w['max_regression']:+.0%})"
+                  f"{figures}" + (f"; {w['note']}" if w.get("note") else ""), markup=False)
+
+
+def watches(console: Console, rows: list[dict]) -> None:
+    """``recommendations watch``: one row per watch checked."""
+    if not rows:
+        console.print("no applied recommendation is under watch")
+        return
+    table = Table(title="watched applies")
+    for name in ("recommendation", "kind", "state", "ratio", "judged", "window ends (UTC)"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("note")
+    for r in rows:
+        table.add_row(r["id"], r["kind"], r["state"], f"{r['ratio']:.2f}x" if r["ratio"] is not None else "-",
+                      str(r["statements"]), time.strftime("%Y-%m-%d %H:%M", time.gmtime(r["ends_at"])),
+                      escape(_short(r["note"] or "", 60)))
+    console.print(table)
+
+
+def whole_result(console: Console, result) -> None:
+    """A whole-advisor run: each step's recommendation (or why there is none), the bundle measured together on
+    a fresh shadow (each part's contribution and the share of its gain that held), what was dropped, and the
+    commands to approve and apply what is validated."""
+    for step in result.steps:
+        console.print(f"\n[bold]{step.kind}[/]: {escape(step.message or '')}")
+        rec = step.recommendation and next((r for r in result.recommendations if r.id == step.recommendation.id),
+                                           step.recommendation)
+        if rec is not None:
+            recommendation(console, rec)
+    if result.bundle is not None:
+        b = result.bundle.bundle
+        console.print(f"\n[bold]together[/], on a fresh shadow: gain [bold]{b.gain:+.1%}[/] (95% CI "
+                      f"{b.gain_ci[0]:+.1%} .. {b.gain_ci[1]:+.1%}, {b.rounds} rounds)")
+        table = Table("part", "alone", "its contribution to the bundle", "gain that held", "verdict")
+        for p in result.bundle.parts:
+            lo, hi = p.contribution.gain_ci
+            table.add_row(p.name, f"{p.alone.gain:+.1%}", f"{p.contribution.gain:+.1%} ({lo:+.1%} .. {hi:+.1%})",
+                          "-" if p.held is None else f"{p.held:.0%}",
+                          "pays" if p.pays or len(result.bundle.parts) == 1 else "dropped")
+        console.print(table)
+    dropped(console, list(result.dropped))
+    ready = [r for r in result.recommendations if r.state == "validated"]
+    if ready:
+        console.print("\n[bold]next[/]: review, then approve and apply each (a rewrite goes to the statement's owners):")
+        for r in ready:
+            console.print(f"  advisor recommendations approve {r.id} && advisor recommendations apply {r.id}"
+                          if r.kind != "rewrites" else f"  advisor recommendations approve {r.id}", markup=False)
+    elif not any(r.state == "validated" for r in result.recommendations):
+        console.print("\nnothing to change: no candidate paid on the shadow (each step above says what it tried)")
+    console.print(f"\n{escape(result.message)}")

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from advisor.cli import render
 from advisor.cli.common import JsonFlag, StoreOpt, emit, open_service, resolve_dsn
 from advisor.cli.common import TargetDsn as Target
 from advisor.core.errors import AdvisorError
@@ -34,7 +35,7 @@ def rewrite(target: Target = None,
     """Rewrite slow SQL into faster SQL that returns the same rows: equality saturation over relational rules, the
     candidates re-ranked by the planner, proven equivalent on edge-case databases and on a shadow, and timed
     against the original there. Nothing is applied to the database."""
-    from advisor.tuning.validation import ValidationOptions
+    from advisor.service.service import RunPlan
 
     if sum([sql is not None, file is not None, workload]) != 1:
         raise typer.BadParameter("give exactly one of --sql, --file or --workload")
@@ -43,10 +44,11 @@ def rewrite(target: Target = None,
             sql = file.read_text()
         except OSError as e:
             raise AdvisorError(f"cannot read {file}: {e.strerror}") from None
+    plan = RunPlan.parse({"kind": "rewrites", "optimizer": optimizer, "max_statements": max_statements, "seed": seed,
+                          "rounds": rounds, "validate": validate})
     target = resolve_dsn(target)
     service = open_service(store, quiet=json_out)
-    result = service.tune_rewrites(target, optimizer, sql=sql, max_statements=max_statements, seed=seed,
-                                   validation=ValidationOptions(rounds=rounds) if validate else None)
+    result = service.tune("rewrites", target, plan, sql=sql)
     if json_out:
         emit({"statements": [o.public() for o in result.statements]})
         return
@@ -59,6 +61,7 @@ def show(console: Console, result) -> None:
         speed = f"{o.speedup:.2f}x ({o.ci[0]:.2f}..{o.ci[1]:.2f})" if o.speedup and o.ci else "-"
         table.add_row(o.queryid, "yes" if o.rewritten else "no", speed, ", ".join(o.rules) or "-", o.reason or "-")
     console.print(table)
+    render.dropped(console, list(result.dropped))  # each candidate form discarded, and why
     for o in result.statements:
         if o.rewritten:
             console.print(f"[bold]{o.queryid}[/] original:\n  {o.original}\n[bold]{o.queryid}[/] rewritten:\n"

@@ -33,10 +33,17 @@ def targets_add(name: Annotated[str, typer.Option(help="a name for the target")]
                 dsn: Annotated[str | None, typer.Option(help=f"the database: {DSN_FORMS} (default: {TARGET_ENV}, "
                                                              "else asked for without echo, or read from a pipe)")]
                 = None,
+                memory_gb: Annotated[float | None, typer.Option(
+                    help="the server's RAM, for knob sizes (default: read from the server when it lets the "
+                         "advisor read /proc/meminfo)", min=0.1)] = None,
+                cpus: Annotated[int | None, typer.Option(help="the server's cores (default: as for --memory-gb)",
+                                                         min=1)] = None,
                 json_out: JsonFlag = False, store: StoreOpt = None) -> None:
     """Register a database: checks it can be observed, stores its DSN encrypted, takes a first snapshot."""
+    from advisor.core.hardware import given
+
     dsn = resolve_dsn(dsn, "--dsn", ask=True)
-    target = open_service(store).add_target(name, dsn)  # progress on stderr; stdout stays one document
+    target = open_service(store).add_target(name, dsn, hardware=given(memory_gb, cpus) or None)  # progress: stderr
     if json_out:
         emit(target)
     else:
@@ -132,6 +139,8 @@ def runs_start(target: Annotated[str, typer.Option("--target", "-t", help="targe
         _print_run(run, service.trials(run["id"]))
         if rec is not None:
             render.recommendation(Console(), rec)
+        else:  # nothing recommended: what the run tried, and why each was left out
+            render.dropped(Console(), (run.get("result") or {}).get("dropped") or [])
     if run["state"] == "failed":  # the run's row (and document) says why; the exit status says it failed
         raise AdvisorError(f"run {run['id']} failed: {run['error']}")
 
@@ -163,6 +172,7 @@ def runs_show(run_id: Annotated[str, typer.Argument(help="run id")], json_out: J
         emit({"run": run, "trials": trials})
     else:
         _print_run(run, trials)
+        render.dropped(Console(), (run.get("result") or {}).get("dropped") or [])
         for line in (run.get("progress") or {}).get("log", [])[-10:]:
             print(f"  {line}")
 
@@ -224,7 +234,9 @@ def recs_show(rec_id: str, json_out: JsonFlag = False, store: StoreOpt = None,
     rec = service.recommendation(rec_id)
     history = service.audit_log(rec_id)
     if json_out:
-        emit({"recommendation": codec.recommendation_dict(rec), "history": history})
+        from advisor.service.watch import watch_of
+
+        emit({"recommendation": codec.recommendation_dict(rec), "watch": watch_of(rec), "history": history})
         return
     render.recommendation_page(Console(), rec, history, explain=explain)
 
@@ -243,6 +255,8 @@ def _transition(verb: str):
             print(f"recommendation {rec.id} is now {rec.state}")
             if verb == "apply" and rec.applied and rec.applied.get("needs_restart"):
                 print("restart the server for the changes to take full effect")
+            if verb == "apply":
+                render.watch_line(Console(), rec)
     command.__doc__ = {"approve": "validated -> approved.", "reject": "Reject a recommendation.",
                        "apply": "approved -> applied: run the SQL on the production target; the revert is recorded.",
                        "rollback": "applied -> rolled_back: run the revert recorded at apply time."}[verb]
@@ -251,6 +265,29 @@ def _transition(verb: str):
 
 for _verb in ("approve", "reject", "apply", "rollback"):
     recs_app.command(_verb)(_transition(_verb))
+
+
+@recs_app.command("watch")
+def recs_watch(target: Annotated[str | None, typer.Option(help="only this target (id or name)")] = None,
+               once: Annotated[bool, typer.Option("--once", help="check once and exit (for a cron)")] = False,
+               json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+    """Check every applied recommendation under watch: roll back those whose watched statements got slower than
+    the limit (ADVISOR_WATCH_MAX_REGRESSION), end the watches whose window passed. `advisor serve` does this by
+    itself; without --once, this checks every ADVISOR_WATCH_INTERVAL_S until interrupted."""
+    import time
+
+    from advisor.core.settings import get_settings
+
+    service = open_service(store, quiet=True)
+    while True:
+        rows = service.check_watches(target)
+        if json_out:
+            emit({"watches": rows})
+        else:
+            render.watches(Console(), rows)
+        if once:
+            return
+        time.sleep(get_settings().watch_interval_s)
 
 
 def register(app: typer.Typer) -> None:

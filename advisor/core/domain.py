@@ -243,15 +243,30 @@ class Applied:
 
 @dataclass(frozen=True)
 class TrialResult:
-    """What one tuning trial measured: the objective (lower is better), or why there is none."""
+    """What one tuning trial measured: the objective (lower is better), or why there is none.
+
+    ``ratios``: per statement, its time in this trial over its time in the run's baseline trial (the first), for
+    a replayed workload's measured trials; a slowdown under the guard's absolute floor counts as 1.0. None when
+    unknown (a pgbench run, an older stored trial). A search reads ``worst_ratio`` as an outcome constraint."""
 
     objective: float | None
     status: str = "measured"  # measured | failed | infeasible
     reason: str = ""
+    ratios: dict[str, float] | None = None
+
+    @property
+    def worst_ratio(self) -> float | None:
+        """The largest per-statement ratio (1.1 = one statement 10% slower than at baseline), or None."""
+        return max(self.ratios.values()) if self.ratios else None
 
 
 @dataclass(frozen=True)
 class StatementEvidence:
+    """One statement measured in both arms. ``regressed``: slower by the regression threshold (or failing only
+    under the candidate); whether that blocks the change is the evidence's call (``Evidence.blocks``: not when the
+    statement is ``rare``). ``time_share`` / ``call_share``: its part of the baseline's weighted time (calls x
+    median ms) and of the calls, fractions; None in evidence stored before they were recorded."""
+
     queryid: str
     sql: str
     weight: float
@@ -261,6 +276,18 @@ class StatementEvidence:
     ratio_ci: tuple[float, float]
     regressed: bool
     errors: int = 0
+    time_share: float | None = None
+    call_share: float | None = None
+
+    def rare(self, min_time_share: float, min_call_share: float) -> bool:
+        """Too small a part of the workload for a slowdown to block a change: under ``min_time_share`` of the time
+        and under ``min_call_share`` of the calls, and the time it would add (``time_share x (ratio - 1)``) under
+        ``min_time_share`` too. A statement that fails under the candidate, or whose shares are unknown, is never
+        rare."""
+        if self.errors or self.time_share is None or self.call_share is None or not self.ratio == self.ratio:
+            return False
+        added = self.time_share * max(self.ratio - 1.0, 0.0)
+        return self.time_share < min_time_share and self.call_share < min_call_share and added < min_time_share
 
 
 @dataclass(frozen=True)
@@ -275,10 +302,23 @@ class Evidence:
     statements: tuple[StatementEvidence, ...]
     min_gain: float
     regression_threshold: float
+    # the guard's weights (``StatementEvidence.rare``); 0 (evidence stored before them): every regression blocks
+    min_time_share: float = 0.0
+    min_call_share: float = 0.0
+
+    def blocks(self, s: StatementEvidence) -> bool:
+        """``s`` regressed and matters enough to block the change."""
+        return s.regressed and not s.rare(self.min_time_share, self.min_call_share)
 
     @property
     def regressions(self) -> tuple[StatementEvidence, ...]:
-        return tuple(s for s in self.statements if s.regressed)
+        """The regressions that block the change."""
+        return tuple(s for s in self.statements if self.blocks(s))
+
+    @property
+    def rare_slower(self) -> tuple[StatementEvidence, ...]:
+        """Statements that regressed but are too rare to block: reported beside the verdict, never hidden."""
+        return tuple(s for s in self.statements if s.regressed and not self.blocks(s))
 
     @property
     def significant(self) -> bool:

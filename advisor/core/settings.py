@@ -42,6 +42,21 @@ class Settings(BaseSettings):
     # (same host) or older than this may be taken over.
     apply_claim_ttl_s: float = 6 * 3600.0  # ADVISOR_APPLY_CLAIM_TTL_S
     max_parallel_runs: int = 1  # ADVISOR_MAX_PARALLEL_RUNS: tuning runs executed at once by the server
+    # Every applied change is watched (advisor.service.watch): for this long after the apply, the statements its
+    # evidence measured are compared with their production latency before it, and the change is rolled back when
+    # they got slower than the limit. A statement is judged once it ran this many times before and since.
+    watch_window_s: float = 3600.0  # ADVISOR_WATCH_WINDOW_S: the watch's window, seconds
+    watch_min_calls: int = 20  # ADVISOR_WATCH_MIN_CALLS: calls a statement needs before and since to be judged
+    watch_max_regression: float = 0.10  # ADVISOR_WATCH_MAX_REGRESSION: rolled back above 1 + this (0.10: 10% slower)
+    watch_interval_s: float = 60.0  # ADVISOR_WATCH_INTERVAL_S: how often `advisor serve` checks the watches
+    # The regression guard (advisor.tuning.evidence): a statement that got slower by the regression threshold blocks
+    # a change only when it matters, i.e. it takes at least this share of the replayed workload's time (calls x
+    # baseline median) or of its calls, or what it got slower by is itself that share of the time. A rarer one is
+    # reported beside the verdict ("1 rare statement slower"), never hidden. 1%: an ad-hoc count(*) run once among
+    # thousands of calls (0.2% of the time) no longer blocks an index serving 93% of it, while a statement a DBA
+    # would miss (1% of the time, or 1 call in 100) still does. 0 makes every regression block.
+    guard_min_time_share: float = 0.01  # ADVISOR_GUARD_MIN_TIME_SHARE: a fraction of the baseline's weighted time
+    guard_min_call_share: float = 0.01  # ADVISOR_GUARD_MIN_CALL_SHARE: a fraction of the workload's calls
 
 
 def get_settings() -> Settings:

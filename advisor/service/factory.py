@@ -3,7 +3,8 @@
 ``build_service`` opens the store and gives it an ``AdvisorService``. The CLI uses it as it is: runs execute in
 the caller's thread. The server asks for ``background=True``: a ``RunExecutor`` runs started runs on background
 threads, and a ``Scheduler`` (unless ``scheduler=False``) fires the stored schedules. ``start`` and ``stop`` (or
-``serving``, both around a block) bring those up and down with the server.
+``serving``, both around a block) bring those up and down with the server, with the ``Watcher`` that checks every
+applied change's watch every ADVISOR_WATCH_INTERVAL_S (``advisor.service.watch``).
 
 Sandboxes and shadows left behind by an advisor process that was killed (``kill -9``: no exit hook ran) are
 stopped and removed (``reap_orphans``), and the runs that process left queued or running are then marked
@@ -24,6 +25,7 @@ from advisor.core.progress import Say, silent
 from advisor.service.runs import RunExecutor
 from advisor.service.scheduling import Scheduler
 from advisor.service.service import AdvisorService
+from advisor.service.watch import Watcher
 from advisor.storage.store import open_store
 from connectors import factory
 
@@ -109,13 +111,17 @@ def build_service(store_path: str | Path | None = None, *, say: Say | None = Non
 def start(service: AdvisorService, reap_interval_s: float = REAP_INTERVAL_S) -> list[str]:
     """Start a background service: mark the runs a previous process left unfinished as interrupted (their
     shadows were reaped when the service was built), start reaping orphans (and marking their runs) every
-    ``reap_interval_s``, then start the scheduler (which catches up on missed fire times). Returns the ids of the
-    runs marked interrupted here (those of killed processes were marked when the service was built)."""
+    ``reap_interval_s`` and checking the watches of applied changes, then start the scheduler (which catches up on
+    missed fire times). Returns the ids of the runs marked interrupted here (those of killed processes were marked
+    when the service was built)."""
     interrupted = service.recover_runs()
     if interrupted:
         service.say(f"{len(interrupted)} run(s) of a previous server were marked interrupted")
     service.reaper = OrphanReaper(service, reap_interval_s)
     service.reaper.start()
+    from advisor.core.settings import get_settings
+
+    service.watcher = Watcher(service, get_settings().watch_interval_s).start()  # every applied change is watched
     if service.scheduler is not None:
         service.scheduler.start()
     return interrupted
@@ -126,6 +132,8 @@ def stop(service: AdvisorService) -> None:
     try:
         if service.reaper is not None:
             service.reaper.stop()
+        if getattr(service, "watcher", None) is not None:
+            service.watcher.stop()
         if service.scheduler is not None:
             service.scheduler.shutdown()
         if service.executor is not None:

@@ -17,11 +17,11 @@ from advisor.core.inputs import check_name, check_text
 from advisor.service.production import apply_recommendation, check_applicable, rollback_recommendation
 from advisor.service.runs import ACTIVE, ProgressLog, RunCancelled, RunPlan
 from advisor.service.scheduling import AUTO_APPLY, check_cron, next_fire, run_scheduled
+from advisor.service import watch
 from advisor.storage.secrets import vault_for
 from advisor.core.settings import get_settings
-from advisor.tuning.validation import ValidationOptions
 from advisor.storage.store import new_id
-from advisor.tuning.knobs.trials import TuningOptions
+from advisor.tuning import kinds
 from connectors import factory
 from connectors.base import Connector
 
@@ -43,8 +43,9 @@ def predicted_gain(relative_cost: float | None, best_objective: float | None,
 class OperationsMixin:
     # --- targets --------------------------------------------------------------------------------------------
 
-    def add_target(self, name: str, dsn: str, who: Principal = ADMIN) -> dict:
-        """Register a database: check that it can be observed, keep its DSN encrypted, take a first snapshot."""
+    def add_target(self, name: str, dsn: str, who: Principal = ADMIN, hardware: dict | None = None) -> dict:
+        """Register a database: check that it can be observed, keep its DSN encrypted, take a first snapshot.
+        ``hardware``: what its server runs on, as the user gives it (``advisor.core.hardware.given``), stored."""
         who.require("operator")
         check_name("target", name)  # before any connection: a name that cannot be stored fails first
         connector = factory.connector(dsn)  # an engine not supported fails here, before anything is stored
@@ -52,7 +53,10 @@ class OperationsMixin:
         shown = connector.display_name
         # Conflict when the name is registered: a target's database never changes by registering it again
         target_id = self.store.register_target(name, connector.engine, shown, vault_for(self.store.path).encrypt(dsn))
-        self.store.audit(who.actor, "register_target", target_id, {"name": name, "dsn": shown})
+        self.store.audit(who.actor, "register_target", target_id, {"name": name, "dsn": shown,
+                                                                    **({"hardware": hardware} if hardware else {})})
+        if hardware:
+            self.store.set_target_hardware(target_id, hardware)
         self.observe(dsn, name)
         return self.store.target_by_id(target_id)
 
@@ -171,32 +175,15 @@ class OperationsMixin:
             self.store.update_run(run_id, state="cancelled" if isinstance(e, RunCancelled) else "failed",
                                   error=message)
             return self.store.run(run_id)
-        rec = result.recommendation
-        progress(f"done: {result.message}")
+        outcome = kinds.get(plan.kind).outcome(result)
+        progress(f"done: {outcome['message']}")
         progress.flush()
         prior = self.store.run(run_id)["result"] or {}
-        self.store.update_run(run_id, state="done", result={**prior, "recommendation": rec.id if rec else None,
-                                                             "state": rec.state if rec else None,
-                                                             "message": result.message,
-                                                             # nothing recommended: the per-statement reasons stay
-                                                             **({"explain": list(result.explain)} if rec is None
-                                                                and getattr(result, "explain", ()) else {})})
+        self.store.update_run(run_id, state="done", result={**prior, **outcome})
         return self.store.run(run_id)
 
     def _tune_plan(self, dsn: str, name: str, plan: RunPlan, run_id: str):
-        validation = ValidationOptions(rounds=plan.rounds) if plan.validate else None
-        if plan.kind == "rewrites":
-            return self.tune_rewrites(dsn, plan.optimizer, name=name, validation=validation,
-                                      sample_percent=plan.sample_percent, max_statements=plan.max_statements,
-                                      run_id=run_id)
-        if plan.kind == "indexes":
-            return self.tune_indexes(dsn, plan.optimizer, budget_mb=plan.budget_mb, name=name, validation=validation,
-                                     sample_percent=plan.sample_percent, episodes=plan.episodes,
-                                     samples=plan.samples, run_id=run_id, device=get_settings().device)
-        tuning = TuningOptions(optimizer=plan.optimizer, trials=plan.trials, seeds=plan.seeds,
-                               use_seeds=plan.seeds > 0)
-        return self.tune_knobs(dsn, plan.optimizer, name=name, validation=validation,
-                               sample_percent=plan.sample_percent, tuning=tuning, repeats=plan.repeats, run_id=run_id)
+        return self.tune(plan.kind, dsn, plan, name=name, run_id=run_id)
 
     def run(self, run_id: str) -> dict:
         return self.store.run(run_id)
@@ -323,6 +310,12 @@ class OperationsMixin:
         return rollback_recommendation(self.store, self.connector_for(rec), rec, who, why,
                                        lock_timeout_s=settings.production_lock_timeout_s,
                                        claim_ttl_s=settings.apply_claim_ttl_s)
+
+    def check_watches(self, target: str | None = None, who: Principal = ADMIN, now: float | None = None) -> list[dict]:
+        """Check the applied recommendations under watch (of ``target``, or all): roll back a regression, end the
+        watches whose window passed (``advisor.service.watch``); one row per watch checked."""
+        who.require("operator")
+        return watch.check_watches(self, self._target_id(target, None), now)
 
     def audit_log(self, subject: str | None = None, limit: int | None = None, offset: int = 0) -> list[dict]:
         return self.store.audit_log(subject, limit, offset)

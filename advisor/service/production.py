@@ -1,11 +1,13 @@
-"""Changing production: apply an approved, validated recommendation; roll it back; watch it afterwards.
+"""Changing production: apply an approved, validated recommendation (which starts its watch,
+``advisor.service.watch``); roll it back.
 
 Apply first checks that the DSN reaches the very database the change was validated for (its identity, recorded
 on the recommendation), then re-plans the recommendation's changes against the target as it is now. The SQL must
 be the SQL that was approved (else the target changed and the recommendation is refused with ``Conflict``); the
 revert SQL is taken now, so that it restores the values the target has at apply time. What was run, the revert,
-who and when, the database's identity and the target's statement counters at that moment are recorded on the
-recommendation; the state change is audited.
+who and when, the database's identity, the target's statement counters before the apply and the watch (with the
+counters right after it) are recorded on the recommendation; the state change is audited (its note says what is
+watched).
 
 While an apply or rollback runs, the recommendation carries a claim in the store (``production_claim``) instead of
 a store lock: the rest of the service goes on while production DDL waits for its locks (each statement gives up
@@ -21,11 +23,13 @@ import time
 import uuid
 from collections.abc import Iterator
 
-from advisor.service.auth import Principal
 from advisor.core import processes
 from advisor.core.domain import HANDED_OVER, Applied, Recommendation
 from advisor.core.errors import AdvisorError, Conflict, InvalidTransition, OtherDatabase
 from advisor.core.identity import describe, mismatch
+from advisor.core.settings import get_settings
+from advisor.service import watch
+from advisor.service.auth import Principal
 from connectors.base import Connector
 
 
@@ -79,11 +83,6 @@ def _same_database(store, connector: Connector, rec: Recommendation, expected: d
     return actual
 
 
-def _counters(connector: Connector) -> dict[str, list[float]]:
-    """queryid -> [calls, total_ms] of the target's statements, cumulative (the engine's statement statistics)."""
-    return {s.queryid: [s.calls, s.total_ms] for s in connector.observe().statements}
-
-
 def apply_recommendation(store, connector: Connector, rec: Recommendation, who: Principal, *,
                          lock_timeout_s: float | None = None, claim_ttl_s: float = 6 * 3600.0) -> Recommendation:
     check_applicable(rec)
@@ -116,7 +115,7 @@ def _apply(store, connector: Connector, rec: Recommendation, who: Principal, loc
     if tuple(plan.apply_sql) != tuple(rec.apply_sql):
         raise Conflict(f"the target changed since recommendation {rec.id} was made: applying it now would run "
                        f"{list(plan.apply_sql)}, not the approved {list(rec.apply_sql)}; tune again")
-    before = _counters(connector)
+    before = watch.counters(connector)
     try:
         done = connector.apply(rec.changes, lock_timeout_s=lock_timeout_s)
     except AdvisorError as e:
@@ -125,9 +124,14 @@ def _apply(store, connector: Connector, rec: Recommendation, who: Principal, loc
     applied = {"at": time.time(), "by": who.actor, "apply_sql": list(done.apply_sql),
                "revert_sql": list(done.revert_sql), "needs_restart": done.needs_restart,
                "restarted": done.restarted, "statements_before": before, "identity": identity}
+    try:  # the watch's window starts now that the change is in place (an index build may have taken minutes)
+        start = watch.counters(connector)
+    except AdvisorError:
+        start = before
+    applied["watch"] = watch.begin(rec, applied, start, get_settings())
     store.set_applied(rec.id, applied)
     note = "applied" + ("; the server must be restarted for it to take full effect"
-                        if done.needs_restart and not done.restarted else "")
+                        if done.needs_restart and not done.restarted else "") + "; " + watch.started(applied["watch"])
     return store.transition(rec.id, "applied", who.actor, note, expect="approved", claim=claim)
 
 
@@ -161,23 +165,3 @@ def _rollback(store, connector: Connector, rec: Recommendation, who: Principal, 
     if a["needs_restart"]:
         note += "; the server must be restarted for it to take full effect"
     return store.transition(rec.id, "rolled_back", who.actor, note, expect="applied", claim=claim)
-
-
-def regression_since_apply(connector: Connector, rec: Recommendation, min_calls: int = 20) -> dict:
-    """How the statements that ran since the apply compare with their mean before it: ``ratio`` is the
-    call-weighted mean latency after / before (None when too few calls ran to judge)."""
-    before = rec.applied.get("statements_before", {}) if rec.applied else {}
-    now = _counters(connector)
-    after_ms = before_ms = 0.0
-    judged = 0
-    for qid, (calls, total) in now.items():
-        if qid not in before or before[qid][0] <= 0:
-            continue
-        d_calls, d_total = calls - before[qid][0], total - before[qid][1]
-        if d_calls < min_calls or d_total < 0:  # too few calls, or the counters were reset
-            continue
-        judged += 1
-        after_ms += d_total
-        before_ms += d_calls * before[qid][1] / before[qid][0]
-    ratio = after_ms / before_ms if before_ms > 0 else None
-    return {"ratio": ratio, "statements": judged}

@@ -9,154 +9,35 @@ with ``Conflict``), so scheduled and manual runs never overlap on one target.
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 
-from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say
+from advisor.tuning import kinds
+from advisor.tuning.plan import BUDGET_MB_MAX, COMMON, LIMITS, OPTIONS, RunPlan
+
+__all__ = ["ACTIVE", "BUDGET_MB_MAX", "COMMON", "LIMITS", "OPTIONS", "ProgressLog", "RunCancelled", "RunExecutor",
+           "RunPlan", "default_optimizers", "kinds", "optimizer_names"]
 
 
 class RunCancelled(Exception):
     """The run was cancelled (by an operator, or because the server is stopping). Not an AdvisorError, so that
     no handler of a trial's errors mistakes it for a failed trial and carries on."""
 
-KINDS = ("knobs", "indexes", "rewrites")
-DEFAULT_OPTIMIZER = {"knobs": "hibo", "indexes": "ia2", "rewrites": "aurora"}
 ACTIVE = ("queued", "running")
 LOG_LINES = 60
-# the bounds of a plan's whole numbers (the REST schema's as well), and of its index budget
-LIMITS = {"trials": (2, 10_000), "seeds": (0, 20), "repeats": (1, 100), "episodes": (1, 100_000),
-          "samples": (0, 10_000), "rounds": (1, 100), "max_statements": (1, 1000)}
-BUDGET_MB_MAX = 10_000_000
-# the fields one kind of run uses only; ``RunPlan.parse`` leaves the other kind's at their defaults
-ONLY_FOR = {"knobs": ("trials", "seeds", "repeats"), "indexes": ("budget_mb", "episodes", "samples"),
-            "rewrites": ("max_statements",)}
 
 
 def optimizer_names(kind: str) -> tuple[str, ...]:
-    """The registered optimizers of a run kind (for the API's schema and the pages' forms)."""
-    from optimizers import registry
-
-    return tuple(sorted(cls.name for cls in registry.available(kind)))
+    """The listed optimizers of a run kind (for the API's schema and the pages' forms)."""
+    return kinds.get(kind).optimizer_names()
 
 
-@dataclass(frozen=True)
-class RunPlan:
-    """One tuning run's settings. Knobs: ``trials`` of a search on a shadow (``optimizer`` hibo, gp, tpe,
-    random) or one rule-based configuration (``rules``). Indexes: ``budget_mb`` MiB of new indexes. Rewrites:
-    the ``max_statements`` heaviest statements of the workload (a rewrite is never applied)."""
-
-    kind: str
-    optimizer: str | None = None
-    trials: int = 30
-    seeds: int = 3
-    repeats: int = 3
-    budget_mb: float | None = None
-    episodes: int = 300
-    samples: int = 48
-    rounds: int = 5
-    validate: bool = True
-    sample_percent: float | None = None
-    max_statements: int = 20
-
-    @classmethod
-    def parse(cls, fields: Mapping[str, object]) -> "RunPlan":
-        """The checked plan of loosely typed fields, the one parser of every adapter: a web form's strings (blank
-        means the default), JSON's or the CLI's numbers and booleans (None means the default). Fields of the
-        other kind of run (``ONLY_FOR``) are left at their defaults. AdvisorError naming the first bad field."""
-        cls._known(fields)
-        kind = _coerce("kind", fields.get("kind"))
-        if kind is None:
-            raise AdvisorError(f"choose what to tune: {', '.join(KINDS)}")
-        other = {name for k, names in ONLY_FOR.items() if k != kind for name in names}
-        values = {name: _coerce(name, raw) for name, raw in fields.items() if name not in other}
-        return cls(**{name: v for name, v in values.items() if v is not None}).checked()
-
-    def checked(self) -> "RunPlan":
-        """This plan with its defaults filled in; AdvisorError naming the first bad field."""
-        if self.kind not in KINDS:
-            raise AdvisorError(f"unknown run kind {self.kind!r}; expected one of {', '.join(KINDS)}")
-        optimizer = self.optimizer or DEFAULT_OPTIMIZER[self.kind]
-        names = optimizer_names(self.kind)
-        if optimizer not in names:
-            raise AdvisorError(f"{optimizer!r} is not a {self.kind} optimizer; choose one of {', '.join(names)}")
-        if self.kind == "indexes" and (self.budget_mb is None or self.budget_mb <= 0):
-            raise AdvisorError("an index run needs a positive budget_mb (MiB of new indexes)")
-        if self.budget_mb is not None and self.budget_mb > BUDGET_MB_MAX:
-            raise AdvisorError(f"budget_mb must be at most {BUDGET_MB_MAX} (MiB), got {self.budget_mb:g}")
-        for name, (low, high) in LIMITS.items():
-            if not low <= getattr(self, name) <= high:
-                raise AdvisorError(f"{name} must be between {low} and {high}, got {getattr(self, name)}")
-        if self.sample_percent is not None and not 0 < self.sample_percent <= 100:
-            raise AdvisorError(f"sample_percent must be in (0, 100], got {self.sample_percent:g}")
-        return dataclasses.replace(self, optimizer=optimizer)
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "RunPlan":
-        """A stored plan (``to_dict``) as it was, unchecked."""
-        return cls(**cls._known(d))
-
-    @classmethod
-    def _known(cls, fields: Mapping[str, object]) -> Mapping[str, object]:
-        unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(cls)})
-        if unknown:
-            raise AdvisorError(f"unknown run option(s): {', '.join(unknown)}")
-        return fields
-
-
-_TEXT = ("kind", "optimizer")
-_WHOLE = tuple(LIMITS)
-_NUMBER = ("budget_mb", "sample_percent")
-_TRUE, _FALSE = ("true", "on", "yes", "1"), ("false", "off", "no", "0")
-
-
-def _coerce(name: str, raw: object) -> object:
-    """One field's value as its type; None for a blank or missing one (the default)."""
-    if isinstance(raw, str):
-        raw = raw.strip()
-        if not raw:
-            return None
-    if raw is None:
-        return None
-    if name in _TEXT:
-        if not isinstance(raw, str):
-            raise AdvisorError(f"{name} must be a name, got {raw!r}")
-        return raw
-    if name == "validate":
-        if isinstance(raw, bool):
-            return raw
-        if isinstance(raw, str) and raw.lower() in _TRUE + _FALSE:
-            return raw.lower() in _TRUE
-        raise AdvisorError(f"validate must be true or false, got {str(raw)[:40]!r}")
-    if isinstance(raw, bool):
-        raise AdvisorError(f"{name} must be a number, got {raw}")
-    if name in _WHOLE:
-        if isinstance(raw, int):
-            return raw
-        if isinstance(raw, float) and raw.is_integer():
-            return int(raw)
-        try:
-            if isinstance(raw, str):
-                return int(raw)
-        except ValueError:
-            pass
-        raise AdvisorError(f"{name} must be a whole number, got {str(raw)[:40]!r}")
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise AdvisorError(f"{name} must be a number, got {str(raw)[:40]!r}") from None
-    if not math.isfinite(value):
-        raise AdvisorError(f"{name} must be a finite number")
-    return value
+def default_optimizers() -> dict[str, str | None]:
+    return {k.name: k.default_optimizer for k in kinds.kinds()}
 
 
 class ProgressLog:

@@ -21,7 +21,7 @@ from apscheduler.triggers.cron import CronTrigger
 from advisor.service.auth import Principal
 from advisor.core.domain import KnobChange
 from advisor.core.errors import AdvisorError
-from advisor.service.production import regression_since_apply
+from advisor.service.watch import check_watches, set_limit
 from advisor.service.runs import RunPlan, lower_priority
 from advisor.storage.store import new_id
 
@@ -66,9 +66,9 @@ def _record_skip(store, schedule: dict, who: Principal, plan: dict, why: str, st
 
 
 def run_scheduled(service, schedule: dict, fired_at: float, by_cron: bool = False) -> list[dict]:
-    """One firing: watch what this schedule auto-applied before (roll back on regression), then each planned
-    run, then auto-apply what the schedule allows. A cron firing that another server sharing the store already
-    took (the same slot) is left to it."""
+    """One firing: check the watches of the target's applied changes (roll back on regression), then each
+    planned run, then auto-apply what the schedule allows (its watch judged by the schedule's max_regression). A
+    cron firing that another server sharing the store already took (the same slot) is left to it."""
     store = service.store
     who = Principal(f"schedule:{schedule['id']}", "operator")
     if by_cron and not store.claim_firing(schedule["id"], fired_at):
@@ -94,32 +94,20 @@ def run_scheduled(service, schedule: dict, fired_at: float, by_cron: bool = Fals
             if _auto_applicable(rec, plan):
                 try:
                     service.approve(rec.id, who, "approved by the schedule: reload-only knobs it allows")
-                    service.apply(rec.id, who)
+                    set_limit(store, service.apply(rec.id, who), plan.get("max_regression", 0.10))
                 except AdvisorError as e:
                     store.audit(who.actor, "auto_apply_failed", rec.id, {"error": str(e)})
     return runs
 
 
-def watch(service, schedule: dict, who: Principal) -> None:
-    """Roll back what this schedule applied when the statements that ran since got slower than allowed."""
+def watch(service, schedule: dict, who: Principal) -> list[dict]:
+    """Check the watches of the schedule's target (``advisor.service.watch``: what was applied there, by hand or
+    by a schedule, rolls back on a regression); what this schedule applied is judged by its ``max_regression``."""
     store = service.store
     for rec in store.recommendations("applied", schedule["target_id"]):
-        if not rec.applied or rec.applied.get("by") != who.actor:
-            continue
-        try:
-            verdict = regression_since_apply(service.connector_for(rec), rec)
-        except AdvisorError as e:
-            store.audit(who.actor, "watch_failed", rec.id, {"error": str(e)})
-            continue
-        store.audit(who.actor, "watch", rec.id, verdict)
-        limit = 1.0 + schedule["plan"].get("max_regression", 0.10)
-        if verdict["ratio"] is not None and verdict["ratio"] > limit:
-            try:
-                service.rollback(rec.id, who, f"automatic rollback: the {verdict['statements']} statements that ran "
-                                              f"since the apply are {verdict['ratio'] - 1:+.0%} slower (limit "
-                                              f"{limit - 1:+.0%})")
-            except AdvisorError as e:
-                store.audit(who.actor, "rollback_failed", rec.id, {"error": str(e)})
+        if rec.applied and rec.applied.get("by") == who.actor:
+            set_limit(store, rec, schedule["plan"].get("max_regression", 0.10))
+    return check_watches(service, schedule["target_id"])
 
 
 class Scheduler:

@@ -1,7 +1,7 @@
 """AdvisorService: the one API that the CLI, REST routes, web pages and scheduled jobs call.
 
 Each method parses nothing and prints nothing: it takes plain values, does one job, records it in the store
-and returns domain objects. The tuning itself is the pipelines' (``advisor.tuning.knobs.pipeline``, ``.indexes``): the
+and returns domain objects. The tuning itself is the pipelines', one per kind (``advisor.tuning.kinds``, ``tune``): the
 service finds the target's connector through the engine factory and hands the pipeline an observation.
 Production is only read here; applying to it is a separate, approved step (``advisor.service.production``).
 """
@@ -11,26 +11,25 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from advisor.core.domain import Hardware
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
 from advisor.service.access import AccessMixin
 from advisor.service.auth import Principal
 from advisor.service.operations import OperationsMixin
 from advisor.storage.store import Store
-from advisor.tuning.indexes import pipeline as index_pipeline
-from advisor.tuning.knobs import pipeline as knob_pipeline
-from advisor.tuning.rewrites import pipeline as rewrite_pipeline
-from advisor.tuning.indexes.pipeline import IndexPlan, IndexTuneResult
-from advisor.tuning.knobs.pipeline import KnobPlan, TuneResult
-from advisor.tuning.observe import Observation, observe, require_workload
-from advisor.tuning.rewrites.pipeline import RewritePlan, RewriteTuneResult
-from advisor.tuning.knobs.trials import TuningOptions
-from advisor.tuning.validation import ValidationOptions
+from advisor.tuning import kinds
+from advisor.tuning.indexes.pipeline import IndexTuneResult
+from advisor.tuning.kind import Context
+from advisor.tuning.knobs.pipeline import TuneResult
+from advisor.tuning.observe import Observation, observe
+from advisor.tuning.plan import RunPlan
+from advisor.tuning.rewrites.pipeline import RewriteTuneResult
+from advisor.tuning.whole.pipeline import WholeResult
 from connectors import factory
 from optimizers.knobs.space import SpaceOptions
 
-__all__ = ["AdvisorService", "IndexTuneResult", "Observation", "RewriteTuneResult", "SpaceOptions", "TuneResult"]
+__all__ = ["AdvisorService", "IndexTuneResult", "Observation", "RewriteTuneResult", "RunPlan", "SpaceOptions",
+           "TuneResult", "WholeResult"]
 
 
 class AdvisorService(OperationsMixin, AccessMixin):
@@ -54,66 +53,23 @@ class AdvisorService(OperationsMixin, AccessMixin):
 
     # --- tune -----------------------------------------------------------------------------------------------
 
-    def tune_knobs(self, dsn: str, optimizer: str = "hibo", *, name: str | None = None,
-                   hardware: Hardware | None = None, validation: ValidationOptions | None = ValidationOptions(),
-                   sample_percent: float | None = None, max_statements: int = 30,
-                   tuning: TuningOptions | None = None, space: SpaceOptions = SpaceOptions(), llm=None,
-                   resume: str | None = None, repeats: int = 3, run_id: str | None = None) -> TuneResult:
-        """The knob pipeline (``advisor.tuning.knobs.pipeline``): observe, search on a shadow (baseline, seeds, then the
-        optimizer's asks), validate the best against the current settings, store the recommendation. ``llm``:
-        an LLM seeder; None takes the one configured in the settings (ADVISOR_LLM_URL), if any. ``resume``: a
-        stored, unfinished run to continue with its own options."""
-        from advisor.core.hardware import detect
+    def tune(self, kind: str, dsn: str, plan: RunPlan | None = None, *, name: str | None = None,
+             run_id: str | None = None, **inputs) -> object:
+        """Tune ``dsn`` (shown as ``name``) with the pipeline of ``kind`` (a name in the kind registry,
+        ``advisor.tuning.kinds``): observe, propose, validate on a shadow, store the recommendation(s); the result
+        is the pipeline's. ``plan``: the run's options (default: the kind's defaults); ``inputs``: values that are
+        not plan options, which the kind documents (a knob run's ``hardware``, ``llm``, ``resume``, ``space``; a
+        rewrite run's ``sql``). A plan for another kind, an unknown kind or optimizer fails before anything is
+        touched."""
+        entry = kinds.get(kind)
+        plan = (plan or RunPlan(kind=kind)).checked()
+        if plan.kind != kind:
+            raise AdvisorError(f"a {plan.kind} plan cannot run as a {kind} run")
         from advisor.core.settings import get_settings
-        from optimizers.knobs.llm import from_settings
-        from optimizers.registry import get
 
-        rest = dict(validation=validation, sample_percent=sample_percent, max_statements=max_statements)
-        if resume:
-            plan = KnobPlan.from_run(self.store.run(resume)["options"], **rest)
-        else:
-            plan = KnobPlan(tuning or TuningOptions(optimizer=optimizer), space, repeats=repeats, **rest)
-        get("knobs", plan.tuning.optimizer)  # an unknown name fails before anything is touched
-        connector = factory.connector(dsn)
-        obs = require_workload(self.observe(dsn, name))
-        return knob_pipeline.tune_knobs(self.store, connector, obs, plan, hardware=hardware or detect(),
-                                        llm=llm if llm is not None else from_settings(get_settings()),
-                                        run_id=run_id, resume=resume, say=self.say)
-
-    def tune_indexes(self, dsn: str, optimizer: str = "ia2", *, budget_mb: float, name: str | None = None,
-                     validation: ValidationOptions | None = ValidationOptions(), sample_percent: float | None = None,
-                     max_statements: int = 30, device: str = "auto", episodes: int = 300, seed: int = 0,
-                     retrain: bool = False, max_width: int = 3, samples: int = 48,
-                     run_id: str | None = None) -> IndexTuneResult:
-        """The index pipeline (``advisor.tuning.indexes.pipeline``): indexes for the observed workload within ``budget_mb``
-        MiB, chosen on what-if costs, then each built and measured on a shadow and kept only if it measurably
-        helps a statement it serves and makes none regress. Trained models are kept per target."""
-        plan = IndexPlan(optimizer, budget_mb, seed, max_width, validation, sample_percent, max_statements,
-                         {"episodes": episodes, "device": device, "samples": samples, "retrain": retrain}).check()
-        connector = factory.connector(dsn)
-        obs = require_workload(self.observe(dsn, name))
-        return index_pipeline.tune_indexes(self.store, connector, obs, plan, model_dir=self.model_dir(obs.target_id),
-                                           run_id=run_id, say=self.say)
-
-    def tune_rewrites(self, dsn: str, optimizer: str = "aurora", *, sql: str | None = None,
-                      name: str | None = None, validation: ValidationOptions | None = ValidationOptions(),
-                      sample_percent: float | None = None, max_statements: int = 20, seed: int = 0,
-                      options: dict | None = None, run_id: str | None = None) -> RewriteTuneResult:
-        """The rewrite pipeline (``advisor.tuning.rewrites.pipeline``): faster SQL for the statements of ``sql`` (a script,
-        constants written in), or for the observed workload's heaviest statements when it is None, each proven to
-        return the same rows and timed against the original on a shadow. A rewrite is never applied. ``options``
-        go to the optimizer (Aurora's ``episodes``, ``retrain``)."""
-        statements = rewrite_pipeline.split_statements(sql) if sql is not None else ()
-        if sql is not None and not statements:
-            raise AdvisorError("no SQL statement in the text given")
-        plan = RewritePlan(optimizer, statements, max_statements, validation=validation, seed=seed,
-                           sample_percent=sample_percent, options=dict(options or {})).check()
-        connector = factory.connector(dsn)
-        obs = self.observe(dsn, name)
-        if not statements:
-            require_workload(obs)
-        return rewrite_pipeline.tune_rewrites(self.store, connector, obs, plan,
-                                              model_dir=self.model_dir(obs.target_id), run_id=run_id, say=self.say)
+        device = inputs.pop("device", None) or get_settings().device
+        ctx = Context(self.store, dsn, name, run_id, self.say, self.model_dir, device, dict(inputs))
+        return entry.run(ctx, plan)
 
     def model_dir(self, target_id: str) -> Path:
         """Where the target's trained models live: beside the store (a temporary folder for an in-memory one)."""

@@ -41,21 +41,34 @@ def _f(x: Any) -> float:
     return float("nan") if x is None else float(x)
 
 
+def _share(x: Any) -> float | None:
+    return None if x is None else float(x)
+
+
 def evidence_from(d: dict | None) -> Evidence | None:
+    """Evidence as stored; evidence stored before the guard weighed statements (no shares, no thresholds) reads
+    with every regression blocking, as it was judged then."""
     if d is None:
         return None
     statements = tuple(
         StatementEvidence(s["queryid"], s["sql"], _f(s["weight"]), _f(s["baseline_ms"]), _f(s["candidate_ms"]),
                           _f(s["ratio"]), (_f(s["ratio_ci"][0]), _f(s["ratio_ci"][1])), bool(s["regressed"]),
-                          int(s.get("errors", 0)))
+                          int(s.get("errors", 0)), _share(s.get("time_share")), _share(s.get("call_share")))
         for s in d["statements"])
     return Evidence(int(d["rounds"]), tuple(map(_f, d["baseline_totals_ms"])), tuple(map(_f, d["candidate_totals_ms"])),
                     _f(d["gain"]), (_f(d["gain_ci"][0]), _f(d["gain_ci"][1])), statements, _f(d["min_gain"]),
-                    _f(d["regression_threshold"]))
+                    _f(d["regression_threshold"]), float(d.get("min_time_share") or 0.0),
+                    float(d.get("min_call_share") or 0.0))
 
 
 def recommendation_dict(rec: Recommendation) -> dict:
+    """The recommendation as JSON; its evidence says whether it is accepted and, per statement, whether its
+    regression blocks (``blocking``) or is a rare one's, shown but not blocking (``rare``)."""
     out = plain(rec)
-    if rec.evidence is not None:
-        out["evidence"]["accepted"] = rec.evidence.accepted
+    ev = rec.evidence
+    if ev is not None:
+        out["evidence"]["accepted"] = ev.accepted
+        for s, row in zip(ev.statements, out["evidence"]["statements"]):
+            row["blocking"] = ev.blocks(s)
+            row["rare"] = s.regressed and not ev.blocks(s)
     return out

@@ -7,7 +7,7 @@ import functools
 
 from advisor.core.inputs import new_id
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -61,6 +61,9 @@ MIGRATIONS: dict[int, str] = {
     ALTER TABLE recommendations ADD COLUMN claim VARCHAR;
     ALTER TABLE recommendations ADD COLUMN claimed_at DOUBLE PRECISION;
     ALTER TABLE tuning_runs ADD COLUMN owner JSON;
+    """,
+    6: """
+    ALTER TABLE targets ADD COLUMN hardware JSON;
     """,
 }
 

@@ -280,6 +280,15 @@ class Store(TargetTables, AccessTables, ClaimTables):
         self.db.execute("UPDATE recommendations SET applied = ? WHERE id = ?",
                         [json.dumps(codec.plain(applied)), rec_id])
 
+    @changes_lists
+    def add_details(self, rec_id: str, details: dict) -> None:
+        """Add facts learned after a recommendation was made (e.g. how it fared in a whole run's bundle) to its
+        details; the keys given replace those of the same name."""
+        with self.lock:
+            rec = self.recommendation(rec_id)
+            self.db.execute("UPDATE recommendations SET details = ? WHERE id = ?",
+                            [json.dumps(codec.plain({**rec.details, **details})), rec_id])
+
     def transition(self, rec_id: str, new_state: str, actor: str, note: str = "",
                    expect: str | None = None, claim: str | None = None) -> Recommendation:
         """Move a recommendation along its lifecycle (``expect``: the state it must be in now), audited. While

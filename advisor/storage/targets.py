@@ -50,11 +50,22 @@ class TargetTables:
                         "VALUES (?, ?, ?, ?, ?, ?)", [tid, name, engine, dsn_redacted, time.time(), credentials])
         return tid
 
-    _TARGET_COLS = "t.id, t.name, t.engine, t.dsn, t.created_at, t.credentials IS NOT NULL"
+    _TARGET_COLS = "t.id, t.name, t.engine, t.dsn, t.created_at, t.credentials IS NOT NULL, t.hardware"
 
     def _target(self, r: tuple) -> dict:
         return {"id": r[0], "name": r[1], "engine": r[2], "dsn": r[3], "created_at": r[4], "registered": bool(r[5]),
-                "last_observed_at": r[6], "last_summary": json.loads(r[7]) if r[7] else None}
+                "hardware": json.loads(r[6]) if r[6] else None,
+                "last_observed_at": r[7], "last_summary": json.loads(r[8]) if r[8] else None}
+
+    @changes_lists
+    def set_target_hardware(self, target_id: str, hardware: dict | None) -> None:
+        """What the target's server runs on, as its user gave it: ``{"memory_bytes", "cores", "storage"}``, each
+        optional (None: forget it). Knob sizes use it when the server does not say (``advisor.core.hardware``)."""
+        with self.lock:
+            self.target_by_id(target_id)
+            kept = {k: v for k, v in (hardware or {}).items() if v is not None}
+            self.db.execute("UPDATE targets SET hardware = ? WHERE id = ?",
+                            [json.dumps(kept) if kept else None, target_id])
 
     def _target_query(self, where: str) -> str:
         return (f"SELECT {self._TARGET_COLS}, s.taken_at, s.summary FROM targets t LEFT JOIN (SELECT target_id, "

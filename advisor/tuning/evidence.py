@@ -8,6 +8,12 @@ per-statement regressions. Pure functions over latency samples (ms); no I/O.
 - A statement regresses when its median ratio candidate/baseline is at least 1 + ``regression_threshold``, the
   lower end of its bootstrap interval is above 1, and it got slower by at least ``min_abs_ms`` (sub-millisecond
   jitter on tiny statements is not a regression). A statement that fails only under the candidate regresses.
+- A regression blocks the change only when the statement matters (``Evidence.blocks``): its share of the
+  baseline's weighted time (calls x median, over the replayed statements) is at least ``min_time_share``, or its
+  share of the calls at least ``min_call_share``, or the time its slowdown adds is itself ``min_time_share`` of the
+  whole. Both default to the settings ``ADVISOR_GUARD_MIN_TIME_SHARE`` / ``ADVISOR_GUARD_MIN_CALL_SHARE`` (1%). A
+  rarer statement that got slower stays in the evidence (``Evidence.rare_slower``) and is shown with the verdict;
+  one that fails under the candidate always blocks.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.core.domain import Evidence, StatementEvidence
+from advisor.core.settings import get_settings
 
 
 @dataclass(frozen=True)
@@ -47,10 +54,13 @@ def _ratio_ci(a: np.ndarray, b: np.ndarray, rng: np.random.Generator, n_boot: in
 
 def compare(baseline: Sequence[ArmRound], candidate: Sequence[ArmRound], weights: Mapping[str, float],
             sql: Mapping[str, str] | None = None, *, min_gain: float = 0.02, regression_threshold: float = 0.10,
-            min_abs_ms: float = 1.0, n_boot: int = 2000, seed: int = 0) -> Evidence:
-    """Evidence from ``rounds`` paired passes (``baseline[i]`` and ``candidate[i]`` ran back to back)."""
+            min_abs_ms: float = 1.0, n_boot: int = 2000, seed: int = 0, min_time_share: float | None = None,
+            min_call_share: float | None = None) -> Evidence:
+    """Evidence from ``rounds`` paired passes (``baseline[i]`` and ``candidate[i]`` ran back to back); the guard's
+    shares (None: the settings') say which regressions block (see the module docstring)."""
     if len(baseline) != len(candidate) or not baseline:
         raise ValueError("baseline and candidate need the same, non-zero number of rounds")
+    min_time_share, min_call_share = guard_shares(min_time_share, min_call_share)
     rng = np.random.default_rng(seed)
     sql = sql or {}
     rounds = len(baseline)
@@ -76,22 +86,53 @@ def compare(baseline: Sequence[ArmRound], candidate: Sequence[ArmRound], weights
     else:
         gain, gain_ci = 0.0, (0.0, 0.0)
 
+    time_share, call_share = shares(baseline, weights)
     per_statement: list[StatementEvidence] = []
     for k, w in weights.items():
         a = np.array([x for r in baseline for x in r.samples.get(k, ())], dtype=float)
         b = np.array([x for r in candidate for x in r.samples.get(k, ())], dtype=float)
         base_err = sum(r.errors.get(k, 0) for r in baseline)
         cand_err = sum(r.errors.get(k, 0) for r in candidate)
+        share = dict(time_share=time_share.get(k, 0.0), call_share=call_share.get(k, 0.0))
         if len(a) == 0 or len(b) == 0:
             per_statement.append(StatementEvidence(k, sql.get(k, ""), w, _median(a), _median(b), float("nan"),
-                                                   (float("nan"), float("nan")), cand_err > base_err, cand_err))
+                                                   (float("nan"), float("nan")), cand_err > base_err, cand_err,
+                                                   **share))
             continue
         ma, mb = float(np.median(a)), float(np.median(b))
         ratio = mb / ma if ma > 0 else float("nan")
         ci = _ratio_ci(a, b, rng, n_boot)
         regressed = (ratio >= 1.0 + regression_threshold and ci[0] > 1.0 and mb - ma >= min_abs_ms) \
             or cand_err > base_err
-        per_statement.append(StatementEvidence(k, sql.get(k, ""), w, ma, mb, ratio, ci, regressed, cand_err))
+        per_statement.append(StatementEvidence(k, sql.get(k, ""), w, ma, mb, ratio, ci, regressed, cand_err,
+                                               **share))
     per_statement.sort(key=lambda s: -(s.weight * (s.baseline_ms if s.baseline_ms == s.baseline_ms else 0.0)))
     return Evidence(rounds, tuple(map(float, base_tot)), tuple(map(float, cand_tot)), gain, gain_ci,
-                    tuple(per_statement), min_gain, regression_threshold)
+                    tuple(per_statement), min_gain, regression_threshold, min_time_share, min_call_share)
+
+
+def guard_shares(min_time_share: float | None = None, min_call_share: float | None = None) -> tuple[float, float]:
+    """The guard's thresholds: those given, else the settings' (``ADVISOR_GUARD_MIN_TIME_SHARE`` and
+    ``ADVISOR_GUARD_MIN_CALL_SHARE``)."""
+    if min_time_share is None or min_call_share is None:
+        settings = get_settings()
+        min_time_share = settings.guard_min_time_share if min_time_share is None else min_time_share
+        min_call_share = settings.guard_min_call_share if min_call_share is None else min_call_share
+    return float(min_time_share), float(min_call_share)
+
+
+def shares(baseline: Sequence[ArmRound], weights: Mapping[str, float]) -> tuple[dict[str, float], dict[str, float]]:
+    """Per statement, its share of the baseline's weighted time (weight x its median over every baseline sample)
+    and of the weights (calls); a statement never measured at baseline has no time share (0).
+
+    >>> t, c = shares([ArmRound({"big": [90.0], "adhoc": [10.0]}, {})], {"big": 99, "adhoc": 1})
+    >>> round(t["adhoc"], 5), c["adhoc"]
+    (0.00112, 0.01)
+    """
+    time = {}
+    for k, w in weights.items():
+        m = _median([x for r in baseline for x in r.samples.get(k, ())])
+        time[k] = w * m if m == m else 0.0
+    total_time, total_calls = sum(time.values()), sum(weights.values())
+    return ({k: v / total_time if total_time > 0 else 0.0 for k, v in time.items()},
+            {k: w / total_calls if total_calls > 0 else 0.0 for k, w in weights.items()})

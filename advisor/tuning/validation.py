@@ -22,7 +22,6 @@ from workloads.replay import ReplayOptions, replay
 __all__ = ["ShadowCrashed", "ValidationOptions", "validate"]
 
 
-
 class ShadowCrashed(AdvisorError):
     """The shadow server stopped working during a trial."""
 
@@ -36,6 +35,10 @@ class ValidationOptions:
     statement_timeout_ms: int = 60_000
     min_gain: float = 0.02  # the gain interval's lower end must clear this fraction
     regression_threshold: float = 0.10  # a statement this fraction slower (interval above 1) is a regression
+    # the guard's weights (``advisor.tuning.evidence``): a regression blocks only a statement with at least this
+    # share of the workload's time or calls; None: the settings' (ADVISOR_GUARD_MIN_TIME_SHARE / _CALL_SHARE)
+    min_time_share: float | None = None
+    min_call_share: float | None = None
     # warm up in the first round only: right for changes that leave the caches warm (an index built or dropped),
     # not for a setting that restarts the server (each arm then starts cold)
     warm_once: bool = False
@@ -71,7 +74,8 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
             shadow.connector.revert(applied)
     weights = {s.queryid: s.weight for s in statements}
     return compare(baseline, candidate, weights, {s.queryid: s.normalized for s in statements},
-                   min_gain=options.min_gain, regression_threshold=options.regression_threshold)
+                   min_gain=options.min_gain, regression_threshold=options.regression_threshold,
+                   min_time_share=options.min_time_share, min_call_share=options.min_call_share)
 
 
 def _apply(shadow: Shadow, changes: Sequence[Change]) -> Applied:

@@ -9,11 +9,13 @@ import psycopg
 from psycopg import sql
 
 from advisor.core import knobvalues
-from advisor.core.domain import Applied, Change, DropIndexChange, IndexChange, KnobChange, KnobSpec, Snapshot
+from advisor.core.domain import (Applied, Change, DropIndexChange, Hardware, IndexChange, KnobChange, KnobSpec,
+                                 Snapshot)
 from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, TargetUnreachable
 from connectors.postgres import changes as change_sql
 from connectors.postgres import samples
 from connectors.postgres.catalog import read_catalog
+from connectors.postgres.hardware import read_hardware
 from connectors.postgres.connection import TAG, connect, execute_one, parse_dsn, redact, target_name
 from connectors.postgres.snapshot import (column_types, foreign_keys, has_extension, read_snapshot, table_columns,
                                           unique_keys)
@@ -82,6 +84,11 @@ class PostgresConnector:
 
     def knob_catalog(self) -> dict[str, KnobSpec]:
         return self._guarded(read_catalog)
+
+    def hardware(self) -> Hardware | None:
+        """The server's memory and cores, read through SQL (``connectors.postgres.hardware``); None when the
+        server does not let this role read them."""
+        return self._guarded(read_hardware)
 
     def table_sample(self, schema: str, table: str, rows: int, seed: int) -> dict | None:
         """About ``rows`` random rows of a table, for index sizing (``connectors.postgres.samples``)."""

@@ -1,6 +1,12 @@
 """Gaussian-process Bayesian optimization with BoTorch: the model and acquisition shared by plain GP-BO and
 HiBO, and the plain GP-BO plugin (qLogEI maximized with BoTorch's multi-start optimizer).
 
+Constraint-aware (``constrained=True``, the default): once a trial has slowed a statement by ``max_slowdown`` or
+more, failed, or been infeasible, a second GP models c(x) = log(worst per-statement ratio to the baseline), and
+the acquisition becomes BoTorch's LogConstrainedExpectedImprovement: log EI over the best *feasible* objective
+plus log P(c(x) < log(1 + max_slowdown)). Regions that regress a statement or crash the server are learned and
+avoided; the search looks for the best configuration the guard would accept, not the best total.
+
 Restart-needing knobs cost a server restart to change. When the acquisition of the best point with those knobs
 left where the shadow has them is within ``RESTART_TOLERANCE`` of the best point's own, that point is tried
 instead, so restarts happen only where the model expects them to pay.
@@ -13,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from optimizers.knobs.search import SearchOptimizer, sobol
+from optimizers.knobs.search import MAX_SLOWDOWN, SearchOptimizer
 
 # PyTorch (with BoTorch) is imported where it is used: every CLI call lists the optimizers, and importing it takes
 # a second
@@ -62,6 +68,31 @@ def log_ei(model, best_f: float):
     return qLogExpectedImprovement(model, best_f=best_f)
 
 
+def constrained_log_ei(model, constraint_model, best_f: float, max_log_ratio: float):
+    """log EI of ``model`` (fitted on -objective) times the probability that ``constraint_model`` (fitted on
+    -log worst ratio, as ``fit_gp`` negates) stays under ``max_log_ratio``."""
+    from botorch.acquisition.analytic import LogConstrainedExpectedImprovement
+    from botorch.models import ModelListGP
+
+    return LogConstrainedExpectedImprovement(ModelListGP(model, constraint_model), best_f=best_f, objective_index=0,
+                                             constraints={1: (-max_log_ratio, None)})
+
+
+def _tensors_to_json(warm: dict | None) -> dict | None:
+    import torch
+
+    if not warm:
+        return None
+    return {k: {"dtype": str(v.dtype).removeprefix("torch."), "value": v.tolist()}
+            for k, v in warm.items() if bool(torch.isfinite(v).all())}  # bounds stay out
+
+
+def _tensors_from_json(warm: dict | None) -> dict | None:
+    import torch
+
+    return {k: torch.tensor(v["value"], dtype=getattr(torch, v["dtype"])) for k, v in warm.items()} if warm else None
+
+
 def score(acq, candidates: np.ndarray, batch: int = 1024) -> np.ndarray:
     """Acquisition values of many single points."""
     import torch
@@ -93,34 +124,46 @@ class ModelSearch(SearchOptimizer):
     elsewhere ends elsewhere), so a restored search asks exactly what the original would have."""
 
     _warm: dict | None = None
+    _cwarm: dict | None = None  # the constraint GP's hyperparameters
+
+    def _setup(self, constrained: bool = True, max_slowdown: float = MAX_SLOWDOWN, **options) -> None:
+        super()._setup(**options)
+        self.constrained = bool(constrained)
+        self.max_ratio = 1.0 + float(max_slowdown)
 
     def _model_state(self) -> dict:
-        import torch
-
-        if not self._warm:
-            return {}
-        return {"warm": {k: {"dtype": str(v.dtype).removeprefix("torch."), "value": v.tolist()}
-                         for k, v in self._warm.items() if bool(torch.isfinite(v).all())}}  # bounds stay out
+        out = {}
+        if self._warm:
+            out["warm"] = _tensors_to_json(self._warm)
+        if self._cwarm:
+            out["constraint_warm"] = _tensors_to_json(self._cwarm)
+        return out
 
     def _restore_model(self, state: dict) -> None:
-        import torch
+        self._warm = _tensors_from_json(state.get("warm"))
+        self._cwarm = _tensors_from_json(state.get("constraint_warm"))
 
-        warm = state.get("warm")
-        self._warm = {k: torch.tensor(v["value"], dtype=getattr(torch, v["dtype"])) for k, v in warm.items()} \
-            if warm else None
-
-    def initial_point(self, pending) -> np.ndarray | None:
-        if len(self.history) + len(pending) >= self.n_init:
-            return None
-        return sobol(self.space.dim, 8, self.seed + len(self.history) + len(pending))[len(self.history) % 8]
+    def models_constraint(self) -> bool:
+        """Whether the constraint is modelled now: asked for, and some trial regressed, failed or was infeasible."""
+        return self.constrained and not bool(self.feasible_mask().all())
 
     def acquisition(self, X: np.ndarray, y: np.ndarray):
+        """log EI on a GP over (X, y) (y = log objective, minimized); constrained by a GP on the worst log-ratio
+        once a trial has regressed (see the module's docstring)."""
         import torch
 
         torch.manual_seed(self.seed + len(self.history))  # a fit that restarts draws from a seeded generator
         model = fit_gp(X, y, self._warm)
         self._warm = hyperparameters(model)
-        return log_ei(model, float((-y).max()))
+        if not self.models_constraint():
+            return log_ei(model, float((-y).max()))
+        feasible = self.feasible_mask()
+        best_f = float((-y[feasible]).max()) if feasible.any() else float((-y).max())
+        Xc, c = self.constraint_data()
+        torch.manual_seed(self.seed + len(self.history) + 1)
+        cmodel = fit_gp(Xc, c, self._cwarm)
+        self._cwarm = hyperparameters(cmodel)
+        return constrained_log_ei(model, cmodel, best_f, math.log(self.max_ratio))
 
 
 class GPSearch(ModelSearch):

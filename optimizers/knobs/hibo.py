@@ -12,6 +12,9 @@ node scores steer the acquisition of a local GP optimizer.
 - **Adaptive depth.** The tree is as deep as the data supports (one level per ``2 * min_leaf`` samples, up to
   ``max_depth``); when the best has not improved for ``patience`` trials it is cut one level shallower and the
   exploration constant doubled, so a partition that stopped paying is trusted less.
+- **The guard.** Constraint-aware as ``bo.ModelSearch`` is: the GP's acquisition is weighted by the probability
+  that no statement regresses; the tree sees a regressing or failed trial as no better than the worst trial (so
+  its leaf scores low), and the trust region is centred on the best trials that regressed nothing.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from optimizers.knobs.bo import ModelSearch, prefer_no_restart, score
-from optimizers.knobs.search import sobol
+from optimizers.knobs.search import MAX_SLOWDOWN, sobol
 
 
 @dataclass
@@ -109,8 +112,8 @@ class HiBO(ModelSearch):
     description = "HiBO: search-tree partitioning (k-means + SVM, UCT) weighting a local GP's qLogEI"
 
     def _setup(self, max_depth: int = 4, min_leaf: int = 4, cp: float = 0.3, patience: int = 6, sweep: int = 1024,
-               local: int = 768) -> None:
-        super()._setup()
+               local: int = 768, constrained: bool = True, max_slowdown: float = MAX_SLOWDOWN) -> None:
+        super()._setup(constrained=constrained, max_slowdown=max_slowdown)
         self.max_depth, self.min_leaf, self.cp, self.patience = max_depth, min_leaf, cp, patience
         self.sweep, self.local = sweep, local
         self.last_tree: Node | None = None
@@ -119,7 +122,8 @@ class HiBO(ModelSearch):
         """Depth from the data, cut by one (and exploration doubled) after ``patience`` trials without a new best."""
         n = len(self.history)
         depth = min(self.max_depth, max(1, int(math.log2(max(n / (2 * self.min_leaf), 1))) + 1))
-        ok = [o.objective if not o.failed else math.inf for o in self.history]
+        usable = self.feasible_mask() if self.constrained else ~np.array([o.failed for o in self.history])
+        ok = [o.objective if good else math.inf for o, good in zip(self.history, usable, strict=True)]
         if n > self.patience and min(ok[:-self.patience]) <= min(ok[-self.patience:]):
             return max(1, depth - 1), self.cp * 2
         return depth, self.cp
@@ -131,11 +135,15 @@ class HiBO(ModelSearch):
         d = self.space.dim
         X, y = self.data()
         depth, cp = self.depth_and_cp()
-        root = build_tree(X, y, depth, self.min_leaf, self.seed)
+        ranked = y
+        if self.models_constraint():  # for the tree and the trust region, a regressing trial is as bad as the worst
+            feasible = self.feasible_mask()
+            ranked = np.where(feasible, y, y.max())
+        root = build_tree(X, ranked, depth, self.min_leaf, self.seed)
         self.last_tree = root
-        weights = leaf_weights(root, y, cp)
+        weights = leaf_weights(root, ranked, cp)
         rng = self.rng()
-        best = X[np.argsort(y)[:3]]
+        best = X[np.argsort(ranked, kind="stable")[:3]]
         steps = [np.clip(b + rng.normal(0, 0.08, size=(self.local // len(best), d)), 0, 1) for b in best]
         candidates = np.vstack([sobol(d, self.sweep, self.seed + len(self.history)), *steps])
         acq = self.acquisition(X, y)

@@ -5,6 +5,11 @@ minimized (latency; throughput is negated by the trial runner). Search happens o
 relative. A failed trial is scored as a penalty: twice the worst objective seen (VLDB'22 found a finite penalty
 better than infinity), so the model learns to stay out of that region.
 
+Besides the objective, an outcome may carry per-statement ratios to the run's baseline trial (``TrialResult.ratios``).
+A search keeps the worst of them: a trial whose worst ratio reaches ``1 + max_slowdown`` slowed some statement by
+10% or more (the guard's regression), and a failed or infeasible trial is a regressing one too. Model searches
+(``bo.ModelSearch``) learn that constraint; random search and TPE keep it only for the record.
+
 The state of a search is its history (points, objectives, failures), its seed and whatever its model carries
 from one ask to the next (``_model_state``): ``state()`` and ``restore()`` rebuild it exactly, which is how an
 interrupted tuning run resumes asking what the uninterrupted run would have asked.
@@ -23,16 +28,23 @@ from optimizers.knobs.problem import KnobOptimizer
 from optimizers.knobs.space import KnobSpace
 
 PENALTY_FACTOR = 2.0
+MAX_SLOWDOWN = 0.10  # a statement this much slower than at baseline is a regression (the guard's threshold)
+FAILED_RATIO = 2.0  # the worst ratio a failed trial counts as, at least (a failure is a regression)
 
 
 @dataclass(frozen=True)
 class Observation:
     x: tuple[float, ...]
     objective: float | None  # None when the trial failed
+    worst: float | None = None  # the worst per-statement ratio to the baseline; None when unknown
 
     @property
     def failed(self) -> bool:
         return self.objective is None or not math.isfinite(self.objective)
+
+    def feasible(self, max_ratio: float) -> bool:
+        """Measured, and no statement slower than ``max_ratio`` x its baseline time (unknown ratios count as fine)."""
+        return not self.failed and (self.worst is None or self.worst < max_ratio)
 
 
 class SearchOptimizer(KnobOptimizer):
@@ -41,6 +53,7 @@ class SearchOptimizer(KnobOptimizer):
     def _setup(self, **options) -> None:
         super()._setup(**options)
         self.history: list[Observation] = []
+        self.max_ratio = 1.0 + MAX_SLOWDOWN
 
     @property
     def space(self) -> KnobSpace:
@@ -58,7 +71,9 @@ class SearchOptimizer(KnobOptimizer):
     def _tell(self, config: Config, outcome: Outcome) -> None:
         x = np.clip(self.space.encode(self.problem.config(config)), 0.0, 1.0)
         objective = outcome.objective if outcome.status == "measured" else None
-        self.history.append(Observation(tuple(float(v) for v in x), objective))
+        worst = outcome.worst_ratio if objective is not None else None
+        self.history.append(Observation(tuple(float(v) for v in x), objective,
+                                        None if worst is None else float(worst)))
 
     @abstractmethod
     def _ask_one(self, current: np.ndarray | None, pending: list[np.ndarray]) -> np.ndarray:
@@ -66,6 +81,12 @@ class SearchOptimizer(KnobOptimizer):
         for this batch."""
 
     # --- data for models ------------------------------------------------------------------------------------
+
+    def initial_point(self, pending) -> np.ndarray | None:
+        """A Sobol point while fewer than ``n_init`` trials are in (the model searches' space-filling start)."""
+        if len(self.history) + len(pending) >= self.n_init:
+            return None
+        return sobol(self.space.dim, 8, self.seed + len(self.history) + len(pending))[len(self.history) % 8]
 
     def rng(self) -> np.random.Generator:
         return np.random.default_rng([self.seed, len(self.history)])
@@ -79,18 +100,32 @@ class SearchOptimizer(KnobOptimizer):
         y = np.array([penalty if o.failed else math.log(max(o.objective, 1e-9)) for o in self.history])
         return X, y
 
+    def constraint_data(self) -> tuple[np.ndarray, np.ndarray]:
+        """(X, c) with c = log(worst per-statement ratio) where it is known; failed and infeasible trials at
+        log(``FAILED_RATIO``) or above the worst ratio seen, so their region is learned as regressing."""
+        known = [math.log(max(o.worst, 1e-6)) for o in self.history if not o.failed and o.worst is not None]
+        fail = max([math.log(FAILED_RATIO), *known]) if known else math.log(FAILED_RATIO)
+        rows = [(o.x, fail if o.failed else math.log(max(o.worst, 1e-6))) for o in self.history
+                if o.failed or o.worst is not None]
+        X = np.array([r[0] for r in rows], dtype=float).reshape(len(rows), self.space.dim)
+        return X, np.array([r[1] for r in rows], dtype=float)
+
+    def feasible_mask(self) -> np.ndarray:
+        return np.array([o.feasible(self.max_ratio) for o in self.history], dtype=bool)
+
     def best(self) -> Observation | None:
-        ok = [o for o in self.history if not o.failed]
+        """The best trial that slowed no statement (the best measured one when none did)."""
+        ok = [o for o in self.history if o.feasible(self.max_ratio)] or [o for o in self.history if not o.failed]
         return min(ok, key=lambda o: o.objective) if ok else None
 
     # --- persistence ----------------------------------------------------------------------------------------
 
     def _state(self) -> dict:
-        return {"history": [{"x": list(o.x), "objective": o.objective} for o in self.history],
+        return {"history": [{"x": list(o.x), "objective": o.objective, "worst": o.worst} for o in self.history],
                 "model": self._model_state()}
 
     def _restore(self, state: dict) -> None:
-        self.history = [Observation(tuple(h["x"]), h["objective"]) for h in state["history"]]
+        self.history = [Observation(tuple(h["x"]), h["objective"], h.get("worst")) for h in state["history"]]
         self._restore_model(state.get("model") or {})
 
     def _model_state(self) -> dict:

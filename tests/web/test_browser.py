@@ -270,7 +270,7 @@ def test_register_target_and_run_an_index_run(site, browser):
     page.select_option("#run-kind", INDEX_RUN["kind"])
     expect(page.locator("#run-trials")).to_be_hidden()  # the form shows the chosen kind's fields
     page.select_option("#run-optimizer", INDEX_RUN["optimizer"])
-    page.fill("#run-budget", str(INDEX_RUN["budget_mb"]))
+    page.fill("#run-budget-mb", str(INDEX_RUN["budget_mb"]))
     page.fill("#run-rounds", str(INDEX_RUN["rounds"]))
     site.shot(page, "start-run")
     with page.expect_navigation(url=re.compile(r"/runs/[0-9a-f]+$")):
@@ -435,7 +435,7 @@ def test_rewrite_run_from_the_form_and_its_side_by_side_diff(site, browser, repo
     expect(page.locator("#run-max-statements")).to_be_visible()  # the rewrite run's fields, not the others'
     expect(page.locator("#run-validate")).to_be_visible()
     expect(page.locator("#run-trials")).to_be_hidden()
-    expect(page.locator("#run-budget")).to_be_hidden()
+    expect(page.locator("#run-budget-mb")).to_be_hidden()
     expect(page.locator("#run-optimizer option").first).to_have_text("default (aurora)")
     page.select_option("#run-optimizer", REWRITE_RUN["optimizer"])
     page.fill("#run-max-statements", "5")

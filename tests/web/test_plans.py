@@ -34,7 +34,7 @@ def test_the_other_kinds_fields_are_left_at_their_defaults():
 @pytest.mark.parametrize("fields, message", [
     ({"kind": ""}, "choose what to tune"),
     ({"kind": "everything"}, "unknown run kind 'everything'"),
-    ({"kind": "knobs", "optimizer": "magic"}, "'magic' is not a knobs optimizer"),
+    ({"kind": "knobs", "optimizer": "magic"}, "no knobs optimizer named 'magic'"),
     ({"kind": "indexes"}, "budget_mb"),
     ({"kind": "indexes", "budget_mb": "-1"}, "budget_mb"),
     ({"kind": "knobs", "trials": "1"}, "trials must be between 2 and 10000, got 1"),
@@ -54,15 +54,15 @@ def test_a_bad_field_is_named(fields, message):
 
 
 def test_the_rest_schema_has_the_plans_bounds_and_builds_through_the_parser():
-    specs = (schemas.KnobRunSpec, schemas.IndexRunSpec, schemas.RewriteRunSpec)
+    specs = tuple(schemas.RUN_SPECS.values())
     for name, (low, high) in LIMITS.items():
         spec = next(s for s in specs if name in s.model_fields)
         field = spec.model_fields[name]
         bounds = {type(m).__name__: m for m in field.metadata}
         assert bounds["Ge"].ge == low and bounds["Le"].le == high, name
-    body = schemas.IndexRunSpec(kind="indexes", budget_mb=50, optimizer="extend", rounds=3)
+    body = schemas.RUN_SPECS["indexes"](kind="indexes", budget_mb=50, optimizer="extend", rounds=3)
     assert plan_of(body) == RunPlan(kind="indexes", optimizer="extend", budget_mb=50.0, rounds=3)
-    assert plan_of(schemas.KnobRunSpec(kind="knobs", validate=False)) == RunPlan(kind="knobs", optimizer="hibo",
+    assert plan_of(schemas.RUN_SPECS["knobs"](kind="knobs", validate=False)) == RunPlan(kind="knobs", optimizer="hibo",
                                                                                   validate=False)
-    rewrite = schemas.RewriteRunSpec(kind="rewrites", max_statements=5)
+    rewrite = schemas.RUN_SPECS["rewrites"](kind="rewrites", max_statements=5)
     assert plan_of(rewrite) == RunPlan(kind="rewrites", optimizer="aurora", max_statements=5)

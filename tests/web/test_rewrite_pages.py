@@ -49,8 +49,10 @@ def test_forms_offer_rewrite_runs(app_client, tokens, reports):
         group = group[:group.index("</optgroup>")]
         for name in ("aurora", "greedy", "random", "saturate"):  # the registry's rewrite optimizers
             assert f'<option value="{name}">' in group, (path, name)
-        assert re.search(r'data-for-kind="rewrites"[^>]*>Statements <input type="number" name="max_statements"', page)
-        assert re.search(r'data-for-kind="rewrites"[^>]*>Timed\s*<select name="validate"', page)
+        # the registry's kinds that take each option show it: max_statements for rewrites and whole runs
+        assert re.search(r'data-for-kind="rewrites all"[^>]*>Statements\s*<input type="number" name="max_statements"',
+                         page)
+        assert re.search(r'<label title="[^"]*">Validate\s*<select name="validate"', page)  # every kind
         assert '"rewrites": "aurora"' in page  # the form's default optimizer per kind, for its script
 
     # a schedule of rewrite runs from the form (the fields of the other kinds are sent too, as without script)

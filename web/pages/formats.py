@@ -6,6 +6,8 @@ import json
 import math
 from datetime import datetime, timezone
 
+from advisor.core.errors import AdvisorError
+
 DASH = "—"
 
 
@@ -87,21 +89,32 @@ def num(x, digits: int = 1) -> str:
     return f"{x:,.{digits}f}"
 
 
+# how a plan's headline options read in one line (the others show on the run's page)
+_HEADLINE = {"budget_mb": lambda v: f"{num(v)} MB budget", "max_statements": lambda v: f"up to {num(v)} statements",
+             "trials": lambda v: f"{v} trials", "kinds": lambda v: "+".join(v)}
+
+
 def plan_text(p: dict | None) -> str:
     """A run plan in one line: 'indexes · ia2 · 100.0 MB budget · 5 rounds', 'knobs · hibo · 30 trials',
-    'rewrites · aurora · up to 20 statements · 5 rounds' (a rewrite's timing switched off: 'not timed')."""
+    'rewrites · aurora · up to 20 statements · 5 rounds' (timing switched off: 'not timed'); each kind shows the
+    headline options it takes (the kind registry says which)."""
+    from advisor.service.runs import kinds
+
     if not p:
         return ""
-    parts = [str(p.get("kind", "")), p.get("optimizer") or "default"]
-    if p.get("kind") == "indexes":
-        parts.append(f"{num(p.get('budget_mb'))} MB budget")
-    elif p.get("kind") == "rewrites":
-        parts.append(f"up to {num(p.get('max_statements'))} statements")
-    else:
-        parts.append(f"{p.get('trials')} trials")
+    parts = [str(p.get("kind", ""))]
+    try:
+        kind = kinds.get(str(p.get("kind")))
+    except AdvisorError:  # a stored plan of a kind this version no longer has: show what it says
+        kind = None
+    if kind is None or kind.optimizers:
+        parts.append(p.get("optimizer") or "default")
+    for name, show in _HEADLINE.items():
+        if kind is not None and name in kind.options and p.get(name) not in (None, [], ()):
+            parts.append(show(p[name]))
     if p.get("rounds"):
         parts.append(f"{p['rounds']} rounds")
-    if p.get("kind") == "rewrites" and p.get("validate") is False:
+    if p.get("validate") is False:
         parts.append("not timed")
     return " · ".join(parts)
 

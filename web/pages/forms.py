@@ -7,7 +7,7 @@ import secrets
 from typing import Annotated
 from urllib.parse import urlencode
 
-from fastapi import Depends, Form
+from fastapi import Depends, Form, Request
 from fastapi.responses import RedirectResponse
 
 from advisor.service.auth import Principal
@@ -26,6 +26,17 @@ def csrf_checked(session: PageSession, csrf: Annotated[str, Form()] = "") -> tup
 
 Checked = Annotated[tuple[Principal, str], Depends(csrf_checked)]
 Field = Annotated[str, Form()]
+
+
+async def _plan_fields(request: Request) -> dict[str, str]:
+    """A run or schedule form's plan fields (``kind`` and the plan options it holds), as the strings it sent."""
+    from advisor.service.runs import OPTIONS
+
+    form = await request.form()
+    return {name: str(form[name]) for name in ("kind", *OPTIONS) if name in form}
+
+
+PlanFields = Annotated[dict[str, str], Depends(_plan_fields)]
 
 
 def see_other(path: str, **query) -> RedirectResponse:

@@ -1,6 +1,9 @@
 """Recommendations: the filtered, paged list, and one recommendation with its evidence, SQL, history and the
 operator's actions (approve, apply, roll back, reject). A query rewrite shows each statement as written and
-rewritten side by side; it is handed to the statements' owners, never applied (no apply or roll back)."""
+rewritten side by side; it is handed to the statements' owners, never applied (no apply or roll back). A rejected
+recommendation shows what was tried, never SQL to apply; every one lists what was not recommended and why
+(``details["dropped"]``, ``recommendation_dropped.html``), and its evidence tells a blocking regression from a rare
+statement's slowdown that is shown but does not block."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from fastapi import APIRouter, Request
 
 from advisor.core.domain import TRANSITIONS
 from advisor.core.errors import NotFound
+from advisor.service.runs import kinds
 from web import views
 from web.deps import PageSession, Service
 from web.pages import diff, plots
@@ -17,7 +21,7 @@ from web.pages.templating import render
 
 router = APIRouter()
 STATES = ("proposed", "validated", "approved", "applied", "rolled_back", "rejected")
-KINDS = ("knobs", "indexes", "rewrites")
+KINDS = tuple(k.name for k in kinds.kinds() if k.optimizers)  # the kinds whose runs make recommendations
 PAGE_SIZE = 25
 
 

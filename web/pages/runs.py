@@ -5,39 +5,52 @@ from __future__ import annotations
 
 import typing
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from advisor.core.errors import AdvisorError
-from advisor.service.runs import ACTIVE, DEFAULT_OPTIMIZER, LIMITS, RunPlan
+from advisor.service.runs import ACTIVE, OPTIONS, RunPlan, default_optimizers, kinds
 from web import schemas
 from web.deps import PageSession, Service
 from web.pages import plots
-from web.pages.forms import Checked, Field, choice, integer, see_other
+from web.pages.forms import Checked, Field, PlanFields, choice, integer, see_other
 from web.pages.templating import render
 
 router = APIRouter()
 RUN_STATES = typing.get_args(schemas.RunState)
-OPTIMIZERS = {"knobs": typing.get_args(schemas.KnobOptimizer), "indexes": typing.get_args(schemas.IndexOptimizer),
-              "rewrites": typing.get_args(schemas.RewriteOptimizer)}
-# what the run and schedule forms need besides the optimizers: each kind's default one (the form's script names it)
-# and the plan's defaults and bounds of the fields they show
-FORM = {"defaults": DEFAULT_OPTIMIZER, "limits": LIMITS, "plan": RunPlan(kind="rewrites")}
+OPTIMIZERS = {k.name: k.optimizer_names() for k in kinds.kinds() if k.optimizers}
+# the plan options the run and schedule forms show, each with the kinds that take it (``data-for-kind``)
+FORM_OPTIONS = ("trials", "budget_mb", "max_statements", "kinds", "rounds", "validate")
+
+
+def _form_fields() -> list[dict]:
+    fields = []
+    for name in FORM_OPTIONS:
+        o = OPTIONS[name]
+        takers = [k.name for k in kinds.kinds() if name in k.options]
+        low, high = o.bounds or (None, None)
+        fields.append({"name": name, "id": name.replace("_", "-"), "label": o.label, "help": o.help, "type": o.type,
+                       "default": "" if o.default is None else (",".join(o.default) if o.type == "names"
+                                                                 else o.default),
+                       "min": low, "max": high, "for_kinds": " ".join(takers)})  # empty: every kind
+    return fields
+
+
+# what the run and schedule forms need besides the optimizers: the kinds, each kind's default optimizer (the
+# form's script names it) and the plan options they show
+FORM = {"kinds": [{"name": k.name, "summary": k.summary} for k in kinds.kinds()], "defaults": default_optimizers(),
+        "fields": _form_fields()}
 PAGE_SIZE = 25
-# the form's "validate" field (a parameter of that name would shadow pydantic's BaseModel.validate)
-Validate = typing.Annotated[str, Form(alias="validate")]
 
 
 def target_names(service) -> dict[str, str]:
     return {t["id"]: t["name"] for t in service.targets()}
 
 
-def plan_from_form(kind: str, optimizer: str, trials: str = "", budget_mb: str = "", rounds: str = "",
-                   max_statements: str = "", validate: str = "") -> RunPlan:
-    """A checked RunPlan from a form's fields (blank ones take their defaults; the other kinds' fields are left
-    out by ``RunPlan.parse``); AdvisorError naming the first bad one."""
-    return RunPlan.parse({"kind": kind, "optimizer": optimizer, "trials": trials, "budget_mb": budget_mb,
-                          "rounds": rounds, "max_statements": max_statements, "validate": validate})
+def plan_from_form(fields: dict[str, str]) -> RunPlan:
+    """A checked RunPlan from a form's fields (blank ones take their defaults; the options the kind does not take
+    are left out by ``RunPlan.parse``); AdvisorError naming the first bad one."""
+    return RunPlan.parse(fields)
 
 
 @router.get("/runs")
@@ -56,12 +69,10 @@ def runs_page(request: Request, service: Service, session: PageSession, target: 
 
 
 @router.post("/runs")
-def start_run(service: Service, checked: Checked, target: Field = "", kind: Field = "", optimizer: Field = "",
-              trials: Field = "", budget_mb: Field = "", rounds: Field = "", max_statements: Field = "",
-              timed: Validate = ""):
+def start_run(service: Service, checked: Checked, fields: PlanFields, target: Field = ""):
     if not target.strip():
         raise AdvisorError("choose a target")
-    plan = plan_from_form(kind, optimizer, trials, budget_mb, rounds, max_statements, timed)
+    plan = plan_from_form(fields)
     run = service.start_run(target.strip(), plan, checked[0])
     return see_other(f"/runs/{run['id']}")
 

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Request
 from advisor.core.errors import AdvisorError
 from advisor.service.scheduling import AUTO_APPLY
 from web.deps import PageSession, Service
-from web.pages.forms import Checked, Field, choice, see_other
-from web.pages.runs import FORM, OPTIMIZERS, Validate, plan_from_form
+from web.pages.forms import Checked, Field, PlanFields, choice, see_other
+from web.pages.runs import FORM, OPTIMIZERS, plan_from_form
 from web.pages.templating import render
 
 router = APIRouter()
@@ -29,14 +29,13 @@ def schedules_page(request: Request, service: Service, session: PageSession):
 
 
 @router.post("/schedules")
-def add_schedule(service: Service, checked: Checked, target: Field = "", cron: Field = "", timezone: Field = "",
-                 kind: Field = "", optimizer: Field = "", trials: Field = "", budget_mb: Field = "",
-                 rounds: Field = "", max_statements: Field = "", timed: Validate = "", auto_apply: Field = ""):
+def add_schedule(service: Service, checked: Checked, fields: PlanFields, target: Field = "", cron: Field = "",
+                 timezone: Field = "", auto_apply: Field = ""):
     if not target.strip():
         raise AdvisorError("choose a target")
     if not cron.strip():
         raise AdvisorError("a schedule needs a cron expression, e.g. '0 2 * * *' (02:00 every day)")
-    plan = plan_from_form(kind, optimizer, trials, budget_mb, rounds, max_statements, timed)
+    plan = plan_from_form(fields)
     service.add_schedule(target.strip(), " ".join(cron.split()), [plan], checked[0],
                          timezone=timezone.strip() or "UTC",
                          auto_apply=choice("auto_apply", auto_apply, AUTO_APPLY, "none"))

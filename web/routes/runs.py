@@ -9,7 +9,7 @@ from web.deps import Limit, Offset, Operator, Service, Viewer
 router = APIRouter(prefix="/api/runs", tags=["tuning runs"], responses=schemas.ERRORS)
 
 
-def plan_of(body: schemas.KnobRunSpec | schemas.IndexRunSpec | schemas.RewriteRunSpec) -> RunPlan:
+def plan_of(body) -> RunPlan:
     """The plan of a validated body, through the one parser every adapter uses."""
     return RunPlan.parse(body.model_dump(by_alias=True, exclude={"target"}))
 

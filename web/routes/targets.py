@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
+from advisor.core.hardware import given
 from web import schemas, views
 from web.deps import Limit, Offset, Operator, Service, Viewer
 
@@ -18,7 +19,8 @@ def list_targets(service: Service, _: Viewer, limit: Limit = 50, offset: Offset 
 def add_target(body: schemas.TargetIn, service: Service, who: Operator):
     """Register a database: it must be reachable with pg_stat_statements; the DSN is stored encrypted and a
     first snapshot is taken."""
-    return service.add_target(body.name, body.dsn.get_secret_value(), who)
+    return service.add_target(body.name, body.dsn.get_secret_value(), who,
+                              hardware=given(body.memory_gb, body.cpus) or None)
 
 
 @router.get("/{ref}", response_model=schemas.Target)

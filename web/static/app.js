@@ -13,12 +13,12 @@ document.querySelectorAll("[data-run-form]").forEach(function (form) {
   var kind = form.querySelector("[data-kind-select]");
   var optimizer = form.querySelector("[data-optimizer]");
   if (!kind || !optimizer) return;
-  var defaults = { knobs: "hibo", indexes: "ia2", rewrites: "aurora" };  // the server's, when the form names them
+  var defaults = {};  // the server's (the kind registry's), named by the form
   try { defaults = JSON.parse(form.dataset.defaultOptimizers || "null") || defaults; } catch (e) { /* keep these */ }
   function sync() {
     var k = kind.value;
     form.querySelectorAll("[data-for-kind]").forEach(function (el) {
-      el.hidden = el.dataset.forKind !== k;
+      el.hidden = el.dataset.forKind.split(" ").indexOf(k) < 0;
       el.querySelectorAll("input, select").forEach(function (i) { i.disabled = el.hidden; });
     });
     optimizer.querySelectorAll("optgroup").forEach(function (group) {

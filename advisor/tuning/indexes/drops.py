@@ -5,7 +5,8 @@ the shadow as it was, in interleaved rounds.
 Dropping an index can only change the plans that use it (a plan that did not pick it stays the cheapest when it
 is gone), so a drop is condemned when a statement whose plan on the shadow uses the index regresses by more
 than the threshold; what is left is measured again. A regression in a statement whose plan uses none of the
-dropped indexes is measurement noise: reported (``unexplained``), it condemns nothing. Writes only get cheaper.
+dropped indexes is measurement noise: reported (``unexplained``), it condemns nothing; nor does the regression of a
+statement too rare to matter (``Evidence.blocks``). Writes only get cheaper.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from advisor.core.domain import DropIndexChange, Evidence, IndexChange, Snapshot
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
 from advisor.tuning.indexes.validation import plans_use
+from advisor.tuning.recommend import how_much
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors.base import Connector, Shadow
 from optimizers.indexes.existing import find_drops
@@ -106,7 +108,7 @@ def validate_drops(target: Connector, shadow: Shadow, statements: Sequence[Bound
             bad = [regressed[q] for q in sorted(used.get(d.name, ())) if q in regressed]
             if bad:
                 worst = max(bad, key=lambda s: s.ratio if s.ratio == s.ratio else 9.9)
-                condemned[d] = f"statement {worst.queryid} regressed without it ({worst.ratio:.2f}x)"
+                condemned[d] = f"statement {worst.queryid} regressed without it ({how_much(worst)})"
         if not condemned:
             break
         for d, why in condemned.items():

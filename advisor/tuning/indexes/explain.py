@@ -17,11 +17,13 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from advisor.core.domain import IndexChange
+from advisor.tuning.recommend import Dropped
 from optimizers.indexes.problem import IndexProblem, Query, relevant
 from workloads.binding import BoundStatement
 
 MAX_CANDIDATES = 8  # candidates costed per statement (chosen ones first, then the narrowest)
 MIN_GAIN = 0.01  # a candidate saving less than this share of the statement's cost is "below threshold"
+MAX_NOT_CHOSEN = 15  # candidates of the selection listed as not recommended (each statement's best one)
 _PARAM = re.compile(r"\$(\d+)")
 
 Name = Callable[[IndexChange], str]
@@ -97,7 +99,8 @@ def _costed(problem: IndexProblem, q: Query, chosen: tuple[IndexChange, ...], na
         ix = c.index
         alone = w.cost(q, frozenset({ix})).total
         size = w.size(ix)
-        entry = {"index": name(ix), "table": f"{ix.schema}.{ix.table}", "columns": list(ix.columns),
+        entry = {"index": name(ix), "label": ix.label(), "table": f"{ix.schema}.{ix.table}",
+                 "columns": list(ix.columns),
                  "bytes": size, "cost_with": alone, "gain": (without - alone) / without if without > 0 else 0.0}
         if ix in mine:
             entry.update(fate="chosen", reason=f"chosen by {chooser}")
@@ -163,6 +166,34 @@ def add_verdicts(rows: list[dict], verdicts: Iterable, name: Name = _default_nam
             c["fate"] = "kept" if v.kept else "dropped in validation"
             c["reason"] = f"kept in validation: {v.reason}" if v.kept else f"dropped in validation: {v.reason}"
     return rows
+
+
+def not_recommended(rows: Sequence[dict], verdicts: Iterable = (), drops: Iterable = (),
+                    max_selection: int = MAX_NOT_CHOSEN) -> list[Dropped]:
+    """What an index run tried and does not recommend, and why (``advisor.tuning.recommend.Dropped``): each index
+    validation dropped (``verdicts``: ``IndexVerdict``; regressed which statement by how much, no measurable
+    benefit, over the budget once built, no plan uses it), each existing index whose drop was refused (``drops``:
+    ``DropVerdict``), then from the selection (``rows``, after ``add_verdicts``), per statement its best candidate
+    not chosen with the reason (over budget, below threshold, another index covers it ...), at most
+    ``max_selection`` of them, each index once."""
+    out = [Dropped(v.index.label(), "index", f"dropped in validation: {v.reason}") for v in verdicts if not v.kept]
+    out += [Dropped(f"drop index {v.drop.name}", "drop_index", f"the index stays: {v.reason}")
+            for v in drops if not v.kept]
+    seen = {d.change for d in out}
+    picked = 0
+    for row in rows:
+        left = [c for c in row.get("candidates", ()) if c["fate"] == "not chosen"]
+        if not left or picked >= max_selection:
+            continue
+        best = min(left, key=lambda c: c["cost_with"])
+        label = best.get("label") or best["index"]
+        if label in seen:
+            continue
+        seen.add(label)
+        picked += 1
+        alone = f", alone it would save {best['gain']:.0%} of its what-if cost" if best["gain"] > 0 else ""
+        out.append(Dropped(label, "index", f"not chosen (statement {row['queryid']}{alone}): {best['reason']}"))
+    return out
 
 
 def note_fallback(rows: list[dict], fallback: dict) -> list[dict]:

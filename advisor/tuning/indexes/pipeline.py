@@ -16,11 +16,11 @@ from advisor.storage.store import Store
 from advisor.tuning.indexes import drops as index_drops
 from advisor.tuning.indexes import repair as index_repair
 from advisor.tuning.indexes import sizing as index_sizing
-from advisor.tuning.indexes.explain import add_verdicts, explain, note_fallback
+from advisor.tuning.indexes.explain import add_verdicts, explain, not_recommended, note_fallback
 from advisor.tuning.indexes.validation import IndexValidation, validate_indexes
 from advisor.tuning.indexes.problem import build_problem
 from advisor.tuning.observe import Observation, bind, top
-from advisor.tuning.recommend import recommend, verdict_note
+from advisor.tuning.recommend import dropped_rows, rare_note, recommend, verdict_note
 from advisor.tuning.validation import ValidationOptions
 from connectors import factory
 from connectors.base import Connector
@@ -72,6 +72,8 @@ class IndexTuneResult:
     message: str = ""
     explain: tuple[dict, ...] = ()  # per observed statement: candidates, what-if costs, each one's fate and why
     fallback: dict | None = None  # the optimizer's set was worse than a baseline's: {"from", "to", "costs"}
+    # what was tried and is not recommended, and why: {"change", "kind", "why"} (``advisor.tuning.recommend``)
+    dropped: tuple[dict, ...] = ()
 
 
 def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: IndexPlan, *,
@@ -113,11 +115,13 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
     say(f"{plan.optimizer} chose {len(chosen)} index(es), what-if relative cost {whatif['relative_cost']:.3f}")
     head = f"{fallback_note(fallback)}; " if fallback else ""
     head += f"refined: {refinement_note(whatif['refined'])}; " if whatif.get("refined") else ""
-    common = dict(target_id=obs.target_id, kind="indexes", optimizer=plan.optimizer, run_id=run_id)
     if checked is not None:
         rows = add_verdicts(rows, checked.verdicts, connector.index_name)
+    tried = not_recommended(rows, checked.verdicts if checked else (), drops.verdicts)  # and why not
+    common = dict(target_id=obs.target_id, kind="indexes", optimizer=plan.optimizer, run_id=run_id, dropped=tried)
     result = dict(observation=obs, whatif=whatif, training=training, skipped=tuple(unparsed),
-                  explain=tuple(rows), fallback=fallback, chosen=chosen, validation=checked)
+                  explain=tuple(rows), fallback=fallback, chosen=chosen, validation=checked,
+                  dropped=tuple(dropped_rows(tried)))
     info = details(connector, chosen, estimated, checked, whatif, training, rows, raw, drops)
     if not chosen and not drops.kept:
         why = "; ".join(f"{r['queryid']}: {r['why']}" for r in rows)
@@ -131,13 +135,15 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
             f"{connector.index_name(v.index)}: {v.reason}" for v in checked.verdicts)
         if drops.kept:  # no new index is worth its space, but some existing ones are not worth theirs either
             why = head + (f"{lost}; " if lost else "") + drop_note(drops)
+            if drops.evidence is not None and drops.evidence.rare_slower:  # shown, not blocking
+                why += "; " + rare_note(drops.evidence)
             rec = recommend(store, **common, plan=connector.plan_changes(drops.kept), evidence=drops.evidence,
                             accepted=drops.accepted, why=why, details=info)
             return IndexTuneResult(rec, message=f"{plan.optimizer}: no new index is kept; {why}", **result)
         why = head + lost
         rec = recommend(store, **common, plan=None, changes=chosen, accepted=False, why=why, details=info)
         return IndexTuneResult(rec, message=why, **result)
-    why = head + verdict_note(checked.evidence)
+    why = head + verdict_note(checked.evidence, checked.unexplained)
     if checked.unexplained:
         why += (f"; slower but unaffected by the indexes (their plans use none of them), so noise: "
                 f"{', '.join(checked.unexplained)}")

@@ -58,7 +58,9 @@ def confirm_regressions(shadow: Shadow, statements: Sequence[BoundStatement], li
             q = s.queryid
             again = compare([ArmRound({q: t}, {}) for t in arms[False]], [ArmRound({q: t}, {}) for t in arms[True]],
                             {q: s.weight}, min_gain=options.min_gain,
-                            regression_threshold=options.regression_threshold).statements[0]
+                            regression_threshold=options.regression_threshold,
+                            min_time_share=options.min_time_share,
+                            min_call_share=options.min_call_share).statements[0]
             out[q] = replace(s, baseline_ms=again.baseline_ms, candidate_ms=again.candidate_ms, ratio=again.ratio,
                              ratio_ci=again.ratio_ci, regressed=_slower(again, options))
             n = CONFIRM_BLOCKS * CONFIRM_REPEATS

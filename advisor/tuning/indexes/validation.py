@@ -29,7 +29,9 @@ of its 9 indexes, the difference being indexes whose benefit three rounds had no
 An index dropped for misleading a read's plan is replaced, in a pass that a later one checks, by a wider candidate
 with its leading column that covers that read, when the optimizer left one (``index_repair``).
 A regression in a statement that no kept index can affect (its plan uses none, it writes none of their tables)
-is measurement noise: it is reported, and does not block the recommendation.
+is measurement noise: it is reported, and does not block the recommendation. Nor does the regression of a statement
+too rare to matter (``Evidence.blocks``: under the guard's shares of the workload's time and calls): it condemns no
+index and is shown beside the verdict.
 
 A budget holds for the sizes built, not only the estimated ones: when the indexes left after the first pass take
 more than ``budget_bytes`` on the shadow, the subset kept is the one with the most measured saving that fits (an
@@ -47,6 +49,7 @@ from advisor.core.domain import Evidence, IndexChange, StatementEvidence
 from advisor.tuning.indexes import repair as index_repair
 from advisor.tuning.indexes.timing import confirm_regressions, diagnose, screened
 from advisor.tuning.indexes.problem import written_tables
+from advisor.tuning.recommend import how_much, short
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors.base import Shadow
 from workloads.binding import BoundStatement
@@ -245,9 +248,10 @@ def _judge(shadow: Shadow, statements: Sequence[BoundStatement], live: list[Inde
     regressed statement in the careful passes, every suspect later; see the module docstring), the indexes with
     no measurable benefit and, in the first pass, those over the budget once built."""
     by_stmt = {s.queryid: s for s in evidence.statements}
-    suspects = {ix: [by_stmt[q] for q in serves[ix] if q in by_stmt and by_stmt[q].regressed]
+    blocks = evidence.blocks  # a rare statement's slowdown is reported with the verdict, it condemns no index
+    suspects = {ix: [by_stmt[q] for q in serves[ix] if q in by_stmt and blocks(by_stmt[q])]
                 + [by_stmt[q] for q in writers.get((ix.schema, ix.table), ()) if q in by_stmt
-                   and by_stmt[q].regressed] for ix in live}
+                   and blocks(by_stmt[q])] for ix in live}
     last = round_no > CAREFUL_PASSES
     found = diagnose(shadow, statements, live, suspects, by_stmt, options, say, cured_only=last)
     culprits = _culprits(suspects, serves, by_stmt, every=last, diagnosed=found)
@@ -257,7 +261,7 @@ def _judge(shadow: Shadow, statements: Sequence[BoundStatement], live: list[Inde
         if ix in culprits:
             worst = max(suspects[ix], key=lambda s: s.ratio if s.ratio == s.ratio else 9.9)
             dropped[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), serves[ix], False,
-                                       f"statement {worst.queryid} regressed ({worst.ratio:.2f}x)")
+                                       f"statement {worst.queryid} regressed ({_how(worst)})")
         elif not any(s.ratio_ci[1] < 1.0 for s in mine):
             dropped[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), serves[ix], False,
                                        "no measurable benefit on the statements it serves")
@@ -294,6 +298,11 @@ def _repairs(culprits, suspects: dict[IndexChange, list[StatementEvidence]], rea
 
 def _mb(n: float) -> str:
     return f"{n / 1024 / 1024:.1f} MB"
+
+
+def _how(s: StatementEvidence) -> str:
+    """``1.38x, 12% of the time: SELECT ...``: by how much a statement regressed, its weight and its SQL."""
+    return f"{how_much(s)}: {short(s.sql, 50)}" if s.sql else how_much(s)
 
 
 def _over_budget(live: list[IndexChange], sizes: dict, budget: int, serves: dict[IndexChange, tuple[str, ...]],

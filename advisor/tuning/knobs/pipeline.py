@@ -9,13 +9,15 @@ import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
 
-from advisor.core import processes
+from advisor.core import knobvalues, processes
 from advisor.core.domain import Hardware, Recommendation
 from advisor.core.errors import AdvisorError
+from advisor.core.hardware import PARTS, describe, for_target
 from advisor.core.progress import Say, silent
 from advisor.storage.store import Store, new_id
 from advisor.tuning.observe import Observation, bind
-from advisor.tuning.recommend import recommend, verdict_note
+from advisor.tuning.recommend import Dropped, dropped_rows, recommend, verdict_note
+from advisor.tuning.knobs.ablation import AblationOptions, ablate, round_config
 from advisor.tuning.knobs.trials import ReplayRunner, TrialRecord, TrialRunner, TuningOptions, TuningRun
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors import factory
@@ -35,7 +37,8 @@ MAX_VALIDATIONS = 3
 @dataclass(frozen=True)
 class KnobPlan:
     """What a knob tuning run does: the search (``tuning``), the space, the validation (None: not validated),
-    passes per trial, the shadow's sample and how many of the heaviest statements are replayed."""
+    passes per trial, the shadow's sample, how many of the heaviest statements are replayed, and the ablation
+    that reduces the best configuration to the knobs that matter before it is validated (None: not reduced)."""
 
     tuning: TuningOptions = TuningOptions()
     space: SpaceOptions = SpaceOptions()
@@ -43,6 +46,7 @@ class KnobPlan:
     repeats: int = 3
     sample_percent: float | None = None
     max_statements: int = 30
+    ablation: AblationOptions | None = AblationOptions()
 
     def to_dict(self) -> dict:
         return {"tuning": self.tuning.to_dict(), "space": dataclasses.asdict(self.space), "repeats": self.repeats}
@@ -67,12 +71,17 @@ class TuneResult:
     run_id: str | None = None
     trials: tuple = ()  # TrialRecord of the run, in order
     findings: tuple[str, ...] = ()  # what the run learned besides the recommendation
+    # what was tried and is not recommended, and why: {"change", "kind", "why"} (``advisor.tuning.recommend``)
+    dropped: tuple[dict, ...] = ()
 
 
-def tune_knobs(store: Store, connector: Connector, obs: Observation, plan: KnobPlan, *, hardware: Hardware,
-               llm=None, run_id: str | None = None, resume: str | None = None, say: Say = silent) -> TuneResult:
-    """The whole knob pipeline for an observed target. ``run_id``: the run row the service made (its end is
-    recorded by the service); ``resume``: a stored, unfinished run to continue."""
+def tune_knobs(store: Store, connector: Connector, obs: Observation, plan: KnobPlan, *,
+               hardware: Hardware | None = None, llm=None, run_id: str | None = None, resume: str | None = None,
+               say: Say = silent) -> TuneResult:
+    """The whole knob pipeline for an observed target. ``hardware``: the target server's, as given for this run
+    (None, or this machine's ``detect()``: the target's own, from ``target_hardware``); ``run_id``: the run row
+    the service made (its end is recorded by the service); ``resume``: a stored, unfinished run to continue."""
+    hardware, hardware_notes = target_hardware(store, connector, obs.target_id, hardware, say)
     problem = knob_problem(obs, hardware, plan.space)
     optimizer = registry.create("knobs", plan.tuning.optimizer, problem, seed=plan.tuning.seed)
     seeds = propose_seeds(store, problem, obs, plan.tuning, llm, say)
@@ -96,14 +105,35 @@ def tune_knobs(store: Store, connector: Connector, obs: Observation, plan: KnobP
                     store.update_run(run_id, state="interrupted")
                 raise
             trials.reset()
-            result = validate_best(store, run, obs, connector, shadow, bound, plan.validation, say)
+            result = validate_best(store, run, obs, connector, shadow, bound, plan.validation, say, plan.ablation)
     except AdvisorError as e:  # the shadow, every statement or every trial failed: a failed run, with the reason
         if not managed and store.run(run_id)["state"] == "running":
             store.update_run(run_id, state="failed", error=e.message)
         raise
     return dataclasses.replace(result, skipped=skipped + failing,
-                               findings=tuple(f"left out of the objective, it fails with the current settings: "
-                                              f"{sql[:80]} ({why})" for sql, why in failing) + result.findings)
+                               findings=tuple(hardware_notes) + tuple(
+                                   f"left out of the objective, it fails with the current settings: "
+                                   f"{sql[:80]} ({why})" for sql, why in failing) + result.findings)
+
+
+def target_hardware(store: Store, connector: Connector, target_id: str, given: Hardware | None,
+                    say: Say = silent) -> tuple[Hardware, list[str]]:
+    """The hardware memory-derived knob sizes are made for: the target server's (``advisor.core.hardware
+    .for_target``: given for this run, stored with the target, read from the server, else this machine's, said
+    out loud), and the findings to report (a part that only this machine gave). ``given`` with source
+    ``detected`` is this machine's, so it counts as not given."""
+    run = None if given is None or given.source == "detected" else \
+        {"memory_bytes": given.memory_bytes, "cores": given.cores, "storage": given.storage}
+    stored = store.target_by_id(target_id).get("hardware")
+    server = None
+    if not (run or stored) or len({**(stored or {}), **(run or {})}) < len(PARTS):
+        try:
+            server = connector.hardware()
+        except AdvisorError as e:
+            say(f"could not read the target's hardware: {e}")
+    hw, notes = for_target(run, stored, server)
+    say(f"hardware: {describe(hw)} ({'; '.join(notes)})")
+    return hw, [f"hardware: {n}" for n in notes if "this machine" in n]
 
 
 def leave_out_failing(shadow: Shadow, bound: list[BoundStatement],
@@ -169,11 +199,15 @@ def search(store: Store, run_id: str, target_id: str, trials: TrialRunner, optim
 
 
 def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Connector, shadow: Shadow, bound,
-                  validation: ValidationOptions | None, say: Say = silent) -> TuneResult:
-    """Validate the best configuration against the current one; when it is rejected (a statement regressed, or
-    the gain is not significant), try the next candidates (the best seed, then the runner-up), up to
-    ``MAX_VALIDATIONS`` in all. Every attempt is stored as a recommendation with its evidence; the first one
-    accepted is the result."""
+                  validation: ValidationOptions | None, say: Say = silent,
+                  ablation: AblationOptions | None = AblationOptions()) -> TuneResult:
+    """Validate the best configuration against the current one. Its values are rounded as a DBA writes them,
+    then (``ablation``) it is reduced to the knobs that carry its gain (``advisor.tuning.knobs.ablation``), and
+    that reduced set is validated; when it is rejected (a statement regressed, or the gain is not significant),
+    the next candidates (the best seed, then the runner-up) go the same way, up to ``MAX_VALIDATIONS`` in all.
+    Every validated attempt is stored as a recommendation with its evidence and its knobs' shares; the first one
+    accepted is the result. When no trial beat the current configuration, or nothing measurably does, the
+    outcome is "keep your current settings", with what was measured."""
     findings = list(findings_of(run))
     base = run.baseline()
     picks = candidates(run)
@@ -182,44 +216,99 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
                "best": picks[0].config if picks else None,
                "best_objective": picks[0].result.objective if picks else None,
                "baseline_objective": base.result.objective if base else None, "findings": findings}
+    dropped: list[dict] = []
 
-    def done(rec, why: str) -> TuneResult:
+    def done(rec, why: str, keep: dict | None = None) -> TuneResult:
+        if keep is not None:
+            why = f"{KEEP}: {why}"
+            summary["keep_current"] = {**keep, "why": why}
         store.update_run(run.run_id, state="done", result={**summary, "recommendation": rec.id if rec else None})
-        return TuneResult(rec, obs, reasons, (), why, run.run_id, tuple(run.records), tuple(findings))
+        return TuneResult(rec, obs, reasons, (), why, run.run_id, tuple(run.records), tuple(findings),
+                          dropped=tuple(dropped_rows(dropped)))
 
     if run.records and run.best() is None:  # not even the current settings could be measured
         store.update_run(run.run_id, result=summary)
         raise AdvisorError(every_trial_failed(run.records))
-    if base is None or not picks:
-        return done(None, "no configuration to validate: the current settings failed, or no measured trial "
-                           "changed anything")
+    if base is None:
+        return done(None, "no configuration to validate: the current settings failed")
+    if not picks:
+        measured = [r for r in run.records if r.result.objective is not None and r is not base]
+        best_other = min((r.result.objective for r in measured), default=None)
+        return done(None, f"no trial of {len(run.records)} beat them (current settings "
+                          f"{run.trials.runner.display(base.result.objective)}"
+                          + (f", best other {run.trials.runner.display(best_other)}" if best_other else "") + ")",
+                    keep={"trials": len(run.records), "baseline_objective": base.result.objective,
+                          "best_other_objective": best_other})
     catalog = run.space.catalog
-    first = None
+    first = keep = None
     for i, cand in enumerate(picks if validation is not None else picks[:1]):
-        plan = connector.plan_changes(run.space.changes(cand.config), catalog)
+        config = round_config(run.space, cand.config)
+        if validation is None:
+            plan = connector.plan_changes(run.space.changes(config), catalog)
+            return done(recommend(store, target_id=obs.target_id, kind="knobs", optimizer=run.optimizer.name,
+                                  plan=plan, run_id=run.run_id, details=_shares_unmeasured(run.space, config)),
+                        "not validated (validation was switched off)")
+        label = f"candidate {i + 1} (trial {cand.number + 1}, {cand.source})"
+        details, cut = _shares_unmeasured(run.space, config), None
+        if ablation is not None:
+            try:
+                cut = ablate(run.trials, run.space.default_config(), config,
+                             dataclasses.replace(ablation, min_gain=validation.min_gain), say)
+            except AdvisorError as e:
+                say(f"{label} rejected: {e}")
+                dropped.append({"change": label, "kind": "knob", "why": str(e)})
+                continue
+            finally:
+                run.trials.reset()
+            dropped.extend(Dropped(f"{d.knob} = {d.proposed}", "knob", d.why) for d in cut.dropped)
+            if cut.keep_current:
+                say(f"{label}: {cut.why}")
+                keep = keep or {"why_first": cut.why, "gain": cut.reference.gain if cut.reference else None,
+                                "gain_ci": list(cut.reference.ci) if cut.reference else None}
+                continue
+            config, details = cut.config, cut.details()
+        plan = connector.plan_changes(run.space.changes(config), catalog)
         common = dict(target_id=obs.target_id, kind="knobs", optimizer=run.optimizer.name, plan=plan,
                       run_id=run.run_id)
-        if validation is None:
-            return done(recommend(store, **common), "not validated (validation was switched off)")
-        say(f"validating candidate {i + 1} (trial {cand.number + 1}, {cand.source}, {len(plan.changes)} changes) "
-            f"against the current configuration: {validation.rounds} interleaved rounds")
+        say(f"validating {label}: {len(plan.changes)} change(s) against the current configuration, "
+            f"{validation.rounds} interleaved rounds")
         try:
             evidence = validate(shadow, bound, plan.changes, validation, say=say)
         except AdvisorError as e:
             why = f"validation failed: {e}"
-            rec = recommend(store, **common, accepted=False, why=why)
+            rec = recommend(store, **common, details=details, accepted=False, why=why)
         else:
             why = verdict_note(evidence)
-            rec = recommend(store, **common, evidence=evidence, accepted=evidence.accepted, why=why)
+            if cut is not None:  # each kept knob's share of the gain as validated
+                cut.rescale(evidence.gain)
+                details = cut.details()
+                findings.append(f"ablation: {label} changed {cut.changed} knob(s); {len(cut.shares)} carry its gain: "
+                                + ", ".join(f"{s.knob} {s.current} -> {s.proposed} ({s.share:.0%})"
+                                            for s in cut.shares))
+            rec = recommend(store, **common, details=details, evidence=evidence, accepted=evidence.accepted,
+                            why=why)
             if evidence.accepted:
                 if first is not None:
                     findings.append(f"{i} better-scoring candidate(s) were rejected on validation "
                                     f"(first: {first[1]}); recommending trial {cand.number + 1} ({cand.source})")
                 return done(rec, why)
-        say(f"candidate {i + 1} rejected: {why}")
+        say(f"{label} rejected: {why}")
         first = first or (rec, why)
-    assert first is not None
-    return done(*first)
+    if first is None:  # no candidate measurably beat the current settings
+        return done(None, keep["why_first"] if keep else "no candidate could be measured",
+                    keep=keep or {})
+    return done(first[0], f"no candidate was validated; first: {first[1]}", keep={"recommendation": first[0].id})
+
+
+KEEP = "keep your current settings"
+
+
+def _shares_unmeasured(space: KnobSpace, config: dict[str, str]) -> dict:
+    """Details of a configuration not reduced by ablation: each change current -> proposed, share unknown."""
+    base = space.default_config()
+    return {"knob_shares": [{"knob": c.name, "current": knobvalues.shown(space.catalog[c.name], base[c.name]),
+                             "proposed": knobvalues.shown(space.catalog[c.name], c.value), "share": None,
+                             "restart": space.catalog[c.name].needs_restart} for c in space.changes(config)]}
 
 
 def every_trial_failed(records) -> str:
@@ -237,13 +326,13 @@ def every_trial_failed(records) -> str:
 
 def candidates(run: TuningRun) -> list[TrialRecord]:
     """Configurations worth validating, best first: the best trial, the best seed (few, explained changes), the
-    runner-up, among those that measured better than the baseline and change something. When none measured
-    better in its single pass, the best one that changes something is still validated: validation judges."""
+    runner-up, among those that measured better than the baseline and change something. None when no trial
+    beat the baseline: then the current settings are kept."""
     base = run.baseline()
     ok = sorted((r for r in run.records if r.result.status == "measured" and r.result.objective is not None
                  and r.source != "default" and run.space.changes(r.config)), key=lambda r: r.result.objective)
     better = [r for r in ok if base is not None and r.result.objective < base.result.objective]
-    picks = better[:1] + [r for r in better if r.source.startswith("seed:")][:1] + better[1:2] or ok[:1]
+    picks = better[:1] + [r for r in better if r.source.startswith("seed:")][:1] + better[1:2]
     out, seen = [], set()
     for r in picks:
         key = tuple(sorted(r.config.items()))

@@ -26,7 +26,7 @@ from advisor.tuning.rewrites import timing as rewrite_timing
 from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.observe import Observation, bind
 from advisor.tuning.rewrites.stats import planner_groups, planner_selectivity
-from advisor.tuning.recommend import recommend
+from advisor.tuning.recommend import Dropped, dropped_rows, recommend, short
 from advisor.tuning.validation import ValidationOptions
 import sqlglot
 from sqlglot import exp
@@ -110,6 +110,8 @@ class RewriteTuneResult:
     training: dict | None = None
     message: str = ""
     explain: tuple[dict, ...] = ()  # per statement, as stored on the recommendation (the run keeps it without one)
+    # what was tried and is not recommended, and why: {"change", "kind", "why"} (``advisor.tuning.recommend``)
+    dropped: tuple[dict, ...] = ()
 
 
 def split_statements(text: str) -> tuple[str, ...]:
@@ -348,7 +350,9 @@ def _recommend(store: Store, obs: Observation, plan: RewritePlan, outcomes: tupl
                by_id: dict[str, BoundStatement], training: dict | None, run_id: str | None) -> RewriteTuneResult:
     kept = [o for o in outcomes if o.rewritten is not None]
     rows = tuple(o.details() for o in outcomes)
-    result = dict(observation=obs, statements=outcomes, training=training, explain=rows)
+    tried = not_recommended(outcomes)
+    result = dict(observation=obs, statements=outcomes, training=training, explain=rows,
+                  dropped=tuple(dropped_rows(tried)))
     if not kept:
         why = "; ".join(f"{o.queryid}: {o.reason}" for o in outcomes)
         return RewriteTuneResult(None, message=f"{plan.optimizer}: no statement rewritten. Per statement: {why}",
@@ -363,8 +367,21 @@ def _recommend(store: Store, obs: Observation, plan: RewritePlan, outcomes: tupl
     evidence = _evidence(timed, by_id, plan.validation) if timed else None
     rec = recommend(store, target_id=obs.target_id, kind="rewrites", optimizer=plan.optimizer, plan=None,
                     changes=changes, evidence=evidence, accepted=True if timed else None, why=head, details=details,
-                    run_id=run_id)
+                    run_id=run_id, dropped=tried)
     return RewriteTuneResult(rec, message=head, **result)
+
+
+def not_recommended(outcomes: tuple[Outcome, ...]) -> list[Dropped]:
+    """What the run tried and does not recommend (``advisor.tuning.recommend.Dropped``): each candidate form it
+    discarded (invalid, priced above the original, not equivalent), and each statement left as written with the
+    reason (not faster, with the timing; not equivalent; no rule applied; unsupported; cannot be replayed)."""
+    out: list[Dropped] = []
+    for o in outcomes:
+        out += [Dropped(f"{o.queryid}: {short(c['sql'], 80)}", "query_rewrite", c["why"]) for c in o.rejected]
+        if o.rewritten is None:
+            out.append(Dropped(f"{o.queryid}: {short(o.original, 80)}", "query_rewrite",
+                               f"left as written: {o.reason or 'no reason recorded'}"))
+    return out
 
 
 def _evidence(timed: list[Outcome], by_id: dict[str, BoundStatement], options: ValidationOptions | None) -> Evidence:
@@ -380,4 +397,5 @@ def _evidence(timed: list[Outcome], by_id: dict[str, BoundStatement], options: V
             merged[side].append(ArmRound(samples, errors))
     weights = {o.queryid: by_id[o.queryid].weight for o in timed}
     return compare(merged[0], merged[1], weights, {o.queryid: o.original for o in timed}, min_gain=options.min_gain,
-                   regression_threshold=options.regression_threshold)
+                   regression_threshold=options.regression_threshold, min_time_share=options.min_time_share,
+                   min_call_share=options.min_call_share)

@@ -92,5 +92,7 @@ def race(dsn: str, statement: BoundStatement, rewrites: Sequence[str], options: 
         say(f"{statement.queryid}: timing round {r + 1}/{options.rounds}")
     weights = {statement.queryid: 1.0}
     evidence = tuple(compare(passes[0], passes[j], weights, min_gain=options.min_gain,
-                             regression_threshold=options.regression_threshold) for j in range(1, len(arms)))
+                             regression_threshold=options.regression_threshold,
+                             min_time_share=options.min_time_share, min_call_share=options.min_call_share)
+                     for j in range(1, len(arms)))
     return Race(evidence, tuple(passes[0]), tuple(tuple(p) for p in passes[1:]))

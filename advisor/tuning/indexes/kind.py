@@ -1,0 +1,31 @@
+"""The index kind's registry entry: a run plan -> the index pipeline (``pipeline.tune_indexes``) on an observed
+target. Inputs besides the plan (``Context.inputs``): ``max_width`` (columns per candidate), ``retrain``."""
+
+from __future__ import annotations
+
+from advisor.core.domain import DropIndexChange, IndexChange
+from advisor.tuning.indexes.pipeline import IndexPlan, tune_indexes
+from advisor.tuning.kind import Context, Kind
+from advisor.tuning.observe import observe, require_workload
+from advisor.tuning.kind import validation_of as _validation
+from optimizers import indexes
+
+
+def run(ctx: Context, plan) -> object:
+    from connectors import factory
+
+    index_plan = IndexPlan(plan.optimizer, plan.budget_mb, plan.seed, ctx.inputs.get("max_width", 3),
+                           _validation(ctx, plan), plan.sample_percent,
+                           ctx.inputs.get("max_statements", 30),
+                           {"episodes": plan.episodes, "device": ctx.device, "samples": plan.samples,
+                            "retrain": ctx.inputs.get("retrain", False)}).check()
+    connector = factory.connector(ctx.dsn)
+    obs = require_workload(observe(ctx.store, connector, ctx.name, 0.0, ctx.say))
+    return tune_indexes(ctx.store, connector, obs, index_plan, model_dir=ctx.model_dir(obs.target_id),
+                        run_id=ctx.run_id, say=ctx.say)
+
+
+KIND = Kind("indexes", "new indexes within a storage budget (and unused ones to drop): what-if costs, the "
+            "optimizer's set, each index built and measured on a shadow", run, optimizers=indexes.OPTIMIZERS,
+            change_types=(IndexChange, DropIndexChange), options=("budget_mb", "episodes", "samples"),
+            required=("budget_mb",), default_optimizer="ia2")

@@ -1,0 +1,81 @@
+"""What a kind of tuning is (``Kind``: one entry of the registry in ``advisor.tuning.kinds``) and what its
+pipeline gets from the service (``Context``). Each kind's package holds its entry (``<kind>/kind.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from advisor.core.progress import Say, silent
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a pipeline gets from the service: the store, the target's DSN and name, where the target's models
+    live, the run's id (its state is the service's to record) and ``say`` for progress. ``inputs``: values that
+    are not plan options (a knob run's hardware override, an LLM seeder, a run to resume; a rewrite run's SQL)."""
+
+    store: object
+    dsn: str
+    name: str | None = None
+    run_id: str | None = None
+    say: Say = silent
+    model_dir: Callable[[str], Path] | None = None
+    device: str = "auto"
+    inputs: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of tuning. ``options``: the plan options it takes besides ``plan.COMMON``; ``required``: those
+    it cannot default; ``optimizers``: its listed optimizer classes (none for a kind that runs other kinds);
+    ``handed_over``: its recommendations go to people (never applied to a database)."""
+
+    name: str
+    summary: str
+    run: Callable[[Context, object], object]
+    optimizers: tuple[type, ...] = ()
+    change_types: tuple[type, ...] = ()
+    options: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
+    handed_over: bool = False
+    default_optimizer: str | None = None
+    check_plan: Callable[[object], None] | None = None
+    summarize: Callable[[object], dict] | None = None
+    choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # the values a "names" option may hold
+
+    def outcome(self, result) -> dict:
+        """What a run's row records of this kind's result: its recommendation(s), their states, the message,
+        and when nothing was recommended, the reasons per statement (``explain``) the pipeline gave."""
+        if self.summarize is not None:
+            return self.summarize(result)
+        rec = result.recommendation
+        explain = tuple(getattr(result, "explain", ()) or ()) if rec is None else ()
+        return {"recommendation": rec.id if rec else None, "recommendations": [rec.id] if rec else [],
+                "state": rec.state if rec else None, "message": result.message,
+                **({"explain": list(explain)} if explain else {})}
+
+    @property
+    def lifecycle(self) -> str:
+        return "handed over" if self.handed_over else "applied"
+
+    def optimizer_names(self) -> tuple[str, ...]:
+        return tuple(sorted(cls.name for cls in self.optimizers))
+
+    def check(self, plan) -> None:
+        """AdvisorError when ``plan`` fails the kind's own check (``plan.RunPlan.checked`` checks the rest)."""
+        if self.check_plan is not None:
+            self.check_plan(plan)
+
+
+def validation_of(ctx: Context, plan):
+    """The validation a run does: None when the plan switches it off, else ``ctx.inputs["validation"]`` (a
+    bench's or a test's ``ValidationOptions``) with the plan's rounds, or the defaults with them."""
+    import dataclasses
+
+    from advisor.tuning.validation import ValidationOptions
+
+    if not plan.validate:
+        return None
+    return dataclasses.replace(ctx.inputs.get("validation") or ValidationOptions(), rounds=plan.rounds)

@@ -1,0 +1,370 @@
+"""Minimal knob changes: the best configuration of a search reduced, by ablation on the shadow, to the few knobs
+that carry its gain, each with its measured share.
+
+Every measurement is an interleaved A/B comparison of two configurations (``trials.compare_configs``: ABBA passes
+of the search's own objective, a paired bootstrap interval), or, for the screening, one pass. The path from the
+best configuration F back towards the current one B:
+
+1. **Reference**: F against B. When the interval's lower end does not clear the minimum gain, there is nothing to
+   reduce: the advice is to keep the current settings.
+2. **Screening** (only when F changes more than ``max_knobs`` knobs): one pass of F without each knob (that knob
+   back at its current value), beside passes of F; a knob's loss is how much slower F got without it.
+3. **Path**: drop the knobs whose removal costs least (those within ``max_loss`` of the gain first, then the
+   cheapest until at most ``max_knobs`` are left), re-measured against F: a drop stands when the loss is not
+   significant and costs at most ``max_loss`` of F's gain; otherwise fewer knobs are dropped. At most
+   ``max_steps`` comparisons.
+4. **Shares**: each knob still changed is removed in turn from the kept set S (cheapest first) and measured
+   against S. It stays only when moving it pays: its removal is a significant loss that costs at least
+   ``min_share`` of the gain, and for a knob that needs a restart, at least ``restart_min_gain`` of the workload's
+   time; a knob whose share is under ``confirm_below`` is measured twice, and both must show the loss. The last
+   knob left is not measured alone (without it is the current settings: the path measured that, and validation
+   measures it again). Reported shares are the kept knobs' leave-one-out losses, normalised to sum to 1; what
+   each saves is its share of the validated gain.
+
+Budget: 2 x rounds passes per comparison; k + k/4 single passes to screen k knobs; at most 1 + ``max_steps`` + the
+kept knobs' comparisons in all. Values are compared as given: round them first (``round_config``), so what is
+measured is what is recommended.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from advisor.core import knobvalues
+from advisor.core.errors import AdvisorError
+from advisor.core.progress import Say, silent
+from advisor.tuning.knobs.trials import ObjectiveComparison, TrialRunner, compare_configs
+from optimizers.knobs.space import KnobSpace
+
+SCREEN_REFERENCE_EVERY = 4  # a pass of F after every this many screening passes (the server's drift)
+
+
+@dataclass(frozen=True)
+class AblationOptions:
+    rounds: int = 3  # ABBA rounds of each comparison
+    max_knobs: int = 5  # the path goes on dropping while more knobs than this are changed
+    max_loss: float = 0.10  # the reduced set may lose at most this share of the full configuration's gain
+    min_share: float = 0.05  # a knob stays only when it carries at least this share of the gain
+    restart_min_gain: float = 0.05  # a knob that needs a restart must save this share of the workload's time
+    max_steps: int = 6  # comparisons on the path (step 3)
+    confirm_below: float = 0.25  # a knob whose share is below this is measured twice (both must show the loss)
+    min_gain: float = 0.02  # the full configuration must clear this gain (lower end of its interval)
+
+
+@dataclass(frozen=True)
+class KnobShare:
+    """A knob kept: current -> proposed; ``share``: its part of the kept set's gain (its leave-one-out loss over
+    the kept knobs' losses together: the shares sum to 1); ``saves``: the part of the workload's time it saves
+    (its share of the gain, as validated); whether applying it needs a restart; ``loss``: how much slower the
+    kept set was without it (a fraction of its time; NaN when not measured)."""
+
+    knob: str
+    current: str
+    proposed: str
+    share: float
+    saves: float
+    restart: bool
+    loss: float = float("nan")
+
+    def to_dict(self) -> dict:
+        return {"knob": self.knob, "current": self.current, "proposed": self.proposed, "share": self.share,
+                "saves": self.saves, "restart": self.restart}
+
+
+@dataclass(frozen=True)
+class DroppedKnob:
+    knob: str
+    current: str
+    proposed: str
+    why: str
+
+
+@dataclass
+class Ablation:
+    """The outcome: ``config`` is the reduced configuration (every searched knob, the dropped ones at their
+    current value); ``keep_current``: no change pays (then ``why`` says what was measured)."""
+
+    config: dict[str, str]
+    shares: list[KnobShare] = field(default_factory=list)
+    dropped: list[DroppedKnob] = field(default_factory=list)
+    reference: ObjectiveComparison | None = None
+    keep_current: bool = False
+    why: str = ""
+    passes: int = 0
+    changed: int = 0  # knobs the full configuration changed
+
+    @property
+    def kept(self) -> list[str]:
+        return [s.knob for s in self.shares]
+
+    def rescale(self, gain: float) -> None:
+        """Each kept knob's share of ``gain`` (the reduced set's gain as validated, or as the path measured it):
+        shares from the leave-one-out losses, summing to 1; what each saves of the workload's time."""
+        total = sum(max(s.loss, 0.0) for s in self.shares if s.loss == s.loss)
+        out = []
+        for s in self.shares:
+            share = max(s.loss, 0.0) / total if total > 0 and s.loss == s.loss else float("nan")
+            out.append(replace(s, share=share, saves=share * max(gain, 0.0)))
+        self.shares = out
+
+    def details(self) -> dict:
+        """What a recommendation's details record of the ablation."""
+        ref = self.reference
+        return {"knob_shares": [s.to_dict() for s in self.shares],
+                "ablation": {"changed": self.changed, "kept": len(self.shares), "passes": self.passes,
+                             "full_gain": ref.gain if ref else None, "full_gain_ci": list(ref.ci) if ref else None,
+                             "dropped": [{"knob": d.knob, "current": d.current, "proposed": d.proposed, "why": d.why}
+                                         for d in self.dropped]}}
+
+
+def round_config(space: KnobSpace, config: Mapping[str, str]) -> dict[str, str]:
+    """``config`` with every changed value rounded as a DBA would write it (``knobvalues.readable``); a rounding
+    that would break the space's constraints (the memory budget) is left unrounded."""
+    out = dict(config)
+    base = space.default_config()
+    for name, value in config.items():
+        if knobvalues.same_value(space.catalog[name], base.get(name, ""), value):
+            continue
+        rounded = knobvalues.readable(space.catalog[name], value)
+        trial = {**out, name: rounded}
+        if not space.violations(trial) or space.violations(out):
+            out = trial
+    return out
+
+
+def verdict(loss: float, significant: bool, gain: float, restart: bool,
+            options: AblationOptions = AblationOptions()) -> tuple[float, float, str | None]:
+    """Whether a knob pays, from its leave-one-out comparison: ``loss``, how much slower the kept set got without
+    it (a fraction of the kept set's time), whether that loss is significant, and ``gain``, the kept set's gain
+    over the current settings (a fraction of their time). Returns (share of the gain, share of the workload's time
+    it saves, None when it pays or why it does not).
+
+    >>> verdict(1.0, True, 0.5, False)  # without it the kept set takes twice as long: all of the gain is its
+    (1.0, 0.5, None)
+    >>> verdict(0.01, False, 0.5, False)[2]
+    'within noise: without it the workload took +1.0% (not significant)'
+    >>> verdict(0.08, True, 0.5, True)[2]  # 8% of the gain, but 4% of the time: not worth a restart
+    'pays less than its restart: saves 4.0% of the workload time, a restart needs 5%'
+    """
+    share = loss * (1.0 - gain) / gain if gain > 0 else 0.0
+    saves = loss * (1.0 - gain)
+    if loss <= 0:
+        return share, saves, f"does not pay: without it the workload took {loss:+.1%}"
+    if not significant:
+        return share, saves, f"within noise: without it the workload took {loss:+.1%} (not significant)"
+    if share < options.min_share:
+        return share, saves, f"pays too little: {share:.0%} of the gain (needs {options.min_share:.0%})"
+    if restart and saves < options.restart_min_gain:
+        return share, saves, (f"pays less than its restart: saves {saves:.1%} of the workload time, a restart "
+                              f"needs {options.restart_min_gain:.0%}")
+    return share, saves, None
+
+
+@dataclass
+class _Path:
+    trials: TrialRunner
+    baseline: dict[str, str]
+    options: AblationOptions
+    say: Say
+    passes: int = 0
+
+    def config(self, full: Mapping[str, str], without: set[str]) -> dict[str, str]:
+        return {n: (self.baseline[n] if n in without else v) for n, v in full.items()}
+
+    def compare(self, a: Mapping[str, str], b: Mapping[str, str]) -> ObjectiveComparison | None:
+        """A against B, interleaved; None when B cannot be run (it breaks a constraint, fails or times out)."""
+        if self.trials.space.violations(b):
+            return None
+        self.passes += 2 * self.options.rounds
+        try:
+            return compare_configs(self.trials, a, b, rounds=self.options.rounds)
+        except AdvisorError as e:
+            self.say(f"ablation: a configuration failed ({e}); its knobs stay")
+            return None
+
+    def one_pass(self, config: Mapping[str, str]) -> float | None:
+        if self.trials.space.violations(config):
+            return None
+        self.passes += 1
+        result, _, _ = self.trials.trial(config)
+        return result.objective
+
+
+def ablate(trials: TrialRunner, baseline: Mapping[str, str], full: Mapping[str, str],
+           options: AblationOptions = AblationOptions(), say: Say = silent) -> Ablation:
+    """Reduce ``full`` (a configuration of the searched knobs) to the knobs that carry its gain over ``baseline``
+    (the current settings), measured on ``trials``' shadow (see the module docstring). The shadow is left at
+    whatever configuration ran last: reset it before validating."""
+    space = trials.space
+    catalog = space.catalog
+    full = dict(full)
+    changed = [n for n in full if not knobvalues.same_value(catalog[n], baseline[n], full[n])]
+    path = _Path(trials, dict(baseline), options, say)
+    out = Ablation(dict(baseline), changed=len(changed))
+    if not changed:
+        out.keep_current, out.why = True, "the best configuration changes nothing"
+        return out
+    say(f"ablation: the best configuration changes {len(changed)} knob(s); measuring it against the current "
+        f"settings ({options.rounds} interleaved rounds)")
+    ref = path.compare(baseline, full)
+    out.reference = ref
+    if ref is None:
+        raise AdvisorError("the best configuration failed when measured again against the current settings")
+    gain = ref.gain
+    out.passes = path.passes
+    if ref.ci[0] < options.min_gain:
+        out.keep_current = True
+        out.why = (f"the best configuration ({len(changed)} changes) measured {gain:+.1%} (95% CI {ref.ci[0]:+.1%} "
+                   f".. {ref.ci[1]:+.1%}, {options.rounds} rounds) against the current settings: not measurably "
+                   f"better (the minimum is {options.min_gain:.0%})")
+        return out
+    say(f"ablation: the full configuration gains {gain:+.1%} (95% CI {ref.ci[0]:+.1%} .. {ref.ci[1]:+.1%})")
+
+    losses, spread = {n: 0.0 for n in changed}, 0.0
+    if len(changed) > options.max_knobs:
+        losses, passes = _screen(path, full, changed, statistics.median(ref.candidate))
+        spread = _spread([*ref.candidate, *passes])
+    order = sorted(changed, key=lambda n: losses[n])
+    dropped, lost = _walk(path, full, order, losses, gain, spread, out)
+    kept = [n for n in order if n not in dropped]
+    _shares(path, full, kept, dropped, 1.0 - (1.0 - gain) * (1.0 + lost), out)
+    out.config = path.config(full, set(changed) - set(out.kept))
+    out.passes = path.passes
+    if not out.shares:
+        out.keep_current = True
+        out.why = "no single knob's change pays on its own: " + "; ".join(f"{d.knob}: {d.why}" for d in out.dropped)
+    say(f"ablation: {len(out.shares)} of {len(changed)} knob(s) kept after {path.passes} passes"
+        + (": " + ", ".join(f"{s.knob} ({s.share:.0%} of the gain)" for s in out.shares) if out.shares else ""))
+    return out
+
+
+def _screen(path: _Path, full: dict[str, str], changed: list[str],
+            full_ms: float) -> tuple[dict[str, float], list[float]]:
+    """One pass of ``full`` without each knob, beside passes of ``full``: each knob's loss, a fraction of
+    ``full``'s time (inf when ``full`` without it cannot run), and the passes of ``full``."""
+    path.say(f"ablation: screening {len(changed)} knobs, one pass each without it")
+    losses: dict[str, float] = {}
+    group: list[tuple[str, float | None]] = []
+    first = path.one_pass(full)
+    passes = [first] if first else []
+    before = first or full_ms
+
+    def settle(after: float) -> None:
+        reference = (before + after) / 2
+        for name, ms in group:
+            losses[name] = float("inf") if ms is None else ms / reference - 1.0
+        group.clear()
+
+    for i, name in enumerate(changed):
+        group.append((name, path.one_pass(path.config(full, {name}))))
+        if len(group) == SCREEN_REFERENCE_EVERY or i == len(changed) - 1:
+            after = path.one_pass(full)
+            passes += [after] if after else []
+            settle(after or before)
+            before = after or before
+    path.say("ablation: screening: " + ", ".join(f"{n} {losses[n]:+.0%}" for n in sorted(changed, key=losses.get)))
+    return losses, passes
+
+
+def _spread(passes: list[float]) -> float:
+    """How far passes of one configuration lie apart: (max - min) / median, a fraction (the noise band of a
+    single pass).
+
+    >>> _spread([100.0, 110.0, 90.0])
+    0.2
+    """
+    return (max(passes) - min(passes)) / statistics.median(passes) if len(passes) > 1 else 0.0
+
+
+def _walk(path: _Path, full: dict[str, str], order: list[str], losses: dict[str, float], gain: float,
+          spread: float, out: Ablation) -> tuple[set[str], float]:
+    """Step 3: the knobs dropped, cheapest first, each drop measured against ``full``, and what the drops cost
+    (a fraction of ``full``'s time). ``spread``: the noise band of one screening pass."""
+    options = path.options
+    if len(order) <= options.max_knobs:
+        return set(), 0.0
+    room = options.max_loss * gain / (1.0 - gain)  # max_loss of the gain, as a fraction of full's time
+    noise = sum(1 for n in order if losses[n] < max(room, spread))
+    tries = [m for m in dict.fromkeys([max(noise, len(order) - options.max_knobs), noise]) if m > 0]
+    dropped: set[str] = set()
+    lost = 0.0
+    steps = 0
+    while tries and steps < options.max_steps:
+        m = tries.pop(0)
+        steps += 1
+        cmp = path.compare(full, path.config(full, set(order[:m])))
+        if cmp is not None and _holds(cmp, room):
+            dropped, lost = set(order[:m]), max(-cmp.gain, 0.0)
+            path.say(f"ablation: dropping the {m} cheapest knob(s) keeps the gain (loss {-cmp.gain:+.1%}, "
+                     f"95% CI {-cmp.ci[1]:+.1%} .. {-cmp.ci[0]:+.1%})")
+            break
+        path.say(f"ablation: dropping the {m} cheapest knob(s) costs too much"
+                 + (f" (loss {-cmp.gain:+.1%})" if cmp is not None else " (that configuration failed)"))
+        if not tries and m > 1:
+            tries.append(m // 2)
+    # then one at a time, while more than max_knobs are left, until the loss leaves the noise band
+    for name in order[len(dropped):]:
+        if len(order) - len(dropped) <= options.max_knobs or steps >= options.max_steps:
+            break
+        steps += 1
+        cmp = path.compare(full, path.config(full, dropped | {name}))
+        if cmp is None or not _holds(cmp, room):
+            path.say(f"ablation: dropping {name} as well costs too much; the path stops")
+            break
+        dropped.add(name)
+        lost = max(-cmp.gain, 0.0)
+    for name in order:
+        if name in dropped:
+            out.dropped.append(DroppedKnob(name, _shown(path, name, path.baseline[name]),
+                                           _shown(path, name, full[name]),
+                                           f"within noise: the reduced set keeps the gain without it (screened loss "
+                                           f"{losses[name]:+.1%} of the time)"))
+    return dropped, lost
+
+
+def _holds(cmp: ObjectiveComparison, room: float) -> bool:
+    """The reduced configuration (the comparison's candidate) keeps the full one's gain: it is not significantly
+    slower, or it loses at most ``room`` (a fraction of the full one's time)."""
+    return not cmp.significant_loss or -cmp.gain <= room
+
+
+def _shares(path: _Path, full: dict[str, str], kept: list[str], dropped: set[str], gain: float,
+            out: Ablation) -> None:
+    """Step 4: each kept knob removed in turn from the kept set; those that do not pay are dropped too. ``gain``:
+    the kept set's gain as the path measured it (the shares are put over the validated gain later:
+    ``Ablation.rescale``)."""
+    without = set(dropped)
+    catalog = path.trials.space.catalog
+    for name in kept:
+        current = path.config(full, without)
+        restart = catalog[name].needs_restart
+        row = (name, _shown(path, name, path.baseline[name]), _shown(path, name, full[name]))
+        last = len(without) + 1 == len(kept) + len(dropped)  # without it: the current settings
+        if last:  # its loss is the kept set's gain as the path measured it (and validation measures it again)
+            loss, significant = gain / (1.0 - gain), True
+        else:
+            path.say(f"ablation: measuring {name}'s share ({path.options.rounds} rounds without it)")
+            cmp = path.compare(current, path.config(full, without | {name}))
+            if cmp is None:  # without it the configuration fails: it stays, its share unknown
+                out.shares.append(KnobShare(*row, share=float("nan"), saves=float("nan"), restart=restart))
+                continue
+            loss, significant = -cmp.gain, cmp.significant_loss
+        share, saves, why = verdict(loss, significant, gain, restart, path.options)
+        if why is None and share < path.options.confirm_below and not last:  # a small share: measured again
+            path.say(f"ablation: {name} carries {share:.0%} of the gain; measuring it again")
+            again = path.compare(current, path.config(full, without | {name}))
+            if again is not None:
+                loss, significant = (loss - again.gain) / 2, significant and again.significant_loss
+                share, saves, why = verdict(loss, significant, gain, restart, path.options)
+        if why is None:
+            out.shares.append(KnobShare(*row, share=share, saves=saves, restart=restart, loss=loss))
+            continue
+        out.dropped.append(DroppedKnob(*row, why=why))
+        without.add(name)
+    out.rescale(gain)
+
+
+def _shown(path: _Path, name: str, value: str) -> str:
+    return knobvalues.shown(path.trials.space.catalog[name], value)

@@ -1,0 +1,43 @@
+"""The knob kind's registry entry: a run plan -> the knob pipeline (``pipeline.tune_knobs``) on an observed
+target. Inputs besides the plan (``Context.inputs``): ``hardware`` (the target's, when the caller knows it),
+``llm`` (a seeder; default: the one configured), ``resume`` (a stored, unfinished run), ``space``
+(``SpaceOptions``), ``objective`` (latency | throughput)."""
+
+from __future__ import annotations
+
+from advisor.core.domain import KnobChange
+from advisor.tuning.kind import Context, Kind
+from advisor.tuning.knobs.pipeline import KnobPlan, tune_knobs
+from advisor.tuning.knobs.trials import TuningOptions
+from advisor.tuning.observe import observe, require_workload
+from advisor.tuning.kind import validation_of as _validation
+from optimizers import knobs
+from optimizers.knobs.space import SpaceOptions
+
+
+def run(ctx: Context, plan) -> object:
+    from advisor.core.hardware import detect
+    from advisor.core.settings import get_settings
+    from connectors import factory
+    from optimizers.knobs.llm import from_settings
+
+    rest = dict(validation=_validation(ctx, plan),
+                sample_percent=plan.sample_percent, max_statements=ctx.inputs.get("max_statements", 30))
+    resume = ctx.inputs.get("resume")
+    if resume:
+        knob_plan = KnobPlan.from_run(ctx.store.run(resume)["options"], **rest)
+    else:
+        tuning = TuningOptions(optimizer=plan.optimizer, trials=plan.trials, seeds=plan.seeds, seed=plan.seed,
+                               use_seeds=plan.seeds > 0, objective=ctx.inputs.get("objective", "latency"))
+        knob_plan = KnobPlan(tuning, ctx.inputs.get("space", SpaceOptions()), repeats=plan.repeats, **rest)
+    connector = factory.connector(ctx.dsn)
+    obs = require_workload(observe(ctx.store, connector, ctx.name, 0.0, ctx.say))
+    llm = ctx.inputs.get("llm")
+    return tune_knobs(ctx.store, connector, obs, knob_plan, hardware=ctx.inputs.get("hardware") or detect(),
+                      llm=llm if llm is not None else from_settings(get_settings()), run_id=ctx.run_id,
+                      resume=resume, say=ctx.say)
+
+
+KIND = Kind("knobs", "server settings: a search on a shadow (HiBO, GP-BO, TPE, random) or one rule-based "
+            "configuration, validated against the current settings", run, optimizers=knobs.OPTIMIZERS,
+            change_types=(KnobChange,), options=("trials", "seeds", "repeats"), default_optimizer="hibo")

@@ -1,0 +1,184 @@
+"""What a tuning run does: ``RunPlan``, the one plan of every kind, and ``OPTIONS``, the table its fields come
+from. Every adapter builds a plan the same way (``RunPlan.parse``: a web form's strings, JSON's or the CLI's
+values), and every adapter shows the same fields, bounds and help, derived from this table and the kind registry
+(``advisor.tuning.kinds``): a kind names the options it takes, and the options of other kinds are left at their
+defaults.
+
+>>> RunPlan.parse({"kind": "indexes", "budget_mb": "50", "trials": "12"}).trials  # a knob option: ignored
+30
+>>> RunPlan.parse({"kind": "knobs", "trials": "1"})
+Traceback (most recent call last):
+...
+advisor.core.errors.AdvisorError: trials must be between 2 and 10000, got 1
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from advisor.core.errors import AdvisorError
+
+BUDGET_MB_MAX = 10_000_000
+
+
+@dataclass(frozen=True)
+class Option:
+    """One field of a run plan: its type (int, float, bool, text, names: a comma list of names), default, bounds
+    (inclusive; a float's low bound is exclusive), what it means, and the label a form shows."""
+
+    name: str
+    type: str
+    default: object
+    help: str
+    bounds: tuple[float, float] | None = None
+    label: str = ""
+
+
+OPTIONS: dict[str, Option] = {o.name: o for o in (
+    Option("optimizer", "text", None, "the optimizer (default: the kind's first choice)", label="Optimizer"),
+    Option("trials", "int", 30, "trials of the knob search (baseline and seeds included)", (2, 10_000), "Trials"),
+    Option("seeds", "int", 3, "seed configurations (LLM or rules) tried first; 0 = none", (0, 20), "Seeds"),
+    Option("repeats", "int", 3, "executions of each statement per trial (median)", (1, 100), "Repeats"),
+    Option("budget_mb", "float", None, "MiB of new indexes", (0, BUDGET_MB_MAX), "Budget, MB"),
+    Option("episodes", "int", 300, "IA2 training episodes (when no model is stored)", (1, 100_000), "Episodes"),
+    Option("samples", "int", 48, "IA2 rollouts sampled besides the greedy one", (0, 10_000), "Samples"),
+    Option("max_statements", "int", 20, "how many of the workload's heaviest statements to rewrite", (1, 1000),
+           "Statements"),
+    Option("kinds", "names", (), "what a whole run tunes, in this order: indexes, rewrites, knobs "
+           "(default: all three)", label="Kinds"),
+    Option("rounds", "int", 5, "interleaved A/B rounds of the validation", (1, 100), "Validation rounds"),
+    Option("validate", "bool", True, "validate on a shadow before recommending", label="Validate"),
+    Option("sample_percent", "float", None, "load the shadow with this percentage of large tables", (0, 100),
+           "Sample, %"),
+    Option("seed", "int", 0, "random seed of the search", (0, 2**31 - 1), "Seed"),
+)}
+COMMON = ("optimizer", "rounds", "validate", "sample_percent", "seed")  # the options every kind takes
+LIMITS = {name: o.bounds for name, o in OPTIONS.items() if o.type == "int"}  # a whole number's bounds
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One tuning run's settings (``OPTIONS`` says what each means). ``kind`` is a name in the kind registry."""
+
+    kind: str
+    optimizer: str | None = None
+    trials: int = 30
+    seeds: int = 3
+    repeats: int = 3
+    budget_mb: float | None = None
+    episodes: int = 300
+    samples: int = 48
+    rounds: int = 5
+    validate: bool = True
+    sample_percent: float | None = None
+    max_statements: int = 20
+    kinds: tuple[str, ...] = ()
+    seed: int = 0
+
+    @classmethod
+    def parse(cls, fields: Mapping[str, object]) -> "RunPlan":
+        """The checked plan of loosely typed fields, the one parser of every adapter: a web form's strings (blank
+        means the default), JSON's or the CLI's numbers and booleans (None means the default). Options the kind
+        does not take are left at their defaults. AdvisorError naming the first bad field."""
+        from advisor.tuning import kinds
+
+        cls._known(fields)
+        kind = _coerce("kind", fields.get("kind"))
+        if kind is None:
+            raise AdvisorError(f"choose what to tune: {', '.join(kinds.names())}")
+        taken = set(kinds.get(kind).options) | set(COMMON) | {"kind"}
+        values = {name: _coerce(name, raw) for name, raw in fields.items() if name in taken}
+        return cls(**{name: v for name, v in values.items() if v is not None}).checked()
+
+    def checked(self) -> "RunPlan":
+        """This plan with its defaults filled in; AdvisorError naming the first bad field."""
+        from advisor.tuning import kinds
+
+        kind = kinds.get(self.kind)
+        optimizer = self.optimizer or kind.default_optimizer
+        names = kind.optimizer_names()
+        if names and optimizer not in names:
+            raise AdvisorError(f"no {self.kind} optimizer named {optimizer!r}; choose one of {', '.join(names)}")
+        for name, (low, high) in LIMITS.items():
+            if not low <= getattr(self, name) <= high:
+                raise AdvisorError(f"{name} must be between {low} and {high}, got {getattr(self, name)}")
+        for name in ("budget_mb", "sample_percent"):
+            value, (low, high) = getattr(self, name), OPTIONS[name].bounds
+            if value is not None and not low < value <= high:
+                raise AdvisorError(f"{name} must be in ({low:g}, {high:g}], got {value:g}")
+        plan = dataclasses.replace(self, optimizer=optimizer)
+        for name in kind.required:
+            if getattr(plan, name) is None:
+                raise AdvisorError(f"a {kind.name} run needs {name} ({OPTIONS[name].help})")
+        kind.check(plan)
+        return plan
+
+    def to_dict(self) -> dict:
+        return {**dataclasses.asdict(self), "kinds": list(self.kinds)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunPlan":
+        """A stored plan (``to_dict``) as it was, unchecked."""
+        d = dict(cls._known(d))
+        if "kinds" in d:
+            d["kinds"] = tuple(d["kinds"] or ())
+        return cls(**d)
+
+    @classmethod
+    def _known(cls, fields: Mapping[str, object]) -> Mapping[str, object]:
+        unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise AdvisorError(f"unknown run option(s): {', '.join(unknown)}")
+        return fields
+
+
+_TRUE, _FALSE = ("true", "on", "yes", "1"), ("false", "off", "no", "0")
+
+
+def _coerce(name: str, raw: object) -> object:
+    """One field's value as its type; None for a blank or missing one (the default)."""
+    kind = "text" if name == "kind" else OPTIONS[name].type
+    if isinstance(raw, str):
+        raw = raw.strip()
+        if not raw:
+            return None
+    if raw is None:
+        return None
+    if kind == "text":
+        if not isinstance(raw, str):
+            raise AdvisorError(f"{name} must be a name, got {raw!r}")
+        return raw
+    if kind == "names":
+        items = raw.split(",") if isinstance(raw, str) else raw
+        if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
+            raise AdvisorError(f"{name} must be a list of names, got {str(raw)[:40]!r}")
+        return tuple(dict.fromkeys(i.strip() for i in items if i.strip()))
+    if kind == "bool":
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and raw.lower() in _TRUE + _FALSE:
+            return raw.lower() in _TRUE
+        raise AdvisorError(f"{name} must be true or false, got {str(raw)[:40]!r}")
+    if isinstance(raw, bool):
+        raise AdvisorError(f"{name} must be a number, got {raw}")
+    if kind == "int":
+        if isinstance(raw, int):
+            return raw
+        if isinstance(raw, float) and raw.is_integer():
+            return int(raw)
+        try:
+            if isinstance(raw, str):
+                return int(raw)
+        except ValueError:
+            pass
+        raise AdvisorError(f"{name} must be a whole number, got {str(raw)[:40]!r}")
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise AdvisorError(f"{name} must be a number, got {str(raw)[:40]!r}") from None
+    if not math.isfinite(value):
+        raise AdvisorError(f"{name} must be a finite number")
+    return value

@@ -1,0 +1,2 @@
+"""The whole-advisor kind ("all"): ``pipeline`` runs indexes, rewrites and knobs in order, each on a shadow
+that has the changes validated before it, then ``bundle`` measures the database changes together."""

@@ -1,0 +1,110 @@
+"""The last step of a whole-advisor run: the validated changes of every kind measured together, on a freshly
+built shadow of the target as it is now, in a factorial design. With parts P1..Pk (a kind's recommendation
+each), every subset of parts is an arm; each round runs every arm once in a rotated order (its changes applied,
+the workload replayed, the changes reverted), so all arms share the server's drift. From the same rounds:
+
+- the bundle's gain: all parts against none;
+- each part's contribution: the bundle against the bundle without it (a part that helps only without another,
+  or hurts with it, shows here: its contribution does not clear the minimum gain);
+- each part alone against none, on this fresh shadow: beside the gain it was validated with, the share of the
+  gain that holds when redeployed (the MLOS team's TUNA found "best" configurations that lose much of it).
+
+Latencies are in ms, gains fractions (0.02 = 2%).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from advisor.core.domain import Applied, Change, Evidence
+from advisor.core.errors import AdvisorError, SandboxError
+from advisor.core.progress import Say, silent
+from advisor.tuning.evidence import ArmRound, compare
+from advisor.tuning.validation import ShadowCrashed, ValidationOptions
+from connectors.base import Shadow
+from workloads.binding import BoundStatement
+from workloads.replay import ReplayOptions, replay
+
+MAX_PARTS = 3  # 2**3 arms per round at most
+
+
+@dataclass(frozen=True)
+class PartResult:
+    """One part of the bundle: ``alone`` (against no change) and ``contribution`` (the bundle against the bundle
+    without it); ``held``: the alone gain over the gain the part was validated with (None when that was <= 0)."""
+
+    name: str
+    alone: Evidence
+    contribution: Evidence
+    validated_gain: float | None
+
+    @property
+    def held(self) -> float | None:
+        if self.validated_gain is None or self.validated_gain <= 0:
+            return None
+        return self.alone.gain / self.validated_gain
+
+    @property
+    def pays(self) -> bool:
+        """It measurably adds to the bundle and slows no statement that matters."""
+        return self.contribution.accepted
+
+
+@dataclass(frozen=True)
+class BundleResult:
+    bundle: Evidence  # every part against none
+    parts: tuple[PartResult, ...]
+
+
+def measure_bundle(shadow: Shadow, statements: Sequence[BoundStatement],
+                   parts: Sequence[tuple[str, Sequence[Change], float | None]],
+                   options: ValidationOptions = ValidationOptions(), say: Say = silent) -> BundleResult:
+    """``parts``: (name, changes, gain it was validated with). The shadow is left as it was (also on error)."""
+    if not parts:
+        raise AdvisorError("nothing to measure: the bundle has no part")
+    if len(parts) > MAX_PARTS:
+        raise AdvisorError(f"a bundle of {len(parts)} parts is more than the {MAX_PARTS} measured together")
+    subsets = [frozenset(c) for r in range(len(parts) + 1) for c in itertools.combinations(range(len(parts)), r)]
+    rounds = _measure(shadow, statements, subsets, parts, options, say)
+    weights = {s.queryid: s.weight for s in statements}
+    texts = {s.queryid: s.normalized for s in statements}
+
+    def evidence(base: frozenset, cand: frozenset) -> Evidence:
+        return compare(rounds[base], rounds[cand], weights, texts, min_gain=options.min_gain,
+                       regression_threshold=options.regression_threshold,
+                       min_time_share=options.min_time_share, min_call_share=options.min_call_share)
+
+    everything, nothing = subsets[-1], subsets[0]
+    results = tuple(PartResult(name, evidence(nothing, frozenset({i})), evidence(everything - {i}, everything),
+                               gain) for i, (name, _changes, gain) in enumerate(parts))
+    return BundleResult(evidence(nothing, everything), results)
+
+
+def _measure(shadow: Shadow, statements: Sequence[BoundStatement], subsets: list[frozenset],
+             parts: Sequence[tuple[str, Sequence[Change], float | None]], options: ValidationOptions,
+             say: Say) -> dict[frozenset, list[ArmRound]]:
+    warm = ReplayOptions(options.concurrency, options.repeats, options.warmup, options.statement_timeout_ms)
+    rounds: dict[frozenset, list[ArmRound]] = {s: [] for s in subsets}
+    for i in range(options.rounds):
+        shift = i % len(subsets)
+        for subset in subsets[shift:] + subsets[:shift]:  # rotated: no arm always runs first
+            changes = [c for j in sorted(subset) for c in parts[j][1]]
+            applied = _apply(shadow, changes) if changes else None
+            try:
+                result = replay(shadow.dsn, statements, warm)
+            finally:
+                if applied is not None:
+                    shadow.connector.revert(applied)
+            rounds[subset].append(ArmRound(result.samples, {k: len(v) for k, v in result.errors.items()}))
+            label = " + ".join(parts[j][0] for j in sorted(subset)) or "current state"
+            say(f"bundle round {i + 1}/{options.rounds}, {label}: {result.wall_ms / 1000:.1f}s")
+    return rounds
+
+
+def _apply(shadow: Shadow, changes: Sequence[Change]) -> Applied:
+    try:
+        return shadow.connector.apply(changes)
+    except SandboxError as e:
+        raise ShadowCrashed(f"the shadow did not come back after applying the bundle's changes: {e}") from None

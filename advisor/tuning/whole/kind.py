@@ -1,0 +1,38 @@
+"""The whole-advisor kind's registry entry ("all"): indexes, then rewrites, then knobs, then the bundle
+(``pipeline.tune_all``). It takes every option of the kinds it runs, and ``kinds`` to run fewer."""
+
+from __future__ import annotations
+
+from advisor.core.errors import AdvisorError
+from advisor.tuning.kind import Kind
+from advisor.tuning.whole.pipeline import ORDER, tune_all
+
+
+def _summary(result) -> dict:
+    recs = result.recommendations
+    first = next((r for r in recs if r.state == "validated"), recs[0] if recs else None)
+    doc = {"recommendation": first.id if first else None, "recommendations": [r.id for r in recs],
+           "state": first.state if first else None, "message": result.message,
+           "steps": [{"kind": s.kind, "recommendation": s.recommendation.id if s.recommendation else None,
+                      "message": s.message, "failed": s.failed} for s in result.steps],
+           "dropped": list(result.dropped)}
+    if result.bundle is not None:
+        b = result.bundle.bundle
+        doc["bundle"] = {"gain": b.gain, "gain_ci": list(b.gain_ci), "rounds": b.rounds,
+                         "parts": [{"kind": p.name, "alone_gain": p.alone.gain, "contribution": p.contribution.gain,
+                                    "contribution_ci": list(p.contribution.gain_ci), "held": p.held,
+                                    "pays": p.pays} for p in result.bundle.parts]}
+    return doc
+
+
+def _check(plan) -> None:
+    unknown = [k for k in plan.kinds if k not in ORDER]
+    if unknown:
+        raise AdvisorError(f"kinds: {', '.join(map(repr, unknown))} cannot be part of a whole run; choose among "
+                           f"{', '.join(ORDER)}")
+
+
+KIND = Kind("all", "the whole advisor: indexes, then rewrites of what is still slow, then knobs, each on a "
+            "shadow with the changes before it; finally the changes measured together, each kept only if it pays",
+            tune_all, options=("kinds", "trials", "seeds", "repeats", "budget_mb", "episodes", "samples",
+                               "max_statements"), check_plan=_check, summarize=_summary, choices={"kinds": ORDER})

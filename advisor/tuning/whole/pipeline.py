@@ -1,0 +1,147 @@
+"""The whole advisor in one run: "what should I change on this database?".
+
+1. **indexes** for the observed workload (the index pipeline, on its own shadow);
+2. **rewrites** of what is still slow, on a shadow that has the new indexes;
+3. **knobs** on a shadow that has the new indexes;
+4. **the bundle**: every validated change that is applied to a database (indexes, knobs) measured together on a
+   freshly built shadow of the target as it is now (``bundle.measure_bundle``): the bundle's gain, each part's
+   contribution (the bundle without it) and the share of its gain that holds on the fresh shadow. A part that
+   does not pay in the bundle (it helped only without another, or hurts with it) is rejected, and says why.
+
+Each step is its kind's own registry entry and pipeline, so each stores its recommendation as a run of
+that kind would; a step that fails is reported and the run goes on. Rewrites are handed to people, never applied:
+they are not part of the database bundle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from advisor.core.domain import Recommendation
+from advisor.core.errors import AdvisorError
+from advisor.tuning.indexes.kind import KIND as INDEXES
+from advisor.tuning.kind import Context
+from advisor.tuning.knobs.kind import KIND as KNOBS
+from advisor.tuning.observe import bind, observe, require_workload
+from advisor.tuning.rewrites.kind import KIND as REWRITES
+from advisor.tuning.validation import ValidationOptions
+from advisor.tuning.whole.bundle import BundleResult, measure_bundle
+
+STEPS = {k.name: k for k in (INDEXES, REWRITES, KNOBS)}  # in the order they run
+ORDER = tuple(STEPS)
+MIN_BUDGET_MB = 16.0
+BUDGET_SHARE = 0.25  # an index budget left unset: this share of the database's size (at least MIN_BUDGET_MB)
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: str
+    recommendation: Recommendation | None
+    message: str
+    failed: bool = False
+    result: object = None
+
+
+@dataclass(frozen=True)
+class WholeResult:
+    steps: tuple[Step, ...]
+    bundle: BundleResult | None = None
+    message: str = ""
+    dropped: tuple[dict, ...] = ()  # {"change", "kind", "why"}: parts the bundle left out
+    recommendations: tuple[Recommendation, ...] = field(default=())  # as they stand after the bundle
+
+    @property
+    def recommendation(self) -> Recommendation | None:
+        """No single recommendation: a whole run has one per kind (``recommendations``)."""
+        return None
+
+
+def tune_all(ctx: Context, plan) -> WholeResult:
+    order = tuple(k for k in ORDER if k in (plan.kinds or ORDER))
+    connector = _connector(ctx)
+    obs = require_workload(observe(ctx.store, connector, ctx.name, 0.0, ctx.say))
+    steps: list[Step] = []
+    base: list = []  # the validated database changes so far: later steps' shadows start from them
+    from connectors import factory
+
+    for i, name in enumerate(order, 1):
+        ctx.say(f"[{i}/{len(order)}] {name}")
+        sub = _sub_plan(plan, name, obs.data_bytes)
+        try:
+            with factory.shadows_start_from(base):
+                result = STEPS[name].run(ctx, sub)
+        except AdvisorError as e:
+            ctx.say(f"{name}: failed: {e}")
+            steps.append(Step(name, None, f"failed: {e}", failed=True))
+            continue
+        rec = result.recommendation
+        steps.append(Step(name, rec, result.message, result=result))
+        if rec is not None and rec.state == "validated" and not STEPS[name].handed_over:
+            base.extend(rec.changes)
+    parts = [s for s in steps if s.recommendation is not None and s.recommendation.state == "validated"
+             and not STEPS[s.kind].handed_over]
+    bundle, dropped = None, []
+    if parts and plan.validate:
+        ctx.say(f"[bundle] {' + '.join(s.kind for s in parts)} measured together on a fresh shadow")
+        bundle, dropped = _validate_bundle(ctx, connector, obs, parts, plan)
+    recs = tuple(ctx.store.recommendation(s.recommendation.id) for s in steps if s.recommendation is not None)
+    return WholeResult(tuple(steps), bundle, _message(steps, bundle, recs), tuple(dropped), recs)
+
+
+def _connector(ctx: Context):
+    from connectors import factory
+
+    return factory.connector(ctx.dsn)
+
+
+def _sub_plan(plan, kind: str, data_bytes: int):
+    """The plan of one step: the whole run's options, with an index budget when none was given."""
+    budget = plan.budget_mb
+    if kind == "indexes" and budget is None:
+        budget = max(MIN_BUDGET_MB, round(BUDGET_SHARE * data_bytes / 2**20))
+    sub = dataclasses.replace(plan, kind=kind, optimizer=None, kinds=(), budget_mb=budget)
+    return sub.checked()
+
+
+def _validate_bundle(ctx: Context, connector, obs, parts: list[Step], plan) -> tuple[BundleResult, list[dict]]:
+    from connectors import factory
+
+    options = ValidationOptions(rounds=max(3, plan.rounds))
+    bound, _skipped = bind(connector, obs, ctx.inputs.get("max_statements", 30), ctx.say)
+    with factory.clone(connector, sample_percent=plan.sample_percent, say=ctx.say) as shadow:
+        result = measure_bundle(shadow, bound, [(s.kind, s.recommendation.changes,
+                                                 s.recommendation.evidence.gain if s.recommendation.evidence
+                                                 else None) for s in parts], options, ctx.say)
+    dropped = []
+    for step, part in zip(parts, result.parts):
+        rec = step.recommendation
+        ctx.store.add_details(rec.id, {"bundle": _part_doc(part, result)})
+        if len(parts) > 1 and not part.pays:
+            why = (f"in the bundle with {', '.join(s.kind for s in parts if s is not step)} it does not pay: "
+                   f"its contribution is {part.contribution.gain:+.1%} (95% CI {part.contribution.gain_ci[0]:+.1%} "
+                   f".. {part.contribution.gain_ci[1]:+.1%})"
+                   + (f", {len(part.contribution.blocking)} statement(s) slower" if part.contribution.blocking else ""))
+            ctx.store.transition(rec.id, "rejected", "advisor", why, expect="validated")
+            dropped.append({"change": f"{step.kind} ({len(rec.changes)} change(s))", "kind": step.kind, "why": why})
+    return result, dropped
+
+
+def _part_doc(part, result: BundleResult) -> dict:
+    return {"alone_gain": part.alone.gain, "alone_ci": list(part.alone.gain_ci),
+            "contribution": part.contribution.gain, "contribution_ci": list(part.contribution.gain_ci),
+            "held": part.held, "bundle_gain": result.bundle.gain, "bundle_ci": list(result.bundle.gain_ci)}
+
+
+def _message(steps: list[Step], bundle: BundleResult | None, recs: tuple[Recommendation, ...]) -> str:
+    states = {r.id: r.state for r in recs}
+    parts = []
+    for s in steps:
+        if s.recommendation is None:
+            parts.append(f"{s.kind}: {s.message or 'nothing recommended'}")
+        else:
+            parts.append(f"{s.kind}: {states.get(s.recommendation.id, s.recommendation.state)}")
+    if bundle is not None:
+        lo, hi = bundle.bundle.gain_ci
+        parts.append(f"together {bundle.bundle.gain:+.1%} (95% CI {lo:+.1%} .. {hi:+.1%})")
+    return "; ".join(parts)

@@ -1,0 +1,223 @@
+"""Knob advice a DBA can accept: the best configuration reduced by ablation on a real shadow to the knob that
+matters (work_mem, on a workload that spills its sort at the shadow's tiny work_mem) with its share of the gain,
+"keep your current settings" when nothing beats them, values rounded as a DBA writes them, and memory sizes from
+the target's hardware (read from the server, or given by the user and stored with the target)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from advisor.core import knobvalues
+from advisor.core.domain import Hardware, TrialResult
+from advisor.core.hardware import detect, given
+from advisor.service.factory import build_service
+from advisor.storage.store import open_store
+from advisor.tuning.knobs.ablation import AblationOptions, verdict
+from advisor.tuning.knobs.pipeline import KEEP, knob_problem, target_hardware, validate_best
+from advisor.tuning.knobs.trials import ReplayRunner, TrialRecord, TrialRunner, TuningOptions, TuningRun
+from advisor.tuning.observe import observe
+from advisor.tuning.validation import ValidationOptions
+from connectors.base import Shadow
+from connectors.postgres import PostgresConnector
+from connectors.postgres.sandbox import PostgresSandbox
+from optimizers import registry
+from optimizers.knobs.problem import KnobProblem
+from tests.advisor.items import cheap_space, stmt
+from tests.conftest import run
+
+NOISE = {"random_page_cost": "1.1", "effective_io_concurrency": "200", "checkpoint_completion_target": "0.5",
+         "bgwriter_delay": "50ms", "commit_delay": "100", "geqo_threshold": "6"}
+# a sort of 30k rows that spills to disk at work_mem = 64kB (about 2x slower), and a statement that waits 100 ms
+# whenever work_mem is under 16MB (a spill made large and certain: the shared test machine's noise is far larger
+# than a small sort's): work_mem alone makes the workload several times faster; the other knobs do nothing for it
+WORKLOAD = [stmt("sort", "SELECT count(*) FROM (SELECT v FROM big ORDER BY v OFFSET 0) s"),
+            stmt("spill", "SELECT pg_sleep(CASE WHEN pg_size_bytes(current_setting('work_mem')) < 16 * 1024 * 1024 "
+                          "THEN 0.1 ELSE 0 END)")]
+
+
+@pytest.fixture(scope="module")
+def shadow():
+    sandbox = PostgresSandbox("ablation", settings={"fsync": "off", "work_mem": "64kB"}).start()
+    try:
+        dsn = sandbox.create_database("shop")
+        run(dsn, "CREATE TABLE big AS SELECT g AS id, (random() * 1e9)::int AS v FROM generate_series(1, 30000) g",
+            "ANALYZE big")
+        yield Shadow.of(sandbox, "shop")
+    finally:
+        sandbox.stop()
+
+
+def finished_search(shadow, tmp_path, records: list[tuple[dict, float | None]]):
+    """A finished search on ``shadow``: its trials as given (config over the current settings, objective ms),
+    the first being the current settings."""
+    store = open_store(tmp_path / "s.duckdb")
+    obs = observe(store, shadow.connector, "shop")
+    space = cheap_space(shadow, keep=("work_mem", *NOISE))
+    trials = TrialRunner(shadow, ReplayRunner(WORKLOAD, repeats=2, warmup=0), space)
+    optimizer = registry.create("knobs", "random", KnobProblem(space), seed=0)
+    run_id = "r1"
+    store.add_run(run_id, obs.target_id, "knobs", "random", {})
+    search = TuningRun(store, run_id, obs.target_id, trials, optimizer, TuningOptions(trials=len(records)))
+    base = space.default_config()
+    for i, (config, objective) in enumerate(records):
+        search.records.append(TrialRecord(i, {**base, **config}, "default" if i == 0 else "random",
+                                            TrialResult(objective), 0.1))
+    return store, obs, search
+
+
+def test_ablation_keeps_work_mem_with_its_share_and_drops_the_knobs_that_do_not_matter(shadow, tmp_path):
+    # the search's best: work_mem, written with odd precision, plus six knobs that do nothing for this workload
+    store, obs, knob_run = finished_search(shadow, tmp_path, [({}, 100.0), ({"work_mem": "61234kB", **NOISE}, 35.0)])
+    said: list[str] = []
+    result = validate_best(store, knob_run, obs, shadow.connector, shadow, WORKLOAD, ValidationOptions(rounds=3),
+                           said.append, AblationOptions(rounds=3))
+    rec = result.recommendation
+    assert rec is not None and rec.state == "validated", result.message
+    assert [(c.name, c.value) for c in rec.changes] == [("work_mem", "60MB")]  # rounded before it was measured
+    assert any("60MB" in line for line in rec.apply_sql)
+    [share] = rec.details["knob_shares"]
+    assert (share["knob"], share["current"], share["proposed"]) == ("work_mem", "64kB", "60MB")
+    assert share["share"] == 1.0 and share["saves"] > 0.5 and not share["restart"]
+    assert {d["knob"] for d in rec.details["ablation"]["dropped"]} == set(NOISE)
+    assert rec.details["ablation"]["changed"] == 7
+    assert any("screening" in line for line in said) and any("1 of 7 knob(s) kept" in line for line in said)
+    assert {d["change"].split(" = ")[0] for d in result.dropped} == set(NOISE)
+    assert rec.evidence.gain > 0.5
+    store.close()
+
+
+def test_keep_current_settings_when_no_trial_beats_them(shadow, tmp_path):
+    store, obs, knob_run = finished_search(shadow, tmp_path, [({}, 100.0), ({"random_page_cost": "1.1"}, 130.0),
+                                                        ({"work_mem": "1MB"}, None)])
+    said: list[str] = []
+    result = validate_best(store, knob_run, obs, shadow.connector, shadow, WORKLOAD, ValidationOptions(rounds=2),
+                           said.append)
+    assert result.recommendation is None and result.message.startswith(KEEP)
+    assert "no trial of 3 beat them" in result.message
+    assert store.run("r1")["result"]["keep_current"]["baseline_objective"] == 100.0
+    assert store.recommendations() == [] and not any("validating" in line for line in said)  # nothing measured
+    store.close()
+
+
+def test_keep_current_settings_when_the_best_does_not_measurably_gain(shadow, tmp_path):
+    # better in its single pass by luck: measured again against the current settings, it gains nothing
+    store, obs, knob_run = finished_search(shadow, tmp_path, [({}, 100.0), ({"random_page_cost": "1.1"}, 90.0)])
+    result = validate_best(store, knob_run, obs, shadow.connector, shadow, WORKLOAD, ValidationOptions(rounds=2),
+                           ablation=AblationOptions(rounds=3))
+    assert result.recommendation is None and result.message.startswith(KEEP)
+    assert "not measurably better" in result.message
+    assert store.run("r1")["result"]["keep_current"]["gain_ci"][0] < 0.02
+    store.close()
+
+
+# --- which knobs pay ---------------------------------------------------------------------------------------------
+
+
+def test_a_knob_that_needs_a_restart_is_kept_only_when_it_pays_for_the_restart():
+    options = AblationOptions(min_share=0.05, restart_min_gain=0.05)
+    # a tenth of the gain, on a workload that got 30% faster: 4.3% of its time
+    assert verdict(0.0614, True, 0.3, restart=False, options=options)[2] is None
+    assert "pays less than its restart" in verdict(0.0614, True, 0.3, restart=True, options=options)[2]
+    assert verdict(0.2, True, 0.3, restart=True, options=options)[2] is None  # 14% of the time: worth a restart
+    assert "within noise" in verdict(0.2, False, 0.3, restart=False, options=options)[2]
+    assert "does not pay" in verdict(-0.05, False, 0.3, restart=False, options=options)[2]
+
+
+# --- values as a DBA writes them ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, value, expected", [
+    ("shared_buffers", "6667MB", "6.5GB"), ("shared_buffers", "253MB", "256MB"), ("max_wal_size", "17462MB", "17GB"),
+    ("work_mem", "37.4MB", "37MB"), ("effective_cache_size", "1331MB", "1300MB"), ("checkpoint_timeout", "745", "12min"),
+    ("checkpoint_timeout", "372", "370s"), ("bgwriter_delay", "42", "42ms"), ("random_page_cost", "1.0834", "1.1"),
+    ("random_page_cost", "4.42", "4.4"), ("cpu_tuple_cost", "0.01234", "0.012"), ("commit_delay", "19", "19"),
+    ("effective_io_concurrency", "237", "240"), ("wal_buffers", "-1", "-1"), ("jit_above_cost", "123456", "120000"),
+])
+def test_values_are_rounded_as_a_dba_writes_them(pg, name, value, expected):
+    spec = PostgresConnector(pg.dsn()).knob_catalog()[name]
+    assert knobvalues.readable(spec, value) == expected
+
+
+def test_every_rounded_value_is_one_the_server_stores_exactly(pg):
+    """What is measured is what is recommended: the rounded text is a whole number of the knob's unit, inside its
+    bounds, so the server stores exactly that value."""
+    catalog = PostgresConnector(pg.dsn()).knob_catalog()
+    numeric = [s for s in catalog.values() if s.vartype in ("integer", "real") and s.max_value and s.max_value > 1]
+    for spec in numeric:
+        for x in (1.37, 13.7, 1370.0, 33333.0, 1.7e7):
+            value = knobvalues.format_base(spec, min(max(x, spec.min_value or 0.0), spec.max_value))
+            base = knobvalues.to_base(spec, value)
+            text = knobvalues.readable(spec, value)
+            assert knobvalues.check(spec, text) == text
+            rounded = knobvalues.to_base(spec, text)
+            assert spec.min_value <= rounded <= spec.max_value, (spec.name, text)
+            if spec.vartype == "integer":
+                assert rounded == round(rounded), (spec.name, base, text)
+            if base > 0 and rounded > 0:
+                assert abs(math.log(rounded / base)) < math.log(1.3), (spec.name, base, text)
+
+
+# --- the target's hardware ----------------------------------------------------------------------------------------
+
+
+def test_the_connector_reads_the_servers_memory_and_a_plain_role_cannot(pg, db):
+    mem_total = next(int(line.split()[1]) * 1024 for line in Path("/proc/meminfo").read_text().splitlines()
+                     if line.startswith("MemTotal:"))
+    hw = PostgresConnector(db).hardware()  # a superuser, on a server of this machine
+    assert hw is not None and hw.source == "server" and hw.memory_bytes == mem_total and hw.cores >= 1
+    run(db, "DROP ROLE IF EXISTS hw_plain", "CREATE ROLE hw_plain LOGIN")
+    assert PostgresConnector(db.replace("user=postgres", "user=hw_plain")).hardware() is None
+
+
+def test_hardware_stored_with_a_target_sizes_the_knob_space(db, tmp_path):
+    run(db, "CREATE TABLE t (a int)", "SELECT count(*) FROM t")
+    service = build_service(str(tmp_path / "s.duckdb"))
+    target = service.add_target("sized", db, hardware=given(2, 3))
+    assert target["hardware"] == {"memory_bytes": 2 * 1024**3, "cores": 3}
+    obs = observe(service.store, PostgresConnector(db), "sized")
+    said: list[str] = []
+    # this machine's hardware passed in (what a caller that knows nothing passes) does not override the target's
+    hw, findings = target_hardware(service.store, PostgresConnector(db), obs.target_id, detect(), said.append)
+    assert (hw.memory_bytes, hw.cores, hw.source) == (2 * 1024**3, 3, "given") and findings == []
+    space = knob_problem(obs, hw).space
+    assert knobvalues.to_bytes(space.catalog["shared_buffers"], space.decode([1.0] * space.dim)["shared_buffers"]) \
+        <= 0.4 * 2 * 1024**3
+    assert any("stored with the target" in line for line in said)
+    # no stored hardware: the server's own, read through SQL
+    service.store.set_target_hardware(obs.target_id, None)
+    hw, _ = target_hardware(service.store, PostgresConnector(db), obs.target_id, None)
+    assert hw.source == "server" and hw.memory_bytes == detect().memory_bytes
+    # given for this run: wins over both
+    hw, _ = target_hardware(service.store, PostgresConnector(db), obs.target_id, Hardware(4 * 1024**3, 8, "hdd", "given"))
+    assert (hw.memory_bytes, hw.cores, hw.storage) == (4 * 1024**3, 8, "hdd")
+    service.store.close()
+
+
+def test_unknown_hardware_falls_back_to_this_machine_and_says_so(db, tmp_path):
+    run(db, "DROP ROLE IF EXISTS hw_reader", "CREATE ROLE hw_reader LOGIN",
+        "GRANT SELECT ON ALL TABLES IN SCHEMA public TO hw_reader")
+    plain = db.replace("user=postgres", "user=hw_reader")
+    store = open_store(tmp_path / "s.duckdb")
+    target_id = store.upsert_target("blind", "postgres", "x")
+    said: list[str] = []
+    hw, findings = target_hardware(store, PostgresConnector(plain), target_id, None, said.append)
+    assert hw.source == "detected" and hw.memory_bytes == detect().memory_bytes
+    assert findings and "this machine's are used" in findings[0] and "--memory-gb" in findings[0]
+    assert any("unknown for the target" in line for line in said)
+    store.close()
+
+
+def test_cli_targets_add_stores_the_hardware_given(db, tmp_path):
+    env = {"ADVISOR_STORE": str(tmp_path / "a.duckdb"), "ADVISOR_KEY_FILE": str(tmp_path / "k.key"),
+           "PATH": "/usr/bin:/bin"}
+    res = subprocess.run([sys.executable, "-m", "advisor", "targets", "add", "--name", "hw", "--dsn", db,
+                          "--memory-gb", "16", "--cpus", "4", "--json"], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["hardware"] == {"memory_bytes": 16 * 1024**3, "cores": 4}
