@@ -124,9 +124,9 @@ def clone(target: Connector, *, sample_percent: float | None = None, sample_min_
                                           extra_settings=extra_settings, say=say)
     base = _BASE.get()
     if base:
-        if say:
-            say(f"shadow: applying {len(base)} change(s) validated earlier in this run")
-        try:
+        try:  # a progress callback may raise (a cancelled run): the shadow is stopped then too
+            if say:
+                say(f"shadow: applying {len(base)} change(s) validated earlier in this run")
             shadow.connector.apply(base)
         except BaseException:
             shadow.close()

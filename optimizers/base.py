@@ -38,14 +38,12 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import ClassVar, Generic, TypeVar
 
-from advisor.core.domain import Change, IndexChange, KnobChange, QueryRewrite, TrialResult
+from advisor.core.domain import Change, TrialResult
 from advisor.core.progress import Say
 
 P = TypeVar("P")
 Config = tuple[Change, ...]
 Outcome = TrialResult  # objective (lower is better) or None, status measured | failed | infeasible, reason
-
-CHANGE_TYPES: dict[str, type] = {"knobs": KnobChange, "indexes": IndexChange, "rewrites": QueryRewrite}
 
 
 class ContractViolation(AssertionError):
@@ -56,6 +54,7 @@ class Optimizer(ABC, Generic[P]):
     name: ClassVar[str]
     kind: ClassVar[str]
     description: ClassVar[str] = ""
+    change_types: ClassVar[tuple[type, ...]] = ()  # what its configurations hold (a kind's base class says)
 
     def __init__(self, problem: P, *, seed: int = 0, **options) -> None:
         self.problem = problem
@@ -72,9 +71,9 @@ class Optimizer(ABC, Generic[P]):
         if not configs:
             raise ContractViolation(f"{self.name} proposed nothing (an empty configuration is a proposal; "
                                     "no proposal is not)")
-        expected = CHANGE_TYPES.get(self.kind)
+        expected = self.change_types
         for config in configs:
-            if expected is not None and any(not isinstance(c, expected) for c in config):
+            if expected and any(not isinstance(c, expected) for c in config):
                 raise ContractViolation(f"{self.name} is a {self.kind} optimizer but proposed another kind of change")
             self._check(config)
         return configs
@@ -104,6 +103,11 @@ class Optimizer(ABC, Generic[P]):
 
     def explain(self) -> dict[str, str]:
         """Why the last proposal looks as it does, per item (knob name, index name, ...)."""
+        return {}
+
+    def report(self) -> dict:
+        """What the last proposal cost, for the pipeline to show (e.g. a rewriter's search seconds per statement:
+        ``{"seconds": {queryid: s}}``); empty when there is nothing to report."""
         return {}
 
     # --- plugin hooks ---------------------------------------------------------------------------------------

@@ -18,8 +18,8 @@ def test_bench_knobs_small_run_writes_table_json_and_plot(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     doc = json.loads((out / "knobs.json").read_text())
     (joins,) = doc["workloads"]
-    assert [r["label"] for r in joins["runs"]] == ["hibo", "hibo-unseeded", "gp", "tpe", "random"]
-    assert joins["pooled_trials"] == 15 and all(r["trials"] == 3 for r in joins["runs"])
+    assert [r["label"] for r in joins["runs"]] == ["hibo", "hibo-unseeded", "smac", "gp", "tpe", "random"]
+    assert joins["pooled_trials"] == 18 and all(r["trials"] == 3 for r in joins["runs"])
     assert joins["gstar_ci"][0] <= joins["gstar"] <= joins["gstar_ci"][1]
     # every curve is best-so-far: it never goes down
     for r in joins["runs"]:

@@ -90,9 +90,10 @@ class TargetIn(Strict):
     name: str = Field(min_length=1, max_length=200, examples=["orders-prod"])
     dsn: SecretStr = Field(description="libpq DSN or postgresql:// URL; stored encrypted, never returned",
                            examples=["host=10.0.0.5 port=5432 dbname=orders user=advisor password=..."])
-    memory_gb: float | None = Field(None, gt=0, description="the server's RAM in GiB, for knob sizes (default: "
-                                    "read from the server when it lets the advisor read /proc/meminfo)")
-    cpus: int | None = Field(None, ge=1, description="the server's cores (default: as for memory_gb)")
+    memory_gb: float | None = Field(None, gt=0, le=1_000_000, allow_inf_nan=False,
+                                    description="the server's RAM in GiB, for knob sizes (default: read from the "
+                                    "server when it lets the advisor read /proc/meminfo)")
+    cpus: int | None = Field(None, ge=1, le=100_000, description="the server's cores (default: as for memory_gb)")
 
 
 class TargetUpdate(Strict):

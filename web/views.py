@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from advisor.core.domain import HANDED_OVER, Recommendation
+from advisor.core.domain import Recommendation
+from advisor.service.production import handed_over
 from advisor.service.watch import watch_of
 from advisor.storage import codec
 from web import schemas
@@ -17,7 +18,7 @@ def recommendation(rec: Recommendation, predicted_gain: float | None) -> schemas
         needs_restart=rec.needs_restart, created_at=rec.created_at, run_id=rec.run_id,
         gain=codec.plain(ev.gain) if ev else None, gain_ci=codec.plain(list(ev.gain_ci)) if ev else None,
         predicted_gain=predicted_gain, evidence=d["evidence"], details=d["details"], applied=rec.applied,
-        watch=watch_of(rec), applicable=rec.kind not in HANDED_OVER)
+        watch=watch_of(rec), applicable=not handed_over(rec))
 
 
 def page(rows: list, limit: int, offset: int) -> dict:

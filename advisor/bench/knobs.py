@@ -1,18 +1,23 @@
 """``advisor bench knobs``: every knob optimizer with the same trial budget on real PostgreSQL sandboxes, then
-the same optimizers over many seeds on a surrogate fitted to those real trials.
+the same optimizers over many seeds on a surrogate fitted to real trials (``advisor.bench.knob_surrogate``).
 
-Per workload, one sandbox server holds the data (fsync on, as in production; the data fits in memory) and is the
-shadow every run tunes. Runs go one after another on the same server, each starting from PostgreSQL's defaults.
+Two modes:
 
-Reported per workload (real database):
-- G*: the best configuration of all runs' trials pooled (the reference), re-measured against the defaults with
-  interleaved passes; its gain and 95% interval.
-- per optimizer: best objective and gain over the defaults (one pass per trial), share of G* reached, trials to
-  reach 95% of its own final best, wall time, failed trials; HiBO's best validated against the defaults.
-- the rules (PGTune) configuration against the defaults.
+- ``real`` (the default): per workload, one sandbox server holds the data (fsync on, as in production; the data
+  fits in memory) and is the shadow every run tunes, one run after another, each from PostgreSQL's defaults.
+  Reported: G*, the best configuration of all runs' trials pooled, re-measured against the defaults with
+  interleaved passes (gain and 95% interval); per optimizer its best objective and gain over the defaults (one
+  pass per trial), its best gain among trials that slowed no statement by 10% (``feasible``, from the trial's
+  own pass), the share of G* reached, trials to 95% of its own best, wall time, failed trials; HiBO's
+  recommendation (its best trial that slowed no statement, else its best) validated as the pipeline validates
+  (ABBA rounds, the per-statement guard): gain, interval, verdict and the statements that regressed. The
+  surrogate is then fitted to the pooled trials.
+- ``surrogate``: per workload, a space-filling design of real trials (the current settings, the rule seeds,
+  ``design`` Sobol points), or a design saved by an earlier run (``design_from``), and only the surrogate part.
 
-The surrogate part (labelled as such) fits a random forest to the pooled real trials (log objective) and runs
-each optimizer ``surrogate_seeds`` times on it: mean trials to reach 95% of the best known value and mean best.
+The surrogate part (labelled as such) runs each optimizer ``surrogate_seeds`` times at ``surrogate_trials``
+trials: the mean share of the pooled best feasible gain reached, how many seeds reached 90% of it, and how many
+runs' best-by-total trial would regress a statement (see ``knob_surrogate``).
 """
 
 from __future__ import annotations
@@ -24,29 +29,28 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-from advisor.core.domain import Hardware, Statement, TrialResult, Workload
+from advisor.bench.knob_surrogate import Observed, Surrogate, compare, measure_design
+from advisor.core.domain import Hardware, Statement, Workload
 from advisor.core.errors import NotFound
 from advisor.core.hardware import detect
 from advisor.core.progress import Say, silent
-from advisor.tuning.validation import ValidationOptions
 from advisor.storage.store import Store, new_id, open_store
 from advisor.tuning.knobs.pipeline import search
-from advisor.tuning.knobs.trials import (ReplayRunner, TrialRecord, TrialRunner, TuningOptions, best_so_far,
-                            compare_configs)
+from advisor.tuning.knobs.runners import PgbenchRunner, ReplayRunner
+from advisor.tuning.knobs.trials import TrialRecord, TrialRunner, TuningOptions, best_so_far, compare_configs
+from advisor.tuning.validation import ValidationOptions, validate
 from connectors import factory
 from connectors.base import Shadow
 from optimizers import registry
 from optimizers.knobs.features import extract
-from optimizers.knobs.seeding import Seed, rule_seeds
 from optimizers.knobs.problem import KnobProblem
+from optimizers.knobs.seeding import rule_seeds
 from optimizers.knobs.space import KnobSpace
-from workloads import suites
+from workloads import knob_suites, suites
 
 # Runs per workload: name, optimizer, seeded. "hibo" is HiBO with rule seeds; the rest start from nothing.
-RUNS = (("hibo", "hibo", True), ("hibo-unseeded", "hibo", False), ("gp", "gp", False), ("tpe", "tpe", False),
-        ("random", "random", False))
+RUNS = (("hibo", "hibo", True), ("hibo-unseeded", "hibo", False), ("smac", "smac", False), ("gp", "gp", False),
+        ("tpe", "tpe", False), ("random", "random", False))
 MIN_GAIN = ValidationOptions().min_gain  # the same bar a recommendation must clear
 SAFETY_RUNS = (("hibo", "hibo", True), ("random", "random", False))
 
@@ -60,12 +64,13 @@ class BenchWorkload:
 
 
 DEFAULT_WORKLOADS = (BenchWorkload("joins", "replay", True, 30), BenchWorkload("lookups", "replay", True, 30),
-                     BenchWorkload("tpch", "replay", False, 12), BenchWorkload("pgbench", "pgbench", False, 10))
+                     BenchWorkload("planner", "replay", True, 30), BenchWorkload("tpch", "replay", False, 12),
+                     BenchWorkload("pgbench", "pgbench", False, 10))
 
 
 @dataclass(frozen=True)
 class BenchOptions:
-    workloads: tuple[str, ...] = ("joins", "lookups", "tpch", "pgbench")
+    workloads: tuple[str, ...] = ("joins", "lookups", "planner", "tpch", "pgbench")
     trials: int | None = None  # overrides each workload's default
     repeats: int = 2
     validation_rounds: int = 4
@@ -73,6 +78,9 @@ class BenchOptions:
     surrogate_trials: int = 30
     seed: int = 0
     out_dir: str = "bench-results/knobs"
+    mode: str = "real"  # real | surrogate
+    design: int = 48  # Sobol points of a surrogate-mode design
+    design_from: str | None = None  # a knobs.json whose designs the surrogate mode reuses (no data loaded)
 
 
 @dataclass
@@ -89,6 +97,7 @@ class RunSummary:
     trials_to_95: int | None
     wall_s: float
     curve: list[float] = field(default_factory=list)  # best-so-far gain over the defaults per trial
+    feasible_gain: float | None = None  # the best gain among trials that slowed no statement by 10% (one pass)
 
 
 @dataclass
@@ -106,6 +115,7 @@ class WorkloadReport:
     hibo_validated_ci: tuple[float, float] | None
     hibo_recommends: str
     runs: list[RunSummary]
+    hibo_regressed: list[str] = field(default_factory=list)  # statements the guard found slower in validation
 
 
 def _gain(default: float, value: float | None) -> float | None:
@@ -122,6 +132,11 @@ def trials_to_fraction(curve: list[float], final: float, fraction: float = 0.95)
     return None
 
 
+def observed(records: list[TrialRecord]) -> list[Observed]:
+    return [Observed(r.config, r.statement_ms, r.result.status != "measured") for r in records
+            if r.result.status != "infeasible"]
+
+
 class KnobBench:
     def __init__(self, options: BenchOptions = BenchOptions(), say: Say = silent, hardware: Hardware | None = None):
         self.options = options
@@ -133,60 +148,108 @@ class KnobBench:
     def run(self) -> dict:
         started = time.time()
         by_name = {w.name: w for w in DEFAULT_WORKLOADS}
+        for name in self.options.workloads:
+            if name not in by_name:
+                raise NotFound(f"unknown bench workload {name!r} (available: {', '.join(by_name)})")
+        wanted = [by_name[n] for n in self.options.workloads]
         reports: list[WorkloadReport] = []
-        pooled: dict[str, tuple[KnobSpace, list[TrialRecord], list[Seed]]] = {}
-        store = open_store(self.out / "bench.duckdb")
-        try:
-            for name in self.options.workloads:
-                if name not in by_name:
-                    raise NotFound(f"unknown bench workload {name!r} (available: {', '.join(by_name)})")
-                report, space, records, seeds = self._workload(by_name[name], store)
-                reports.append(report)
-                pooled[name] = (space, records, seeds)
-        finally:
-            store.close()
-        surrogate = self._surrogate(pooled, reports)
-        doc = {"machine": {"cores": self.hw.cores, "memory_gb": round(self.hw.memory_bytes / 1024**3, 1),
+        designs: dict[str, dict] = {}
+        surrogate: dict = {"label": "SURROGATE: per-statement random forests fitted to real trials; not a database",
+                           "seeds": self.options.surrogate_seeds, "trials": self.options.surrogate_trials,
+                           "workloads": {}}
+        if self.options.mode == "surrogate":
+            saved = json.loads(Path(self.options.design_from).read_text())["designs"] \
+                if self.options.design_from else {}
+            for wl in wanted:
+                if wl.kind == "replay" and wl.full:
+                    designs[wl.name] = saved[wl.name] if wl.name in saved else self._design(wl)
+                    if self.options.surrogate_seeds > 0:
+                        surrogate["workloads"][wl.name] = self._on_surrogate(wl.name, designs[wl.name])
+        else:
+            store = open_store(self.out / "bench.duckdb")
+            try:
+                for wl in wanted:
+                    report, design = self._workload(wl, store)
+                    reports.append(report)
+                    if design is not None:
+                        designs[wl.name] = design
+                        surrogate["workloads"][wl.name] = self._on_surrogate(wl.name, design)
+            finally:
+                store.close()
+        doc = {"mode": self.options.mode,
+               "machine": {"cores": self.hw.cores, "memory_gb": round(self.hw.memory_bytes / 1024**3, 1),
                            "storage": self.hw.storage},
                "options": asdict(self.options), "wall_s": round(time.time() - started, 1),
-               "workloads": [asdict(r) for r in reports], "surrogate": surrogate}
+               "workloads": [asdict(r) for r in reports], "surrogate": surrogate, "designs": designs}
         (self.out / "knobs.json").write_text(json.dumps(doc, indent=2, default=str))
-        self._plot(reports)
+        self._plot(reports, surrogate)
         return doc
+
+    # --- servers ----------------------------------------------------------------------------------------
+
+    def _server(self, sandbox, wl: BenchWorkload):
+        """Load ``wl``'s data into ``sandbox``: (shadow, runner, workload, space, features)."""
+        dsn = sandbox.create_database("bench")
+        if wl.kind == "pgbench":
+            from workloads import pgbench
+
+            pgbench.initialize(dsn, PgbenchRunner.scale)
+            runner = PgbenchRunner()
+            workload = Workload(tuple(Statement(f"pgbench.{i}", q, 1, 1.0) for i, q in enumerate(pgbench_texts())))
+        else:
+            suite = knob_suites.get(wl.name)
+            suites.prepare(dsn, suite)
+            runner = ReplayRunner(suite.statements(self.options.seed), repeats=self.options.repeats)
+            workload = Workload(tuple(Statement(b.queryid, b.sql, 1, 1.0) for b in runner.statements))
+        shadow = Shadow.of(sandbox, "bench")
+        space = KnobSpace.build(shadow.connector.knob_catalog(), self.hw)
+        with shadow.connector.connect() as conn:
+            data_bytes = int(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0])
+        features = extract(workload, data_bytes, "oltp" if wl.kind == "pgbench" else "dw")
+        return shadow, runner, workload, space, features
+
+    def _design(self, wl: BenchWorkload) -> dict:
+        """A surrogate-mode design measured on a real server, in the form ``knobs.json`` keeps it."""
+        self.say(f"[{wl.name}] starting a server and loading the data")
+        with factory.sandbox("postgres", f"bench-{wl.name}") as sandbox:
+            shadow, runner, workload, space, features = self._server(sandbox, wl)
+            seeds, _ = rule_seeds(space, features)
+            trials = TrialRunner(shadow, runner, space, say=silent)
+            points = measure_design(trials, self.options.design, [s.config for s in seeds], self.options.seed,
+                                    say=lambda m: self.say(f"[{wl.name}] {m}"))
+        return self._design_doc(runner, features.kind, seeds, points)
+
+    def _design_doc(self, runner: ReplayRunner, kind: str, seeds, points: list[Observed]) -> dict:
+        return {"hardware": asdict(self.hw), "kind": kind,
+                "weights": {s.queryid: s.weight for s in runner.statements},
+                "seeds": [{"source": s.source, "config": s.config} for s in seeds],
+                "trials": [p.to_dict() for p in points]}
+
+    def _on_surrogate(self, name: str, design: dict) -> dict:
+        """Every run of ``RUNS`` over seeds on a surrogate fitted to ``design`` (its space rebuilt from a server's
+        catalog and the design's hardware)."""
+        hw = Hardware(**design["hardware"])
+        with factory.sandbox("postgres", f"bench-{name}-catalog") as sandbox:
+            space = KnobSpace.build(Shadow.of(sandbox, "postgres").connector.knob_catalog(), hw)
+        points = [Observed(t["config"], t["statement_ms"], t["failed"]) for t in design["trials"]]
+        model = Surrogate(space, design["weights"], points)
+        self.say(f"[surrogate {name}] fitted to {model.trained_on} real trials; running "
+                 f"{len(RUNS)} optimizers x {self.options.surrogate_seeds} seeds")
+        return compare(model, RUNS, [s["config"] for s in design["seeds"]], self.options.surrogate_seeds,
+                       self.options.surrogate_trials, design["kind"],
+                       say=lambda m: self.say(f"[surrogate {name}] {m}"), extra=[p.config for p in points])
 
     # --- one workload on a real server ------------------------------------------------------------------
 
-    def _workload(self, wl: BenchWorkload, store: Store):
-        from advisor.tuning.knobs.trials import PgbenchRunner
-
+    def _workload(self, wl: BenchWorkload, store: Store) -> tuple[WorkloadReport, dict | None]:
         trials_n = self.options.trials or wl.trials
         self.say(f"[{wl.name}] starting a server and loading the data")
         with factory.sandbox("postgres", f"bench-{wl.name}") as sandbox:
-            dsn = sandbox.create_database("bench")
-            if wl.kind == "pgbench":
-                from workloads import pgbench
-
-                pgbench.initialize(dsn, PgbenchRunner.scale)
-                runner = PgbenchRunner()
-                workload = Workload(tuple(Statement(f"pgbench.{i}", q, 1, 1.0) for i, q in enumerate(pgbench_texts())))
-            else:
-                suite = suites.get(wl.name)
-                suites.prepare(dsn, suite)
-                bound = suite.statements(self.options.seed)
-                runner = ReplayRunner(bound, repeats=self.options.repeats)
-                workload = Workload(tuple(Statement(b.queryid, b.sql, 1, 1.0) for b in bound))
-            shadow = Shadow.of(sandbox, "bench")
-            connector = shadow.connector
-            catalog = connector.knob_catalog()
-            space = KnobSpace.build(catalog, self.hw)
-            with connector.connect() as conn:
-                data_bytes = int(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0])
-            features = extract(workload, data_bytes, "oltp" if wl.kind == "pgbench" else "dw")
+            shadow, runner, workload, space, features = self._server(sandbox, wl)
             seeds, _ = rule_seeds(space, features)
-            runs = RUNS if wl.full else SAFETY_RUNS
             all_records: list[TrialRecord] = []
             summaries: list[tuple[str, str, bool, list[TrialRecord], float]] = []
-            for label, optimizer, seeded in runs:
+            for label, optimizer, seeded in (RUNS if wl.full else SAFETY_RUNS):
                 self.say(f"[{wl.name}] {label}: {trials_n} trials")
                 opt = registry.create("knobs", optimizer, KnobProblem(space, features.kind), seed=self.options.seed)
                 trials = TrialRunner(shadow, runner, space, say=silent)
@@ -213,118 +276,75 @@ class KnobBench:
             self.say(f"[{wl.name}] re-measuring the pooled best against the defaults")
             ref = compare_configs(trials, base_cfg, {**base_cfg, **top.config}, self.options.validation_rounds,
                                   say=lambda m: self.say(f"[{wl.name}] G* {m}"))
-            hibo_records = next(s[3] for s in summaries if s[0] == "hibo")
-            hibo_best = min((r for r in hibo_records if r.result.objective is not None and r.result.status == "measured"),
-                            key=lambda r: r.result.objective)  # type: ignore[arg-type, return-value]
-            if hibo_best.config == top.config:
-                hibo_cmp = ref
-            elif hibo_best.source == "default":
-                hibo_cmp = None
-            else:
-                self.say(f"[{wl.name}] validating HiBO's best against the defaults")
-                hibo_cmp = compare_configs(trials, base_cfg, {**base_cfg, **hibo_best.config},
-                                           self.options.validation_rounds,
-                                           say=lambda m: self.say(f"[{wl.name}] HiBO {m}"))
             trials.reset()
+            hibo = _recommendation(next(s[3] for s in summaries if s[0] == "hibo"))
+            evidence = None
+            if hibo is not None and isinstance(runner, ReplayRunner):
+                self.say(f"[{wl.name}] validating HiBO's recommendation as the pipeline does")
+                evidence = validate(shadow, runner.statements, space.changes(hibo.config),
+                                    ValidationOptions(rounds=self.options.validation_rounds),
+                                    say=lambda m: self.say(f"[{wl.name}] HiBO {m}"))
         gstar = max(ref.gain, 0.0)
-        run_summaries = []
-        for label, optimizer, seeded, records, wall in summaries:
-            curve = [max(_gain(default_obj, b) or 0.0, 0.0) if math.isfinite(b) else 0.0
-                     for b in best_so_far(records)]
-            best = min((r for r in records if r.result.objective is not None and r.result.status == "measured"),
-                       key=lambda r: r.result.objective, default=None)  # type: ignore[arg-type]
-            final = curve[-1] if curve else 0.0
-            share = final / gstar if gstar > 0 else None
-            run_summaries.append(RunSummary(
-                label, optimizer, seeded, len(records), sum(r.result.status != "measured" for r in records),
-                best.result.objective if best else None, best.config if best else {},
-                final, share, trials_to_fraction(curve, final), round(wall, 1), curve))
-        if hibo_cmp is None or hibo_cmp.ci[0] <= MIN_GAIN:
-            recommends = f"keep the current configuration (interval does not clear {MIN_GAIN:.0%})"
+        run_summaries = [self._summary(default_obj, gstar, *s) for s in summaries]
+        if evidence is None:
+            recommends = "keep the current configuration (no trial beat it)" if hibo is None else \
+                "not validated (no per-statement replay)"
+        elif evidence.accepted:
+            recommends = f"HiBO's trial {hibo.number + 1} ({evidence.gain:+.1%}, no statement regressed)"
         else:
-            recommends = f"HiBO's best ({hibo_cmp.gain:+.1%})"
-        return (WorkloadReport(wl.name, runner.objective, default_obj, rules_obj, _gain(default_obj, rules_obj),
-                               ref.gain, ref.ci, top.config, len(all_records),
-                               hibo_cmp.gain if hibo_cmp else 0.0, hibo_cmp.ci if hibo_cmp else None, recommends,
-                               run_summaries),
-                space, all_records, seeds)
+            recommends = (f"keep the current configuration: HiBO's best rejected ({len(evidence.regressions)} "
+                          f"statement(s) regressed; interval {'clears' if evidence.significant else 'misses'} "
+                          f"{MIN_GAIN:.0%})")
+        report = WorkloadReport(wl.name, runner.objective, default_obj, rules_obj, _gain(default_obj, rules_obj),
+                                ref.gain, ref.ci, top.config, len(all_records),
+                                evidence.gain if evidence else None, evidence.gain_ci if evidence else None,
+                                recommends, run_summaries,
+                                [s.queryid for s in evidence.regressions] if evidence else [])
+        design = self._design_doc(runner, features.kind, seeds, observed(all_records)) \
+            if wl.full and wl.kind == "replay" and self.options.surrogate_seeds > 0 else None
+        return report, design
 
-    # --- surrogate ---------------------------------------------------------------------------------------
-
-    def _surrogate(self, pooled, reports: list[WorkloadReport]) -> dict:
-        from sklearn.ensemble import RandomForestRegressor
-
-        out: dict = {"label": "SURROGATE: a random forest fitted to the real trials above; not a database",
-                     "seeds": self.options.surrogate_seeds, "trials": self.options.surrogate_trials, "workloads": {}}
-        if self.options.surrogate_seeds <= 0:
-            return out
-        for report in reports:
-            space, records, seeds = pooled[report.name]
-            ok = [r for r in records if r.result.status == "measured" and r.result.objective]
-            if len(ok) < 20 or not any(s.label == "hibo-unseeded" for s in report.runs):
-                continue
-            X = np.array([space.encode(r.config) for r in ok])
-            y = np.log([r.result.objective for r in ok])
-            model = RandomForestRegressor(n_estimators=200, min_samples_leaf=2, random_state=0).fit(X, y)
-            base = space.encode(space.default_config())
-            default_val = float(model.predict(base[None, :])[0])
-            per_run: dict[str, list[tuple[int | None, float]]] = {}
-            best_known = float(y.min())
-            curves: dict[str, list[list[float]]] = {}
-            for label, optimizer, seeded in RUNS:
-                for s in range(self.options.surrogate_seeds):
-                    opt = registry.create("knobs", optimizer, KnobProblem(space), seed=1000 + s)
-                    configs = [{}] + ([sd.config for sd in seeds] if seeded else [])
-                    values = []
-
-                    def measure(config: dict) -> None:  # the surrogate's value, told as a trial's outcome
-                        v = float(model.predict(space.encode({**space.default_config(), **config})[None, :])[0])
-                        opt.tell(tuple(space.changes({**space.default_config(), **config})),
-                                 TrialResult(math.exp(v)))
-                        values.append(v)
-
-                    for config in configs[:self.options.surrogate_trials]:
-                        measure(config)
-                    while len(values) < self.options.surrogate_trials:
-                        measure({c.name: c.value for c in opt.ask(1, current=())[0]})
-                    best_known = min(best_known, min(values))
-                    curves.setdefault(label, []).append(list(np.minimum.accumulate(values)))
-                self.say(f"[surrogate {report.name}] {label} done")
-            gstar = 1.0 - math.exp(best_known - default_val)
-            summary = {}
-            for label, runs in curves.items():
-                gains = [[1.0 - math.exp(v - default_val) for v in c] for c in runs]
-                to95 = [trials_to_fraction(g, gstar) for g in gains]
-                to95_own = [trials_to_fraction(g, g[-1]) for g in gains]
-                summary[label] = {
-                    "mean_final_gain": round(float(np.mean([g[-1] for g in gains])), 4),
-                    "mean_trials_to_95pct_of_gstar": _mean_or_none(to95, self.options.surrogate_trials),
-                    "reached_95pct_of_gstar": sum(t is not None for t in to95),
-                    "mean_trials_to_95pct_of_own_best": _mean_or_none(to95_own, self.options.surrogate_trials),
-                    "mean_curve": [round(float(v), 4) for v in np.mean(gains, axis=0)],
-                }
-            out["workloads"][report.name] = {"gstar_surrogate": round(gstar, 4), "optimizers": summary}
-        return out
+    @staticmethod
+    def _summary(default_obj: float, gstar: float, label: str, optimizer: str, seeded: bool,
+                 records: list[TrialRecord], wall: float) -> RunSummary:
+        curve = [max(_gain(default_obj, b) or 0.0, 0.0) if math.isfinite(b) else 0.0 for b in best_so_far(records)]
+        measured = [r for r in records if r.result.objective is not None and r.result.status == "measured"]
+        best = min(measured, key=lambda r: r.result.objective, default=None)  # type: ignore[arg-type]
+        fine = [r.result.objective for r in measured if not r.slows_a_statement()]
+        final = curve[-1] if curve else 0.0
+        return RunSummary(label, optimizer, seeded, len(records), sum(r.result.status != "measured" for r in records),
+                          best.result.objective if best else None, best.config if best else {}, final,
+                          final / gstar if gstar > 0 else None, trials_to_fraction(curve, final), round(wall, 1),
+                          curve, max(_gain(default_obj, min(fine)) or 0.0, 0.0) if fine else None)
 
     # --- the plot ------------------------------------------------------------------------------------------
 
-    def _plot(self, reports: list[WorkloadReport]) -> None:
+    def _plot(self, reports: list[WorkloadReport], surrogate: dict) -> None:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, axes = plt.subplots(1, len(reports), figsize=(5 * len(reports), 4), squeeze=False)
-        for ax, report in zip(axes[0], reports, strict=True):
-            for run in report.runs:
-                ax.plot(range(1, len(run.curve) + 1), [100 * g for g in run.curve], label=run.label,
-                        linewidth=2 if run.label == "hibo" else 1)
-            ax.axhline(100 * report.gstar, color="black", linestyle="--", linewidth=1, label="G* (pooled best)")
-            if report.rules_gain is not None:
-                ax.axhline(100 * report.rules_gain, color="grey", linestyle=":", linewidth=1, label="rules (PGTune)")
-            ax.set_title(f"{report.name} ({report.objective})")
+        panels = [(r.name, r) for r in reports] + [(f"SURROGATE {n}", w) for n, w in surrogate["workloads"].items()]
+        if not panels:
+            return
+        fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
+        for ax, (title, item) in zip(axes[0], panels, strict=True):
+            if isinstance(item, WorkloadReport):
+                for run in item.runs:
+                    ax.plot(range(1, len(run.curve) + 1), [100 * g for g in run.curve], label=run.label,
+                            linewidth=2 if run.label == "hibo" else 1)
+                ax.axhline(100 * item.gstar, color="black", linestyle="--", linewidth=1, label="G* (pooled best)")
+                ax.set_ylabel("best-so-far gain over defaults (%)")
+            else:
+                for label, s in item["optimizers"].items():
+                    ax.plot(range(1, len(s["mean_curve"]) + 1), [100 * g for g in s["mean_curve"]], label=label,
+                            linewidth=2 if label == "hibo" else 1)
+                ax.axhline(100 * item["reference_gain"], color="black", linestyle="--", linewidth=1,
+                           label="pooled best feasible")
+                ax.set_ylabel("mean best feasible gain (%)")
+            ax.set_title(title)
             ax.set_xlabel("trial")
-            ax.set_ylabel("best-so-far gain over defaults (%)")
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
         fig.tight_layout()
@@ -332,9 +352,13 @@ class KnobBench:
         plt.close(fig)
 
 
-def _mean_or_none(values: list[int | None], cap: int) -> float:
-    """Mean trials, counting a run that never got there as ``cap + 1`` (so misses are not hidden)."""
-    return round(float(np.mean([v if v is not None else cap + 1 for v in values])), 1)
+def _recommendation(records: list[TrialRecord]) -> TrialRecord | None:
+    """What the pipeline would validate first: the best trial better than the baseline, those that slowed no
+    statement first (``pipeline.candidates``'s order); None when no trial beat the baseline."""
+    base = next((r for r in records if r.source == "default" and r.result.objective is not None), None)
+    better = [r for r in records if r.result.status == "measured" and r.result.objective is not None
+              and r.source != "default" and base is not None and r.result.objective < base.result.objective]
+    return min(better, key=lambda r: (r.slows_a_statement(), r.result.objective), default=None)  # type: ignore
 
 
 def pgbench_texts() -> list[str]:
@@ -355,22 +379,30 @@ def table(doc: dict) -> str:
                      f"vs defaults; G* = {w['gstar']:+.1%} (95% CI {lo:+.1%} .. {hi:+.1%}) from "
                      f"{w['pooled_trials']} pooled trials")
         hv = w["hibo_validated_ci"]
-        lines.append(f"  HiBO's best validated: {w['hibo_validated_gain']:+.1%}"
-                     + (f" (95% CI {hv[0]:+.1%} .. {hv[1]:+.1%})" if hv else "") + f" -> recommends {w['hibo_recommends']}")
-        lines.append(f"  {'optimizer':<14} {'trials':>6} {'failed':>6} {'best':>10} {'gain':>8} {'of G*':>6} "
-                     f"{'to 95%':>6} {'wall s':>7}")
+        validated = f"{w['hibo_validated_gain']:+.1%}" if w["hibo_validated_gain"] is not None else "-"
+        lines.append(f"  HiBO's recommendation validated: {validated}"
+                     + (f" (95% CI {hv[0]:+.1%} .. {hv[1]:+.1%})" if hv else "")
+                     + (f", regressed: {', '.join(w['hibo_regressed'])}" if w.get("hibo_regressed") else "")
+                     + f" -> {w['hibo_recommends']}")
+        lines.append(f"  {'optimizer':<14} {'trials':>6} {'failed':>6} {'best':>10} {'gain':>8} {'feasible':>8} "
+                     f"{'of G*':>6} {'to 95%':>6} {'wall s':>7}")
         for r in w["runs"]:
             share = f"{r['share_of_gstar']:.0%}" if r["share_of_gstar"] is not None else "-"
+            fine = f"{r['feasible_gain']:+.1%}" if r.get("feasible_gain") is not None else "-"
             lines.append(f"  {r['label']:<14} {r['trials']:>6} {r['failed']:>6} {r['best_objective'] or 0:>10.1f} "
-                         f"{r['gain']:>+8.1%} {share:>6} {r['trials_to_95'] or '-':>6} {r['wall_s']:>7.1f}")
+                         f"{r['gain']:>+8.1%} {fine:>8} {share:>6} {r['trials_to_95'] or '-':>6} {r['wall_s']:>7.1f}")
     sur = doc.get("surrogate") or {}
     for name, w in (sur.get("workloads") or {}).items():
-        lines.append(f"\nSURROGATE {name} (random forest on the real trials; {sur['seeds']} seeds x "
-                     f"{sur['trials']} trials): G*surrogate = {w['gstar_surrogate']:+.1%}")
-        lines.append(f"  {'optimizer':<14} {'mean gain':>9} {'to 95% G*':>9} {'hit':>4} {'to 95% own':>10}")
+        lines.append(f"\nSURROGATE {name} (per-statement random forests on {w['trained_on']} real trials; "
+                     f"{w['seeds']} seeds x {w['trials']} trials): pooled best feasible gain "
+                     f"{w['reference_gain']:+.1%}")
+        lines.append(f"  {'optimizer':<14} {'of best':>7} {'min':>5} {'>=90%':>5} {'gain':>7} {'to 90%':>6} "
+                     f"{'best regresses':>14} {'wall s':>7}")
         for label, s in w["optimizers"].items():
-            lines.append(f"  {label:<14} {s['mean_final_gain']:>+9.1%} {s['mean_trials_to_95pct_of_gstar']:>9} "
-                         f"{s['reached_95pct_of_gstar']:>4} {s['mean_trials_to_95pct_of_own_best']:>10}")
+            lines.append(f"  {label:<14} {s['mean_share_of_reference']:>7.0%} {s['min_share_of_reference']:>5.0%} "
+                         f"{s['reached_90pct']:>3}/{w['seeds']} {s['mean_feasible_gain']:>+7.1%} "
+                         f"{s['mean_trials_to_90pct']:>6} {s['best_total_regresses']:>11}/{w['seeds']} "
+                         f"{s['wall_s']:>7.0f}")
     lines.append(f"\nwall time {doc['wall_s']:.0f} s on {doc['machine']['cores']} cores, "
                  f"{doc['machine']['memory_gb']} GiB")
     return "\n".join(lines)

@@ -31,7 +31,7 @@ from sqlglot.optimizer import optimize
 
 from advisor.core.hardware import detect
 from advisor.core.progress import Say, silent
-from advisor.service.service import AdvisorService
+from advisor.service.service import AdvisorService, RunPlan
 from advisor.storage.store import Store
 from advisor.tuning.rewrites import equivalence as rewrite_equivalence
 from advisor.tuning.rewrites import timing as rewrite_timing

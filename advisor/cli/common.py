@@ -123,3 +123,37 @@ def _read_file(option: str, path: str) -> str:
     if not dsn:
         raise UsageError(f"{where}: the file's first line is empty")
     return dsn
+
+
+def plan_options(command):
+    """Give a Typer command one ``--option`` per run plan option (``advisor.tuning.plan.OPTIONS``, each with the
+    kinds that take it in its help), derived from the kind registry like the REST schema and the web forms. The
+    command receives them as ``plan_fields``: a dict for ``RunPlan.parse`` (None: the kind's default)."""
+    import functools
+    import inspect
+
+    from advisor.service.runs import OPTIONS, kinds
+
+    types = {"int": int | None, "float": float | None, "bool": bool | None, "text": str | None,
+             "names": list[str] | None}
+    added = []
+    for o in OPTIONS.values():
+        takers = [k.name for k in kinds.kinds() if o.name in k.options]
+        flag = f"--{o.name.replace('_', '-')}"
+        decls = (f"{flag}/--no-{o.name.replace('_', '-')}",) if o.type == "bool" else (flag,)
+        shown = f"{o.help} ({', '.join(takers)})" if takers else o.help
+        added.append(inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                       annotation=Annotated[types[o.type], typer.Option(*decls, help=shown,
+                                                                                        show_default=False)]))
+    signature = inspect.signature(command, eval_str=True)
+    kept = [p for p in signature.parameters.values() if p.name != "plan_fields"]
+
+    @functools.wraps(command)
+    def with_plan(**values):
+        fields = {name: values.pop(name) for name in OPTIONS}
+        if fields.get("kinds") is not None:
+            fields["kinds"] = names(fields["kinds"])
+        return command(plan_fields=fields, **values)
+
+    with_plan.__signature__ = signature.replace(parameters=kept + added)
+    return with_plan

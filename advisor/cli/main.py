@@ -133,6 +133,8 @@ def tune_knobs(target: Target = None,
                validate: Annotated[bool, typer.Option(help="validate on a shadow before recommending")] = True,
                sample_percent: Annotated[float | None, typer.Option(
                    help="load the shadow with this percentage of large tables", min=0.001, max=100)] = None,
+               recheck: Annotated[bool, typer.Option(help="re-measure a validated recommendation on a freshly built "
+                                                          "shadow: the share of its gain that holds")] = False,
                memory_gb: Annotated[float | None, typer.Option(help="server RAM for this run (default: stored with the target, else read from the server)", min=0.1)] = None,
                cores: Annotated[int | None, typer.Option(help="server cores for this run (default: as for --memory-gb)", min=1)] = None,
                storage: Annotated[Storage | None, typer.Option(help="server storage kind")] = None,
@@ -144,7 +146,7 @@ def tune_knobs(target: Target = None,
 
     plan = RunPlan.parse({"kind": "knobs", "optimizer": optimizer, "trials": trials, "seeds": seeds, "seed": seed,
                           "repeats": repeats, "rounds": rounds, "validate": validate,
-                          "sample_percent": sample_percent})
+                          "sample_percent": sample_percent, "recheck": recheck})
     target = resolve_dsn(target)
     service = _service(store)
     hw = resolve(memory_gb, cores, storage.value if storage else None)
@@ -187,6 +189,8 @@ def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="s
                  validate: Annotated[bool, typer.Option(help="build and measure the indexes on a shadow")] = True,
                  sample_percent: Annotated[float | None, typer.Option(
                      help="load the shadow with this percentage of large tables", min=0.001, max=100)] = None,
+                 recheck: Annotated[bool, typer.Option(help="re-measure a validated recommendation on a freshly "
+                                                            "built shadow: the share of its gain that holds")] = False,
                  explain: Annotated[bool, typer.Option("--explain", help="print, per observed statement, its bound "
                                                        "constants, candidates, what-if costs and why each candidate "
                                                        "was or was not chosen")] = False,
@@ -198,7 +202,7 @@ def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="s
 
     plan = RunPlan.parse({"kind": "indexes", "optimizer": optimizer, "budget_mb": budget_mb, "episodes": episodes,
                           "samples": samples, "seed": seed, "rounds": rounds, "validate": validate,
-                          "sample_percent": sample_percent})
+                          "sample_percent": sample_percent, "recheck": recheck})
     target = resolve_dsn(target)
     service = _service(store)
     result = service.tune("indexes", target, plan, device=device, retrain=retrain, max_width=max_width)
@@ -217,22 +221,22 @@ def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="s
 
 
 @app.command()
-def demo(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.001, max=10)] = 0.1,
-         rounds: Annotated[int, typer.Option(help="interleaved A/B rounds", min=1)] = 5,
-         streams: Annotated[int, typer.Option(help="TPC-H streams run as the workload", min=1)] = 3,
-         optimizer: Annotated[str, typer.Option(help="knob optimizer")] = "hibo",
-         trials: Annotated[int, typer.Option(help="trials of the tuning run", min=2)] = 12,
+def demo(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.001, max=10)] = 0.02,
+         rounds: Annotated[int, typer.Option(help="interleaved A/B rounds of each validation", min=1)] = 5,
+         streams: Annotated[int, typer.Option(help="TPC-H streams run as the workload", min=1)] = 2,
+         trials: Annotated[int, typer.Option(help="trials of the knob search", min=2)] = 8,
          json_out: JsonFlag = False, store: StoreOpt = None) -> None:
-    """Tune a self-started Postgres (TPC-H + ORM-style reports) end to end; starts and stops its own servers."""
+    """The whole advisor on a self-started "production" PostgreSQL (TPC-H + ORM-style reports), end to end:
+    indexes, rewrites, knobs, then the changes measured together; starts and stops its own servers."""
     from advisor.bench.demo import DemoOptions, run_demo
 
     service = _service(store)
-    result = run_demo(service, DemoOptions(scale=scale, streams=streams, rounds=rounds, optimizer=optimizer,
-                                           trials=trials), say=service.say)
+    result = run_demo(service, DemoOptions(scale=scale, streams=streams, rounds=rounds, trials=trials),
+                      say=service.say)
     if json_out:
-        _emit_json(_tune_doc(result))
+        _emit_json(_whole_doc(result))
     else:
-        render.tune_result(Console(), result)
+        render.whole_result(Console(), result)
 
 
 rewrite_commands.register(app)

@@ -85,10 +85,18 @@ def recommendation(console: Console, rec: Recommendation, reasons: dict[str, str
                     reg.add_row(f"{s.baseline_ms:.1f}", f"{s.candidate_ms:.1f}", f"{s.ratio:.2f}", _share(s),
                                 escape(_short(s.sql)))
                 console.print(reg)
+    again = (rec.details or {}).get("bundle")
+    if again:
+        held = again.get("held")
+        console.print(f"re-measured on a freshly built shadow: {again['alone_gain']:+.1%} "
+                      f"({again['alone_ci'][0]:+.1%} .. {again['alone_ci'][1]:+.1%})"
+                      + (f", {held:.0%} of the validated gain held" if held is not None else ""))
     dropped(console, (rec.details or {}).get("dropped") or [])
     if rejected:
         if rec.note:
             console.print(f"rejected: {rec.note}", markup=False)
+        return
+    if not rec.apply_sql:  # handed over (a rewrite): nothing runs on the database
         return
     console.print("[bold]to apply[/] (after approval):" + (" then restart the server" if rec.needs_restart else ""))
     for line in rec.apply_sql:
@@ -304,15 +312,18 @@ def whole_result(console: Console, result) -> None:
         if rec is not None:
             recommendation(console, rec)
     if result.bundle is not None:
-        b = result.bundle.bundle
-        console.print(f"\n[bold]together[/], on a fresh shadow: gain [bold]{b.gain:+.1%}[/] (95% CI "
-                      f"{b.gain_ci[0]:+.1%} .. {b.gain_ci[1]:+.1%}, {b.rounds} rounds)")
-        table = Table("part", "alone", "its contribution to the bundle", "gain that held", "verdict")
+        b, k = result.bundle.bundle, result.bundle.kept
+        console.print(f"\n[bold]together[/], on a freshly built shadow ({b.rounds} rounds): every part "
+                      f"{b.gain:+.1%} (95% CI {b.gain_ci[0]:+.1%} .. {b.gain_ci[1]:+.1%})"
+                      + (f"; the parts that pay [bold]{k.gain:+.1%}[/] (95% CI {k.gain_ci[0]:+.1%} .. "
+                         f"{k.gain_ci[1]:+.1%})" if k is not None else "; no part pays"))
+        table = Table("part", "alone", "on top of the parts before it", "its contribution", "gain that held",
+                      "verdict")
         for p in result.bundle.parts:
             lo, hi = p.contribution.gain_ci
-            table.add_row(p.name, f"{p.alone.gain:+.1%}", f"{p.contribution.gain:+.1%} ({lo:+.1%} .. {hi:+.1%})",
-                          "-" if p.held is None else f"{p.held:.0%}",
-                          "pays" if p.pays or len(result.bundle.parts) == 1 else "dropped")
+            table.add_row(p.name, f"{p.alone.gain:+.1%}", f"{p.atop.gain:+.1%}",
+                          f"{p.contribution.gain:+.1%} ({lo:+.1%} .. {hi:+.1%})",
+                          "-" if p.held is None else f"{p.held:.0%}", "pays" if p.kept else "dropped")
         console.print(table)
     dropped(console, list(result.dropped))
     ready = [r for r in result.recommendations if r.state == "validated"]
@@ -320,7 +331,7 @@ def whole_result(console: Console, result) -> None:
         console.print("\n[bold]next[/]: review, then approve and apply each (a rewrite goes to the statement's owners):")
         for r in ready:
             console.print(f"  advisor recommendations approve {r.id} && advisor recommendations apply {r.id}"
-                          if r.kind != "rewrites" else f"  advisor recommendations approve {r.id}", markup=False)
+                          if r.apply_sql else f"  advisor recommendations approve {r.id}", markup=False)
     elif not any(r.state == "validated" for r in result.recommendations):
         console.print("\nnothing to change: no candidate paid on the shadow (each step above says what it tried)")
     console.print(f"\n{escape(result.message)}")

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from advisor.cli.common import JsonFlag, Kind, StoreOpt, emit, names, open_service, when
+from advisor.cli.common import JsonFlag, Kind, StoreOpt, emit, names, open_service, plan_options, when
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import reporter
 from advisor.service.runs import RunPlan
@@ -120,15 +120,13 @@ schedule_app = typer.Typer(no_args_is_help=True, help="Nightly tuning: cron sche
 
 
 @schedule_app.command("add")
+@plan_options
 def schedule_add(target: Annotated[str, typer.Option("--target", "-t", help="target id or name")],
                  cron: Annotated[str, typer.Option(help="5 cron fields, e.g. '0 2 * * *' (02:00 daily)")],
-                 kind: Annotated[list[str], typer.Option(help="what each firing tunes: knobs, indexes, rewrites "
-                                                              "(repeat, or a comma list: knobs,indexes)")],
+                 kind: Annotated[list[str], typer.Option(help="what each firing tunes, in order: knobs, indexes, "
+                                                              "rewrites, all (repeat, or a comma list: knobs,indexes)")],
+                 plan_fields: dict,
                  timezone_: Annotated[str, typer.Option("--timezone", help="of the cron fields")] = "UTC",
-                 optimizer: Annotated[str | None, typer.Option(help="default per kind: hibo, ia2, aurora")] = None,
-                 trials: Annotated[int, typer.Option(min=2)] = 30,
-                 budget_mb: Annotated[float | None, typer.Option("--budget-mb", help="indexes: MiB")] = None,
-                 rounds: Annotated[int, typer.Option(min=1)] = 5,
                  auto_apply: Annotated[AutoApply, typer.Option(help="reload_knobs: apply validated knob changes "
                                                                     "that need no restart")] = AutoApply.none,
                  auto_apply_knob: Annotated[list[str], typer.Option(
@@ -139,8 +137,8 @@ def schedule_add(target: Annotated[str, typer.Option("--target", "-t", help="tar
     """Tune a target by itself on a cron schedule (run by `advisor serve`); recommendations wait for approval
     unless --auto-apply reload_knobs."""
     kinds = _kinds(kind)
-    plans = [RunPlan.parse({"kind": k.value, "optimizer": optimizer if len(kinds) == 1 else None, "trials": trials,
-                            "budget_mb": budget_mb, "rounds": rounds}) for k in kinds]
+    optimizer = plan_fields.pop("optimizer") if len(kinds) == 1 else None  # one optimizer names one kind's
+    plans = [RunPlan.parse({"kind": k.value, **plan_fields, "optimizer": optimizer}) for k in kinds]
     s = open_service(store, quiet=True).add_schedule(target, cron, plans, timezone=timezone_,
                                                      auto_apply=auto_apply.value,
                                                      auto_apply_knobs=names(auto_apply_knob),

@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.table import Table
 
 from advisor.cli import render, server_commands
-from advisor.cli.common import (DSN_FORMS, TARGET_ENV, JsonFlag, Kind, StoreOpt, emit, open_service, resolve_dsn,
-                               when)
+from advisor.cli.common import (DSN_FORMS, TARGET_ENV, JsonFlag, Kind, StoreOpt, emit, open_service, plan_options,
+                                resolve_dsn, when)
 from advisor.core.errors import AdvisorError
 from advisor.service.runs import RunPlan
 from advisor.storage import codec
@@ -35,9 +35,9 @@ def targets_add(name: Annotated[str, typer.Option(help="a name for the target")]
                 = None,
                 memory_gb: Annotated[float | None, typer.Option(
                     help="the server's RAM, for knob sizes (default: read from the server when it lets the "
-                         "advisor read /proc/meminfo)", min=0.1)] = None,
+                         "advisor read /proc/meminfo)", min=0.1, max=1_000_000)] = None,
                 cpus: Annotated[int | None, typer.Option(help="the server's cores (default: as for --memory-gb)",
-                                                         min=1)] = None,
+                                                         min=1, max=100_000)] = None,
                 json_out: JsonFlag = False, store: StoreOpt = None) -> None:
     """Register a database: checks it can be observed, stores its DSN encrypted, takes a first snapshot."""
     from advisor.core.hardware import given
@@ -106,29 +106,14 @@ runs_app = typer.Typer(no_args_is_help=True, help="Tuning runs of registered tar
 
 
 @runs_app.command("start")
+@plan_options
 def runs_start(target: Annotated[str, typer.Option("--target", "-t", help="target id or name")],
                kind: Annotated[Kind, typer.Option(help="what to tune")],
-               optimizer: Annotated[str | None, typer.Option(help="default: hibo (knobs), ia2 (indexes), aurora "
-                                                                  "(rewrites)")] = None,
-               trials: Annotated[int, typer.Option(help="knobs: trials of the search", min=2)] = 30,
-               budget_mb: Annotated[float | None, typer.Option("--budget-mb", help="indexes: MiB of new indexes")] = None,
-               rounds: Annotated[int, typer.Option(help="interleaved A/B rounds of the validation", min=1)] = 5,
-               episodes: Annotated[int, typer.Option(help="indexes: IA2 training episodes", min=1)] = 300,
-               samples: Annotated[int, typer.Option(help="indexes: IA2 sampled rollouts", min=0)] = 48,
-               seeds: Annotated[int, typer.Option(help="knobs: seed configurations", min=0)] = 3,
-               repeats: Annotated[int, typer.Option(help="knobs: executions per statement per trial", min=1)] = 3,
-               validate: Annotated[bool, typer.Option(help="validate on a shadow")] = True,
-               sample_percent: Annotated[float | None, typer.Option(help="shadow: percent of large tables",
-                                                                    min=0.001, max=100)] = None,
-               max_statements: Annotated[int, typer.Option(help="rewrites: the workload's heaviest statements",
-                                                           min=1)] = 20,
-               json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+               plan_fields: dict, json_out: JsonFlag = False, store: StoreOpt = None) -> None:
     """Run a tuning run now, in the foreground (progress on stderr), and print it with its recommendation.
-    Exits 1 when the run failed (after printing it)."""
-    plan = RunPlan.parse({"kind": kind.value, "optimizer": optimizer, "trials": trials, "budget_mb": budget_mb,
-                          "rounds": rounds, "episodes": episodes, "samples": samples, "seeds": seeds,
-                          "repeats": repeats, "validate": validate, "sample_percent": sample_percent,
-                          "max_statements": max_statements})
+    Exits 1 when the run failed (after printing it). The run's options are the plan's (each says which kinds
+    take it; a kind's default fills every one left out)."""
+    plan = RunPlan.parse({"kind": kind.value, **plan_fields})
     service = open_service(store)
     run = service.start_run(target, plan, wait=True)
     rec_id = (run.get("result") or {}).get("recommendation")

@@ -214,8 +214,6 @@ class QueryRewrite:
 
 
 Change = KnobChange | IndexChange | DropIndexChange | QueryRewrite
-# kinds of recommendation that are handed to people, never applied to a database: their lifecycle ends at approved
-HANDED_OVER = frozenset({"rewrites"})
 
 
 @dataclass(frozen=True)

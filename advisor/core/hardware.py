@@ -67,8 +67,8 @@ def for_target(run: dict | None = None, stored: dict | None = None, server: Hard
     >>> hw, notes = for_target(None, {"memory_bytes": 2 * GB}, None, Hardware(64 * GB, 32, "ssd"))
     >>> hw.memory_bytes == 2 * GB, hw.cores, hw.source
     (True, 32, 'given')
-    >>> notes[-1]
-    "cores, storage: unknown for the target (not given, not readable on its server): this machine's are used (32 cores, ssd); give them with `advisor targets add ... --memory-gb N --cpus N`"
+    >>> notes[0], notes[-1][:77]
+    ('memory: stored with the target', 'cores, storage: unknown for the target (not given, not readable on its server')
     >>> for_target(None, None, Hardware(8 * GB, 4, "ssd", "server"), Hardware(64 * GB, 32, "ssd"))[0].source
     'server'
     """

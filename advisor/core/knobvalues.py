@@ -1,4 +1,6 @@
-"""Parse, check and format knob values against their catalog entry, the way PostgreSQL reads them.
+"""Parse, check and format knob values against their catalog entry, the way PostgreSQL reads them; round a
+proposed value as a DBA writes it (``readable``: ``6667MB`` -> ``6.5GB``, 745 s -> ``12min``, 1.0834 -> ``1.1``)
+and show a value with its unit (``shown``: 300 s -> ``5min``).
 
 A memory knob whose unit is ``8kB`` stores pages: ``'128MB'`` is 16384 of them.
 

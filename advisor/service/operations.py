@@ -143,7 +143,8 @@ class OperationsMixin:
                 raise Conflict(f"target {target['name']} already has tuning run {active[0]['id']} "
                                f"({active[0]['state']}); runs of one target never overlap")
             run_id = new_id()
-            self.store.add_run(run_id, target["id"], plan.kind, plan.optimizer, {"plan": plan.to_dict()},
+            # a kind that runs other kinds (all) has no optimizer of its own: the row names the kind
+            self.store.add_run(run_id, target["id"], plan.kind, plan.optimizer or plan.kind, {"plan": plan.to_dict()},
                                state="queued", started_by=who.actor, schedule_id=schedule_id)
         self.store.audit(who.actor, "start_run", run_id, {"target": target["name"], "plan": plan.to_dict()})
         if self.executor is not None and not wait:
@@ -341,7 +342,7 @@ class OperationsMixin:
         if auto_apply not in AUTO_APPLY:
             raise AdvisorError(f"unknown auto_apply {auto_apply!r}; expected one of {', '.join(AUTO_APPLY)}")
         if not plans:
-            raise AdvisorError("a schedule needs at least one run (knobs or indexes)")
+            raise AdvisorError("a schedule needs at least one run")
         if not 0 < max_regression < 10:
             raise AdvisorError(f"max_regression must be a fraction in (0, 10), got {max_regression:g}")
         doc = {"runs": [p.checked().to_dict() for p in plans], "auto_apply": auto_apply,

@@ -24,12 +24,13 @@ import uuid
 from collections.abc import Iterator
 
 from advisor.core import processes
-from advisor.core.domain import HANDED_OVER, Applied, Recommendation
+from advisor.core.domain import Applied, Recommendation
 from advisor.core.errors import AdvisorError, Conflict, InvalidTransition, OtherDatabase
 from advisor.core.identity import describe, mismatch
 from advisor.core.settings import get_settings
 from advisor.service import watch
 from advisor.service.auth import Principal
+from advisor.tuning import kinds
 from connectors.base import Connector
 
 
@@ -92,8 +93,14 @@ def apply_recommendation(store, connector: Connector, rec: Recommendation, who: 
         return _apply(store, connector, rec, who, lock_timeout_s, claim)
 
 
+def handed_over(rec: Recommendation) -> bool:
+    """Whether ``rec``'s kind hands its recommendations to people instead of applying them (the kind registry
+    says; a kind this version no longer lists is not applied either)."""
+    return rec.kind not in kinds.names() or kinds.get(rec.kind).handed_over
+
+
 def check_applicable(rec: Recommendation) -> None:
-    if rec.kind in HANDED_OVER:
+    if handed_over(rec):
         raise Conflict(f"recommendation {rec.id} is a {rec.kind} recommendation: it is handed to the statements' "
                        "owners and never applied to the database; its lifecycle ends at approved")
     if rec.state != "approved":

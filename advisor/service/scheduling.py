@@ -59,7 +59,7 @@ def _auto_applicable(rec, schedule_plan: dict) -> bool:
 
 def _record_skip(store, schedule: dict, who: Principal, plan: dict, why: str, state: str = "skipped") -> dict:
     run_id = new_id()
-    store.add_run(run_id, schedule["target_id"], plan["kind"], plan.get("optimizer") or "", {"plan": plan},
+    store.add_run(run_id, schedule["target_id"], plan["kind"], plan.get("optimizer") or plan["kind"], {"plan": plan},
                   state=state, started_by=who.actor, schedule_id=schedule["id"])
     store.update_run(run_id, error=why)
     return store.run(run_id)
@@ -88,8 +88,10 @@ def run_scheduled(service, schedule: dict, fired_at: float, by_cron: bool = Fals
             runs.append(_record_skip(store, schedule, who, p, str(e)))
             continue
         runs.append(run)
-        rec_id = (run.get("result") or {}).get("recommendation")
-        if plan.get("auto_apply") == "reload_knobs" and run["state"] == "done" and rec_id:
+        result = run.get("result") or {}
+        # every recommendation of the run (a whole run has one per kind)
+        rec_ids = result.get("recommendations") or ([result["recommendation"]] if result.get("recommendation") else [])
+        for rec_id in rec_ids if plan.get("auto_apply") == "reload_knobs" and run["state"] == "done" else ():
             rec = store.recommendation(rec_id)
             if _auto_applicable(rec, plan):
                 try:

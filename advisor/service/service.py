@@ -8,15 +8,18 @@ Production is only read here; applying to it is a separate, approved step (``adv
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from pathlib import Path
 
+from advisor.core import processes
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
 from advisor.service.access import AccessMixin
 from advisor.service.auth import Principal
 from advisor.service.operations import OperationsMixin
-from advisor.storage.store import Store
+from advisor.service.runs import RunCancelled
+from advisor.storage.store import Store, new_id
 from advisor.tuning import kinds
 from advisor.tuning.indexes.pipeline import IndexTuneResult
 from advisor.tuning.kind import Context
@@ -24,7 +27,7 @@ from advisor.tuning.knobs.pipeline import TuneResult
 from advisor.tuning.observe import Observation, observe
 from advisor.tuning.plan import RunPlan
 from advisor.tuning.rewrites.pipeline import RewriteTuneResult
-from advisor.tuning.whole.pipeline import WholeResult
+from advisor.tuning.whole.pipeline import WholeResult, recheck
 from connectors import factory
 from optimizers.knobs.space import SpaceOptions
 
@@ -68,8 +71,61 @@ class AdvisorService(OperationsMixin, AccessMixin):
         from advisor.core.settings import get_settings
 
         device = inputs.pop("device", None) or get_settings().device
-        ctx = Context(self.store, dsn, name, run_id, self.say, self.model_dir, device, dict(inputs))
-        return entry.run(ctx, plan)
+        opened: list[str] = []  # the run rows opened for this call: their ends are recorded here
+
+        def open_run(target_id: str, kind: str, optimizer: str | None, options: dict, resume: str | None = None,
+                     existing: str | None = None) -> str:
+            found = self.open_run(target_id, kind, optimizer, options, run_id=existing, resume=resume)
+            if found != run_id and found not in opened:
+                opened.append(found)
+            return found
+
+        ctx = Context(self.store, dsn, name, run_id, self.say, self.model_dir, device, dict(inputs), open_run)
+        try:
+            result = entry.run(ctx, plan)
+            rec = result.recommendation
+            if plan.recheck and rec is not None and rec.state == "validated" and not entry.handed_over:
+                try:
+                    recheck(ctx, rec, plan)
+                    result = dataclasses.replace(result, recommendation=self.store.recommendation(rec.id))
+                except AdvisorError as e:  # the recommendation stands as validated; the re-check says why it is missing
+                    self.say(f"could not re-measure recommendation {rec.id} on a fresh shadow: {e}")
+        except (KeyboardInterrupt, SystemExit, RunCancelled):
+            for rid in opened:
+                self.store.update_run(rid, state="interrupted")
+            raise
+        except Exception as e:
+            message = e.message if isinstance(e, AdvisorError) else f"internal error ({type(e).__name__}: {e})"
+            for rid in opened:
+                self.store.update_run(rid, state="failed", error=message)
+            raise
+        for rid in opened:
+            self.store.update_run(rid, state="done", result=entry.outcome(result))
+        return result
+
+    def open_run(self, target_id: str, kind: str, optimizer: str | None, options: dict, *,
+                 run_id: str | None = None, resume: str | None = None) -> str:
+        """The run row a pipeline stores its trials under: ``resume`` (a stored, unfinished run of this target,
+        taken over by this process), the service's ``run_id`` (its options completed with the pipeline's), or a
+        new one."""
+        if resume:
+            run = self.store.run(resume)
+            if run["state"] == "done":
+                raise AdvisorError(f"tuning run {resume} is already finished")
+            if run["target_id"] != target_id:
+                raise AdvisorError(f"tuning run {resume} is a run of another target; resume it with that target")
+            if run["state"] in ("queued", "running") and processes.alive(run.get("owner")) is not False:
+                raise AdvisorError(f"tuning run {resume} is {run['state']} in another process (pid "
+                                   f"{(run.get('owner') or {}).get('pid', '?')}); it can be resumed once that ends")
+            # running again, owned by this process (a killed owner's run was marked interrupted by whoever reaped it)
+            self.store.update_run(resume, state="running", owner=processes.this_process())
+            return resume
+        if run_id and self.store.runs(run_id=run_id):  # its row exists: record the pipeline's own options
+            self.store.update_run(run_id, options={**self.store.run(run_id)["options"], **options})
+            return run_id
+        run_id = run_id or new_id()
+        self.store.add_run(run_id, target_id, kind, optimizer or kind, options)
+        return run_id
 
     def model_dir(self, target_id: str) -> Path:
         """Where the target's trained models live: beside the store (a temporary folder for an in-memory one)."""

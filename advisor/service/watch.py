@@ -142,8 +142,9 @@ def check_watches(service, target_id: str | None = None, now: float | None = Non
     by_target: dict[str, list[Recommendation]] = {}
     for rec in store.recommendations("applied", target_id):
         w = (rec.applied or {}).get("watch")
-        if isinstance(w, dict) and (w["state"] == "watching"
-                                    or (w["state"] == "failed" and now < w["started_at"] + w["window_s"])):
+        if isinstance(w, dict) and (w.get("state") == "watching"
+                                    or (w.get("state") == "failed"
+                                        and now < w.get("started_at", 0) + w.get("window_s", 0))):
             by_target.setdefault(rec.target_id, []).append(rec)
     rows = []
     for recs in by_target.values():
@@ -155,7 +156,12 @@ def check_watches(service, target_id: str | None = None, now: float | None = Non
                 rows.append(_row(rec, rec.applied["watch"], f"not checked: {e}"))
             continue
         for rec in recs:
-            rows.append(_check(service, rec, current, now))
+            try:
+                rows.append(_check(service, rec, current, now))
+            except Exception as e:  # noqa: BLE001 - one watch that cannot be judged never stops the others
+                why = str(e) if isinstance(e, AdvisorError) else f"internal error ({type(e).__name__}: {e})"
+                store.audit(WATCHER.actor, "watch_failed", rec.id, {"error": why})
+                rows.append(_row(rec, rec.applied["watch"], f"not checked: {why}"))
     return rows
 
 

@@ -7,7 +7,7 @@ import functools
 
 from advisor.core.inputs import new_id
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -64,6 +64,9 @@ MIGRATIONS: dict[int, str] = {
     """,
     6: """
     ALTER TABLE targets ADD COLUMN hardware JSON;
+    """,
+    7: """
+    ALTER TABLE trials ADD COLUMN statements JSON;
     """,
 }
 

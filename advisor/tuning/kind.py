@@ -14,7 +14,10 @@ from advisor.core.progress import Say, silent
 class Context:
     """What a pipeline gets from the service: the store, the target's DSN and name, where the target's models
     live, the run's id (its state is the service's to record) and ``say`` for progress. ``inputs``: values that
-    are not plan options (a knob run's hardware override, an LLM seeder, a run to resume; a rewrite run's SQL)."""
+    are not plan options (a knob run's hardware override, an LLM seeder, a run to resume; a rewrite run's SQL).
+    ``open_run(target_id, kind, optimizer, options, resume, existing)``: the run row a pipeline stores its
+    trials under: ``existing`` (the context's ``run_id``) with the options added, ``resume`` taken over, or a new
+    one; the service records how a row it opened ends."""
 
     store: object
     dsn: str
@@ -24,6 +27,7 @@ class Context:
     model_dir: Callable[[str], Path] | None = None
     device: str = "auto"
     inputs: dict = field(default_factory=dict)
+    open_run: Callable[..., str] | None = None
 
 
 @dataclass(frozen=True)
@@ -44,17 +48,11 @@ class Kind:
     check_plan: Callable[[object], None] | None = None
     summarize: Callable[[object], dict] | None = None
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # the values a "names" option may hold
+    title: str = ""  # what people call one of its recommendations ("Index recommendation")
 
     def outcome(self, result) -> dict:
-        """What a run's row records of this kind's result: its recommendation(s), their states, the message,
-        and when nothing was recommended, the reasons per statement (``explain``) the pipeline gave."""
-        if self.summarize is not None:
-            return self.summarize(result)
-        rec = result.recommendation
-        explain = tuple(getattr(result, "explain", ()) or ()) if rec is None else ()
-        return {"recommendation": rec.id if rec else None, "recommendations": [rec.id] if rec else [],
-                "state": rec.state if rec else None, "message": result.message,
-                **({"explain": list(explain)} if explain else {})}
+        """What a run's row records of this kind's result (``summarize``, else ``default_outcome``)."""
+        return (self.summarize or default_outcome)(result)
 
     @property
     def lifecycle(self) -> str:
@@ -67,6 +65,17 @@ class Kind:
         """AdvisorError when ``plan`` fails the kind's own check (``plan.RunPlan.checked`` checks the rest)."""
         if self.check_plan is not None:
             self.check_plan(plan)
+
+
+def default_outcome(result) -> dict:
+    """What a run's row records of a pipeline's result: its recommendation, its state, the message, and when
+    nothing was recommended, the reasons per statement (``explain``) and what was tried (``dropped``)."""
+    rec = result.recommendation
+    explain = tuple(getattr(result, "explain", ()) or ()) if rec is None else ()
+    dropped = tuple(getattr(result, "dropped", ()) or ()) if rec is None else ()
+    return {"recommendation": rec.id if rec else None, "recommendations": [rec.id] if rec else [],
+            "state": rec.state if rec else None, "message": result.message,
+            **({"explain": list(explain)} if explain else {}), **({"dropped": list(dropped)} if dropped else {})}
 
 
 def validation_of(ctx: Context, plan):

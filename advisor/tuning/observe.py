@@ -13,9 +13,9 @@ from advisor.core.identity import describe, mismatch
 from advisor.core.progress import Say, silent
 from advisor.storage.store import Store
 from connectors.base import Connector
-from optimizers.knobs.rules import classify_workload
 from workloads.binding import BoundStatement, bind_workload
 from workloads.capture import workload_delta
+from workloads.shape import classify
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def observe(store: Store, connector: Connector, name: str | None = None, interva
     target_id = store.upsert_target(name or connector.target_name, connector.engine, connector.display_name)
     _check_identity(store, target_id, connector.identity(), say)
     snapshot_id = store.add_snapshot(target_id, snap, workload)
-    return Observation(target_id, snapshot_id, snap, workload, classify_workload(workload))
+    return Observation(target_id, snapshot_id, snap, workload, classify(workload))
 
 
 def _check_identity(store: Store, target_id: str, identity: dict, say: Say) -> None:

@@ -27,7 +27,8 @@ BUDGET_MB_MAX = 10_000_000
 @dataclass(frozen=True)
 class Option:
     """One field of a run plan: its type (int, float, bool, text, names: a comma list of names), default, bounds
-    (inclusive; a float's low bound is exclusive), what it means, and the label a form shows."""
+    (inclusive; a float's low bound is exclusive), what it means, the label a form shows, and whether the run and
+    schedule forms show it (``form``; the others take their defaults there)."""
 
     name: str
     type: str
@@ -35,27 +36,30 @@ class Option:
     help: str
     bounds: tuple[float, float] | None = None
     label: str = ""
+    form: bool = False
 
 
 OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("optimizer", "text", None, "the optimizer (default: the kind's first choice)", label="Optimizer"),
-    Option("trials", "int", 30, "trials of the knob search (baseline and seeds included)", (2, 10_000), "Trials"),
+    Option("trials", "int", 30, "trials of the knob search (baseline and seeds included)", (2, 10_000), "Trials", form=True),
     Option("seeds", "int", 3, "seed configurations (LLM or rules) tried first; 0 = none", (0, 20), "Seeds"),
     Option("repeats", "int", 3, "executions of each statement per trial (median)", (1, 100), "Repeats"),
-    Option("budget_mb", "float", None, "MiB of new indexes", (0, BUDGET_MB_MAX), "Budget, MB"),
+    Option("budget_mb", "float", None, "MiB of new indexes", (0, BUDGET_MB_MAX), "Budget, MB", form=True),
     Option("episodes", "int", 300, "IA2 training episodes (when no model is stored)", (1, 100_000), "Episodes"),
     Option("samples", "int", 48, "IA2 rollouts sampled besides the greedy one", (0, 10_000), "Samples"),
     Option("max_statements", "int", 20, "how many of the workload's heaviest statements to rewrite", (1, 1000),
-           "Statements"),
+           "Statements", form=True),
     Option("kinds", "names", (), "what a whole run tunes, in this order: indexes, rewrites, knobs "
-           "(default: all three)", label="Kinds"),
-    Option("rounds", "int", 5, "interleaved A/B rounds of the validation", (1, 100), "Validation rounds"),
-    Option("validate", "bool", True, "validate on a shadow before recommending", label="Validate"),
+           "(default: all three)", label="Kinds", form=True),
+    Option("rounds", "int", 5, "interleaved A/B rounds of the validation", (1, 100), "Validation rounds", form=True),
+    Option("validate", "bool", True, "validate on a shadow before recommending", label="Validate", form=True),
     Option("sample_percent", "float", None, "load the shadow with this percentage of large tables", (0, 100),
            "Sample, %"),
     Option("seed", "int", 0, "random seed of the search", (0, 2**31 - 1), "Seed"),
+    Option("recheck", "bool", False, "re-measure a validated recommendation on a freshly built shadow and report "
+           "the share of its gain that holds (a whole run always does, in its bundle)", label="Re-check"),
 )}
-COMMON = ("optimizer", "rounds", "validate", "sample_percent", "seed")  # the options every kind takes
+COMMON = ("optimizer", "rounds", "validate", "sample_percent", "seed", "recheck")  # the options every kind takes
 LIMITS = {name: o.bounds for name, o in OPTIONS.items() if o.type == "int"}  # a whole number's bounds
 
 
@@ -77,6 +81,7 @@ class RunPlan:
     max_statements: int = 20
     kinds: tuple[str, ...] = ()
     seed: int = 0
+    recheck: bool = False
 
     @classmethod
     def parse(cls, fields: Mapping[str, object]) -> "RunPlan":
@@ -112,7 +117,7 @@ class RunPlan:
         plan = dataclasses.replace(self, optimizer=optimizer)
         for name in kind.required:
             if getattr(plan, name) is None:
-                raise AdvisorError(f"a {kind.name} run needs {name} ({OPTIONS[name].help})")
+                raise AdvisorError(f"{_a(kind.name)} {kind.name} run needs {name} ({OPTIONS[name].help})")
         kind.check(plan)
         return plan
 
@@ -182,3 +187,8 @@ def _coerce(name: str, raw: object) -> object:
     if not math.isfinite(value):
         raise AdvisorError(f"{name} must be a finite number")
     return value
+
+
+def _a(word: str) -> str:
+    """'a' or 'an' before ``word`` (by its first letter)."""
+    return "an" if word[:1].lower() in "aeiou" else "a"

@@ -18,6 +18,7 @@ class BudgetExceeded(ContractViolation):
 
 class IndexOptimizer(Optimizer[IndexProblem]):
     kind = "indexes"
+    change_types = (IndexChange,)
     # a learned optimizer's set is compared (what-if cost, same budget) with the baselines' and the pipeline
     # recommends the best of them, saying so; a baseline, an exact solver or a peer is answered as itself
     checked_against_baselines: ClassVar[bool] = False

@@ -7,7 +7,9 @@ node scores steer the acquisition of a local GP optimizer.
 - **Scores.** Every leaf gets a UCT score: its mean normalized performance plus ``cp * sqrt(2 ln N / n)``. A
   softmax over the scores gives each leaf a weight in (0, 1].
 - **Acquisition.** A GP on all samples gives qLogEI; a candidate's value is logEI + log(weight of its leaf).
-  Candidates are a Sobol sweep of the whole space plus Gaussian steps around the best points (a trust region),
+  Candidates are a Sobol sweep of the whole space, Gaussian steps around the best points (a trust region), and
+  sparse moves from the best points that redraw one to three knobs only (in a space of 20-30 knobs, a step in
+  every coordinate rarely keeps what made a point good; knobs that pay only together are found by moving a few),
   so the search can jump between regions the tree ranks well and refine inside them.
 - **Adaptive depth.** The tree is as deep as the data supports (one level per ``2 * min_leaf`` samples, up to
   ``max_depth``); when the best has not improved for ``patience`` trials it is cut one level shallower and the
@@ -107,15 +109,25 @@ def leaf_weights(root: Node, y: np.ndarray, cp: float, temperature: float = 0.1)
     return w / w.max()
 
 
+def sparse_moves(x: np.ndarray, n: int, rng: np.random.Generator, most: int = 3) -> np.ndarray:
+    """``n`` copies of ``x`` with 1 to ``most`` coordinates each redrawn uniformly."""
+    out = np.repeat(x[None, :], n, axis=0)
+    for row in out:
+        picked = rng.choice(len(x), size=min(int(rng.integers(1, most + 1)), len(x)), replace=False)
+        row[picked] = rng.random(len(picked))
+    return out
+
+
 class HiBO(ModelSearch):
     name = "hibo"
     description = "HiBO: search-tree partitioning (k-means + SVM, UCT) weighting a local GP's qLogEI"
 
     def _setup(self, max_depth: int = 4, min_leaf: int = 4, cp: float = 0.3, patience: int = 6, sweep: int = 1024,
-               local: int = 768, constrained: bool = True, max_slowdown: float = MAX_SLOWDOWN) -> None:
+               local: int = 768, sparse: int = 768, constrained: bool = True,
+               max_slowdown: float = MAX_SLOWDOWN) -> None:
         super()._setup(constrained=constrained, max_slowdown=max_slowdown)
         self.max_depth, self.min_leaf, self.cp, self.patience = max_depth, min_leaf, cp, patience
-        self.sweep, self.local = sweep, local
+        self.sweep, self.local, self.sparse = sweep, local, sparse
         self.last_tree: Node | None = None
 
     def depth_and_cp(self) -> tuple[int, float]:
@@ -145,7 +157,8 @@ class HiBO(ModelSearch):
         rng = self.rng()
         best = X[np.argsort(ranked, kind="stable")[:3]]
         steps = [np.clip(b + rng.normal(0, 0.08, size=(self.local // len(best), d)), 0, 1) for b in best]
-        candidates = np.vstack([sobol(d, self.sweep, self.seed + len(self.history)), *steps])
+        candidates = np.vstack([sobol(d, self.sweep, self.seed + len(self.history)), *steps,
+                                *(sparse_moves(b, self.sparse // len(best), rng) for b in best)])
         acq = self.acquisition(X, y)
 
         def value(points: np.ndarray) -> np.ndarray:

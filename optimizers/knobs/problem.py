@@ -28,6 +28,7 @@ class KnobProblem:
 
 class KnobOptimizer(Optimizer[KnobProblem]):
     kind = "knobs"
+    change_types = (KnobChange,)
 
     def _check(self, config: Config) -> None:
         catalog = self.problem.space.catalog

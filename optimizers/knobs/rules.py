@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from advisor.core import knobvalues
-from advisor.core.domain import KnobChange, Workload
+from advisor.core.domain import KnobChange
 from optimizers.base import Config
 from optimizers.knobs.problem import KnobOptimizer
 
@@ -20,20 +20,6 @@ KB = 1024
 WAL_SIZES = {"web": (1 * GB, 4 * GB), "oltp": (2 * GB, 8 * GB), "dw": (4 * GB, 16 * GB),
              "desktop": (100 * MB, 2 * GB), "mixed": (1 * GB, 4 * GB)}
 WORK_MEM_DIVISOR = {"web": 1, "oltp": 1, "dw": 2, "desktop": 6, "mixed": 2}
-
-
-def classify_workload(workload: Workload) -> str:
-    """PGTune's workload kinds from what was observed: share of writes and mean statement time."""
-    calls = workload.total_calls
-    if not calls:
-        return "mixed"
-    mean_ms = workload.total_ms / calls
-    writes = workload.write_share()
-    if mean_ms >= 50 and writes < 0.2:
-        return "dw"
-    if mean_ms < 10:
-        return "oltp" if writes >= 0.2 else "web"
-    return "mixed"
 
 
 def pgtune(memory: int, cores: int, storage: str, kind: str, max_connections: int) -> dict[str, tuple[float, str, str]]:

@@ -21,6 +21,7 @@ from optimizers.rewrites.strategies import Result
 
 class RewriteOptimizer(Optimizer[RewriteProblem]):
     kind = "rewrites"
+    change_types = (QueryRewrite,)
 
     def _ask(self, n: int, current: Config | None) -> list[Config]:
         """``n`` configs: the i-th holds each statement's i-th candidate, for the statements that have one: the
@@ -54,6 +55,10 @@ class RewriteOptimizer(Optimizer[RewriteProblem]):
         while len(out) > 1 and not out[-1]:
             out.pop()
         return [tuple(c) for c in out]
+
+    def report(self) -> dict:
+        """``{"seconds": {queryid: s}}``: how long each statement's search and extraction took."""
+        return {"seconds": dict(self.__dict__.get("seconds", {}))}  # nothing before the first ask
 
     def run_search(self, queryid: str) -> tuple[Result, Search]:
         """One statement's search as this strategy runs it: what it reached (cost, e-nodes, rules) and the graph."""

@@ -132,15 +132,16 @@ def test_a_run_is_marked_interrupted_only_if_its_row_did_not_move_meanwhile(loca
 
 
 def test_resume_refuses_a_run_a_live_process_holds_or_of_another_target(tmp_path):
-    from advisor.tuning.knobs.pipeline import KnobPlan, _open_run
+    from advisor.service.service import AdvisorService
 
     with Store(tmp_path / "s.duckdb") as s:
+        service = AdvisorService(s)
         tid, other = s.upsert_target("shop", "postgres", "host=x"), s.upsert_target("other", "postgres", "host=y")
         s.add_run("run1", tid, "knobs", "random", {})  # owned by this (live) process
         with pytest.raises(AdvisorError, match="running in another process"):
-            _open_run(s, tid, KnobPlan(), None, "run1")
+            service.open_run(tid, "knobs", "random", {}, resume="run1")
         with pytest.raises(AdvisorError, match="another target"):
-            _open_run(s, other, KnobPlan(), None, "run1")
+            service.open_run(other, "knobs", "random", {}, resume="run1")
         s.interrupt_run("run1", s.run("run1")["updated_at"], "killed")
-        assert _open_run(s, tid, KnobPlan(), None, "run1") == "run1"
+        assert service.open_run(tid, "knobs", "random", {}, resume="run1") == "run1"
         assert s.run("run1")["state"] == "running"

@@ -96,7 +96,8 @@ def test_a_harmful_apply_is_rolled_back_by_the_servers_watcher_within_its_window
         assert applied["state"] == "applied" and applied["watch"]["state"] == "watching"
         assert "Seq Scan" in lookup_plan(shop)  # the harm is real: every lookup scans the table
         lookups(shop)  # the application goes on
-        wait_for(lambda: service.recommendation(rec.id).state == "rolled_back")
+        # the watch records how it ended right after the rollback's transition
+        wait_for(lambda: (watch_of(service.recommendation(rec.id)) or {}).get("state") == "rolled_back")
         out = client.get(f"/api/recommendations/{rec.id}", headers=op).json()
         history = [(a["actor"], a["action"], a["detail"]) for a in service.audit_log(rec.id)]
         assert log_in(client, secret).status_code == 303

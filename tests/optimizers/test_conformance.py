@@ -29,7 +29,8 @@ from optimizers.rewrites.problem import RewriteProblem
 from tests.optimizers.test_index_baselines import CANDIDATES, QUERIES
 
 # small settings of the same algorithms, so the suite stays quick
-FAST = {"hibo": {"sweep": 256, "local": 128}, "smac": {"challengers": 500, "local_search_iterations": 2},
+FAST = {"hibo": {"sweep": 256, "local": 128, "sparse": 128},
+        "smac": {"challengers": 500, "local_search_iterations": 2},
         "ia2": {"episodes": 30, "samples": 4}, "aurora": {"episodes": 6}}
 LISTED = [pytest.param(cls, id=f"{cls.kind}-{cls.name}") for cls in registry.available()]
 STEPS = 8  # tells before the state is taken: past every model's space-filling start (n_init = 5)

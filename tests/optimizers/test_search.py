@@ -18,7 +18,7 @@ from optimizers.knobs.space import KnobSpace, SpaceOptions
 
 HW = Hardware(8 * 1024**3, 4, "ssd")
 SEARCHERS = ["random", "tpe", "gp", "hibo"]
-FAST = {"hibo": {"sweep": 256, "local": 128}}  # fewer candidates to score: the same algorithm, quicker
+FAST = {"hibo": {"sweep": 256, "local": 128, "sparse": 128}}  # fewer candidates to score: the same algorithm, quicker
 
 
 @pytest.fixture(scope="module")

@@ -200,3 +200,24 @@ def test_a_run_that_recommends_nothing_keeps_its_reasons_and_shows_them(app_clie
     client.cookies.set(SESSION_COOKIE, session)
     page = client.get(f"/runs/{run['id']}").text
     assert 'id="explain"' in page and "Why, per statement" in page and explained[0]["queryid"] in page
+
+
+def test_a_whole_advisor_run_starts_over_rest_and_its_page_shows_each_step(app_client, tokens, registered):
+    client, _ = app_client
+    op = tokens["operator"]
+    body = {"target": "prod", "kind": "all", "kinds": ["indexes"], "budget_mb": 50, "episodes": 1, "samples": 0,
+            "rounds": 2}
+    r = client.post("/api/runs", json=body, headers=op)
+    assert r.status_code == 202, r.text
+    assert (r.json()["kind"], r.json()["optimizer"]) == ("all", "all")  # a kind without optimizers names itself
+    bad = client.post("/api/runs", json={**body, "kinds": ["indexes", "views"]}, headers=op)
+    assert bad.status_code == 422 and "kinds" in bad.text
+    ended = wait_run(client, op, r.json()["id"])
+    assert ended["state"] == "done", ended
+    result = ended["result"]
+    assert [s["kind"] for s in result["steps"]] == ["indexes"] and result["recommendations"]
+    from tests.web.logins import log_in
+
+    assert log_in(client, op["Authorization"].split()[1]).status_code == 303
+    page = client.get(f"/runs/{ended['id']}").text
+    assert 'id="outcome"' in page and "/recommendations/" + result["recommendations"][0] in page

@@ -94,7 +94,12 @@ def detail_page(request: Request, rec_id: str, service: Service, session: PageSe
     evidence = _evidence(rec)
     return render(request, "recommendation.html", session, section="recommendations", rec=rec, out=out, run=run,
                   target=target, evidence=evidence, history=service.audit_log(rec.id), actions=actions,
-                  details=rec.details or {}, rewrites=_rewrites(rec, evidence))
+                  details=rec.details or {}, rewrites=_rewrites(rec, evidence), kind_title=_title(rec.kind))
+
+
+def _title(kind: str) -> str:
+    """What the registry calls a recommendation of ``kind`` (a kind it no longer lists: its name)."""
+    return kinds.get(kind).title if kind in kinds.names() else kind.capitalize()
 
 
 ACTIONS = ("approve", "apply", "rollback", "reject")

@@ -19,14 +19,14 @@ from web.pages.templating import render
 router = APIRouter()
 RUN_STATES = typing.get_args(schemas.RunState)
 OPTIMIZERS = {k.name: k.optimizer_names() for k in kinds.kinds() if k.optimizers}
-# the plan options the run and schedule forms show, each with the kinds that take it (``data-for-kind``)
-FORM_OPTIONS = ("trials", "budget_mb", "max_statements", "kinds", "rounds", "validate")
 
 
 def _form_fields() -> list[dict]:
+    """The plan options the run and schedule forms show (``Option.form``), each with the kinds that take it
+    (``data-for-kind``; none listed: every kind)."""
     fields = []
-    for name in FORM_OPTIONS:
-        o = OPTIONS[name]
+    for o in (o for o in OPTIONS.values() if o.form):
+        name = o.name
         takers = [k.name for k in kinds.kinds() if name in k.options]
         low, high = o.bounds or (None, None)
         fields.append({"name": name, "id": name.replace("_", "-"), "label": o.label, "help": o.help, "type": o.type,

@@ -28,4 +28,4 @@ def run(ctx: Context, plan) -> object:
 KIND = Kind("indexes", "new indexes within a storage budget (and unused ones to drop): what-if costs, the "
             "optimizer's set, each index built and measured on a shadow", run, optimizers=indexes.OPTIMIZERS,
             change_types=(IndexChange, DropIndexChange), options=("budget_mb", "episodes", "samples"),
-            required=("budget_mb",), default_optimizer="ia2")
+            required=("budget_mb",), default_optimizer="ia2", title="Index")

@@ -9,21 +9,23 @@ best configuration F back towards the current one B:
    reduce: the advice is to keep the current settings.
 2. **Screening** (only when F changes more than ``max_knobs`` knobs): one pass of F without each knob (that knob
    back at its current value), beside passes of F; a knob's loss is how much slower F got without it.
-3. **Path**: drop the knobs whose removal costs least (those within ``max_loss`` of the gain first, then the
-   cheapest until at most ``max_knobs`` are left), re-measured against F: a drop stands when the loss is not
-   significant and costs at most ``max_loss`` of F's gain; otherwise fewer knobs are dropped. At most
-   ``max_steps`` comparisons.
+3. **Path**: drop the knobs whose removal costs least (those within noise, i.e. the larger of ``max_loss`` of the
+   gain and the spread of F's own passes, then the cheapest until at most ``max_knobs`` are left), re-measured
+   against F: a drop stands when it costs at most ``max_loss`` of F's gain, or when its loss is not significant
+   and under half the gain; otherwise fewer knobs are dropped. At most ``max_steps`` comparisons; when they end
+   with more than ``max_knobs`` knobs left, only the ``max_knobs`` that screened most valuable go on.
 4. **Shares**: each knob still changed is removed in turn from the kept set S (cheapest first) and measured
    against S. It stays only when moving it pays: its removal is a significant loss that costs at least
    ``min_share`` of the gain, and for a knob that needs a restart, at least ``restart_min_gain`` of the workload's
-   time; a knob whose share is under ``confirm_below`` is measured twice, and both must show the loss. The last
-   knob left is not measured alone (without it is the current settings: the path measured that, and validation
-   measures it again). Reported shares are the kept knobs' leave-one-out losses, normalised to sum to 1; what
-   each saves is its share of the validated gain.
+   time; a knob whose share is under ``confirm_below`` is measured twice, and both must show the loss. A single
+   knob left by the path is not measured alone (without it is the current settings: the path measured that, and
+   validation measures it again). Reported shares are the kept knobs' leave-one-out losses, normalised to sum
+   to 1; what each saves is its share of the validated gain.
 
-Budget: 2 x rounds passes per comparison; k + k/4 single passes to screen k knobs; at most 1 + ``max_steps`` + the
-kept knobs' comparisons in all. Values are compared as given: round them first (``round_config``), so what is
-measured is what is recommended.
+Budget: 2 x rounds passes per comparison; k + k/4 single passes to screen k knobs; at most 1 + ``max_steps`` +
+2 x ``max_knobs`` comparisons in all (e.g. 24 changed knobs, 3 rounds: 30 passes to screen, at most 90 to
+compare; 50 to 90 passes in all on a noisy 2-core machine). Values are compared as given: round them first
+(``round_config``), so what is measured is what is recommended.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ class AblationOptions:
     max_loss: float = 0.10  # the reduced set may lose at most this share of the full configuration's gain
     min_share: float = 0.05  # a knob stays only when it carries at least this share of the gain
     restart_min_gain: float = 0.05  # a knob that needs a restart must save this share of the workload's time
-    max_steps: int = 6  # comparisons on the path (step 3)
+    max_steps: int = 4  # comparisons on the path (step 3)
     confirm_below: float = 0.25  # a knob whose share is below this is measured twice (both must show the loss)
     min_gain: float = 0.02  # the full configuration must clear this gain (lower end of its interval)
 
@@ -69,8 +71,9 @@ class KnobShare:
     loss: float = float("nan")
 
     def to_dict(self) -> dict:
-        return {"knob": self.knob, "current": self.current, "proposed": self.proposed, "share": self.share,
-                "saves": self.saves, "restart": self.restart}
+        """As stored in a recommendation's details (an unknown share is None: JSON has no NaN)."""
+        return {"knob": self.knob, "current": self.current, "proposed": self.proposed, "share": _known(self.share),
+                "saves": _known(self.saves), "restart": self.restart}
 
 
 @dataclass(frozen=True)
@@ -234,7 +237,8 @@ def ablate(trials: TrialRunner, baseline: Mapping[str, str], full: Mapping[str, 
     out.passes = path.passes
     if not out.shares:
         out.keep_current = True
-        out.why = "no single knob's change pays on its own: " + "; ".join(f"{d.knob}: {d.why}" for d in out.dropped)
+        out.why = (f"none of its {len(changed)} changes pays on its own (the last measured: "
+                   + "; ".join(f"{d.knob}: {d.why}" for d in out.dropped[-3:]) + ")")
     say(f"ablation: {len(out.shares)} of {len(changed)} knob(s) kept after {path.passes} passes"
         + (": " + ", ".join(f"{s.knob} ({s.share:.0%} of the gain)" for s in out.shares) if out.shares else ""))
     return out
@@ -286,6 +290,7 @@ def _walk(path: _Path, full: dict[str, str], order: list[str], losses: dict[str,
     if len(order) <= options.max_knobs:
         return set(), 0.0
     room = options.max_loss * gain / (1.0 - gain)  # max_loss of the gain, as a fraction of full's time
+    limit = 0.5 * gain / (1.0 - gain)  # half the gain: more is never taken for noise
     noise = sum(1 for n in order if losses[n] < max(room, spread))
     tries = [m for m in dict.fromkeys([max(noise, len(order) - options.max_knobs), noise]) if m > 0]
     dropped: set[str] = set()
@@ -295,7 +300,7 @@ def _walk(path: _Path, full: dict[str, str], order: list[str], losses: dict[str,
         m = tries.pop(0)
         steps += 1
         cmp = path.compare(full, path.config(full, set(order[:m])))
-        if cmp is not None and _holds(cmp, room):
+        if cmp is not None and _holds(cmp, room, limit):
             dropped, lost = set(order[:m]), max(-cmp.gain, 0.0)
             path.say(f"ablation: dropping the {m} cheapest knob(s) keeps the gain (loss {-cmp.gain:+.1%}, "
                      f"95% CI {-cmp.ci[1]:+.1%} .. {-cmp.ci[0]:+.1%})")
@@ -310,24 +315,38 @@ def _walk(path: _Path, full: dict[str, str], order: list[str], losses: dict[str,
             break
         steps += 1
         cmp = path.compare(full, path.config(full, dropped | {name}))
-        if cmp is None or not _holds(cmp, room):
+        if cmp is None or not _holds(cmp, room, limit):
             path.say(f"ablation: dropping {name} as well costs too much; the path stops")
             break
         dropped.add(name)
         lost = max(-cmp.gain, 0.0)
+    capped = order[len(dropped):len(order) - options.max_knobs]  # the budget ended with too many left
     for name in order:
-        if name in dropped:
+        if name in dropped or name in capped:
+            why = (f"within noise: the reduced set keeps the gain without it (screened loss {losses[name]:+.1%} of "
+                   "the time)" if name in dropped else
+                   f"not among the {options.max_knobs} knobs that screened most valuable (screened loss "
+                   f"{losses[name]:+.1%} of the time): its part of the gain could not be told from noise")
             out.dropped.append(DroppedKnob(name, _shown(path, name, path.baseline[name]),
-                                           _shown(path, name, full[name]),
-                                           f"within noise: the reduced set keeps the gain without it (screened loss "
-                                           f"{losses[name]:+.1%} of the time)"))
-    return dropped, lost
+                                           _shown(path, name, full[name]), why))
+    if capped:
+        path.say(f"ablation: {len(capped)} more knob(s) left out, keeping the {options.max_knobs} that screened "
+                 "most valuable")
+    return dropped | set(capped), lost
 
 
-def _holds(cmp: ObjectiveComparison, room: float) -> bool:
-    """The reduced configuration (the comparison's candidate) keeps the full one's gain: it is not significantly
-    slower, or it loses at most ``room`` (a fraction of the full one's time)."""
-    return not cmp.significant_loss or -cmp.gain <= room
+def _holds(cmp: ObjectiveComparison, room: float, limit: float) -> bool:
+    """The reduced configuration (the comparison's candidate) keeps the full one's gain: it loses at most
+    ``room``, or its loss is within noise (not significant) and at most ``limit`` (fractions of the full one's
+    time: ``max_loss`` and half of its gain).
+
+    >>> from advisor.tuning.knobs.trials import ObjectiveComparison as C
+    >>> _holds(C([], [], -0.05, (-0.2, 0.1)), 0.1, 0.5), _holds(C([], [], -0.3, (-0.6, 0.1)), 0.1, 0.5)
+    (True, True)
+    >>> _holds(C([], [], -0.3, (-0.6, -0.1)), 0.1, 0.5), _holds(C([], [], -0.6, (-0.9, 0.1)), 0.1, 0.5)
+    (False, False)
+    """
+    return -cmp.gain <= room or (not cmp.significant_loss and -cmp.gain <= limit)
 
 
 def _shares(path: _Path, full: dict[str, str], kept: list[str], dropped: set[str], gain: float,
@@ -341,8 +360,10 @@ def _shares(path: _Path, full: dict[str, str], kept: list[str], dropped: set[str
         current = path.config(full, without)
         restart = catalog[name].needs_restart
         row = (name, _shown(path, name, path.baseline[name]), _shown(path, name, full[name]))
-        last = len(without) + 1 == len(kept) + len(dropped)  # without it: the current settings
-        if last:  # its loss is the kept set's gain as the path measured it (and validation measures it again)
+        # the one knob the path left (without it: the current settings): its loss is the gain the path measured,
+        # F's less what the path lost, and validation measures it again
+        last = len(kept) == 1
+        if last:
             loss, significant = gain / (1.0 - gain), True
         else:
             path.say(f"ablation: measuring {name}'s share ({path.options.rounds} rounds without it)")
@@ -364,6 +385,10 @@ def _shares(path: _Path, full: dict[str, str], kept: list[str], dropped: set[str
         out.dropped.append(DroppedKnob(*row, why=why))
         without.add(name)
     out.rescale(gain)
+
+
+def _known(x: float) -> float | None:
+    return x if x == x else None
 
 
 def _shown(path: _Path, name: str, value: str) -> str:

@@ -6,7 +6,7 @@ target. Inputs besides the plan (``Context.inputs``): ``hardware`` (the target's
 from __future__ import annotations
 
 from advisor.core.domain import KnobChange
-from advisor.tuning.kind import Context, Kind
+from advisor.tuning.kind import Context, Kind, default_outcome
 from advisor.tuning.knobs.pipeline import KnobPlan, tune_knobs
 from advisor.tuning.knobs.trials import TuningOptions
 from advisor.tuning.observe import observe, require_workload
@@ -16,7 +16,6 @@ from optimizers.knobs.space import SpaceOptions
 
 
 def run(ctx: Context, plan) -> object:
-    from advisor.core.hardware import detect
     from advisor.core.settings import get_settings
     from connectors import factory
     from optimizers.knobs.llm import from_settings
@@ -33,11 +32,20 @@ def run(ctx: Context, plan) -> object:
     connector = factory.connector(ctx.dsn)
     obs = require_workload(observe(ctx.store, connector, ctx.name, 0.0, ctx.say))
     llm = ctx.inputs.get("llm")
-    return tune_knobs(ctx.store, connector, obs, knob_plan, hardware=ctx.inputs.get("hardware") or detect(),
-                      llm=llm if llm is not None else from_settings(get_settings()), run_id=ctx.run_id,
+    run_id = ctx.open_run(obs.target_id, "knobs", knob_plan.tuning.optimizer, knob_plan.to_dict(), resume,
+                          ctx.run_id)
+    return tune_knobs(ctx.store, connector, obs, knob_plan, hardware=ctx.inputs.get("hardware"),
+                      llm=llm if llm is not None else from_settings(get_settings()), run_id=run_id,
                       resume=resume, say=ctx.say)
+
+
+def _summary(result) -> dict:
+    """The run row's record of a knob run: the default one (its recommendation, message, what was dropped) with
+    the search in figures (trials, failures, best and baseline objectives, findings, keep-current)."""
+    return {**result.summary, **default_outcome(result)}
 
 
 KIND = Kind("knobs", "server settings: a search on a shadow (HiBO, GP-BO, TPE, random) or one rule-based "
             "configuration, validated against the current settings", run, optimizers=knobs.OPTIMIZERS,
-            change_types=(KnobChange,), options=("trials", "seeds", "repeats"), default_optimizer="hibo")
+            change_types=(KnobChange,), options=("trials", "seeds", "repeats"), default_optimizer="hibo",
+            summarize=_summary, title="Knob")

@@ -1,7 +1,9 @@
-"""The knob pipeline, top down: observe (done by the caller) -> the problem and its seeds -> bind the workload ->
-a shadow -> the search (baseline, seeds, then the optimizer's asks, every trial stored) -> validate the best
-candidates against the current settings -> recommend. The service, the demo and ``advisor bench knobs`` call
-these same functions (the bench tunes a sandbox it loaded itself, so it starts at ``search``)."""
+"""The knob pipeline, top down: observe (done by the caller) -> the target's hardware -> the problem and its seeds
+-> bind the workload -> a shadow -> the search (baseline, seeds, then the optimizer's asks, every trial stored) ->
+the best candidates rounded as a DBA writes them, reduced by ablation to the knobs that carry their gain, and
+validated against the current settings -> recommend, or "keep your current settings" when nothing measurably
+beats them. The service, the demo and ``advisor bench knobs`` call these same functions (the bench tunes a
+sandbox it loaded itself, so it starts at ``search``)."""
 
 from __future__ import annotations
 
@@ -9,12 +11,12 @@ import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
 
-from advisor.core import knobvalues, processes
+from advisor.core import knobvalues
 from advisor.core.domain import Hardware, Recommendation
 from advisor.core.errors import AdvisorError
 from advisor.core.hardware import PARTS, describe, for_target
 from advisor.core.progress import Say, silent
-from advisor.storage.store import Store, new_id
+from advisor.storage.store import Store
 from advisor.tuning.observe import Observation, bind
 from advisor.tuning.recommend import Dropped, dropped_rows, recommend, verdict_note
 from advisor.tuning.knobs.ablation import AblationOptions, ablate, round_config
@@ -73,6 +75,7 @@ class TuneResult:
     findings: tuple[str, ...] = ()  # what the run learned besides the recommendation
     # what was tried and is not recommended, and why: {"change", "kind", "why"} (``advisor.tuning.recommend``)
     dropped: tuple[dict, ...] = ()
+    summary: dict = field(default_factory=dict)  # the search in figures, for the run's row (the service writes it)
 
 
 def tune_knobs(store: Store, connector: Connector, obs: Observation, plan: KnobPlan, *,
@@ -80,36 +83,25 @@ def tune_knobs(store: Store, connector: Connector, obs: Observation, plan: KnobP
                say: Say = silent) -> TuneResult:
     """The whole knob pipeline for an observed target. ``hardware``: the target server's, as given for this run
     (None, or this machine's ``detect()``: the target's own, from ``target_hardware``); ``run_id``: the run row
-    the service made (its end is recorded by the service); ``resume``: a stored, unfinished run to continue."""
+    the service opened for it (trials are stored under it; how the run ends is the service's to record);
+    ``resume``: that row is a stored, unfinished run to continue."""
     hardware, hardware_notes = target_hardware(store, connector, obs.target_id, hardware, say)
     problem = knob_problem(obs, hardware, plan.space)
     optimizer = registry.create("knobs", plan.tuning.optimizer, problem, seed=plan.tuning.seed)
     seeds = propose_seeds(store, problem, obs, plan.tuning, llm, say)
     bound, skipped = bind(connector, obs, plan.max_statements, say)
-    if resume and store.run(resume)["target_id"] != obs.target_id:
-        raise AdvisorError(f"tuning run {resume} belongs to another target; resume it against that target")
-    managed = bool(run_id and not resume)  # started by the service, which records how it ends
-    run_id = _open_run(store, obs.target_id, plan, run_id, resume)
+    if run_id is None:
+        raise AdvisorError("a knob search needs a run to store its trials in (AdvisorService.tune opens one)")
     say(f"tuning run {run_id}: {plan.tuning.optimizer}, {plan.tuning.trials} trials over {problem.space.dim} knobs, "
         f"{len(bound)} statements, {len(seeds)} seed(s)")
-    try:
-        with factory.clone(connector, sample_percent=plan.sample_percent, say=say) as shadow:
-            bound, failing = leave_out_failing(shadow, bound, say)
-            trials = TrialRunner(shadow, ReplayRunner(bound, repeats=plan.repeats, objective=plan.tuning.objective),
-                                 problem.space, plan.tuning.timeout_factor, plan.tuning.min_timeout_s, say)
-            try:
-                run = search(store, run_id, obs.target_id, trials, optimizer, plan.tuning, seeds,
-                             resume=bool(resume), say=say)
-            except BaseException:
-                if not managed:
-                    store.update_run(run_id, state="interrupted")
-                raise
-            trials.reset()
-            result = validate_best(store, run, obs, connector, shadow, bound, plan.validation, say, plan.ablation)
-    except AdvisorError as e:  # the shadow, every statement or every trial failed: a failed run, with the reason
-        if not managed and store.run(run_id)["state"] == "running":
-            store.update_run(run_id, state="failed", error=e.message)
-        raise
+    with factory.clone(connector, sample_percent=plan.sample_percent, say=say) as shadow:
+        bound, failing = leave_out_failing(shadow, bound, say)
+        trials = TrialRunner(shadow, ReplayRunner(bound, repeats=plan.repeats, objective=plan.tuning.objective),
+                             problem.space, plan.tuning.timeout_factor, plan.tuning.min_timeout_s, say)
+        run = search(store, run_id, obs.target_id, trials, optimizer, plan.tuning, seeds, resume=bool(resume),
+                     say=say)
+        trials.reset()
+        result = validate_best(store, run, obs, connector, shadow, bound, plan.validation, say, plan.ablation)
     return dataclasses.replace(result, skipped=skipped + failing,
                                findings=tuple(hardware_notes) + tuple(
                                    f"left out of the objective, it fails with the current settings: "
@@ -167,27 +159,6 @@ def propose_seeds(store: Store, problem: KnobProblem, obs: Observation, tuning: 
     return seeds_for(problem.space, features, tuning.seeds, llm, (store.cached_seeds, store.cache_seeds), warn=say)
 
 
-def _open_run(store: Store, target_id: str, plan: KnobPlan, run_id: str | None, resume: str | None) -> str:
-    if resume:
-        run = store.run(resume)
-        if run["state"] == "done":
-            raise AdvisorError(f"tuning run {resume} is already finished")
-        if run["target_id"] != target_id:
-            raise AdvisorError(f"tuning run {resume} is a run of another target; resume it with that target")
-        if run["state"] in ("queued", "running") and processes.alive(run.get("owner")) is not False:
-            raise AdvisorError(f"tuning run {resume} is {run['state']} in another process (pid "
-                               f"{(run.get('owner') or {}).get('pid', '?')}); it can be resumed once that ends")
-        # running again, owned by this process (a killed owner's run was marked interrupted by whoever reaped it)
-        store.update_run(resume, state="running", owner=processes.this_process())
-        return resume
-    if run_id and store.runs(run_id=run_id):  # its row exists: record the search's own options
-        store.update_run(run_id, options={**store.run(run_id)["options"], **plan.to_dict()})
-        return run_id
-    run_id = run_id or new_id()
-    store.add_run(run_id, target_id, "knobs", plan.tuning.optimizer, plan.to_dict())
-    return run_id
-
-
 def search(store: Store, run_id: str, target_id: str, trials: TrialRunner, optimizer: Optimizer,
            tuning: TuningOptions, seeds: list[Seed], *, resume: bool = False, say: Say = silent) -> TuningRun:
     """The propose step: the baseline, the seeds, then the optimizer's asks, each trial stored as it ends."""
@@ -222,12 +193,10 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
         if keep is not None:
             why = f"{KEEP}: {why}"
             summary["keep_current"] = {**keep, "why": why}
-        store.update_run(run.run_id, state="done", result={**summary, "recommendation": rec.id if rec else None})
         return TuneResult(rec, obs, reasons, (), why, run.run_id, tuple(run.records), tuple(findings),
-                          dropped=tuple(dropped_rows(dropped)))
+                          dropped=tuple(dropped_rows(dropped)), summary=summary)
 
     if run.records and run.best() is None:  # not even the current settings could be measured
-        store.update_run(run.run_id, result=summary)
         raise AdvisorError(every_trial_failed(run.records))
     if base is None:
         return done(None, "no configuration to validate: the current settings failed")
@@ -249,8 +218,11 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
                                   plan=plan, run_id=run.run_id, details=_shares_unmeasured(run.space, config)),
                         "not validated (validation was switched off)")
         label = f"candidate {i + 1} (trial {cand.number + 1}, {cand.source})"
-        details, cut = _shares_unmeasured(run.space, config), None
+        details, cut, left_out = _shares_unmeasured(run.space, config), None, []
         if ablation is not None:
+            # the current settings run again, however much slower than the best pass they are
+            factor = run.trials.timeout_factor
+            run.trials.timeout_factor = factor * max(1.0, base.result.objective / max(cand.result.objective, 1e-9))
             try:
                 cut = ablate(run.trials, run.space.default_config(), config,
                              dataclasses.replace(ablation, min_gain=validation.min_gain), say)
@@ -259,8 +231,10 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
                 dropped.append({"change": label, "kind": "knob", "why": str(e)})
                 continue
             finally:
+                run.trials.timeout_factor = factor
                 run.trials.reset()
-            dropped.extend(Dropped(f"{d.knob} = {d.proposed}", "knob", d.why) for d in cut.dropped)
+            left_out = [Dropped(f"{d.knob} = {d.proposed}", "knob", d.why) for d in cut.dropped]
+            dropped.extend(left_out)
             if cut.keep_current:
                 say(f"{label}: {cut.why}")
                 keep = keep or {"why_first": cut.why, "gain": cut.reference.gain if cut.reference else None,
@@ -269,7 +243,7 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
             config, details = cut.config, cut.details()
         plan = connector.plan_changes(run.space.changes(config), catalog)
         common = dict(target_id=obs.target_id, kind="knobs", optimizer=run.optimizer.name, plan=plan,
-                      run_id=run.run_id)
+                      run_id=run.run_id, dropped=left_out)
         say(f"validating {label}: {len(plan.changes)} change(s) against the current configuration, "
             f"{validation.rounds} interleaved rounds")
         try:
@@ -327,10 +301,12 @@ def every_trial_failed(records) -> str:
 def candidates(run: TuningRun) -> list[TrialRecord]:
     """Configurations worth validating, best first: the best trial, the best seed (few, explained changes), the
     runner-up, among those that measured better than the baseline and change something. None when no trial
-    beat the baseline: then the current settings are kept."""
+    beat the baseline: then the current settings are kept. Trials that slowed no statement by the guard's 10% in
+    their pass come first (the guard would reject the others), each group best first."""
     base = run.baseline()
     ok = sorted((r for r in run.records if r.result.status == "measured" and r.result.objective is not None
-                 and r.source != "default" and run.space.changes(r.config)), key=lambda r: r.result.objective)
+                 and r.source != "default" and run.space.changes(r.config)),
+                key=lambda r: (r.slows_a_statement(), r.result.objective))
     better = [r for r in ok if base is not None and r.result.objective < base.result.objective]
     picks = better[:1] + [r for r in better if r.source.startswith("seed:")][:1] + better[1:2]
     out, seen = [], set()

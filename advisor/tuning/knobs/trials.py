@@ -1,4 +1,4 @@
-"""Knob tuning on a shadow: the trial runner and the tuning loop.
+"""Knob tuning on a shadow: the trial runner and the tuning loop (the workload runners are in ``runners``).
 
 A trial sets a configuration on the shadow (only what differs from the shadow's present one, with a restart
 only when a restart-needing knob differs), restores the data if the workload writes, warms up, runs the workload
@@ -11,6 +11,10 @@ and turns it into one objective (lower is better). Failures are trials too:
 A failed trial is stored with its reason, scored for the optimizer as a penalty (``search.PENALTY_FACTOR`` x the
 worst objective), and the shadow is brought back to the last configuration that worked. Every trial is in the
 store as soon as it ends, with the optimizer's state, so ``resume`` continues an interrupted run.
+
+A replayed workload's trial also keeps each statement's median (ms); the optimizer is told each statement's ratio
+to the run's baseline trial (``TrialResult.ratios``, the first trial, the current settings), so a constraint-aware
+search learns which configurations slow a statement down as the guard would see it.
 """
 
 from __future__ import annotations
@@ -19,8 +23,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import ClassVar, Protocol
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -29,99 +32,14 @@ from advisor.core.domain import KnobChange, TrialResult
 from advisor.core.errors import AdvisorError, SandboxError, TargetUnreachable
 from advisor.core.progress import Say, silent
 from advisor.storage.store import Store
+# the workload runners live in runners.py; importing them from here keeps working
+from advisor.tuning.knobs.runners import (MIN_ABS_MS, Measured, PgbenchRunner, ReplayRunner,  # noqa: F401
+                                          TrialTimeout, WorkloadRunner, statement_ratios)
 from connectors.base import Shadow
 from optimizers.base import Optimizer
+from optimizers.knobs.search import MAX_SLOWDOWN
 from optimizers.knobs.seeding import Seed
 from optimizers.knobs.space import KnobSpace
-from workloads.binding import BoundStatement
-from workloads.replay import ReplayOptions, replay
-
-
-class TrialTimeout(AdvisorError):
-    """A trial ran past its time limit."""
-
-
-# --- workload runners ---------------------------------------------------------------------------------------
-
-
-class WorkloadRunner(Protocol):
-    objective: str  # what the number means, for people
-
-    def run(self, dsn: str, timeout_s: float) -> float:
-        """One measured pass; the objective, lower is better. Raises TrialTimeout / TargetUnreachable."""
-
-    def restore(self, dsn: str) -> None:
-        """Bring the data back to its starting state (a no-op for read-only workloads)."""
-
-    def display(self, objective: float) -> str: ...
-
-
-@dataclass
-class ReplayRunner:
-    """Replays bound statements: the objective is the weighted sum of per-statement median latencies (ms)
-    over ``repeats`` executions (``objective="latency"``), or, with ``objective="throughput"``, the wall time of
-    the pass per statement executed (ms), whose inverse is statements per second."""
-
-    statements: Sequence[BoundStatement]
-    repeats: int = 3
-    warmup: int = 1
-    concurrency: int = 1
-    objective: str = "latency"
-
-    def run(self, dsn: str, timeout_s: float) -> float:
-        opts = ReplayOptions(self.concurrency, self.repeats, self.warmup, max(int(timeout_s * 1000), 1))
-        start = time.perf_counter()
-        result = replay(dsn, self.statements, opts)
-        if result.timeouts:
-            raise TrialTimeout(f"{sum(result.timeouts.values())} statement(s) ran past the {timeout_s:.1f}s limit")
-        if time.perf_counter() - start > timeout_s * max(len(self.statements), 1) * (self.repeats + self.warmup):
-            raise TrialTimeout(f"the pass took longer than its limit ({timeout_s:.1f}s per statement)")
-        errors = {k: v for k, v in result.errors.items() if v}
-        if errors:
-            first = next(iter(errors.values()))[0]
-            if any(w in first.lower() for w in ("terminat", "connection", "server closed", "shutdown", "recovery")):
-                raise TargetUnreachable(f"the shadow lost connections during the run: {first}")
-            raise AdvisorError(f"{len(errors)} statement(s) failed: {first}")
-        if self.objective == "throughput":
-            executed = sum(len(v) for v in result.samples.values())
-            return result.wall_ms / max(executed, 1)
-        return float(sum(st.weight * result.median_ms(st.queryid) for st in self.statements))
-
-    def restore(self, dsn: str) -> None:
-        return None  # replay rolls every write back
-
-    def display(self, objective: float) -> str:
-        if self.objective == "throughput":
-            return f"{1000.0 / objective:,.1f} statements/s"
-        return f"{objective:,.1f} ms"
-
-
-@dataclass
-class PgbenchRunner:
-    """pgbench's TPC-B-like transactions for ``duration_s``: the objective is milliseconds per transaction
-    (1000 / TPS), and the history table is emptied and the tables vacuumed before each run."""
-
-    scale: ClassVar[int] = 10
-    clients: int = 8
-    duration_s: float = 6.0
-    objective: str = "throughput"
-
-    def run(self, dsn: str, timeout_s: float) -> float:
-        from workloads import pgbench
-
-        result = pgbench.run(dsn, pgbench.PgbenchOptions(scale=self.scale, clients=self.clients,
-                                                         duration_s=self.duration_s))
-        if result.tps <= 0:
-            raise AdvisorError(f"pgbench finished no transaction ({result.failed} failed)")
-        return 1000.0 / result.tps
-
-    def restore(self, dsn: str) -> None:
-        from workloads import pgbench
-
-        pgbench.restore(dsn)
-
-    def display(self, objective: float) -> str:
-        return f"{1000.0 / objective:,.0f} TPS"
 
 
 # --- trials ---------------------------------------------------------------------------------------------------
@@ -150,6 +68,12 @@ class TrialRecord:
     result: TrialResult
     duration_s: float
     restarted: bool = False
+    statement_ms: dict[str, float] | None = None  # each statement's median in this trial (a replay's trials)
+
+    def slows_a_statement(self, max_slowdown: float = MAX_SLOWDOWN) -> bool:
+        """Whether some statement ran ``max_slowdown`` or more slower than at baseline in this trial's pass."""
+        worst = self.result.worst_ratio
+        return worst is not None and worst >= 1.0 + max_slowdown
 
 
 @dataclass
@@ -165,6 +89,7 @@ class TrialRunner:
     current: dict[str, str] = field(default_factory=dict)
     good: dict[str, str] = field(default_factory=dict)
     best_s: float | None = None  # wall time of the fastest successful pass
+    last_ms: dict[str, float] | None = None  # per-statement medians of the last trial (None when it failed)
 
     def __post_init__(self) -> None:
         self.base = self.space.default_config()
@@ -196,8 +121,10 @@ class TrialRunner:
         self.current = dict(self.good)
 
     def trial(self, config: Mapping[str, str]) -> tuple[TrialResult, float, bool]:
+        """Run ``config``: (result, seconds, whether it restarted); ``last_ms`` holds its per-statement medians."""
         start = time.perf_counter()
         restarted = False
+        self.last_ms = None
         try:
             restarted = self._set(config)
         except (SandboxError, TargetUnreachable) as e:
@@ -209,7 +136,7 @@ class TrialRunner:
         try:
             self.runner.restore(self.shadow.dsn)
             run_start = time.perf_counter()
-            objective = self.runner.run(self.shadow.dsn, self.timeout_s())
+            measured = self.runner.run(self.shadow.dsn, self.timeout_s())
             wall = time.perf_counter() - run_start
         except TrialTimeout as e:
             return TrialResult(None, "failed", f"timeout: {e}"), time.perf_counter() - start, restarted
@@ -226,9 +153,12 @@ class TrialRunner:
             return TrialResult(None, "failed", f"{why}: {e}"), time.perf_counter() - start, restarted
         except AdvisorError as e:
             return TrialResult(None, "failed", str(e)), time.perf_counter() - start, restarted
+        if not isinstance(measured, Measured):
+            measured = Measured(float(measured))
         self.good = dict(self.current)
         self.best_s = wall if self.best_s is None else min(self.best_s, wall)
-        return TrialResult(objective), time.perf_counter() - start, restarted
+        self.last_ms = measured.statement_ms
+        return TrialResult(measured.objective), time.perf_counter() - start, restarted
 
     def reset(self) -> None:
         """Put the shadow back to its own configuration."""
@@ -275,9 +205,13 @@ class TuningRun:
             status = row["status"]
             result = TrialResult(row["objective"], status, row.get("reason") or "")
             rec = TrialRecord(int(row["number"]), dict(row["config"]), row.get("source") or "", result,
-                              row.get("duration_s") or 0.0)
+                              row.get("duration_s") or 0.0, statement_ms=row.get("statements"))
             self.records.append(rec)
             told.append(rec)
+        reference = self.reference_ms()
+        for rec in told:  # ratios to the baseline trial (none for trials stored before per-statement times were)
+            if rec.result.status == "measured":
+                rec.result = replace(rec.result, ratios=statement_ratios(rec.statement_ms, reference))
         if saved and saved.get("trials") == len(told):
             self.optimizer.restore(saved)
         else:
@@ -286,14 +220,23 @@ class TuningRun:
         if self.records:
             self.say(f"resuming run {self.run_id}: {len(self.records)} trial(s) already done")
 
+    def reference_ms(self) -> dict[str, float] | None:
+        """Per-statement medians of the run's baseline trial (the current settings), which ratios are taken to."""
+        base = self.baseline()
+        return base.statement_ms if base else None
+
     def _record(self, config: dict[str, str], source: str, result: TrialResult, duration: float,
-                restarted: bool) -> TrialRecord:
-        rec = TrialRecord(len(self.records), config, source, result, duration, restarted)
+                restarted: bool, statement_ms: dict[str, float] | None = None) -> TrialRecord:
+        if result.status == "measured" and statement_ms:
+            reference = self.reference_ms() or (statement_ms if source == "default" else None)
+            result = replace(result, ratios=statement_ratios(statement_ms, reference))
+        rec = TrialRecord(len(self.records), config, source, result, duration, restarted, statement_ms)
         self.records.append(rec)
         self.optimizer.tell(tuple(self.space.changes(config)), result)
         self.store.add_trial(self.target_id, self.run_id, self.optimizer.name, self.space.changes(config), None,
                              result.status, result.reason or None, number=rec.number, config=config,
-                             objective=result.objective, source=source, duration_s=duration)
+                             objective=result.objective, source=source, duration_s=duration,
+                             statements=statement_ms)
         self.store.update_run(self.run_id, optimizer_state={**self.optimizer.state(), "trials": len(self.records)})
         best = self.best()
         status = (self.trials.runner.display(result.objective) if result.objective is not None
@@ -314,7 +257,7 @@ class TuningRun:
         if notes:
             self.say(f"adjusted to fit the constraints: {'; '.join(notes)}")
         result, duration, restarted = self.trials.trial(fixed)
-        return self._record(fixed, source, result, duration, restarted)
+        return self._record(fixed, source, result, duration, restarted, self.trials.last_ms)
 
     def execute(self) -> list[TrialRecord]:
         """Run trials until the budget is spent; returns every trial of the run (resumed ones included)."""

@@ -205,7 +205,7 @@ def tune_rewrites(store: Store, connector: Connector, obs: Observation, plan: Re
         say(f"{plan.optimizer}: searching rewrites of {len(problem.lowered)} statement(s) "
             f"({len(problem.unsupported)} outside the rewriter's subset)")
         configs = opt.ask(plan.candidates)
-        why, seconds = opt.explain(), getattr(opt, "seconds", {})
+        why, seconds = opt.explain(), opt.report().get("seconds", {})
         gc.collect()  # the searches' e-graphs are freed here, on the thread that made them (egglog requires it)
         forms: dict[str, list[QueryRewrite]] = {}
         for config in configs:

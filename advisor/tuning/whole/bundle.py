@@ -5,9 +5,11 @@ the workload replayed, the changes reverted), so all arms share the server's dri
 
 - the bundle's gain: all parts against none;
 - each part's contribution: the bundle against the bundle without it (a part that helps only without another,
-  or hurts with it, shows here: its contribution does not clear the minimum gain);
-- each part alone against none, on this fresh shadow: beside the gain it was validated with, the share of the
-  gain that holds when redeployed (the MLOS team's TUNA found "best" configurations that lose much of it).
+  or hurts with it, shows here: its contribution does not clear the minimum gain), and the kept set, by backward
+  elimination (``measure_bundle``);
+- each part on top of the parts before it (the state it was validated on), on this fresh shadow: beside the gain
+  it was validated with, the share of the gain that holds when redeployed (the MLOS team's TUNA found "best"
+  configurations that lose much of it); and each part alone.
 
 Latencies are in ms, gains fractions (0.02 = 2%).
 """
@@ -15,6 +17,7 @@ Latencies are in ms, gains fractions (0.02 = 2%).
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -32,36 +35,44 @@ MAX_PARTS = 3  # 2**3 arms per round at most
 
 @dataclass(frozen=True)
 class PartResult:
-    """One part of the bundle: ``alone`` (against no change) and ``contribution`` (the bundle against the bundle
-    without it); ``held``: the alone gain over the gain the part was validated with (None when that was <= 0)."""
+    """One part of the bundle: ``alone`` (against no change), ``atop`` (against the parts listed before it: the
+    state it was validated on), ``contribution`` (the kept bundle against the kept bundle without it; for a part
+    left out, the evidence it was left out on) and whether it was ``kept``; ``held``: its ``atop`` gain over the
+    gain it was validated with (None when that was <= 0)."""
 
     name: str
     alone: Evidence
+    atop: Evidence
     contribution: Evidence
     validated_gain: float | None
+    kept: bool = True
 
     @property
     def held(self) -> float | None:
         if self.validated_gain is None or self.validated_gain <= 0:
             return None
-        return self.alone.gain / self.validated_gain
+        return self.atop.gain / self.validated_gain
 
     @property
     def pays(self) -> bool:
-        """It measurably adds to the bundle and slows no statement that matters."""
-        return self.contribution.accepted
+        return self.kept
 
 
 @dataclass(frozen=True)
 class BundleResult:
     bundle: Evidence  # every part against none
     parts: tuple[PartResult, ...]
+    kept: Evidence | None = None  # the kept parts against none (None when none is kept)
 
 
 def measure_bundle(shadow: Shadow, statements: Sequence[BoundStatement],
                    parts: Sequence[tuple[str, Sequence[Change], float | None]],
                    options: ValidationOptions = ValidationOptions(), say: Say = silent) -> BundleResult:
-    """``parts``: (name, changes, gain it was validated with). The shadow is left as it was (also on error)."""
+    """``parts``: (name, changes, gain it was validated with), in the order they were validated (each on top of
+    the ones before it). The shadow is left as it was (also on error). With two parts or more, the kept set is
+    found by backward elimination over the measured arms: while a kept part's contribution does not clear the
+    guard or the kept bundle does not, the part that adds least goes (substitutes: one of two parts that speed up
+    the same statements is kept, not neither)."""
     if not parts:
         raise AdvisorError("nothing to measure: the bundle has no part")
     if len(parts) > MAX_PARTS:
@@ -76,10 +87,23 @@ def measure_bundle(shadow: Shadow, statements: Sequence[BoundStatement],
                        regression_threshold=options.regression_threshold,
                        min_time_share=options.min_time_share, min_call_share=options.min_call_share)
 
-    everything, nothing = subsets[-1], subsets[0]
-    results = tuple(PartResult(name, evidence(nothing, frozenset({i})), evidence(everything - {i}, everything),
-                               gain) for i, (name, _changes, gain) in enumerate(parts))
-    return BundleResult(evidence(nothing, everything), results)
+    nothing = frozenset()
+    kept, left_on = set(range(len(parts))), {}
+    while len(parts) > 1 and kept:
+        k = frozenset(kept)
+        adds = {i: evidence(k - {i}, k) for i in kept}
+        weak = [i for i in kept if not adds[i].accepted]
+        if not weak and evidence(nothing, k).accepted:
+            break
+        out = min(weak or kept, key=lambda i: adds[i].gain)
+        left_on[out] = adds[out]
+        kept.discard(out)
+    k = frozenset(kept)
+    results = tuple(PartResult(name, evidence(nothing, frozenset({i})),
+                               evidence(frozenset(range(i)), frozenset(range(i + 1))),
+                               evidence(k - {i}, k) if i in kept else left_on[i], gain, i in kept)
+                    for i, (name, _changes, gain) in enumerate(parts))
+    return BundleResult(evidence(nothing, subsets[-1]), results, evidence(nothing, k) if kept else None)
 
 
 def _measure(shadow: Shadow, statements: Sequence[BoundStatement], subsets: list[frozenset],
@@ -87,9 +111,11 @@ def _measure(shadow: Shadow, statements: Sequence[BoundStatement], subsets: list
              say: Say) -> dict[frozenset, list[ArmRound]]:
     warm = ReplayOptions(options.concurrency, options.repeats, options.warmup, options.statement_timeout_ms)
     rounds: dict[frozenset, list[ArmRound]] = {s: [] for s in subsets}
+    rng = random.Random(0)
     for i in range(options.rounds):
-        shift = i % len(subsets)
-        for subset in subsets[shift:] + subsets[:shift]:  # rotated: no arm always runs first
+        order = list(subsets)
+        rng.shuffle(order)  # a new order each round: no arm always follows the same one
+        for subset in order:
             changes = [c for j in sorted(subset) for c in parts[j][1]]
             applied = _apply(shadow, changes) if changes else None
             try:

@@ -17,11 +17,13 @@ def _summary(result) -> dict:
                       "message": s.message, "failed": s.failed} for s in result.steps],
            "dropped": list(result.dropped)}
     if result.bundle is not None:
-        b = result.bundle.bundle
+        b, k = result.bundle.bundle, result.bundle.kept
         doc["bundle"] = {"gain": b.gain, "gain_ci": list(b.gain_ci), "rounds": b.rounds,
-                         "parts": [{"kind": p.name, "alone_gain": p.alone.gain, "contribution": p.contribution.gain,
+                         "kept_gain": k.gain if k else None, "kept_ci": list(k.gain_ci) if k else None,
+                         "parts": [{"kind": p.name, "alone_gain": p.alone.gain, "atop_gain": p.atop.gain,
+                                    "contribution": p.contribution.gain,
                                     "contribution_ci": list(p.contribution.gain_ci), "held": p.held,
-                                    "pays": p.pays} for p in result.bundle.parts]}
+                                    "pays": p.kept} for p in result.bundle.parts]}
     return doc
 
 
@@ -35,4 +37,5 @@ def _check(plan) -> None:
 KIND = Kind("all", "the whole advisor: indexes, then rewrites of what is still slow, then knobs, each on a "
             "shadow with the changes before it; finally the changes measured together, each kept only if it pays",
             tune_all, options=("kinds", "trials", "seeds", "repeats", "budget_mb", "episodes", "samples",
-                               "max_statements"), check_plan=_check, summarize=_summary, choices={"kinds": ORDER})
+                               "max_statements"), check_plan=_check, summarize=_summary, choices={"kinds": ORDER},
+            title="Whole-advisor")

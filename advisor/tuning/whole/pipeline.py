@@ -32,6 +32,7 @@ STEPS = {k.name: k for k in (INDEXES, REWRITES, KNOBS)}  # in the order they run
 ORDER = tuple(STEPS)
 MIN_BUDGET_MB = 16.0
 BUDGET_SHARE = 0.25  # an index budget left unset: this share of the database's size (at least MIN_BUDGET_MB)
+MIN_BUNDLE_ROUNDS = 5  # fewer rounds make the bootstrap interval too narrow (3 rounds: 12% false "gains")
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,9 @@ def tune_all(ctx: Context, plan) -> WholeResult:
     order = tuple(k for k in ORDER if k in (plan.kinds or ORDER))
     connector = _connector(ctx)
     obs = require_workload(observe(ctx.store, connector, ctx.name, 0.0, ctx.say))
+    # one run row for the whole run (the service's, or opened now): each step stores its trials under it
+    ctx = dataclasses.replace(ctx, run_id=ctx.open_run(obs.target_id, "all", None, {"plan": plan.to_dict()},
+                                                       None, ctx.run_id))
     steps: list[Step] = []
     base: list = []  # the validated database changes so far: later steps' shadows start from them
     from connectors import factory
@@ -86,6 +90,9 @@ def tune_all(ctx: Context, plan) -> WholeResult:
         ctx.say(f"[bundle] {' + '.join(s.kind for s in parts)} measured together on a fresh shadow")
         bundle, dropped = _validate_bundle(ctx, connector, obs, parts, plan)
     recs = tuple(ctx.store.recommendation(s.recommendation.id) for s in steps if s.recommendation is not None)
+    # what a step that recommended nothing tried (a recommendation lists its own in its details)
+    dropped += [row for s in steps if s.recommendation is None and s.result is not None
+                for row in getattr(s.result, "dropped", ())]
     return WholeResult(tuple(steps), bundle, _message(steps, bundle, recs), tuple(dropped), recs)
 
 
@@ -104,33 +111,63 @@ def _sub_plan(plan, kind: str, data_bytes: int):
     return sub.checked()
 
 
-def _validate_bundle(ctx: Context, connector, obs, parts: list[Step], plan) -> tuple[BundleResult, list[dict]]:
+def _validate_bundle(ctx: Context, connector, obs, parts: list[Step], plan) -> tuple[BundleResult | None, list[dict]]:
+    """The parts measured together on a fresh shadow; a part the bundle leaves out is rejected, saying why. A
+    bundle that cannot be measured (the shadow failed) leaves the steps' verdicts as they are, and says so."""
     from connectors import factory
 
-    options = ValidationOptions(rounds=max(3, plan.rounds))
-    bound, _skipped = bind(connector, obs, ctx.inputs.get("max_statements", 30), ctx.say)
-    with factory.clone(connector, sample_percent=plan.sample_percent, say=ctx.say) as shadow:
-        result = measure_bundle(shadow, bound, [(s.kind, s.recommendation.changes,
-                                                 s.recommendation.evidence.gain if s.recommendation.evidence
-                                                 else None) for s in parts], options, ctx.say)
+    options = ValidationOptions(rounds=max(MIN_BUNDLE_ROUNDS, plan.rounds))
+    try:
+        bound, _skipped = bind(connector, obs, ctx.inputs.get("max_statements", 30), ctx.say)
+        with factory.clone(connector, sample_percent=plan.sample_percent, say=ctx.say) as shadow:
+            result = measure_bundle(shadow, bound, [(s.kind, s.recommendation.changes,
+                                                     s.recommendation.evidence.gain if s.recommendation.evidence
+                                                     else None) for s in parts], options, ctx.say)
+    except AdvisorError as e:
+        ctx.say(f"the bundle could not be measured: {e}; each step's verdict stands")
+        return None, []
     dropped = []
     for step, part in zip(parts, result.parts):
         rec = step.recommendation
         ctx.store.add_details(rec.id, {"bundle": _part_doc(part, result)})
-        if len(parts) > 1 and not part.pays:
-            why = (f"in the bundle with {', '.join(s.kind for s in parts if s is not step)} it does not pay: "
-                   f"its contribution is {part.contribution.gain:+.1%} (95% CI {part.contribution.gain_ci[0]:+.1%} "
-                   f".. {part.contribution.gain_ci[1]:+.1%})"
-                   + (f", {len(part.contribution.blocking)} statement(s) slower" if part.contribution.blocking else ""))
+        if part.kept:
+            continue
+        c = part.contribution
+        others = ", ".join(s.kind for s in parts if s is not step)
+        why = (f"in the bundle with {others} it does not pay: it adds {c.gain:+.1%} (95% CI {c.gain_ci[0]:+.1%} .. "
+               f"{c.gain_ci[1]:+.1%})" + (f" and slows {len(c.blocking)} statement(s)" if c.blocking else ""))
+        try:
             ctx.store.transition(rec.id, "rejected", "advisor", why, expect="validated")
-            dropped.append({"change": f"{step.kind} ({len(rec.changes)} change(s))", "kind": step.kind, "why": why})
+        except AdvisorError as e:  # approved meanwhile: the verdict is recorded beside it, not forced
+            ctx.store.add_details(rec.id, {"bundle_verdict": why})
+            ctx.say(f"{step.kind}: {why} ({e})")
+        dropped.append({"change": f"{step.kind} ({len(rec.changes)} change(s))", "kind": step.kind, "why": why})
     return result, dropped
+
+
+def recheck(ctx: Context, rec: Recommendation, plan) -> dict:
+    """Re-measure a validated recommendation on a freshly built shadow of the target as it is now: the share of
+    its gain that holds when redeployed (the MLOS team's TUNA), stored in its details under "bundle"."""
+    from connectors import factory
+
+    connector = _connector(ctx)
+    obs = observe(ctx.store, connector, ctx.name, 0.0, ctx.say)
+    bound, _skipped = bind(connector, obs, ctx.inputs.get("max_statements", 30), ctx.say)
+    ctx.say(f"re-measuring recommendation {rec.id} on a freshly built shadow")
+    with factory.clone(connector, sample_percent=plan.sample_percent, say=ctx.say) as shadow:
+        result = measure_bundle(shadow, bound, [(rec.kind, rec.changes, rec.evidence.gain if rec.evidence else None)],
+                                ValidationOptions(rounds=max(MIN_BUNDLE_ROUNDS, plan.rounds)), ctx.say)
+    doc = _part_doc(result.parts[0], result)
+    ctx.store.add_details(rec.id, {"bundle": doc})
+    return doc
 
 
 def _part_doc(part, result: BundleResult) -> dict:
     return {"alone_gain": part.alone.gain, "alone_ci": list(part.alone.gain_ci),
+            "atop_gain": part.atop.gain, "atop_ci": list(part.atop.gain_ci),
             "contribution": part.contribution.gain, "contribution_ci": list(part.contribution.gain_ci),
-            "held": part.held, "bundle_gain": result.bundle.gain, "bundle_ci": list(result.bundle.gain_ci)}
+            "held": part.held, "kept": part.kept, "bundle_gain": result.bundle.gain,
+            "bundle_ci": list(result.bundle.gain_ci)}
 
 
 def _message(steps: list[Step], bundle: BundleResult | None, recs: tuple[Recommendation, ...]) -> str:
@@ -141,7 +178,7 @@ def _message(steps: list[Step], bundle: BundleResult | None, recs: tuple[Recomme
             parts.append(f"{s.kind}: {s.message or 'nothing recommended'}")
         else:
             parts.append(f"{s.kind}: {states.get(s.recommendation.id, s.recommendation.state)}")
-    if bundle is not None:
-        lo, hi = bundle.bundle.gain_ci
-        parts.append(f"together {bundle.bundle.gain:+.1%} (95% CI {lo:+.1%} .. {hi:+.1%})")
+    if bundle is not None and bundle.kept is not None:
+        lo, hi = bundle.kept.gain_ci
+        parts.append(f"together {bundle.kept.gain:+.1%} (95% CI {lo:+.1%} .. {hi:+.1%})")
     return "; ".join(parts)

@@ -1,0 +1,134 @@
+"""How a knob trial measures a workload: the workload runners (a replay of bound statements, pgbench) and
+each statement's ratio to the run's baseline trial, as the guard sees a slowdown."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+from advisor.core.errors import AdvisorError, TargetUnreachable
+from workloads.binding import BoundStatement
+from workloads.replay import ReplayOptions, replay
+
+
+MIN_ABS_MS = 1.0  # as the guard (advisor.tuning.evidence): a statement slower by less than this did not regress
+
+
+class TrialTimeout(AdvisorError):
+    """A trial ran past its time limit."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One measured pass: the objective (lower is better) and, for a replay, each statement's median (ms)."""
+
+    objective: float
+    statement_ms: dict[str, float] | None = None
+
+
+def statement_ratios(statement_ms: Mapping[str, float] | None, baseline_ms: Mapping[str, float] | None,
+                     min_abs_ms: float = MIN_ABS_MS) -> dict[str, float] | None:
+    """Each statement's time over its baseline time; a slowdown under ``min_abs_ms`` counts as 1.0 (the guard
+    ignores it too). None when either side is unknown.
+
+    >>> statement_ratios({"a": 30.0, "b": 0.4, "c": 5.0}, {"a": 20.0, "b": 0.2, "c": 10.0})
+    {'a': 1.5, 'b': 1.0, 'c': 0.5}
+    """
+    if not statement_ms or not baseline_ms:
+        return None
+    out = {}
+    for key, base in baseline_ms.items():
+        ms = statement_ms.get(key)
+        if ms is None or not base or base <= 0 or not math.isfinite(ms):
+            continue
+        ratio = ms / base
+        out[key] = round(min(ratio, 1.0) if ms - base < min_abs_ms else ratio, 4)
+    return out or None
+
+
+# --- workload runners ---------------------------------------------------------------------------------------
+
+
+class WorkloadRunner(Protocol):
+    objective: str  # what the number means, for people
+
+    def run(self, dsn: str, timeout_s: float) -> Measured | float:
+        """One measured pass: its objective, lower is better (with per-statement medians when the runner has
+        them). Raises TrialTimeout / TargetUnreachable."""
+
+    def restore(self, dsn: str) -> None:
+        """Bring the data back to its starting state (a no-op for read-only workloads)."""
+
+    def display(self, objective: float) -> str: ...
+
+
+@dataclass
+class ReplayRunner:
+    """Replays bound statements: the objective is the weighted sum of per-statement median latencies (ms)
+    over ``repeats`` executions (``objective="latency"``), or, with ``objective="throughput"``, the wall time of
+    the pass per statement executed (ms), whose inverse is statements per second."""
+
+    statements: Sequence[BoundStatement]
+    repeats: int = 3
+    warmup: int = 1
+    concurrency: int = 1
+    objective: str = "latency"
+
+    def run(self, dsn: str, timeout_s: float) -> Measured:
+        opts = ReplayOptions(self.concurrency, self.repeats, self.warmup, max(int(timeout_s * 1000), 1))
+        start = time.perf_counter()
+        result = replay(dsn, self.statements, opts)
+        if result.timeouts:
+            raise TrialTimeout(f"{sum(result.timeouts.values())} statement(s) ran past the {timeout_s:.1f}s limit")
+        if time.perf_counter() - start > timeout_s * max(len(self.statements), 1) * (self.repeats + self.warmup):
+            raise TrialTimeout(f"the pass took longer than its limit ({timeout_s:.1f}s per statement)")
+        errors = {k: v for k, v in result.errors.items() if v}
+        if errors:
+            first = next(iter(errors.values()))[0]
+            if any(w in first.lower() for w in ("terminat", "connection", "server closed", "shutdown", "recovery")):
+                raise TargetUnreachable(f"the shadow lost connections during the run: {first}")
+            raise AdvisorError(f"{len(errors)} statement(s) failed: {first}")
+        per = {st.queryid: float(result.median_ms(st.queryid)) for st in self.statements}
+        if self.objective == "throughput":
+            executed = sum(len(v) for v in result.samples.values())
+            return Measured(result.wall_ms / max(executed, 1), per)
+        return Measured(float(sum(st.weight * per[st.queryid] for st in self.statements)), per)
+
+    def restore(self, dsn: str) -> None:
+        return None  # replay rolls every write back
+
+    def display(self, objective: float) -> str:
+        if self.objective == "throughput":
+            return f"{1000.0 / objective:,.1f} statements/s"
+        return f"{objective:,.1f} ms"
+
+
+@dataclass
+class PgbenchRunner:
+    """pgbench's TPC-B-like transactions for ``duration_s``: the objective is milliseconds per transaction
+    (1000 / TPS), and the history table is emptied and the tables vacuumed before each run."""
+
+    scale: ClassVar[int] = 10
+    clients: int = 8
+    duration_s: float = 6.0
+    objective: str = "throughput"
+
+    def run(self, dsn: str, timeout_s: float) -> Measured:
+        from workloads import pgbench
+
+        result = pgbench.run(dsn, pgbench.PgbenchOptions(scale=self.scale, clients=self.clients,
+                                                         duration_s=self.duration_s))
+        if result.tps <= 0:
+            raise AdvisorError(f"pgbench finished no transaction ({result.failed} failed)")
+        return Measured(1000.0 / result.tps)
+
+    def restore(self, dsn: str) -> None:
+        from workloads import pgbench
+
+        pgbench.restore(dsn)
+
+    def display(self, objective: float) -> str:
+        return f"{1000.0 / objective:,.0f} TPS"

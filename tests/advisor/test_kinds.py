@@ -1,0 +1,90 @@
+"""The kind registry: every adapter derives its kinds from it, so a kind added in one place (a test's here)
+appears in the service's ``tune``, ``RunPlan``, the CLI's choices, the REST schema and the web forms."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from advisor.core.errors import AdvisorError
+from advisor.tuning import kinds
+from advisor.tuning.plan import OPTIONS, RunPlan
+
+# a fake kind, registered in a fresh interpreter before any adapter is imported (adapters build their schemas,
+# choices and forms from the registry when they are loaded)
+SCRIPT = textwrap.dedent("""
+    import json, sys
+    from dataclasses import dataclass
+    from advisor.tuning import kinds
+    from advisor.tuning.kind import Kind
+
+    @dataclass(frozen=True)
+    class Done:
+        recommendation: object = None
+        message: str = ""
+
+    def run(ctx, plan):
+        return Done(message=f"widgets tuned {ctx.dsn} with {plan.trials} trials")
+
+    kinds.register(Kind("widgets", "a fake kind for the registry's test", run, options=("trials",)))
+
+    from typer.testing import CliRunner
+    from fastapi.testclient import TestClient
+    from advisor.cli.main import app as cli
+    from advisor.service.service import AdvisorService
+    from advisor.storage.store import Store
+    from advisor.tuning.plan import RunPlan
+    from web.main import create_app
+    from web.pages.runs import FORM
+
+    out = {}
+    out["tuned"] = AdvisorService(Store(":memory:")).tune("widgets", "host=nowhere", RunPlan.parse(
+        {"kind": "widgets", "trials": "7", "budget_mb": "3"})).message
+    # the CLI's run kinds: a wrong one is refused with the choices named
+    out["cli_help"] = CliRunner().invoke(cli, ["runs", "start", "--target", "t", "--kind", "nope"]).output
+    with TestClient(create_app(sys.argv[1], scheduler=False)) as client:
+        out["openapi"] = client.get("/api/openapi.json").json()
+    out["form_kinds"] = [k["name"] for k in FORM["kinds"]]
+    out["form_trials_for"] = next(f["for_kinds"] for f in FORM["fields"] if f["name"] == "trials").split()
+    print(json.dumps(out))
+""")
+
+
+def test_a_kind_added_to_the_registry_appears_in_every_adapter(tmp_path):
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "store.duckdb")], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    # the service ran the kind's pipeline with a plan parsed by the one parser (budget_mb is not a widgets option)
+    assert out["tuned"] == "widgets tuned host=nowhere with 7 trials"
+    assert "'widgets'" in out["cli_help"] and "'all'" in out["cli_help"]
+    schemas = out["openapi"]["components"]["schemas"]
+    assert "WidgetsRunIn" in schemas and set(schemas["WidgetsRunIn"]["properties"]) >= {"kind", "trials", "target"}
+    assert "budget_mb" not in schemas["WidgetsRunIn"]["properties"]
+    start = out["openapi"]["paths"]["/api/runs"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert {"$ref": "#/components/schemas/WidgetsRunIn"} in start["oneOf"]
+    assert "widgets" in out["form_kinds"] and "widgets" in out["form_trials_for"]
+
+
+def test_the_listed_kinds_and_what_they_take():
+    assert kinds.names() == ("knobs", "indexes", "rewrites", "all")
+    assert [k.lifecycle for k in kinds.kinds()] == ["applied", "applied", "handed over", "applied"]
+    for kind in kinds.kinds():
+        assert set(kind.options) <= set(OPTIONS), kind.name
+        assert kind.default_optimizer is None or kind.default_optimizer in kind.optimizer_names()
+    # the plan's defaults are the options table's (the REST schema and the forms show the table's)
+    assert {f.name: f.default for f in dataclasses.fields(RunPlan) if f.name in OPTIONS} == \
+        {name: o.default for name, o in OPTIONS.items()}
+    whole = RunPlan.parse({"kind": "all", "kinds": "knobs, indexes", "budget_mb": "", "max_statements": "4"})
+    assert whole.kinds == ("knobs", "indexes") and whole.budget_mb is None and whole.optimizer is None
+    with pytest.raises(AdvisorError, match="'views' cannot be part of a whole run"):
+        RunPlan.parse({"kind": "all", "kinds": "indexes,views"})
+    with pytest.raises(AdvisorError, match="an indexes run needs budget_mb"):
+        RunPlan.parse({"kind": "indexes"})
+    with pytest.raises(AdvisorError, match="registered already"):
+        kinds.register(kinds.get("knobs"))

@@ -1,0 +1,110 @@
+"""The whole advisor in one run (``advisor.tuning.whole``): the steps in order, later steps' shadows starting from
+the changes validated before, and the bundle measured together, where interplay between parts shows."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from advisor.core.domain import IndexChange, KnobChange
+from advisor.service.service import AdvisorService
+from advisor.storage.store import open_store
+from advisor.tuning.observe import bind, observe
+from advisor.tuning.plan import RunPlan
+from advisor.tuning.validation import ValidationOptions
+from advisor.tuning.whole.bundle import measure_bundle
+from connectors import factory
+
+LOOKUPS = 300
+
+
+def _lookups(pg) -> str:
+    """u (100,000 rows) looked up by its unindexed ``pad`` 300 times: a seq scan each (ms), an index scan with an
+    index on pad (tens of microseconds)."""
+    dsn = pg.create_database("whole_" + uuid.uuid4().hex[:8])
+    with factory.connect(dsn) as conn:
+        conn.execute("CREATE TABLE u (id int PRIMARY KEY, a int, pad text)")
+        conn.execute("INSERT INTO u SELECT x, x % 100, md5(x::text) FROM generate_series(1, 100000) x")
+        conn.execute("ANALYZE")
+        conn.execute("SELECT pg_stat_statements_reset()")
+        for i in range(LOOKUPS):
+            conn.execute("SELECT id, a FROM u WHERE pad = %s", [f"{i:032x}"])
+    return dsn
+
+
+def test_the_bundle_catches_a_knob_that_hurts_only_with_the_new_index(pg, tmp_path):
+    """An index on pad, and a knob that makes the planner shun index scans (random_page_cost = 10000): alone the
+    knob changes nothing (every plan is a seq scan already), with the index it undoes the index's gain. Measured
+    together, the index alone pays, the bundle gains little, and the knob's contribution is a loss."""
+    dsn = _lookups(pg)
+    store = open_store(tmp_path / "s.duckdb")
+    connector = factory.connector(dsn)
+    bound, _ = bind(connector, observe(store, connector), 10)
+    index = IndexChange("public", "u", ("pad",))
+    knob = KnobChange("random_page_cost", "10000")
+    with factory.clone(connector) as shadow:
+        result = measure_bundle(shadow, bound, [("indexes", (index,), 0.9), ("knobs", (knob,), 0.1)],
+                                ValidationOptions(rounds=3))
+    by_name = {p.name: p for p in result.parts}
+    assert by_name["indexes"].alone.gain > 0.5 and by_name["indexes"].alone.accepted
+    assert by_name["indexes"].held is not None and by_name["indexes"].held > 0.5
+    assert abs(by_name["knobs"].alone.gain) < 0.5 and not by_name["knobs"].alone.accepted
+    assert by_name["knobs"].contribution.gain < -0.5 and not by_name["knobs"].pays
+    assert result.bundle.gain < by_name["indexes"].alone.gain - 0.3  # the knob took most of the index's gain away
+    assert by_name["indexes"].kept and result.kept.gain > 0.5  # the bundle keeps the index alone
+    assert [r.rounds for r in (result.bundle, by_name["knobs"].contribution)] == [3, 3]
+
+
+def test_of_two_parts_that_do_the_same_the_bundle_keeps_one(pg, tmp_path):
+    """Two indexes that serve the same lookups (on pad, and on pad with a): each adds nothing to the other, so
+    neither's contribution to the bundle clears the guard; backward elimination keeps one, not neither."""
+    dsn = _lookups(pg)
+    store = open_store(tmp_path / "s.duckdb")
+    connector = factory.connector(dsn)
+    bound, _ = bind(connector, observe(store, connector), 10)
+    parts = [("one", (IndexChange("public", "u", ("pad",)),), 0.9),
+             ("two", (IndexChange("public", "u", ("pad", "a")),), 0.9)]
+    with factory.clone(connector) as shadow:
+        result = measure_bundle(shadow, bound, parts, ValidationOptions(rounds=3))
+    assert all(p.alone.gain > 0.5 for p in result.parts)
+    assert [p.kept for p in result.parts].count(True) == 1 and result.kept.gain > 0.5
+
+
+def test_a_whole_run_tunes_indexes_then_knobs_on_a_shadow_with_the_new_index(pg, tmp_path):
+    dsn = _lookups(pg)
+    lines: list[str] = []
+    service = AdvisorService(open_store(tmp_path / "s.duckdb"), say=lines.append)
+    plan = RunPlan.parse({"kind": "all", "kinds": "knobs,indexes", "trials": 2, "seeds": 0, "repeats": 1,
+                          "rounds": 3, "optimizer": None})
+    result = service.tune("all", dsn, plan)
+    assert [s.kind for s in result.steps] == ["indexes", "knobs"]  # the advisor's order, not the order given
+    index_rec = result.steps[0].recommendation
+    assert index_rec is not None and index_rec.state == "validated", result.steps[0].message
+    assert [c.columns for c in index_rec.changes] == [("pad",)]
+    # the knob step's shadow started from the validated index (the knob search measures the database as it will be)
+    knob_at = next(i for i, line in enumerate(lines) if line == "[2/2] knobs")
+    assert "shadow: applying 1 change(s) validated earlier in this run" in lines[knob_at:]
+    assert result.bundle is not None and "indexes" in [p.name for p in result.bundle.parts]
+    stored = service.recommendation(index_rec.id)
+    assert stored.details["bundle"]["held"] is not None and stored.details["bundle"]["alone_gain"] > 0.5
+    outcome = __import__("advisor.tuning.kinds", fromlist=["get"]).get("all").outcome(result)
+    assert outcome["recommendation"] == index_rec.id and index_rec.id in outcome["recommendations"]
+    assert outcome["bundle"]["gain"] > 0.5 and [s["kind"] for s in outcome["steps"]] == ["indexes", "knobs"]
+
+
+def test_a_whole_run_refuses_a_kind_it_does_not_run():
+    with pytest.raises(Exception, match="cannot be part of a whole run"):
+        RunPlan.parse({"kind": "all", "kinds": "indexes,learned-index"})
+
+
+def test_a_validated_recommendation_is_re_measured_on_a_fresh_shadow_when_asked(pg, tmp_path):
+    dsn = _lookups(pg)
+    service = AdvisorService(open_store(tmp_path / "s.duckdb"))
+    result = service.tune("indexes", dsn, RunPlan.parse({"kind": "indexes", "optimizer": "extend", "budget_mb": 20,
+                                                         "rounds": 3, "recheck": True}))
+    rec = result.recommendation
+    assert rec.state == "validated" and [c.columns for c in rec.changes] == [("pad",)]
+    again = rec.details["bundle"]
+    assert again["alone_gain"] > 0.5 and again["held"] > 0.5  # an index scan instead of a seq scan holds
+    assert service.recommendation(rec.id).details["bundle"] == again

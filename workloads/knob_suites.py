@@ -1,0 +1,87 @@
+"""Benchmark suites for the knob bench beyond ``workloads.suites``: workloads whose best configuration needs several
+knobs moved at once, and the one lookup the knob bench uses for every suite (``get``).
+
+* ``planner``: an application's reporting and lookups over TPC-H data (the foreign-key and date indexes of the
+  ``joins`` and ``lookups`` suites), whose best configuration sets four planner settings together, each worth a
+  share of the gain and none most of it:
+
+  - three explicit ``JOIN`` chains of 10 relations written in ORM order (``joins.j1..j3``): the default
+    ``join_collapse_limit = 8`` pins the bad written order; 10 or more lets the planner reorder them, but only
+    with ``geqo_threshold`` above 10: at or under it the chains go to the genetic planner (over 100 ms of
+    planning each);
+  - a report joining two sub-selects listed in ``FROM`` (4 and 5 relations): planned apart, the big one without
+    the other's selective filter, unless ``from_collapse_limit`` is 9 or more;
+  - four indexed lookups of moderate selectivity (``lookups.l1, l2, l5, l8``) that take index scans only when
+    ``random_page_cost`` is near 1 (at most about 1.5 on this data; the searched range is 1 to 8).
+
+  One pass, measured on PostgreSQL 15 at scale 0.1 (2 shared cores; passes vary by +-25% here): defaults
+  0.73-1.01 s; random_page_cost 1.5 alone 0.54 s (lookups 280 -> 35 ms); join_collapse_limit and
+  from_collapse_limit 10 alone 0.40 s; both with random_page_cost 1.1 0.15-0.20 s (about -80%); the same with
+  geqo_threshold 8 0.50 s. A random configuration gets all four right about once in 50 to 100.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import date, timedelta
+
+from advisor.core.errors import NotFound
+from workloads import suites
+from workloads.suites import JOINS, LOOKUPS, Suite, Value, _region, _template
+
+FROM_SUBSELECTS_1 = """SELECT oc.c_mktsegment, ls.n_name, count(*) AS lines,
+  sum(ls.l_extendedprice * (1 - ls.l_discount)) AS revenue
+FROM (SELECT o.o_orderkey, c.c_mktsegment
+      FROM orders o JOIN customer c ON c.c_custkey = o.o_custkey
+      JOIN nation cn ON cn.n_nationkey = c.c_nationkey
+      JOIN region cr ON cr.r_regionkey = cn.n_regionkey
+      WHERE cr.r_name = $1 AND o.o_orderdate >= $2 AND o.o_orderdate < $3) oc,
+     (SELECT l.l_orderkey, l.l_extendedprice, l.l_discount, sn.n_name
+      FROM lineitem l JOIN supplier s ON s.s_suppkey = l.l_suppkey
+      JOIN nation sn ON sn.n_nationkey = s.s_nationkey
+      JOIN region sr ON sr.r_regionkey = sn.n_regionkey
+      JOIN part p ON p.p_partkey = l.l_partkey
+      WHERE sr.r_name = $4 AND p.p_size < $5) ls
+WHERE ls.l_orderkey = oc.o_orderkey
+GROUP BY oc.c_mktsegment, ls.n_name
+ORDER BY revenue DESC"""
+
+def _month(r: random.Random) -> tuple[date, date]:
+    start = date(r.randint(1993, 1997), r.randint(1, 12), 1)
+    return start, start + timedelta(days=31)
+
+
+def _subselects_1(r: random.Random) -> tuple[Value, ...]:
+    first, last = _month(r)
+    return _region(r), first, last, _region(r), r.randint(20, 30)
+
+
+_JOIN_CHAINS = {t.key: t for t in JOINS.templates}
+
+PLANNER = Suite(
+    name="planner",
+    description=("Reporting and lookups whose best configuration sets four planner settings together: join chains "
+                 "of 10 relations need join_collapse_limit >= 10 with geqo_threshold > 10, a join of two sub-selects "
+                 "needs from_collapse_limit >= 9, and indexed lookups need random_page_cost near 1."),
+    scale=0.1,
+    setup_sql=tuple(dict.fromkeys(JOINS.setup_sql + LOOKUPS.setup_sql)),
+    templates=(
+        _JOIN_CHAINS["j1"], _JOIN_CHAINS["j2"], _JOIN_CHAINS["j3"],
+        _template("f1", FROM_SUBSELECTS_1, _subselects_1),
+        *(t for t in LOOKUPS.templates if t.key in ("l1", "l2", "l5", "l8")),
+    ),
+)
+
+SUITES: dict[str, Suite] = {**suites.SUITES, PLANNER.name: PLANNER}
+
+
+def names() -> list[str]:
+    return list(SUITES)
+
+
+def get(name: str) -> Suite:
+    """A suite of ``workloads.suites`` or of this module, by name."""
+    try:
+        return SUITES[name]
+    except KeyError:
+        raise NotFound(f"no benchmark suite named {name!r} (available: {', '.join(SUITES)})") from None
