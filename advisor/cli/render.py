@@ -88,8 +88,9 @@ def recommendation(console: Console, rec: Recommendation, reasons: dict[str, str
     again = (rec.details or {}).get("bundle")
     if again:
         held = again.get("held")
-        console.print(f"re-measured on a freshly built shadow: {again['alone_gain']:+.1%} "
-                      f"({again['alone_ci'][0]:+.1%} .. {again['alone_ci'][1]:+.1%})"
+        gain, (lo, hi) = again.get("atop_gain", again["alone_gain"]), again.get("atop_ci", again["alone_ci"])
+        console.print(f"re-measured on a freshly built shadow (with the changes validated before it in the run): "
+                      f"{gain:+.1%} ({lo:+.1%} .. {hi:+.1%})"
                       + (f", {held:.0%} of the validated gain held" if held is not None else ""))
     dropped(console, (rec.details or {}).get("dropped") or [])
     if rejected:

@@ -174,8 +174,8 @@ def _message(steps: list[Step], bundle: BundleResult | None, recs: tuple[Recomme
     states = {r.id: r.state for r in recs}
     parts = []
     for s in steps:
-        if s.recommendation is None:
-            parts.append(f"{s.kind}: {s.message or 'nothing recommended'}")
+        if s.recommendation is None:  # its first sentence (the step's own result has the rest)
+            parts.append(f"{s.kind}: {(s.message or 'nothing recommended').split('. ')[0].split('; ')[0]}")
         else:
             parts.append(f"{s.kind}: {states.get(s.recommendation.id, s.recommendation.state)}")
     if bundle is not None and bundle.kept is not None:
