@@ -116,7 +116,7 @@ def _whole_doc(result) -> dict:
 
 @tune_app.command("knobs")
 def tune_knobs(target: Target = None,
-               optimizer: Annotated[str, typer.Option(help="knob optimizer: hibo, gp, tpe, random (a search "
+               optimizer: Annotated[str, typer.Option(help="knob optimizer: hibo, gp, tpe, random, smac (a search "
                                                            "run on a shadow) or rules (one configuration)")] = "hibo",
                json_out: JsonFlag = False,
                trials: Annotated[int, typer.Option(help="trials of a search run (baseline and seeds included)", min=2)] = 30,

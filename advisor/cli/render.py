@@ -92,6 +92,8 @@ def recommendation(console: Console, rec: Recommendation, reasons: dict[str, str
         console.print(f"re-measured on a freshly built shadow (with the changes validated before it in the run): "
                       f"{gain:+.1%} ({lo:+.1%} .. {hi:+.1%})"
                       + (f", {held:.0%} of the validated gain held" if held is not None else ""))
+    if (rec.details or {}).get("bundle_verdict"):
+        console.print(f"measured with the run's other changes: {rec.details['bundle_verdict']}", markup=False)
     dropped(console, (rec.details or {}).get("dropped") or [])
     if rejected:
         if rec.note:

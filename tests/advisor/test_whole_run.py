@@ -56,6 +56,31 @@ def test_the_bundle_catches_a_knob_that_hurts_only_with_the_new_index(pg, tmp_pa
     assert [r.rounds for r in (result.bundle, by_name["knobs"].contribution)] == [3, 3]
 
 
+def test_a_part_the_bundle_leaves_out_is_rejected_and_says_why(pg, tmp_path):
+    """The pipeline's last step with two validated parts, one of which only hurts next to the other: it is moved
+    to rejected with the bundle's figures, the other stays validated, and both carry the bundle's details."""
+    from advisor.tuning.kind import Context
+    from advisor.tuning.recommend import recommend
+    from advisor.tuning.whole.pipeline import Step, _validate_bundle
+
+    dsn = _lookups(pg)
+    store = open_store(tmp_path / "s.duckdb")
+    connector = factory.connector(dsn)
+    obs = observe(store, connector)
+    recs = [recommend(store, target_id=obs.target_id, kind=kind, optimizer="test", plan=connector.plan_changes(
+        changes), accepted=True, why="validated in a test") for kind, changes in
+        (("indexes", (IndexChange("public", "u", ("pad",)),)), ("knobs", (KnobChange("random_page_cost", "10000"),)))]
+    ctx = Context(store, dsn)
+    plan = RunPlan.parse({"kind": "all", "rounds": 3})
+    result, dropped = _validate_bundle(ctx, connector, obs, [Step(r.kind, r, "") for r in recs], plan)
+    index_rec, knob_rec = (store.recommendation(r.id) for r in recs)
+    assert index_rec.state == "validated" and knob_rec.state == "rejected"
+    assert knob_rec.details["bundle_verdict"].startswith("in the bundle with indexes it does not pay: it adds -")
+    assert store.audit_log(knob_rec.id)[-1]["detail"]["note"] == knob_rec.details["bundle_verdict"]
+    assert [d["kind"] for d in dropped] == ["knobs"] and not knob_rec.details["bundle"]["kept"]
+    assert index_rec.details["bundle"]["kept"] and result.kept.rounds == 8  # the bundle's own minimum
+
+
 def test_of_two_parts_that_do_the_same_the_bundle_keeps_one(pg, tmp_path):
     """Two indexes that serve the same lookups (on pad, and on pad with a): each adds nothing to the other, so
     neither's contribution to the bundle clears the guard; backward elimination keeps one, not neither."""

@@ -32,7 +32,7 @@ STEPS = {k.name: k for k in (INDEXES, REWRITES, KNOBS)}  # in the order they run
 ORDER = tuple(STEPS)
 MIN_BUDGET_MB = 16.0
 BUDGET_SHARE = 0.25  # an index budget left unset: this share of the database's size (at least MIN_BUDGET_MB)
-MIN_BUNDLE_ROUNDS = 5  # fewer rounds make the bootstrap interval too narrow (3 rounds: 12% false "gains")
+MIN_BUNDLE_ROUNDS = 8  # fewer make the bootstrap interval too narrow (3 rounds: 12% false "gains"; 5: noisy verdicts)
 
 
 @dataclass(frozen=True)
@@ -135,11 +135,11 @@ def _validate_bundle(ctx: Context, connector, obs, parts: list[Step], plan) -> t
         c = part.contribution
         others = ", ".join(s.kind for s in parts if s is not step)
         why = (f"in the bundle with {others} it does not pay: it adds {c.gain:+.1%} (95% CI {c.gain_ci[0]:+.1%} .. "
-               f"{c.gain_ci[1]:+.1%})" + (f" and slows {len(c.blocking)} statement(s)" if c.blocking else ""))
+               f"{c.gain_ci[1]:+.1%})" + (f" and slows {len(c.regressions)} statement(s)" if c.regressions else ""))
+        ctx.store.add_details(rec.id, {"bundle_verdict": why})  # shown with the recommendation
         try:
             ctx.store.transition(rec.id, "rejected", "advisor", why, expect="validated")
         except AdvisorError as e:  # approved meanwhile: the verdict is recorded beside it, not forced
-            ctx.store.add_details(rec.id, {"bundle_verdict": why})
             ctx.say(f"{step.kind}: {why} ({e})")
         dropped.append({"change": f"{step.kind} ({len(rec.changes)} change(s))", "kind": step.kind, "why": why})
     return result, dropped
