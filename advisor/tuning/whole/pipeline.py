@@ -27,6 +27,7 @@ from advisor.tuning.observe import bind, observe, require_workload
 from advisor.tuning.rewrites.kind import KIND as REWRITES
 from advisor.tuning.validation import ValidationOptions
 from advisor.tuning.whole.bundle import BundleResult, measure_bundle
+from connectors import factory
 
 STEPS = {k.name: k for k in (INDEXES, REWRITES, KNOBS)}  # in the order they run
 ORDER = tuple(STEPS)
@@ -67,8 +68,6 @@ def tune_all(ctx: Context, plan) -> WholeResult:
                                                        None, ctx.run_id))
     steps: list[Step] = []
     base: list = []  # the validated database changes so far: later steps' shadows start from them
-    from connectors import factory
-
     for i, name in enumerate(order, 1):
         ctx.say(f"[{i}/{len(order)}] {name}")
         sub = _sub_plan(plan, name, obs.data_bytes)
@@ -97,8 +96,6 @@ def tune_all(ctx: Context, plan) -> WholeResult:
 
 
 def _connector(ctx: Context):
-    from connectors import factory
-
     return factory.connector(ctx.dsn)
 
 
@@ -114,8 +111,6 @@ def _sub_plan(plan, kind: str, data_bytes: int):
 def _validate_bundle(ctx: Context, connector, obs, parts: list[Step], plan) -> tuple[BundleResult | None, list[dict]]:
     """The parts measured together on a fresh shadow; a part the bundle leaves out is rejected, saying why. A
     bundle that cannot be measured (the shadow failed) leaves the steps' verdicts as they are, and says so."""
-    from connectors import factory
-
     options = ValidationOptions(rounds=max(MIN_BUNDLE_ROUNDS, plan.rounds))
     try:
         bound, _skipped = bind(connector, obs, ctx.inputs.get("max_statements", 30), ctx.say)
@@ -148,8 +143,6 @@ def _validate_bundle(ctx: Context, connector, obs, parts: list[Step], plan) -> t
 def recheck(ctx: Context, rec: Recommendation, plan) -> dict:
     """Re-measure a validated recommendation on a freshly built shadow of the target as it is now: the share of
     its gain that holds when redeployed (the MLOS team's TUNA), stored in its details under "bundle"."""
-    from connectors import factory
-
     connector = _connector(ctx)
     obs = observe(ctx.store, connector, ctx.name, 0.0, ctx.say)
     bound, _skipped = bind(connector, obs, ctx.inputs.get("max_statements", 30), ctx.say)
