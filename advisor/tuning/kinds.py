@@ -33,7 +33,7 @@ _KINDS: list[Kind] = []
 
 
 def kinds() -> tuple[Kind, ...]:
-    """Every kind, in its listed order (loaded on first use: the pipelines import optimizers and torch)."""
+    """Every kind, in its listed order (loaded on first use: importing the pipelines takes about a second)."""
     if not _KINDS:
         _KINDS.extend(_registry())
     return tuple(_KINDS)
