@@ -1,7 +1,6 @@
 """The knob bench's surrogate: per-statement models of known synthetic timings over a real server's knob space,
 the guard's ratios on top, and the comparison's numbers (shares of the pooled best feasible gain)."""
 
-import numpy as np
 import pytest
 
 from advisor.bench.knob_surrogate import Observed, Surrogate, compare, feasible
