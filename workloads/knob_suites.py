@@ -32,7 +32,6 @@ from __future__ import annotations
 import random
 from datetime import date, timedelta
 
-from advisor.core.errors import NotFound
 from workloads import suites
 from workloads.suites import JOINS, LOOKUPS, Suite, Value, _region, _template
 
@@ -83,13 +82,6 @@ PLANNER = Suite(
 SUITES: dict[str, Suite] = {**suites.SUITES, PLANNER.name: PLANNER}
 
 
-def names() -> list[str]:
-    return list(SUITES)
-
-
 def get(name: str) -> Suite:
     """A suite of ``workloads.suites`` or of this module, by name."""
-    try:
-        return SUITES[name]
-    except KeyError:
-        raise NotFound(f"no benchmark suite named {name!r} (available: {', '.join(SUITES)})") from None
+    return suites.get(name, SUITES)

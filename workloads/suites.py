@@ -26,7 +26,7 @@ from __future__ import annotations
 import random
 import re
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
@@ -405,11 +405,13 @@ def names() -> list[str]:
     return list(SUITES)
 
 
-def get(name: str) -> Suite:
+def get(name: str, among: Mapping[str, Suite] | None = None) -> Suite:
+    """The suite ``name`` of ``among`` (default: this module's ``SUITES``); NotFound naming the ones there are."""
+    among = SUITES if among is None else among
     try:
-        return SUITES[name]
+        return among[name]
     except KeyError:
-        raise NotFound(f"no benchmark suite named {name!r} (available: {', '.join(SUITES)})") from None
+        raise NotFound(f"no benchmark suite named {name!r} (available: {', '.join(among)})") from None
 
 
 def prepare(dsn: str, suite: Suite, scale: float | None = None, progress: Callable[[str], None] | None = None) -> None:

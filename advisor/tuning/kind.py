@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.core.progress import Say, silent
+from advisor.tuning.observe import observe
 
 
 @dataclass(frozen=True)
@@ -15,6 +16,7 @@ class Context:
     """What a pipeline gets from the service: the store, the target's DSN and name, where the target's models
     live, the run's id (its state is the service's to record) and ``say`` for progress. ``inputs``: values that
     are not plan options (a knob run's hardware override, an LLM seeder, a run to resume; a rewrite run's SQL).
+    ``observation``: a snapshot taken already (a whole run's steps share one).
     ``open_run(target_id, kind, optimizer, options, resume, existing)``: the run row a pipeline stores its
     trials under: ``existing`` (the context's ``run_id``) with the options added, ``resume`` taken over, or a new
     one; the service records how a row it opened ends."""
@@ -28,6 +30,12 @@ class Context:
     device: str = "auto"
     inputs: dict = field(default_factory=dict)
     open_run: Callable[..., str] | None = None
+    observation: object = None  # taken already (a whole run's, shared by its steps); None: each run observes
+
+    def observed(self, connector):
+        """The target's observation: the one this context carries, else a new snapshot (stored)."""
+        return self.observation if self.observation is not None else \
+            observe(self.store, connector, self.name, 0.0, self.say)
 
 
 @dataclass(frozen=True)

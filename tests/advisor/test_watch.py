@@ -20,6 +20,7 @@ from advisor.storage.store import Store, new_id
 from connectors.postgres.sandbox import PostgresSandbox
 from tests.conftest import FAST, run, scalar
 from tests.web.logins import log_in
+from tests.web.test_scheduler import wait_for
 from web import views
 from web.main import create_app
 
@@ -67,16 +68,6 @@ def recommend(service: AdvisorService, changes: tuple) -> Recommendation:
     service.store.add_recommendation(rec)
     service.store.transition(rec.id, "validated", "advisor")
     return rec
-
-
-def wait_for(predicate, timeout_s: float = 60):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError("timed out")
 
 
 def test_a_harmful_apply_is_rolled_back_by_the_servers_watcher_within_its_window(shop, tmp_path, monkeypatch):

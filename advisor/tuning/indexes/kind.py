@@ -6,7 +6,7 @@ from __future__ import annotations
 from advisor.core.domain import DropIndexChange, IndexChange
 from advisor.tuning.indexes.pipeline import IndexPlan, tune_indexes
 from advisor.tuning.kind import Context, Kind
-from advisor.tuning.observe import observe, require_workload
+from advisor.tuning.observe import require_workload
 from advisor.tuning.kind import validation_of as _validation
 from optimizers import indexes
 
@@ -20,7 +20,7 @@ def run(ctx: Context, plan) -> object:
                            {"episodes": plan.episodes, "device": ctx.device, "samples": plan.samples,
                             "retrain": ctx.inputs.get("retrain", False)}).check()
     connector = factory.connector(ctx.dsn)
-    obs = require_workload(observe(ctx.store, connector, ctx.name, 0.0, ctx.say))
+    obs = require_workload(ctx.observed(connector))
     return tune_indexes(ctx.store, connector, obs, index_plan, model_dir=ctx.model_dir(obs.target_id),
                         run_id=ctx.run_id, say=ctx.say)
 

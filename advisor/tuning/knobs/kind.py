@@ -9,7 +9,7 @@ from advisor.core.domain import KnobChange
 from advisor.tuning.kind import Context, Kind, default_outcome
 from advisor.tuning.knobs.pipeline import KnobPlan, tune_knobs
 from advisor.tuning.knobs.trials import TuningOptions
-from advisor.tuning.observe import observe, require_workload
+from advisor.tuning.observe import require_workload
 from advisor.tuning.kind import validation_of as _validation
 from optimizers import knobs
 from optimizers.knobs.space import SpaceOptions
@@ -30,7 +30,7 @@ def run(ctx: Context, plan) -> object:
                                use_seeds=plan.seeds > 0, objective=ctx.inputs.get("objective", "latency"))
         knob_plan = KnobPlan(tuning, ctx.inputs.get("space", SpaceOptions()), repeats=plan.repeats, **rest)
     connector = factory.connector(ctx.dsn)
-    obs = require_workload(observe(ctx.store, connector, ctx.name, 0.0, ctx.say))
+    obs = require_workload(ctx.observed(connector))
     llm = ctx.inputs.get("llm")
     run_id = ctx.open_run(obs.target_id, "knobs", knob_plan.tuning.optimizer, knob_plan.to_dict(), resume,
                           ctx.run_id)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from advisor.core.domain import QueryRewrite
 from advisor.core.errors import AdvisorError
 from advisor.tuning.kind import Context, Kind
-from advisor.tuning.observe import observe, require_workload
+from advisor.tuning.observe import require_workload
 from advisor.tuning.rewrites.pipeline import RewritePlan, split_statements, tune_rewrites
 from advisor.tuning.kind import validation_of as _validation
 from optimizers import rewrites
@@ -25,7 +25,7 @@ def run(ctx: Context, plan) -> object:
                                seed=plan.seed, sample_percent=plan.sample_percent,
                                options=dict(ctx.inputs.get("options") or {})).check()
     connector = factory.connector(ctx.dsn)
-    obs = observe(ctx.store, connector, ctx.name, 0.0, ctx.say)
+    obs = ctx.observed(connector)
     if not statements:
         require_workload(obs)
     return tune_rewrites(ctx.store, connector, obs, rewrite_plan, model_dir=ctx.model_dir(obs.target_id),

@@ -63,9 +63,9 @@ def tune_all(ctx: Context, plan) -> WholeResult:
     order = tuple(k for k in ORDER if k in (plan.kinds or ORDER))
     connector = _connector(ctx)
     obs = require_workload(observe(ctx.store, connector, ctx.name, 0.0, ctx.say))
-    # one run row for the whole run (the service's, or opened now): each step stores its trials under it
-    ctx = dataclasses.replace(ctx, run_id=ctx.open_run(obs.target_id, "all", None, {"plan": plan.to_dict()},
-                                                       None, ctx.run_id))
+    # one run row for the whole run, and one snapshot: the steps share both (production does not change meanwhile)
+    ctx = dataclasses.replace(ctx, observation=obs, run_id=ctx.open_run(obs.target_id, "all", None,
+                                                                        {"plan": plan.to_dict()}, None, ctx.run_id))
     steps: list[Step] = []
     base: list = []  # the validated database changes so far: later steps' shadows start from them
     for i, name in enumerate(order, 1):
