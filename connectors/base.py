@@ -282,6 +282,10 @@ class Sandbox(Protocol):
     def create_database(self, dbname: str, template: str | None = None, extensions: bool = True) -> str:
         """Create a database (with the advisor's extensions unless told otherwise); its DSN."""
 
+    def add_login(self, user: str, password: str) -> None:
+        """A superuser login that must give ``password`` over TCP (as a production server asks); the sandbox's
+        own access stays as it was."""
+
     def log_tail(self, lines: int = 5) -> str:
         """The server log's last lines, joined by `` | ``."""
 

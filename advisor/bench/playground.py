@@ -19,28 +19,44 @@ def playground_sandbox(name: str = "playground", settings: dict[str, str] | None
     return factory.sandbox("postgres", name, settings)
 
 
-def create_shop(sandbox: Sandbox, dbname: str = "shop", password: str | None = None) -> str:
-    """Create and fill the shop database, run its workload once, and return a DSN for it (over TCP, with
-    ``password`` in it when given: sandboxes trust local logins, so any password works)."""
+def create_shop(sandbox: Sandbox, dbname: str = "shop", password: str | None = None, *, scale: float = 1.0,
+                login: str | None = None) -> str:
+    """Create and fill the shop database (``scale`` x 200,000 orders), run its workload once, and return a DSN
+    for it over TCP. With ``login``, that user is created with ``password`` and the server asks for it, as a
+    production server does (a wrong password is refused); without, the DSN carries ``password`` when given and
+    the sandbox trusts any."""
+    if not scale > 0:
+        raise ValueError(f"the playground's scale must be above 0, not {scale}")
+    orders, customers = max(int(ORDERS * scale), 1000), max(int(CUSTOMERS * scale), 100)
     dsn = sandbox.create_database(dbname)
     with factory.connect(dsn) as conn:
         conn.execute("CREATE TABLE orders (id int PRIMARY KEY, customer int NOT NULL, amount numeric(10, 2) NOT NULL, "
                      "note text)")
         conn.execute("INSERT INTO orders SELECT x, x %% %s, (x %% 997) / 10.0, repeat('x', 40) "
-                     "FROM generate_series(1, %s) x", [CUSTOMERS, ORDERS])
+                     "FROM generate_series(1, %s) x", [customers, orders])
         conn.execute("ANALYZE orders")
         conn.execute("SELECT pg_stat_statements_reset()")
-    run_shop_workload(dsn)
+    run_shop_workload(dsn, orders=orders, customers=customers)
     params = dict(part.split("=", 1) for part in dsn.split())
+    user = params["user"]
+    if login:
+        if not password:
+            raise ValueError("a playground login needs a password")
+        sandbox.add_login(login, password)
+        user = login
     tail = f" password={password}" if password else ""
-    return f"host=127.0.0.1 port={params['port']} dbname={dbname} user={params['user']}{tail}"
+    return f"host=127.0.0.1 port={params['port']} dbname={dbname} user={user}{tail}"
 
 
-def run_shop_workload(dsn: str, rounds: int = 40, seed: int = 0) -> None:
+def run_shop_workload(dsn: str, rounds: int = 40, seed: int = 0, *, orders: int = ORDERS,
+                      customers: int = CUSTOMERS) -> None:
+    """``rounds`` of the shop's three statements with random constants (``orders`` / ``customers``: the shop's
+    size, as ``create_shop`` filled it)."""
     rng = random.Random(seed)
+    span = min(5000, orders // 4)
     with factory.connect(dsn) as conn:
         for _ in range(rounds):
-            conn.execute("SELECT id, amount, note FROM orders WHERE customer = %s", [rng.randrange(CUSTOMERS)])
-            conn.execute("SELECT amount FROM orders WHERE id = %s", [rng.randrange(1, ORDERS)])
-            low = rng.randrange(1, ORDERS - 5000)
-            conn.execute("SELECT count(*) FROM orders WHERE id BETWEEN %s AND %s", [low, low + 5000])
+            conn.execute("SELECT id, amount, note FROM orders WHERE customer = %s", [rng.randrange(customers)])
+            conn.execute("SELECT amount FROM orders WHERE id = %s", [rng.randrange(1, orders)])
+            low = rng.randrange(1, orders - span)
+            conn.execute("SELECT count(*) FROM orders WHERE id BETWEEN %s AND %s", [low, low + span])

@@ -214,25 +214,36 @@ def tokens_revoke(ref: Annotated[str, typer.Argument(help="token id or name")], 
 # --- playground --------------------------------------------------------------------------------------------------
 
 
-def playground(password: Annotated[str, typer.Option(help="put this password in the printed DSN (the sandbox "
-                                                          "accepts any)")] = "playground",
+def playground(password: Annotated[str, typer.Option(help="the password of the playground's login (the server "
+                                                          "asks for it over TCP; a wrong one is refused)")
+                                    ] = "playground",
+               user: Annotated[str, typer.Option(help="the playground's login (a superuser, as a DBA's)")] = "dba",
+               scale: Annotated[float, typer.Option(help="size of the shop: 1 = 200,000 orders (about 30 MB)",
+                                                    min=0.01, max=100)] = 1.0,
                seconds: Annotated[float, typer.Option(help="stop after this long; 0 = until Ctrl-C", min=0)] = 0,
                json_out: Annotated[bool, typer.Option("--json", help="print the DSN as one JSON document")] = False
                ) -> None:
     """Start a sandbox 'production' PostgreSQL with a shop workload to try db-advisor on; prints its DSN and
     keeps the workload trickling until stopped."""
-    from advisor.bench.playground import create_shop, playground_sandbox, run_shop_workload
+    from advisor.bench.playground import CUSTOMERS, ORDERS, create_shop, playground_sandbox, run_shop_workload
 
+    if not user.isidentifier():
+        raise typer.BadParameter(f"letters, digits and underscores, not {user!r}", param_hint="--user")
+    if not password:
+        raise typer.BadParameter("the playground's login needs a password", param_hint="--password")
     say = reporter()
+    orders = max(int(ORDERS * scale), 1000)
     with playground_sandbox("playground") as sandbox:
-        say("creating the shop database (200,000 orders) and running its workload")
-        dsn = create_shop(sandbox, password=password)
+        say(f"creating the shop database ({orders:,} orders) and running its workload")
+        dsn = create_shop(sandbox, password=password, scale=scale, login=user)
         emit({"dsn": dsn}) if json_out else print(dsn)
         sys.stdout.flush()
-        say("register it: advisor targets add --name shop --dsn '<the DSN above>' (or in the web UI); Ctrl-C stops")
+        say("next: advisor targets add --name shop --dsn '<the DSN above>', then advisor observe --target shop; "
+            "Ctrl-C stops")
         end = time.monotonic() + seconds if seconds else None
         rounds = 0
         while end is None or time.monotonic() < end:
             time.sleep(5)
             rounds += 1
-            run_shop_workload(dsn.replace(f" password={password}", ""), rounds=5, seed=rounds)
+            run_shop_workload(sandbox.dsn("shop"), rounds=5, seed=rounds, orders=orders,
+                              customers=max(int(CUSTOMERS * scale), 100))

@@ -242,6 +242,26 @@ class PostgresSandbox:
             for ext in EXTENSIONS:
                 conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(ext)))
 
+    def add_login(self, user: str, password: str) -> None:
+        """A superuser login ``user`` that must give ``password`` over TCP (scram-sha-256), as a production
+        server asks; the sandbox's own ``postgres`` user keeps its trusted local access. Reloads the server."""
+        import psycopg
+        from psycopg import sql
+
+        if not user.isidentifier():
+            raise SandboxError(f"a sandbox login name is letters, digits and underscores, not {user!r}")
+        with psycopg.connect(self.dsn(), autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [user]).fetchone()
+            verb = "ALTER" if exists else "CREATE"
+            conn.execute(sql.SQL(verb + " ROLE {} WITH LOGIN SUPERUSER PASSWORD {}").format(
+                sql.Identifier(user), sql.Literal(password)))
+        hba = self.data / "pg_hba.conf"
+        line = f"host all {user} 127.0.0.1/32 scram-sha-256\n"
+        rules = hba.read_text(encoding="utf-8")
+        if line not in rules:  # first match wins: the password rule goes before initdb's trust rules
+            hba.write_text(line + rules, encoding="utf-8")
+        self._pg_ctl("reload")
+
     def log_tail(self, lines: int = 5) -> str:
         try:
             return " | ".join(self.log.read_text(errors="replace").strip().splitlines()[-lines:])
