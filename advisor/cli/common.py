@@ -48,6 +48,14 @@ def open_service(store: str | None, quiet: bool = False):
     return build_service(store, say=reporter(quiet=quiet))
 
 
+def rec_doc(rec, head=None) -> dict:
+    """A recommendation as JSON with its headline numbers (``summary``: ``advisor.service.summary``, as the REST
+    API's); ``head``: those numbers when the caller has them (with the predicted gain)."""
+    from advisor.service.summary import summarize
+
+    return {**codec.recommendation_dict(rec), "summary": codec.plain(head or summarize(rec))}
+
+
 def emit(doc: object) -> None:
     """``doc`` as the one JSON document on stdout."""
     sys.stdout.write(json.dumps(codec.plain(doc), indent=2, default=str) + "\n")

@@ -17,10 +17,9 @@ from rich.table import Table
 
 from advisor.cli import render, server_commands
 from advisor.cli.common import (DSN_FORMS, TARGET_ENV, JsonFlag, Kind, StoreOpt, emit, open_service, plan_options,
-                                resolve_dsn, when)
+                                rec_doc, resolve_dsn, when)
 from advisor.core.errors import AdvisorError
 from advisor.service.runs import RunPlan
-from advisor.storage import codec
 
 
 # --- targets -----------------------------------------------------------------------------------------------------
@@ -119,7 +118,7 @@ def runs_start(target: Annotated[str, typer.Option("--target", "-t", help="targe
     rec_id = (run.get("result") or {}).get("recommendation")
     rec = service.recommendation(rec_id) if rec_id else None
     if json_out:
-        emit({"run": run, "recommendation": codec.recommendation_dict(rec) if rec else None})
+        emit({"run": run, "recommendation": rec_doc(rec) if rec else None})
     else:
         _print_run(run, service.trials(run["id"]))
         if rec is not None:
@@ -204,7 +203,7 @@ def recs_list(state: Annotated[State | None, typer.Option(help="only this state"
                                                            kind=kind.value if kind else None, target=target,
                                                            limit=limit, offset=offset)
     if json_out:
-        emit({"recommendations": [codec.recommendation_dict(r) for r in recs]})
+        emit({"recommendations": [rec_doc(r) for r in recs]})
     else:
         render.recommendations(Console(), recs)
 
@@ -218,12 +217,13 @@ def recs_show(rec_id: str, json_out: JsonFlag = False, store: StoreOpt = None,
     service = open_service(store, quiet=True)
     rec = service.recommendation(rec_id)
     history = service.audit_log(rec_id)
+    head = service.headline(rec)
     if json_out:
         from advisor.service.watch import watch_of
 
-        emit({"recommendation": codec.recommendation_dict(rec), "watch": watch_of(rec), "history": history})
+        emit({"recommendation": rec_doc(rec, head), "watch": watch_of(rec), "history": history})
         return
-    render.recommendation_page(Console(), rec, history, explain=explain)
+    render.recommendation_page(Console(), rec, history, explain=explain, predicted=head.predicted_gain)
 
 
 def _transition(verb: str):
@@ -235,7 +235,7 @@ def _transition(verb: str):
         rec = method(rec_id, note=note) if verb in ("approve", "reject") else \
             method(rec_id, why=note) if verb == "rollback" else method(rec_id)
         if json_out:
-            emit({"recommendation": codec.recommendation_dict(rec)})
+            emit({"recommendation": rec_doc(rec)})
         else:
             print(f"recommendation {rec.id} is now {rec.state}")
             if verb == "apply" and rec.applied and rec.applied.get("needs_restart"):
