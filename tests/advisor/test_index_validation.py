@@ -104,6 +104,16 @@ def test_an_index_whose_benefit_the_rounds_hint_at_but_do_not_prove_is_re_timed_
     assert hinted_benefits(evidence, [proven, hinted, flat], serves, reads, ["done"]) == ["maybe", "maybe_too"]
 
 
+def test_an_index_lists_as_helped_only_statements_measured_faster():
+    from advisor.core.domain import Evidence
+    from advisor.tuning.indexes.validation import _helped
+
+    stmts = (_st("faster", 0.5), _st("slower", 1.6, regressed=True), replace(_st("maybe", 0.8), ratio_ci=(0.6, 1.2)))
+    evidence = Evidence(3, (30.0,) * 3, (30.0,) * 3, 0.0, (0.0, 0.0), stmts, 0.02, 0.10)
+    assert _helped(evidence, ("faster", "slower", "maybe")) == ("faster",)
+    assert _helped(None, ("faster",)) == ()
+
+
 def _st(qid, ratio, regressed=False, weight=1.0, base=10.0):
     from advisor.core.domain import StatementEvidence
 

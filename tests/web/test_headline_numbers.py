@@ -156,3 +156,25 @@ def test_a_run_whose_recommendation_was_rejected_never_reads_done(app_client, to
     runs = client.get("/runs").text
     row = runs[runs.index('id="runs"'):]
     assert "s-rejected" in row and "s-done" not in row
+
+
+def test_trial_objectives_say_they_are_estimated_workload_time(app_client, tokens):
+    from advisor.tuning.knobs.runners import ReplayRunner
+
+    client, service = app_client
+    target_id = service.store.upsert_target("shop", "postgres", "host=127.0.0.1 dbname=shop")
+    run_id = new_id()
+    service.store.add_run(run_id, target_id, "knobs", "hibo", {}, state="done")
+    unit = ReplayRunner([]).unit  # what a knob run records with its result
+    assert unit == "workload ms (calls x median)"
+    service.store.update_run(run_id, result={"recommendation": None, "message": "keep your current settings",
+                                             "objective_unit": unit, "baseline_objective": 2500.0})
+    for n, (objective, source) in enumerate(((2500.0, "default"), (2400.0, "hibo"))):
+        service.store.add_trial(target_id, run_id, "hibo", [], None, "measured", number=n, objective=objective,
+                                source=source, duration_s=0.1)
+    log_in(client, tokens["viewer"]["Authorization"].split()[1])
+    page = client.get(f"/runs/{run_id}").text
+    table = page[page.index('id="trials"'):page.index("</table>", page.index('id="trials"'))]
+    assert "Objective <span class=\"hint\">(workload ms (calls x median))</span>" in table
+    assert "2,500.0" in table and "2,500.0 ms" not in table  # not a trial's wall time in ms
+    assert "objective, workload ms (calls x median)" in page  # the convergence plot's axis
