@@ -20,6 +20,7 @@ from advisor.cli.common import (DSN_FORMS, TARGET_ENV, JsonFlag, Kind, StoreOpt,
                                 rec_doc, resolve_dsn, when)
 from advisor.core.errors import AdvisorError
 from advisor.service.runs import RunPlan
+from advisor.service.summary import run_outcome
 
 
 # --- targets -----------------------------------------------------------------------------------------------------
@@ -131,14 +132,17 @@ def runs_start(target: Annotated[str, typer.Option("--target", "-t", help="targe
 
 def _print_run(run: dict, trials: list[dict]) -> None:
     console = Console()
-    console.print(f"[bold]run {run['id']}[/]: {run['kind']} / {run['optimizer']}, state [bold]{run['state']}[/], "
-                  f"started {when(run['created_at'])} by {run['started_by'] or '-'}")
+    outcome = run_outcome(run)  # a finished run reads as what it came to (rejected, validated), not "done"
+    console.print(f"[bold]run {run['id']}[/]: {run['kind']} / {run['optimizer']}, "
+                  + (f"finished: [bold]{outcome}[/], " if outcome != run["state"] else f"state [bold]{outcome}[/], ")
+                  + f"started {when(run['created_at'])} by {run['started_by'] or '-'}")
     if run.get("error"):
         console.print(f"error: {run['error']}", markup=False)
     if (run.get("result") or {}).get("message"):
         console.print(f"outcome: {run['result']['message']}", markup=False)
     if trials:
-        table = Table("#", "source", "status", "objective", "s")
+        unit = (run.get("result") or {}).get("objective_unit")  # latency: workload ms (calls x median)
+        table = Table("#", "source", "status", f"objective, {unit}" if unit else "objective", "s")
         for t in trials:
             table.add_row(str(t["number"]) if t["number"] is not None else "-", t["source"] or "", t["status"],
                           f"{t['objective']:.4g}" if t["objective"] is not None else "-",
@@ -173,7 +177,7 @@ def runs_list(target: Annotated[str | None, typer.Option(help="target id or name
         return
     table = Table("id", "target", "kind", "optimizer", "state", "started", "by", "outcome")
     for r in rows:
-        table.add_row(r["id"], r["target_id"], r["kind"], r["optimizer"], r["state"], when(r["created_at"]),
+        table.add_row(r["id"], r["target_id"], r["kind"], r["optimizer"], run_outcome(r), when(r["created_at"]),
                       r["started_by"] or "-", (r.get("result") or {}).get("message") or r.get("error") or "")
     Console().print(table)
 
