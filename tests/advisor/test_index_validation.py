@@ -46,7 +46,9 @@ def test_harmful_and_idle_indexes_are_dropped_useful_one_kept(pg, db):
     verdicts = {v.index: v for v in checked.verdicts}
     assert checked.kept == (GOOD,)
     assert verdicts[GOOD].kept and "lookup" in verdicts[GOOD].serves
+    assert "lookup" in verdicts[GOOD].helped  # measured faster
     assert not verdicts[HARMFUL].kept and "insert regressed" in verdicts[HARMFUL].reason
+    assert "insert" not in verdicts[HARMFUL].helped  # the statement that regressed is never among the helped
     assert not verdicts[IDLE].kept and "no statement's plan uses it" in verdicts[IDLE].reason
     assert all(v.built_bytes and v.built_bytes > 8192 for v in checked.verdicts)
     assert verdicts[GOOD].estimated_bytes == 1  # the estimate is reported as given, next to the real size
