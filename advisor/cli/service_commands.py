@@ -203,11 +203,11 @@ def recs_list(state: Annotated[State | None, typer.Option(help="only this state"
               limit: Annotated[int, typer.Option(min=1)] = 50, offset: Annotated[int, typer.Option(min=0)] = 0,
               json_out: JsonFlag = False, store: StoreOpt = None) -> None:
     """Stored recommendations, newest first."""
-    recs = open_service(store, quiet=True).recommendations(state.value if state else None,
-                                                           kind=kind.value if kind else None, target=target,
-                                                           limit=limit, offset=offset)
+    service = open_service(store, quiet=True)
+    recs = service.recommendations(state.value if state else None, kind=kind.value if kind else None, target=target,
+                                   limit=limit, offset=offset)
     if json_out:
-        emit({"recommendations": [rec_doc(r) for r in recs]})
+        emit({"recommendations": [rec_doc(r, service.headline(r)) for r in recs]})
     else:
         render.recommendations(Console(), recs)
 
@@ -239,7 +239,7 @@ def _transition(verb: str):
         rec = method(rec_id, note=note) if verb in ("approve", "reject") else \
             method(rec_id, why=note) if verb == "rollback" else method(rec_id)
         if json_out:
-            emit({"recommendation": rec_doc(rec)})
+            emit({"recommendation": rec_doc(rec, service.headline(rec))})
         else:
             print(f"recommendation {rec.id} is now {rec.state}")
             if verb == "apply" and rec.applied and rec.applied.get("needs_restart"):
