@@ -165,6 +165,7 @@ def _tune_doc(result) -> dict:
             "message": result.message, "workload_kind": result.observation.workload_kind,
             "not_replayed": [{"statement": s, "reason": r} for s, r in result.skipped],
             "run_id": result.run_id, "findings": list(result.findings), "dropped": list(result.dropped),
+            "objective_unit": result.summary.get("objective_unit"),  # what each trial's objective is measured in
             "trials": [{"number": t.number, "source": t.source, "config": t.config, "status": t.result.status,
                         "objective": t.result.objective, "reason": t.result.reason,
                         "duration_s": round(t.duration_s, 3)} for t in result.trials]}
