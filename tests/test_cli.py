@@ -43,6 +43,7 @@ def test_tune_knobs_json_and_recommendations(busy_db, tmp_path):
     doc = json.loads(res.stdout)
     rec = doc["recommendation"]
     assert [t["source"] for t in doc["trials"]] == ["default", "rules"]  # then it repeated itself
+    assert doc["objective_unit"] == "workload ms (calls x median)"  # estimated workload time, not a trial's wall time
     listed = json.loads(advisor("recommendations", "list", "--json", store=store).stdout)["recommendations"]
     rules, default = doc["trials"][1]["objective"], doc["trials"][0]["objective"]
     if rec is None:  # not better in its pass, or not measurably when measured again
@@ -53,6 +54,9 @@ def test_tune_knobs_json_and_recommendations(busy_db, tmp_path):
     assert len(rec["details"]["knob_shares"]) == len(rec["changes"]) <= 5
     assert rec["revert_sql"][-1] == "SELECT pg_reload_conf()"
     assert [r["id"] for r in listed] == [rec["id"]]
+    head = rec["summary"]  # the headline numbers: a rejected one never reads as a success
+    assert head["verdict"] == ("rejected" if rec["state"] == "rejected" else "validated")
+    assert head["tone"] != "good" or rec["state"] == "validated"
 
 
 def test_tune_knobs_search_stores_every_trial(busy_db, tmp_path):

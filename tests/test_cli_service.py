@@ -68,13 +68,18 @@ def test_target_run_approve_apply_rollback(tmp_path, shop):
     shown = ok(cli(tmp_path, "runs", "show", done["run"]["id"], "--json"))
     assert shown["run"]["progress"]["log"]
     human = cli(tmp_path, "runs", "show", done["run"]["id"])
-    assert human.returncode == 0 and "state done" in human.stdout
+    assert human.returncode == 0 and "finished: validated" in human.stdout  # what the run came to, not "done"
     assert [r["id"] for r in ok(cli(tmp_path, "runs", "list", "--target", "shop", "--json"))["runs"]] == \
         [done["run"]["id"]]
     listed = ok(cli(tmp_path, "recommendations", "list", "--state", "validated", "--kind", "indexes", "--json"))
     assert [r["id"] for r in listed["recommendations"]] == [rid]
+    head = listed["recommendations"][0]["summary"]  # the headline numbers, as the REST API's
+    assert head["verdict"] == "validated"
+    assert head["gain"] == pytest.approx(1 - head["candidate_ms"] / head["baseline_ms"])
     human = cli(tmp_path, "recommendations", "show", rid)
     assert human.returncode == 0 and "CREATE INDEX CONCURRENTLY" in human.stdout and "per statement" in human.stdout
+    assert "validated: measured" in human.stdout
+    assert "of workload time (calls x median)" in " ".join(human.stdout.split())
 
     res = cli(tmp_path, "recommendations", "apply", rid)
     assert res.returncode == 1 and "only an approved recommendation can be applied" in res.stderr

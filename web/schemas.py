@@ -182,6 +182,8 @@ class Run(BaseModel):
     created_at: float
     updated_at: float
     trials_done: int = 0
+    outcome: str = Field("", description="what the run came to: its state until it is done, then its "
+                                         "recommendation's state (validated, rejected, ...) or done when it made none")
 
 
 class Trial(BaseModel):
@@ -212,7 +214,36 @@ class RecommendationSummary(BaseModel):
     changes: int = Field(description="how many changes")
     gain: float | None = Field(description="measured gain on the shadow, 1 - candidate/baseline")
     gain_ci: list[float | None] | None = Field(description="95% interval of the measured gain")
-    predicted_gain: float | None = Field(description="what the optimizer expected before validation")
+    predicted_gain: float | None = Field(description="what the optimizer expected before validation (an estimate)")
+    tone: Literal["good", "bad", "neutral"] = Field("neutral", description="how the measured gain reads: good only "
+                                                    "for a recommendation that stands, never for a rejected one")
+
+
+class Moved(BaseModel):
+    queryid: str
+    sql: str
+    ratio: float | None = Field(description="candidate / baseline, medians (0.5 = twice as fast)")
+
+
+class Headline(BaseModel):
+    """A recommendation's headline numbers (``advisor.service.summary``), the same the CLI and the page show."""
+
+    state: RecState
+    verdict: Literal["validated", "not validated", "rejected", "unmeasured"]
+    tone: Literal["good", "bad", "neutral"] = Field(description="how the measured gain reads: good only for a "
+                                                                "gain of a recommendation that stands")
+    rounds: int | None
+    baseline_ms: float | None = Field(description="measured baseline workload time, ms: sum over statements of "
+                                                  "calls x median latency over the rounds")
+    candidate_ms: float | None = Field(description="the same for the candidate")
+    gain: float | None = Field(description="1 - candidate_ms / baseline_ms")
+    gain_ci: list[float | None] | None = Field(description="95% interval of the gain (paired bootstrap)")
+    predicted_gain: float | None = Field(description="an estimate made before measuring (predicted_basis)")
+    predicted_basis: str
+    helped: list[Moved] = Field(description="statements measured faster (whole 95% interval below 1)")
+    regressed: list[Moved] = Field(description="statements whose slowdown blocks the change")
+    rare_slower: list[Moved] = Field(description="statements slower but too rare to block")
+    unit: str
 
 
 class Recommendation(BaseModel):
@@ -239,6 +270,8 @@ class Recommendation(BaseModel):
                                          "statements' latency since the apply over before it)")
     applicable: bool = Field(True, description="False for a query rewrite: it is handed to the statements' owners "
                                                "and never applied to the database; its lifecycle ends at approved")
+    summary: Headline | None = Field(None, description="the headline numbers: verdict, measured workload times "
+                                     "and gain, the predicted gain as an estimate, statements helped and regressed")
 
 
 class Note(Strict):

@@ -17,6 +17,7 @@ import typer
 from typer._click.exceptions import UsageError  # typer >= 0.20 vendors click
 
 from advisor.core.progress import reporter
+from advisor.service.summary import summarize
 from advisor.storage import codec
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="print one JSON document on stdout")]
@@ -46,6 +47,12 @@ def open_service(store: str | None, quiet: bool = False):
     from advisor.service.factory import build_service
 
     return build_service(store, say=reporter(quiet=quiet))
+
+
+def rec_doc(rec, head=None) -> dict:
+    """A recommendation as JSON with its headline numbers (``summary``: ``advisor.service.summary``, as the REST
+    API's); ``head``: those numbers when the caller has them (with the predicted gain)."""
+    return {**codec.recommendation_dict(rec), "summary": codec.plain(head or summarize(rec))}
 
 
 def emit(doc: object) -> None:

@@ -18,14 +18,13 @@ from rich.console import Console
 
 from advisor.cli import render, rewrite_commands
 from advisor.cli.bench_commands import bench_app
-from advisor.cli.common import JsonFlag, StoreOpt, resolve_dsn
+from advisor.cli.common import JsonFlag, StoreOpt, rec_doc, resolve_dsn
 from advisor.cli.common import TargetDsn as Target
 from advisor.cli.common import emit as _emit_json
 from advisor.cli.common import names as _names
 from advisor.cli.common import open_service as _service
 from advisor.cli.service_commands import register
 from advisor.core.errors import AdvisorError
-from advisor.storage import codec
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="db-advisor: ML tuning advisor for PostgreSQL. Observes a workload, proposes changes, "
@@ -111,7 +110,7 @@ def _whole_doc(result) -> dict:
     from advisor.service.runs import kinds
 
     return {**kinds.get("all").outcome(result),
-            "recommendations": [codec.recommendation_dict(r) for r in result.recommendations]}
+            "recommendations": [rec_doc(r) for r in result.recommendations]}
 
 
 @tune_app.command("knobs")
@@ -162,10 +161,11 @@ def tune_knobs(target: Target = None,
 
 def _tune_doc(result) -> dict:
     rec = result.recommendation
-    return {"recommendation": codec.recommendation_dict(rec) if rec else None, "reasons": result.reasons,
+    return {"recommendation": rec_doc(rec) if rec else None, "reasons": result.reasons,
             "message": result.message, "workload_kind": result.observation.workload_kind,
             "not_replayed": [{"statement": s, "reason": r} for s, r in result.skipped],
             "run_id": result.run_id, "findings": list(result.findings), "dropped": list(result.dropped),
+            "objective_unit": result.summary.get("objective_unit"),  # what each trial's objective is measured in
             "trials": [{"number": t.number, "source": t.source, "config": t.config, "status": t.result.status,
                         "objective": t.result.objective, "reason": t.result.reason,
                         "duration_s": round(t.duration_s, 3)} for t in result.trials]}
@@ -208,7 +208,7 @@ def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="s
     result = service.tune("indexes", target, plan, device=device, retrain=retrain, max_width=max_width)
     if json_out:
         rec = result.recommendation
-        _emit_json({"recommendation": codec.recommendation_dict(rec) if rec else None, "message": result.message,
+        _emit_json({"recommendation": rec_doc(rec) if rec else None, "message": result.message,
                     "chosen": [{"table": f"{ix.schema}.{ix.table}", "columns": list(ix.columns)} for ix in result.chosen],
                     "whatif": result.whatif, "training": result.training,
                     "not_parsed": [{"statement": q, "reason": r} for q, r in result.skipped],

@@ -10,9 +10,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from advisor.core.domain import DropIndexChange, IndexChange, KnobChange, QueryRewrite, Recommendation
+from advisor.service.summary import summarize
 
 if TYPE_CHECKING:  # the service pulls in the optimizers (torch): not needed to render, nor for `advisor --help`
     from advisor.service.service import IndexTuneResult, Observation, TuneResult
+
+
+TONES = {"good": "green", "bad": "red", "neutral": "default"}  # a summary's tone as rich colours
 
 
 def _short(sql: str, n: int = 70) -> str:
@@ -58,9 +62,12 @@ def knob_label(rec: Recommendation, c) -> str | None:
             + (f" ({share:.0%} of the gain)" if isinstance(share, float) and share == share else ""))
 
 
-def recommendation(console: Console, rec: Recommendation, reasons: dict[str, str] | None = None) -> None:
-    """A recommendation: its changes, evidence and the SQL to apply and revert; a rejected one shows what was
-    tried instead of SQL (there is nothing to apply), and every one lists what was not recommended and why."""
+def recommendation(console: Console, rec: Recommendation, reasons: dict[str, str] | None = None,
+                   predicted: float | None = None) -> None:
+    """A recommendation: its changes, its headline numbers (``advisor.service.summary``: the same as the REST
+    API's and the web page's), evidence and the SQL to apply and revert; a rejected one shows what was tried
+    instead of SQL (there is nothing to apply), and every one lists what was not recommended and why.
+    ``predicted``: the optimizer's predicted gain, shown as an estimate beside a measurement that stands."""
     reasons = reasons or {}
     console.print(f"\n[bold]Recommendation {rec.id}[/] ({rec.kind}, by {rec.optimizer}): state [bold]{rec.state}[/]")
     rejected = rec.state == "rejected"
@@ -71,12 +78,16 @@ def recommendation(console: Console, rec: Recommendation, reasons: dict[str, str
         table.add_row(escape(knob_label(rec, c) or change_label(c)), reasons.get(getattr(c, "name", ""), ""))
     console.print(table)
     ev = rec.evidence
+    head = summarize(rec, predicted)
+    figures = head.figures
+    console.print(f"[{TONES[head.tone]}]{escape(figures['line'])}[/]" if ev is not None else escape(figures["line"]))
+    if head.predicted_gain is not None and ev is not None and not rejected:
+        console.print(f"predicted before measuring: {figures['predicted']} ({head.predicted_basis})", markup=False)
+    if head.helped:
+        console.print("measured faster: " + ", ".join(f"{escape(_short(m.sql or m.queryid, 40))} ({m.ratio:.2f}x)"
+                                                      for m in head.helped[:5])
+                      + (f" and {len(head.helped) - 5} more" if len(head.helped) > 5 else ""))
     if ev is not None:
-        lo, hi = ev.gain_ci
-        console.print(f"measured on a shadow: gain [bold]{ev.gain:+.1%}[/] (95% CI {lo:+.1%} .. {hi:+.1%}) over "
-                      f"{ev.rounds} interleaved rounds; workload time per round, median: "
-                      f"baseline {sorted(ev.baseline_totals_ms)[len(ev.baseline_totals_ms) // 2]:.0f} ms, "
-                      f"candidate {sorted(ev.candidate_totals_ms)[len(ev.candidate_totals_ms) // 2]:.0f} ms")
         for title, rows in (("statements that regressed", ev.regressions),
                             ("rare statements slower (too small a part of the workload to block)", ev.rare_slower)):
             if rows:
@@ -126,7 +137,9 @@ def _share(s) -> str:
 def trials(console: Console, result: TuneResult) -> None:
     if not result.trials:
         return
-    table = Table("#", "source", "objective", "best so far", "status", title=f"tuning run {result.run_id}")
+    unit = result.summary.get("objective_unit")  # the runner's (latency: calls x median ms, summed)
+    table = Table("#", "source", f"objective, {unit}" if unit else "objective", "best so far", "status",
+                  title=f"tuning run {result.run_id} (objective: lower is better)")
     best = float("inf")
     for t in result.trials:
         obj = t.result.objective
@@ -172,10 +185,11 @@ def index_result(console: Console, result: IndexTuneResult) -> None:
         console.print(result.message or "no index to recommend")
         dropped(console, list(result.dropped))
         return
-    table = Table("index", "columns", "estimated MB", "built MB", "statements", "verdict")
+    table = Table("index", "columns", "estimated MB", "built MB", "statements helped", "verdict")
     for ix in rec.details.get("indexes", []):
         table.add_row(ix["index"], f"{ix['table']} ({', '.join(ix['columns'])})", _mb(ix["estimated_bytes"]),
-                      _mb(ix["built_bytes"]), ", ".join(ix["statements"][:4]),
+                      _mb(ix["built_bytes"]),
+                      ", ".join(ix.get("helped", ix["statements"] if ix["kept"] else [])[:4]),
                       ("kept" if ix["kept"] else "dropped: ") + ("" if ix["kept"] else ix["reason"])
                       if ix["kept"] is not None else ix["reason"])
     console.print(table)
@@ -224,18 +238,22 @@ def index_explain(console: Console, rows: list[dict]) -> None:
 
 
 def recommendations(console: Console, recs: list[Recommendation]) -> None:
-    table = Table("id", "kind", "optimizer", "state", "changes", "gain", "95% CI")
+    """The list: each recommendation's verdict and measured gain (``advisor.service.summary``); a gain is green
+    only for one that stands, never for a rejected one."""
+    table = Table("id", "kind", "optimizer", "state", "verdict", "changes", "gain", "95% CI")
     for r in recs:
-        ev = r.evidence
-        table.add_row(r.id, r.kind, r.optimizer, r.state, str(len(r.changes)),
-                      f"{ev.gain:+.1%}" if ev else "-", f"{ev.gain_ci[0]:+.1%} .. {ev.gain_ci[1]:+.1%}" if ev else "-")
+        head = summarize(r)
+        f = head.figures
+        table.add_row(r.id, r.kind, r.optimizer, r.state, head.verdict, str(len(r.changes)),
+                      f"[{TONES[head.tone]}]{f['gain']}[/]", f["gain_ci"])
     console.print(table)
 
 
-def recommendation_page(console: Console, rec: Recommendation, history: list[dict], explain: bool = False) -> None:
+def recommendation_page(console: Console, rec: Recommendation, history: list[dict], explain: bool = False,
+                        predicted: float | None = None) -> None:
     """``recommendations show``: the recommendation, its per-statement evidence, index details and history; with
     ``explain``, an index recommendation's explanation table."""
-    recommendation(console, rec)
+    recommendation(console, rec, predicted=predicted)
     ev = rec.evidence
     if ev is not None:
         table = Table("calls", "share of time", "baseline ms", "candidate ms", "ratio", "95% CI", "regressed",

@@ -17,10 +17,10 @@ from rich.table import Table
 
 from advisor.cli import render, server_commands
 from advisor.cli.common import (DSN_FORMS, TARGET_ENV, JsonFlag, Kind, StoreOpt, emit, open_service, plan_options,
-                                resolve_dsn, when)
+                                rec_doc, resolve_dsn, when)
 from advisor.core.errors import AdvisorError
 from advisor.service.runs import RunPlan
-from advisor.storage import codec
+from advisor.service.summary import run_outcome
 
 
 # --- targets -----------------------------------------------------------------------------------------------------
@@ -119,7 +119,7 @@ def runs_start(target: Annotated[str, typer.Option("--target", "-t", help="targe
     rec_id = (run.get("result") or {}).get("recommendation")
     rec = service.recommendation(rec_id) if rec_id else None
     if json_out:
-        emit({"run": run, "recommendation": codec.recommendation_dict(rec) if rec else None})
+        emit({"run": run, "recommendation": rec_doc(rec) if rec else None})
     else:
         _print_run(run, service.trials(run["id"]))
         if rec is not None:
@@ -132,14 +132,17 @@ def runs_start(target: Annotated[str, typer.Option("--target", "-t", help="targe
 
 def _print_run(run: dict, trials: list[dict]) -> None:
     console = Console()
-    console.print(f"[bold]run {run['id']}[/]: {run['kind']} / {run['optimizer']}, state [bold]{run['state']}[/], "
-                  f"started {when(run['created_at'])} by {run['started_by'] or '-'}")
+    outcome = run_outcome(run)  # a finished run reads as what it came to (rejected, validated), not "done"
+    console.print(f"[bold]run {run['id']}[/]: {run['kind']} / {run['optimizer']}, "
+                  + (f"finished: [bold]{outcome}[/], " if outcome != run["state"] else f"state [bold]{outcome}[/], ")
+                  + f"started {when(run['created_at'])} by {run['started_by'] or '-'}")
     if run.get("error"):
         console.print(f"error: {run['error']}", markup=False)
     if (run.get("result") or {}).get("message"):
         console.print(f"outcome: {run['result']['message']}", markup=False)
     if trials:
-        table = Table("#", "source", "status", "objective", "s")
+        unit = (run.get("result") or {}).get("objective_unit")  # latency: workload ms (calls x median)
+        table = Table("#", "source", "status", f"objective, {unit}" if unit else "objective", "s")
         for t in trials:
             table.add_row(str(t["number"]) if t["number"] is not None else "-", t["source"] or "", t["status"],
                           f"{t['objective']:.4g}" if t["objective"] is not None else "-",
@@ -174,7 +177,7 @@ def runs_list(target: Annotated[str | None, typer.Option(help="target id or name
         return
     table = Table("id", "target", "kind", "optimizer", "state", "started", "by", "outcome")
     for r in rows:
-        table.add_row(r["id"], r["target_id"], r["kind"], r["optimizer"], r["state"], when(r["created_at"]),
+        table.add_row(r["id"], r["target_id"], r["kind"], r["optimizer"], run_outcome(r), when(r["created_at"]),
                       r["started_by"] or "-", (r.get("result") or {}).get("message") or r.get("error") or "")
     Console().print(table)
 
@@ -200,11 +203,11 @@ def recs_list(state: Annotated[State | None, typer.Option(help="only this state"
               limit: Annotated[int, typer.Option(min=1)] = 50, offset: Annotated[int, typer.Option(min=0)] = 0,
               json_out: JsonFlag = False, store: StoreOpt = None) -> None:
     """Stored recommendations, newest first."""
-    recs = open_service(store, quiet=True).recommendations(state.value if state else None,
-                                                           kind=kind.value if kind else None, target=target,
-                                                           limit=limit, offset=offset)
+    service = open_service(store, quiet=True)
+    recs = service.recommendations(state.value if state else None, kind=kind.value if kind else None, target=target,
+                                   limit=limit, offset=offset)
     if json_out:
-        emit({"recommendations": [codec.recommendation_dict(r) for r in recs]})
+        emit({"recommendations": [rec_doc(r, service.headline(r)) for r in recs]})
     else:
         render.recommendations(Console(), recs)
 
@@ -218,12 +221,13 @@ def recs_show(rec_id: str, json_out: JsonFlag = False, store: StoreOpt = None,
     service = open_service(store, quiet=True)
     rec = service.recommendation(rec_id)
     history = service.audit_log(rec_id)
+    head = service.headline(rec)
     if json_out:
         from advisor.service.watch import watch_of
 
-        emit({"recommendation": codec.recommendation_dict(rec), "watch": watch_of(rec), "history": history})
+        emit({"recommendation": rec_doc(rec, head), "watch": watch_of(rec), "history": history})
         return
-    render.recommendation_page(Console(), rec, history, explain=explain)
+    render.recommendation_page(Console(), rec, history, explain=explain, predicted=head.predicted_gain)
 
 
 def _transition(verb: str):
@@ -235,7 +239,7 @@ def _transition(verb: str):
         rec = method(rec_id, note=note) if verb in ("approve", "reject") else \
             method(rec_id, why=note) if verb == "rollback" else method(rec_id)
         if json_out:
-            emit({"recommendation": codec.recommendation_dict(rec)})
+            emit({"recommendation": rec_doc(rec, service.headline(rec))})
         else:
             print(f"recommendation {rec.id} is now {rec.state}")
             if verb == "apply" and rec.applied and rec.applied.get("needs_restart"):

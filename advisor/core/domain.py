@@ -277,6 +277,12 @@ class StatementEvidence:
     time_share: float | None = None
     call_share: float | None = None
 
+    @property
+    def faster(self) -> bool:
+        """Measured faster: the whole 95% interval of its ratio below 1, and no error under the candidate (a
+        statement that regressed never is)."""
+        return not self.errors and not self.regressed and self.ratio_ci[1] < 1.0
+
     def rare(self, min_time_share: float, min_call_share: float) -> bool:
         """Too small a part of the workload for a slowdown to block a change: under ``min_time_share`` of the time
         and under ``min_call_share`` of the calls, and the time it would add (``time_share x (ratio - 1)``) under
@@ -290,7 +296,10 @@ class StatementEvidence:
 
 @dataclass(frozen=True)
 class Evidence:
-    """Baseline vs candidate measured interleaved on one shadow. gain = 1 - candidate/baseline (weighted time)."""
+    """Baseline vs candidate measured interleaved on one shadow. gain = 1 - candidate_ms / baseline_ms, where each
+    is the workload's estimated time W = sum over statements of calls x the statement's median over rounds (ms);
+    ``*_totals_ms`` are the same sum per round. ``baseline_ms`` / ``candidate_ms`` are None in evidence stored
+    before they were recorded (``advisor.service.summary`` derives them there)."""
 
     rounds: int
     baseline_totals_ms: tuple[float, ...]
@@ -303,6 +312,8 @@ class Evidence:
     # the guard's weights (``StatementEvidence.rare``); 0 (evidence stored before them): every regression blocks
     min_time_share: float = 0.0
     min_call_share: float = 0.0
+    baseline_ms: float | None = None  # W of the baseline, the gain's denominator
+    candidate_ms: float | None = None  # W of the candidate
 
     def blocks(self, s: StatementEvidence) -> bool:
         """``s`` regressed and matters enough to block the change."""

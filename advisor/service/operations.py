@@ -16,6 +16,7 @@ from advisor.core.identity import mismatch
 from advisor.core.inputs import check_name, check_text
 from advisor.service.production import apply_recommendation, check_applicable, rollback_recommendation
 from advisor.service.runs import ACTIVE, ProgressLog, RunCancelled, RunPlan
+from advisor.service.summary import Summary, predicted_gain, summarize, tone
 from advisor.service.scheduling import AUTO_APPLY, check_cron, next_fire, run_scheduled
 from advisor.service import watch
 from advisor.storage.secrets import vault_for
@@ -27,17 +28,6 @@ from connectors.base import Connector
 
 if TYPE_CHECKING:
     from advisor.tuning.observe import Observation
-
-
-def predicted_gain(relative_cost: float | None, best_objective: float | None,
-                   baseline_objective: float | None) -> float | None:
-    """What the optimizer expected before validation: the what-if cost reduction (indexes), else the best trial
-    of its search run against the run's baseline trial (knobs); None when neither is known."""
-    if relative_cost is not None:
-        return 1.0 - relative_cost
-    if best_objective is not None and baseline_objective:
-        return 1.0 - best_objective / baseline_objective
-    return None
 
 
 class OperationsMixin:
@@ -249,8 +239,9 @@ class OperationsMixin:
     def recommendation_summaries(self, state: str | None = None, *, kind: str | None = None,
                                  target: str | None = None, run_id: str | None = None, limit: int | None = None,
                                  offset: int = 0) -> list[dict]:
-        """Small rows for lists: measured gain with its interval and the optimizer's predicted gain (what-if
-        cost reduction for indexes; best trial against the baseline trial for a knob search)."""
+        """Small rows for lists: measured gain with its interval, its ``tone`` (``summary.tone``: never good for a
+        rejected one) and the optimizer's predicted gain (what-if cost reduction for indexes; best trial against
+        the baseline trial for a knob search), an estimate."""
         target_id = self.store.target(target)["id"] if target else None
         rows = self.store.recommendation_summaries(state, target_id, kind=kind, run_id=run_id, limit=limit,
                                                    offset=offset)
@@ -259,6 +250,7 @@ class OperationsMixin:
                                                  r.pop("baseline_objective"))
             low, high = r.pop("gain_low"), r.pop("gain_high")
             r["gain_ci"] = [low, high] if r["gain"] is not None else None
+            r["tone"] = tone(r["state"], r["gain"])
         return rows
 
     def count_recommendations(self, state: str | None = None, *, kind: str | None = None,
@@ -279,6 +271,10 @@ class OperationsMixin:
         result = ((run if run is not None else self.run_of(rec)) or {}).get("result") or {}
         return predicted_gain((rec.details.get("whatif") or {}).get("relative_cost") if rec.details else None,
                               result.get("best_objective"), result.get("baseline_objective"))
+
+    def headline(self, rec: Recommendation, run: dict | None = None) -> Summary:
+        """The recommendation's headline numbers (``advisor.service.summary``), its predicted gain included."""
+        return summarize(rec, self.predicted_gain(rec, run))
 
     def approve(self, rec_id: str, who: Principal = ADMIN, note: str = "") -> Recommendation:
         who.require("operator")

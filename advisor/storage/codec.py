@@ -58,7 +58,8 @@ def evidence_from(d: dict | None) -> Evidence | None:
     return Evidence(int(d["rounds"]), tuple(map(_f, d["baseline_totals_ms"])), tuple(map(_f, d["candidate_totals_ms"])),
                     _f(d["gain"]), (_f(d["gain_ci"][0]), _f(d["gain_ci"][1])), statements, _f(d["min_gain"]),
                     _f(d["regression_threshold"]), float(d.get("min_time_share") or 0.0),
-                    float(d.get("min_call_share") or 0.0))
+                    float(d.get("min_call_share") or 0.0), _share(d.get("baseline_ms")),
+                    _share(d.get("candidate_ms")))
 
 
 def recommendation_dict(rec: Recommendation) -> dict:

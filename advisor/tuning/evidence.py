@@ -2,7 +2,8 @@
 per-statement regressions. Pure functions over latency samples (ms); no I/O.
 
 - A round's total is the workload's estimated time: sum over statements of calls x median latency (ms).
-- gain = 1 - W(candidate) / W(baseline), where W sums calls x (each statement's median over rounds); its 95%
+- gain = 1 - W(candidate) / W(baseline), where W sums calls x (each statement's median over rounds), kept as
+  ``Evidence.baseline_ms`` / ``candidate_ms``; its 95%
   interval comes from a paired bootstrap over rounds (baseline and candidate of one round share the server's
   state and drift).
 - A statement regresses when its median ratio candidate/baseline is at least 1 + ``regression_threshold``, the
@@ -75,7 +76,9 @@ def compare(baseline: Sequence[ArmRound], candidate: Sequence[ArmRound], weights
         # per statement: median over rounds, then the weighted sum (one slow pass of one statement is not a trend)
         return 1.0 - (np.median(b, axis=-2) @ w) / np.maximum(np.median(a, axis=-2) @ w, 1e-9)
 
-    if ids and float(np.median(a_mat, axis=0) @ w) > 0:
+    base_w = float(np.median(a_mat, axis=0) @ w) if ids else float("nan")
+    cand_w = float(np.median(b_mat, axis=0) @ w) if ids else float("nan")
+    if ids and base_w > 0:
         gain = float(_gain(a_mat, b_mat))
         if rounds >= 2:
             idx = rng.integers(0, rounds, size=(n_boot, rounds))  # paired: the same rounds for both arms
@@ -108,7 +111,8 @@ def compare(baseline: Sequence[ArmRound], candidate: Sequence[ArmRound], weights
                                                **share))
     per_statement.sort(key=lambda s: -(s.weight * (s.baseline_ms if s.baseline_ms == s.baseline_ms else 0.0)))
     return Evidence(rounds, tuple(map(float, base_tot)), tuple(map(float, cand_tot)), gain, gain_ci,
-                    tuple(per_statement), min_gain, regression_threshold, min_time_share, min_call_share)
+                    tuple(per_statement), min_gain, regression_threshold, min_time_share, min_call_share,
+                    base_w, cand_w)
 
 
 def guard_shares(min_time_share: float | None = None, min_call_share: float | None = None) -> tuple[float, float]:

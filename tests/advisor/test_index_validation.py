@@ -46,7 +46,9 @@ def test_harmful_and_idle_indexes_are_dropped_useful_one_kept(pg, db):
     verdicts = {v.index: v for v in checked.verdicts}
     assert checked.kept == (GOOD,)
     assert verdicts[GOOD].kept and "lookup" in verdicts[GOOD].serves
+    assert "lookup" in verdicts[GOOD].helped  # measured faster
     assert not verdicts[HARMFUL].kept and "insert regressed" in verdicts[HARMFUL].reason
+    assert "insert" not in verdicts[HARMFUL].helped  # the statement that regressed is never among the helped
     assert not verdicts[IDLE].kept and "no statement's plan uses it" in verdicts[IDLE].reason
     assert all(v.built_bytes and v.built_bytes > 8192 for v in checked.verdicts)
     assert verdicts[GOOD].estimated_bytes == 1  # the estimate is reported as given, next to the real size
@@ -102,6 +104,16 @@ def test_an_index_whose_benefit_the_rounds_hint_at_but_do_not_prove_is_re_timed_
     reads = {"fast", "maybe", "maybe_too", "also", "even", "done"}
     # "even" (0.99x) hints at nothing; "write" is not a read; "done" was re-timed already
     assert hinted_benefits(evidence, [proven, hinted, flat], serves, reads, ["done"]) == ["maybe", "maybe_too"]
+
+
+def test_an_index_lists_as_helped_only_statements_measured_faster():
+    from advisor.core.domain import Evidence
+    from advisor.tuning.indexes.validation import _helped
+
+    stmts = (_st("faster", 0.5), _st("slower", 1.6, regressed=True), replace(_st("maybe", 0.8), ratio_ci=(0.6, 1.2)))
+    evidence = Evidence(3, (30.0,) * 3, (30.0,) * 3, 0.0, (0.0, 0.0), stmts, 0.02, 0.10)
+    assert _helped(evidence, ("faster", "slower", "maybe")) == ("faster",)
+    assert _helped(None, ("faster",)) == ()
 
 
 def _st(qid, ratio, regressed=False, weight=1.0, base=10.0):

@@ -35,3 +35,13 @@ def test_a_noisy_rewrite_whose_executions_straddle_the_original_loses():
 def test_a_rewrite_that_times_out_regresses():
     r = race([(10.0, 10.0, 10.0)] * 2, [()] * 2)
     assert r.best is None
+
+
+def test_a_slower_rewrite_is_described_as_slower_never_as_a_gain():
+    # the DBA's case: 927.3 ms -> 930.0 ms read "(gain +1.0%)"; the reason's times are now the gain's own medians
+    r = race([(927.3, 927.0, 927.6)] * 3, [(930.0, 929.8, 930.3)] * 3)
+    e = r.evidence[0]
+    assert e.gain < 0 and e.gain == 1 - e.candidate_ms / e.baseline_ms
+    text = r.summary()
+    assert "927.3 ms -> 930.0 ms (0.3% slower" in text and "gain +" not in text and "faster" not in text
+    assert "faster" in race([(100, 101, 99)] * 3, [(50, 51, 49)] * 3).summary()

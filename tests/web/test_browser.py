@@ -186,8 +186,10 @@ def indexes_on(dsn: str, table: str) -> set[str]:
 
 
 def wait_done(page, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
-    """The run page reloads itself as the run goes on; wait for it to show the end."""
-    expect(page.locator("#state")).to_have_text(re.compile("done|failed|cancelled"), timeout=timeout_ms)
+    """The run page reloads itself as the run goes on; wait for it to show the end (a finished run's badge shows
+    its outcome: its recommendation's state, or done when it made none)."""
+    expect(page.locator("#state")).to_have_text(re.compile("done|validated|rejected|failed|cancelled"),
+                                                timeout=timeout_ms)
 
 
 # --- tests, in order: each builds on what the previous one left ---------------------------------------------
@@ -275,10 +277,10 @@ def test_register_target_and_run_an_index_run(site, browser):
     site.shot(page, "start-run")
     with page.expect_navigation(url=re.compile(r"/runs/[0-9a-f]+$")):
         page.click("#start")
-    assert page.inner_text("#state") in ("queued", "running", "done")
+    assert page.inner_text("#state") in ("queued", "running", "done", "validated", "rejected")
     site.shot(page, "run-started")
     wait_done(page)
-    assert page.inner_text("#state") == "done", page.inner_text("main")
+    assert page.inner_text("#state") == "validated", page.inner_text("main")  # the outcome, not "done"
     expect(page.locator("#outcome")).to_contain_text("validated")
     assert page.locator("#log").inner_text().strip()
     site.shot(page, "run-done")
@@ -444,7 +446,7 @@ def test_rewrite_run_from_the_form_and_its_side_by_side_diff(site, browser, repo
     with page.expect_navigation(url=re.compile(r"/runs/[0-9a-f]+$")):
         page.click("#start")
     wait_done(page)
-    assert page.inner_text("#state") == "done", page.inner_text("main")
+    assert page.inner_text("#state") == "validated", page.inner_text("main")  # the outcome, not "done"
     expect(page.locator("#outcome")).to_contain_text("validated")
     site.shot(page, "rewrite-run-done")
     with page.expect_navigation(url=re.compile(r"/recommendations/[0-9a-f]+$")):

@@ -164,7 +164,7 @@ def round_totals(baseline: Sequence[float], candidate: Sequence[float]) -> Marku
     n = max(len(baseline), len(candidate))
     height = 230
     body, fx, fy = _xy_frame(list(range(1, n + 1)), ys, height, (70, 24, 34, 44), y_from_zero=True,
-                             x_label="validation round", y_label="weighted total, ms")
+                             x_label="validation round", y_label="workload ms (calls × median)")
     body += _legend([("bar-base", "baseline"), ("bar-cand", "candidate")], 70, 16)
     for cls, series in (("base", baseline), ("cand", candidate)):
         pts = [(fx(i + 1), fy(v), v) for i, v in enumerate(series) if _ok(v)]

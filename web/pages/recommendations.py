@@ -52,12 +52,7 @@ def _evidence(rec) -> dict | None:
             "labels": dict(zip((s.queryid for s in statements), labels)),
             "bars": plots.paired_bars(labels, [s.baseline_ms for s in statements],
                                       [s.candidate_ms for s in statements], fmt=ms),
-            "rounds": plots.round_totals(ev.baseline_totals_ms, ev.candidate_totals_ms),
-            "baseline_total": _mean(ev.baseline_totals_ms), "candidate_total": _mean(ev.candidate_totals_ms)}
-
-
-def _mean(values) -> float | None:
-    return sum(values) / len(values) if values else None
+            "rounds": plots.round_totals(ev.baseline_totals_ms, ev.candidate_totals_ms)}
 
 
 # a rewritten statement's keys (advisor.tuning.rewrites.pipeline.Outcome.details), for one stored without some of them
@@ -86,7 +81,8 @@ def detail_page(request: Request, rec_id: str, service: Service, session: PageSe
         target = service.target(target_id=rec.target_id)
     except NotFound:
         target = None
-    out = views.recommendation(rec, service.predicted_gain(rec, run))
+    head = service.headline(rec, run)  # the headline numbers, the same as the REST API's and the CLI's
+    out = views.recommendation(rec, head.predicted_gain)
     nexts = TRANSITIONS.get(rec.state, frozenset())
     # a rewrite is never applied (out.applicable False): its lifecycle ends at approved, so no apply or roll back
     actions = {"approve": rec.state == "validated", "apply": out.applicable and rec.state == "approved",
@@ -94,7 +90,8 @@ def detail_page(request: Request, rec_id: str, service: Service, session: PageSe
     evidence = _evidence(rec)
     return render(request, "recommendation.html", session, section="recommendations", rec=rec, out=out, run=run,
                   target=target, evidence=evidence, history=service.audit_log(rec.id), actions=actions,
-                  details=rec.details or {}, rewrites=_rewrites(rec, evidence), kind_title=_title(rec.kind))
+                  details=rec.details or {}, rewrites=_rewrites(rec, evidence), kind_title=_title(rec.kind),
+                  head=head, figures=head.figures)
 
 
 def _title(kind: str) -> str:

@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 
 from advisor.core.errors import AdvisorError
 from advisor.service.runs import ACTIVE, OPTIONS, RunPlan, default_optimizers, kinds
+from advisor.service.summary import run_outcome
 from web import schemas
 from web.deps import PageSession, Service
 from web.pages import plots
@@ -65,7 +66,8 @@ def runs_page(request: Request, service: Service, session: PageSession, target: 
     return render(request, "runs.html", session, section="runs", runs=runs,
                   total=service.count_runs(target, state), limit=limit_n, offset=offset_n,
                   filters={"target": target or "", "state": state or ""}, states=RUN_STATES, targets=targets,
-                  names={t["id"]: t["name"] for t in targets}, optimizers=OPTIMIZERS, form=FORM)
+                  names={t["id"]: t["name"] for t in targets}, optimizers=OPTIMIZERS, form=FORM,
+                  outcomes={r["id"]: run_outcome(r) for r in runs})
 
 
 @router.post("/runs")
@@ -87,7 +89,14 @@ def _convergence(run: dict, trials: list[dict]):
     if baseline is None:
         baseline = next((t["objective"] for t in trials if t.get("source") == "default"
                          and t["status"] == "measured"), None)
-    return plots.convergence(measured, baseline, "objective, ms (lower is better)")
+    unit = objective_unit(run)
+    return plots.convergence(measured, baseline, f"objective{', ' + unit if unit else ''} (lower is better)")
+
+
+def objective_unit(run: dict) -> str | None:
+    """What the run's trial objectives are measured in (the knob runner's, recorded with the run's result; None
+    for a run recorded before it was)."""
+    return (run.get("result") or {}).get("objective_unit")
 
 
 @router.get("/runs/{run_id}")
@@ -101,7 +110,7 @@ def run_page(request: Request, run_id: str, service: Service, session: PageSessi
                   recs=service.recommendation_summaries(run_id=run_id), plan=(run.get("options") or {}).get("plan"),
                   progress=run.get("progress") or {}, active=run["state"] in ACTIVE,
                   target=target_names(service).get(run["target_id"], run["target_id"]), schedule=schedule,
-                  plot=_convergence(run, trials))
+                  plot=_convergence(run, trials), objective_unit=objective_unit(run), outcome=run_outcome(run))
 
 
 @router.get("/runs/{run_id}/progress.json")

@@ -278,7 +278,8 @@ def choose(problem: IndexProblem, optimizer: str, *, seed: int = 0, model_dir: P
 def details(connector: Connector, chosen, estimated, checked: IndexValidation | None, whatif, training,
             rows: list[dict] | None = None, raw: dict | None = None,
             drops: index_drops.DropValidation | None = None) -> dict:
-    """The recommendation's details: per index its sizes, the statements it helps and its verdict; the
+    """The recommendation's details: per index its sizes, the statements whose plans use it (``statements``) and
+    of those the ones measured faster (``helped``; never one that regressed), and its verdict; the
     explanation table (``index_explain``) and the fallback, if any. Sizes: HypoPG's estimate, the calibrated one
     (``index_sizing``) the optimizer used, the size built on the shadow. ``drops``: existing indexes to drop."""
     verdicts = {v.index: v for v in checked.verdicts} if checked else {}
@@ -291,6 +292,7 @@ def details(connector: Connector, chosen, estimated, checked: IndexValidation | 
                         "columns": list(ix.columns), "estimated_bytes": (raw or {}).get(ix, estimated.get(ix)),
                         "calibrated_bytes": estimated.get(ix, v.estimated_bytes if v else None),
                         "built_bytes": v.built_bytes if v else None, "statements": list(v.serves) if v else [],
+                        "helped": list(v.helped) if v else [],
                         "kept": v.kept if v else None, "reason": v.reason if v else "not validated"})
     return {"indexes": indexes, "whatif": whatif, "training": training,
             "unused_existing_indexes": list(checked.unused_existing) if checked else [],

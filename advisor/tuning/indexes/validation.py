@@ -71,6 +71,9 @@ class IndexVerdict:
     kept: bool
     reason: str
     in_place_of: IndexChange | None = None  # a repair (``index_repair``): tried in place of this dropped index
+    # of those it serves, the queryids measured faster (``StatementEvidence.faster``) in the evidence it was
+    # judged on: never one that regressed
+    helped: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -196,15 +199,19 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
         {q for ix in live for q in writers.get((ix.schema, ix.table), ())}
     unexplained = tuple(r.queryid for r in (evidence.regressions if evidence else ()) if r.queryid not in affected)
     for ix in live:
-        helped = [s.queryid for s in (evidence.statements if evidence else ()) if s.queryid in serves[ix]
-                  and s.ratio_ci[1] < 1.0]
-        verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), tuple(helped), True, "measured benefit")
+        verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), serves[ix], True, "measured benefit",
+                                    helped=_helped(evidence, serves[ix]))
     for fix, (ix, qid) in repaired.items():
         verdicts[fix] = replace(verdicts[fix], in_place_of=ix, reason=f"{verdicts[fix].reason} (tried in place of "
                                 f"{index_name(ix)}, which misled statement {qid}'s plan)")
     unused = tuple(n for n in existing_names if n not in all_used)
     return IndexValidation(tuple(live), tuple(verdicts[ix] for ix in [*indexes, *repaired]), evidence, unused,
                            unexplained)
+
+
+def _helped(evidence: Evidence | None, served: Sequence[str]) -> tuple[str, ...]:
+    """Of the statements ``served``, those ``evidence`` measured faster (never one that regressed)."""
+    return tuple(s.queryid for s in (evidence.statements if evidence else ()) if s.queryid in served and s.faster)
 
 
 def hinted_benefits(evidence: Evidence, live: Sequence[IndexChange], serves: dict[IndexChange, tuple[str, ...]],
@@ -261,17 +268,20 @@ def _judge(shadow: Shadow, statements: Sequence[BoundStatement], live: list[Inde
         if ix in culprits:
             worst = max(suspects[ix], key=lambda s: s.ratio if s.ratio == s.ratio else 9.9)
             dropped[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), serves[ix], False,
-                                       f"statement {worst.queryid} regressed ({_how(worst)})")
+                                       f"statement {worst.queryid} regressed ({_how(worst)})",
+                                       helped=_helped(evidence, serves[ix]))
         elif not any(s.ratio_ci[1] < 1.0 for s in mine):
             dropped[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), serves[ix], False,
-                                       "no measurable benefit on the statements it serves")
+                                       "no measurable benefit on the statements it serves",
+                                       helped=_helped(evidence, serves[ix]))
     if round_no == 1 and budget_bytes is not None:
         left = [ix for ix in live if ix not in dropped]
         for ix in _over_budget(left, sizes, budget_bytes, serves, by_stmt, estimated):
             built = _mb(sum(sizes.get(i) or 0 for i in left))
             dropped[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), serves[ix], False,
                                        f"over the budget once built ({built} built, budget {_mb(budget_bytes)}):"
-                                       " the indexes kept save the most measured time that fits")
+                                       " the indexes kept save the most measured time that fits",
+                                       helped=_helped(evidence, serves[ix]))
     return _Judged(dropped, suspects, culprits)
 
 

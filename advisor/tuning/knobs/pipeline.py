@@ -186,7 +186,8 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
     summary = {"trials": len(run.records), "failed": sum(r.result.status != "measured" for r in run.records),
                "best": picks[0].config if picks else None,
                "best_objective": picks[0].result.objective if picks else None,
-               "baseline_objective": base.result.objective if base else None, "findings": findings}
+               "baseline_objective": base.result.objective if base else None, "findings": findings,
+               "objective_unit": run.trials.runner.unit}
     dropped: list[dict] = []
 
     def done(rec, why: str, keep: dict | None = None) -> TuneResult:

@@ -53,7 +53,8 @@ def statement_ratios(statement_ms: Mapping[str, float] | None, baseline_ms: Mapp
 
 
 class WorkloadRunner(Protocol):
-    objective: str  # what the number means, for people
+    objective: str  # latency | throughput
+    unit: str  # what one objective is measured in, for people ("workload ms (calls x median)")
 
     def run(self, dsn: str, timeout_s: float) -> Measured | float:
         """One measured pass: its objective, lower is better (with per-statement medians when the runner has
@@ -68,7 +69,8 @@ class WorkloadRunner(Protocol):
 @dataclass
 class ReplayRunner:
     """Replays bound statements: the objective is the weighted sum of per-statement median latencies (ms)
-    over ``repeats`` executions (``objective="latency"``), or, with ``objective="throughput"``, the wall time of
+    over ``repeats`` executions (``objective="latency"``; weights are calls, so it is the workload's estimated
+    time, far more than one pass's wall time), or, with ``objective="throughput"``, the wall time of
     the pass per statement executed (ms), whose inverse is statements per second."""
 
     statements: Sequence[BoundStatement]
@@ -100,10 +102,16 @@ class ReplayRunner:
     def restore(self, dsn: str) -> None:
         return None  # replay rolls every write back
 
+    @property
+    def unit(self) -> str:
+        """Latency: the workload's estimated time, calls x each statement's median (not one trial's wall time);
+        throughput: the pass's wall time per statement executed."""
+        return "ms per statement executed" if self.objective == "throughput" else "workload ms (calls x median)"
+
     def display(self, objective: float) -> str:
         if self.objective == "throughput":
             return f"{1000.0 / objective:,.1f} statements/s"
-        return f"{objective:,.1f} ms"
+        return f"{objective:,.1f} workload ms"
 
 
 @dataclass
@@ -115,6 +123,7 @@ class PgbenchRunner:
     clients: int = 8
     duration_s: float = 6.0
     objective: str = "throughput"
+    unit: ClassVar[str] = "ms per transaction"
 
     def run(self, dsn: str, timeout_s: float) -> Measured:
         from workloads import pgbench

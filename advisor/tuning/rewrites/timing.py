@@ -63,10 +63,25 @@ class Race:
             if s is None or s.errors:
                 parts.append(f"candidate {i + 1} failed or timed out on the shadow")
                 continue
-            lo, hi = e.gain_ci
-            parts.append(f"candidate {i + 1}: {s.baseline_ms:.1f} ms -> {s.candidate_ms:.1f} ms (gain {e.gain:+.1%}, "
-                         f"95% CI {lo:+.1%} .. {hi:+.1%}{', regressed' if e.regressions else ''})")
+            parts.append(f"candidate {i + 1}: {describe(e)}{', regressed' if e.regressions else ''}")
         return "; ".join(parts)
+
+
+def describe(e: Evidence) -> str:
+    """One candidate's timing against the original in words, from the same numbers as its gain (the medians over
+    rounds, ``Evidence.baseline_ms`` / ``candidate_ms``; gain = 1 - candidate / baseline): a slower candidate is
+    never said to gain.
+
+    >>> describe(Evidence(3, (), (), -0.0029, (-0.01, 0.004), (), 0.02, 0.1, baseline_ms=927.3, candidate_ms=930.0))
+    '927.3 ms -> 930.0 ms (0.3% slower, gain 95% CI -1.0% .. +0.4%)'
+    """
+    s = e.statements[0] if e.statements else None
+    base = e.baseline_ms if e.baseline_ms is not None else s.baseline_ms if s else float("nan")
+    cand = e.candidate_ms if e.candidate_ms is not None else s.candidate_ms if s else float("nan")
+    gain = 1.0 - cand / base if base > 0 else e.gain
+    change = f"{gain:.1%} faster" if gain > 0 else f"{-gain:.1%} slower" if gain < 0 else "no change"
+    lo, hi = e.gain_ci
+    return f"{base:.1f} ms -> {cand:.1f} ms ({change}, gain 95% CI {lo:+.1%} .. {hi:+.1%})"
 
 
 def _speedup(e: Evidence) -> float | None:

@@ -16,6 +16,10 @@ def _summary(result) -> dict:
            "steps": [{"kind": s.kind, "recommendation": s.recommendation.id if s.recommendation else None,
                       "message": s.message, "failed": s.failed} for s in result.steps],
            "dropped": list(result.dropped)}
+    # what the knob step's trials (stored under this run) are measured in
+    units = [u for s in result.steps if (u := (getattr(s.result, "summary", None) or {}).get("objective_unit"))]
+    if units:
+        doc["objective_unit"] = units[0]
     if result.bundle is not None:
         b, k = result.bundle.bundle, result.bundle.kept
         doc["bundle"] = {"gain": b.gain, "gain_ci": list(b.gain_ci), "rounds": b.rounds,

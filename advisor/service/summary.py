@@ -1,0 +1,164 @@
+"""A recommendation's headline numbers, computed here once; the CLI, the REST API and the web pages only show them.
+
+- verdict: ``rejected`` (its state), else from its evidence: ``validated`` (the gain's interval clears the
+  minimum gain and nothing that matters regressed), ``not validated``, or ``unmeasured`` (no evidence).
+- measured workload time, in ms: W = sum over statements of calls x the statement's median latency over the
+  interleaved rounds, for the baseline and the candidate (``Evidence.baseline_ms`` / ``candidate_ms``); the gain
+  is 1 - W(candidate) / W(baseline) of those same two numbers, with its 95% bootstrap interval.
+- predicted gain: what the optimizer expected before any measurement (what-if planner cost for indexes, the best
+  search trial against the baseline trial for knobs), always labelled an estimate and never shown as a success.
+- statements helped (``StatementEvidence.faster``: the whole interval of their latency ratio below 1), regressed
+  (blocking) and rare-slower (slower, too rare to block). A statement that got slower is never among the helped.
+- tone: how a face colours the measured gain: ``good`` only for a positive gain of a recommendation that stands
+  (validated, approved, applied), ``bad`` for a measured slowdown, ``neutral`` otherwise (a rejected one never
+  reads as a success).
+
+``figures`` formats the numbers once, so that every face prints the same text for them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from advisor.core.domain import Evidence, Recommendation, StatementEvidence
+
+STANDING = frozenset({"validated", "approved", "applied"})  # states in which a measured gain reads as a success
+WORKLOAD_TIME = "workload time (calls x median ms, summed over statements)"
+
+
+def run_outcome(run: dict) -> str:
+    """The word a run's badge shows: its state (queued, running, failed, ...) until it is done; then its
+    recommendation's state when it made one (``rejected`` for a run whose recommendation was rejected, never
+    ``done``), else ``done``.
+
+    >>> run_outcome({"state": "done", "result": {"state": "rejected"}}), run_outcome({"state": "running"})
+    ('rejected', 'running')
+    """
+    result = run.get("result") or {}
+    return result.get("state") or run["state"] if run["state"] == "done" else run["state"]
+
+
+def predicted_gain(relative_cost: float | None, best_objective: float | None,
+                   baseline_objective: float | None) -> float | None:
+    """What the optimizer expected before validation: the what-if cost reduction (indexes), else the best trial
+    of its search run against the run's baseline trial (knobs); None when neither is known."""
+    if relative_cost is not None:
+        return 1.0 - relative_cost
+    if best_objective is not None and baseline_objective:
+        return 1.0 - best_objective / baseline_objective
+    return None
+
+
+def predicted_basis(kind: str) -> str:
+    """What a predicted gain of a ``kind`` recommendation is an estimate from."""
+    return "what-if planner cost" if kind == "indexes" else "best search trial vs the baseline trial, one pass"
+
+
+def tone(state: str, gain: float | None, accepted: bool | None = None) -> str:
+    """``good`` | ``bad`` | ``neutral``: how the measured ``gain`` reads for a recommendation in ``state``.
+
+    >>> tone("validated", 0.2), tone("rejected", 0.2), tone("rejected", -0.1), tone("approved", None)
+    ('good', 'neutral', 'bad', 'neutral')
+    """
+    if gain is None or not math.isfinite(gain):
+        return "neutral"
+    if gain < 0:
+        return "bad"
+    return "good" if gain > 0 and state in STANDING and accepted is not False else "neutral"
+
+
+@dataclass(frozen=True)
+class Moved:
+    """A statement in the headline: its id, SQL and latency ratio candidate / baseline (medians)."""
+
+    queryid: str
+    sql: str
+    ratio: float | None
+
+
+@dataclass(frozen=True)
+class Summary:
+    state: str
+    verdict: str  # validated | not validated | rejected | unmeasured
+    tone: str  # of the measured gain: good | bad | neutral
+    rounds: int | None
+    baseline_ms: float | None  # W of the baseline (see the module docstring)
+    candidate_ms: float | None
+    gain: float | None  # 1 - candidate_ms / baseline_ms
+    gain_ci: tuple[float, float] | None
+    predicted_gain: float | None  # an estimate, before any measurement
+    predicted_basis: str
+    helped: tuple[Moved, ...]
+    regressed: tuple[Moved, ...]
+    rare_slower: tuple[Moved, ...]
+    unit: str = WORKLOAD_TIME
+
+    @property
+    def figures(self) -> dict[str, str]:
+        """The numbers as every face prints them: ``baseline``, ``candidate``, ``gain``, ``gain_ci``,
+        ``predicted`` (with "estimate"), ``verdict`` and one ``line`` that says them all."""
+        measured = self.gain is not None
+        out = {"baseline": ms(self.baseline_ms), "candidate": ms(self.candidate_ms), "gain": pct(self.gain),
+               "gain_ci": (f"{pct(self.gain_ci[0])} .. {pct(self.gain_ci[1])}" if self.gain_ci else "-"),
+               "predicted": (f"{pct(self.predicted_gain)} estimate" if self.predicted_gain is not None else "-"),
+               "verdict": self.verdict}
+        if measured:
+            change = "faster" if self.gain > 0 else "slower" if self.gain < 0 else "no change"
+            out["line"] = (f"{self.verdict}: measured {out['baseline']} -> {out['candidate']} of workload time "
+                           f"(calls x median), gain {out['gain']} (95% CI {out['gain_ci']}, {change}) over "
+                           f"{self.rounds} interleaved rounds")
+        else:
+            out["line"] = ("rejected, " if self.verdict == "rejected" else "") + "not measured on a shadow" + (
+                f"; predicted {out['predicted']} ({self.predicted_basis})" if self.predicted_gain is not None else "")
+        return out
+
+
+def summarize(rec: Recommendation, predicted: float | None = None) -> Summary:
+    """The headline numbers of ``rec``; ``predicted``: the optimizer's predicted gain, when the caller has it
+    (``AdvisorService.predicted_gain``)."""
+    ev = rec.evidence
+    verdict = ("rejected" if rec.state == "rejected" else "unmeasured" if ev is None
+               else "validated" if ev.accepted else "not validated")
+    base, cand = workload_ms(ev) if ev is not None else (None, None)
+    gain = _finite(ev.gain) if ev is not None else None
+    return Summary(
+        state=rec.state, verdict=verdict, tone=tone(rec.state, gain, ev.accepted if ev is not None else None),
+        rounds=ev.rounds if ev is not None else None, baseline_ms=base, candidate_ms=cand, gain=gain,
+        gain_ci=(ev.gain_ci[0], ev.gain_ci[1]) if ev is not None and gain is not None else None,
+        predicted_gain=_finite(predicted), predicted_basis=predicted_basis(rec.kind),
+        helped=tuple(_moved(s) for s in (ev.statements if ev else ()) if s.faster),
+        regressed=tuple(map(_moved, ev.regressions if ev else ())),
+        rare_slower=tuple(map(_moved, ev.rare_slower if ev else ())))
+
+
+def workload_ms(ev: Evidence) -> tuple[float | None, float | None]:
+    """W of the baseline and of the candidate, in ms. Evidence stored before they were recorded: the baseline's
+    W from the per-statement medians, and the candidate's as the one the stored gain implies."""
+    base, cand = _finite(ev.baseline_ms), _finite(ev.candidate_ms)
+    if base is not None and cand is not None:
+        return base, cand
+    parts = [s.weight * s.baseline_ms for s in ev.statements if math.isfinite(s.weight * s.baseline_ms)]
+    base = sum(parts) if parts else None
+    gain = _finite(ev.gain)
+    return base, (base * (1.0 - gain) if base is not None and gain is not None else None)
+
+
+def _moved(s: StatementEvidence) -> Moved:
+    return Moved(s.queryid, s.sql, _finite(s.ratio))
+
+
+def _finite(x: float | None) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+def ms(x: float | None) -> str:
+    """A workload time: ``927.3 ms``, ``12,345 ms``; ``-`` when unknown."""
+    if x is None:
+        return "-"
+    return f"{x:,.0f} ms" if abs(x) >= 1000 else f"{x:.1f} ms" if abs(x) >= 10 else f"{x:.2f} ms"
+
+
+def pct(x: float | None) -> str:
+    """A signed fraction: 0.123 -> ``+12.3%``; ``-`` when unknown."""
+    return "-" if x is None or not math.isfinite(x) else f"{x * 100:+.1f}%"
