@@ -4,6 +4,7 @@ once, and what a schedule auto-applied rolled back when the next look shows a re
 from __future__ import annotations
 
 import time
+from datetime import datetime
 
 import psycopg
 import pytest
@@ -60,7 +61,8 @@ def test_schedules_survive_a_restart(tmp_path, monkeypatch, prod):
         listed = client.get("/api/schedules", headers=auth).json()["items"]
         assert [s["id"] for s in listed] == [sid]
         jobs = service.scheduler.jobs()
-        assert jobs[sid] == pytest.approx(listed[0]["next_fire_at"]) == pytest.approx(next_fire("0 2 * * *"))
+        listed_next = datetime.fromisoformat(listed[0]["next_fire_at"]).timestamp()  # ISO-8601 UTC in the API
+        assert jobs[sid] == pytest.approx(listed_next) == pytest.approx(next_fire("0 2 * * *"))
         assert client.get("/api/runs/left-over", headers=auth).json()["state"] == "interrupted"
         assert client.get("/api/health").json()["scheduled_jobs"] == 1
         assert client.delete(f"/api/schedules/{sid}", headers=auth).status_code == 204
