@@ -16,6 +16,11 @@ ASSETS = Path(fastapi_offline.__file__).parent / "static"  # swagger-ui-bundle.j
 ASSETS_URL = "/api/docs-assets"
 FAVICON = Path(__file__).parent / "static" / "favicon.svg"
 FAVICON_URL = "/favicon.ico"
+# what the docs pages may load: this server only (their bootstrap scripts and styles are inline; ReDoc's search
+# runs in a worker from a blob). A browser never asks another host, not even for ReDoc's "by Redocly" logo.
+CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+       "img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; "
+       "frame-ancestors 'none'")
 
 
 def install_docs(app: FastAPI, docs_url: str = "/api/docs", redoc_url: str = "/api/redoc") -> None:
@@ -26,11 +31,12 @@ def install_docs(app: FastAPI, docs_url: str = "/api/docs", redoc_url: str = "/a
 
     @app.get(docs_url, include_in_schema=False)
     def swagger() -> HTMLResponse:
-        return get_swagger_ui_html(openapi_url=openapi_url, title=f"{app.title} · REST API",
-                                   swagger_js_url=f"{ASSETS_URL}/swagger-ui-bundle.js",
-                                   swagger_css_url=f"{ASSETS_URL}/swagger-ui.css", swagger_favicon_url=FAVICON_URL,
-                                   swagger_ui_parameters={"validatorUrl": None},  # no call to swagger.io
-                                   oauth2_redirect_url=oauth2_redirect)
+        return _local(get_swagger_ui_html(openapi_url=openapi_url, title=f"{app.title} · REST API",
+                                          swagger_js_url=f"{ASSETS_URL}/swagger-ui-bundle.js",
+                                          swagger_css_url=f"{ASSETS_URL}/swagger-ui.css",
+                                          swagger_favicon_url=FAVICON_URL,
+                                          swagger_ui_parameters={"validatorUrl": None},  # no call to swagger.io
+                                          oauth2_redirect_url=oauth2_redirect))
 
     @app.get(oauth2_redirect, include_in_schema=False)
     def swagger_redirect() -> HTMLResponse:
@@ -38,9 +44,9 @@ def install_docs(app: FastAPI, docs_url: str = "/api/docs", redoc_url: str = "/a
 
     @app.get(redoc_url, include_in_schema=False)
     def redoc() -> HTMLResponse:
-        return get_redoc_html(openapi_url=openapi_url, title=f"{app.title} · REST API reference",
-                              redoc_js_url=f"{ASSETS_URL}/redoc.standalone.js", redoc_favicon_url=FAVICON_URL,
-                              with_google_fonts=False)
+        return _local(get_redoc_html(openapi_url=openapi_url, title=f"{app.title} · REST API reference",
+                                     redoc_js_url=f"{ASSETS_URL}/redoc.standalone.js", redoc_favicon_url=FAVICON_URL,
+                                     with_google_fonts=False))
 
     @app.get("/docs", include_in_schema=False)
     def docs() -> RedirectResponse:
@@ -49,3 +55,8 @@ def install_docs(app: FastAPI, docs_url: str = "/api/docs", redoc_url: str = "/a
     @app.get(FAVICON_URL, include_in_schema=False)
     def favicon() -> FileResponse:
         return FileResponse(FAVICON, media_type="image/svg+xml")
+
+
+def _local(page: HTMLResponse) -> HTMLResponse:
+    page.headers["Content-Security-Policy"] = CSP
+    return page

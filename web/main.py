@@ -47,7 +47,7 @@ def create_app(store_path: str | None = None, *, scheduler: bool = True, max_par
                   openapi_url="/api/openapi.json", redoc_url=None,
                   description="Tuning advisor for PostgreSQL: targets, workload snapshots, tuning runs, "
                               "recommendations (approve, apply, roll back), nightly schedules. Every route but "
-                              "/api/health needs 'Authorization: Bearer <token>' (advisor tokens create); viewer "
+                              "/api/health needs `Authorization: Bearer <token>` (advisor tokens create); viewer "
                               "tokens read, operator tokens also change things, admin tokens also manage tokens.")
     install_error_handlers(app)
     install_docs(app)

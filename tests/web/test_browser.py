@@ -373,7 +373,7 @@ def test_knob_run_convergence_and_schedules(site, browser):
         conn.execute("SELECT pg_stat_statements_reset()")
     run_shop_workload(site.prod)
     who = site.service.authenticate(site.operator)
-    run = site.service.start_run("prod", RunPlan(kind="knobs", optimizer="random", trials=5, seeds=0, repeats=1,
+    run = site.service.start_run("prod", RunPlan(kind="knobs", optimizer="random", trials=5, seeds=1, repeats=1,
                                                  rounds=2), who)
     page = new_page(browser)
     log_in(site, page, site.operator, f"/runs/{run['id']}")
@@ -382,6 +382,10 @@ def test_knob_run_convergence_and_schedules(site, browser):
     assert len([t for t in trials if t["status"] == "measured"]) >= 2
     expect(page.locator("#trials tbody tr")).to_have_count(len(trials))
     expect(page.locator("#convergence svg.plot circle").first).to_be_visible()
+    seeds = [t for t in trials if t["status"] == "measured" and (t["source"] or "").startswith("seed")]
+    expect(page.locator("#convergence circle.point-seed")).to_have_count(len(seeds))
+    if seeds:  # the rules' seed configuration, told apart in the legend
+        expect(page.locator("#convergence text.legend", has_text="seed")).to_have_count(1)
     site.shot(page, "knob-run")
     if page.locator("#outcome a").count():  # the random search found a configuration worth validating
         with page.expect_navigation(url=re.compile(r"/recommendations/[0-9a-f]+$")):
@@ -473,3 +477,117 @@ def test_rewrite_run_from_the_form_and_its_side_by_side_diff(site, browser, repo
     expect(page.locator("#actions")).to_contain_text("end of its lifecycle")
     site.shot(page, "rewrite-approved")
     page.context.close()
+
+
+# --- every main page at three widths: screenshots and layout facts ------------------------------------------
+
+WIDTHS = (1024, 1366, 1920)
+
+LAYOUT = """() => {
+  const w = window.innerWidth, out = {overflow: document.documentElement.scrollWidth - w, clipped: [],
+                                       spilled: [], legend_on_data: [], off_axes: []};
+  for (const a of document.querySelectorAll('a.open')) {  // the "Open" links: inside the viewport and their table
+    const r = a.getBoundingClientRect(), wrap = a.closest('.table-wrap');
+    const right = Math.min(w, wrap ? wrap.getBoundingClientRect().right : w);
+    if (r.right > right + 0.5) out.clipped.push(a.getAttribute('href'));
+  }
+  for (const dd of document.querySelectorAll('.facts dd'))  // a fact never runs into the next one
+    if (dd.scrollWidth > dd.clientWidth + 1) out.spilled.push(dd.textContent.trim());
+  for (const svg of document.querySelectorAll('svg.plot')) {  // legends never cover a data point or line vertex
+    const boxes = [...svg.querySelectorAll('text.legend, rect[class]')].filter(e => e.nextElementSibling &&
+      e.nextElementSibling.matches('text.legend') || e.matches('text.legend')).map(e => e.getBBox());
+    const points = [...svg.querySelectorAll('circle')].map(c => [c.cx.baseVal.value, c.cy.baseVal.value]);
+    for (const l of svg.querySelectorAll('polyline'))
+      for (const p of l.points) points.push([p.x, p.y]);
+    for (const [x, y] of points)
+      for (const b of boxes)
+        if (x >= b.x - 6 && x <= b.x + b.width + 6 && y >= b.y - 6 && y <= b.y + b.height + 6)
+          out.legend_on_data.push(svg.getAttribute('aria-label'));
+    const yAxis = [...svg.querySelectorAll('line.axis')].find(l => l.x1.baseVal.value === l.x2.baseVal.value);
+    if (yAxis) {  // a chart with a y axis: every point between its ends
+      const top = Math.min(yAxis.y1.baseVal.value, yAxis.y2.baseVal.value);
+      const bottom = Math.max(yAxis.y1.baseVal.value, yAxis.y2.baseVal.value);
+      if (points.some(([x, y]) => y < top - 0.5 || y > bottom + 0.5)) out.off_axes.push(svg.getAttribute('aria-label'));
+    }
+  }
+  return out;
+}"""
+
+
+def _tour(site) -> list[tuple[str, str]]:
+    """(name, path) of the main pages: lists, the runs and a recommendation of every kind the earlier tests made."""
+    service = site.service
+    pages = [("targets", "/"), ("runs", "/runs"), ("recommendations", "/recommendations"), ("schedules", "/schedules")]
+    for run in service.runs():
+        pages.append((f"run-{run['kind']}", f"/runs/{run['id']}"))
+    by_kind = {}
+    for rec in service.recommendations():
+        by_kind.setdefault(rec.kind, rec.id)
+    assert {"indexes", "rewrites"} <= set(by_kind), by_kind  # made by the tests above
+    pages += [(f"recommendation-{kind}", f"/recommendations/{rec_id}") for kind, rec_id in sorted(by_kind.items())]
+    return list(dict.fromkeys(pages))
+
+
+def test_main_pages_at_three_widths(site, browser):
+    """Every main page at 1024, 1366 and 1920 px: no horizontal scrolling, every "Open" link whole, no fact
+    spilling into the next, no plot legend over the data; the API's docs render with every other host blocked."""
+    folder = artifacts() / "widths"
+    folder.mkdir(exist_ok=True)
+    pages = _tour(site)
+    for width in WIDTHS:
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        context.set_default_timeout(20_000)
+        page = context.new_page()
+        log_in(site, page, site.viewer)
+        for name, path in pages:
+            assert page.goto(f"{site.base}{path}").status == 200, path
+            facts = page.evaluate(LAYOUT)
+            shot = folder / f"{width}-{name}.png"
+            page.screenshot(path=str(shot), full_page=True)
+            site.shots.append(shot)
+            site.html.append(page.content())
+            assert facts["overflow"] <= 0, f"{path} at {width} px scrolls sideways by {facts['overflow']} px"
+            assert not facts["clipped"], f"{path} at {width} px: Open links cut off: {facts['clipped']}"
+            assert not facts["spilled"], f"{path} at {width} px: facts spill over: {facts['spilled']}"
+            assert not facts["legend_on_data"], f"{path} at {width} px: a legend covers data: {facts}"
+            assert not facts["off_axes"], f"{path} at {width} px: data outside the axes: {facts['off_axes']}"
+            if name in ("runs", "recommendations"):
+                assert page.locator("a.open").count() >= 1, path
+            for plot in page.locator("#convergence svg.plot").all():  # the knob run's convergence
+                legend = " ".join(plot.locator("text.legend").all_text_contents())
+                if plot.locator("circle.point-seed").count():
+                    assert "seed" in legend, legend
+                if plot.locator("line.line-baseline").count():  # drawn last: never hidden under the best line
+                    assert plot.evaluate("s => [...s.children].filter(e => e.matches('path, line.line-baseline'))"
+                                         ".pop().matches('line.line-baseline')")
+        _docs_offline(site, page, width, folder)
+        context.close()
+
+
+def _docs_offline(site, page, width: int, folder: Path) -> None:
+    """/api/docs and /api/redoc with every request to another host than the server's aborted."""
+    outside: list[str] = []
+
+    def only_local(route):
+        if urllib.parse.urlsplit(route.request.url).hostname == "127.0.0.1":
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_local)
+    failed: list[str] = []
+    page.on("requestfailed", lambda r: failed.append(r.url))
+    page.goto(f"{site.base}/docs")  # the old address sends people to the API's docs
+    assert page.url == f"{site.base}/api/docs"
+    expect(page.locator(".swagger-ui .opblock").first).to_be_visible()
+    assert page.locator(".swagger-ui .opblock").count() >= 20  # every operation, from the local openapi.json
+    expect(page.locator(".swagger-ui .info .title")).to_contain_text("db-advisor")
+    page.screenshot(path=str(folder / f"{width}-api-docs.png"), full_page=False)
+    page.goto(f"{site.base}/api/redoc")
+    expect(page.locator("redoc")).to_contain_text("Start Run")  # rendered by ReDoc's script, from openapi.json
+    expect(page.locator("redoc")).to_contain_text("Start a tuning run in the background")
+    page.screenshot(path=str(folder / f"{width}-api-redoc.png"), full_page=False)
+    assert not outside, f"the docs sent requests to other hosts: {outside}"  # (the page's CSP stops them first)
+    assert not [u for u in failed if u.startswith(site.base)], f"local requests failed: {failed}"
+    page.unroute("**/*")

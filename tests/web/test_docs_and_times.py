@@ -33,6 +33,9 @@ def test_docs_pages_load_only_local_assets(app_client, path, loads):
     urls = asset_urls(r.text)
     assert any(u.endswith(loads) for u in urls), urls
     assert "cdn" not in r.text and "fonts.googleapis" not in r.text
+    policy = dict(p.strip().split(" ", 1) for p in r.headers["content-security-policy"].split(";"))
+    assert "http" not in r.headers["content-security-policy"]  # no other host, for whatever a script asks
+    assert policy["default-src"] == policy["img-src"].split()[0] == "'self'"
     for url in urls:
         assert url.startswith("/") and not url.startswith("//"), f"{path} loads {url} from another host"
         asset = client.get(url)

@@ -77,9 +77,10 @@ def test_misfires_run_once_within_the_grace_else_are_recorded(app_client, tokens
     client.post("/api/targets", json={"name": "prod", "dsn": prod}, headers=op)
     late = client.post("/api/schedules", json={"target": "prod", **NIGHTLY}, headers=op).json()
     lost = client.post("/api/schedules", json={"target": "prod", **NIGHTLY}, headers=op).json()
-    due = next_fire("0 2 * * *", after=late["created_at"])
+    created = datetime.fromisoformat(late["created_at"]).timestamp()  # ISO-8601 UTC in the API
+    due = next_fire("0 2 * * *", after=created)
     # the server was down at the fire time: 10 minutes late runs (once), 7 hours late is recorded as missed
-    service.store.schedule_fired(lost["id"], late["created_at"] - 7 * 3600 - 86400)
+    service.store.schedule_fired(lost["id"], created - 7 * 3600 - 86400)
     fired = service.scheduler.catch_up(now=due + 600)
     assert late["id"] in fired and lost["id"] not in fired
     runs = wait_for(lambda: [r for r in client.get("/api/runs?target=prod", headers=op).json()["items"]
