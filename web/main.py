@@ -1,4 +1,5 @@
-"""The FastAPI app: REST API under /api (OpenAPI at /api/docs), server-rendered pages elsewhere.
+"""The FastAPI app: REST API under /api (its docs at /api/docs and /api/redoc, served locally: ``web.docs``),
+server-rendered pages elsewhere.
 
 ``create_app``'s lifespan runs the service that ``advisor.service.factory`` assembles (the store, the run executor,
 the scheduler; runs left over by a previous process are marked interrupted); all of them stop with the app.
@@ -16,6 +17,7 @@ from fastapi.staticfiles import StaticFiles
 
 from advisor.core.progress import Say, silent
 from advisor.service.factory import serving
+from web.docs import install_docs
 from web.errors import install_error_handlers
 from web.guards import stated_in_schema
 from web.schemas import multiline_fields
@@ -41,13 +43,14 @@ def create_app(store_path: str | None = None, *, scheduler: bool = True, max_par
             gc.freeze()
             yield
 
-    app = FastAPI(title="db-advisor", version="0.1.0", lifespan=lifespan, docs_url="/api/docs",
+    app = FastAPI(title="db-advisor", version="0.1.0", lifespan=lifespan, docs_url=None,
                   openapi_url="/api/openapi.json", redoc_url=None,
                   description="Tuning advisor for PostgreSQL: targets, workload snapshots, tuning runs, "
                               "recommendations (approve, apply, roll back), nightly schedules. Every route but "
-                              "/api/health needs 'Authorization: Bearer <token>' (advisor tokens create); viewer "
+                              "/api/health needs `Authorization: Bearer <token>` (advisor tokens create); viewer "
                               "tokens read, operator tokens also change things, admin tokens also manage tokens.")
     install_error_handlers(app)
+    install_docs(app)
     _state_text_rule(app)
     for module in (system, targets, runs, recommendations, schedules, tokens):
         app.include_router(module.router)

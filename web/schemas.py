@@ -1,5 +1,5 @@
 """The REST API's input and output models (pydantic lives only here and in settings). Outputs never carry
-credentials: a target's DSN is shown redacted (no password)."""
+credentials: a target's DSN is shown redacted (no password). Every time is ISO-8601 UTC (``web.times``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, cr
 
 from advisor.core.inputs import control_character
 from advisor.service.runs import COMMON, OPTIONS, kinds
+from web.times import Details, Timestamp
 
 T = TypeVar("T")
 
@@ -108,18 +109,18 @@ class Target(BaseModel):
     name: str
     engine: str
     dsn: str = Field(description="the DSN without its password")
-    created_at: float
+    created_at: Timestamp
     registered: bool = Field(description="credentials stored, so runs and schedules can use it")
     hardware: dict[str, Any] | None = Field(None, description="what its server runs on, as given by the user "
                                             "(memory_bytes, cores, storage)")
-    last_observed_at: float | None
-    last_summary: dict[str, Any] | None
+    last_observed_at: Timestamp | None
+    last_summary: Details | None
 
 
 class Snapshot(BaseModel):
     id: str
-    taken_at: float
-    summary: dict[str, Any]
+    taken_at: Timestamp
+    summary: Details
     statements: int
     total_calls: int
 
@@ -174,13 +175,13 @@ class Run(BaseModel):
     optimizer: str
     state: RunState
     options: dict[str, Any]
-    progress: dict[str, Any] | None
-    result: dict[str, Any] | None
+    progress: Details | None
+    result: Details | None
     error: str | None
     started_by: str | None
     schedule_id: str | None
-    created_at: float
-    updated_at: float
+    created_at: Timestamp
+    updated_at: Timestamp
     trials_done: int = 0
     outcome: str = Field("", description="what the run came to: its state until it is done, then its "
                                          "recommendation's state (validated, rejected, ...) or done when it made none")
@@ -195,7 +196,7 @@ class Trial(BaseModel):
     config: dict[str, Any] | None
     reason: str | None
     duration_s: float | None
-    created_at: float
+    created_at: Timestamp
 
 
 class RecommendationSummary(BaseModel):
@@ -208,8 +209,8 @@ class RecommendationSummary(BaseModel):
     optimizer: str
     state: RecState
     needs_restart: bool
-    created_at: float
-    updated_at: float
+    created_at: Timestamp
+    updated_at: Timestamp
     run_id: str | None
     changes: int = Field(description="how many changes")
     gain: float | None = Field(description="measured gain on the shadow, 1 - candidate/baseline")
@@ -256,15 +257,15 @@ class Recommendation(BaseModel):
     apply_sql: list[str]
     revert_sql: list[str]
     needs_restart: bool
-    created_at: float
+    created_at: Timestamp
     run_id: str | None
     gain: float | None = Field(description="measured gain on the shadow, 1 - candidate/baseline")
     gain_ci: list[float | None] | None = Field(description="95% interval of the gain")
     predicted_gain: float | None = Field(description="what the optimizer expected (what-if or search), when known")
-    evidence: dict[str, Any] | None
-    details: dict[str, Any]
-    applied: dict[str, Any] | None = Field(description="what the apply ran, when, by whom, and its revert SQL")
-    watch: dict[str, Any] | None = Field(None, description="the watch after the apply: state (watching, held, "
+    evidence: Details | None
+    details: Details
+    applied: Details | None = Field(description="what the apply ran, when, by whom, and its revert SQL")
+    watch: Details | None = Field(None, description="the watch after the apply: state (watching, held, "
                                          "unjudged, rolled_back, failed, stopped), started_at, ends_at, window_s, "
                                          "min_calls, max_regression and the last check's figures (ratio: watched "
                                          "statements' latency since the apply over before it)")
@@ -295,18 +296,18 @@ class Schedule(BaseModel):
     cron: str
     timezone: str
     plan: dict[str, Any]
-    created_at: float
+    created_at: Timestamp
     created_by: str | None
-    last_fire_at: float | None
-    next_fire_at: float | None
+    last_fire_at: Timestamp | None
+    next_fire_at: Timestamp | None
 
 
 class AuditEntry(BaseModel):
-    at: float
+    at: Timestamp
     actor: str
     action: str
     subject: str
-    detail: dict[str, Any]
+    detail: Details
 
 
 class TokenIn(Strict):
@@ -319,8 +320,8 @@ class Token(BaseModel):
     id: str
     name: str
     role: str
-    created_at: float
-    revoked_at: float | None = None
+    created_at: Timestamp
+    revoked_at: Timestamp | None = None
     created_by: str | None = None
 
 

@@ -5,191 +5,31 @@ Log in, register the target, start an index run and watch it finish, open its re
 (the index appears on the production database), roll back (it is gone); CSRF and roles are enforced; a knob
 run's convergence plot; schedules; a rewrite run started from the form, its recommendation's side-by-side diff
 (approved, never applied: no apply button). Every step leaves a screenshot under $ADVISOR_TEST_ARTIFACTS/web (default
-test-artifacts/web), and no byte the server sent contains the target's password.
+test-artifacts/web), and no byte the server sent contains the target's password. Last, every main page at 1024,
+1366 and 1920 px (screenshots under web/widths) with layout facts asserted, and the API's docs with every other
+host blocked. The rig (server, browser, helpers) is ``tests.web.browser``.
 """
 
 from __future__ import annotations
 
-import http.client
-import os
 import re
-import threading
 import time
 import urllib.parse
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
 import pytest
-import uvicorn
 
 from advisor.bench.playground import run_shop_workload
 from advisor.service.runs import RunPlan
-from connectors.postgres.sandbox import free_port
-from tests.web.conftest import INDEX_RUN, PASSWORD
+from tests.web.browser import (CHROMIUM, LAYOUT, RUN_TIMEOUT_MS, _get, _login_form, artifacts, browser,  # noqa: F401
+                               docs_offline, expect, indexes_on, log_in, new_page, site, wait_done)
+from tests.web.conftest import INDEX_RUN
 from tests.web.test_rewrite_runs import REWRITE_RUN, reports  # noqa: F401  (reports: the fixture)
 from web.deps import SESSION_COOKIE
 from web.pages.auth import LOGIN_CSRF_COOKIE
-from web.main import create_app
-
-CHROMIUM = "/usr/bin/chromium"
-RUN_TIMEOUT_MS = 300_000
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
-sync_api = pytest.importorskip("playwright.sync_api")
-expect = sync_api.expect
-
-
-def artifacts() -> Path:
-    path = Path(os.environ.get("ADVISOR_TEST_ARTIFACTS", "test-artifacts")) / "web"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-class BodyRecorder:
-    """ASGI wrapper keeping every response (status line, headers, body) the server sent, to search for secrets."""
-
-    def __init__(self, app):
-        self.app = app
-        self.responses: list[bytes] = []
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        parts: list[bytes] = [scope["path"].encode()]
-
-        async def recording_send(message):
-            if message["type"] == "http.response.start":
-                parts.append(str(message["status"]).encode())
-                parts.extend(k + b": " + v for k, v in message.get("headers", []))
-            elif message["type"] == "http.response.body":
-                parts.append(message.get("body", b""))
-            await send(message)
-
-        try:
-            await self.app(scope, receive, recording_send)
-        finally:
-            self.responses.append(b"\n".join(parts))
-
-
-@dataclass
-class Site:
-    base: str
-    app: object
-    recorder: BodyRecorder
-    prod: str
-    operator: str = ""
-    viewer: str = ""
-    html: list[str] = field(default_factory=list)  # every page the browser showed, as the test saw it
-    shots: list[Path] = field(default_factory=list)
-
-    @property
-    def service(self):
-        return self.app.state.service
-
-    def shot(self, page, name: str) -> Path:
-        """Keep the page's HTML and save a full-page screenshot NN-name.png."""
-        self.html.append(page.content())
-        path = artifacts() / f"{len(self.shots) + 1:02d}-{name}.png"
-        page.screenshot(path=str(path), full_page=True)
-        self.shots.append(path)
-        print(f"screenshot: {path}")
-        return path
-
-
-def _get(base: str, path: str, headers: dict | None = None, body: str | None = None) -> http.client.HTTPResponse:
-    """One request without following redirects (urllib would)."""
-    url = urllib.parse.urlsplit(base)
-    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
-    conn.request("POST" if body is not None else "GET", path, body=body, headers=headers or {})
-    response = conn.getresponse()
-    response.read()
-    conn.close()
-    return response
-
-
-def _login_form(base: str) -> tuple[str, str]:
-    """A browser's first visit of the login form: (its login CSRF cookie as a Cookie header, the form's token)."""
-    url = urllib.parse.urlsplit(base)
-    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
-    conn.request("GET", "/login")
-    response = conn.getresponse()
-    page = response.read().decode()
-    conn.close()
-    cookie = response.getheader("set-cookie").split(";")[0]
-    return cookie, re.search(r'name="csrf" value="([^"]+)"', page).group(1)
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory, prod):
-    """The app served by uvicorn in a thread on a free loopback port, with an operator and a viewer token."""
-    tmp = tmp_path_factory.mktemp("browser")
-    for old in artifacts().glob("[0-9][0-9]-*.png"):  # screenshots of an earlier run
-        old.unlink()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ADVISOR_KEY_FILE", str(tmp / "secret.key"))
-        app = create_app(str(tmp / "advisor.duckdb"))
-        recorder = BodyRecorder(app)
-        port = free_port()
-        server = uvicorn.Server(uvicorn.Config(recorder, host="127.0.0.1", port=port, log_level="warning",
-                                               lifespan="on"))
-        thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
-        thread.start()
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if _get(base, "/api/health").status == 200:
-                    break
-            except OSError:
-                pass
-            assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
-        s = Site(base, app, recorder, prod)
-        _, s.operator = s.service.create_token("op", "operator")
-        _, s.viewer = s.service.create_token("auditor", "viewer")
-        try:
-            yield s
-        finally:
-            server.should_exit = True
-            thread.join(timeout=120)
-        leaked = [r[:200] for r in recorder.responses if PASSWORD.encode() in r]
-        assert not leaked, f"the target's password was in a response: {leaked[0]!r}"
-        assert not [h for h in s.html if PASSWORD in h], "the target's password was on a page"
-        print("screenshots:\n" + "\n".join(f"  {p}" for p in s.shots))
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        yield b
-        b.close()
-
-
-def new_page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 860})
-    context.set_default_timeout(20_000)
-    return context.new_page()
-
-
-def log_in(site: Site, page, token: str, next_path: str = "/") -> None:
-    page.goto(f"{site.base}/login?next={urllib.parse.quote(next_path)}")
-    page.fill("#token", token)
-    with page.expect_navigation():
-        page.click("#login")
-
-
-def indexes_on(dsn: str, table: str) -> set[str]:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        return {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = %s", [table])}
-
-
-def wait_done(page, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
-    """The run page reloads itself as the run goes on; wait for it to show the end (a finished run's badge shows
-    its outcome: its recommendation's state, or done when it made none)."""
-    expect(page.locator("#state")).to_have_text(re.compile("done|validated|rejected|failed|cancelled"),
-                                                timeout=timeout_ms)
 
 
 # --- tests, in order: each builds on what the previous one left ---------------------------------------------
@@ -375,7 +215,7 @@ def test_knob_run_convergence_and_schedules(site, browser):
         conn.execute("SELECT pg_stat_statements_reset()")
     run_shop_workload(site.prod)
     who = site.service.authenticate(site.operator)
-    run = site.service.start_run("prod", RunPlan(kind="knobs", optimizer="random", trials=5, seeds=0, repeats=1,
+    run = site.service.start_run("prod", RunPlan(kind="knobs", optimizer="random", trials=5, seeds=1, repeats=1,
                                                  rounds=2), who)
     page = new_page(browser)
     log_in(site, page, site.operator, f"/runs/{run['id']}")
@@ -384,6 +224,10 @@ def test_knob_run_convergence_and_schedules(site, browser):
     assert len([t for t in trials if t["status"] == "measured"]) >= 2
     expect(page.locator("#trials tbody tr")).to_have_count(len(trials))
     expect(page.locator("#convergence svg.plot circle").first).to_be_visible()
+    seeds = [t for t in trials if t["status"] == "measured" and (t["source"] or "").startswith("seed")]
+    expect(page.locator("#convergence circle.point-seed")).to_have_count(len(seeds))
+    if seeds:  # the rules' seed configuration, told apart in the legend
+        expect(page.locator("#convergence text.legend", has_text="seed")).to_have_count(1)
     site.shot(page, "knob-run")
     if page.locator("#outcome a").count():  # the random search found a configuration worth validating
         with page.expect_navigation(url=re.compile(r"/recommendations/[0-9a-f]+$")):
@@ -475,3 +319,59 @@ def test_rewrite_run_from_the_form_and_its_side_by_side_diff(site, browser, repo
     expect(page.locator("#actions")).to_contain_text("end of its lifecycle")
     site.shot(page, "rewrite-approved")
     page.context.close()
+
+
+# --- every main page at three widths: screenshots and layout facts ------------------------------------------
+
+WIDTHS = (1024, 1366, 1920)
+
+def _tour(site) -> list[tuple[str, str]]:
+    """(name, path) of the main pages: lists, the runs and a recommendation of every kind the earlier tests made."""
+    service = site.service
+    if not service.schedules():  # the schedule test removed its own: one to show
+        service.add_schedule("prod", "15 4 * * 1-5", [RunPlan(**INDEX_RUN)], service.authenticate(site.operator))
+    pages = [("targets", "/"), ("runs", "/runs"), ("recommendations", "/recommendations"), ("schedules", "/schedules")]
+    for run in service.runs():
+        pages.append((f"run-{run['kind']}", f"/runs/{run['id']}"))
+    by_kind = {}
+    for rec in service.recommendations():
+        by_kind.setdefault(rec.kind, rec.id)
+    assert {"indexes", "rewrites"} <= set(by_kind), by_kind  # made by the tests above
+    pages += [(f"recommendation-{kind}", f"/recommendations/{rec_id}") for kind, rec_id in sorted(by_kind.items())]
+    return list(dict.fromkeys(pages))
+
+
+def test_main_pages_at_three_widths(site, browser):
+    """Every main page at 1024, 1366 and 1920 px: no horizontal scrolling, every "Open" link whole, no fact
+    spilling into the next, no plot legend over the data; the API's docs render with every other host blocked."""
+    folder = artifacts() / "widths"
+    folder.mkdir(exist_ok=True)
+    pages = _tour(site)
+    for width in WIDTHS:
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        context.set_default_timeout(20_000)
+        page = context.new_page()
+        log_in(site, page, site.viewer)
+        for name, path in pages:
+            assert page.goto(f"{site.base}{path}").status == 200, path
+            facts = page.evaluate(LAYOUT)
+            shot = folder / f"{width}-{name}.png"
+            page.screenshot(path=str(shot), full_page=True)
+            site.shots.append(shot)
+            site.html.append(page.content())
+            assert facts["overflow"] <= 0, f"{path} at {width} px scrolls sideways by {facts['overflow']} px"
+            assert not facts["clipped"], f"{path} at {width} px: Open links cut off: {facts['clipped']}"
+            assert not facts["spilled"], f"{path} at {width} px: facts spill over: {facts['spilled']}"
+            assert not facts["legend_on_data"], f"{path} at {width} px: a legend covers data: {facts}"
+            assert not facts["off_axes"], f"{path} at {width} px: data outside the axes: {facts['off_axes']}"
+            if name in ("runs", "recommendations"):
+                assert page.locator("a.open").count() >= 1, path
+            for plot in page.locator("#convergence svg.plot").all():  # the knob run's convergence
+                legend = " ".join(plot.locator("text.legend").all_text_contents())
+                if plot.locator("circle.point-seed").count():
+                    assert "seed" in legend, legend
+                if plot.locator("line.line-baseline").count():  # drawn last: never hidden under the best line
+                    assert plot.evaluate("s => [...s.children].filter(e => e.matches('path, line.line-baseline'))"
+                                         ".pop().matches('line.line-baseline')")
+        docs_offline(site, page, width, folder)
+        context.close()

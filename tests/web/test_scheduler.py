@@ -4,6 +4,7 @@ once, and what a schedule auto-applied rolled back when the next look shows a re
 from __future__ import annotations
 
 import time
+from datetime import datetime
 
 import psycopg
 import pytest
@@ -60,7 +61,8 @@ def test_schedules_survive_a_restart(tmp_path, monkeypatch, prod):
         listed = client.get("/api/schedules", headers=auth).json()["items"]
         assert [s["id"] for s in listed] == [sid]
         jobs = service.scheduler.jobs()
-        assert jobs[sid] == pytest.approx(listed[0]["next_fire_at"]) == pytest.approx(next_fire("0 2 * * *"))
+        listed_next = datetime.fromisoformat(listed[0]["next_fire_at"]).timestamp()  # ISO-8601 UTC in the API
+        assert jobs[sid] == pytest.approx(listed_next) == pytest.approx(next_fire("0 2 * * *"))
         assert client.get("/api/runs/left-over", headers=auth).json()["state"] == "interrupted"
         assert client.get("/api/health").json()["scheduled_jobs"] == 1
         assert client.delete(f"/api/schedules/{sid}", headers=auth).status_code == 204
@@ -75,9 +77,10 @@ def test_misfires_run_once_within_the_grace_else_are_recorded(app_client, tokens
     client.post("/api/targets", json={"name": "prod", "dsn": prod}, headers=op)
     late = client.post("/api/schedules", json={"target": "prod", **NIGHTLY}, headers=op).json()
     lost = client.post("/api/schedules", json={"target": "prod", **NIGHTLY}, headers=op).json()
-    due = next_fire("0 2 * * *", after=late["created_at"])
+    created = datetime.fromisoformat(late["created_at"]).timestamp()  # ISO-8601 UTC in the API
+    due = next_fire("0 2 * * *", after=created)
     # the server was down at the fire time: 10 minutes late runs (once), 7 hours late is recorded as missed
-    service.store.schedule_fired(lost["id"], late["created_at"] - 7 * 3600 - 86400)
+    service.store.schedule_fired(lost["id"], created - 7 * 3600 - 86400)
     fired = service.scheduler.catch_up(now=due + 600)
     assert late["id"] in fired and lost["id"] not in fired
     runs = wait_for(lambda: [r for r in client.get("/api/runs?target=prod", headers=op).json()["items"]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timezone
+from datetime import datetime
 
 from advisor.core.errors import AdvisorError
+from web.times import utc
 
 DASH = "—"
 
@@ -58,15 +59,15 @@ def ratio_interval(ci) -> str:
     return interval(ci, lambda v: DASH if _missing(v) else f"{v:.2f}")
 
 
-def ts(t: float | None) -> str:
-    """Unix seconds as UTC 'YYYY-MM-DD HH:MM'."""
+def ts(t: float | datetime | None) -> str:
+    """A time (unix seconds or a datetime) as UTC 'YYYY-MM-DD HH:MM'."""
     if _missing(t):
         return DASH
-    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return utc(t).strftime("%Y-%m-%d %H:%M")
 
 
-def iso(t: float | None) -> str:
-    return "" if _missing(t) else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
+def iso(t: float | datetime | None) -> str:
+    return "" if _missing(t) else utc(t).isoformat(timespec="seconds")
 
 
 def seconds(s: float | None) -> str:

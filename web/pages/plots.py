@@ -125,8 +125,9 @@ def _xy_frame(xs: Sequence[float], ys: Sequence[float], height: float, margins, 
         y_lo, y_hi = y_lo - pad, y_hi + pad
     yt = [t for t in nice_ticks(y_lo, y_hi) if y_lo <= t <= y_hi * 1.0000001] or [y_lo, y_hi]
     if y_from_zero:
-        y_hi = max(y_hi, yt[-1])
         yt = nice_ticks(0.0, y_hi)
+        if len(yt) > 1 and yt[-1] < y_hi:  # the ticks may end half a step under the data: one more, so the
+            yt.append(yt[-1] + yt[1] - yt[0])  # top stays inside the axes (and off the legend above them)
         y_hi = yt[-1]
 
     def fx(v):
@@ -176,6 +177,10 @@ def round_totals(baseline: Sequence[float], candidate: Sequence[float]) -> Marku
     return _svg(height, "weighted total time per validation round", body)
 
 
+def _seed(source: str | None) -> bool:
+    return bool(source) and source.startswith("seed")
+
+
 def convergence(trials: Sequence[tuple[int, float, str]], baseline: float | None = None,
                 y_label: str = "objective (lower is better)") -> Markup:
     """A search's objective per trial (points) and the best so far (a step line); ``trials`` are (number,
@@ -187,11 +192,10 @@ def convergence(trials: Sequence[tuple[int, float, str]], baseline: float | None
     height = 280
     body, fx, fy = _xy_frame([n for n, _, _ in pts], ys, height, (70, 24, 34, 44), y_from_zero=False,
                              x_label="trial", y_label=y_label)
-    body += _legend([("point-trial", "trial"), ("line-best-key", "best so far")]
+    seeded = any(_seed(s) for _, _, s in pts)
+    body += _legend([("point-trial", "trial")] + ([("point-seed", "seed (initial design)")] if seeded else [])
+                    + [("line-best-key", "best so far")]
                     + ([("line-baseline-key", "current configuration")] if _ok(baseline) else []), 70, 16)
-    if _ok(baseline):
-        body.append(f'<line class="line-baseline" x1="70" y1="{fy(baseline):.1f}" x2="{WIDTH - 24}" '
-                    f'y2="{fy(baseline):.1f}"/>')
     best, path = math.inf, []
     for n, v, _ in pts:
         if v < best:
@@ -201,8 +205,11 @@ def convergence(trials: Sequence[tuple[int, float, str]], baseline: float | None
             path.append(f"{'M' if not path else 'L'}{fx(n):.1f},{fy(best):.1f}")
     path.append(f"L{fx(pts[-1][0]):.1f},{fy(best):.1f}")
     body.append(f'<path class="line-best" d="{" ".join(path)}"/>')
+    if _ok(baseline):  # over the best-so-far line: often the same level (the first trial is the current config)
+        body.append(f'<line class="line-baseline" x1="70" y1="{fy(baseline):.1f}" x2="{WIDTH - 24}" '
+                    f'y2="{fy(baseline):.1f}"/>')
     for n, v, source in pts:
-        cls = "point-seed" if source and source.startswith("seed") else "point-trial"
+        cls = "point-seed" if _seed(source) else "point-trial"
         body.append(f'<circle class="{cls}" cx="{fx(n):.1f}" cy="{fy(v):.1f}" r="4">'
                     f'<title>trial {n}: {tick_label(v)}{" (" + str(escape(source)) + ")" if source else ""}</title>'
                     f'</circle>')
