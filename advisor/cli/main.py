@@ -54,7 +54,9 @@ def observe(target: Target = None, json_out: JsonFlag = False, interval: Annotat
         s = obs.snapshot
         _emit_json({"target_id": obs.target_id, "snapshot_id": obs.snapshot_id, "database": s.database,
                     "server_version": s.server_version, "workload_kind": obs.workload_kind,
-                    "workload": obs.workload, "metrics": s.metrics, "tables": s.tables, "indexes": s.indexes,
+                    "workload": {"statements": [{**codec.plain(st), "mean_ms": st.mean_ms}
+                                                for st in obs.workload.statements],
+                                 "interval_s": obs.workload.interval_s}, "metrics": s.metrics, "tables": s.tables, "indexes": s.indexes,
                     "settings_count": len(s.settings)})
     else:
         render.observation(Console(), obs, top)

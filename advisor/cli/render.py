@@ -10,14 +10,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from advisor.core.domain import DropIndexChange, IndexChange, KnobChange, QueryRewrite, Recommendation
+from advisor.core.sqltext import one_line, shorten
 
 if TYPE_CHECKING:  # the service pulls in the optimizers (torch): not needed to render, nor for `advisor --help`
     from advisor.service.service import IndexTuneResult, Observation, TuneResult
-
-
-def _short(sql: str, n: int = 70) -> str:
-    one = " ".join(sql.split())
-    return one if len(one) <= n else one[: n - 1] + "…"
 
 
 def observation(console: Console, obs: Observation, top: int = 10) -> None:
@@ -29,8 +25,12 @@ def observation(console: Console, obs: Observation, top: int = 10) -> None:
                   f"total, kind [bold]{obs.workload_kind}[/], writes {w.write_share():.0%}")
     table = Table("calls", "total ms", "mean ms", "statement", title=f"top {top} statements by total time")
     for st in w.statements[:top]:
-        table.add_row(str(st.calls), f"{st.total_ms:.1f}", f"{st.mean_ms:.2f}", _short(st.sql))
+        table.add_row(str(st.calls), f"{st.total_ms:.1f}", f"{st.mean_ms:.2f}", escape(shorten(st.sql)))
     console.print(table)
+    for st in (st for st in w.statements if st.merged):
+        console.print(f"one statement, {1 + len(st.merged)} pg_stat_statements entries (queryids {st.queryid}, "
+                      f"{', '.join(st.merged)}: its parameters were bound as different types), counted together: "
+                      f"{shorten(st.sql, 60)}", markup=False)
 
 
 def change_label(c) -> str:
@@ -42,7 +42,7 @@ def change_label(c) -> str:
     if isinstance(c, DropIndexChange):
         return f"drop index {c.name} on {c.table}"
     if isinstance(c, QueryRewrite):
-        return f"rewrite of {c.queryid}: {_short(c.rewritten, 60)}"
+        return f"rewrite of `{shorten(c.original, 40)}`: {shorten(c.rewritten, 60)}"
     return str(c)
 
 
@@ -83,7 +83,7 @@ def recommendation(console: Console, rec: Recommendation, reasons: dict[str, str
                 reg = Table("baseline ms", "candidate ms", "ratio", "share of time", "statement", title=title)
                 for s in rows:
                     reg.add_row(f"{s.baseline_ms:.1f}", f"{s.candidate_ms:.1f}", f"{s.ratio:.2f}", _share(s),
-                                escape(_short(s.sql)))
+                                escape(shorten(s.sql)))
                 console.print(reg)
     again = (rec.details or {}).get("bundle")
     if again:
@@ -134,7 +134,7 @@ def trials(console: Console, result: TuneResult) -> None:
             best = min(best, obj)
         table.add_row(str(t.number + 1), t.source, f"{obj:,.1f}" if obj is not None else "-",
                       f"{best:,.1f}" if best < float("inf") else "-",
-                      t.result.status if t.result.status == "measured" else f"{t.result.status}: {_short(t.result.reason, 50)}")
+                      t.result.status if t.result.status == "measured" else f"{t.result.status}: {shorten(t.result.reason, 50)}")
     console.print(table)
     for f in result.findings:
         console.print(f"[bold]finding[/]: {f}")
@@ -150,7 +150,7 @@ def tune_result(console: Console, result: TuneResult) -> None:
     if result.message:
         console.print(f"verdict: {result.message}")
     for sql, why in result.skipped:
-        console.print(f"[yellow]not replayed[/]: {_short(sql)} ({why})")
+        console.print(f"[yellow]not replayed[/]: {shorten(sql)} ({why})")
 
 
 def _mb(n) -> str:
@@ -175,7 +175,7 @@ def index_result(console: Console, result: IndexTuneResult) -> None:
     table = Table("index", "columns", "estimated MB", "built MB", "statements", "verdict")
     for ix in rec.details.get("indexes", []):
         table.add_row(ix["index"], f"{ix['table']} ({', '.join(ix['columns'])})", _mb(ix["estimated_bytes"]),
-                      _mb(ix["built_bytes"]), ", ".join(ix["statements"][:4]),
+                      _mb(ix["built_bytes"]), _statements(ix),
                       ("kept" if ix["kept"] else "dropped: ") + ("" if ix["kept"] else ix["reason"])
                       if ix["kept"] is not None else ix["reason"])
     console.print(table)
@@ -183,6 +183,13 @@ def index_result(console: Console, result: IndexTuneResult) -> None:
     console.print(f"verdict: {result.message}")
     for name in rec.details.get("unused_existing_indexes", []):
         console.print(f"[yellow]existing index never used by the workload[/]: {name}")
+
+
+def _statements(ix: dict) -> str:
+    """The statements an index serves, by their SQL (by queryid where its details predate the SQL)."""
+    texts = ix.get("statements_sql") or ix.get("statements") or []
+    return escape("; ".join(shorten(t, 40) for t in texts[:3]) + (f" and {len(texts) - 3} more" if len(texts) > 3
+                                                                   else ""))
 
 
 def _cost(x) -> str:
@@ -199,12 +206,12 @@ def index_explain(console: Console, rows: list[dict]) -> None:
     console.print(f"\n[bold]Why, per statement[/] ({len(rows)} observed statements)")
     for row in rows:
         head = Table.grid(padding=(0, 1))
-        head.add_row("[bold]statement[/]", escape(f"{row['queryid']} ({row['status']})"))
-        head.add_row("normalized", escape(_short(row["statement"] or "", 110)))
+        head.add_row("[bold]statement[/]", escape(f"{shorten(row['statement'] or '', 110)} ({row['status']})"))
+        head.add_row("queryid", escape(str(row["queryid"])))
         if row.get("sql"):
             params = ", ".join(f"{k} = {v}" for k, v in row["params"].items()) or "none"
-            head.add_row("bound", escape(_short(row["sql"], 110)))
-            head.add_row("constants", escape(f"{_short(params, 110)} (from {row['source']}"
+            head.add_row("bound", escape(shorten(row["sql"], 110)))
+            head.add_row("constants", escape(f"{shorten(params, 110)} (from {row['source']}"
                                              + (f", {row['samples']} more samples)" if row.get("samples") else ")")))
         if row.get("cost_without") is not None:
             head.add_row("what-if cost", f"{_cost(row['cost_without'])} without new indexes, "
@@ -232,9 +239,10 @@ def recommendations(console: Console, recs: list[Recommendation]) -> None:
     console.print(table)
 
 
-def recommendation_page(console: Console, rec: Recommendation, history: list[dict], explain: bool = False) -> None:
+def recommendation_page(console: Console, rec: Recommendation, history: list[dict], explain: bool = False,
+                        full: bool = False) -> None:
     """``recommendations show``: the recommendation, its per-statement evidence, index details and history; with
-    ``explain``, an index recommendation's explanation table."""
+    ``explain``, an index recommendation's explanation table; with ``full``, each statement's whole SQL."""
     recommendation(console, rec)
     ev = rec.evidence
     if ev is not None:
@@ -244,7 +252,7 @@ def recommendation_page(console: Console, rec: Recommendation, history: list[dic
             table.add_row(f"{s.weight:.0f}", _share(s), f"{s.baseline_ms:.2f}", f"{s.candidate_ms:.2f}",
                           f"{s.ratio:.2f}", f"{s.ratio_ci[0]:.2f} .. {s.ratio_ci[1]:.2f}",
                           "yes" if ev.blocks(s) else "rare, not blocking" if s.regressed else "",
-                          escape(_short(s.sql, 60)))
+                          escape(one_line(s.sql) if full else shorten(s.sql, 60)))
         console.print(table)
     for ix in rec.details.get("indexes", []):
         console.print(f"index {ix['index']}: estimated {_mb(ix['estimated_bytes'])}, built {_mb(ix['built_bytes'])}, "
@@ -300,7 +308,7 @@ def watches(console: Console, rows: list[dict]) -> None:
     for r in rows:
         table.add_row(r["id"], r["kind"], r["state"], f"{r['ratio']:.2f}x" if r["ratio"] is not None else "-",
                       str(r["statements"]), time.strftime("%Y-%m-%d %H:%M", time.gmtime(r["ends_at"])),
-                      escape(_short(r["note"] or "", 60)))
+                      escape(shorten(r["note"] or "", 60)))
     console.print(table)
 
 

@@ -1,4 +1,5 @@
-"""Number and time formats for people: gains as +12.3%, times in ms, sizes in MB, timestamps in UTC."""
+"""Number and time formats for people: gains as +12.3%, times in ms, sizes in MB, timestamps in UTC; statements by
+their SQL on one line (``sql``: ``advisor.core.sqltext.shorten``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 from datetime import datetime, timezone
 
 from advisor.core.errors import AdvisorError
+from advisor.core.sqltext import one_line, shorten
 
 DASH = "—"
 
@@ -124,4 +126,5 @@ def compact_json(value) -> str:
 
 
 FILTERS = {"pct": pct, "interval": interval, "ms": ms, "mb": mb, "ratio": ratio, "ratio_interval": ratio_interval,
-           "ts": ts, "iso": iso, "seconds": seconds, "num": num, "json": compact_json, "plan_text": plan_text}
+           "ts": ts, "iso": iso, "seconds": seconds, "num": num, "json": compact_json, "plan_text": plan_text,
+           "sql": shorten, "one_line": one_line}
