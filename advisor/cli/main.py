@@ -210,10 +210,11 @@ def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="s
     result = service.tune("indexes", target, plan, device=device, retrain=retrain, max_width=max_width)
     if json_out:
         rec = result.recommendation
+        texts = {row["queryid"]: row["statement"] for row in result.explain}
         _emit_json({"recommendation": codec.recommendation_dict(rec) if rec else None, "message": result.message,
                     "chosen": [{"table": f"{ix.schema}.{ix.table}", "columns": list(ix.columns)} for ix in result.chosen],
                     "whatif": result.whatif, "training": result.training,
-                    "not_parsed": [{"statement": q, "reason": r} for q, r in result.skipped],
+                    "not_parsed": [{"queryid": q, "sql": texts.get(q), "reason": r} for q, r in result.skipped],
                     "explain": list(result.explain), "fallback": result.fallback,
                     "dropped": list(result.dropped)})
     else:

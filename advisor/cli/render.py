@@ -252,8 +252,12 @@ def recommendation_page(console: Console, rec: Recommendation, history: list[dic
             table.add_row(f"{s.weight:.0f}", _share(s), f"{s.baseline_ms:.2f}", f"{s.candidate_ms:.2f}",
                           f"{s.ratio:.2f}", f"{s.ratio_ci[0]:.2f} .. {s.ratio_ci[1]:.2f}",
                           "yes" if ev.blocks(s) else "rare, not blocking" if s.regressed else "",
-                          escape(one_line(s.sql) if full else shorten(s.sql, 60)))
+                          escape(shorten(s.sql, 60)))
         console.print(table)
+        if full:  # each on its own lines, never cut or wrapped by the table
+            for i, s in enumerate(ev.statements):
+                console.print(f"statement {i + 1} of the table (queryid {s.queryid}):\n  {one_line(s.sql)}",
+                              markup=False, soft_wrap=True)
     for ix in rec.details.get("indexes", []):
         console.print(f"index {ix['index']}: estimated {_mb(ix['estimated_bytes'])}, built {_mb(ix['built_bytes'])}, "
                       f"{'kept' if ix['kept'] else 'dropped'} ({ix['reason']})", markup=False)
