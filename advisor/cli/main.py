@@ -56,7 +56,8 @@ def observe(target: Target = None, json_out: JsonFlag = False, interval: Annotat
                     "server_version": s.server_version, "workload_kind": obs.workload_kind,
                     "workload": {"statements": [{**codec.plain(st), "mean_ms": st.mean_ms}
                                                 for st in obs.workload.statements],
-                                 "interval_s": obs.workload.interval_s}, "metrics": s.metrics, "tables": s.tables, "indexes": s.indexes,
+                                 "interval_s": obs.workload.interval_s},
+                    "metrics": s.metrics, "tables": s.tables, "indexes": s.indexes,
                     "settings_count": len(s.settings)})
     else:
         render.observation(Console(), obs, top)

@@ -61,7 +61,8 @@ def show(console: Console, result) -> None:
     table = Table("statement", "rewritten", "speedup (95% CI)", "rules", "reason")
     for o in result.statements:
         speed = f"{o.speedup:.2f}x ({o.ci[0]:.2f}..{o.ci[1]:.2f})" if o.speedup and o.ci else "-"
-        table.add_row(escape(shorten(o.original, 60)), "yes" if o.rewritten else "no", speed, ", ".join(o.rules) or "-", o.reason or "-")
+        table.add_row(escape(shorten(o.original, 60)), "yes" if o.rewritten else "no", speed,
+                      ", ".join(o.rules) or "-", o.reason or "-")
     console.print(table)
     render.dropped(console, list(result.dropped))  # each candidate form discarded, and why
     for i, o in enumerate(result.statements):

@@ -193,7 +193,8 @@ def not_recommended(rows: Sequence[dict], verdicts: Iterable = (), drops: Iterab
         seen.add(label)
         picked += 1
         alone = f", alone it would save {best['gain']:.0%} of its what-if cost" if best["gain"] > 0 else ""
-        out.append(Dropped(label, "index", f"not chosen ({named(row.get('statement'), row['queryid'])}{alone}): {best['reason']}"))
+        who = named(row.get("statement"), row["queryid"])
+        out.append(Dropped(label, "index", f"not chosen ({who}{alone}): {best['reason']}"))
     return out
 
 

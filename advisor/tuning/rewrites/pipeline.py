@@ -93,8 +93,8 @@ class Outcome:
 
     def public(self) -> dict:
         """The CLI's JSON entry (exactly the documented keys)."""
-        return {"queryid": self.queryid, "original": self.original, "rewritten": self.rewritten, "rules": list(self.rules),
-                "speedup": self.speedup, "ci": list(self.ci) if self.ci else None, "equivalent": self.equivalent,
+        return {"queryid": self.queryid, "original": self.original, "rewritten": self.rewritten,
+                "rules": list(self.rules), "speedup": self.speedup, "ci": list(self.ci) if self.ci else None, "equivalent": self.equivalent,
                 "reason": self.reason}
 
     def details(self) -> dict:
@@ -378,8 +378,8 @@ def not_recommended(outcomes: tuple[Outcome, ...]) -> list[Dropped]:
     reason (not faster, with the timing; not equivalent; no rule applied; unsupported; cannot be replayed)."""
     out: list[Dropped] = []
     for o in outcomes:
-        out += [Dropped(f"rewrite of `{shorten(o.original, 40)}`: {shorten(c['sql'], 80)}", "query_rewrite", c["why"])
-                for c in o.rejected]
+        tried = f"rewrite of `{shorten(o.original, 50)}`: "
+        out += [Dropped(tried + shorten(c["sql"], 80), "query_rewrite", c["why"]) for c in o.rejected]
         if o.rewritten is None:
             out.append(Dropped(shorten(o.original, 80), "query_rewrite",
                                f"left as written: {o.reason or 'no reason recorded'}"))
