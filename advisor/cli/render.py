@@ -143,12 +143,12 @@ def trials(console: Console, result: TuneResult) -> None:
 def tune_result(console: Console, result: TuneResult) -> None:
     trials(console, result)
     if result.recommendation is None:
-        console.print(result.message or "nothing to recommend")
+        console.print(result.message or "nothing to recommend", markup=False)
         dropped(console, list(result.dropped))
         return
     recommendation(console, result.recommendation, result.reasons)
     if result.message:
-        console.print(f"verdict: {result.message}")
+        console.print(f"verdict: {result.message}", markup=False)
     for sql, why in result.skipped:
         console.print(f"[yellow]not replayed[/]: {shorten(sql)} ({why})")
 
@@ -169,18 +169,18 @@ def index_result(console: Console, result: IndexTuneResult) -> None:
                       f"{t.get('seconds', 0):.0f}s on {t.get('device')})")
     rec = result.recommendation
     if rec is None:
-        console.print(result.message or "no index to recommend")
+        console.print(result.message or "no index to recommend", markup=False)
         dropped(console, list(result.dropped))
         return
     table = Table("index", "columns", "estimated MB", "built MB", "statements", "verdict")
     for ix in rec.details.get("indexes", []):
         table.add_row(ix["index"], f"{ix['table']} ({', '.join(ix['columns'])})", _mb(ix["estimated_bytes"]),
                       _mb(ix["built_bytes"]), _statements(ix),
-                      ("kept" if ix["kept"] else "dropped: ") + ("" if ix["kept"] else ix["reason"])
-                      if ix["kept"] is not None else ix["reason"])
+                      escape(("kept" if ix["kept"] else "dropped: ") + ("" if ix["kept"] else ix["reason"])
+                             if ix["kept"] is not None else ix["reason"]))
     console.print(table)
     recommendation(console, rec)
-    console.print(f"verdict: {result.message}")
+    console.print(f"verdict: {result.message}", markup=False)
     for name in rec.details.get("unused_existing_indexes", []):
         console.print(f"[yellow]existing index never used by the workload[/]: {name}")
 

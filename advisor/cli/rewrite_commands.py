@@ -62,14 +62,14 @@ def show(console: Console, result) -> None:
     for o in result.statements:
         speed = f"{o.speedup:.2f}x ({o.ci[0]:.2f}..{o.ci[1]:.2f})" if o.speedup and o.ci else "-"
         table.add_row(escape(shorten(o.original, 60)), "yes" if o.rewritten else "no", speed,
-                      ", ".join(o.rules) or "-", o.reason or "-")
+                      ", ".join(o.rules) or "-", escape(o.reason or "-"))
     console.print(table)
     render.dropped(console, list(result.dropped))  # each candidate form discarded, and why
     for i, o in enumerate(result.statements):
         if o.rewritten:
             console.print(f"[bold]statement {i + 1}[/] original:\n  {escape(o.original)}\n[bold]statement {i + 1}[/] "
                           f"rewritten:\n  {escape(o.rewritten)}")
-    console.print(result.message)
+    console.print(result.message, markup=False)
 
 
 def register(app: typer.Typer) -> None:
