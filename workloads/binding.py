@@ -26,6 +26,7 @@ from psycopg import sql
 
 from advisor.core.domain import Statement, Workload
 from advisor.core.errors import BadStatement
+from advisor.core.sqltext import shorten
 from connectors.base import TAG, Connector
 from workloads.sampling import ParamUse, analyze, draw, mark, pair_real_values, same_span
 
@@ -217,7 +218,7 @@ class Binder:
             if value is None:
                 value = _type_default(pg_type) or (_type_default(uses[k].cast) if k in uses else None)
             if value is None:
-                raise BadStatement(f"cannot bind ${k} of type {pg_type} in: {' '.join(text.split())[:100]}")
+                raise BadStatement(f"cannot bind ${k} of type {pg_type} in: {shorten(text, 100)}")
             values[k] = render(value, pg_type)
         return substitute(text, _bound_value(values))
 
