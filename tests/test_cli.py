@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -154,3 +155,29 @@ def test_tune_indexes_bad_input(lookup_db, tmp_path):
     assert res.returncode == 1 and "no indexes optimizer named 'nope'" in res.stderr
     res = advisor("tune", "indexes", "--target", lookup_db, "--budget-mb", "0", store=tmp_path / "s.duckdb")
     assert res.returncode == 2
+
+
+def test_an_index_run_names_each_statement_by_its_sql(db, tmp_path):
+    """No index fits the budget: the verdict says why per statement, naming each by its SQL (not its queryid),
+    in JSON (the queryid beside the SQL) and in the terminal's text."""
+    run(db, "CREATE TABLE t (id int PRIMARY KEY, a int, pad text)",
+        "INSERT INTO t SELECT x, x % 20000, repeat('x', 80) FROM generate_series(1, 100000) x", "ANALYZE t",
+        "SELECT pg_stat_statements_reset()")
+    for k in range(5):
+        run(db, f"SELECT * FROM t WHERE a = {k * 13}")
+    lookup_db, store = db, tmp_path / "s.duckdb"
+    res = advisor("tune", "indexes", "--target", lookup_db, "--budget-mb", "0.001", "--optimizer", "extend",
+                  "--json", store=store)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    [row] = [r for r in doc["explain"] if r["statement"] == "SELECT * FROM t WHERE a = $1"]
+    assert doc["recommendation"] is None and row["queryid"]
+    assert "Per statement: statement `SELECT * FROM t WHERE a = $1`: " in doc["message"]
+    assert row["queryid"] not in doc["message"]
+    text = advisor("tune", "indexes", "--target", lookup_db, "--budget-mb", "0.001", "--optimizer", "extend",
+                   "--explain", store=store, env={"COLUMNS": "200"})
+    assert text.returncode == 0, text.stderr
+    assert "statement `SELECT * FROM t WHERE a = $1`" in text.stdout
+    assert re.search(rf"\nstatement +SELECT \* FROM t WHERE a = \$1 \(costed\)\s*\nqueryid +{row['queryid']}\s*\n",
+                     text.stdout)  # beside the SQL in the table of why, not in its place
+    assert text.stdout.count(row["queryid"]) == 1

@@ -26,6 +26,7 @@ from psycopg import sql
 
 from advisor.core.domain import Statement, Workload
 from advisor.core.errors import BadStatement
+from advisor.core.sqltext import shorten
 from connectors.base import TAG, Connector
 from workloads.sampling import ParamUse, analyze, draw, mark, pair_real_values, same_span
 
@@ -171,7 +172,7 @@ class Binder:
         params = parameters(statement.sql)
         if not params:
             return self._bound(statement, statement.sql, "literal")
-        example = self._example(statement.queryid)
+        queryid, example = self._example(statement)
         if example is not None and not parameters(example):  # one whole real call: first, then statistics draws
             if statement.calls <= 1:  # the only call there was: nothing else to represent
                 return self._bound(statement, example, "qualstats")
@@ -184,7 +185,7 @@ class Binder:
         # constants; pg_qualstats' constants fill in what real calls used for its parameters
         if example is not None:
             try:
-                real = self._real_constants(statement.queryid, example)
+                real = self._real_constants(queryid, example)
                 texts = [self._draw(example, parameters(example), i, real) for i in range(self.samples)]
                 return self._bound(statement, texts[0], "qualstats" if real else "statistics", texts[1:])
             except BadStatement:
@@ -217,7 +218,7 @@ class Binder:
             if value is None:
                 value = _type_default(pg_type) or (_type_default(uses[k].cast) if k in uses else None)
             if value is None:
-                raise BadStatement(f"cannot bind ${k} of type {pg_type} in: {' '.join(text.split())[:100]}")
+                raise BadStatement(f"cannot bind ${k} of type {pg_type} in: {shorten(text, 100)}")
             values[k] = render(value, pg_type)
         return substitute(text, _bound_value(values))
 
@@ -226,11 +227,16 @@ class Binder:
         return BoundStatement(st.queryid, st.sql, text, float(st.calls), source, st.is_write,
                               st.rows / st.calls if st.calls else 1.0, more, st.mean_ms)
 
-    def _example(self, queryid: str) -> str | None:
+    def _example(self, statement: Statement) -> tuple[str, str | None]:
+        """pg_qualstats' example call of ``statement`` and the queryid it is kept under: the statement's own, else
+        that of an entry merged into it (the same text with parameters bound as other types)."""
         if not self._qualstats:
-            return None
-        row = self.conn.execute(TAG + "SELECT pg_qualstats_example_query(%s::bigint)", (queryid,)).fetchone()
-        return unwrap(row[0]) if row and row[0] and row[0].strip() else None
+            return statement.queryid, None
+        for queryid in (statement.queryid, *statement.merged):
+            row = self.conn.execute(TAG + "SELECT pg_qualstats_example_query(%s::bigint)", (queryid,)).fetchone()
+            if row and row[0] and row[0].strip():
+                return queryid, unwrap(row[0])
+        return statement.queryid, None
 
     def _parameter_types(self, text: str, count: int, hints: dict[int, str] | None = None) -> list[str]:
         """The types PostgreSQL infers for the parameters; where it cannot (``$2::date + $4``: date + unknown is

@@ -1,4 +1,10 @@
-"""Turning statement-stat snapshots into a Workload: the delta between two snapshots, minus noise.
+"""Turning statement-stat snapshots into a Workload: the delta between two snapshots, minus noise, one statement
+per normalized text.
+
+The engine may keep several entries for one statement: pg_stat_statements' queryid depends on the types the
+parameters were bound as (``WHERE id = $1`` called with an int4, an int8 and a numeric is three queryids), and on
+the role that ran it. Entries with the same normalized text are one statement of the workload: their calls, time
+and rows are summed under the busiest entry's queryid, and the others are listed in ``Statement.merged``.
 
 Left out: the advisor's own statements (tagged ``/* db-advisor */``), utility statements (SET, BEGIN, COPY,
 DDL ...) and statements that only read the system catalogs or statistics views.
@@ -7,8 +13,10 @@ DDL ...) and statements that only read the system catalogs or statistics views.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import replace
 
-from advisor.core.domain import Snapshot, Statement, Workload
+from advisor.core.domain import Snapshot, Statement, StatementStat, Workload
 
 REPLAYABLE_HEADS = ("SELECT", "WITH", "INSERT", "UPDATE", "DELETE", "VALUES", "TABLE", "MERGE")
 TAG_PREFIX = "/* db-advisor */"
@@ -38,9 +46,9 @@ def workload_delta(after: Snapshot, before: Snapshot | None = None) -> Workload:
 
     A statement whose counters went down (stats were reset in between) counts from zero.
     """
-    previous = {s.queryid: s for s in before.statements} if before else {}
-    out: list[Statement] = []
-    for stat in after.statements:
+    previous = _by_queryid(before.statements) if before else {}
+    ran: list[Statement] = []
+    for stat in _by_queryid(after.statements).values():
         if not is_workload_statement(stat.query):
             continue
         prev = previous.get(stat.queryid)
@@ -49,7 +57,40 @@ def workload_delta(after: Snapshot, before: Snapshot | None = None) -> Workload:
             calls, total, rows = calls - prev.calls, total - prev.total_ms, rows - prev.rows
         if calls <= 0:
             continue
-        out.append(Statement(stat.queryid, stat.query, calls, max(total, 0.0), max(rows, 0)))
+        ran.append(Statement(stat.queryid, stat.query, calls, max(total, 0.0), max(rows, 0)))
+    out = merge_same_text(ran)
     out.sort(key=lambda s: s.total_ms, reverse=True)
     interval = after.taken_at - before.taken_at if before else None
     return Workload(tuple(out), interval)
+
+
+def _by_queryid(stats: Sequence[StatementStat]) -> dict[str, StatementStat]:
+    """One entry per queryid (the engine keeps one per role that ran it), counters summed."""
+    out: dict[str, StatementStat] = {}
+    for s in stats:
+        o = out.get(s.queryid)
+        out[s.queryid] = s if o is None else StatementStat(s.queryid, o.query, o.calls + s.calls,
+                                                           o.total_ms + s.total_ms, o.rows + s.rows)
+    return out
+
+
+def merge_same_text(statements: Sequence[Statement]) -> list[Statement]:
+    """One statement per normalized text: calls, time and rows summed under the busiest one's queryid (the first
+    given on a tie), the other queryids in ``merged``; statements with another text stay apart.
+
+    >>> a, b = Statement("1", "SELECT * FROM t WHERE id = $1", 10, 5.0, 10), Statement("2", "SELECT 1", 1, 1.0, 1)
+    >>> c = Statement("3", "SELECT * FROM t WHERE id = $1", 30, 9.0, 30)
+    >>> merge_same_text([a, b, c])
+    [Statement(queryid='3', sql='SELECT * FROM t WHERE id = $1', calls=40, total_ms=14.0, rows=40, merged=('1',)), \
+Statement(queryid='2', sql='SELECT 1', calls=1, total_ms=1.0, rows=1, merged=())]
+    """
+    groups: dict[str, list[Statement]] = {}
+    for st in statements:
+        groups.setdefault(st.sql, []).append(st)
+    out = []
+    for group in groups.values():
+        busiest = max(group, key=lambda s: s.calls)  # max keeps the first of equals
+        others = tuple(q for st in group if st is not busiest for q in (st.queryid, *st.merged))
+        out.append(replace(busiest, calls=sum(s.calls for s in group), total_ms=sum(s.total_ms for s in group),
+                           rows=sum(s.rows for s in group), merged=(*busiest.merged, *others)))
+    return out  # in the order each text was first given

@@ -25,6 +25,7 @@ from advisor.cli.common import names as _names
 from advisor.cli.common import open_service as _service
 from advisor.cli.service_commands import register
 from advisor.core.errors import AdvisorError
+from advisor.storage import codec
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="db-advisor: ML tuning advisor for PostgreSQL. Observes a workload, proposes changes, "
@@ -53,7 +54,10 @@ def observe(target: Target = None, json_out: JsonFlag = False, interval: Annotat
         s = obs.snapshot
         _emit_json({"target_id": obs.target_id, "snapshot_id": obs.snapshot_id, "database": s.database,
                     "server_version": s.server_version, "workload_kind": obs.workload_kind,
-                    "workload": obs.workload, "metrics": s.metrics, "tables": s.tables, "indexes": s.indexes,
+                    "workload": {"statements": [{**codec.plain(st), "mean_ms": st.mean_ms}
+                                                for st in obs.workload.statements],
+                                 "interval_s": obs.workload.interval_s},
+                    "metrics": s.metrics, "tables": s.tables, "indexes": s.indexes,
                     "settings_count": len(s.settings)})
     else:
         render.observation(Console(), obs, top)
@@ -208,10 +212,11 @@ def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="s
     result = service.tune("indexes", target, plan, device=device, retrain=retrain, max_width=max_width)
     if json_out:
         rec = result.recommendation
+        texts = {row["queryid"]: row["statement"] for row in result.explain}
         _emit_json({"recommendation": rec_doc(rec) if rec else None, "message": result.message,
                     "chosen": [{"table": f"{ix.schema}.{ix.table}", "columns": list(ix.columns)} for ix in result.chosen],
                     "whatif": result.whatif, "training": result.training,
-                    "not_parsed": [{"statement": q, "reason": r} for q, r in result.skipped],
+                    "not_parsed": [{"queryid": q, "sql": texts.get(q), "reason": r} for q, r in result.skipped],
                     "explain": list(result.explain), "fallback": result.fallback,
                     "dropped": list(result.dropped)})
     else:

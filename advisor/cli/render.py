@@ -11,17 +11,13 @@ from rich.table import Table
 
 from advisor.core.domain import DropIndexChange, IndexChange, KnobChange, QueryRewrite, Recommendation
 from advisor.service.summary import summarize
+from advisor.core.sqltext import one_line, shorten
 
 if TYPE_CHECKING:  # the service pulls in the optimizers (torch): not needed to render, nor for `advisor --help`
     from advisor.service.service import IndexTuneResult, Observation, TuneResult
 
 
 TONES = {"good": "green", "bad": "red", "neutral": "default"}  # a summary's tone as rich colours
-
-
-def _short(sql: str, n: int = 70) -> str:
-    one = " ".join(sql.split())
-    return one if len(one) <= n else one[: n - 1] + "…"
 
 
 def observation(console: Console, obs: Observation, top: int = 10) -> None:
@@ -33,8 +29,12 @@ def observation(console: Console, obs: Observation, top: int = 10) -> None:
                   f"total, kind [bold]{obs.workload_kind}[/], writes {w.write_share():.0%}")
     table = Table("calls", "total ms", "mean ms", "statement", title=f"top {top} statements by total time")
     for st in w.statements[:top]:
-        table.add_row(str(st.calls), f"{st.total_ms:.1f}", f"{st.mean_ms:.2f}", _short(st.sql))
+        table.add_row(str(st.calls), f"{st.total_ms:.1f}", f"{st.mean_ms:.2f}", escape(shorten(st.sql)))
     console.print(table)
+    for st in (st for st in w.statements if st.merged):
+        console.print(f"one statement, {1 + len(st.merged)} pg_stat_statements entries (queryids {st.queryid}, "
+                      f"{', '.join(st.merged)}: its parameters were bound as different types), counted together: "
+                      f"{shorten(st.sql, 60)}", markup=False)
 
 
 def change_label(c) -> str:
@@ -46,7 +46,7 @@ def change_label(c) -> str:
     if isinstance(c, DropIndexChange):
         return f"drop index {c.name} on {c.table}"
     if isinstance(c, QueryRewrite):
-        return f"rewrite of {c.queryid}: {_short(c.rewritten, 60)}"
+        return f"rewrite of `{shorten(c.original, 40)}`: {shorten(c.rewritten, 60)}"
     return str(c)
 
 
@@ -84,7 +84,7 @@ def recommendation(console: Console, rec: Recommendation, reasons: dict[str, str
     if head.predicted_gain is not None and ev is not None and not rejected:
         console.print(f"predicted before measuring: {figures['predicted']} ({head.predicted_basis})", markup=False)
     if head.helped:
-        console.print("measured faster: " + ", ".join(f"{escape(_short(m.sql or m.queryid, 40))} ({m.ratio:.2f}x)"
+        console.print("measured faster: " + ", ".join(f"{escape(shorten(m.sql or m.queryid, 40))} ({m.ratio:.2f}x)"
                                                       for m in head.helped[:5])
                       + (f" and {len(head.helped) - 5} more" if len(head.helped) > 5 else ""))
     if ev is not None:
@@ -94,7 +94,7 @@ def recommendation(console: Console, rec: Recommendation, reasons: dict[str, str
                 reg = Table("baseline ms", "candidate ms", "ratio", "share of time", "statement", title=title)
                 for s in rows:
                     reg.add_row(f"{s.baseline_ms:.1f}", f"{s.candidate_ms:.1f}", f"{s.ratio:.2f}", _share(s),
-                                escape(_short(s.sql)))
+                                escape(shorten(s.sql)))
                 console.print(reg)
     again = (rec.details or {}).get("bundle")
     if again:
@@ -147,7 +147,7 @@ def trials(console: Console, result: TuneResult) -> None:
             best = min(best, obj)
         table.add_row(str(t.number + 1), t.source, f"{obj:,.1f}" if obj is not None else "-",
                       f"{best:,.1f}" if best < float("inf") else "-",
-                      t.result.status if t.result.status == "measured" else f"{t.result.status}: {_short(t.result.reason, 50)}")
+                      t.result.status if t.result.status == "measured" else f"{t.result.status}: {shorten(t.result.reason, 50)}")
     console.print(table)
     for f in result.findings:
         console.print(f"[bold]finding[/]: {f}")
@@ -156,14 +156,14 @@ def trials(console: Console, result: TuneResult) -> None:
 def tune_result(console: Console, result: TuneResult) -> None:
     trials(console, result)
     if result.recommendation is None:
-        console.print(result.message or "nothing to recommend")
+        console.print(result.message or "nothing to recommend", markup=False)
         dropped(console, list(result.dropped))
         return
     recommendation(console, result.recommendation, result.reasons)
     if result.message:
-        console.print(f"verdict: {result.message}")
+        console.print(f"verdict: {result.message}", markup=False)
     for sql, why in result.skipped:
-        console.print(f"[yellow]not replayed[/]: {_short(sql)} ({why})")
+        console.print(f"[yellow]not replayed[/]: {shorten(sql)} ({why})")
 
 
 def _mb(n) -> str:
@@ -182,21 +182,30 @@ def index_result(console: Console, result: IndexTuneResult) -> None:
                       f"{t.get('seconds', 0):.0f}s on {t.get('device')})")
     rec = result.recommendation
     if rec is None:
-        console.print(result.message or "no index to recommend")
+        console.print(result.message or "no index to recommend", markup=False)
         dropped(console, list(result.dropped))
         return
     table = Table("index", "columns", "estimated MB", "built MB", "statements helped", "verdict")
     for ix in rec.details.get("indexes", []):
         table.add_row(ix["index"], f"{ix['table']} ({', '.join(ix['columns'])})", _mb(ix["estimated_bytes"]),
-                      _mb(ix["built_bytes"]),
-                      ", ".join(ix.get("helped", ix["statements"] if ix["kept"] else [])[:4]),
-                      ("kept" if ix["kept"] else "dropped: ") + ("" if ix["kept"] else ix["reason"])
-                      if ix["kept"] is not None else ix["reason"])
+                      _mb(ix["built_bytes"]), _statements(ix),
+                      escape(("kept" if ix["kept"] else "dropped: ") + ("" if ix["kept"] else ix["reason"])
+                             if ix["kept"] is not None else ix["reason"]))
     console.print(table)
     recommendation(console, rec)
-    console.print(f"verdict: {result.message}")
+    console.print(f"verdict: {result.message}", markup=False)
     for name in rec.details.get("unused_existing_indexes", []):
         console.print(f"[yellow]existing index never used by the workload[/]: {name}")
+
+
+def _statements(ix: dict) -> str:
+    """The statements an index was measured to help (all it serves, for details from before ``helped``), by their
+    SQL (by queryid where its details predate the SQL)."""
+    sql = dict(zip(ix.get("statements") or [], ix.get("statements_sql") or []))
+    ids = ix["helped"] if "helped" in ix else (ix.get("statements") or [] if ix.get("kept") else [])
+    texts = [sql.get(q) or q for q in ids]
+    return escape("; ".join(shorten(t, 40) for t in texts[:3]) + (f" and {len(texts) - 3} more" if len(texts) > 3
+                                                                   else ""))
 
 
 def _cost(x) -> str:
@@ -213,12 +222,12 @@ def index_explain(console: Console, rows: list[dict]) -> None:
     console.print(f"\n[bold]Why, per statement[/] ({len(rows)} observed statements)")
     for row in rows:
         head = Table.grid(padding=(0, 1))
-        head.add_row("[bold]statement[/]", escape(f"{row['queryid']} ({row['status']})"))
-        head.add_row("normalized", escape(_short(row["statement"] or "", 110)))
+        head.add_row("[bold]statement[/]", escape(f"{shorten(row['statement'] or '', 110)} ({row['status']})"))
+        head.add_row("queryid", escape(str(row["queryid"])))
         if row.get("sql"):
             params = ", ".join(f"{k} = {v}" for k, v in row["params"].items()) or "none"
-            head.add_row("bound", escape(_short(row["sql"], 110)))
-            head.add_row("constants", escape(f"{_short(params, 110)} (from {row['source']}"
+            head.add_row("bound", escape(shorten(row["sql"], 110)))
+            head.add_row("constants", escape(f"{shorten(params, 110)} (from {row['source']}"
                                              + (f", {row['samples']} more samples)" if row.get("samples") else ")")))
         if row.get("cost_without") is not None:
             head.add_row("what-if cost", f"{_cost(row['cost_without'])} without new indexes, "
@@ -250,9 +259,9 @@ def recommendations(console: Console, recs: list[Recommendation]) -> None:
 
 
 def recommendation_page(console: Console, rec: Recommendation, history: list[dict], explain: bool = False,
-                        predicted: float | None = None) -> None:
+                        predicted: float | None = None, full: bool = False) -> None:
     """``recommendations show``: the recommendation, its per-statement evidence, index details and history; with
-    ``explain``, an index recommendation's explanation table."""
+    ``explain``, an index recommendation's explanation table; with ``full``, each statement's whole SQL."""
     recommendation(console, rec, predicted=predicted)
     ev = rec.evidence
     if ev is not None:
@@ -262,8 +271,12 @@ def recommendation_page(console: Console, rec: Recommendation, history: list[dic
             table.add_row(f"{s.weight:.0f}", _share(s), f"{s.baseline_ms:.2f}", f"{s.candidate_ms:.2f}",
                           f"{s.ratio:.2f}", f"{s.ratio_ci[0]:.2f} .. {s.ratio_ci[1]:.2f}",
                           "yes" if ev.blocks(s) else "rare, not blocking" if s.regressed else "",
-                          escape(_short(s.sql, 60)))
+                          escape(shorten(s.sql, 60)))
         console.print(table)
+        if full:  # each on its own lines, never cut or wrapped by the table
+            for i, s in enumerate(ev.statements):
+                console.print(f"statement {i + 1} of the table (queryid {s.queryid}):\n  {one_line(s.sql)}",
+                              markup=False, soft_wrap=True)
     for ix in rec.details.get("indexes", []):
         console.print(f"index {ix['index']}: estimated {_mb(ix['estimated_bytes'])}, built {_mb(ix['built_bytes'])}, "
                       f"{'kept' if ix['kept'] else 'dropped'} ({ix['reason']})", markup=False)
@@ -318,7 +331,7 @@ def watches(console: Console, rows: list[dict]) -> None:
     for r in rows:
         table.add_row(r["id"], r["kind"], r["state"], f"{r['ratio']:.2f}x" if r["ratio"] is not None else "-",
                       str(r["statements"]), time.strftime("%Y-%m-%d %H:%M", time.gmtime(r["ends_at"])),
-                      escape(_short(r["note"] or "", 60)))
+                      escape(shorten(r["note"] or "", 60)))
     console.print(table)
 
 

@@ -9,12 +9,14 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from advisor.cli import render
 from advisor.cli.common import JsonFlag, StoreOpt, emit, open_service, resolve_dsn
 from advisor.cli.common import TargetDsn as Target
 from advisor.core.errors import AdvisorError
+from advisor.core.sqltext import shorten
 
 
 def rewrite(target: Target = None,
@@ -59,14 +61,15 @@ def show(console: Console, result) -> None:
     table = Table("statement", "rewritten", "speedup (95% CI)", "rules", "reason")
     for o in result.statements:
         speed = f"{o.speedup:.2f}x ({o.ci[0]:.2f}..{o.ci[1]:.2f})" if o.speedup and o.ci else "-"
-        table.add_row(o.queryid, "yes" if o.rewritten else "no", speed, ", ".join(o.rules) or "-", o.reason or "-")
+        table.add_row(escape(shorten(o.original, 60)), "yes" if o.rewritten else "no", speed,
+                      ", ".join(o.rules) or "-", escape(o.reason or "-"))
     console.print(table)
     render.dropped(console, list(result.dropped))  # each candidate form discarded, and why
-    for o in result.statements:
+    for i, o in enumerate(result.statements):
         if o.rewritten:
-            console.print(f"[bold]{o.queryid}[/] original:\n  {o.original}\n[bold]{o.queryid}[/] rewritten:\n"
-                          f"  {o.rewritten}")
-    console.print(result.message)
+            console.print(f"[bold]statement {i + 1}[/] original:\n  {escape(o.original)}\n[bold]statement {i + 1}[/] "
+                          f"rewritten:\n  {escape(o.rewritten)}")
+    console.print(result.message, markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -216,7 +216,9 @@ def recs_list(state: Annotated[State | None, typer.Option(help="only this state"
 def recs_show(rec_id: str, json_out: JsonFlag = False, store: StoreOpt = None,
               explain: Annotated[bool, typer.Option("--explain", help="an index recommendation's table of why, per "
                                                     "statement (the JSON output always has it in its details)")]
-              = False) -> None:
+              = False,
+              full: Annotated[bool, typer.Option("--full", help="each statement's whole SQL, not shortened to a "
+                                                 "line")] = False) -> None:
     """A recommendation with its evidence, the SQL to apply and to revert, and its history."""
     service = open_service(store, quiet=True)
     rec = service.recommendation(rec_id)
@@ -227,7 +229,7 @@ def recs_show(rec_id: str, json_out: JsonFlag = False, store: StoreOpt = None,
 
         emit({"recommendation": rec_doc(rec, head), "watch": watch_of(rec), "history": history})
         return
-    render.recommendation_page(Console(), rec, history, explain=explain, predicted=head.predicted_gain)
+    render.recommendation_page(Console(), rec, history, explain=explain, predicted=head.predicted_gain, full=full)
 
 
 def _transition(verb: str):

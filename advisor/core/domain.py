@@ -28,13 +28,16 @@ class StatementStat:
 
 @dataclass(frozen=True)
 class Statement:
-    """One statement of a workload: normalized SQL and what it cost in the observed interval."""
+    """One statement of a workload: normalized SQL and what it cost in the observed interval. ``merged``: the
+    other queryids counted in it, the engine's entries for the same normalized text (pg_stat_statements gives one
+    per type its parameters were bound as: ``$1`` as int4, int8, numeric ...); ``queryid`` is the busiest."""
 
     queryid: str
     sql: str
     calls: int
     total_ms: float
     rows: int = 0
+    merged: tuple[str, ...] = ()
 
     @property
     def mean_ms(self) -> float:

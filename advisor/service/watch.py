@@ -73,11 +73,12 @@ def started(w: dict) -> str:
 
 
 def judge(before: Mapping[str, list[float]], start: Mapping[str, list[float]], now: Mapping[str, list[float]],
-          watched: Iterable[str] | None, min_calls: int, expected: Mapping[str, float] | None = None) -> dict:
+          watched: Iterable[str] | None, min_calls: int, expected: Mapping[str, float] | None = None,
+          texts: Mapping[str, str] | None = None) -> dict:
     """The figures of one check (pure). ``before``: counters before the apply (the reference means); ``start``:
     at the end of the apply; ``now``: now. ``ratio``: call-weighted mean latency since the apply over before (None
     when no statement could be judged); ``statements``: how many were judged; ``worst``: the judged statements
-    that cost most extra time; ``not_judged``: queryid -> why.
+    that cost most extra time (each with its queryid and, from ``texts``, its SQL); ``not_judged``: queryid -> why.
 
     >>> f = judge({"a": [100, 100.0]}, {"a": [100, 100.0]}, {"a": [130, 190.0]}, None, 20)
     >>> round(f["ratio"], 2), f["statements"]
@@ -87,7 +88,7 @@ def judge(before: Mapping[str, list[float]], start: Mapping[str, list[float]], n
     >>> judge({"a": [100, 100.0]}, {"a": [100, 100.0]}, {"a": [40, 90.0]}, None, 20)["not_judged"]
     {'a': 'its counters were reset since the apply'}
     """
-    expected = expected or {}
+    expected, texts = expected or {}, texts or {}
     after_ms = reference_ms = 0.0
     judged: list[dict] = []
     not_judged: dict[str, str] = {}
@@ -111,7 +112,7 @@ def judge(before: Mapping[str, list[float]], start: Mapping[str, list[float]], n
         mean_before, mean_after = b[1] / b[0], d_ms / d_calls
         after_ms += d_ms
         reference_ms += d_calls * mean_before
-        judged.append({"queryid": qid, "calls": int(d_calls), "before_ms": mean_before, "after_ms": mean_after,
+        judged.append({"queryid": qid, "sql": texts.get(qid), "calls": int(d_calls), "before_ms": mean_before, "after_ms": mean_after,
                        "ratio": mean_after / mean_before, "extra_ms": d_ms - d_calls * mean_before,
                        "expected": expected.get(qid)})
     judged.sort(key=lambda j: -j["extra_ms"])
@@ -177,8 +178,9 @@ def _check(service, rec: Recommendation, current: dict, now: float) -> dict:
     w = dict(rec.applied["watch"])
     ev = rec.evidence
     expected = {s.queryid: s.ratio for s in ev.statements} if ev is not None else {}
+    texts = {s.queryid: s.sql for s in ev.statements} if ev is not None else {}
     figures = judge(rec.applied.get("statements_before") or {}, w.get("start") or {}, current, w["statements"],
-                    w["min_calls"], expected)
+                    w["min_calls"], expected, texts)
     limit = 1.0 + w["max_regression"]
     over = now >= w["started_at"] + w["window_s"]
     detail = {**figures, "limit": limit, "window_ends_at": w["started_at"] + w["window_s"], "applied_by":

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from advisor.core.domain import Applied, Change, Evidence, Recommendation, StatementEvidence
+from advisor.core.sqltext import shorten
 from advisor.storage.store import Store, new_id
 
 
@@ -121,7 +122,7 @@ def slower(s: StatementEvidence) -> str:
     >>> slower(StatementEvidence("q", "SELECT 1", 1, 1.0, 2.0, 2.0, (1.9, 2.1), True, 0, 0.0004, 0.01))
     'SELECT 1: 2.00x, <0.1% of the time'
     """
-    return f"{short(s.sql) or s.queryid}: {how_much(s)}"
+    return f"{shorten(s.sql) or s.queryid}: {how_much(s)}"
 
 
 def how_much(s: StatementEvidence) -> str:
@@ -138,8 +139,3 @@ def share(x: float) -> str:
         return "<0.1%"
     return f"{x:.1%}" if x < 0.1 else f"{x:.0%}"
 
-
-def short(sql: str, n: int = 60) -> str:
-    """``sql`` on one line, cut to ``n`` characters."""
-    one = " ".join(sql.split())
-    return one if len(one) <= n else one[: n - 1] + "…"

@@ -9,6 +9,7 @@ from psycopg import sql
 
 from advisor.core.domain import Costed, IndexChange
 from advisor.core.errors import BadStatement
+from advisor.core.sqltext import shorten
 from connectors.postgres.changes import index_ddl
 from connectors.postgres.connection import execute_one
 from connectors.postgres.snapshot import require_extension
@@ -34,7 +35,7 @@ def explain_plan(conn: psycopg.Connection, statement: str) -> dict:
             conn.rollback()
         msg = (e.diag.message_primary or str(e)).strip().splitlines()[0]
         kind = PlanningTimeout if isinstance(e, psycopg.errors.QueryCanceled) else BadStatement
-        raise kind(f"cannot plan statement: {msg}: {_short(text)}") from None
+        raise kind(f"cannot plan statement: {msg}: {shorten(text, 120)}") from None
     return row[0][0]
 
 
@@ -180,8 +181,3 @@ class HypoPG:
         if made:
             self._drop(index)
         return size
-
-
-def _short(text: str, n: int = 120) -> str:
-    one = " ".join(text.split())
-    return one if len(one) <= n else one[: n - 3] + "..."

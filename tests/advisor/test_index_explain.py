@@ -15,6 +15,7 @@ import uuid
 import pytest
 from fastapi.testclient import TestClient
 
+from advisor.core.sqltext import named
 from advisor.tuning.plan import RunPlan
 from advisor.service.service import AdvisorService
 from advisor.storage.store import open_store
@@ -123,7 +124,8 @@ def test_a_run_that_chooses_nothing_still_says_why_per_statement(shop, tmp_path)
     assert all(c["fate"] == "not chosen" and c["reason"].startswith(NOT_CHOSEN) for c in fates)
     assert all(c["reason"].startswith("over budget") for c in fates if c["gain"] >= 0.01)  # those that would help
     assert any(c["reason"].startswith("over budget") for c in fates)
-    assert "Per statement" in result.message and all(r["queryid"] in result.message for r in result.explain)
+    assert "Per statement" in result.message  # each statement by its SQL, not its queryid
+    assert all(named(r["statement"]) in result.message and r["queryid"] not in result.message for r in result.explain)
     # what it tried, as every kind says it ({"change", "kind", "why"}): each statement's best candidate and why not
     assert result.dropped and all(d["kind"] == "index" and d["why"].startswith("not chosen") for d in result.dropped)
     assert any("over budget" in d["why"] for d in result.dropped)

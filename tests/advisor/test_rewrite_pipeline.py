@@ -114,7 +114,7 @@ def test_cli_json_has_exactly_the_documented_keys(shop, tmp_path):
     doc = json.loads(res.stdout)
     assert list(doc) == ["statements"] and len(doc["statements"]) == 2
     for st in doc["statements"]:
-        assert list(st) == ["original", "rewritten", "rules", "speedup", "ci", "equivalent", "reason"]
+        assert list(st) == ["queryid", "original", "rewritten", "rules", "speedup", "ci", "equivalent", "reason"]
     first, second = doc["statements"]
     assert first["rewritten"] and first["equivalent"] is True
     # cid is NOT NULL, so the anti-join form is a candidate; the estimates (the planner's) decide whether it is

@@ -6,6 +6,7 @@ statements are judged, against what) is checked on fixed counters."""
 
 from __future__ import annotations
 
+import html
 import json
 import time
 
@@ -14,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from advisor.core.domain import Evidence, KnobChange, Recommendation, StatementEvidence
+from advisor.core.sqltext import shorten
 from advisor.service.service import AdvisorService
 from advisor.service.watch import judge, watch_of
 from advisor.storage.store import Store, new_id
@@ -102,10 +104,13 @@ def test_a_harmful_apply_is_rolled_back_by_the_servers_watcher_within_its_window
     figures = next(d for _, a, d in history if a == "watch_rollback")
     assert figures["statements"] == 1 and figures["ratio"] > 3 and figures["limit"] == pytest.approx(1.1)
     assert figures["worst"][0]["calls"] >= 20 and figures["worst"][0]["after_ms"] > figures["worst"][0]["before_ms"]
+    assert figures["worst"][0]["sql"] == LOOKUP  # the SQL beside the queryid
     actor, _, transition = next(h for h in history if h[1] == "rolled_back")
     assert actor == "watcher" and transition["note"].startswith("automatic rollback")
     assert scalar(shop, "SHOW enable_indexscan") == "on" and "Index Scan" in lookup_plan(shop)  # plan restored
     assert 'id="watch-state">rolled_back<' in page and "automatic rollback" in page
+    table = page[page.index('id="watch-statements"'):]
+    assert f">{html.escape(shorten(LOOKUP, 60))}</code>" in table[:table.index("</table>")]  # by its SQL
 
 
 def test_a_harmless_apply_is_held_when_its_window_passes(shop, tmp_path, monkeypatch, capsys):

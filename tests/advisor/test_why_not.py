@@ -61,11 +61,12 @@ def test_a_rewrite_run_says_what_it_left_out_and_why():
         Outcome("q3", "SELECT 1", reason="no rule applied"),
     )
     assert dropped_rows(rewrite_dropped(outcomes)) == [
-        {"change": "q1: SELECT a FROM t, u WHERE x = y", "kind": "query_rewrite",
+        {"change": "rewrite of `SELECT a FROM t WHERE x IN (SELECT y FROM u)`: SELECT a FROM t, u WHERE x = y",
+         "kind": "query_rewrite",
          "why": "not equivalent: 3 rows on check database nulls, 2 for the original"},
-        {"change": "q2: SELECT count(*) FROM t", "kind": "query_rewrite",
+        {"change": "SELECT count(*) FROM t", "kind": "query_rewrite",
          "why": "left as written: not faster: candidate 1: 10.0 ms -> 10.2 ms (gain -2.0%, 95% CI -5.0% .. +1.0%)"},
-        {"change": "q3: SELECT 1", "kind": "query_rewrite", "why": "left as written: no rule applied"},
+        {"change": "SELECT 1", "kind": "query_rewrite", "why": "left as written: no rule applied"},
     ]
 
 

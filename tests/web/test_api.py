@@ -3,11 +3,13 @@ lifecycle down to the production server, errors, pagination; the target's passwo
 
 from __future__ import annotations
 
+import html
 import time
 
 import psycopg
 import pytest
 
+from advisor.core.sqltext import shorten
 from tests.web.conftest import INDEX_RUN, PASSWORD
 
 
@@ -200,6 +202,11 @@ def test_a_run_that_recommends_nothing_keeps_its_reasons_and_shows_them(app_clie
     client.cookies.set(SESSION_COOKIE, session)
     page = client.get(f"/runs/{run['id']}").text
     assert 'id="explain"' in page and "Why, per statement" in page and explained[0]["queryid"] in page
+    # each statement by its SQL, in the verdict and on the page (the queryid only in attributes: a hover, a key)
+    first = explained[0]
+    assert f"statement `{shorten(first['statement'])}`: " in run["result"]["message"]
+    assert first["queryid"] not in run["result"]["message"]
+    assert f">{html.escape(shorten(first['statement'], 90))}</code>" in page
 
 
 def test_a_whole_advisor_run_starts_over_rest_and_its_page_shows_each_step(app_client, tokens, registered):

@@ -1,4 +1,5 @@
-"""Number and time formats for people: gains as +12.3%, times in ms, sizes in MB, timestamps in UTC."""
+"""Number and time formats for people: gains as +12.3%, times in ms, sizes in MB, timestamps in UTC; statements by
+their SQL on one line (``sql``: ``advisor.core.sqltext.shorten``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import datetime
 
 from advisor.core.errors import AdvisorError
 from web.times import utc
+from advisor.core.sqltext import one_line, shorten
 
 DASH = "—"
 
@@ -125,4 +127,5 @@ def compact_json(value) -> str:
 
 
 FILTERS = {"pct": pct, "interval": interval, "ms": ms, "mb": mb, "ratio": ratio, "ratio_interval": ratio_interval,
-           "ts": ts, "iso": iso, "seconds": seconds, "num": num, "json": compact_json, "plan_text": plan_text}
+           "ts": ts, "iso": iso, "seconds": seconds, "num": num, "json": compact_json, "plan_text": plan_text,
+           "sql": shorten, "one_line": one_line}

@@ -50,6 +50,7 @@ def _evidence(rec) -> dict | None:
     labels = [f"S{i + 1}" for i in range(len(statements))]
     return {"ev": ev, "statements": list(zip(labels, statements)),
             "labels": dict(zip((s.queryid for s in statements), labels)),
+            "sql": {s.queryid: s.sql for s in statements},
             "bars": plots.paired_bars(labels, [s.baseline_ms for s in statements],
                                       [s.candidate_ms for s in statements], fmt=ms),
             "rounds": plots.round_totals(ev.baseline_totals_ms, ev.candidate_totals_ms)}

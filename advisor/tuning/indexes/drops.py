@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from advisor.core.domain import DropIndexChange, Evidence, IndexChange, Snapshot
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
+from advisor.core.sqltext import named
 from advisor.tuning.indexes.validation import plans_use
 from advisor.tuning.recommend import how_much
 from advisor.tuning.validation import ValidationOptions, validate
@@ -108,7 +109,7 @@ def validate_drops(target: Connector, shadow: Shadow, statements: Sequence[Bound
             bad = [regressed[q] for q in sorted(used.get(d.name, ())) if q in regressed]
             if bad:
                 worst = max(bad, key=lambda s: s.ratio if s.ratio == s.ratio else 9.9)
-                condemned[d] = f"statement {worst.queryid} regressed without it ({how_much(worst)})"
+                condemned[d] = f"{named(worst.sql, worst.queryid)} regressed without it ({how_much(worst)})"
         if not condemned:
             break
         for d, why in condemned.items():

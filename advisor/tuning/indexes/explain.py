@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from advisor.core.domain import IndexChange
+from advisor.core.sqltext import named
 from advisor.tuning.recommend import Dropped
 from optimizers.indexes.problem import IndexProblem, Query, relevant
 from workloads.binding import BoundStatement
@@ -192,7 +193,8 @@ def not_recommended(rows: Sequence[dict], verdicts: Iterable = (), drops: Iterab
         seen.add(label)
         picked += 1
         alone = f", alone it would save {best['gain']:.0%} of its what-if cost" if best["gain"] > 0 else ""
-        out.append(Dropped(label, "index", f"not chosen (statement {row['queryid']}{alone}): {best['reason']}"))
+        who = named(row.get("statement"), row["queryid"])
+        out.append(Dropped(label, "index", f"not chosen ({who}{alone}): {best['reason']}"))
     return out
 
 

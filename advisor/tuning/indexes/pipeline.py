@@ -12,6 +12,7 @@ from pathlib import Path
 from advisor.core.domain import Recommendation
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
+from advisor.core.sqltext import named
 from advisor.storage.store import Store
 from advisor.tuning.indexes import drops as index_drops
 from advisor.tuning.indexes import repair as index_repair
@@ -124,7 +125,7 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
                   dropped=tuple(dropped_rows(tried)))
     info = details(connector, chosen, estimated, checked, whatif, training, rows, raw, drops)
     if not chosen and not drops.kept:
-        why = "; ".join(f"{r['queryid']}: {r['why']}" for r in rows)
+        why = "; ".join(f"{named(r['statement'], r['queryid'])}: {r['why']}" for r in rows)
         return IndexTuneResult(None, message=f"{plan.optimizer}: no index is worth its space within the budget. "
                                f"Per statement: {why}", **result)
     if plan.validation is None:
@@ -283,6 +284,7 @@ def details(connector: Connector, chosen, estimated, checked: IndexValidation | 
     explanation table (``index_explain``) and the fallback, if any. Sizes: HypoPG's estimate, the calibrated one
     (``index_sizing``) the optimizer used, the size built on the shadow. ``drops``: existing indexes to drop."""
     verdicts = {v.index: v for v in checked.verdicts} if checked else {}
+    texts = {r["queryid"]: r.get("statement") or "" for r in rows or ()}
     indexes = []
     for ix in [*chosen, *(v.index for v in verdicts.values() if v.in_place_of is not None)]:
         v = verdicts.get(ix)
@@ -293,6 +295,7 @@ def details(connector: Connector, chosen, estimated, checked: IndexValidation | 
                         "calibrated_bytes": estimated.get(ix, v.estimated_bytes if v else None),
                         "built_bytes": v.built_bytes if v else None, "statements": list(v.serves) if v else [],
                         "helped": list(v.helped) if v else [],
+                        "statements_sql": [texts.get(q, "") for q in v.serves] if v else [],
                         "kept": v.kept if v else None, "reason": v.reason if v else "not validated"})
     return {"indexes": indexes, "whatif": whatif, "training": training,
             "unused_existing_indexes": list(checked.unused_existing) if checked else [],

@@ -17,6 +17,7 @@ import numpy as np
 from advisor.core.domain import Evidence, IndexChange, StatementEvidence
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say
+from advisor.core.sqltext import named
 from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.validation import ValidationOptions
 from connectors.base import Shadow
@@ -53,7 +54,7 @@ def confirm_regressions(shadow: Shadow, statements: Sequence[BoundStatement], li
                         arms[with_set].append(shadow.connector.timings_without(
                             reads[s.queryid].sql, [] if with_set else list(live), CONFIRM_REPEATS, cap))
             except AdvisorError as e:  # the flag stands as measured
-                say(f"statement {s.queryid}: not re-timed ({e})")
+                say(f"{named(s.sql, s.queryid)}: not re-timed ({e})")
                 continue
             q = s.queryid
             again = compare([ArmRound({q: t}, {}) for t in arms[False]], [ArmRound({q: t}, {}) for t in arms[True]],

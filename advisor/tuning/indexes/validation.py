@@ -46,10 +46,11 @@ from dataclasses import dataclass, replace
 
 from advisor.core.progress import Say
 from advisor.core.domain import Evidence, IndexChange, StatementEvidence
+from advisor.core.sqltext import named
 from advisor.tuning.indexes import repair as index_repair
 from advisor.tuning.indexes.timing import confirm_regressions, diagnose, screened
 from advisor.tuning.indexes.problem import written_tables
-from advisor.tuning.recommend import how_much, short
+from advisor.tuning.recommend import how_much
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors.base import Shadow
 from workloads.binding import BoundStatement
@@ -201,9 +202,10 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
     for ix in live:
         verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), serves[ix], True, "measured benefit",
                                     helped=_helped(evidence, serves[ix]))
+    texts = {st.queryid: st.normalized for st in statements}
     for fix, (ix, qid) in repaired.items():
         verdicts[fix] = replace(verdicts[fix], in_place_of=ix, reason=f"{verdicts[fix].reason} (tried in place of "
-                                f"{index_name(ix)}, which misled statement {qid}'s plan)")
+                                f"{index_name(ix)}, which misled the plan of {named(texts.get(qid), qid)})")
     unused = tuple(n for n in existing_names if n not in all_used)
     return IndexValidation(tuple(live), tuple(verdicts[ix] for ix in [*indexes, *repaired]), evidence, unused,
                            unexplained)
@@ -268,7 +270,7 @@ def _judge(shadow: Shadow, statements: Sequence[BoundStatement], live: list[Inde
         if ix in culprits:
             worst = max(suspects[ix], key=lambda s: s.ratio if s.ratio == s.ratio else 9.9)
             dropped[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), serves[ix], False,
-                                       f"statement {worst.queryid} regressed ({_how(worst)})",
+                                       f"{named(worst.sql, worst.queryid)} regressed ({how_much(worst)})",
                                        helped=_helped(evidence, serves[ix]))
         elif not any(s.ratio_ci[1] < 1.0 for s in mine):
             dropped[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), serves[ix], False,
@@ -308,11 +310,6 @@ def _repairs(culprits, suspects: dict[IndexChange, list[StatementEvidence]], rea
 
 def _mb(n: float) -> str:
     return f"{n / 1024 / 1024:.1f} MB"
-
-
-def _how(s: StatementEvidence) -> str:
-    """``1.38x, 12% of the time: SELECT ...``: by how much a statement regressed, its weight and its SQL."""
-    return f"{how_much(s)}: {short(s.sql, 50)}" if s.sql else how_much(s)
 
 
 def _over_budget(live: list[IndexChange], sizes: dict, budget: int, serves: dict[IndexChange, tuple[str, ...]],

@@ -20,13 +20,14 @@ from pathlib import Path
 from advisor.core.domain import Evidence, QueryRewrite, Recommendation
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
+from advisor.core.sqltext import named, shorten
 from advisor.storage.store import Store
 from advisor.tuning.rewrites import equivalence as rewrite_equivalence
 from advisor.tuning.rewrites import timing as rewrite_timing
 from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.observe import Observation, bind
 from advisor.tuning.rewrites.stats import planner_groups, planner_selectivity
-from advisor.tuning.recommend import Dropped, dropped_rows, recommend, short
+from advisor.tuning.recommend import Dropped, dropped_rows, recommend
 from advisor.tuning.validation import ValidationOptions
 import sqlglot
 from sqlglot import exp
@@ -92,12 +93,12 @@ class Outcome:
 
     def public(self) -> dict:
         """The CLI's JSON entry (exactly the documented keys)."""
-        return {"original": self.original, "rewritten": self.rewritten, "rules": list(self.rules),
-                "speedup": self.speedup, "ci": list(self.ci) if self.ci else None, "equivalent": self.equivalent,
+        return {"queryid": self.queryid, "original": self.original, "rewritten": self.rewritten,
+                "rules": list(self.rules), "speedup": self.speedup, "ci": list(self.ci) if self.ci else None, "equivalent": self.equivalent,
                 "reason": self.reason}
 
     def details(self) -> dict:
-        return {"queryid": self.queryid, **self.public(), "rewrite_ms": round(self.rewrite_ms, 1),
+        return {**self.public(), "rewrite_ms": round(self.rewrite_ms, 1),
                 "plan_cost": list(self.plan_cost) if self.plan_cost else None, "checked_on": list(self.checked_on),
                 "rejected": list(self.rejected)}
 
@@ -213,7 +214,7 @@ def tune_rewrites(store: Store, connector: Connector, obs: Observation, plan: Re
                 forms.setdefault(change.queryid, []).append(change)
         scratch = shadow.sandbox.create_database(SCRATCH_DB, extensions=False)
         for i, st in enumerate(statements):
-            say(f"statement {i + 1}/{len(statements)} ({st.queryid}): "
+            say(f"statement {i + 1}/{len(statements)} ({shorten(st.sql, 60)}): "
                 f"{len(forms.get(st.queryid, []))} candidate form(s)")
             ms = 1000 * seconds.get(st.queryid, 0.0)
             if st.queryid not in forms:
@@ -251,7 +252,7 @@ def _race(shadow, scratch: str, problem: RewriteProblem, st: BoundStatement, for
             priced.append((shadow.connector.explain_cost(form.rewritten), form))
         except AdvisorError as e:
             rejected.append({"sql": form.rewritten, "why": f"invalid SQL (the planner refused it): {e}"})
-            say(f"{st.queryid}: discarded an invalid rewrite: {e}")
+            say(f"{named(st.sql, st.queryid)}: discarded an invalid rewrite: {e}")
     priced.sort(key=lambda pf: pf[0])
     cheaper = [(c, f) for c, f in priced if c <= base_cost * EXPLAIN_SLACK]
     rejected += [{"sql": f.rewritten, "why": f"the planner prices it at {c:,.0f}, above the original's "
@@ -270,14 +271,14 @@ def _race(shadow, scratch: str, problem: RewriteProblem, st: BoundStatement, for
                                             timeout_ms=_timeout(plan), **constraints(problem, tables))
         if verdict.error is not None:  # the check's error, not the candidate's: no candidate can be judged
             error = verdict.error
-            say(f"{st.queryid}: {error}; original: {st.sql!r}")
+            say(f"{named(st.sql, st.queryid)}: {error}")
             break
         if verdict.equivalent:
             equal.append((cost, form, verdict.checked))
         else:
             rejected.append({"sql": form.rewritten, "why": f"not equivalent: {verdict.mismatch}"})
-            say(f"{st.queryid}: discarded a rewrite that is not equivalent ({verdict.mismatch}); original: "
-                f"{st.sql!r}; rewrite: {form.rewritten!r}")
+            say(f"{named(st.sql, st.queryid)}: discarded a rewrite that is not equivalent ({verdict.mismatch}); "
+                f"rewrite: {form.rewritten!r}")
     if not equal and error is not None:
         return Outcome(st.queryid, st.sql, reason=f"equivalence not checked: {error}", rejected=tuple(rejected))
     if not equal:
@@ -354,14 +355,14 @@ def _recommend(store: Store, obs: Observation, plan: RewritePlan, outcomes: tupl
     result = dict(observation=obs, statements=outcomes, training=training, explain=rows,
                   dropped=tuple(dropped_rows(tried)))
     if not kept:
-        why = "; ".join(f"{o.queryid}: {o.reason}" for o in outcomes)
+        why = "; ".join(f"{named(o.original, o.queryid)}: {o.reason}" for o in outcomes)
         return RewriteTuneResult(None, message=f"{plan.optimizer}: no statement rewritten. Per statement: {why}",
                                  **result)
     changes = tuple(QueryRewrite(o.queryid, o.original, o.rewritten or "", o.rules) for o in kept)
     timed = [o for o in kept if o.speedup is not None]
     head = f"{len(kept)} of {len(outcomes)} statement(s) rewritten"
     if timed:
-        head += ": " + ", ".join(f"{o.queryid} {o.speedup:.2f}x faster" for o in timed)
+        head += ": " + ", ".join(f"{named(o.original, o.queryid)} {o.speedup:.2f}x faster" for o in timed)
     details = {"statements": list(rows), "training": training, "created": time.time(),
                "note": "a rewrite is handed to the statement's owners; it is never applied to the database"}
     evidence = _evidence(timed, by_id, plan.validation) if timed else None
@@ -377,9 +378,10 @@ def not_recommended(outcomes: tuple[Outcome, ...]) -> list[Dropped]:
     reason (not faster, with the timing; not equivalent; no rule applied; unsupported; cannot be replayed)."""
     out: list[Dropped] = []
     for o in outcomes:
-        out += [Dropped(f"{o.queryid}: {short(c['sql'], 80)}", "query_rewrite", c["why"]) for c in o.rejected]
+        tried = f"rewrite of `{shorten(o.original, 50)}`: "
+        out += [Dropped(tried + shorten(c["sql"], 80), "query_rewrite", c["why"]) for c in o.rejected]
         if o.rewritten is None:
-            out.append(Dropped(f"{o.queryid}: {short(o.original, 80)}", "query_rewrite",
+            out.append(Dropped(shorten(o.original, 80), "query_rewrite",
                                f"left as written: {o.reason or 'no reason recorded'}"))
     return out
 
