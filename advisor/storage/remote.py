@@ -167,15 +167,16 @@ class RemoteStore:
     read_only = True
     shared = False
 
-    def __init__(self, path: str, server: dict):
-        self.path, self.server = path, server
+    def __init__(self, path: str, server: dict, like: type):
+        self.path, self.server, self._like = path, server, like
         self.lock = threading.RLock()
 
     @classmethod
-    def find(cls, path: str) -> "RemoteStore | None":
-        """The store at ``path`` read through the server holding it, None when no server answers for it."""
+    def find(cls, path: str, like: type) -> "RemoteStore | None":
+        """The store at ``path`` read through the server holding it, None when no server answers for it.
+        ``like``: the store class whose other methods are changes (refused)."""
         try:
-            return cls(path, _ask(path, "hello"))
+            return cls(path, _ask(path, "hello"), like)
         except (OSError, ValueError):
             return None
 
@@ -218,9 +219,7 @@ class RemoteStore:
     def __getattr__(self, name: str):
         if name in READS:
             return lambda *args, **kwargs: self._read(name, *args, **kwargs)
-        from advisor.storage.store import Store
-
-        if not name.startswith("_") and callable(getattr(Store, name, None)):
+        if not name.startswith("_") and callable(getattr(self.__dict__.get("_like"), name, None)):
             def refused(*_args, **_kwargs):
                 raise self.in_use()
 

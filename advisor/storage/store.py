@@ -20,6 +20,7 @@ from advisor.core import processes
 from advisor.storage import codec
 from advisor.storage.database import connect
 from advisor.storage.access import AccessTables
+from advisor.storage.remote import RemoteStore
 from advisor.storage.claims import ClaimTables
 from advisor.storage.targets import TargetTables
 from advisor.storage.schema import MIGRATIONS, SCHEMA_VERSION, changes_lists, new_id
@@ -359,9 +360,8 @@ def open_store(path: str | Path | None = None, *, remote: bool = False) -> Store
     try:
         return Store(path)
     except StoreLocked as e:  # a DuckDB file another process holds: read it through that server, if it is one
-        from advisor.storage.remote import RemoteStore
 
-        found = RemoteStore.find(e.path)
+        found = RemoteStore.find(e.path, Store)
         if found is None:
             raise
         return found

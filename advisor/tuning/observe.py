@@ -54,7 +54,8 @@ def observe(store: Store, connector: Connector, name: str | None = None, interva
         why = "the store is read through `advisor serve`, which holds it" if store.read_only else \
             f"{connector.target_name} ({describe(identity)}) is not a registered target; register it to keep its history"
         say(f"observed, not stored: {why}")
-        return Observation(found["id"] if found else None, None, snap, workload, classify(workload))
+        known = {t["name"]: t["id"] for t in store.targets()} if name else {}
+        return Observation(known.get(name), None, snap, workload, classify(workload))
     target_id = store.upsert_target(name or connector.target_name, connector.engine, connector.display_name)
     _check_identity(store, target_id, identity, say)
     snapshot_id = store.add_snapshot(target_id, snap, workload)
