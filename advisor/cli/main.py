@@ -47,7 +47,9 @@ def observe(target: Target = None, json_out: JsonFlag = False, interval: Annotat
         help="seconds between two snapshots; 0 = everything since the last stats reset", min=0)] = 0.0,
         top: Annotated[int, typer.Option(help="statements to list", min=1)] = 10, register: RegisterOpt = None,
         store: StoreOpt = None) -> None:
-    """Snapshot a database: workload (pg_stat_statements), metrics, settings, schema and indexes."""
+    """Snapshot a database: workload (pg_stat_statements), metrics, settings, schema and indexes. Stored under the
+    registered target of that database, whatever DSN reaches it; an unregistered one is shown, not stored
+    (--register NAME registers it)."""
     target = resolve_dsn(target)
     service = _service(store, quiet=json_out)
     obs = service.observe(target, interval_s=interval, register=register, by_hand=False)
