@@ -16,4 +16,4 @@ def test_registering_one_database_twice_is_refused(app_client, tokens, prod):
     again = client.post("/api/targets", json={"name": "prod-again", "dsn": url}, headers=tokens["operator"])
     assert again.status_code == 409 and "registered already as target 'prod'" in again.text, again.text
     listed = client.get("/api/targets", headers=tokens["viewer"]).json()
-    assert [t["name"] for t in (listed["targets"] if isinstance(listed, dict) else listed)] == ["prod"]
+    assert [t["name"] for t in listed["items"]] == ["prod"] and listed["total"] == 1
