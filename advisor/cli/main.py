@@ -155,8 +155,8 @@ def tune_knobs(target: Target = None,
     hw = resolve(memory_gb, cores, storage.value if storage else None)
     space = SpaceOptions(include=_names(include), exclude=_names(exclude), ranges=_ranges(range_),
                          allow_durability=allow_durability)
-    result = service.tune("knobs", target, plan, register=register, by_hand=False, hardware=hw, space=space, resume=resume,
-                          objective=objective.value)
+    result = service.tune("knobs", target, plan, register=register, by_hand=False, hardware=hw, space=space,
+                          resume=resume, objective=objective.value)
     if json_out:
         _emit_json(_tune_doc(result))
     else:
@@ -208,7 +208,8 @@ def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="s
                           "sample_percent": sample_percent, "recheck": recheck})
     target = resolve_dsn(target)
     service = _service(store)
-    result = service.tune("indexes", target, plan, register=register, by_hand=False, device=device, retrain=retrain, max_width=max_width)
+    result = service.tune("indexes", target, plan, register=register, by_hand=False, device=device,
+                          retrain=retrain, max_width=max_width)
     if json_out:
         rec = result.recommendation
         _emit_json({"recommendation": codec.recommendation_dict(rec) if rec else None, "message": result.message,

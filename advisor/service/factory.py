@@ -120,8 +120,8 @@ def start(service: AdvisorService, reap_interval_s: float = REAP_INTERVAL_S, url
     shadows were reaped when the service was built), start reaping orphans (and marking their runs) every
     ``reap_interval_s`` and checking the watches of applied changes, then start the scheduler (which catches up on
     missed fire times); a DuckDB store's reads are answered to the CLI of the same user meanwhile
-    (``StoreServer``, which tells a CLI asking for a change the server's ``url``). Returns the ids of the runs marked interrupted here (those of killed processes were marked
-    when the service was built)."""
+    (``StoreServer``, which tells a CLI asking for a change the server's ``url``). Returns the ids of the runs
+    marked interrupted here (those of killed processes were marked when the service was built)."""
     interrupted = service.recover_runs()
     if interrupted:
         service.say(f"{len(interrupted)} run(s) of a previous server were marked interrupted")

@@ -52,7 +52,8 @@ def observe(store: Store, connector: Connector, name: str | None = None, interva
     name = found["name"] if found else name
     if store.read_only or (name is None and not by_hand):
         why = "the store is read through `advisor serve`, which holds it" if store.read_only else \
-            f"{connector.target_name} ({describe(identity)}) is not a registered target; register it to keep its history"
+            f"{connector.target_name} ({describe(identity)}) is not a registered target; register it to keep its " \
+            "history (--register NAME)"
         say(f"observed, not stored: {why}")
         known = {t["name"]: t["id"] for t in store.targets()} if name else {}
         return Observation(known.get(name), None, snap, workload, classify(workload))
