@@ -27,8 +27,11 @@ def shop(pg):
 
 @pytest.fixture
 def served(tmp_path, shop):
-    """A store with the target ``shop`` registered (and observed), then held by ``advisor serve``: its port."""
-    ok(cli(tmp_path, "targets", "add", "--name", "shop", "--json", env={"ADVISOR_TARGET_DSN": shop}))
+    """A store with the target ``shop`` registered by a knob run (its recommendation stored), then held by
+    ``advisor serve``: (its port, its pid, the recommendations listed before it started)."""
+    ok(cli(tmp_path, "tune", "knobs", "--target", shop, "--register", "shop", "--optimizer", "rules", "--seeds", "0",
+           "--no-validate", "--memory-gb", "4", "--cores", "2", "--json"))
+    before = ok(cli(tmp_path, "recommendations", "list", "--json"))["recommendations"]
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "advisor", "serve", "--port", str(port), "--no-scheduler"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ(tmp_path))
@@ -42,20 +45,24 @@ def served(tmp_path, shop):
             except OSError:
                 assert time.monotonic() < deadline, "advisor serve did not answer within 60 s"
                 time.sleep(0.5)
-        yield port, proc.pid
+        yield port, proc.pid, before
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=60)
 
 
 def test_reads_work_and_changes_say_how_to_proceed(tmp_path, shop, served):
-    port, pid = served
+    port, pid, recommended = served
     (target,) = ok(cli(tmp_path, "targets", "list", "--json"))["targets"]
     assert target["name"] == "shop" and target["registered"] and target["last_observed_at"]
     table = cli(tmp_path, "targets", "list")
     assert table.returncode == 0 and "shop" in table.stdout
-    assert ok(cli(tmp_path, "runs", "list", "--json")) == {"runs": []}
-    assert ok(cli(tmp_path, "recommendations", "list", "--json")) == {"recommendations": []}
+    (run,) = ok(cli(tmp_path, "runs", "list", "--json"))["runs"]
+    assert run["target_id"] == target["id"] and run["kind"] == "knobs"
+    # recommendations travel through the server whole: the same document as read from the file before
+    assert recommended and ok(cli(tmp_path, "recommendations", "list", "--json"))["recommendations"] == recommended
+    shown = ok(cli(tmp_path, "recommendations", "show", recommended[0]["id"], "--json"))
+    assert shown["recommendation"] == recommended[0] and shown["history"]
 
     # observe reads the database and resolves its target through the server; the snapshot cannot be stored
     observed = ok(cli(tmp_path, "observe", "--target", other_text(shop), "--json"))
@@ -66,6 +73,7 @@ def test_reads_work_and_changes_say_how_to_proceed(tmp_path, shop, served):
 
     where = [f"in use by `advisor serve` (pid {pid})", f"http://127.0.0.1:{port}/"]
     one_line_error(cli(tmp_path, "targets", "remove", "shop"), *where)
+    one_line_error(cli(tmp_path, "recommendations", "reject", recommended[0]["id"]), *where)
     one_line_error(cli(tmp_path, "tune", "knobs", "--target", shop, "--optimizer", "rules", "--no-validate"), *where)
     one_line_error(cli(tmp_path, "tokens", "create", "--name", "x", "--role", "viewer"), *where)
     assert [t["name"] for t in ok(cli(tmp_path, "targets", "list", "--json"))["targets"]] == ["shop"]
