@@ -4,7 +4,8 @@ snapshots, trials, recommendations, audit log.
 Rules: rows are only appended, except a recommendation's state (and its ``updated_at``), which changes only
 along ``domain.TRANSITIONS`` and is audited; JSON columns hold ``codec.plain`` dicts; credentials are never
 stored (DSNs are redacted); ``meta.schema_version`` says which migrations ran, and a store written by a newer
-version is refused rather than guessed at. A DuckDB file is opened by one process at a time (DuckDB's file lock);
+version is refused rather than guessed at. A DuckDB file is opened by one process at a time (DuckDB's file lock;
+while ``advisor serve`` holds it, other processes read it through the server: ``advisor.storage.remote``);
 a PostgreSQL store (``postgresql://`` URL) by any number, which is why a transition is one conditional UPDATE and
 ``version`` is a counter in the database (``advisor.storage.database`` runs the same SQL on both).
 """
