@@ -38,7 +38,7 @@ def test_tune_knobs_json_and_recommendations(busy_db, tmp_path):
     store = tmp_path / "s.duckdb"
     # the rules alone (no seeds): their one configuration is measured; when it beat the current settings it is
     # reduced to the knobs that pay and validated (it is the only candidate), else the advice is to keep them
-    res = advisor("tune", "knobs", "--target", busy_db, "--optimizer", "rules", "--seeds", "0", "--rounds", "2",
+    res = advisor("tune", "knobs", "--target", busy_db, "--register", "busy", "--optimizer", "rules", "--seeds", "0", "--rounds", "2",
                   "--memory-gb", "4", "--cores", "2", "--json", store=store)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
@@ -65,7 +65,7 @@ def test_tune_knobs_search_stores_every_trial(busy_db, tmp_path):
     them), then the optimizer; every trial is in the store; a finished run cannot be resumed."""
     store = tmp_path / "s.duckdb"
     llm_down = {"ADVISOR_LLM_URL": f"http://127.0.0.1:{free_port()}/v1", "ADVISOR_LLM_TIMEOUT_S": "1"}
-    res = advisor("tune", "knobs", "--target", busy_db, "--optimizer", "random", "--trials", "4", "--seeds", "2",
+    res = advisor("tune", "knobs", "--target", busy_db, "--register", "busy", "--optimizer", "random", "--trials", "4", "--seeds", "2",
                   "--repeats", "1", "--rounds", "2", "--memory-gb", "4", "--cores", "2", "--json",
                   store=store, env=llm_down)
     assert res.returncode == 0, res.stderr
@@ -80,7 +80,7 @@ def test_tune_knobs_search_stores_every_trial(busy_db, tmp_path):
         stored = st.trials(doc["run_id"])
         assert [t["number"] for t in stored] == [0, 1, 2, 3]
         assert st.run(doc["run_id"])["state"] == "done"
-    again = advisor("tune", "knobs", "--target", busy_db, "--resume", doc["run_id"], store=store)
+    again = advisor("tune", "knobs", "--target", busy_db, "--register", "busy", "--resume", doc["run_id"], store=store)
     assert again.returncode == 1 and "already finished" in again.stderr
 
 
@@ -91,7 +91,7 @@ def test_tune_knobs_search_stores_every_trial(busy_db, tmp_path):
     (["--range", "work_mem=4MB"], "expected NAME=LOW:HIGH"),
 ])
 def test_bad_space_options_are_refused_before_any_trial(busy_db, tmp_path, extra, message):
-    res = advisor("tune", "knobs", "--target", busy_db, *extra, store=tmp_path / "s.duckdb")
+    res = advisor("tune", "knobs", "--target", busy_db, "--register", "busy", *extra, store=tmp_path / "s.duckdb")
     assert res.returncode == 1 and message in res.stderr and "trial 1" not in res.stderr
     assert "Traceback" not in res.stderr
 
@@ -128,7 +128,7 @@ def lookup_db(db):
 
 def test_tune_indexes_json(lookup_db, tmp_path):
     store = tmp_path / "s.duckdb"
-    res = advisor("tune", "indexes", "--target", lookup_db, "--budget-mb", "20", "--episodes", "15", "--rounds", "3",
+    res = advisor("tune", "indexes", "--target", lookup_db, "--register", "lookup", "--budget-mb", "20", "--episodes", "15", "--rounds", "3",
                   "--device", "cpu", "--json", store=store)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
@@ -144,16 +144,16 @@ def test_tune_indexes_json(lookup_db, tmp_path):
     assert rec["details"]["unused_existing_indexes"] == ["t_b_unused"]
     assert doc["whatif"]["relative_cost"] < 0.5 and doc["whatif"]["estimated_bytes"] <= 20 << 20
     assert doc["training"]["reused"] is False and doc["training"]["episodes"] == 15
-    again = json.loads(advisor("tune", "indexes", "--target", lookup_db, "--budget-mb", "20", "--no-validate",
+    again = json.loads(advisor("tune", "indexes", "--target", lookup_db, "--register", "lookup", "--budget-mb", "20", "--no-validate",
                                "--json", store=store).stdout)
     assert again["training"]["reused"] is True  # the target's model is stored and reused
 
 
 def test_tune_indexes_bad_input(lookup_db, tmp_path):
-    res = advisor("tune", "indexes", "--target", lookup_db, "--budget-mb", "20", "--optimizer", "nope",
+    res = advisor("tune", "indexes", "--target", lookup_db, "--register", "lookup", "--budget-mb", "20", "--optimizer", "nope",
                   store=tmp_path / "s.duckdb")
     assert res.returncode == 1 and "no indexes optimizer named 'nope'" in res.stderr
-    res = advisor("tune", "indexes", "--target", lookup_db, "--budget-mb", "0", store=tmp_path / "s.duckdb")
+    res = advisor("tune", "indexes", "--target", lookup_db, "--register", "lookup", "--budget-mb", "0", store=tmp_path / "s.duckdb")
     assert res.returncode == 2
 
 

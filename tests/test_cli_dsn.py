@@ -73,7 +73,8 @@ def test_observe_reads_the_dsn_from_each_source(server, tmp_path):
     sandbox, plain = server
     dsn = f"{plain} password={PASSWORD}"
     url = f"postgresql://alice:{PASSWORD}@127.0.0.1:{sandbox.port}/shop"
-    observed(cli(tmp_path, "observe", "--target", "env:SHOP_DSN", "--json", env={"SHOP_DSN": dsn}))
+    observed(cli(tmp_path, "observe", "--target", "env:SHOP_DSN", "--register", "shop", "--json",
+                 env={"SHOP_DSN": dsn}))
     observed(cli(tmp_path, "observe", "--json", env={"ADVISOR_TARGET_DSN": dsn}))  # --target left out
     observed(cli(tmp_path, "observe", "--target", f"file:{secret_file(tmp_path, url + chr(10) + 'ignored')}",
                  "--json"))
@@ -81,7 +82,7 @@ def test_observe_reads_the_dsn_from_each_source(server, tmp_path):
     res = cli(tmp_path, "observe", "--target", "env:SHOP_DSN", env={"SHOP_DSN": dsn})  # progress and the table
     assert res.returncode == 0 and f"127.0.0.1 port={sandbox.port}" in res.stderr
     targets = json.loads(cli(tmp_path, "targets", "list", "--json").stdout)["targets"]
-    assert [t["name"] for t in targets] == [f"127.0.0.1:{sandbox.port}/shop"]  # one target, whatever the source
+    assert [t["name"] for t in targets] == ["shop"]  # one target, whatever the source (registered explicitly)
 
 
 def test_a_libpq_service_and_password_file(server, tmp_path):
@@ -90,9 +91,9 @@ def test_a_libpq_service_and_password_file(server, tmp_path):
                                               f"user=alice\ndbname=shop\n\n[other]\nport=1\n")
     passfile = secret_file(tmp_path, f"127.0.0.1:{sandbox.port}:*:alice:{PASSWORD}\n")
     env = {"PGSERVICEFILE": str(tmp_path / "pg_service.conf"), "PGPASSFILE": str(passfile)}
-    observed(cli(tmp_path, "observe", "--target", "service=shop", "--json", env=env))
+    observed(cli(tmp_path, "observe", "--target", "service=shop", "--register", "svc", "--json", env=env))
     targets = json.loads(cli(tmp_path, "targets", "list", "--json").stdout)["targets"]
-    assert targets[0]["name"] == f"127.0.0.1:{sandbox.port}/shop"  # the service's database, not localhost:5432
+    assert [t["name"] for t in targets] == ["svc"]  # registered explicitly (issue 29: no by-hand target cards)
     # a knob run through the service: the shadow's pg_dump finds the password in the password file as well
     res = cli(tmp_path, "tune", "knobs", "--target", "service=shop", "--optimizer", "rules", "--seeds", "0",
               "--no-validate", "--memory-gb", "4", "--cores", "2", "--json", env=env)
@@ -105,12 +106,15 @@ def test_a_libpq_service_and_password_file(server, tmp_path):
 def test_tune_and_register_take_every_source(server, tmp_path):
     _, plain = server
     dsn = f"{plain} password={PASSWORD}"
-    res = cli(tmp_path, "tune", "indexes", "--target", f"file:{secret_file(tmp_path, dsn)}", "--budget-mb", "5",
-              "--optimizer", "extend", "--no-validate", "--json")
+    res = cli(tmp_path, "tune", "indexes", "--target", f"file:{secret_file(tmp_path, dsn)}", "--register",
+              "from-file", "--budget-mb", "5", "--optimizer", "extend", "--no-validate", "--json")
     assert res.returncode == 0, res.stderr
+    # one database is one target (issue 29): each registration below follows the removal of the one before
+    assert cli(tmp_path, "targets", "remove", "from-file").returncode == 0
     res = cli(tmp_path, "targets", "add", "--name", "from-env", "--dsn", "env:SHOP_DSN", "--json",
               env={"SHOP_DSN": dsn})
     assert res.returncode == 0 and json.loads(res.stdout)["registered"], res.stderr
+    assert cli(tmp_path, "targets", "remove", "from-env").returncode == 0
     res = cli(tmp_path, "targets", "add", "--name", "from-stdin", "--dsn", "-", "--json", stdin=dsn + "\n")
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "s.duckdb").exists() and PASSWORD.encode() not in (tmp_path / "s.duckdb").read_bytes()

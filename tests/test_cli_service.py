@@ -125,11 +125,13 @@ def test_tokens_and_errors(tmp_path, db):
     res = cli(tmp_path, "targets", "add", "--name", "x")
     assert res.returncode == 2 and "no DSN" in res.stderr  # a usage error (tests/test_cli_dsn.py: every source)
 
-    # observed with a DSN on the command line, but never registered: runs need stored credentials
+    # observed with a DSN on the command line, but never registered: nothing is stored (issue 29: no target
+    # card for it), so there is no target to start a run of
     assert cli(tmp_path, "observe", "--target", db, "--json").returncode == 0
+    assert ok(cli(tmp_path, "targets", "list", "--json"))["targets"] == []
     name = f"127.0.0.1:{db.split('port=')[1].split()[0]}/{db.split('dbname=')[1].split()[0]}"
     res = cli(tmp_path, "runs", "start", "--target", name, "--kind", "knobs")
-    assert res.returncode == 1 and "register it" in res.stderr
+    assert res.returncode == 1 and f"no target {name!r}" in res.stderr
     res = cli(tmp_path, "runs", "start", "--target", "nope", "--kind", "knobs")
     assert res.returncode == 1 and "no target 'nope'" in res.stderr
     res = cli(tmp_path, "serve", "--host", "0.0.0.0")

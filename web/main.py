@@ -28,13 +28,14 @@ SWITCH_INTERVAL_S = 0.0005
 
 
 def create_app(store_path: str | None = None, *, scheduler: bool = True, max_parallel_runs: int | None = None,
-               say: Say = silent) -> FastAPI:
+               say: Say = silent, url: str | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         # Tuning runs share this process with the API: a short GIL switch interval keeps a CPU-bound run (a GP
         # fit) from holding requests for 5 ms at every switch
         sys.setswitchinterval(SWITCH_INTERVAL_S)
-        with serving(store_path, say=say, scheduler=scheduler, max_parallel_runs=max_parallel_runs) as service:
+        with serving(store_path, say=say, scheduler=scheduler, max_parallel_runs=max_parallel_runs,
+                     url=url) as service:
             app.state.service = service
             app.state.list_pages = {}
             # everything loaded so far (torch, botorch, the app) lives as long as the server: keep it out of the

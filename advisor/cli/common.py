@@ -33,6 +33,13 @@ TargetDsn = Annotated[str | None, typer.Option("--target", "-t", help=f"the data
                                                                       f"(default: {TARGET_ENV})")]
 
 
+RegisterOpt = Annotated[str | None, typer.Option(
+    "--register", help="register the --target database under this name when no target is registered for it (its "
+                       "DSN stored encrypted); a database registered already is used under its name, whatever "
+                       "DSN reaches it. Without it an unregistered database is observed but not stored, and not "
+                       "tuned")]
+
+
 def _kind_enum() -> type[Enum]:
     from advisor.service.runs import kinds
 
@@ -42,11 +49,13 @@ def _kind_enum() -> type[Enum]:
 Kind = _kind_enum()  # the run kinds of the registry (advisor.tuning.kinds)
 
 
-def open_service(store: str | None, quiet: bool = False):
-    """The service over the store (runs execute in this process), its progress on stderr unless ``quiet``."""
+def open_service(store: str | None, quiet: bool = False, remote: bool = True):
+    """The service over the store (runs execute in this process), its progress on stderr unless ``quiet``. While
+    ``advisor serve`` holds a DuckDB store, the service reads it through the server and refuses changes in one
+    line (``advisor.service.factory.build_service``); ``remote`` False refuses the store outright then."""
     from advisor.service.factory import build_service
 
-    return build_service(store, say=reporter(quiet=quiet))
+    return build_service(store, say=reporter(quiet=quiet), remote=remote)
 
 
 def rec_doc(rec, head=None) -> dict:

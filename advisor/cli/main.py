@@ -18,7 +18,7 @@ from rich.console import Console
 
 from advisor.cli import render, rewrite_commands
 from advisor.cli.bench_commands import bench_app
-from advisor.cli.common import JsonFlag, StoreOpt, rec_doc, resolve_dsn
+from advisor.cli.common import JsonFlag, RegisterOpt, StoreOpt, rec_doc, resolve_dsn
 from advisor.cli.common import TargetDsn as Target
 from advisor.cli.common import emit as _emit_json
 from advisor.cli.common import names as _names
@@ -45,11 +45,14 @@ class Storage(str, Enum):
 @app.command()
 def observe(target: Target = None, json_out: JsonFlag = False, interval: Annotated[float, typer.Option(
         help="seconds between two snapshots; 0 = everything since the last stats reset", min=0)] = 0.0,
-        top: Annotated[int, typer.Option(help="statements to list", min=1)] = 10, store: StoreOpt = None) -> None:
-    """Snapshot a database: workload (pg_stat_statements), metrics, settings, schema and indexes."""
+        top: Annotated[int, typer.Option(help="statements to list", min=1)] = 10, register: RegisterOpt = None,
+        store: StoreOpt = None) -> None:
+    """Snapshot a database: workload (pg_stat_statements), metrics, settings, schema and indexes. Stored under the
+    registered target of that database, whatever DSN reaches it; an unregistered one is shown, not stored
+    (--register NAME registers it)."""
     target = resolve_dsn(target)
     service = _service(store, quiet=json_out)
-    obs = service.observe(target, interval_s=interval)
+    obs = service.observe(target, interval_s=interval, register=register, by_hand=False)
     if json_out:
         s = obs.snapshot
         _emit_json({"target_id": obs.target_id, "snapshot_id": obs.snapshot_id, "database": s.database,
@@ -91,7 +94,7 @@ def tune_all(ctx: typer.Context, target: Target = None,
              rounds: Annotated[int, typer.Option(help="interleaved A/B rounds of each validation", min=1)] = 5,
              sample_percent: Annotated[float | None, typer.Option(
                  help="load the shadows with this percentage of large tables", min=0.001, max=100)] = None,
-             json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+             json_out: JsonFlag = False, register: RegisterOpt = None, store: StoreOpt = None) -> None:
     """Without a kind: the whole advisor in one run. Indexes, then rewrites of what is still slow (with the new
     indexes on the shadow), then knobs on a shadow that has them; finally the validated changes are measured
     together on a fresh shadow, each kept only if it pays in the bundle."""
@@ -103,7 +106,7 @@ def tune_all(ctx: typer.Context, target: Target = None,
                           "max_statements": max_statements, "rounds": rounds, "sample_percent": sample_percent})
     target = resolve_dsn(target)
     service = _service(store)  # progress on stderr, also with --json
-    result = service.tune("all", target, plan)
+    result = service.tune("all", target, plan, register=register, by_hand=False)
     if json_out:
         _emit_json(_whole_doc(result))
     else:
@@ -141,7 +144,7 @@ def tune_knobs(target: Target = None,
                memory_gb: Annotated[float | None, typer.Option(help="server RAM for this run (default: stored with the target, else read from the server)", min=0.1)] = None,
                cores: Annotated[int | None, typer.Option(help="server cores for this run (default: as for --memory-gb)", min=1)] = None,
                storage: Annotated[Storage | None, typer.Option(help="server storage kind")] = None,
-               store: StoreOpt = None) -> None:
+               register: RegisterOpt = None, store: StoreOpt = None) -> None:
     """Recommend settings for a target: a search on a shadow instance (or one rule-based configuration),
     validated against the current settings before it is recommended."""
     from advisor.core.hardware import resolve
@@ -155,8 +158,8 @@ def tune_knobs(target: Target = None,
     hw = resolve(memory_gb, cores, storage.value if storage else None)
     space = SpaceOptions(include=_names(include), exclude=_names(exclude), ranges=_ranges(range_),
                          allow_durability=allow_durability)
-    result = service.tune("knobs", target, plan, hardware=hw, space=space, resume=resume,
-                          objective=objective.value)
+    result = service.tune("knobs", target, plan, register=register, by_hand=False, hardware=hw, space=space,
+                          resume=resume, objective=objective.value)
     if json_out:
         _emit_json(_tune_doc(result))
     else:
@@ -198,7 +201,7 @@ def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="s
                  explain: Annotated[bool, typer.Option("--explain", help="print, per observed statement, its bound "
                                                        "constants, candidates, what-if costs and why each candidate "
                                                        "was or was not chosen")] = False,
-                 store: StoreOpt = None) -> None:
+                 register: RegisterOpt = None, store: StoreOpt = None) -> None:
     """Recommend indexes within a storage budget: what-if costs (HypoPG) on a shadow, the optimizer's choice,
     then each index built and measured on the shadow; an index that slows a statement or helps none is dropped.
     ``--explain`` prints why, per statement (the JSON output always has it)."""
@@ -209,7 +212,8 @@ def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="s
                           "sample_percent": sample_percent, "recheck": recheck})
     target = resolve_dsn(target)
     service = _service(store)
-    result = service.tune("indexes", target, plan, device=device, retrain=retrain, max_width=max_width)
+    result = service.tune("indexes", target, plan, register=register, by_hand=False, device=device,
+                          retrain=retrain, max_width=max_width)
     if json_out:
         rec = result.recommendation
         texts = {row["queryid"]: row["statement"] for row in result.explain}

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from advisor.cli import render
-from advisor.cli.common import JsonFlag, StoreOpt, emit, open_service, resolve_dsn
+from advisor.cli.common import JsonFlag, RegisterOpt, StoreOpt, emit, open_service, resolve_dsn
 from advisor.cli.common import TargetDsn as Target
 from advisor.core.errors import AdvisorError
 from advisor.core.sqltext import shorten
@@ -33,7 +33,7 @@ def rewrite(target: Target = None,
                                                         "(equivalence is always checked)")] = True,
             max_statements: Annotated[int, typer.Option(help="--workload: how many of the heaviest", min=1)] = 20,
             seed: Annotated[int, typer.Option(help="random seed")] = 0,
-            json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+            json_out: JsonFlag = False, register: RegisterOpt = None, store: StoreOpt = None) -> None:
     """Rewrite slow SQL into faster SQL that returns the same rows: equality saturation over relational rules, the
     candidates re-ranked by the planner, proven equivalent on edge-case databases and on a shadow, and timed
     against the original there. Nothing is applied to the database."""
@@ -50,7 +50,7 @@ def rewrite(target: Target = None,
                           "rounds": rounds, "validate": validate})
     target = resolve_dsn(target)
     service = open_service(store, quiet=json_out)
-    result = service.tune("rewrites", target, plan, sql=sql)
+    result = service.tune("rewrites", target, plan, register=register, by_hand=False, sql=sql)
     if json_out:
         emit({"statements": [o.public() for o in result.statements]})
         return

@@ -74,7 +74,7 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
 
     say = reporter()
     say("loading the web app")
-    probe = open_service(store, quiet=True)  # fails here, clearly, when another process holds the store
+    probe = open_service(store, quiet=True, remote=False)  # fails here, clearly, when another process holds it
     try:
         has_tokens = any(t["revoked_at"] is None for t in probe.tokens())
     finally:
@@ -82,7 +82,7 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
     _check_bind(host, port)
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/"
-    app = create_app(store, scheduler=not no_scheduler, say=say)
+    app = create_app(store, scheduler=not no_scheduler, say=say, url=url)
     if json_out:
         emit({"url": url, "docs": f"{url}api/docs", "scheduler": not no_scheduler, "has_tokens": has_tokens})
         sys.stdout.flush()

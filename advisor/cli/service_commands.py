@@ -3,7 +3,8 @@ service group to the app, these and ``server_commands``').
 
 Thin adapters like the rest of the CLI: parse flags, call one ``AdvisorService`` method, render (rich) or print
 one JSON document (``--json``). The CLI acts as the local admin (it holds the store file); while ``advisor serve``
-holds the store, use the REST API instead (the store says so when it is locked).
+holds a DuckDB store, the reading commands read it through the server and the changing ones say, in one line, to
+stop it or use its web UI / REST API (``advisor.storage.remote``).
 """
 
 from __future__ import annotations

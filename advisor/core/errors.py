@@ -46,6 +46,19 @@ class StoreError(AdvisorError):
     """The advisor's own store is unusable or an operation on it is not allowed."""
 
 
+class StoreLocked(StoreError):
+    """A DuckDB store file another process holds (DuckDB lets one process open it)."""
+
+    def __init__(self, message: str, path: str):
+        super().__init__(message)
+        self.path = path
+
+
+class StoreInUse(StoreError):
+    """A change asked of a store that a running ``advisor serve`` holds: this process reads it through the
+    server, and only the server (its web UI and REST API) changes it."""
+
+
 class InvalidTransition(StoreError):
     """A recommendation state change that its lifecycle does not allow."""
 
@@ -81,6 +94,10 @@ class Conflict(AdvisorError):
 
 class ProductionLocked(Conflict):
     """A change to production gave up waiting for a lock another session holds (the lock timeout ran out)."""
+
+
+class NotRegistered(AdvisorError):
+    """A database given by its DSN that is no registered target, where only a registered one will do."""
 
 
 class OtherDatabase(Conflict):

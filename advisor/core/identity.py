@@ -41,6 +41,18 @@ def mismatch(expected: Identity | None, actual: Identity | None) -> str | None:
     return "; ".join(parts) or None
 
 
+def same(a: Identity | None, b: Identity | None) -> bool:
+    """Whether two identities are surely one database: the same engine, server and database. A server whose
+    identifier could not be read (a role without the privilege) cannot be told from another server with a
+    database of the same name and oid, so it is never the same as anything.
+
+    >>> a = {"engine": "postgres", "system_identifier": "7311", "database": "shop", "database_oid": 16384}
+    >>> same(a, dict(a)), same(a, {**a, "database_oid": 16390}), same(a, {**a, "system_identifier": None})
+    (True, False, False)
+    """
+    return bool(a and b and a.get("system_identifier") and b.get("system_identifier") and mismatch(a, b) is None)
+
+
 def describe(identity: Identity | None) -> str:
     """``shop (oid 16384) on server 7311`` for people.
 

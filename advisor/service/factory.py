@@ -26,6 +26,7 @@ from advisor.service.runs import RunExecutor
 from advisor.service.scheduling import Scheduler
 from advisor.service.service import AdvisorService
 from advisor.service.watch import Watcher
+from advisor.storage.remote import StoreServer
 from advisor.storage.store import open_store
 from connectors import factory
 
@@ -89,13 +90,19 @@ class OrphanReaper:
 
 
 def build_service(store_path: str | Path | None = None, *, say: Say | None = None, background: bool = False,
-                  scheduler: bool = True, max_parallel_runs: int | None = None) -> AdvisorService:
+                  scheduler: bool = True, max_parallel_runs: int | None = None,
+                  remote: bool = True) -> AdvisorService:
     """The service over the store at ``store_path`` (default: ADVISOR_STORE). ``background``: with the run
     executor (``max_parallel_runs`` at once, default ADVISOR_MAX_PARALLEL_RUNS) and, if ``scheduler``, the
     scheduler, both still stopped (``start``). The caller closes the store (``stop``, or ``service.store``).
-    First the sandboxes of killed advisor processes are reaped and their runs marked interrupted."""
+    First the sandboxes of killed advisor processes are reaped and their runs marked interrupted.
+    A DuckDB store that a running ``advisor serve`` holds is read through that server (reads only: a change says,
+    in one line, to stop the server or use its web UI / REST API; ``advisor.storage.remote``), unless
+    ``remote`` is False (and never for a background service: a server needs the store itself)."""
     reap_orphans(say)
-    service = AdvisorService(open_store(store_path), say)
+    service = AdvisorService(open_store(store_path, remote=remote and not background), say)
+    if service.store.read_only:
+        return service  # the server holding the store recovers its runs itself
     recover_runs(service)  # the runs of the processes whose shadows were just reaped (or reaped before)
     if background:
         if max_parallel_runs is None:
@@ -108,15 +115,18 @@ def build_service(store_path: str | Path | None = None, *, say: Say | None = Non
     return service
 
 
-def start(service: AdvisorService, reap_interval_s: float = REAP_INTERVAL_S) -> list[str]:
+def start(service: AdvisorService, reap_interval_s: float = REAP_INTERVAL_S, url: str | None = None) -> list[str]:
     """Start a background service: mark the runs a previous process left unfinished as interrupted (their
     shadows were reaped when the service was built), start reaping orphans (and marking their runs) every
     ``reap_interval_s`` and checking the watches of applied changes, then start the scheduler (which catches up on
-    missed fire times). Returns the ids of the runs marked interrupted here (those of killed processes were marked
-    when the service was built)."""
+    missed fire times); a DuckDB store's reads are answered to the CLI of the same user meanwhile
+    (``StoreServer``, which tells a CLI asking for a change the server's ``url``). Returns the ids of the runs
+    marked interrupted here (those of killed processes were marked when the service was built)."""
     interrupted = service.recover_runs()
     if interrupted:
         service.say(f"{len(interrupted)} run(s) of a previous server were marked interrupted")
+    if not service.store.shared and service.store.path != ":memory:":
+        service.store_server = StoreServer(service.store, url).start()
     service.reaper = OrphanReaper(service, reap_interval_s)
     service.reaper.start()
     from advisor.core.settings import get_settings
@@ -130,6 +140,8 @@ def start(service: AdvisorService, reap_interval_s: float = REAP_INTERVAL_S) -> 
 def stop(service: AdvisorService) -> None:
     """Stop the scheduler, cancel the runs and wait for them to stop their shadows, close the store."""
     try:
+        if getattr(service, "store_server", None) is not None:
+            service.store_server.stop()
         if service.reaper is not None:
             service.reaper.stop()
         if getattr(service, "watcher", None) is not None:
@@ -144,12 +156,12 @@ def stop(service: AdvisorService) -> None:
 
 @contextmanager
 def serving(store_path: str | Path | None = None, *, say: Say | None = None, scheduler: bool = True,
-            max_parallel_runs: int | None = None) -> Iterator[AdvisorService]:
-    """A started background service for the duration of the block (the server's lifetime)."""
+            max_parallel_runs: int | None = None, url: str | None = None) -> Iterator[AdvisorService]:
+    """A started background service for the duration of the block (the server's lifetime, at ``url``)."""
     service = build_service(store_path, say=say, background=True, scheduler=scheduler,
                             max_parallel_runs=max_parallel_runs)
     try:
-        start(service)
+        start(service, url=url)
         yield service
     finally:
         stop(service)

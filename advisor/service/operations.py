@@ -12,7 +12,7 @@ from advisor.service.auth import ADMIN, Principal
 from advisor.core import processes
 from advisor.core.domain import Recommendation
 from advisor.core.errors import AdvisorError, Conflict, OtherDatabase
-from advisor.core.identity import mismatch
+from advisor.core.identity import describe, mismatch
 from advisor.core.inputs import check_name, check_text
 from advisor.service.production import apply_recommendation, check_applicable, rollback_recommendation
 from advisor.service.runs import ACTIVE, ProgressLog, RunCancelled, RunPlan
@@ -34,12 +34,19 @@ class OperationsMixin:
     # --- targets --------------------------------------------------------------------------------------------
 
     def add_target(self, name: str, dsn: str, who: Principal = ADMIN, hardware: dict | None = None) -> dict:
-        """Register a database: check that it can be observed, keep its DSN encrypted, take a first snapshot.
+        """Register a database: check that it can be observed, keep its DSN encrypted, take a first snapshot (the
+        history of the targets observed by hand for the same database joins it). ``Conflict`` naming the target
+        already registered for that database, whatever DSN reached it: one database is one target.
         ``hardware``: what its server runs on, as the user gives it (``advisor.core.hardware.given``), stored."""
         who.require("operator")
         check_name("target", name)  # before any connection: a name that cannot be stored fails first
         connector = factory.connector(dsn)  # an engine not supported fails here, before anything is stored
         connector.observe()  # reachable, with statement statistics: fails here with a clear message otherwise
+        identity = connector.identity()  # one database is one target, whatever DSN reaches it
+        twin = self.store.target_with_identity(identity, registered_only=True)
+        if twin is not None and twin["name"] != name:
+            raise Conflict(f"this database ({describe(identity)}) is registered already as target {twin['name']!r}; "
+                           f"use that target (a new DSN for it: `advisor targets update {twin['name']}`)")
         shown = connector.display_name
         # Conflict when the name is registered: a target's database never changes by registering it again
         target_id = self.store.register_target(name, connector.engine, shown, vault_for(self.store.path).encrypt(dsn))

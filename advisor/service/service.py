@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from advisor.core import processes
-from advisor.core.errors import AdvisorError
+from advisor.core.errors import AdvisorError, NotRegistered
 from advisor.core.progress import Say, silent
 from advisor.service.access import AccessMixin
 from advisor.service.auth import Principal
@@ -49,25 +49,50 @@ class AdvisorService(OperationsMixin, AccessMixin):
 
     # --- observe --------------------------------------------------------------------------------------------
 
-    def observe(self, dsn: str, name: str | None = None, interval_s: float = 0.0) -> Observation:
+    def observe(self, dsn: str, name: str | None = None, interval_s: float = 0.0, *, register: str | None = None,
+                by_hand: bool = True) -> Observation:
         """Snapshot the target; the workload is the delta over ``interval_s`` seconds, or everything since the
-        last statistics reset when 0."""
-        return observe(self.store, factory.connector(dsn), name, interval_s, self.say)
+        last statistics reset when 0. A DSN without ``name`` means the target of its database, whatever the DSN's
+        text (``advisor.tuning.observe``); ``register``: register the database under that name first when no
+        target is registered for it; without ``by_hand`` an unregistered database is observed but not stored."""
+        connector = factory.connector(dsn)
+        name = name or self._registered(connector, dsn, register)
+        return observe(self.store, connector, name, interval_s, self.say, by_hand=by_hand)
+
+    def _registered(self, connector, dsn: str, register: str | None) -> str | None:
+        """The name of the registered target of the database ``connector`` reaches (its identity, not the DSN's
+        text), registering it as ``register`` when there is none (and a name is given); else None."""
+        found = self.store.target_with_identity(connector.identity(), registered_only=True)
+        if found is not None:
+            if register and register != found["name"]:
+                self.say(f"this database is registered already as target {found['name']}: using it")
+            return found["name"]
+        return self.add_target(register, dsn)["name"] if register else None
 
     # --- tune -----------------------------------------------------------------------------------------------
 
     def tune(self, kind: str, dsn: str, plan: RunPlan | None = None, *, name: str | None = None,
-             run_id: str | None = None, **inputs) -> object:
+             run_id: str | None = None, register: str | None = None, by_hand: bool = True, **inputs) -> object:
         """Tune ``dsn`` (shown as ``name``) with the pipeline of ``kind`` (a name in the kind registry,
         ``advisor.tuning.kinds``): observe, propose, validate on a shadow, store the recommendation(s); the result
         is the pipeline's. ``plan``: the run's options (default: the kind's defaults); ``inputs``: values that are
         not plan options, which the kind documents (a knob run's ``hardware``, ``llm``, ``resume``, ``space``; a
         rewrite run's ``sql``). A plan for another kind, an unknown kind or optimizer fails before anything is
-        touched."""
+        touched. Without ``name``, the DSN means the registered target of its database (``observe``), or the one
+        registered as ``register``; an unregistered database is then refused unless ``by_hand`` (a target of
+        its own, unregistered, for library callers and benches)."""
         entry = kinds.get(kind)
         plan = (plan or RunPlan(kind=kind)).checked()
         if plan.kind != kind:
             raise AdvisorError(f"a {plan.kind} plan cannot run as a {kind} run")
+        if self.store.read_only:  # before any work: its trials and recommendations could not be stored
+            raise self.store.in_use()
+        if name is None:
+            connector = factory.connector(dsn)
+            name = self._registered(connector, dsn, register)
+            if name is None and not by_hand:
+                raise NotRegistered(f"{connector.target_name} is not a registered target: register it to tune it "
+                                    "(add --register NAME, or first `advisor targets add --name NAME --dsn ...`)")
         from advisor.core.settings import get_settings
 
         device = inputs.pop("device", None) or get_settings().device

@@ -73,3 +73,13 @@ def recommendation_dict(rec: Recommendation) -> dict:
             row["blocking"] = ev.blocks(s)
             row["rare"] = s.regressed and not ev.blocks(s)
     return out
+
+
+def recommendation_from(d: dict) -> Recommendation:
+    """A recommendation from ``plain(rec)`` (the inverse, as the store reads its rows)."""
+    return Recommendation(
+        id=d["id"], target_id=d["target_id"], kind=d["kind"], optimizer=d["optimizer"],
+        changes=tuple(change_from(c) for c in d["changes"]), apply_sql=tuple(d["apply_sql"]),
+        revert_sql=tuple(d["revert_sql"]), needs_restart=bool(d["needs_restart"]), state=d["state"],
+        created_at=d["created_at"], evidence=evidence_from(d.get("evidence")), note=d.get("note") or "",
+        details=d.get("details") or {}, run_id=d.get("run_id"), applied=d.get("applied"))

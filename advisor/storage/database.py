@@ -18,7 +18,7 @@ import threading
 import weakref
 from pathlib import Path
 
-from advisor.core.errors import InvalidInput, StoreError
+from advisor.core.errors import InvalidInput, StoreError, StoreLocked
 from advisor.core.inputs import control_character
 from connectors.base import scrub
 
@@ -182,8 +182,9 @@ class DuckDatabase(Database):
             self._conn = duckdb.connect(path)
         except duckdb.IOException as e:
             first = str(e).splitlines()[0]
-            hint = _lock_holder(first) if "lock" in first.lower() else ""
-            raise StoreError(f"cannot open the store {path}: {first}{hint}") from None
+            if "lock" in first.lower():
+                raise StoreLocked(f"cannot open the store {path}: {first}{_lock_holder(first)}", path) from None
+            raise StoreError(f"cannot open the store {path}: {first}") from None
 
     def _new_session(self):
         return _DuckSession(self._conn.cursor())  # DuckDB connections are not shared between threads

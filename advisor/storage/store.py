@@ -4,7 +4,8 @@ snapshots, trials, recommendations, audit log.
 Rules: rows are only appended, except a recommendation's state (and its ``updated_at``), which changes only
 along ``domain.TRANSITIONS`` and is audited; JSON columns hold ``codec.plain`` dicts; credentials are never
 stored (DSNs are redacted); ``meta.schema_version`` says which migrations ran, and a store written by a newer
-version is refused rather than guessed at. A DuckDB file is opened by one process at a time (DuckDB's file lock);
+version is refused rather than guessed at. A DuckDB file is opened by one process at a time (DuckDB's file lock;
+while ``advisor serve`` holds it, other processes read it through the server: ``advisor.storage.remote``);
 a PostgreSQL store (``postgresql://`` URL) by any number, which is why a transition is one conditional UPDATE and
 ``version`` is a counter in the database (``advisor.storage.database`` runs the same SQL on both).
 """
@@ -20,16 +21,18 @@ from advisor.core import processes
 from advisor.storage import codec
 from advisor.storage.database import connect
 from advisor.storage.access import AccessTables
+from advisor.storage.remote import RemoteStore
 from advisor.storage.claims import ClaimTables
 from advisor.storage.targets import TargetTables
 from advisor.storage.schema import MIGRATIONS, SCHEMA_VERSION, changes_lists, new_id
 from advisor.core.domain import TRANSITIONS, Evidence, Recommendation, Snapshot, Workload
-from advisor.core.errors import Conflict, InvalidTransition, NotFound, StoreError
+from advisor.core.errors import Conflict, InvalidTransition, NotFound, StoreError, StoreLocked
 from advisor.core.inputs import check_text
 
 __all__ = ["SCHEMA_VERSION", "Store", "new_id", "open_store"]
 
 class Store(TargetTables, AccessTables, ClaimTables):
+    read_only = False  # a RemoteStore (a store a server holds, read through it) is
     def __init__(self, path: str | Path):
         # a DuckDB file path, or a postgresql:// URL (then ``path`` shows it without its password)
         self._database = connect(str(path))
@@ -345,11 +348,21 @@ def _page(limit: int | None, offset: int) -> tuple[int, int]:
     return (cap if limit is None else min(max(int(limit), 0), cap)), min(max(int(offset), 0), cap)
 
 
-def open_store(path: str | Path | None = None) -> Store:
+def open_store(path: str | Path | None = None, *, remote: bool = False) -> Store:
     """The store at ``path`` (a DuckDB file, or a ``postgresql://`` URL), or at ADVISOR_STORE, or the default
-    location."""
+    location. ``remote``: a DuckDB file that a running ``advisor serve`` holds is read through that server (a
+    ``RemoteStore``: reads only, ``advisor.storage.remote``) rather than refused."""
     if path is None:
         from advisor.core.settings import get_settings
 
         path = get_settings().store
-    return Store(path)
+    if not remote:
+        return Store(path)
+    try:
+        return Store(path)
+    except StoreLocked as e:  # a DuckDB file another process holds: read it through that server, if it is one
+
+        found = RemoteStore.find(e.path, Store)
+        if found is None:
+            raise
+        return found

@@ -9,6 +9,7 @@ import json
 import time
 
 from advisor.core.errors import Ambiguous, Conflict, NotFound
+from advisor.core.identity import same
 from advisor.core.inputs import check_name
 from advisor.storage.schema import changes_lists, new_id
 
@@ -49,6 +50,31 @@ class TargetTables:
         self.db.execute("INSERT INTO targets (id, name, engine, dsn, created_at, credentials) "
                         "VALUES (?, ?, ?, ?, ?, ?)", [tid, name, engine, dsn_redacted, time.time(), credentials])
         return tid
+
+    def target_with_identity(self, identity: dict | None, *, registered_only: bool = False) -> dict | None:
+        """The target recorded for the database ``identity`` names (``advisor.core.identity.same``), whatever
+        DSN reached it: a registered one first, else (unless ``registered_only``) one observed by hand; None."""
+        rows = self.db.execute("SELECT id, identity, credentials IS NOT NULL FROM targets WHERE identity IS NOT NULL "
+                               "ORDER BY created_at").fetchall()
+        found = sorted((not r[2], r[0]) for r in rows if same(json.loads(r[1]), identity)
+                       and (r[2] or not registered_only))
+        return self.target_by_id(found[0][1]) if found else None
+
+    @changes_lists
+    def adopt_targets(self, target_id: str, identity: dict | None) -> list[str]:
+        """Join into the registered target ``target_id`` the history (snapshots, trials, runs, recommendations,
+        schedules) of every target observed by hand for the same database (``identity``), and forget those
+        targets, so that one database is one target (a store written before DSNs resolved by identity held
+        such twins); the names of the targets joined."""
+        with self.lock, self._database.transaction():
+            rows = self.db.execute("SELECT id, name, identity FROM targets WHERE identity IS NOT NULL AND "
+                                   "credentials IS NULL AND id <> ?", [target_id]).fetchall()
+            twins = [(r[0], r[1]) for r in rows if same(json.loads(r[2]), identity)]
+            for twin, _name in twins:
+                for table in ("snapshots", "trials", "tuning_runs", "recommendations", "schedules"):
+                    self.db.execute(f"UPDATE {table} SET target_id = ? WHERE target_id = ?", [target_id, twin])
+                self.db.execute("DELETE FROM targets WHERE id = ?", [twin])
+            return [name for _id, name in twins]
 
     _TARGET_COLS = "t.id, t.name, t.engine, t.dsn, t.created_at, t.credentials IS NOT NULL, t.hardware"
 

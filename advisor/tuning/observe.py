@@ -20,8 +20,8 @@ from workloads.shape import classify
 
 @dataclass(frozen=True)
 class Observation:
-    target_id: str
-    snapshot_id: str
+    target_id: str | None  # None: a database observed but not stored (``observe``'s ``by_hand``)
+    snapshot_id: str | None
     snapshot: Snapshot
     workload: Workload
     workload_kind: str  # PGTune's web | oltp | dw | desktop | mixed
@@ -33,9 +33,13 @@ class Observation:
 
 
 def observe(store: Store, connector: Connector, name: str | None = None, interval_s: float = 0.0,
-            say: Say = silent) -> Observation:
-    """Snapshot the target and store it; the workload is the delta over ``interval_s`` seconds, or everything
-    since the last statistics reset when 0."""
+            say: Say = silent, *, by_hand: bool = True) -> Observation:
+    """Snapshot the target and store it under the target ``name``, or (no name: a DSN given by hand) under the
+    target recorded for the same database (its identity, whatever the DSN's text), or, when there is none and
+    ``by_hand``, under a new unregistered target named after the DSN. Without ``by_hand`` a DSN counts only as a
+    registered target's: another database is observed but not stored (``target_id`` and ``snapshot_id`` None), as
+    nothing is while the store is read through the server that holds it. The workload is the delta over
+    ``interval_s`` seconds, or everything since the last statistics reset when 0."""
     say(f"observing {connector.display_name}")
     before = connector.observe() if interval_s > 0 else None
     if before is not None:
@@ -43,8 +47,18 @@ def observe(store: Store, connector: Connector, name: str | None = None, interva
         time.sleep(interval_s)
     snap = connector.observe()
     workload = workload_delta(snap, before)
+    identity = connector.identity()
+    found = store.target_with_identity(identity, registered_only=not by_hand) if name is None else None
+    name = found["name"] if found else name
+    if store.read_only or (name is None and not by_hand):
+        why = "the store is read through `advisor serve`, which holds it" if store.read_only else \
+            f"{connector.target_name} ({describe(identity)}) is not a registered target; register it to keep its " \
+            "history (--register NAME)"
+        say(f"observed, not stored: {why}")
+        known = {t["name"]: t["id"] for t in store.targets()} if name else {}
+        return Observation(known.get(name), None, snap, workload, classify(workload))
     target_id = store.upsert_target(name or connector.target_name, connector.engine, connector.display_name)
-    _check_identity(store, target_id, connector.identity(), say)
+    _check_identity(store, target_id, identity, say)
     snapshot_id = store.add_snapshot(target_id, snap, workload)
     return Observation(target_id, snapshot_id, snap, workload, classify(workload))
 
@@ -55,9 +69,14 @@ def _check_identity(store: Store, target_id: str, identity: dict, say: Say) -> N
     is audited (recommendations keep the identity they were made for, so theirs cannot follow)."""
     recorded = store.target_identity(target_id)
     why = mismatch(recorded, identity)
+    target = store.target_by_id(target_id)
+    if target["registered"] and not why:
+        joined = store.adopt_targets(target_id, identity)
+        if joined:
+            say(f"target {target['name']} now holds the history of {', '.join(joined)}: observed by hand, the same "
+                "database")
     if recorded is not None and why is None:
         return
-    target = store.target_by_id(target_id)
     if why and target["registered"]:
         raise OtherDatabase(f"target {target['name']} was registered for {describe(recorded)}, but its DSN now "
                             f"reaches {why}; if that is intended, update the target's DSN explicitly "

@@ -140,7 +140,7 @@ def _cli(tmp_path, *args):
 
 
 def test_the_cli_prints_the_explanation_table(shop, tmp_path):
-    out = _cli(tmp_path, "tune", "indexes", "--target", shop, "--budget-mb", "20", "--optimizer", "extend",
+    out = _cli(tmp_path, "tune", "indexes", "--target", shop, "--register", "shop", "--budget-mb", "20", "--optimizer", "extend",
                "--no-validate", "--explain")
     assert "Why, per statement" in out
     assert "not bound" in out and "could not be bound" in out and "no candidate index" in out
@@ -149,7 +149,7 @@ def test_the_cli_prints_the_explanation_table(shop, tmp_path):
     shown = _cli(tmp_path, "recommendations", "show", recs[0]["id"], "--explain")
     assert "Why, per statement" in shown and "could not be bound" in shown
     assert "Why, per statement" not in _cli(tmp_path, "recommendations", "show", recs[0]["id"])
-    doc = json.loads(_cli(tmp_path, "tune", "indexes", "--target", shop, "--budget-mb", "20", "--optimizer",
+    doc = json.loads(_cli(tmp_path, "tune", "indexes", "--target", shop, "--register", "shop", "--budget-mb", "20", "--optimizer",
                           "extend", "--no-validate", "--json"))
     assert any(r["status"] == "not bound" for r in doc["explain"]) and doc["fallback"] is None
 

@@ -74,7 +74,7 @@ def start_a_cli_run(tmp_path, base, store, target) -> tuple[subprocess.Popen, st
     its shadow server runs: (the process, the run's id, the shadow's directory)."""
     log = tmp_path / "tune.log"
     with open(log, "w") as err:
-        proc = _cli(tmp_path, base, store, "tune", "knobs", "--target", target, "--optimizer", "random",
+        proc = _cli(tmp_path, base, store, "tune", "knobs", "--target", target, "--register", "reaped", "--optimizer", "random",
                     "--trials", "200", "--seeds", "0", "--repeats", "3", "--no-validate", "--memory-gb", "2",
                     "--cores", "2", stdout=subprocess.DEVNULL, stderr=err)
 
@@ -164,7 +164,7 @@ def test_a_resumed_run_is_running_again_and_owned_by_the_process_that_resumed_it
     with Store(url) as st:
         assert st.run(run_id)["state"] == "interrupted"
         with open(tmp_path / "resume.log", "w") as err:
-            again = _cli(tmp_path, base, url, "tune", "knobs", "--target", shop, "--resume", run_id, "--optimizer",
+            again = _cli(tmp_path, base, url, "tune", "knobs", "--target", shop, "--register", "reaped", "--resume", run_id, "--optimizer",
                          "random", "--trials", "200", "--seeds", "0", "--repeats", "3", "--no-validate",
                          "--memory-gb", "2", "--cores", "2", stdout=subprocess.DEVNULL, stderr=err)
         try:

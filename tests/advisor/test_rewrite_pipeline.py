@@ -108,7 +108,7 @@ def test_empty_sql_is_a_clear_error(shop, service):
 
 
 def test_cli_json_has_exactly_the_documented_keys(shop, tmp_path):
-    res = advisor("rewrite", "--target", shop, "--sql", f"{CORRELATED}; {NOT_IN}", "--optimizer", "greedy",
+    res = advisor("rewrite", "--target", shop, "--register", "shop", "--sql", f"{CORRELATED}; {NOT_IN}", "--optimizer", "greedy",
                   "--no-validate", "--json", store=tmp_path / "s.duckdb")
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)

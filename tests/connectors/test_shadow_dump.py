@@ -85,7 +85,7 @@ def reader(pg, db):
 def test_a_run_whose_pg_dump_is_refused_records_pg_dumps_error_not_its_query(reader, tmp_path):
     env = {**os.environ, "ADVISOR_STORE": str(tmp_path / "s.duckdb"), "ADVISOR_KEY_FILE": str(tmp_path / "k.key")}
     env.pop("ADVISOR_TARGET_DSN", None)
-    res = subprocess.run([sys.executable, "-m", "advisor", "tune", "knobs", "--target", reader, "--optimizer",
+    res = subprocess.run([sys.executable, "-m", "advisor", "tune", "knobs", "--target", reader, "--register", "reader", "--optimizer",
                           "random", "--trials", "2", "--seeds", "0", "--repeats", "1", "--no-validate",
                           "--memory-gb", "2", "--cores", "2"], capture_output=True, text=True, env=env, cwd=ROOT,
                          timeout=300)

@@ -1,0 +1,83 @@
+"""The CLI while ``advisor serve`` holds the DuckDB store (issue 29): DuckDB lets no other process open a file that
+one holds read-write (not even read-only), so the CLI reads the store through the server (a local socket of the
+same user, ``advisor.storage.remote``): reading commands work and show what the server holds; a change is
+refused in one line that names the server and the way to go on, never with a traceback."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from advisor.bench.playground import create_shop
+from connectors.postgres.sandbox import free_port
+from tests.test_cli_service import cli, environ, ok
+from tests.test_cli_target_identity import one_line_error, other_text
+
+
+@pytest.fixture(scope="module")
+def shop(pg):
+    return create_shop(pg, "serving_shop")
+
+
+@pytest.fixture
+def served(tmp_path, shop):
+    """A store with the target ``shop`` registered by a knob run (its recommendation stored), then held by
+    ``advisor serve``: (its port, its pid, the recommendations listed before it started)."""
+    ok(cli(tmp_path, "tune", "knobs", "--target", shop, "--register", "shop", "--optimizer", "rules", "--seeds", "0",
+           "--no-validate", "--memory-gb", "4", "--cores", "2", "--json"))
+    before = ok(cli(tmp_path, "recommendations", "list", "--json"))["recommendations"]
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "advisor", "serve", "--port", str(port), "--no-scheduler"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ(tmp_path))
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.communicate()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "advisor serve did not answer within 60 s"
+                time.sleep(0.5)
+        yield port, proc.pid, before
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+
+
+def test_reads_work_and_changes_say_how_to_proceed(tmp_path, shop, served):
+    port, pid, recommended = served
+    (target,) = ok(cli(tmp_path, "targets", "list", "--json"))["targets"]
+    assert target["name"] == "shop" and target["registered"] and target["last_observed_at"]
+    table = cli(tmp_path, "targets", "list")
+    assert table.returncode == 0 and "shop" in table.stdout
+    (run,) = ok(cli(tmp_path, "runs", "list", "--json"))["runs"]
+    assert run["target_id"] == target["id"] and run["kind"] == "knobs"
+    # recommendations travel through the server whole: the same document as read from the file before
+    assert recommended and ok(cli(tmp_path, "recommendations", "list", "--json"))["recommendations"] == recommended
+    shown = ok(cli(tmp_path, "recommendations", "show", recommended[0]["id"], "--json"))
+    assert shown["recommendation"] == recommended[0] and shown["history"]
+
+    # observe reads the database and resolves its target through the server; the snapshot cannot be stored
+    observed = ok(cli(tmp_path, "observe", "--target", other_text(shop), "--json"))
+    assert observed["target_id"] == target["id"] and observed["snapshot_id"] is None
+    assert observed["workload"]["statements"]
+    shown = cli(tmp_path, "observe", "--target", shop)
+    assert shown.returncode == 0 and "not stored" in shown.stderr and "advisor serve" in shown.stderr
+
+    where = [f"in use by `advisor serve` (pid {pid})", f"http://127.0.0.1:{port}/"]
+    one_line_error(cli(tmp_path, "targets", "remove", "shop"), *where)
+    one_line_error(cli(tmp_path, "recommendations", "reject", recommended[0]["id"]), *where)
+    one_line_error(cli(tmp_path, "tune", "knobs", "--target", shop, "--optimizer", "rules", "--no-validate"), *where)
+    one_line_error(cli(tmp_path, "tokens", "create", "--name", "x", "--role", "viewer"), *where)
+    assert [t["name"] for t in ok(cli(tmp_path, "targets", "list", "--json"))["targets"]] == ["shop"]
+
+    # a second server on the same store is refused outright: it needs the store itself
+    res = cli(tmp_path, "serve", "--port", str(free_port()))
+    assert res.returncode == 1 and "Traceback" not in res.stderr and "cannot open the store" in res.stderr
