@@ -101,3 +101,12 @@ def test_targets_observed_by_hand_join_the_registered_one(tmp_path, shop):
         assert json.dumps([t["id"] for t in service.targets()]) == json.dumps([registered["id"]])
     finally:
         service.store.close()
+
+
+def test_a_registered_target_is_named_on_the_command_line(tmp_path, shop):
+    target = ok(cli(tmp_path, "targets", "add", "--name", "byname", "--json", env={"ADVISOR_TARGET_DSN": shop}))
+    observed = ok(cli(tmp_path, "observe", "--target", "byname", "--json"))  # its stored DSN, no DSN typed again
+    assert observed["target_id"] == target["id"] and observed["snapshot_id"]
+    assert observed["workload"]["statements"] and all("mean_ms" in s for s in observed["workload"]["statements"])
+    missing = cli(tmp_path, "observe", "--target", "nosuchtarget")
+    one_line_error(missing, "'nosuchtarget' is neither a DSN nor a registered target's name")

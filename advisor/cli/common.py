@@ -29,8 +29,8 @@ TARGET_ENV = "ADVISOR_TARGET_DSN"
 DSN_FORMS = (f"a libpq DSN or postgresql:// URL, or where to read it so that a password stays out of argv (ps): "
              f"env:VAR (an environment variable), file:PATH (its first line; the file must not be readable by "
              f"others: chmod 600), - (stdin); a libpq service (service=NAME) uses PGSERVICEFILE and PGPASSFILE")
-TargetDsn = Annotated[str | None, typer.Option("--target", "-t", help=f"the database: {DSN_FORMS} "
-                                                                      f"(default: {TARGET_ENV})")]
+TargetDsn = Annotated[str | None, typer.Option("--target", "-t", help=f"the database: a registered target's "
+                                                                      f"name, or {DSN_FORMS} (default: {TARGET_ENV})")]
 
 
 RegisterOpt = Annotated[str | None, typer.Option(

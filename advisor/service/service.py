@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from advisor.core import processes
-from advisor.core.errors import AdvisorError, NotRegistered
+from advisor.core.errors import AdvisorError, NotFound, NotRegistered
 from advisor.core.progress import Say, silent
 from advisor.service.access import AccessMixin
 from advisor.service.auth import Principal
@@ -55,9 +55,22 @@ class AdvisorService(OperationsMixin, AccessMixin):
         last statistics reset when 0. A DSN without ``name`` means the target of its database, whatever the DSN's
         text (``advisor.tuning.observe``); ``register``: register the database under that name first when no
         target is registered for it; without ``by_hand`` an unregistered database is observed but not stored."""
+        dsn, name = self._named_or_dsn(dsn, name)
         connector = factory.connector(dsn)
         name = name or self._registered(connector, dsn, register)
         return observe(self.store, connector, name, interval_s, self.say, by_hand=by_hand)
+
+    def _named_or_dsn(self, target: str, name: str | None) -> tuple[str, str | None]:
+        """``target`` as (DSN, target name): a registered target's name or id (a word: no ``=``, no ``://``) means
+        that target's stored DSN; anything else is a DSN, named as given."""
+        if name is not None or "=" in target or "://" in target:
+            return target, name
+        try:
+            found = self.store.target(target.strip())
+        except NotFound:
+            raise NotFound(f"{target.strip()!r} is neither a DSN nor a registered target's name (advisor targets "
+                           "list)") from None
+        return self._dsn(found), found["name"]
 
     def _registered(self, connector, dsn: str, register: str | None) -> str | None:
         """The name of the registered target of the database ``connector`` reaches (its identity, not the DSN's
@@ -87,6 +100,7 @@ class AdvisorService(OperationsMixin, AccessMixin):
             raise AdvisorError(f"a {plan.kind} plan cannot run as a {kind} run")
         if self.store.read_only:  # before any work: its trials and recommendations could not be stored
             raise self.store.in_use()
+        dsn, name = self._named_or_dsn(dsn, name)
         if name is None:
             connector = factory.connector(dsn)
             name = self._registered(connector, dsn, register)
