@@ -138,7 +138,9 @@ def _option_field(name: str, required: bool = False, choices: tuple[str, ...] = 
     if o.type == "names":
         item = Literal[choices] if choices else str  # type: ignore[valid-type]
         return list[item], Field(list(o.default), description=o.help)  # type: ignore[valid-type]
-    return str | None, Field(o.default, description=o.help)
+    if choices:
+        return Literal[choices], Field(o.default, description=o.help)  # type: ignore[valid-type]
+    return str | None, Field(o.default, max_length=1_000_000 if o.multiline else 10_000, description=o.help)
 
 
 def _run_spec(kind, with_target: bool) -> type[BaseModel]:
@@ -156,8 +158,10 @@ def _run_spec(kind, with_target: bool) -> type[BaseModel]:
     if with_target:
         fields["target"] = (str, Field(description="target id or name"))
     title = "".join(part.capitalize() for part in kind.name.split("_"))
-    return create_model(f"{title}Run{'In' if with_target else 'Spec'}", __base__=Strict, __doc__=kind.summary,
-                        **fields)
+    model = create_model(f"{title}Run{'In' if with_target else 'Spec'}", __base__=Strict, __doc__=kind.summary,
+                         **fields)
+    model.MULTILINE = frozenset(n for n in kind.options if OPTIONS[n].multiline)  # a SQL script's line breaks
+    return model
 
 
 RUN_SPECS = {k.name: _run_spec(k, False) for k in kinds.kinds()}  # a schedule's runs: no target

@@ -91,9 +91,9 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
                   120_000,
                   json_out: JsonFlag = False) -> None:
     """Index advisors (no index, Dexter, Extend, ILP, IA2) on TPC-H: what-if RC per budget over random mixes,
-    then real runs of TPC-H with IA2's and Extend's indexes. With ``--workloads app,job``: every advisor and the
+    then real runs of TPC-H with IA2's and Extend's indexes. With `--workloads app,job`: every advisor and the
     Supabase-style and all-foreign-keys peers through the real pipeline on workloads nobody tuned for, with real
-    runtimes. With ``gen``: a generated application workload per schema and seed (``gen-<schema>.s<seed>``), the
+    runtimes. With `gen`: a generated application workload per schema and seed (`gen-<schema>.s<seed>`), the
     ILP and Extend among the peers, and IA2's median and worst runtime ratio to the best peer over them."""
     from advisor.bench.indexes import IndexBench, IndexBenchOptions, table
     from advisor.bench.index_sources import SCHEMAS, generated_names, is_known
@@ -177,7 +177,7 @@ def bench_rewrite(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
     """The query rewriter on the 22 TPC-H queries and a suite of rewrite-prone statements: the pipeline's answers,
     sqlglot's optimize() as a peer (its wrong and invalid outputs counted), both timed against the original on one
     shadow, and the search strategies (Aurora, capped saturation, greedy, random) at the same node budget. With
-    ``--generated N``: the same flow (without the strategies) on N generated statements per schema and seed,
+    `--generated N`: the same flow (without the strategies) on N generated statements per schema and seed,
     reported per shape family."""
     from advisor.bench.rewrites import RewriteBench, RewriteBenchOptions, table
 

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from advisor.cli import render, rewrite_commands
 from advisor.cli.bench_commands import bench_app
-from advisor.cli.common import JsonFlag, StoreOpt, resolve_dsn
+from advisor.cli.common import JsonFlag, StoreOpt, optimizer_choice, parse_plan, resolve_dsn
 from advisor.cli.common import TargetDsn as Target
 from advisor.cli.common import emit as _emit_json
 from advisor.cli.common import names as _names
@@ -35,6 +35,9 @@ tune_app = typer.Typer(help="Propose and validate changes for a target: `advisor
                             "knobs|indexes` runs one kind with all its options.")
 app.add_typer(tune_app, name="tune")
 app.add_typer(bench_app, name="bench")
+
+KnobOptimizer, IndexOptimizer = optimizer_choice("knobs"), optimizer_choice("indexes")  # the registry's
+
 
 class Storage(str, Enum):
     ssd = "ssd"
@@ -65,17 +68,6 @@ class Objective(str, Enum):
     throughput = "throughput"
 
 
-def _ranges(items: list[str]) -> dict[str, tuple[str, str]]:
-    out = {}
-    for item in items:
-        name, sep, bounds = item.partition("=")
-        low, sep2, high = bounds.partition(":")
-        if not sep or not sep2 or not name.strip() or not low.strip() or not high.strip():
-            raise AdvisorError(f"--range {item!r}: expected NAME=LOW:HIGH, e.g. work_mem=4MB:256MB")
-        out[name.strip()] = (low.strip(), high.strip())
-    return out
-
-
 @tune_app.callback(invoke_without_command=True)
 def tune_all(ctx: typer.Context, target: Target = None,
              kinds: Annotated[list[str], typer.Option(help="what to tune, in this order: indexes, rewrites, knobs "
@@ -94,9 +86,7 @@ def tune_all(ctx: typer.Context, target: Target = None,
     together on a fresh shadow, each kept only if it pays in the bundle."""
     if ctx.invoked_subcommand is not None:
         return
-    from advisor.service.service import RunPlan
-
-    plan = RunPlan.parse({"kind": "all", "kinds": _names(kinds), "budget_mb": budget_mb, "trials": trials,
+    plan = parse_plan({"kind": "all", "kinds": _names(kinds), "budget_mb": budget_mb, "trials": trials,
                           "max_statements": max_statements, "rounds": rounds, "sample_percent": sample_percent})
     target = resolve_dsn(target)
     service = _service(store)  # progress on stderr, also with --json
@@ -116,8 +106,8 @@ def _whole_doc(result) -> dict:
 
 @tune_app.command("knobs")
 def tune_knobs(target: Target = None,
-               optimizer: Annotated[str, typer.Option(help="knob optimizer: hibo, gp, tpe, random, smac (a search "
-                                                           "run on a shadow) or rules (one configuration)")] = "hibo",
+               optimizer: Annotated[KnobOptimizer, typer.Option(
+                   help="knob optimizer: a search run on a shadow, or rules (one configuration)")] = "hibo",
                json_out: JsonFlag = False,
                trials: Annotated[int, typer.Option(help="trials of a search run (baseline and seeds included)", min=2)] = 30,
                seeds: Annotated[int, typer.Option(help="seed configurations tried first (LLM or rules); 0 = none", min=0)] = 3,
@@ -142,18 +132,15 @@ def tune_knobs(target: Target = None,
     """Recommend settings for a target: a search on a shadow instance (or one rule-based configuration),
     validated against the current settings before it is recommended."""
     from advisor.core.hardware import resolve
-    from advisor.service.service import RunPlan, SpaceOptions
-
-    plan = RunPlan.parse({"kind": "knobs", "optimizer": optimizer, "trials": trials, "seeds": seeds, "seed": seed,
+    plan = parse_plan({"kind": "knobs", "optimizer": optimizer.value, "trials": trials, "seeds": seeds, "seed": seed,
                           "repeats": repeats, "rounds": rounds, "validate": validate,
-                          "sample_percent": sample_percent, "recheck": recheck})
+                          "sample_percent": sample_percent, "recheck": recheck, "include": _names(include),
+                          "exclude": _names(exclude), "range": tuple(range_), "allow_durability": allow_durability,
+                          "objective": objective.value})
     target = resolve_dsn(target)
     service = _service(store)
     hw = resolve(memory_gb, cores, storage.value if storage else None)
-    space = SpaceOptions(include=_names(include), exclude=_names(exclude), ranges=_ranges(range_),
-                         allow_durability=allow_durability)
-    result = service.tune("knobs", target, plan, hardware=hw, space=space, resume=resume,
-                          objective=objective.value)
+    result = service.tune("knobs", target, plan, hardware=hw, resume=resume)
     if json_out:
         _emit_json(_tune_doc(result))
     else:
@@ -175,7 +162,7 @@ def _tune_doc(result) -> dict:
 def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="storage for new indexes, MiB",
                                                           min=0.001)],
                  target: Target = None,
-                 optimizer: Annotated[str, typer.Option(help="index optimizer: ia2, extend, dexter, ilp, noindex")] = "ia2",
+                 optimizer: Annotated[IndexOptimizer, typer.Option(help="index optimizer")] = "ia2",
                  json_out: JsonFlag = False,
                  device: Annotated[str | None, typer.Option(help="IA2 training device: auto (CUDA when present), cpu, "
                                                                "cuda (default: ADVISOR_DEVICE)")] = None,
@@ -197,15 +184,14 @@ def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="s
                  store: StoreOpt = None) -> None:
     """Recommend indexes within a storage budget: what-if costs (HypoPG) on a shadow, the optimizer's choice,
     then each index built and measured on the shadow; an index that slows a statement or helps none is dropped.
-    ``--explain`` prints why, per statement (the JSON output always has it)."""
-    from advisor.service.service import RunPlan
-
-    plan = RunPlan.parse({"kind": "indexes", "optimizer": optimizer, "budget_mb": budget_mb, "episodes": episodes,
+    `--explain` prints why, per statement (the JSON output always has it)."""
+    plan = parse_plan({"kind": "indexes", "optimizer": optimizer.value, "budget_mb": budget_mb, "episodes": episodes,
                           "samples": samples, "seed": seed, "rounds": rounds, "validate": validate,
-                          "sample_percent": sample_percent, "recheck": recheck})
+                          "sample_percent": sample_percent, "recheck": recheck, "max_width": max_width,
+                          "retrain": retrain})
     target = resolve_dsn(target)
     service = _service(store)
-    result = service.tune("indexes", target, plan, device=device, retrain=retrain, max_width=max_width)
+    result = service.tune("indexes", target, plan, device=device)
     if json_out:
         rec = result.recommendation
         _emit_json({"recommendation": codec.recommendation_dict(rec) if rec else None, "message": result.message,

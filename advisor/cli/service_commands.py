@@ -16,10 +16,9 @@ from rich.console import Console
 from rich.table import Table
 
 from advisor.cli import render, server_commands
-from advisor.cli.common import (DSN_FORMS, TARGET_ENV, JsonFlag, Kind, StoreOpt, emit, open_service, plan_options,
-                                resolve_dsn, when)
+from advisor.cli.common import (DSN_FORMS, TARGET_ENV, JsonFlag, Kind, StoreOpt, emit, open_service, parse_plan,
+                                plan_options, resolve_dsn, when)
 from advisor.core.errors import AdvisorError
-from advisor.service.runs import RunPlan
 from advisor.storage import codec
 
 
@@ -113,7 +112,7 @@ def runs_start(target: Annotated[str, typer.Option("--target", "-t", help="targe
     """Run a tuning run now, in the foreground (progress on stderr), and print it with its recommendation.
     Exits 1 when the run failed (after printing it). The run's options are the plan's (each says which kinds
     take it; a kind's default fills every one left out)."""
-    plan = RunPlan.parse({"kind": kind.value, **plan_fields})
+    plan = parse_plan({"kind": kind.value, **plan_fields})
     service = open_service(store)
     run = service.start_run(target, plan, wait=True)
     rec_id = (run.get("result") or {}).get("recommendation")

@@ -136,7 +136,7 @@ class OperationsMixin:
         who.require("operator")
         plan = plan.checked()
         target = self.target(ref, target_id=target_id)
-        self._dsn(target)  # registered, and its credentials decrypt
+        self.check_plan_on(self._dsn(target), plan)  # registered, its credentials decrypt, and it takes the plan
         with self.store.lock:
             active = [r for st in ACTIVE for r in self.store.runs(target["id"], state=st)]
             if active:

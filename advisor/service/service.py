@@ -68,6 +68,7 @@ class AdvisorService(OperationsMixin, AccessMixin):
         plan = (plan or RunPlan(kind=kind)).checked()
         if plan.kind != kind:
             raise AdvisorError(f"a {plan.kind} plan cannot run as a {kind} run")
+        self.check_plan_on(dsn, plan)
         from advisor.core.settings import get_settings
 
         device = inputs.pop("device", None) or get_settings().device
@@ -102,6 +103,13 @@ class AdvisorService(OperationsMixin, AccessMixin):
         for rid in opened:
             self.store.update_run(rid, state="done", result=entry.outcome(result))
         return result
+
+    def check_plan_on(self, dsn: str, plan: RunPlan) -> None:
+        """Refuse, before any work, what the target refuses of ``plan`` (a rewrite run's SQL: the target's own
+        parser's message and position, ``advisor.tuning.rewrites.given``)."""
+        entry = kinds.get(plan.kind)
+        if entry.check_target is not None:
+            entry.check_target(factory.connector(dsn), plan)
 
     def open_run(self, target_id: str, kind: str, optimizer: str | None, options: dict, *,
                  run_id: str | None = None, resume: str | None = None) -> str:
