@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, create_model, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, SecretStr, StringConstraints, ValidationInfo, create_model,
+                      field_validator)
 
 from advisor.core.inputs import control_character
 from advisor.service.runs import COMMON, OPTIONS, kinds
@@ -136,7 +137,8 @@ def _option_field(name: str, required: bool = False, choices: tuple[str, ...] = 
     if o.type == "bool":
         return bool, Field(o.default, alias=name, description=o.help)
     if o.type == "names":
-        item = Literal[choices] if choices else str  # type: ignore[valid-type]
+        item = Literal[choices] if choices else Annotated[str, StringConstraints(pattern=o.pattern)] if o.pattern \
+            else str  # type: ignore[valid-type]
         return list[item], Field(list(o.default), description=o.help)  # type: ignore[valid-type]
     if choices:
         return Literal[choices], Field(o.default, description=o.help)  # type: ignore[valid-type]

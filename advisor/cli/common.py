@@ -70,7 +70,9 @@ def click_context():
 
 
 def open_service(store: str | None, quiet: bool = False):
-    """The service over the store (runs execute in this process), its progress on stderr unless ``quiet``."""
+    """The service over the store (runs execute in this process), its progress on stderr unless ``quiet`` (for
+    commands that only read the store); a command that observes or tunes reports progress also under ``--json``,
+    whose document alone goes to stdout."""
     from advisor.service.factory import build_service
 
     return build_service(store, say=reporter(quiet=quiet))

@@ -51,7 +51,7 @@ def observe(target: Target = None, json_out: JsonFlag = False, interval: Annotat
         top: Annotated[int, typer.Option(help="statements to list", min=1)] = 10, store: StoreOpt = None) -> None:
     """Snapshot a database: workload (pg_stat_statements), metrics, settings, schema and indexes."""
     target = resolve_dsn(target)
-    service = _service(store, quiet=json_out)
+    service = _service(store)  # progress on stderr, also with --json (an --interval waits)
     obs = service.observe(target, interval_s=interval)
     if json_out:
         s = obs.snapshot

@@ -91,7 +91,7 @@ def targets_remove(ref: Annotated[str, typer.Argument(help="target id or name")]
 def targets_observe(ref: Annotated[str, typer.Argument(help="target id or name")], json_out: JsonFlag = False,
                     store: StoreOpt = None) -> None:
     """Take a snapshot of a registered target now."""
-    obs = open_service(store, quiet=json_out).observe_target(ref)
+    obs = open_service(store).observe_target(ref)  # progress on stderr, also with --json
     if json_out:
         emit({"target_id": obs.target_id, "snapshot_id": obs.snapshot_id, "workload_kind": obs.workload_kind,
                "workload": obs.workload})

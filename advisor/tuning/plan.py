@@ -20,8 +20,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from advisor.core.errors import AdvisorError
+from advisor.core.inputs import CONTROL
 
 BUDGET_MB_MAX = 10_000_000
+# a knob range, NAME=LOW:HIGH (each part holding more than blanks, no control character): the pattern the parser
+# (``advisor.tuning.knobs.kind.ranges``) and the REST schema both use, the same in Python and JSON schema
+RANGE_ITEM = (rf"^[^={CONTROL}]*[^=\s{CONTROL}][^={CONTROL}]*=[^:{CONTROL}]*[^:\s{CONTROL}][^:{CONTROL}]*:"
+              rf"[^{CONTROL}]*[^\s{CONTROL}][^{CONTROL}]*$")
 
 
 @dataclass(frozen=True)
@@ -29,7 +34,7 @@ class Option:
     """One field of a run plan: its type (int, float, bool, text, names: a comma list of names), default, bounds
     (inclusive; a float's low bound is exclusive), what it means, the label a form shows, and whether the run and
     schedule forms show it (``form``; the others take their defaults there); ``multiline``: a text that may hold
-    line breaks (a SQL script)."""
+    line breaks (a SQL script); ``pattern``: what each item of a names option must match."""
 
     name: str
     type: str
@@ -39,6 +44,7 @@ class Option:
     label: str = ""
     form: bool = False
     multiline: bool = False
+    pattern: str | None = None
 
 
 OPTIONS: dict[str, Option] = {o.name: o for o in (
@@ -50,7 +56,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("include", "names", (), "knobs to add to the searched space", label="Include knobs"),
     Option("exclude", "names", (), "knobs to leave out of the searched space", label="Exclude knobs"),
     Option("range", "names", (), "narrow a knob's range: NAME=LOW:HIGH, e.g. work_mem=4MB:256MB",
-           label="Knob ranges"),
+           label="Knob ranges", pattern=RANGE_ITEM),
     Option("allow_durability", "bool", False, "also search fsync, synchronous_commit, full_page_writes",
            label="Durability knobs"),
     Option("objective", "text", "latency", "minimize weighted latency, or maximize throughput", label="Objective"),
@@ -61,7 +67,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("max_statements", "int", 20, "how many of the workload's heaviest statements to rewrite", (1, 1000),
            "Statements", form=True),
     Option("sql", "text", None, "the statements to rewrite, constants written in, separated by ; (default: the "
-           "observed workload's heaviest)", label="SQL", multiline=True),
+           "observed workload's heaviest)", label="SQL", form=True, multiline=True),
     Option("kinds", "names", (), "what a whole run tunes, in this order: indexes, rewrites, knobs "
            "(default: all three)", label="Kinds", form=True),
     Option("rounds", "int", 5, "interleaved A/B rounds of the validation", (1, 100), "Validation rounds", form=True),

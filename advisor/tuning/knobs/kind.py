@@ -5,12 +5,15 @@ caller knows it), ``llm`` (a seeder; default: the one configured), ``resume`` (a
 
 from __future__ import annotations
 
+import re
+
 from advisor.core.domain import KnobChange
 from advisor.core.errors import AdvisorError
 from advisor.tuning.kind import Context, Kind, default_outcome
 from advisor.tuning.knobs.pipeline import KnobPlan, tune_knobs
 from advisor.tuning.knobs.trials import TuningOptions
 from advisor.tuning.observe import require_workload
+from advisor.tuning.plan import RANGE_ITEM
 from advisor.tuning.kind import validation_of as _validation
 from optimizers import knobs
 from optimizers.knobs.space import SpaceOptions
@@ -51,9 +54,9 @@ def ranges(items: tuple[str, ...]) -> dict[str, tuple[str, str]]:
     """
     out = {}
     for item in items:
-        name, sep, bounds = item.partition("=")
-        low, sep2, high = bounds.partition(":")
-        if not sep or not sep2 or not name.strip() or not low.strip() or not high.strip():
+        name, _, bounds = item.partition("=")
+        low, _, high = bounds.partition(":")
+        if not re.match(RANGE_ITEM, item):
             raise AdvisorError(f"range {item!r}: expected NAME=LOW:HIGH, e.g. work_mem=4MB:256MB")
         out[name.strip()] = (low.strip(), high.strip())
     return out
