@@ -345,7 +345,10 @@ class OperationsMixin:
             raise AdvisorError("a schedule needs at least one run")
         if not 0 < max_regression < 10:
             raise AdvisorError(f"max_regression must be a fraction in (0, 10), got {max_regression:g}")
-        doc = {"runs": [p.checked().to_dict() for p in plans], "auto_apply": auto_apply,
+        plans = [p.checked() for p in plans]
+        for plan in plans:  # what the target refuses (a rewrite run's SQL) is refused now, not at a firing
+            self.check_plan_on(dsn, plan)
+        doc = {"runs": [p.to_dict() for p in plans], "auto_apply": auto_apply,
                "auto_apply_knobs": list(auto_apply_knobs), "max_regression": max_regression}
         schedule_id = self.store.add_schedule(target["id"], cron, timezone, doc, who.actor)
         self.store.audit(who.actor, "add_schedule", schedule_id, {"target": target["name"], "cron": cron, **doc})
