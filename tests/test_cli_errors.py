@@ -6,7 +6,6 @@ the CLI and REST take the same run options; help without reStructuredText markup
 from __future__ import annotations
 
 import json
-import os
 import re
 
 import pytest

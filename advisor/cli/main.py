@@ -135,7 +135,7 @@ def tune_knobs(target: Target = None,
     plan = parse_plan({"kind": "knobs", "optimizer": optimizer.value, "trials": trials, "seeds": seeds, "seed": seed,
                           "repeats": repeats, "rounds": rounds, "validate": validate,
                           "sample_percent": sample_percent, "recheck": recheck, "include": _names(include),
-                          "exclude": _names(exclude), "range": tuple(range_), "allow_durability": allow_durability,
+                          "exclude": _names(exclude), "range": _names(range_), "allow_durability": allow_durability,
                           "objective": objective.value})
     target = resolve_dsn(target)
     service = _service(store)

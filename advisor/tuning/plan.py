@@ -20,13 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from advisor.core.errors import AdvisorError
-from advisor.core.inputs import CONTROL
+from advisor.core.inputs import RANGE_ITEM
 
 BUDGET_MB_MAX = 10_000_000
-# a knob range, NAME=LOW:HIGH (each part holding more than blanks, no control character): the pattern the parser
-# (``advisor.tuning.knobs.kind.ranges``) and the REST schema both use, the same in Python and JSON schema
-RANGE_ITEM = (rf"^[^={CONTROL}]*[^=\s{CONTROL}][^={CONTROL}]*=[^:{CONTROL}]*[^:\s{CONTROL}][^:{CONTROL}]*:"
-              rf"[^{CONTROL}]*[^\s{CONTROL}][^{CONTROL}]*$")
 
 
 @dataclass(frozen=True)

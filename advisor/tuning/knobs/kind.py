@@ -9,11 +9,11 @@ import re
 
 from advisor.core.domain import KnobChange
 from advisor.core.errors import AdvisorError
+from advisor.core.inputs import RANGE_ITEM
 from advisor.tuning.kind import Context, Kind, default_outcome
 from advisor.tuning.knobs.pipeline import KnobPlan, tune_knobs
 from advisor.tuning.knobs.trials import TuningOptions
 from advisor.tuning.observe import require_workload
-from advisor.tuning.plan import RANGE_ITEM
 from advisor.tuning.kind import validation_of as _validation
 from optimizers import knobs
 from optimizers.knobs.space import SpaceOptions
