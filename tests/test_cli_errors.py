@@ -70,10 +70,14 @@ def test_an_unknown_optimizer_is_a_usage_error_naming_the_registrys_choices(tmp_
     (["runs", "start", "--target", "t", "--kind", "knobs", "--objective", "fast"], "objective 'fast'"),
     (["tune", "--target", "host=x", "--kinds", "vacuum"], "cannot be part of a whole run"),
     (["runs", "start", "--target", "t", "--kind", "nope"], "Invalid value for '--kind'"),
+    (["runs", "list", "--state", "nope"], "'nope' is not one of 'queued', 'running', 'done'"),
+    (["bench", "knobs", "--workloads", "joins,nope"], "unknown workloads ['nope']: choose from joins"),
+    (["bench", "rewrite", "--optimizer", "nope"], "'nope' is not one of 'aurora'"),  # before any server starts
 ])
 def test_option_values_checked_late_are_usage_errors_too(tmp_path, args, message):
     res = advisor(*args, store=tmp_path / "s.duckdb")
     assert res.returncode == 2 and message in res.stderr and "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.strip().splitlines() == [ln for ln in res.stderr.strip().splitlines() if ln.startswith("error:")]
 
 
 def _cli_options(command) -> set[str]:

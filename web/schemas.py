@@ -9,12 +9,12 @@ from pydantic import (BaseModel, ConfigDict, Field, SecretStr, StringConstraints
                       field_validator)
 
 from advisor.core.inputs import control_character
-from advisor.service.runs import COMMON, OPTIONS, kinds
+from advisor.service.runs import COMMON, OPTIONS, RUN_STATES, kinds
 
 T = TypeVar("T")
 
 RecState = Literal["proposed", "validated", "rejected", "approved", "applied", "rolled_back"]
-RunState = Literal["queued", "running", "done", "failed", "cancelled", "interrupted", "skipped", "missed"]
+RunState = Literal[RUN_STATES]  # type: ignore[valid-type]
 
 
 class Strict(BaseModel):

@@ -7,12 +7,13 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import JsonFlag
+from advisor.cli.common import JsonFlag, optimizer_choice
 from advisor.cli.common import emit as _emit_json
 from advisor.cli.common import names as _names
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import reporter
 
+RewriteOptimizer = optimizer_choice("rewrites")  # the registry's
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks on self-started servers: print, save JSON and plots.")
 
 
@@ -35,11 +36,16 @@ def bench_knobs(workloads: Annotated[str, typer.Option(help="comma-separated: jo
                 json_out: JsonFlag = False) -> None:
     """Every knob optimizer with the same budget on real PostgreSQL (G* workloads and safety workloads), then
     many seeds on a surrogate fitted to the real trials (or, with --mode surrogate, to a measured design)."""
-    from advisor.bench.knobs import BenchOptions, KnobBench, table
+    from advisor.bench.knobs import DEFAULT_WORKLOADS, BenchOptions, KnobBench, table
 
     if mode not in ("real", "surrogate"):
         raise typer.BadParameter("--mode is real or surrogate")
     names = tuple(w.strip() for w in workloads.split(",") if w.strip())
+    known = tuple(w.name for w in DEFAULT_WORKLOADS)
+    unknown = [w for w in names if w not in known]
+    if unknown or not names:
+        raise typer.BadParameter(f"unknown workloads {unknown}: choose from {', '.join(known)}",
+                                 param_hint="--workloads")
     options = BenchOptions(workloads=names, trials=trials, repeats=repeats, surrogate_seeds=surrogate_seeds,
                            seed=seed, out_dir=out, mode=mode, design=design, design_from=design_from)
     _bench_report(KnobBench(options, say=reporter()).run(), json_out, table, out, "knobs.json", "knobs-convergence.png")
@@ -150,7 +156,8 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
 
 @bench_app.command("rewrite")
 def bench_rewrite(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.001, max=10)] = 0.02,
-                  optimizer: Annotated[str, typer.Option(help="the rewrite search the pipeline uses")] = "aurora",
+                  optimizer: Annotated[RewriteOptimizer, typer.Option(help="the rewrite search the pipeline uses")] \
+                  = "aurora",
                   rounds: Annotated[int, typer.Option(help="interleaved timing rounds", min=1)] = 3,
                   statement_timeout_ms: Annotated[int, typer.Option(help="statement timeout of the timing and the "
                                                                          "checks", min=100)] = 60_000,
@@ -181,7 +188,7 @@ def bench_rewrite(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
     reported per shape family."""
     from advisor.bench.rewrites import RewriteBench, RewriteBenchOptions, table
 
-    options = RewriteBenchOptions(scale=scale, optimizer=optimizer, rounds=rounds, episodes=episodes, held_out=held_out,
+    options = RewriteBenchOptions(scale=scale, optimizer=optimizer.value, rounds=rounds, episodes=episodes, held_out=held_out,
                                   statement_timeout_ms=statement_timeout_ms, seed=seed, out_dir=out,
                                   only=_names([only]))
     if not generated:

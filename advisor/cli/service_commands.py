@@ -19,6 +19,7 @@ from advisor.cli import render, server_commands
 from advisor.cli.common import (DSN_FORMS, TARGET_ENV, JsonFlag, Kind, StoreOpt, emit, open_service, parse_plan,
                                 plan_options, resolve_dsn, when)
 from advisor.core.errors import AdvisorError
+from advisor.service.runs import RUN_STATES
 from advisor.storage import codec
 
 
@@ -99,6 +100,8 @@ def targets_observe(ref: Annotated[str, typer.Argument(help="target id or name")
         render.observation(Console(), obs)
 
 
+RunState = Enum("RunState", {s: s for s in RUN_STATES}, type=str)  # the states a run row has
+
 # --- runs --------------------------------------------------------------------------------------------------------
 
 runs_app = typer.Typer(no_args_is_help=True, help="Tuning runs of registered targets.")
@@ -163,11 +166,11 @@ def runs_show(run_id: Annotated[str, typer.Argument(help="run id")], json_out: J
 
 @runs_app.command("list")
 def runs_list(target: Annotated[str | None, typer.Option(help="target id or name")] = None,
-              state: Annotated[str | None, typer.Option(help="queued, running, done, failed, cancelled, ...")] = None,
+              state: Annotated[RunState | None, typer.Option(help="only the runs in this state")] = None,
               limit: Annotated[int, typer.Option(min=1)] = 50, offset: Annotated[int, typer.Option(min=0)] = 0,
               json_out: JsonFlag = False, store: StoreOpt = None) -> None:
     """Tuning runs, newest first."""
-    rows = open_service(store, quiet=True).runs(target, state, limit, offset)
+    rows = open_service(store, quiet=True).runs(target, state.value if state else None, limit, offset)
     if json_out:
         emit({"runs": rows})
         return
