@@ -71,6 +71,8 @@ class PostgresConnector:
                     execute_one(conn.cursor(), prefix + statement)
             except psycopg.OperationalError:
                 raise
+            except psycopg.errors.IndeterminateDatatype:
+                return  # it parses, and only a parameter's type is open ("$1 IS NULL"): the run says what it needs
             except psycopg.Error as e:
                 diag = e.diag
                 reason = diag.message_primary or str(e).strip().splitlines()[0]
