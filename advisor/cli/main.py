@@ -63,9 +63,13 @@ def observe(target: Target = None, json_out: JsonFlag = False, interval: Annotat
         render.observation(Console(), obs, top)
 
 
-class Objective(str, Enum):
-    latency = "latency"
-    throughput = "throughput"
+def _objectives() -> type[Enum]:
+    from advisor.service.runs import kinds
+
+    return Enum("Objective", {o: o for o in kinds.get("knobs").choices["objective"]}, type=str)  # type: ignore
+
+
+Objective = _objectives()  # the knob kind's objectives, as REST lists them
 
 
 @tune_app.callback(invoke_without_command=True)
@@ -87,7 +91,7 @@ def tune_all(ctx: typer.Context, target: Target = None,
     if ctx.invoked_subcommand is not None:
         return
     plan = parse_plan({"kind": "all", "kinds": _names(kinds), "budget_mb": budget_mb, "trials": trials,
-                          "max_statements": max_statements, "rounds": rounds, "sample_percent": sample_percent})
+                       "max_statements": max_statements, "rounds": rounds, "sample_percent": sample_percent})
     target = resolve_dsn(target)
     service = _service(store)  # progress on stderr, also with --json
     result = service.tune("all", target, plan)
@@ -133,10 +137,10 @@ def tune_knobs(target: Target = None,
     validated against the current settings before it is recommended."""
     from advisor.core.hardware import resolve
     plan = parse_plan({"kind": "knobs", "optimizer": optimizer.value, "trials": trials, "seeds": seeds, "seed": seed,
-                          "repeats": repeats, "rounds": rounds, "validate": validate,
-                          "sample_percent": sample_percent, "recheck": recheck, "include": _names(include),
-                          "exclude": _names(exclude), "range": _names(range_), "allow_durability": allow_durability,
-                          "objective": objective.value})
+                       "repeats": repeats, "rounds": rounds, "validate": validate,
+                       "sample_percent": sample_percent, "recheck": recheck, "include": _names(include),
+                       "exclude": _names(exclude), "range": _names(range_), "allow_durability": allow_durability,
+                       "objective": objective.value})
     target = resolve_dsn(target)
     service = _service(store)
     hw = resolve(memory_gb, cores, storage.value if storage else None)
@@ -186,9 +190,9 @@ def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="s
     then each index built and measured on the shadow; an index that slows a statement or helps none is dropped.
     `--explain` prints why, per statement (the JSON output always has it)."""
     plan = parse_plan({"kind": "indexes", "optimizer": optimizer.value, "budget_mb": budget_mb, "episodes": episodes,
-                          "samples": samples, "seed": seed, "rounds": rounds, "validate": validate,
-                          "sample_percent": sample_percent, "recheck": recheck, "max_width": max_width,
-                          "retrain": retrain})
+                       "samples": samples, "seed": seed, "rounds": rounds, "validate": validate,
+                       "sample_percent": sample_percent, "recheck": recheck, "max_width": max_width,
+                       "retrain": retrain})
     target = resolve_dsn(target)
     service = _service(store)
     result = service.tune("indexes", target, plan, device=device)

@@ -44,8 +44,8 @@ def rewrite(target: Target = None,
             sql = file.read_text()
         except OSError as e:
             raise AdvisorError(f"cannot read {file}: {e.strerror}") from None
-    plan = parse_plan({"kind": "rewrites", "optimizer": optimizer.value, "max_statements": max_statements, "seed": seed,
-                          "rounds": rounds, "validate": validate, "sql": sql})
+    plan = parse_plan({"kind": "rewrites", "optimizer": optimizer.value, "max_statements": max_statements,
+                       "seed": seed, "rounds": rounds, "validate": validate, "sql": sql})
     target = resolve_dsn(target)
     service = open_service(store)  # progress on stderr, also with --json
     result = service.tune("rewrites", target, plan)  # given SQL the target refuses: refused before any work

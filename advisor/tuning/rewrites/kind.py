@@ -37,5 +37,5 @@ def run(ctx: Context, plan) -> object:
 
 KIND = Kind("rewrites", "faster SQL for the heaviest statements (equality saturation), each proven to return "
             "the same rows and timed on a shadow; handed to the statements' owners, never applied", run,
-            optimizers=rewrites.OPTIMIZERS, change_types=(QueryRewrite,), options=("max_statements", "sql"), check_target=check_target,
-            handed_over=True, default_optimizer="aurora", title="Query rewrite")
+            optimizers=rewrites.OPTIMIZERS, change_types=(QueryRewrite,), options=("max_statements", "sql"),
+            check_target=check_target, handed_over=True, default_optimizer="aurora", title="Query rewrite")
