@@ -155,6 +155,12 @@ class Connector(Protocol):
         """Run exactly one statement of outside text (workload or user SQL) on ``cursor``: a smuggled second
         statement is refused by the server. Returns the cursor."""
 
+    def check_sql(self, statement: str) -> None:
+        """Refuse one statement the database would not run, before any work is done with it: ``BadStatement``
+        with the engine's own message (a syntax error, an unknown table or column) and the position in
+        ``statement`` where the engine stopped (1-based characters), when it says. Nothing is executed: the
+        statement is only parsed and analysed, in a read-only transaction that is rolled back."""
+
     def has_extension(self, name: str) -> bool:
         """Whether an optional server feature (a PostgreSQL extension, a MariaDB plugin) is installed."""
 

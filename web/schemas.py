@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, create_model, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, SecretStr, StringConstraints, ValidationInfo, create_model,
+                      field_validator)
 
 from advisor.core.inputs import control_character
-from advisor.service.runs import COMMON, OPTIONS, kinds
+from advisor.service.runs import COMMON, OPTIONS, RUN_STATES, kinds
 from web.times import Details, Timestamp
 
 T = TypeVar("T")
 
 RecState = Literal["proposed", "validated", "rejected", "approved", "applied", "rolled_back"]
-RunState = Literal["queued", "running", "done", "failed", "cancelled", "interrupted", "skipped", "missed"]
+RunState = Literal[RUN_STATES]  # type: ignore[valid-type]
 
 
 class Strict(BaseModel):
@@ -137,9 +138,12 @@ def _option_field(name: str, required: bool = False, choices: tuple[str, ...] = 
     if o.type == "bool":
         return bool, Field(o.default, alias=name, description=o.help)
     if o.type == "names":
-        item = Literal[choices] if choices else str  # type: ignore[valid-type]
+        item = Literal[choices] if choices else Annotated[str, StringConstraints(pattern=o.pattern)] if o.pattern \
+            else str  # type: ignore[valid-type]
         return list[item], Field(list(o.default), description=o.help)  # type: ignore[valid-type]
-    return str | None, Field(o.default, description=o.help)
+    if choices:
+        return Literal[choices], Field(o.default, description=o.help)  # type: ignore[valid-type]
+    return str | None, Field(o.default, max_length=1_000_000 if o.multiline else 10_000, description=o.help)
 
 
 def _run_spec(kind, with_target: bool) -> type[BaseModel]:
@@ -157,8 +161,10 @@ def _run_spec(kind, with_target: bool) -> type[BaseModel]:
     if with_target:
         fields["target"] = (str, Field(description="target id or name"))
     title = "".join(part.capitalize() for part in kind.name.split("_"))
-    return create_model(f"{title}Run{'In' if with_target else 'Spec'}", __base__=Strict, __doc__=kind.summary,
-                        **fields)
+    model = create_model(f"{title}Run{'In' if with_target else 'Spec'}", __base__=Strict, __doc__=kind.summary,
+                         **fields)
+    model.MULTILINE = frozenset(n for n in kind.options if OPTIONS[n].multiline)  # a SQL script's line breaks
+    return model
 
 
 RUN_SPECS = {k.name: _run_spec(k, False) for k in kinds.kinds()}  # a schedule's runs: no target

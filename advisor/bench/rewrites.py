@@ -110,8 +110,9 @@ class RewriteBench:
         o = self.options
         timing = ValidationOptions(rounds=o.rounds, statement_timeout_ms=o.statement_timeout_ms)
         self.say(f"the rewrite pipeline ({o.optimizer}) on {len(named)} statements")
-        result = service.tune("rewrites", dsn, RunPlan("rewrites", o.optimizer, rounds=o.rounds, seed=o.seed),
-                              sql=";\n".join(sql for _, _, sql in named), validation=timing,
+        script = ";\n".join(sql for _, _, sql in named)
+        result = service.tune("rewrites", dsn, RunPlan("rewrites", o.optimizer, rounds=o.rounds, seed=o.seed,
+                                                       sql=script), validation=timing,
                               options={"episodes": o.episodes, "own": not o.held_out})
         ours = {f"sql{i + 1}": out for i, out in enumerate(result.statements)}
         connector = factory.connector(dsn)

@@ -7,12 +7,13 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import JsonFlag
+from advisor.cli.common import JsonFlag, optimizer_choice
 from advisor.cli.common import emit as _emit_json
 from advisor.cli.common import names as _names
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import reporter
 
+RewriteOptimizer = optimizer_choice("rewrites")  # the registry's
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks on self-started servers: print, save JSON and plots.")
 
 
@@ -35,11 +36,16 @@ def bench_knobs(workloads: Annotated[str, typer.Option(help="comma-separated: jo
                 json_out: JsonFlag = False) -> None:
     """Every knob optimizer with the same budget on real PostgreSQL (G* workloads and safety workloads), then
     many seeds on a surrogate fitted to the real trials (or, with --mode surrogate, to a measured design)."""
-    from advisor.bench.knobs import BenchOptions, KnobBench, table
+    from advisor.bench.knobs import DEFAULT_WORKLOADS, BenchOptions, KnobBench, table
 
     if mode not in ("real", "surrogate"):
         raise typer.BadParameter("--mode is real or surrogate")
     names = tuple(w.strip() for w in workloads.split(",") if w.strip())
+    known = tuple(w.name for w in DEFAULT_WORKLOADS)
+    unknown = [w for w in names if w not in known]
+    if unknown or not names:
+        raise typer.BadParameter(f"unknown workloads {unknown}: choose from {', '.join(known)}",
+                                 param_hint="--workloads")
     options = BenchOptions(workloads=names, trials=trials, repeats=repeats, surrogate_seeds=surrogate_seeds,
                            seed=seed, out_dir=out, mode=mode, design=design, design_from=design_from)
     _bench_report(KnobBench(options, say=reporter()).run(), json_out, table, out, "knobs.json", "knobs-convergence.png")
@@ -91,9 +97,9 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
                   120_000,
                   json_out: JsonFlag = False) -> None:
     """Index advisors (no index, Dexter, Extend, ILP, IA2) on TPC-H: what-if RC per budget over random mixes,
-    then real runs of TPC-H with IA2's and Extend's indexes. With ``--workloads app,job``: every advisor and the
+    then real runs of TPC-H with IA2's and Extend's indexes. With `--workloads app,job`: every advisor and the
     Supabase-style and all-foreign-keys peers through the real pipeline on workloads nobody tuned for, with real
-    runtimes. With ``gen``: a generated application workload per schema and seed (``gen-<schema>.s<seed>``), the
+    runtimes. With `gen`: a generated application workload per schema and seed (`gen-<schema>.s<seed>`), the
     ILP and Extend among the peers, and IA2's median and worst runtime ratio to the best peer over them."""
     from advisor.bench.indexes import IndexBench, IndexBenchOptions, table
     from advisor.bench.index_sources import SCHEMAS, generated_names, is_known
@@ -150,7 +156,8 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
 
 @bench_app.command("rewrite")
 def bench_rewrite(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.001, max=10)] = 0.02,
-                  optimizer: Annotated[str, typer.Option(help="the rewrite search the pipeline uses")] = "aurora",
+                  optimizer: Annotated[RewriteOptimizer, typer.Option(help="the rewrite search the pipeline uses")] \
+                  = "aurora",
                   rounds: Annotated[int, typer.Option(help="interleaved timing rounds", min=1)] = 3,
                   statement_timeout_ms: Annotated[int, typer.Option(help="statement timeout of the timing and the "
                                                                          "checks", min=100)] = 60_000,
@@ -177,11 +184,11 @@ def bench_rewrite(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
     """The query rewriter on the 22 TPC-H queries and a suite of rewrite-prone statements: the pipeline's answers,
     sqlglot's optimize() as a peer (its wrong and invalid outputs counted), both timed against the original on one
     shadow, and the search strategies (Aurora, capped saturation, greedy, random) at the same node budget. With
-    ``--generated N``: the same flow (without the strategies) on N generated statements per schema and seed,
+    `--generated N`: the same flow (without the strategies) on N generated statements per schema and seed,
     reported per shape family."""
     from advisor.bench.rewrites import RewriteBench, RewriteBenchOptions, table
 
-    options = RewriteBenchOptions(scale=scale, optimizer=optimizer, rounds=rounds, episodes=episodes, held_out=held_out,
+    options = RewriteBenchOptions(scale=scale, optimizer=optimizer.value, rounds=rounds, episodes=episodes, held_out=held_out,
                                   statement_timeout_ms=statement_timeout_ms, seed=seed, out_dir=out,
                                   only=_names([only]))
     if not generated:

@@ -49,10 +49,40 @@ def _kind_enum() -> type[Enum]:
 Kind = _kind_enum()  # the run kinds of the registry (advisor.tuning.kinds)
 
 
+def optimizer_choice(kind: str) -> type[Enum]:
+    """The listed optimizers of ``kind`` as the choices of an ``--optimizer`` option: its help and its error (a
+    usage error, exit 2) name the same tuple, the registry's (``Kind.optimizer_names``)."""
+    from advisor.service.runs import optimizer_names
+
+    return Enum(f"{kind.capitalize()}Optimizer", {name: name for name in optimizer_names(kind)},  # type: ignore[return-value]
+                type=str)
+
+
+def parse_plan(fields: dict):
+    """The run plan of a command's options (``RunPlan.parse``, the one parser of every adapter); a value it
+    refuses is a usage error (exit 2), named as the plan names it."""
+    from advisor.core.errors import AdvisorError
+    from advisor.service.runs import RunPlan
+
+    try:
+        return RunPlan.parse(fields)
+    except AdvisorError as e:
+        raise UsageError(e.message, ctx=click_context()) from None
+
+
+def click_context():
+    """The command being run (so a usage error names its ``--help``), or None outside one."""
+    from typer._click.globals import get_current_context
+
+    return get_current_context(silent=True)
+
+
 def open_service(store: str | None, quiet: bool = False, remote: bool = True):
-    """The service over the store (runs execute in this process), its progress on stderr unless ``quiet``. While
-    ``advisor serve`` holds a DuckDB store, the service reads it through the server and refuses changes in one
-    line (``advisor.service.factory.build_service``); ``remote`` False refuses the store outright then."""
+    """The service over the store (runs execute in this process), its progress on stderr unless ``quiet`` (for
+    commands that only read the store; a command that observes or tunes reports progress also under ``--json``,
+    whose document alone goes to stdout). While ``advisor serve`` holds a DuckDB store, the service reads it
+    through the server and refuses changes in one line (``advisor.service.factory.build_service``); ``remote``
+    False refuses the store outright then."""
     from advisor.service.factory import build_service
 
     return build_service(store, say=reporter(quiet=quiet), remote=remote)
@@ -148,7 +178,7 @@ def plan_options(command):
     import functools
     import inspect
 
-    from advisor.service.runs import OPTIONS, kinds
+    from advisor.service.runs import NAMES, OPTIONS, kinds
 
     types = {"int": int | None, "float": float | None, "bool": bool | None, "text": str | None,
              "names": list[str] | None}
@@ -167,8 +197,9 @@ def plan_options(command):
     @functools.wraps(command)
     def with_plan(**values):
         fields = {name: values.pop(name) for name in OPTIONS}
-        if fields.get("kinds") is not None:
-            fields["kinds"] = names(fields["kinds"])
+        for name in NAMES:  # repeatable, and each may be a comma list
+            if fields.get(name) is not None:
+                fields[name] = names(fields[name])
         return command(plan_fields=fields, **values)
 
     with_plan.__signature__ = signature.replace(parameters=kept + added)

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from advisor.cli import render, rewrite_commands
 from advisor.cli.bench_commands import bench_app
-from advisor.cli.common import JsonFlag, RegisterOpt, StoreOpt, rec_doc, resolve_dsn
+from advisor.cli.common import JsonFlag, RegisterOpt, StoreOpt, optimizer_choice, parse_plan, rec_doc, resolve_dsn
 from advisor.cli.common import TargetDsn as Target
 from advisor.cli.common import emit as _emit_json
 from advisor.cli.common import names as _names
@@ -36,6 +36,9 @@ tune_app = typer.Typer(help="Propose and validate changes for a target: `advisor
 app.add_typer(tune_app, name="tune")
 app.add_typer(bench_app, name="bench")
 
+KnobOptimizer, IndexOptimizer = optimizer_choice("knobs"), optimizer_choice("indexes")  # the registry's
+
+
 class Storage(str, Enum):
     ssd = "ssd"
     hdd = "hdd"
@@ -51,7 +54,7 @@ def observe(target: Target = None, json_out: JsonFlag = False, interval: Annotat
     registered target of that database, whatever DSN reaches it; an unregistered one is shown, not stored
     (--register NAME registers it)."""
     target = resolve_dsn(target)
-    service = _service(store, quiet=json_out)
+    service = _service(store)  # progress on stderr, also with --json (an --interval waits)
     obs = service.observe(target, interval_s=interval, register=register, by_hand=False)
     if json_out:
         s = obs.snapshot
@@ -66,20 +69,13 @@ def observe(target: Target = None, json_out: JsonFlag = False, interval: Annotat
         render.observation(Console(), obs, top)
 
 
-class Objective(str, Enum):
-    latency = "latency"
-    throughput = "throughput"
+def _objectives() -> type[Enum]:
+    from advisor.service.runs import kinds
+
+    return Enum("Objective", {o: o for o in kinds.get("knobs").choices["objective"]}, type=str)  # type: ignore
 
 
-def _ranges(items: list[str]) -> dict[str, tuple[str, str]]:
-    out = {}
-    for item in items:
-        name, sep, bounds = item.partition("=")
-        low, sep2, high = bounds.partition(":")
-        if not sep or not sep2 or not name.strip() or not low.strip() or not high.strip():
-            raise AdvisorError(f"--range {item!r}: expected NAME=LOW:HIGH, e.g. work_mem=4MB:256MB")
-        out[name.strip()] = (low.strip(), high.strip())
-    return out
+Objective = _objectives()  # the knob kind's objectives, as REST lists them
 
 
 @tune_app.callback(invoke_without_command=True)
@@ -100,10 +96,8 @@ def tune_all(ctx: typer.Context, target: Target = None,
     together on a fresh shadow, each kept only if it pays in the bundle."""
     if ctx.invoked_subcommand is not None:
         return
-    from advisor.service.service import RunPlan
-
-    plan = RunPlan.parse({"kind": "all", "kinds": _names(kinds), "budget_mb": budget_mb, "trials": trials,
-                          "max_statements": max_statements, "rounds": rounds, "sample_percent": sample_percent})
+    plan = parse_plan({"kind": "all", "kinds": _names(kinds), "budget_mb": budget_mb, "trials": trials,
+                       "max_statements": max_statements, "rounds": rounds, "sample_percent": sample_percent})
     target = resolve_dsn(target)
     service = _service(store)  # progress on stderr, also with --json
     result = service.tune("all", target, plan, register=register, by_hand=False)
@@ -122,8 +116,8 @@ def _whole_doc(result) -> dict:
 
 @tune_app.command("knobs")
 def tune_knobs(target: Target = None,
-               optimizer: Annotated[str, typer.Option(help="knob optimizer: hibo, gp, tpe, random, smac (a search "
-                                                           "run on a shadow) or rules (one configuration)")] = "hibo",
+               optimizer: Annotated[KnobOptimizer, typer.Option(
+                   help="knob optimizer: a search run on a shadow, or rules (one configuration)")] = "hibo",
                json_out: JsonFlag = False,
                trials: Annotated[int, typer.Option(help="trials of a search run (baseline and seeds included)", min=2)] = 30,
                seeds: Annotated[int, typer.Option(help="seed configurations tried first (LLM or rules); 0 = none", min=0)] = 3,
@@ -148,18 +142,15 @@ def tune_knobs(target: Target = None,
     """Recommend settings for a target: a search on a shadow instance (or one rule-based configuration),
     validated against the current settings before it is recommended."""
     from advisor.core.hardware import resolve
-    from advisor.service.service import RunPlan, SpaceOptions
-
-    plan = RunPlan.parse({"kind": "knobs", "optimizer": optimizer, "trials": trials, "seeds": seeds, "seed": seed,
-                          "repeats": repeats, "rounds": rounds, "validate": validate,
-                          "sample_percent": sample_percent, "recheck": recheck})
+    plan = parse_plan({"kind": "knobs", "optimizer": optimizer.value, "trials": trials, "seeds": seeds, "seed": seed,
+                       "repeats": repeats, "rounds": rounds, "validate": validate,
+                       "sample_percent": sample_percent, "recheck": recheck, "include": _names(include),
+                       "exclude": _names(exclude), "range": _names(range_), "allow_durability": allow_durability,
+                       "objective": objective.value})
     target = resolve_dsn(target)
     service = _service(store)
     hw = resolve(memory_gb, cores, storage.value if storage else None)
-    space = SpaceOptions(include=_names(include), exclude=_names(exclude), ranges=_ranges(range_),
-                         allow_durability=allow_durability)
-    result = service.tune("knobs", target, plan, register=register, by_hand=False, hardware=hw, space=space,
-                          resume=resume, objective=objective.value)
+    result = service.tune("knobs", target, plan, register=register, by_hand=False, hardware=hw, resume=resume)
     if json_out:
         _emit_json(_tune_doc(result))
     else:
@@ -182,7 +173,7 @@ def _tune_doc(result) -> dict:
 def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="storage for new indexes, MiB",
                                                           min=0.001)],
                  target: Target = None,
-                 optimizer: Annotated[str, typer.Option(help="index optimizer: ia2, extend, dexter, ilp, noindex")] = "ia2",
+                 optimizer: Annotated[IndexOptimizer, typer.Option(help="index optimizer")] = "ia2",
                  json_out: JsonFlag = False,
                  device: Annotated[str | None, typer.Option(help="IA2 training device: auto (CUDA when present), cpu, "
                                                                "cuda (default: ADVISOR_DEVICE)")] = None,
@@ -204,16 +195,14 @@ def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="s
                  register: RegisterOpt = None, store: StoreOpt = None) -> None:
     """Recommend indexes within a storage budget: what-if costs (HypoPG) on a shadow, the optimizer's choice,
     then each index built and measured on the shadow; an index that slows a statement or helps none is dropped.
-    ``--explain`` prints why, per statement (the JSON output always has it)."""
-    from advisor.service.service import RunPlan
-
-    plan = RunPlan.parse({"kind": "indexes", "optimizer": optimizer, "budget_mb": budget_mb, "episodes": episodes,
-                          "samples": samples, "seed": seed, "rounds": rounds, "validate": validate,
-                          "sample_percent": sample_percent, "recheck": recheck})
+    `--explain` prints why, per statement (the JSON output always has it)."""
+    plan = parse_plan({"kind": "indexes", "optimizer": optimizer.value, "budget_mb": budget_mb, "episodes": episodes,
+                       "samples": samples, "seed": seed, "rounds": rounds, "validate": validate,
+                       "sample_percent": sample_percent, "recheck": recheck, "max_width": max_width,
+                       "retrain": retrain})
     target = resolve_dsn(target)
     service = _service(store)
-    result = service.tune("indexes", target, plan, register=register, by_hand=False, device=device,
-                          retrain=retrain, max_width=max_width)
+    result = service.tune("indexes", target, plan, register=register, by_hand=False, device=device)
     if json_out:
         rec = result.recommendation
         texts = {row["queryid"]: row["statement"] for row in result.explain}

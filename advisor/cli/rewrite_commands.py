@@ -13,10 +13,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from advisor.cli import render
-from advisor.cli.common import JsonFlag, RegisterOpt, StoreOpt, emit, open_service, resolve_dsn
+from advisor.cli.common import (JsonFlag, RegisterOpt, StoreOpt, emit, open_service, optimizer_choice, parse_plan,
+                                resolve_dsn)
 from advisor.cli.common import TargetDsn as Target
 from advisor.core.errors import AdvisorError
 from advisor.core.sqltext import shorten
+
+RewriteOptimizer = optimizer_choice("rewrites")  # the registry's
 
 
 def rewrite(target: Target = None,
@@ -26,8 +29,8 @@ def rewrite(target: Target = None,
             workload: Annotated[bool, typer.Option("--workload", help="the observed workload's heaviest statements "
                                                                      "(bound to the constants of a real call)")]
             = False,
-            optimizer: Annotated[str, typer.Option(help="rewrite search: aurora (learned), greedy, saturate, "
-                                                        "random")] = "aurora",
+            optimizer: Annotated[RewriteOptimizer, typer.Option(
+                help="rewrite search (aurora: learned)")] = "aurora",
             rounds: Annotated[int, typer.Option(help="interleaved timing rounds on the shadow", min=1)] = 5,
             validate: Annotated[bool, typer.Option(help="time the rewrites against the originals on a shadow "
                                                         "(equivalence is always checked)")] = True,
@@ -37,8 +40,6 @@ def rewrite(target: Target = None,
     """Rewrite slow SQL into faster SQL that returns the same rows: equality saturation over relational rules, the
     candidates re-ranked by the planner, proven equivalent on edge-case databases and on a shadow, and timed
     against the original there. Nothing is applied to the database."""
-    from advisor.service.service import RunPlan
-
     if sum([sql is not None, file is not None, workload]) != 1:
         raise typer.BadParameter("give exactly one of --sql, --file or --workload")
     if file is not None:
@@ -46,11 +47,12 @@ def rewrite(target: Target = None,
             sql = file.read_text()
         except OSError as e:
             raise AdvisorError(f"cannot read {file}: {e.strerror}") from None
-    plan = RunPlan.parse({"kind": "rewrites", "optimizer": optimizer, "max_statements": max_statements, "seed": seed,
-                          "rounds": rounds, "validate": validate})
+    plan = parse_plan({"kind": "rewrites", "optimizer": optimizer.value, "max_statements": max_statements,
+                       "seed": seed, "rounds": rounds, "validate": validate, "sql": sql})
     target = resolve_dsn(target)
-    service = open_service(store, quiet=json_out)
-    result = service.tune("rewrites", target, plan, register=register, by_hand=False, sql=sql)
+    service = open_service(store)  # progress on stderr, also with --json
+    # given SQL the target refuses: refused before any work
+    result = service.tune("rewrites", target, plan, register=register, by_hand=False)
     if json_out:
         emit({"statements": [o.public() for o in result.statements]})
         return

@@ -13,10 +13,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from advisor.cli.common import JsonFlag, Kind, StoreOpt, emit, names, open_service, plan_options, when
+from advisor.cli.common import JsonFlag, Kind, StoreOpt, emit, names, open_service, parse_plan, plan_options, when
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import reporter
-from advisor.service.runs import RunPlan
 
 
 class Role(str, Enum):
@@ -138,7 +137,7 @@ def schedule_add(target: Annotated[str, typer.Option("--target", "-t", help="tar
     unless --auto-apply reload_knobs."""
     kinds = _kinds(kind)
     optimizer = plan_fields.pop("optimizer") if len(kinds) == 1 else None  # one optimizer names one kind's
-    plans = [RunPlan.parse({"kind": k.value, **plan_fields, "optimizer": optimizer}) for k in kinds]
+    plans = [parse_plan({"kind": k.value, **plan_fields, "optimizer": optimizer}) for k in kinds]
     s = open_service(store, quiet=True).add_schedule(target, cron, plans, timezone=timezone_,
                                                      auto_apply=auto_apply.value,
                                                      auto_apply_knobs=names(auto_apply_knob),

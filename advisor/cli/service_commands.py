@@ -17,10 +17,10 @@ from rich.console import Console
 from rich.table import Table
 
 from advisor.cli import render, server_commands
-from advisor.cli.common import (DSN_FORMS, TARGET_ENV, JsonFlag, Kind, StoreOpt, emit, open_service, plan_options,
-                                rec_doc, resolve_dsn, when)
+from advisor.cli.common import (DSN_FORMS, TARGET_ENV, JsonFlag, Kind, StoreOpt, emit, open_service, parse_plan,
+                                plan_options, rec_doc, resolve_dsn, when)
 from advisor.core.errors import AdvisorError
-from advisor.service.runs import RunPlan
+from advisor.service.runs import RUN_STATES
 from advisor.service.summary import run_outcome
 
 
@@ -93,13 +93,15 @@ def targets_remove(ref: Annotated[str, typer.Argument(help="target id or name")]
 def targets_observe(ref: Annotated[str, typer.Argument(help="target id or name")], json_out: JsonFlag = False,
                     store: StoreOpt = None) -> None:
     """Take a snapshot of a registered target now."""
-    obs = open_service(store, quiet=json_out).observe_target(ref)
+    obs = open_service(store).observe_target(ref)  # progress on stderr, also with --json
     if json_out:
         emit({"target_id": obs.target_id, "snapshot_id": obs.snapshot_id, "workload_kind": obs.workload_kind,
                "workload": obs.workload})
     else:
         render.observation(Console(), obs)
 
+
+RunState = Enum("RunState", {s: s for s in RUN_STATES}, type=str)  # the states a run row has
 
 # --- runs --------------------------------------------------------------------------------------------------------
 
@@ -114,7 +116,7 @@ def runs_start(target: Annotated[str, typer.Option("--target", "-t", help="targe
     """Run a tuning run now, in the foreground (progress on stderr), and print it with its recommendation.
     Exits 1 when the run failed (after printing it). The run's options are the plan's (each says which kinds
     take it; a kind's default fills every one left out)."""
-    plan = RunPlan.parse({"kind": kind.value, **plan_fields})
+    plan = parse_plan({"kind": kind.value, **plan_fields})
     service = open_service(store)
     run = service.start_run(target, plan, wait=True)
     rec_id = (run.get("result") or {}).get("recommendation")
@@ -168,11 +170,11 @@ def runs_show(run_id: Annotated[str, typer.Argument(help="run id")], json_out: J
 
 @runs_app.command("list")
 def runs_list(target: Annotated[str | None, typer.Option(help="target id or name")] = None,
-              state: Annotated[str | None, typer.Option(help="queued, running, done, failed, cancelled, ...")] = None,
+              state: Annotated[RunState | None, typer.Option(help="only the runs in this state")] = None,
               limit: Annotated[int, typer.Option(min=1)] = 50, offset: Annotated[int, typer.Option(min=0)] = 0,
               json_out: JsonFlag = False, store: StoreOpt = None) -> None:
     """Tuning runs, newest first."""
-    rows = open_service(store, quiet=True).runs(target, state, limit, offset)
+    rows = open_service(store, quiet=True).runs(target, state.value if state else None, limit, offset)
     if json_out:
         emit({"runs": rows})
         return

@@ -35,7 +35,13 @@ class InvalidKnobValue(AdvisorError):
 
 
 class BadStatement(AdvisorError):
-    """SQL that cannot be parsed, bound or executed."""
+    """SQL that cannot be parsed, bound or executed. ``reason``: the parser's (or the server's) own words;
+    ``position``: where in the statement it stopped reading (1-based characters), when it says."""
+
+    def __init__(self, message: str, *, reason: str | None = None, position: int | None = None):
+        super().__init__(message)
+        self.reason = reason if reason is not None else message
+        self.position = position
 
 
 class SandboxError(AdvisorError):
@@ -102,3 +108,25 @@ class NotRegistered(AdvisorError):
 
 class OtherDatabase(Conflict):
     """A DSN reaches a different database than the one a target, or a recommendation, was made for."""
+
+
+def parser_message(e: Exception) -> str:
+    """A SQL parser's error (sqlglot's ``ParseError`` or ``TokenError``) as one line for people: the parser's
+    own description with its line and column, never a Python class (``<class '...GT'>`` reads ``GT``) nor the
+    terminal colour codes it highlights the text with.
+
+    >>> class ParseError(Exception): errors = [{"description": "Required keyword: 'expression' missing for "
+    ...     "<class 'sqlglot.expressions.core.GT'>", "line": 1, "col": 32, "highlight": ">"}]
+    >>> parser_message(ParseError())
+    "Required keyword: 'expression' missing for GT near '>' (line 1, column 32)"
+    """
+    import re
+
+    first = (getattr(e, "errors", None) or [None])[0]
+    if isinstance(first, dict) and first.get("description"):
+        text = re.sub(r"<class '(?:[\w]+\.)*(\w+)'>", r"\1", str(first["description"]))
+        near = f" near {first['highlight']!r}" if first.get("highlight") else ""
+        where = f" (line {first['line']}, column {first['col']})" if first.get("line") else ""
+        return f"{text}{near}{where}"
+    line = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    return re.sub(r"\x1b\[[0-9;]*m", "", re.sub(r"<class '(?:[\w]+\.)*(\w+)'>", r"\1", line))

@@ -33,6 +33,10 @@ _ID = re.compile(rf"[0-9a-fA-F]{{{ID_LENGTH}}}")
 # the control characters (C0, DEL, C1) as a regular-expression class body, the same in Python and in JSON schema
 CONTROL = r"\x00-\x1f\x7f-\x9f"
 CONTROL_IN_TEXT = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"  # tab, line feed and carriage return allowed
+# a knob range, NAME=LOW:HIGH (each part holding more than blanks, no control character): the one pattern of the run
+# plan's parser (``advisor.tuning.knobs.kind.ranges``) and of the REST schema, the same in Python and JSON schema
+RANGE_ITEM = (rf"^[^={CONTROL}]*[^=\s{CONTROL}][^={CONTROL}]*=[^:{CONTROL}]*[^:\s{CONTROL}][^:{CONTROL}]*:"
+              rf"[^{CONTROL}]*[^\s{CONTROL}][^{CONTROL}]*$")
 _CONTROL = re.compile(f"[{CONTROL}]")
 _CONTROL_IN_TEXT = re.compile(f"[{CONTROL_IN_TEXT}]")
 

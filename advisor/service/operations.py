@@ -133,7 +133,7 @@ class OperationsMixin:
         who.require("operator")
         plan = plan.checked()
         target = self.target(ref, target_id=target_id)
-        self._dsn(target)  # registered, and its credentials decrypt
+        self.check_plan_on(self._dsn(target), plan)  # registered, its credentials decrypt, and it takes the plan
         with self.store.lock:
             active = [r for st in ACTIVE for r in self.store.runs(target["id"], state=st)]
             if active:
@@ -348,7 +348,10 @@ class OperationsMixin:
             raise AdvisorError("a schedule needs at least one run")
         if not 0 < max_regression < 10:
             raise AdvisorError(f"max_regression must be a fraction in (0, 10), got {max_regression:g}")
-        doc = {"runs": [p.checked().to_dict() for p in plans], "auto_apply": auto_apply,
+        plans = [p.checked() for p in plans]
+        for plan in plans:  # what the target refuses (a rewrite run's SQL) is refused now, not at a firing
+            self.check_plan_on(dsn, plan)
+        doc = {"runs": [p.to_dict() for p in plans], "auto_apply": auto_apply,
                "auto_apply_knobs": list(auto_apply_knobs), "max_regression": max_regression}
         schedule_id = self.store.add_schedule(target["id"], cron, timezone, doc, who.actor)
         self.store.audit(who.actor, "add_schedule", schedule_id, {"target": target["name"], "cron": cron, **doc})

@@ -17,9 +17,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from advisor.core.progress import Say
 from advisor.tuning import kinds
-from advisor.tuning.plan import BUDGET_MB_MAX, COMMON, LIMITS, OPTIONS, RunPlan
+from advisor.tuning.plan import BUDGET_MB_MAX, COMMON, LIMITS, NAMES, OPTIONS, RunPlan
 
-__all__ = ["ACTIVE", "BUDGET_MB_MAX", "COMMON", "LIMITS", "OPTIONS", "ProgressLog", "RunCancelled", "RunExecutor",
+__all__ = ["ACTIVE", "RUN_STATES", "BUDGET_MB_MAX", "COMMON", "LIMITS", "NAMES", "OPTIONS", "ProgressLog", "RunCancelled", "RunExecutor",
            "RunPlan", "default_optimizers", "kinds", "optimizer_names"]
 
 
@@ -28,6 +28,7 @@ class RunCancelled(Exception):
     no handler of a trial's errors mistakes it for a failed trial and carries on."""
 
 ACTIVE = ("queued", "running")
+RUN_STATES = (*ACTIVE, "done", "failed", "cancelled", "interrupted", "skipped", "missed")  # every state a run row has
 LOG_LINES = 60
 
 

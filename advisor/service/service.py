@@ -101,6 +101,7 @@ class AdvisorService(OperationsMixin, AccessMixin):
         if self.store.read_only:  # before any work: its trials and recommendations could not be stored
             raise self.store.in_use()
         dsn, name = self._named_or_dsn(dsn, name)
+        self.check_plan_on(dsn, plan)  # before anything is stored: given SQL the target refuses, say
         if name is None:
             connector = factory.connector(dsn)
             name = self._registered(connector, dsn, register)
@@ -141,6 +142,13 @@ class AdvisorService(OperationsMixin, AccessMixin):
         for rid in opened:
             self.store.update_run(rid, state="done", result=entry.outcome(result))
         return result
+
+    def check_plan_on(self, dsn: str, plan: RunPlan) -> None:
+        """Refuse, before any work, what the target refuses of ``plan`` (a rewrite run's SQL: the target's own
+        parser's message and position, ``advisor.tuning.rewrites.given``)."""
+        entry = kinds.get(plan.kind)
+        if entry.check_target is not None:
+            entry.check_target(factory.connector(dsn), plan)
 
     def open_run(self, target_id: str, kind: str, optimizer: str | None, options: dict, *,
                  run_id: str | None = None, resume: str | None = None) -> str:

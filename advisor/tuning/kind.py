@@ -42,7 +42,8 @@ class Context:
 class Kind:
     """One kind of tuning. ``options``: the plan options it takes besides ``plan.COMMON``; ``required``: those
     it cannot default; ``optimizers``: its listed optimizer classes (none for a kind that runs other kinds);
-    ``handed_over``: its recommendations go to people (never applied to a database)."""
+    ``handed_over``: its recommendations go to people (never applied to a database); ``check_target``: what it
+    checks of a plan against the target's connector before any work (a rewrite run's given SQL)."""
 
     name: str
     summary: str
@@ -54,6 +55,7 @@ class Kind:
     handed_over: bool = False
     default_optimizer: str | None = None
     check_plan: Callable[[object], None] | None = None
+    check_target: Callable[[object, object], None] | None = None
     summarize: Callable[[object], dict] | None = None
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # the values a "names" option may hold
     title: str = ""  # what people call one of its recommendations ("Index recommendation")
@@ -73,7 +75,6 @@ class Kind:
         """AdvisorError when ``plan`` fails the kind's own check (``plan.RunPlan.checked`` checks the rest)."""
         if self.check_plan is not None:
             self.check_plan(plan)
-
 
 def default_outcome(result) -> dict:
     """What a run's row records of a pipeline's result: its recommendation, its state, the message, and when

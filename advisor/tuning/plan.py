@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from advisor.core.errors import AdvisorError
+from advisor.core.inputs import RANGE_ITEM
 
 BUDGET_MB_MAX = 10_000_000
 
@@ -28,7 +29,8 @@ BUDGET_MB_MAX = 10_000_000
 class Option:
     """One field of a run plan: its type (int, float, bool, text, names: a comma list of names), default, bounds
     (inclusive; a float's low bound is exclusive), what it means, the label a form shows, and whether the run and
-    schedule forms show it (``form``; the others take their defaults there)."""
+    schedule forms show it (``form``; the others take their defaults there); ``multiline``: a text that may hold
+    line breaks (a SQL script); ``pattern``: what each item of a names option must match."""
 
     name: str
     type: str
@@ -37,6 +39,8 @@ class Option:
     bounds: tuple[float, float] | None = None
     label: str = ""
     form: bool = False
+    multiline: bool = False
+    pattern: str | None = None
 
 
 OPTIONS: dict[str, Option] = {o.name: o for o in (
@@ -45,10 +49,21 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("seeds", "int", 3, "seed configurations (LLM or rules) tried first; 0 = none", (0, 20), "Seeds"),
     Option("repeats", "int", 3, "executions of each statement per trial (median)", (1, 100), "Repeats"),
     Option("budget_mb", "float", None, "MiB of new indexes", (0, BUDGET_MB_MAX), "Budget, MB", form=True),
+    Option("include", "names", (), "knobs to add to the searched space", label="Include knobs"),
+    Option("exclude", "names", (), "knobs to leave out of the searched space", label="Exclude knobs"),
+    Option("range", "names", (), "narrow a knob's range: NAME=LOW:HIGH, e.g. work_mem=4MB:256MB",
+           label="Knob ranges", pattern=RANGE_ITEM),
+    Option("allow_durability", "bool", False, "also search fsync, synchronous_commit, full_page_writes",
+           label="Durability knobs"),
+    Option("objective", "text", "latency", "minimize weighted latency, or maximize throughput", label="Objective"),
     Option("episodes", "int", 300, "IA2 training episodes (when no model is stored)", (1, 100_000), "Episodes"),
     Option("samples", "int", 48, "IA2 rollouts sampled besides the greedy one", (0, 10_000), "Samples"),
+    Option("max_width", "int", 3, "columns per candidate index", (1, 3), "Index width"),
+    Option("retrain", "bool", False, "train IA2 again even if this target has a model", label="Retrain"),
     Option("max_statements", "int", 20, "how many of the workload's heaviest statements to rewrite", (1, 1000),
            "Statements", form=True),
+    Option("sql", "text", None, "the statements to rewrite, constants written in, separated by ; (default: the "
+           "observed workload's heaviest)", label="SQL", form=True, multiline=True),
     Option("kinds", "names", (), "what a whole run tunes, in this order: indexes, rewrites, knobs "
            "(default: all three)", label="Kinds", form=True),
     Option("rounds", "int", 5, "interleaved A/B rounds of the validation", (1, 100), "Validation rounds", form=True),
@@ -61,6 +76,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
 )}
 COMMON = ("optimizer", "rounds", "validate", "sample_percent", "seed", "recheck")  # the options every kind takes
 LIMITS = {name: o.bounds for name, o in OPTIONS.items() if o.type == "int"}  # a whole number's bounds
+NAMES = tuple(name for name, o in OPTIONS.items() if o.type == "names")  # lists: tuples in a plan
 
 
 @dataclass(frozen=True)
@@ -73,12 +89,20 @@ class RunPlan:
     seeds: int = 3
     repeats: int = 3
     budget_mb: float | None = None
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    range: tuple[str, ...] = ()
+    allow_durability: bool = False
+    objective: str = "latency"
+    max_width: int = 3
+    retrain: bool = False
     episodes: int = 300
     samples: int = 48
     rounds: int = 5
     validate: bool = True
     sample_percent: float | None = None
     max_statements: int = 20
+    sql: str | None = None
     kinds: tuple[str, ...] = ()
     seed: int = 0
     recheck: bool = False
@@ -122,14 +146,15 @@ class RunPlan:
         return plan
 
     def to_dict(self) -> dict:
-        return {**dataclasses.asdict(self), "kinds": list(self.kinds)}
+        return {**dataclasses.asdict(self), **{name: list(getattr(self, name)) for name in NAMES}}
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunPlan":
         """A stored plan (``to_dict``) as it was, unchecked."""
         d = dict(cls._known(d))
-        if "kinds" in d:
-            d["kinds"] = tuple(d["kinds"] or ())
+        for name in NAMES:
+            if name in d:
+                d[name] = tuple(d[name] or ())
         return cls(**d)
 
     @classmethod

@@ -55,6 +55,34 @@ class PostgresConnector:
     def execute_one(self, cursor: psycopg.Cursor, query) -> psycopg.Cursor:
         return execute_one(cursor, query)
 
+    def check_sql(self, statement: str) -> None:
+        """``PREPARE`` of ``statement`` in a read-only transaction that is rolled back: PostgreSQL's own parser
+        and parse analysis (unknown tables, columns, functions) without running it; a ``$1`` parameter is
+        allowed (its type inferred). ``BadStatement`` with the server's message and the position in
+        ``statement``."""
+        prefix = TAG + "PREPARE db_advisor_check AS "
+
+        def check(conn: psycopg.Connection) -> None:
+            try:
+                with conn.transaction(force_rollback=True):
+                    conn.execute("SET TRANSACTION READ ONLY")
+                    conn.execute("SET LOCAL statement_timeout = '10s'")
+                    # exactly one command (the extended protocol): "SELECT 1; COMMIT; DROP ..." is refused whole
+                    execute_one(conn.cursor(), prefix + statement)
+            except psycopg.OperationalError:
+                raise
+            except psycopg.errors.IndeterminateDatatype:
+                return  # it parses, and only a parameter's type is open ("$1 IS NULL"): the run says what it needs
+            except psycopg.Error as e:
+                diag = e.diag
+                reason = diag.message_primary or str(e).strip().splitlines()[0]
+                at = int(diag.statement_position) - len(prefix) if diag.statement_position else None
+                at = at if at is not None and 1 <= at <= len(statement) + 1 else None
+                raise BadStatement(reason + (f" (position {at})" if at else ""), reason=reason,
+                                   position=at) from None
+
+        self._guarded(check)
+
     def has_extension(self, name: str) -> bool:
         return self._guarded(lambda conn: has_extension(conn, name))
 

@@ -38,6 +38,8 @@ from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError
 from sqlglot.optimizer.qualify import qualify
 
+from advisor.core.errors import parser_message
+
 from optimizers.rewrites.predicates import Atom, plain, refs_of
 from optimizers.rewrites.scopes import AmbiguousNames, names_as_written, own_items, unname, unshadow
 from optimizers.rewrites.subqueries import ShellSubquery, find as shell_subqueries
@@ -99,7 +101,7 @@ def parse(sql: str) -> exp.Expression:
     try:
         found = sqlglot.parse(sql, read="postgres")
     except ParseError as e:
-        raise Unsupported(f"not parsed as PostgreSQL SQL: {str(e).splitlines()[0]}") from None
+        raise Unsupported(f"not parsed as PostgreSQL SQL: {parser_message(e)}") from None
     if len(found) != 1 or found[0] is None:
         raise Unsupported("not exactly one statement")
     return found[0]

@@ -4,6 +4,7 @@ strings and JSON's numbers give the same plan, and a bad field is named in one c
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from advisor.core.errors import AdvisorError
 from advisor.service.runs import LIMITS, RunPlan
@@ -66,3 +67,22 @@ def test_the_rest_schema_has_the_plans_bounds_and_builds_through_the_parser():
                                                                                   validate=False)
     rewrite = schemas.RUN_SPECS["rewrites"](kind="rewrites", max_statements=5)
     assert plan_of(rewrite) == RunPlan(kind="rewrites", optimizer="aurora", max_statements=5)
+
+
+def test_rest_takes_the_knob_space_and_index_options_the_cli_takes():
+    body = schemas.RUN_INS["knobs"](target="t", kind="knobs", include=["work_mem"], exclude=["random_page_cost"],
+                                    range=["work_mem=4MB:64MB"], allow_durability=True, objective="throughput")
+    assert plan_of(body) == RunPlan(kind="knobs", optimizer="hibo", include=("work_mem",),
+                                    exclude=("random_page_cost",), range=("work_mem=4MB:64MB",),
+                                    allow_durability=True, objective="throughput")
+    body = schemas.RUN_INS["indexes"](target="t", kind="indexes", budget_mb=5, max_width=2, retrain=True)
+    assert plan_of(body).max_width == 2 and plan_of(body).retrain is True
+    with pytest.raises(AdvisorError, match="expected NAME=LOW:HIGH"):  # the parser and the schema: one pattern
+        RunPlan.parse({"kind": "knobs", "range": "work_mem=4MB"})
+    with pytest.raises(ValidationError, match="should match pattern"):
+        schemas.RUN_INS["knobs"](target="t", kind="knobs", range=["work_mem=4MB"])
+
+
+def test_a_stored_plan_reads_back_as_it_was():
+    plan = RunPlan.parse({"kind": "knobs", "include": "work_mem, shared_buffers", "range": ["work_mem=4MB:64MB"]})
+    assert plan.include == ("work_mem", "shared_buffers") and RunPlan.from_dict(plan.to_dict()) == plan

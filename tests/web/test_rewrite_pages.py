@@ -200,3 +200,18 @@ def test_a_rewrite_run_with_nothing_to_rewrite_says_why_on_its_page(app_client, 
     log_in(client, op)
     page = client.get(f"/runs/{done['id']}").text
     assert "Why, per statement" in page and "no rule applied" in page and "rewrites · greedy" in page
+
+
+def test_the_run_and_schedule_forms_refuse_sql_the_target_refuses(app_client, tokens, reports):
+    client, service = app_client
+    op = tokens["operator"]
+    register(client, op, reports)
+    csrf = log_in(client, op)
+    assert re.search(r'data-for-kind="rewrites"[^>]*>SQL\s*<textarea name="sql"', client.get("/runs").text)
+    form = {"csrf": csrf, "target": "reports", "kind": "rewrites", "optimizer": "greedy",
+            "sql": "SELECT c.id FROM c;\r\nSELECT c.id FROM c WHERE c.score >"}
+    r = client.post("/runs", data=form, follow_redirects=False)
+    assert r.status_code == 400 and "statement 2: syntax error at end of input (position 35)" in r.text
+    r = client.post("/schedules", data={**form, "cron": "15 4 * * *"}, follow_redirects=False)
+    assert r.status_code == 400 and "statement 2: syntax error at end of input (position 35)" in r.text
+    assert service.runs() == [] and service.schedules() == []  # nothing queued, nothing scheduled

@@ -62,3 +62,16 @@ def test_rewrite_runs_are_checked_and_scheduled_like_the_others(app_client, toke
                     headers=op)
     assert r.status_code == 201, r.text
     assert r.json()["plan"]["runs"][0]["kind"] == "rewrites"
+
+
+def test_a_rewrite_run_of_bad_sql_is_refused_before_it_is_queued(app_client, tokens, reports):
+    client, _ = app_client
+    op = tokens["operator"]
+    assert client.post("/api/targets", json={"name": "reports", "dsn": reports}, headers=op).status_code == 201
+    script = "SELECT c.id FROM c;\nSELECT c.id FROM c WHERE c.scor > 1"  # a line break: a script's, allowed
+    r = client.post("/api/runs", json={"target": "reports", **REWRITE_RUN, "sql": script}, headers=op)
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == 'statement 2: column c.scor does not exist (position 26)'
+    assert client.get("/api/runs", headers=op).json()["total"] == 0  # nothing queued, nothing observed
+    r = client.post("/api/runs", json={"target": "reports", **REWRITE_RUN, "sql": "SELECT 1 +"}, headers=op)
+    assert r.status_code == 400 and r.json()["message"] == "statement 1: syntax error at end of input (position 11)"

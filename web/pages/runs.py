@@ -33,7 +33,8 @@ def _form_fields() -> list[dict]:
         fields.append({"name": name, "id": name.replace("_", "-"), "label": o.label, "help": o.help, "type": o.type,
                        "default": "" if o.default is None else (",".join(o.default) if o.type == "names"
                                                                  else o.default),
-                       "min": low, "max": high, "for_kinds": " ".join(takers)})  # empty: every kind
+                       "min": low, "max": high, "for_kinds": " ".join(takers),  # empty: every kind
+                       "multiline": o.multiline})
     return fields
 
 

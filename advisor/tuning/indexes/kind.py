@@ -1,5 +1,6 @@
 """The index kind's registry entry: a run plan -> the index pipeline (``pipeline.tune_indexes``) on an observed
-target. Inputs besides the plan (``Context.inputs``): ``max_width`` (columns per candidate), ``retrain``."""
+target; its options (``max_width``: columns per candidate, ``retrain``, IA2's ``episodes`` and ``samples``) are
+the plan's, as over REST."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ from optimizers import indexes
 def run(ctx: Context, plan) -> object:
     from connectors import factory
 
-    index_plan = IndexPlan(plan.optimizer, plan.budget_mb, plan.seed, ctx.inputs.get("max_width", 3),
+    index_plan = IndexPlan(plan.optimizer, plan.budget_mb, plan.seed, plan.max_width,
                            _validation(ctx, plan), plan.sample_percent,
                            ctx.inputs.get("max_statements", 30),
                            {"episodes": plan.episodes, "device": ctx.device, "samples": plan.samples,
-                            "retrain": ctx.inputs.get("retrain", False)}).check()
+                            "retrain": plan.retrain}).check()
     connector = factory.connector(ctx.dsn)
     obs = require_workload(ctx.observed(connector))
     return tune_indexes(ctx.store, connector, obs, index_plan, model_dir=ctx.model_dir(obs.target_id),
@@ -27,5 +28,6 @@ def run(ctx: Context, plan) -> object:
 
 KIND = Kind("indexes", "new indexes within a storage budget (and unused ones to drop): what-if costs, the "
             "optimizer's set, each index built and measured on a shadow", run, optimizers=indexes.OPTIMIZERS,
-            change_types=(IndexChange, DropIndexChange), options=("budget_mb", "episodes", "samples"),
+            change_types=(IndexChange, DropIndexChange), options=("budget_mb", "max_width", "episodes", "samples",
+                                                                    "retrain"),
             required=("budget_mb",), default_optimizer="ia2", title="Index")

@@ -1,11 +1,15 @@
 """The knob kind's registry entry: a run plan -> the knob pipeline (``pipeline.tune_knobs``) on an observed
-target. Inputs besides the plan (``Context.inputs``): ``hardware`` (the target's, when the caller knows it),
-``llm`` (a seeder; default: the one configured), ``resume`` (a stored, unfinished run), ``space``
-(``SpaceOptions``), ``objective`` (latency | throughput)."""
+target. The searched space (``include``, ``exclude``, ``range``, ``allow_durability``) and the ``objective`` are
+plan options, as over REST. Inputs besides the plan (``Context.inputs``): ``hardware`` (the target's, when the
+caller knows it), ``llm`` (a seeder; default: the one configured), ``resume`` (a stored, unfinished run)."""
 
 from __future__ import annotations
 
+import re
+
 from advisor.core.domain import KnobChange
+from advisor.core.errors import AdvisorError
+from advisor.core.inputs import RANGE_ITEM
 from advisor.tuning.kind import Context, Kind, default_outcome
 from advisor.tuning.knobs.pipeline import KnobPlan, tune_knobs
 from advisor.tuning.knobs.trials import TuningOptions
@@ -27,8 +31,8 @@ def run(ctx: Context, plan) -> object:
         knob_plan = KnobPlan.from_run(ctx.store.run(resume)["options"], **rest)
     else:
         tuning = TuningOptions(optimizer=plan.optimizer, trials=plan.trials, seeds=plan.seeds, seed=plan.seed,
-                               use_seeds=plan.seeds > 0, objective=ctx.inputs.get("objective", "latency"))
-        knob_plan = KnobPlan(tuning, ctx.inputs.get("space", SpaceOptions()), repeats=plan.repeats, **rest)
+                               use_seeds=plan.seeds > 0, objective=plan.objective)
+        knob_plan = KnobPlan(tuning, space_of(plan), repeats=plan.repeats, **rest)
     connector = factory.connector(ctx.dsn)
     obs = require_workload(ctx.observed(connector))
     llm = ctx.inputs.get("llm")
@@ -39,6 +43,37 @@ def run(ctx: Context, plan) -> object:
                       resume=resume, say=ctx.say)
 
 
+OBJECTIVES = ("latency", "throughput")
+
+
+def ranges(items: tuple[str, ...]) -> dict[str, tuple[str, str]]:
+    """``NAME=LOW:HIGH`` items as {name: (low, high)} (knob text, read against the catalog later).
+
+    >>> ranges(("work_mem=4MB:256MB",))
+    {'work_mem': ('4MB', '256MB')}
+    """
+    out = {}
+    for item in items:
+        name, _, bounds = item.partition("=")
+        low, _, high = bounds.partition(":")
+        if not re.match(RANGE_ITEM, item):
+            raise AdvisorError(f"range {item!r}: expected NAME=LOW:HIGH, e.g. work_mem=4MB:256MB")
+        out[name.strip()] = (low.strip(), high.strip())
+    return out
+
+
+def space_of(plan) -> SpaceOptions:
+    """What the plan asks of the knob space."""
+    return SpaceOptions(include=plan.include, exclude=plan.exclude, ranges=ranges(plan.range),
+                        allow_durability=plan.allow_durability)
+
+
+def _check(plan) -> None:
+    if plan.objective not in OBJECTIVES:
+        raise AdvisorError(f"objective {plan.objective!r}: choose one of {', '.join(OBJECTIVES)}")
+    ranges(plan.range)
+
+
 def _summary(result) -> dict:
     """The run row's record of a knob run: the default one (its recommendation, message, what was dropped) with
     the search in figures (trials, failures, best and baseline objectives, findings, keep-current)."""
@@ -47,5 +82,7 @@ def _summary(result) -> dict:
 
 KIND = Kind("knobs", "server settings: a search on a shadow (HiBO, GP-BO, TPE, random) or one rule-based "
             "configuration, validated against the current settings", run, optimizers=knobs.OPTIMIZERS,
-            change_types=(KnobChange,), options=("trials", "seeds", "repeats"), default_optimizer="hibo",
-            summarize=_summary, title="Knob")
+            change_types=(KnobChange,), options=("trials", "seeds", "repeats", "include", "exclude", "range", "allow_durability",
+                                             "objective"),
+            default_optimizer="hibo", check_plan=_check, choices={"objective": OBJECTIVES}, summarize=_summary,
+            title="Knob")

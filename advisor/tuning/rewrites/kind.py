@@ -1,25 +1,28 @@
 """The rewrite kind's registry entry: a run plan -> the rewrite pipeline (``pipeline.tune_rewrites``). Inputs
-besides the plan (``Context.inputs``): ``sql`` (a script whose statements are rewritten instead of the observed
-workload's heaviest), ``options`` (the optimizer's: Aurora's ``episodes``, ``retrain``)."""
+besides the plan (``Context.inputs``): ``options`` (the optimizer's: Aurora's ``episodes``, ``retrain``). The plan's
+``sql`` (a script whose statements are rewritten instead of the observed workload's heaviest) is refused before
+any work when the target's parser refuses a statement (``check_target``, called by the service first)."""
 
 from __future__ import annotations
 
 from advisor.core.domain import QueryRewrite
-from advisor.core.errors import AdvisorError
 from advisor.tuning.kind import Context, Kind
 from advisor.tuning.observe import require_workload
-from advisor.tuning.rewrites.pipeline import RewritePlan, split_statements, tune_rewrites
+from advisor.tuning.rewrites import given
+from advisor.tuning.rewrites.pipeline import RewritePlan, tune_rewrites
 from advisor.tuning.kind import validation_of as _validation
 from optimizers import rewrites
+
+
+def check_target(connector, plan) -> None:
+    """The given SQL through the target's own parser, before any work (``given.check``)."""
+    given.check(connector, plan.sql)
 
 
 def run(ctx: Context, plan) -> object:
     from connectors import factory
 
-    sql = ctx.inputs.get("sql")
-    statements = split_statements(sql) if sql is not None else ()
-    if sql is not None and not statements:
-        raise AdvisorError("no SQL statement in the text given")
+    statements = given.statements(plan.sql)
     rewrite_plan = RewritePlan(plan.optimizer, statements, plan.max_statements,
                                validation=_validation(ctx, plan),
                                seed=plan.seed, sample_percent=plan.sample_percent,
@@ -34,5 +37,5 @@ def run(ctx: Context, plan) -> object:
 
 KIND = Kind("rewrites", "faster SQL for the heaviest statements (equality saturation), each proven to return "
             "the same rows and timed on a shadow; handed to the statements' owners, never applied", run,
-            optimizers=rewrites.OPTIMIZERS, change_types=(QueryRewrite,), options=("max_statements",),
-            handed_over=True, default_optimizer="aurora", title="Query rewrite")
+            optimizers=rewrites.OPTIMIZERS, change_types=(QueryRewrite,), options=("max_statements", "sql"),
+            check_target=check_target, handed_over=True, default_optimizer="aurora", title="Query rewrite")

@@ -31,8 +31,7 @@ from advisor.tuning.recommend import Dropped, dropped_rows, recommend
 from advisor.tuning.validation import ValidationOptions
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import SqlglotError, TokenError
-from sqlglot.tokens import Tokenizer, TokenType
+from sqlglot.errors import SqlglotError
 
 from connectors import factory
 from connectors.base import Connector
@@ -113,29 +112,6 @@ class RewriteTuneResult:
     explain: tuple[dict, ...] = ()  # per statement, as stored on the recommendation (the run keeps it without one)
     # what was tried and is not recommended, and why: {"change", "kind", "why"} (``advisor.tuning.recommend``)
     dropped: tuple[dict, ...] = ()
-
-
-def split_statements(text: str) -> tuple[str, ...]:
-    r"""The statements of a SQL script, as written (split at semicolons outside strings, comments and dollar quotes).
-
-    >>> split_statements("SELECT 1; SELECT ';' AS x;\n-- done;\n")
-    ('SELECT 1', "SELECT ';' AS x")
-    """
-    try:
-        tokens = Tokenizer(dialect="postgres").tokenize(text)
-    except TokenError as e:
-        raise AdvisorError(f"the SQL cannot be read: {str(e).splitlines()[0]}") from None
-    out, start = [], None
-    for tok in tokens:
-        if tok.token_type == TokenType.SEMICOLON:
-            if start is not None:
-                out.append(text[start:tok.start].strip())
-            start = None
-        elif start is None:
-            start = tok.start
-    if start is not None:
-        out.append(text[start:].strip())
-    return tuple(s for s in out if s)
 
 
 def statements_of(plan: RewritePlan, connector: Connector, obs: Observation,

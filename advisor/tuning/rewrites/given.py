@@ -1,0 +1,55 @@
+"""The SQL a user gives a rewrite run (``--sql``, ``--file``, the REST ``sql`` field): its statements as written
+(``split_statements``), each refused before any work when the target's own parser refuses it (``check``: a
+syntax error, an unknown table or column, with the engine's message and position, naming which statement)."""
+
+from __future__ import annotations
+
+from sqlglot.errors import TokenError
+from sqlglot.tokens import Tokenizer, TokenType
+
+from advisor.core.errors import AdvisorError, BadStatement, parser_message
+
+
+def split_statements(text: str) -> tuple[str, ...]:
+    r"""The statements of a SQL script, as written (split at semicolons outside strings, comments and dollar quotes).
+
+    >>> split_statements("SELECT 1; SELECT ';' AS x;\n-- done;\n")
+    ('SELECT 1', "SELECT ';' AS x")
+    """
+    try:
+        tokens = Tokenizer(dialect="postgres").tokenize(text)
+    except TokenError as e:
+        raise BadStatement(f"the SQL cannot be read: {parser_message(e)}") from None
+    out, start = [], None
+    for tok in tokens:
+        if tok.token_type == TokenType.SEMICOLON:
+            if start is not None:
+                out.append(text[start:tok.start].strip())
+            start = None
+        elif start is None:
+            start = tok.start
+    if start is not None:
+        out.append(text[start:].strip())
+    return tuple(s for s in out if s)
+
+
+def statements(text: str | None) -> tuple[str, ...]:
+    """The statements of ``text`` (none when no SQL was given); AdvisorError when text was given without one."""
+    if text is None:
+        return ()
+    found = split_statements(text)
+    if not found:
+        raise AdvisorError("no SQL statement in the text given")
+    return found
+
+
+def check(connector, text: str | None) -> None:
+    """Refuse the given SQL before any work (no snapshot, no shadow): each statement through the target's own
+    parser (``Connector.check_sql``); ``BadStatement`` naming the first broken one (1-based) with the engine's
+    message and the position in that statement, e.g. ``statement 2: syntax error at or near "WHERE" (position
+    27)``."""
+    for i, sql in enumerate(statements(text), 1):
+        try:
+            connector.check_sql(sql)
+        except BadStatement as e:
+            raise BadStatement(f"statement {i}: {e.message}", reason=e.reason, position=e.position) from None
