@@ -167,8 +167,8 @@ def test_an_index_run_names_each_statement_by_its_sql(db, tmp_path):
     for k in range(5):
         run(db, f"SELECT * FROM t WHERE a = {k * 13}")
     lookup_db, store = db, tmp_path / "s.duckdb"
-    res = advisor("tune", "indexes", "--target", lookup_db, "--budget-mb", "0.001", "--optimizer", "extend",
-                  "--json", store=store)
+    res = advisor("tune", "indexes", "--target", lookup_db, "--register", "lookup", "--budget-mb", "0.001",
+                  "--optimizer", "extend", "--json", store=store)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     [row] = [r for r in doc["explain"] if r["statement"] == "SELECT * FROM t WHERE a = $1"]

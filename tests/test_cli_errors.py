@@ -43,8 +43,8 @@ def test_bad_sql_is_refused_before_any_work(shop, tmp_path, sql, message):
 
 
 def test_a_statement_the_target_takes_goes_on_with_progress_on_stderr_under_json(shop, tmp_path):
-    res = advisor("rewrite", "--target", shop, "--sql", "SELECT id FROM orders WHERE total > 5", "--json",
-                  "--optimizer", "greedy", "--no-validate", store=tmp_path / "s.duckdb")
+    res = advisor("rewrite", "--target", shop, "--register", "shop", "--sql", "SELECT id FROM orders WHERE total > 5",
+                  "--json", "--optimizer", "greedy", "--no-validate", store=tmp_path / "s.duckdb")
     assert res.returncode == 0, res.stderr
     (st,) = json.loads(res.stdout)["statements"]  # stdout: the one document
     assert st["original"] == "SELECT id FROM orders WHERE total > 5"
@@ -86,9 +86,10 @@ def _cli_options(command) -> set[str]:
 
 # what only a process on the database's side of the CLI takes: where the target and store are, how to print, a
 # run of this process to resume, the hardware and device of this machine (REST keeps them with the target and the
-# server's settings), and the CLI's other ways to give the SQL (a file it reads, or none: the workload)
+# server's settings), the CLI's other ways to give the SQL (a file it reads, or none: the workload), and the
+# registration of a DSN's database (REST runs name registered targets only)
 CLI_ONLY = {"target", "json", "store", "resume", "device", "memory_gb", "cores", "storage", "explain", "file",
-            "workload", "help"}
+            "workload", "help", "register"}
 
 
 def test_the_cli_and_rest_take_the_same_run_options():

@@ -68,8 +68,9 @@ class AdvisorService(OperationsMixin, AccessMixin):
         try:
             found = self.store.target(target.strip())
         except NotFound:
-            raise NotFound(f"{target.strip()!r} is neither a DSN nor a registered target's name (advisor targets "
-                           "list)") from None
+            # the word is not echoed: it may be a password typed in the wrong place
+            raise NotFound("the target given is neither a DSN nor a registered target's name (advisor targets list "
+                           "shows the names)") from None
         return self._dsn(found), found["name"]
 
     def _registered(self, connector, dsn: str, register: str | None) -> str | None:
