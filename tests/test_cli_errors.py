@@ -35,7 +35,8 @@ def shop(pg):
 ])
 def test_bad_sql_is_refused_before_any_work(shop, tmp_path, sql, message):
     store = tmp_path / "s.duckdb"
-    res = advisor("rewrite", "--target", shop, "--sql", sql, "--json", store=store)
+    # --register: had anything been done before the check, the target would be in the store
+    res = advisor("rewrite", "--target", shop, "--register", "shop", "--sql", sql, "--json", store=store)
     assert res.returncode == 1 and res.stdout == "", res.stderr
     assert res.stderr.strip().splitlines() == [f"error: {message}"]  # one line, nothing done before it
     assert "<class" not in res.stderr and "Traceback" not in res.stderr

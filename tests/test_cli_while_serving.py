@@ -58,8 +58,7 @@ def test_reads_work_and_changes_say_how_to_proceed(tmp_path, shop, served):
     assert target["name"] == "shop" and target["registered"] and target["last_observed_at"]
     table = cli(tmp_path, "targets", "list")
     assert table.returncode == 0 and "shop" in table.stdout
-    runs = cli(tmp_path, "runs", "list", "--json")  # an index run keeps no run row of its own: the read is the point
-    assert all(r["target_id"] == target["id"] for r in ok(runs)["runs"])
+    assert ok(cli(tmp_path, "runs", "list", "--json"))["runs"] == []  # a CLI index run keeps no run row
     # recommendations travel through the server whole: the same document as read from the file before
     assert recommended and ok(cli(tmp_path, "recommendations", "list", "--json"))["recommendations"] == recommended
     shown = ok(cli(tmp_path, "recommendations", "show", recommended[0]["id"], "--json"))
@@ -68,6 +67,8 @@ def test_reads_work_and_changes_say_how_to_proceed(tmp_path, shop, served):
     # observe reads the database and resolves its target through the server; the snapshot cannot be stored
     observed = ok(cli(tmp_path, "observe", "--target", other_text(shop), "--json"))
     assert observed["target_id"] == target["id"] and observed["snapshot_id"] is None
+    by_name = ok(cli(tmp_path, "observe", "--target", "shop", "--json"))  # the quick start's way: its stored DSN
+    assert by_name["target_id"] == target["id"] and by_name["snapshot_id"] is None
     assert observed["workload"]["statements"]
     shown = cli(tmp_path, "observe", "--target", shop)
     assert shown.returncode == 0 and "not stored" in shown.stderr and "advisor serve" in shown.stderr

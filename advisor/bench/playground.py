@@ -19,15 +19,24 @@ def playground_sandbox(name: str = "playground", settings: dict[str, str] | None
     return factory.sandbox("postgres", name, settings)
 
 
+def shop_size(scale: float = 1.0) -> tuple[int, int]:
+    """(orders, customers) of a shop of ``scale`` (1: 200,000 orders of 20,000 customers).
+
+    >>> shop_size(0.02)
+    (4000, 400)
+    """
+    if not scale > 0:
+        raise ValueError(f"the playground's scale must be above 0, not {scale}")
+    return max(int(ORDERS * scale), 1000), max(int(CUSTOMERS * scale), 100)
+
+
 def create_shop(sandbox: Sandbox, dbname: str = "shop", password: str | None = None, *, scale: float = 1.0,
                 login: str | None = None) -> str:
     """Create and fill the shop database (``scale`` x 200,000 orders), run its workload once, and return a DSN
     for it over TCP. With ``login``, that user is created with ``password`` and the server asks for it, as a
     production server does (a wrong password is refused); without, the DSN carries ``password`` when given and
     the sandbox trusts any."""
-    if not scale > 0:
-        raise ValueError(f"the playground's scale must be above 0, not {scale}")
-    orders, customers = max(int(ORDERS * scale), 1000), max(int(CUSTOMERS * scale), 100)
+    orders, customers = shop_size(scale)
     dsn = sandbox.create_database(dbname)
     with factory.connect(dsn) as conn:
         conn.execute("CREATE TABLE orders (id int PRIMARY KEY, customer int NOT NULL, amount numeric(10, 2) NOT NULL, "
@@ -44,8 +53,19 @@ def create_shop(sandbox: Sandbox, dbname: str = "shop", password: str | None = N
             raise ValueError("a playground login needs a password")
         sandbox.add_login(login, password)
         user = login
-    tail = f" password={password}" if password else ""
+    tail = f" password={_quoted(password)}" if password else ""
     return f"host=127.0.0.1 port={params['port']} dbname={dbname} user={user}{tail}"
+
+
+def _quoted(value: str) -> str:
+    r"""A libpq keyword value: as it is when it is one plain word, else in single quotes with ' and \\ escaped.
+
+    >>> _quoted("playground"), _quoted("it's a pw")
+    ('playground', "'it\\'s a pw'")
+    """
+    if value and all(c.isalnum() or c in "-_.+/@:" for c in value):
+        return value
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def run_shop_workload(dsn: str, rounds: int = 40, seed: int = 0, *, orders: int = ORDERS,

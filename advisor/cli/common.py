@@ -17,7 +17,6 @@ import typer
 from typer._click.exceptions import UsageError  # typer >= 0.20 vendors click
 
 from advisor.core.progress import reporter
-from advisor.service.summary import summarize
 from advisor.storage import codec
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="print one JSON document on stdout")]
@@ -88,10 +87,24 @@ def open_service(store: str | None, quiet: bool = False, remote: bool = True):
     return build_service(store, say=reporter(quiet=quiet), remote=remote)
 
 
-def rec_doc(rec, head=None) -> dict:
-    """A recommendation as JSON with its headline numbers (``summary``: ``advisor.service.summary``, as the REST
-    API's); ``head``: those numbers when the caller has them (with the predicted gain)."""
-    return {**codec.recommendation_dict(rec), "summary": codec.plain(head or summarize(rec))}
+def rec_doc(service, rec, head=None) -> dict | None:
+    """A recommendation as JSON with its headline numbers (``summary``: ``AdvisorService.headline``, the REST
+    API's, the predicted gain included); ``head``: those numbers when the caller has them. None for None."""
+    if rec is None:
+        return None
+    return {**codec.recommendation_dict(rec), "summary": codec.plain(head or service.headline(rec))}
+
+
+def observation_doc(obs) -> dict:
+    """An observation as JSON (``observe``, ``targets observe``): the snapshot's facts and each statement's
+    ``queryid``, ``sql``, ``calls``, ``total_ms``, ``mean_ms``, ``rows`` and ``merged`` ids."""
+    s = obs.snapshot
+    return {"target_id": obs.target_id, "snapshot_id": obs.snapshot_id, "database": s.database,
+            "server_version": s.server_version, "workload_kind": obs.workload_kind,
+            "workload": {"statements": [{**codec.plain(st), "mean_ms": st.mean_ms}
+                                        for st in obs.workload.statements],
+                         "interval_s": obs.workload.interval_s},
+            "metrics": s.metrics, "tables": s.tables, "indexes": s.indexes, "settings_count": len(s.settings)}
 
 
 def emit(doc: object) -> None:

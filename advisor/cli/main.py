@@ -18,14 +18,14 @@ from rich.console import Console
 
 from advisor.cli import render, rewrite_commands
 from advisor.cli.bench_commands import bench_app
-from advisor.cli.common import JsonFlag, RegisterOpt, StoreOpt, optimizer_choice, parse_plan, rec_doc, resolve_dsn
+from advisor.cli.common import (JsonFlag, RegisterOpt, StoreOpt, observation_doc, optimizer_choice, parse_plan,
+                               rec_doc, resolve_dsn)
 from advisor.cli.common import TargetDsn as Target
 from advisor.cli.common import emit as _emit_json
 from advisor.cli.common import names as _names
 from advisor.cli.common import open_service as _service
 from advisor.cli.service_commands import register
 from advisor.core.errors import AdvisorError
-from advisor.storage import codec
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="db-advisor: ML tuning advisor for PostgreSQL. Observes a workload, proposes changes, "
@@ -57,14 +57,7 @@ def observe(target: Target = None, json_out: JsonFlag = False, interval: Annotat
     service = _service(store)  # progress on stderr, also with --json (an --interval waits)
     obs = service.observe(target, interval_s=interval, register=register, by_hand=False)
     if json_out:
-        s = obs.snapshot
-        _emit_json({"target_id": obs.target_id, "snapshot_id": obs.snapshot_id, "database": s.database,
-                    "server_version": s.server_version, "workload_kind": obs.workload_kind,
-                    "workload": {"statements": [{**codec.plain(st), "mean_ms": st.mean_ms}
-                                                for st in obs.workload.statements],
-                                 "interval_s": obs.workload.interval_s},
-                    "metrics": s.metrics, "tables": s.tables, "indexes": s.indexes,
-                    "settings_count": len(s.settings)})
+        _emit_json(observation_doc(obs))
     else:
         render.observation(Console(), obs, top)
 
@@ -102,16 +95,16 @@ def tune_all(ctx: typer.Context, target: Target = None,
     service = _service(store)  # progress on stderr, also with --json
     result = service.tune("all", target, plan, register=register, by_hand=False)
     if json_out:
-        _emit_json(_whole_doc(result))
+        _emit_json(_whole_doc(service, result))
     else:
         render.whole_result(Console(), result)
 
 
-def _whole_doc(result) -> dict:
+def _whole_doc(service, result) -> dict:
     from advisor.service.runs import kinds
 
     return {**kinds.get("all").outcome(result),
-            "recommendations": [rec_doc(r) for r in result.recommendations]}
+            "recommendations": [rec_doc(service, r) for r in result.recommendations]}
 
 
 @tune_app.command("knobs")
@@ -152,14 +145,14 @@ def tune_knobs(target: Target = None,
     hw = resolve(memory_gb, cores, storage.value if storage else None)
     result = service.tune("knobs", target, plan, register=register, by_hand=False, hardware=hw, resume=resume)
     if json_out:
-        _emit_json(_tune_doc(result))
+        _emit_json(_tune_doc(service, result))
     else:
         render.tune_result(Console(), result)
 
 
-def _tune_doc(result) -> dict:
+def _tune_doc(service, result) -> dict:
     rec = result.recommendation
-    return {"recommendation": rec_doc(rec) if rec else None, "reasons": result.reasons,
+    return {"recommendation": rec_doc(service, rec), "reasons": result.reasons,
             "message": result.message, "workload_kind": result.observation.workload_kind,
             "not_replayed": [{"statement": s, "reason": r} for s, r in result.skipped],
             "run_id": result.run_id, "findings": list(result.findings), "dropped": list(result.dropped),
@@ -206,7 +199,7 @@ def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="s
     if json_out:
         rec = result.recommendation
         texts = {row["queryid"]: row["statement"] for row in result.explain}
-        _emit_json({"recommendation": rec_doc(rec) if rec else None, "message": result.message,
+        _emit_json({"recommendation": rec_doc(service, rec), "message": result.message,
                     "chosen": [{"table": f"{ix.schema}.{ix.table}", "columns": list(ix.columns)} for ix in result.chosen],
                     "whatif": result.whatif, "training": result.training,
                     "not_parsed": [{"queryid": q, "sql": texts.get(q), "reason": r} for q, r in result.skipped],
@@ -232,7 +225,7 @@ def demo(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.0
     result = run_demo(service, DemoOptions(scale=scale, streams=streams, rounds=rounds, trials=trials),
                       say=service.say)
     if json_out:
-        _emit_json(_whole_doc(result))
+        _emit_json(_whole_doc(service, result))
     else:
         render.whole_result(Console(), result)
         Console().print("(the demo's own servers are stopped now, so its recommendations stay in the store to read: "

@@ -224,14 +224,14 @@ def playground(password: Annotated[str, typer.Option(help="the password of the p
                ) -> None:
     """Start a sandbox 'production' PostgreSQL with a shop workload to try db-advisor on; prints its DSN and
     keeps the workload trickling until stopped."""
-    from advisor.bench.playground import CUSTOMERS, ORDERS, create_shop, playground_sandbox, run_shop_workload
+    from advisor.bench.playground import create_shop, playground_sandbox, run_shop_workload, shop_size
 
     if not user.isidentifier():
         raise typer.BadParameter(f"letters, digits and underscores, not {user!r}", param_hint="--user")
     if not password:
         raise typer.BadParameter("the playground's login needs a password", param_hint="--password")
     say = reporter()
-    orders = max(int(ORDERS * scale), 1000)
+    orders, customers = shop_size(scale)
     with playground_sandbox("playground") as sandbox:
         say(f"creating the shop database ({orders:,} orders) and running its workload")
         dsn = create_shop(sandbox, password=password, scale=scale, login=user)
@@ -244,5 +244,4 @@ def playground(password: Annotated[str, typer.Option(help="the password of the p
         while end is None or time.monotonic() < end:
             time.sleep(5)
             rounds += 1
-            run_shop_workload(sandbox.dsn("shop"), rounds=5, seed=rounds, orders=orders,
-                              customers=max(int(CUSTOMERS * scale), 100))
+            run_shop_workload(sandbox.dsn("shop"), rounds=5, seed=rounds, orders=orders, customers=customers)

@@ -17,8 +17,8 @@ from rich.console import Console
 from rich.table import Table
 
 from advisor.cli import render, server_commands
-from advisor.cli.common import (DSN_FORMS, TARGET_ENV, JsonFlag, Kind, StoreOpt, emit, open_service, parse_plan,
-                                plan_options, rec_doc, resolve_dsn, when)
+from advisor.cli.common import (DSN_FORMS, TARGET_ENV, JsonFlag, Kind, StoreOpt, emit, observation_doc, open_service,
+                                parse_plan, plan_options, rec_doc, resolve_dsn, when)
 from advisor.core.errors import AdvisorError
 from advisor.service.runs import RUN_STATES
 from advisor.service.summary import run_outcome
@@ -95,8 +95,7 @@ def targets_observe(ref: Annotated[str, typer.Argument(help="target id or name")
     """Take a snapshot of a registered target now."""
     obs = open_service(store).observe_target(ref)  # progress on stderr, also with --json
     if json_out:
-        emit({"target_id": obs.target_id, "snapshot_id": obs.snapshot_id, "workload_kind": obs.workload_kind,
-               "workload": obs.workload})
+        emit(observation_doc(obs))
     else:
         render.observation(Console(), obs)
 
@@ -122,7 +121,7 @@ def runs_start(target: Annotated[str, typer.Option("--target", "-t", help="targe
     rec_id = (run.get("result") or {}).get("recommendation")
     rec = service.recommendation(rec_id) if rec_id else None
     if json_out:
-        emit({"run": run, "recommendation": rec_doc(rec) if rec else None})
+        emit({"run": run, "recommendation": rec_doc(service, rec)})
     else:
         _print_run(run, service.trials(run["id"]))
         if rec is not None:
@@ -210,7 +209,7 @@ def recs_list(state: Annotated[State | None, typer.Option(help="only this state"
     recs = service.recommendations(state.value if state else None, kind=kind.value if kind else None, target=target,
                                    limit=limit, offset=offset)
     if json_out:
-        emit({"recommendations": [rec_doc(r, service.headline(r)) for r in recs]})
+        emit({"recommendations": [rec_doc(service, r) for r in recs]})
     else:
         render.recommendations(Console(), recs)
 
@@ -230,7 +229,7 @@ def recs_show(rec_id: str, json_out: JsonFlag = False, store: StoreOpt = None,
     if json_out:
         from advisor.service.watch import watch_of
 
-        emit({"recommendation": rec_doc(rec, head), "watch": watch_of(rec), "history": history})
+        emit({"recommendation": rec_doc(service, rec, head), "watch": watch_of(rec), "history": history})
         return
     render.recommendation_page(Console(), rec, history, explain=explain, predicted=head.predicted_gain, full=full)
 
@@ -244,7 +243,7 @@ def _transition(verb: str):
         rec = method(rec_id, note=note) if verb in ("approve", "reject") else \
             method(rec_id, why=note) if verb == "rollback" else method(rec_id)
         if json_out:
-            emit({"recommendation": rec_doc(rec, service.headline(rec))})
+            emit({"recommendation": rec_doc(service, rec)})
         else:
             print(f"recommendation {rec.id} is now {rec.state}")
             if verb == "apply" and rec.applied and rec.applied.get("needs_restart"):

@@ -122,11 +122,14 @@ def start(service: AdvisorService, reap_interval_s: float = REAP_INTERVAL_S, url
     missed fire times); a DuckDB store's reads are answered to the CLI of the same user meanwhile
     (``StoreServer``, which tells a CLI asking for a change the server's ``url``). Returns the ids of the runs
     marked interrupted here (those of killed processes were marked when the service was built)."""
+    if not service.store.shared and service.store.path != ":memory:":  # first: the CLI's reads are answered at once
+        service.store_server = StoreServer(service.store, url).start()
+        if service.store_server.taken:
+            service.say("another process holds this store's socket name: the command line cannot read the store "
+                        "through this server (it refuses a process of another user)")
     interrupted = service.recover_runs()
     if interrupted:
         service.say(f"{len(interrupted)} run(s) of a previous server were marked interrupted")
-    if not service.store.shared and service.store.path != ":memory:":
-        service.store_server = StoreServer(service.store, url).start()
     service.reaper = OrphanReaper(service, reap_interval_s)
     service.reaper.start()
     from advisor.core.settings import get_settings

@@ -25,13 +25,12 @@ from advisor.tuning.indexes.pipeline import IndexTuneResult
 from advisor.tuning.kind import Context
 from advisor.tuning.knobs.pipeline import TuneResult
 from advisor.tuning.observe import Observation, observe
-from advisor.tuning.plan import RunPlan
+from advisor.tuning.plan import OPTIONS, RunPlan
 from advisor.tuning.rewrites.pipeline import RewriteTuneResult
 from advisor.tuning.whole.pipeline import WholeResult, recheck
 from connectors import factory
-from optimizers.knobs.space import SpaceOptions
 
-__all__ = ["AdvisorService", "IndexTuneResult", "Observation", "RewriteTuneResult", "RunPlan", "SpaceOptions",
+__all__ = ["AdvisorService", "IndexTuneResult", "Observation", "RewriteTuneResult", "RunPlan",
            "TuneResult", "WholeResult"]
 
 
@@ -89,13 +88,18 @@ class AdvisorService(OperationsMixin, AccessMixin):
              run_id: str | None = None, register: str | None = None, by_hand: bool = True, **inputs) -> object:
         """Tune ``dsn`` (shown as ``name``) with the pipeline of ``kind`` (a name in the kind registry,
         ``advisor.tuning.kinds``): observe, propose, validate on a shadow, store the recommendation(s); the result
-        is the pipeline's. ``plan``: the run's options (default: the kind's defaults); ``inputs``: values that are
-        not plan options, which the kind documents (a knob run's ``hardware``, ``llm``, ``resume``, ``space``; a
-        rewrite run's ``sql``). A plan for another kind, an unknown kind or optimizer fails before anything is
+        is the pipeline's. ``plan``: the run's options (default: the kind's defaults), the SQL of a rewrite run and a
+        knob run's space included; ``inputs``: values that are not plan options, which the kind documents (a knob
+        run's ``hardware``, ``llm``, ``resume``); a plan option given as an input is refused, never ignored. A plan
+        for another kind, an unknown kind or optimizer fails before anything is
         touched. Without ``name``, the DSN means the registered target of its database (``observe``), or the one
         registered as ``register``; an unregistered database is then refused unless ``by_hand`` (a target of
         its own, unregistered, for library callers and benches)."""
         entry = kinds.get(kind)
+        misplaced = sorted(set(inputs) & (set(OPTIONS) | {"space"}))
+        if misplaced:
+            raise AdvisorError(f"{', '.join(misplaced)}: run plan options, give them in the plan (RunPlan), not as "
+                               "inputs")
         plan = (plan or RunPlan(kind=kind)).checked()
         if plan.kind != kind:
             raise AdvisorError(f"a {plan.kind} plan cannot run as a {kind} run")

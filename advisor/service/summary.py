@@ -126,7 +126,9 @@ def summarize(rec: Recommendation, predicted: float | None = None) -> Summary:
         state=rec.state, verdict=verdict, tone=tone(rec.state, gain, ev.accepted if ev is not None else None),
         rounds=ev.rounds if ev is not None else None, baseline_ms=base, candidate_ms=cand, gain=gain,
         gain_ci=(ev.gain_ci[0], ev.gain_ci[1]) if ev is not None and gain is not None else None,
-        predicted_gain=_finite(predicted), predicted_basis=predicted_basis(rec.kind),
+        # a prediction only beside a recommendation that stands: a rejected one never reads as a success
+        predicted_gain=_finite(predicted) if verdict in ("validated", "unmeasured") else None,
+        predicted_basis=predicted_basis(rec.kind),
         helped=tuple(_moved(s) for s in (ev.statements if ev else ()) if s.faster),
         regressed=tuple(map(_moved, ev.regressions if ev else ())),
         rare_slower=tuple(map(_moved, ev.rare_slower if ev else ())))

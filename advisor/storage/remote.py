@@ -35,9 +35,13 @@ READS = frozenset({
     "version", "schema_version", "snapshots", "count_snapshots", "trials", "run", "runs", "count_runs",
     "cached_seeds", "recommendations", "recommendation_summaries", "count_recommendations", "recommendation",
     "audit_log", "targets", "target", "target_by_id", "target_with_identity", "target_identity", "tokens", "token",
-    "token_by_id", "token_by_hash", "session", "schedules", "schedule", "current_claim"})
+    "token_by_id", "schedules", "schedule", "current_claim",
+    # a target's credentials as stored, encrypted: ``--target NAME`` needs them, and only this user's processes
+    # (which hold the key file) are answered
+    "target_credentials"})
 _REC = "__recommendation__"
 _TIMEOUT_S = 60.0
+_MAX_REQUEST = 1 << 20  # bytes: a read's request is a method name and a few arguments
 
 
 def address(path: str) -> str:
@@ -66,15 +70,25 @@ def _send(sock: socket.socket, doc: dict) -> None:
     sock.sendall(json.dumps(doc, default=str).encode() + b"\n")
 
 
-def _receive(sock: socket.socket) -> dict | None:
-    chunks = []
+def _receive(sock: socket.socket, limit: int | None = None) -> dict | None:
+    chunks, size = [], 0
     while True:
         chunk = sock.recv(1 << 16)
         if not chunk:
             return json.loads(b"".join(chunks)) if chunks else None
         chunks.append(chunk)
+        size += len(chunk)
+        if limit is not None and size > limit:
+            raise ValueError(f"a request of more than {limit} bytes")
         if chunk.endswith(b"\n"):
             return json.loads(b"".join(chunks))
+
+
+def _peer_uid(sock: socket.socket) -> tuple[int, int]:
+    """(pid, uid) of the process at the other end of a Unix socket (``SO_PEERCRED``)."""
+    pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                         struct.calcsize("3i")))
+    return pid, uid
 
 
 class StoreServer:
@@ -85,13 +99,15 @@ class StoreServer:
         self.store, self.url = store, url
         self._sock: socket.socket | None = None
         self._stopped = threading.Event()
+        self.taken = False  # another process answers for this store's name (see ``start``)
 
     def start(self) -> "StoreServer":
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.bind(address(self.store.path))
-        except OSError:  # another server of the same path (it could not hold the file too): leave it be
+        except OSError:  # the name is taken: no process of ours can hold the file too, so it is not ours
             sock.close()
+            self.taken = True  # the CLI refuses a server of another user (``_ask``); reads wait for this one
             return self
         sock.listen(16)
         self._sock = sock
@@ -117,12 +133,11 @@ class StoreServer:
 
     def _answer(self, conn: socket.socket) -> None:
         with conn:
-            _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                                  struct.calcsize("3i")))
-            if uid not in (os.getuid(), 0):
+            conn.settimeout(_TIMEOUT_S)
+            if _peer_uid(conn)[1] not in (os.getuid(), 0):
                 return  # another user's process: the store is this user's
             try:
-                request = _receive(conn)
+                request = _receive(conn, _MAX_REQUEST)
                 if request is not None:
                     _send(conn, self._do(request))
             except (OSError, ValueError):
@@ -148,6 +163,10 @@ def _ask(path: str, method: str, args: tuple = (), kwargs: dict | None = None) -
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(_TIMEOUT_S)
         sock.connect(address(path))
+        pid, uid = _peer_uid(sock)
+        if uid not in (os.getuid(), 0):  # a process of another user took the name: never read from or tell it
+            raise StoreError(f"the process answering for the store {path} (pid {pid}) belongs to another user; "
+                             "not asking it")
         _send(sock, {"method": method, "args": list(args), "kwargs": kwargs or {}})
         answer = _receive(sock)
     if answer is None:
@@ -176,9 +195,13 @@ class RemoteStore:
         """The store at ``path`` read through the server holding it, None when no server answers for it.
         ``like``: the store class whose other methods are changes (refused)."""
         try:
-            return cls(path, _ask(path, "hello"), like)
+            hello = _ask(path, "hello")
         except (OSError, ValueError):
             return None
+        if not isinstance(hello, dict) or hello.get("path") is None or \
+                Path(hello["path"]).resolve() != Path(path).resolve():
+            raise StoreError(f"the process answering for the store {path} serves another store; not asking it")
+        return cls(path, hello, like)
 
     def in_use(self) -> StoreInUse:
         url = self.server.get("url")

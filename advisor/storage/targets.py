@@ -56,9 +56,9 @@ class TargetTables:
         DSN reached it: a registered one first, else (unless ``registered_only``) one observed by hand; None."""
         rows = self.db.execute("SELECT id, identity, credentials IS NOT NULL FROM targets WHERE identity IS NOT NULL "
                                "ORDER BY created_at").fetchall()
-        found = sorted((not r[2], r[0]) for r in rows if same(json.loads(r[1]), identity)
-                       and (r[2] or not registered_only))
-        return self.target_by_id(found[0][1]) if found else None
+        found = sorted((not r[2], age, r[0]) for age, r in enumerate(rows) if same(json.loads(r[1]), identity)
+                       and (r[2] or not registered_only))  # registered first, then the oldest
+        return self.target_by_id(found[0][2]) if found else None
 
     @changes_lists
     def adopt_targets(self, target_id: str, identity: dict | None) -> list[str]:

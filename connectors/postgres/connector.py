@@ -67,8 +67,14 @@ class PostgresConnector:
                 with conn.transaction(force_rollback=True):
                     conn.execute("SET TRANSACTION READ ONLY")
                     conn.execute("SET LOCAL statement_timeout = '10s'")
+                    conn.execute("SET LOCAL lock_timeout = '2s'")  # parse analysis takes a table's lightest lock
                     # exactly one command (the extended protocol): "SELECT 1; COMMIT; DROP ..." is refused whole
                     execute_one(conn.cursor(), prefix + statement)
+                    # a prepared statement outlives a rollback: a pooled session (pgbouncer) must not keep it
+                    conn.execute("DEALLOCATE db_advisor_check")
+            except (psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable) as e:
+                raise AdvisorError(f"the target did not finish parsing the statement ({type(e).__name__}: "
+                                   "a lock held on a table it reads?); try again") from None
             except psycopg.OperationalError:
                 raise
             except psycopg.errors.IndeterminateDatatype:

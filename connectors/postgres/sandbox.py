@@ -41,6 +41,7 @@ __all__ = ["PostgresSandbox", "free_port", "pg_bin_dir", "pid_alive", "stop_all"
 PG_BIN_CANDIDATES = ("/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/17/bin")
 PRELOAD = "pg_stat_statements,pg_qualstats"
 EXTENSIONS = ("pg_stat_statements", "pg_qualstats", "hypopg")
+HBA_KEYWORDS = frozenset({"all", "sameuser", "samerole", "samegroup", "replication"})  # pg_hba.conf's user words
 
 
 def pg_bin_dir() -> Path:
@@ -248,8 +249,9 @@ class PostgresSandbox:
         import psycopg
         from psycopg import sql
 
-        if not user.isidentifier():
-            raise SandboxError(f"a sandbox login name is letters, digits and underscores, not {user!r}")
+        if not user.isidentifier() or user.lower() in HBA_KEYWORDS:
+            raise SandboxError(f"a sandbox login name is letters, digits and underscores, not {user!r} (nor a "
+                               f"pg_hba.conf keyword: {', '.join(sorted(HBA_KEYWORDS))})")
         with psycopg.connect(self.dsn(), autocommit=True) as conn:
             exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [user]).fetchone()
             verb = "ALTER" if exists else "CREATE"

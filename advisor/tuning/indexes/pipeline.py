@@ -89,8 +89,9 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
         problem, session = build_problem(shadow.connector, obs.snapshot, bound, budget, max_width=plan.max_width,
                                          skipped=unparsed, sizes=sizes)
         with session:
+            texts = {b.queryid: b.normalized for b in bound}
             for qid, why in unparsed:
-                say(f"statement {qid}: {why}; left out of index selection")
+                say(f"{named(texts.get(qid), qid)}: {why}; left out of index selection")
             say(f"{len(problem.candidates)} candidate indexes from {len(problem.queries)} statements; "
                 f"budget {plan.budget_mb:g} MB")
             chosen, training, whatif = propose(problem, plan.optimizer, seed=plan.seed, model_dir=model_dir,

@@ -65,7 +65,7 @@ def confirm_regressions(shadow: Shadow, statements: Sequence[BoundStatement], li
             out[q] = replace(s, baseline_ms=again.baseline_ms, candidate_ms=again.candidate_ms, ratio=again.ratio,
                              ratio_ci=again.ratio_ci, regressed=_slower(again, options))
             n = CONFIRM_BLOCKS * CONFIRM_REPEATS
-            say(f"statement {q}: {s.ratio:.2f}x in the rounds, {again.ratio:.2f}x re-timed ({n} runs per arm): "
+            say(f"{named(s.sql, q)}: {s.ratio:.2f}x in the rounds, {again.ratio:.2f}x re-timed ({n} runs per arm): "
                 + ("a regression" if out[q].regressed else "not a regression"))
     finally:
         shadow.connector.revert(applied)
@@ -118,13 +118,13 @@ def diagnose(shadow: Shadow, statements: Sequence[BoundStatement], live: Sequenc
                 times = {ix: float(np.median(shadow.connector.timings_without(reads[qid].sql, [ix], 3, cap)))
                          for ix in ixs}
             except AdvisorError as e:  # e.g. the statement fails without an index: the heuristic decides
-                say(f"statement {qid}: no timed diagnosis ({e})")
+                say(f"{named(reads[qid].normalized if qid in reads else None, qid)}: no timed diagnosis ({e})")
                 continue
             best = min(ixs, key=lambda ix: (times[ix], repr(ix)))
             cured = times[best] <= base * (1 + options.regression_threshold) if base == base else False
             if times[best] < 0.9 * with_all and (cured or not cured_only):
                 out[qid] = best
-                say(f"statement {qid}: {with_all:.0f} ms with the set, {times[best]:.0f} ms without "
+                say(f"{named(reads[qid].normalized if qid in reads else None, qid)}: {with_all:.0f} ms with the set, {times[best]:.0f} ms without "
                     f"{shadow.connector.index_name(best)}: that index misleads its plan")
     finally:
         shadow.connector.revert(applied)

@@ -16,6 +16,7 @@ from advisor.core.domain import Hardware, Recommendation
 from advisor.core.errors import AdvisorError
 from advisor.core.hardware import PARTS, describe, for_target
 from advisor.core.progress import Say, silent
+from advisor.core.sqltext import shorten
 from advisor.storage.store import Store
 from advisor.tuning.observe import Observation, bind
 from advisor.tuning.recommend import Dropped, dropped_rows, recommend, verdict_note
@@ -105,7 +106,7 @@ def tune_knobs(store: Store, connector: Connector, obs: Observation, plan: KnobP
     return dataclasses.replace(result, skipped=skipped + failing,
                                findings=tuple(hardware_notes) + tuple(
                                    f"left out of the objective, it fails with the current settings: "
-                                   f"{sql[:80]} ({why})" for sql, why in failing) + result.findings)
+                                   f"{shorten(sql, 80)} ({why})" for sql, why in failing) + result.findings)
 
 
 def target_hardware(store: Store, connector: Connector, target_id: str, given: Hardware | None,

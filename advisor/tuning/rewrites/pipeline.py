@@ -339,7 +339,7 @@ def _recommend(store: Store, obs: Observation, plan: RewritePlan, outcomes: tupl
     head = f"{len(kept)} of {len(outcomes)} statement(s) rewritten"
     if timed:
         head += ": " + ", ".join(f"{named(o.original, o.queryid)} {o.speedup:.2f}x faster" for o in timed)
-    details = {"statements": list(rows), "training": training, "created": time.time(),
+    details = {"statements": list(rows), "training": training, "created_at": time.time(),
                "note": "a rewrite is handed to the statement's owners; it is never applied to the database"}
     evidence = _evidence(timed, by_id, plan.validation) if timed else None
     rec = recommend(store, target_id=obs.target_id, kind="rewrites", optimizer=plan.optimizer, plan=None,

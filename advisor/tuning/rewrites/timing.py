@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from advisor.core.domain import Evidence
 from advisor.core.progress import Say, silent
+from advisor.core.sqltext import named
 from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.validation import ValidationOptions
 from workloads.binding import BoundStatement
@@ -104,7 +105,7 @@ def race(dsn: str, statement: BoundStatement, rewrites: Sequence[str], options: 
         for arm in order:
             result = replay(dsn, [arms[arm]], replay_options)
             passes[arm].append(ArmRound(result.samples, {k: len(v) for k, v in result.errors.items()}))
-        say(f"{statement.queryid}: timing round {r + 1}/{options.rounds}")
+        say(f"{named(statement.normalized, statement.queryid)}: timing round {r + 1}/{options.rounds}")
     weights = {statement.queryid: 1.0}
     evidence = tuple(compare(passes[0], passes[j], weights, min_gain=options.min_gain,
                              regression_threshold=options.regression_threshold,
