@@ -44,7 +44,7 @@ SCRIPT = textwrap.dedent("""
 
     out = {}
     out["tuned"] = AdvisorService(Store(":memory:")).tune("widgets", "host=nowhere", RunPlan.parse(
-        {"kind": "widgets", "trials": "7", "budget_mb": "3"})).message
+        {"kind": "widgets", "trials": "7", "budget_mb": "3"}), name="widgets").message  # named: not resolved
     # the CLI's run kinds: a wrong one is refused with the choices named
     out["cli_help"] = CliRunner().invoke(cli, ["runs", "start", "--target", "t", "--kind", "nope"]).output
     with TestClient(create_app(sys.argv[1], scheduler=False)) as client:
