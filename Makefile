@@ -7,10 +7,11 @@ bootstrap:
 demo: bootstrap
 	.venv/bin/advisor demo
 
-# the import-linter contracts ([tool.importlinter] in pyproject.toml) are checked first; a broken one fails the target
+# the import-linter contracts ([tool.importlinter] in pyproject.toml) are checked first; a broken one fails the target.
+# Two workers (pytest-xdist), each test file on one worker with its own servers: most tests wait on PostgreSQL
 test: bootstrap
 	.venv/bin/lint-imports --no-cache
-	.venv/bin/python -m pytest
+	.venv/bin/python -m pytest -n 2 --dist loadfile
 
 test-slow: bootstrap
 	.venv/bin/python -m pytest -m slow
