@@ -2,8 +2,8 @@
 per normalized text.
 
 The engine may keep several entries for one statement: pg_stat_statements' queryid depends on the types the
-parameters were bound as (``WHERE id = $1`` called with an int4, an int8 and a numeric is three queryids), and on
-the role that ran it. Entries with the same normalized text are one statement of the workload: their calls, time
+parameters were bound as (``WHERE id = $1`` called with an int4, an int8 and a numeric is three queryids), and it
+keeps one entry per role that ran a statement. Entries with the same normalized text are one statement of the workload: their calls, time
 and rows are summed under the busiest entry's queryid, and the others are listed in ``Statement.merged``.
 
 Left out: the advisor's own statements (tagged ``/* db-advisor */``), utility statements (SET, BEGIN, COPY,

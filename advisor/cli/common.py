@@ -1,7 +1,9 @@
-"""What every CLI module shares: the ``--json`` and ``--store`` options, the service (from
-``advisor.service.factory``), one JSON document on stdout, times, repeatable options that take comma lists, and
-``resolve_dsn``: where a DSN option's value comes from (so that a password need not be in argv, where ``ps``
-shows it)."""
+"""What every CLI module shares: the ``--json``, ``--store`` and ``--register`` options, the service (from
+``advisor.service.factory``), one JSON document on stdout (a recommendation with its headline numbers:
+``rec_doc``; an observation: ``observation_doc``), times, repeatable options that take comma lists, run plans
+from options (``parse_plan``: a refused value is a usage error, exit 2) and optimizer choices from the registry
+(``optimizer_choice``), and ``resolve_dsn``: where a DSN option's value comes from (so that a password need not
+be in argv, where ``ps`` shows it)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
 """AdvisorService: the one API that the CLI, REST routes, web pages and scheduled jobs call.
 
-Each method parses nothing and prints nothing: it takes plain values, does one job, records it in the store
-and returns domain objects. The tuning itself is the pipelines', one per kind (``advisor.tuning.kinds``, ``tune``): the
+Each method parses nothing and prints nothing: it takes plain values, does one job, records what it did in the
+store (an unregistered database is observed, not stored; a store read through ``advisor serve`` refuses changes)
+and returns domain objects. A target is given as a registered target's name or as a DSN, which means the
+registered target of the database it reaches. The tuning itself is the pipelines', one per kind (``advisor.tuning.kinds``, ``tune``): the
 service finds the target's connector through the engine factory and hands the pipeline an observation.
 Production is only read here; applying to it is a separate, approved step (``advisor.service.production``).
 """

@@ -1,6 +1,8 @@
 """The store's targets: the databases the advisor tunes, by id and by name (a name never reads as an id, and a
 reference that could mean two targets is an error), each with its redacted DSN, its encrypted credentials once
-registered, and its last observation. A mixin of ``advisor.storage.store.Store`` (it uses its ``db`` and ``lock``).
+registered, and its last observation. A database's identity (``advisor.core.identity``) finds its target whatever
+DSN reached it (``target_with_identity``), and targets once observed by hand for it join the registered one
+(``adopt_targets``). A mixin of ``advisor.storage.store.Store`` (it uses its ``db`` and ``lock``).
 """
 
 from __future__ import annotations

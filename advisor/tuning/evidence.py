@@ -3,9 +3,8 @@ per-statement regressions. Pure functions over latency samples (ms); no I/O.
 
 - A round's total is the workload's estimated time: sum over statements of calls x median latency (ms).
 - gain = 1 - W(candidate) / W(baseline), where W sums calls x (each statement's median over rounds), kept as
-  ``Evidence.baseline_ms`` / ``candidate_ms``; its 95%
-  interval comes from a paired bootstrap over rounds (baseline and candidate of one round share the server's
-  state and drift).
+  ``Evidence.baseline_ms`` / ``candidate_ms``; its 95% interval comes from a paired bootstrap over rounds
+  (baseline and candidate of one round share the server's state and drift).
 - A statement regresses when its median ratio candidate/baseline is at least 1 + ``regression_threshold``, the
   lower end of its bootstrap interval is above 1, and it got slower by at least ``min_abs_ms`` (sub-millisecond
   jitter on tiny statements is not a regression). A statement that fails only under the candidate regresses.

@@ -1,5 +1,8 @@
 """The first step of every pipeline: observe the target (statement statistics, settings, schema and statistics)
-and store the snapshot; then bind the heaviest statements to constants so they can be replayed."""
+and store the snapshot under the target of that database (found by its identity, whatever DSN reached it; the
+history of targets once observed by hand for it joins the registered one), or, for a database that is not
+registered and not observed by hand, return it unstored; then bind the heaviest statements to constants so they
+can be replayed."""
 
 from __future__ import annotations
 
