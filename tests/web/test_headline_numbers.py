@@ -178,3 +178,13 @@ def test_trial_objectives_say_they_are_estimated_workload_time(app_client, token
     assert "Objective <span class=\"hint\">(workload ms (calls x median))</span>" in table
     assert "2,500.0" in table and "2,500.0 ms" not in table  # not a trial's wall time in ms
     assert "objective, workload ms (calls x median)" in page  # the convergence plot's axis
+
+
+def test_a_bundle_part_that_is_dropped_is_never_green():
+    from web.pages.templating import templates
+
+    tpl = templates.env.from_string('{% from "_macros.html" import part_gain %}'
+                                    '{{ part_gain(0.3, False) }}|{{ part_gain(0.3, True) }}|{{ part_gain(-0.2, True) }}')
+    dropped, pays, hurts = tpl.render().split("|")
+    assert 'data-tone="neutral"' in dropped and "good" not in dropped and "+30.0%" in dropped
+    assert 'data-tone="good"' in pays and 'data-tone="bad"' in hurts
