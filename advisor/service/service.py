@@ -27,10 +27,14 @@ from advisor.tuning.indexes.pipeline import IndexTuneResult
 from advisor.tuning.kind import Context
 from advisor.tuning.knobs.pipeline import TuneResult
 from advisor.tuning.observe import Observation, observe
-from advisor.tuning.plan import OPTIONS, RunPlan
+from advisor.tuning.plan import RunPlan
 from advisor.tuning.rewrites.pipeline import RewriteTuneResult
 from advisor.tuning.whole.pipeline import WholeResult, recheck
 from connectors import factory
+
+# inputs ``tune`` once took that are run plan options now: given as inputs, they would be ignored
+MOVED_TO_PLAN = frozenset({"sql", "space", "objective", "include", "exclude", "range", "allow_durability",
+                           "max_width", "retrain"})
 
 __all__ = ["AdvisorService", "IndexTuneResult", "Observation", "RewriteTuneResult", "RunPlan",
            "TuneResult", "WholeResult"]
@@ -98,7 +102,7 @@ class AdvisorService(OperationsMixin, AccessMixin):
         registered as ``register``; an unregistered database is then refused unless ``by_hand`` (a target of
         its own, unregistered, for library callers and benches)."""
         entry = kinds.get(kind)
-        misplaced = sorted(set(inputs) & (set(OPTIONS) | {"space"}))
+        misplaced = sorted(set(inputs) & MOVED_TO_PLAN)
         if misplaced:
             raise AdvisorError(f"{', '.join(misplaced)}: run plan options, give them in the plan (RunPlan), not as "
                                "inputs")
