@@ -140,21 +140,25 @@ def test_tokens_and_errors(tmp_path, db):
     assert cli(tmp_path, "serve", "--help").returncode == 0
 
 
+def serving(proc, port: int) -> dict:
+    """Wait (at most 60 s) until the ``advisor serve`` process ``proc`` answers on ``port``; its health document."""
+    deadline = time.monotonic() + 60
+    while True:
+        assert proc.poll() is None, proc.communicate()
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2) as r:
+                return json.loads(r.read())
+        except OSError:
+            assert time.monotonic() < deadline, "advisor serve did not answer within 60 s"
+            time.sleep(0.5)
+
+
 def test_serve_starts_and_stops(tmp_path):
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "advisor", "serve", "--port", str(port), "--no-scheduler", "--json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ(tmp_path))
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, proc.communicate()
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2) as r:
-                    assert json.loads(r.read())["scheduler_running"] is False
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, "advisor serve did not answer within 60 s"
-                time.sleep(0.5)
+        assert serving(proc, port)["scheduler_running"] is False
     finally:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)

@@ -5,18 +5,15 @@ refused in one line that names the server and the way to go on, never with a tra
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
 
 from advisor.bench.playground import create_shop
 from connectors.postgres.sandbox import free_port
-from tests.test_cli_service import cli, environ, ok
+from tests.test_cli_service import cli, environ, ok, serving
 from tests.test_cli_target_identity import one_line_error, other_text
 
 
@@ -37,15 +34,7 @@ def served(tmp_path, shop):
     proc = subprocess.Popen([sys.executable, "-m", "advisor", "serve", "--port", str(port), "--no-scheduler"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ(tmp_path))
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, proc.communicate()
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, "advisor serve did not answer within 60 s"
-                time.sleep(0.5)
+        serving(proc, port)
         yield port, proc.pid, before
     finally:
         proc.send_signal(signal.SIGINT)
