@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from advisor.core.domain import Applied, Change, Costed, Hardware, IndexChange, KnobSpec, Snapshot
+from advisor.core.plans import Plan
 
 # Every statement the advisor itself sends starts with this comment, so that capture can leave it out of the
 # observed workload (statement statistics keep the first-seen text, comment included). Valid SQL in every engine.
@@ -130,11 +131,33 @@ class WhatIf(Protocol):
 
 
 @runtime_checkable
+class Session(Protocol):
+    """One open connection to a database for running outside SQL (workload statements, rewrites, loaders) one
+    statement at a time under a statement timeout. Errors arrive as the advisor's own: ``StatementTimeout``
+    (the timeout passed, or ``cancel()`` was called), ``StatementFailed`` (the server's message; the session stays
+    usable) and ``TargetUnreachable`` (the connection is gone). Close it (or leave its ``with`` block) when done."""
+
+    def run(self, statement: str, *, rollback: bool = False) -> list[tuple] | None:
+        """Run exactly one statement (a smuggled second one is refused); its rows when it returns a result set,
+        else None. ``rollback``: inside a transaction that is rolled back (a write leaves the data as it was)."""
+
+    def cancel(self) -> None:
+        """Stop the statement running now; safe to call from another thread."""
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Session: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+@runtime_checkable
 class Connector(Protocol):
     """One live database of one engine. Every method opens its own short-lived connection unless it takes one;
     the target is only read, except by ``apply`` / ``revert`` (and ``reset_statement_stats``)."""
 
-    engine: str  # "postgres", later "mariadb"
+    engine: str  # "postgres", "mariadb": for the factory and for people; nothing above connectors branches on it
+    dialect: str  # the engine's SQL dialect as sqlglot names it ("postgres", "mysql"): passed down as data
     dsn: str  # as given, password included: never print or store it (see ``display_name``)
 
     @property
@@ -146,6 +169,13 @@ class Connector(Protocol):
         """A short name for people: ``host:port/database``."""
 
     # --- connections -------------------------------------------------------------------------------------------
+
+    def quote(self, name: str) -> str:
+        """``name`` as a quoted identifier of the engine's SQL, by the driver's own tools (never formatted)."""
+
+    def session(self, timeout_ms: int | None = None) -> Session:
+        """A session for outside SQL with a statement timeout of ``timeout_ms`` (None or 0: none);
+        TargetUnreachable with the server's reason when it cannot connect."""
 
     def connect(self, autocommit: bool = True) -> Any:
         """A DB-API 2 connection to the database (a context manager that closes it); TargetUnreachable with the
@@ -208,6 +238,10 @@ class Connector(Protocol):
         ...
 
     # --- planning ----------------------------------------------------------------------------------------------
+
+    def plan(self, sql: str) -> Plan:
+        """The planner's plan of ``sql`` (constants bound) as a neutral ``Plan``: costs, row estimates, tables
+        read whole, indexes used. BadStatement when the engine cannot plan it."""
 
     def explain_cost(self, sql: str, hypothetical: Sequence[IndexChange] = ()) -> float:
         """The planner's total cost of ``sql`` (constants bound), optionally with hypothetical indexes."""

@@ -44,6 +44,14 @@ class BadStatement(AdvisorError):
         self.position = position
 
 
+class StatementTimeout(BadStatement):
+    """A statement ran past the session's statement timeout (or was cancelled) and was stopped by the server."""
+
+
+class StatementFailed(BadStatement):
+    """The server refused or failed one statement (its own message, one line); the session is still usable."""
+
+
 class SandboxError(AdvisorError):
     """A local server could not be created, started or stopped."""
 

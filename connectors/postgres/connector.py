@@ -14,7 +14,10 @@ from advisor.core.domain import (Applied, Change, DropIndexChange, Hardware, Ind
 from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, TargetUnreachable
 from connectors.postgres import changes as change_sql
 from connectors.postgres import samples
+from advisor.core.plans import Plan
 from connectors.postgres.catalog import read_catalog
+from connectors.postgres.plans import to_plan
+from connectors.postgres.session import PostgresSession
 from connectors.postgres.hardware import read_hardware
 from connectors.postgres.connection import TAG, connect, execute_one, parse_dsn, redact, target_name
 from connectors.postgres.snapshot import (column_types, foreign_keys, has_extension, read_snapshot, table_columns,
@@ -35,6 +38,7 @@ class PostgresConnector:
     can; for a remote production server a restart is left to the DBA and reported as pending)."""
 
     engine = "postgres"
+    dialect = "postgres"
 
     def __init__(self, dsn: str, restart: Callable[[], None] | None = None):
         parse_dsn(dsn)  # fail early on a malformed DSN
@@ -48,6 +52,15 @@ class PostgresConnector:
     @property
     def target_name(self) -> str:
         return target_name(self.dsn)
+
+    def quote(self, name: str) -> str:
+        return sql.Identifier(name).as_string(None)
+
+    def session(self, timeout_ms: int | None = None) -> PostgresSession:
+        return PostgresSession(self.dsn, timeout_ms)
+
+    def plan(self, statement: str) -> Plan:
+        return to_plan(self.explain_plan(statement))
 
     def connect(self, autocommit: bool = True) -> psycopg.Connection:
         return connect(self.dsn, autocommit=autocommit)
