@@ -2,6 +2,7 @@
 
 - ``Connector``: one live database (observe, settings catalog, what-if costs and plans, apply/revert, connections).
 - ``WhatIf``: a hypothetical-index planning session on one database (HypoPG for PostgreSQL).
+- ``BindingSource``: what a database knows about the constants of its normalized statements (parameter binding).
 - ``Sandbox``: a throwaway local server the advisor starts itself (shadows, benches, the demo, tests).
 - ``Shadow``: a sandbox loaded with a copy of a target's database, and a connector to that copy.
 - ``TAG`` (the comment on every statement the advisor sends) and ``scrub`` (mask passwords in any DSN text).
@@ -16,11 +17,11 @@ planner costs in the engine's own cost units, times in seconds unless a name end
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from advisor.core.domain import Applied, Change, Costed, Hardware, IndexChange, KnobSpec, Snapshot
+from advisor.core.domain import Applied, Change, Costed, Hardware, IndexChange, KnobSpec, Snapshot, Statement
 from advisor.core.plans import Plan
 
 # Every statement the advisor itself sends starts with this comment, so that capture can leave it out of the
@@ -152,6 +153,49 @@ class Session(Protocol):
 
 
 @runtime_checkable
+class BindingSource(Protocol):
+    """What one database knows about the constants of its normalized statements (``$1, $2 ...``: the neutral
+    placeholders above connectors), for ``workloads.binding`` to turn them into executable SQL, on one open
+    connection of its own: close it (or leave its ``with`` block) when done. Values are text: ``real_constants``
+    gives SQL literals as the engine saw them, ``column_values`` and ``default_value`` raw values that
+    ``literal`` renders. An engine that keeps no such fact answers "none" (``None``, ``{}``, ``()``, "unknown")."""
+
+    def example(self, statement: Statement) -> tuple[str, str | None]:
+        """One real call of ``statement`` the engine kept, with its constants, as the statement alone (an EXPLAIN
+        or PREPARE around it removed), and the queryid it is kept under (the statement's own, else one of
+        ``statement.merged``); ``(statement.queryid, None)`` when none was kept. Where a driver bound the
+        parameters, the example still has ``$n`` placeholders (with the statement's own constants elsewhere)."""
+
+    def real_constants(self, queryid: str, template: str) -> dict[int, list[str]]:
+        """Per parameter number of ``template`` (an example of ``queryid`` that still has placeholders), the
+        constants real calls used for it, as SQL literals, most frequent first; ``{}`` when none are kept."""
+
+    def parameter_types(self, text: str, count: int, amounts: Mapping[int, str]) -> list[str]:
+        """The engine's type names of the parameters ``$1 .. $count`` of ``text``, in order ("unknown", or a
+        shorter list, where it cannot tell). ``amounts``: parameters added to a value of the given type (in
+        ``$2::date + $4``: ``{4: "date"}``), for an engine that must be told what such an amount is.
+        ``BadStatement`` with the engine's reason when it refuses the statement."""
+
+    def column_values(self, table: str, column: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The values of ``table.column`` in the engine's statistics, as text: (histogram bounds in ascending
+        order, most common values); any table's column of that name when ``table`` is ''; ``((), ())`` when
+        the engine has none."""
+
+    def literal(self, value: str, type_name: str) -> str:
+        """``value`` (raw text) as a SQL constant for a parameter of type ``type_name``: a bare number for a
+        numeric type, a quoted string literal (quoted by the driver's tools) otherwise."""
+
+    def default_value(self, type_name: str) -> str | None:
+        """A plausible raw value of the type (a number, a date ...); None when the engine knows none."""
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> BindingSource: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+@runtime_checkable
 class Connector(Protocol):
     """One live database of one engine. Every method opens its own short-lived connection unless it takes one;
     the target is only read, except by ``apply`` / ``revert`` (and ``reset_statement_stats``)."""
@@ -202,7 +246,9 @@ class Connector(Protocol):
     # --- observing ---------------------------------------------------------------------------------------------
 
     def observe(self) -> Snapshot:
-        """Statement stats, metrics, settings, schema with statistics, and indexes, as of now."""
+        """Statement stats, metrics, settings, schema with statistics, and indexes, as of now. The statement stats
+        are the application's: the engine's own catalog and tool statements (system views, its extensions'
+        functions) are left out."""
 
     def knob_catalog(self) -> dict[str, KnobSpec]:
         """Every setting, by name, with type, unit, bounds and whether a change needs a restart."""
@@ -278,6 +324,13 @@ class Connector(Protocol):
 
     def revert(self, applied: Applied, lock_timeout_s: float | None = None) -> None:
         """Undo what ``apply`` did (``lock_timeout_s`` as for ``apply``)."""
+
+    # --- binding (issue 30) ---
+
+    def binding_source(self) -> BindingSource:
+        """What the database knows about real and plausible constants of its normalized statements (examples of
+        real calls, their constants, parameter types, column statistics, literals) on a connection of its own
+        (closing the source closes it); TargetUnreachable with the server's reason when it cannot connect."""
 
 
 @runtime_checkable

@@ -6,8 +6,9 @@ parameters were bound as (``WHERE id = $1`` called with an int4, an int8 and a n
 keeps one entry per role that ran a statement. Entries with the same normalized text are one statement of the workload: their calls, time
 and rows are summed under the busiest entry's queryid, and the others are listed in ``Statement.merged``.
 
-Left out: the advisor's own statements (tagged ``/* db-advisor */``), utility statements (SET, BEGIN, COPY,
-DDL ...) and statements that only read the system catalogs or statistics views.
+Left out: the advisor's own statements (tagged ``/* db-advisor */``) and utility statements (SET, BEGIN, COPY,
+DDL ...). Statements of the engine itself and its tools (reads of system catalogs or statistics views) are the
+engine's fact: its connector's snapshot leaves them out (``Connector.observe``).
 """
 
 from __future__ import annotations
@@ -17,13 +18,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from advisor.core.domain import Snapshot, Statement, StatementStat, Workload
+from connectors.base import TAG
 
 REPLAYABLE_HEADS = ("SELECT", "WITH", "INSERT", "UPDATE", "DELETE", "VALUES", "TABLE", "MERGE")
-TAG_PREFIX = "/* db-advisor */"
-# Any pg_* name (system catalogs, statistics views, admin functions: PostgreSQL reserves the prefix; pg_dump's
-# catalog queries, which land in pg_stat_statements whenever a shadow is copied, are all of this kind) and the
-# advisor's own extensions and settings functions.
-_CATALOG = re.compile(r"\b(pg_\w+|information_schema|hypopg\w*|current_setting|set_config|version)\b", re.I)
+TAG_PREFIX = TAG.strip()
 _LEADING_COMMENTS = re.compile(r"^\s*(?:/\*.*?\*/\s*|--[^\n]*\n\s*)*", re.S)
 
 
@@ -33,12 +31,11 @@ def statement_head(sql: str) -> str:
 
 
 def is_workload_statement(sql: str) -> bool:
-    """Whether a normalized statement belongs to the application's workload."""
+    """Whether a normalized statement the engine captured belongs to the application's workload: not the
+    advisor's own, and a statement that can be replayed (a query or a write, not a utility statement)."""
     if sql.lstrip().startswith(TAG_PREFIX):
         return False
-    if statement_head(sql) not in REPLAYABLE_HEADS:
-        return False
-    return not _CATALOG.search(sql)
+    return statement_head(sql) in REPLAYABLE_HEADS
 
 
 def workload_delta(after: Snapshot, before: Snapshot | None = None) -> Workload:

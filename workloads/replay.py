@@ -1,5 +1,6 @@
 """Replaying bound statements against a server and recording per-statement latency samples (ms).
 
+Each worker thread runs statements on a session of the target's connector (``Connector.session``, any engine).
 Writes run inside a transaction that is rolled back, so replay leaves the data as it found it.
 A statement that exceeds ``statement_timeout_ms`` is recorded as a timeout with the timeout as its (censored)
 latency; any other error is recorded with its message. Warm-up passes run first and are not recorded.
@@ -13,12 +14,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import psycopg
-from psycopg import sql
-
-from advisor.core.errors import TargetUnreachable
+from advisor.core.errors import StatementFailed, StatementTimeout, TargetUnreachable
 from connectors import factory
-from connectors.base import Connector
+from connectors.base import Session
 from workloads.binding import BoundStatement
 
 
@@ -48,24 +46,6 @@ class ReplayResult:
 Progress = Callable[[int, int], None]
 
 
-def _execute(connector: Connector, conn: psycopg.Connection, st: BoundStatement) -> None:
-    query = sql.SQL(st.sql)  # type: ignore[arg-type]  # bound workload SQL, run as the application ran it
-    if st.is_write:
-        with conn.transaction(force_rollback=True), conn.cursor() as cur:
-            connector.execute_one(cur, query)
-    else:
-        with conn.cursor() as cur:
-            connector.execute_one(cur, query)
-            if cur.description is not None:
-                cur.fetchall()
-
-
-def _open(connector: Connector, timeout_ms: int) -> psycopg.Connection:
-    conn = connector.connect()
-    conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(timeout_ms),))
-    return conn
-
-
 def replay(dsn: str, statements: Sequence[BoundStatement], options: ReplayOptions = ReplayOptions(),
            progress: Progress | None = None) -> ReplayResult:
     connector = factory.connector(dsn)
@@ -83,8 +63,9 @@ def replay(dsn: str, statements: Sequence[BoundStatement], options: ReplayOption
     failure: list[BaseException] = []
 
     def worker() -> None:
+        session: Session | None = None
         try:
-            conn = _open(connector, options.statement_timeout_ms)
+            session = connector.session(options.statement_timeout_ms)
         except BaseException as e:  # noqa: BLE001 - reported to the caller below
             failure.append(e)
             return
@@ -97,15 +78,16 @@ def replay(dsn: str, statements: Sequence[BoundStatement], options: ReplayOption
                 start = time.perf_counter()
                 outcome: str | None = None
                 try:
-                    _execute(connector, conn, st)
-                except psycopg.errors.QueryCanceled:
+                    session.run(st.sql, rollback=st.is_write)  # a write inside a transaction rolled back
+                except StatementTimeout:
                     outcome = "timeout"
-                except psycopg.OperationalError as e:
-                    if conn.closed or conn.broken:
-                        conn = _open(connector, options.statement_timeout_ms)  # raises TargetUnreachable if gone
-                    outcome = f"error: {str(e).strip().splitlines()[0]}"
-                except psycopg.errors.Error as e:
-                    outcome = f"error: {(e.diag.message_primary or str(e)).strip()}"
+                except TargetUnreachable as e:  # the connection is gone: a new one, or TargetUnreachable
+                    gone, session = session, None
+                    gone.close()
+                    session = connector.session(options.statement_timeout_ms)
+                    outcome = f"error: {e}"
+                except StatementFailed as e:
+                    outcome = f"error: {e.reason}"
                 elapsed = (time.perf_counter() - start) * 1000.0
                 with lock:
                     if measured:
@@ -122,7 +104,8 @@ def replay(dsn: str, statements: Sequence[BoundStatement], options: ReplayOption
         except BaseException as e:  # noqa: BLE001
             failure.append(e)
         finally:
-            conn.close()
+            if session is not None:
+                session.close()
 
     start = time.perf_counter()
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, options.concurrency))]

@@ -1,9 +1,11 @@
 """Joint parameter draws for a normalized statement: what each ``$n`` means, and values that keep that meaning.
 
-``analyze(text)`` finds, per parameter, the column it is compared with (through casts like ``$1::date`` or
+``analyze(text, dialect)`` finds, per parameter, the column it is compared with (through casts like ``$1::date`` or
 ``CAST($1 AS date)`` and arithmetic like ``$2::date + 6`` or ``$1::date + interval '7 days'``), the operator and
-the side of a range it bounds. ``draw(uses, stats, i)`` gives the i-th sample of raw values from the columns'
-statistics (pg_stats histogram and most common values), with the statement's selectivity in mind:
+the side of a range it bounds, reading the statement in the engine's SQL dialect (the connector's ``dialect``).
+``draw(uses, stats, i)`` gives the i-th sample of raw values from the columns' statistics (the engine's histogram
+bounds and most common values, as its connector's ``BindingSource`` gives them), with the statement's selectivity
+in mind:
 
 - equality and IN: a histogram value at quantile 0.5, 0.25, 0.75 ... (the most common values without a histogram);
 - a one-sided range (``col >= $1``): a bound that keeps a plausible fraction of the rows (10%, 2%, 30% ...),
@@ -12,19 +14,19 @@ statistics (pg_stats histogram and most common values), with the statement's sel
   a low value and a high value a few histogram buckets above it (5%, 2%, 10% of the rows ...);
 - when one of the pair is an expression of its parameter (``BETWEEN $1::date AND $2::date + 6``), the statement
   fixes the span itself: both parameters get the same value, so the range stays a week; an amount that is itself
-  a parameter (pg_stat_statements writes ``$2::date + $4``) is a week too.
+  a parameter (a normalized ``$2::date + $4``) is a week too.
 
 Pure: the statistics are passed in (``Stats``: histogram bounds and most common values, as text, per column).
 
 >>> text = "SELECT 1 FROM t WHERE d BETWEEN $1::date AND $2::date + 6 AND x = $3 LIMIT $4"
->>> uses = analyze(re.sub(r"\\$(\\d)", lambda m: mark(int(m.group(1))), text))
+>>> uses = analyze(re.sub(r"\\$(\\d)", lambda m: mark(int(m.group(1))), text), dialect="postgres")
 >>> sorted((k, u.column, u.side, u.offset) for k, u in uses.items())
 [(1, 'd', 'lo', False), (2, 'd', 'hi', True), (3, 'x', 'eq', False), (4, '', 'limit', False)]
 >>> hist = tuple(f"2000-01-{d:02d}" for d in range(1, 32))
 >>> v = draw(uses, {("t", "d"): (hist, ()), ("t", "x"): ((), ("7", "8"))}, 0)
 >>> v[1] == v[2], v[3], v[4]
 (True, '7', '100')
->>> analyze("SELECT 1 FROM t WHERE d BETWEEN '__p1__'::date AND '__p2__'::date + '__p3__'")[3]
+>>> analyze("SELECT 1 FROM t WHERE d BETWEEN '__p1__'::date AND '__p2__'::date + '__p3__'", dialect="postgres")[3]
 ParamUse(table='', column='', op='Add', side='amount', offset=False, cast='date')
 """
 
@@ -67,11 +69,12 @@ def mark(k: int) -> str:
     return f"'__p{k}__'"
 
 
-def analyze(marked: str) -> dict[int, ParamUse]:
+def analyze(marked: str, dialect: str) -> dict[int, ParamUse]:
     """Per parameter number, its use, in a statement whose ``$k`` are replaced by ``mark(k)`` (outside quotes and
-    comments: ``workloads.binding.substitute``); parameters of no recognized comparison are left out."""
+    comments: ``workloads.binding.substitute``), read in sqlglot's ``dialect`` (the connector's); parameters of no
+    recognized comparison are left out; casts are named as the dialect writes them."""
     try:
-        tree = sqlglot.parse_one(marked, read="postgres")
+        tree = sqlglot.parse_one(marked, read=dialect)
     except sqlglot.errors.SqlglotError:
         return {}
     aliases = {t.alias_or_name: t.name for t in tree.find_all(exp.Table)}
@@ -89,10 +92,10 @@ def analyze(marked: str) -> dict[int, ParamUse]:
             if isinstance(node, _ARITHMETIC) and not (isinstance(node, exp.Neg)):
                 offset = True
             if isinstance(node, (exp.Cast, exp.TryCast)) and not cast:
-                cast = node.to.sql("postgres").lower()
+                cast = node.to.sql(dialect).lower()
             child, node = node, node.parent
         if isinstance(node, (exp.Add, exp.Sub)) and child is node.expression:
-            base = node.this.to.sql("postgres").lower() if isinstance(node.this, (exp.Cast, exp.TryCast)) else ""
+            base = node.this.to.sql(dialect).lower() if isinstance(node.this, (exp.Cast, exp.TryCast)) else ""
             out.setdefault(k, ParamUse("", "", type(node).__name__, "amount", cast=base))
             continue
         if isinstance(node, (exp.Limit, exp.Offset)):

@@ -15,6 +15,7 @@ from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, Ta
 from connectors.postgres import changes as change_sql
 from connectors.postgres import samples
 from advisor.core.plans import Plan
+from connectors.postgres.binding import PostgresBindingSource
 from connectors.postgres.catalog import read_catalog
 from connectors.postgres.plans import to_plan
 from connectors.postgres.session import PostgresSession
@@ -335,6 +336,13 @@ class PostgresConnector:
             if not pending or time.monotonic() > deadline:
                 return
             time.sleep(0.05)
+
+    # --- binding (issue 30) ---
+
+    def binding_source(self) -> PostgresBindingSource:
+        """pg_qualstats' examples and constants, PREPARE's parameter types, pg_stats
+        (``connectors.postgres.binding``)."""
+        return PostgresBindingSource(self.dsn)
 
 
 def _set_lock_timeout(conn: psycopg.Connection, seconds: float | None) -> None:

@@ -10,6 +10,7 @@ from advisor.core.domain import ColumnStats, IndexInfo, Snapshot, StatementStat,
 from advisor.core.errors import MissingExtension
 from connectors.postgres.catalog import read_catalog
 from connectors.postgres.connection import TAG
+from connectors.postgres.internal import is_internal
 
 STATEMENTS_SQL = TAG + """
 SELECT s.queryid::text, s.query, s.calls, s.total_exec_time, s.rows
@@ -74,7 +75,9 @@ def read_statements(conn: psycopg.Connection) -> tuple[StatementStat, ...]:
     except psycopg.errors.ObjectNotInPrerequisiteState:
         raise MissingExtension("pg_stat_statements is installed but not loaded: add it to "
                                "shared_preload_libraries and restart the server") from None
-    return tuple(StatementStat(qid, q, int(calls), float(total), int(r)) for qid, q, calls, total, r in rows)
+    # the application's statements: PostgreSQL's own and its tools' (catalog reads) left out
+    return tuple(StatementStat(qid, q, int(calls), float(total), int(r)) for qid, q, calls, total, r in rows
+                 if not is_internal(q))
 
 
 def read_snapshot(conn: psycopg.Connection) -> Snapshot:
