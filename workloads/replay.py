@@ -48,6 +48,10 @@ Progress = Callable[[int, int], None]
 
 def replay(dsn: str, statements: Sequence[BoundStatement], options: ReplayOptions = ReplayOptions(),
            progress: Progress | None = None) -> ReplayResult:
+    """Replay ``statements`` on the database of ``dsn`` (any engine the factory knows): ``options.warmup`` passes
+    unmeasured, then ``options.repeats`` measured ones, over ``options.concurrency`` sessions. A lost connection
+    is recorded as an error of its statement and the worker goes on with a new session; TargetUnreachable when
+    none can be opened."""
     connector = factory.connector(dsn)
     result = ReplayResult()
     lock = threading.Lock()
