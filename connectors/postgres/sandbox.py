@@ -30,7 +30,7 @@ from pathlib import Path
 from advisor.core.errors import SandboxError
 from connectors import local
 from connectors.local import free_port, pid_alive, stop_all
-from connectors.postgres.binaries import PG_BIN_CANDIDATES, pg_bin_dir
+from connectors.postgres.binaries import pg_bin_dir
 from connectors.postgres.connection import redact
 
 if TYPE_CHECKING:
