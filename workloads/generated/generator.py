@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from advisor.core.errors import BadStatement
 from advisor.core.progress import Say
 from connectors import factory
 from connectors.base import TAG, Connector, Session
@@ -159,7 +160,7 @@ def _in_dialect(text: str | None, dialect: str) -> str | None:
     """A drawn statement in the target's dialect; None when it cannot be written there (drawn again)."""
     try:
         return to_dialect(text, SOURCE_DIALECT, dialect) if text else None
-    except Exception:  # noqa: BLE001 - sqlglot could not read or write it
+    except BadStatement:  # sqlglot could not read or write it
         return None
 
 
