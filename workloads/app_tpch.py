@@ -20,11 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from psycopg import sql
-
 from connectors import factory
+from connectors.base import Connector
 from workloads import tpch
 from workloads.binding import BoundStatement, substitute
+from workloads.sqlsource import string_literal, to_dialect
 
 Value = int | str | date
 SCALE = 0.05  # the bench's default scale factor
@@ -117,12 +117,7 @@ TEMPLATES: tuple[AppTemplate, ...] = (
 
 
 def _literal(value: Value) -> str:
-    return repr(value) if isinstance(value, int) else sql.Literal(str(value)).as_string(None)
-
-
-def _placeholders(text: str) -> str:
-    """``$n`` as psycopg's ``%s`` (each parameter appears once, in order), so the server sees ``$n`` again."""
-    return substitute(text.replace("%", "%%"), lambda _n: "%s")
+    return repr(value) if isinstance(value, int) else string_literal(str(value))
 
 
 def statements(seed: int = 0, scale: float = SCALE, per_template: int = 1) -> list[BoundStatement]:
@@ -136,25 +131,21 @@ def statements(seed: int = 0, scale: float = SCALE, per_template: int = 1) -> li
     return out
 
 
-def prepare(dsn: str, scale: float = SCALE, progress: Callable[[str], None] | None = None) -> None:
-    """TPC-H at ``scale`` (primary keys only) in the empty database at ``dsn``, analyzed."""
-    tpch.load(dsn, scale, progress=progress)
-    with factory.connect(dsn) as conn:
-        conn.execute("VACUUM ANALYZE")
+def prepare(target: str | Connector, scale: float = SCALE, progress: Callable[[str], None] | None = None) -> None:
+    """TPC-H at ``scale`` (primary keys only) in the empty database at ``target`` (a DSN or a connector),
+    analyzed."""
+    connector = factory.connector(target) if isinstance(target, str) else target
+    tpch.load(connector, scale, progress=progress)
+    connector.analyze()
 
 
-def drive(dsn: str, rounds: int = 5, seed: int = 0, scale: float = SCALE, timeout_ms: int = 60_000) -> int:
+def drive(target: str | Connector, rounds: int = 5, seed: int = 0, scale: float = SCALE,
+          timeout_ms: int = 60_000) -> int:
     """Run every template ``rounds`` times with fresh constants as server-side parameters (as the application
-    does); returns the statements run."""
+    does; the templates are in TPC-H's ``SOURCE_DIALECT``); returns the statements run."""
+    connector = factory.connector(target) if isinstance(target, str) else target
     rng = random.Random(seed)
-    ran = 0
-    with factory.connect(dsn) as conn:
-        conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(timeout_ms),))
-        for _ in range(rounds):
-            for t in TEMPLATES:
-                with conn.cursor() as cur:
-                    cur.execute(_placeholders(t.text), [str(v) if isinstance(v, date) else v
-                                                        for v in t.draw(rng, scale)])
-                    cur.fetchall()
-                ran += 1
-    return ran
+    texts = {t.key: to_dialect(t.text, tpch.SOURCE_DIALECT, connector.dialect) for t in TEMPLATES}
+    calls = [(texts[t.key], [str(v) if isinstance(v, date) else v for v in t.draw(rng, scale)])
+             for _ in range(rounds) for t in TEMPLATES]
+    return connector.run_parameterized(calls, timeout_ms)

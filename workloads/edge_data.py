@@ -21,9 +21,11 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-import psycopg
-from psycopg import sql
+from connectors import factory
+from connectors.base import Connector
+from workloads.sqlsource import all_to_dialect, identifier
 
+SOURCE_DIALECT = "postgres"  # the dialect of the DDL written here and of the schema's type names
 Schema = dict[str, dict[str, str]]  # table -> column -> SQL type
 ROWS = 12  # rows per table in the non-empty variants
 
@@ -134,21 +136,20 @@ def _value(typ: str, rng: random.Random):
     return "abcd"[k] if width and int(width.group(1)) < 2 else f"v{k}"
 
 
-def load(dsn: str, schema: Schema, variant: Variant, not_null: frozenset[tuple[str, str]] = frozenset()) -> None:
-    """Create ``schema``'s tables in ``dsn`` (dropping any of the same name) and insert the variant's rows."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        for table, cols in schema.items():
-            conn.execute(sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(sql.Identifier(table)))
-            columns = sql.SQL(", ").join(
-                sql.SQL("{} {}{}").format(sql.Identifier(c), sql.SQL(_type(t)),
-                                          sql.SQL(" NOT NULL" if (table, c) in not_null else ""))
-                for c, t in cols.items())
-            conn.execute(sql.SQL("CREATE TABLE {} ({})").format(sql.Identifier(table), columns))
-            rows = variant.rows[table]
-            if rows:
-                with conn.cursor() as cur, cur.copy(sql.SQL("COPY {} FROM STDIN").format(sql.Identifier(table))) as cp:
-                    for row in rows:
-                        cp.write_row(row)
+def load(target: str | Connector, schema: Schema, variant: Variant,
+         not_null: frozenset[tuple[str, str]] = frozenset()) -> None:
+    """Create ``schema``'s tables in the database at ``target`` (a DSN or a connector; dropping any of the same
+    name) and insert the variant's rows."""
+    connector = factory.connector(target) if isinstance(target, str) else target
+    ddl = []
+    for table, cols in schema.items():
+        columns = ", ".join(f"{identifier(c)} {_type(t)}{' NOT NULL' if (table, c) in not_null else ''}"
+                            for c, t in cols.items())
+        ddl += [f"DROP TABLE IF EXISTS {identifier(table)} CASCADE", f"CREATE TABLE {identifier(table)} ({columns})"]
+    connector.run_script(all_to_dialect(ddl, SOURCE_DIALECT, connector.dialect))
+    for table in schema:
+        if variant.rows[table]:
+            connector.load_rows(table, None, variant.rows[table])
 
 
 def _type(typ: str) -> str:

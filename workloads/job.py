@@ -17,8 +17,13 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from advisor.core.errors import StatementTimeout
 from connectors import factory
+from connectors.base import Connector
 from workloads.binding import BoundStatement
+from workloads.sqlsource import all_to_dialect, to_dialect
+
+SOURCE_DIALECT = "postgres"  # the dialect of the data generator and the templates (transpiled where they run)
 
 SCALE = 0.05  # the bench's default
 
@@ -138,24 +143,28 @@ def _ddl(n: dict[str, int]) -> list[str]:
     return out
 
 
-def load(dsn: str, scale: float = SCALE, seed: int = 0, progress: Callable[[str], None] | None = None) -> dict[str, int]:
-    """The schema and its data at ``scale`` in the empty database at ``dsn`` (the same ``seed`` gives the same
-    data), vacuumed and analyzed over every row below SF 0.06, beyond it over 300,000-row samples of the larger tables (``whole_table_target``:
-    ANALYZE's default sample of 30,000 rows gave two loads of the same data different plans for 3 of the 33
-    statements, so one bench run could not be compared with another). Returns the row count of each generated table."""
+def load(target: str | Connector, scale: float = SCALE, seed: int = 0,
+         progress: Callable[[str], None] | None = None) -> dict[str, int]:
+    """The schema and its data at ``scale`` in the empty database at ``target`` (a DSN or a connector; the same
+    ``seed`` gives the same data: the server's random generator is seeded first, in the session that generates),
+    vacuumed and analyzed over every row below SF 0.06, beyond it over 300,000-row samples of the larger tables
+    (``whole_table_target``: ANALYZE's default sample of 30,000 rows gave two loads of the same data different
+    plans for 3 of the 33 statements, so one bench run could not be compared with another). Returns the row count
+    of each generated table."""
     say = progress or (lambda _msg: None)
+    connector = factory.connector(target) if isinstance(target, str) else target
     n = {t: max(20, int(rows * scale)) for t, rows in SCALE_ROWS.items()}
-    with factory.connect(dsn) as conn:
-        conn.execute("SELECT setseed(%s)", (((seed % 1000) / 1000.0),))
-        statements = _ddl(n)
-        for i, statement in enumerate(statements, 1):
-            if statement.startswith("INSERT"):
-                say(f"JOB data {i}/{len(statements)}: {statement.split()[2]}")
-            conn.execute(statement)  # type: ignore[arg-type]  # generated here, no outside input
-        target = whole_table_target(n)
-        say(f"analyzing every row (statistics target {target})")
-        conn.execute("SELECT set_config('default_statistics_target', %s, false)", (str(target),))
-        conn.execute("VACUUM ANALYZE")
+    statements = _ddl(n)
+    script = [f"SELECT setseed({(seed % 1000) / 1000.0!r})", *statements]
+
+    def before(i: int, statement: str) -> None:
+        if statement.startswith("INSERT"):
+            say(f"JOB data {i - 1}/{len(statements)}: {statement.split()[2]}")
+
+    connector.run_script(all_to_dialect(script, SOURCE_DIALECT, connector.dialect), before=before)
+    stats_target = whole_table_target(n)
+    say(f"analyzing every row (statistics target {stats_target})")
+    connector.analyze(statistics_target=stats_target)
     return n
 
 
@@ -271,18 +280,18 @@ def statements() -> list[BoundStatement]:
     return [BoundStatement(t.key, t.sql, t.sql, 1.0, "literal", False) for t in TEMPLATES]
 
 
-def drive(dsn: str, rounds: int = 1, timeout_ms: int = 120_000) -> int:
-    """Run every query ``rounds`` times (filling pg_stat_statements and pg_qualstats); returns the queries that
-    finished."""
+def drive(target: str | Connector, rounds: int = 1, timeout_ms: int = 120_000) -> int:
+    """Run every query ``rounds`` times (filling the engine's statement statistics, and pg_qualstats on
+    PostgreSQL); returns the queries that finished (one that times out is still counted by the server)."""
+    connector = factory.connector(target) if isinstance(target, str) else target
+    texts = [to_dialect(t.sql, SOURCE_DIALECT, connector.dialect) for t in TEMPLATES]
     ran = 0
-    with factory.connect(dsn) as conn:
-        conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(timeout_ms),))
+    with connector.session(timeout_ms) as session:
         for _ in range(rounds):
-            for t in TEMPLATES:
+            for text in texts:
                 try:
-                    conn.execute(t.sql).fetchall()  # type: ignore[arg-type]  # this module's own SQL
+                    session.run(text)
                     ran += 1
-                except Exception as e:  # noqa: BLE001 - a timeout leaves the statement counted by the server
-                    if "statement timeout" not in str(e):
-                        raise
+                except StatementTimeout:
+                    pass
     return ran

@@ -1,8 +1,8 @@
 """The write-heavy benchmark workload: PostgreSQL's own pgbench (its built-in TPC-B-like scripts).
 
-pgbench gets the connection from the DSN: host, port, user and database on its command line, every other libpq
-parameter (the password included) through its ``PG*`` environment variable, so no secret is on a command line.
-``PG*`` variables of our own environment are not passed on: the DSN alone says where to connect.
+pgbench gets the connection from the connector (``Connector.client_command``): host, port, user and database on its
+command line, every other parameter (the password included) through its environment, so no secret is on a command
+line; a database whose engine has no pgbench is refused there.
 
 Between trials, ``restore()`` brings the data back near its initial state: it empties ``pgbench_history`` (the
 only table that grows) and vacuums the tables, so that every trial starts without the previous one's dead rows.
@@ -11,17 +11,11 @@ only table that grows) and vacuums the tables, so that every trial starts withou
 from __future__ import annotations
 
 import math
-import os
 import re
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
-import psycopg
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict
-
-from advisor.core.errors import AdvisorError, TargetUnreachable
+from advisor.core.errors import AdvisorError, BadStatement
 from connectors import factory
 
 BUILTINS = ("tpcb-like", "simple-update", "select-only")
@@ -29,18 +23,6 @@ TABLES = ("pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_hi
 INIT_TIMEOUT_S = 300.0
 INIT_TIMEOUT_PER_SCALE_S = 30.0
 RUN_GRACE_S = 60.0
-
-ON_COMMAND_LINE = {"host": "--host", "port": "--port", "user": "--username"}
-ENVIRONMENT = {
-    "password": "PGPASSWORD", "passfile": "PGPASSFILE", "hostaddr": "PGHOSTADDR", "service": "PGSERVICE",
-    "options": "PGOPTIONS", "application_name": "PGAPPNAME", "connect_timeout": "PGCONNECT_TIMEOUT",
-    "client_encoding": "PGCLIENTENCODING", "sslmode": "PGSSLMODE", "sslrootcert": "PGSSLROOTCERT",
-    "sslcert": "PGSSLCERT", "sslkey": "PGSSLKEY", "sslcrl": "PGSSLCRL", "sslcrldir": "PGSSLCRLDIR",
-    "sslsni": "PGSSLSNI", "requirepeer": "PGREQUIREPEER", "gssencmode": "PGGSSENCMODE",
-    "channel_binding": "PGCHANNELBINDING", "target_session_attrs": "PGTARGETSESSIONATTRS",
-    "krbsrvname": "PGKRBSRVNAME", "gsslib": "PGGSSLIB", "ssl_min_protocol_version": "PGSSLMINPROTOCOLVERSION",
-    "ssl_max_protocol_version": "PGSSLMAXPROTOCOLVERSION", "load_balance_hosts": "PGLOADBALANCEHOSTS",
-}
 
 _TPS = re.compile(r"^tps = ([0-9.]+)", re.M)
 _LATENCY = re.compile(r"^latency average = ([0-9.]+) ms", re.M)
@@ -65,44 +47,11 @@ class PgbenchResult:
     failed: int  # failed transactions (serialization or deadlock failures)
 
 
-def _binary() -> str:
-    path = Path(factory.client_tool("postgres", "pgbench"))
-    if not path.exists():
-        raise AdvisorError(f"pgbench not found in {path.parent}: install the PostgreSQL client tools")
-    return str(path)
-
-
-def _connection(dsn: str) -> tuple[list[str], dict[str, str]]:
-    """pgbench's connection arguments (the database name last) and its environment, from the DSN."""
-    params = _parameters(dsn)
-    args: list[str] = []
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
-    for key, value in params.items():
-        if key in ON_COMMAND_LINE:
-            args += [ON_COMMAND_LINE[key], value]
-        elif key in ENVIRONMENT:
-            env[ENVIRONMENT[key]] = value
-        elif key != "dbname":
-            raise AdvisorError(f"pgbench cannot be given the connection parameter {key!r}")
-    return args + [params.get("dbname") or params.get("user") or "postgres"], env
-
-
-def _parameters(dsn: str) -> dict[str, str]:
-    """The DSN's libpq parameters (``key=value`` strings and ``postgresql://`` URLs)."""
-    if factory.engine_of(dsn) != "postgres":
-        raise AdvisorError("pgbench runs against PostgreSQL databases only")
-    try:
-        return {k: str(v) for k, v in conninfo_to_dict(dsn).items()}
-    except psycopg.ProgrammingError as e:
-        raise TargetUnreachable(f"invalid DSN: {(str(e).strip().splitlines() or ['?'])[0]}") from None
-
-
 def command(dsn: str, args: list[str]) -> tuple[list[str], dict[str, str]]:
     """The command line that runs pgbench with ``args`` against ``dsn``, and the environment to run it in (the
     connection's secrets are there, never on the command line): for callers that run pgbench themselves, e.g. to
     read its ``--progress`` lines as they come."""
-    connection, env = _connection(dsn)
-    return [_binary(), *args, *connection], env
+    return factory.connector(dsn).client_command("pgbench", args)
 
 
 def _failure_reason(stderr: str) -> str:
@@ -173,11 +122,11 @@ def run(dsn: str, options: PgbenchOptions = PgbenchOptions()) -> PgbenchResult:
 
 def restore(dsn: str) -> None:
     """Empty ``pgbench_history`` and vacuum the pgbench tables."""
+    connector = factory.connector(dsn)
+    if not any(table == "pgbench_history" for _, table in connector.table_columns()):
+        raise AdvisorError("the pgbench tables do not exist: initialize() them first")
     try:
-        with factory.connect(dsn) as conn:
-            conn.execute(sql.SQL("TRUNCATE {}").format(sql.Identifier("pgbench_history")))
-            conn.execute(sql.SQL("VACUUM {}").format(sql.SQL(", ").join(sql.Identifier(t) for t in TABLES)))
-    except psycopg.errors.UndefinedTable:
-        raise AdvisorError("the pgbench tables do not exist: initialize() them first") from None
-    except psycopg.Error as e:
-        raise AdvisorError(f"cannot restore the pgbench tables: {(str(e).strip().splitlines() or ['?'])[0]}") from None
+        connector.run_script([f"TRUNCATE {connector.quote('pgbench_history')}"])
+        connector.vacuum(TABLES)
+    except BadStatement as e:
+        raise AdvisorError(f"cannot restore the pgbench tables: {e.reason}") from None

@@ -30,12 +30,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from psycopg import sql
-
 from advisor.core.errors import NotFound
 from connectors import factory
+from connectors.base import Connector
 from workloads import tpch
 from workloads.binding import BoundStatement, substitute
+from workloads.sqlsource import all_to_dialect, string_literal
 from workloads.tpch.queries import (CONTAINER_1, CONTAINER_2, NATIONS, REGIONS, SEGMENTS, SHIPMODES, TEMPLATES,
                                     TYPE_1, TYPE_2, TYPE_3)
 
@@ -74,7 +74,7 @@ def _literal(value: Value) -> str:
         raise TypeError("no boolean parameters")
     if isinstance(value, (int, float)):
         return repr(value)
-    return sql.Literal(str(value)).as_string(None)
+    return string_literal(str(value))
 
 
 def _template(key: str, text: str, draw: Callable[[random.Random], tuple[Value, ...]]) -> Template:
@@ -414,14 +414,16 @@ def get(name: str, among: Mapping[str, Suite] | None = None) -> Suite:
         raise NotFound(f"no benchmark suite named {name!r} (available: {', '.join(among)})") from None
 
 
-def prepare(dsn: str, suite: Suite, scale: float | None = None, progress: Callable[[str], None] | None = None) -> None:
-    """Load TPC-H at ``scale`` (default: the suite's) into the empty database at ``dsn``, run the suite's
-    ``setup_sql``, then ANALYZE."""
+def prepare(target: str | Connector, suite: Suite, scale: float | None = None,
+            progress: Callable[[str], None] | None = None) -> None:
+    """Load TPC-H at ``scale`` (default: the suite's) into the empty database at ``target`` (a DSN or a
+    connector), run the suite's ``setup_sql`` (written in TPC-H's ``SOURCE_DIALECT``), then ANALYZE."""
     say = progress or (lambda _msg: None)
-    tpch.load(dsn, suite.scale if scale is None else scale, progress=say)
-    with factory.connect(dsn) as conn:
-        for i, statement in enumerate(suite.setup_sql, 1):
-            say(f"setup {i}/{len(suite.setup_sql)}")
-            conn.execute(sql.SQL(statement))  # type: ignore[arg-type]  # the suite's own DDL, no outside input
-        say("analyzing")
-        conn.execute("ANALYZE")
+    connector = factory.connector(target) if isinstance(target, str) else target
+    tpch.load(connector, suite.scale if scale is None else scale, progress=say)
+    setup = all_to_dialect(suite.setup_sql, tpch.SOURCE_DIALECT, connector.dialect)
+    for i, statement in enumerate(setup, 1):
+        say(f"setup {i}/{len(setup)}")
+        connector.run_script([statement])
+    say("analyzing")
+    connector.analyze()

@@ -13,7 +13,7 @@ from advisor.core.domain import (Applied, Change, DropIndexChange, Hardware, Ind
                                  Snapshot)
 from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, TargetUnreachable
 from connectors.postgres import changes as change_sql
-from connectors.postgres import samples
+from connectors.postgres import loading, samples
 from advisor.core.plans import Plan
 from connectors.postgres.binding import PostgresBindingSource
 from connectors.postgres.catalog import read_catalog
@@ -343,6 +343,35 @@ class PostgresConnector:
         """pg_qualstats' examples and constants, PREPARE's parameter types, pg_stats
         (``connectors.postgres.binding``)."""
         return PostgresBindingSource(self.dsn)
+
+    # --- loaders (issue 30) --------------------------------------------------------------------------------------
+
+    def run_script(self, statements: Sequence[str], before: Callable[[int, str], None] | None = None) -> None:
+        loading.run_script(self.dsn, statements, before)
+
+    def load_rows(self, table: str, columns: Sequence[str] | None, rows) -> int:
+        return loading.load_rows(self.dsn, table, columns, rows)
+
+    def analyze(self, tables: Sequence[str] | None = None, statistics_target: int | None = None) -> None:
+        loading.analyze(self.dsn, tables, statistics_target)
+
+    def vacuum(self, tables: Sequence[str] | None = None) -> None:
+        loading.vacuum(self.dsn, tables)
+
+    def column_statistics(self) -> dict[tuple[str, str, str], tuple]:
+        return self._guarded(loading.column_statistics)
+
+    def table_rows(self) -> dict[tuple[str, str], float]:
+        return self._guarded(loading.table_rows)
+
+    def reserved_words(self) -> frozenset[str]:
+        return self._guarded(loading.reserved_words)
+
+    def run_parameterized(self, calls, timeout_ms: int | None = None) -> int:
+        return loading.run_parameterized(self.dsn, calls, timeout_ms)
+
+    def client_command(self, tool: str, args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+        return loading.client_command(self.dsn, tool, args)
 
 
 def _set_lock_timeout(conn: psycopg.Connection, seconds: float | None) -> None:

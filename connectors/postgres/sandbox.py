@@ -30,6 +30,7 @@ from pathlib import Path
 from advisor.core.errors import SandboxError
 from connectors import local
 from connectors.local import free_port, pid_alive, stop_all
+from connectors.postgres.binaries import pg_bin_dir
 from connectors.postgres.connection import redact
 
 if TYPE_CHECKING:
@@ -38,22 +39,9 @@ if TYPE_CHECKING:
 __all__ = ["PostgresSandbox", "free_port", "pg_bin_dir", "pid_alive", "stop_all",
            "wait_until_accepting"]
 
-PG_BIN_CANDIDATES = ("/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/17/bin")
 PRELOAD = "pg_stat_statements,pg_qualstats"
 EXTENSIONS = ("pg_stat_statements", "pg_qualstats", "hypopg")
 HBA_KEYWORDS = frozenset({"all", "sameuser", "samerole", "samegroup", "replication"})  # pg_hba.conf's user words
-
-
-def pg_bin_dir() -> Path:
-    """The directory holding initdb/pg_ctl/pg_dump of the newest installed server (env ADVISOR_PG_BIN wins)."""
-    env = os.environ.get("ADVISOR_PG_BIN")
-    for candidate in ([env] if env else []) + list(PG_BIN_CANDIDATES):
-        if candidate and (Path(candidate) / "pg_ctl").exists():
-            return Path(candidate)
-    raise SandboxError(
-        "PostgreSQL server binaries not found (looked in /usr/lib/postgresql/*/bin); "
-        "install them with `make bootstrap` or apt-get install postgresql postgresql-15-hypopg postgresql-15-pg-qualstats"
-    )
 
 
 def _running_as_root() -> bool:

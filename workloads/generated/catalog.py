@@ -1,9 +1,9 @@
 """What the workload generator knows of a database: tables, columns with their types and statistics, unique keys,
 and the edges statements join along (declared foreign keys, and ones inferred from key names where none is declared).
 
-``read_schema`` reads it through a connector; ``_statistics`` holds the engine-specific catalog SQL (PostgreSQL's
-pg_stats, pg_class and keyword list), the one piece to move behind the connector seam for another engine. The rest
-is pure: column kinds, distinct counts, roles and edge inference work on the dataclasses alone.
+``read_schema`` reads it through the connector (its column statistics, row estimates, key words, keys and foreign
+keys); the rest is pure: column kinds, distinct counts, roles and edge inference work on the dataclasses alone.
+Identifiers are written for the generator's ``SOURCE_DIALECT`` (standard SQL quoting).
 
 >>> kind_of("numeric(7,2)"), kind_of("character(25)"), kind_of("timestamp without time zone"), kind_of("jsonb")
 ('num', 'text', 'ts', 'other')
@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
-
-from psycopg import sql
 
 from connectors import factory
-from connectors.base import TAG, Connector
+from connectors.base import Connector
+from workloads.sqlsource import identifier
+
+SOURCE_DIALECT = "postgres"  # the dialect generated statements are written in (transpiled to the target's)
 
 _KINDS = (("int", ("smallint", "integer", "bigint")), ("num", ("numeric", "real", "double precision")),
           ("text", ("text", "character varying", "character", "varchar", "char", "bpchar")),
@@ -124,7 +124,7 @@ class Schema:
         """
         if _SIMPLE.match(name) and name not in self.reserved:
             return name
-        return sql.Identifier(name).as_string(None)
+        return identifier(name)
 
     def ref(self, table: Table) -> str:
         """The table as SQL (schema-qualified outside public)."""
@@ -171,44 +171,13 @@ def infer_edges(tables: tuple[Table, ...], declared: tuple[Edge, ...] = ()) -> t
 
 # --- reading a live database ---------------------------------------------------------------------------------
 
-STATS_SQL = TAG + """
-SELECT s.schemaname::text, s.tablename::text, s.attname::text, s.null_frac, s.n_distinct, s.avg_width,
-       CASE WHEN t.typcategory IN ('N', 'S', 'D', 'B') THEN s.most_common_vals::text::text[] END,
-       s.most_common_freqs::float8[],
-       CASE WHEN t.typcategory IN ('N', 'S', 'D', 'B') THEN s.histogram_bounds::text::text[] END
-FROM pg_stats s
-JOIN pg_namespace n ON n.nspname = s.schemaname
-JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = s.tablename
-JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = s.attname
-JOIN pg_type t ON t.oid = a.atttypid
-WHERE s.schemaname NOT IN ('pg_catalog', 'information_schema') AND s.schemaname NOT LIKE 'pg_toast%'
-ORDER BY s.inherited"""
-
-ROWS_SQL = TAG + """
-SELECT n.nspname::text, c.relname::text, greatest(c.reltuples, 0)::float8
-FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
-  AND n.nspname NOT LIKE 'pg_toast%'"""
-
-
-def _statistics(conn: Any) -> tuple[dict[tuple[str, str, str], tuple], dict[tuple[str, str], float], frozenset[str]]:
-    """The engine-specific part (PostgreSQL): per (schema, table, column) its statistics row (null_frac,
-    n_distinct, avg_width, most common values, their frequencies, histogram bounds), per (schema, table) its
-    estimated rows, and the key words that need quoting as identifiers."""
-    stats = {(s, t, c): rest for s, t, c, *rest in conn.execute(STATS_SQL)}
-    rows = {(s, t): r for s, t, r in conn.execute(ROWS_SQL)}
-    reserved = frozenset(w for (w,) in conn.execute(TAG + "SELECT word FROM pg_get_keywords() WHERE catcode <> 'U'"))
-    return stats, rows, reserved
-
-
 def read_schema(target: str | Connector) -> Schema:
     """The tables of the database at ``target`` (a DSN or a connector) with their columns' statistics (run ANALYZE
     first: a table without statistics gives no constants), keys and edges, in a stable order."""
     connector = factory.connector(target) if isinstance(target, str) else target
     types = connector.column_types()
     keys = connector.unique_keys()
-    with connector.connect() as conn:
-        stats, rows, reserved = _statistics(conn)
+    stats, rows, reserved = connector.column_statistics(), connector.table_rows(), connector.reserved_words()
     tables: list[Table] = []
     for (schema, name), cols in sorted(types.items()):
         columns = []

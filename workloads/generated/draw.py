@@ -20,9 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from psycopg import sql
-
 from workloads.generated.catalog import DATE_KINDS, RANGE_KINDS, Column, Edge, Schema, Table
+from workloads.sqlsource import string_literal
 
 Row = dict[str, str | None]
 RowSource = Callable[[Table, Sequence[str], random.Random, "dict[str, str] | None"], "Row | None"]
@@ -84,7 +83,7 @@ def literal(col: Column, value: str | None) -> str | None:
     if kind == "bool":
         return "TRUE" if value in ("t", "true") else "FALSE"
     if kind == "text":
-        return sql.Literal(value.rstrip(" ") if col.is_char else value).as_string(None)
+        return string_literal(value.rstrip(" ") if col.is_char else value)
     return None
 
 

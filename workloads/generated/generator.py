@@ -3,7 +3,9 @@ it runs (within a time limit, returning at most so many rows) before it is kept;
 
 Determinism: statement ``i`` is drawn from ``random.Random("gen:<seed>:<i>:<attempt>")``, so the same database (the
 same data and the same statistics: ANALYZE samples large tables) and seed give the same statements, whatever the
-other statements drew. The database is only read: the session is read-only with a statement timeout.
+other statements drew. The database is only read: every statement runs under a statement timeout in a transaction
+that is rolled back. Statements are drawn in the catalog's ``SOURCE_DIALECT`` and kept in the target's dialect
+(transpiled; the same text on PostgreSQL).
 """
 
 from __future__ import annotations
@@ -13,13 +15,15 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from advisor.core.errors import BadStatement
 from advisor.core.progress import Say
 from connectors import factory
-from connectors.base import TAG, Connector
+from connectors.base import TAG, Connector, Session
 from workloads.binding import BoundStatement
 from workloads.generated import families, rewrites
-from workloads.generated.catalog import Schema, Table, read_schema
+from workloads.generated.catalog import SOURCE_DIALECT, Schema, Table, read_schema
 from workloads.generated.draw import Ctx, Row, literal
+from workloads.sqlsource import to_dialect
 
 INDEX_FAMILIES = tuple(families.BUILDERS)
 REWRITE_FAMILIES = tuple(rewrites.BUILDERS)
@@ -65,12 +69,12 @@ def plan_families(n: int, seed: int, chosen: Sequence[str], weights: dict[str, f
 
 
 class LiveRows:
-    """A ``RowSource`` over a connection: one real row of a table, found through an indexed column where it can
+    """A ``RowSource`` over a session: one real row of a table, found through an indexed column where it can
     be (the narrowest unique key's first column, matched with a value from its histogram), ordered so the same
-    data gives the same row."""
+    data gives the same row. ``dialect``: the session's (the query is written in ``SOURCE_DIALECT``)."""
 
-    def __init__(self, conn, schema: Schema):
-        self.conn, self.schema = conn, schema
+    def __init__(self, session: Session, schema: Schema, dialect: str):
+        self.session, self.schema, self.dialect = session, schema, dialect
 
     def __call__(self, t: Table, columns: Sequence[str], rng: random.Random,
                  match: dict[str, str] | None = None) -> Row | None:
@@ -93,11 +97,10 @@ class LiveRows:
         order = ", ".join(self.schema.ident(c) for c in cols)
         query = f"SELECT {what} FROM {self.schema.ref(t)} WHERE {' AND '.join(where)} ORDER BY {order} LIMIT 1"
         try:
-            with self.conn.transaction():
-                found = self.conn.execute(TAG + query).fetchone()  # type: ignore[operator]  # built here
+            found = self.session.run(TAG + to_dialect(query, SOURCE_DIALECT, self.dialect), rollback=True)
         except Exception:  # noqa: BLE001 - a timeout or a value the column refuses: no row, draws from statistics
             return None
-        return dict(zip(cols, found)) if found else None
+        return dict(zip(cols, found[0])) if found else None
 
     def _anchor(self, t: Table):
         keyed = [t.column(k[0]) for k in t.keys if t.column(k[0]).histogram]
@@ -107,17 +110,14 @@ class LiveRows:
         return max(cols, key=lambda c: c.distinct(t.rows)) if cols else None
 
 
-def _check(conn, text: str, max_rows: int) -> tuple[int, float] | None:
+def _check(connector: Connector, session: Session, text: str, max_rows: int) -> tuple[int, float] | None:
     """Rows returned and milliseconds, or None when it fails, times out or returns more than ``max_rows``."""
     try:
-        with conn.transaction():
-            plan = conn.execute("EXPLAIN (FORMAT JSON) " + text).fetchone()[0]  # type: ignore[arg-type]
-            if plan[0]["Plan"].get("Plan Rows", 0) > 50 * max_rows:
-                return None
-            started = time.perf_counter()
-            cur = conn.execute(text)  # type: ignore[arg-type]  # generated here from the catalog and quoted values
-            rows = len(cur.fetchmany(max_rows + 1))
-            ms = (time.perf_counter() - started) * 1000
+        if connector.plan(text).rows > 50 * max_rows:
+            return None
+        started = time.perf_counter()
+        rows = len(session.run(text, rollback=True) or ())
+        ms = (time.perf_counter() - started) * 1000
     except Exception:  # noqa: BLE001 - an error or a timeout: the statement is drawn again
         return None
     return (rows, ms) if rows <= max_rows else None
@@ -139,15 +139,13 @@ def generate(target: str | Connector, n: int = 40, seed: int = 0, families: Iter
     schema = schema or read_schema(connector)
     report = say or (lambda _msg: None)
     out: list[Generated] = []
-    with connector.connect() as conn:
-        conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(int(timeout_ms)),))
-        conn.execute("SELECT set_config('default_transaction_read_only', 'on', false)")
-        rows = LiveRows(conn, schema)
+    with connector.session(int(timeout_ms)) as session:
+        rows = LiveRows(session, schema, connector.dialect)
         for i, family in enumerate(plan_families(n, seed, chosen, weights)):
             for attempt in range(attempts):
                 rng = random.Random(f"gen:{seed}:{i}:{attempt}")
-                text = BUILDERS[family](Ctx(schema, rng, rows))
-                checked = _check(conn, text, max_rows) if text else None
+                text = _in_dialect(BUILDERS[family](Ctx(schema, rng, rows)), connector.dialect)
+                checked = _check(connector, session, text, max_rows) if text else None
                 if checked is None or (checked[0] == 0 and attempt < attempts // 2):
                     continue
                 calls = min(MAX_CALLS, max(1, round(BASE_CALLS.get(family, REWRITE_CALLS) * rng.paretovariate(1.5))))
@@ -156,6 +154,14 @@ def generate(target: str | Connector, n: int = 40, seed: int = 0, families: Iter
             else:
                 report(f"no valid {family} statement for #{i} after {attempts} attempts")
     return out
+
+
+def _in_dialect(text: str | None, dialect: str) -> str | None:
+    """A drawn statement in the target's dialect; None when it cannot be written there (drawn again)."""
+    try:
+        return to_dialect(text, SOURCE_DIALECT, dialect) if text else None
+    except BadStatement:  # sqlglot could not read or write it
+        return None
 
 
 def statements(target: str | Connector, n: int = 40, seed: int = 0, families: Iterable[str] = FAMILIES,
@@ -171,18 +177,16 @@ def rewrite_cases(generated: Iterable[Generated]) -> list[tuple[str, str, str]]:
 
 def drive(target: str | Connector, generated: Iterable[Generated], rounds: int = 1, timeout_ms: int = 60_000,
           max_calls: int = 20, on_error: Callable[[Generated, Exception], None] | None = None) -> int:
-    """Run each statement ``min(weight, max_calls)`` times per round (filling pg_stat_statements as an application
-    would, in proportion to its calls up to a cap); returns the executions that finished."""
+    """Run each statement ``min(weight, max_calls)`` times per round (filling the engine's statement statistics
+    as an application would, in proportion to its calls up to a cap); returns the executions that finished."""
     connector = factory.connector(target) if isinstance(target, str) else target
     ran = 0
-    with connector.connect() as conn:
-        conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(int(timeout_ms)),))
+    with connector.session(int(timeout_ms)) as session:
         for _ in range(rounds):
             for g in generated:
                 for _ in range(max(1, min(int(g.weight), max_calls))):
                     try:
-                        with conn.cursor() as cur:
-                            connector.execute_one(cur, g.sql).fetchall()
+                        session.run(g.sql)
                         ran += 1
                     except Exception as e:  # noqa: BLE001 - reported, the rest still runs
                         if on_error:

@@ -1,5 +1,5 @@
 """A TPC-DS subset: the schema from the specification (primary and foreign keys, no other index), data generated
-offline by tpcgen-cli and loaded with COPY. Schemas nobody wrote the advisor for: ``workloads.generated`` draws
+offline by tpcgen-cli and loaded through the connector (COPY on PostgreSQL). Schemas nobody wrote the advisor for: ``workloads.generated`` draws
 application workloads over it."""
 
 from workloads.tpcds.data import MIN_SCALE, SCALE, generate, load

@@ -1,4 +1,5 @@
-"""Generating TPC-DS data offline with tpcgen-cli and loading a subset of its tables with COPY."""
+"""Generating TPC-DS data offline with tpcgen-cli and loading a subset of its tables through the connector (COPY
+on PostgreSQL); the DDL is written in ``SOURCE_DIALECT`` and transpiled to the connector's dialect."""
 
 from __future__ import annotations
 
@@ -9,13 +10,11 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from psycopg import sql
-
 from advisor.core.errors import AdvisorError
 from connectors import factory
-from workloads.tpcds.schema import DDL, DEFAULT_TABLES, FOREIGN_KEYS, PRIMARY_KEYS, TABLES
-
-COPY_CHUNK = 1 << 20
+from connectors.base import Connector
+from workloads.sqlsource import all_to_dialect, identifier
+from workloads.tpcds.schema import DDL, DEFAULT_TABLES, FOREIGN_KEYS, PRIMARY_KEYS, SOURCE_DIALECT, TABLES
 SCALE = 0.3  # the benches' default: store_sales 841k rows, catalog_sales 450k, web_sales 216k
 MIN_SCALE = 0.01  # tpcgen-cli gives the same rows at any scale below this (store_sales 120k rows)
 
@@ -46,39 +45,33 @@ def _check(tables: Sequence[str]) -> tuple[str, ...]:
     return tuple(t for t in TABLES if t in tables)  # dimensions before facts
 
 
-def load(dsn: str, scale: float = SCALE, tables: Sequence[str] = DEFAULT_TABLES, foreign_keys: bool = True,
-         progress: Callable[[str], None] | None = None) -> dict[str, int]:
-    """Create ``tables`` (a subset of ``TABLES``) in the database at ``dsn``, load them at ``scale`` (at least
-    ``MIN_SCALE`` in effect), add their primary keys and, with ``foreign_keys``, every foreign key of
-    ``FOREIGN_KEYS`` between two loaded tables; then VACUUM ANALYZE. Returns the row count of each table."""
+def load(target: str | Connector, scale: float = SCALE, tables: Sequence[str] = DEFAULT_TABLES,
+         foreign_keys: bool = True, progress: Callable[[str], None] | None = None) -> dict[str, int]:
+    """Create ``tables`` (a subset of ``TABLES``) in the database at ``target`` (a DSN or a connector), load them
+    at ``scale`` (at least ``MIN_SCALE`` in effect), add their primary keys and, with ``foreign_keys``, every
+    foreign key of ``FOREIGN_KEYS`` between two loaded tables; then analyze. Returns the row count of each table."""
     say = progress or (lambda _msg: None)
     chosen = _check(tables)
     loaded = set(chosen)
+    connector = factory.connector(target) if isinstance(target, str) else target
+
+    def run(*statements: str) -> None:
+        connector.run_script(all_to_dialect(statements, SOURCE_DIALECT, connector.dialect))
+
     with tempfile.TemporaryDirectory(prefix="advisor-tpcds-") as tmp:
         say(f"generating TPC-DS data at scale {scale} ({len(chosen)} tables)")
         generate(scale, Path(tmp), chosen)
         counts: dict[str, int] = {}
-        with factory.connect(dsn, autocommit=False) as conn:
-            for table in chosen:
-                say(f"loading {table}")
-                name = sql.Identifier(table)
-                conn.execute(sql.SQL("CREATE TABLE {} ({})").format(name, sql.SQL(DDL[table])))
-                copy = sql.SQL("COPY {} FROM STDIN (FORMAT csv, HEADER true, FREEZE true)").format(name)
-                with conn.cursor() as cur, cur.copy(copy) as cp, open(Path(tmp) / f"{table}.csv", "rb") as f:
-                    while chunk := f.read(COPY_CHUNK):
-                        cp.write(chunk)
-                conn.execute(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY ({})").format(
-                    name, sql.SQL(", ").join(map(sql.Identifier, PRIMARY_KEYS[table]))))
-                counts[table] = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(name)).fetchone()[0]
-            if foreign_keys:
-                say("adding foreign keys")
-                for table, column, ref in FOREIGN_KEYS:
-                    if table in loaded and ref in loaded:
-                        conn.execute(sql.SQL("ALTER TABLE {} ADD FOREIGN KEY ({}) REFERENCES {} ({})").format(
-                            sql.Identifier(table), sql.Identifier(column), sql.Identifier(ref),
-                            sql.Identifier(PRIMARY_KEYS[ref][0])))
-            conn.commit()
-    with factory.connect(dsn) as conn:
-        say("analyzing")
-        conn.execute("VACUUM ANALYZE")
+        for table in chosen:
+            say(f"loading {table}")
+            run(f"CREATE TABLE {identifier(table)} ({DDL[table]})")
+            counts[table] = connector.load_rows(table, None, Path(tmp) / f"{table}.csv")
+            run(f"ALTER TABLE {identifier(table)} ADD PRIMARY KEY ({', '.join(map(identifier, PRIMARY_KEYS[table]))})")
+        if foreign_keys:
+            say("adding foreign keys")
+            run(*(f"ALTER TABLE {identifier(table)} ADD FOREIGN KEY ({identifier(column)}) "
+                  f"REFERENCES {identifier(ref)} ({identifier(PRIMARY_KEYS[ref][0])})"
+                  for table, column, ref in FOREIGN_KEYS if table in loaded and ref in loaded))
+    say("analyzing")
+    connector.analyze()
     return counts

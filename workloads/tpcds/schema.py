@@ -13,6 +13,7 @@ True
 
 from __future__ import annotations
 
+SOURCE_DIALECT = "postgres"  # the dialect DDL is written in (transpiled where it runs)
 _MONEY = "numeric(7,2)"
 
 

@@ -1,7 +1,9 @@
-"""The built-in TPC-H workload: schema, data generated offline (tpchgen-cli) and loaded with COPY, and the 22
-queries with parameters drawn as the specification's qgen draws them."""
+"""The built-in TPC-H workload: schema, data generated offline (tpchgen-cli) and loaded through the connector (COPY on
+PostgreSQL), and the 22 queries with parameters drawn as the specification's qgen draws them; all written in
+``SOURCE_DIALECT``."""
 
 from workloads.tpch.data import load
+from workloads.tpch.schema import SOURCE_DIALECT
 from workloads.tpch.queries import QUERY_NUMBERS, query, stream
 
-__all__ = ["QUERY_NUMBERS", "load", "query", "stream"]
+__all__ = ["QUERY_NUMBERS", "SOURCE_DIALECT", "load", "query", "stream"]

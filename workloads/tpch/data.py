@@ -1,4 +1,6 @@
-"""Generating TPC-H data offline with tpchgen-cli and loading it with COPY."""
+"""Generating TPC-H data offline with tpchgen-cli and loading it through the connector (COPY on PostgreSQL).
+
+The schema is written in ``SOURCE_DIALECT`` and transpiled to the connector's dialect where it runs."""
 
 from __future__ import annotations
 
@@ -9,13 +11,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from psycopg import sql
-
 from advisor.core.errors import AdvisorError
 from connectors import factory
-from workloads.tpch.schema import DDL, PRIMARY_KEYS, TABLES
-
-COPY_CHUNK = 1 << 20
+from connectors.base import Connector
+from workloads.sqlsource import all_to_dialect, script
+from workloads.tpch.schema import DDL, PRIMARY_KEYS, SOURCE_DIALECT, TABLES
 
 
 def _generator() -> str:
@@ -36,29 +36,24 @@ def generate(scale: float, out_dir: Path) -> Path:
     return out_dir
 
 
-def load(dsn: str, scale: float = 0.01, progress: Callable[[str], None] | None = None) -> dict[str, int]:
-    """Create the TPC-H tables in the database at ``dsn``, load data at ``scale``, add keys, ANALYZE.
+def load(target: str | Connector, scale: float = 0.01,
+         progress: Callable[[str], None] | None = None) -> dict[str, int]:
+    """Create the TPC-H tables in the database at ``target`` (a DSN or a connector), load data at ``scale``, add
+    keys, ANALYZE.
 
     Returns the row count of each table.
     """
     say = progress or (lambda _msg: None)
+    connector = factory.connector(target) if isinstance(target, str) else target
     with tempfile.TemporaryDirectory(prefix="advisor-tpch-") as tmp:
         say(f"generating TPC-H data at scale {scale}")
         generate(scale, Path(tmp))
         counts: dict[str, int] = {}
-        with factory.connect(dsn, autocommit=False) as conn:
-            conn.execute(DDL)
-            for table in TABLES:
-                say(f"loading {table}")
-                copy = sql.SQL("COPY {} FROM STDIN (FORMAT csv, HEADER true)").format(sql.Identifier(table))
-                with conn.cursor() as cur, cur.copy(copy) as cp, open(Path(tmp) / f"{table}.csv", "rb") as f:
-                    while chunk := f.read(COPY_CHUNK):
-                        cp.write(chunk)
-            conn.execute(PRIMARY_KEYS)
-            for table in TABLES:
-                counts[table] = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone()[0]
-            conn.commit()
-        with factory.connect(dsn) as conn:
-            say("analyzing")
-            conn.execute("VACUUM ANALYZE")
+        connector.run_script(all_to_dialect(script(DDL), SOURCE_DIALECT, connector.dialect))
+        for table in TABLES:
+            say(f"loading {table}")
+            counts[table] = connector.load_rows(table, None, Path(tmp) / f"{table}.csv")
+        connector.run_script(all_to_dialect(script(PRIMARY_KEYS), SOURCE_DIALECT, connector.dialect))
+    say("analyzing")
+    connector.analyze()
     return counts

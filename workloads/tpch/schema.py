@@ -1,5 +1,7 @@
 """TPC-H tables with the primary keys the specification allows (no other indexes)."""
 
+SOURCE_DIALECT = "postgres"  # the dialect DDL and PRIMARY_KEYS are written in (transpiled where they run)
+
 TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem")
 
 DDL = """
