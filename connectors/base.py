@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from advisor.core.domain import Applied, Change, Costed, Hardware, IndexChange, KnobSpec, Snapshot
+from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
 
 # Every statement the advisor itself sends starts with this comment, so that capture can leave it out of the
@@ -278,6 +279,14 @@ class Connector(Protocol):
 
     def revert(self, applied: Applied, lock_timeout_s: float | None = None) -> None:
         """Undo what ``apply`` did (``lock_timeout_s`` as for ``apply``)."""
+
+    # --- knobs as engine data (issue 30) ---
+
+    def knob_profile(self) -> KnobProfile:
+        """The engine's knob facts (``advisor.core.knobprofile``): the knobs worth tuning and their ranges for a
+        machine (bytes for memory knobs, the catalog's unit otherwise), the durability and never-tuned knobs, the
+        memory model a configuration must fit in RAM, orderings between knobs, rule-of-thumb seeds and the
+        engine's words for prompts. Reads nothing from the server."""
 
 
 @runtime_checkable

@@ -13,7 +13,8 @@ from advisor.core.domain import (Applied, Change, DropIndexChange, Hardware, Ind
                                  Snapshot)
 from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, TargetUnreachable
 from connectors.postgres import changes as change_sql
-from connectors.postgres import samples
+from connectors.postgres import knobs, samples
+from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
 from connectors.postgres.catalog import read_catalog
 from connectors.postgres.plans import to_plan
@@ -335,6 +336,11 @@ class PostgresConnector:
             if not pending or time.monotonic() > deadline:
                 return
             time.sleep(0.05)
+
+    # --- knobs as engine data (issue 30) ---
+
+    def knob_profile(self) -> KnobProfile:
+        return knobs.PROFILE
 
 
 def _set_lock_timeout(conn: psycopg.Connection, seconds: float | None) -> None:

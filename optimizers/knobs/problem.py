@@ -14,8 +14,9 @@ from optimizers.knobs.space import KnobSpace
 
 @dataclass(frozen=True)
 class KnobProblem:
-    """A knob space (knobs, ranges, constraints; the catalog and hardware inside) and what rules need besides:
-    the workload's kind (PGTune's web | oltp | dw | desktop | mixed) and the connection count to plan for."""
+    """A knob space (knobs, ranges, constraints; the catalog, hardware and the engine's knob profile inside) and
+    what rules need besides: the workload's kind (web | oltp | dw | desktop | mixed, ``workloads.shape``) and the
+    connection count to plan for (None: the server's own)."""
 
     space: KnobSpace
     workload_kind: str = "mixed"

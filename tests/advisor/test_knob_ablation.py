@@ -194,7 +194,7 @@ def test_hardware_stored_with_a_target_sizes_the_knob_space(db, tmp_path):
     # this machine's hardware passed in (what a caller that knows nothing passes) does not override the target's
     hw, findings = target_hardware(service.store, PostgresConnector(db), obs.target_id, detect(), said.append)
     assert (hw.memory_bytes, hw.cores, hw.source) == (2 * 1024**3, 3, "given") and findings == []
-    space = knob_problem(obs, hw).space
+    space = knob_problem(obs, hw, PostgresConnector(db).knob_profile()).space
     assert knobvalues.to_bytes(space.catalog["shared_buffers"], space.decode([1.0] * space.dim)["shared_buffers"]) \
         <= 0.4 * 2 * 1024**3
     assert any("stored with the target" in line for line in said)

@@ -107,7 +107,8 @@ def fake(monkeypatch):
 
 @pytest.fixture(scope="module")
 def space(pg):
-    return KnobSpace.build(PostgresConnector(pg.dsn()).knob_catalog(), Hardware(8 * GB, 4, "ssd"))
+    connector = PostgresConnector(pg.dsn())
+    return KnobSpace.build(connector.knob_catalog(), Hardware(8 * GB, 4, "ssd"), connector.knob_profile())
 
 
 def answer(*configs) -> str:
