@@ -2,7 +2,7 @@
 for a machine, the knobs that trade durability or describe the server, the memory model a configuration must fit
 in RAM, the orderings between knobs, the engine's rule-of-thumb seeds and workload rules, and the words a
 prompt uses for the engine. An engine supplies its profile through ``Connector.knob_profile()`` (PostgreSQL's is
-in ``connectors/postgres/knobs.py``); the knob space, the seeders and the LLM prompt read only this, never an
+in ``connectors/postgres/knobs.py``) with its unit grammar (``advisor.core.knobvalues.UnitGrammar``); the knob space, the seeders and the LLM prompt read only this, never an
 engine's knob names.
 
 Units: memory ranges and sizes in bytes, others in the catalog's own unit; rule values likewise (bytes for
@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from advisor.core.domain import Hardware, KnobSpec
+from advisor.core.knobvalues import UnitGrammar
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,8 @@ class KnobProfile:
     """One engine's knob facts (see the module's docstring). ``ranges``: the knobs worth tuning in order of
     importance with their ranges for a machine; ``durability``: knobs that trade durability for speed, searched
     only when the user opts in, with their ranges; ``not_tunable``: knobs never searched; ``connections``: the
-    knob that bounds connections and its value when absent; ``engine``: the product's name in messages and
+    knob that bounds connections and its value when absent; ``units``: how values are read and written;
+    ``engine``: the product's name in messages and
     prompts; ``catalog_source`` / ``statistics_source``: where the catalog and the workload were read."""
 
     engine: str
@@ -129,6 +131,7 @@ class KnobProfile:
     memory: MemoryModel
     hardware_rules: HardwareRules
     workload_rules: WorkloadRules
+    units: UnitGrammar
     orderings: tuple[Ordering, ...] = ()
     connections: tuple[str, int] = ("max_connections", 100)
     rules_name: str = "hardware rules"

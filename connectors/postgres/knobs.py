@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 from advisor.core.domain import Hardware, KnobSpec
 from advisor.core.knobprofile import KnobProfile, MemoryModel, Ordering, Range, WorkloadFeatures
+from advisor.core.knobvalues import BINARY_SIZES, DURATIONS, UnitGrammar
 
 KB = 1024
 MB = 1024**2
@@ -150,9 +151,13 @@ def workload_rules(catalog: Mapping[str, KnobSpec], hw: Hardware,
     return out, why
 
 
+# PostgreSQL's unit grammar: sizes "8kB" .. "TB" (case-sensitive), times "us" .. "d", written with their unit
+# ("256MB", "5min"); booleans on/off/true/false/yes/no/1/0 and their unique prefixes t/f/y/n.
+UNITS = UnitGrammar(BINARY_SIZES, DURATIONS, catalog="pg_settings")
+
 PROFILE = KnobProfile(
     engine="PostgreSQL", ranges=default_ranges, durability=DURABILITY, not_tunable=NOT_TUNABLE, memory=MEMORY,
-    hardware_rules=pgtune, workload_rules=workload_rules, orderings=ORDERINGS, connections=("max_connections", 100),
+    hardware_rules=pgtune, workload_rules=workload_rules, units=UNITS, orderings=ORDERINGS, connections=("max_connections", 100),
     rules_name="PGTune", catalog_source="pg_settings", statistics_source="pg_stat_statements",
     skipped_choices=frozenset({"try"}),
 )

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 
-from advisor.core import knobvalues
 from optimizers.knobs.features import WorkloadFeatures
 from optimizers.knobs.space import KnobSpace, human_bytes
 
@@ -30,7 +29,7 @@ def answer_schema(space: KnobSpace) -> dict:
     knobs: dict[str, dict] = {}
     for d in space.dimensions:
         value = ({"type": "string", "enum": list(d.choices)} if d.categorical else {"type": "string"}
-                 if knobvalues.unit_factor(d.spec.unit)[0] in {"memory", "time"} else
+                 if space.units.unit_factor(d.spec.unit)[0] in {"memory", "time"} else
                  {"type": "integer" if d.spec.vartype == "integer" else "number"})
         knobs[d.name] = {"anyOf": [value, {"type": "null"}]}
     config = {"type": "object",
@@ -115,7 +114,7 @@ def prompt(space: KnobSpace, features: WorkloadFeatures, n: int) -> str:
 
 def _unit_hint(space: KnobSpace, name: str) -> str | None:
     spec = space.catalog.get(name)
-    family = knobvalues.unit_factor(spec.unit)[0] if spec is not None else None
+    family = space.units.unit_factor(spec.unit)[0] if spec is not None else None
     return {"memory": "a size: write it with a unit, e.g. 64MB or 2GB",
             "time": f"{spec and spec.unit} when written without a unit; or give one, e.g. 5min, 200ms"}.get(family)
 

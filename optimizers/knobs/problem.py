@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.core import knobvalues
 from advisor.core.domain import KnobChange
 from advisor.core.errors import AdvisorError
 from optimizers.base import Config, ContractViolation, Optimizer
@@ -35,6 +34,6 @@ class KnobOptimizer(Optimizer[KnobProblem]):
         catalog = self.problem.space.catalog
         for change in config:
             try:
-                knobvalues.validate_change(catalog, change)
+                self.problem.space.units.validate_change(catalog, change)
             except AdvisorError as e:
                 raise ContractViolation(f"{self.name} proposed an invalid knob value: {e}") from None

@@ -8,7 +8,6 @@ Each proposed knob carries its reason (``explain()``).
 
 from __future__ import annotations
 
-from advisor.core import knobvalues
 from advisor.core.domain import KnobChange
 from optimizers.base import Config
 from optimizers.knobs.problem import KnobOptimizer
@@ -33,6 +32,7 @@ class RulesOptimizer(KnobOptimizer):
         catalog = self.problem.space.catalog
         hw = self.problem.space.hardware
         profile = self.problem.space.profile
+        units = profile.units
         max_conn = self.problem.max_connections
         if max_conn is None:
             max_conn = profile.max_connections(catalog)
@@ -48,11 +48,11 @@ class RulesOptimizer(KnobOptimizer):
             elif family == "memory":
                 if value >= 16 * MB:
                     value = value // MB * MB  # whole megabytes read better and change nothing that matters
-                _, unit_bytes = knobvalues.unit_factor(spec.unit)
-                text = knobvalues.clamp(spec, value / unit_bytes)
+                _, unit_bytes = units.unit_factor(spec.unit)
+                text = units.clamp(spec, value / unit_bytes)
             else:
-                text = knobvalues.clamp(spec, value)
-            if knobvalues.same_value(spec, spec.setting, text) if spec.vartype in {"integer", "real"} \
+                text = units.clamp(spec, value)
+            if units.same_value(spec, spec.setting, text) if spec.vartype in {"integer", "real"} \
                     else spec.setting == text:
                 continue
             changes.append(KnobChange(name, text))

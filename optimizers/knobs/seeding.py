@@ -10,7 +10,6 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from advisor.core import knobvalues
 from advisor.core.domain import Hardware
 from advisor.core.errors import AdvisorError, InvalidKnobValue
 from optimizers.knobs.features import WorkloadFeatures
@@ -55,9 +54,9 @@ def sanitize(space: KnobSpace, raw: Mapping[str, object], source: str, reason: s
             warnings.append(f"{source}: dropped {name} = {text!r} ({e})")
             continue
         fitted = dim.from_unit(u)
-        if not dim.categorical and not knobvalues.same_value(dim.spec, fitted, text):
+        if not dim.categorical and not space.units.same_value(dim.spec, fitted, text):
             try:
-                in_catalog = knobvalues.check(dim.spec, text)
+                in_catalog = space.units.check(dim.spec, text)
             except InvalidKnobValue:
                 in_catalog = None
             if in_catalog is None or not _within(dim, text):
@@ -73,7 +72,7 @@ def sanitize(space: KnobSpace, raw: Mapping[str, object], source: str, reason: s
 
 
 def _within(dim, text: str) -> bool:
-    base = knobvalues.to_base(dim.spec, text)
+    base = dim.units.to_base(dim.spec, text)
     return dim.low <= base <= dim.high or (dim.special is not None and math.isclose(base, dim.special))
 
 
@@ -90,7 +89,7 @@ def rule_seeds(space: KnobSpace, features: WorkloadFeatures) -> tuple[list[Seed]
     for name, (value, family, _reason) in tuned.items():
         if name not in {d.name for d in space.dimensions} or family == "literal":
             continue
-        hardware_cfg[name] = knobvalues.format_bytes(value // MB * MB if value >= 16 * MB else value) \
+        hardware_cfg[name] = profile.units.format_bytes(value // MB * MB if value >= 16 * MB else value) \
             if family == "memory" else value
     workload_cfg, why = profile.workload_rules(space.catalog, hw, features)
     rules = profile.rules_name

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from advisor.core import knobvalues
 from advisor.core.domain import Hardware, KnobChange, KnobSpec
 from advisor.core.knobprofile import KnobProfile, Range
+from advisor.core.knobvalues import UnitGrammar
 from advisor.core.errors import InvalidKnobValue, UnknownKnob
 
 MB = 1024**2
@@ -32,6 +32,7 @@ SPECIAL_SHARE = 0.10  # the share of an axis given to a special value
 class Dimension:
     name: str
     spec: KnobSpec
+    units: UnitGrammar  # the engine's grammar of values (its knob profile's)
     low: float = 0.0  # catalog units
     high: float = 1.0
     scale: str = "linear"
@@ -62,12 +63,12 @@ class Dimension:
 
     def to_unit(self, text: str) -> float:
         if self.categorical:
-            value = knobvalues.check(self.spec, text).lower()
+            value = self.units.check(self.spec, text).lower()
             lowered = [c.lower() for c in self.choices]
             if value not in lowered:
                 raise InvalidKnobValue(f"{self.name}: {text!r} is not in the searched values {list(self.choices)}")
             return (lowered.index(value) + 0.5) / len(self.choices)
-        base = knobvalues.to_base(self.spec, text)
+        base = self.units.to_base(self.spec, text)
         lo_u = SPECIAL_SHARE if self.special is not None else 0.0
         if self.special is not None and math.isclose(base, self.special):
             return SPECIAL_SHARE / 2
@@ -86,22 +87,22 @@ class Dimension:
             u = (u - SPECIAL_SHARE) / (1 - SPECIAL_SHARE)
         a, b = self._forward(self.low), self._forward(self.high)
         base = self._inverse(a + u * (b - a))
-        return _text(self.spec, min(max(base, self.low), self.high))
+        return _text(self.units, self.spec, min(max(base, self.low), self.high))
 
 
-def _text(spec: KnobSpec, base: float) -> str:
+def _text(units: UnitGrammar, spec: KnobSpec, base: float) -> str:
     """Readable text for a value in catalog units: sizes rounded to a whole MB (or kB below 16MB)."""
-    family, size = knobvalues.unit_factor(spec.unit)
+    family, size = units.unit_factor(spec.unit)
     if family == "memory" and spec.vartype == "integer":
         nbytes = base * size
         step = MB if nbytes >= 16 * MB else 1024
         nbytes = round(nbytes / step) * step
         if base > 0:  # at least one unit; 0 (off) and -1 (use another setting) stay what they are
             nbytes = max(nbytes, size)
-        return knobvalues.clamp(spec, math.floor(nbytes / size))
+        return units.clamp(spec, math.floor(nbytes / size))
     if spec.vartype == "real":
-        return knobvalues.clamp(spec, float(f"{base:.3g}"))
-    return knobvalues.clamp(spec, round(base))
+        return units.clamp(spec, float(f"{base:.3g}"))
+    return units.clamp(spec, round(base))
 
 
 @dataclass(frozen=True)
@@ -152,10 +153,15 @@ class KnobSpace:
             if name not in names:
                 names.append(name)
         names = [n for n in names if n not in set(options.exclude) and n not in profile.not_tunable]
-        dims = [_dimension(catalog[n], ranges.get(n), options.ranges.get(n), profile.skipped_choices) for n in names]
+        dims = [_dimension(profile.units, catalog[n], ranges.get(n), options.ranges.get(n), profile.skipped_choices) for n in names]
         return cls([d for d in dims if d is not None], hardware, catalog, profile, options)
 
     # --- coordinates ---------------------------------------------------------------------------------------------
+
+    @property
+    def units(self) -> UnitGrammar:
+        """How the engine reads and writes knob values (the profile's grammar)."""
+        return self.profile.units
 
     @property
     def names(self) -> list[str]:
@@ -170,7 +176,7 @@ class KnobSpace:
 
     def encode(self, config: Mapping[str, str]) -> np.ndarray:
         """A point in [0, 1]^d; knobs missing from ``config`` take the server's current value."""
-        return np.array([d.to_unit(config[d.name] if d.name in config else _current(d.spec))
+        return np.array([d.to_unit(config[d.name] if d.name in config else _current(self.units, d.spec))
                          for d in self.dimensions], dtype=float)
 
     def decode(self, x: Iterable[float]) -> dict[str, str]:
@@ -178,14 +184,14 @@ class KnobSpace:
 
     def default_config(self) -> dict[str, str]:
         """The server's current values for the searched knobs (the baseline of a tuning run)."""
-        return {d.name: _current(d.spec) for d in self.dimensions}
+        return {d.name: _current(self.units, d.spec) for d in self.dimensions}
 
     def changes(self, config: Mapping[str, str]) -> list[KnobChange]:
         """The configuration as changes, left out where it equals the server's current value."""
         out = []
         for name, text in config.items():
             spec = self.catalog[name]
-            if not knobvalues.same_value(spec, _current(spec), text):
+            if not self.units.same_value(spec, _current(self.units, spec), text):
                 out.append(KnobChange(name, text))
         return out
 
@@ -204,9 +210,9 @@ class KnobSpace:
         spec = self.catalog.get(name)
         if spec is None:
             return fallback
-        text = config.get(name, _current(spec))
-        family, size = knobvalues.unit_factor(spec.unit)
-        base = knobvalues.to_base(spec, text)
+        text = config.get(name, _current(self.units, spec))
+        family, size = self.units.unit_factor(spec.unit)
+        base = self.units.to_base(spec, text)
         if family == "memory" and base >= 0:
             return base * size
         auto = self.profile.memory.auto.get(name)
@@ -241,24 +247,24 @@ class KnobSpace:
                     self._value(fixed, o.low) <= self._value(fixed, o.high):
                 continue
             if o.low in fixed:
-                fixed[o.low] = fixed.get(o.high, _current(self.catalog[o.high]))
+                fixed[o.low] = fixed.get(o.high, _current(self.units, self.catalog[o.high]))
                 notes.append(f"{o.low} lowered to {o.high}")
             elif o.high in fixed:  # the lower one is not searched: the higher one moves up to it
-                fixed[o.high] = _current(self.catalog[o.low])
+                fixed[o.high] = _current(self.units, self.catalog[o.low])
                 notes.append(f"{o.high} raised to {o.low}")
         budget = self.options.memory_fraction * self.hardware.memory_bytes
         for name in self.profile.memory.shrink:
             if self.memory_footprint(fixed) <= budget or name not in fixed:
                 continue
             spec = self.catalog[name]
-            _, size = knobvalues.unit_factor(spec.unit)
+            _, size = self.units.unit_factor(spec.unit)
             for _ in range(60):
                 if self.memory_footprint(fixed) <= budget:
                     break
                 shrunk = self._value(fixed, name) * 0.8
                 if spec.min_value is not None and shrunk / size < spec.min_value:
                     break
-                fixed[name] = _text(spec, shrunk / size)
+                fixed[name] = _text(self.units, spec, shrunk / size)
             notes.append(f"{name} lowered to {fixed[name]} to fit the memory budget")
         return fixed, notes
 
@@ -280,27 +286,27 @@ def human_bytes(n: float) -> str:
     return f"{n / 1024:.0f}kB"
 
 
-def _current(spec: KnobSpec) -> str:
+def _current(units: UnitGrammar, spec: KnobSpec) -> str:
     """The server's current value as knob text (memory as a byte size)."""
     if spec.vartype in {"integer", "real"}:
-        return knobvalues.format_base(spec, float(spec.setting))
+        return units.format_base(spec, float(spec.setting))
     return spec.setting
 
 
-def _dimension(spec: KnobSpec, default: Range | None, narrowed: tuple[str, str] | None,
+def _dimension(units: UnitGrammar, spec: KnobSpec, default: Range | None, narrowed: tuple[str, str] | None,
                skipped: frozenset[str] = frozenset()) -> Dimension | None:
     if spec.vartype == "bool":
-        return Dimension(spec.name, spec, choices=("off", "on"))
+        return Dimension(spec.name, spec, units, choices=("off", "on"))
     if spec.vartype == "enum":
         values = spec.enum_values
         if narrowed:
             wanted = {v.strip().lower() for v in narrowed} | {spec.setting.lower()}  # the baseline stays reachable
             values = tuple(v for v in values if v.lower() in wanted)
         values = tuple(v for v in values if v.lower() not in skipped or v.lower() == spec.setting.lower())
-        return Dimension(spec.name, spec, choices=values) if len(values) > 1 else None
+        return Dimension(spec.name, spec, units, choices=values) if len(values) > 1 else None
     if spec.vartype not in {"integer", "real"}:
         return None
-    family, size = knobvalues.unit_factor(spec.unit)
+    family, size = units.unit_factor(spec.unit)
     if default is None:  # an included knob without a curated range: its catalog bounds, log when wide
         lo, hi = spec.min_value or 0.0, spec.max_value or 1.0
         default = Range(lo * (size if family == "memory" else 1), hi * (size if family == "memory" else 1),
@@ -308,7 +314,7 @@ def _dimension(spec: KnobSpec, default: Range | None, narrowed: tuple[str, str] 
     div = size if family == "memory" else 1.0
     lo, hi = default.low / div, default.high / div
     if narrowed:
-        lo, hi = knobvalues.to_base(spec, narrowed[0]), knobvalues.to_base(spec, narrowed[1])
+        lo, hi = units.to_base(spec, narrowed[0]), units.to_base(spec, narrowed[1])
         if lo > hi:
             raise InvalidKnobValue(f"{spec.name}: range {narrowed[0]}..{narrowed[1]} is empty")
     else:  # the server's current value stays reachable, so the baseline is a point of the space
@@ -330,4 +336,4 @@ def _dimension(spec: KnobSpec, default: Range | None, narrowed: tuple[str, str] 
         special = None  # a narrowed range means the user wants numbers, not the special value
     if special is not None and spec.min_value is not None and special < spec.min_value:
         special = None
-    return replace(Dimension(spec.name, spec), low=lo, high=hi, scale=scale, special=special)
+    return replace(Dimension(spec.name, spec, units), low=lo, high=hi, scale=scale, special=special)

@@ -5,7 +5,6 @@ import math
 import numpy as np
 import pytest
 
-from advisor.core import knobvalues
 from advisor.core.domain import Hardware
 from advisor.core.errors import InvalidKnobValue, UnknownKnob
 from connectors.postgres import PostgresConnector
@@ -32,7 +31,7 @@ def dim(space, name):
 
 
 def base(space, name, text):
-    return knobvalues.to_base(space.catalog[name], text)
+    return PROFILE.units.to_base(space.catalog[name], text)
 
 
 def at(space, **units):
@@ -164,7 +163,7 @@ def test_include_exclude_and_narrowed_ranges(catalog, space):
     assert (low["shared_buffers"], high["shared_buffers"]) == ("64MB", "1GB")
     for u in np.linspace(0, 1, 9):  # every point inside the narrowed range
         work_mem = narrowed.decode(np.full(narrowed.dim, u))["work_mem"]
-        assert 8 * MB <= knobvalues.to_bytes(catalog["work_mem"], work_mem) <= 256 * MB
+        assert 8 * MB <= PROFILE.units.to_bytes(catalog["work_mem"], work_mem) <= 256 * MB
     # the wide defaults are not narrowed
     wide = space.decode(np.zeros(space.dim))["work_mem"], space.decode(np.ones(space.dim))["work_mem"]
     assert wide == ("1MB", "1GB")
@@ -206,10 +205,10 @@ def test_memory_budget_violation_is_repaired_by_lowering_work_mem_first(space):
     fixed, notes = space.repair(config)
     assert space.violations(fixed) == []
     assert space.memory_footprint(fixed) <= 0.8 * HW.memory_bytes
-    assert knobvalues.to_bytes(space.catalog["work_mem"], fixed["work_mem"]) < GB
+    assert PROFILE.units.to_bytes(space.catalog["work_mem"], fixed["work_mem"]) < GB
     assert {k: v for k, v in fixed.items() if k != "work_mem"} == {k: v for k, v in config.items() if k != "work_mem"}
     assert len(notes) == 1 and notes[0].startswith("work_mem lowered")
-    knobvalues.check(space.catalog["work_mem"], fixed["work_mem"])  # PostgreSQL accepts it
+    PROFILE.units.check(space.catalog["work_mem"], fixed["work_mem"])  # PostgreSQL accepts it
 
 
 def test_memory_repair_moves_on_to_maintenance_memory_when_work_mem_is_not_enough(space):
@@ -226,7 +225,7 @@ def test_min_wal_size_above_max_wal_size_is_a_wal_violation_that_repair_fixes(sp
     fixed, notes = space.repair(config)
     assert space.violations(fixed) == []
     assert fixed["max_wal_size"] == "1GB"
-    assert knobvalues.to_bytes(space.catalog["min_wal_size"], fixed["min_wal_size"]) <= GB
+    assert PROFILE.units.to_bytes(space.catalog["min_wal_size"], fixed["min_wal_size"]) <= GB
     assert notes
 
 

@@ -11,7 +11,6 @@ import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
 
-from advisor.core import knobvalues
 from advisor.core.domain import Hardware, Recommendation
 from advisor.core.knobprofile import KnobProfile
 from advisor.core.errors import AdvisorError
@@ -286,8 +285,8 @@ KEEP = "keep your current settings"
 def _shares_unmeasured(space: KnobSpace, config: dict[str, str]) -> dict:
     """Details of a configuration not reduced by ablation: each change current -> proposed, share unknown."""
     base = space.default_config()
-    return {"knob_shares": [{"knob": c.name, "current": knobvalues.shown(space.catalog[c.name], base[c.name]),
-                             "proposed": knobvalues.shown(space.catalog[c.name], c.value), "share": None,
+    return {"knob_shares": [{"knob": c.name, "current": space.units.shown(space.catalog[c.name], base[c.name]),
+                             "proposed": space.units.shown(space.catalog[c.name], c.value), "share": None,
                              "restart": space.catalog[c.name].needs_restart} for c in space.changes(config)]}
 
 
