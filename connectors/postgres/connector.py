@@ -12,7 +12,8 @@ from advisor.core.domain import (Applied, Change, DropIndexChange, Hardware, Ind
                                  Snapshot)
 from advisor.core.errors import AdvisorError, BadStatement, InvalidKnobValue, ProductionLocked, TargetUnreachable
 from connectors.postgres import changes as change_sql
-from connectors.postgres import knobs, samples
+from connectors.postgres import samples
+from connectors.postgres.knobs import PROFILE, UNITS
 from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
 from connectors.postgres.catalog import read_catalog
@@ -244,7 +245,7 @@ class PostgresConnector:
         with self.connect() as conn:
             for change in changes:
                 if isinstance(change, KnobChange):
-                    change = knobs.UNITS.validate_change(catalog, change)
+                    change = UNITS.validate_change(catalog, change)
                     spec = catalog[change.name]
                     if spec.context == "internal":
                         raise InvalidKnobValue(f"{spec.name} is read-only (internal) and cannot be set")
@@ -331,7 +332,7 @@ class PostgresConnector:
         while True:
             catalog = self.knob_catalog()
             pending = [k for k in knobs if not (catalog[k.name].needs_restart and restart_pending)
-                       and not knobs.UNITS.same_value(catalog[k.name], catalog[k.name].setting, k.value)]
+                       and not UNITS.same_value(catalog[k.name], catalog[k.name].setting, k.value)]
             if not pending or time.monotonic() > deadline:
                 return
             time.sleep(0.05)
@@ -339,7 +340,7 @@ class PostgresConnector:
     # --- knobs as engine data (issue 30) ---
 
     def knob_profile(self) -> KnobProfile:
-        return knobs.PROFILE
+        return PROFILE
 
 
 def _set_lock_timeout(conn: psycopg.Connection, seconds: float | None) -> None:
