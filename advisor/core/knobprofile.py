@@ -132,8 +132,8 @@ class KnobProfile:
     hardware_rules: HardwareRules
     workload_rules: WorkloadRules
     units: UnitGrammar
+    connections: tuple[str, int]
     orderings: tuple[Ordering, ...] = ()
-    connections: tuple[str, int] = ("max_connections", 100)
     rules_name: str = "hardware rules"
     catalog_source: str = "the server's settings"
     statistics_source: str = "statement statistics"

@@ -16,11 +16,12 @@ MB = 1024**2
 
 
 class RulesOptimizer(KnobOptimizer):
-    """One configuration from the engine's hardware rules (PGTune's for PostgreSQL), for the problem's hardware, workload kind and connection count;
-    ``explain()`` gives each knob's reason. Asked again, it proposes the same configuration."""
+    """One configuration from the engine's hardware rules (PGTune's for PostgreSQL), for the problem's hardware,
+    workload kind and connection count; ``explain()`` gives each knob's reason. Asked again, it proposes the same configuration."""
 
     name = "rules"
-    description = "the engine's rules of thumb (PGTune for PostgreSQL) from hardware and workload kind (a seeder; suggests one configuration)"
+    description = ("the engine's rules of thumb (PGTune for PostgreSQL) from hardware and workload kind "
+                   "(a seeder; suggests one configuration)")
 
     def _setup(self) -> None:
         self.reasons: dict[str, str] = {}

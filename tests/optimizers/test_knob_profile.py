@@ -49,7 +49,8 @@ PROFILE = KnobProfile(
     memory=MemoryModel(global_buffers=("innodb_buffer_pool_size",), per_connection=("sort_buffer_size",
                        "join_buffer_size"), shrink=("sort_buffer_size", "join_buffer_size", "innodb_buffer_pool_size"),
                        wording="buffer pool + {connections} connections' buffers"),
-    hardware_rules=hardware_rules, workload_rules=workload_rules, units=UNITS, rules_name="tuning-primer",
+    hardware_rules=hardware_rules, workload_rules=workload_rules, units=UNITS, connections=("max_connections", 151),
+    rules_name="tuning-primer",
     catalog_source="information_schema.SYSTEM_VARIABLES", statistics_source="performance_schema",
 )
 

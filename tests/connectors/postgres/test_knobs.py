@@ -4,9 +4,8 @@ grammar (``'128MB'`` of 8 kB pages, ``'5min'``, booleans)."""
 
 import pytest
 
-from advisor.core.domain import Hardware
+from advisor.core.domain import Hardware, KnobChange
 from advisor.core.errors import InvalidKnobValue, UnknownKnob
-from advisor.core.domain import KnobChange
 from connectors.postgres import PostgresConnector
 from connectors.postgres.knobs import PROFILE, UNITS
 from optimizers.knobs.space import KnobSpace, SpaceOptions
