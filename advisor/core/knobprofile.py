@@ -2,8 +2,8 @@
 for a machine, the knobs that trade durability or describe the server, the memory model a configuration must fit
 in RAM, the orderings between knobs, the engine's rule-of-thumb seeds and workload rules, and the words a
 prompt uses for the engine. An engine supplies its profile through ``Connector.knob_profile()`` (PostgreSQL's is
-in ``connectors/postgres/knobs.py``) with its unit grammar (``advisor.core.knobvalues.UnitGrammar``); the knob space, the seeders and the LLM prompt read only this, never an
-engine's knob names.
+in ``connectors/postgres/knobs.py``) with its unit grammar (``advisor.core.knobvalues.UnitGrammar``); the knob
+space, the seeders and the LLM prompt read only this, never an engine's knob names.
 
 Units: memory ranges and sizes in bytes, others in the catalog's own unit; rule values likewise (bytes for
 ``memory``).

@@ -5,8 +5,8 @@ between knobs, PGTune's hardware rules and the workload rules of PostgreSQL's do
 >>> from advisor.core.domain import Hardware
 >>> PROFILE.ranges(Hardware(8 * GB, 4))["shared_buffers"].high == 0.4 * 8 * GB
 True
->>> PROFILE.memory.formula(16)
-'shared_buffers + wal_buffers + 16 active connections x work_mem x hash_mem_multiplier x (1 + max_parallel_workers_per_gather) + autovacuum_max_workers x maintenance_work_mem'
+>>> PROFILE.memory.formula(16)[:75]
+'shared_buffers + wal_buffers + 16 active connections x work_mem x hash_mem_'
 """
 
 from __future__ import annotations
@@ -157,7 +157,8 @@ UNITS = UnitGrammar(BINARY_SIZES, DURATIONS, catalog="pg_settings")
 
 PROFILE = KnobProfile(
     engine="PostgreSQL", ranges=default_ranges, durability=DURABILITY, not_tunable=NOT_TUNABLE, memory=MEMORY,
-    hardware_rules=pgtune, workload_rules=workload_rules, units=UNITS, orderings=ORDERINGS, connections=("max_connections", 100),
+    hardware_rules=pgtune, workload_rules=workload_rules, units=UNITS, orderings=ORDERINGS,
+    connections=("max_connections", 100),
     rules_name="PGTune", catalog_source="pg_settings", statistics_source="pg_stat_statements",
     skipped_choices=frozenset({"try"}),
 )

@@ -17,7 +17,8 @@ MB = 1024**2
 
 class RulesOptimizer(KnobOptimizer):
     """One configuration from the engine's hardware rules (PGTune's for PostgreSQL), for the problem's hardware,
-    workload kind and connection count; ``explain()`` gives each knob's reason. Asked again, it proposes the same configuration."""
+    workload kind and connection count; ``explain()`` gives each knob's reason. Asked again, it proposes the same
+    configuration."""
 
     name = "rules"
     description = ("the engine's rules of thumb (PGTune for PostgreSQL) from hardware and workload kind "

@@ -153,7 +153,8 @@ class KnobSpace:
             if name not in names:
                 names.append(name)
         names = [n for n in names if n not in set(options.exclude) and n not in profile.not_tunable]
-        dims = [_dimension(profile.units, catalog[n], ranges.get(n), options.ranges.get(n), profile.skipped_choices) for n in names]
+        dims = [_dimension(profile.units, catalog[n], ranges.get(n), options.ranges.get(n), profile.skipped_choices)
+                for n in names]
         return cls([d for d in dims if d is not None], hardware, catalog, profile, options)
 
     # --- coordinates ---------------------------------------------------------------------------------------------
