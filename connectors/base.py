@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from advisor.core.domain import Applied, Change, Costed, Hardware, IndexChange, KnobSpec, Snapshot, Statement
+from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
 
 # Every statement the advisor itself sends starts with this comment, so that capture can leave it out of the
@@ -380,6 +381,14 @@ class Connector(Protocol):
         """The command line that runs the engine's installed client program ``tool`` (e.g. ``pgbench``) with
         ``args`` against this database, and the environment to run it in: the connection's secrets go there,
         never on the command line. AdvisorError when the engine has no such program installed."""
+
+    # --- knobs as engine data (issue 30) ---
+
+    def knob_profile(self) -> KnobProfile:
+        """The engine's knob facts (``advisor.core.knobprofile``): the knobs worth tuning and their ranges for a
+        machine (bytes for memory knobs, the catalog's unit otherwise), the durability and never-tuned knobs, the
+        memory model a configuration must fit in RAM, orderings between knobs, rule-of-thumb seeds and the
+        engine's words for prompts. Reads nothing from the server."""
 
 
 @runtime_checkable

@@ -12,8 +12,9 @@ from optimizers.knobs.space import KnobSpace, SpaceOptions
 
 @pytest.fixture(scope="module")
 def space(pg):
-    catalog = PostgresConnector(pg.dsn()).knob_catalog()
-    space = KnobSpace.build(catalog, Hardware(8 * 1024**3, 4, "ssd"), SpaceOptions(max_knobs=4))
+    connector = PostgresConnector(pg.dsn())
+    space = KnobSpace.build(connector.knob_catalog(), Hardware(8 * 1024**3, 4, "ssd"), connector.knob_profile(),
+                            SpaceOptions(max_knobs=4))
     assert space.names == ["shared_buffers", "work_mem", "effective_cache_size", "random_page_cost"]
     return space
 

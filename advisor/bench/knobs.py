@@ -202,10 +202,11 @@ class KnobBench:
             runner = ReplayRunner(suite.statements(self.options.seed), repeats=self.options.repeats)
             workload = Workload(tuple(Statement(b.queryid, b.sql, 1, 1.0) for b in runner.statements))
         shadow = Shadow.of(sandbox, "bench")
-        space = KnobSpace.build(shadow.connector.knob_catalog(), self.hw)
+        space = KnobSpace.build(shadow.connector.knob_catalog(), self.hw, shadow.connector.knob_profile())
         with shadow.connector.connect() as conn:
             data_bytes = int(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0])
-        features = extract(workload, data_bytes, "oltp" if wl.kind == "pgbench" else "dw")
+        features = extract(workload, data_bytes, "oltp" if wl.kind == "pgbench" else "dw",
+                           dialect=shadow.connector.dialect)
         return shadow, runner, workload, space, features
 
     def _design(self, wl: BenchWorkload) -> dict:
@@ -230,7 +231,8 @@ class KnobBench:
         catalog and the design's hardware)."""
         hw = Hardware(**design["hardware"])
         with factory.sandbox("postgres", f"bench-{name}-catalog") as sandbox:
-            space = KnobSpace.build(Shadow.of(sandbox, "postgres").connector.knob_catalog(), hw)
+            connector = Shadow.of(sandbox, "postgres").connector
+            space = KnobSpace.build(connector.knob_catalog(), hw, connector.knob_profile())
         points = [Observed(t["config"], t["statement_ms"], t["failed"]) for t in design["trials"]]
         model = Surrogate(space, design["weights"], points)
         self.say(f"[surrogate {name}] fitted to {model.trained_on} real trials; running "

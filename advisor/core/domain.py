@@ -1,7 +1,8 @@
 """Domain types shared by every package: plain frozen dataclasses, no behaviour beyond small helpers.
 
 Units are in the field names or docstrings: ``*_ms`` milliseconds, ``*_bytes`` bytes. Knob values are kept as
-the strings PostgreSQL accepts (``'256MB'``, ``'0.9'``, ``'on'``); ``advisor.core.knobvalues`` converts them.
+the strings the engine accepts (``'256MB'``, ``'0.9'``, ``'on'``); the engine's unit grammar
+(``advisor.core.knobvalues.UnitGrammar``) converts them.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ class Observation:
     snapshot_id: str | None
     snapshot: Snapshot
     workload: Workload
-    workload_kind: str  # PGTune's web | oltp | dw | desktop | mixed
+    workload_kind: str  # web | oltp | dw | desktop | mixed (``workloads.shape.classify``, engine-neutral)
 
     @property
     def data_bytes(self) -> int:
@@ -93,7 +93,7 @@ def _check_identity(store: Store, target_id: str, identity: dict, say: Say) -> N
 def require_workload(obs: Observation) -> Observation:
     """``obs``, when it has at least one application statement (tuning needs a workload)."""
     if not obs.workload.statements:
-        raise AdvisorError(f"no workload observed in database {obs.snapshot.database!r}: pg_stat_statements has "
+        raise AdvisorError(f"no workload observed in database {obs.snapshot.database!r}: the statement statistics have "
                            "no application statements; run the workload first")
     return obs
 

@@ -8,12 +8,13 @@ from collections.abc import Callable, Sequence
 import psycopg
 from psycopg import sql
 
-from advisor.core import knobvalues
 from advisor.core.domain import (Applied, Change, DropIndexChange, Hardware, IndexChange, KnobChange, KnobSpec,
                                  Snapshot)
-from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, TargetUnreachable
+from advisor.core.errors import AdvisorError, BadStatement, InvalidKnobValue, ProductionLocked, TargetUnreachable
 from connectors.postgres import changes as change_sql
 from connectors.postgres import loading, samples
+from connectors.postgres.knobs import PROFILE, UNITS
+from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
 from connectors.postgres.binding import PostgresBindingSource
 from connectors.postgres.catalog import read_catalog
@@ -245,10 +246,10 @@ class PostgresConnector:
         with self.connect() as conn:
             for change in changes:
                 if isinstance(change, KnobChange):
-                    change = knobvalues.validate_change(catalog, change)
+                    change = UNITS.validate_change(catalog, change)
                     spec = catalog[change.name]
                     if spec.context == "internal":
-                        raise knobvalues.InvalidKnobValue(f"{spec.name} is read-only (internal) and cannot be set")
+                        raise InvalidKnobValue(f"{spec.name} is read-only (internal) and cannot be set")
                     needs_restart |= spec.needs_restart
                     apply_sql.append(change_sql.knob_set(change).as_string(conn))
                     revert_sql.append(change_sql.knob_restore(spec).as_string(conn))
@@ -332,7 +333,7 @@ class PostgresConnector:
         while True:
             catalog = self.knob_catalog()
             pending = [k for k in knobs if not (catalog[k.name].needs_restart and restart_pending)
-                       and not knobvalues.same_value(catalog[k.name], catalog[k.name].setting, k.value)]
+                       and not UNITS.same_value(catalog[k.name], catalog[k.name].setting, k.value)]
             if not pending or time.monotonic() > deadline:
                 return
             time.sleep(0.05)
@@ -372,6 +373,11 @@ class PostgresConnector:
 
     def client_command(self, tool: str, args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
         return loading.client_command(self.dsn, tool, args)
+
+    # --- knobs as engine data (issue 30) ---
+
+    def knob_profile(self) -> KnobProfile:
+        return PROFILE
 
 
 def _set_lock_timeout(conn: psycopg.Connection, seconds: float | None) -> None:

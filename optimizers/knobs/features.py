@@ -1,9 +1,10 @@
 """What a knob seeder needs to know about a workload, as a few numbers: read/write mix, the share of joins,
-aggregates and sorts (by time), the widest join, data size. ``fingerprint`` keys cached seeds.
+aggregates and sorts (by time), the widest join, data size (``WorkloadFeatures``, in ``advisor.core.knobprofile``
+so that an engine's workload rules read it too). ``fingerprint`` keys cached seeds.
 
 >>> from advisor.core.domain import Statement, Workload
 >>> st = Statement("1", "SELECT a, count(*) FROM t JOIN u ON t.id = u.id GROUP BY a", 10, 50.0, 100)
->>> f = extract(Workload((st,)), data_bytes=10**9)
+>>> f = extract(Workload((st,)), data_bytes=10**9, dialect="postgres")
 >>> (f.join_share, f.aggregate_share, f.max_relations, f.read_share)
 (1.0, 1.0, 2, 1.0)
 """
@@ -13,35 +14,19 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import asdict, dataclass
 
 import sqlglot
 from sqlglot import exp
 
 from advisor.core.domain import Hardware, Workload
+from advisor.core.knobprofile import WorkloadFeatures
 
 
-@dataclass(frozen=True)
-class WorkloadFeatures:
-    statements: int
-    calls: int
-    read_share: float  # of calls
-    join_share: float  # of time, statements that join
-    aggregate_share: float  # of time, statements with GROUP BY / aggregates / DISTINCT
-    sort_share: float  # of time, statements with ORDER BY or window functions
-    max_relations: int  # the most relations one statement reads (tables and subqueries)
-    mean_ms: float
-    data_bytes: int
-    kind: str = "mixed"
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def _shape(text: str) -> tuple[int, bool, bool]:
-    """(relations, aggregates, sorts) of one statement; (0, False, False) when it does not parse."""
+def _shape(text: str, dialect: str) -> tuple[int, bool, bool]:
+    """(relations, aggregates, sorts) of one statement read in ``dialect`` (sqlglot's name, the connector's);
+    (0, False, False) when it does not parse."""
     try:
-        tree = sqlglot.parse_one(text, dialect="postgres")
+        tree = sqlglot.parse_one(text, dialect=dialect)
     except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, ValueError):
         return 0, False, False
     if tree is None:
@@ -52,12 +37,13 @@ def _shape(text: str) -> tuple[int, bool, bool]:
     return relations, aggregates, sorts
 
 
-def extract(workload: Workload, data_bytes: int = 0, kind: str = "mixed") -> WorkloadFeatures:
+def extract(workload: Workload, data_bytes: int = 0, kind: str = "mixed", *, dialect: str) -> WorkloadFeatures:
+    """The workload's features, its statements read in ``dialect`` (sqlglot's name, ``Connector.dialect``)."""
     total_ms = workload.total_ms or 1.0
     join = agg = sort = 0.0
     widest = 0
     for st in workload.statements:
-        relations, aggregates, sorts = _shape(st.sql)
+        relations, aggregates, sorts = _shape(st.sql, dialect)
         widest = max(widest, relations)
         join += st.total_ms if relations > 1 else 0.0
         agg += st.total_ms if aggregates else 0.0

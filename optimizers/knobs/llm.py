@@ -23,7 +23,6 @@ wrong. Failures raise ``SeedingFailed`` saying which, never with the API key.
 from __future__ import annotations
 
 import ipaddress
-import json
 import socket
 import urllib.parse
 
@@ -31,17 +30,11 @@ import openai
 
 from optimizers.knobs.features import WorkloadFeatures
 from optimizers.knobs.seeding import Seed, SeedingFailed, sanitize
-from optimizers.knobs.llm_prompt import ANSWER_SHAPE, BadAnswer, answer_schema, configs_of, prompt
+from optimizers.knobs.llm_prompt import ANSWER_SHAPE, BadAnswer, answer_schema, configs_of, prompt, system
 from optimizers.knobs.space import KnobSpace
 
 EXCERPT = 200  # characters of a body or an answer quoted in a message
 SCHEMA_NAME = "knob_configs"
-
-SYSTEM = ("You are a PostgreSQL performance expert. You tune server configuration knobs for a given workload and "
-          "machine. You answer with a single JSON object and nothing else: no prose, no markdown.")
-
-
-
 
 
 class LLMSeeder:
@@ -74,7 +67,7 @@ class LLMSeeder:
         when the endpoint cannot be used or no answer had a usable configuration."""
         n = max(int(n), 1)
         source = f"llm:{self.model}"
-        messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt(space, features, n)}]
+        messages = [{"role": "system", "content": system(space)}, {"role": "user", "content": prompt(space, features, n)}]
         schema = answer_schema(space)
         notes: list[str] = []
         problem = "no answer"

@@ -1,13 +1,13 @@
 """What the LLM seeder says and reads: the JSON schema of an answer (the space's knob names as its only
 properties), the prompt (workload, hardware, searched knobs with ranges and units) and the defensive reading of an
-answer (fences, prose, bare lists, other key names). The client is in ``optimizers.knobs.llm``."""
+answer (fences, prose, bare lists, other key names). The engine's words (its name, where the workload was read, its
+memory model and orderings) come from the space's knob profile. The client is in ``optimizers.knobs.llm``."""
 
 from __future__ import annotations
 
 import json
 import re
 
-from advisor.core import knobvalues
 from optimizers.knobs.features import WorkloadFeatures
 from optimizers.knobs.space import KnobSpace, human_bytes
 
@@ -29,7 +29,7 @@ def answer_schema(space: KnobSpace) -> dict:
     knobs: dict[str, dict] = {}
     for d in space.dimensions:
         value = ({"type": "string", "enum": list(d.choices)} if d.categorical else {"type": "string"}
-                 if knobvalues.unit_factor(d.spec.unit)[0] in {"memory", "time"} else
+                 if space.units.unit_factor(d.spec.unit)[0] in {"memory", "time"} else
                  {"type": "integer" if d.spec.vartype == "integer" else "number"})
         knobs[d.name] = {"anyOf": [value, {"type": "null"}]}
     config = {"type": "object",
@@ -44,21 +44,28 @@ def answer_schema(space: KnobSpace) -> dict:
 # --- the prompt ------------------------------------------------------------------------------------------------
 
 
+def system(space: KnobSpace) -> str:
+    """The system message: an expert of the space's engine who answers in JSON only."""
+    return (f"You are a {space.profile.engine} performance expert. You tune server configuration knobs for a given "
+            "workload and machine. You answer with a single JSON object and nothing else: no prose, no markdown.")
+
+
 def prompt(space: KnobSpace, features: WorkloadFeatures, n: int) -> str:
     """The user message: machine, workload, the searched knobs, the memory budget and the answer's shape."""
     hw = space.hardware
     f = features.to_dict()
     current = space.default_config()
     budget = space.options.memory_fraction * hw.memory_bytes
+    profile = space.profile
     lines = [
-        f"Propose {n} different PostgreSQL configurations to try first when tuning this server for its workload.",
+        f"Propose {n} different {profile.engine} configurations to try first when tuning this server for its workload.",
         "",
         "Machine:",
         f"- memory: {human_bytes(hw.memory_bytes)} ({hw.memory_bytes} bytes)",
         f"- CPU cores: {hw.cores}",
         f"- storage: {hw.storage}",
         "",
-        "Workload (observed from pg_stat_statements):",
+        f"Workload (observed from {profile.statistics_source}):",
         f"- kind: {f.get('kind', 'mixed')}",
         f"- statements: {f.get('statements', 0)} distinct, {f.get('calls', 0)} calls, "
         f"mean {f.get('mean_ms', 0.0):g} ms per call",
@@ -90,16 +97,15 @@ def prompt(space: KnobSpace, features: WorkloadFeatures, n: int) -> str:
         if spec is not None and spec.description:
             entry["description"] = spec.description
         lines.append(json.dumps(entry))
+    orderings = [f"{o.low} <= {o.high}" for o in profile.orderings
+                 if o.low in space.catalog and o.high in space.catalog]
     lines += [
         "",
-        f"Memory budget: shared_buffers + wal_buffers + {space.active_connections()} active connections x "
-        f"work_mem x hash_mem_multiplier x (1 + max_parallel_workers_per_gather) + autovacuum workers x "
-        f"maintenance_work_mem must stay under {human_bytes(budget)} "
-        f"({space.options.memory_fraction:.0%} of RAM). Keep min_wal_size <= max_wal_size and "
-        f"max_parallel_workers <= max_worker_processes.",
+        f"Memory budget: {profile.memory.formula(space.active_connections())} must stay under {human_bytes(budget)} "
+        f"({space.options.memory_fraction:.0%} of RAM)." + (f" Keep {' and '.join(orderings)}." if orderings else ""),
         "",
         f"Make the {n} configurations differ (e.g. a cautious one and bolder ones); leave out knobs whose "
-        "current value is already right (or set them to null). Write each value as PostgreSQL accepts it, "
+        f"current value is already right (or set them to null). Write each value as {profile.engine} accepts it, "
         "sizes and times as text with their unit (\"512MB\", \"5min\"), switches by name (\"on\").",
         f"Answer with only a JSON object of this shape: {ANSWER_SHAPE}",
     ]
@@ -108,7 +114,7 @@ def prompt(space: KnobSpace, features: WorkloadFeatures, n: int) -> str:
 
 def _unit_hint(space: KnobSpace, name: str) -> str | None:
     spec = space.catalog.get(name)
-    family = knobvalues.unit_factor(spec.unit)[0] if spec is not None else None
+    family = space.units.unit_factor(spec.unit)[0] if spec is not None else None
     return {"memory": "a size: write it with a unit, e.g. 64MB or 2GB",
             "time": f"{spec and spec.unit} when written without a unit; or give one, e.g. 5min, 200ms"}.get(family)
 
@@ -123,7 +129,7 @@ _LIST_KEYS = ("configs", "configurations", "candidates", "seeds")
 
 def configs_of(answer: str) -> list[tuple[dict[str, object], str]]:
     """(knobs, reason) for each configuration of an answer; BadAnswer when there is none. Knob names are
-    lower-cased (PostgreSQL's are case-insensitive); values are left for ``sanitize`` to judge."""
+    lower-cased (servers read them case-insensitively); values are left for ``sanitize`` to judge."""
     document = _json_in(answer)
     if isinstance(document, list):
         items = document

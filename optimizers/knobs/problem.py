@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.core import knobvalues
 from advisor.core.domain import KnobChange
 from advisor.core.errors import AdvisorError
 from optimizers.base import Config, ContractViolation, Optimizer
@@ -14,8 +13,9 @@ from optimizers.knobs.space import KnobSpace
 
 @dataclass(frozen=True)
 class KnobProblem:
-    """A knob space (knobs, ranges, constraints; the catalog and hardware inside) and what rules need besides:
-    the workload's kind (PGTune's web | oltp | dw | desktop | mixed) and the connection count to plan for."""
+    """A knob space (knobs, ranges, constraints; the catalog, hardware and the engine's knob profile inside) and
+    what rules need besides: the workload's kind (web | oltp | dw | desktop | mixed, ``workloads.shape``) and the
+    connection count to plan for (None: the server's own)."""
 
     space: KnobSpace
     workload_kind: str = "mixed"
@@ -34,6 +34,6 @@ class KnobOptimizer(Optimizer[KnobProblem]):
         catalog = self.problem.space.catalog
         for change in config:
             try:
-                knobvalues.validate_change(catalog, change)
+                self.problem.space.units.validate_change(catalog, change)
             except AdvisorError as e:
                 raise ContractViolation(f"{self.name} proposed an invalid knob value: {e}") from None

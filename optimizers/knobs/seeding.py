@@ -10,14 +10,11 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from advisor.core import knobvalues
 from advisor.core.domain import Hardware
 from advisor.core.errors import AdvisorError, InvalidKnobValue
 from optimizers.knobs.features import WorkloadFeatures
-from optimizers.knobs.rules import pgtune
 from optimizers.knobs.space import KnobSpace
 
-GB = 1024**3
 MB = 1024**2
 
 
@@ -57,9 +54,9 @@ def sanitize(space: KnobSpace, raw: Mapping[str, object], source: str, reason: s
             warnings.append(f"{source}: dropped {name} = {text!r} ({e})")
             continue
         fitted = dim.from_unit(u)
-        if not dim.categorical and not knobvalues.same_value(dim.spec, fitted, text):
+        if not dim.categorical and not space.units.same_value(dim.spec, fitted, text):
             try:
-                in_catalog = knobvalues.check(dim.spec, text)
+                in_catalog = space.units.check(dim.spec, text)
             except InvalidKnobValue:
                 in_catalog = None
             if in_catalog is None or not _within(dim, text):
@@ -75,56 +72,30 @@ def sanitize(space: KnobSpace, raw: Mapping[str, object], source: str, reason: s
 
 
 def _within(dim, text: str) -> bool:
-    base = knobvalues.to_base(dim.spec, text)
+    base = dim.units.to_base(dim.spec, text)
     return dim.low <= base <= dim.high or (dim.special is not None and math.isclose(base, dim.special))
 
 
 # --- rules -------------------------------------------------------------------------------------------------------
 
 
-def workload_rules(space: KnobSpace, features: WorkloadFeatures) -> tuple[dict[str, object], list[str]]:
-    """Rules a DBA applies from what the workload does (PostgreSQL's documentation's advice): a configuration
-    and the reason for each knob."""
-    out: dict[str, object] = {}
-    why: list[str] = []
-    catalog = space.catalog
-    cached = features.data_bytes and features.data_bytes < 0.5 * space.hardware.memory_bytes
-    if cached and "random_page_cost" in catalog:
-        out["random_page_cost"] = 1.1
-        why.append("data fits in memory: random reads cost about what sequential ones do")
-    collapse = float(catalog["join_collapse_limit"].setting) if "join_collapse_limit" in catalog else 8
-    if features.max_relations > collapse:
-        limit = features.max_relations + 1
-        out["join_collapse_limit"] = limit
-        out["from_collapse_limit"] = limit
-        why.append(f"statements join {features.max_relations} relations, more than join_collapse_limit "
-                   f"{collapse:g}: let the planner reorder them")
-        if "geqo_threshold" in catalog and limit >= float(catalog["geqo_threshold"].setting):
-            out["geqo_threshold"] = limit + 1
-    if features.aggregate_share + features.sort_share > 0.5 and features.mean_ms > 100:
-        out["work_mem"] = f"{64 if space.hardware.memory_bytes >= 8 * GB else 16}MB"
-        why.append("sorts and hashes dominate: more memory per operation before spilling")
-    if features.mean_ms and features.mean_ms < 200 and "jit" in catalog and features.read_share > 0.5:
-        out["jit_above_cost"] = 1_000_000
-        why.append("short queries: compile with JIT only for really expensive plans")
-    return out, why
-
-
 def rule_seeds(space: KnobSpace, features: WorkloadFeatures) -> tuple[list[Seed], list[str]]:
-    """Up to three seeds: the workload rules alone (small, targeted), PGTune's hardware rules, and both."""
+    """Up to three seeds: the engine's workload rules alone (small, targeted), its hardware rules (PGTune for
+    PostgreSQL), and both."""
     hw: Hardware = space.hardware
-    max_conn = int(float(space.catalog["max_connections"].setting)) if "max_connections" in space.catalog else 100
-    tuned = pgtune(hw.memory_bytes, hw.cores, hw.storage, features.kind, max_conn)
+    profile = space.profile
+    tuned = profile.hardware_rules(hw, features.kind, profile.max_connections(space.catalog))
     hardware_cfg: dict[str, object] = {}
     for name, (value, family, _reason) in tuned.items():
-        if name not in {d.name for d in space.dimensions} or family == "try":
+        if name not in {d.name for d in space.dimensions} or family == "literal":
             continue
-        hardware_cfg[name] = knobvalues.format_bytes(value // MB * MB if value >= 16 * MB else value) \
+        hardware_cfg[name] = profile.units.format_bytes(value // MB * MB if value >= 16 * MB else value) \
             if family == "memory" else value
-    workload_cfg, why = workload_rules(space, features)
+    workload_cfg, why = profile.workload_rules(space.catalog, hw, features)
+    rules = profile.rules_name
     candidates = [(workload_cfg, "workload-rules", "; ".join(why)),
-                  (hardware_cfg, "rules", "PGTune hardware rules"),
-                  ({**hardware_cfg, **workload_cfg}, "rules+workload", "PGTune rules with the workload rules on top")]
+                  (hardware_cfg, "rules", f"{rules} hardware rules"),
+                  ({**hardware_cfg, **workload_cfg}, "rules+workload", f"{rules} rules with the workload rules on top")]
     seeds: list[Seed] = []
     warnings: list[str] = []
     for raw, source, reason in candidates:

@@ -1,16 +1,12 @@
 """The tunable knob space: which knobs, their ranges and scales, and the resource constraints a configuration
 must meet before it is tried.
 
-A configuration is a dict ``name -> text`` in a form PostgreSQL accepts (``'256MB'``, ``'1.1'``, ``'on'``).
+Which knobs, their default ranges, the memory model and the orderings between knobs are the engine's facts, its
+``KnobProfile`` (``advisor.core.knobprofile``, supplied by ``Connector.knob_profile()``); this module names no knob.
+A configuration is a dict ``name -> text`` in a form the server accepts (``'256MB'``, ``'1.1'``, ``'on'``).
 Search optimizers work in the unit cube: ``encode``/``decode`` map between the two. Sizes use a log scale; knobs
-whose range starts at 0 use log(1 + v); a knob with a special value (``wal_buffers = -1`` means "auto", a
-``jit_above_cost`` of -1 means "never") gives the bottom 10% of its axis to that value.
-
->>> from advisor.core.domain import KnobSpec, Hardware
->>> catalog = {"work_mem": KnobSpec("work_mem", "integer", "kB", "4096", "4096", 64, 2147483647)}
->>> space = KnobSpace.build(catalog, Hardware(8 * 1024**3, 4, "ssd"))
->>> space.decode(space.encode({"work_mem": "64MB"}))
-{'work_mem': '64MB'}
+whose range starts at 0 use log(1 + v); a knob with a special value (a range's ``special``, e.g. -1 for "auto")
+gives the bottom 10% of its axis to that value.
 """
 
 from __future__ import annotations
@@ -21,72 +17,22 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from advisor.core import knobvalues
 from advisor.core.domain import Hardware, KnobChange, KnobSpec
+from advisor.core.knobprofile import KnobProfile, Range
+from advisor.core.knobvalues import UnitGrammar
 from advisor.core.errors import InvalidKnobValue, UnknownKnob
 
 MB = 1024**2
 GB = 1024**3
 
-# Knobs that trade durability for speed: never searched unless the user opts in.
-DURABILITY = frozenset({"fsync", "synchronous_commit", "full_page_writes"})
-# Knobs that only matter after a fresh ANALYZE or that describe the server rather than tune it.
-NOT_TUNABLE = frozenset({"max_connections", "port", "listen_addresses", "shared_preload_libraries"})
 SPECIAL_SHARE = 0.10  # the share of an axis given to a special value
-
-
-@dataclass(frozen=True)
-class Range:
-    """A knob's default search range, in bytes for memory knobs and catalog units otherwise, from hardware."""
-
-    low: float
-    high: float
-    scale: str = "linear"  # linear | log | log1p
-    special: float | None = None  # a value with its own meaning (e.g. -1 = auto)
-
-
-def default_ranges(hw: Hardware) -> dict[str, Range]:
-    """The knobs that matter most for PostgreSQL (importance rankings of OtterTune/the VLDB'22 study), in
-    order, with ranges that scale with the machine."""
-    ram, cores = hw.memory_bytes, max(hw.cores, 1)
-    return {
-        "shared_buffers": Range(16 * MB, 0.4 * ram, "log"),
-        "work_mem": Range(1 * MB, min(2 * GB, ram / 8), "log"),
-        "effective_cache_size": Range(64 * MB, 0.9 * ram, "log"),
-        "random_page_cost": Range(1.0, 8.0),
-        "max_parallel_workers_per_gather": Range(0, max(2, cores)),
-        "join_collapse_limit": Range(1, 20),
-        "from_collapse_limit": Range(1, 20),
-        "jit": Range(0, 1),
-        "jit_above_cost": Range(1e3, 1e7, "log", special=-1),
-        "maintenance_work_mem": Range(16 * MB, min(2 * GB, ram / 4), "log"),
-        "hash_mem_multiplier": Range(1.0, 8.0),
-        "effective_io_concurrency": Range(0, 512, "log1p"),
-        "cpu_tuple_cost": Range(0.001, 0.1, "log"),
-        "max_parallel_workers": Range(0, max(2, 2 * cores)),
-        "max_worker_processes": Range(2, max(8, 4 * cores)),
-        "wal_buffers": Range(64 * 1024, 256 * MB, "log", special=-1),
-        "checkpoint_completion_target": Range(0.1, 0.99),
-        "checkpoint_timeout": Range(30, 3600, "log"),
-        "min_wal_size": Range(32 * MB, 8 * GB, "log"),
-        "max_wal_size": Range(64 * MB, 32 * GB, "log"),
-        "bgwriter_delay": Range(10, 10000, "log"),
-        "bgwriter_lru_maxpages": Range(0, 1000, "log1p"),
-        "bgwriter_lru_multiplier": Range(0.0, 10.0),
-        "commit_delay": Range(0, 10000, "log1p"),
-        "wal_compression": Range(0, 1),
-        "geqo_threshold": Range(2, 20),
-        "default_statistics_target": Range(10, 1000, "log"),
-    }
-
-
-DURABILITY_RANGES = {"fsync": Range(0, 1), "synchronous_commit": Range(0, 1), "full_page_writes": Range(0, 1)}
 
 
 @dataclass(frozen=True)
 class Dimension:
     name: str
     spec: KnobSpec
+    units: UnitGrammar  # the engine's grammar of values (its knob profile's)
     low: float = 0.0  # catalog units
     high: float = 1.0
     scale: str = "linear"
@@ -117,12 +63,12 @@ class Dimension:
 
     def to_unit(self, text: str) -> float:
         if self.categorical:
-            value = knobvalues.check(self.spec, text).lower()
+            value = self.units.check(self.spec, text).lower()
             lowered = [c.lower() for c in self.choices]
             if value not in lowered:
                 raise InvalidKnobValue(f"{self.name}: {text!r} is not in the searched values {list(self.choices)}")
             return (lowered.index(value) + 0.5) / len(self.choices)
-        base = knobvalues.to_base(self.spec, text)
+        base = self.units.to_base(self.spec, text)
         lo_u = SPECIAL_SHARE if self.special is not None else 0.0
         if self.special is not None and math.isclose(base, self.special):
             return SPECIAL_SHARE / 2
@@ -141,22 +87,22 @@ class Dimension:
             u = (u - SPECIAL_SHARE) / (1 - SPECIAL_SHARE)
         a, b = self._forward(self.low), self._forward(self.high)
         base = self._inverse(a + u * (b - a))
-        return _text(self.spec, min(max(base, self.low), self.high))
+        return _text(self.units, self.spec, min(max(base, self.low), self.high))
 
 
-def _text(spec: KnobSpec, base: float) -> str:
+def _text(units: UnitGrammar, spec: KnobSpec, base: float) -> str:
     """Readable text for a value in catalog units: sizes rounded to a whole MB (or kB below 16MB)."""
-    family, size = knobvalues.unit_factor(spec.unit)
+    family, size = units.unit_factor(spec.unit)
     if family == "memory" and spec.vartype == "integer":
         nbytes = base * size
         step = MB if nbytes >= 16 * MB else 1024
         nbytes = round(nbytes / step) * step
         if base > 0:  # at least one unit; 0 (off) and -1 (use another setting) stay what they are
             nbytes = max(nbytes, size)
-        return knobvalues.clamp(spec, math.floor(nbytes / size))
+        return units.clamp(spec, math.floor(nbytes / size))
     if spec.vartype == "real":
-        return knobvalues.clamp(spec, float(f"{base:.3g}"))
-    return knobvalues.clamp(spec, round(base))
+        return units.clamp(spec, float(f"{base:.3g}"))
+    return units.clamp(spec, round(base))
 
 
 @dataclass(frozen=True)
@@ -184,32 +130,39 @@ class KnobSpace:
     dimensions: list[Dimension]
     hardware: Hardware
     catalog: Mapping[str, KnobSpec]
+    profile: KnobProfile
     options: SpaceOptions = SpaceOptions()
 
     @classmethod
-    def build(cls, catalog: Mapping[str, KnobSpec], hardware: Hardware,
+    def build(cls, catalog: Mapping[str, KnobSpec], hardware: Hardware, profile: KnobProfile,
               options: SpaceOptions = SpaceOptions()) -> "KnobSpace":
-        """The space for ``catalog``: the default knobs the server has, plus ``include``, minus ``exclude``,
+        """The space for ``catalog``: the profile's knobs the server has, plus ``include``, minus ``exclude``,
         ranges narrowed by ``options.ranges``. Unknown names and bad ranges raise UnknownKnob/InvalidKnobValue."""
-        ranges = default_ranges(hardware)
+        ranges = profile.ranges(hardware)
         if options.allow_durability:
-            ranges.update(DURABILITY_RANGES)
+            ranges.update(profile.durability)
         for name in (*options.include, *options.exclude, *options.ranges):
             if name not in catalog:
-                raise UnknownKnob(f"unknown setting {name!r}: the server's pg_settings has no such name")
+                raise UnknownKnob(f"unknown setting {name!r}: the server's {profile.catalog_source} has no such name")
         names = [n for n in ranges if n in catalog]
         if options.max_knobs:
             names = names[:options.max_knobs]
         for name in options.include:
-            if name in DURABILITY and not options.allow_durability:
+            if name in profile.durability and not options.allow_durability:
                 raise InvalidKnobValue(f"{name} trades durability for speed; pass allow_durability to search it")
             if name not in names:
                 names.append(name)
-        names = [n for n in names if n not in set(options.exclude) and n not in NOT_TUNABLE]
-        dims = [_dimension(catalog[n], ranges.get(n), options.ranges.get(n)) for n in names]
-        return cls([d for d in dims if d is not None], hardware, catalog, options)
+        names = [n for n in names if n not in set(options.exclude) and n not in profile.not_tunable]
+        dims = [_dimension(profile.units, catalog[n], ranges.get(n), options.ranges.get(n), profile.skipped_choices)
+                for n in names]
+        return cls([d for d in dims if d is not None], hardware, catalog, profile, options)
 
     # --- coordinates ---------------------------------------------------------------------------------------------
+
+    @property
+    def units(self) -> UnitGrammar:
+        """How the engine reads and writes knob values (the profile's grammar)."""
+        return self.profile.units
 
     @property
     def names(self) -> list[str]:
@@ -224,7 +177,7 @@ class KnobSpace:
 
     def encode(self, config: Mapping[str, str]) -> np.ndarray:
         """A point in [0, 1]^d; knobs missing from ``config`` take the server's current value."""
-        return np.array([d.to_unit(config[d.name] if d.name in config else _current(d.spec))
+        return np.array([d.to_unit(config[d.name] if d.name in config else _current(self.units, d.spec))
                          for d in self.dimensions], dtype=float)
 
     def decode(self, x: Iterable[float]) -> dict[str, str]:
@@ -232,14 +185,14 @@ class KnobSpace:
 
     def default_config(self) -> dict[str, str]:
         """The server's current values for the searched knobs (the baseline of a tuning run)."""
-        return {d.name: _current(d.spec) for d in self.dimensions}
+        return {d.name: _current(self.units, d.spec) for d in self.dimensions}
 
     def changes(self, config: Mapping[str, str]) -> list[KnobChange]:
         """The configuration as changes, left out where it equals the server's current value."""
         out = []
         for name, text in config.items():
             spec = self.catalog[name]
-            if not knobvalues.same_value(spec, _current(spec), text):
+            if not self.units.same_value(spec, _current(self.units, spec), text):
                 out.append(KnobChange(name, text))
         return out
 
@@ -249,30 +202,24 @@ class KnobSpace:
         return self.options.active_connections or 4 * max(self.hardware.cores, 1)
 
     def memory_footprint(self, config: Mapping[str, str]) -> float:
-        """Bytes the configuration may claim at peak: shared memory, plus each active connection's sorts and
-        hashes (work_mem x hash_mem_multiplier per process of a parallel query), plus autovacuum workers'
-        maintenance memory."""
-        val = self._value
-        shared = val(config, "shared_buffers") + max(val(config, "wal_buffers"), 0)
-        per_op = val(config, "work_mem") * max(val(config, "hash_mem_multiplier", 1.0), 1.0)
-        workers = 1 + max(val(config, "max_parallel_workers_per_gather", 0.0), 0)
-        av_workers = val(config, "autovacuum_max_workers", 3.0)
-        av_mem = val(config, "autovacuum_work_mem", -1.0)
-        if av_mem <= 0:
-            av_mem = val(config, "maintenance_work_mem")
-        return shared + self.active_connections() * per_op * workers + av_workers * av_mem
+        """Bytes the configuration may claim at peak, by the profile's memory model (global buffers, each active
+        connection's buffers, background workers' buffers)."""
+        return self.profile.memory.footprint(lambda name, fallback: self._value(config, name, fallback),
+                                             self.active_connections())
 
     def _value(self, config: Mapping[str, str], name: str, fallback: float = 0.0) -> float:
         spec = self.catalog.get(name)
         if spec is None:
             return fallback
-        text = config.get(name, _current(spec))
-        family, size = knobvalues.unit_factor(spec.unit)
-        base = knobvalues.to_base(spec, text)
+        text = config.get(name, _current(self.units, spec))
+        family, size = self.units.unit_factor(spec.unit)
+        base = self.units.to_base(spec, text)
         if family == "memory" and base >= 0:
             return base * size
-        if name == "wal_buffers" and base < 0:  # auto: 1/32 of shared_buffers, at most 16MB
-            return min(self._value(config, "shared_buffers") / 32, 16 * MB)
+        auto = self.profile.memory.auto.get(name)
+        if auto is not None and base < 0:  # a share of another knob, at most a cap
+            of, fraction, cap = auto
+            return min(self._value(config, of) * fraction, cap)
         return base
 
     def violations(self, config: Mapping[str, str]) -> list[Violation]:
@@ -281,48 +228,44 @@ class KnobSpace:
         budget = self.options.memory_fraction * self.hardware.memory_bytes
         need = self.memory_footprint(config)
         if need > budget:
-            out.append(Violation("memory", f"needs up to {human_bytes(need)} "
-                                 f"(shared memory + {self.active_connections()} connections' work memory + autovacuum)"
+            wording = self.profile.memory.wording.format(connections=self.active_connections())
+            out.append(Violation("memory", f"needs up to {human_bytes(need)} ({wording})"
                                  f", over {self.options.memory_fraction:.0%} of {human_bytes(self.hardware.memory_bytes)} RAM"))
-        if "min_wal_size" in self.catalog and "max_wal_size" in self.catalog:
-            if self._value(config, "min_wal_size") > self._value(config, "max_wal_size"):
-                out.append(Violation("wal", "min_wal_size is above max_wal_size"))
-        if "max_parallel_workers" in self.catalog and "max_worker_processes" in self.catalog:
-            if self._value(config, "max_parallel_workers") > self._value(config, "max_worker_processes"):
-                out.append(Violation("workers", "max_parallel_workers is above max_worker_processes (the excess is never started)"))
+        for o in self.profile.orderings:
+            if o.low in self.catalog and o.high in self.catalog and \
+                    self._value(config, o.low) > self._value(config, o.high):
+                out.append(Violation(o.rule, f"{o.low} is above {o.high}" + (f" ({o.why})" if o.why else "")))
         return out
 
     def repair(self, config: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
-        """The nearest configuration that meets the constraints (work memory shrunk first, then shared
-        buffers; WAL and worker bounds ordered) and what was changed."""
+        """The nearest configuration that meets the constraints (ordered knobs put in order: the searched one of
+        the pair moves to the other; then the memory model's ``shrink`` knobs lowered in order) and what was
+        changed."""
         fixed = dict(config)
         notes: list[str] = []
-        if "min_wal_size" in self.catalog and "max_wal_size" in self.catalog and \
-                self._value(fixed, "min_wal_size") > self._value(fixed, "max_wal_size"):
-            if "min_wal_size" in fixed:
-                fixed["min_wal_size"] = fixed.get("max_wal_size", _current(self.catalog["max_wal_size"]))
-                notes.append("min_wal_size lowered to max_wal_size")
-            elif "max_wal_size" in fixed:  # min_wal_size is not searched: max_wal_size moves up to it
-                fixed["max_wal_size"] = _current(self.catalog["min_wal_size"])
-                notes.append("max_wal_size raised to min_wal_size")
-        if "max_parallel_workers" in fixed and \
-                self._value(fixed, "max_parallel_workers") > self._value(fixed, "max_worker_processes"):
-            fixed["max_parallel_workers"] = _text(self.catalog["max_parallel_workers"],
-                                                  self._value(fixed, "max_worker_processes"))
-            notes.append("max_parallel_workers lowered to max_worker_processes")
+        for o in self.profile.orderings:
+            if o.low not in self.catalog or o.high not in self.catalog or \
+                    self._value(fixed, o.low) <= self._value(fixed, o.high):
+                continue
+            if o.low in fixed:
+                fixed[o.low] = fixed.get(o.high, _current(self.units, self.catalog[o.high]))
+                notes.append(f"{o.low} lowered to {o.high}")
+            elif o.high in fixed:  # the lower one is not searched: the higher one moves up to it
+                fixed[o.high] = _current(self.units, self.catalog[o.low])
+                notes.append(f"{o.high} raised to {o.low}")
         budget = self.options.memory_fraction * self.hardware.memory_bytes
-        for name in ("work_mem", "maintenance_work_mem", "shared_buffers"):
+        for name in self.profile.memory.shrink:
             if self.memory_footprint(fixed) <= budget or name not in fixed:
                 continue
             spec = self.catalog[name]
-            _, size = knobvalues.unit_factor(spec.unit)
+            _, size = self.units.unit_factor(spec.unit)
             for _ in range(60):
                 if self.memory_footprint(fixed) <= budget:
                     break
                 shrunk = self._value(fixed, name) * 0.8
                 if spec.min_value is not None and shrunk / size < spec.min_value:
                     break
-                fixed[name] = _text(spec, shrunk / size)
+                fixed[name] = _text(self.units, spec, shrunk / size)
             notes.append(f"{name} lowered to {fixed[name]} to fit the memory budget")
         return fixed, notes
 
@@ -344,26 +287,27 @@ def human_bytes(n: float) -> str:
     return f"{n / 1024:.0f}kB"
 
 
-def _current(spec: KnobSpec) -> str:
+def _current(units: UnitGrammar, spec: KnobSpec) -> str:
     """The server's current value as knob text (memory as a byte size)."""
     if spec.vartype in {"integer", "real"}:
-        return knobvalues.format_base(spec, float(spec.setting))
+        return units.format_base(spec, float(spec.setting))
     return spec.setting
 
 
-def _dimension(spec: KnobSpec, default: Range | None, narrowed: tuple[str, str] | None) -> Dimension | None:
+def _dimension(units: UnitGrammar, spec: KnobSpec, default: Range | None, narrowed: tuple[str, str] | None,
+               skipped: frozenset[str] = frozenset()) -> Dimension | None:
     if spec.vartype == "bool":
-        return Dimension(spec.name, spec, choices=("off", "on"))
+        return Dimension(spec.name, spec, units, choices=("off", "on"))
     if spec.vartype == "enum":
         values = spec.enum_values
         if narrowed:
             wanted = {v.strip().lower() for v in narrowed} | {spec.setting.lower()}  # the baseline stays reachable
             values = tuple(v for v in values if v.lower() in wanted)
-        values = tuple(v for v in values if v.lower() not in {"try"} or v.lower() == spec.setting.lower())
-        return Dimension(spec.name, spec, choices=values) if len(values) > 1 else None
+        values = tuple(v for v in values if v.lower() not in skipped or v.lower() == spec.setting.lower())
+        return Dimension(spec.name, spec, units, choices=values) if len(values) > 1 else None
     if spec.vartype not in {"integer", "real"}:
         return None
-    family, size = knobvalues.unit_factor(spec.unit)
+    family, size = units.unit_factor(spec.unit)
     if default is None:  # an included knob without a curated range: its catalog bounds, log when wide
         lo, hi = spec.min_value or 0.0, spec.max_value or 1.0
         default = Range(lo * (size if family == "memory" else 1), hi * (size if family == "memory" else 1),
@@ -371,7 +315,7 @@ def _dimension(spec: KnobSpec, default: Range | None, narrowed: tuple[str, str] 
     div = size if family == "memory" else 1.0
     lo, hi = default.low / div, default.high / div
     if narrowed:
-        lo, hi = knobvalues.to_base(spec, narrowed[0]), knobvalues.to_base(spec, narrowed[1])
+        lo, hi = units.to_base(spec, narrowed[0]), units.to_base(spec, narrowed[1])
         if lo > hi:
             raise InvalidKnobValue(f"{spec.name}: range {narrowed[0]}..{narrowed[1]} is empty")
     else:  # the server's current value stays reachable, so the baseline is a point of the space
@@ -393,4 +337,4 @@ def _dimension(spec: KnobSpec, default: Range | None, narrowed: tuple[str, str] 
         special = None  # a narrowed range means the user wants numbers, not the special value
     if special is not None and spec.min_value is not None and special < spec.min_value:
         special = None
-    return replace(Dimension(spec.name, spec), low=lo, high=hi, scale=scale, special=special)
+    return replace(Dimension(spec.name, spec, units), low=lo, high=hi, scale=scale, special=special)

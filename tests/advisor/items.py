@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from advisor.core.domain import Hardware
 from connectors.base import Shadow
 from connectors.postgres.sandbox import PostgresSandbox
-from optimizers.knobs.space import KnobSpace, SpaceOptions, default_ranges
+from optimizers.knobs.space import KnobSpace, SpaceOptions
 from tests.conftest import run
 from workloads.binding import BoundStatement
 
@@ -35,7 +35,8 @@ def items_shadow(name: str) -> Iterator[Shadow]:
 def cheap_space(shadow: Shadow, keep=("work_mem", "random_page_cost", "jit", "effective_io_concurrency")) -> KnobSpace:
     """Knobs that change without a restart: every other default knob excluded."""
     catalog = shadow.connector.knob_catalog()
-    exclude = tuple(n for n in default_ranges(HW) if n in catalog and n not in keep)
-    space = KnobSpace.build(catalog, HW, SpaceOptions(exclude=exclude))
+    profile = shadow.connector.knob_profile()
+    exclude = tuple(n for n in profile.ranges(HW) if n in catalog and n not in keep)
+    space = KnobSpace.build(catalog, HW, profile, SpaceOptions(exclude=exclude))
     assert sorted(space.names) == sorted(keep) and not space.restart_mask().any()
     return space

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from advisor.core import knobvalues
 from advisor.core.domain import Hardware, TrialResult
 from advisor.core.hardware import detect, given
 from advisor.service.factory import build_service
@@ -25,6 +24,7 @@ from advisor.tuning.observe import observe
 from advisor.tuning.validation import ValidationOptions
 from connectors.base import Shadow
 from connectors.postgres import PostgresConnector
+from connectors.postgres.knobs import UNITS
 from connectors.postgres.sandbox import PostgresSandbox
 from optimizers import registry
 from optimizers.knobs.problem import KnobProblem
@@ -150,7 +150,7 @@ def test_a_knob_that_needs_a_restart_is_kept_only_when_it_pays_for_the_restart()
 ])
 def test_values_are_rounded_as_a_dba_writes_them(pg, name, value, expected):
     spec = PostgresConnector(pg.dsn()).knob_catalog()[name]
-    assert knobvalues.readable(spec, value) == expected
+    assert UNITS.readable(spec, value) == expected
 
 
 def test_every_rounded_value_is_one_the_server_stores_exactly(pg):
@@ -160,11 +160,11 @@ def test_every_rounded_value_is_one_the_server_stores_exactly(pg):
     numeric = [s for s in catalog.values() if s.vartype in ("integer", "real") and s.max_value and s.max_value > 1]
     for spec in numeric:
         for x in (1.37, 13.7, 1370.0, 33333.0, 1.7e7):
-            value = knobvalues.format_base(spec, min(max(x, spec.min_value or 0.0), spec.max_value))
-            base = knobvalues.to_base(spec, value)
-            text = knobvalues.readable(spec, value)
-            assert knobvalues.check(spec, text) == text
-            rounded = knobvalues.to_base(spec, text)
+            value = UNITS.format_base(spec, min(max(x, spec.min_value or 0.0), spec.max_value))
+            base = UNITS.to_base(spec, value)
+            text = UNITS.readable(spec, value)
+            assert UNITS.check(spec, text) == text
+            rounded = UNITS.to_base(spec, text)
             assert spec.min_value <= rounded <= spec.max_value, (spec.name, text)
             if spec.vartype == "integer":
                 assert rounded == round(rounded), (spec.name, base, text)
@@ -194,8 +194,8 @@ def test_hardware_stored_with_a_target_sizes_the_knob_space(db, tmp_path):
     # this machine's hardware passed in (what a caller that knows nothing passes) does not override the target's
     hw, findings = target_hardware(service.store, PostgresConnector(db), obs.target_id, detect(), said.append)
     assert (hw.memory_bytes, hw.cores, hw.source) == (2 * 1024**3, 3, "given") and findings == []
-    space = knob_problem(obs, hw).space
-    assert knobvalues.to_bytes(space.catalog["shared_buffers"], space.decode([1.0] * space.dim)["shared_buffers"]) \
+    space = knob_problem(obs, hw, PostgresConnector(db).knob_profile()).space
+    assert space.units.to_bytes(space.catalog["shared_buffers"], space.decode([1.0] * space.dim)["shared_buffers"]) \
         <= 0.4 * 2 * 1024**3
     assert any("stored with the target" in line for line in said)
     # no stored hardware: the server's own, read through SQL

@@ -9,7 +9,6 @@ import time
 import psycopg
 import pytest
 
-from advisor.core import knobvalues
 from advisor.storage.store import open_store
 from advisor.tuning.knobs.trials import ReplayRunner, TrialRunner, TuningOptions, TuningRun
 from connectors.local import pid_alive, server_processes
@@ -95,7 +94,7 @@ def test_a_killed_shadow_postmaster_fails_one_trial_and_the_run_goes_on(shadow, 
     # the shadow came back with the last configuration that worked (the baseline), not the crashed one
     base = space.default_config()
     assert after_crash["good"] == after_crash["current"] == base and records[1].config != base
-    assert knobvalues.same_value(space.catalog["work_mem"], base["work_mem"], after_crash["work_mem"])
+    assert space.units.same_value(space.catalog["work_mem"], base["work_mem"], after_crash["work_mem"])
     # a new postmaster serves the same data; nothing of the old server is left
     assert sandbox.is_running() and sandbox.postmaster_pid() != old_postmaster
     assert old_postmaster in killer[0].old and len(killer[0].old) > 3

@@ -93,7 +93,7 @@ def physical_ram_mb() -> int:
 
 def test_a_configuration_postgres_refuses_is_a_failed_trial_and_the_shadow_comes_back(shadow):
     catalog = shadow.connector.knob_catalog()
-    space = KnobSpace.build(catalog, HW, SpaceOptions(max_knobs=1, include=("huge_pages",)))
+    space = KnobSpace.build(catalog, HW, shadow.connector.knob_profile(), SpaceOptions(max_knobs=1, include=("huge_pages",)))
     assert space.names == ["shared_buffers", "huge_pages"] and space.restart_mask().all()
     trials = TrialRunner(shadow, replay_runner(), space)
     # shared memory twice the machine's RAM, in huge pages: no kernel maps that, so the postmaster exits
@@ -237,7 +237,8 @@ def test_compare_configs_interleaves_the_arms_and_brackets_the_gain(shadow):
 
 
 def test_compare_configs_raises_when_an_arm_fails(shadow):
-    space = KnobSpace.build(shadow.connector.knob_catalog(), HW, SpaceOptions(max_knobs=1, include=("huge_pages",)))
+    space = KnobSpace.build(shadow.connector.knob_catalog(), HW, shadow.connector.knob_profile(),
+                            SpaceOptions(max_knobs=1, include=("huge_pages",)))
     trials = TrialRunner(shadow, replay_runner(), space)
     refused = {"shared_buffers": f"{2 * physical_ram_mb()}MB", "huge_pages": "on"}
     with pytest.raises(AdvisorError, match="candidate failed"):

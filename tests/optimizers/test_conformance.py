@@ -38,8 +38,9 @@ STEPS = 8  # tells before the state is taken: past every model's space-filling s
 
 @pytest.fixture(scope="module")
 def knob_problem(pg):
-    catalog = PostgresConnector(pg.dsn()).knob_catalog()
-    return KnobProblem(KnobSpace.build(catalog, Hardware(8 * 1024**3, 4, "ssd"), SpaceOptions(max_knobs=4)), "dw")
+    connector = PostgresConnector(pg.dsn())
+    return KnobProblem(KnobSpace.build(connector.knob_catalog(), Hardware(8 * 1024**3, 4, "ssd"),
+                                       connector.knob_profile(), SpaceOptions(max_knobs=4)), "dw")
 
 
 @pytest.fixture(scope="module")

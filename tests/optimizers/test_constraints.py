@@ -26,8 +26,8 @@ TRIALS = 12  # 5 Sobol points, then 7 model asks
 
 @pytest.fixture(scope="module")
 def problem(pg):
-    catalog = PostgresConnector(pg.dsn()).knob_catalog()
-    return KnobProblem(KnobSpace.build(catalog, HW, SpaceOptions(max_knobs=4)))
+    connector = PostgresConnector(pg.dsn())
+    return KnobProblem(KnobSpace.build(connector.knob_catalog(), HW, connector.knob_profile(), SpaceOptions(max_knobs=4)))
 
 
 def outcome(x: np.ndarray) -> TrialResult:

@@ -11,7 +11,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from advisor.core import knobvalues
 from advisor.core.domain import Hardware
 from advisor.core.settings import Settings
 from connectors.postgres import PostgresConnector
@@ -107,7 +106,8 @@ def fake(monkeypatch):
 
 @pytest.fixture(scope="module")
 def space(pg):
-    return KnobSpace.build(PostgresConnector(pg.dsn()).knob_catalog(), Hardware(8 * GB, 4, "ssd"))
+    connector = PostgresConnector(pg.dsn())
+    return KnobSpace.build(connector.knob_catalog(), Hardware(8 * GB, 4, "ssd"), connector.knob_profile())
 
 
 def answer(*configs) -> str:
@@ -115,7 +115,7 @@ def answer(*configs) -> str:
 
 
 def mb(space, config, name) -> float:
-    return knobvalues.to_bytes(space.catalog[name], config[name]) / 1024**2
+    return space.units.to_bytes(space.catalog[name], config[name]) / 1024**2
 
 
 GOOD = answer({"shared_buffers": "2GB", "work_mem": "32MB", "random_page_cost": "1.1", "jit": "off"},

@@ -23,8 +23,8 @@ FAST = {"hibo": {"sweep": 256, "local": 128, "sparse": 128}}  # fewer candidates
 
 @pytest.fixture(scope="module")
 def space(pg):
-    catalog = PostgresConnector(pg.dsn()).knob_catalog()
-    space = KnobSpace.build(catalog, HW, SpaceOptions(max_knobs=4))
+    connector = PostgresConnector(pg.dsn())
+    space = KnobSpace.build(connector.knob_catalog(), HW, connector.knob_profile(), SpaceOptions(max_knobs=4))
     assert space.names == ["shared_buffers", "work_mem", "effective_cache_size", "random_page_cost"]
     return space
 

@@ -5,11 +5,11 @@ import math
 import numpy as np
 import pytest
 
-from advisor.core import knobvalues
 from advisor.core.domain import Hardware
 from advisor.core.errors import InvalidKnobValue, UnknownKnob
 from connectors.postgres import PostgresConnector
-from optimizers.knobs.space import DURABILITY, SPECIAL_SHARE, KnobSpace, SpaceOptions
+from connectors.postgres.knobs import PROFILE
+from optimizers.knobs.space import SPECIAL_SHARE, KnobSpace, SpaceOptions
 
 HW = Hardware(8 * 1024**3, 4, "ssd")
 MB = 1024**2
@@ -23,7 +23,7 @@ def catalog(pg):
 
 @pytest.fixture(scope="module")
 def space(catalog):
-    return KnobSpace.build(catalog, HW)
+    return KnobSpace.build(catalog, HW, PROFILE)
 
 
 def dim(space, name):
@@ -31,7 +31,7 @@ def dim(space, name):
 
 
 def base(space, name, text):
-    return knobvalues.to_base(space.catalog[name], text)
+    return PROFILE.units.to_base(space.catalog[name], text)
 
 
 def at(space, **units):
@@ -102,7 +102,7 @@ def test_special_values_own_the_bottom_of_their_axis(space):
     assert base(space, "jit_above_cost", jit.from_unit(1.0)) == 1e7
     assert jit.from_unit(jit.to_unit("100000")) == "100000"
     # a narrowed range asks for numbers: the special value is no longer part of the axis
-    narrowed = KnobSpace.build(space.catalog, HW, SpaceOptions(ranges={"jit_above_cost": ("50000", "500000")}))
+    narrowed = KnobSpace.build(space.catalog, HW, PROFILE, SpaceOptions(ranges={"jit_above_cost": ("50000", "500000")}))
     nj = dim(narrowed, "jit_above_cost")
     assert nj.special is None and nj.from_unit(0.0) == "50000" and nj.from_unit(1.0) == "500000"
 
@@ -120,7 +120,7 @@ def test_bool_and_enum_knobs_are_choices(space):
     with pytest.raises(InvalidKnobValue):
         wc.to_unit("gzip")
 
-    narrowed = KnobSpace.build(space.catalog, HW, SpaceOptions(ranges={"wal_compression": ("off", "lz4")}))
+    narrowed = KnobSpace.build(space.catalog, HW, PROFILE, SpaceOptions(ranges={"wal_compression": ("off", "lz4")}))
     nwc = dim(narrowed, "wal_compression")
     assert set(nwc.choices) == {"off", "lz4"}
     assert {nwc.from_unit(u) for u in np.linspace(0, 1, 11)} == {"off", "lz4"}
@@ -137,7 +137,7 @@ def test_bool_and_enum_knobs_are_choices(space):
                                        "temp_file_limit")),
 ], ids=["default", "durability", "huge_pages", "zero-and-minus-one"])
 def test_the_servers_current_values_are_a_point_of_the_space(catalog, options):
-    space = KnobSpace.build(catalog, HW, options)
+    space = KnobSpace.build(catalog, HW, PROFILE, options)
     current = space.default_config()
     assert set(current) == set(space.names)
     x = space.encode(current)
@@ -153,7 +153,7 @@ def test_include_exclude_and_narrowed_ranges(catalog, space):
     options = SpaceOptions(include=("bgwriter_flush_after",), exclude=("jit", "wal_compression"),
                            ranges={"work_mem": ("8MB", "256MB"), "random_page_cost": ("1.1", "2"),
                                    "shared_buffers": ("64MB", "1GB")})
-    narrowed = KnobSpace.build(catalog, HW, options)
+    narrowed = KnobSpace.build(catalog, HW, PROFILE, options)
     assert "bgwriter_flush_after" in narrowed.names and "bgwriter_flush_after" not in space.names
     assert "jit" not in narrowed.names and "wal_compression" not in narrowed.names
     assert narrowed.dim == space.dim - 2 + 1
@@ -163,34 +163,34 @@ def test_include_exclude_and_narrowed_ranges(catalog, space):
     assert (low["shared_buffers"], high["shared_buffers"]) == ("64MB", "1GB")
     for u in np.linspace(0, 1, 9):  # every point inside the narrowed range
         work_mem = narrowed.decode(np.full(narrowed.dim, u))["work_mem"]
-        assert 8 * MB <= knobvalues.to_bytes(catalog["work_mem"], work_mem) <= 256 * MB
+        assert 8 * MB <= PROFILE.units.to_bytes(catalog["work_mem"], work_mem) <= 256 * MB
     # the wide defaults are not narrowed
     wide = space.decode(np.zeros(space.dim))["work_mem"], space.decode(np.ones(space.dim))["work_mem"]
     assert wide == ("1MB", "1GB")
 
-    assert KnobSpace.build(catalog, HW, SpaceOptions(max_knobs=3)).names == space.names[:3]
+    assert KnobSpace.build(catalog, HW, PROFILE, SpaceOptions(max_knobs=3)).names == space.names[:3]
 
 
 @pytest.mark.parametrize("options", [SpaceOptions(include=("work_memory",)), SpaceOptions(exclude=("no_such_knob",)),
                                      SpaceOptions(ranges={"shared_bufers": ("1MB", "2MB")})])
 def test_unknown_knob_names_are_refused(catalog, options):
     with pytest.raises(UnknownKnob):
-        KnobSpace.build(catalog, HW, options)
+        KnobSpace.build(catalog, HW, PROFILE, options)
 
 
 def test_an_empty_range_is_refused(catalog):
     with pytest.raises(InvalidKnobValue, match="empty"):
-        KnobSpace.build(catalog, HW, SpaceOptions(ranges={"work_mem": ("256MB", "8MB")}))
+        KnobSpace.build(catalog, HW, PROFILE, SpaceOptions(ranges={"work_mem": ("256MB", "8MB")}))
 
 
 def test_durability_knobs_need_an_explicit_opt_in(catalog, space):
-    assert not DURABILITY & set(space.names)
-    for name in sorted(DURABILITY):
+    assert not set(PROFILE.durability) & set(space.names)
+    for name in sorted(set(PROFILE.durability)):
         with pytest.raises(InvalidKnobValue, match="allow_durability"):
-            KnobSpace.build(catalog, HW, SpaceOptions(include=(name,)))
-    allowed = KnobSpace.build(catalog, HW, SpaceOptions(allow_durability=True))
-    assert DURABILITY <= set(allowed.names)
-    only_fsync = KnobSpace.build(catalog, HW, SpaceOptions(include=("fsync",), allow_durability=True))
+            KnobSpace.build(catalog, HW, PROFILE, SpaceOptions(include=(name,)))
+    allowed = KnobSpace.build(catalog, HW, PROFILE, SpaceOptions(allow_durability=True))
+    assert set(PROFILE.durability) <= set(allowed.names)
+    only_fsync = KnobSpace.build(catalog, HW, PROFILE, SpaceOptions(include=("fsync",), allow_durability=True))
     assert "fsync" in only_fsync.names and dim(only_fsync, "fsync").choices == ("off", "on")
 
 
@@ -205,10 +205,10 @@ def test_memory_budget_violation_is_repaired_by_lowering_work_mem_first(space):
     fixed, notes = space.repair(config)
     assert space.violations(fixed) == []
     assert space.memory_footprint(fixed) <= 0.8 * HW.memory_bytes
-    assert knobvalues.to_bytes(space.catalog["work_mem"], fixed["work_mem"]) < GB
+    assert PROFILE.units.to_bytes(space.catalog["work_mem"], fixed["work_mem"]) < GB
     assert {k: v for k, v in fixed.items() if k != "work_mem"} == {k: v for k, v in config.items() if k != "work_mem"}
     assert len(notes) == 1 and notes[0].startswith("work_mem lowered")
-    knobvalues.check(space.catalog["work_mem"], fixed["work_mem"])  # PostgreSQL accepts it
+    PROFILE.units.check(space.catalog["work_mem"], fixed["work_mem"])  # PostgreSQL accepts it
 
 
 def test_memory_repair_moves_on_to_maintenance_memory_when_work_mem_is_not_enough(space):
@@ -225,14 +225,14 @@ def test_min_wal_size_above_max_wal_size_is_a_wal_violation_that_repair_fixes(sp
     fixed, notes = space.repair(config)
     assert space.violations(fixed) == []
     assert fixed["max_wal_size"] == "1GB"
-    assert knobvalues.to_bytes(space.catalog["min_wal_size"], fixed["min_wal_size"]) <= GB
+    assert PROFILE.units.to_bytes(space.catalog["min_wal_size"], fixed["min_wal_size"]) <= GB
     assert notes
 
 
 @pytest.mark.parametrize("left_out", ["min_wal_size", "max_wal_size"])
 def test_wal_repair_when_only_one_of_the_pair_is_searched(catalog, left_out):
     # the other one stays at the server's value (min 80MB, max 1GB): a point can still cross it
-    space = KnobSpace.build(catalog, HW, SpaceOptions(exclude=(left_out,)))
+    space = KnobSpace.build(catalog, HW, PROFILE, SpaceOptions(exclude=(left_out,)))
     searched = "max_wal_size" if left_out == "min_wal_size" else "min_wal_size"
     config = space.decode(at(space, **{searched: 0.0 if searched == "max_wal_size" else 1.0}))
     assert [v.rule for v in space.violations(config)] == ["wal"]
@@ -249,9 +249,9 @@ def test_max_parallel_workers_above_max_worker_processes_is_repaired(space):
 
 
 def test_memory_footprint_grows_with_active_connections(catalog):
-    few = KnobSpace.build(catalog, HW, SpaceOptions(active_connections=4))
-    many = KnobSpace.build(catalog, HW, SpaceOptions(active_connections=64))
-    assert KnobSpace.build(catalog, HW).active_connections() == 16  # 4 per core by default
+    few = KnobSpace.build(catalog, HW, PROFILE, SpaceOptions(active_connections=4))
+    many = KnobSpace.build(catalog, HW, PROFILE, SpaceOptions(active_connections=64))
+    assert KnobSpace.build(catalog, HW, PROFILE).active_connections() == 16  # 4 per core by default
     config = few.default_config()
     # each connection may sort/hash work_mem x hash_mem_multiplier in 1 + max_parallel_workers_per_gather processes
     per_connection = 4 * MB * 2.0 * (1 + 2)

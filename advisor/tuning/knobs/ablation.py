@@ -34,7 +34,6 @@ import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from advisor.core import knobvalues
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
 from advisor.tuning.knobs.trials import ObjectiveComparison, TrialRunner, compare_configs
@@ -123,14 +122,14 @@ class Ablation:
 
 
 def round_config(space: KnobSpace, config: Mapping[str, str]) -> dict[str, str]:
-    """``config`` with every changed value rounded as a DBA would write it (``knobvalues.readable``); a rounding
+    """``config`` with every changed value rounded as a DBA would write it (the engine's ``UnitGrammar.readable``); a rounding
     that would break the space's constraints (the memory budget) is left unrounded."""
     out = dict(config)
     base = space.default_config()
     for name, value in config.items():
-        if knobvalues.same_value(space.catalog[name], base.get(name, ""), value):
+        if space.units.same_value(space.catalog[name], base.get(name, ""), value):
             continue
-        rounded = knobvalues.readable(space.catalog[name], value)
+        rounded = space.units.readable(space.catalog[name], value)
         trial = {**out, name: rounded}
         if not space.violations(trial) or space.violations(out):
             out = trial
@@ -203,7 +202,7 @@ def ablate(trials: TrialRunner, baseline: Mapping[str, str], full: Mapping[str, 
     space = trials.space
     catalog = space.catalog
     full = dict(full)
-    changed = [n for n in full if not knobvalues.same_value(catalog[n], baseline[n], full[n])]
+    changed = [n for n in full if not space.units.same_value(catalog[n], baseline[n], full[n])]
     path = _Path(trials, dict(baseline), options, say)
     out = Ablation(dict(baseline), changed=len(changed))
     if not changed:
@@ -392,4 +391,5 @@ def _known(x: float) -> float | None:
 
 
 def _shown(path: _Path, name: str, value: str) -> str:
-    return knobvalues.shown(path.trials.space.catalog[name], value)
+    space = path.trials.space
+    return space.units.shown(space.catalog[name], value)

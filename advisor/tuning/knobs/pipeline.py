@@ -11,8 +11,8 @@ import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
 
-from advisor.core import knobvalues
 from advisor.core.domain import Hardware, Recommendation
+from advisor.core.knobprofile import KnobProfile
 from advisor.core.errors import AdvisorError
 from advisor.core.hardware import PARTS, describe, for_target
 from advisor.core.progress import Say, silent
@@ -87,9 +87,9 @@ def tune_knobs(store: Store, connector: Connector, obs: Observation, plan: KnobP
     the service opened for it (trials are stored under it; how the run ends is the service's to record);
     ``resume``: that row is a stored, unfinished run to continue."""
     hardware, hardware_notes = target_hardware(store, connector, obs.target_id, hardware, say)
-    problem = knob_problem(obs, hardware, plan.space)
+    problem = knob_problem(obs, hardware, connector.knob_profile(), plan.space)
     optimizer = registry.create("knobs", plan.tuning.optimizer, problem, seed=plan.tuning.seed)
-    seeds = propose_seeds(store, problem, obs, plan.tuning, llm, say)
+    seeds = propose_seeds(store, problem, obs, plan.tuning, llm, connector.dialect, say)
     bound, skipped = bind(connector, obs, plan.max_statements, say)
     if run_id is None:
         raise AdvisorError("a knob search needs a run to store its trials in (AdvisorService.tune opens one)")
@@ -144,19 +144,22 @@ def leave_out_failing(shadow: Shadow, bound: list[BoundStatement],
     return kept, tuple((st.sql, failing[st.queryid]) for st in bound if st.queryid in failing)
 
 
-def knob_problem(obs: Observation, hardware: Hardware, space: SpaceOptions = SpaceOptions()) -> KnobProblem:
-    """The space over the target's catalog and hardware, with the observed workload's kind."""
+def knob_problem(obs: Observation, hardware: Hardware, profile: KnobProfile,
+                 space: SpaceOptions = SpaceOptions()) -> KnobProblem:
+    """The space over the target's catalog and hardware, by its engine's knob ``profile``
+    (``Connector.knob_profile()``), with the observed workload's kind."""
     catalog = {s.name: s for s in obs.snapshot.settings}
-    return KnobProblem(KnobSpace.build(catalog, hardware, space), obs.workload_kind)
+    return KnobProblem(KnobSpace.build(catalog, hardware, profile, space), obs.workload_kind)
 
 
-def propose_seeds(store: Store, problem: KnobProblem, obs: Observation, tuning: TuningOptions, llm,
+def propose_seeds(store: Store, problem: KnobProblem, obs: Observation, tuning: TuningOptions, llm, dialect: str,
                   say: Say = silent) -> list[Seed]:
     """LLMTune-style seeds: from ``llm`` when it answers, from hardware and workload rules otherwise; cached in
-    the store per (hardware, workload fingerprint)."""
+    the store per (hardware, workload fingerprint). ``dialect``: the target's SQL dialect (``Connector.dialect``),
+    to read the statements in."""
     if not tuning.use_seeds:
         return []
-    features = extract(obs.workload, obs.data_bytes, obs.workload_kind)
+    features = extract(obs.workload, obs.data_bytes, obs.workload_kind, dialect=dialect)
     return seeds_for(problem.space, features, tuning.seeds, llm, (store.cached_seeds, store.cache_seeds), warn=say)
 
 
@@ -282,8 +285,8 @@ KEEP = "keep your current settings"
 def _shares_unmeasured(space: KnobSpace, config: dict[str, str]) -> dict:
     """Details of a configuration not reduced by ablation: each change current -> proposed, share unknown."""
     base = space.default_config()
-    return {"knob_shares": [{"knob": c.name, "current": knobvalues.shown(space.catalog[c.name], base[c.name]),
-                             "proposed": knobvalues.shown(space.catalog[c.name], c.value), "share": None,
+    return {"knob_shares": [{"knob": c.name, "current": space.units.shown(space.catalog[c.name], base[c.name]),
+                             "proposed": space.units.shown(space.catalog[c.name], c.value), "share": None,
                              "restart": space.catalog[c.name].needs_restart} for c in space.changes(config)]}
 
 

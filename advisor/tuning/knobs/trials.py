@@ -27,7 +27,6 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from advisor.core import knobvalues
 from advisor.core.domain import KnobChange, TrialResult
 from advisor.core.errors import AdvisorError, SandboxError, TargetUnreachable
 from advisor.core.progress import Say, silent
@@ -105,7 +104,7 @@ class TrialRunner:
     def _set(self, config: Mapping[str, str]) -> bool:
         """Set ``config`` on the shadow; True when that took a restart."""
         delta = [KnobChange(n, v) for n, v in config.items()
-                 if not knobvalues.same_value(self.space.catalog[n], self.current.get(n, ""), v)]
+                 if not self.space.units.same_value(self.space.catalog[n], self.current.get(n, ""), v)]
         if not delta:
             return False
         applied = self.shadow.connector.apply(delta)
@@ -114,7 +113,8 @@ class TrialRunner:
 
     def recover(self) -> None:
         """Restart the shadow with the last configuration that worked."""
-        overrides = {n: v for n, v in self.good.items() if not knobvalues.same_value(self.space.catalog[n], self.base[n], v)}
+        overrides = {n: v for n, v in self.good.items()
+                     if not self.space.units.same_value(self.space.catalog[n], self.base[n], v)}
         self.say("bringing the shadow back with the last working configuration")
         self.shadow.sandbox.recover(overrides)
         self.shadow.sandbox.wait_ready()

@@ -12,7 +12,8 @@ GB = 1024**3
 
 def _problem(db, memory, cores=8, storage="ssd", kind="oltp"):
     hardware = Hardware(memory, cores, storage)
-    return KnobProblem(KnobSpace.build(PostgresConnector(db).knob_catalog(), hardware), kind)
+    connector = PostgresConnector(db)
+    return KnobProblem(KnobSpace.build(connector.knob_catalog(), hardware, connector.knob_profile()), kind)
 
 
 def test_rules_follow_hardware_and_stay_within_catalog_bounds(db):
