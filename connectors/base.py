@@ -150,6 +150,16 @@ class Session(Protocol):
 
     def __exit__(self, *exc: object) -> None: ...
 
+    # --- tune (issue 30) ---
+
+    def fetch(self, statement: str) -> tuple[list[str], list[tuple]]:
+        """Run one query (one statement, as ``run``): the names of its output columns as the engine names them,
+        and its rows."""
+
+    def columns(self, statement: str) -> list[str]:
+        """The names the engine gives the output columns of the query ``statement`` (an unnamed expression's
+        too, e.g. PostgreSQL's ``count`` for ``count(*)``), found without reading any row."""
+
 
 @runtime_checkable
 class Connector(Protocol):
