@@ -256,9 +256,6 @@ class Connector(Protocol):
     def explain_cost(self, sql: str, hypothetical: Sequence[IndexChange] = ()) -> float:
         """The planner's total cost of ``sql`` (constants bound), optionally with hypothetical indexes."""
 
-    def explain_plan(self, sql: str) -> dict:
-        """The planner's plan of ``sql`` (constants bound) in the engine's JSON form."""
-
     def used_indexes(self, statements: Sequence[str]) -> list[set[str]]:
         """For each statement (constants bound), the names of the indexes its plan reads; one connection."""
 
