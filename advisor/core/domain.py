@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-Engine = Literal["postgres", "mysql"]
-
 
 # --- observation -----------------------------------------------------------------------------------------------
 
