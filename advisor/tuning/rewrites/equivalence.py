@@ -16,6 +16,8 @@ the connector's ``dialect``.
 'SELECT a, b FROM t ORDER BY b DESC, 1, 2 LIMIT 5'
 >>> total_order("SELECT * FROM t ORDER BY b", dialect="postgres") is None
 True
+>>> total_order("SELECT a, `b c` FROM t ORDER BY `b c` DESC LIMIT 5", dialect="mysql")
+'SELECT a, `b c` FROM t ORDER BY `b c` DESC, 1, 2 LIMIT 5'
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 
 from advisor.core.errors import AdvisorError
@@ -59,8 +62,8 @@ def column_names(dsn: str, statement: str) -> list[str]:
 def named_as(dsn: str, original: str, rewrites: list[str]) -> list[str]:
     """``rewrites`` with their output columns named as ``original``'s (``with_names``), as the planner on ``dsn``
     names each; one it cannot plan is left as it is (its pricing refuses it)."""
-    connector = factory.connector(dsn)
     try:
+        connector = factory.connector(dsn)
         with connector.session() as session:
             names = session.columns(original)
             out = []
@@ -112,8 +115,9 @@ def total_order(sql: str, dialect: str) -> str | None:
     if order is None or any(e.is_star for e in tree.expressions):
         return None
     tree = tree.copy()
+    nulls_first = Dialect.get_or_raise(dialect).NULL_ORDERING == "nulls_are_small"  # the engine's own ASC order
     for i in range(1, len(tree.expressions) + 1):
-        tree.args["order"].append("expressions", exp.Ordered(this=exp.Literal.number(i)))
+        tree.args["order"].append("expressions", exp.Ordered(this=exp.Literal.number(i), nulls_first=nulls_first))
     return tree.sql(dialect=dialect)
 
 
@@ -142,14 +146,14 @@ def check(scratch_dsn: str, schema: edge_data.Schema, original: str, rewrite: st
 
 def _compare(dsn: str, name: str, original: str, rewrite: str, checked: list[str],
              timeout_ms: int = 30_000, names: bool = True) -> Verdict | None:
-    connector = factory.connector(dsn)
-    ordered = (total_order(original, connector.dialect), total_order(rewrite, connector.dialect))
-    ordered = ordered if None not in ordered else None
     try:
+        connector = factory.connector(dsn)
         session: Session = connector.session(timeout_ms)
     except AdvisorError as e:
         return Verdict(False, tuple(checked), None, original, rewrite, error="the equivalence check could not "
                        f"reach a check database ({name}): {e}")
+    ordered = (total_order(original, connector.dialect), total_order(rewrite, connector.dialect))
+    ordered = ordered if None not in ordered else None
     with session:
         try:
             written, want = session.fetch(ordered[0] if ordered else original)
