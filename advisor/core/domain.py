@@ -15,7 +15,8 @@ from typing import Literal
 
 @dataclass(frozen=True)
 class StatementStat:
-    """Cumulative pg_stat_statements counters for one normalized statement."""
+    """Cumulative counters of one normalized statement, as the engine keeps them (PostgreSQL's
+    pg_stat_statements, MariaDB's statement digests)."""
 
     queryid: str
     query: str
