@@ -2,10 +2,10 @@
 
 A connector's ``identity()`` gives a plain dict: ``engine``, ``system_identifier`` (the server's unique id, as the
 engine's connector reads it; None where it cannot be read), ``database`` (the name) and ``database_oid`` (its
-internal id, None for an engine that has none). Identities are compared here as plain values, whatever the engine: nothing in this module knows
-how an engine names its server. A target records the identity it was registered with, a recommendation the
-identity of the database it was validated for, and an apply the identity it changed; production is touched only
-when the identities agree.
+internal id, None for an engine that has none). Identities are compared here as plain values, whatever the
+engine: nothing in this module knows how an engine names its server. A target records the identity it was
+registered with, a recommendation the identity of the database it was validated for, and an apply the identity it
+changed; production is touched only when the identities agree.
 
 >>> a = {"engine": "postgres", "system_identifier": "7311", "database": "shop", "database_oid": 16384}
 >>> mismatch(a, dict(a)) is None

@@ -1,10 +1,11 @@
 """The rewriter's row estimates calibrated against the planner: each predicate's selectivity is what the engine's
-own planner estimates on the shadow (``Connector.plan(sql).rows``; SQL written in the connector's ``dialect``). A filter on one relation: the planner's rows of ``SELECT 1 FROM t AS a WHERE
-p`` over the table's rows; a join condition: the rows of ``SELECT 1 FROM t AS a, u AS b WHERE p`` over the product
-of both tables' rows; a GROUP BY's groups: the planner's rows of ``SELECT 1 FROM <the tables its keys read> GROUP BY
-<keys>`` (its distinct-value statistics). So the e-graph's extraction prefers what the planner would cost lower,
-with its statistics rather than fixed guesses. Predicates with a subquery, or that the planner cannot plan alone,
-keep the default (``optimizers.rewrites.problem.default_selectivity``).
+own planner estimates on the shadow (``Connector.plan(sql).rows``, the SQL written in the connector's
+``dialect``). A filter on one relation: the planner's rows of ``SELECT 1 FROM t AS a WHERE p`` over the table's
+rows; a join condition: the rows of ``SELECT 1 FROM t AS a, u AS b WHERE p`` over the product of both tables' rows;
+a GROUP BY's groups: the planner's rows of ``SELECT 1 FROM <the tables its keys read> GROUP BY <keys>`` (its
+distinct-value statistics). So the e-graph's extraction prefers what the planner would cost lower, with its
+statistics rather than fixed guesses. Predicates with a subquery, or that the planner cannot plan alone, keep the
+default (``optimizers.rewrites.problem.default_selectivity``).
 """
 
 from __future__ import annotations
