@@ -153,6 +153,16 @@ class Session(Protocol):
 
     def __exit__(self, *exc: object) -> None: ...
 
+    # --- tune (issue 30) ---
+
+    def fetch(self, statement: str) -> tuple[list[str], list[tuple]]:
+        """Run one query (one statement, as ``run``): the names of its output columns as the engine names them,
+        and its rows."""
+
+    def columns(self, statement: str) -> list[str]:
+        """The names the engine gives the output columns of the query ``statement`` (an unnamed expression's
+        too, e.g. PostgreSQL's ``count`` for ``count(*)``), found without reading any row."""
+
 
 @runtime_checkable
 class BindingSource(Protocol):
@@ -293,9 +303,6 @@ class Connector(Protocol):
 
     def explain_cost(self, sql: str, hypothetical: Sequence[IndexChange] = ()) -> float:
         """The planner's total cost of ``sql`` (constants bound), optionally with hypothetical indexes."""
-
-    def explain_plan(self, sql: str) -> dict:
-        """The planner's plan of ``sql`` (constants bound) in the engine's JSON form."""
 
     def used_indexes(self, statements: Sequence[str]) -> list[set[str]]:
         """For each statement (constants bound), the names of the indexes its plan reads; one connection."""

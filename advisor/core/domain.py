@@ -10,15 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-Engine = Literal["postgres", "mysql"]
-
 
 # --- observation -----------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class StatementStat:
-    """Cumulative pg_stat_statements counters for one normalized statement."""
+    """Cumulative counters of one normalized statement, as the engine keeps them (PostgreSQL's
+    pg_stat_statements, MariaDB's statement digests)."""
 
     queryid: str
     query: str

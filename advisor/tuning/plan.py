@@ -53,8 +53,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("exclude", "names", (), "knobs to leave out of the searched space", label="Exclude knobs"),
     Option("range", "names", (), "narrow a knob's range: NAME=LOW:HIGH, e.g. work_mem=4MB:256MB",
            label="Knob ranges", pattern=RANGE_ITEM),
-    Option("allow_durability", "bool", False, "also search fsync, synchronous_commit, full_page_writes",
-           label="Durability knobs"),
+    Option("allow_durability", "bool", False, "also search the knobs that trade durability for speed (the "
+           "engine's: fsync, synchronous_commit, full_page_writes on PostgreSQL)", label="Durability knobs"),
     Option("objective", "text", "latency", "minimize weighted latency, or maximize throughput", label="Objective"),
     Option("episodes", "int", 300, "IA2 training episodes (when no model is stored)", (1, 100_000), "Episodes"),
     Option("samples", "int", 48, "IA2 rollouts sampled besides the greedy one", (0, 10_000), "Samples"),

@@ -62,7 +62,7 @@ class PostgresConnector:
         return PostgresSession(self.dsn, timeout_ms)
 
     def plan(self, statement: str) -> Plan:
-        return to_plan(self.explain_plan(statement))
+        return self._guarded(lambda conn: to_plan(explain_plan(conn, statement)))
 
     def connect(self, autocommit: bool = True) -> psycopg.Connection:
         return connect(self.dsn, autocommit=autocommit)
@@ -151,9 +151,6 @@ class PostgresConnector:
 
     def explain_cost(self, statement: str, hypothetical: Sequence[IndexChange] = ()) -> float:
         return self._guarded(lambda conn: explain_cost(conn, statement, hypothetical))
-
-    def explain_plan(self, statement: str) -> dict:
-        return self._guarded(lambda conn: explain_plan(conn, statement))
 
     def reset_statement_stats(self) -> None:
         def reset(conn: psycopg.Connection) -> None:

@@ -35,14 +35,20 @@ class PostgresSession:
         """Run one statement; its rows when it returns any (None otherwise). ``rollback``: inside a transaction
         that is rolled back (a write leaves the data as it was)."""
         query = sql.SQL(statement)  # type: ignore[arg-type]  # outside SQL, run as the application ran it
+        return self._execute(query, statement, rollback)[1]
+
+    def _execute(self, query: sql.Composable, statement: str,
+                 rollback: bool = False) -> tuple[list[str], list[tuple] | None]:
+        """Run ``query`` (``statement`` is its text, for messages): its columns' names and rows (None when it
+        returns no result set), psycopg's errors as the advisor's."""
         try:
             if rollback:
                 with self.conn.transaction(force_rollback=True), self.conn.cursor() as cur:
                     execute_one(cur, query)
-                    return cur.fetchall() if cur.description is not None else None
+                    return _result(cur)
             with self.conn.cursor() as cur:
                 execute_one(cur, query)
-                return cur.fetchall() if cur.description is not None else None
+                return _result(cur)
         except psycopg.errors.QueryCanceled:
             raise StatementTimeout(f"statement stopped after {self.timeout_ms} ms: {shorten(statement, 80)}") from None
         except psycopg.OperationalError as e:
@@ -67,3 +73,23 @@ class PostgresSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # --- tune (issue 30) ---
+
+    def fetch(self, statement: str) -> tuple[list[str], list[tuple]]:
+        """Run one query: the names of its output columns and its rows."""
+        names, rows = self._execute(sql.SQL(statement), statement)  # type: ignore[arg-type]  # outside SQL
+        return names, rows or []
+
+    def columns(self, statement: str) -> list[str]:
+        """The names PostgreSQL gives the query's output columns (``count`` for an unnamed ``count(*)``), from
+        ``SELECT * FROM (statement) LIMIT 0``: planned, no row read."""
+        query = sql.SQL("SELECT * FROM ({}) AS q LIMIT 0").format(sql.SQL(statement))  # type: ignore[arg-type]
+        return self._execute(query, statement)[0]
+
+
+def _result(cur: psycopg.Cursor) -> tuple[list[str], list[tuple] | None]:
+    """The names of the result's columns and its rows; ``([], None)`` for a statement that returns none."""
+    if cur.description is None:
+        return [], None
+    return [d.name for d in cur.description], cur.fetchall()

@@ -8,10 +8,16 @@ Where the statement orders its rows (a top-level ORDER BY over a select list wit
 ties broken by every output column (``ORDER BY <its keys>, 1, 2, ...``), and the rows must come in the same
 order too. Ties broken alike make the order deterministic, so a difference is a real one.
 
->>> total_order("SELECT a, b FROM t ORDER BY b DESC LIMIT 5")
+Every database is reached by its DSN through ``connectors.factory``: statements run in the connector's sessions
+(``Connector.session``, with its statement timeout and the advisor's errors), and SQL text is read and written in
+the connector's ``dialect``.
+
+>>> total_order("SELECT a, b FROM t ORDER BY b DESC LIMIT 5", dialect="postgres")
 'SELECT a, b FROM t ORDER BY b DESC, 1, 2 LIMIT 5'
->>> total_order("SELECT * FROM t ORDER BY b") is None
+>>> total_order("SELECT * FROM t ORDER BY b", dialect="postgres") is None
 True
+>>> total_order("SELECT a, `b c` FROM t ORDER BY `b c` DESC LIMIT 5", dialect="mysql")
+'SELECT a, `b c` FROM t ORDER BY `b c` DESC, 1, 2 LIMIT 5'
 """
 
 from __future__ import annotations
@@ -19,11 +25,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-import psycopg
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 
+from advisor.core.errors import AdvisorError
+from connectors import factory
+from connectors.base import Session
 from workloads import edge_data
 
 
@@ -38,48 +47,50 @@ class Verdict:
 
 
 def rows(dsn: str, statement: str, timeout_ms: int = 30_000) -> tuple[list[str], list[tuple]]:
-    """The names of ``statement``'s output columns and its rows."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(psycopg.sql.SQL("SET statement_timeout = {}").format(psycopg.sql.Literal(timeout_ms)))
-        cur = conn.execute(statement)  # type: ignore[arg-type]
-        return [d.name for d in cur.description or ()], [tuple(r) for r in cur.fetchall()]
+    """The names of ``statement``'s output columns and its rows (``StatementFailed``, ``StatementTimeout`` or
+    ``TargetUnreachable`` when it cannot say)."""
+    with factory.connector(dsn).session(timeout_ms) as session:
+        return session.fetch(statement)
 
 
 def column_names(dsn: str, statement: str) -> list[str]:
     """The names of ``statement``'s output columns, from its plan alone (no row is read)."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        cur = conn.execute(psycopg.sql.SQL("SELECT * FROM ({}) AS q LIMIT 0").format(psycopg.sql.SQL(statement)))
-        return [d.name for d in cur.description or ()]
+    with factory.connector(dsn).session() as session:
+        return session.columns(statement)
 
 
 def named_as(dsn: str, original: str, rewrites: list[str]) -> list[str]:
     """``rewrites`` with their output columns named as ``original``'s (``with_names``), as the planner on ``dsn``
     names each; one it cannot plan is left as it is (its pricing refuses it)."""
     try:
-        names = column_names(dsn, original)
-    except psycopg.Error:
+        connector = factory.connector(dsn)
+        with connector.session() as session:
+            names = session.columns(original)
+            out = []
+            for sql in rewrites:
+                try:
+                    got = session.columns(sql)
+                except AdvisorError:
+                    got = names
+                out.append(sql if got == names else with_names(sql, names, got, connector.dialect))
+            return out
+    except AdvisorError:
         return rewrites
-    out = []
-    for sql in rewrites:
-        try:
-            got = column_names(dsn, sql)
-        except psycopg.Error:
-            got = names
-        out.append(sql if got == names else with_names(sql, names, got))
-    return out
 
 
-def with_names(sql: str, names: list[str], got: list[str]) -> str:
+def with_names(sql: str, names: list[str], got: list[str], dialect: str) -> str:
     """``sql``, whose output columns are named ``got``, with the items whose name differs from ``names`` (the
     original's, by position) named so: sqlglot writes some functions under another of their names
     (``char_length`` as ``LENGTH``, ``substr`` as ``SUBSTRING``), and PostgreSQL names an unnamed item by its
-    function. ``sql`` as it is where the items cannot be matched by position (a ``*``, another count).
+    function. ``sql`` (in the engine's ``dialect``) as it is where the items cannot be matched by position (a
+    ``*``, another count).
 
-    >>> with_names("SELECT c.id, SUBSTRING(c.name, 1, 2) FROM c", ["id", "substr"], ["id", "substring"])
+    >>> with_names("SELECT c.id, SUBSTRING(c.name, 1, 2) FROM c", ["id", "substr"], ["id", "substring"],
+    ...            dialect="postgres")
     'SELECT c.id, SUBSTRING(c.name FROM 1 FOR 2) AS substr FROM c'
     """
     try:
-        tree = sqlglot.parse_one(sql, read="postgres")
+        tree = sqlglot.parse_one(sql, read=dialect)
     except SqlglotError:
         return sql
     first = tree
@@ -90,23 +101,24 @@ def with_names(sql: str, names: list[str], got: list[str]) -> str:
         return sql
     first.set("expressions", [e if want == have else exp.alias_(e.unalias(), exp.to_identifier(want))
                               for e, want, have in zip(first.expressions, names, got)])
-    return tree.sql(dialect="postgres")
+    return tree.sql(dialect=dialect)
 
 
-def total_order(sql: str) -> str | None:
-    """``sql`` with its ORDER BY's ties broken by every output column; None when it does not order its rows (or
-    selects ``*``, whose columns cannot be counted here)."""
+def total_order(sql: str, dialect: str) -> str | None:
+    """``sql`` (in the engine's ``dialect``) with its ORDER BY's ties broken by every output column; None when it
+    does not order its rows (or selects ``*``, whose columns cannot be counted here)."""
     try:
-        tree = sqlglot.parse_one(sql, read="postgres")
+        tree = sqlglot.parse_one(sql, read=dialect)
     except SqlglotError:
         return None
     order = tree.args.get("order") if isinstance(tree, exp.Select) else None
     if order is None or any(e.is_star for e in tree.expressions):
         return None
     tree = tree.copy()
+    nulls_first = Dialect.get_or_raise(dialect).NULL_ORDERING == "nulls_are_small"  # the engine's own ASC order
     for i in range(1, len(tree.expressions) + 1):
-        tree.args["order"].append("expressions", exp.Ordered(this=exp.Literal.number(i)))
-    return tree.sql(dialect="postgres")
+        tree.args["order"].append("expressions", exp.Ordered(this=exp.Literal.number(i), nulls_first=nulls_first))
+    return tree.sql(dialect=dialect)
 
 
 def check(scratch_dsn: str, schema: edge_data.Schema, original: str, rewrite: str, *, seed: int = 0,
@@ -134,18 +146,24 @@ def check(scratch_dsn: str, schema: edge_data.Schema, original: str, rewrite: st
 
 def _compare(dsn: str, name: str, original: str, rewrite: str, checked: list[str],
              timeout_ms: int = 30_000, names: bool = True) -> Verdict | None:
-    ordered = (total_order(original), total_order(rewrite))
+    try:
+        connector = factory.connector(dsn)
+        session: Session = connector.session(timeout_ms)
+    except AdvisorError as e:
+        return Verdict(False, tuple(checked), None, original, rewrite, error="the equivalence check could not "
+                       f"reach a check database ({name}): {e}")
+    ordered = (total_order(original, connector.dialect), total_order(rewrite, connector.dialect))
     ordered = ordered if None not in ordered else None
-    try:
-        written, want = rows(dsn, ordered[0] if ordered else original, timeout_ms)
-    except psycopg.Error as e:
-        return Verdict(False, tuple(checked), None, original, rewrite, error="the equivalence check could not run "
-                       f"the original on a check database ({name}): {str(e).splitlines()[0]}")
-    try:
-        named, got = rows(dsn, ordered[1] if ordered else rewrite, timeout_ms)
-    except psycopg.Error as e:
-        return Verdict(False, tuple(checked), f"{name}: the rewrite failed: {str(e).splitlines()[0]}", original,
-                       rewrite)
+    with session:
+        try:
+            written, want = session.fetch(ordered[0] if ordered else original)
+        except AdvisorError as e:
+            return Verdict(False, tuple(checked), None, original, rewrite, error="the equivalence check could not "
+                           f"run the original on a check database ({name}): {e}")
+        try:
+            named, got = session.fetch(ordered[1] if ordered else rewrite)
+        except AdvisorError as e:
+            return Verdict(False, tuple(checked), f"{name}: the rewrite failed: {e}", original, rewrite)
     checked.append(name)
     if names and named != written:  # the statement's readers find its columns by name
         return Verdict(False, tuple(checked), f"{name}: the rewrite's columns are named {', '.join(named)}, the "

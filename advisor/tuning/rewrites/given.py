@@ -4,20 +4,27 @@ syntax error, an unknown table or column, with the engine's message and position
 
 from __future__ import annotations
 
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import TokenError
-from sqlglot.tokens import Tokenizer, TokenType
+from sqlglot.tokens import TokenType
 
 from advisor.core.errors import AdvisorError, BadStatement, parser_message
 
 
-def split_statements(text: str) -> tuple[str, ...]:
-    r"""The statements of a SQL script, as written (split at semicolons outside strings, comments and dollar quotes).
+def split_statements(text: str, dialect: str) -> tuple[str, ...]:
+    r"""The statements of a SQL script, as written: split at semicolons outside strings, quoted identifiers and
+    comments as the engine's SQL ``dialect`` (sqlglot's name, the connector's ``dialect``) reads them, e.g.
+    PostgreSQL's dollar quotes or MySQL's backquoted names.
 
-    >>> split_statements("SELECT 1; SELECT ';' AS x;\n-- done;\n")
+    >>> split_statements("SELECT 1; SELECT ';' AS x;\n-- done;\n", dialect="postgres")
     ('SELECT 1', "SELECT ';' AS x")
+    >>> split_statements("SELECT $$a;b$$; SELECT 2", dialect="postgres")
+    ('SELECT $$a;b$$', 'SELECT 2')
+    >>> split_statements("SELECT `a;b` FROM t; SELECT 2", dialect="mysql")
+    ('SELECT `a;b` FROM t', 'SELECT 2')
     """
     try:
-        tokens = Tokenizer(dialect="postgres").tokenize(text)
+        tokens = Dialect.get_or_raise(dialect).tokenize(text)
     except TokenError as e:
         raise BadStatement(f"the SQL cannot be read: {parser_message(e)}") from None
     out, start = [], None
@@ -33,11 +40,12 @@ def split_statements(text: str) -> tuple[str, ...]:
     return tuple(s for s in out if s)
 
 
-def statements(text: str | None) -> tuple[str, ...]:
-    """The statements of ``text`` (none when no SQL was given); AdvisorError when text was given without one."""
+def statements(text: str | None, dialect: str) -> tuple[str, ...]:
+    """The statements of ``text`` in the engine's SQL ``dialect`` (none when no SQL was given); AdvisorError when
+    text was given without one."""
     if text is None:
         return ()
-    found = split_statements(text)
+    found = split_statements(text, dialect)
     if not found:
         raise AdvisorError("no SQL statement in the text given")
     return found
@@ -48,7 +56,7 @@ def check(connector, text: str | None) -> None:
     parser (``Connector.check_sql``); ``BadStatement`` naming the first broken one (1-based) with the engine's
     message and the position in that statement, e.g. ``statement 2: syntax error at or near "WHERE" (position
     27)``."""
-    for i, sql in enumerate(statements(text), 1):
+    for i, sql in enumerate(statements(text, connector.dialect), 1):
         try:
             connector.check_sql(sql)
         except BadStatement as e:

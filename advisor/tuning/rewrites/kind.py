@@ -22,12 +22,12 @@ def check_target(connector, plan) -> None:
 def run(ctx: Context, plan) -> object:
     from connectors import factory
 
-    statements = given.statements(plan.sql)
+    connector = factory.connector(ctx.dsn)
+    statements = given.statements(plan.sql, connector.dialect)
     rewrite_plan = RewritePlan(plan.optimizer, statements, plan.max_statements,
                                validation=_validation(ctx, plan),
                                seed=plan.seed, sample_percent=plan.sample_percent,
                                options=dict(ctx.inputs.get("options") or {})).check()
-    connector = factory.connector(ctx.dsn)
     obs = ctx.observed(connector)
     if not statements:
         require_workload(obs)

@@ -1,10 +1,11 @@
-"""The rewriter's row estimates calibrated against the planner: each predicate's selectivity is what PostgreSQL's
-own EXPLAIN estimates on the shadow. A filter on one relation: the planner's rows of ``SELECT 1 FROM t AS a WHERE
-p`` over the table's rows; a join condition: the rows of ``SELECT 1 FROM t AS a, u AS b WHERE p`` over the product
-of both tables' rows; a GROUP BY's groups: the planner's rows of ``SELECT 1 FROM <the tables its keys read> GROUP BY
-<keys>`` (its distinct-value statistics). So the e-graph's extraction prefers what the planner would cost lower,
-with its statistics rather than fixed guesses. Predicates with a subquery, or that the planner cannot plan alone,
-keep the default (``optimizers.rewrites.problem.default_selectivity``).
+"""The rewriter's row estimates calibrated against the planner: each predicate's selectivity is what the engine's
+own planner estimates on the shadow (``Connector.plan(sql).rows``, the SQL written in the connector's
+``dialect``). A filter on one relation: the planner's rows of ``SELECT 1 FROM t AS a WHERE p`` over the table's
+rows; a join condition: the rows of ``SELECT 1 FROM t AS a, u AS b WHERE p`` over the product of both tables' rows;
+a GROUP BY's groups: the planner's rows of ``SELECT 1 FROM <the tables its keys read> GROUP BY <keys>`` (its
+distinct-value statistics). So the e-graph's extraction prefers what the planner would cost lower, with its
+statistics rather than fixed guesses. Predicates with a subquery, or that the planner cannot plan alone, keep the
+default (``optimizers.rewrites.problem.default_selectivity``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ def planner_selectivity(connector: Connector, lowered: dict[str, Lowered],
                         rows: dict[str, float]) -> Callable[[Atom], float]:
     """A selectivity function for the statements' plain predicates, from the planner's estimates on
     ``connector`` (a shadow); the default for the rest."""
+    dialect = connector.dialect
     known: dict[tuple[str, frozenset[str]], float] = {}
     for low in lowered.values():
         for atom, tables in _plain_atoms(low, {}):
@@ -38,10 +40,10 @@ def planner_selectivity(connector: Connector, lowered: dict[str, Lowered],
             for source in sources[1:]:
                 statement = statement.join(_table(*source), join_type="cross")
             try:
-                plan = connector.explain_plan(statement.where(atom.sql, dialect="postgres").sql(dialect="postgres"))
+                estimated = connector.plan(statement.where(atom.sql, dialect=dialect).sql(dialect=dialect)).rows
             except (AdvisorError, ValueError):
                 continue
-            known[key] = min(1.0, max(float(plan["Plan"]["Plan Rows"]), 1.0) / total)
+            known[key] = min(1.0, max(float(estimated), 1.0) / total)
 
     def selectivity(atom: Atom) -> float:
         return known.get((atom.sql, atom.refs), default_selectivity(atom))
@@ -53,6 +55,7 @@ def planner_groups(connector: Connector, lowered: dict[str, Lowered]) -> Groups:
     """A function from a GROUP BY's keys (``optimizers.rewrites.shell.group_keys``) to the groups the planner
     estimates they make over the base tables they read, on ``connector`` (a shadow); None where it cannot say (a
     key over a view's column or an outer query's, a plan that fails)."""
+    dialect = connector.dialect
     known: dict[str, float] = {}
     for low in lowered.values():
         for select in _selects(low):
@@ -67,10 +70,10 @@ def planner_groups(connector: Connector, lowered: dict[str, Lowered]) -> Groups:
             for alias in read[1:]:
                 statement = statement.join(_table(tables[alias], alias), join_type="cross")
             try:
-                plan = connector.explain_plan(f"{statement.sql(dialect='postgres')} GROUP BY {keys}")
+                estimated = connector.plan(f"{statement.sql(dialect=dialect)} GROUP BY {keys}").rows
             except (AdvisorError, ValueError):
                 continue
-            known[keys] = max(float(plan["Plan"]["Plan Rows"]), 1.0)
+            known[keys] = max(float(estimated), 1.0)
     return known.get
 
 
