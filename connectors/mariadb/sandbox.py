@@ -67,18 +67,18 @@ def _as_root() -> bool:
 
 
 def option_lines(options: dict[str, str | None]) -> list[str]:
-    """Options in MariaDB's option-file syntax (``name=value``, a bare name for a flag); values with a blank or
+    r"""Options in MariaDB's option-file syntax (``name=value``, a bare name for a flag); values with a blank or
     a quote are double-quoted.
 
     >>> option_lines({"innodb_buffer_pool_size": "256M", "skip-name-resolve": None, "init_connect": "SET a='b c'"})
-    ['innodb_buffer_pool_size=256M', 'skip-name-resolve', 'init_connect="SET a=\\'b c\\'"']
+    ['innodb_buffer_pool_size=256M', 'skip-name-resolve', 'init_connect="SET a=\'b c\'"']
     """
     out = []
     for key, value in options.items():
         if value is None:
             out.append(key)
         elif any(c in value for c in " \t'\"#\\"):
-            escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("'", "\\'")
+            escaped = value.replace("\\", "\\\\").replace('"', '\\"')
             out.append(f'{key}="{escaped}"')
         else:
             out.append(f"{key}={value}")
