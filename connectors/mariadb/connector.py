@@ -23,7 +23,7 @@ from connectors.mariadb import changes as change_sql
 from connectors.mariadb import snapshot
 from connectors.mariadb.connection import (TAG, connect, error_code, error_text, parse_dsn, quote, redact,
                                            target_name, to_question_marks)
-from connectors.mariadb.plans import to_plan
+from connectors.mariadb.plans import aliases, to_plan
 from connectors.mariadb.session import GONE, MariaDBSession
 
 LOCK_WAIT_TIMEOUT = 1205
@@ -301,8 +301,9 @@ class MariaDBConnector:
         self._guarded(run)
 
 
-def _explain(conn: pymysql.connections.Connection, statement: str) -> tuple[dict, float]:
-    """EXPLAIN FORMAT=JSON of one statement and the optimizer's Last_query_cost read right after it."""
+def _explain(conn: pymysql.connections.Connection, statement: str) -> tuple[dict, float, dict[str, str]]:
+    """EXPLAIN FORMAT=JSON of one statement, the optimizer's Last_query_cost read right after it, and the
+    statement's table aliases."""
     with conn.cursor() as cur:
         try:
             cur.execute(TAG + "EXPLAIN FORMAT=JSON " + statement)
@@ -313,18 +314,20 @@ def _explain(conn: pymysql.connections.Connection, statement: str) -> tuple[dict
         document = json.loads(cur.fetchone()[0])
         cur.execute(TAG + "SHOW SESSION STATUS LIKE 'Last_query_cost'")
         row = cur.fetchone()
-    return document, float(row[1]) if row else 0.0
+    return document, float(row[1]) if row else 0.0, aliases(statement)
 
 
 def _near(reason: str, statement: str) -> int | None:
     """Where in ``statement`` a syntax error's ``near '...'`` fragment starts (1-based), when it is there.
 
-    >>> _near("You have an error in your SQL syntax; ... near 'FRM t' at line 1", "SELECT a FRM t")
-    10
+    >>> _near("You have an error in your SQL syntax; ... near 't t' at line 1", "SELECT a FROM t t t")
+    17
     """
     start = reason.find("near '")
     if start < 0:
         return None
     fragment = reason[start + 6:reason.rfind("' at line")] if "' at line" in reason else ""
+    if fragment and statement.rstrip().endswith(fragment):  # the server quotes the rest of the statement
+        return len(statement.rstrip()) - len(fragment) + 1
     at = statement.find(fragment[:40]) if fragment else -1
     return at + 1 if at >= 0 else None

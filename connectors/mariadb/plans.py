@@ -8,6 +8,8 @@ MariaDB 10.11's JSON has no costs: a ``query_block`` holds ``nested_loop`` lists
   ``using_index`` is true, else INDEX_SCAN (a full index scan, access type ``index``, without ``using_index``
   reads the whole table through the index: FULL_SCAN); derived tables (``<subquery2>``, ``<derived3>``) read
   no table of the schema (no ``table`` name), their ``materialized`` query block is their child;
+- ``table_name`` is the alias the statement gave the table: ``aliases`` (from the statement, read with sqlglot's
+  mysql dialect) turns it back into the table's name;
 - a node's rows: the table's ``rows`` times ``filtered``%; rows examined: that entry's ``rows`` times the rows
   coming out of the tables before it in the same nested loop (the loop's fan-out);
 - the plan's cost is the optimizer's own total, ``Last_query_cost`` read on the same connection right after the
@@ -19,6 +21,26 @@ MariaDB 10.11's JSON has no costs: a ``query_block`` holds ``nested_loop`` lists
 from __future__ import annotations
 
 from advisor.core.plans import FULL_SCAN, INDEX_ONLY, INDEX_SCAN, OTHER, Plan, PlanNode
+
+def aliases(statement: str) -> dict[str, str]:
+    """Each table alias of ``statement`` and the table it names (empty when sqlglot cannot read it).
+
+    >>> aliases("SELECT * FROM orders o JOIN customers AS c ON c.id = o.customer_id JOIN items ON 1 = 1")
+    {'o': 'orders', 'c': 'customers', 'items': 'items'}
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(statement, dialect="mysql")
+    except sqlglot.errors.SqlglotError:
+        return {}
+    out: dict[str, str] = {}
+    for table in tree.find_all(exp.Table) if tree is not None else ():
+        if table.name:
+            out.setdefault(table.alias_or_name, table.name)
+    return out
+
 
 WRAPPERS = ("filesort", "temporary_table", "duplicates_removal", "window_functions_computation",
             "having_condition", "ordering_operation", "grouping_operation")
@@ -94,17 +116,19 @@ def _rows_out(block: dict) -> float:
     return 0.0
 
 
-def _scaled(node: PlanNode, factor: float) -> PlanNode:
-    """``node`` with costs in the plan's units: a table node's own rows examined times ``factor`` plus its
-    children's; a query block's, its children's."""
-    children = tuple(_scaled(c, factor) for c in node.children)
+def _scaled(node: PlanNode, factor: float, names: dict[str, str]) -> PlanNode:
+    """``node`` with costs in the plan's units (a table node's own rows examined times ``factor`` plus its
+    children's; a query block's, its children's) and its table's name for its alias."""
+    children = tuple(_scaled(c, factor, names) for c in node.children)
     own = 0.0 if node.operation == "query block" else node.cost * factor
-    return PlanNode(node.operation, node.access, node.table, node.index, node.rows,
-                    own + sum(c.cost for c in children), children)
+    table = names.get(node.table, node.table) if node.table else None
+    return PlanNode(node.operation, node.access, table, node.index, node.rows, own + sum(c.cost for c in children),
+                    children)
 
 
-def to_plan(document: dict, last_query_cost: float) -> Plan:
-    """The neutral plan of one EXPLAIN FORMAT=JSON document and the optimizer's ``Last_query_cost``.
+def to_plan(document: dict, last_query_cost: float, names: dict[str, str] | None = None) -> Plan:
+    """The neutral plan of one EXPLAIN FORMAT=JSON document and the optimizer's ``Last_query_cost``; ``names``:
+    the table of each alias (``aliases``).
 
     >>> doc = {"query_block": {"select_id": 1, "nested_loop": [
     ...     {"table": {"table_name": "u", "access_type": "ALL", "rows": 500, "filtered": 100}},
@@ -119,6 +143,6 @@ def to_plan(document: dict, last_query_cost: float) -> Plan:
     total_examined = sum(examined)
     cost = float(last_query_cost) if last_query_cost and last_query_cost > 0 else total_examined
     factor = cost / total_examined if total_examined else 0.0
-    root = _scaled(root, factor)
+    root = _scaled(root, factor, names or {})
     return Plan(cost=cost, rows=_rows_out(block), root=PlanNode(root.operation, OTHER, rows=_rows_out(block),
                                                                  cost=cost, children=root.children))
