@@ -154,18 +154,23 @@ def to_question_marks(statement: str) -> str:
 
 
 def to_dollar_placeholders(digest_text: str) -> str:
-    """A performance_schema digest's ``?`` turned into ``$1 .. $n`` in order (quoted text left alone).
+    """A performance_schema digest's ``?`` turned into ``$1 .. $n`` in order (quoted text left alone); a list the
+    digest collapsed (``IN (...)``, ``VALUES (...) /* , ... */``) becomes one placeholder, ``($n)``.
 
-    >>> to_dollar_placeholders("SELECT * FROM `t` WHERE `a` = ? AND `b` IN (?, ?) AND c = '?'")
-    "SELECT * FROM `t` WHERE `a` = $1 AND `b` IN ($2, $3) AND c = '?'"
+    >>> to_dollar_placeholders("SELECT * FROM `t` WHERE `a` = ? AND `b` IN (...) AND c = '?' LIMIT ?")
+    "SELECT * FROM `t` WHERE `a` = $1 AND `b` IN ($2) AND c = '?' LIMIT $3"
+    >>> to_dollar_placeholders("INSERT INTO `t` VALUES (...) /* , ... */")
+    'INSERT INTO `t` VALUES ($1)'
     """
     count = 0
 
     def number(m: re.Match) -> str:
         nonlocal count
-        if m.group(0) != "?":
+        if m.group(0)[0] in "'\"`":
             return m.group(0)
         count += 1
-        return f"${count}"
+        return f"(${count})" if m.group(0).startswith("(") else f"${count}"
 
-    return re.sub(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.)*\"|`(?:[^`]|``)*`|\?", number, digest_text)
+    text = re.sub(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.)*\"|`(?:[^`]|``)*`|\(\.\.\.\)(?: /\* , \.\.\. \*/)?|\?",
+                  number, digest_text)
+    return text.strip()

@@ -16,8 +16,10 @@ from advisor.core.domain import ColumnStats, IndexInfo, KnobSpec, Snapshot, Stat
 from connectors.mariadb.connection import TAG, quote, to_dollar_placeholders
 
 PICOSECONDS_PER_MS = 1e9
-# statements that are no application workload: the server's own schemas and statements about the session
-SKIPPED_HEADS = ("SHOW", "SET", "EXPLAIN", "PREPARE", "DEALLOCATE", "EXECUTE", "KILL", "USE", "ANALYZE", "FLUSH",
+# statements that are no application workload to tune: schema changes, administration, statements about the
+# session, and those reading the server's own schemas
+SKIPPED_HEADS = ("SHOW", "SET", "EXPLAIN", "CREATE", "ALTER", "DROP", "GRANT", "REVOKE", "RENAME", "OPTIMIZE",
+                 "CHECK", "REPAIR", "INSTALL", "UNINSTALL", "LOCK", "UNLOCK", "PREPARE", "DEALLOCATE", "EXECUTE", "KILL", "USE", "ANALYZE", "FLUSH",
                  "TRUNCATE `performance_schema`", "TRUNCATE TABLE `performance_schema`", "COMMIT", "ROLLBACK",
                  "BEGIN", "START", "DESCRIBE", "DESC")
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
