@@ -9,7 +9,6 @@ Not on MariaDB yet (their seams are being widened): ``whatif`` (IGNORED indexes 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,7 +22,7 @@ from connectors.mariadb import changes as change_sql
 from connectors.mariadb import snapshot
 from connectors.mariadb.connection import (TAG, connect, error_code, error_text, parse_dsn, quote, redact,
                                            target_name, to_question_marks)
-from connectors.mariadb.plans import aliases, to_plan
+from connectors.mariadb.plans import aliases, parse_json, to_plan
 from connectors.mariadb.session import GONE, MariaDBSession
 
 LOCK_WAIT_TIMEOUT = 1205
@@ -311,7 +310,7 @@ def _explain(conn: pymysql.connections.Connection, statement: str) -> tuple[dict
             if error_code(e) in GONE:
                 raise
             raise BadStatement(f"cannot plan the statement: {error_text(e)}", reason=error_text(e)) from None
-        document = json.loads(cur.fetchone()[0])
+        document = parse_json(cur.fetchone()[0])
         cur.execute(TAG + "SHOW SESSION STATUS LIKE 'Last_query_cost'")
         row = cur.fetchone()
     return document, float(row[1]) if row else 0.0, aliases(statement)

@@ -20,7 +20,36 @@ MariaDB 10.11's JSON has no costs: a ``query_block`` holds ``nested_loop`` lists
 
 from __future__ import annotations
 
+import json
+
 from advisor.core.plans import FULL_SCAN, INDEX_ONLY, INDEX_SCAN, OTHER, Plan, PlanNode
+
+
+def parse_json(text: str, max_repairs: int = 10_000) -> dict:
+    r"""MariaDB's EXPLAIN JSON, read even where the server left a ``"`` or ``\`` of a name or condition
+    unescaped inside a string (10.11 writes ``"used_key_parts": ["c"ol"]`` for a column named ``c"ol``): each
+    quote that ends a string too early is escaped, a stray backslash doubled, a raw control character escaped.
+
+    >>> parse_json('{"used_key_parts": ["c"ol `x`"], "rows": 1}')
+    {'used_key_parts': ['c"ol `x`'], 'rows': 1}
+    >>> parse_json(r'{"attached_condition": "t.b = \z", "n": "a' + chr(10) + 'b"}')
+    {'attached_condition': 't.b = \\z', 'n': 'a\nb'}
+    """
+    for _ in range(max_repairs):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as e:
+            if e.msg.startswith("Invalid \\escape"):
+                text = text[:e.pos] + "\\" + text[e.pos:]
+            elif e.msg.startswith("Invalid control character"):
+                text = text[:e.pos] + json.dumps(text[e.pos])[1:-1] + text[e.pos + 1:]
+            else:
+                quote = text.rfind('"', 0, e.pos)
+                if quote <= 0:
+                    raise
+                text = text[:quote] + "\\" + text[quote:]
+    raise ValueError("EXPLAIN's JSON could not be read")
+
 
 def aliases(statement: str) -> dict[str, str]:
     """Each table alias of ``statement`` and the table it names (empty when sqlglot cannot read it).

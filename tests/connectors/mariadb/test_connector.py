@@ -167,3 +167,17 @@ def test_what_is_not_there_yet_says_so(shop):
     c = factory.connector(shop)
     with pytest.raises(AdvisorError, match="not supported on MariaDB yet"):
         c.whatif()
+
+
+def test_changes_and_plans_on_hostile_identifiers(mdb):
+    c = factory.connector(mdb)
+    db = parse_dsn(mdb)["database"]
+    table, column = "we`ird tab'le", "c\"ol `x`"
+    mrun(mdb, f"CREATE TABLE {c.quote(table)} (id int PRIMARY KEY, {c.quote(column)} int)",
+         f"INSERT INTO {c.quote(table)} SELECT seq, seq % 50 FROM seq_1_to_3000", f"ANALYZE TABLE {c.quote(table)}")
+    ix = IndexChange(db, table, (column,), name="ix `odd` 'name'")
+    applied = c.apply([ix])
+    plan = c.plan(f"SELECT id FROM {c.quote(table)} WHERE {c.quote(column)} = 7")
+    assert plan.indexes == {"ix `odd` 'name'"} and {n.table for n in plan.nodes() if n.table} == {table}
+    c.revert(applied)
+    assert c.plan(f"SELECT id FROM {c.quote(table)} WHERE {c.quote(column)} = 7").full_scans().keys() == {table}
