@@ -153,9 +153,11 @@ class MariaDBSandbox:
         try:
             subprocess.run(args, capture_output=True, text=True, timeout=120, check=True)
         except subprocess.CalledProcessError as e:
-            tail = (e.stderr or e.stdout or "").strip().splitlines()[-3:]
-            raise SandboxError(f"mariadb-install-db failed for sandbox {self.name}: {' | '.join(tail)}"
-                               f"{local.disk_note(self.root)}") from None
+            said = (e.stderr or e.stdout or "").strip()
+            hint = (f" (the mysql user must be able to enter every directory above {self.root})"
+                    if _as_root() and "Permission denied" in said else "")
+            raise SandboxError(f"mariadb-install-db failed for sandbox {self.name}: "
+                               f"{' | '.join(said.splitlines()[-3:])}{hint}{local.disk_note(self.root)}") from None
         except subprocess.TimeoutExpired:
             raise SandboxError(f"mariadb-install-db timed out for sandbox {self.name}") from None
 

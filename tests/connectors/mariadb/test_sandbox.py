@@ -88,3 +88,11 @@ def test_orphans_of_a_killed_owner_are_stopped_and_removed(tmp_path):
     assert not root.exists() and not local.pid_alive(pid)
     with pytest.raises(pymysql.Error):
         pymysql.connect(unix_socket=str(root / "run" / "my.sock"), user="root", connect_timeout=1)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the server as another user")
+def test_a_directory_the_server_user_cannot_enter_is_named(tmp_path_factory):
+    closed = tmp_path_factory.mktemp("closed")  # under pytest's 0700 directory of root's
+    with pytest.raises(SandboxError, match="mysql user must be able to enter every directory above"):
+        MariaDBSandbox("x", base_dir=str(closed)).start()
+    assert not list(closed.iterdir())
