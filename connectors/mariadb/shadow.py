@@ -65,19 +65,22 @@ def _program(tool: str, args: list[str], **kwargs) -> subprocess.CompletedProces
     return res
 
 
-def _dump(sandbox: MariaDBSandbox, credentials: Path, params: dict, out: Path, *extra: str) -> None:
+def _dump(sandbox: MariaDBSandbox, credentials: Path, params: dict, out: Path, *extra: str, names: tuple[str, ...]
+          ) -> None:
+    """mariadb-dump of ``names`` (the database, then tables of it) with the ``extra`` options; the names come
+    after ``--``, so that one starting with a dash is never read as an option."""
     args = [sandbox.tool("mariadb-dump"), f"--defaults-extra-file={credentials}", "-h", params["host"],
             "-P", str(params["port"]), "--single-transaction", "--skip-lock-tables", "--no-tablespaces",
             f"--result-file={out}", *extra]
     if params.get("unix_socket"):
         args += ["--socket", params["unix_socket"]]
-    _program("mariadb-dump", args)
+    _program("mariadb-dump", [*args, "--", *names])
 
 
 def _load(sandbox: MariaDBSandbox, dbname: str, dump: Path) -> None:
     with open(dump, "rb") as f:
         _program("mariadb", [sandbox.tool("mariadb"), "--no-defaults", "-h", sandbox.host, "-P", str(sandbox.port),
-                             "-u", sandbox.user, dbname], stdin=f)
+                             "-u", sandbox.user, f"--database={dbname}"], stdin=f)
 
 
 def create_shadow(target: MariaDBConnector, *, sample_percent: float | None = None,
@@ -104,15 +107,15 @@ def create_shadow(target: MariaDBConnector, *, sample_percent: float | None = No
             dump = Path(tmp) / "target.sql"
             if sample_percent is None or sample_percent >= 100:
                 say("copying the target's database (mariadb-dump | mariadb)")
-                _dump(sandbox, credentials, params, dump, dbname)
+                _dump(sandbox, credentials, params, dump, names=(dbname,))
                 _load(sandbox, dbname, dump)
             else:
                 say(f"copying the target's schema and a {sample_percent:g}% sample of large tables")
-                _dump(sandbox, credentials, params, dump, "--no-data", dbname)
+                _dump(sandbox, credentials, params, dump, "--no-data", names=(dbname,))
                 _load(sandbox, dbname, dump)
                 for table, rows in target.table_rows().items():
                     where = [f"--where=RAND(42) < {sample_percent / 100:.6f}"] if rows > sample_min_rows else []
-                    _dump(sandbox, credentials, params, dump, "--no-create-info", *where, dbname, table)
+                    _dump(sandbox, credentials, params, dump, "--no-create-info", *where, names=(dbname, table))
                     _load(sandbox, dbname, dump)
         connector = MariaDBConnector(sandbox.dsn(dbname), restart=sandbox.restart, persist=sandbox.persist)
         say("analyzing the shadow (one statistics sample for baseline and candidate)")

@@ -16,6 +16,7 @@ SECRET = "sh4d0w-Pa55"
 @pytest.fixture
 def target(maria, mdb):
     mrun(mdb, "CREATE TABLE small (id int PRIMARY KEY, note varchar(20))",
+         "CREATE TABLE `-dash we``ird` (id int PRIMARY KEY)", "INSERT INTO `-dash we``ird` VALUES (7)",
          "CREATE TABLE big (id int PRIMARY KEY, v int, KEY big_v (v))",
          "INSERT INTO small VALUES (1, 'it''s'), (2, 'b`q')",
          "INSERT INTO big SELECT seq, seq % 13 FROM seq_1_to_5000", "ANALYZE TABLE big")
@@ -42,6 +43,7 @@ def test_a_whole_copy_has_the_same_rows_indexes_and_settings(target, monkeypatch
 def test_a_sampled_copy_keeps_a_share_of_the_large_tables_only(target):
     with factory.clone(factory.connector(target), sample_percent=20, sample_min_rows=1000) as sh:
         assert mrows(sh.dsn, "SELECT COUNT(*) FROM small") == [(2,)]
+        assert mrows(sh.dsn, "SELECT id FROM `-dash we``ird`") == [(7,)]  # a table name that looks like an option
         kept = mrows(sh.dsn, "SELECT COUNT(*) FROM big")[0][0]
         assert 500 < kept < 1500
 
