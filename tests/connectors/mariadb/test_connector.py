@@ -10,7 +10,7 @@ from advisor.core.domain import DropIndexChange, IndexChange, KnobChange
 from advisor.core.errors import AdvisorError, BadStatement, InvalidKnobValue, UnknownKnob
 from advisor.core.plans import FULL_SCAN, INDEX_ONLY, INDEX_SCAN
 from connectors import factory
-from connectors.base import Connector
+from connectors.base import TAG, Connector
 from connectors.mariadb.connection import parse_dsn
 from tests.connectors.mariadb.conftest import mrows, mrun
 
@@ -49,10 +49,14 @@ def test_observe_captures_one_digest_per_statement_shape_with_dollar_placeholder
     mrun(shop, "SELECT COUNT(*) FROM orders WHERE total = 5")
     c.check_sql("SELECT name FROM customers WHERE region = $1")  # the advisor's own: not workload
     c.plan("SELECT name FROM customers WHERE region = 4 AND id > 0")
+    with c.session() as s:  # outside SQL the advisor sends with its tag: left out ...
+        s.run(TAG + "SELECT MAX(total) FROM orders WHERE customer_id = 3")
+        s.run(TAG + "SELECT COUNT(*) FROM orders WHERE total = 6")  # ... unless the application runs it too
     snap = c.observe()
     by_text = {s.query: s for s in snap.statements}
     q = "SELECT NAME FROM `customers` WHERE `region` = $1 AND ID > $2"  # the server writes keywords upper case
     assert set(by_text) == {q, "SELECT COUNT ( * ) FROM `orders` WHERE `total` = $1"}
+    assert by_text["SELECT COUNT ( * ) FROM `orders` WHERE `total` = $1"].calls == 2
     assert by_text[q].calls == 3 and by_text[q].total_ms > 0 and by_text[q].rows == sum(
         mrows(shop, f"SELECT COUNT(*) FROM customers WHERE region = {r} AND id > {r * 10}")[0][0] for r in (1, 2, 3))
     assert {t.name: t.rows > 0 for t in snap.tables} == {"customers": True, "orders": True}
