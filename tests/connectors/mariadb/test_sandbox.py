@@ -15,7 +15,8 @@ import pymysql
 import pytest
 
 from advisor.core.errors import SandboxError, TargetUnreachable
-from connectors import local
+from connectors import factory, local
+from connectors.base import Sandbox
 from connectors.mariadb.connection import connect
 from connectors.mariadb.sandbox import MariaDBSandbox
 from tests.connectors.mariadb.conftest import mrows
@@ -34,8 +35,9 @@ def tmp_path():
 
 
 def test_a_sandbox_starts_with_performance_schema_and_stops_leaving_nothing(tmp_path):
-    with MariaDBSandbox("t", settings={"sort_buffer_size": "1M"}, base_dir=str(tmp_path)) as s:
-        assert s.is_running()
+    with factory.sandbox("mariadb", "t", settings={"sort_buffer_size": "1M"}, base_dir=str(tmp_path)) as s:
+        assert isinstance(s, MariaDBSandbox) and isinstance(s, Sandbox) and s.is_running()
+        assert factory.client_tool("mariadb", "mariadb-dump").endswith("/mariadb-dump")
         row, = mrows(s.dsn(), "SELECT @@performance_schema, @@sort_buffer_size, @@max_digest_length, CURRENT_USER()")
         assert row == (1, 1048576, 8192, "advisor@127.0.0.1")
         consumers = dict(mrows(s.dsn(), "SELECT NAME, ENABLED FROM performance_schema.setup_consumers"))
