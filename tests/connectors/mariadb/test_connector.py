@@ -8,7 +8,7 @@ import pytest
 
 from advisor.core.domain import DropIndexChange, IndexChange, KnobChange
 from advisor.core.errors import AdvisorError, BadStatement, InvalidKnobValue, UnknownKnob
-from advisor.core.plans import FULL_SCAN, INDEX_ONLY, INDEX_SCAN
+from advisor.core.plans import FULL_SCAN, INDEX_ONLY
 from connectors import factory
 from connectors.base import TAG, Connector
 from connectors.mariadb.connection import parse_dsn
