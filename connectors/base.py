@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from advisor.core.domain import Applied, Change, Costed, Hardware, IndexChange, KnobSpec, Snapshot
+from advisor.core.indexfacts import IndexFacts
 from advisor.core.plans import Plan
 
 # Every statement the advisor itself sends starts with this comment, so that capture can leave it out of the
@@ -278,6 +279,23 @@ class Connector(Protocol):
 
     def revert(self, applied: Applied, lock_timeout_s: float | None = None) -> None:
         """Undo what ``apply`` did (``lock_timeout_s`` as for ``apply``)."""
+
+    # --- indexes (issue 30) ---
+
+    def index_facts(self) -> IndexFacts:
+        """What the engine's indexes are like (page size in bytes, deduplication, INCLUDE and partial indexes,
+        key-column and name limits, the planner's cost unit), as data for the index problem and size model."""
+
+    def constraint_indexes(self) -> set[str]:
+        """Names of the indexes behind a constraint (primary, unique, exclusion): never proposed for dropping."""
+
+    def stats_since(self) -> str | None:
+        """When the usage statistics (index scan counts) started, as ``YYYY-MM-DD HH:MM TZ``; None when the engine
+        does not say."""
+
+    def column_data_types(self) -> dict[tuple[str, str, str], str]:
+        """(schema, table, column) -> the column's standard type name (information_schema's ``data_type``:
+        ``integer``, ``numeric``, ``character varying``, ...), for grouping index sizes by key type."""
 
 
 @runtime_checkable

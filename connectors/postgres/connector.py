@@ -11,9 +11,11 @@ from psycopg import sql
 from advisor.core import knobvalues
 from advisor.core.domain import (Applied, Change, DropIndexChange, Hardware, IndexChange, KnobChange, KnobSpec,
                                  Snapshot)
+from advisor.core.indexfacts import IndexFacts
 from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, TargetUnreachable
 from connectors.postgres import changes as change_sql
 from connectors.postgres import samples
+from connectors.postgres import indexes as index_catalog
 from advisor.core.plans import Plan
 from connectors.postgres.catalog import read_catalog
 from connectors.postgres.plans import to_plan
@@ -335,6 +337,20 @@ class PostgresConnector:
             if not pending or time.monotonic() > deadline:
                 return
             time.sleep(0.05)
+
+    # --- indexes (issue 30) ---
+
+    def index_facts(self) -> IndexFacts:
+        return self._guarded(index_catalog.index_facts)
+
+    def constraint_indexes(self) -> set[str]:
+        return self._guarded(index_catalog.constraint_indexes)
+
+    def stats_since(self) -> str | None:
+        return self._guarded(index_catalog.stats_since)
+
+    def column_data_types(self) -> dict[tuple[str, str, str], str]:
+        return self._guarded(index_catalog.column_data_types)
 
 
 def _set_lock_timeout(conn: psycopg.Connection, seconds: float | None) -> None:

@@ -18,7 +18,7 @@ index-only scan), and one partial index whose WHERE is the statement's constant 
 (``status = 'open'``, ``deleted_at IS NULL``; never a ``$1`` parameter), keyed on the statement's other uses.
 
 >>> schema = {("public", "t"): ("a", "b", "c")}
->>> uses = column_uses("SELECT * FROM t WHERE a = 1 AND b > 2", schema)
+>>> uses = column_uses("SELECT * FROM t WHERE a = 1 AND b > 2", schema, dialect="postgres")
 >>> [(u.column, u.kind) for u in uses]
 [('a', 'equality'), ('b', 'range')]
 >>> [c.index.columns for c in generate({"q": uses}, max_width=2)]
@@ -110,21 +110,22 @@ def _predicate_uses(node: exp.Expression, scope: Scope) -> list[tuple[exp.Column
     return out
 
 
-def _qualified(statement: str, schema: Schema) -> exp.Expression:
+def _qualified(statement: str, schema: Schema, dialect: str) -> exp.Expression:
     try:
-        tree = sqlglot.parse_one(statement, dialect="postgres")
-        return qualify(tree, schema=_sqlglot_schema(schema), dialect="postgres", db="public",
+        tree = sqlglot.parse_one(statement, dialect=dialect)
+        return qualify(tree, schema=_sqlglot_schema(schema), dialect=dialect, db="public",
                        validate_qualify_columns=False, identify=False)
     except SqlglotError as e:
         raise BadStatement(f"cannot parse statement for index candidates: {str(e).splitlines()[0]}") from None
 
 
-def column_uses(statement: str, schema: Schema) -> list[ColumnUse]:
-    """How ``statement`` uses the columns of ``schema``'s tables, in order of appearance, without duplicates.
+def column_uses(statement: str, schema: Schema, *, dialect: str) -> list[ColumnUse]:
+    """How ``statement`` (in sqlglot's ``dialect``: the connector's) uses the columns of ``schema``'s tables, in
+    order of appearance, without duplicates.
 
     Raises ``BadStatement`` when sqlglot cannot parse it."""
     found: list[ColumnUse] = []
-    for scope in traverse_scope(_qualified(statement, schema)):
+    for scope in traverse_scope(_qualified(statement, schema, dialect)):
         select = scope.expression
         conditions = [select.args.get("where"), select.args.get("having")]
         conditions += [j.args.get("on") for j in select.args.get("joins") or ()]
@@ -202,13 +203,14 @@ def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
     return [node]
 
 
-def statement_shapes(statement: str, schema: Schema) -> dict[TableRef, TableShape]:
+def statement_shapes(statement: str, schema: Schema, *, dialect: str) -> dict[TableRef, TableShape]:
     """Per table of ``schema`` that ``statement`` reads: its :class:`TableShape`. Give the statement's
-    *normalized* text (``$1`` parameters), so that only constants written in the statement make a partial index.
+    *normalized* text (``$1`` parameters), so that only constants written in the statement make a partial index;
+    the predicates are written in ``dialect``.
 
     >>> schema = {("public", "t"): ("id", "a", "status", "deleted_at", "note")}
     >>> shape = statement_shapes("SELECT id, note FROM t WHERE a = $1 AND status = 'open' "
-    ...                          "AND deleted_at IS NULL", schema)[("public", "t")]
+    ...                          "AND deleted_at IS NULL", schema, dialect="postgres")[("public", "t")]
     >>> shape.columns
     ('id', 'note', 'a', 'status', 'deleted_at')
     >>> print(" AND ".join(p for _, p in shape.constant))
@@ -216,7 +218,7 @@ def statement_shapes(statement: str, schema: Schema) -> dict[TableRef, TableShap
     """
     columns: dict[TableRef, dict[str, None]] = {}
     constant: dict[TableRef, dict[tuple[str, str], None]] = {}
-    for scope in traverse_scope(_qualified(statement, schema)):
+    for scope in traverse_scope(_qualified(statement, schema, dialect)):
         for node in _own_nodes(scope.expression):
             if isinstance(node, exp.Column) and (table := _resolve(node, scope)) in schema \
                     and node.name in schema[table]:
@@ -227,7 +229,7 @@ def statement_shapes(statement: str, schema: Schema) -> dict[TableRef, TableShap
             if column is None or (table := _resolve(column, scope)) not in schema or column.name not in schema[table]:
                 continue
             bare = conjunct.transform(lambda n: exp.column(n.name) if isinstance(n, exp.Column) else n)
-            constant.setdefault(table, {})[(column.name, bare.sql(dialect="postgres", identify=True))] = None
+            constant.setdefault(table, {})[(column.name, bare.sql(dialect=dialect, identify=True))] = None
     return {t: TableShape(tuple(cols), tuple(constant.get(t, ())), len(cols) >= len(schema[t]))
             for t, cols in columns.items()}
 

@@ -40,7 +40,7 @@ def test_hypopg_overestimates_a_deduplicated_btree_and_one_built_index_calibrate
     built = built_sizes(db, connector, A, B)
     print(f"a: HypoPG {est_a} built {built[A]}; b: HypoPG {est_b} built {built[B]}")
     assert est_a > 2.5 * built[A] and est_b > 2.5 * built[B]  # no deduplication in HypoPG's estimate
-    model = SizeModel(index_sizing.column_types(connector))
+    model = SizeModel(connector.column_data_types())
     model.learn(A, est_a, built[A])
     calibrated = model.calibrate(B, est_b)
     print(f"b calibrated from a: {calibrated}")

@@ -8,7 +8,6 @@ entry per written row: a descent whose pages are mostly cached, and a dirtied le
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -26,18 +25,14 @@ from optimizers.indexes.sizing import CalibratedSizes, SizeModel
 from workloads.binding import BoundStatement
 
 INDEX_ENTRY_COST = 2.0  # cost units per index entry written (about half a random page)
-_PLAIN_INDEX = re.compile(r" USING (\w+) \(([^()]*)\)$")
 
 
 def index_columns(info: IndexInfo) -> IndexChange | None:
-    """The plain-column index behind a ``pg_get_indexdef`` text; None for expression or partial indexes."""
-    m = _PLAIN_INDEX.search(info.definition)
-    if not m:
+    """The plain-column index an existing one is (its key columns, ordering options aside); None for expression,
+    partial and INCLUDE indexes."""
+    if not info.plain or info.include:
         return None
-    cols = tuple(c.strip().strip('"') for c in m.group(2).split(","))
-    if any(" " in c for c in cols):  # ordering options (DESC, COLLATE ...) still cover the columns
-        cols = tuple(c.split()[0].strip('"') for c in cols)
-    return IndexChange(info.schema, info.table, cols, m.group(1), info.name)
+    return IndexChange(info.schema, info.table, tuple(info.columns), info.method, info.name)
 
 
 def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence[BoundStatement],
@@ -51,6 +46,7 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
     times its observed time per cost unit (``_time_weighted``; statements observed without a time weigh their
     calls). Returns the what-if session too: close it when done."""
     schema = connector.table_columns()
+    dialect, facts = connector.dialect, connector.index_facts()
     rows = {(t.schema, t.name): t.rows for t in snapshot.tables}
     uses: dict[str, list[ColumnUse]] = {}
     shapes: dict[str, dict] = {}  # per statement: the columns it reads per table and its constant predicates
@@ -58,16 +54,16 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
     written: dict[tuple[str, str], float] = {}
     for st in statements:
         try:
-            found = column_uses(st.sql, schema)
+            found = column_uses(st.sql, schema, dialect=dialect)
         except BadStatement as e:
             if skipped is not None:
                 skipped.append((st.queryid, str(e)))
             continue
-        tree = _parse(st.sql)
+        tree = _parse(st.sql, dialect)
         tables = frozenset(u.table for u in found) | _tables_of(tree, schema)
         uses[st.queryid] = found
         try:  # the normalized text: only constants written in the statement make a partial index
-            shapes[st.queryid] = statement_shapes(st.normalized, schema)
+            shapes[st.queryid] = statement_shapes(st.normalized, schema, dialect=dialect)
         except BadStatement:
             pass
         queries.append(Query(st.queryid, st.sql, st.weight, tables, st.samples))
@@ -78,8 +74,9 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
     existing = [i for _, i in plain if i is not None]
     unique = [((i.schema, i.table), i.columns) for info, i in plain if i is not None and info.is_unique]
     big = [t for t, n in rows.items() if n >= min_rows]
-    candidates = tuple(generate(uses, max_width=max_width, existing=existing, tables=big, shapes=shapes,
-                                unique=unique))
+    candidates = tuple(c for c in generate(uses, max_width=min(max_width, facts.max_key_columns), existing=existing,
+                                           tables=big, shapes=shapes, unique=unique)
+                       if facts.allows(c.index.include, c.index.where))
     maintenance = tuple((t, rows_written * INDEX_ENTRY_COST) for t, rows_written in sorted(written.items()))
     session = connector.whatif()
     planner = session if sizes is None else CalibratedSizes(session, sizes)
@@ -107,9 +104,9 @@ def _time_weighted(queries: list[Query], whatif: CachedWhatIf, bound: dict[str, 
             if q.queryid in scales else q for q in queries]
 
 
-def _parse(sql_text: str) -> exp.Expression | None:
+def _parse(sql_text: str, dialect: str) -> exp.Expression | None:
     try:
-        return sqlglot.parse_one(sql_text, dialect="postgres")
+        return sqlglot.parse_one(sql_text, dialect=dialect)
     except SqlglotError:
         return None
 
@@ -121,9 +118,10 @@ def _tables_of(tree: exp.Expression | None, schema) -> frozenset[tuple[str, str]
     return frozenset(key for t in tree.find_all(exp.Table) if (key := (t.db or "public", t.name)) in schema)
 
 
-def written_tables(sql_text: str, schema=None) -> list[tuple[str, str]]:
-    """The (schema, table) an INSERT/UPDATE/DELETE writes (limited to ``schema``'s tables when given)."""
-    return _written(_parse(sql_text), schema)
+def written_tables(sql_text: str, dialect: str, schema=None) -> list[tuple[str, str]]:
+    """The (schema, table) an INSERT/UPDATE/DELETE (in sqlglot's ``dialect``) writes (limited to ``schema``'s
+    tables when given)."""
+    return _written(_parse(sql_text, dialect), schema)
 
 
 def _written(tree: exp.Expression | None, schema=None) -> list[tuple[str, str]]:

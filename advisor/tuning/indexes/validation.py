@@ -132,7 +132,7 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
     writers: dict[tuple[str, str], list[str]] = {}
     for st in statements:
         if st.is_write:
-            for table in written_tables(st.sql):
+            for table in written_tables(st.sql, shadow.connector.dialect):
                 writers.setdefault(table, []).append(st.queryid)
     sizes, used = inspect_built(shadow, statements, indexes)
     all_used = dict(used)
