@@ -3,7 +3,7 @@
 ``connectors`` assumes one engine's page size, deduplication or DDL features.
 
 >>> f = IndexFacts(page_bytes=16384, deduplication=False, include=False, partial=False, max_key_columns=32,
-...                name_limit=64, cost_unit="cost units")
+...                name_limit=64, cost_unit="cost units", entry_cost=1.0)
 >>> f.allows(include=("b",)), f.allows(where="a > 0"), f.allows()
 (False, False, True)
 """
@@ -19,7 +19,9 @@ class IndexFacts:
     equal B-tree keys are stored once with a list of row ids; ``include``: whether an index can carry non-key
     (INCLUDE) columns; ``partial``: whether an index can cover only the rows a predicate keeps; ``max_key_columns``:
     the most key columns one index may have; ``name_limit``: the longest identifier (bytes); ``cost_unit``: what
-    the planner's costs count, for people (they are compared only with costs of the same engine)."""
+    the planner's costs count, for people (they are compared only with costs of the same engine); ``entry_cost``:
+    the planner cost units one index entry written adds (a descent over mostly cached pages, a dirtied leaf
+    written later): the upkeep of an index on a written table, which the planner leaves out of a write's cost."""
 
     page_bytes: int
     deduplication: bool
@@ -28,6 +30,7 @@ class IndexFacts:
     max_key_columns: int
     name_limit: int
     cost_unit: str
+    entry_cost: float
 
     def allows(self, include: tuple[str, ...] = (), where: str | None = None) -> bool:
         """Whether an index with these INCLUDE columns and partial predicate can be built on the engine."""

@@ -63,6 +63,7 @@ def stats_since(conn: psycopg.Connection) -> str | None:
     return row[0] if row and row[0] else None
 
 
+INDEX_ENTRY_COST = 2.0  # cost units per index entry written: about half a random page (random_page_cost 4)
 FACTS_SQL = TAG + ("SELECT current_setting('block_size')::int, current_setting('server_version_num')::int, "
                    "current_setting('max_index_keys')::int, current_setting('max_identifier_length')::int")
 COLUMN_DATA_TYPES_SQL = TAG + """SELECT table_schema, table_name, column_name, data_type
@@ -74,7 +75,8 @@ def index_facts(conn: psycopg.Connection) -> IndexFacts:
     page, version, keys, name = conn.execute(FACTS_SQL).fetchone()
     return IndexFacts(page_bytes=int(page), deduplication=version >= 130000, include=version >= 110000,
                       partial=True, max_key_columns=int(keys), name_limit=int(name),
-                      cost_unit="planner cost units (a sequential page read = 1)")
+                      cost_unit="planner cost units (a sequential page read = 1)",
+                      entry_cost=INDEX_ENTRY_COST)
 
 
 def column_data_types(conn: psycopg.Connection) -> dict[tuple[str, str, str], str]:

@@ -101,7 +101,8 @@ def test_dexter_style_on_real_postgres(db):
 def test_indexes_on_written_tables_carry_maintenance(db):
     from dataclasses import replace
 
-    from advisor.tuning.indexes.problem import INDEX_ENTRY_COST, build_problem
+    from advisor.tuning.indexes.problem import build_problem
+    from connectors.postgres.indexes import INDEX_ENTRY_COST
     from connectors.postgres import PostgresConnector
     from tests.conftest import run
     from workloads.binding import BoundStatement

@@ -2,8 +2,10 @@
 statements' column uses, candidates, index maintenance on written tables, and the cached what-if coster.
 
 Index maintenance model: the planner gives an INSERT/UPDATE/DELETE the same cost whatever indexes exist, so
-each index on a table written by the workload adds ``rows written x INDEX_ENTRY_COST`` cost units (one index
-entry per written row: a descent whose pages are mostly cached, and a dirtied leaf page that is written later).
+each index on a table written by the workload adds ``rows written x entry_cost`` cost units (one index entry per
+written row: a descent whose pages are mostly cached, and a dirtied leaf page that is written later), the engine's
+figure from ``Connector.index_facts`` (its cost units are the engine's own). Candidates the engine cannot build
+(INCLUDE or partial indexes where it has none, more key columns than it allows) are left out.
 """
 
 from __future__ import annotations
@@ -23,8 +25,6 @@ from optimizers.indexes.costing import CachedWhatIf
 from optimizers.indexes.problem import ColumnUse, IndexProblem, Query, time_scales
 from optimizers.indexes.sizing import CalibratedSizes, SizeModel
 from workloads.binding import BoundStatement
-
-INDEX_ENTRY_COST = 2.0  # cost units per index entry written (about half a random page)
 
 
 def index_columns(info: IndexInfo) -> IndexChange | None:
@@ -77,7 +77,7 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
     candidates = tuple(c for c in generate(uses, max_width=min(max_width, facts.max_key_columns), existing=existing,
                                            tables=big, shapes=shapes, unique=unique)
                        if facts.allows(c.index.include, c.index.where))
-    maintenance = tuple((t, rows_written * INDEX_ENTRY_COST) for t, rows_written in sorted(written.items()))
+    maintenance = tuple((t, rows_written * facts.entry_cost) for t, rows_written in sorted(written.items()))
     session = connector.whatif()
     planner = session if sizes is None else CalibratedSizes(session, sizes)
     whatif = CachedWhatIf(planner)

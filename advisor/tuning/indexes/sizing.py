@@ -51,7 +51,7 @@ def prepare(shadow: Connector, snapshot: Snapshot, model_dir: Path | None, say: 
     model = SizeModel.from_json(stored, shadow.column_data_types(), repeats(snapshot),
                                 {(c.schema, c.table, c.column): float(c.avg_width) for c in snapshot.columns},
                                 {(t.schema, t.name): t.rows for t in snapshot.tables},
-                                TableSamples(shadow))
+                                TableSamples(shadow), shadow.index_facts())
     twins = {}
     for info in snapshot.indexes:
         ix = index_columns(info)
