@@ -250,9 +250,6 @@ class Connector(Protocol):
     def explain_plan(self, sql: str) -> dict:
         """The planner's plan of ``sql`` (constants bound) in the engine's JSON form."""
 
-    def used_indexes(self, statements: Sequence[str]) -> list[set[str]]:
-        """For each statement (constants bound), the names of the indexes its plan reads; one connection."""
-
     def timings_without(self, statement: str, hidden: Sequence[IndexChange], repeats: int = 3,
                         timeout_ms: int = 60_000) -> list[float]:
         """Milliseconds of ``repeats`` executions of ``statement`` with the built indexes ``hidden`` out of the
@@ -292,6 +289,10 @@ class Connector(Protocol):
     def stats_since(self) -> str | None:
         """When the usage statistics (index scan counts) started, as ``YYYY-MM-DD HH:MM TZ``; None when the engine
         does not say."""
+
+    def plans(self, statements: Sequence[str]) -> list[Plan]:
+        """``plan`` of each statement (constants bound), on one connection: which indexes each plan reads, its
+        cost and row estimates. BadStatement when the engine cannot plan one."""
 
     def column_data_types(self) -> dict[tuple[str, str, str], str]:
         """(schema, table, column) -> the column's standard type name (information_schema's ``data_type``:

@@ -24,7 +24,7 @@ from connectors.postgres.hardware import read_hardware
 from connectors.postgres.connection import TAG, connect, execute_one, parse_dsn, redact, target_name
 from connectors.postgres.snapshot import (column_types, foreign_keys, has_extension, read_snapshot, table_columns,
                                           unique_keys)
-from connectors.postgres.whatif import HypoPG, explain_cost, explain_plan, plan_index_names
+from connectors.postgres.whatif import HypoPG, explain_cost, explain_plan
 
 
 RELOAD = "SELECT pg_reload_conf()"
@@ -179,9 +179,6 @@ class PostgresConnector:
         return self._guarded(foreign_keys)
 
     # --- indexes -----------------------------------------------------------------------------------------------
-
-    def used_indexes(self, statements: Sequence[str]) -> list[set[str]]:
-        return self._guarded(lambda conn: [plan_index_names(explain_plan(conn, s)) for s in statements])
 
     def timings_without(self, statement: str, hidden: Sequence[IndexChange], repeats: int = 3,
                         timeout_ms: int = 60_000) -> list[float]:
@@ -348,6 +345,9 @@ class PostgresConnector:
 
     def stats_since(self) -> str | None:
         return self._guarded(index_catalog.stats_since)
+
+    def plans(self, statements: Sequence[str]) -> list[Plan]:
+        return self._guarded(lambda conn: [to_plan(explain_plan(conn, s)) for s in statements])
 
     def column_data_types(self) -> dict[tuple[str, str, str], str]:
         return self._guarded(index_catalog.column_data_types)

@@ -64,6 +64,10 @@ def stats_since(conn: psycopg.Connection) -> str | None:
 
 
 INDEX_ENTRY_COST = 2.0  # cost units per index entry written: about half a random page (random_page_cost 4)
+# types whose B-tree indexes are never deduplicated (the PostgreSQL documentation's list, as information_schema
+# names them: arrays are ARRAY, domains and composites USER-DEFINED)
+NO_DEDUP = ("numeric", "real", "double precision", "jsonb", "ARRAY", "USER-DEFINED", "int4range", "int8range",
+            "numrange", "tsrange", "tstzrange", "daterange")
 FACTS_SQL = TAG + ("SELECT current_setting('block_size')::int, current_setting('server_version_num')::int, "
                    "current_setting('max_index_keys')::int, current_setting('max_identifier_length')::int")
 COLUMN_DATA_TYPES_SQL = TAG + """SELECT table_schema, table_name, column_name, data_type
@@ -76,7 +80,7 @@ def index_facts(conn: psycopg.Connection) -> IndexFacts:
     return IndexFacts(page_bytes=int(page), deduplication=version >= 130000, include=version >= 110000,
                       partial=True, max_key_columns=int(keys), name_limit=int(name),
                       cost_unit="planner cost units (a sequential page read = 1)",
-                      entry_cost=INDEX_ENTRY_COST)
+                      entry_cost=INDEX_ENTRY_COST, no_dedup_types=NO_DEDUP)
 
 
 def column_data_types(conn: psycopg.Connection) -> dict[tuple[str, str, str], str]:

@@ -18,7 +18,8 @@ often too small: numeric widths, read as whole bytes from ``avg_width``, cross a
 at random spread their rows over posting lists unevenly; correlated keys deduplicate), and up to 40% off on the
 27. Without a sample (no server, another engine) the observations of alike indexes calibrate it, else the
 statistics (``btree_bytes``: key widths from ``avg_width``, independent columns); no deduplication for INCLUDE
-indexes and the types PostgreSQL excludes (numeric, floats, jsonb, arrays, ranges). Partial indexes and keys
+indexes and the types the engine excludes (``IndexFacts.no_dedup_types``; PostgreSQL's: numeric, floats, jsonb,
+arrays, ranges). Partial indexes and keys
 without statistics: the estimate as it is until one is built.
 The layout model is of 8 kB pages: it applies where the engine's ``IndexFacts`` say its pages are that size,
 and deduplicates only where they say the engine does; without facts (or with other pages) only observations
@@ -28,7 +29,7 @@ facts, and stores ``to_json()``.
 
 >>> from advisor.core.indexfacts import IndexFacts
 >>> PG = IndexFacts(page_bytes=8192, deduplication=True, include=True, partial=True, max_key_columns=32,
-...                 name_limit=63, cost_unit="cost units", entry_cost=2.0)
+...                 name_limit=63, cost_unit="cost units", entry_cost=2.0, no_dedup_types=("numeric",))
 >>> m = SizeModel({("public", "t", "a"): "integer", ("public", "t", "b"): "integer", ("public", "t", "s"): "text"})
 >>> a, b, s = (IndexChange("public", "t", (c,)) for c in "abs")
 >>> m.learn(a, estimated=16_000_000, built=4_000_000)
@@ -72,9 +73,6 @@ from optimizers.indexes import btree
 
 ColumnRef = tuple[str, str, str]  # (schema, table, column)
 MIN_RATIO, MAX_RATIO = 0.05, 4.0  # a correction outside this is a measuring accident, not a size model
-# types whose B-tree indexes are never deduplicated (the PostgreSQL documentation's list; arrays end in [])
-NO_DEDUP = ("numeric", "real", "double precision", "jsonb", "ARRAY", "USER-DEFINED", "int4range", "int8range",
-            "numrange", "tsrange", "tstzrange", "daterange")
 
 
 class Samples(Protocol):
@@ -175,7 +173,7 @@ class SizeModel:
         if self.facts is None or not self.facts.deduplication:
             return False
         kinds = [self.types.get((index.schema, index.table, c), "") for c in index.columns]
-        return not index.include and not any(k in NO_DEDUP or k.endswith("[]") for k in kinds)
+        return not index.include and not any(k in self.facts.no_dedup_types or k.endswith("[]") for k in kinds)
 
     def calibrate(self, index: IndexChange, estimated: int) -> int:
         """The corrected estimate (bytes), at least one page: the same index's observation, else its layout

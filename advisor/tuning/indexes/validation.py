@@ -109,8 +109,8 @@ def inspect_built(shadow: Shadow, statements: Sequence[BoundStatement], indexes:
 def plans_use(shadow: Shadow, statements: Sequence[BoundStatement]) -> dict[str, set[str]]:
     """Per index name, the queryids whose plans on the shadow (as it is now) scan it."""
     used: dict[str, set[str]] = {}
-    for st, names in zip(statements, shadow.connector.used_indexes([st.sql for st in statements])):
-        for name in names:
+    for st, plan in zip(statements, shadow.connector.plans([st.sql for st in statements])):
+        for name in plan.indexes:
             used.setdefault(name, set()).add(st.queryid)
     return used
 
