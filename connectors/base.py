@@ -290,6 +290,9 @@ class Connector(Protocol):
         """When the usage statistics (index scan counts) started, as ``YYYY-MM-DD HH:MM TZ``; None when the engine
         does not say."""
 
+    def default_schema(self) -> str:
+        """The schema an unqualified table name resolves to (for statements read above connectors)."""
+
     def plans(self, statements: Sequence[str]) -> list[Plan]:
         """``plan`` of each statement (constants bound), on one connection: which indexes each plan reads, its
         cost and row estimates. BadStatement when the engine cannot plan one."""

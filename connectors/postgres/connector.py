@@ -346,6 +346,9 @@ class PostgresConnector:
     def stats_since(self) -> str | None:
         return self._guarded(index_catalog.stats_since)
 
+    def default_schema(self) -> str:
+        return self._guarded(index_catalog.default_schema)
+
     def plans(self, statements: Sequence[str]) -> list[Plan]:
         return self._guarded(lambda conn: [to_plan(explain_plan(conn, s)) for s in statements])
 

@@ -1,7 +1,8 @@
-"""PostgreSQL's index facts (``IndexFacts``, read from the server) and its existing indexes as structured columns (``IndexInfo``: method, key columns or expressions with
-their options, INCLUDE columns, partial predicate), read from the catalog (pg_index, pg_opclass) rather than
-parsed from ``pg_get_indexdef`` text; and the index facts the catalog holds beyond the snapshot: the indexes behind
-constraints, when the scan counts started, and the columns' standard type names."""
+"""PostgreSQL's index facts (``IndexFacts``, read from the server) and its existing indexes as structured
+columns (``IndexInfo``: method, key columns or expressions with their options, INCLUDE columns, partial
+predicate), read from the catalog (pg_index, pg_opclass) rather than parsed from ``pg_get_indexdef`` text; and
+what the catalog holds beyond the snapshot: the indexes behind constraints, when the scan counts started, the
+columns' standard type names, and the schema unqualified table names resolve to."""
 
 from __future__ import annotations
 
@@ -81,6 +82,11 @@ def index_facts(conn: psycopg.Connection) -> IndexFacts:
                       partial=True, max_key_columns=int(keys), name_limit=int(name),
                       cost_unit="planner cost units (a sequential page read = 1)",
                       entry_cost=INDEX_ENTRY_COST, no_dedup_types=NO_DEDUP)
+
+
+def default_schema(conn: psycopg.Connection) -> str:
+    """The first schema of the search_path that exists (where an unqualified name resolves); public when none."""
+    return conn.execute(TAG + "SELECT current_schema()").fetchone()[0] or "public"
 
 
 def column_data_types(conn: psycopg.Connection) -> dict[tuple[str, str, str], str]:

@@ -56,3 +56,11 @@ def test_index_facts_constraints_and_stats_come_from_the_server(db):
                                                protected=behind)}
     assert set(drops) == {"booking_room", "booking_room2"}  # unused; the exclusion and primary keys are never dropped
     assert drops["booking_room2"].endswith("covered by booking_room (same definition)")
+
+
+def test_unqualified_names_resolve_to_the_first_schema_of_the_search_path(db):
+    assert PostgresConnector(db).default_schema() == "public"
+    run(db, 'CREATE SCHEMA "App Data"', "CREATE TABLE \"App Data\".t (a int)")
+    dbname = db.rsplit("dbname=", 1)[1].split()[0]
+    run(db, f'ALTER DATABASE "{dbname}" SET search_path = "App Data", public')
+    assert PostgresConnector(db).default_schema() == "App Data"

@@ -46,7 +46,7 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
     times its observed time per cost unit (``_time_weighted``; statements observed without a time weigh their
     calls). Returns the what-if session too: close it when done."""
     schema = connector.table_columns()
-    dialect, facts = connector.dialect, connector.index_facts()
+    dialect, home, facts = connector.dialect, connector.default_schema(), connector.index_facts()
     rows = {(t.schema, t.name): t.rows for t in snapshot.tables}
     uses: dict[str, list[ColumnUse]] = {}
     shapes: dict[str, dict] = {}  # per statement: the columns it reads per table and its constant predicates
@@ -54,21 +54,21 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
     written: dict[tuple[str, str], float] = {}
     for st in statements:
         try:
-            found = column_uses(st.sql, schema, dialect=dialect)
+            found = column_uses(st.sql, schema, dialect=dialect, default_schema=home)
         except BadStatement as e:
             if skipped is not None:
                 skipped.append((st.queryid, str(e)))
             continue
         tree = _parse(st.sql, dialect)
-        tables = frozenset(u.table for u in found) | _tables_of(tree, schema)
+        tables = frozenset(u.table for u in found) | _tables_of(tree, schema, home)
         uses[st.queryid] = found
         try:  # the normalized text: only constants written in the statement make a partial index
-            shapes[st.queryid] = statement_shapes(st.normalized, schema, dialect=dialect)
+            shapes[st.queryid] = statement_shapes(st.normalized, schema, dialect=dialect, default_schema=home)
         except BadStatement:
             pass
         queries.append(Query(st.queryid, st.sql, st.weight, tables, st.samples))
         if st.is_write:
-            for table in _written(tree, schema):
+            for table in _written(tree, home, schema):
                 written[table] = written.get(table, 0.0) + st.weight * max(1.0, st.rows_per_call)
     plain = [(info, index_columns(info)) for info in snapshot.indexes]
     existing = [i for _, i in plain if i is not None]
@@ -111,26 +111,26 @@ def _parse(sql_text: str, dialect: str) -> exp.Expression | None:
         return None
 
 
-def _tables_of(tree: exp.Expression | None, schema) -> frozenset[tuple[str, str]]:
+def _tables_of(tree: exp.Expression | None, schema, home: str) -> frozenset[tuple[str, str]]:
     """Every table of ``schema`` the statement names (subqueries and CTEs included)."""
     if tree is None:
         return frozenset()
-    return frozenset(key for t in tree.find_all(exp.Table) if (key := (t.db or "public", t.name)) in schema)
+    return frozenset(key for t in tree.find_all(exp.Table) if (key := (t.db or home, t.name)) in schema)
 
 
-def written_tables(sql_text: str, dialect: str, schema=None) -> list[tuple[str, str]]:
-    """The (schema, table) an INSERT/UPDATE/DELETE (in sqlglot's ``dialect``) writes (limited to ``schema``'s
-    tables when given)."""
-    return _written(_parse(sql_text, dialect), schema)
+def written_tables(sql_text: str, dialect: str, home: str, schema=None) -> list[tuple[str, str]]:
+    """The (schema, table) an INSERT/UPDATE/DELETE (in sqlglot's ``dialect``; an unqualified table is in ``home``,
+    the connector's default schema) writes (limited to ``schema``'s tables when given)."""
+    return _written(_parse(sql_text, dialect), home, schema)
 
 
-def _written(tree: exp.Expression | None, schema=None) -> list[tuple[str, str]]:
+def _written(tree: exp.Expression | None, home: str, schema=None) -> list[tuple[str, str]]:
     if tree is None:
         return []
     target = tree.this if isinstance(tree, (exp.Insert, exp.Update, exp.Delete)) else None
     if isinstance(target, exp.Schema):
         target = target.this
     if isinstance(target, exp.Table):
-        key = (target.db or "public", target.name)
+        key = (target.db or home, target.name)
         return [key] if schema is None or key in schema else []
     return []

@@ -130,9 +130,10 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
     repaired: dict[IndexChange, tuple[IndexChange, str]] = {}  # repair -> (the index it replaced, the statement)
     index_name = shadow.connector.index_name
     writers: dict[tuple[str, str], list[str]] = {}
+    dialect, home = shadow.connector.dialect, shadow.connector.default_schema()
     for st in statements:
         if st.is_write:
-            for table in written_tables(st.sql, shadow.connector.dialect):
+            for table in written_tables(st.sql, dialect, home):
                 writers.setdefault(table, []).append(st.queryid)
     sizes, used = inspect_built(shadow, statements, indexes)
     all_used = dict(used)
