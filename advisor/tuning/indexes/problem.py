@@ -1,5 +1,6 @@
-"""Building an index-selection problem from an observed workload on a server with HypoPG: the schema, the
-statements' column uses, candidates, index maintenance on written tables, and the cached what-if coster.
+"""Building an index-selection problem from an observed workload on a server with what-if indexes (the
+connector's ``whatif()``): the schema, the statements' column uses (read in the connector's dialect, unqualified
+tables in its default schema), candidates, index maintenance on written tables, and the cached what-if coster.
 
 Index maintenance model: the planner gives an INSERT/UPDATE/DELETE the same cost whatever indexes exist, so
 each index on a table written by the workload adds ``rows written x entry_cost`` cost units (one index entry per
