@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from advisor.core.domain import Applied, Change, Costed, Hardware, IndexChange, KnobSpec, Snapshot, Statement
+from advisor.core.indexfacts import IndexFacts
 from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
 
@@ -304,9 +305,6 @@ class Connector(Protocol):
     def explain_cost(self, sql: str, hypothetical: Sequence[IndexChange] = ()) -> float:
         """The planner's total cost of ``sql`` (constants bound), optionally with hypothetical indexes."""
 
-    def used_indexes(self, statements: Sequence[str]) -> list[set[str]]:
-        """For each statement (constants bound), the names of the indexes its plan reads; one connection."""
-
     def timings_without(self, statement: str, hidden: Sequence[IndexChange], repeats: int = 3,
                         timeout_ms: int = 60_000) -> list[float]:
         """Milliseconds of ``repeats`` executions of ``statement`` with the built indexes ``hidden`` out of the
@@ -396,6 +394,30 @@ class Connector(Protocol):
         machine (bytes for memory knobs, the catalog's unit otherwise), the durability and never-tuned knobs, the
         memory model a configuration must fit in RAM, orderings between knobs, rule-of-thumb seeds and the
         engine's words for prompts. Reads nothing from the server."""
+
+    # --- indexes (issue 30) ---
+
+    def index_facts(self) -> IndexFacts:
+        """What the engine's indexes are like (page size in bytes, deduplication, INCLUDE and partial indexes,
+        key-column and name limits, the planner's cost unit), as data for the index problem and size model."""
+
+    def constraint_indexes(self) -> set[str]:
+        """Names of the indexes behind a constraint (primary, unique, exclusion): never proposed for dropping."""
+
+    def stats_since(self) -> str | None:
+        """When the usage statistics (index scan counts) started, as ``YYYY-MM-DD HH:MM TZ``; None when the engine
+        does not say."""
+
+    def default_schema(self) -> str:
+        """The schema an unqualified table name resolves to (for statements read above connectors)."""
+
+    def plans(self, statements: Sequence[str]) -> list[Plan]:
+        """``plan`` of each statement (constants bound), on one connection: which indexes each plan reads, its
+        cost and row estimates. BadStatement when the engine cannot plan one."""
+
+    def column_data_types(self) -> dict[tuple[str, str, str], str]:
+        """(schema, table, column) -> the column's standard type name (information_schema's ``data_type``:
+        ``integer``, ``numeric``, ``character varying``, ...), for grouping index sizes by key type."""
 
 
 @runtime_checkable

@@ -122,6 +122,12 @@ class ColumnStats:
 
 @dataclass(frozen=True)
 class IndexInfo:
+    """An existing index as the engine's catalog describes it: ``definition`` is display text only (nobody reads
+    it); the structure is in the fields. ``columns``: the key elements in order, each a column's name (unquoted)
+    or, where ``expressions`` says so, an expression in the engine's SQL; ``options``: per key element, its
+    operator class and ordering as the engine writes them ("" for none); ``include``: non-key columns stored in
+    the leaves; ``predicate``: a partial index's condition in the engine's SQL ("" when it covers every row)."""
+
     schema: str
     table: str
     name: str
@@ -130,6 +136,17 @@ class IndexInfo:
     scans: int
     is_unique: bool
     is_primary: bool
+    method: str = "btree"
+    columns: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
+    include: tuple[str, ...] = ()
+    predicate: str = ""
+    expressions: tuple[bool, ...] = ()
+
+    @property
+    def plain(self) -> bool:
+        """Whether every key element is a column and the index covers every row."""
+        return bool(self.columns) and not any(self.expressions) and not self.predicate
 
 
 @dataclass(frozen=True)

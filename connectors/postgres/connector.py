@@ -11,11 +11,13 @@ from psycopg import sql
 from advisor.core.domain import (Applied, Change, DropIndexChange, Hardware, IndexChange, KnobChange, KnobSpec,
                                  Snapshot)
 from advisor.core.errors import AdvisorError, BadStatement, InvalidKnobValue, ProductionLocked, TargetUnreachable
-from connectors.postgres import changes as change_sql
-from connectors.postgres import loading, samples
-from connectors.postgres.knobs import PROFILE, UNITS
+from advisor.core.indexfacts import IndexFacts
 from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
+from connectors.postgres import changes as change_sql
+from connectors.postgres import indexes as index_catalog
+from connectors.postgres import loading, samples
+from connectors.postgres.knobs import PROFILE, UNITS
 from connectors.postgres.binding import PostgresBindingSource
 from connectors.postgres.catalog import read_catalog
 from connectors.postgres.plans import to_plan
@@ -24,7 +26,7 @@ from connectors.postgres.hardware import read_hardware
 from connectors.postgres.connection import TAG, connect, execute_one, parse_dsn, redact, target_name
 from connectors.postgres.snapshot import (column_types, foreign_keys, has_extension, read_snapshot, table_columns,
                                           unique_keys)
-from connectors.postgres.whatif import HypoPG, explain_cost, explain_plan, plan_index_names
+from connectors.postgres.whatif import HypoPG, explain_cost, explain_plan
 
 
 RELOAD = "SELECT pg_reload_conf()"
@@ -176,9 +178,6 @@ class PostgresConnector:
         return self._guarded(foreign_keys)
 
     # --- indexes -----------------------------------------------------------------------------------------------
-
-    def used_indexes(self, statements: Sequence[str]) -> list[set[str]]:
-        return self._guarded(lambda conn: [plan_index_names(explain_plan(conn, s)) for s in statements])
 
     def timings_without(self, statement: str, hidden: Sequence[IndexChange], repeats: int = 3,
                         timeout_ms: int = 60_000) -> list[float]:
@@ -375,6 +374,26 @@ class PostgresConnector:
 
     def knob_profile(self) -> KnobProfile:
         return PROFILE
+
+    # --- indexes (issue 30) ---
+
+    def index_facts(self) -> IndexFacts:
+        return self._guarded(index_catalog.index_facts)
+
+    def constraint_indexes(self) -> set[str]:
+        return self._guarded(index_catalog.constraint_indexes)
+
+    def stats_since(self) -> str | None:
+        return self._guarded(index_catalog.stats_since)
+
+    def default_schema(self) -> str:
+        return self._guarded(index_catalog.default_schema)
+
+    def plans(self, statements: Sequence[str]) -> list[Plan]:
+        return self._guarded(lambda conn: [to_plan(explain_plan(conn, s)) for s in statements])
+
+    def column_data_types(self) -> dict[tuple[str, str, str], str]:
+        return self._guarded(index_catalog.column_data_types)
 
 
 def _set_lock_timeout(conn: psycopg.Connection, seconds: float | None) -> None:

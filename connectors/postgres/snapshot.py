@@ -6,10 +6,11 @@ import time
 
 import psycopg
 
-from advisor.core.domain import ColumnStats, IndexInfo, Snapshot, StatementStat, TableInfo
+from advisor.core.domain import ColumnStats, Snapshot, StatementStat, TableInfo
 from advisor.core.errors import MissingExtension
 from connectors.postgres.catalog import read_catalog
 from connectors.postgres.connection import TAG
+from connectors.postgres.indexes import read_indexes
 from connectors.postgres.internal import is_internal
 
 STATEMENTS_SQL = TAG + """
@@ -42,15 +43,6 @@ ORDER BY 1, 2"""
 COLUMNS_SQL = TAG + """
 SELECT schemaname, tablename, attname, null_frac, n_distinct, avg_width, correlation
 FROM pg_stats WHERE schemaname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2, 3"""
-
-INDEXES_SQL = TAG + """
-SELECT n.nspname, t.relname, i.relname, pg_get_indexdef(i.oid), pg_relation_size(i.oid),
-       COALESCE(s.idx_scan, 0), x.indisunique, x.indisprimary
-FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid
-JOIN pg_namespace n ON n.oid = t.relnamespace
-LEFT JOIN pg_stat_user_indexes s ON s.indexrelid = x.indexrelid
-WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'
-ORDER BY 1, 2, 3"""
 
 
 def has_extension(conn: psycopg.Connection, name: str) -> bool:
@@ -99,7 +91,7 @@ def read_snapshot(conn: psycopg.Connection) -> Snapshot:
         settings=tuple(read_catalog(conn).values()),
         tables=tuple(TableInfo(*r) for r in conn.execute(TABLES_SQL)),
         columns=tuple(ColumnStats(*r) for r in conn.execute(COLUMNS_SQL)),
-        indexes=tuple(IndexInfo(*r) for r in conn.execute(INDEXES_SQL)),
+        indexes=read_indexes(conn),
     )
 
 

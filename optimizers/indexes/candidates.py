@@ -18,7 +18,7 @@ index-only scan), and one partial index whose WHERE is the statement's constant 
 (``status = 'open'``, ``deleted_at IS NULL``; never a ``$1`` parameter), keyed on the statement's other uses.
 
 >>> schema = {("public", "t"): ("a", "b", "c")}
->>> uses = column_uses("SELECT * FROM t WHERE a = 1 AND b > 2", schema)
+>>> uses = column_uses("SELECT * FROM t WHERE a = 1 AND b > 2", schema, dialect="postgres", default_schema="public")
 >>> [(u.column, u.kind) for u in uses]
 [('a', 'equality'), ('b', 'range')]
 >>> [c.index.columns for c in generate({"q": uses}, max_width=2)]
@@ -52,13 +52,13 @@ def _sqlglot_schema(schema: Schema) -> dict:
     return out
 
 
-def _resolve(column: exp.Column, scope: Scope) -> TableRef | None:
+def _resolve(column: exp.Column, scope: Scope, default_schema: str) -> TableRef | None:
     """The table a qualified column belongs to, looking outwards through enclosing scopes (correlation)."""
     alias = column.table
     while scope is not None:
         source = scope.sources.get(alias)
         if isinstance(source, exp.Table):
-            return (source.db or "public", source.name)
+            return (source.db or default_schema, source.name)
         if source is not None:
             return None  # a derived table or CTE: not an index target
         scope = scope.parent
@@ -110,21 +110,22 @@ def _predicate_uses(node: exp.Expression, scope: Scope) -> list[tuple[exp.Column
     return out
 
 
-def _qualified(statement: str, schema: Schema) -> exp.Expression:
+def _qualified(statement: str, schema: Schema, dialect: str, default_schema: str) -> exp.Expression:
     try:
-        tree = sqlglot.parse_one(statement, dialect="postgres")
-        return qualify(tree, schema=_sqlglot_schema(schema), dialect="postgres", db="public",
+        tree = sqlglot.parse_one(statement, dialect=dialect)
+        return qualify(tree, schema=_sqlglot_schema(schema), dialect=dialect, db=default_schema,
                        validate_qualify_columns=False, identify=False)
     except SqlglotError as e:
         raise BadStatement(f"cannot parse statement for index candidates: {str(e).splitlines()[0]}") from None
 
 
-def column_uses(statement: str, schema: Schema) -> list[ColumnUse]:
-    """How ``statement`` uses the columns of ``schema``'s tables, in order of appearance, without duplicates.
+def column_uses(statement: str, schema: Schema, *, dialect: str, default_schema: str) -> list[ColumnUse]:
+    """How ``statement`` (in sqlglot's ``dialect``: the connector's; an unqualified table is in ``default_schema``)
+    uses the columns of ``schema``'s tables, in order of appearance, without duplicates.
 
     Raises ``BadStatement`` when sqlglot cannot parse it."""
     found: list[ColumnUse] = []
-    for scope in traverse_scope(_qualified(statement, schema)):
+    for scope in traverse_scope(_qualified(statement, schema, dialect, default_schema)):
         select = scope.expression
         conditions = [select.args.get("where"), select.args.get("having")]
         conditions += [j.args.get("on") for j in select.args.get("joins") or ()]
@@ -146,7 +147,7 @@ def column_uses(statement: str, schema: Schema) -> list[ColumnUse]:
                 if isinstance(key, exp.Column):
                     pairs.append((key, "order"))
         for column, kind in pairs:
-            table = _resolve(column, scope)
+            table = _resolve(column, scope, default_schema)
             if table is None or table not in schema or column.name not in schema[table]:
                 continue
             use = ColumnUse(table, column.name, kind)
@@ -202,13 +203,16 @@ def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
     return [node]
 
 
-def statement_shapes(statement: str, schema: Schema) -> dict[TableRef, TableShape]:
+def statement_shapes(statement: str, schema: Schema, *, dialect: str,
+                     default_schema: str) -> dict[TableRef, TableShape]:
     """Per table of ``schema`` that ``statement`` reads: its :class:`TableShape`. Give the statement's
-    *normalized* text (``$1`` parameters), so that only constants written in the statement make a partial index.
+    *normalized* text (``$1`` parameters), so that only constants written in the statement make a partial index;
+    the predicates are written in ``dialect``; an unqualified table is in ``default_schema``.
 
     >>> schema = {("public", "t"): ("id", "a", "status", "deleted_at", "note")}
     >>> shape = statement_shapes("SELECT id, note FROM t WHERE a = $1 AND status = 'open' "
-    ...                          "AND deleted_at IS NULL", schema)[("public", "t")]
+    ...                          "AND deleted_at IS NULL", schema, dialect="postgres",
+    ...                          default_schema="public")[("public", "t")]
     >>> shape.columns
     ('id', 'note', 'a', 'status', 'deleted_at')
     >>> print(" AND ".join(p for _, p in shape.constant))
@@ -216,18 +220,19 @@ def statement_shapes(statement: str, schema: Schema) -> dict[TableRef, TableShap
     """
     columns: dict[TableRef, dict[str, None]] = {}
     constant: dict[TableRef, dict[tuple[str, str], None]] = {}
-    for scope in traverse_scope(_qualified(statement, schema)):
+    for scope in traverse_scope(_qualified(statement, schema, dialect, default_schema)):
         for node in _own_nodes(scope.expression):
-            if isinstance(node, exp.Column) and (table := _resolve(node, scope)) in schema \
+            if isinstance(node, exp.Column) and (table := _resolve(node, scope, default_schema)) in schema \
                     and node.name in schema[table]:
                 columns.setdefault(table, {})[node.name] = None
         where = scope.expression.args.get("where")
         for conjunct in _conjuncts(where.this if where is not None else None):
             column = _constant_predicate(conjunct)
-            if column is None or (table := _resolve(column, scope)) not in schema or column.name not in schema[table]:
+            table = _resolve(column, scope, default_schema) if column is not None else None
+            if column is None or table not in schema or column.name not in schema[table]:
                 continue
             bare = conjunct.transform(lambda n: exp.column(n.name) if isinstance(n, exp.Column) else n)
-            constant.setdefault(table, {})[(column.name, bare.sql(dialect="postgres", identify=True))] = None
+            constant.setdefault(table, {})[(column.name, bare.sql(dialect=dialect, identify=True))] = None
     return {t: TableShape(tuple(cols), tuple(constant.get(t, ())), len(cols) >= len(schema[t]))
             for t, cols in columns.items()}
 

@@ -10,12 +10,11 @@ the covered index's INCLUDE columns must be in the covering one. Of two identica
 scans stays (the earlier name on a tie), so one of them always survives.
 
 >>> from advisor.core.domain import IndexInfo
->>> def info(name, cols, scans=5, unique=False, primary=False, where=""):
-...     u = "UNIQUE " if unique else ""
-...     return IndexInfo("public", "t", name, f"CREATE {u}INDEX {name} ON public.t USING btree ({cols}){where}",
-...                      8192, scans, unique, primary)
->>> for d in find_drops([info("t_pkey", "id", primary=True, unique=True, scans=0), info("t_a", "a"),
-...                      info("t_a_b", "a, b"), info("t_c", "c", scans=0), info("t_a_b2", "a, b", scans=1)],
+>>> def info(name, cols, scans=5, unique=False, primary=False):
+...     return IndexInfo("public", "t", name, f"({', '.join(cols)})", 8192, scans, unique, primary, "btree",
+...                      tuple(cols), ("",) * len(cols))
+>>> for d in find_drops([info("t_pkey", ["id"], primary=True, unique=True, scans=0), info("t_a", ["a"]),
+...                      info("t_a_b", ["a", "b"]), info("t_c", ["c"], scans=0), info("t_a_b2", ["a", "b"], scans=1)],
 ...                     since="2026-11-01 00:00"):
 ...     print(d.name, "|", d.why)
 t_a | covered by t_a_b (its columns are a prefix of it)
@@ -25,20 +24,15 @@ t_c | unused: 0 scans since 2026-11-01 00:00
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from advisor.core.domain import DropIndexChange, IndexInfo
 
-_HEAD = re.compile(r"^CREATE (UNIQUE )?INDEX (?:CONCURRENTLY )?(?:IF NOT EXISTS )?\S+ ON (?:ONLY )?\S+ USING (\w+) ",
-                   re.IGNORECASE)
-
-
 @dataclass(frozen=True)
 class Shape:
-    """What an index definition says about coverage: method, key elements (as written: a column, or an
-    expression, with its ordering options), INCLUDE columns and the partial predicate ("" when none)."""
+    """What an index says about coverage: method, key elements (a column, or an expression, with its operator
+    class and ordering options), INCLUDE columns and the partial predicate ("" when none)."""
 
     method: str
     keys: tuple[str, ...]
@@ -46,28 +40,18 @@ class Shape:
     where: str = ""
 
 
-def shape(definition: str) -> Shape | None:
-    """The ``Shape`` of a ``pg_get_indexdef`` text; None when it cannot be read.
+def shape(info: IndexInfo) -> Shape | None:
+    """The ``Shape`` of an index from its catalog description; None when the engine gave no key elements.
 
-    >>> shape('CREATE INDEX i ON public.t USING btree (a, lower((b)::text) DESC) INCLUDE (c) WHERE (d > 0)')
+    >>> shape(IndexInfo("public", "t", "i", "", 0, 0, False, False, "btree", ("a", "lower((b)::text)"),
+    ...                 ("", "DESC"), ("c",), "(d > 0)", (False, True)))
     Shape(method='btree', keys=('a', 'lower((b)::text) DESC'), include=('c',), where='(d > 0)')
-    >>> shape('CREATE INDEX i ON public.t USING gin (tags)')
-    Shape(method='gin', keys=('tags',), include=(), where='')
     """
-    m = _HEAD.match(definition)
-    if not m:
+    if not info.columns:
         return None
-    group, rest = _group(definition[m.end():])
-    if group is None:
-        return None
-    include: tuple[str, ...] = ()
-    rest = rest.strip()
-    if rest.upper().startswith("INCLUDE "):
-        inc, rest = _group(rest[len("INCLUDE "):])
-        include = _split(inc or "")
-        rest = rest.strip()
-    where = rest[rest.upper().index("WHERE ") + 6:].strip() if "WHERE " in rest.upper() else ""
-    return Shape(m.group(2).lower(), _split(group), include, where)
+    options = info.options or ("",) * len(info.columns)
+    keys = tuple(f"{key} {opt}" if opt else key for key, opt in zip(info.columns, options))
+    return Shape(info.method.lower(), keys, tuple(info.include), info.predicate)
 
 
 def covers(big: Shape, small: Shape) -> str | None:
@@ -96,7 +80,7 @@ def find_drops(indexes: Iterable[IndexInfo], *, since: str | None = None,
                protected: Collection[str] = ()) -> list[DropIndexChange]:
     """Every unused or duplicate index of ``indexes`` as a ``DropIndexChange`` (sorted by table and name);
     ``since``: when the scan counts started (the statistics reset), for the reason text."""
-    rows = [(i, s) for i in indexes if (s := shape(i.definition)) is not None]
+    rows = [(i, s) for i in indexes if (s := shape(i)) is not None]
     fixed = {i.name for i, _ in rows if i.is_unique or i.is_primary or i.name in protected}
     covered: dict[str, tuple[str, str]] = {}  # name -> (covering index, how)
     for small, s_shape in rows:
@@ -144,39 +128,3 @@ def _better_cover(how: str, big: IndexInfo, current: tuple[str, str] | None, row
         return True
     width = {i.name: len(s.keys) for i, s in rows}
     return (-width[big.name], big.name) < (-width[current[0]], current[0])
-
-
-def _group(text: str) -> tuple[str | None, str]:
-    """The text inside the parenthesised group ``text`` starts with, and what follows it."""
-    text = text.lstrip()
-    if not text.startswith("("):
-        return None, text
-    depth, quote = 0, False
-    for k, ch in enumerate(text):
-        if ch == "'":
-            quote = not quote
-        elif not quote and ch == "(":
-            depth += 1
-        elif not quote and ch == ")":
-            depth -= 1
-            if depth == 0:
-                return text[1:k], text[k + 1:]
-    return None, text
-
-
-def _split(text: str) -> tuple[str, ...]:
-    """Top-level comma-separated parts of ``text``."""
-    parts, depth, cur, quote = [], 0, "", False
-    for ch in text:
-        if ch == "'":
-            quote = not quote
-        elif not quote and ch in "()":
-            depth += 1 if ch == "(" else -1
-        if ch == "," and depth == 0 and not quote:
-            parts.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        parts.append(cur.strip())
-    return tuple(parts)

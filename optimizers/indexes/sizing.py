@@ -18,11 +18,18 @@ often too small: numeric widths, read as whole bytes from ``avg_width``, cross a
 at random spread their rows over posting lists unevenly; correlated keys deduplicate), and up to 40% off on the
 27. Without a sample (no server, another engine) the observations of alike indexes calibrate it, else the
 statistics (``btree_bytes``: key widths from ``avg_width``, independent columns); no deduplication for INCLUDE
-indexes and the types PostgreSQL excludes (numeric, floats, jsonb, arrays, ranges). Partial indexes and keys
+indexes and the types the engine excludes (``IndexFacts.no_dedup_types``; PostgreSQL's: numeric, floats, jsonb,
+arrays, ranges). Partial indexes and keys
 without statistics: the estimate as it is until one is built.
-Pure: the caller supplies column types, rows per distinct value, samples and observations, and stores
-``to_json()``.
+The layout model is of 8 kB pages: it applies where the engine's ``IndexFacts`` say its pages are that size,
+and deduplicates only where they say the engine does; without facts (or with other pages) only observations
+correct the estimate.
+Pure: the caller supplies column types, rows per distinct value, samples, observations and the engine's index
+facts, and stores ``to_json()``.
 
+>>> from advisor.core.indexfacts import IndexFacts
+>>> PG = IndexFacts(page_bytes=8192, deduplication=True, include=True, partial=True, max_key_columns=32,
+...                 name_limit=63, cost_unit="cost units", entry_cost=2.0, no_dedup_types=("numeric",))
 >>> m = SizeModel({("public", "t", "a"): "integer", ("public", "t", "b"): "integer", ("public", "t", "s"): "text"})
 >>> a, b, s = (IndexChange("public", "t", (c,)) for c in "abs")
 >>> m.learn(a, estimated=16_000_000, built=4_000_000)
@@ -38,14 +45,21 @@ Pure: the caller supplies column types, rows per distinct value, samples and obs
 700000
 >>> d = SizeModel({("public", "l", "day"): "date", ("public", "l", "id"): "integer"},
 ...               repeats={("public", "l", "day"): 120.0, ("public", "l", "id"): 1.0},
-...               widths={("public", "l", "day"): 4, ("public", "l", "id"): 4}, rows={("public", "l"): 300_000})
+...               widths={("public", "l", "day"): 4, ("public", "l", "id"): 4}, rows={("public", "l"): 300_000},
+...               facts=PG)
 >>> d.btree_bytes(IndexChange("public", "l", ("day",))), d.btree_bytes(IndexChange("public", "l", ("id",)))
 (2170880, 6758400)
 >>> d.btree_bytes(IndexChange("public", "l", ("day",), include=("id",)))  # INCLUDE indexes never deduplicate
 6758400
+>>> SizeModel(d.types, d.repeats, d.widths, d.rows).btree_bytes(IndexChange("public", "l", ("day",))) is None
+True
+>>> from dataclasses import replace
+>>> replace(d, facts=replace(PG, deduplication=False)).btree_bytes(IndexChange("public", "l", ("day",)))
+6758400
 
-(PostgreSQL 15 built these three in 2170880 bytes (2,500 days drawn at random for 300,000 rows), 6758400 and
-6766592 bytes.)
+(PostgreSQL 15 built the first three in 2170880 bytes (2,500 days drawn at random for 300,000 rows), 6758400 and
+6766592 bytes. Without the engine's index facts there is no layout model; an engine that does not deduplicate
+stores every key: the last two answers.)
 """
 
 from __future__ import annotations
@@ -58,13 +72,11 @@ from typing import Protocol
 import numpy as np
 
 from advisor.core.domain import IndexChange
+from advisor.core.indexfacts import IndexFacts
 from optimizers.indexes import btree
 
 ColumnRef = tuple[str, str, str]  # (schema, table, column)
 MIN_RATIO, MAX_RATIO = 0.05, 4.0  # a correction outside this is a measuring accident, not a size model
-# types whose B-tree indexes are never deduplicated (the PostgreSQL documentation's list; arrays end in [])
-NO_DEDUP = ("numeric", "real", "double precision", "jsonb", "ARRAY", "USER-DEFINED", "int4range", "int8range",
-            "numrange", "tsrange", "tstzrange", "daterange")
 
 
 class Samples(Protocol):
@@ -87,6 +99,7 @@ class SizeModel:
     rows: Mapping[tuple[str, str], float] = field(default_factory=dict)  # (schema, table) -> rows
     observed: dict[str, dict] = field(default_factory=dict)  # index key -> {estimated, built, group keys}
     samples: Samples | None = None
+    facts: IndexFacts | None = None  # the engine's (``Connector.index_facts``): page size, deduplication
 
     def learn(self, index: IndexChange, estimated: int, built: int | None) -> None:
         """Record one index's what-if estimate and its real size (bytes); a later pair replaces an earlier one."""
@@ -121,7 +134,7 @@ class SizeModel:
         table = (index.schema, index.table)
         refs = [(index.schema, index.table, c) for c in index.columns]
         n = self.rows.get(table, 0.0)
-        if index.method != "btree" or index.where or n <= 0 or \
+        if not self._laid_out(index) or index.where or n <= 0 or \
                 any(r not in self.repeats or r not in self.widths for r in refs):
             return None
         key = sum(self.widths[r] for r in refs)
@@ -134,7 +147,7 @@ class SizeModel:
         """The size of a B-tree laid out from its table's sample (``optimizers.indexes.btree``): each sampled row's
         tuple, the key's repeats, the rows a partial index keeps; None for other methods, without a sample, or
         for a column the sample lacks."""
-        if index.method != "btree" or self.samples is None:
+        if not self._laid_out(index) or self.samples is None:
             return None
         sample = self.samples.table(index.schema, index.table)
         names = (*index.columns, *index.include)
@@ -155,20 +168,27 @@ class SizeModel:
         repeat = btree.key_repeat(sample, index.columns, rows, mask) if dedup else 1.0
         return btree.PAGE * btree.pages(rows, entry, repeat, dedup, key)
 
+    def _laid_out(self, index: IndexChange) -> bool:
+        """Whether the B-tree layout model fits the engine's index: a B-tree on pages of the size it simulates."""
+        return index.method == "btree" and self.facts is not None and self.facts.page_bytes == btree.PAGE
+
     def _dedup(self, index: IndexChange) -> bool:
-        """PostgreSQL may deduplicate the index: no INCLUDE columns, no key type it excludes."""
+        """The engine may deduplicate the index: it deduplicates, no INCLUDE columns, no key type it excludes."""
+        if self.facts is None or not self.facts.deduplication:
+            return False
         kinds = [self.types.get((index.schema, index.table, c), "") for c in index.columns]
-        return not index.include and not any(k in NO_DEDUP or k.endswith("[]") for k in kinds)
+        return not index.include and not any(k in self.facts.no_dedup_types or k.endswith("[]") for k in kinds)
 
     def calibrate(self, index: IndexChange, estimated: int) -> int:
-        """The corrected estimate (bytes), at least one 8 kB page: the same index's observation, else its layout
+        """The corrected estimate (bytes), at least one page: the same index's observation, else its layout
         from a sample, else the observations of alike indexes or the statistics (``ratio``)."""
         if _key(index) not in self.observed:
             laid = self.layout_bytes(index)
             if laid is not None:
                 return laid
         r = self.ratio(index, estimated)
-        return int(estimated) if r is None else max(8192, int(round(estimated * r)))
+        page = self.facts.page_bytes if self.facts is not None else 1
+        return int(estimated) if r is None else max(page, int(round(estimated * r)))
 
     def _groups(self, index: IndexChange) -> list[str]:
         lead = (index.schema, index.table, index.columns[0]) if index.columns else None
@@ -186,10 +206,12 @@ class SizeModel:
     @classmethod
     def from_json(cls, doc: Mapping | None, types: Mapping[ColumnRef, str] | None = None,
                   repeats: Mapping[ColumnRef, float] | None = None, widths: Mapping[ColumnRef, float] | None = None,
-                  rows: Mapping[tuple[str, str], float] | None = None, samples: Samples | None = None) -> "SizeModel":
+                  rows: Mapping[tuple[str, str], float] | None = None, samples: Samples | None = None,
+                  facts: IndexFacts | None = None) -> "SizeModel":
         observed = {k: dict(v) for k, v in ((doc or {}).get("observed") or {}).items()
                     if isinstance(v, Mapping) and v.get("estimated") and v.get("built")}
-        return cls(dict(types or {}), dict(repeats or {}), dict(widths or {}), dict(rows or {}), observed, samples)
+        return cls(dict(types or {}), dict(repeats or {}), dict(widths or {}), dict(rows or {}), observed, samples,
+                   facts)
 
 
 class CalibratedSizes:

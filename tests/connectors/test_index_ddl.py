@@ -50,8 +50,8 @@ def test_include_and_partial_indexes_are_built_by_apply_and_removed_by_revert(db
                "INCLUDE (title)" in defs
         assert f"CREATE INDEX {index_name(partial)} ON public.tickets USING btree (tenant) " \
                "WHERE ((status = 'open'::text) AND (opened_on IS NOT NULL))" in defs
-        assert c.used_indexes(["SELECT * FROM tickets WHERE tenant = 7 AND status = 'open' "
-                               "AND opened_on IS NOT NULL"])[0] == {index_name(partial)}
+        assert c.plans(["SELECT * FROM tickets WHERE tenant = 7 AND status = 'open' "
+                        "AND opened_on IS NOT NULL"])[0].indexes == {index_name(partial)}
         sizes = c.index_sizes([covering, partial])
         assert 0 < sizes[partial] < sizes[covering]
     finally:
@@ -163,7 +163,7 @@ def test_timing_a_statement_without_a_built_index_leaves_the_index_in_place(db):
         times = c.timings_without("SELECT count(*) FROM w WHERE k = 7", [ix], repeats=3, timeout_ms=60_000)
         assert len(times) == 3 and all(t > 0 for t in times)
         assert scalar(db, f"SELECT '{c.index_name(ix)}'::regclass::oid") == oid  # the same index, not rebuilt
-        assert c.used_indexes(["SELECT count(*) FROM w WHERE k = 7"]) == [{c.index_name(ix)}]
+        assert [p.indexes for p in c.plans(["SELECT count(*) FROM w WHERE k = 7"])] == [{c.index_name(ix)}]
         run(db, "CREATE SEQUENCE runs")  # nextval is not rolled back: it counts the executions
         slow = "SELECT nextval('runs'), pg_sleep(0.3)"
         assert c.timings_without(slow, [ix], repeats=2, timeout_ms=20) == [20.0, 20.0]

@@ -160,7 +160,8 @@ def test_plans_name_the_indexes_they_use_and_built_sizes_are_read(db):
     ix = IndexChange("public", "p", ("a",))
     applied = c.apply([ix])
     try:
-        used = c.used_indexes(["SELECT * FROM p WHERE a = 5", "SELECT * FROM p WHERE id = 5", "SELECT count(*) FROM p"])
+        used = [p.indexes for p in c.plans(["SELECT * FROM p WHERE a = 5", "SELECT * FROM p WHERE id = 5",
+                                             "SELECT count(*) FROM p"])]
         assert used[0] == {c.index_name(ix)} and used[1] == {"p_pkey"}
         sizes = c.index_sizes([ix, IndexChange("public", "p", ("id", "a"))])
         assert sizes[ix] > 8192 and sizes[IndexChange("public", "p", ("id", "a"))] is None

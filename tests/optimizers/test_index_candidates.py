@@ -10,10 +10,11 @@ from optimizers.indexes.candidates import best_key, column_uses, generate, state
 SCHEMA = {("public", "posts"): ("id", "user_id", "created_at", "title", "score"),
           ("public", "users"): ("id", "email", "country", "age"),
           ("app", "events"): ("id", "kind", "at")}
+PG = {"dialect": "postgres", "default_schema": "public"}  # what PostgresConnector passes for these statements
 
 
 def cols(sql, **kw):
-    return [c.index.columns for c in generate({"q": column_uses(sql, SCHEMA)}, **kw)]
+    return [c.index.columns for c in generate({"q": column_uses(sql, SCHEMA, **PG)}, **kw)]
 
 
 def test_equality_recommends_the_column():
@@ -34,26 +35,27 @@ def test_width_is_capped_and_prefixes_are_candidates():
 
 
 def test_join_keys_through_aliases():
-    uses = column_uses("SELECT p.title FROM posts p JOIN users u ON u.id = p.user_id WHERE u.country = 'FR'", SCHEMA)
+    uses = column_uses("SELECT p.title FROM posts p JOIN users u ON u.id = p.user_id WHERE u.country = 'FR'",
+                       SCHEMA, **PG)
     assert {(u.table[1], u.column, u.kind) for u in uses} == {
         ("users", "id", "join"), ("posts", "user_id", "join"), ("users", "country", "equality")}
 
 
 def test_correlated_subquery_column_belongs_to_the_outer_table():
     uses = column_uses("SELECT * FROM users u WHERE EXISTS (SELECT 1 FROM posts p WHERE p.user_id = u.id "
-                       "AND p.score > 10)", SCHEMA)
+                       "AND p.score > 10)", SCHEMA, **PG)
     assert ("posts", "user_id", "join") in {(u.table[1], u.column, u.kind) for u in uses}
     assert ("posts", "score", "range") in {(u.table[1], u.column, u.kind) for u in uses}
 
 
 def test_group_order_in_like_and_schema_qualified_tables():
     uses = column_uses("SELECT kind, count(*) FROM app.events WHERE at BETWEEN '2020-01-01' AND '2021-01-01' "
-                       "AND kind IN ('a', 'b') GROUP BY kind ORDER BY kind", SCHEMA)
+                       "AND kind IN ('a', 'b') GROUP BY kind ORDER BY kind", SCHEMA, **PG)
     assert {(u.table, u.column, u.kind) for u in uses} == {
         (("app", "events"), "at", "range"), (("app", "events"), "kind", "equality"),
         (("app", "events"), "kind", "group"), (("app", "events"), "kind", "order")}
-    assert [u.kind for u in column_uses("SELECT * FROM posts WHERE title LIKE 'abc%'", SCHEMA)] == ["range"]
-    assert column_uses("SELECT * FROM posts WHERE title LIKE '%abc'", SCHEMA) == []
+    assert [u.kind for u in column_uses("SELECT * FROM posts WHERE title LIKE 'abc%'", SCHEMA, **PG)] == ["range"]
+    assert column_uses("SELECT * FROM posts WHERE title LIKE '%abc'", SCHEMA, **PG) == []
 
 
 def test_expressions_on_a_column_cannot_use_a_plain_index():
@@ -68,8 +70,8 @@ def test_existing_index_covers_its_prefixes():
 
 
 def test_candidates_list_the_statements_that_can_use_them():
-    uses = {"a": column_uses("SELECT * FROM posts WHERE user_id = 1 AND score > 3", SCHEMA),
-            "b": column_uses("SELECT * FROM posts WHERE user_id = 2", SCHEMA)}
+    uses = {"a": column_uses("SELECT * FROM posts WHERE user_id = 1 AND score > 3", SCHEMA, **PG),
+            "b": column_uses("SELECT * FROM posts WHERE user_id = 2", SCHEMA, **PG)}
     by_cols = {c.index.columns: c.queries for c in generate(uses, max_width=2)}
     assert by_cols[("user_id",)] == {"a", "b"} and by_cols[("user_id", "score")] == {"a", "b"}
     assert by_cols[("score",)] == {"a"}
@@ -77,7 +79,7 @@ def test_candidates_list_the_statements_that_can_use_them():
 
 def test_malformed_sql_is_a_clear_error():
     with pytest.raises(BadStatement, match="cannot parse statement"):
-        column_uses("SELEC * FROM WHERE", SCHEMA)
+        column_uses("SELEC * FROM WHERE", SCHEMA, **PG)
 
 
 def test_dexter_style_on_real_postgres(db):
@@ -101,7 +103,8 @@ def test_dexter_style_on_real_postgres(db):
 def test_indexes_on_written_tables_carry_maintenance(db):
     from dataclasses import replace
 
-    from advisor.tuning.indexes.problem import INDEX_ENTRY_COST, build_problem
+    from advisor.tuning.indexes.problem import build_problem
+    from connectors.postgres.indexes import INDEX_ENTRY_COST
     from connectors.postgres import PostgresConnector
     from tests.conftest import run
     from workloads.binding import BoundStatement
@@ -177,31 +180,31 @@ WIDE = {("public", "tickets"): ("id", "tenant", "status", "kind", "opened_on", "
 
 
 def variants(sql, template=None, **kw):
-    uses = column_uses(sql, WIDE)
-    found = generate({"q": uses}, shapes={"q": statement_shapes(template or sql, WIDE)}, **kw)
+    uses = column_uses(sql, WIDE, **PG)
+    found = generate({"q": uses}, shapes={"q": statement_shapes(template or sql, WIDE, **PG)}, **kw)
     return [c.index for c in found if c.index.include or c.index.where]
 
 
 def test_two_equalities_ordered_by_a_third_column_key_on_all_three():
     found = [c.index.columns for c in generate({"q": column_uses(
-        "SELECT * FROM tickets WHERE a = $1 AND b = $2 ORDER BY c LIMIT 10", WIDE)}, max_width=3)]
+        "SELECT * FROM tickets WHERE a = $1 AND b = $2 ORDER BY c LIMIT 10", WIDE, **PG)}, max_width=3)]
     assert ("a", "b", "c") in found and ("b", "a", "c") in found
     assert not [cols for cols in found if "c" in cols and cols[-1] != "c"]  # the ORDER BY column only comes last
-    uses = column_uses("SELECT * FROM tickets WHERE a = $1 AND b = $2 ORDER BY c", WIDE)
+    uses = column_uses("SELECT * FROM tickets WHERE a = $1 AND b = $2 ORDER BY c", WIDE, **PG)
     assert best_key(uses, 3) == ("a", "b", "c") and best_key(uses, 2) == ("a", "b")
 
 
 def test_a_cast_range_with_an_equality_on_another_column_puts_the_equality_first():
     sql = "SELECT id FROM tickets WHERE d >= $1::date AND e = $2"
-    found = [c.index.columns for c in generate({"q": column_uses(sql, WIDE)})]
+    found = [c.index.columns for c in generate({"q": column_uses(sql, WIDE, **PG)})]
     assert ("e", "d") in found and ("d", "e") not in found
-    assert best_key(column_uses(sql, WIDE), 3) == ("e", "d")
-    assert best_key(column_uses("SELECT id FROM tickets WHERE d >= '2020-01-01'::date AND e = 5", WIDE), 3) == \
+    assert best_key(column_uses(sql, WIDE, **PG), 3) == ("e", "d")
+    assert best_key(column_uses("SELECT id FROM tickets WHERE d >= '2020-01-01'::date AND e = 5", WIDE, **PG), 3) == \
         ("e", "d")
 
 
 def test_a_range_wins_over_order_by_for_the_last_key_column():
-    uses = column_uses("SELECT * FROM tickets WHERE tenant = 1 AND opened_on > '2020-01-01' ORDER BY owner", WIDE)
+    uses = column_uses("SELECT * FROM tickets WHERE tenant = 1 AND opened_on > '2020-01-01' ORDER BY owner", WIDE, **PG)
     assert best_key(uses, 3) == ("tenant", "opened_on")
 
 
@@ -243,8 +246,8 @@ def test_variants_serve_the_statements_that_can_use_them_and_stay_bounded():
     sqls = {"open": "SELECT * FROM tickets WHERE owner = $1 AND status = 'open'",
             "any": "SELECT * FROM tickets WHERE owner = $1",
             "narrow": "SELECT id FROM tickets WHERE owner = $1 AND a = $2 AND b > $3 ORDER BY c"}
-    uses = {q: column_uses(s, WIDE) for q, s in sqls.items()}
-    shapes = {q: statement_shapes(s, WIDE) for q, s in sqls.items()}
+    uses = {q: column_uses(s, WIDE, **PG) for q, s in sqls.items()}
+    shapes = {q: statement_shapes(s, WIDE, **PG) for q, s in sqls.items()}
     plain = generate(uses, max_width=3)
     found = generate(uses, max_width=3, shapes=shapes)
     extra = [c for c in found if c.index.include or c.index.where]
@@ -262,7 +265,8 @@ def test_variants_serve_the_statements_that_can_use_them_and_stay_bounded():
 def test_an_existing_index_on_key_and_include_columns_covers_the_include_variant():
     sql = "SELECT id FROM tickets WHERE tenant = $1"
     existing = [IndexChange("public", "tickets", ("tenant", "id"))]
-    found = generate({"q": column_uses(sql, WIDE)}, shapes={"q": statement_shapes(sql, WIDE)}, existing=existing)
+    found = generate({"q": column_uses(sql, WIDE, **PG)}, shapes={"q": statement_shapes(sql, WIDE, **PG)},
+                     existing=existing)
     assert [c.index for c in found if c.index.include] == []
 
 

@@ -40,7 +40,7 @@ def test_hypopg_overestimates_a_deduplicated_btree_and_one_built_index_calibrate
     built = built_sizes(db, connector, A, B)
     print(f"a: HypoPG {est_a} built {built[A]}; b: HypoPG {est_b} built {built[B]}")
     assert est_a > 2.5 * built[A] and est_b > 2.5 * built[B]  # no deduplication in HypoPG's estimate
-    model = SizeModel(index_sizing.column_types(connector))
+    model = SizeModel(connector.column_data_types(), facts=connector.index_facts())
     model.learn(A, est_a, built[A])
     calibrated = model.calibrate(B, est_b)
     print(f"b calibrated from a: {calibrated}")
@@ -115,7 +115,8 @@ def test_without_a_sample_a_first_run_calibrates_from_the_statistics(db, tmp_pat
     connector = PostgresConnector(db)
     snapshot = connector.observe()
     prepared = index_sizing.prepare(connector, snapshot, tmp_path)
-    sizes = SizeModel.from_json(None, prepared.types, prepared.repeats, prepared.widths, prepared.rows)  # no sample
+    sizes = SizeModel.from_json(None, prepared.types, prepared.repeats, prepared.widths, prepared.rows,
+                                facts=prepared.facts)  # no sample
     cases = [IndexChange("public", "t", cols, include=inc) for cols, inc in
              [(("a",), ()), (("b",), ()), (("id",), ()), (("s", "c"), ()), (("n",), ()), (("s",), ()),
               (("a",), ("id",)), (("a", "b"), ())]]

@@ -26,10 +26,6 @@ from optimizers.indexes.existing import find_drops
 from workloads.binding import BoundStatement
 
 MAX_ROUNDS = 3
-CONSTRAINT_INDEXES_SQL = ("/* db-advisor */ SELECT c.relname FROM pg_constraint k "
-                          "JOIN pg_class c ON c.oid = k.conindid WHERE k.conindid <> 0 AND k.conrelid <> 0")
-STATS_RESET_SQL = ("/* db-advisor */ SELECT to_char(stats_reset, 'YYYY-MM-DD HH24:MI TZ') FROM pg_stat_database "
-                   "WHERE datname = current_database()")
 
 
 @dataclass(frozen=True)
@@ -62,31 +58,11 @@ class DropValidation:
                  "reason": v.reason} for v in self.verdicts]
 
 
-def stats_since(target: Connector) -> str | None:
-    """When the target's statistics (index scan counts) were last reset, if the engine says."""
-    rows = _ask(target, STATS_RESET_SQL)
-    return rows[0][0] if rows and rows[0][0] else None
-
-
-def constraint_indexes(target: Connector) -> set[str]:
-    """Names of the indexes behind a constraint (an exclusion constraint's is neither unique nor primary)."""
-    return {r[0] for r in _ask(target, CONSTRAINT_INDEXES_SQL) or ()}
-
-
-def _ask(target: Connector, query: str) -> list | None:
-    if getattr(target, "engine", None) != "postgres":
-        return None
-    with target.connect() as conn:
-        cur = conn.cursor()
-        cur.execute(query)
-        return cur.fetchall()
-
-
 def validate_drops(target: Connector, shadow: Shadow, statements: Sequence[BoundStatement], snapshot: Snapshot,
                    options: ValidationOptions = ValidationOptions(), say: Say = silent) -> DropValidation:
     """The snapshot's unused and duplicate indexes, each dropped on the shadow and kept only if no statement
     using it regresses (see the module docstring)."""
-    found = find_drops(snapshot.indexes, since=stats_since(target), protected=constraint_indexes(target))
+    found = find_drops(snapshot.indexes, since=target.stats_since(), protected=target.constraint_indexes())
     proposed = [d for d in found if _plannable(shadow, d, say)]
     if not proposed or not statements:
         return DropValidation()

@@ -1,14 +1,16 @@
-"""Building an index-selection problem from an observed workload on a server with HypoPG: the schema, the
-statements' column uses, candidates, index maintenance on written tables, and the cached what-if coster.
+"""Building an index-selection problem from an observed workload on a server with what-if indexes (the
+connector's ``whatif()``): the schema, the statements' column uses (read in the connector's dialect, unqualified
+tables in its default schema), candidates, index maintenance on written tables, and the cached what-if coster.
 
 Index maintenance model: the planner gives an INSERT/UPDATE/DELETE the same cost whatever indexes exist, so
-each index on a table written by the workload adds ``rows written x INDEX_ENTRY_COST`` cost units (one index
-entry per written row: a descent whose pages are mostly cached, and a dirtied leaf page that is written later).
+each index on a table written by the workload adds ``rows written x entry_cost`` cost units (one index entry per
+written row: a descent whose pages are mostly cached, and a dirtied leaf page that is written later), the engine's
+figure from ``Connector.index_facts`` (its cost units are the engine's own). Candidates the engine cannot build
+(INCLUDE or partial indexes where it has none, more key columns than it allows) are left out.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -25,19 +27,13 @@ from optimizers.indexes.problem import ColumnUse, IndexProblem, Query, time_scal
 from optimizers.indexes.sizing import CalibratedSizes, SizeModel
 from workloads.binding import BoundStatement
 
-INDEX_ENTRY_COST = 2.0  # cost units per index entry written (about half a random page)
-_PLAIN_INDEX = re.compile(r" USING (\w+) \(([^()]*)\)$")
-
 
 def index_columns(info: IndexInfo) -> IndexChange | None:
-    """The plain-column index behind a ``pg_get_indexdef`` text; None for expression or partial indexes."""
-    m = _PLAIN_INDEX.search(info.definition)
-    if not m:
+    """The plain-column index an existing one is (its key columns, ordering options aside); None for expression,
+    partial and INCLUDE indexes."""
+    if not info.plain or info.include:
         return None
-    cols = tuple(c.strip().strip('"') for c in m.group(2).split(","))
-    if any(" " in c for c in cols):  # ordering options (DESC, COLLATE ...) still cover the columns
-        cols = tuple(c.split()[0].strip('"') for c in cols)
-    return IndexChange(info.schema, info.table, cols, m.group(1), info.name)
+    return IndexChange(info.schema, info.table, tuple(info.columns), info.method, info.name)
 
 
 def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence[BoundStatement],
@@ -51,6 +47,7 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
     times its observed time per cost unit (``_time_weighted``; statements observed without a time weigh their
     calls). Returns the what-if session too: close it when done."""
     schema = connector.table_columns()
+    dialect, home, facts = connector.dialect, connector.default_schema(), connector.index_facts()
     rows = {(t.schema, t.name): t.rows for t in snapshot.tables}
     uses: dict[str, list[ColumnUse]] = {}
     shapes: dict[str, dict] = {}  # per statement: the columns it reads per table and its constant predicates
@@ -58,29 +55,30 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
     written: dict[tuple[str, str], float] = {}
     for st in statements:
         try:
-            found = column_uses(st.sql, schema)
+            found = column_uses(st.sql, schema, dialect=dialect, default_schema=home)
         except BadStatement as e:
             if skipped is not None:
                 skipped.append((st.queryid, str(e)))
             continue
-        tree = _parse(st.sql)
-        tables = frozenset(u.table for u in found) | _tables_of(tree, schema)
+        tree = _parse(st.sql, dialect)
+        tables = frozenset(u.table for u in found) | _tables_of(tree, schema, home)
         uses[st.queryid] = found
         try:  # the normalized text: only constants written in the statement make a partial index
-            shapes[st.queryid] = statement_shapes(st.normalized, schema)
+            shapes[st.queryid] = statement_shapes(st.normalized, schema, dialect=dialect, default_schema=home)
         except BadStatement:
             pass
         queries.append(Query(st.queryid, st.sql, st.weight, tables, st.samples))
         if st.is_write:
-            for table in _written(tree, schema):
+            for table in _written(tree, home, schema):
                 written[table] = written.get(table, 0.0) + st.weight * max(1.0, st.rows_per_call)
     plain = [(info, index_columns(info)) for info in snapshot.indexes]
     existing = [i for _, i in plain if i is not None]
     unique = [((i.schema, i.table), i.columns) for info, i in plain if i is not None and info.is_unique]
     big = [t for t, n in rows.items() if n >= min_rows]
-    candidates = tuple(generate(uses, max_width=max_width, existing=existing, tables=big, shapes=shapes,
-                                unique=unique))
-    maintenance = tuple((t, rows_written * INDEX_ENTRY_COST) for t, rows_written in sorted(written.items()))
+    candidates = tuple(c for c in generate(uses, max_width=min(max_width, facts.max_key_columns), existing=existing,
+                                           tables=big, shapes=shapes, unique=unique)
+                       if facts.allows(c.index.include, c.index.where))
+    maintenance = tuple((t, rows_written * facts.entry_cost) for t, rows_written in sorted(written.items()))
     session = connector.whatif()
     planner = session if sizes is None else CalibratedSizes(session, sizes)
     whatif = CachedWhatIf(planner)
@@ -107,32 +105,33 @@ def _time_weighted(queries: list[Query], whatif: CachedWhatIf, bound: dict[str, 
             if q.queryid in scales else q for q in queries]
 
 
-def _parse(sql_text: str) -> exp.Expression | None:
+def _parse(sql_text: str, dialect: str) -> exp.Expression | None:
     try:
-        return sqlglot.parse_one(sql_text, dialect="postgres")
+        return sqlglot.parse_one(sql_text, dialect=dialect)
     except SqlglotError:
         return None
 
 
-def _tables_of(tree: exp.Expression | None, schema) -> frozenset[tuple[str, str]]:
+def _tables_of(tree: exp.Expression | None, schema, home: str) -> frozenset[tuple[str, str]]:
     """Every table of ``schema`` the statement names (subqueries and CTEs included)."""
     if tree is None:
         return frozenset()
-    return frozenset(key for t in tree.find_all(exp.Table) if (key := (t.db or "public", t.name)) in schema)
+    return frozenset(key for t in tree.find_all(exp.Table) if (key := (t.db or home, t.name)) in schema)
 
 
-def written_tables(sql_text: str, schema=None) -> list[tuple[str, str]]:
-    """The (schema, table) an INSERT/UPDATE/DELETE writes (limited to ``schema``'s tables when given)."""
-    return _written(_parse(sql_text), schema)
+def written_tables(sql_text: str, dialect: str, home: str, schema=None) -> list[tuple[str, str]]:
+    """The (schema, table) an INSERT/UPDATE/DELETE (in sqlglot's ``dialect``; an unqualified table is in ``home``,
+    the connector's default schema) writes (limited to ``schema``'s tables when given)."""
+    return _written(_parse(sql_text, dialect), home, schema)
 
 
-def _written(tree: exp.Expression | None, schema=None) -> list[tuple[str, str]]:
+def _written(tree: exp.Expression | None, home: str, schema=None) -> list[tuple[str, str]]:
     if tree is None:
         return []
     target = tree.this if isinstance(tree, (exp.Insert, exp.Update, exp.Delete)) else None
     if isinstance(target, exp.Schema):
         target = target.this
     if isinstance(target, exp.Table):
-        key = (target.db or "public", target.name)
+        key = (target.db or home, target.name)
         return [key] if schema is None or key in schema else []
     return []

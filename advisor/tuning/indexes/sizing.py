@@ -21,18 +21,8 @@ from optimizers.indexes.btree import ColumnSample, TableSample
 from optimizers.indexes.sizing import CalibratedSizes, SizeModel
 
 FILE = "index_sizes.json"
-COLUMN_TYPES_SQL = """/* db-advisor */ SELECT table_schema, table_name, column_name, data_type
-FROM information_schema.columns WHERE table_schema NOT IN ('pg_catalog', 'information_schema')"""
 SAMPLE_ROWS = 30_000  # rows sampled per table, as many as ANALYZE reads at the default statistics target
 SAMPLE_SEED = 7  # REPEATABLE: a predicate's query samples the same rows
-
-
-def column_types(connector: Connector) -> dict[tuple[str, str, str], str]:
-    """(schema, table, column) -> SQL type name, from the standard information_schema."""
-    with connector.connect() as conn:
-        cur = conn.cursor()
-        cur.execute(COLUMN_TYPES_SQL)
-        return {(s, t, c): kind for s, t, c, kind in cur.fetchall()}
 
 
 def repeats(snapshot: Snapshot) -> dict[tuple[str, str, str], float]:
@@ -58,10 +48,10 @@ def prepare(shadow: Connector, snapshot: Snapshot, model_dir: Path | None, say: 
             stored = json.loads((model_dir / FILE).read_text())
         except (OSError, ValueError):
             stored = None
-    model = SizeModel.from_json(stored, column_types(shadow), repeats(snapshot),
+    model = SizeModel.from_json(stored, shadow.column_data_types(), repeats(snapshot),
                                 {(c.schema, c.table, c.column): float(c.avg_width) for c in snapshot.columns},
                                 {(t.schema, t.name): t.rows for t in snapshot.tables},
-                                TableSamples(shadow))
+                                TableSamples(shadow), shadow.index_facts())
     twins = {}
     for info in snapshot.indexes:
         ix = index_columns(info)

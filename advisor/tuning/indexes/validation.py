@@ -109,8 +109,8 @@ def inspect_built(shadow: Shadow, statements: Sequence[BoundStatement], indexes:
 def plans_use(shadow: Shadow, statements: Sequence[BoundStatement]) -> dict[str, set[str]]:
     """Per index name, the queryids whose plans on the shadow (as it is now) scan it."""
     used: dict[str, set[str]] = {}
-    for st, names in zip(statements, shadow.connector.used_indexes([st.sql for st in statements])):
-        for name in names:
+    for st, plan in zip(statements, shadow.connector.plans([st.sql for st in statements])):
+        for name in plan.indexes:
             used.setdefault(name, set()).add(st.queryid)
     return used
 
@@ -130,9 +130,10 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
     repaired: dict[IndexChange, tuple[IndexChange, str]] = {}  # repair -> (the index it replaced, the statement)
     index_name = shadow.connector.index_name
     writers: dict[tuple[str, str], list[str]] = {}
+    dialect, home = shadow.connector.dialect, shadow.connector.default_schema()
     for st in statements:
         if st.is_write:
-            for table in written_tables(st.sql):
+            for table in written_tables(st.sql, dialect, home):
                 writers.setdefault(table, []).append(st.queryid)
     sizes, used = inspect_built(shadow, statements, indexes)
     all_used = dict(used)
