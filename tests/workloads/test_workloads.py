@@ -65,13 +65,14 @@ def test_a_statement_once_explained_binds_to_itself(tpch_dsn):
 
 
 def test_binding_from_column_statistics_when_no_example_exists(tpch_dsn):
-    st = Statement("0", "SELECT o_orderkey FROM orders o WHERE o.o_orderdate >= $1 AND o_orderpriority = $2 "
+    # queryid 0 is what utility statements get (pg_qualstats may keep an example under it): an id no statement has
+    st = Statement("1", "SELECT o_orderkey FROM orders o WHERE o.o_orderdate >= $1 AND o_orderpriority = $2 "
                         "AND o_totalprice > $3 LIMIT $4", 1, 1.0)
     bound, skipped = bind_workload(PostgresConnector(tpch_dsn), Workload((st,)))
     assert not skipped and bound[0].source == "statistics"
     assert "$" not in bound[0].sql and "LIMIT 100" in bound[0].sql
     rows = replay(tpch_dsn, bound, ReplayOptions(warmup=0))
-    assert not rows.errors and len(rows.samples["0"]) == 1
+    assert not rows.errors and len(rows.samples["1"]) == 1
 
 
 def test_replay_measures_every_statement_rolls_back_writes_and_records_timeouts(db):
