@@ -279,6 +279,16 @@ class Connector(Protocol):
     def revert(self, applied: Applied, lock_timeout_s: float | None = None) -> None:
         """Undo what ``apply`` did (``lock_timeout_s`` as for ``apply``)."""
 
+    # --- benches (issue 30) ------------------------------------------------------------------------------------
+
+    def database_bytes(self) -> int:
+        """The connected database's size on disk in bytes: its tables, indexes and the engine's own files of it
+        (PostgreSQL: ``pg_database_size``)."""
+
+    def analyze(self, tables: Sequence[str] | None = None) -> None:
+        """Refresh the planner's statistics of ``tables`` (names in the connection's default schema; None: every
+        table of the database), and where the engine keeps one its visibility map (PostgreSQL: VACUUM ANALYZE)."""
+
 
 @runtime_checkable
 class Sandbox(Protocol):
@@ -328,6 +338,14 @@ class Sandbox(Protocol):
 
     def log_tail(self, lines: int = 5) -> str:
         """The server log's last lines, joined by `` | ``."""
+
+    # --- benches (issue 30) ------------------------------------------------------------------------------------
+
+    default_db: str  # the database every new server has (PostgreSQL: "postgres"): ``dsn()``'s and ``connector()``'s
+
+    def login_dsn(self, dbname: str, user: str | None = None, password: str | None = None) -> str:
+        """The DSN of database ``dbname`` over TCP as ``user`` (None: the sandbox's own), with ``password`` when
+        given, in the engine's DSN form (values quoted as that form needs): what a person pastes to reach it."""
 
 
 @dataclass

@@ -33,8 +33,8 @@ from connectors.postgres.connector import PostgresConnector
 from connectors.postgres.sandbox import PostgresSandbox
 from connectors.postgres.shadow import create_shadow as clone_postgres
 
-__all__ = ["ENGINES", "SCHEMES", "TAG", "Connector", "Engine", "Sandbox", "Shadow", "client_tool", "clone",
-           "connect", "connector", "engine_of", "free_port", "reap_orphans", "redact", "sandbox",
+__all__ = ["DEFAULT_ENGINE", "ENGINES", "SCHEMES", "TAG", "Connector", "Engine", "Sandbox", "Shadow", "client_tool",
+           "clone", "connect", "connector", "engine_of", "free_port", "reap_orphans", "redact", "sandbox",
            "stop_all", "target_name"]
 
 
@@ -47,6 +47,8 @@ class Engine:
     sandbox: Any  # the sandbox class
     clone: Callable[..., Shadow]
 
+
+DEFAULT_ENGINE = "postgres"  # the engine of the servers the advisor starts for itself (demo, benches) unless told
 
 ENGINES: dict[str, Engine] = {
     "postgres": Engine(PostgresConnector, PostgresSandbox, clone_postgres),
@@ -91,7 +93,7 @@ def connector(dsn: str, restart: Callable[[], None] | None = None) -> Connector:
     return _engine(engine_of(dsn)).connector(dsn, restart=restart)
 
 
-def sandbox(engine: str = "postgres", name: str = "sandbox", settings: dict[str, str] | None = None,
+def sandbox(engine: str = DEFAULT_ENGINE, name: str = "sandbox", settings: dict[str, str] | None = None,
             **options: Any) -> Sandbox:
     """A new, not yet started sandbox server of ``engine`` (use it as a context manager, or ``start()`` it).
     ``settings`` are in the engine's configuration syntax; ``options`` go to the engine's sandbox (``keep``,

@@ -81,6 +81,7 @@ class BenchOptions:
     mode: str = "real"  # real | surrogate
     design: int = 48  # Sobol points of a surrogate-mode design
     design_from: str | None = None  # a knobs.json whose designs the surrogate mode reuses (no data loaded)
+    engine: str = factory.DEFAULT_ENGINE  # of the servers the workloads run on
 
 
 @dataclass
@@ -203,15 +204,14 @@ class KnobBench:
             workload = Workload(tuple(Statement(b.queryid, b.sql, 1, 1.0) for b in runner.statements))
         shadow = Shadow.of(sandbox, "bench")
         space = KnobSpace.build(shadow.connector.knob_catalog(), self.hw)
-        with shadow.connector.connect() as conn:
-            data_bytes = int(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0])
+        data_bytes = shadow.connector.database_bytes()
         features = extract(workload, data_bytes, "oltp" if wl.kind == "pgbench" else "dw")
         return shadow, runner, workload, space, features
 
     def _design(self, wl: BenchWorkload) -> dict:
         """A surrogate-mode design measured on a real server, in the form ``knobs.json`` keeps it."""
         self.say(f"[{wl.name}] starting a server and loading the data")
-        with factory.sandbox("postgres", f"bench-{wl.name}") as sandbox:
+        with factory.sandbox(self.options.engine, f"bench-{wl.name}") as sandbox:
             shadow, runner, workload, space, features = self._server(sandbox, wl)
             seeds, _ = rule_seeds(space, features)
             trials = TrialRunner(shadow, runner, space, say=silent)
@@ -229,8 +229,8 @@ class KnobBench:
         """Every run of ``RUNS`` over seeds on a surrogate fitted to ``design`` (its space rebuilt from a server's
         catalog and the design's hardware)."""
         hw = Hardware(**design["hardware"])
-        with factory.sandbox("postgres", f"bench-{name}-catalog") as sandbox:
-            space = KnobSpace.build(Shadow.of(sandbox, "postgres").connector.knob_catalog(), hw)
+        with factory.sandbox(self.options.engine, f"bench-{name}-catalog") as sandbox:
+            space = KnobSpace.build(Shadow.of(sandbox, sandbox.default_db).connector.knob_catalog(), hw)
         points = [Observed(t["config"], t["statement_ms"], t["failed"]) for t in design["trials"]]
         model = Surrogate(space, design["weights"], points)
         self.say(f"[surrogate {name}] fitted to {model.trained_on} real trials; running "
@@ -244,7 +244,7 @@ class KnobBench:
     def _workload(self, wl: BenchWorkload, store: Store) -> tuple[WorkloadReport, dict | None]:
         trials_n = self.options.trials or wl.trials
         self.say(f"[{wl.name}] starting a server and loading the data")
-        with factory.sandbox("postgres", f"bench-{wl.name}") as sandbox:
+        with factory.sandbox(self.options.engine, f"bench-{wl.name}") as sandbox:
             shadow, runner, workload, space, features = self._server(sandbox, wl)
             seeds, _ = rule_seeds(space, features)
             all_records: list[TrialRecord] = []

@@ -13,7 +13,7 @@ from advisor.core.domain import (Applied, Change, DropIndexChange, Hardware, Ind
                                  Snapshot)
 from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, TargetUnreachable
 from connectors.postgres import changes as change_sql
-from connectors.postgres import samples
+from connectors.postgres import samples, upkeep
 from advisor.core.plans import Plan
 from connectors.postgres.catalog import read_catalog
 from connectors.postgres.plans import to_plan
@@ -335,6 +335,14 @@ class PostgresConnector:
             if not pending or time.monotonic() > deadline:
                 return
             time.sleep(0.05)
+
+    # --- benches (issue 30) ------------------------------------------------------------------------------------
+
+    def database_bytes(self) -> int:
+        return upkeep.database_bytes(self.dsn)
+
+    def analyze(self, tables: Sequence[str] | None = None) -> None:
+        upkeep.analyze(self.dsn, tables)
 
 
 def _set_lock_timeout(conn: psycopg.Connection, seconds: float | None) -> None:

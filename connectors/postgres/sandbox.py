@@ -30,7 +30,7 @@ from pathlib import Path
 from advisor.core.errors import SandboxError
 from connectors import local
 from connectors.local import free_port, pid_alive, stop_all
-from connectors.postgres.connection import redact
+from connectors.postgres.connection import keyword_dsn, redact
 
 if TYPE_CHECKING:
     from connectors.postgres.connector import PostgresConnector
@@ -68,6 +68,7 @@ class PostgresSandbox:
     """
 
     engine = "postgres"
+    default_db = "postgres"  # the database initdb makes: ``dsn()``'s and ``connector()``'s
 
     def __init__(self, name: str = "sandbox", settings: dict[str, str] | None = None, base_dir: str | None = None,
                  keep: bool = False):
@@ -278,6 +279,12 @@ class PostgresSandbox:
     def client_tool(name: str) -> str:
         """Path of a client program (pgbench, pg_dump, psql) of the newest installed server."""
         return str(pg_bin_dir() / name)
+
+    # --- benches (issue 30) ------------------------------------------------------------------------------------
+
+    def login_dsn(self, dbname: str, user: str | None = None, password: str | None = None) -> str:
+        """A libpq ``key=value`` DSN of ``dbname`` over TCP as ``user`` (default: ``postgres``)."""
+        return keyword_dsn(self.host, self.port, dbname, user or self.user, password)
 
 
 # --- processes and lock files -----------------------------------------------------------------------------------
