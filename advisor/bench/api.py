@@ -101,8 +101,9 @@ def run_api_bench(options: ApiBenchOptions, say: Say = silent) -> dict:
     from advisor.service.factory import build_service
     from advisor.service.runs import RunPlan
     from advisor.storage.store import new_id
-    from connectors.factory import free_port
+    from connectors.factory import free_port, supported
 
+    supported(options.engine)
     out = Path(options.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="advisor-bench-api-"))

@@ -31,7 +31,7 @@ from advisor.bench.fault_ledger import add_lost
 from advisor.core.errors import AdvisorError
 from advisor.core.hardware import detect
 from advisor.core.progress import Say, silent
-from connectors.factory import DEFAULT_ENGINE
+from connectors.factory import DEFAULT_ENGINE, supported
 
 
 def _cases() -> tuple[type[Fault], ...]:
@@ -68,6 +68,7 @@ def select(wanted: tuple[str, ...]) -> list[type[Fault]]:
 
 def run_fault_bench(options: FaultBenchOptions = FaultBenchOptions(), say: Say = silent) -> dict:
     cases = select(options.faults)
+    supported(options.engine)
     out = Path(options.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="advisor-faults-"))

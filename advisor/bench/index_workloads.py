@@ -112,6 +112,7 @@ class WorkloadBench:
 
     def run(self) -> dict:
         started = time.time()
+        factory.supported(self.options.engine)
         self.out.mkdir(parents=True, exist_ok=True)
         doc: dict = {"machine": asdict(detect()), "options": asdict(self.options), "workloads": {}}
         for i, name in enumerate(self.options.workloads, 1):

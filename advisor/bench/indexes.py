@@ -105,6 +105,7 @@ class IndexBench:
     def run(self) -> dict:
         o = self.options
         started = time.time()
+        factory.supported(o.engine)
         self.out.mkdir(parents=True, exist_ok=True)
         rng = random.Random(o.seed)
         with factory.sandbox(o.engine, "bench-indexes") as sandbox, \

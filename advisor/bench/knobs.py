@@ -147,7 +147,7 @@ class KnobBench:
         self.out.mkdir(parents=True, exist_ok=True)
 
     def run(self) -> dict:
-        started = time.time()
+        started, _ = time.time(), factory.supported(self.options.engine)
         by_name = {w.name: w for w in DEFAULT_WORKLOADS}
         for name in self.options.workloads:
             if name not in by_name:

@@ -90,6 +90,7 @@ def run_observation_bench(options: ObservationBenchOptions = ObservationBenchOpt
     """Run the bench against ``dsn`` (its pgbench tables are replaced), or a sandbox of its own; see the module."""
     from connectors import factory
 
+    factory.supported(options.engine)
     if options.blocks < 2 or options.blocks % 2:
         raise AdvisorError(f"blocks must be even and at least 2, not {options.blocks}")
     if not 0 <= options.settle_s < options.block_s - 1 or not options.interval_s > 0:
