@@ -22,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from advisor.core.domain import Applied, Change, Costed, Hardware, IndexChange, KnobSpec, Snapshot
 from advisor.core.plans import Plan
+from connectors.probing import Probe
 
 # Every statement the advisor itself sends starts with this comment, so that capture can leave it out of the
 # observed workload (statement statistics keep the first-seen text, comment included). Valid SQL in every engine.
@@ -288,6 +289,16 @@ class Connector(Protocol):
     def analyze(self, tables: Sequence[str] | None = None) -> None:
         """Refresh the planner's statistics of ``tables`` (names in the connection's default schema; None: every
         table of the database), and where the engine keeps one its visibility map (PostgreSQL: VACUUM ANALYZE)."""
+
+    def table_bytes(self, table: str, schema: str | None = None) -> int:
+        """Bytes of ``table``'s rows on disk, without its indexes (``schema`` None: the connection's default)."""
+
+    def invalid_indexes(self) -> list[str]:
+        """Names of the indexes an interrupted or failed online build left unusable (engines whose builds leave
+        nothing behind: none)."""
+
+    def probe(self) -> Probe:
+        """An operator's connection to the server (closing it releases what it holds)."""
 
 
 @runtime_checkable

@@ -13,7 +13,7 @@ from advisor.core.domain import (Applied, Change, DropIndexChange, Hardware, Ind
                                  Snapshot)
 from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, TargetUnreachable
 from connectors.postgres import changes as change_sql
-from connectors.postgres import samples, upkeep
+from connectors.postgres import activity, samples, upkeep
 from advisor.core.plans import Plan
 from connectors.postgres.catalog import read_catalog
 from connectors.postgres.plans import to_plan
@@ -343,6 +343,15 @@ class PostgresConnector:
 
     def analyze(self, tables: Sequence[str] | None = None) -> None:
         upkeep.analyze(self.dsn, tables)
+
+    def table_bytes(self, table: str, schema: str | None = None) -> int:
+        return activity.table_bytes(self.dsn, table, schema)
+
+    def invalid_indexes(self) -> list[str]:
+        return activity.invalid_indexes(self.dsn)
+
+    def probe(self) -> activity.PostgresProbe:
+        return activity.PostgresProbe(self.dsn)
 
 
 def _set_lock_timeout(conn: psycopg.Connection, seconds: float | None) -> None:
