@@ -104,7 +104,7 @@ def sandbox(engine: str = DEFAULT_ENGINE, name: str = "sandbox", settings: dict[
             **options: Any) -> Sandbox:
     """A new, not yet started sandbox server of ``engine`` (use it as a context manager, or ``start()`` it).
     ``settings`` are in the engine's configuration syntax; ``options`` go to the engine's sandbox (``keep``,
-    ``base_dir``)."""
+    ``base_dir``, and ``durable=False``: crash safety traded for speed, as the engine does it)."""
     return _engine(engine).sandbox(name, settings=settings, **options)
 
 

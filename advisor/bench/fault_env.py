@@ -212,7 +212,7 @@ class Env:
         tempfile.tempdir = str(self.tmp)
         os.environ.update(self.isolated())
         self.say("starting the bench's production server (a sandbox with the shop database)")
-        self.prod = factory.sandbox(self.engine, "faults-prod", {"fsync": "off", "synchronous_commit": "off"})
+        self.prod = factory.sandbox(self.engine, "faults-prod", durable=False)
         self.prod.start()
         self.dsn = create_shop(self.prod)
         self.run_workload()

@@ -41,6 +41,7 @@ __all__ = ["PostgresSandbox", "free_port", "pg_bin_dir", "pid_alive", "stop_all"
 PG_BIN_CANDIDATES = ("/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/17/bin")
 PRELOAD = "pg_stat_statements,pg_qualstats"
 EXTENSIONS = ("pg_stat_statements", "pg_qualstats", "hypopg")
+NOT_DURABLE = {"fsync": "off", "synchronous_commit": "off"}  # a sandbox's ``durable=False``
 HBA_KEYWORDS = frozenset({"all", "sameuser", "samerole", "samegroup", "replication"})  # pg_hba.conf's user words
 
 
@@ -64,16 +65,17 @@ class PostgresSandbox:
     """One local cluster. Use as a context manager, or call ``start()`` and ``stop()``.
 
     ``settings`` go into postgresql.conf (e.g. ``{"shared_buffers": "256MB"}``); ``keep=True`` leaves the
-    directory behind after stop (for post-mortems). It satisfies ``connectors.base.Sandbox``.
+    directory behind after stop (for post-mortems); ``durable=False`` trades crash safety for speed (fsync and
+    synchronous_commit off, unless ``settings`` say otherwise). It satisfies ``connectors.base.Sandbox``.
     """
 
     engine = "postgres"
     default_db = "postgres"  # the database initdb makes: ``dsn()``'s and ``connector()``'s
 
     def __init__(self, name: str = "sandbox", settings: dict[str, str] | None = None, base_dir: str | None = None,
-                 keep: bool = False):
+                 keep: bool = False, durable: bool = True):
         self.name = name
-        self.settings = dict(settings or {})
+        self.settings = {**({} if durable else NOT_DURABLE), **(settings or {})}
         self.keep = keep
         self.bin = pg_bin_dir()
         self.root = Path(tempfile.mkdtemp(prefix=f"{local.PREFIX}{name}-", dir=base_dir))

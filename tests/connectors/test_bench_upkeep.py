@@ -101,3 +101,8 @@ def test_an_interrupted_concurrent_build_is_listed_as_an_invalid_index(db):
     with pytest.raises(psycopg.errors.UniqueViolation):
         run(db, "CREATE UNIQUE INDEX CONCURRENTLY t_id_unique ON t (id)")
     assert PostgresConnector(db).invalid_indexes() == ["t_id_unique"]
+
+
+def test_a_sandbox_not_durable_trades_crash_safety_for_speed_unless_its_settings_say_otherwise():
+    with factory.sandbox(factory.DEFAULT_ENGINE, "not-durable", {"synchronous_commit": "on"}, durable=False) as sb:
+        assert scalar(sb.dsn(), "SHOW fsync") == "off" and scalar(sb.dsn(), "SHOW synchronous_commit") == "on"
