@@ -5,6 +5,8 @@ registers its stopper when imported here) whose owner process was killed, and re
 Code above ``connectors`` (pipelines, the service, benches, workloads) asks this module, and only this module, for
 engine-specific objects; it then talks to them through the protocols of ``connectors.base``. Supporting another
 engine means a package under ``connectors/`` plus one entry in ``ENGINES`` (its DSN schemes are already known).
+The servers the advisor starts for itself (demo, playground, benches) are of ``DEFAULT_ENGINE`` unless told;
+``supported(engine)`` refuses an engine it does not run, in one line, before anything is made.
 
 >>> engine_of("postgresql://bob:secret@db.example:5432/shop")
 'postgres'
