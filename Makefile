@@ -4,8 +4,11 @@
 bootstrap:
 	@bash scripts/bootstrap.sh
 
+# ENGINE=mariadb runs the demo and the benches on MariaDB (default: postgres)
+ENGINE ?= postgres
+
 demo: bootstrap
-	.venv/bin/advisor demo
+	.venv/bin/advisor demo --engine $(ENGINE)
 
 # the import-linter contracts ([tool.importlinter] in pyproject.toml) are checked first; a broken one fails the target.
 # Two workers (pytest-xdist), each test file on one worker with its own servers: most tests wait on PostgreSQL
@@ -17,17 +20,17 @@ test-slow: bootstrap
 	.venv/bin/python -m pytest -m slow
 
 bench-knobs: bootstrap
-	.venv/bin/advisor bench knobs
+	.venv/bin/advisor bench knobs --engine $(ENGINE)
 
 bench-indexes: bootstrap
-	.venv/bin/advisor bench indexes --workloads tpch,app,job
+	.venv/bin/advisor bench indexes --workloads tpch,app,job --engine $(ENGINE)
 
 bench-service: bootstrap
-	.venv/bin/advisor bench service
+	.venv/bin/advisor bench service --engine $(ENGINE)
 
 # faults injected against real servers (see README); exits 1 unless every fault is recovered or refused, 0 rows lost
 bench-faults: bootstrap
-	.venv/bin/advisor bench faults
+	.venv/bin/advisor bench faults --engine $(ENGINE)
 
 serve: bootstrap
 	.venv/bin/advisor serve

@@ -26,6 +26,7 @@ from advisor.core.domain import Applied, Change, Costed, Hardware, IndexChange, 
 from advisor.core.indexfacts import IndexFacts
 from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
+from connectors.probing import Probe
 
 # Every statement the advisor itself sends starts with this comment, so that capture can leave it out of the
 # observed workload (statement statistics keep the first-seen text, comment included). Valid SQL in every engine.
@@ -419,6 +420,22 @@ class Connector(Protocol):
         """(schema, table, column) -> the column's standard type name (information_schema's ``data_type``:
         ``integer``, ``numeric``, ``character varying``, ...), for grouping index sizes by key type."""
 
+    # --- benches (issue 30) ------------------------------------------------------------------------------------
+
+    def database_bytes(self) -> int:
+        """The connected database's size on disk in bytes: its tables, indexes and the engine's own files of it
+        (PostgreSQL: ``pg_database_size``)."""
+
+    def table_bytes(self, table: str, schema: str | None = None) -> int:
+        """Bytes of ``table``'s rows on disk, without its indexes (``schema`` None: the connection's default)."""
+
+    def invalid_indexes(self) -> list[str]:
+        """Names of the indexes an interrupted or failed online build left unusable (engines whose builds leave
+        nothing behind: none)."""
+
+    def probe(self) -> Probe:
+        """An operator's connection to the server (closing it releases what it holds)."""
+
 
 @runtime_checkable
 class Sandbox(Protocol):
@@ -468,6 +485,14 @@ class Sandbox(Protocol):
 
     def log_tail(self, lines: int = 5) -> str:
         """The server log's last lines, joined by `` | ``."""
+
+    # --- benches (issue 30) ------------------------------------------------------------------------------------
+
+    default_db: str  # the database every new server has (PostgreSQL: "postgres"): ``dsn()``'s and ``connector()``'s
+
+    def login_dsn(self, dbname: str, user: str | None = None, password: str | None = None) -> str:
+        """The DSN of database ``dbname`` over TCP as ``user`` (None: the sandbox's own), with ``password`` when
+        given, in the engine's DSN form (values quoted as that form needs): what a person pastes to reach it."""
 
 
 @dataclass

@@ -5,6 +5,8 @@ registers its stopper when imported here) whose owner process was killed, and re
 Code above ``connectors`` (pipelines, the service, benches, workloads) asks this module, and only this module, for
 engine-specific objects; it then talks to them through the protocols of ``connectors.base``. Supporting another
 engine means a package under ``connectors/`` plus one entry in ``ENGINES`` (its DSN schemes are already known).
+The servers the advisor starts for itself (demo, playground, benches) are of ``DEFAULT_ENGINE`` unless told;
+``supported(engine)`` refuses an engine it does not run, in one line, before anything is made.
 
 >>> engine_of("postgresql://bob:secret@db.example:5432/shop")
 'postgres'
@@ -34,9 +36,9 @@ from connectors.postgres.connector import PostgresConnector
 from connectors.postgres.sandbox import PostgresSandbox
 from connectors.postgres.shadow import create_shadow as clone_postgres
 
-__all__ = ["ENGINES", "SCHEMES", "TAG", "Connector", "Engine", "Sandbox", "Shadow", "client_tool", "clone",
-           "connect", "connector", "engine_of", "free_port", "reap_orphans", "redact", "sandbox",
-           "stop_all", "target_name"]
+__all__ = ["DEFAULT_ENGINE", "ENGINES", "SCHEMES", "TAG", "Connector", "Engine", "Sandbox", "Shadow", "client_tool",
+           "clone", "connect", "connector", "engine_of", "free_port", "reap_orphans", "redact", "sandbox",
+           "stop_all", "supported", "target_name"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class Engine:
     sandbox: Any  # the sandbox class
     clone: Callable[..., Shadow]
 
+
+DEFAULT_ENGINE = "postgres"  # the engine of the servers the advisor starts for itself (demo, benches) unless told
 
 ENGINES: dict[str, Engine] = {
     "postgres": Engine(PostgresConnector, PostgresSandbox, clone_postgres),
@@ -87,17 +91,24 @@ def _engine(name: str) -> Engine:
         raise AdvisorError(f"engine {name} is not supported yet (supported: {', '.join(ENGINES)})") from None
 
 
+def supported(engine: str) -> str:
+    """``engine`` when the advisor runs it; AdvisorError naming the engines it runs otherwise (a bench checks its
+    engine with it before it makes anything)."""
+    _engine(engine)
+    return engine
+
+
 def connector(dsn: str, restart: Callable[[], None] | None = None) -> Connector:
     """The connector for the database at ``dsn``. ``restart`` restarts its server, when the caller can (a
     sandbox's ``restart``); without one a change that needs a restart is reported as pending."""
     return _engine(engine_of(dsn)).connector(dsn, restart=restart)
 
 
-def sandbox(engine: str = "postgres", name: str = "sandbox", settings: dict[str, str] | None = None,
+def sandbox(engine: str = DEFAULT_ENGINE, name: str = "sandbox", settings: dict[str, str] | None = None,
             **options: Any) -> Sandbox:
     """A new, not yet started sandbox server of ``engine`` (use it as a context manager, or ``start()`` it).
     ``settings`` are in the engine's configuration syntax; ``options`` go to the engine's sandbox (``keep``,
-    ``base_dir``)."""
+    ``base_dir``, and ``durable=False``: crash safety traded for speed, as the engine does it)."""
     return _engine(engine).sandbox(name, settings=settings, **options)
 
 

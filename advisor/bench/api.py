@@ -33,6 +33,7 @@ import httpx2 as httpx
 from advisor.core.errors import AdvisorError
 from advisor.core.hardware import detect
 from advisor.core.progress import Say, silent
+from connectors.factory import DEFAULT_ENGINE
 
 P99_TARGET_MS = 100.0
 
@@ -45,6 +46,7 @@ class ApiBenchOptions:
     tuning_trials: int = 60  # the background knob run; long enough to outlast the windows
     think_ms: int = 100  # the paced pass: each client waits this long between requests
     out_dir: str = "bench-results/service"
+    engine: str = DEFAULT_ENGINE  # of the production server the runs tune (the CLI's --engine)
 
 
 _WRK_LATENCY = re.compile(r"^\s+(50|75|90|99)%\s+([0-9.]+)(us|ms|s)\s*$", re.M)
@@ -99,8 +101,9 @@ def run_api_bench(options: ApiBenchOptions, say: Say = silent) -> dict:
     from advisor.service.factory import build_service
     from advisor.service.runs import RunPlan
     from advisor.storage.store import new_id
-    from connectors.factory import free_port
+    from connectors.factory import free_port, supported
 
+    supported(options.engine)
     out = Path(options.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="advisor-bench-api-"))
@@ -108,7 +111,7 @@ def run_api_bench(options: ApiBenchOptions, say: Say = silent) -> dict:
     env = {**os.environ, "ADVISOR_STORE": str(store_path), "ADVISOR_KEY_FILE": str(work / "secret.key")}
     os.environ["ADVISOR_KEY_FILE"] = env["ADVISOR_KEY_FILE"]
     started = time.monotonic()
-    with playground_sandbox("bench-prod") as prod:  # production-like: fsync on
+    with playground_sandbox("bench-prod", engine=options.engine) as prod:  # production-like: fsync on
         dsn = create_shop(prod)
         say("registering the target and running one index run (in this process, before the server starts)")
         service = build_service(store_path, say=say)

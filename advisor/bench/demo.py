@@ -1,7 +1,8 @@
-"""The demo: a sandbox "production" PostgreSQL with TPC-H (all 22 queries) and an application's ORM-style reports
-on it, the workload run and observed, then the whole advisor (``AdvisorService.tune("all", ...)``): indexes,
-rewrites of what is still slow, knobs on a shadow with the new indexes, and the validated changes measured
-together. Every server it starts is stopped; the recommendations stay in the store, ready to approve."""
+"""The demo: a sandbox "production" server (PostgreSQL unless another engine is named) with TPC-H (all 22 queries)
+and an application's ORM-style reports on it, the workload run and observed, then the whole advisor
+(``AdvisorService.tune("all", ...)``): indexes, rewrites of what is still slow, knobs on a shadow with the new
+indexes, and the validated changes measured together. Every server it starts is stopped; the recommendations stay
+in the store, ready to approve."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ class DemoOptions:
     optimizer: str = "hibo"
     trials: int = 8
     seed: int = 7
+    engine: str = factory.DEFAULT_ENGINE  # of the production server (and so of its shadows)
 
 
 def run_workload(dsn: str, scale: float, streams: int, seed: int, queries: tuple[int, ...] = DEMO_QUERIES,
@@ -43,8 +45,9 @@ def run_workload(dsn: str, scale: float, streams: int, seed: int, queries: tuple
 
 def run_demo(service: AdvisorService, options: DemoOptions = DemoOptions(), say: Say | None = None) -> WholeResult:
     say = say or silent
-    say("starting the demo's production server (a local sandbox)")
-    with factory.sandbox("postgres", "production") as production:
+    production = factory.sandbox(options.engine, "production")  # an engine not supported is refused here
+    say(f"starting the demo's production server (a local {production.engine} sandbox)")
+    with production:
         dsn = production.create_database("tpch")
         joins = suites.get("joins")
         suites.prepare(dsn, joins, options.scale, progress=say)

@@ -13,6 +13,7 @@ import httpx2 as httpx
 from advisor.bench.fault_base import Fault
 from advisor.bench.fault_env import BenchFailure, Lines, pid_alive
 from advisor.bench.fault_llm import ScriptedLLM
+from advisor.core.domain import DropIndexChange
 from advisor.core.errors import AdvisorError
 from advisor.service.runs import RunPlan
 from connectors import factory
@@ -23,10 +24,11 @@ ENDED = ("done", "failed", "cancelled", "interrupted")
 def reset_production(env) -> None:
     """Production as the bench made it: no index on orders but its primary key (a case that applied one and could
     not roll it back must not change what the next case is recommended)."""
-    with factory.connect(env.dsn) as conn:
-        for (name,) in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'orders' "
-                                    "AND indexname <> 'orders_pkey'").fetchall():
-            conn.execute(f'DROP INDEX IF EXISTS "{name}"')
+    connector = factory.connector(env.dsn)
+    drops = [DropIndexChange(ix.schema, ix.table, ix.name, ix.definition, why="fault bench: reset")
+             for ix in connector.observe().indexes if ix.table == "orders" and not ix.is_primary]
+    if drops:
+        connector.apply(drops)
 
 
 def index_recommendation(service, attempts: int = 3):

@@ -19,12 +19,20 @@ from advisor.core.errors import AdvisorError
 from advisor.core.hardware import detect
 from advisor.service.runs import RunPlan
 from connectors import factory
+from connectors.base import TAG
+from connectors.probing import ServerSession
 
-# a workload statement running on a shadow (replay sends the application's SQL untagged; the advisor's own
-# statements carry the TAG comment)
-RUNNING = ("SELECT count(*), max(query) FROM pg_stat_activity WHERE backend_type = 'client backend' "
-           "AND state = 'active' AND pid <> pg_backend_pid() AND query ILIKE '%orders%' "
-           "AND query NOT LIKE '/* db-advisor */%'")
+
+def running(sessions: list[ServerSession]) -> ServerSession | None:
+    """A workload statement running on a shadow (replay sends the application's SQL untagged; the advisor's own
+    statements carry the TAG comment)."""
+    return next((s for s in sessions if s.active and "orders" in s.statement.lower()
+                 and not s.statement.startswith(TAG)), None)
+
+
+def observing(sessions: list[ServerSession]) -> ServerSession | None:
+    """The advisor's own statement (tagged) waiting on a lock: an observation held at a locked table."""
+    return next((s for s in sessions if s.waiting_on_lock and s.statement.startswith(TAG)), None)
 
 
 def _in_thread(fn) -> tuple[threading.Thread, dict]:
@@ -41,17 +49,18 @@ def _in_thread(fn) -> tuple[threading.Thread, dict]:
     return thread, box
 
 
-def _poll(query: str, dsn, alive, what: str, timeout_s: float = 300.0):
-    """Poll ``query`` until its first column is truthy; the row. ``dsn``: a DSN, or a function giving the DSN to
-    use now (a shadow restarted by a trial moves on: the connection is opened again)."""
+def _poll(find, dsn, alive, what: str, timeout_s: float = 300.0) -> ServerSession:
+    """Poll the server's other sessions until ``find`` (sessions -> one of them, or None) finds one; that one.
+    ``dsn``: a DSN, or a function giving the DSN to use now (a shadow restarted by a trial moves on: the
+    connection is opened again)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            with factory.connect(dsn() if callable(dsn) else dsn) as conn:
+            with factory.connector(dsn() if callable(dsn) else dsn).probe() as probe:
                 while time.monotonic() < deadline:
-                    row = conn.execute(query).fetchone()
-                    if row and row[0]:
-                        return row
+                    found = find(probe.sessions())
+                    if found is not None:
+                        return found
                     if not alive():
                         raise BenchFailure(f"the advisor finished before {what}")
                     time.sleep(0.002)
@@ -111,13 +120,13 @@ class ShadowKilled(Fault):
         self.thread, self.box = _in_thread(run)
         self.first, _, _ = self.lines.wait(r"trial 1/", alive=self.thread.is_alive)
         _, data = _shadow(env)
-        row = _poll(RUNNING, lambda: _shadow_dsn(data), self.thread.is_alive, "a workload statement ran on the shadow")
+        row = _poll(running, lambda: _shadow_dsn(data), self.thread.is_alive, "a workload statement ran on the shadow")
         pid = int((data / "postmaster.pid").read_text().split()[0])  # the postmaster that runs it (trials restart it)
         os.kill(pid, signal.SIGKILL)
         self.killed_at = time.monotonic()
         self.kill_index = len(self.lines.items) - 1
         self.injected(f"SIGKILL to the shadow's postmaster (pid {pid}) while trial {len(self.lines.trials()) + 1} "
-                      f"replayed a statement ({' '.join(row[1].split())[:50]}...) on it")
+                      f"replayed a statement ({' '.join(row.statement.split())[:50]}...) on it")
 
     def detect(self, env) -> None:
         hit = next_line(self.lines, self.kill_index, TRIAL.pattern, self.thread.is_alive)
@@ -216,13 +225,12 @@ class TargetDrops(Fault):
     title = "the target drops the advisor's connection during an observation"
 
     def setup(self, env) -> None:
-        self.holder = factory.connect(env.dsn)
+        self.holder = factory.connector(env.dsn).probe()
 
     def inject(self, env) -> None:
         # an ACCESS EXCLUSIVE lock on orders holds the observation at its table statistics (a deterministic moment
         # to find it); the server then terminates its connection, as an admin or a connection killer would
-        self.holder.execute("BEGIN")
-        self.holder.execute("LOCK TABLE orders IN ACCESS EXCLUSIVE MODE")
+        self.holder.lock("orders", readers_wait=True)
         self.snapshots_before = env.ledger().snapshots
 
         def observe():
@@ -230,13 +238,11 @@ class TargetDrops(Fault):
                 return service.observe_target("shop")
 
         self.thread, self.box = _in_thread(observe)
-        row = _poll("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid() "
-                    "AND query LIKE '/* db-advisor */%'", env.dsn, self.thread.is_alive,
-                    "the observation waited on the target")
-        with factory.connect(env.dsn) as conn:
-            conn.execute("SELECT pg_terminate_backend(%s)", [row[0]])
+        row = _poll(observing, env.dsn, self.thread.is_alive, "the observation waited on the target")
+        with factory.connector(env.dsn).probe() as probe:
+            probe.terminate(row.id)
         self.dropped_at = time.monotonic()
-        self.injected(f"pg_terminate_backend on the observation's connection (pid {row[0]}) while it read table "
+        self.injected(f"the server terminated the observation's connection (session {row.id}) while it read table "
                       f"statistics")
 
     def detect(self, env) -> None:
@@ -248,7 +254,7 @@ class TargetDrops(Fault):
                       if error else f"the observation returned {self.box.get('value')} without an error")
 
     def recover(self, env) -> None:
-        self.holder.execute("ROLLBACK")
+        self.holder.release()
         with env.service() as service:
             try:
                 obs = service.observe_target("shop")

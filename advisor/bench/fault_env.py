@@ -176,6 +176,7 @@ class Env:
 
     work: Path
     say: Say = silent
+    engine: str = factory.DEFAULT_ENGINE  # of the production server
     prod: object = None
     dsn: str = ""
     secret: str = ""
@@ -211,7 +212,7 @@ class Env:
         tempfile.tempdir = str(self.tmp)
         os.environ.update(self.isolated())
         self.say("starting the bench's production server (a sandbox with the shop database)")
-        self.prod = factory.sandbox("postgres", "faults-prod", {"fsync": "off", "synchronous_commit": "off"})
+        self.prod = factory.sandbox(self.engine, "faults-prod", durable=False)
         self.prod.start()
         self.dsn = create_shop(self.prod)
         self.run_workload()
@@ -225,10 +226,10 @@ class Env:
         from advisor.bench.playground import run_shop_workload
 
         run_shop_workload(self.dsn, rounds=rounds)
-        with factory.connect(self.dsn) as conn:
+        with factory.connector(self.dsn).session() as session:
             for _ in range(3):
-                conn.execute("SELECT customer % 100 AS bucket, count(*), sum(amount) FROM orders "
-                              "GROUP BY 1 ORDER BY 3 DESC LIMIT 10")
+                session.run("SELECT customer % 100 AS bucket, count(*), sum(amount) FROM orders "
+                            "GROUP BY 1 ORDER BY 3 DESC LIMIT 10")
 
     def close(self) -> None:
         for server in list(self._servers):

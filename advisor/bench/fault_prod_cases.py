@@ -11,9 +11,12 @@ from advisor.bench.fault_api_cases import index_recommendation, post, reset_prod
 from advisor.bench.fault_base import Fault
 from advisor.core.settings import get_settings
 from connectors import factory
+from connectors.probing import ServerSession
 
-WAITING = ("SELECT pid, wait_event_type, left(query, 60) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-           "AND query ILIKE '%CREATE INDEX%' AND pid <> pg_backend_pid()")
+
+def building(sessions: list[ServerSession]) -> ServerSession | None:
+    """A session building an index that waits on a lock."""
+    return next((s for s in sessions if s.waiting_on_lock and "create index" in s.statement.lower()), None)
 
 
 def _message(reply: dict) -> str:
@@ -32,31 +35,29 @@ class ProductionLock(Fault):
             self.rec = index_recommendation(service)
             self.other = index_recommendation(service)  # a second validated one, rejected while the apply waits
             service.approve(self.rec.id, note="fault bench")
-        change = self.rec.changes[0]
-        self.table = f'"{change.schema}"."{change.table}"'
-        self.holder = factory.connect(env.dsn)
+        self.change = self.rec.changes[0]
+        self.holder = factory.connector(env.dsn).probe()
 
     def inject(self, env) -> None:
         self.server = env.server()
         self.server.start()
-        self.holder.execute("BEGIN")
-        self.holder.execute(f"LOCK TABLE {self.table} IN SHARE UPDATE EXCLUSIVE MODE")
+        self.lock = self.holder.lock(self.change.table, self.change.schema, readers_wait=False)
         self.locked = True
         self.locked_at = time.monotonic()
         base, auth = self.server.base, self.server.auth()
         self.apply_thread, self.apply = threaded(post, base, auth, f"/api/recommendations/{self.rec.id}/apply")
         self.bound = bound = getattr(get_settings(), "production_lock_timeout_s", 30.0) + 60.0
         waiting = None
-        with factory.connect(env.dsn) as conn:
+        with factory.connector(env.dsn).probe() as probe:
             while self.apply_thread.is_alive() and waiting is None and time.monotonic() - self.locked_at < bound:
-                waiting = conn.execute(WAITING).fetchone()
+                waiting = building(probe.sessions())
                 time.sleep(0.01)
         if waiting is None:
-            self.injected(f"LOCK TABLE {self.table} IN SHARE UPDATE EXCLUSIVE MODE held by another session; the apply "
-                          f"never waited on it ({self.apply.get('status')}: {_message(self.apply)})")
+            self.injected(f"{self.lock} held by another session; the apply never waited on it "
+                          f"({self.apply.get('status')}: {_message(self.apply)})")
             return
-        self.injected(f"another session holds LOCK TABLE {self.table} IN SHARE UPDATE EXCLUSIVE MODE; POST .../apply "
-                      f"of approved {self.rec.id} reached production and waits (pid {waiting[0]}: {waiting[2]})")
+        self.injected(f"another session holds {self.lock}; POST .../apply of approved {self.rec.id} reached "
+                      f"production and waits (session {waiting.id}: {waiting.statement[:60]})")
         # the rest of the API meanwhile: a list, a detail, and rejecting another recommendation
         probes = {"GET list": lambda c: c.get("/api/recommendations", params={"limit": 50}),
                   "GET one": lambda c: c.get(f"/api/recommendations/{self.other.id}")}
@@ -84,8 +85,7 @@ class ProductionLock(Fault):
             self.apply_thread.join(300)
         waited = self.apply.get("ended", time.monotonic()) - self.locked_at
         ok = not still and self.apply.get("status") == 409 and "lock" in _message(self.apply).lower()
-        with factory.connect(env.dsn) as conn:
-            invalid = conn.execute("SELECT count(*) FROM pg_index WHERE NOT indisvalid").fetchone()[0]
+        invalid = len(factory.connector(env.dsn).invalid_indexes())
         state = self.server.client.get(f"/api/recommendations/{self.rec.id}").json().get("state")
         self.outcome.details.update(apply_status=self.apply.get("status"), apply_waited_s=round(waited, 1),
                                     invalid_indexes=invalid, state_after=state)
@@ -116,7 +116,7 @@ class ProductionLock(Fault):
 
     def _release(self) -> None:
         if getattr(self, "locked", False):
-            self.holder.execute("ROLLBACK")
+            self.holder.release()
             self.locked = False
 
     def teardown(self, env) -> None:
@@ -171,10 +171,10 @@ class ConcurrentApprove(Fault):
         audit = self.server.client.get("/api/audit", params={"subject": self.rec.id, "limit": 100}).json()["items"]
         actions = [a["action"] for a in audit]
         change = self.rec.changes[0]
-        with factory.connect(env.dsn) as conn:
-            built = conn.execute("SELECT count(*) FROM pg_index x JOIN pg_class t ON t.oid = x.indrelid "
-                                 "WHERE t.relname = %s AND NOT x.indisprimary AND x.indisvalid",
-                                 [change.table]).fetchone()[0]
+        connector = factory.connector(env.dsn)
+        invalid = set(connector.invalid_indexes())
+        built = sum(1 for ix in connector.observe().indexes
+                    if ix.table == change.table and not ix.is_primary and ix.name not in invalid)
         state = self.server.client.get(f"/api/recommendations/{self.rec.id}").json().get("state")
         ok = actions.count("approved") == 1 and actions.count("applied") == 1 and built == 1 and state == "applied"
         self.outcome.details.update(audit_actions=actions, indexes_built=built)

@@ -15,9 +15,17 @@ from advisor.bench.fault_env import BenchFailure, Lines, pid_alive
 from advisor.core.errors import AdvisorError
 from advisor.service.runs import RunPlan
 from connectors import factory
+from connectors.base import TAG
+from connectors.probing import ServerSession
 
 # what pg_dump echoes after its error (the statement it ran): a run's error must not carry it
 ECHOED = ("Query was", "LOCK TABLE", "ACCESS SHARE", "['")
+
+
+def dumping(sessions: list[ServerSession]) -> ServerSession | None:
+    """The dump tool copying the target into a shadow, waiting on a lock: a session waiting that is not the
+    advisor's own code (whose statements carry the TAG comment)."""
+    return next((s for s in sessions if s.waiting_on_lock and not s.statement.startswith(TAG)), None)
 
 
 class CliKilled(Fault):
@@ -80,7 +88,7 @@ class TargetStopped(Fault):
     PLAN = RunPlan(kind="knobs", optimizer="random", trials=2, seeds=0, repeats=1, validate=False)
 
     def setup(self, env) -> None:
-        self.holder = factory.connect(env.dsn, autocommit=False)
+        self.holder = factory.connector(env.dsn).probe()
         self.locked = False
 
     def say(self, message: str) -> None:
@@ -88,7 +96,7 @@ class TargetStopped(Fault):
         table, so that pg_dump (which locks every table it dumps) waits there: a certain moment to stop the target.
         Not earlier: the observation before it reads every table's size, and would wait instead."""
         if not self.locked and "copying the target's database" in message:
-            self.holder.execute("LOCK TABLE orders IN ACCESS EXCLUSIVE MODE")
+            self.holder.lock("orders", readers_wait=True)
             self.locked = True
         self.lines(message)
 
@@ -100,8 +108,7 @@ class TargetStopped(Fault):
                 return service.start_run("shop", self.PLAN)
 
         self.thread, self.box = _in_thread(run)
-        _poll("SELECT pid FROM pg_stat_activity WHERE application_name = 'pg_dump' AND wait_event_type = 'Lock'",
-              env.dsn, self.thread.is_alive, "pg_dump waited on the target")
+        _poll(dumping, env.dsn, self.thread.is_alive, "pg_dump waited on the target")
         postmaster = env.prod.postmaster_pid()
         os.kill(postmaster, signal.SIGINT)  # a fast shutdown, as `pg_ctl stop -m fast` sends
         deadline = time.monotonic() + 120

@@ -31,6 +31,7 @@ from advisor.bench.fault_ledger import add_lost
 from advisor.core.errors import AdvisorError
 from advisor.core.hardware import detect
 from advisor.core.progress import Say, silent
+from connectors.factory import DEFAULT_ENGINE, supported
 
 
 def _cases() -> tuple[type[Fault], ...]:
@@ -54,6 +55,7 @@ class FaultBenchOptions:
     faults: tuple[str, ...] = ()  # empty: all, in CASES order
     out_dir: str = "bench-results/faults"
     keep: bool = False  # keep the work directory (store, logs) for a post-mortem
+    engine: str = DEFAULT_ENGINE  # of the bench's production server (the CLI's --engine)
 
 
 def select(wanted: tuple[str, ...]) -> list[type[Fault]]:
@@ -66,12 +68,13 @@ def select(wanted: tuple[str, ...]) -> list[type[Fault]]:
 
 def run_fault_bench(options: FaultBenchOptions = FaultBenchOptions(), say: Say = silent) -> dict:
     cases = select(options.faults)
+    supported(options.engine)
     out = Path(options.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="advisor-faults-"))
     started = time.monotonic()
     results: list[Outcome] = []
-    with Env(work, say) as env:
+    with Env(work, say, engine=options.engine) as env:
         for i, cls in enumerate(cases, 1):
             say(f"fault {i}/{len(cases)}: {cls.name} ({cls.title})")
             outcome = run_case(cls(), env)

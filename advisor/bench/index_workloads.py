@@ -78,6 +78,7 @@ class WorkloadBenchOptions:
     seed: int = 0
     statement_timeout_ms: int = 120_000
     out_dir: str = "bench-results/indexes"
+    engine: str = factory.DEFAULT_ENGINE  # of each workload's production server (and so of its shadows)
 
 
 @dataclass
@@ -111,6 +112,7 @@ class WorkloadBench:
 
     def run(self) -> dict:
         started = time.time()
+        factory.supported(self.options.engine)
         self.out.mkdir(parents=True, exist_ok=True)
         doc: dict = {"machine": asdict(detect()), "options": asdict(self.options), "workloads": {}}
         for i, name in enumerate(self.options.workloads, 1):
@@ -131,14 +133,14 @@ class WorkloadBench:
                                    fill_rounds=o.fill_rounds, measure_bindings=o.measure_bindings,
                                    statements=o.generated_statements, timeout_ms=o.statement_timeout_ms)
         scale = src.scale
-        with factory.sandbox("postgres", f"bench-{name}") as production, \
+        with factory.sandbox(o.engine, f"bench-{name}") as production, \
                 tempfile.TemporaryDirectory(prefix="advisor-bench-store-") as tmp:
             dsn = production.create_database(src.dbname)
             self.say(f"[{name}] loading data at scale {scale:g}")
             src.load(dsn, self.say)
             connector = factory.connector(dsn)
             connector.reset_statement_stats()
-            self.say(f"[{name}] running the workload to fill pg_stat_statements and pg_qualstats")
+            self.say(f"[{name}] running the workload to fill the statement statistics")
             ran = src.fill(dsn, self.say)
             measured = src.measured()
             data_bytes = sum(t.total_bytes for t in connector.observe().tables)

@@ -68,6 +68,7 @@ class IndexBenchOptions:
     slow: tuple[str, ...] = ("q17", "q20")
     slow_timeout_ms: int = 600_000
     out_dir: str = "bench-results/indexes"
+    engine: str = factory.DEFAULT_ENGINE  # of the server TPC-H is loaded into
 
 
 @dataclass
@@ -104,17 +105,17 @@ class IndexBench:
     def run(self) -> dict:
         o = self.options
         started = time.time()
+        factory.supported(o.engine)
         self.out.mkdir(parents=True, exist_ok=True)
         rng = random.Random(o.seed)
-        with factory.sandbox("postgres", "bench-indexes") as sandbox, \
+        with factory.sandbox(o.engine, "bench-indexes") as sandbox, \
                 tempfile.TemporaryDirectory(prefix="advisor-bench-models-") as tmp:
             models = Path(tmp)  # IA2's model, trained once on the training templates
             dsn = sandbox.create_database("tpch")
             self.say(f"loading TPC-H at scale {o.scale:g}")
             tpch.load(dsn, o.scale, progress=self.say)
             connector = sandbox.connector("tpch")
-            with connector.connect() as conn:
-                conn.execute("VACUUM ANALYZE")
+            connector.analyze()
             snapshot = connector.observe()
             bound = [BoundStatement(f"q{n}", q, q, 1.0, "literal", False) for n, q in tpch.stream(rng, o.scale)]
             data_bytes = sum(t.total_bytes for t in snapshot.tables)

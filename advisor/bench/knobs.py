@@ -81,6 +81,7 @@ class BenchOptions:
     mode: str = "real"  # real | surrogate
     design: int = 48  # Sobol points of a surrogate-mode design
     design_from: str | None = None  # a knobs.json whose designs the surrogate mode reuses (no data loaded)
+    engine: str = factory.DEFAULT_ENGINE  # of the servers the workloads run on
 
 
 @dataclass
@@ -146,7 +147,7 @@ class KnobBench:
         self.out.mkdir(parents=True, exist_ok=True)
 
     def run(self) -> dict:
-        started = time.time()
+        started, _ = time.time(), factory.supported(self.options.engine)
         by_name = {w.name: w for w in DEFAULT_WORKLOADS}
         for name in self.options.workloads:
             if name not in by_name:
@@ -203,8 +204,7 @@ class KnobBench:
             workload = Workload(tuple(Statement(b.queryid, b.sql, 1, 1.0) for b in runner.statements))
         shadow = Shadow.of(sandbox, "bench")
         space = KnobSpace.build(shadow.connector.knob_catalog(), self.hw, shadow.connector.knob_profile())
-        with shadow.connector.connect() as conn:
-            data_bytes = int(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0])
+        data_bytes = shadow.connector.database_bytes()
         features = extract(workload, data_bytes, "oltp" if wl.kind == "pgbench" else "dw",
                            dialect=shadow.connector.dialect)
         return shadow, runner, workload, space, features
@@ -212,7 +212,7 @@ class KnobBench:
     def _design(self, wl: BenchWorkload) -> dict:
         """A surrogate-mode design measured on a real server, in the form ``knobs.json`` keeps it."""
         self.say(f"[{wl.name}] starting a server and loading the data")
-        with factory.sandbox("postgres", f"bench-{wl.name}") as sandbox:
+        with factory.sandbox(self.options.engine, f"bench-{wl.name}") as sandbox:
             shadow, runner, workload, space, features = self._server(sandbox, wl)
             seeds, _ = rule_seeds(space, features)
             trials = TrialRunner(shadow, runner, space, say=silent)
@@ -230,8 +230,8 @@ class KnobBench:
         """Every run of ``RUNS`` over seeds on a surrogate fitted to ``design`` (its space rebuilt from a server's
         catalog and the design's hardware)."""
         hw = Hardware(**design["hardware"])
-        with factory.sandbox("postgres", f"bench-{name}-catalog") as sandbox:
-            connector = Shadow.of(sandbox, "postgres").connector
+        with factory.sandbox(self.options.engine, f"bench-{name}-catalog") as sandbox:
+            connector = Shadow.of(sandbox, sandbox.default_db).connector
             space = KnobSpace.build(connector.knob_catalog(), hw, connector.knob_profile())
         points = [Observed(t["config"], t["statement_ms"], t["failed"]) for t in design["trials"]]
         model = Surrogate(space, design["weights"], points)
@@ -246,7 +246,7 @@ class KnobBench:
     def _workload(self, wl: BenchWorkload, store: Store) -> tuple[WorkloadReport, dict | None]:
         trials_n = self.options.trials or wl.trials
         self.say(f"[{wl.name}] starting a server and loading the data")
-        with factory.sandbox("postgres", f"bench-{wl.name}") as sandbox:
+        with factory.sandbox(self.options.engine, f"bench-{wl.name}") as sandbox:
             shadow, runner, workload, space, features = self._server(sandbox, wl)
             seeds, _ = rule_seeds(space, features)
             all_records: list[TrialRecord] = []

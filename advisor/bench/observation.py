@@ -36,6 +36,7 @@ from pathlib import Path
 
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
+from connectors.factory import DEFAULT_ENGINE
 
 OVERHEAD_TARGET = 0.01
 _PROGRESS = re.compile(r"^progress: ([0-9.]+) s, ([0-9.]+) tps")
@@ -53,6 +54,7 @@ class ObservationBenchOptions:
     builtin: str = "tpcb-like"
     seed: int = 0  # pgbench --random-seed
     out_dir: str = "bench-results/observation"
+    engine: str = DEFAULT_ENGINE  # of the sandbox observed when no DSN is given (the CLI's --engine)
 
 
 def schedule(blocks: int) -> list[bool]:
@@ -88,13 +90,14 @@ def run_observation_bench(options: ObservationBenchOptions = ObservationBenchOpt
     """Run the bench against ``dsn`` (its pgbench tables are replaced), or a sandbox of its own; see the module."""
     from connectors import factory
 
+    factory.supported(options.engine)
     if options.blocks < 2 or options.blocks % 2:
         raise AdvisorError(f"blocks must be even and at least 2, not {options.blocks}")
     if not 0 <= options.settle_s < options.block_s - 1 or not options.interval_s > 0:
         raise AdvisorError("need 0 <= settle_s < block_s - 1 and interval_s > 0")
     if dsn is not None:
         return _bench(dsn, options, say)
-    with factory.sandbox("postgres", "bench-observe") as sandbox:  # production settings: fsync on
+    with factory.sandbox(options.engine, "bench-observe") as sandbox:  # production settings: fsync on
         return _bench(sandbox.create_database("obsbench"), options, say)
 
 
@@ -197,9 +200,9 @@ def _machine(dsn: str) -> dict:
 
     mem_kb = next((int(ln.split()[1]) for ln in Path("/proc/meminfo").read_text().splitlines()
                    if ln.startswith("MemTotal:")), 0)
-    with factory.connect(dsn) as conn:
-        version = conn.execute("SHOW server_version").fetchone()[0]
-    return {"cpus": os.cpu_count(), "memory_gib": round(mem_kb / 1024**2, 1), "server_version": version,
+    connector = factory.connector(dsn)
+    return {"cpus": os.cpu_count(), "memory_gib": round(mem_kb / 1024**2, 1), "engine": connector.engine,
+            "server_version": connector.observe().server_version,
             "note": "pgbench, the server and the observer share this machine"}
 
 
@@ -216,4 +219,5 @@ def table(doc: dict) -> str:
         f"{doc['observation_cpu_ms_median']} ms), max {doc['observation_ms_max']} ms; "
         f"pgbench failed transactions {doc['pgbench']['failed']}",
         f"  target overhead < {doc['target']:.0%}: {'met' if doc['meets_target'] else 'NOT met'} (point estimate)",
-        f"  machine: {m['cpus']} CPUs, {m['memory_gib']} GiB, PostgreSQL {m['server_version']} ({m['note']})"])
+        f"  machine: {m['cpus']} CPUs, {m['memory_gib']} GiB, {m.get('engine', 'server')} {m['server_version']} "
+        f"({m['note']})"])

@@ -1,7 +1,8 @@
-"""A "production" database to try db-advisor on: a self-started PostgreSQL sandbox with a small shop schema and
-a workload that an index clearly helps (lookups of orders by customer, unindexed) next to statements it does not
-change (primary-key lookups, a range count). ``advisor playground`` starts it and prints its DSN; the API
-benchmark and the web tests use the same database."""
+"""A "production" database to try db-advisor on: a self-started sandbox (PostgreSQL unless told) with a small shop
+schema and a workload that an index clearly helps (lookups of orders by customer, unindexed) next to statements it
+does not change (primary-key lookups, a range count). ``advisor playground`` starts it and prints its DSN; the API
+benchmark and the web tests use the same database. Its SQL is what every engine runs; what differs (statistics,
+the DSN's form, logins) is asked of the sandbox and its connector."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ ORDERS = 200_000
 CUSTOMERS = 20_000
 
 
-def playground_sandbox(name: str = "playground", settings: dict[str, str] | None = None) -> Sandbox:
-    """A new, not yet started sandbox server for the shop (use it as a context manager)."""
-    return factory.sandbox("postgres", name, settings)
+def playground_sandbox(name: str = "playground", settings: dict[str, str] | None = None,
+                       engine: str = factory.DEFAULT_ENGINE) -> Sandbox:
+    """A new, not yet started sandbox server of ``engine`` for the shop (use it as a context manager)."""
+    return factory.sandbox(engine, name, settings)
 
 
 def shop_size(scale: float = 1.0) -> tuple[int, int]:
@@ -30,6 +32,13 @@ def shop_size(scale: float = 1.0) -> tuple[int, int]:
     return max(int(ORDERS * scale), 1000), max(int(CUSTOMERS * scale), 100)
 
 
+# the shop's schema and rows in SQL every engine runs (a recursive CTE numbers the rows: no generate_series)
+SHOP_TABLE = ("CREATE TABLE orders (id int PRIMARY KEY, customer int NOT NULL, amount numeric(10, 2) NOT NULL, "
+              "note text)")
+SHOP_ROWS = ("INSERT INTO orders WITH RECURSIVE n (x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < {orders}) "
+             "SELECT x, x % {customers}, (x % 997) / 10.0, repeat('x', 40) FROM n")
+
+
 def create_shop(sandbox: Sandbox, dbname: str = "shop", password: str | None = None, *, scale: float = 1.0,
                 login: str | None = None) -> str:
     """Create and fill the shop database (``scale`` x 200,000 orders), run its workload once, and return a DSN
@@ -38,34 +47,18 @@ def create_shop(sandbox: Sandbox, dbname: str = "shop", password: str | None = N
     the sandbox trusts any."""
     orders, customers = shop_size(scale)
     dsn = sandbox.create_database(dbname)
-    with factory.connect(dsn) as conn:
-        conn.execute("CREATE TABLE orders (id int PRIMARY KEY, customer int NOT NULL, amount numeric(10, 2) NOT NULL, "
-                     "note text)")
-        conn.execute("INSERT INTO orders SELECT x, x %% %s, (x %% 997) / 10.0, repeat('x', 40) "
-                     "FROM generate_series(1, %s) x", [customers, orders])
-        conn.execute("ANALYZE orders")
-        conn.execute("SELECT pg_stat_statements_reset()")
+    connector = factory.connector(dsn)
+    with connector.session() as session:
+        session.run(SHOP_TABLE)
+        session.run(SHOP_ROWS.format(orders=int(orders), customers=int(customers)))
+    connector.analyze(["orders"])
+    connector.reset_statement_stats()
     run_shop_workload(dsn, orders=orders, customers=customers)
-    params = dict(part.split("=", 1) for part in dsn.split())
-    user = params["user"]
     if login:
         if not password:
             raise ValueError("a playground login needs a password")
         sandbox.add_login(login, password)
-        user = login
-    tail = f" password={_quoted(password)}" if password else ""
-    return f"host=127.0.0.1 port={params['port']} dbname={dbname} user={user}{tail}"
-
-
-def _quoted(value: str) -> str:
-    r"""A libpq keyword value: as it is when it is one plain word, else in single quotes with ' and \\ escaped.
-
-    >>> _quoted("playground"), _quoted("it's a pw")
-    ('playground', "'it\\'s a pw'")
-    """
-    if value and all(c.isalnum() or c in "-_.+/@:" for c in value):
-        return value
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return sandbox.login_dsn(dbname, login, password)
 
 
 def run_shop_workload(dsn: str, rounds: int = 40, seed: int = 0, *, orders: int = ORDERS,
@@ -74,9 +67,9 @@ def run_shop_workload(dsn: str, rounds: int = 40, seed: int = 0, *, orders: int 
     size, as ``create_shop`` filled it)."""
     rng = random.Random(seed)
     span = min(5000, orders // 4)
-    with factory.connect(dsn) as conn:
+    with factory.connector(dsn).session() as session:
         for _ in range(rounds):
-            conn.execute("SELECT id, amount, note FROM orders WHERE customer = %s", [rng.randrange(customers)])
-            conn.execute("SELECT amount FROM orders WHERE id = %s", [rng.randrange(1, orders)])
+            session.run(f"SELECT id, amount, note FROM orders WHERE customer = {rng.randrange(customers)}")
+            session.run(f"SELECT amount FROM orders WHERE id = {rng.randrange(1, orders)}")
             low = rng.randrange(1, orders - span)
-            conn.execute("SELECT count(*) FROM orders WHERE id BETWEEN %s AND %s", [low, low + span])
+            session.run(f"SELECT count(*) FROM orders WHERE id BETWEEN {low} AND {low + span}")

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import JsonFlag, optimizer_choice
+from advisor.cli.common import EngineOpt, JsonFlag, optimizer_choice
 from advisor.cli.common import emit as _emit_json
 from advisor.cli.common import names as _names
 from advisor.core.errors import AdvisorError
@@ -33,8 +33,8 @@ def bench_knobs(workloads: Annotated[str, typer.Option(help="comma-separated: jo
                                                                      "knobs.json (no data loaded)")] = None,
                 seed: Annotated[int, typer.Option(help="random seed")] = 0,
                 out: Annotated[str, typer.Option(help="directory for knobs.json and the plot")] = "bench-results/knobs",
-                json_out: JsonFlag = False) -> None:
-    """Every knob optimizer with the same budget on real PostgreSQL (G* workloads and safety workloads), then
+                engine: EngineOpt = "postgres", json_out: JsonFlag = False) -> None:
+    """Every knob optimizer with the same budget on a real server of --engine (G* workloads and safety workloads), then
     many seeds on a surrogate fitted to the real trials (or, with --mode surrogate, to a measured design)."""
     from advisor.bench.knobs import DEFAULT_WORKLOADS, BenchOptions, KnobBench, table
 
@@ -47,7 +47,7 @@ def bench_knobs(workloads: Annotated[str, typer.Option(help="comma-separated: jo
         raise typer.BadParameter(f"unknown workloads {unknown}: choose from {', '.join(known)}",
                                  param_hint="--workloads")
     options = BenchOptions(workloads=names, trials=trials, repeats=repeats, surrogate_seeds=surrogate_seeds,
-                           seed=seed, out_dir=out, mode=mode, design=design, design_from=design_from)
+                           seed=seed, out_dir=out, mode=mode, design=design, design_from=design_from, engine=engine)
     _bench_report(KnobBench(options, say=reporter()).run(), json_out, table, out, "knobs.json", "knobs-convergence.png")
 
 
@@ -95,7 +95,7 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
                   statement_timeout_ms: Annotated[int, typer.Option(help="app, job: statement timeout in the "
                                                                          "validation and the real runs", min=100)] =
                   120_000,
-                  json_out: JsonFlag = False) -> None:
+                  engine: EngineOpt = "postgres", json_out: JsonFlag = False) -> None:
     """Index advisors (no index, Dexter, Extend, ILP, IA2) on TPC-H: what-if RC per budget over random mixes,
     then real runs of TPC-H with IA2's and Extend's indexes. With `--workloads app,job`: every advisor and the
     Supabase-style and all-foreign-keys peers through the real pipeline on workloads nobody tuned for, with real
@@ -129,7 +129,8 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
             workloads=tuple(chosen), app_scale=app_scale, job_scale=job_scale, tpcds_scale=tpcds_scale,
             generated_statements=generated, budget_fraction=budget_fraction, budget_mb=budget_mb,
             advisors=_names([advisors]) or default, rounds=rounds, episodes=episodes,
-            samples=samples, device=device, seed=seed, statement_timeout_ms=statement_timeout_ms, out_dir=out)
+            samples=samples, device=device, seed=seed, statement_timeout_ms=statement_timeout_ms, out_dir=out,
+            engine=engine)
         pictures = (["workloads.png"] if any(not w.startswith("gen-") for w in chosen) else []) + \
             (["workloads-generated.png"] if any(w.startswith("gen-") for w in chosen) else [])
         _bench_report(WorkloadBench(others, say=reporter()).run(), json_out, workloads_table, out, "workloads.json",
@@ -144,14 +145,14 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
     options = IndexBenchOptions(scale=scale, budgets=fractions, mixes=mixes, mix_size=mix_size, held_out=held_out,
                                 episodes=episodes, samples=samples, device=device, rounds=rounds, real=real, seed=seed,
                                 out_dir=out,
-                                reward=reward)
+                                reward=reward, engine=engine)
     _bench_report(IndexBench(options, say=reporter()).run(), json_out, table, out, "indexes.json", "indexes-rc.png")
     if len(chosen) > 1:
         bench_indexes(workloads=",".join(w for w in chosen if w != "tpch"), app_scale=app_scale, job_scale=job_scale,
                       tpcds_scale=tpcds_scale, generated=generated, schemas=schemas, seeds=seeds,
                       budget_fraction=budget_fraction, budget_mb=budget_mb, advisors=advisors, episodes=episodes,
                       samples=samples, device=device, rounds=rounds, seed=seed, out=out,
-                      statement_timeout_ms=statement_timeout_ms, json_out=json_out)
+                      statement_timeout_ms=statement_timeout_ms, engine=engine, json_out=json_out)
 
 
 @bench_app.command("rewrite")
@@ -238,7 +239,7 @@ def bench_service(clients: Annotated[int, typer.Option(help="concurrent API clie
                   observation: Annotated[bool, typer.Option(help="run the observation-overhead part")] = True,
                   out: Annotated[str, typer.Option(help="directory for api.json and observation.json")] =
                   "bench-results/service",
-                  json_out: JsonFlag = False) -> None:
+                  engine: EngineOpt = "postgres", json_out: JsonFlag = False) -> None:
     """The server's targets: p99 of GET /api/recommendations with concurrent clients during a tuning run, and
     the throughput cost of observing a database (pgbench with observation off and on, one run)."""
     doc: dict = {}
@@ -246,12 +247,13 @@ def bench_service(clients: Annotated[int, typer.Option(help="concurrent API clie
     if api:
         from advisor.bench.api import ApiBenchOptions, run_api_bench, table as api_table
 
-        doc["api"] = run_api_bench(ApiBenchOptions(clients=clients, duration_s=duration, out_dir=out), say)
+        doc["api"] = run_api_bench(ApiBenchOptions(clients=clients, duration_s=duration, out_dir=out, engine=engine),
+                                   say)
     if observation:
         from advisor.bench.observation import ObservationBenchOptions, run_observation_bench, table as obs_table
 
         doc["observation"] = run_observation_bench(ObservationBenchOptions(
-            scale=scale, blocks=blocks, block_s=block_s, interval_s=interval, out_dir=out), say)
+            scale=scale, blocks=blocks, block_s=block_s, interval_s=interval, out_dir=out, engine=engine), say)
     if json_out:
         _emit_json(doc)
         return
@@ -270,14 +272,14 @@ def bench_faults(faults: Annotated[str, typer.Option(help="comma-separated subse
                  out: Annotated[str, typer.Option(help="directory for faults.json and the plot")] =
                  "bench-results/faults",
                  keep: Annotated[bool, typer.Option(help="keep the work directory (store, servers' files)")] = False,
-                 json_out: JsonFlag = False) -> None:
+                 engine: EngineOpt = "postgres", json_out: JsonFlag = False) -> None:
     """Inject faults against real servers (a killed shadow, advisor or server, a bad configuration, dropped
     connections, a full disk, a bad LLM endpoint, a production lock, a race of two clients) and report per fault:
     injected, detected, recovered or refused, rows lost, orphaned servers, seconds to recover. Exit 1 unless every
     fault was recovered or refused with a reason, with nothing lost."""
     from advisor.bench.faults import FaultBenchOptions, run_fault_bench, table
 
-    options = FaultBenchOptions(faults=_names([faults]), out_dir=out, keep=keep)
+    options = FaultBenchOptions(faults=_names([faults]), out_dir=out, keep=keep, engine=engine)
     doc = run_fault_bench(options, say=reporter())
     _bench_report(doc, json_out, table, out, "faults.json", "faults.png")
     failed = [f["name"] for f in doc["faults"] if f["verdict"] == "FAILED"]

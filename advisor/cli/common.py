@@ -25,6 +25,8 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="print one JSON document 
 StoreOpt = Annotated[str | None, typer.Option("--store", help="the store: a DuckDB file path, or a postgresql:// URL "
                                                             "shared by several processes (default: ADVISOR_STORE)")]
 
+EngineOpt = Annotated[str, typer.Option("--engine", help="the database engine of the servers it starts for itself: "
+                                                        "postgres, or mariadb once the advisor supports it")]
 
 TARGET_ENV = "ADVISOR_TARGET_DSN"
 DSN_FORMS = (f"a libpq DSN or postgresql:// URL, or where to read it so that a password stays out of argv (ps): "

@@ -18,8 +18,8 @@ from rich.console import Console
 
 from advisor.cli import render, rewrite_commands
 from advisor.cli.bench_commands import bench_app
-from advisor.cli.common import (JsonFlag, RegisterOpt, StoreOpt, observation_doc, optimizer_choice, parse_plan,
-                               rec_doc, resolve_dsn)
+from advisor.cli.common import (EngineOpt, JsonFlag, RegisterOpt, StoreOpt, observation_doc, optimizer_choice,
+                               parse_plan, rec_doc, resolve_dsn)
 from advisor.cli.common import TargetDsn as Target
 from advisor.cli.common import emit as _emit_json
 from advisor.cli.common import names as _names
@@ -216,13 +216,13 @@ def demo(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.0
          rounds: Annotated[int, typer.Option(help="interleaved A/B rounds of each validation", min=1)] = 5,
          streams: Annotated[int, typer.Option(help="TPC-H streams run as the workload", min=1)] = 2,
          trials: Annotated[int, typer.Option(help="trials of the knob search", min=2)] = 8,
-         json_out: JsonFlag = False, store: StoreOpt = None) -> None:
-    """The whole advisor on a self-started "production" PostgreSQL (TPC-H + ORM-style reports), end to end:
+         engine: EngineOpt = "postgres", json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+    """The whole advisor on a self-started "production" server of --engine (TPC-H + ORM-style reports), end to end:
     indexes, rewrites, knobs, then the changes measured together; starts and stops its own servers."""
     from advisor.bench.demo import DemoOptions, run_demo
 
     service = _service(store)
-    result = run_demo(service, DemoOptions(scale=scale, streams=streams, rounds=rounds, trials=trials),
+    result = run_demo(service, DemoOptions(scale=scale, streams=streams, rounds=rounds, trials=trials, engine=engine),
                       say=service.say)
     if json_out:
         _emit_json(_whole_doc(service, result))

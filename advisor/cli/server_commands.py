@@ -13,7 +13,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from advisor.cli.common import JsonFlag, Kind, StoreOpt, emit, names, open_service, parse_plan, plan_options, when
+from advisor.cli.common import (EngineOpt, JsonFlag, Kind, StoreOpt, emit, names, open_service, parse_plan,
+                               plan_options, when)
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import reporter
 
@@ -220,9 +221,10 @@ def playground(password: Annotated[str, typer.Option(help="the password of the p
                scale: Annotated[float, typer.Option(help="size of the shop: 1 = 200,000 orders (about 30 MB)",
                                                     min=0.01, max=100)] = 1.0,
                seconds: Annotated[float, typer.Option(help="stop after this long; 0 = until Ctrl-C", min=0)] = 0,
+               engine: EngineOpt = "postgres",
                json_out: Annotated[bool, typer.Option("--json", help="print the DSN as one JSON document")] = False
                ) -> None:
-    """Start a sandbox 'production' PostgreSQL with a shop workload to try db-advisor on; prints its DSN and
+    """Start a sandbox 'production' server of --engine with a shop workload to try db-advisor on; prints its DSN and
     keeps the workload trickling until stopped."""
     from advisor.bench.playground import create_shop, playground_sandbox, run_shop_workload, shop_size
 
@@ -232,7 +234,7 @@ def playground(password: Annotated[str, typer.Option(help="the password of the p
         raise typer.BadParameter("the playground's login needs a password", param_hint="--password")
     say = reporter()
     orders, customers = shop_size(scale)
-    with playground_sandbox("playground") as sandbox:
+    with playground_sandbox("playground", engine=engine) as sandbox:
         say(f"creating the shop database ({orders:,} orders) and running its workload")
         dsn = create_shop(sandbox, password=password, scale=scale, login=user)
         emit({"dsn": dsn}) if json_out else print(dsn)

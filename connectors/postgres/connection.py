@@ -11,7 +11,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from advisor.core.errors import TargetUnreachable
 from connectors.base import TAG, scrub
 
-__all__ = ["APP_NAME", "TAG", "connect", "execute_one", "parse_dsn", "redact", "scrub", "target_name"]
+__all__ = ["APP_NAME", "TAG", "connect", "execute_one", "keyword_dsn", "parse_dsn", "redact", "scrub", "target_name"]
 
 APP_NAME = "db-advisor"
 
@@ -96,6 +96,27 @@ def redact(dsn: str) -> str:
         return scrub(dsn)
     params.pop("password", None)
     return make_conninfo(**params)
+
+
+def keyword_dsn(host: str, port: int, dbname: str, user: str, password: str | None = None) -> str:
+    """A libpq ``key=value`` DSN, with ``password`` when given.
+
+    >>> keyword_dsn("127.0.0.1", 5433, "shop", "bob", "it's a pw")
+    "host=127.0.0.1 port=5433 dbname=shop user=bob password='it\\\\'s a pw'"
+    """
+    tail = f" password={_quoted(password)}" if password else ""
+    return f"host={host} port={port} dbname={dbname} user={user}{tail}"
+
+
+def _quoted(value: str) -> str:
+    r"""A libpq keyword value: as it is when it is one plain word, else in single quotes with ' and \\ escaped.
+
+    >>> _quoted("playground"), _quoted("it's a pw")
+    ('playground', "'it\\'s a pw'")
+    """
+    if value and all(c.isalnum() or c in "-_.+/@:" for c in value):
+        return value
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def target_name(dsn: str) -> str:

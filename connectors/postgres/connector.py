@@ -14,9 +14,9 @@ from advisor.core.errors import AdvisorError, BadStatement, InvalidKnobValue, Pr
 from advisor.core.indexfacts import IndexFacts
 from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
+from connectors.postgres import activity, loading, samples, upkeep
 from connectors.postgres import changes as change_sql
 from connectors.postgres import indexes as index_catalog
-from connectors.postgres import loading, samples
 from connectors.postgres.knobs import PROFILE, UNITS
 from connectors.postgres.binding import PostgresBindingSource
 from connectors.postgres.catalog import read_catalog
@@ -394,6 +394,20 @@ class PostgresConnector:
 
     def column_data_types(self) -> dict[tuple[str, str, str], str]:
         return self._guarded(index_catalog.column_data_types)
+
+    # --- benches (issue 30) ------------------------------------------------------------------------------------
+
+    def database_bytes(self) -> int:
+        return upkeep.database_bytes(self.dsn)
+
+    def table_bytes(self, table: str, schema: str | None = None) -> int:
+        return activity.table_bytes(self.dsn, table, schema)
+
+    def invalid_indexes(self) -> list[str]:
+        return activity.invalid_indexes(self.dsn)
+
+    def probe(self) -> activity.PostgresProbe:
+        return activity.PostgresProbe(self.dsn)
 
 
 def _set_lock_timeout(conn: psycopg.Connection, seconds: float | None) -> None:

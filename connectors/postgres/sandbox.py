@@ -31,7 +31,7 @@ from advisor.core.errors import SandboxError
 from connectors import local
 from connectors.local import free_port, pid_alive, stop_all
 from connectors.postgres.binaries import pg_bin_dir
-from connectors.postgres.connection import redact
+from connectors.postgres.connection import keyword_dsn, redact
 
 if TYPE_CHECKING:
     from connectors.postgres.connector import PostgresConnector
@@ -41,6 +41,7 @@ __all__ = ["PostgresSandbox", "free_port", "pg_bin_dir", "pid_alive", "stop_all"
 
 PRELOAD = "pg_stat_statements,pg_qualstats"
 EXTENSIONS = ("pg_stat_statements", "pg_qualstats", "hypopg")
+NOT_DURABLE = {"fsync": "off", "synchronous_commit": "off"}  # a sandbox's ``durable=False``
 HBA_KEYWORDS = frozenset({"all", "sameuser", "samerole", "samegroup", "replication"})  # pg_hba.conf's user words
 
 
@@ -52,15 +53,17 @@ class PostgresSandbox:
     """One local cluster. Use as a context manager, or call ``start()`` and ``stop()``.
 
     ``settings`` go into postgresql.conf (e.g. ``{"shared_buffers": "256MB"}``); ``keep=True`` leaves the
-    directory behind after stop (for post-mortems). It satisfies ``connectors.base.Sandbox``.
+    directory behind after stop (for post-mortems); ``durable=False`` trades crash safety for speed (fsync and
+    synchronous_commit off, unless ``settings`` say otherwise). It satisfies ``connectors.base.Sandbox``.
     """
 
     engine = "postgres"
+    default_db = "postgres"  # the database initdb makes: ``dsn()``'s and ``connector()``'s
 
     def __init__(self, name: str = "sandbox", settings: dict[str, str] | None = None, base_dir: str | None = None,
-                 keep: bool = False):
+                 keep: bool = False, durable: bool = True):
         self.name = name
-        self.settings = dict(settings or {})
+        self.settings = {**({} if durable else NOT_DURABLE), **(settings or {})}
         self.keep = keep
         self.bin = pg_bin_dir()
         self.root = Path(tempfile.mkdtemp(prefix=f"{local.PREFIX}{name}-", dir=base_dir))
@@ -266,6 +269,12 @@ class PostgresSandbox:
     def client_tool(name: str) -> str:
         """Path of a client program (pgbench, pg_dump, psql) of the newest installed server."""
         return str(pg_bin_dir() / name)
+
+    # --- benches (issue 30) ------------------------------------------------------------------------------------
+
+    def login_dsn(self, dbname: str, user: str | None = None, password: str | None = None) -> str:
+        """A libpq ``key=value`` DSN of ``dbname`` over TCP as ``user`` (default: ``postgres``)."""
+        return keyword_dsn(self.host, self.port, dbname, user or self.user, password)
 
 
 # --- processes and lock files -----------------------------------------------------------------------------------
