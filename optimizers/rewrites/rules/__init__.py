@@ -43,10 +43,11 @@ MODULES: tuple[tuple[ModuleType, tuple[str, ...]], ...] = (
 )
 
 
-def left_out(dialect: str) -> dict[str, str]:
-    """The rules that do not hold in ``dialect`` (sqlglot's name), each with why (its module's ``DIALECTS``)."""
+def left_out(dialect: str, modules=MODULES) -> dict[str, str]:
+    """The rules that do not hold in ``dialect`` (sqlglot's name), each with why (its module's ``DIALECTS``);
+    ``modules``: (module, its rules' names) pairs, ``MODULES`` unless given."""
     out = {}
-    for module, names in MODULES:
+    for module, names in modules:
         why = module.DIALECTS.why_not(dialect)
         if why is not None:
             out.update((name, f"not valid in {dialect}: {why}") for name in names)
@@ -58,13 +59,13 @@ def holds(module: ModuleType, dialect: str) -> bool:
     return module.DIALECTS.why_not(dialect) is None
 
 
-def for_dialect(dialect: str) -> tuple[Rule, ...]:
-    """``RULES`` less those that do not hold in ``dialect``, in order.
+def for_dialect(dialect: str, modules=MODULES) -> tuple[Rule, ...]:
+    """``RULES`` less those that do not hold in ``dialect`` (``left_out``), in order.
 
     >>> for_dialect("postgres") == RULES, left_out("postgres")
     (True, {})
     """
-    out = left_out(dialect)
+    out = left_out(dialect, modules)
     return tuple(r for r in RULES if r.name not in out)
 
 
