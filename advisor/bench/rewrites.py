@@ -72,10 +72,11 @@ def statements(scale: float, seed: int) -> list[tuple[str, str, str]]:
     return out + [(name, "suite", sql) for name, _, sql in SUITE]
 
 
-def sqlglot_optimize(sql: str, schema: dict[str, dict[str, str]]) -> str:
-    """sqlglot's optimizer as a user runs it: parse as PostgreSQL, ``optimize`` against the schema, write back."""
-    tree = sqlglot.parse_one(sql, read="postgres")
-    return optimize(tree, schema=schema, dialect="postgres").sql(dialect="postgres")
+def sqlglot_optimize(sql: str, schema: dict[str, dict[str, str]], dialect: str) -> str:
+    """sqlglot's optimizer as a user runs it: parse in the target's ``dialect`` (``connector.dialect``),
+    ``optimize`` against the schema, write back."""
+    tree = sqlglot.parse_one(sql, read=dialect)
+    return optimize(tree, schema=schema, dialect=dialect).sql(dialect=dialect)
 
 
 class RewriteBench:
@@ -144,7 +145,7 @@ class RewriteBench:
         for row in rows:
             started = time.perf_counter()
             try:
-                row["sqlglot"] = sqlglot_optimize(row["sql"], problem.schema)
+                row["sqlglot"] = sqlglot_optimize(row["sql"], problem.schema, problem.dialect)
                 row["sqlglot_error"] = None
             except Exception as e:  # noqa: BLE001 - the peer's own failure is a result of the bench
                 row["sqlglot"], row["sqlglot_error"] = None, f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
@@ -155,7 +156,7 @@ class RewriteBench:
         timeout = self.options.statement_timeout_ms
         for row in rows:
             self.say(f"checking {row['name']}")
-            read = tables_named(row["sql"])  # every table the statement's text names, in any clause
+            read = tables_named(row["sql"], dialect=problem.dialect)  # every table the statement's text names, in any clause
             tables = {t: cols for t, cols in problem.schema.items() if t in read}
             for who in ("ours", "sqlglot"):
                 text = row["rewritten"] if who == "ours" else row["sqlglot"]
@@ -206,7 +207,7 @@ class RewriteBench:
         for i, row in enumerate(rows):  # parse and lowering, the part of a rewrite before the search
             started = time.perf_counter()
             try:
-                lower(row["sql"], problem.schema)
+                lower(row["sql"], problem.schema, dialect=problem.dialect)
             except Unsupported:
                 pass
             row["lower_ms"] = round(1000 * (time.perf_counter() - started), 1)

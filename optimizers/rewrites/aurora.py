@@ -7,7 +7,7 @@ price on the nodes it added, so the policy learns to reach the best plan with fe
 
 >>> from optimizers.rewrites.lower import lower
 >>> low = lower("SELECT 1 FROM t JOIN u ON t.a = u.c WHERE t.b > 1", {"t": {"a": "int", "b": "int"},
-...             "u": {"c": "int"}})
+...             "u": {"c": "int"}}, dialect="postgres")
 >>> make = lambda: Search(low, {"t": 1e5, "u": 1e5}, lambda a: 1e-5 if len(a.refs) > 1 else 0.1)
 >>> agent = Aurora(seed=0)
 >>> stats = agent.train([make], episodes=8)
@@ -56,7 +56,7 @@ class AuroraOptions:
 
 def features(search: Search, counts: np.ndarray, last: np.ndarray, steps: int, max_steps: int,
              trend: float, stale: np.ndarray) -> np.ndarray:
-    n = len(search.rules)
+    n = len(counts)
     low = search.lowered
     subqueries = sum(1 for a in low.atoms if a.sub is not None)
     head = [math.log1p(search.nodes()) / math.log1p(search.node_budget), steps / max_steps,
@@ -79,7 +79,8 @@ class Policy(nn.Module):
 
 class Aurora:
     """The agent. ``train(makers)`` runs PPO over statements (each maker builds a fresh ``Search``); ``run``
-    searches one statement with the greedy policy. Actions: one per rule of ``RULES``, and stop (the last)."""
+    searches one statement with the greedy policy. Actions: one per rule of ``RULES``, and stop (the last); a rule
+    left out in a statement's dialect (not among ``search.rules``) is masked."""
 
     def __init__(self, options: AuroraOptions = AuroraOptions(), seed: int = 0, device: str = "auto"):
         self.options, self.seed = options, seed
@@ -103,10 +104,11 @@ class Aurora:
         o = self.options
         n = len(self.rules)
         counts, last, stale = np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool)
+        absent = np.array([rule not in search.rules for rule in self.rules])  # left out in the statement's dialect
         out, trend = [], 0.0
         for step in range(o.max_steps):
             x = features(search, counts, last, step, o.max_steps, trend, stale)
-            allowed = self._mask(stale, step)
+            allowed = self._mask(stale | absent, step)
             with torch.no_grad():
                 logits, _ = self.policy(torch.as_tensor(x, device=self.device))
                 probs = _masked_softmax(logits.cpu().numpy().astype(np.float64), allowed)

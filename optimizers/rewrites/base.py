@@ -57,8 +57,10 @@ class RewriteOptimizer(Optimizer[RewriteProblem]):
         return [tuple(c) for c in out]
 
     def report(self) -> dict:
-        """``{"seconds": {queryid: s}}``: how long each statement's search and extraction took."""
-        return {"seconds": dict(self.__dict__.get("seconds", {}))}  # nothing before the first ask
+        """``{"seconds": {queryid: s}, "rules_left_out": {rule: why}}``: how long each statement's search and
+        extraction took, and the rules not used because they do not hold in the problem's dialect."""
+        return {"seconds": dict(self.__dict__.get("seconds", {})),  # nothing before the first ask
+                "rules_left_out": dict(self.problem.left_out)}
 
     def run_search(self, queryid: str) -> tuple[Result, Search]:
         """One statement's search as this strategy runs it: what it reached (cost, e-nodes, rules) and the graph."""

@@ -3,7 +3,7 @@ inside the subset (a CTE's query, a set operation's branch, a derived table's qu
 and emission (``optimizers.rewrites.emit``) splices the block's rewrite back into the statement as written.
 
 >>> low = lower_block("WITH x AS MATERIALIZED (SELECT a FROM t, u WHERE t.a = u.c) SELECT count(*) FROM x",
-...                   {"t": {"a": "int"}, "u": {"c": "int"}})
+...                   {"t": {"a": "int"}, "u": {"c": "int"}}, dialect="postgres")
 >>> low.nested.what, low.tables, low.nested.splice("SELECT a FROM t")
 ("the CTE x's query", (('t', 't'), ('u', 'u')), 'WITH x AS MATERIALIZED (SELECT a FROM t) SELECT COUNT(*) FROM x')
 """
@@ -23,27 +23,28 @@ from optimizers.rewrites.views import settle_order
 class Nested:
     """Where a lowered SELECT sits in a statement outside the subset: the statement as written, the block's place
     (its index among the statement's SELECTs, in ``find_all`` order), what it is (a derived table's, a CTE's query
-    or a set operation's branch) and why the whole statement is outside the subset."""
+    or a set operation's branch), why the whole statement is outside the subset, and the dialect it is written in."""
 
     statement: str
     index: int
     what: str
     why: str
+    dialect: str
 
     def tables(self) -> set[str]:
         """The names of the tables the whole statement reads (a CTE's name included: a caller keeps those its
         schema has)."""
-        return {".".join(p.name for p in t.parts) for t in parse(self.statement).find_all(exp.Table)}
+        return {".".join(p.name for p in t.parts) for t in parse(self.statement, dialect=self.dialect).find_all(exp.Table)}
 
     def splice(self, block_sql: str) -> str:
         """The statement with the block's SELECT replaced by ``block_sql``."""
-        tree = parse(self.statement)
-        list(tree.find_all(exp.Select))[self.index].replace(parse(block_sql))
-        return tree.sql(dialect="postgres")
+        tree = parse(self.statement, dialect=self.dialect)
+        list(tree.find_all(exp.Select))[self.index].replace(parse(block_sql, dialect=self.dialect))
+        return tree.sql(dialect=self.dialect)
 
 
-def lower_block(sql: str, schema: Schema) -> Lowered:
-    """``sql`` lowered (a SELECT or a set operation of SELECTs: ``setops.lower_query``); when the statement is
+def lower_block(sql: str, schema: Schema, *, dialect: str) -> Lowered:
+    """``sql`` (in ``dialect``) lowered (a SELECT or a set operation of SELECTs: ``setops.lower_query``); when the statement is
     outside the subset but is a query (a SELECT or a set operation)
     holding a block inside it (a derived table's or a CTE's SELECT, or a UNION / INTERSECT / EXCEPT branch), that
     block, the one of most tables (the first of them), with ``nested`` saying where it goes back. A derived table
@@ -51,10 +52,10 @@ def lower_block(sql: str, schema: Schema) -> Lowered:
     each is a statement of its own (a derived table of a statement inside the subset is a view of its term
     instead: ``optimizers.rewrites.views``). ``Unsupported`` (the statement's reason) when no block is in the subset."""
     try:
-        return lower_query(sql, schema)
+        return lower_query(sql, schema, dialect=dialect)
     except Unsupported as e:
         why = str(e)
-        tree = parse(sql)
+        tree = parse(sql, dialect=dialect)
         if not isinstance(tree, (exp.Select, exp.SetOperation)):
             raise
     blocks: list[Lowered] = []
@@ -65,13 +66,13 @@ def lower_block(sql: str, schema: Schema) -> Lowered:
         if what is None:
             continue
         try:
-            low = lower_tree(node.copy(), schema)
+            low = lower_tree(node.copy(), schema, dialect=dialect)
         except Unsupported:
             continue
         if {t.lower() for t in low.base_tables()} & ctes:
             continue
         # the statement around the block is not lowered: it may read the order of the block's rows
-        blocks.append(replace(settle_order(low, False), nested=Nested(sql, i, what, why)))
+        blocks.append(replace(settle_order(low, False), nested=Nested(sql, i, what, why, dialect)))
     if not blocks:
         raise Unsupported(why)
     return max(blocks, key=lambda b: len(b.tables))  # max() keeps the first of the largest

@@ -1,4 +1,5 @@
-"""SQL into the algebra (``optimizers.rewrites.algebra``): parse with sqlglot (PostgreSQL dialect), qualify the
+"""SQL into the algebra (``optimizers.rewrites.algebra``): parse with sqlglot (in the target's dialect, passed in as
+data: ``Lowered.dialect``, which emission writes back in), qualify the
 columns of a copy with the schema so each predicate knows the relations it reads, and take the statement apart:
 its tables, joins and WHERE conditions (the core) and its shell (SELECT list, GROUP BY, HAVING, ORDER BY, LIMIT,
 DISTINCT), kept from the original text so output names and positional ORDER BY stay as written
@@ -15,13 +16,13 @@ where it can be (``optimizers.rewrites.subqueries``: what its decorrelation read
 search on its own.
 
 >>> schema = {"t": {"a": "int", "b": "int"}, "u": {"c": "int", "d": "text"}}
->>> low = lower("SELECT a FROM t JOIN u ON t.a = u.c WHERE b > 1 AND d IS NULL", schema)
+>>> low = lower("SELECT a FROM t JOIN u ON t.a = u.c WHERE b > 1 AND d IS NULL", schema, dialect="postgres")
 >>> low.tables, [(alias, how, [x.sql for x in on]) for alias, how, on in low.joins]
 ((('t', 't'), ('u', 'u')), [('u', 'inner', ['t.a = u.c'])])
 >>> [(x.sql, sorted(x.refs), sorted(x.rejects)) for x in low.atoms]
 [('t.b > 1', ['t'], ['t']), ('u.d IS NULL', ['u'], [])]
 >>> try:
-...     lower("WITH x AS (SELECT 1) SELECT * FROM x", schema)
+...     lower("WITH x AS (SELECT 1) SELECT * FROM x", schema, dialect="postgres")
 ... except Unsupported as e:
 ...     print(e)
 WITH (common table expressions) is not in the rewriter's subset yet
@@ -30,7 +31,8 @@ WITH (common table expressions) is not in the rewriter's subset yet
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 import sqlglot
@@ -61,7 +63,8 @@ class Unsupported(ValueError):
 class Lowered:
     """A lowered SELECT: its tables as (table, alias), join steps, WHERE atoms, and the shell (the original
     statement with FROM, JOINs and WHERE to be replaced). ``nested``: set when the SELECT is a block of a larger
-    statement (``lower_block``); emission puts the block back into it."""
+    statement (``lower_block``); emission puts the block back into it. ``dialect``: the sqlglot dialect it was
+    read in, and in which every SQL text it holds (and its rewrites) is written."""
 
     tables: tuple[tuple[str, str], ...]
     joins: tuple[tuple[str, str, tuple[Atom, ...]], ...]  # (alias, "inner" | "left", ON atoms), FROM order
@@ -73,6 +76,7 @@ class Lowered:
     inlined: tuple[str, ...] = ()  # the CTEs written as derived tables (``optimizers.rewrites.ctes``)
     qualified: exp.Select | None = None  # the statement's shell with its columns qualified, names as written
     subqueries: tuple[ShellSubquery, ...] = ()  # those of its select list, HAVING, ORDER BY (``subqueries``)
+    dialect: str = field(kw_only=True)  # sqlglot's name of the SQL dialect (the target's ``connector.dialect``)
 
     @property
     def aliases(self) -> frozenset[str]:
@@ -96,39 +100,39 @@ class Lowered:
         return set(self.aliases).union(*(p.every_alias() for p in self.parts()))
 
 
-def parse(sql: str) -> exp.Expression:
-    """The statement's syntax tree (``Unsupported`` when sqlglot cannot parse it as PostgreSQL)."""
+def parse(sql: str, *, dialect: str) -> exp.Expression:
+    """The statement's syntax tree (``Unsupported`` when sqlglot cannot parse it in ``dialect``)."""
     try:
-        found = sqlglot.parse(sql, read="postgres")
+        found = sqlglot.parse(sql, read=dialect)
     except ParseError as e:
-        raise Unsupported(f"not parsed as PostgreSQL SQL: {parser_message(e)}") from None
+        raise Unsupported(f"not parsed as {dialect} SQL: {parser_message(e)}") from None
     if len(found) != 1 or found[0] is None:
         raise Unsupported("not exactly one statement")
     return found[0]
 
 
-def lower(sql: str, schema: Schema) -> Lowered:
-    """``sql`` lowered (see the module); ``Unsupported`` outside the subset."""
-    tree = parse(sql)
+def lower(sql: str, schema: Schema, *, dialect: str) -> Lowered:
+    """``sql`` (in ``dialect``) lowered (see the module); ``Unsupported`` outside the subset."""
+    tree = parse(sql, dialect=dialect)
     if not isinstance(tree, exp.Select):
         raise Unsupported(f"{tree.key.upper()} statements are not rewritten (only SELECT)")
-    return settle_order(lower_tree(tree, schema), True)
+    return settle_order(lower_tree(tree, schema, dialect=dialect), True)
 
 
-def lower_tree(tree: exp.Select, schema: Schema) -> Lowered:
+def lower_tree(tree: exp.Select, schema: Schema, *, dialect: str) -> Lowered:
     if tree.args.get("with_"):
         raise Unsupported("WITH (common table expressions) is not in the rewriter's subset yet")
-    return lower_select(qualified(tree, schema), tree)
+    return lower_select(qualified(tree, schema, dialect=dialect), tree, dialect=dialect)
 
 
-def qualified(tree: exp.Expression, schema: Schema) -> exp.Expression:
+def qualified(tree: exp.Expression, schema: Schema, *, dialect: str) -> exp.Expression:
     """A copy of ``tree`` with every column qualified by its relation's alias. A JOIN ... USING or NATURAL JOIN is
     refused first: the qualification turns it into ON, and ``SELECT *`` or an unqualified merged column would
     then read both sides' columns."""
     if any(j.args.get("using") or j.args.get("method") for j in tree.find_all(exp.Join)):
         raise Unsupported("JOIN ... USING and NATURAL JOIN are not in the rewriter's subset yet")
     try:
-        out = qualify(tree.copy(), schema=schema, dialect="postgres", quote_identifiers=False,
+        out = qualify(tree.copy(), schema=schema, dialect=dialect, quote_identifiers=False,
                       identify=False, expand_stars=False, validate_qualify_columns=True)
     except (OptimizeError, ValueError, KeyError) as e:
         raise Unsupported(f"columns not resolved against the schema: {e}") from None
@@ -147,7 +151,7 @@ def qualified(tree: exp.Expression, schema: Schema) -> exp.Expression:
 
 
 def lower_select(q: exp.Select, original: exp.Select | None, outer: frozenset[str] = frozenset(),
-            views: bool = True) -> Lowered:
+                 views: bool = True, *, dialect: str) -> Lowered:
     """``q`` lowered; ``outer``: the aliases of the enclosing scopes (a subquery's alias that shadows one of
     them is renamed, with the columns of its scope, so every alias names one relation in the whole statement);
     ``views``: whether derived tables in its FROM are lowered as views (not inside a subquery of a condition)."""
@@ -164,7 +168,7 @@ def lower_select(q: exp.Select, original: exp.Select | None, outer: frozenset[st
 
     def item(node: exp.Expression) -> tuple[str, str]:
         if views and isinstance(node, exp.Subquery):
-            found.append(_view(node, used))
+            found.append(_view(node, used, dialect))
             return VIEW, found[-1].alias
         return _table(node)
 
@@ -182,10 +186,10 @@ def lower_select(q: exp.Select, original: exp.Select | None, outer: frozenset[st
             raise Unsupported(f"{' '.join(x for x in (side, kind) if x)} JOIN is not in the rewriter's subset yet")
         tables.append(item(j.this))
         on = j.args.get("on")
-        joins.append((tables[-1][1], how, tuple(_atoms(on, outer)) if on is not None else ()))
+        joins.append((tables[-1][1], how, tuple(_atoms(on, dialect, outer)) if on is not None else ()))
     where = q.args.get("where")
     scope = outer | frozenset(a for _, a in tables)
-    atoms = tuple(_atoms(where.this, scope)) if where is not None else ()
+    atoms = tuple(_atoms(where.this, dialect, scope)) if where is not None else ()
     shell = (original if original is not None else q).copy()
     every = [*atoms, *(a for _, _, on in joins for a in on)]
     # a view's ORDER BY may go where the query around it reads no order of its rows (``settle_order`` looks
@@ -194,21 +198,22 @@ def lower_select(q: exp.Select, original: exp.Select | None, outer: frozenset[st
     found = [replace(v, unordered=free and not _sort_matters(v.query.shell)) for v in found]
     # the subqueries of its select list, HAVING and ORDER BY (a condition's subquery has no shell of its own here)
     used |= set(scope).union(*(a.sub.every_alias() for a in atoms if a.sub is not None))
-    subs = shell_subqueries(q, used, _lowered_or_none) if views else ()
-    return Lowered(tuple(tables), tuple(joins), atoms, shell, views=tuple(_pushes(v, every) for v in found),
-                   qualified=names_as_written(q, original) if original is not None else None, subqueries=subs)
+    subs = shell_subqueries(q, used, partial(_lowered_or_none, dialect=dialect), dialect=dialect) if views else ()
+    return Lowered(tuple(tables), tuple(joins), atoms, shell, views=tuple(_pushes(v, every, dialect) for v in found),
+                   qualified=names_as_written(q, original) if original is not None else None, subqueries=subs,
+                   dialect=dialect)
 
 
-def _lowered_or_none(sub: exp.Select, scope: frozenset[str]) -> Lowered | None:
+def _lowered_or_none(sub: exp.Select, scope: frozenset[str], *, dialect: str) -> Lowered | None:
     """A shell's subquery lowered like a condition's, or None outside the subset (it stays as written, and the
     statement stays in the subset: whatever stops its lowering only keeps it from being decorrelated)."""
     try:
-        return lower_select(sub, None, scope, views=False)
+        return lower_select(sub, None, scope, views=False, dialect=dialect)
     except Exception:  # noqa: BLE001
         return None
 
 
-def _view(node: exp.Subquery, used: set[str]) -> View:
+def _view(node: exp.Subquery, used: set[str], dialect: str) -> View:
     """A derived table in FROM as a view; its aliases are renamed apart from every alias ``used`` so far (which
     then holds them too)."""
     sub, alias = node.this, node.alias_or_name
@@ -218,25 +223,25 @@ def _view(node: exp.Subquery, used: set[str]) -> View:
     if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
            for e in sub.expressions):
         raise Unsupported("a derived table that selects * (its columns are not known by name)")
-    low = lower_select(sub, None, frozenset(used))
+    low = lower_select(sub, None, frozenset(used), dialect=dialect)
     written = node.args["alias"]
     columns = [c.name for c in written.columns] or [output_name(e) for e in low.shell.expressions]
     if len(columns) != len(low.shell.expressions):
         raise Unsupported(f"the derived table {alias} names a different number of columns than it selects")
     used |= low.every_alias()
-    view_sql = exp.Subquery(this=low.shell.copy(), alias=written.copy()).sql(dialect="postgres")
-    return View(low, alias, view_sql, describe(low.shell, columns), tuple(columns))
+    view_sql = exp.Subquery(this=low.shell.copy(), alias=written.copy()).sql(dialect=dialect)
+    return View(low, alias, view_sql, describe(low.shell, columns, dialect=dialect), tuple(columns))
 
 
-def _pushes(view: View, atoms: list[Atom]) -> View:
+def _pushes(view: View, atoms: list[Atom], dialect: str) -> View:
     """``view`` with the conditions above it that read only its columns and may move into it, as they become
     inside (``optimizers.rewrites.views.push``)."""
     out = []
     for atom in atoms:
         if atom.kind == "plain" and atom.refs == {view.alias}:
-            inner = push(atom.sql, view.alias, dict(view.shape.pushable), view.shape.grouped)
+            inner = push(atom.sql, view.alias, dict(view.shape.pushable), view.shape.grouped, dialect=dialect)
             if inner is not None:
-                out.append((atom.sql, plain(sqlglot.parse_one(inner, read="postgres"))))
+                out.append((atom.sql, plain(sqlglot.parse_one(inner, read=dialect), dialect=dialect)))
     return replace(view, pushes=tuple(out))
 
 
@@ -250,7 +255,7 @@ def _table(node: exp.Expression) -> tuple[str, str]:
     return (".".join(p.name for p in node.parts), node.alias_or_name)
 
 
-def _atoms(node: exp.Expression, scope: frozenset[str] = frozenset(), seen: set[str] | None = None):
+def _atoms(node: exp.Expression, dialect: str, scope: frozenset[str] = frozenset(), seen: set[str] | None = None):
     """The conjuncts of ``node``, each as an ``Atom``; ``seen``: the aliases in use so far (the enclosing scopes'
     and those of the subqueries lowered before: sibling subqueries are renamed apart too, so a rule that joins
     two of them into one FROM never meets the same alias twice)."""
@@ -258,23 +263,23 @@ def _atoms(node: exp.Expression, scope: frozenset[str] = frozenset(), seen: set[
     for part in node.flatten() if isinstance(node, exp.And) else (node,):
         inner = part.unnest() if isinstance(part, exp.Paren) else part
         if isinstance(inner, exp.And):
-            yield from _atoms(inner, scope, seen)
+            yield from _atoms(inner, dialect, scope, seen)
             continue
         negated = isinstance(inner, exp.Not)
         body = inner.this.unnest() if negated else inner
         atom = None
         if isinstance(body, exp.In) and body.args.get("query") is not None:
-            atom = _in_subquery(part, body, negated, frozenset(seen))
+            atom = _in_subquery(part, body, negated, frozenset(seen), dialect)
         elif isinstance(body, exp.Exists):
             sub = body.this
             if not isinstance(sub, exp.Select) or _shaped(sub) or has_aggregate(sub.expressions):
                 raise Unsupported("EXISTS over a subquery outside the subset (GROUP BY, HAVING, LIMIT, OFFSET, "
                                   "DISTINCT ON, an aggregate, or not a SELECT)")
-            low = lower_select(sub, None, frozenset(seen), views=False)
+            low = lower_select(sub, None, frozenset(seen), views=False, dialect=dialect)
             outer = frozenset().union(*(a.refs for a in low.atoms)) - low.aliases
-            atom = Atom(part.sql(dialect="postgres"), outer, frozenset(), "not_exists" if negated else "exists", low)
+            atom = Atom(part.sql(dialect=dialect), outer, frozenset(), "not_exists" if negated else "exists", low)
         else:
-            atom = _scalar_comparison(inner, frozenset(seen))
+            atom = _scalar_comparison(inner, frozenset(seen), dialect)
         if atom is not None:
             seen |= atom.sub.every_alias()
             yield atom
@@ -282,7 +287,7 @@ def _atoms(node: exp.Expression, scope: frozenset[str] = frozenset(), seen: set[
         if any(isinstance(n, (exp.Subquery, exp.Select)) for n in inner.find_all(exp.Subquery, exp.Select)):
             raise Unsupported("subqueries other than [NOT] EXISTS and scalar comparisons are not in the "
                               "rewriter's subset yet")
-        yield plain(inner)
+        yield plain(inner, dialect=dialect)
 
 
 def _shaped(sub: exp.Select) -> bool:
@@ -301,7 +306,7 @@ def _sort_matters(select: exp.Select) -> bool:
         distinct is not None and distinct.args.get("on") is not None)
 
 
-def _in_subquery(part: exp.Expression, body: exp.In, negated: bool, scope: frozenset[str]) -> Atom:
+def _in_subquery(part: exp.Expression, body: exp.In, negated: bool, scope: frozenset[str], dialect: str) -> Atom:
     """``x [NOT] IN (SELECT y FROM ... WHERE ...)`` as the subquery with ``y = x`` among its conditions: an
     ``exists`` atom for IN (the same rows in a WHERE conjunct, where NULL and false both drop the row), a
     ``not_in`` atom for NOT IN, with (x, y) in ``detail`` (an anti-join only where neither can be NULL)."""
@@ -316,44 +321,46 @@ def _in_subquery(part: exp.Expression, body: exp.In, negated: bool, scope: froze
     if distinct is not None and distinct.args.get("on") is not None:
         raise Unsupported("an IN subquery with DISTINCT ON (it picks rows) is not in the subset")
     if sub.args.get("group") or sub.args.get("having") or has_aggregate(sub.expressions):
-        low, y = _grouped_in(sub, x, scope)
+        low, y = _grouped_in(sub, x, scope, dialect)
     elif any(isinstance(n, exp.Window) or _set_returning(n) for n in sub.expressions[0].walk()):
         raise Unsupported("an IN subquery selecting a window or set-returning function is not in the subset")
     else:
-        low = lower_select(sub, None, scope, views=False)
+        low = lower_select(sub, None, scope, views=False, dialect=dialect)
         y = sub.expressions[0].unalias() if isinstance(sub.expressions[0], exp.Alias) else sub.expressions[0]
-        low = Lowered(low.tables, low.joins, low.atoms + (plain(exp.EQ(this=y.copy(), expression=x.copy())),),
-                      low.shell)
+        low = Lowered(low.tables, low.joins,
+                      low.atoms + (plain(exp.EQ(this=y.copy(), expression=x.copy()), dialect=dialect),), low.shell,
+                      dialect=dialect)
     outer = frozenset().union(*(a.refs for a in low.atoms)) - low.aliases
     if not negated:
-        return Atom(part.sql(dialect="postgres"), outer, frozenset(), "exists", low)
-    return Atom(part.sql(dialect="postgres"), outer, frozenset(), "not_in", low, (x, y))
+        return Atom(part.sql(dialect=dialect), outer, frozenset(), "exists", low)
+    return Atom(part.sql(dialect=dialect), outer, frozenset(), "not_in", low, (x, y))
 
 
-def _grouped_in(sub: exp.Select, x: exp.Expression, scope: frozenset[str]) -> tuple[Lowered, exp.Expression]:
+def _grouped_in(sub: exp.Select, x: exp.Expression, scope: frozenset[str],
+                dialect: str) -> tuple[Lowered, exp.Expression]:
     """An uncorrelated grouped (or aggregating) IN subquery as a semi-join's right side: a view of its query, and
     ``view.column = x`` as the condition; with the inner expression it selects."""
     # named after what it holds: two such subqueries of one statement get names of their own (an identical one
     # is the same relation), and no alias of the statement is taken
-    digest = hashlib.sha1(f"{sub.sql(dialect='postgres')} = {x.sql(dialect='postgres')}".encode()).hexdigest()
+    digest = hashlib.sha1(f"{sub.sql(dialect=dialect)} = {x.sql(dialect=dialect)}".encode()).hexdigest()
     name = next(f"sq_{digest[:n]}" for n in range(6, 41) if f"sq_{digest[:n]}" not in scope)
     item = sub.expressions[0]
     y = item.unalias() if isinstance(item, exp.Alias) else item
     column = item.alias if isinstance(item, exp.Alias) else y.name if isinstance(y, exp.Column) else "k"
     query = sub.copy()
     query.set("expressions", [exp.alias_(y.copy(), column)])
-    low = lower_select(query, None, scope | {name})
+    low = lower_select(query, None, scope | {name}, dialect=dialect)
     if {c.table for c in low.shell.find_all(exp.Column) if c.table} - low.every_alias():
         raise Unsupported("a grouped IN subquery that reads the outer query (in WHERE, HAVING or its select list)")
     view_sql = exp.Subquery(this=low.shell.copy(), alias=exp.TableAlias(this=exp.to_identifier(name)))
-    view = View(low, name, view_sql.sql(dialect="postgres"), describe(low.shell, [column]), (column,),
+    view = View(low, name, view_sql.sql(dialect=dialect), describe(low.shell, [column], dialect=dialect), (column,),
                 not _sort_matters(low.shell))
-    match = plain(exp.EQ(this=exp.column(column, table=name), expression=x.copy()))
-    return (Lowered(((VIEW, name),), (), (match,), exp.select("1"), views=(view,)),
+    match = plain(exp.EQ(this=exp.column(column, table=name), expression=x.copy()), dialect=dialect)
+    return (Lowered(((VIEW, name),), (), (match,), exp.select("1"), views=(view,), dialect=dialect),
             low.shell.expressions[0].unalias())
 
 
-def _scalar_comparison(node: exp.Expression, scope: frozenset[str]) -> Atom | None:
+def _scalar_comparison(node: exp.Expression, scope: frozenset[str], dialect: str) -> Atom | None:
     """``outer <op> (SELECT expr FROM ... WHERE ...)`` (either side) as a ``scalar`` atom: its SQL as written, the
     outer aliases it reads, and in ``detail`` (op, outer SQL, the subquery's select expression SQL, the subquery
     lowered); None for anything else."""
@@ -374,9 +381,9 @@ def _scalar_comparison(node: exp.Expression, scope: frozenset[str]) -> Atom | No
             or sub.args.get("limit") or sub.args.get("having") or sub.args.get("distinct"):
         raise Unsupported("a scalar subquery outside the subset (GROUP BY, HAVING, LIMIT, DISTINCT or several "
                           "columns)")
-    low = lower_select(sub, None, scope, views=False)
+    low = lower_select(sub, None, scope, views=False, dialect=dialect)
     inner_outer = frozenset().union(*(a.refs for a in low.atoms)) - low.aliases
     refs = refs_of(outer) | inner_outer
     select = sub.expressions[0].unalias() if isinstance(sub.expressions[0], exp.Alias) else sub.expressions[0]
-    return Atom(node.sql(dialect="postgres"), refs, frozenset(), "scalar", low,
-                (op, outer.sql(dialect="postgres"), select.sql(dialect="postgres"), select))
+    return Atom(node.sql(dialect=dialect), refs, frozenset(), "scalar", low,
+                (op, outer.sql(dialect=dialect), select.sql(dialect=dialect), select))

@@ -3,10 +3,10 @@ make it not true, the columns an equality equates and those whose NULL makes it 
 off a syntax tree. A comparison is strict (rejects NULLs) only through parts that keep a NULL NULL.
 
 >>> import sqlglot
->>> a = plain(sqlglot.parse_one("t.a = u.c + 1", read="postgres"))
+>>> a = plain(sqlglot.parse_one("t.a = u.c + 1", read="postgres"), dialect="postgres")
 >>> sorted(a.rejects), sorted(a.nonnull), a.equals[0]
 (['t', 'u'], ['t.a', 'u.c'], ('t.a', frozenset({'u'})))
->>> plain(sqlglot.parse_one("5 IN (t.a, t.b)", read="postgres")).rejects
+>>> plain(sqlglot.parse_one("5 IN (t.a, t.b)", read="postgres"), dialect="postgres").rejects
 frozenset()
 """
 
@@ -37,15 +37,16 @@ class Atom:
     nonnull: frozenset[str] = frozenset()  # columns ("alias.column") whose NULL makes the atom not true
 
 
-def plain(node: exp.Expression) -> Atom:
-    """A predicate without subqueries as a ``plain`` atom (with the columns an equality equates)."""
+def plain(node: exp.Expression, *, dialect: str) -> Atom:
+    """A predicate without subqueries as a ``plain`` atom (with the columns an equality equates), its SQL written in
+    ``dialect`` (sqlglot's name)."""
     refs = refs_of(node)
     equals = ()
     if isinstance(node, exp.EQ):
         equals = tuple((name(col), refs_of(other))
                        for col, other in ((node.this, node.expression), (node.expression, node.this))
                        if isinstance(col, exp.Column) and col.table)
-    return Atom(node.sql(dialect="postgres"), refs, rejects(node, refs), equals=equals, nonnull=nonnull(node, refs))
+    return Atom(node.sql(dialect=dialect), refs, rejects(node, refs), equals=equals, nonnull=nonnull(node, refs))
 
 
 def refs_of(node: exp.Expression) -> frozenset[str]:

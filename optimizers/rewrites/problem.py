@@ -1,7 +1,8 @@
 """The rewrite problem: the workload's statements (query id, SQL), the schema they read (table -> column ->
 type), estimated rows per table, the (table, column) pairs declared NOT NULL, each predicate's estimated
-selectivity, the e-graph's node budget per statement, the catalog's unique and foreign keys, and the groups each
-GROUP BY makes. Statements
+selectivity, the e-graph's node budget per statement, the catalog's unique and foreign keys, the groups each
+GROUP BY makes, and the SQL dialect (sqlglot's name: the target's ``connector.dialect``, passed in as data) in which
+every statement is read, every rule checked (``rules.for_dialect``, ``left_out``) and every rewrite written. Statements
 outside the rewriter's subset are kept, with the reason, in ``unsupported``; one that holds a SELECT inside the
 subset (a derived table's, a CTE's, a UNION branch) is searched over that block (``Lowered.nested``)."""
 
@@ -15,6 +16,7 @@ from advisor.core.domain import QueryRewrite
 from optimizers.rewrites.corpus import generate
 from optimizers.rewrites.blocks import lower_block
 from optimizers.rewrites.lower import Atom, Lowered, Unsupported, lower
+from optimizers.rewrites.rules import left_out
 from optimizers.rewrites.rules.statement import Facts
 from optimizers.rewrites.search import Search
 from optimizers.rewrites.shell import Groups
@@ -41,11 +43,17 @@ class RewriteProblem:
     keys: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)  # unique keys by table
     foreign_keys: tuple[tuple[str, tuple[str, ...], str, tuple[str, ...]], ...] = ()  # (table, cols, ref, ref cols)
     groups: Groups = no_groups  # a GROUP BY's groups over its whole input, where the statistics say
+    dialect: str = field(kw_only=True)  # sqlglot's name of the statements' SQL dialect (``connector.dialect``)
 
     @cached_property
     def facts(self) -> Facts:
         """The catalog's facts the statement-level rules read."""
-        return Facts(self.schema, self.not_null, self.keys, self.foreign_keys)
+        return Facts(self.schema, self.not_null, self.keys, self.foreign_keys, dialect=self.dialect)
+
+    @cached_property
+    def left_out(self) -> dict[str, str]:
+        """The rules left out because they do not hold in the problem's dialect, each with why (none in postgres)."""
+        return left_out(self.dialect)
 
     @cached_property
     def _lowering(self) -> tuple[dict[str, Lowered], dict[str, str]]:
@@ -54,7 +62,7 @@ class RewriteProblem:
         lowered, unsupported = {}, {}
         for qid, sql in self.statements:
             try:
-                lowered[qid] = lower_block(sql, self.schema)
+                lowered[qid] = lower_block(sql, self.schema, dialect=self.dialect)
             except Unsupported as e:
                 unsupported[qid] = str(e)
         return lowered, unsupported
@@ -84,7 +92,7 @@ class RewriteProblem:
         out = []
         for sql in generate(self.schema, self.keys, self.foreign_keys, self.not_null, n=n, seed=seed):
             try:
-                out.append(lower(sql, self.schema))
+                out.append(lower(sql, self.schema, dialect=self.dialect))
             except Unsupported:
                 continue
         return out

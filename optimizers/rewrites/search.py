@@ -13,7 +13,7 @@ from egglog import EGraph
 from optimizers.rewrites.algebra import Rel, analyse, priced
 from optimizers.rewrites.lower import Lowered
 from optimizers.rewrites.term import to_term
-from optimizers.rewrites.rules import RULES, Rule
+from optimizers.rewrites.rules import Rule, for_dialect
 
 
 
@@ -29,7 +29,8 @@ class Step:
 @dataclass
 class Search:
     """The e-graph of one lowered statement. ``rows``: estimated rows per table; ``selectivity(atom)``: the
-    fraction of rows an atom keeps (both from the target's statistics); ``node_budget``: e-nodes allowed."""
+    fraction of rows an atom keeps (both from the target's statistics); ``node_budget``: e-nodes allowed; ``rules``:
+    those the strategies choose from (by default the rules that hold in the statement's dialect)."""
 
     lowered: Lowered
     rows: dict[str, float]
@@ -39,10 +40,12 @@ class Search:
     keys: dict = field(default_factory=dict)  # unique keys by table
     schema: dict = field(default_factory=dict)  # columns by table (the scans' output columns)
     groups: object = None  # a GROUP BY's keys -> its groups, where known (``optimizers.rewrites.shell.Groups``)
-    rules: tuple[Rule, ...] = RULES
+    rules: tuple[Rule, ...] | None = None
     steps: list[Step] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        if self.rules is None:
+            self.rules = for_dialect(self.lowered.dialect)
         self.egraph = EGraph()
         term, facts, expansions = to_term(self.lowered, self.rows, self.selectivity, self.not_null, self.keys,
                                           self.schema, self.groups)

@@ -5,7 +5,7 @@ branch's shell and the statement's own ORDER BY / LIMIT stay as written. Every b
 e-graph, and emission (``optimizers.rewrites.emit``) writes each branch back in its place.
 
 >>> low = lower_query("SELECT a FROM t WHERE a > 1 UNION ALL SELECT t.a FROM t, u WHERE t.a = u.c ORDER BY 1",
-...                   {"t": {"a": "int"}, "u": {"c": "int"}})
+...                   {"t": {"a": "int"}, "u": {"c": "int"}}, dialect="postgres")
 >>> low.setop[0], [b.tables for b in low.setop[1:]]
 ('UNION ALL', [(('t', 't'),), (('t', 't_2'), ('u', 'u'))])
 """
@@ -22,33 +22,34 @@ from optimizers.rewrites.scopes import names_as_written
 from optimizers.rewrites.views import settle_order
 
 
-def lower_query(sql: str, schema: Schema) -> Lowered:
-    """``sql`` lowered: a SELECT (``optimizers.rewrites.lower``) or a set operation of SELECTs, after a WITH's CTEs
+def lower_query(sql: str, schema: Schema, *, dialect: str) -> Lowered:
+    """``sql`` (in ``dialect``) lowered: a SELECT (``optimizers.rewrites.lower``) or a set operation of SELECTs, after a WITH's CTEs
     are inlined where PostgreSQL would inline them (``optimizers.rewrites.ctes``)."""
-    tree = parse(sql)
+    tree = parse(sql, dialect=dialect)
     if not isinstance(tree, (exp.Select, exp.SetOperation)):
         raise Unsupported(f"{tree.key.upper()} statements are not rewritten (only queries)")
     if tree.args.get("with_"):
         tree, names = inline(tree)  # CTEs PostgreSQL would inline, as derived tables
         try:
-            return replace(lower_query(tree.sql(dialect="postgres"), schema), inlined=names)
+            return replace(lower_query(tree.sql(dialect=dialect), schema, dialect=dialect), inlined=names)
         except Unsupported as e:
             raise Unsupported(f"WITH (its CTEs inlined): {e}") from None
     if isinstance(tree, exp.Select):
-        return settle_order(lower_tree(tree, schema), True)
-    return settle_order(_side(qualified(tree, schema), tree, set(), top=True), True)
+        return settle_order(lower_tree(tree, schema, dialect=dialect), True)
+    return settle_order(_side(qualified(tree, schema, dialect=dialect), tree, set(), dialect, top=True), True)
 
 
-def _side(node: exp.Expression, original: exp.Expression, used: set[str], top: bool = False) -> Lowered:
+def _side(node: exp.Expression, original: exp.Expression, used: set[str], dialect: str,
+          top: bool = False) -> Lowered:
     """One side of a set operation lowered (``original``: the same side as written); ``used``: the aliases of the
     branches lowered so far (it gains this side's)."""
     if isinstance(node, exp.Select) and isinstance(original, exp.Select):
-        low = lower_select(node, None, frozenset(used))
+        low = lower_select(node, None, frozenset(used), dialect=dialect)
         used |= low.every_alias()
         return replace(low, shell=names_as_written(low.shell, original))
     if isinstance(node, exp.SetOperation) and not node.args.get("by_name") and not node.args.get("side"):
         keyword = node.key.upper() + ("" if node.args.get("distinct") else " ALL")
-        left = _side(node.this, original.this, used)
-        right = _side(node.expression, original.expression, used)
-        return Lowered((), (), (), (original if top else node).copy(), setop=(keyword, left, right))
+        left = _side(node.this, original.this, used, dialect)
+        right = _side(node.expression, original.expression, used, dialect)
+        return Lowered((), (), (), (original if top else node).copy(), setop=(keyword, left, right), dialect=dialect)
     raise Unsupported("a set operation's branch that is not a SELECT (a parenthesised query, VALUES...)")

@@ -16,7 +16,7 @@ one row per input row (``row_by_row``: no set-returning function in it).
 
 >>> from optimizers.rewrites.lower import lower
 >>> low = lower("SELECT DISTINCT o.cid AS c, count(*) FROM o GROUP BY o.cid ORDER BY 2 LIMIT 5",
-...             {"o": {"cid": "int"}})
+...             {"o": {"cid": "int"}}, dialect="postgres")
 >>> term, facts = shell(low, Rel.scan("o", "o"), None)
 >>> str(term).replace(chr(10), " ")
 'Rel.scan("o", "o").group("o.cid", "").project("o.cid AS c, COUNT(*)").distinct("").sort("2").limit("LIMIT 5")'
@@ -50,10 +50,10 @@ def shell(low: Lowered, core: Rel, groups: Groups | None) -> tuple[Rel, list]:
     q = low.qualified if low.qualified is not None else low.shell
     facts: list = []
     rel = core
-    texts = clause_texts(q)
+    texts = clause_texts(q, dialect=low.dialect)
     if isinstance(q, exp.Select):
         having = q.args.get("having")
-        keys = group_keys(q)
+        keys = group_keys(q, dialect=low.dialect)
         if keys or having is not None or aggregates(q):
             cond = texts["having"]
             rel = rel.group(keys, cond)
@@ -74,13 +74,13 @@ def shell(low: Lowered, core: Rel, groups: Groups | None) -> tuple[Rel, list]:
         distinct = q.args.get("distinct")
         if distinct is not None:
             on = distinct.args.get("on")
-            rel = rel.distinct(", ".join(e.sql(dialect="postgres") for e in on.expressions) if on is not None else "")
+            rel = rel.distinct(", ".join(e.sql(dialect=low.dialect) for e in on.expressions) if on is not None else "")
     order = q.args.get("order")
     if order is not None:
         rel = rel.sort(texts["order"])
     limit, offset = q.args.get("limit"), q.args.get("offset")
     if limit is not None or offset is not None:
-        clause = " ".join(c.sql(dialect="postgres") for c in (limit, offset) if c is not None)
+        clause = " ".join(c.sql(dialect=low.dialect) for c in (limit, offset) if c is not None)
         rel = rel.limit(clause)
         count = limit.expression if limit is not None else None
         cap = float(count.this) if isinstance(count, exp.Literal) and count.is_int else NO_CAP
@@ -90,19 +90,20 @@ def shell(low: Lowered, core: Rel, groups: Groups | None) -> tuple[Rel, list]:
     return rel, facts
 
 
-def clause_texts(q: exp.Expression) -> dict[str, str]:
+def clause_texts(q: exp.Expression, *, dialect: str) -> dict[str, str]:
     """The texts a SELECT's shell operators hold: its select list (``items``), its HAVING condition and its ORDER
-    BY keys (``""`` where it has none); emission compares an extracted operator's text with these."""
+    BY keys (``""`` where it has none), written in ``dialect``; emission compares an extracted operator's text with these."""
     having, order = q.args.get("having"), q.args.get("order")
-    return {"items": ", ".join(e.sql(dialect="postgres") for e in q.expressions) if isinstance(q, exp.Select) else "",
-            "having": having.this.sql(dialect="postgres") if having is not None else "",
-            "order": ", ".join(o.sql(dialect="postgres") for o in order.expressions) if order is not None else ""}
+    return {"items": ", ".join(e.sql(dialect=dialect) for e in q.expressions) if isinstance(q, exp.Select) else "",
+            "having": having.this.sql(dialect=dialect) if having is not None else "",
+            "order": ", ".join(o.sql(dialect=dialect) for o in order.expressions) if order is not None else ""}
 
 
-def group_keys(select: exp.Select) -> str:
-    """A SELECT's GROUP BY expressions as one text (``""`` without GROUP BY): what ``Groups`` is asked about."""
+def group_keys(select: exp.Select, *, dialect: str) -> str:
+    """A SELECT's GROUP BY expressions as one text in ``dialect`` (``""`` without GROUP BY): what ``Groups`` is
+    asked about."""
     group = select.args.get("group")
-    return ", ".join(g.sql(dialect="postgres") for g in group.expressions) if group is not None else ""
+    return ", ".join(g.sql(dialect=dialect) for g in group.expressions) if group is not None else ""
 
 
 def output_columns(select: exp.Select) -> list[str]:

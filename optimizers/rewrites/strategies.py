@@ -9,7 +9,7 @@ e-nodes it took. The baselines Aurora is compared with:
 
 >>> from optimizers.rewrites.lower import lower
 >>> low = lower("SELECT 1 FROM t JOIN u ON t.a = u.c WHERE t.b > 1 AND u.d > 2", {"t": {"a": "int", "b": "int"},
-...             "u": {"c": "int", "d": "int"}})
+...             "u": {"c": "int", "d": "int"}}, dialect="postgres")
 >>> results = [s(Search(low, {"t": 1e5, "u": 1e5}, lambda a: 1e-5 if len(a.refs) > 1 else 0.1))
 ...            for s in (saturate, random_order, greedy)]
 >>> [r.cost < r.initial_cost for r in results[::2]], results[1].cost <= results[1].initial_cost

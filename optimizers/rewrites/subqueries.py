@@ -72,19 +72,20 @@ def candidates(select: exp.Select) -> list[tuple[str, exp.Expression]]:
     return out
 
 
-def find(select: exp.Select, used: set[str], lower: Lower) -> tuple[ShellSubquery, ...]:
+def find(select: exp.Select, used: set[str], lower: Lower, *, dialect: str) -> tuple[ShellSubquery, ...]:
     """The subqueries of ``select``'s shell that ``lower`` takes (those outside the subset are left as text), each
-    lowered with its aliases renamed apart from ``used`` (which then holds them too)."""
+    lowered with its aliases renamed apart from ``used`` (which then holds them too); their SQL written in ``dialect``."""
     out = []
     for index, (clause, node) in enumerate(candidates(select)):
-        found = _one(index, clause, node, frozenset(used), lower)
+        found = _one(index, clause, node, frozenset(used), lower, dialect)
         if found is not None:
             used |= found.sub.every_alias()
             out.append(found)
     return tuple(out)
 
 
-def _one(index: int, clause: str, node: exp.Expression, scope: frozenset[str], lower: Lower) -> ShellSubquery | None:
+def _one(index: int, clause: str, node: exp.Expression, scope: frozenset[str], lower: Lower,
+         dialect: str) -> ShellSubquery | None:
     query = node.args.get("query") if isinstance(node, exp.In) else node.this
     query = query.this if isinstance(query, exp.Subquery) else query
     if not isinstance(query, exp.Select) or query.args.get("with_"):
@@ -96,7 +97,7 @@ def _one(index: int, clause: str, node: exp.Expression, scope: frozenset[str], l
         return None
     own = sub.every_alias()
     outer = frozenset(c.table for c in sub.shell.find_all(exp.Column) if c.table and c.table not in own)
-    sql = node.sql(dialect="postgres")
+    sql = node.sql(dialect=dialect)
     if isinstance(node, exp.Exists):
         return ShellSubquery(index, clause, "exists", sql, sub, outer=outer)
     item = sub.shell.expressions[0]

@@ -14,7 +14,7 @@ from optimizers.rewrites.algebra import (GROUP_WEIGHT, Pred, Rel, alias_set, col
                                          notin_keys, notin_on, notin_sub, per_row, pushed, rows as rows_fn,
                                          selectivity as sel_fn, strict_on, unique_on, unordered)
 from optimizers.rewrites.lower import VIEW, Atom, Lowered, Unsupported
-from optimizers.rewrites.rules import decorrelate, decorrelate_shell
+from optimizers.rewrites.rules import decorrelate, decorrelate_shell, holds
 from optimizers.rewrites.shell import Groups, clause_texts, group_keys, shell
 
 Selectivity = Callable[[Atom], float]
@@ -88,18 +88,19 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
         below = core(l)
         term, found = shell(l, below, groups)
         facts.extend(found)
-        form = decorrelate_shell.unnest(l, lambda: _fresh(taken, "dc"), keys, not_null)
+        form = decorrelate_shell.unnest(l, lambda: _fresh(taken, "dc"), keys, not_null) \
+            if holds(decorrelate_shell, l.dialect) else decorrelate_shell.ShellForm(None)
         q = l.qualified if l.qualified is not None else l.shell
-        facts.extend(_probes(l.subqueries, q, inner_rows))
+        facts.extend(_probes(l.subqueries, q, inner_rows, l.dialect))
         if form.select is None:
             return term
         alt = below
         for j in form.joins:
             alt = left_joined(alt, j)
         done = {s.sql for s in form.done}
-        facts.extend(_probes(tuple(s for s in l.subqueries if s.sql not in done), form.select, inner_rows))
-        written_keys = group_keys(q) if isinstance(q, exp.Select) else ""
-        keys_now = group_keys(form.select)
+        facts.extend(_probes(tuple(s for s in l.subqueries if s.sql not in done), form.select, inner_rows, l.dialect))
+        written_keys = group_keys(q, dialect=l.dialect) if isinstance(q, exp.Select) else ""
+        keys_now = group_keys(form.select, dialect=l.dialect)
         regrouped = None if groups is None else (lambda k: groups(written_keys) if k == keys_now else groups(k))
         reshelled = replace(l, qualified=form.select) if l.qualified is not None else replace(l, shell=form.select)
         alt_term, found = shell(reshelled, alt, regrouped)
@@ -143,7 +144,8 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
                 # a correlated subquery runs once per outer row: its atom costs its input's rows per probe
                 facts.append(set_cost(written, int(min(inner_rows(atom.sub), 1e12))))
                 plain = rel.filter(written)
-                alt = decorrelate.scalar_aggregate(atom, _fresh(taken, "dc"))
+                alt = decorrelate.scalar_aggregate(atom, _fresh(taken, "dc")) if holds(decorrelate, l.dialect) \
+                    else None
                 if isinstance(alt, decorrelate.Decorrelated):
                     derived = Rel.derived(alt.sql, alt.alias)
                     facts.append(set_(rows_fn(derived)).to(max(1.0, DERIVED_ROWS * inner_rows(atom.sub))))
@@ -177,7 +179,7 @@ def to_term(low: Lowered, rows: dict[str, float], selectivity: Selectivity,
     def subquery(sub: Lowered) -> tuple[Rel, Pred]:
         inner = [a for a in sub.atoms if a.refs <= sub.aliases]
         corr = tuple(a for a in sub.atoms if not a.refs <= sub.aliases)
-        return core(Lowered(sub.tables, sub.joins, tuple(inner), sub.shell, views=sub.views)), pred(corr)
+        return core(Lowered(sub.tables, sub.joins, tuple(inner), sub.shell, views=sub.views, dialect=sub.dialect)), pred(corr)
 
     def top(l: Lowered) -> Rel:
         if l.setop is None:
@@ -214,11 +216,11 @@ def _all_pushes(low: Lowered):
         yield from _all_pushes(part)
 
 
-def _probes(subqueries, select, inner_rows) -> list:
+def _probes(subqueries, select, inner_rows, dialect: str) -> list:
     """What each clause of ``select``'s shell pays per row it reads for the correlated ``subqueries`` it holds: a
     scan of each one's tables (PostgreSQL runs it once per row; an uncorrelated one runs once and costs nothing)."""
     out = []
-    for clause, text in clause_texts(select).items():
+    for clause, text in clause_texts(select, dialect=dialect).items():
         cost = sum(inner_rows(s.sub) for s in subqueries if s.outer and s.sql in text
                    and s.clause == {"items": "select"}.get(clause, clause))
         if cost:

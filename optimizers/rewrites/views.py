@@ -14,12 +14,12 @@ any statement's (``optimizers.rewrites.term``): its FROM / WHERE core under its 
   function, nor into a one-row aggregate.
 
 >>> q = sqlglot.parse_one("SELECT l.k AS k, sum(l.q) AS s FROM l GROUP BY l.k", read="postgres")
->>> d = describe(q, ["k", "s"])
+>>> d = describe(q, ["k", "s"], dialect="postgres")
 >>> d.keys, d.pushable
 (('k',), (('k', 'l.k'),))
->>> push("v.k > 3 AND v.k < 9", "v", dict(d.pushable))
+>>> push("v.k > 3 AND v.k < 9", "v", dict(d.pushable), dialect="postgres")
 'l.k > 3 AND l.k < 9'
->>> push("v.s > 3", "v", dict(d.pushable)) is None
+>>> push("v.s > 3", "v", dict(d.pushable), dialect="postgres") is None
 True
 """
 
@@ -58,10 +58,11 @@ class View:
     pushes: tuple[tuple[str, object], ...] = ()
 
 
-def describe(select: exp.Select, columns: list[str]) -> Shape:
-    """The ``Shape`` of a view whose query is ``select`` (qualified) with output ``columns`` (by position)."""
+def describe(select: exp.Select, columns: list[str], *, dialect: str) -> Shape:
+    """The ``Shape`` of a view whose query is ``select`` (qualified) with output ``columns`` (by position); its
+    expressions compared and written in ``dialect``."""
     items = [e.unalias() if isinstance(e, exp.Alias) else e for e in select.expressions]
-    group = [g.sql(dialect="postgres") for g in (select.args.get("group") or exp.Group()).expressions]
+    group = [g.sql(dialect=dialect) for g in (select.args.get("group") or exp.Group()).expressions]
     aggregated = aggregates(select)
     returning = any(set_returning(e) for e in items)
     distinct = select.args.get("distinct")
@@ -72,32 +73,32 @@ def describe(select: exp.Select, columns: list[str]) -> Shape:
     elif not group and aggregated:
         keys = tuple(columns)
     elif len(group) == 1:
-        keys = tuple(c for c, e in zip(columns, items) if e.sql(dialect="postgres") == group[0])[:1]
+        keys = tuple(c for c, e in zip(columns, items) if e.sql(dialect=dialect) == group[0])[:1]
     elif distinct is not None and not distinct.args.get("on") and len(items) == 1:
         keys = (columns[0],)
     blocked = (limit is not None or select.args.get("offset") is not None or (not group and aggregated)
                or (distinct is not None and distinct.args.get("on") is not None)
                or returning or any(_has(e, exp.Window) for e in items))
     pushable = () if blocked else tuple(
-        (c, e.sql(dialect="postgres")) for c, e in zip(columns, items)
+        (c, e.sql(dialect=dialect)) for c, e in zip(columns, items)
         if not _has(e, (exp.AggFunc, exp.Window, exp.Subquery, exp.Select)) and not volatile(e)
-        and (not group or e.sql(dialect="postgres") in group))
+        and (not group or e.sql(dialect=dialect) in group))
     return Shape(keys, pushable, bool(group) or distinct is not None)
 
 
-def push(atom_sql: str, alias: str, pushable: dict[str, str], grouped: bool = False) -> str | None:
+def push(atom_sql: str, alias: str, pushable: dict[str, str], grouped: bool = False, *, dialect: str) -> str | None:
     """``atom_sql`` (reading only ``alias``'s columns) with each column replaced by the view's inner expression;
     None when it reads a column that cannot be pushed, or holds a volatile function or a subquery. Into a
     ``grouped`` view only a comparison of a bare column with constants moves: values that compare equal are one
     group, and only such a comparison is sure to keep or drop them alike (``v.x::text = '1.0'`` tells the numeric
     1.0 from 1.00, which group together; below the grouping it would change the group's rows).
 
-    >>> push("v.x::text = '1.0'", "v", {"x": "t.x"}, grouped=True) is None
+    >>> push("v.x::text = '1.0'", "v", {"x": "t.x"}, grouped=True, dialect="postgres") is None
     True
-    >>> push("v.x BETWEEN 1 AND 3", "v", {"x": "t.x"}, grouped=True)
+    >>> push("v.x BETWEEN 1 AND 3", "v", {"x": "t.x"}, grouped=True, dialect="postgres")
     't.x BETWEEN 1 AND 3'
     """
-    node = sqlglot.parse_one(atom_sql, read="postgres")
+    node = sqlglot.parse_one(atom_sql, read=dialect)
     if volatile(node) or _has(node, (exp.Subquery, exp.Select, exp.AggFunc, exp.Window)):
         return None
     if grouped and not _compares_bare(node):
@@ -106,9 +107,9 @@ def push(atom_sql: str, alias: str, pushable: dict[str, str], grouped: bool = Fa
     if isinstance(node, exp.Column) or not columns or any(c.table != alias or c.name not in pushable for c in columns):
         return None
     for c in columns:
-        inner = sqlglot.parse_one(pushable[c.name], read="postgres")
+        inner = sqlglot.parse_one(pushable[c.name], read=dialect)
         c.replace(exp.Paren(this=inner) if not isinstance(inner, exp.Column) else inner)
-    return node.sql(dialect="postgres")
+    return node.sql(dialect=dialect)
 
 
 ORDER_FREE = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Stddev, exp.StddevPop, exp.StddevSamp,

@@ -49,7 +49,7 @@ READS = {  # statement -> the tables outside its FROM list that it reads too
 @pytest.mark.parametrize("name", list(READS))
 def test_the_check_databases_hold_every_table_the_statement_reads(name):
     sql, also = READS[name]
-    problem = RewriteProblem((("q", sql),), SCHEMA)
+    problem = RewriteProblem((("q", sql),), SCHEMA, dialect="postgres")
     assert "q" in problem.lowered, problem.unsupported  # a statement the pipeline would check
     assert set(_tables_read(problem, "q")) == {"customers"} | also
     assert "big" not in _tables_read(problem, "q")  # a CTE's name is not a table of the schema
@@ -58,10 +58,10 @@ def test_the_check_databases_hold_every_table_the_statement_reads(name):
 def test_tables_are_named_as_postgres_looks_them_up():
     """Unquoted names fold to lower case, a quoted one keeps its case, the schema is dropped; a CTE's name is
     kept only where a table has it (its body reads the table)."""
-    assert tables_named('SELECT 1 FROM Customers, public.ORDERS, "Items", generate_series(1, 3) g') == \
-        {"customers", "orders", "Items"}
-    assert tables_named("WITH orders AS (SELECT * FROM orders) SELECT * FROM orders") == {"orders"}
-    assert tables_named("SELEC oops") == set()
+    assert tables_named('SELECT 1 FROM Customers, public.ORDERS, "Items", generate_series(1, 3) g',
+                        dialect="postgres") == {"customers", "orders", "Items"}
+    assert tables_named("WITH orders AS (SELECT * FROM orders) SELECT * FROM orders", dialect="postgres") == {"orders"}
+    assert tables_named("SELEC oops", dialect="postgres") == set()
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def test_select_list_subquery_tables_are_in_the_check_databases(db, shop):
     """A correlated aggregate over another table in the select list, and its decorrelated form: equivalent on
     every edge-case database and the shadow (the table the subquery reads was missing from the check databases,
     so the original failed there and the right rewrite was reported 'not equivalent')."""
-    problem = RewriteProblem((("q", SELECT_LIST),), SCHEMA, not_null=NOT_NULL, keys=KEYS)
+    problem = RewriteProblem((("q", SELECT_LIST),), SCHEMA, not_null=NOT_NULL, keys=KEYS, dialect="postgres")
     tables = _tables_read(problem, "q")
     verdict = check(db, tables, SELECT_LIST, DECORRELATED, not_null=NOT_NULL, shadow_dsn=shop,
                     **constraints(problem, tables))

@@ -76,7 +76,7 @@ def test_a_block_inside_a_statement_outside_the_subset_is_rewritten_in_place(sho
     from optimizers.rewrites.blocks import lower_block
 
     low = lower_block(sql, {"c": {"id": "int", "score": "numeric", "name": "text"},
-                            "o": {"id": "int", "cid": "int", "amount": "numeric"}})
+                            "o": {"id": "int", "cid": "int", "amount": "numeric"}}, dialect="postgres")
     assert (low.nested.what if low.nested is not None else None) == block
     result = service.tune("rewrites", shop, RunPlan("rewrites", "greedy", validate=False, sql=sql))
     (o,) = result.statements
@@ -137,7 +137,7 @@ def test_a_groupings_rows_are_the_planners_count_of_its_groups(shop):
     statements = (("a", "SELECT o.cid, count(*) FROM o GROUP BY o.cid"),
                   ("b", "SELECT v.s, max(v.n) FROM (SELECT c.score AS s, count(*) AS n FROM c GROUP BY c.score) AS v "
                         "GROUP BY v.s"))
-    problem = RewriteProblem(statements, schema)
+    problem = RewriteProblem(statements, schema, dialect="postgres")
     groups = planner_groups(factory.connector(shop), problem.lowered)
     assert groups("o.cid") == pytest.approx(2000, rel=0.1)
     assert groups("c.score") == pytest.approx(97, rel=0.1)

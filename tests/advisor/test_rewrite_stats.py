@@ -18,7 +18,7 @@ def test_selectivities_are_the_planners(db):
         "INSERT INTO t SELECT x, x % 100 FROM generate_series(1, 10000) x",
         "INSERT INTO u SELECT x % 10000 + 1, x % 7 FROM generate_series(1, 20000) x", "ANALYZE")
     rows = {"t": 10000.0, "u": 20000.0}
-    problem = RewriteProblem((("q", SQL),), SCHEMA, rows)
+    problem = RewriteProblem((("q", SQL),), SCHEMA, rows, dialect="postgres")
     low = problem.lowered["q"]
     sel = planner_selectivity(factory.connector(db), problem.lowered, rows)
     by_sql = {a.sql: a for a in low.atoms}

@@ -56,7 +56,7 @@ def rewrite_problem():
     return RewriteProblem((("join", "SELECT t.a FROM t, u WHERE t.a = u.c AND t.b > 1 AND u.d < 3"),
                            ("plain", "SELECT a FROM t"),
                            ("cte", "WITH x AS (SELECT 1) SELECT * FROM x")),
-                          schema, {"t": 1e5, "u": 1e4}, node_budget=200)
+                          schema, {"t": 1e5, "u": 1e4}, node_budget=200, dialect="postgres")
 
 
 @pytest.fixture

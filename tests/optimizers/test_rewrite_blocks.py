@@ -15,7 +15,7 @@ SCHEMA = {"t": {"a": "int", "b": "int"}, "u": {"c": "int", "d": "text"}, "v": {"
 def test_the_block_of_most_tables_is_chosen_and_goes_back_in_place():
     sql = ("WITH small AS (SELECT a FROM t WHERE b > 1), big AS (SELECT t.a FROM t, u, v WHERE t.a = u.c "
            "AND u.c = v.e) SELECT * FROM small JOIN big USING (a)")
-    low = lower_block(sql, SCHEMA)
+    low = lower_block(sql, SCHEMA, dialect="postgres")
     assert low.nested.what == "the CTE big's query" and [a for _, a in low.tables] == ["t", "u", "v"]
     assert "WITH" in low.nested.why
     search = Search(low, {"t": 1e6, "u": 10.0, "v": 10.0}, lambda atom: 0.1)
@@ -33,7 +33,7 @@ def test_the_block_of_most_tables_is_chosen_and_goes_back_in_place():
 ])
 def test_statements_with_no_block_in_the_subset_keep_their_reason(sql):
     with pytest.raises(Unsupported):
-        lower_block(sql, SCHEMA)
+        lower_block(sql, SCHEMA, dialect="postgres")
 
 
 def test_a_subquery_in_an_expression_is_not_a_block():
@@ -41,14 +41,14 @@ def test_a_subquery_in_an_expression_is_not_a_block():
     outside the subset by its RIGHT JOIN; the scalar subquery has more tables, and is still not the block)."""
     sql = ("SELECT s.a FROM (SELECT t.a FROM t, u WHERE t.a = u.c) AS s RIGHT JOIN v AS w ON w.e = s.a "
            "WHERE s.a > (SELECT max(v.e) FROM v, u, t AS t2 WHERE v.e = u.c AND t2.a = u.c AND u.c = s.a)")
-    low = lower_block(sql, SCHEMA)
+    low = lower_block(sql, SCHEMA, dialect="postgres")
     assert low.nested.what == "the derived table s's query" and [a for _, a in low.tables] == ["t", "u"]
 
 
 def test_a_derived_table_is_searched_with_the_query_around_it():
     """Not a block: a view of the whole statement's term (its query lowered inside it)."""
     sql = "SELECT s.a FROM (SELECT t.a FROM t, u WHERE t.a = u.c) AS s JOIN v ON v.e = s.a WHERE s.a > 3"
-    low = lower_block(sql, SCHEMA)
+    low = lower_block(sql, SCHEMA, dialect="postgres")
     assert low.nested is None and low.tables == (("", "s"), ("v", "v"))
     (view,) = low.views
     assert view.alias == "s" and [a for _, a in view.query.tables] == ["t", "u"]
@@ -56,7 +56,7 @@ def test_a_derived_table_is_searched_with_the_query_around_it():
 
 
 def test_a_statement_inside_the_subset_is_not_a_block():
-    problem = RewriteProblem((("q", "SELECT t.a FROM t, u WHERE t.a = u.c"),), SCHEMA)
+    problem = RewriteProblem((("q", "SELECT t.a FROM t, u WHERE t.a = u.c"),), SCHEMA, dialect="postgres")
     assert problem.lowered["q"].nested is None and problem.unsupported == {}
 
 
@@ -66,7 +66,8 @@ def test_statement_rules_leave_a_statement_with_ctes_alone():
     from optimizers.rewrites.rules.statement import Facts, variants
 
     facts = Facts({"c": {"id": "int", "name": "text"}, "o": {"id": "int", "cid": "int"}},
-                  frozenset({("c", "id"), ("o", "cid")}), {"c": (("id",),)}, (("o", ("cid",), "c", ("id",)),))
+                  frozenset({("c", "id"), ("o", "cid")}), {"c": (("id",),)}, (("o", ("cid",), "c", ("id",)),),
+                  dialect="postgres")
     plain = "SELECT o.id FROM o JOIN c ON c.id = o.cid"
     assert variants(plain, facts)[0][1] == ("drop_join_on_foreign_key",)  # the catalog's c: each o meets one c
     shadowed = "WITH c AS (SELECT 1 AS id FROM c AS c0 UNION ALL SELECT 1) SELECT o.id FROM o JOIN c ON c.id = o.cid"
@@ -80,4 +81,4 @@ def test_using_and_natural_joins_are_outside_the_subset(sql):
     from optimizers.rewrites.lower import lower
 
     with pytest.raises(Unsupported, match="USING and NATURAL"):
-        lower(sql, {**SCHEMA, "v": {"e": "int"}})
+        lower(sql, {**SCHEMA, "v": {"e": "int"}}, dialect="postgres")

@@ -33,7 +33,7 @@ def selectivity(atom):
 
 
 def rewrite(sql: str) -> str:
-    low = lower(sql, SCHEMA)
+    low = lower(sql, SCHEMA, dialect="postgres")
     search = Search(low, ROWS, selectivity)
     for _ in range(3):
         for rule in RULES:
@@ -86,7 +86,7 @@ def test_max_with_an_inner_condition_and_aliases_keeps_its_rows(tpch_dsn):
     ("SELECT c_custkey FROM customer WHERE 3 > (SELECT max(o_orderkey) FROM orders)", "not correlated"),
 ])
 def test_a_subquery_decorrelation_would_change_is_left_with_its_reason(sql, why):
-    atom = next(a for a in lower(sql, SCHEMA).atoms if a.kind == "scalar")
+    atom = next(a for a in lower(sql, SCHEMA, dialect="postgres").atoms if a.kind == "scalar")
     assert why in decorrelate.scalar_aggregate(atom, "dc1")
 
 
@@ -101,7 +101,7 @@ def test_a_subquery_decorrelation_would_change_is_left_with_its_reason(sql, why)
 ])
 def test_statements_outside_the_subset_pass_through_with_the_reason(sql, why):
     with pytest.raises(Unsupported, match=why):
-        lower(sql, SCHEMA)
+        lower(sql, SCHEMA, dialect="postgres")
 
 
 def test_emission_round_trips_joins_exists_and_or(tpch_dsn):
@@ -119,7 +119,7 @@ NO_ORDERS = "SELECT c_custkey, c_name FROM customer WHERE c_custkey NOT IN (SELE
 
 
 def rewrite_with(sql: str, schema: dict, rows: dict, not_null: frozenset) -> str:
-    low = lower(sql, schema)
+    low = lower(sql, schema, dialect="postgres")
     search = Search(low, rows, selectivity, not_null=not_null)
     for _ in range(3):
         for rule in RULES:

@@ -37,7 +37,7 @@ DATA = Case(SCHEMA, ROWS,
 
 def best(sql: str) -> tuple[str, tuple[str, ...]]:
     """The form the statement's term extracts to, as SQL, with the rules it shows."""
-    low = lower_block(sql, SCHEMA)
+    low = lower_block(sql, SCHEMA, dialect="postgres")
     search = Search(low, ROWS, lambda a: 1e-4 if len(a.refs) > 1 else 0.1, not_null=NOT_NULL, keys=KEYS,
                     schema=SCHEMA)
     return to_sql(search.best(), low), expanded(search.best(), low)
@@ -46,7 +46,8 @@ def best(sql: str) -> tuple[str, tuple[str, ...]]:
 def refused(sql: str) -> dict[str, str]:
     """(subquery SQL -> why) of the subqueries the rules leave as written."""
     names = iter(range(1, 100))
-    return dict(decorrelate_shell.unnest(lower_block(sql, SCHEMA), lambda: f"dc{next(names)}", KEYS, NOT_NULL).refused)
+    low = lower_block(sql, SCHEMA, dialect="postgres")
+    return dict(decorrelate_shell.unnest(low, lambda: f"dc{next(names)}", KEYS, NOT_NULL).refused)
 
 
 GOLDEN = [  # (rule, input, expected)
@@ -230,7 +231,7 @@ STATEMENTS = [
 def test_every_form_after_every_rule_returns_the_statements_rows(db, statement):
     """The decorrelated shell beside every other rule (pushdown into views, joins, the WHERE clause's
     decorrelation): each form the search passes returns the statement's rows and names."""
-    low = lower_block(statement, SCHEMA)
+    low = lower_block(statement, SCHEMA, dialect="postgres")
     search = Search(low, ROWS, lambda a: 1e-4 if len(a.refs) > 1 else 0.1, not_null=NOT_NULL, keys=KEYS,
                     schema=SCHEMA)
     for _ in range(2):
@@ -315,7 +316,7 @@ def test_a_correlation_that_is_not_only_equalities_is_left_as_written(db, name):
     function of the select list, correlated by an equality and by ``b.val < a.val``: grouping by the equality's key
     alone would lose the inequality. The rewriter leaves it (and its rows) as written."""
     assert "not an equality" in " ".join(dict(decorrelate_shell.unnest(
-        lower_block(MIXED_SQL, MIXED.schema), lambda: "dc1").refused).values())
+        lower_block(MIXED_SQL, MIXED.schema, dialect="postgres"), lambda: "dc1").refused).values())
     dsn = shadow(db, MIXED)
     assert rows(dsn, MIXED_SQL) == Counter({(1, 3): 2, (1, 5): 1, (2, 4): 1, (3, 1): 2})
     for change in assert_safe(db, dsn, MIXED, MIXED_SQL, name):

@@ -25,7 +25,7 @@ STATEMENTS = {
 
 def _best(sql: str) -> tuple[str, int]:
     """The best form after the filters are swapped both ways and the rule ran, and how often the rule matched."""
-    low = lower(sql, SCHEMA)
+    low = lower(sql, SCHEMA, dialect="postgres")
     search = Search(low, {"c": 1e5, "o": 1e5}, lambda a: 1e-4 if len(a.refs) > 1 else 0.5)
     matched = 0
     for name in ("swap_filters", "not_in_to_anti_join", "swap_filters", "not_in_to_anti_join"):

@@ -72,7 +72,7 @@ def assert_safe(db: str, shadow_dsn: str, case: Case, statement: str, name: str,
     """Run ``statement`` through optimizer ``name``; it is left alone with a reason (the one containing ``passes``
     when given: the statement is outside the rewriter's subset) or each rewrite returns the statement's rows on
     every edge-case database and on the shadow. The rewrites proposed are returned."""
-    problem = RewriteProblem((("q", statement),), case.schema, case.rows, case.not_null)
+    problem = RewriteProblem((("q", statement),), case.schema, case.rows, case.not_null, dialect="postgres")
     opt = registry.create("rewrites", name, problem, seed=0, **OPTIONS.get(name, {}))
     config = opt.ask(1)[0]
     why = opt.explain()
@@ -253,7 +253,7 @@ def test_a_statement_with_ctes_passes_through_untouched(db, name):
     # the installed sqlglot keeps cte2 and the join (fixed upstream): not asserted
     for change in assert_safe(db, dsn, CTES, CTE_SQL, name):
         assert change.rewritten.count(" AS (") == 2 and "USING (col1)" in change.rewritten
-    assert "the CTE" in RewriteProblem((("q", CTE_SQL),), CTES.schema).lowered["q"].nested.what
+    assert "the CTE" in RewriteProblem((("q", CTE_SQL),), CTES.schema, dialect="postgres").lowered["q"].nested.what
 
 
 # --- EXISTS mishandled --------------------------------------------------------------------------------------------

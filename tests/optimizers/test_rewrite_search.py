@@ -12,7 +12,8 @@ ROWS = {f"t{i}": 10 ** (3 + i % 3) for i in range(6)}
 
 
 def search(budget: int = 3000) -> Search:
-    return Search(lower(SQL, SCHEMA), ROWS, lambda a: 1e-4 if len(a.refs) > 1 else 0.1, node_budget=budget)
+    return Search(lower(SQL, SCHEMA, dialect="postgres"), ROWS, lambda a: 1e-4 if len(a.refs) > 1 else 0.1,
+                  node_budget=budget)
 
 
 def test_a_step_past_the_node_budget_is_undone():
@@ -36,7 +37,7 @@ def test_a_rewrite_optimizer_proposes_the_improved_statement_and_explains_the_ot
 
     problem = RewriteProblem((("join", SQL), ("plain", "SELECT a0 FROM t0"), ("cte", "WITH x AS (SELECT 1) "
                                                                                       "SELECT * FROM x")),
-                             SCHEMA, ROWS, node_budget=3000)
+                             SCHEMA, ROWS, node_budget=3000, dialect="postgres")
     opt = registry.create("rewrites", "greedy", problem)
     (config,) = opt.ask(1)
     assert [c.queryid for c in config] == ["join"]
@@ -51,7 +52,7 @@ def test_aurora_stores_its_policy_and_reuses_it(tmp_path):
     from optimizers import registry
     from optimizers.rewrites.problem import RewriteProblem
 
-    problem = RewriteProblem((("join", SQL),), SCHEMA, ROWS, node_budget=3000)
+    problem = RewriteProblem((("join", SQL),), SCHEMA, ROWS, node_budget=3000, dialect="postgres")
     first = registry.create("rewrites", "aurora", problem, episodes=16)
     trained = first.prepare(tmp_path, lambda _m: None)
     assert trained["reused"] is False and (tmp_path / "aurora.pt").exists()
@@ -91,7 +92,7 @@ def test_aurora_can_train_on_statements_generated_from_the_schema_alone():
     schema = {"c": {"c_id": "integer", "c_v": "integer"}, "o": {"o_id": "integer", "o_cid": "integer",
                                                                "o_v": "integer"}}
     problem = RewriteProblem((("q", "SELECT o.o_id FROM o, c WHERE o.o_cid = c.c_id AND c.c_v > 3"),), schema,
-                             {"c": 1e4, "o": 1e6}, keys={"c": (("c_id",),), "o": (("o_id",),)})
+                             {"c": 1e4, "o": 1e6}, keys={"c": (("c_id",),), "o": (("o_id",),)}, dialect="postgres")
     assert len(problem.training_statements(12)) == 12
     said: list[str] = []
     opt = registry.create("rewrites", "aurora", problem, episodes=12, corpus=12, own=False)

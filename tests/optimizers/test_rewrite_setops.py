@@ -34,25 +34,26 @@ STATEMENTS = {
                                          (STATEMENTS["except"], "EXCEPT"),
                                          (STATEMENTS["intersect-all"], "INTERSECT ALL")])
 def test_a_set_operation_is_an_operator_over_its_branches(sql, keyword):
-    low = lower_query(sql, SCHEMA)
+    low = lower_query(sql, SCHEMA, dialect="postgres")
     assert low.setop[0] == keyword and low.tables == ()
     left, right = low.setop[1:]
     assert not left.every_alias() & right.every_alias()  # renamed apart: no fact of one reaches the other
 
 
 def test_output_names_stay_as_written_and_unsupported_branches_fall_back_to_a_block():
-    low = lower_query("SELECT o.cid, count(*) FROM o GROUP BY o.cid UNION SELECT c.id, 1 FROM c", SCHEMA)
+    low = lower_query("SELECT o.cid, count(*) FROM o GROUP BY o.cid UNION SELECT c.id, 1 FROM c", SCHEMA,
+                      dialect="postgres")
     search = Search(low, {"c": 10.0, "o": 10.0}, lambda a: 0.1)
     assert to_sql(search.best(), low).startswith("SELECT o.cid, COUNT(*) FROM o GROUP BY o.cid UNION SELECT c.id, 1")
     parenthesised = f"({HIGH} LIMIT 3) UNION SELECT c.id FROM c, o WHERE o.cid = c.id"
     with pytest.raises(Unsupported):
-        lower_query(parenthesised, SCHEMA)
-    assert lower_block(parenthesised, SCHEMA).nested.what == "a branch of the UNION"
+        lower_query(parenthesised, SCHEMA, dialect="postgres")
+    assert lower_block(parenthesised, SCHEMA, dialect="postgres").nested.what == "a branch of the UNION"
 
 
 def test_every_branch_is_rewritten_in_place_and_keeps_the_rows(db):
     statement = STATEMENTS["union-all"]
-    low = lower_query(statement, SCHEMA)
+    low = lower_query(statement, SCHEMA, dialect="postgres")
     search = Search(low, {"c": 1e4, "o": 1e5}, lambda a: 1e-4 if len(a.refs) > 1 else 0.1)
     greedy(search)
     best = to_sql(search.best(), low)
@@ -67,7 +68,7 @@ def test_every_optimizer_keeps_the_rows_of_set_operations(db, name, which):
 
 
 def test_a_filter_moves_into_the_view_of_its_own_branch():
-    low = lower_query(STATEMENTS["same-alias"], SCHEMA)
+    low = lower_query(STATEMENTS["same-alias"], SCHEMA, dialect="postgres")
     views = [v for branch in low.setop[1:] for v in branch.views]
     assert [(v.alias, [(outer, inner.sql) for outer, inner in v.pushes]) for v in views] == [
         ("s", [("s.v > 1", "o.cid > 1")]), ("s_2", [("s_2.v > 1", "o_2.amount > 1")])]

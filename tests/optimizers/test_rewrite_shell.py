@@ -28,7 +28,7 @@ DATA = Case(SCHEMA, {"c": 1000, "o": 1000},
 
 def best(sql: str, keys: dict = KEYS) -> str:
     """``sql`` after every rule ran twice (with the catalog's NOT NULL columns and keys), written back."""
-    low = lower_block(sql, SCHEMA)
+    low = lower_block(sql, SCHEMA, dialect="postgres")
     search = Search(low, {"c": 1e5, "o": 1e5}, lambda a: 1e-5 if len(a.refs) > 1 else 0.1, not_null=NOT_NULL,
                     keys=keys)
     for _ in range(2):
@@ -157,5 +157,5 @@ def test_a_rewrite_keeps_the_statements_output_column_names(db, sql):
      "cannot be told apart"),
 ])
 def test_a_statement_the_qualification_cannot_serve_passes_through_with_its_reason(sql, why):
-    problem = RewriteProblem((("q", sql),), SCHEMA)
+    problem = RewriteProblem((("q", sql),), SCHEMA, dialect="postgres")
     assert problem.lowered == {} and why in problem.unsupported["q"]

@@ -30,7 +30,7 @@ REFUSED = {
 @pytest.mark.parametrize("sql", list(REFUSED))
 def test_shapes_the_algebra_does_not_hold_are_refused(sql):
     with pytest.raises(Unsupported, match=REFUSED[sql]):
-        lower_block(sql, SCHEMA)
+        lower_block(sql, SCHEMA, dialect="postgres")
 
 
 STATEMENTS = [
@@ -55,7 +55,7 @@ STATEMENTS = [
 @pytest.mark.parametrize("statement", STATEMENTS)
 def test_every_form_after_every_rule_returns_the_statements_rows(db, statement):
     dsn = shadow(db, DATA)
-    low = lower_block(statement, SCHEMA)
+    low = lower_block(statement, SCHEMA, dialect="postgres")
     keys = {"c": (("id",),), "o": (("id",),)}  # the shadow's rows honour them
     search = Search(low, {"c": 1e5, "o": 1e5}, lambda a: 1e-6 if len(a.refs) > 1 else 0.1, keys=keys,
                     not_null=frozenset({("o", "id")}))

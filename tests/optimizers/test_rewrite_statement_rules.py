@@ -12,7 +12,7 @@ SCHEMA = {"c": {"id": "integer", "name": "text", "email": "text"},
           "o": {"id": "integer", "cid": "integer", "ref": "integer", "v": "integer"}}
 NOT_NULL = frozenset({("c", "id"), ("o", "id"), ("o", "cid")})
 FACTS = Facts(SCHEMA, NOT_NULL, {"c": (("id",), ("email",)), "o": (("id",),)},
-              (("o", ("cid",), "c", ("id",)), ("o", ("ref",), "c", ("id",))))
+              (("o", ("cid",), "c", ("id",)), ("o", ("ref",), "c", ("id",))), dialect="postgres")
 
 GOLDEN = [  # (rule, input, expected)
     ("simplify_predicates", "SELECT o.id FROM o WHERE o.v > 5 AND o.v > 3 AND 1 = 1",

@@ -38,10 +38,10 @@ SCHEMA = {"c": {"id": "int", "name": "text"}, "o": {"id": "int", "cid": "int", "
 ])
 def test_a_views_shape_says_its_keys_and_what_may_move_in_and_its_operators_its_rows(sql, rows, keys, pushable):
     tree = sqlglot.parse_one(sql, read="postgres")
-    shape = describe(tree, [e.alias_or_name for e in tree.expressions])
+    shape = describe(tree, [e.alias_or_name for e in tree.expressions], dialect="postgres")
     assert (shape.keys, tuple(c for c, _ in shape.pushable)) == (keys, pushable)
     # the rows of the view's query over 1,000 rows of o, as the analyses estimate them from its shell's operators
-    term, facts = shell(lower(sql, SCHEMA), Rel.scan("o", "o"), None)
+    term, facts = shell(lower(sql, SCHEMA, dialect="postgres"), Rel.scan("o", "o"), None)
     g = EGraph()
     g.register(term, set_(rows_of(Rel.scan("o", "o"))).to(1000.0), *facts)
     analyse(g)
@@ -49,7 +49,7 @@ def test_a_views_shape_says_its_keys_and_what_may_move_in_and_its_operators_its_
 
 
 def test_the_planners_count_of_groups_is_a_groupings_rows():
-    low = lower("SELECT o.cid AS cid, count(*) AS n FROM o GROUP BY o.cid", SCHEMA)
+    low = lower("SELECT o.cid AS cid, count(*) AS n FROM o GROUP BY o.cid", SCHEMA, dialect="postgres")
     asked = []
     term, facts = shell(low, Rel.scan("o", "o"), lambda keys: asked.append(keys) or 7.0)
     g = EGraph()
@@ -60,15 +60,17 @@ def test_the_planners_count_of_groups_is_a_groupings_rows():
 
 def test_push_rewrites_a_filter_over_the_views_inner_expressions_or_refuses():
     pushable = {"cid": "o.cid", "a": "o.amount * 2"}
-    assert push("v.cid = 3 AND v.a > v.cid", "v", pushable) == "o.cid = 3 AND (o.amount * 2) > o.cid"
-    assert push("v.t > 1", "v", pushable) is None  # not pushable (an aggregate's column)
-    assert push("v.cid > random()", "v", pushable) is None  # volatile: evaluated per row either way, but not moved
-    assert push("v.cid IN (SELECT 1)", "v", pushable) is None
+    assert push("v.cid = 3 AND v.a > v.cid", "v", pushable, dialect="postgres") == \
+        "o.cid = 3 AND (o.amount * 2) > o.cid"
+    assert push("v.t > 1", "v", pushable, dialect="postgres") is None  # not pushable (an aggregate's column)
+    # volatile: evaluated per row either way, but not moved
+    assert push("v.cid > random()", "v", pushable, dialect="postgres") is None
+    assert push("v.cid IN (SELECT 1)", "v", pushable, dialect="postgres") is None
 
 
 def test_a_grouped_in_subquery_is_a_semi_join_with_a_view_keyed_on_its_column():
     low = lower("SELECT c.name FROM c WHERE c.id IN (SELECT o.cid FROM o GROUP BY o.cid HAVING sum(o.amount) > 1)",
-                SCHEMA)
+                SCHEMA, dialect="postgres")
     (atom,) = low.atoms
     ((table, name),) = atom.sub.tables
     assert atom.kind == "exists" and table == VIEW and name.startswith("sq_")
@@ -78,14 +80,15 @@ def test_a_grouped_in_subquery_is_a_semi_join_with_a_view_keyed_on_its_column():
     assert [a.sql for a in atom.sub.atoms] == [f"{name}.cid = c.id"]
     # two grouped IN subqueries of one statement are views of different names
     two = lower("SELECT c.name FROM c WHERE c.id IN (SELECT o.cid FROM o GROUP BY o.cid HAVING count(*) > 1) "
-                "AND c.id IN (SELECT o.cid FROM o GROUP BY o.cid HAVING sum(o.amount) > 1)", SCHEMA)
+                "AND c.id IN (SELECT o.cid FROM o GROUP BY o.cid HAVING sum(o.amount) > 1)", SCHEMA, dialect="postgres")
     assert len({a.sub.tables[0][1] for a in two.atoms}) == 2
     with pytest.raises(Unsupported, match="reads the outer query"):
-        lower("SELECT c.name FROM c WHERE c.id IN (SELECT o.cid FROM o WHERE o.amount > c.id GROUP BY o.cid)", SCHEMA)
+        lower("SELECT c.name FROM c WHERE c.id IN (SELECT o.cid FROM o WHERE o.amount > c.id GROUP BY o.cid)", SCHEMA,
+              dialect="postgres")
 
 
 def test_a_derived_table_aliasing_an_outer_name_is_renamed_apart():
-    low = lower("SELECT o.cid FROM (SELECT o.cid FROM o) AS o JOIN c ON c.id = o.cid", SCHEMA)
+    low = lower("SELECT o.cid FROM (SELECT o.cid FROM o) AS o JOIN c ON c.id = o.cid", SCHEMA, dialect="postgres")
     (view,) = low.views
     assert [a for _, a in view.query.tables] == ["o_2"] and "FROM o AS o_2" in view.written
 
@@ -123,7 +126,7 @@ def _forms(sql: str, rule: str) -> list[str]:
     """The forms the search's best holds after the analyses and ``rule`` ran (pushdown rules first, so a filter
     reaches the view), the statement as written first. A join is estimated to keep few pairs, so a join with a
     view is cheaper than the semi-join it replaces."""
-    low = lower(sql, SCHEMA)
+    low = lower(sql, SCHEMA, dialect="postgres")
     search = Search(low, {"c": 1e5, "o": 1e5}, lambda a: 1e-6 if len(a.refs) > 1 else 0.1,
                     keys={"c": (("id",),)})
     written = to_sql(search.best(), low)
@@ -167,7 +170,7 @@ def test_every_optimizer_keeps_the_rows_of_statements_with_views(db, name, which
 
 
 def test_a_cte_read_once_is_inlined_as_a_view_and_others_are_left_as_written():
-    low = lower_block(STATEMENTS["cte-chain"], SCHEMA)
+    low = lower_block(STATEMENTS["cte-chain"], SCHEMA, dialect="postgres")
     assert low.inlined == ("a", "b") and low.nested is None
     (b,) = low.views
     (a,) = b.query.views
@@ -176,4 +179,4 @@ def test_a_cte_read_once_is_inlined_as_a_view_and_others_are_left_as_written():
                      ("WITH x AS (SELECT o.cid FROM o) SELECT x.cid FROM x, x AS y", "read 2 times"),
                      ("WITH RECURSIVE x AS (SELECT o.cid FROM o) SELECT x.cid FROM x", "RECURSIVE")]:
         with pytest.raises(Unsupported, match=why):
-            lower_query(sql, SCHEMA)
+            lower_query(sql, SCHEMA, dialect="postgres")

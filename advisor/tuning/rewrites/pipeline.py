@@ -136,8 +136,8 @@ def statements_of(plan: RewritePlan, connector: Connector, obs: Observation,
 def build_problem(connector: Connector, obs: Observation, statements: list[BoundStatement],
                   node_budget: int = 5_000) -> RewriteProblem:
     """The rewrite problem over ``statements``: the target's columns with their types and NOT NULL, unique and
-    foreign keys (schema ``public`` first when a table name is in several schemas), and each table's estimated
-    rows."""
+    foreign keys (schema ``public`` first when a table name is in several schemas), each table's estimated rows,
+    and the target's SQL dialect (``connector.dialect``), in which the rewriter reads and writes."""
     schema: dict[str, dict[str, str]] = {}
     not_null: set[tuple[str, str]] = set()
     catalog = connector.column_types()
@@ -154,7 +154,7 @@ def build_problem(connector: Connector, obs: Observation, statements: list[Bound
         keys.setdefault(table, unique)
     fks = tuple((t, cols, ref, ref_cols) for nsp, t, cols, ref, ref_cols in connector.foreign_keys())
     return RewriteProblem(tuple((s.queryid, s.sql) for s in statements), schema, rows, frozenset(not_null),
-                          node_budget=node_budget, keys=keys, foreign_keys=fks)
+                          node_budget=node_budget, keys=keys, foreign_keys=fks, dialect=connector.dialect)
 
 
 def calibrated(problem: RewriteProblem, connector: Connector) -> RewriteProblem:
@@ -303,20 +303,20 @@ def _tables_read(problem: RewriteProblem, queryid: str) -> dict[str, dict[str, s
     names (``tables_named``): a subquery in the select list, ORDER BY, a CASE or HAVING is in neither lowered
     set, and a table missing from the check databases makes the original fail there."""
     lowered = problem.lowered[queryid]
-    names = lowered.base_tables() | tables_named(dict(problem.statements)[queryid])
+    names = lowered.base_tables() | tables_named(dict(problem.statements)[queryid], dialect=problem.dialect)
     if lowered.nested is not None:
         names |= lowered.nested.tables()
     return {t: problem.schema[t] for t in sorted(names) if t in problem.schema}
 
 
-def tables_named(sql: str) -> set[str]:
-    """The relations ``sql`` names anywhere (every clause, subquery, CTE and set-operation branch), as PostgreSQL
+def tables_named(sql: str, *, dialect: str) -> set[str]:
+    """The relations ``sql`` (in ``dialect``) names anywhere (every clause, subquery, CTE and set-operation branch), as PostgreSQL
     looks them up: an unquoted name folded to lower case, without its schema (the check databases hold every
     table in one schema); empty when sqlglot cannot read ``sql``. A CTE's name is among them: a caller keeps the
     names its schema has, so a CTE is left out unless a table has its name, and then the table is kept (``WITH o AS
     (SELECT ... FROM o)`` reads it; an unread table in the check databases is harmless, a missing one is not)."""
     try:
-        tree = sqlglot.parse_one(sql, read="postgres")
+        tree = sqlglot.parse_one(sql, read=dialect)
     except SqlglotError:
         return set()
     return {t.this.name if t.this.quoted else t.this.name.lower()

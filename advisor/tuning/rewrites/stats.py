@@ -60,7 +60,7 @@ def planner_groups(connector: Connector, lowered: dict[str, Lowered]) -> Groups:
     for low in lowered.values():
         for select in _selects(low):
             q = select.qualified if select.qualified is not None else select.shell
-            keys = group_keys(q) if isinstance(q, exp.Select) else ""
+            keys = group_keys(q, dialect=select.dialect) if isinstance(q, exp.Select) else ""
             tables = {alias: table for table, alias in select.tables if table != VIEW}
             read = sorted({c.table for g in (q.args.get("group").expressions if keys else ()) for c in
                            g.find_all(exp.Column)})

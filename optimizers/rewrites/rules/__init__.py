@@ -6,10 +6,21 @@ rejects), so a rewrite is only made where it keeps the statement's meaning. Gold
 correlated scalar aggregate; ``decorrelate_shell``: the subqueries of a select list, CASE, ORDER BY or HAVING) run in
 Python when a statement's term is built and add their form as equal to the written one (``optimizers.rewrites.term``;
 golden tests: ``tests/optimizers/test_rewrite_decorrelate*.py``).
+
+Dialects: a rule keeps a statement's meaning under one engine's semantics, which another's may break (how NULLs
+and strings compare, what a GROUP BY may select). Every rule module declares ``DIALECTS`` (``base.Dialects``: the
+dialects, sqlglot's names, it holds in, or why it does not hold in one); ``for_dialect(dialect)`` is ``RULES`` less
+the rules of the modules that do not hold in ``dialect``, and ``left_out(dialect)`` says which rules (of the e-graph,
+the expanding and the statement-level ones) are left out and why, for the optimizers' why-not. The problem's
+dialect (``RewriteProblem.dialect``, the target's ``connector.dialect``) picks them. Every rule holds in
+``postgres`` now.
 """
 
 from __future__ import annotations
 
+from types import ModuleType
+
+from optimizers.rewrites.rules import decorrelate, decorrelate_shell, joins, nulls, pushdown, shell, statement, views
 from optimizers.rewrites.rules.base import Rule
 from optimizers.rewrites.rules.joins import JOIN_RULES
 from optimizers.rewrites.rules.nulls import NULL_RULES
@@ -18,6 +29,44 @@ from optimizers.rewrites.rules.shell import SHELL_RULES
 from optimizers.rewrites.rules.views import VIEW_RULES
 
 RULES: tuple[Rule, ...] = (*PUSHDOWN_RULES, *ON_RULES, *JOIN_RULES, *VIEW_RULES, *NULL_RULES, *SHELL_RULES)
+
+# each rule module with the names of the rules it holds (an expanding module's names are those ``expanded`` reports)
+MODULES: tuple[tuple[ModuleType, tuple[str, ...]], ...] = (
+    (pushdown, tuple(r.name for r in (*PUSHDOWN_RULES, *ON_RULES))),
+    (joins, tuple(r.name for r in JOIN_RULES)),
+    (views, tuple(r.name for r in VIEW_RULES)),
+    (nulls, tuple(r.name for r in NULL_RULES)),
+    (shell, tuple(r.name for r in SHELL_RULES)),
+    (decorrelate, ("decorrelate_scalar_aggregate",)),
+    (decorrelate_shell, decorrelate_shell.NAMES),
+    (statement, tuple(r.name for r in statement.STATEMENT_RULES)),
+)
+
+
+def left_out(dialect: str, modules=MODULES) -> dict[str, str]:
+    """The rules that do not hold in ``dialect`` (sqlglot's name), each with why (its module's ``DIALECTS``);
+    ``modules``: (module, its rules' names) pairs, ``MODULES`` unless given."""
+    out = {}
+    for module, names in modules:
+        why = module.DIALECTS.why_not(dialect)
+        if why is not None:
+            out.update((name, f"not valid in {dialect}: {why}") for name in names)
+    return out
+
+
+def holds(module: ModuleType, dialect: str) -> bool:
+    """Whether the rules of ``module`` (one of ``MODULES``) hold in ``dialect``."""
+    return module.DIALECTS.why_not(dialect) is None
+
+
+def for_dialect(dialect: str, modules=MODULES) -> tuple[Rule, ...]:
+    """``RULES`` less those that do not hold in ``dialect`` (``left_out``), in order.
+
+    >>> for_dialect("postgres") == RULES, left_out("postgres")
+    (True, {})
+    """
+    out = left_out(dialect, modules)
+    return tuple(r for r in RULES if r.name not in out)
 
 
 def by_name(name: str) -> Rule:

@@ -1,10 +1,41 @@
-"""A rewrite rule: a name, a sentence on what it does and why it keeps the meaning, and its egglog ruleset."""
+"""A rewrite rule: a name, a sentence on what it does and why it keeps the meaning, and its egglog ruleset; and
+``Dialects``: the SQL dialects a rule module's rules keep a statement's meaning in (each rule module declares its
+own as ``DIALECTS``; ``optimizers.rewrites.rules.for_dialect`` leaves out the rules of a module that does not hold in
+a problem's dialect, with the reason)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from egglog import Ruleset, ruleset
+
+
+@dataclass(frozen=True)
+class Dialects:
+    """Where a rule module's rules hold: in the dialects ``valid`` (sqlglot's names; None: in every dialect the
+    rewriter reads), less those ``refused``, each with why its semantics break the rules (e.g. how NULLs compare,
+    what a GROUP BY may select)."""
+
+    valid: frozenset[str] | None = None
+    refused: tuple[tuple[str, str], ...] = ()  # (dialect, why the rules do not hold in it)
+
+    def why_not(self, dialect: str) -> str | None:
+        """Why the rules do not hold in ``dialect``; None where they do.
+
+        >>> Dialects(refused=(("mysql", "NULLs sort first"),)).why_not("mysql"), Dialects().why_not("mysql")
+        ('NULLs sort first', None)
+        >>> Dialects(frozenset({"postgres"})).why_not("mysql")
+        'its rules are stated for postgres semantics only'
+        """
+        for name, why in self.refused:
+            if name == dialect:
+                return why
+        if self.valid is not None and dialect not in self.valid:
+            return f"its rules are stated for {', '.join(sorted(self.valid))} semantics only"
+        return None
+
+
+EVERY_DIALECT = Dialects()
 
 
 @dataclass(frozen=True)

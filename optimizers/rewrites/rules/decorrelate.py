@@ -40,6 +40,9 @@ from sqlglot import exp
 
 from optimizers.rewrites.predicates import NULL_PROPAGATING, Atom
 from optimizers.rewrites.views import ORDER_FREE
+from optimizers.rewrites.rules.base import EVERY_DIALECT
+
+DIALECTS = EVERY_DIALECT  # the dialects this rule keeps a statement's meaning in (``rules.base.Dialects``)
 
 if TYPE_CHECKING:
     from optimizers.rewrites.lower import Lowered
@@ -81,9 +84,9 @@ def scalar_aggregate(atom: Atom, alias: str) -> Decorrelated | str:
     counting = empty == "count"
     outer_refs = atom.refs
     value = f"COALESCE({alias}.v, 0)" if counting else f"{alias}.v"
-    compare_refs = frozenset({alias}) | (_refs_sql(outer_sql) & outer_refs)
+    compare_refs = frozenset({alias}) | (_refs_sql(outer_sql, sub.dialect) & outer_refs)
     compare = Atom(f"{outer_sql} {op} {value}", compare_refs, frozenset() if counting else compare_refs)
-    return Decorrelated(sql, alias, join_on(alias, keys, outer_refs), compare, counting)
+    return Decorrelated(sql, alias, join_on(alias, keys, outer_refs, sub.dialect), compare, counting)
 
 
 def empty_value(select: exp.Expression) -> str:
@@ -117,8 +120,8 @@ def correlation(sub: Lowered, outer: frozenset[str] | None = None) -> tuple[list
         if a.refs <= sub.aliases:
             inner.append(a)
             continue
-        key = _key(a, sub.aliases)
-        if key is None or (outer is not None and not _refs_sql(key[1]) <= outer):
+        key = _key(a, sub.aliases, sub.dialect)
+        if key is None or (outer is not None and not _refs_sql(key[1], sub.dialect) <= outer):
             return f"a correlated condition is not an equality of an inner column with outer values: {a.sql}"
         keys.append(key)
     if not keys:
@@ -132,39 +135,40 @@ def derived_sql(sub: Lowered, keys: list[tuple[str, str]], inner: list[Atom], va
                 grouped: bool) -> str | None:
     """The derived table ``SELECT <key> AS k1, ..., <value> AS v FROM <sub's FROM> WHERE <inner> [GROUP BY <keys>]``
     (``value`` None: ``TRUE``); None where it would read a relation outside its FROM (the subquery reads the outer
-    query outside its WHERE: a join's ON, its select list)."""
+    query outside its WHERE: a join's ON, its select list), written in the subquery's dialect."""
+    dialect = sub.dialect
     out = sub.shell.copy()
     for clause in ("order", "limit", "offset", "distinct", "having", "group"):
         out.set(clause, None)
-    out.set("expressions", [sqlglot.parse_one(f"{col} AS k{i}", read="postgres") for i, (col, _) in enumerate(keys, 1)]
+    out.set("expressions", [sqlglot.parse_one(f"{col} AS k{i}", read=dialect) for i, (col, _) in enumerate(keys, 1)]
             + [exp.alias_(value.copy() if value is not None else exp.true(), "v")])
-    out.set("where", exp.Where(this=sqlglot.parse_one(" AND ".join(f"({a.sql})" for a in inner), read="postgres"))
+    out.set("where", exp.Where(this=sqlglot.parse_one(" AND ".join(f"({a.sql})" for a in inner), read=dialect))
             if inner else None)
     if grouped:
-        out.set("group", exp.Group(expressions=[sqlglot.parse_one(col, read="postgres") for col, _ in keys]))
+        out.set("group", exp.Group(expressions=[sqlglot.parse_one(col, read=dialect) for col, _ in keys]))
     if _refs(out) - sub.every_alias():
         return None
-    return out.sql(dialect="postgres")
+    return out.sql(dialect=dialect)
 
 
-def join_on(alias: str, keys: list[tuple[str, str]], outer_refs: frozenset[str]) -> tuple[Atom, ...]:
-    """The join's condition: ``alias.k<i> = <outer expression>`` for each key."""
+def join_on(alias: str, keys: list[tuple[str, str]], outer_refs: frozenset[str], dialect: str) -> tuple[Atom, ...]:
+    """The join's condition: ``alias.k<i> = <outer expression>`` for each key (the keys' SQL in ``dialect``)."""
     out = []
     for i, (_, outer) in enumerate(keys, 1):
-        refs = frozenset({alias}) | (_refs_sql(outer) & outer_refs)
+        refs = frozenset({alias}) | (_refs_sql(outer, dialect) & outer_refs)
         out.append(Atom(f"{alias}.k{i} = {outer}", refs, refs))
     return tuple(out)
 
 
-def _key(atom: Atom, inner: frozenset[str]) -> tuple[str, str] | None:
-    node = sqlglot.parse_one(atom.sql, read="postgres")
+def _key(atom: Atom, inner: frozenset[str], dialect: str) -> tuple[str, str] | None:
+    node = sqlglot.parse_one(atom.sql, read=dialect)
     if not isinstance(node, exp.EQ):
         return None
     for col, other in ((node.this, node.expression), (node.expression, node.this)):
         if isinstance(col, exp.Column) and col.table in inner and not (_refs(other) & inner) and _refs(other):
             if any(isinstance(n, (exp.Subquery, exp.Select, exp.AggFunc, exp.Window)) for n in other.walk()):
                 return None
-            return col.sql(dialect="postgres"), other.sql(dialect="postgres")
+            return col.sql(dialect=dialect), other.sql(dialect=dialect)
     return None
 
 
@@ -172,5 +176,5 @@ def _refs(node: exp.Expression) -> frozenset[str]:
     return frozenset(c.table for c in node.find_all(exp.Column) if c.table)
 
 
-def _refs_sql(sql: str) -> frozenset[str]:
-    return _refs(sqlglot.parse_one(sql, read="postgres"))
+def _refs_sql(sql: str, dialect: str) -> frozenset[str]:
+    return _refs(sqlglot.parse_one(sql, read=dialect))

@@ -34,12 +34,14 @@ re-ranking and the shadow's timing choose.
 
 >>> from optimizers.rewrites.lower import lower
 >>> schema = {"c": {"id": "int"}, "o": {"cid": "int"}}
->>> form = unnest(lower("SELECT c.id, (SELECT count(*) FROM o WHERE o.cid = c.id) AS n FROM c", schema), lambda: "dc1")
+>>> form = unnest(lower("SELECT c.id, (SELECT count(*) FROM o WHERE o.cid = c.id) AS n FROM c", schema,
+...                      dialect="postgres"), lambda: "dc1")
 >>> form.select.sql(dialect="postgres")
 'SELECT c.id, COALESCE(dc1.v, 0) AS n FROM c AS c'
 >>> form.joins[0].sql, [a.sql for a in form.joins[0].on]
 ('SELECT o.cid AS k1, COUNT(*) AS v FROM o AS o GROUP BY o.cid', ['dc1.k1 = c.id'])
->>> form = unnest(lower("SELECT c.id, (SELECT count(*) + 1 FROM o WHERE o.cid = c.id) FROM c", schema), lambda: "dc1")
+>>> form = unnest(lower("SELECT c.id, (SELECT count(*) + 1 FROM o WHERE o.cid = c.id) FROM c", schema,
+...                      dialect="postgres"), lambda: "dc1")
 >>> form.select is None, form.refused[0][1][:50]
 (True, "the subquery's value is not NULL on an empty group")
 """
@@ -54,6 +56,7 @@ from sqlglot import exp
 
 from optimizers.rewrites.lower import VIEW
 from optimizers.rewrites.predicates import Atom
+from optimizers.rewrites.rules.base import EVERY_DIALECT
 from optimizers.rewrites.rules.decorrelate import correlation, derived_sql, empty_value, join_on
 from optimizers.rewrites.scopes import identifier
 from optimizers.rewrites.subqueries import ShellSubquery, candidates
@@ -64,6 +67,7 @@ if TYPE_CHECKING:
 
 AGGREGATE, LOOKUP, EXISTS = "decorrelate_shell_aggregate", "decorrelate_shell_lookup", "decorrelate_shell_exists"
 NAMES = (AGGREGATE, LOOKUP, EXISTS)
+DIALECTS = EVERY_DIALECT  # the dialects these rules keep a statement's meaning in (``rules.base.Dialects``)
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,7 @@ def unnest(low: Lowered, fresh: Callable[[], str], keys: dict | None = None,
     joins: dict[str, tuple[Join, exp.Expression]] = {}  # by the subquery's SQL: identical ones share a join
     done, refused = [], []
     for s in low.subqueries:
-        if s.index >= len(nodes) or nodes[s.index][1].sql(dialect="postgres") != s.sql:
+        if s.index >= len(nodes) or nodes[s.index][1].sql(dialect=low.dialect) != s.sql:
             refused.append((s.sql, "the shell changed under the subquery"))
             continue
         if s.sql not in joins:
@@ -119,7 +123,7 @@ def unnest(low: Lowered, fresh: Callable[[], str], keys: dict | None = None,
         done.append(s)
     if not done:
         return ShellForm(None, refused=tuple(refused))
-    _keep_names(out, q)
+    _keep_names(out, q, low.dialect)
     if group is not None:  # the keys are grouping expressions: one value per group
         group = out.args["group"]
         group.set("expressions", [*group.expressions, *(exp.column("v", table=j.alias) for j, _ in joins.values())])
@@ -188,7 +192,7 @@ def _decorrelated(s: ShellSubquery, low: Lowered, fresh: Callable[[], str], keys
     alias = fresh()
     value = exp.column("v", table=alias)
     value = exp.Coalesce(this=value, expressions=[exp.Literal.number(0)]) if empty == "count" else value
-    return Join(sql, alias, join_on(alias, pairs, low.aliases), AGGREGATE, True, sub), value
+    return Join(sql, alias, join_on(alias, pairs, low.aliases, low.dialect), AGGREGATE, True, sub), value
 
 
 def _lookup(s: ShellSubquery, low: Lowered, fresh: Callable[[], str], keys: dict) -> tuple[Join, exp.Expression] | str:
@@ -209,7 +213,7 @@ def _lookup(s: ShellSubquery, low: Lowered, fresh: Callable[[], str], keys: dict
     if sql is None:
         return "the subquery reads the outer query outside its WHERE conjuncts"
     alias = fresh()
-    return Join(sql, alias, join_on(alias, pairs, low.aliases), LOOKUP, False, sub), exp.column("v", table=alias)
+    return Join(sql, alias, join_on(alias, pairs, low.aliases, low.dialect), LOOKUP, False, sub), exp.column("v", table=alias)
 
 
 def _exists(s: ShellSubquery, low: Lowered, fresh: Callable[[], str], extra: list[tuple[str, str]]):
@@ -227,14 +231,14 @@ def _exists(s: ShellSubquery, low: Lowered, fresh: Callable[[], str], extra: lis
         return "the subquery reads the outer query outside its WHERE conjuncts"
     alias = fresh()
     matched = exp.Paren(this=exp.Not(this=exp.Is(this=exp.column("v", table=alias), expression=exp.Null())))
-    return Join(sql, alias, join_on(alias, pairs + extra, low.aliases), EXISTS, True, sub), matched
+    return Join(sql, alias, join_on(alias, pairs + extra, low.aliases, low.dialect), EXISTS, True, sub), matched
 
 
 def _in(s: ShellSubquery, low: Lowered, fresh: Callable[[], str], not_null: frozenset[tuple[str, str]]):
     x, y = s.left, s.value
     if not (_never_null(x, low, not_null) and _never_null(y, s.sub, not_null)):
         return "IN over a column that may be NULL (IN is three-valued there, the join's test is not)"
-    return _exists(s, low, fresh, [(y.sql(dialect="postgres"), x.sql(dialect="postgres"))])
+    return _exists(s, low, fresh, [(y.sql(dialect=low.dialect), x.sql(dialect=low.dialect))])
 
 
 def _never_null(col: exp.Expression, low: Lowered, not_null: frozenset[tuple[str, str]]) -> bool:
@@ -275,12 +279,12 @@ def _replace(node: exp.Expression, value: exp.Expression) -> None:
     node.replace(exp.alias_(value, alias.this.copy()) if alias is not None else value)
 
 
-def _keep_names(out: exp.Select, written: exp.Select) -> None:
+def _keep_names(out: exp.Select, written: exp.Select, dialect: str) -> None:
     """The select items of ``out`` that changed named as PostgreSQL named them in ``written`` (an item that was
     ``(SELECT max(...) ...)`` is ``max``, ``EXISTS (...)`` is ``exists``)."""
     items = []
     for new, old in zip(out.expressions, written.expressions):
-        if new.sql(dialect="postgres") != old.sql(dialect="postgres") and output_name(new) != output_name(old):
+        if new.sql(dialect=dialect) != old.sql(dialect=dialect) and output_name(new) != output_name(old):
             new = exp.alias_(new.unalias() if isinstance(new, exp.Alias) else new, identifier(output_name(old)))
         items.append(new)
     out.set("expressions", items)

@@ -6,7 +6,9 @@ from __future__ import annotations
 from egglog import Set, String, eq, ne, rewrite, rule, union, vars_
 
 from optimizers.rewrites.algebra import Pred, Rel, aliases, rejects, refs
-from optimizers.rewrites.rules.base import Rule
+from optimizers.rewrites.rules.base import EVERY_DIALECT, Rule
+
+DIALECTS = EVERY_DIALECT  # the dialects these rules keep a statement's meaning in (``rules.base.Dialects``)
 
 a, b, c, r = vars_("a b c r", Rel)
 p, q = vars_("p q", Pred)

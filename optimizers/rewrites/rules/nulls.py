@@ -9,7 +9,9 @@ from __future__ import annotations
 from egglog import String, eq, rule, union, vars_
 
 from optimizers.rewrites.algebra import Pred, Rel, nonnull, notin_keys, notin_on, notin_sub
-from optimizers.rewrites.rules.base import Rule
+from optimizers.rewrites.rules.base import EVERY_DIALECT, Rule
+
+DIALECTS = EVERY_DIALECT  # the dialects these rules keep a statement's meaning in (``rules.base.Dialects``)
 
 a, b, r = vars_("a b r", Rel)
 p, q = vars_("p q", Pred)

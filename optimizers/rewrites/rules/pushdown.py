@@ -7,7 +7,9 @@ from __future__ import annotations
 from egglog import Set, String, eq, rewrite, rule, union, vars_
 
 from optimizers.rewrites.algebra import Pred, Rel, aliases, refs
-from optimizers.rewrites.rules.base import Rule
+from optimizers.rewrites.rules.base import EVERY_DIALECT, Rule
+
+DIALECTS = EVERY_DIALECT  # the dialects these rules keep a statement's meaning in (``rules.base.Dialects``)
 
 a, b, r = vars_("a b r", Rel)
 p, q, on = vars_("p q on", Pred)

@@ -9,7 +9,9 @@ from __future__ import annotations
 from egglog import Set, String, eq, rule, union, var, vars_
 
 from optimizers.rewrites.algebra import Rel, columns, group_key, nonnull, row_by_row, unique_on, unordered
-from optimizers.rewrites.rules.base import Rule
+from optimizers.rewrites.rules.base import EVERY_DIALECT, Rule
+
+DIALECTS = EVERY_DIALECT  # the dialects these rules keep a statement's meaning in (``rules.base.Dialects``)
 
 a, b, r = vars_("a b r", Rel)
 s, t, w, k = vars_("s t w k", String)

@@ -7,7 +7,7 @@ replace it.
 
 >>> facts = Facts({"c": {"id": "int", "name": "text"}, "o": {"id": "int", "cid": "int", "v": "int"}},
 ...               frozenset({("c", "id"), ("o", "id"), ("o", "cid")}), {"c": (("id",),), "o": (("id",),)},
-...               (("o", ("cid",), "c", ("id",)),))
+...               (("o", ("cid",), "c", ("id",)),), dialect="postgres")
 >>> variants("SELECT o.id FROM o JOIN c ON c.id = o.cid WHERE o.v > 1", facts)[0]
 ('SELECT o.id FROM o WHERE o.v > 1', ('drop_join_on_foreign_key',))
 >>> variants("SELECT o.v FROM o WHERE o.v = 1 OR o.cid = 2", facts)[1][0]
@@ -17,7 +17,7 @@ replace it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
@@ -25,16 +25,22 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.simplify import simplify
 from sqlglot.tokens import Tokenizer
 
+from optimizers.rewrites.rules.base import EVERY_DIALECT
+
+DIALECTS = EVERY_DIALECT  # the dialects these rules keep a statement's meaning in (``rules.base.Dialects``)
+
 
 @dataclass(frozen=True)
 class Facts:
     """What the catalog says: columns by table, (table, column) pairs declared NOT NULL, unique keys by table (primary
-    key and unique indexes), and foreign keys as (table, columns, referenced table, referenced columns)."""
+    key and unique indexes), foreign keys as (table, columns, referenced table, referenced columns), and the SQL
+    dialect (sqlglot's name) the statements are read and written in."""
 
     schema: dict[str, dict[str, str]]
     not_null: frozenset[tuple[str, str]]
     keys: dict[str, tuple[tuple[str, ...], ...]]
     foreign_keys: tuple[tuple[str, tuple[str, ...], str, tuple[str, ...]], ...] = ()
+    dialect: str = field(kw_only=True)
 
     def not_null_keys(self, table: str) -> list[tuple[str, ...]]:
         return [k for k in self.keys.get(table, ()) if all((table, c) in self.not_null for c in k)]
@@ -80,15 +86,16 @@ def simplify_predicates(tree: exp.Select, facts: Facts) -> exp.Select | None:
         if node is None or node.args.get(key) is None:
             continue
         before = node.args[key]
-        after = simplify(before.copy(), dialect="postgres")
-        if _tokens(after) != _tokens(before):  # more than the conjuncts' order (simplify sorts them) changed
+        after = simplify(before.copy(), dialect=facts.dialect)
+        # more than the conjuncts' order (simplify sorts them) changed
+        if _tokens(after, facts.dialect) != _tokens(before, facts.dialect):
             node.set(key, after)
             changed = True
     return new if changed else None
 
 
-def _tokens(node: exp.Expression) -> list[str]:
-    return sorted(t.text for t in Tokenizer(dialect="postgres").tokenize(node.sql(dialect="postgres")))
+def _tokens(node: exp.Expression, dialect: str) -> list[str]:
+    return sorted(t.text for t in Tokenizer(dialect=dialect).tokenize(node.sql(dialect=dialect)))
 
 
 def _unused_join(tree: exp.Select, facts: Facts):
@@ -256,9 +263,12 @@ STATEMENT_RULES: tuple[StatementRule, ...] = (
 def variants(sql: str, facts: Facts) -> list[tuple[str, tuple[str, ...]]]:
     """``sql`` after the replacing rules, then each alternative rule's form of that: (SQL, rules applied). A
     statement with a WITH clause is left as it is: the rules take a name in FROM for the catalog's table, and a CTE
-    may shadow one (``WITH orders AS (...)``: its rows need not honour the table's keys)."""
+    may shadow one (``WITH orders AS (...)``: its rows need not honour the table's keys). Read and written in
+    ``facts.dialect``; none applies in a dialect these rules do not hold in (``DIALECTS``)."""
+    if DIALECTS.why_not(facts.dialect) is not None:
+        return [(sql, ())]
     try:
-        tree = sqlglot.parse_one(sql, read="postgres")
+        tree = sqlglot.parse_one(sql, read=facts.dialect)
     except SqlglotError:
         return [(sql, ())]
     if tree.args.get("with_"):
@@ -275,5 +285,5 @@ def variants(sql: str, facts: Facts) -> list[tuple[str, tuple[str, ...]]]:
             alternatives.append((new, applied + (rule.name,)))
         else:
             tree, applied = new, applied + (rule.name,)
-    main = tree.sql(dialect="postgres") if applied else sql
-    return [(main, applied)] + [(t.sql(dialect="postgres"), names) for t, names in alternatives]
+    main = tree.sql(dialect=facts.dialect) if applied else sql
+    return [(main, applied)] + [(t.sql(dialect=facts.dialect), names) for t, names in alternatives]

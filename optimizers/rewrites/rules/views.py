@@ -10,7 +10,9 @@ from __future__ import annotations
 from egglog import Set, String, eq, rule, union, vars_
 
 from optimizers.rewrites.algebra import Pred, Rel, aliases, equal_to, pushed, sinks, unique_on
-from optimizers.rewrites.rules.base import Rule
+from optimizers.rewrites.rules.base import EVERY_DIALECT, Rule
+
+DIALECTS = EVERY_DIALECT  # the dialects these rules keep a statement's meaning in (``rules.base.Dialects``)
 
 a, b, i, r = vars_("a b i r", Rel)
 p, q = vars_("p q", Pred)
