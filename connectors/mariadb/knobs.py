@@ -163,7 +163,7 @@ def workload_rules(catalog: Mapping[str, KnobSpec], hw: Hardware,
     merges = _ratio(m, "sort_merge_passes", "sort_scan", "sort_range")
     if merges > 0.1 or heavy:
         out["sort_buffer_size"] = int(max(2 * _setting(catalog, "sort_buffer_size"), (8 if big else 4) * MB))
-        why.append(f"{merges:.0%} of sorts needed merge passes: a larger sort buffer" if merges > 0.1
+        why.append(f"{merges:.2g} merge passes per sort: a larger sort buffer" if merges > 0.1
                    else "sorts dominate: a larger sort buffer")
     full_joins = m.get("select_full_join", 0.0) + m.get("select_range_check", 0.0)
     if full_joins > 0 or (features.join_share > 0.5 and features.mean_ms > 100):

@@ -11,15 +11,17 @@ import json
 import numpy as np
 import pytest
 
-from advisor.core.domain import Hardware, KnobChange
+from advisor.core.domain import Hardware, KnobChange, Statement, Workload
 from advisor.core.errors import InvalidKnobValue, UnknownKnob
 from advisor.core.knobprofile import WorkloadFeatures
 from connectors import factory
 from connectors.mariadb.knobs import PROFILE, UNITS
+from optimizers.knobs.features import extract
 from optimizers.knobs.problem import KnobProblem
 from optimizers.knobs.rules import RulesOptimizer
 from optimizers.knobs.seeding import rule_seeds
 from optimizers.knobs.space import KnobSpace, SpaceOptions
+from tests.connectors.mariadb.conftest import mrun
 from tests.optimizers.test_llm_seeding import FakeLLM, answer
 
 KB = 1024
@@ -151,7 +153,7 @@ def test_rule_seeds_and_repair_keep_the_memory_model_within_ram(catalog, hw):
     assert float(workload.config["sort_buffer_size"]) > float(catalog["sort_buffer_size"].setting)
     assert float(workload.config["join_buffer_size"]) > float(catalog["join_buffer_size"].setting)
     assert float(workload.config["tmp_table_size"]) > float(catalog["tmp_table_size"].setting)
-    assert "60% of temporary tables went to disk" in workload.reason and "merge passes" in workload.reason
+    assert "60% of temporary tables went to disk" in workload.reason and "0.5 merge passes per sort" in workload.reason
     largest = space.decode([1.0] * space.dim)  # every buffer at its top: far over any budget
     fixed, notes = space.repair(largest)
     assert space.violations(fixed) == [] and any("to fit the memory budget" in n for n in notes)
@@ -222,3 +224,27 @@ def test_the_llm_seeder_drops_a_variable_mariadb_does_not_have(catalog, monkeypa
     assert "min(tmp_table_size, max_heap_table_size)" in user and "tmp_table_size <= max_heap_table_size" in user
     assert json.loads(next(ln for ln in user.splitlines() if '"innodb_buffer_pool_size"' in ln))["current"] \
         == str(128 * MB)
+
+
+def test_the_workload_rules_read_the_counters_a_real_snapshot_gives(server):
+    """Temporary tables that spill to disk and sorts that need merge passes, made on the sandbox with small
+    session buffers, reach the rules through observe()'s metrics and WorkloadFeatures."""
+    dsn = server.create_database("spill")
+    mrun(dsn, "CREATE TABLE t (id INT PRIMARY KEY, k INT, pad VARCHAR(200))",
+         "INSERT INTO t SELECT seq, seq % 20000, REPEAT(MD5(seq), 6) FROM seq_1_to_40000")
+    connector = server.connector("spill")
+    before = connector.observe().metrics
+    small = "SET SESSION tmp_table_size = 16384, max_heap_table_size = 16384, sort_buffer_size = 32768"
+    mrun(dsn, small, *["SELECT k, COUNT(*), MAX(pad) FROM t GROUP BY k"] * 10,
+         "SELECT id, pad FROM t ORDER BY pad LIMIT 39000")
+    metrics = connector.observe().metrics
+    assert metrics["created_tmp_disk_tables"] >= before.get("created_tmp_disk_tables", 0) + 10
+    assert metrics["sort_merge_passes"] > before.get("sort_merge_passes", 0)
+    workload = Workload((Statement("1", "SELECT k, COUNT(*) FROM t GROUP BY k", 3, 30.0, 3),))
+    found = extract(workload, 10 * MB, "oltp", dialect=connector.dialect, metrics=metrics)
+    found = WorkloadFeatures(**{**found.to_dict(), "aggregate_share": 0.0, "sort_share": 0.0})  # counters alone
+    config, why = PROFILE.workload_rules(connector.knob_catalog(), HARDWARE[1], found)
+    assert metrics["created_tmp_disk_tables"] / metrics["created_tmp_tables"] > 0.25
+    assert config["tmp_table_size"] == config["max_heap_table_size"] == 64 * MB  # 2x 16MB, at least 64MB on 8GB
+    assert config["sort_buffer_size"] == 8 * MB and any("merge passes per sort" in w for w in why)
+    assert any("temporary tables went to disk" in w for w in why)
