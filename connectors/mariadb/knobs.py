@@ -179,9 +179,10 @@ def workload_rules(catalog: Mapping[str, KnobSpec], hw: Hardware,
     if m.get("innodb_log_waits", 0.0) > 0:
         out["innodb_log_buffer_size"] = int(min(max(2 * _setting(catalog, "innodb_log_buffer_size"), 32 * MB), GB))
         why.append("transactions waited for room in the log buffer")
-    if _ratio(m, "threads_created", "connections") > 0.1 and m.get("connections", 0.0) > 100:
+    created = _ratio(m, "threads_created", "connections")
+    if created > 0.1 and m.get("connections", 0.0) > 100:
         out["thread_cache_size"] = int(min(max(2 * _setting(catalog, "thread_cache_size"), 32), 1000))
-        why.append("most connections created a thread: a larger thread cache")
+        why.append(f"{created:.0%} of connections started a new thread: a larger thread cache")
     opened = m.get("opened_table_definitions", 0.0)
     if opened > 0.9 * _setting(catalog, "table_definition_cache") > 0:
         out["table_definition_cache"] = int(1.25 * opened)

@@ -168,6 +168,8 @@ def test_workload_rules_fire_only_on_what_the_counters_show(catalog):
     config, why = PROFILE.workload_rules(catalog, HARDWARE[1], features(SPILLING))
     assert config["innodb_buffer_pool_size"] == int(1.25 * 4 * GB) and config["optimizer_search_depth"] == 0
     assert any("5.0% of page reads missed it" in w for w in why)
+    assert any("90% of connections started a new thread" in w for w in why) and config["thread_cache_size"] == 200
+    assert config["table_definition_cache"] == int(1.25 * 395) and config["innodb_log_buffer_size"] == 32 * MB
 
 
 def test_the_rules_optimizer_proposes_the_flush_method_and_the_pool_for_the_machine(catalog):
