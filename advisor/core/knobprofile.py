@@ -54,6 +54,8 @@ class MemoryModel:
       has no such knob); e.g. ``("max_parallel_workers_per_gather", 1, 0)`` is one process plus its workers.
     - ``background``: (count knob, count when absent, buffer knobs): the first of the buffer knobs set above 0.
     - ``auto``: knob -> (of knob, fraction, at most bytes): a memory knob set below 0 means this share of another.
+    - ``least``: groups of per-connection knobs of which only the smallest is claimed (MariaDB's in-memory
+      temporary table grows to the smaller of ``tmp_table_size`` and ``max_heap_table_size``).
     - ``shrink``: the knobs ``repair`` lowers, in order, until the configuration fits.
     - ``wording``: the sum in words for a message, ``{connections}`` replaced by the connection count."""
 
@@ -64,11 +66,13 @@ class MemoryModel:
     multipliers: tuple[tuple[str, float, float], ...] = ()
     background: tuple[tuple[str, float, tuple[str, ...]], ...] = ()
     auto: Mapping[str, tuple[str, float, float]] = field(default_factory=dict)
+    least: tuple[tuple[str, ...], ...] = ()
 
     def formula(self, connections: int) -> str:
         """The sum by knob name, as a prompt states it."""
-        per = " + ".join(self.per_connection)
-        per = f"({per})" if len(self.per_connection) > 1 else per
+        terms = [*self.per_connection, *(f"min({', '.join(group)})" for group in self.least)]
+        per = " + ".join(terms)
+        per = f"({per})" if len(terms) > 1 else per
         factors = "".join(f" x {m}" if not add else f" x ({add:g} + {m})" for m, add, _ in self.multipliers)
         parts = [*self.global_buffers, f"{connections} active connections x {per}{factors}"]
         parts += [f"{count} x {buffers[-1]}" for count, _, buffers in self.background]
@@ -79,6 +83,7 @@ class MemoryModel:
         server has no such knob)."""
         shared = sum(max(value(n, 0.0), 0.0) for n in self.global_buffers)
         per = sum(value(n, 0.0) for n in self.per_connection)
+        per += sum(min(value(n, 0.0) for n in group) for group in self.least)
         for name, add, at_least in self.multipliers:
             per *= add + max(value(name, at_least), at_least)
         background = 0.0
@@ -91,7 +96,9 @@ class MemoryModel:
 @dataclass(frozen=True)
 class WorkloadFeatures:
     """What a knob seeder needs to know about a workload, as a few numbers (``optimizers.knobs.features``
-    extracts them): shares of calls or time, the widest join, mean time (ms), data size (bytes), its kind."""
+    extracts them): shares of calls or time, the widest join, mean time (ms), data size (bytes), its kind, and
+    the server's own counters as the snapshot read them (``metrics``: lower-cased name -> value, cumulative since
+    the server started; empty when unknown), which an engine's workload rules may read by their names."""
 
     statements: int
     calls: int
@@ -103,6 +110,7 @@ class WorkloadFeatures:
     mean_ms: float
     data_bytes: int
     kind: str = "mixed"
+    metrics: Mapping[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -42,7 +42,8 @@ class UnitGrammar:
     """One engine's grammar of knob values. ``memory``: size suffix -> bytes (the one of 1024 bytes is the
     smallest written); ``time``: time suffix -> ms; ``true_words`` / ``false_words``: booleans as read (written
     ``on`` / ``off``); ``write_units``: values are written with a suffix, else as plain numbers in the catalog's
-    unit; ``catalog``: the engine's name for its settings catalog, in messages."""
+    unit; ``catalog``: the engine's name for its settings catalog, in messages; ``aliases``: other spellings of a
+    suffix, read as it (MariaDB reads ``512MB`` and ``512m`` as ``512M``), never written."""
 
     memory: Mapping[str, float]
     time: Mapping[str, float]
@@ -50,6 +51,7 @@ class UnitGrammar:
     false_words: frozenset[str] = FALSE_WORDS
     write_units: bool = True
     catalog: str = "settings catalog"
+    aliases: Mapping[str, str] = field(default_factory=dict)
     _memory_order: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _time_order: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
@@ -81,7 +83,7 @@ class UnitGrammar:
         m = _NUMBER_UNIT.match(str(value))
         if not m:
             raise InvalidKnobValue(f"{spec.name}: cannot read {value!r} as a number with an optional unit")
-        number, suffix = float(m.group(1)), m.group(2)
+        number, suffix = float(m.group(1)), self.aliases.get(m.group(2), m.group(2))
         if not suffix:
             return number
         family, size = self.unit_factor(spec.unit)

@@ -17,8 +17,10 @@ import pymysql
 from advisor.core.domain import (Applied, Change, DropIndexChange, Hardware, IndexChange, KnobChange, KnobSpec,
                                  Snapshot)
 from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, TargetUnreachable
+from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
 from connectors.mariadb import changes as change_sql
+from connectors.mariadb import knobs
 from connectors.mariadb import snapshot
 from connectors.mariadb.connection import (TAG, connect, error_code, error_text, parse_dsn, quote, redact,
                                            target_name, to_question_marks)
@@ -262,16 +264,19 @@ class MariaDBConnector:
             reverts = list(reversed(plan.revert_sql))  # back in apply order
             self._run([reverts[i] for i in reversed(done)], lock_timeout_s)
             raise
-        restarted = self._restart_if_needed(plan.needs_restart)
+        restarted = self._restart_if_needed(plan.needs_restart, plan.apply_sql, lock_timeout_s)
         return Applied(plan.changes, plan.apply_sql, plan.revert_sql, plan.needs_restart, restarted)
 
     def revert(self, applied: Applied, lock_timeout_s: float | None = None) -> None:
         self._run(list(applied.revert_sql), lock_timeout_s)
-        self._restart_if_needed(applied.needs_restart)
+        self._restart_if_needed(applied.needs_restart, applied.revert_sql, lock_timeout_s)
 
-    def _restart_if_needed(self, needed: bool) -> bool:
+    def _restart_if_needed(self, needed: bool, lines: Sequence[str] = (), lock_timeout_s: float | None = None) -> bool:
+        """Restart when a change needs it and this connector can; a restart forgets what SET GLOBAL did, so the
+        ``lines`` that set a variable run again after it."""
         if needed and self._restart is not None and self._persist is not None:
             self._restart()
+            self._run([s for s in lines if s.startswith("SET GLOBAL ")], lock_timeout_s)
             return True
         return False
 
@@ -298,6 +303,11 @@ class MariaDBConnector:
                                            f"{stmt})") from None
 
         self._guarded(run)
+
+    # --- knobs (issue 30) ---
+
+    def knob_profile(self) -> KnobProfile:
+        return knobs.PROFILE
 
 
 def _explain(conn: pymysql.connections.Connection, statement: str) -> tuple[dict, float, dict[str, str]]:

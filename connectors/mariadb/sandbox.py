@@ -135,7 +135,9 @@ class MariaDBSandbox:
         os.chmod(self.root, 0o755)  # mkdtemp's 0700 would keep the mysql user out
         options: dict[str, str | None] = {
             "datadir": str(self.data), "socket": str(self.socket), "port": str(self.port),
-            "pid-file": str(self.pid_file), "log-error": str(self.log), **BASE_OPTIONS}
+            "pid-file": str(self.pid_file), "log-error": str(self.log),
+            "tmpdir": str(self.run_dir),  # its own: temporary tables of other servers in /tmp share names
+            **BASE_OPTIONS}
         if _as_root():
             options["user"] = "mysql"
             pw = pwd.getpwnam("mysql")

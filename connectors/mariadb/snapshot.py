@@ -69,6 +69,12 @@ WHERE k.TABLE_SCHEMA = DATABASE() AND k.REFERENCED_TABLE_NAME IS NOT NULL
 ORDER BY k.TABLE_NAME, k.CONSTRAINT_NAME, k.ORDINAL_POSITION"""
 
 _TYPES = {"BOOLEAN": "bool", "DOUBLE": "real", "ENUM": "enum"}
+# integers named like sizes or buffers that count things (threads, pages, rows, entries, percent), not bytes
+NOT_BYTES = frozenset({"thread_cache_size", "thread_pool_size", "host_cache_size", "delayed_queue_size",
+                       "gtid_cleanup_batch_size", "innodb_buffer_pool_dump_pct", "innodb_change_buffer_max_size",
+                       "innodb_ft_max_token_size", "innodb_ft_min_token_size", "innodb_lru_flush_size",
+                       "innodb_purge_batch_size", "max_join_size", "metadata_locks_cache_size",
+                       "profiling_history_size", "key_cache_file_hash_size", "aria_pagecache_file_hash_size"})
 _ORIGINS = {"COMPILE-TIME": "default", "CONFIG": "configuration file", "COMMAND-LINE": "command line",
             "SQL": "session", "AUTO": "override", "ENVIRONMENT": "environment variable"}
 
@@ -82,7 +88,8 @@ def _rows(conn: pymysql.connections.Connection, query: str, args: tuple = ()) ->
 def knob_spec(name: str, vartype: str, value: str | None, default: str | None, lo: str | None, hi: str | None,
               enums: str | None, read_only: str, scope: str, origin: str | None, comment: str | None) -> KnobSpec:
     """One row of information_schema.SYSTEM_VARIABLES as a ``KnobSpec``: integers whose name says size or
-    buffer are in bytes (unit ``B``); a read-only variable needs a restart (context ``postmaster``), a global one
+    buffer are in bytes (unit ``B``), those of ``NOT_BYTES`` and performance_schema's sizes aside; a read-only
+    variable needs a restart (context ``postmaster``), a global one
     is set with SET GLOBAL (``sighup``: no restart), one with a session value also per session (``user``).
 
     >>> s = knob_spec("sort_buffer_size", "BIGINT UNSIGNED", "2097152", "2097152", "1024", "18446744073709551615",
@@ -97,7 +104,8 @@ def knob_spec(name: str, vartype: str, value: str | None, default: str | None, l
     'on'
     """
     kind = _TYPES.get(vartype) or ("integer" if "INT" in vartype else "string")
-    unit = "B" if kind == "integer" and any(w in name for w in ("size", "buffer")) else None
+    unit = "B" if kind == "integer" and any(w in name for w in ("size", "buffer")) and name not in NOT_BYTES \
+        and not name.startswith("performance_schema_") else None
     setting = "" if value is None else str(value)
     boot = None if default is None else str(default)
     if kind == "bool":

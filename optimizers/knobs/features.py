@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Mapping
 
 import sqlglot
 from sqlglot import exp
@@ -37,8 +38,10 @@ def _shape(text: str, dialect: str) -> tuple[int, bool, bool]:
     return relations, aggregates, sorts
 
 
-def extract(workload: Workload, data_bytes: int = 0, kind: str = "mixed", *, dialect: str) -> WorkloadFeatures:
-    """The workload's features, its statements read in ``dialect`` (sqlglot's name, ``Connector.dialect``)."""
+def extract(workload: Workload, data_bytes: int = 0, kind: str = "mixed", *, dialect: str,
+            metrics: Mapping[str, float] | None = None) -> WorkloadFeatures:
+    """The workload's features, its statements read in ``dialect`` (sqlglot's name, ``Connector.dialect``), with
+    the server's counters (``Snapshot.metrics``) for the engine's workload rules."""
     total_ms = workload.total_ms or 1.0
     join = agg = sort = 0.0
     widest = 0
@@ -51,7 +54,8 @@ def extract(workload: Workload, data_bytes: int = 0, kind: str = "mixed", *, dia
     calls = workload.total_calls
     return WorkloadFeatures(len(workload.statements), calls, round(1.0 - workload.write_share(), 3),
                             round(join / total_ms, 3), round(agg / total_ms, 3), round(sort / total_ms, 3), widest,
-                            round(workload.total_ms / calls, 3) if calls else 0.0, int(data_bytes), kind)
+                            round(workload.total_ms / calls, 3) if calls else 0.0, int(data_bytes), kind,
+                            dict(metrics or {}))
 
 
 def fingerprint(features: WorkloadFeatures, hardware: Hardware, knobs: list[str]) -> str:

@@ -159,7 +159,8 @@ def propose_seeds(store: Store, problem: KnobProblem, obs: Observation, tuning: 
     to read the statements in."""
     if not tuning.use_seeds:
         return []
-    features = extract(obs.workload, obs.data_bytes, obs.workload_kind, dialect=dialect)
+    features = extract(obs.workload, obs.data_bytes, obs.workload_kind, dialect=dialect,
+                       metrics=obs.snapshot.metrics)
     return seeds_for(problem.space, features, tuning.seeds, llm, (store.cached_seeds, store.cache_seeds), warn=say)
 
 
