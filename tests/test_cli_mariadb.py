@@ -55,6 +55,9 @@ def test_register_list_and_observe_a_mariadb_target(tmp_path, shop):
     # the same database through the DSN is the registered target (its identity, not the DSN's text)
     by_dsn = ok(cli(tmp_path, "observe", "--json", env={"ADVISOR_TARGET_DSN": shop.replace("127.0.0.1", "localhost")}))
     assert by_dsn["target_id"] == target["id"]
+    moved = ok(cli(tmp_path, "targets", "update", "mshop", "--json",
+                   env={"ADVISOR_TARGET_DSN": shop.replace("127.0.0.1", "localhost")}))
+    assert moved["id"] == target["id"] and moved["dsn"].startswith("mysql://shopper@localhost:")
 
 
 @pytest.mark.parametrize("wrong, says", [
