@@ -1,4 +1,5 @@
-"""Fixtures: real PostgreSQL sandboxes started from the system's binaries (see connectors.postgres.sandbox)."""
+"""Fixtures: real PostgreSQL sandboxes started from the system's binaries (see connectors.postgres.sandbox), and one
+MariaDB sandbox server for the session (``maria``, connectors.mariadb.sandbox) for every package's tests."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import uuid
 import psycopg
 import pytest
 
+from connectors.mariadb.sandbox import MariaDBSandbox
 from connectors.postgres import PostgresConnector
 from connectors.postgres.sandbox import PostgresSandbox
 from workloads import tpch
@@ -18,6 +20,13 @@ FAST = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
 def pg():
     """One server for the session; tests make their own databases in it."""
     with PostgresSandbox("test", settings=FAST) as sandbox:
+        yield sandbox
+
+
+@pytest.fixture(scope="session")
+def maria():
+    """One MariaDB server for the session (started on first use); tests make their own databases in it."""
+    with MariaDBSandbox("test-maria") as sandbox:
         yield sandbox
 
 

@@ -30,6 +30,7 @@ def test_observe_json_is_one_document(busy_db, tmp_path):
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     assert doc["database"].startswith("t_") and doc["workload"]["statements"]
+    assert doc["server"].startswith("PostgreSQL 15.")  # the engine and version as the connector names them
     st = next(s for s in doc["workload"]["statements"] if "GROUP BY" in s["sql"])
     assert st["calls"] == 3 and "$1" in st["sql"]
 

@@ -46,7 +46,7 @@ def create_app(store_path: str | None = None, *, scheduler: bool = True, max_par
 
     app = FastAPI(title="db-advisor", version="0.1.0", lifespan=lifespan, docs_url=None,
                   openapi_url="/api/openapi.json", redoc_url=None,
-                  description="Tuning advisor for PostgreSQL: targets, workload snapshots, tuning runs, "
+                  description="Tuning advisor for PostgreSQL and MariaDB: targets, workload snapshots, tuning runs, "
                               "recommendations (approve, apply, roll back), nightly schedules. Every route but "
                               "/api/health needs `Authorization: Bearer <token>` (advisor tokens create); viewer "
                               "tokens read, operator tokens also change things, admin tokens also manage tokens.")

@@ -90,8 +90,10 @@ class Health(BaseModel):
 
 class TargetIn(Strict):
     name: str = Field(min_length=1, max_length=200, examples=["orders-prod"])
-    dsn: SecretStr = Field(description="libpq DSN or postgresql:// URL; stored encrypted, never returned",
-                           examples=["host=10.0.0.5 port=5432 dbname=orders user=advisor password=..."])
+    dsn: SecretStr = Field(description="the database: a PostgreSQL DSN (postgresql:// URL or libpq key=value "
+                           "pairs) or a MariaDB/MySQL URL (mysql:// or mariadb://); stored encrypted, never returned",
+                           examples=["postgresql://advisor:...@10.0.0.5:5432/orders",
+                                     "mysql://advisor:...@10.0.0.6:3306/shop"])
     memory_gb: float | None = Field(None, gt=0, le=1_000_000, allow_inf_nan=False,
                                     description="the server's RAM in GiB, for knob sizes (default: read from the "
                                     "server when it lets the advisor read /proc/meminfo)")
@@ -99,7 +101,8 @@ class TargetIn(Strict):
 
 
 class TargetUpdate(Strict):
-    dsn: SecretStr = Field(description="the new libpq DSN or postgresql:// URL (a new password, host or port)")
+    dsn: SecretStr = Field(description="the new DSN, in the target's engine's form (a new password, host or "
+                           "port)")
     other_database: bool = Field(False, description="allow the new DSN to reach another database than the one "
                                  "the target was registered for (recommendations made for the old one will not "
                                  "apply to it)")

@@ -29,9 +29,10 @@ EngineOpt = Annotated[str, typer.Option("--engine", help="the database engine of
                                                         "postgres, or mariadb once the advisor supports it")]
 
 TARGET_ENV = "ADVISOR_TARGET_DSN"
-DSN_FORMS = (f"a libpq DSN or postgresql:// URL, or where to read it so that a password stays out of argv (ps): "
+DSN_FORMS = (f"a PostgreSQL DSN (postgresql://user@host:5432/db or libpq key=value pairs) or a MariaDB/MySQL URL "
+             f"(mysql://user@host:3306/db), or where to read it so that a password stays out of argv (ps): "
              f"env:VAR (an environment variable), file:PATH (its first line; the file must not be readable by "
-             f"others: chmod 600), - (stdin); a libpq service (service=NAME) uses PGSERVICEFILE and PGPASSFILE")
+             f"others: chmod 600), - (stdin); a PostgreSQL service (service=NAME) uses PGSERVICEFILE and PGPASSFILE")
 TargetDsn = Annotated[str | None, typer.Option("--target", "-t", help=f"the database: a registered target's "
                                                                       f"name, or {DSN_FORMS} (default: {TARGET_ENV})")]
 
@@ -104,7 +105,7 @@ def observation_doc(obs) -> dict:
     ``queryid``, ``sql``, ``calls``, ``total_ms``, ``mean_ms``, ``rows`` and ``merged`` ids."""
     s = obs.snapshot
     return {"target_id": obs.target_id, "snapshot_id": obs.snapshot_id, "database": s.database,
-            "server_version": s.server_version, "workload_kind": obs.workload_kind,
+            "server_version": s.server_version, "server": s.server, "workload_kind": obs.workload_kind,
             "workload": {"statements": [{**codec.plain(st), "mean_ms": st.mean_ms}
                                         for st in obs.workload.statements],
                          "interval_s": obs.workload.interval_s},

@@ -28,7 +28,7 @@ from advisor.cli.service_commands import register
 from advisor.core.errors import AdvisorError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="db-advisor: ML tuning advisor for PostgreSQL. Observes a workload, proposes changes, "
+                  help="db-advisor: ML tuning advisor for PostgreSQL and MariaDB. Observes a workload, proposes changes, "
                        "validates them on a shadow instance, and recommends.")
 tune_app = typer.Typer(help="Propose and validate changes for a target: `advisor tune --target DSN` runs the whole "
                             "advisor (indexes, rewrites, knobs, then the changes measured together); `advisor tune "
@@ -50,7 +50,7 @@ def observe(target: Target = None, json_out: JsonFlag = False, interval: Annotat
         help="seconds between two snapshots; 0 = everything since the last stats reset", min=0)] = 0.0,
         top: Annotated[int, typer.Option(help="statements to list", min=1)] = 10, register: RegisterOpt = None,
         store: StoreOpt = None) -> None:
-    """Snapshot a database: workload (pg_stat_statements), metrics, settings, schema and indexes. Stored under the
+    """Snapshot a database: workload (the engine's statement statistics), metrics, settings, schema and indexes. Stored under the
     registered target of that database, whatever DSN reaches it; an unregistered one is shown, not stored
     (--register NAME registers it)."""
     target = resolve_dsn(target)
@@ -186,7 +186,7 @@ def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="s
                                                        "constants, candidates, what-if costs and why each candidate "
                                                        "was or was not chosen")] = False,
                  register: RegisterOpt = None, store: StoreOpt = None) -> None:
-    """Recommend indexes within a storage budget: what-if costs (HypoPG) on a shadow, the optimizer's choice,
+    """Recommend indexes within a storage budget: what-if costs (hypothetical or ignored indexes) on a shadow, the optimizer's choice,
     then each index built and measured on the shadow; an index that slows a statement or helps none is dropped.
     `--explain` prints why, per statement (the JSON output always has it)."""
     plan = parse_plan({"kind": "indexes", "optimizer": optimizer.value, "budget_mb": budget_mb, "episodes": episodes,

@@ -22,7 +22,7 @@ TONES = {"good": "green", "bad": "red", "neutral": "default"}  # a summary's ton
 
 def observation(console: Console, obs: Observation, top: int = 10) -> None:
     s = obs.snapshot
-    console.print(f"[bold]{s.database}[/] on PostgreSQL {s.server_version}: {len(s.tables)} tables, "
+    console.print(f"[bold]{s.database}[/] on {escape(s.server or s.server_version)}: {len(s.tables)} tables, "
                   f"{len(s.indexes)} indexes, {s.metrics.get('database_bytes', 0) / 1024**2:.1f} MB")
     w = obs.workload
     console.print(f"workload: {len(w.statements)} statements, {w.total_calls} calls, {w.total_ms / 1000:.2f} s "
@@ -32,7 +32,7 @@ def observation(console: Console, obs: Observation, top: int = 10) -> None:
         table.add_row(str(st.calls), f"{st.total_ms:.1f}", f"{st.mean_ms:.2f}", escape(shorten(st.sql)))
     console.print(table)
     for st in (st for st in w.statements if st.merged):
-        console.print(f"one statement, {1 + len(st.merged)} pg_stat_statements entries (queryids {st.queryid}, "
+        console.print(f"one statement, {1 + len(st.merged)} statement-statistics entries (ids {st.queryid}, "
                       f"{', '.join(st.merged)}: its parameters were bound as different types), counted together: "
                       f"{shorten(st.sql, 60)}", markup=False)
 

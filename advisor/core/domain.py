@@ -172,6 +172,7 @@ class Snapshot:
     tables: tuple[TableInfo, ...]
     columns: tuple[ColumnStats, ...]
     indexes: tuple[IndexInfo, ...]
+    server: str = ""  # the engine and its version, for people: "PostgreSQL 15.6", "MariaDB 10.11.6" (the connector's)
 
 
 # --- changes ---------------------------------------------------------------------------------------------------

@@ -110,6 +110,11 @@ class ProductionLocked(Conflict):
     """A change to production gave up waiting for a lock another session holds (the lock timeout ran out)."""
 
 
+class EngineUnsupported(AdvisorError):
+    """The target's engine lacks a part the action needs: its connector does not implement that protocol method
+    (yet). The message names the engine, the action and the missing part."""
+
+
 class NotRegistered(AdvisorError):
     """A database given by its DSN that is no registered target, where only a registered one will do."""
 

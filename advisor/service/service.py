@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from advisor.core import processes
-from advisor.core.errors import AdvisorError, NotFound, NotRegistered
+from advisor.core.errors import AdvisorError, EngineUnsupported, NotFound, NotRegistered
 from advisor.core.progress import Say, silent
 from advisor.service.access import AccessMixin
 from advisor.service.auth import Principal
@@ -146,9 +146,13 @@ class AdvisorService(OperationsMixin, AccessMixin):
                 self.store.update_run(rid, state="interrupted")
             raise
         except Exception as e:
-            message = e.message if isinstance(e, AdvisorError) else f"internal error ({type(e).__name__}: {e})"
+            missing = unsupported(e, f"tuning ({kind})")
+            message = (missing or e).message if isinstance(missing or e, AdvisorError) \
+                else f"internal error ({type(e).__name__}: {e})"
             for rid in opened:
                 self.store.update_run(rid, state="failed", error=message)
+            if missing is not None:
+                raise missing from e
             raise
         for rid in opened:
             self.store.update_run(rid, state="done", result=entry.outcome(result))
@@ -194,3 +198,23 @@ class AdvisorService(OperationsMixin, AccessMixin):
         else:
             root = Path(self.store.path).parent / "models"
         return root / target_id
+
+
+def unsupported(e: BaseException, action: str) -> EngineUnsupported | None:
+    """``e`` as the one-line EngineUnsupported when it is a connector lacking a method of the ``Connector``
+    protocol (``connectors.base``: an engine whose package does not implement that part yet); else None.
+
+    >>> class Half:
+    ...     engine = "thirdsql"
+    >>> try:
+    ...     Half().whatif()
+    ... except AttributeError as e:
+    ...     print(unsupported(e, "tuning (indexes)"))
+    tuning (indexes) is not available for thirdsql targets yet: the thirdsql connector does not implement whatif
+    """
+    name, obj = getattr(e, "name", None), getattr(e, "obj", None)
+    if not isinstance(e, AttributeError) or not name or name.startswith("_") \
+            or not isinstance(getattr(obj, "engine", None), str) or not hasattr(factory.Connector, name):
+        return None
+    return EngineUnsupported(f"{action} is not available for {obj.engine} targets yet: the {obj.engine} connector "
+                             f"does not implement {name}")

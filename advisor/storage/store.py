@@ -87,7 +87,7 @@ class Store(TargetTables, AccessTables, ClaimTables):
 
     def add_snapshot(self, target_id: str, snapshot: Snapshot, workload: Workload) -> str:
         sid = new_id()
-        summary = {"server_version": snapshot.server_version, "database": snapshot.database,
+        summary = {"server_version": snapshot.server_version, "server": snapshot.server, "database": snapshot.database,
                    "tables": len(snapshot.tables), "indexes": len(snapshot.indexes), "metrics": snapshot.metrics}
         self.db.execute("INSERT INTO snapshots VALUES (?, ?, ?, ?, ?)",
                         [sid, target_id, snapshot.taken_at, json.dumps(codec.plain(workload)), json.dumps(summary)])

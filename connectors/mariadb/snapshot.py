@@ -204,7 +204,7 @@ def read_snapshot(conn: pymysql.connections.Connection) -> Snapshot:
     return Snapshot(taken_at=time.time(), server_version=str(version), database=str(database or ""),
                     statements=read_statements(conn), metrics=read_metrics(conn),
                     settings=tuple(read_catalog(conn).values()), tables=tables, columns=read_columns(conn),
-                    indexes=read_indexes(conn))
+                    indexes=read_indexes(conn), server=f"MariaDB {str(version).split('-')[0]}")
 
 
 def column_types(conn: pymysql.connections.Connection) -> dict[tuple[str, str], tuple[tuple[str, str, bool], ...]]:

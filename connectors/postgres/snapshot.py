@@ -85,6 +85,7 @@ def read_snapshot(conn: psycopg.Connection) -> Snapshot:
     return Snapshot(
         taken_at=time.time(),
         server_version=version,
+        server=f"PostgreSQL {version.split()[0]}",
         database=conn.info.dbname,
         statements=statements,
         metrics=metrics,

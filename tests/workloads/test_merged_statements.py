@@ -84,4 +84,4 @@ def test_observe_names_the_merge_and_gives_the_mean_per_call(typed_calls, tmp_pa
     text = advisor("observe", "--target", typed_calls, store=store, env={"COLUMNS": "80"})
     assert text.returncode == 0, text.stderr
     assert text.stdout.count("orders WHERE id = $1") == 2  # once in the table, once in the line on the merge
-    assert "one statement, 3 pg_stat_statements entries" in text.stdout
+    assert "one statement, 3 statement-statistics entries" in text.stdout

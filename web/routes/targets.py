@@ -17,8 +17,8 @@ def list_targets(service: Service, _: Viewer, limit: Limit = 50, offset: Offset 
 
 @router.post("", response_model=schemas.Target, status_code=status.HTTP_201_CREATED)
 def add_target(body: schemas.TargetIn, service: Service, who: Operator):
-    """Register a database: it must be reachable with pg_stat_statements; the DSN is stored encrypted and a
-    first snapshot is taken."""
+    """Register a database (PostgreSQL with pg_stat_statements, or MariaDB/MySQL with performance_schema on):
+    it must be reachable and observable; the DSN is stored encrypted and a first snapshot is taken."""
     return service.add_target(body.name, body.dsn.get_secret_value(), who,
                               hardware=given(body.memory_gb, body.cpus) or None)
 

@@ -1,5 +1,5 @@
-"""Fixtures of the MariaDB tests: ONE sandbox server for the whole session (``maria``), a fresh database on it per
-test (``mdb``, its DSN), and small helpers that run SQL as an application would (PyMySQL, outside the advisor)."""
+"""Fixtures of the MariaDB tests: a fresh database per test (``mdb``, its DSN) on the session's one sandbox server
+(``maria``, in tests/conftest.py), and small helpers that run SQL as an application would (PyMySQL, outside the advisor)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,7 @@ import itertools
 import pymysql
 import pytest
 
-from connectors.mariadb.sandbox import MariaDBSandbox
-
 _names = itertools.count()
-
-
-@pytest.fixture(scope="session")
-def maria():
-    with MariaDBSandbox("test-maria") as sandbox:
-        yield sandbox
 
 
 @pytest.fixture
