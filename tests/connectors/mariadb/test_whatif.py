@@ -110,7 +110,7 @@ def test_index_facts_constraints_usage_and_types(shop):
     c, db, dsn = shop
     facts = c.index_facts()
     assert (facts.page_bytes, facts.deduplication, facts.include, facts.partial) == (16384, False, False, False)
-    assert facts.max_key_columns == 16 and facts.name_limit == 64 and not facts.allows(where="a > 0")
+    assert facts.max_key_columns == 32 and facts.name_limit == 64 and not facts.allows(where="a > 0")
     # the primary keys, the unique email, the index behind the foreign key; never the spare one
     assert c.constraint_indexes() == {"PRIMARY", "email", "fk_c"}
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d \S+", c.stats_since())
