@@ -5,7 +5,7 @@ online), and costs a configuration by making exactly its indexes visible (``ALTE
 cost units (``Last_query_cost``: about one random page read = 1), comparable only with MariaDB's own. Building
 costs time once per candidate (a full read of its table; counted in ``creates``); sizes are the built indexes'
 real sizes (``mysql.innodb_index_stats`` 'size' pages x ``@@innodb_page_size``, which InnoDB fills when it builds
-an index). Existing (non-candidate) indexes stay as they are. Closing drops what was built.
+an index: no ANALYZE TABLE, which would resample the table's other indexes between configurations). Existing (non-candidate) indexes stay as they are. Closing drops what was built.
 
 Building writes, so this runs on a sandbox only (``MariaDBConnector.whatif`` refuses any other server), and
 ``hidden`` (``timings_without``) toggles built indexes the same way, restoring their visibility afterwards.
