@@ -115,8 +115,10 @@ def tool_error(tool: str, stderr: str | None, limit: int = 400) -> str:
 
 @runtime_checkable
 class WhatIf(Protocol):
-    """Hypothetical indexes on one open session: they exist for this session only, never for other clients.
-    Close it (or leave its ``with`` block) when done. ``creates`` / ``drops`` count the hypothetical indexes
+    """Hypothetical indexes on one open session: they exist for this session only, never for other clients
+    (PostgreSQL's HypoPG); an engine without them builds each candidate once on a shadow and hides the ones a
+    configuration lacks (MariaDB: IGNORED indexes), dropping them on close. Close it (or leave its ``with``
+    block) when done. ``creates`` / ``drops`` count the hypothetical indexes
     made and removed so far."""
 
     creates: int
@@ -126,7 +128,7 @@ class WhatIf(Protocol):
         """Make the hypothetical indexes on ``tables`` exactly ``indexes``, then the plan's cost (cost units)."""
 
     def index_size(self, index: IndexChange) -> int:
-        """The engine's size estimate of ``index`` in bytes."""
+        """The engine's size estimate of ``index`` in bytes (the real size where the engine builds it)."""
 
     def close(self) -> None: ...
 
@@ -312,7 +314,8 @@ class Connector(Protocol):
         planner's reach, nothing rebuilt afterwards (a shadow's diagnosis of which index misleads a plan)."""
 
     def whatif(self) -> WhatIf:
-        """A hypothetical-index session on a connection of its own (closing the session closes it)."""
+        """A hypothetical-index session on a connection of its own (closing the session closes it). An engine
+        that must build the indexes refuses (AdvisorError) unless the database is a sandbox's (a shadow)."""
 
     def index_name(self, change: IndexChange) -> str:
         """The name ``apply`` gives the index (deterministic, within the engine's identifier limit)."""

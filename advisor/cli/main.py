@@ -186,9 +186,9 @@ def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="s
                                                        "constants, candidates, what-if costs and why each candidate "
                                                        "was or was not chosen")] = False,
                  register: RegisterOpt = None, store: StoreOpt = None) -> None:
-    """Recommend indexes within a storage budget: what-if costs (hypothetical or ignored indexes) on a shadow, the optimizer's choice,
-    then each index built and measured on the shadow; an index that slows a statement or helps none is dropped.
-    `--explain` prints why, per statement (the JSON output always has it)."""
+    """Recommend indexes within a storage budget: what-if costs on a shadow (HypoPG; MariaDB: IGNORED indexes
+    built there), the optimizer's choice, then each index built and measured on the shadow; an index that slows a
+    statement or helps none is dropped. `--explain` prints why, per statement (the JSON output always has it)."""
     plan = parse_plan({"kind": "indexes", "optimizer": optimizer.value, "budget_mb": budget_mb, "episodes": episodes,
                        "samples": samples, "seed": seed, "rounds": rounds, "validate": validate,
                        "sample_percent": sample_percent, "recheck": recheck, "max_width": max_width,

@@ -3,8 +3,10 @@ dialect "mysql"). One short-lived connection per operation; the advisor's own co
 performance_schema instrumentation where the login may (so that observe() never sees them), and every statement
 they send starts with ``TAG`` as on PostgreSQL.
 
-Not on MariaDB yet (their seams are being widened): ``whatif`` (IGNORED indexes on a shadow), ``table_sample``,
-``sample_matching``, ``timings_without`` and ``explain_cost`` with hypothetical indexes raise AdvisorError.
+What-if indexes (``whatif``, ``explain_cost`` with hypothetical indexes, ``timings_without``) build and toggle
+IGNORED indexes, so they run on a sandbox (a shadow) only (``connectors.mariadb.whatif``). ``table_sample`` and
+``sample_matching`` raise AdvisorError: MariaDB's what-if sizes are the built indexes' real sizes, so the index
+sizing path needs no row sample (it falls back to them).
 """
 
 from __future__ import annotations
@@ -17,15 +19,18 @@ import pymysql
 from advisor.core.domain import (Applied, Change, DropIndexChange, Hardware, IndexChange, KnobChange, KnobSpec,
                                  Snapshot)
 from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, TargetUnreachable
+from advisor.core.indexfacts import IndexFacts
 from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
 from connectors.mariadb import changes as change_sql
+from connectors.mariadb import indexes as index_catalog
 from connectors.mariadb import knobs
 from connectors.mariadb import snapshot
 from connectors.mariadb.connection import (TAG, connect, error_code, error_text, parse_dsn, quote, redact,
                                            target_name, to_question_marks)
 from connectors.mariadb.plans import aliases, parse_json, to_plan
 from connectors.mariadb.session import GONE, MariaDBSession
+from connectors.mariadb.whatif import IgnoredIndexes
 
 LOCK_WAIT_TIMEOUT = 1205
 UNINSTRUMENT = TAG + "UPDATE performance_schema.threads SET INSTRUMENTED = 'NO' WHERE PROCESSLIST_ID = CONNECTION_ID()"
@@ -188,20 +193,8 @@ class MariaDBConnector:
     def plan(self, statement: str) -> Plan:
         return self._guarded(lambda conn: to_plan(*_explain(conn, statement)))
 
-    def explain_cost(self, statement: str, hypothetical: Sequence[IndexChange] = ()) -> float:
-        if hypothetical:
-            raise _not_yet("costing hypothetical indexes")
-        return self.plan(statement).cost
-
     def used_indexes(self, statements: Sequence[str]) -> list[set[str]]:
         return self._guarded(lambda conn: [set(to_plan(*_explain(conn, s)).indexes) for s in statements])
-
-    def timings_without(self, statement: str, hidden: Sequence[IndexChange], repeats: int = 3,
-                        timeout_ms: int = 60_000) -> list[float]:
-        raise _not_yet("timing a statement without some of its indexes")
-
-    def whatif(self) -> Any:
-        raise _not_yet("what-if costing (IGNORED indexes on a shadow)")
 
     def index_name(self, change: IndexChange) -> str:
         return change_sql.index_name(change)
@@ -308,6 +301,60 @@ class MariaDBConnector:
 
     def knob_profile(self) -> KnobProfile:
         return knobs.PROFILE
+
+    # --- indexes (issue 30) ---
+
+    @property
+    def on_sandbox(self) -> bool:
+        """Whether this connector is a sandbox's (only ``MariaDBSandbox.connector`` gives it an option file to
+        persist into): what-if builds indexes, so it runs there and nowhere else."""
+        return self._persist is not None
+
+    def _require_sandbox(self, what: str) -> None:
+        if not self.on_sandbox:
+            raise AdvisorError(f"{what} builds indexes on MariaDB (it has no hypothetical ones), so it runs on a "
+                               f"shadow only, never on {self.target_name}: ask the shadow's connector")
+
+    def whatif(self) -> IgnoredIndexes:
+        """Candidates built once as IGNORED indexes and toggled per configuration (``connectors.mariadb.whatif``);
+        a shadow's only."""
+        self._require_sandbox("what-if costing")
+        try:
+            return IgnoredIndexes(self.dsn, self._params.get("password"))
+        except pymysql.Error as e:
+            raise TargetUnreachable(f"{self.target_name}: {error_text(e, self._params.get('password'))}") from None
+
+    def explain_cost(self, statement: str, hypothetical: Sequence[IndexChange] = ()) -> float:
+        """The optimizer's cost; with ``hypothetical`` indexes, through ``whatif`` (built, costed, dropped)."""
+        if not hypothetical:
+            return self.plan(statement).cost
+        with self.whatif() as whatif:
+            return whatif.plan(statement, hypothetical, frozenset((i.schema, i.table) for i in hypothetical)).total
+
+    def timings_without(self, statement: str, hidden: Sequence[IndexChange], repeats: int = 3,
+                        timeout_ms: int = 60_000) -> list[float]:
+        """Times with the built indexes ``hidden`` IGNORED, made visible again after (a shadow's only)."""
+        self._require_sandbox("timing a statement without some of its indexes")
+        return self._guarded(lambda conn: index_catalog.timings_without(conn, statement, hidden, repeats,
+                                                                          timeout_ms))
+
+    def index_facts(self) -> IndexFacts:
+        return self._guarded(index_catalog.index_facts)
+
+    def constraint_indexes(self) -> set[str]:
+        return self._guarded(index_catalog.constraint_indexes)
+
+    def stats_since(self) -> str | None:
+        return self._guarded(index_catalog.stats_since)
+
+    def default_schema(self) -> str:
+        return self._guarded(index_catalog.default_schema)
+
+    def plans(self, statements: Sequence[str]) -> list[Plan]:
+        return self._guarded(lambda conn: [to_plan(*_explain(conn, s)) for s in statements])
+
+    def column_data_types(self) -> dict[tuple[str, str, str], str]:
+        return self._guarded(index_catalog.column_data_types)
 
 
 def _explain(conn: pymysql.connections.Connection, statement: str) -> tuple[dict, float, dict[str, str]]:

@@ -14,6 +14,7 @@ import pymysql
 
 from advisor.core.domain import ColumnStats, IndexInfo, KnobSpec, Snapshot, StatementStat, TableInfo
 from connectors.mariadb.connection import TAG, quote, to_dollar_placeholders
+from connectors.mariadb.indexes import index_usage
 
 PICOSECONDS_PER_MS = 1e9
 # statements that are no application workload to tune: schema changes, administration, statements about the
@@ -170,14 +171,18 @@ def index_columns(conn: pymysql.connections.Connection) -> dict[tuple[str, str, 
 
 def read_indexes(conn: pymysql.connections.Connection) -> tuple[IndexInfo, ...]:
     sizes = {(t, i): int(b) for t, i, b in _rows(conn, INDEX_SIZES_SQL)}
+    usage = index_usage(conn)  # rows read through each index (performance_schema), None when it is off
     out = []
     for (schema, table, index), e in index_columns(conn).items():
         cols = ", ".join(quote(c) if "(" not in c else c for c in e["columns"])
         unique = "UNIQUE " if e["unique"] and index != "PRIMARY" else ""
         definition = (f"PRIMARY KEY ({cols})" if index == "PRIMARY" else
                       f"CREATE {unique}INDEX {quote(index)} ON {quote(table)} ({cols}) USING {e['type']}")
-        out.append(IndexInfo(schema, table, index, definition, sizes.get((table, index), 0), 0, e["unique"],
-                             index == "PRIMARY"))
+        prefixed = tuple("(" in c for c in e["columns"])  # a column prefix b(10) is no plain key column
+        scans = -1 if usage is None else usage.get((schema, table, index), 0)  # -1: not counted
+        out.append(IndexInfo(schema, table, index, definition, sizes.get((table, index), 0), scans, e["unique"],
+                             index == "PRIMARY", str(e["type"]).lower(), tuple(e["columns"]),
+                             ("",) * len(e["columns"]), (), "", prefixed))
     return tuple(out)
 
 

@@ -1,7 +1,8 @@
 """The index pipeline, top down: observe (done by the caller) -> bind the workload -> a shadow -> candidates and
-what-if costs (HypoPG) -> the optimizer's choice -> every index built for real and validated on the shadow ->
-recommend. The service and ``advisor bench indexes`` call these same functions (the bench asks ``propose`` for
-each workload mix and budget, and validates with ``advisor.tuning.indexes.validation``)."""
+what-if costs on the shadow (HypoPG; on MariaDB, IGNORED indexes built there) -> the optimizer's choice -> every
+index built for real and validated on the shadow -> recommend. The service and ``advisor bench indexes`` call
+these same functions (the bench asks ``propose`` for each workload mix and budget, and validates with
+``advisor.tuning.indexes.validation``)."""
 
 from __future__ import annotations
 

@@ -41,8 +41,8 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
                   skipped: list[tuple[str, str]] | None = None,
                   sizes: SizeModel | None = None, by_time: bool = True) -> tuple[IndexProblem, WhatIf]:
     """The problem for ``statements`` on the database behind ``connector`` (which must support what-if
-    indexes: HypoPG for PostgreSQL); ``budget_bytes`` in bytes. Statements that sqlglot cannot parse are left out
-    and listed in ``skipped`` as (queryid, why). ``sizes`` corrects the what-if index sizes (built vs estimated
+    indexes: HypoPG for PostgreSQL; a shadow for MariaDB, which builds them); ``budget_bytes`` in bytes. Statements
+    that sqlglot cannot parse are left out and listed in ``skipped`` as (queryid, why). ``sizes`` corrects the what-if index sizes (built vs estimated
     sizes seen before, see ``advisor.tuning.indexes.sizing``). With ``by_time``, each statement's cost weighs its calls
     times its observed time per cost unit (``_time_weighted``; statements observed without a time weigh their
     calls). Returns the what-if session too: close it when done."""

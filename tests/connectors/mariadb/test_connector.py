@@ -167,9 +167,9 @@ def test_an_existing_index_is_dropped_and_put_back(shop):
         c.plan_changes([DropIndexChange(db, "customers", "PRIMARY", "")])
 
 
-def test_what_is_not_there_yet_says_so(shop):
-    c = factory.connector(shop)
-    with pytest.raises(AdvisorError, match="not supported on MariaDB yet"):
+def test_whatif_on_a_target_is_refused(shop):
+    c = factory.connector(shop)  # what-if builds indexes: a shadow's only (tests/connectors/mariadb/test_whatif.py)
+    with pytest.raises(AdvisorError, match="shadow only"):
         c.whatif()
 
 
