@@ -10,10 +10,8 @@ engine means a package under ``connectors/`` plus one entry in ``ENGINES`` (its 
 'postgres'
 >>> engine_of("host=db.example dbname=shop user=bob")
 'postgres'
->>> engine_of("mysql://bob:secret@db.example/shop")
-Traceback (most recent call last):
-...
-advisor.core.errors.AdvisorError: engine mariadb is not supported yet (supported: postgres)
+>>> engine_of("mysql://bob:secret@db.example/shop"), engine_of("mariadb://db.example/shop")
+('mariadb', 'mariadb')
 """
 
 from __future__ import annotations
@@ -29,6 +27,9 @@ from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say
 from connectors.base import TAG, Connector, Sandbox, Shadow, scrub
 from connectors.local import free_port, reap_orphans, stop_all
+from connectors.mariadb.connector import MariaDBConnector
+from connectors.mariadb.sandbox import MariaDBSandbox
+from connectors.mariadb.shadow import create_shadow as clone_mariadb
 from connectors.postgres.connector import PostgresConnector
 from connectors.postgres.sandbox import PostgresSandbox
 from connectors.postgres.shadow import create_shadow as clone_postgres
@@ -50,6 +51,7 @@ class Engine:
 
 ENGINES: dict[str, Engine] = {
     "postgres": Engine(PostgresConnector, PostgresSandbox, clone_postgres),
+    "mariadb": Engine(MariaDBConnector, MariaDBSandbox, clone_mariadb),
 }
 
 # URL schemes of every engine the advisor knows of, supported or not yet

@@ -1,0 +1,176 @@
+"""Connections to a MariaDB target: DSN parsing (``mysql://`` and ``mariadb://`` URLs), redaction, the short
+name for people, PyMySQL connections whose errors become one clear line without the password, and ``quote``,
+the one way an identifier is quoted.
+
+A DSN is ``mysql://user:password@host:port/database?option=value``: the password percent-encoded, port 3306 and
+host ``localhost`` when not named; query options: ``connect_timeout`` (seconds), ``unix_socket``, ``charset``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import parse_qsl, quote as url_quote, unquote, urlsplit
+
+import pymysql
+
+from advisor.core.errors import TargetUnreachable
+from connectors.base import TAG, scrub
+
+__all__ = ["TAG", "connect", "error_text", "parse_dsn", "quote", "redact", "target_name"]
+
+SCHEMES = ("mysql", "mariadb")
+OPTIONS = {"connect_timeout", "unix_socket", "charset", "read_timeout", "write_timeout"}
+DEFAULT_PORT = 3306
+
+
+def quote(name: str) -> str:
+    """``name`` as a quoted MariaDB identifier: in backticks, a backtick inside doubled (never formatted in).
+
+    >>> quote("orders"), quote("we`ird"), quote("a b"), quote("naïve")
+    ('`orders`', '`we``ird`', '`a b`', '`naïve`')
+    """
+    if "\x00" in name:
+        raise ValueError("an identifier cannot contain a NUL character")
+    return "`" + name.replace("`", "``") + "`"
+
+
+def parse_dsn(dsn: str) -> dict[str, Any]:
+    """The DSN's parts: ``user``, ``password``, ``host``, ``port`` (int), ``database`` and the query options.
+    TargetUnreachable (without any part of the DSN) for one that is not a mysql:// or mariadb:// URL.
+
+    >>> p = parse_dsn("mysql://bob:s%40cret@db.example:3307/shop?connect_timeout=3")
+    >>> p["user"], p["password"], p["host"], p["port"], p["database"], p["connect_timeout"]
+    ('bob', 's@cret', 'db.example', 3307, 'shop', '3')
+    >>> parse_dsn("mariadb://db/x")["port"], parse_dsn("mysql://bob@db")["database"]
+    (3306, '')
+    """
+    if "\x00" in (dsn or ""):
+        raise TargetUnreachable("invalid DSN: it contains a NUL character")
+    try:
+        url = urlsplit((dsn or "").strip())
+        port = url.port
+    except ValueError:
+        raise TargetUnreachable("invalid DSN: the port is not a number (percent-encode the characters / ? # @ : "
+                                "of the password: / is %2F, ? is %3F, # is %23)") from None
+    if url.scheme.lower() not in SCHEMES:
+        raise TargetUnreachable("invalid DSN: expected a URL such as mysql://user:password@host:3306/database")
+    if "@" in url.path or "@" in url.query:
+        raise TargetUnreachable("invalid DSN: the URL's user:password@ part was not understood; percent-encode "
+                                "the characters / ? # @ : of the password (/ is %2F, ? is %3F, # is %23)")
+    database = unquote(url.path.lstrip("/"))
+    if "/" in database:
+        raise TargetUnreachable("invalid DSN: the database name has a / in it (percent-encode it as %2F)")
+    params: dict[str, Any] = {
+        "user": unquote(url.username) if url.username else "root",
+        "host": url.hostname or "localhost",
+        "port": port or DEFAULT_PORT,
+        "database": database,
+    }
+    if url.password is not None:
+        params["password"] = unquote(url.password)
+    for key, value in parse_qsl(url.query, keep_blank_values=True):
+        if key not in OPTIONS:
+            raise TargetUnreachable(f"invalid DSN: unknown option {key!r} (known: {', '.join(sorted(OPTIONS))})")
+        params[key] = value
+    if not str(params.get("connect_timeout", "1")).isdigit():
+        raise TargetUnreachable("invalid DSN: connect_timeout is a whole number of seconds")
+    return params
+
+
+def redact(dsn: str) -> str:
+    """The DSN without its password, safe to print or store.
+
+    >>> redact("mysql://bob:secret@db:3306/shop")
+    'mysql://bob@db:3306/shop'
+    """
+    try:
+        p = parse_dsn(dsn)
+    except TargetUnreachable:
+        return scrub(dsn)
+    scheme = urlsplit(dsn.strip()).scheme.lower()
+    query = "&".join(f"{k}={url_quote(str(v))}" for k, v in p.items() if k in OPTIONS)
+    return (f"{scheme}://{url_quote(p['user'], safe='')}@{p['host']}:{p['port']}/{url_quote(p['database'], safe='')}"
+            + (f"?{query}" if query else ""))
+
+
+def target_name(dsn: str) -> str:
+    """``host:port/database`` for people.
+
+    >>> target_name("mysql://bob:secret@db/shop")
+    'db:3306/shop'
+    """
+    p = parse_dsn(dsn)
+    return f"{p['host']}:{p['port']}/{p['database']}"
+
+
+def error_text(e: BaseException, password: str | None = None) -> str:
+    """The first line of a driver error's message (its code left out), with ``password`` masked should the
+    server ever quote it back."""
+    args = getattr(e, "args", ())
+    text = str(args[1]) if len(args) > 1 else str(e)
+    text = (text.strip().splitlines() or [type(e).__name__])[0]
+    if password:
+        text = text.replace(password, "***")
+    return scrub(text)
+
+
+def error_code(e: BaseException) -> int | None:
+    args = getattr(e, "args", ())
+    return args[0] if args and isinstance(args[0], int) else None
+
+
+def connect(dsn: str, *, autocommit: bool = True, timeout_s: int = 5, database: str | None = None
+            ) -> pymysql.connections.Connection:
+    """A PyMySQL connection to the target (one statement per execute: multi-statements are not enabled), or
+    TargetUnreachable with the server's reason. ``database`` overrides the DSN's (``""``: none)."""
+    p = parse_dsn(dsn)
+    where = f"{p['host']}:{p['port']}/{p['database']}"
+    db = p["database"] if database is None else database
+    try:
+        return pymysql.connect(
+            host=p["host"], port=p["port"], user=p["user"], password=p.get("password", ""),
+            database=db or None, unix_socket=p.get("unix_socket"), charset=p.get("charset", "utf8mb4"),
+            connect_timeout=int(p.get("connect_timeout", timeout_s)), autocommit=autocommit,
+            read_timeout=int(p["read_timeout"]) if "read_timeout" in p else None,
+            write_timeout=int(p["write_timeout"]) if "write_timeout" in p else None)
+    except pymysql.Error as e:
+        raise TargetUnreachable(f"cannot connect to {where}: {error_text(e, p.get('password'))}") from None
+    except (OSError, ValueError, LookupError) as e:  # an unknown charset, a socket path that is no socket
+        raise TargetUnreachable(f"cannot connect to {where}: {error_text(e, p.get('password'))}") from None
+
+
+_PLACEHOLDER = re.compile(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.)*\"|`(?:[^`]|``)*`|\$(\d+)")
+
+
+def to_question_marks(statement: str) -> str:
+    """``statement`` with each ``$n`` placeholder (the neutral form above connectors) turned into MariaDB's ``?``,
+    quoted strings and identifiers left alone.
+
+    >>> to_question_marks("SELECT '$1', `$2` FROM t WHERE a = $1 AND b = $2")
+    "SELECT '$1', `$2` FROM t WHERE a = ? AND b = ?"
+    """
+    return _PLACEHOLDER.sub(lambda m: "?" if m.group(1) else m.group(0), statement)
+
+
+def to_dollar_placeholders(digest_text: str) -> str:
+    """A performance_schema digest's ``?`` turned into ``$1 .. $n`` in order (quoted text left alone); a list the
+    digest collapsed (``IN (...)``, ``VALUES (...) /* , ... */``) becomes one placeholder, ``($n)``.
+
+    >>> to_dollar_placeholders("SELECT * FROM `t` WHERE `a` = ? AND `b` IN (...) AND c = '?' LIMIT ?")
+    "SELECT * FROM `t` WHERE `a` = $1 AND `b` IN ($2) AND c = '?' LIMIT $3"
+    >>> to_dollar_placeholders("INSERT INTO `t` VALUES (...) /* , ... */")
+    'INSERT INTO `t` VALUES ($1)'
+    """
+    count = 0
+
+    def number(m: re.Match) -> str:
+        nonlocal count
+        if m.group(0)[0] in "'\"`":
+            return m.group(0)
+        count += 1
+        return f"(${count})" if m.group(0).startswith("(") else f"${count}"
+
+    text = re.sub(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.)*\"|`(?:[^`]|``)*`|\(\.\.\.\)(?: /\* , \.\.\. \*/)?|\?",
+                  number, digest_text)
+    return text.strip()

@@ -1,0 +1,332 @@
+"""MariaDBConnector: ``connectors.base.Connector`` for MariaDB 10.11 over PyMySQL (engine "mariadb", sqlglot
+dialect "mysql"). One short-lived connection per operation; the advisor's own connections switch off their
+performance_schema instrumentation where the login may (so that observe() never sees them), and every statement
+they send starts with ``TAG`` as on PostgreSQL.
+
+Not on MariaDB yet (their seams are being widened): ``whatif`` (IGNORED indexes on a shadow), ``table_sample``,
+``sample_matching``, ``timings_without`` and ``explain_cost`` with hypothetical indexes raise AdvisorError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pymysql
+
+from advisor.core.domain import (Applied, Change, DropIndexChange, Hardware, IndexChange, KnobChange, KnobSpec,
+                                 Snapshot)
+from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, TargetUnreachable
+from advisor.core.plans import Plan
+from connectors.mariadb import changes as change_sql
+from connectors.mariadb import snapshot
+from connectors.mariadb.connection import (TAG, connect, error_code, error_text, parse_dsn, quote, redact,
+                                           target_name, to_question_marks)
+from connectors.mariadb.plans import aliases, parse_json, to_plan
+from connectors.mariadb.session import GONE, MariaDBSession
+
+LOCK_WAIT_TIMEOUT = 1205
+UNINSTRUMENT = TAG + "UPDATE performance_schema.threads SET INSTRUMENTED = 'NO' WHERE PROCESSLIST_ID = CONNECTION_ID()"
+
+
+def _not_yet(what: str) -> AdvisorError:
+    return AdvisorError(f"{what} is not supported on MariaDB yet")
+
+
+class MariaDBConnector:
+    """A live MariaDB database. ``restart`` restarts its server and ``persist`` writes settings into its option
+    file, when the caller can (a sandbox can); without them a read-only variable's change is reported pending."""
+
+    engine = "mariadb"
+    dialect = "mysql"
+
+    def __init__(self, dsn: str, restart: Callable[[], None] | None = None,
+                 persist: Callable[[dict[str, str]], None] | None = None):
+        self._params = parse_dsn(dsn)  # fail early on a malformed DSN
+        self.dsn = dsn
+        self._restart = restart
+        self._persist = persist
+
+    @property
+    def display_name(self) -> str:
+        return redact(self.dsn)
+
+    @property
+    def target_name(self) -> str:
+        return target_name(self.dsn)
+
+    # --- connections -------------------------------------------------------------------------------------------
+
+    def quote(self, name: str) -> str:
+        return quote(name)
+
+    def session(self, timeout_ms: int | None = None) -> MariaDBSession:
+        return MariaDBSession(self.dsn, timeout_ms)
+
+    def connect(self, autocommit: bool = True) -> pymysql.connections.Connection:
+        return connect(self.dsn, autocommit=autocommit)
+
+    def execute_one(self, cursor: Any, query: Any) -> Any:
+        cursor.execute(str(query))  # multi-statements are not enabled: a second statement is a syntax error
+        return cursor
+
+    def _guarded(self, fn: Callable[[pymysql.connections.Connection], Any]) -> Any:
+        """``fn`` on a new connection of the advisor's own; driver errors as one line, never a traceback."""
+        password = self._params.get("password")
+        try:
+            with connect(self.dsn) as conn:
+                try:
+                    with conn.cursor() as cur:
+                        cur.execute(UNINSTRUMENT)
+                except pymysql.Error:
+                    pass  # a login without UPDATE on performance_schema: its statements carry TAG all the same
+                return fn(conn)
+        except pymysql.Error as e:
+            if error_code(e) in GONE:
+                raise TargetUnreachable(f"lost the connection to {self.display_name}: "
+                                        f"{error_text(e, password)}") from None
+            if error_code(e) == LOCK_WAIT_TIMEOUT:
+                raise ProductionLocked(f"gave up waiting for a lock that another session holds: "
+                                       f"{error_text(e, password)}; the change was not made") from None
+            raise AdvisorError(f"{self.target_name}: {error_text(e, password)}") from None
+
+    def check_sql(self, statement: str) -> None:
+        """``PREPARE`` of ``statement`` (its ``$n`` as ``?``), then ``DEALLOCATE``: MariaDB's parser and name
+        resolution without running it. ``BadStatement`` with the server's message and, for a syntax error, the
+        position in ``statement`` where it stopped."""
+        def check(conn: pymysql.connections.Connection) -> None:
+            with conn.cursor() as cur:
+                cur.execute(TAG + "SET @db_advisor_check = %s", (to_question_marks(statement),))
+                try:
+                    cur.execute(TAG + "PREPARE db_advisor_check FROM @db_advisor_check")
+                except pymysql.Error as e:
+                    if error_code(e) in GONE:
+                        raise
+                    reason = error_text(e, self._params.get("password"))
+                    at = _near(reason, statement)
+                    raise BadStatement(reason + (f" (position {at})" if at else ""), reason=reason,
+                                       position=at) from None
+                cur.execute(TAG + "DEALLOCATE PREPARE db_advisor_check")
+
+        self._guarded(check)
+
+    def has_extension(self, name: str) -> bool:
+        """Whether a server plugin is active (``performance_schema``: whether it is on)."""
+        def read(conn: pymysql.connections.Connection) -> bool:
+            with conn.cursor() as cur:
+                if name.lower() == "performance_schema":
+                    cur.execute(TAG + "SELECT @@performance_schema")
+                    return bool(cur.fetchone()[0])
+                cur.execute(TAG + "SELECT 1 FROM information_schema.PLUGINS WHERE PLUGIN_NAME = %s "
+                            "AND PLUGIN_STATUS = 'ACTIVE'", (name,))
+                return cur.fetchone() is not None
+
+        return self._guarded(read)
+
+    def identity(self) -> dict:
+        """MariaDB has no server UUID: the server is known by its server_id, host name, port and data directory
+        together; a database has no internal id (``database_oid`` None)."""
+        def read(conn: pymysql.connections.Connection) -> dict:
+            with conn.cursor() as cur:
+                cur.execute(TAG + "SELECT DATABASE(), @@server_id, @@hostname, @@port, @@datadir")
+                database, server_id, host, port, datadir = cur.fetchone()
+            return {"engine": self.engine, "system_identifier": f"{server_id}:{host}:{port}:{datadir}",
+                    "database": database, "database_oid": None}
+
+        return self._guarded(read)
+
+    # --- observing ---------------------------------------------------------------------------------------------
+
+    def observe(self) -> Snapshot:
+        return self._guarded(snapshot.read_snapshot)
+
+    def knob_catalog(self) -> dict[str, KnobSpec]:
+        return self._guarded(snapshot.read_catalog)
+
+    def hardware(self) -> Hardware | None:
+        return None  # MariaDB tells no client the machine's memory or cores: the user gives them
+
+    def table_columns(self) -> dict[tuple[str, str], tuple[str, ...]]:
+        return self._guarded(snapshot.table_columns)
+
+    def column_types(self) -> dict[tuple[str, str], tuple[tuple[str, str, bool], ...]]:
+        return self._guarded(snapshot.column_types)
+
+    def unique_keys(self) -> dict[tuple[str, str], tuple[tuple[str, ...], ...]]:
+        return self._guarded(snapshot.unique_keys)
+
+    def foreign_keys(self) -> tuple[tuple[str, str, tuple[str, ...], str, tuple[str, ...]], ...]:
+        return self._guarded(snapshot.foreign_keys)
+
+    def table_rows(self) -> dict[str, float]:
+        """Each base table of the database with the engine's estimate of its rows (for sampled shadows)."""
+        return self._guarded(lambda conn: {t.name: t.rows for t in snapshot.read_tables(conn)})
+
+    def reset_statement_stats(self) -> None:
+        """Empty the digest summary and the statement histories (the sampled parameters go with them)."""
+        def reset(conn: pymysql.connections.Connection) -> None:
+            with conn.cursor() as cur:
+                for table in ("events_statements_summary_by_digest", "events_statements_history_long",
+                              "events_statements_history"):
+                    cur.execute(TAG + f"TRUNCATE TABLE performance_schema.{table}")
+
+        self._guarded(reset)
+
+    def table_sample(self, schema: str, table: str, rows: int, seed: int) -> dict | None:
+        raise _not_yet("sampling rows for index sizing")
+
+    def sample_matching(self, schema: str, table: str, percent: float | None, seed: int, where: str) -> set[str]:
+        raise _not_yet("sampling rows for partial indexes")
+
+    # --- planning ----------------------------------------------------------------------------------------------
+
+    def explain_plan(self, statement: str) -> dict:
+        return self._guarded(lambda conn: _explain(conn, statement)[0])
+
+    def plan(self, statement: str) -> Plan:
+        return self._guarded(lambda conn: to_plan(*_explain(conn, statement)))
+
+    def explain_cost(self, statement: str, hypothetical: Sequence[IndexChange] = ()) -> float:
+        if hypothetical:
+            raise _not_yet("costing hypothetical indexes")
+        return self.plan(statement).cost
+
+    def used_indexes(self, statements: Sequence[str]) -> list[set[str]]:
+        return self._guarded(lambda conn: [set(to_plan(*_explain(conn, s)).indexes) for s in statements])
+
+    def timings_without(self, statement: str, hidden: Sequence[IndexChange], repeats: int = 3,
+                        timeout_ms: int = 60_000) -> list[float]:
+        raise _not_yet("timing a statement without some of its indexes")
+
+    def whatif(self) -> Any:
+        raise _not_yet("what-if costing (IGNORED indexes on a shadow)")
+
+    def index_name(self, change: IndexChange) -> str:
+        return change_sql.index_name(change)
+
+    def index_sizes(self, indexes: Sequence[IndexChange]) -> dict[IndexChange, int | None]:
+        """Bytes of each built index: mysql.innodb_index_stats 'size' pages times the page size (16 KiB), after
+        ANALYZE TABLE of their tables (small indexes come out in allocation steps)."""
+        def read(conn: pymysql.connections.Connection) -> dict[IndexChange, int | None]:
+            with conn.cursor() as cur:
+                for schema, table in sorted({(ix.schema, ix.table) for ix in indexes}):
+                    cur.execute(TAG + f"ANALYZE TABLE {quote(schema)}.{quote(table)}")
+                    cur.fetchall()
+                out: dict[IndexChange, int | None] = {}
+                for ix in indexes:
+                    cur.execute(TAG + "SELECT stat_value * @@innodb_page_size FROM mysql.innodb_index_stats WHERE "
+                                "database_name = %s AND table_name = %s AND index_name = %s AND stat_name = 'size'",
+                                (ix.schema, ix.table, change_sql.index_name(ix)))
+                    row = cur.fetchone()
+                    out[ix] = int(row[0]) if row and row[0] is not None else None
+                return out
+
+        return self._guarded(read)
+
+    # --- changing ----------------------------------------------------------------------------------------------
+
+    def plan_changes(self, changes: Sequence[Change], catalog: dict[str, KnobSpec] | None = None) -> Applied:
+        """Check every change and render what applies and reverts it, without running anything."""
+        catalog = catalog if catalog is not None else self.knob_catalog()
+        existing = self._guarded(snapshot.index_columns) \
+            if any(isinstance(c, DropIndexChange) for c in changes) else {}
+        checked: list[Change] = []
+        apply_sql: list[str] = []
+        revert_sql: list[str] = []
+        needs_restart = False
+        for change in changes:
+            if isinstance(change, KnobChange):
+                change, forward, back, restart = change_sql.knob_sql(catalog, change)
+                needs_restart |= restart
+            elif isinstance(change, IndexChange):
+                forward, back = change_sql.index_sql(change)
+            elif isinstance(change, DropIndexChange):
+                forward, back = change_sql.drop_sql(change, existing)
+            else:
+                raise BadStatement(f"the mariadb connector cannot apply a {type(change).__name__}")
+            checked.append(change)
+            apply_sql.append(forward)
+            revert_sql.append(back)
+        return Applied(tuple(checked), tuple(apply_sql), tuple(reversed(revert_sql)), needs_restart)
+
+    def apply(self, changes: Sequence[Change], lock_timeout_s: float | None = None) -> Applied:
+        """Apply the changes (all checked first); DDL is not transactional in MariaDB, so on a failure midway
+        what was done is reverted statement by statement before the error is raised."""
+        plan = self.plan_changes(changes)
+        done: list[int] = []
+        try:
+            for i, stmt in enumerate(plan.apply_sql):
+                self._run([stmt], lock_timeout_s)
+                done.append(i)
+        except AdvisorError:
+            reverts = list(reversed(plan.revert_sql))  # back in apply order
+            self._run([reverts[i] for i in reversed(done)], lock_timeout_s)
+            raise
+        restarted = self._restart_if_needed(plan.needs_restart)
+        return Applied(plan.changes, plan.apply_sql, plan.revert_sql, plan.needs_restart, restarted)
+
+    def revert(self, applied: Applied, lock_timeout_s: float | None = None) -> None:
+        self._run(list(applied.revert_sql), lock_timeout_s)
+        self._restart_if_needed(applied.needs_restart)
+
+    def _restart_if_needed(self, needed: bool) -> bool:
+        if needed and self._restart is not None and self._persist is not None:
+            self._restart()
+            return True
+        return False
+
+    def _run(self, statements: list[str], lock_timeout_s: float | None) -> None:
+        """Run SQL lines; option-file lines are persisted (when this connector can) or left pending."""
+        sql_lines = [s for s in statements if not s.startswith(change_sql.OPTION_FILE)]
+        option_lines = [s.removeprefix(change_sql.OPTION_FILE) for s in statements if s not in sql_lines]
+        if option_lines and self._persist is not None:
+            self._persist(dict(line.split("=", 1) for line in option_lines))
+        if not sql_lines:
+            return
+
+        def run(conn: pymysql.connections.Connection) -> None:
+            with conn.cursor() as cur:
+                if lock_timeout_s is not None:
+                    cur.execute(TAG + "SET SESSION lock_wait_timeout = %s", (max(1, round(lock_timeout_s)),))
+                for stmt in sql_lines:
+                    try:
+                        cur.execute(TAG + stmt)
+                    except pymysql.Error as e:
+                        if error_code(e) in GONE or error_code(e) == LOCK_WAIT_TIMEOUT:
+                            raise
+                        raise BadStatement(f"{error_text(e, self._params.get('password'))} (while running: "
+                                           f"{stmt})") from None
+
+        self._guarded(run)
+
+
+def _explain(conn: pymysql.connections.Connection, statement: str) -> tuple[dict, float, dict[str, str]]:
+    """EXPLAIN FORMAT=JSON of one statement, the optimizer's Last_query_cost read right after it, and the
+    statement's table aliases."""
+    with conn.cursor() as cur:
+        try:
+            cur.execute(TAG + "EXPLAIN FORMAT=JSON " + statement)
+        except pymysql.Error as e:
+            if error_code(e) in GONE:
+                raise
+            raise BadStatement(f"cannot plan the statement: {error_text(e)}", reason=error_text(e)) from None
+        document = parse_json(cur.fetchone()[0])
+        cur.execute(TAG + "SHOW SESSION STATUS LIKE 'Last_query_cost'")
+        row = cur.fetchone()
+    return document, float(row[1]) if row else 0.0, aliases(statement)
+
+
+def _near(reason: str, statement: str) -> int | None:
+    """Where in ``statement`` a syntax error's ``near '...'`` fragment starts (1-based), when it is there.
+
+    >>> _near("You have an error in your SQL syntax; ... near 't t' at line 1", "SELECT a FROM t t t")
+    17
+    """
+    start = reason.find("near '")
+    if start < 0:
+        return None
+    fragment = reason[start + 6:reason.rfind("' at line")] if "' at line" in reason else ""
+    if fragment and statement.rstrip().endswith(fragment):  # the server quotes the rest of the statement
+        return len(statement.rstrip()) - len(fragment) + 1
+    at = statement.find(fragment[:40]) if fragment else -1
+    return at + 1 if at >= 0 else None

@@ -1,0 +1,340 @@
+"""Throwaway MariaDB servers started from Debian's ``mariadb-server`` binaries on free loopback ports.
+
+Each ``MariaDBSandbox`` has its own directory (``data/``, ``run/`` with the socket, pid file and error log, and
+``my.cnf``, the only option file its server reads: ``--defaults-file`` first, so /etc/mysql never applies).
+``my.cnf`` ends with ``!include overrides.cnf``: the persisted settings (``persist``, ``recover``), MariaDB's
+counterpart of postgresql.auto.conf. performance_schema is on with the statement history consumers, digests are
+8 KiB long, and InnoDB reads through the page cache (``innodb_flush_method=fsync``).
+
+root logs in over the socket only (socket authentication); code and clients use the TCP login ``advisor`` at
+'127.0.0.1' without a password (``dsn()``). As root the server runs as the ``mysql`` user. Cleanup is the
+PostgreSQL sandbox's: ``stop()``, the ``atexit`` hook of ``connectors.local``, and an owner record so that
+``reap_orphans`` stops the server of a killed owner (``stop_orphan``).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import quote as url_quote
+
+import pymysql
+
+from advisor.core.errors import SandboxError
+from connectors import local
+from connectors.local import free_port, pid_alive
+from connectors.mariadb.connection import quote
+
+if TYPE_CHECKING:
+    from connectors.mariadb.connector import MariaDBConnector
+
+__all__ = ["MariaDBSandbox", "option_lines", "stop_orphan"]
+
+LOGIN = "advisor"  # the sandbox's TCP login (no password, all privileges)
+BIN_DIRS = ("/usr/sbin", "/usr/bin")
+BASE_OPTIONS = {
+    "bind-address": "127.0.0.1",
+    "skip-name-resolve": None,
+    "performance-schema": "ON",
+    "performance-schema-consumer-events-statements-history-long": "ON",
+    "performance-schema-consumer-events-statements-current": "ON",
+    "performance_schema_max_digest_length": "8192",
+    "max_digest_length": "8192",
+    "innodb_flush_method": "fsync",
+    "max_connections": "100",
+    "character-set-server": "utf8mb4",
+}
+
+
+def _binary(name: str) -> str:
+    for d in BIN_DIRS:
+        path = Path(d) / name
+        if path.exists():
+            return str(path)
+    raise SandboxError(f"MariaDB program {name} not found (looked in {', '.join(BIN_DIRS)}); install it with "
+                       "`make bootstrap` or apt-get install mariadb-server")
+
+
+def _as_root() -> bool:
+    return os.geteuid() == 0
+
+
+def option_lines(options: dict[str, str | None]) -> list[str]:
+    r"""Options in MariaDB's option-file syntax (``name=value``, a bare name for a flag); values with a blank or
+    a quote are double-quoted.
+
+    >>> option_lines({"innodb_buffer_pool_size": "256M", "skip-name-resolve": None, "init_connect": "SET a='b c'"})
+    ['innodb_buffer_pool_size=256M', 'skip-name-resolve', 'init_connect="SET a=\'b c\'"']
+    """
+    out = []
+    for key, value in options.items():
+        if value is None:
+            out.append(key)
+        elif any(c in value for c in " \t'\"#\\"):
+            escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+            out.append(f'{key}="{escaped}"')
+        else:
+            out.append(f"{key}={value}")
+    return out
+
+
+class MariaDBSandbox:
+    """One local MariaDB server; a context manager, or ``start()`` and ``stop()``. ``settings`` in MariaDB's
+    option syntax and units (``{"innodb_buffer_pool_size": "256M"}``). It satisfies ``connectors.base.Sandbox``."""
+
+    engine = "mariadb"
+
+    def __init__(self, name: str = "sandbox", settings: dict[str, str] | None = None, base_dir: str | None = None,
+                 keep: bool = False):
+        self.name = name
+        self.settings = dict(settings or {})
+        self.keep = keep
+        self.server = _binary("mariadbd")
+        self.root = Path(tempfile.mkdtemp(prefix=f"{local.PREFIX}{name}-", dir=base_dir))
+        local.write_owner(self.root, self.engine)
+        self.data = self.root / "data"
+        self.run_dir = self.root / "run"
+        self.socket = self.run_dir / "my.sock"
+        self.pid_file = self.run_dir / "my.pid"
+        self.log = self.run_dir / "err.log"
+        self.options_file = self.root / "my.cnf"
+        self.overrides_file = self.root / "overrides.cnf"
+        self.port = free_port()
+        self.host = "127.0.0.1"
+        self.user = LOGIN
+        self._proc: subprocess.Popen | None = None
+        self._started = False
+
+    # --- lifecycle ----------------------------------------------------------------------------------------------
+
+    def start(self) -> MariaDBSandbox:
+        try:
+            self._init()
+            self._launch()
+            self._started = True
+            local.register(self)
+            self.wait_ready()
+            with self._root_conn() as conn, conn.cursor() as cur:
+                cur.execute(f"CREATE USER IF NOT EXISTS {LOGIN}@'127.0.0.1'")
+                cur.execute(f"GRANT ALL PRIVILEGES ON *.* TO {LOGIN}@'127.0.0.1' WITH GRANT OPTION")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _init(self) -> None:
+        self.data.mkdir()
+        self.run_dir.mkdir()
+        os.chmod(self.root, 0o755)  # mkdtemp's 0700 would keep the mysql user out
+        options: dict[str, str | None] = {
+            "datadir": str(self.data), "socket": str(self.socket), "port": str(self.port),
+            "pid-file": str(self.pid_file), "log-error": str(self.log), **BASE_OPTIONS}
+        if _as_root():
+            options["user"] = "mysql"
+            pw = pwd.getpwnam("mysql")
+            for p in (self.data, self.run_dir):
+                os.chown(p, pw.pw_uid, pw.pw_gid)
+        options.update(self.settings)
+        self.overrides_file.write_text("[mariadbd]\n", encoding="utf-8")
+        self.options_file.write_text("[mariadbd]\n" + "\n".join(option_lines(options))
+                                     + f"\n!include {self.overrides_file}\n", encoding="utf-8")
+        socket_user = pwd.getpwuid(os.geteuid()).pw_name
+        args = [_binary("mariadb-install-db"), "--no-defaults", f"--datadir={self.data}", "--skip-test-db",
+                "--auth-root-authentication-method=socket", f"--auth-root-socket-user={socket_user}"]
+        if _as_root():
+            args.append("--user=mysql")
+        try:
+            subprocess.run(args, capture_output=True, text=True, timeout=120, check=True)
+        except subprocess.CalledProcessError as e:
+            said = (e.stderr or e.stdout or "").strip()
+            hint = (f" (the mysql user must be able to enter every directory above {self.root})"
+                    if _as_root() and "Permission denied" in said else "")
+            raise SandboxError(f"mariadb-install-db failed for sandbox {self.name}: "
+                               f"{' | '.join(said.splitlines()[-3:])}{hint}{local.disk_note(self.root)}") from None
+        except subprocess.TimeoutExpired:
+            raise SandboxError(f"mariadb-install-db timed out for sandbox {self.name}") from None
+
+    def _launch(self) -> None:
+        self._proc = subprocess.Popen([self.server, f"--defaults-file={self.options_file}"],
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def _halt(self, timeout_s: float = 30.0) -> None:
+        """Stop the server (SIGTERM: a clean shutdown), SIGKILL what is left after ``timeout_s``, and wait until
+        every process of it is gone; the pid file and socket of a dead server are removed."""
+        _halt(self.root, timeout_s)
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout=5)  # reap it: no zombie left behind
+            except subprocess.TimeoutExpired:
+                pass
+            self._proc = None
+
+    def restart(self) -> None:
+        """Restart the server (clean shutdown, then start with the option file and its persisted overrides)."""
+        try:
+            self._halt()
+            self._launch()
+            self.wait_ready()
+        except SandboxError as e:
+            raise SandboxError(f"{e}{local.disk_note(self.root)}; last log lines: {self.log_tail()}") from None
+
+    def recover(self, settings: dict[str, str]) -> None:
+        """Bring back a server that crashed or will not start: end what is left of it, replace the persisted
+        overrides with ``settings`` and start it."""
+        self._halt()
+        try:
+            self.overrides_file.write_text("[mariadbd]\n" + "".join(f"{ln}\n" for ln in option_lines(
+                {k: str(v) for k, v in settings.items()})), encoding="utf-8")
+        except OSError as e:
+            raise SandboxError(f"cannot write the configuration of sandbox {self.name}: {e.strerror}"
+                               f"{local.disk_note(self.root)}") from None
+        self._launch()
+        self._started = True
+        try:
+            self.wait_ready()
+        except SandboxError as e:
+            raise SandboxError(f"{e}{local.disk_note(self.root)}; last log lines: {self.log_tail()}") from None
+
+    def persist(self, settings: dict[str, str]) -> None:
+        """Add ``settings`` to the persisted overrides (read at the next start; MariaDB has no SET PERSIST)."""
+        current = self.persisted()
+        current.update(settings)
+        self.overrides_file.write_text("[mariadbd]\n" + "".join(f"{ln}\n" for ln in option_lines(
+            {k: str(v) for k, v in current.items()})), encoding="utf-8")
+
+    def persisted(self) -> dict[str, str]:
+        """The persisted overrides, by name."""
+        out: dict[str, str] = {}
+        for line in self.overrides_file.read_text(encoding="utf-8").splitlines()[1:]:
+            key, _, value = line.partition("=")
+            out[key.strip()] = value.strip().strip('"')
+        return out
+
+    def is_running(self) -> bool:
+        pid = _pid(self.root)
+        return self._started and pid is not None and pid_alive(pid)
+
+    def stop(self) -> None:
+        """Stop the server and remove its files unless ``keep``."""
+        local.unregister(self)
+        if self.data.exists():
+            try:
+                self._halt()
+            except SandboxError:
+                pass
+        self._started = False
+        if not self.keep:
+            shutil.rmtree(self.root, ignore_errors=True)
+        else:
+            (self.root / local.OWNER_FILE).unlink(missing_ok=True)
+
+    def __enter__(self) -> MariaDBSandbox:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- use --------------------------------------------------------------------------------------------------
+
+    def dsn(self, dbname: str = "mysql") -> str:
+        return f"mysql://{LOGIN}@{self.host}:{self.port}/{url_quote(dbname, safe='')}"
+
+    def connector(self, dbname: str = "mysql") -> MariaDBConnector:
+        """A connector to one of this server's databases that restarts this server when a change needs it."""
+        from connectors.mariadb.connector import MariaDBConnector
+
+        return MariaDBConnector(self.dsn(dbname), restart=self.restart, persist=self.persist)
+
+    def _root_conn(self) -> pymysql.connections.Connection:
+        return pymysql.connect(unix_socket=str(self.socket), user="root", autocommit=True, connect_timeout=5)
+
+    def wait_ready(self, timeout_s: float = 30.0) -> None:
+        """Block until the server accepts connections over its socket (SandboxError after ``timeout_s``)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self._root_conn().close()
+                return
+            except pymysql.Error:
+                if self._proc is not None and self._proc.poll() is not None:
+                    raise SandboxError(f"MariaDB sandbox {self.name} exited while starting (status "
+                                       f"{self._proc.returncode}); last log lines: {self.log_tail()}") from None
+                if time.monotonic() > deadline:
+                    raise SandboxError(f"MariaDB sandbox {self.name} did not accept connections within "
+                                       f"{timeout_s:.0f}s; last log lines: {self.log_tail()}") from None
+                time.sleep(0.1)
+
+    def create_database(self, dbname: str, template: str | None = None, extensions: bool = True) -> str:
+        """Create a database and return its DSN (MariaDB has no extensions to add, nor database templates)."""
+        if template:
+            raise SandboxError("MariaDB has no database templates: create the database and load it instead")
+        with self._root_conn() as conn, conn.cursor() as cur:
+            cur.execute(f"CREATE DATABASE {quote(dbname)}")
+        return self.dsn(dbname)
+
+    def add_login(self, user: str, password: str) -> None:
+        """A login ``user`` at '127.0.0.1' with all privileges that must give ``password`` (as a production
+        server asks); the sandbox's own logins stay as they were."""
+        with self._root_conn() as conn, conn.cursor() as cur:
+            cur.execute("CREATE USER IF NOT EXISTS %s@'127.0.0.1' IDENTIFIED BY %s", (user, password))
+            cur.execute("ALTER USER %s@'127.0.0.1' IDENTIFIED BY %s", (user, password))
+            cur.execute("GRANT ALL PRIVILEGES ON *.* TO %s@'127.0.0.1' WITH GRANT OPTION", (user,))
+
+    def log_tail(self, lines: int = 5) -> str:
+        try:
+            return " | ".join(self.log.read_text(errors="replace").strip().splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def tool(self, name: str) -> str:
+        """Path of a client program (mariadb, mariadb-dump) of the installed server."""
+        return self.client_tool(name)
+
+    @staticmethod
+    def client_tool(name: str) -> str:
+        """Path of a client program of the installed MariaDB (mariadb, mariadb-dump, mariadb-admin)."""
+        return _binary(name)
+
+
+# --- processes ----------------------------------------------------------------------------------------------
+
+
+def _pid(root: Path) -> int | None:
+    try:
+        return int((root / "run" / "my.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _halt(root: Path, timeout_s: float = 30.0) -> None:
+    """Whatever state the server of sandbox directory ``root`` is in, leave it stopped and startable."""
+    data = root / "data"
+    pid = _pid(root)
+    if pid is not None and pid_alive(pid):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+        local.wait_gone(lambda: [pid] if pid_alive(pid) else [], timeout_s)
+    left = local.end_server(data, leader=pid if pid is not None and pid_alive(pid) else None)
+    if left:
+        raise SandboxError(f"processes {left} of the old server of sandbox {root.name} did not end")
+    for stale in (root / "run" / "my.pid", root / "run" / "my.sock", root / "run" / "my.sock.lock"):
+        stale.unlink(missing_ok=True)
+
+
+def stop_orphan(root: Path, owner: dict) -> None:
+    """Stop the server of a sandbox directory whose owner process is gone (``reap_orphans`` removes it after)."""
+    if (root / "data").is_dir():
+        _halt(root, timeout_s=10.0)
+
+
+local.register_engine(MariaDBSandbox.engine, stop_orphan)
