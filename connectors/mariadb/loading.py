@@ -170,10 +170,12 @@ def vacuum(dsn: str, tables: Sequence[str] | None = None) -> None:
 
 STATS_SQL = TAG + """
 SELECT DATABASE(), s.table_name, s.column_name, s.nulls_ratio, s.avg_frequency, s.avg_length, s.hist_type,
-       s.histogram, COALESCE(t.TABLE_ROWS, 0)
-FROM mysql.column_stats s
-JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = s.db_name AND t.TABLE_NAME = s.table_name
-WHERE s.db_name = DATABASE()"""
+       s.histogram, s.min_value, s.max_value
+FROM mysql.column_stats s WHERE s.db_name = DATABASE()"""
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, (bytes, bytearray)) else str(value)
 
 
 def histogram(hist_type: str | None, raw: Any) -> tuple[list[str], list[str], list[float]] | None:
@@ -204,13 +206,16 @@ def histogram(hist_type: str | None, raw: Any) -> tuple[list[str], list[str], li
 def column_statistics(conn: pymysql.connections.Connection) -> dict[tuple[str, str, str], tuple]:
     """Per (database, table, column) of mysql.column_stats (after ``analyze``): (nulls_ratio, distinct values as
     minus a fraction of the rows (1 / avg_frequency), avg_length in bytes, most common values as text (the
-    histogram's single-value buckets), their fractions, histogram bounds as text); the value lists None without
-    a JSON histogram. Columns never analyzed are absent."""
+    histogram's single-value buckets), their fractions, histogram bounds as text). Where MariaDB keeps no histogram (a
+    unique column) the bounds are the column's minimum and maximum (one bucket); the value lists are None without
+    either. Columns never analyzed are absent."""
     out: dict[tuple[str, str, str], tuple] = {}
     with conn.cursor() as cur:
         cur.execute(STATS_SQL)
-        for db, table, column, nulls, avg_freq, avg_len, hist_type, raw, _rows in cur.fetchall():
+        for db, table, column, nulls, avg_freq, avg_len, hist_type, raw, low, high in cur.fetchall():
             hist = histogram(hist_type, raw)
+            if hist is None and low is not None and high is not None:
+                hist = [_text(low), _text(high)], None, None
             distinct = -min(1.0, 1.0 / float(avg_freq)) if avg_freq else 0.0
             out[(db, table, column)] = (float(nulls or 0), distinct, float(avg_len or 0),
                                         hist[1] if hist else None, hist[2] if hist else None,
