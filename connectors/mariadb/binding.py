@@ -154,11 +154,21 @@ class MariaDBBindingSource:
         return {}  # an example is always a whole call (the driver escaped its constants into the text)
 
     def _column_types(self) -> dict[tuple[str, str], str]:
+        """Per (table, column) as the catalog spells them: the column's type."""
         if self._types is None:
             self._types = {(t, c): str(ty) for t, c, ty in self._rows(
                 TAG + "SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS "
                 "WHERE TABLE_SCHEMA = DATABASE() ORDER BY TABLE_NAME, ORDINAL_POSITION")}
         return self._types
+
+    def _column(self, table: str, column: str) -> tuple[str, str] | None:
+        """The catalog's (table, column) for a name as a statement writes it (a digest upper-cases a column named
+        like a key word: ``STATUS``); MariaDB's column names ignore case. Any table's when ``table`` is ''."""
+        types = self._column_types()
+        if (table, column) in types:
+            return table, column
+        return next(((t, c) for (t, c) in types if c.lower() == column.lower() and (t == table or not table)),
+                    None)
 
     def parameter_types(self, text: str, count: int, amounts: Mapping[int, str]) -> list[str]:
         """The type of the column each parameter is compared with (``parameter_columns``), ``bigint`` for LIMIT
@@ -168,29 +178,26 @@ class MariaDBBindingSource:
         for use in parameter_columns(text, count):
             if use == "limit":
                 out.append("bigint")
-            elif isinstance(use, tuple):
-                table, column = use
-                found = types.get((table, column)) or next(
-                    (ty for (t, c), ty in types.items() if c == column and not table), None)
-                out.append(found or "unknown")
+            elif isinstance(use, tuple) and (found := self._column(*use)) is not None:
+                out.append(types[found])
             else:
                 out.append("unknown")
         return out
 
     def column_values(self, table: str, column: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """mysql.column_stats' JSON histogram of ``table.column`` (any table's column when table is ''): bounds
-        and the values of single-value buckets; else the sorted values of up to ``SAMPLE_ROWS`` rows of it."""
-        rows = self._rows(TAG + "SELECT table_name, hist_type, histogram FROM mysql.column_stats WHERE db_name = "
-                          "DATABASE() AND column_name = %s AND (table_name = %s OR %s = '') "
-                          "ORDER BY table_name = %s DESC", (column, table, table, table))
-        for _table, hist_type, raw in rows:
+        """mysql.column_stats' JSON histogram of ``table.column`` (the first table's column of that name when
+        table is ''): bounds and the values of single-value buckets; else the sorted values of up to
+        ``SAMPLE_ROWS`` rows of it."""
+        found = self._column(table, column)
+        if found is None:
+            return (), ()
+        table, column = found
+        rows = self._rows(TAG + "SELECT hist_type, histogram FROM mysql.column_stats WHERE db_name = DATABASE() "
+                          "AND table_name = %s AND column_name = %s", (table, column))
+        for hist_type, raw in rows:
             hist = histogram(hist_type, raw)
             if hist and hist[0]:
                 return tuple(hist[0]), tuple(hist[1])
-        if not table:
-            table = next((t for (t, c) in self._column_types() if c == column), "")
-        if (table, column) not in self._column_types():
-            return (), ()
         values = sorted(v for (v,) in self._rows(
             TAG + f"SELECT {quote(column)} FROM {quote(table)} WHERE {quote(column)} IS NOT NULL LIMIT {SAMPLE_ROWS}"))
         if not values:
