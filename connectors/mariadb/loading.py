@@ -13,6 +13,7 @@ statements (``TAG``), so that loading is no part of an observed workload. Errors
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -81,26 +82,33 @@ def csv_rows(path: Path) -> Iterator[list[str | None]]:
     """
     text = Path(path).read_text(encoding="utf-8")
     at = text.find("\n") + 1 if "\n" in text else len(text)  # the header line
-    row: list[str | None] = []
     while at < len(text):
-        m = _FIELD.match(text, at)
-        if m is None:
-            line = text.count("\n", 0, at) + 1
-            raise StatementFailed(f"{path}: malformed CSV on line {line} (a quote inside an unquoted field)",
-                                  reason="malformed CSV")
-        quoted, bare, end = m.group(1), m.group(2), m.group(3)
-        row.append(quoted.replace('""', '"') if quoted is not None else (bare or None))
-        at = m.end()
-        if end != ",":
-            yield row
-            row = []
-            if not end:  # the last line had no line end
+        nl = text.find("\n", at)
+        nl = len(text) if nl < 0 else nl
+        line = text[at:nl].removesuffix("\r")
+        if '"' not in line:  # the usual line: no quoting, split on commas
+            yield [f or None for f in line.split(",")]
+            at = nl + 1
+            continue
+        if '""' not in line and line.count('"') % 2 == 0:  # whole quoted fields, none empty: Python's csv reads it
+            yield [f or None for f in next(csv.reader([line]))]
+            at = nl + 1
+            continue
+        row: list[str | None] = []
+        while True:  # a record with quoted fields (they may span lines)
+            m = _FIELD.match(text, at)
+            if m is None:
+                line_no = text.count("\n", 0, at) + 1
+                raise StatementFailed(f"{path}: malformed CSV on line {line_no} (a quote inside an unquoted "
+                                      f"field)", reason="malformed CSV")
+            quoted, bare, end = m.group(1), m.group(2), m.group(3)
+            row.append(quoted.replace('""', '"') if quoted is not None else (bare or None))
+            at = m.end()
+            if end != ",":
                 break
-        elif at >= len(text):  # a trailing comma at the very end: one more empty field
-            row.append(None)
-            yield row
-            row = []
-    if row:
+            if at >= len(text):  # a trailing comma at the very end: one more empty field
+                row.append(None)
+                break
         yield row
 
 
@@ -129,7 +137,7 @@ def load_rows(dsn: str, table: str, columns: Sequence[str] | None, rows: Path | 
                 raise StatementFailed(f"loading {table}: no such table", reason=f"no such table: {table}")
         head = TAG + f"INSERT INTO {quote(table)} ({', '.join(map(quote, columns))}) VALUES "
         for batch in _batches(source, ROWS_PER_INSERT):
-            cur.execute(head + ", ".join("(" + ", ".join(conn.escape(v) for v in row) + ")" for row in batch))
+            cur.execute(head + ", ".join("(" + ", ".join(map(conn.escape, row)) + ")" for row in batch))
             loaded += len(batch)
         conn.commit()
     return loaded

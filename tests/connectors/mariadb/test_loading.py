@@ -16,8 +16,9 @@ import pytest
 from advisor.core.errors import AdvisorError, StatementFailed, StatementTimeout
 from connectors import factory
 from tests.connectors.mariadb.conftest import mrows, mrun
-from workloads import tpch
+from workloads import generated, tpch
 from workloads.capture import workload_delta
+from workloads.generated import FAMILIES
 from workloads.sqlsource import to_dialect
 
 HOSTILE = 'odd `table`; 50% "name"'
@@ -120,12 +121,20 @@ def test_a_client_program_gets_the_password_in_its_environment_only(server):
         c.client_command("pgbench", [])
 
 
-def test_tpch_loads_at_a_tiny_scale_and_its_22_queries_run_in_mysqls_sql(c, server):
-    counts = tpch.load(c, scale=0.01)  # the smallest scale whose partsupp keys are unique
+@pytest.fixture(scope="module")
+def tpch_c(server):
+    connector = factory.connector(server.create_database("tpch"))
+    counts = tpch.load(connector, scale=0.01)  # the smallest scale whose partsupp keys are unique
+    return connector, counts
+
+
+def test_tpch_loads_at_a_tiny_scale_and_its_22_queries_run_in_mysqls_sql(tpch_c, server):
+    c, counts = tpch_c
     assert counts["nation"] == 25 and counts["region"] == 5 and counts["lineitem"] > 50_000
-    db = c.identity()["database"]
-    assert mrows(server.dsn(db), "SELECT count(*) FROM lineitem") == [(counts["lineitem"],)]
-    assert c.column_statistics()[(db, "orders", "o_orderdate")][5]  # analyzed: a histogram of dates
+    assert mrows(server.dsn("tpch"), "SELECT count(*) FROM lineitem") == [(counts["lineitem"],)]
+    assert mrows(server.dsn("tpch"), "SELECT count(*) FROM lineitem WHERE l_comment IS NULL OR l_comment = ''") \
+        == [(0,)]
+    assert c.column_statistics()[("tpch", "orders", "o_orderdate")][5]  # analyzed: a histogram of dates
     rng = random.Random(7)
     results = {}
     with c.session(60_000) as s:
@@ -134,3 +143,14 @@ def test_tpch_loads_at_a_tiny_scale_and_its_22_queries_run_in_mysqls_sql(c, serv
     assert all(rows is not None for rows in results.values())
     assert len(results[1]) == 4 and len(results[6]) == 1  # (returnflag, linestatus) groups; one revenue
     assert results[13] and sum(n for _count, n in results[13]) == counts["customer"]  # every customer counted
+
+
+def test_generated_statements_over_tpch_run_on_mariadb(tpch_c, server):
+    c, _ = tpch_c
+    workload = generated.generate(c, 2 * len(FAMILIES), seed=3)
+    assert workload == generated.generate(c, 2 * len(FAMILIES), seed=3)  # the same seed, the same statements
+    # every family but set_operation comes out: sqlglot cannot write PostgreSQL's positional ORDER BY (NULLS
+    # LAST) in MySQL's SQL, so that family's statements are drawn again until its attempts run out
+    assert {g.family for g in workload} == set(FAMILIES) - {"set_operation"}
+    with c.session(60_000) as s:
+        assert [len(s.run(g.sql)) for g in workload] == [g.rows for g in workload]
