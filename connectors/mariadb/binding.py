@@ -43,7 +43,9 @@ TYPE_DEFAULTS = {"date": "2000-01-01", "datetime": "2000-01-01 00:00:00", "times
 _NUMBER = re.compile(r"-?\d+(\.\d+)?([eE][-+]?\d+)?")
 _PARAM = re.compile(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.)*\"|`(?:[^`]|``)*`|\$(\d+)")
 _MARK = re.compile(r"__p(\d+)__")
-_WRAPPERS = (exp.Cast, exp.TryCast, exp.Paren, exp.Neg, exp.Add, exp.Sub, exp.Mul, exp.Div)
+_WRAPPERS = (exp.Cast, exp.TryCast, exp.Paren, exp.Neg, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Interval,
+             exp.DateAdd, exp.DateSub)
+_PLUS = (exp.Add, exp.Sub, exp.DateAdd, exp.DateSub)
 
 EXAMPLE_SQL = TAG + """
 SELECT SQL_TEXT FROM performance_schema.events_statements_history_long
@@ -70,21 +72,28 @@ def literal(escape, value: str, type_name: str) -> str:
 
 
 def default_value(type_name: str) -> str | None:
-    """A plausible value of a MariaDB column type (``1`` for numbers), None for one it does not know.
+    """A plausible value of a MariaDB column type (``1`` for numbers), None for one it does not know. "unknown"
+    (a parameter compared with no column) is ``1``: a digest makes every constant a parameter, the ``1`` and ``0``
+    of a ``CASE`` too, and MariaDB reads the quoted ``'1'`` as whatever type its place needs.
 
     >>> default_value("bigint(20) unsigned"), default_value("varchar(25)"), default_value("date"), default_value("x")
     ('1', '', '2000-01-01', None)
+    >>> default_value("unknown")
+    '1'
     """
     base = _base(type_name)
-    return "1" if base in NUMERIC_TYPES else TYPE_DEFAULTS.get(base)
+    return "1" if base in NUMERIC_TYPES or base == "unknown" else TYPE_DEFAULTS.get(base)
 
 
 def parameter_columns(text: str, count: int) -> list[tuple[str, str] | str]:
-    """Per parameter ``$1 .. $count`` of ``text`` (MySQL's SQL): the (table or '', column) it is compared with, or
-    "limit" for LIMIT / OFFSET, or "" where the statement does not say.
+    """Per parameter ``$1 .. $count`` of ``text`` (MySQL's SQL): the (table or '', column) it is compared with,
+    "limit" for a count (LIMIT / OFFSET, an amount added to a value: ``INTERVAL $2 DAY``), "cast <type>" for one
+    compared with no column but cast, or "" where the statement does not say.
 
     >>> parameter_columns("SELECT * FROM `t` AS x WHERE x.`a` = $1 AND $2 < b LIMIT $3", 4)
     [('t', 'a'), ('t', 'b'), 'limit', '']
+    >>> parameter_columns("SELECT CAST($1 AS DATE), d < DATE_ADD(CAST($2 AS DATE), INTERVAL $3 DAY) FROM t", 3)
+    ['cast date', ('t', 'd'), 'limit']
     """
     marked = _PARAM.sub(lambda m: f"'__p{m.group(1)}__'" if m.group(1) else m.group(0), text)
     out: list[tuple[str, str] | str] = [""] * count
@@ -98,11 +107,13 @@ def parameter_columns(text: str, count: int) -> list[tuple[str, str] | str]:
         m = _MARK.fullmatch(str(lit.this))
         if not m or not 1 <= int(m.group(1)) <= count or out[int(m.group(1)) - 1]:
             continue
-        child, node = lit, lit.parent
-        while isinstance(node, _WRAPPERS):
+        child, node, cast = lit, lit.parent, ""
+        while isinstance(node, _WRAPPERS) and not (isinstance(node, _PLUS) and child is node.expression):
+            if isinstance(node, (exp.Cast, exp.TryCast)) and not cast:
+                cast = node.to.sql("mysql").lower()
             child, node = node, node.parent
-        if isinstance(node, (exp.Limit, exp.Offset)) or isinstance(node, exp.Fetch):
-            out[int(m.group(1)) - 1] = "limit"
+        if isinstance(node, (exp.Limit, exp.Offset, exp.Fetch)) or isinstance(node, _PLUS):
+            out[int(m.group(1)) - 1] = "limit"  # a count: of rows, or of days (units) added to a value
             continue
         col = None
         if isinstance(node, (exp.Between, exp.In, exp.Like, exp.ILike)) and isinstance(node.this, exp.Column):
@@ -114,6 +125,8 @@ def parameter_columns(text: str, count: int) -> list[tuple[str, str] | str]:
             table = aliases.get(col.table, col.table) if col.table else (next(iter(tables)) if len(tables) == 1
                                                                         else "")
             out[int(m.group(1)) - 1] = (table, col.name)
+        elif cast:
+            out[int(m.group(1)) - 1] = "cast " + cast
     return out
 
 
@@ -180,6 +193,8 @@ class MariaDBBindingSource:
                 out.append("bigint")
             elif isinstance(use, tuple) and (found := self._column(*use)) is not None:
                 out.append(types[found])
+            elif use.startswith("cast "):
+                out.append(use.removeprefix("cast "))
             else:
                 out.append("unknown")
         return out

@@ -2,7 +2,8 @@
 (one sandbox for the module, a database per test): scripts in one session, rows from CSV files and from values
 into hostile names, ANALYZE with JSON histograms and the generator's statistics, statements with their values as
 drivers send them (digests with ``?``), sessions that name a query's columns, a client program's command line
-without its secret, and TPC-H loaded at a tiny scale with its 22 queries transpiled to MySQL's SQL."""
+without its secret, and TPC-H loaded at a tiny scale with its 22 queries transpiled to MySQL's SQL, generated
+statements over it, and its application workload captured, bound and replayed."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ import pytest
 from advisor.core.errors import AdvisorError, StatementFailed, StatementTimeout
 from connectors import factory
 from tests.connectors.mariadb.conftest import mrows, mrun
-from workloads import generated, tpch
+from workloads import app_tpch, generated, tpch
+from workloads.binding import bind_workload
 from workloads.capture import workload_delta
 from workloads.generated import FAMILIES
+from workloads.replay import ReplayOptions, replay
 from workloads.sqlsource import to_dialect
 
 HOSTILE = 'odd `table`; 50% "name"'
@@ -154,3 +157,19 @@ def test_generated_statements_over_tpch_run_on_mariadb(tpch_c, server):
     assert {g.family for g in workload} == set(FAMILIES) - {"set_operation"}
     with c.session(60_000) as s:
         assert [len(s.run(g.sql)) for g in workload] == [g.rows for g in workload]
+
+
+def test_the_application_workload_over_tpch_is_captured_bound_and_replayed(tpch_c, server):
+    c, _ = tpch_c
+    c.reset_statement_stats()
+    assert app_tpch.drive(c, rounds=2, scale=0.01) == 2 * len(app_tpch.TEMPLATES)  # $n kept, dates added as days
+    workload = workload_delta(c.observe())
+    assert len(workload.statements) == len(app_tpch.TEMPLATES) and all(s.calls == 2 for s in workload.statements)
+    mrun(server.dsn("tpch"), "TRUNCATE TABLE performance_schema.events_statements_history_long")
+    bound, skipped = bind_workload(c, workload)  # every constant of a digest is a parameter: drawn or defaulted
+    assert not skipped and {b.source for b in bound} == {"statistics"}
+    week = next(b.sql for b in bound if "BETWEEN" in b.sql and "DATE_ADD" in b.sql)
+    low = week.split("BETWEEN CAST( '")[1][:10]
+    assert low != "2000-01-01" and f"DATE_ADD( CAST( '{low}' AS DATE ) , INTERVAL 7 " in week  # a week from data
+    result = replay(c.dsn, bound, ReplayOptions(warmup=0, statement_timeout_ms=30_000))
+    assert not result.errors and len(result.samples) == len(bound)
