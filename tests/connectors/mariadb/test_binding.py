@@ -105,7 +105,7 @@ def test_the_binding_source_reads_types_values_and_renders_literals(shop):
         assert source.literal(" 42 ", "int(11)") == "42" and source.literal("42", "varchar(10)") == "'42'"
         assert source.literal("O'Brien \\", "unknown") == "'O\\'Brien \\\\'"
         assert source.default_value("decimal(15,2)") == "1" and source.default_value("date") == "2000-01-01"
-        assert source.default_value("unknown") is None
+        assert source.default_value("unknown") == "1" and source.default_value("geometry") is None
 
 
 def test_replay_censors_timeouts_and_rolls_writes_back(shop):
