@@ -10,6 +10,8 @@ for the target.
 "SELECT o.x FROM t AS o WHERE d = CAST('1998-01-01' AS DATE) AND `k` = 1"
 >>> to_dialect("SELECT 1 FROM t WHERE d BETWEEN $1::date AND $2::date + 6 LIMIT $3", "postgres", "mysql")
 'SELECT 1 FROM t WHERE d BETWEEN CAST($1 AS DATE) AND DATE_ADD(CAST($2 AS DATE), INTERVAL 6 DAY) LIMIT $3'
+>>> to_dialect("SELECT a.x FROM a UNION SELECT b.y FROM b ORDER BY 1 LIMIT 5", "postgres", "mysql")
+'SELECT a.x FROM a UNION SELECT b.y FROM b ORDER BY CASE WHEN `x` IS NULL THEN 1 ELSE 0 END, `x` LIMIT 5'
 >>> string_literal("O'Brien"), identifier('a"b')
 ("'O''Brien'", '"a""b"')
 >>> script("CREATE TABLE a (x int); CREATE TABLE b (y int);")
@@ -48,7 +50,8 @@ def _kept_meaning(tree: exp.Expression, source: str) -> exp.Expression:
     """What sqlglot would otherwise lose between dialects: a ``$n`` parameter (the neutral placeholder above
     connectors) stays ``$n`` in any dialect (MySQL's writer makes it a user variable ``@n``), and PostgreSQL's
     ``date + n`` / ``date - n`` (n days, where the left side is cast to date) becomes a date addition of n days
-    (MySQL's ``date + 6`` is a number)."""
+    (MySQL's ``date + 6`` is a number); a set operation's ``ORDER BY 1`` names the output column, so that its
+    NULLs can be ordered as the source orders them."""
     def placeholder(node: exp.Expression) -> exp.Expression:
         return exp.var(f"${node.name}") if isinstance(node, exp.Parameter) and node.name.isdigit() else node
 
@@ -61,7 +64,25 @@ def _kept_meaning(tree: exp.Expression, source: str) -> exp.Expression:
             return kind(this=node.this, expression=node.expression, unit=exp.var("DAY"))
         return node
 
-    return tree.transform(placeholder).transform(days)
+    def named_order(node: exp.Expression) -> exp.Expression:
+        """``... UNION SELECT ... ORDER BY 1``: the output column's name instead of its position, so that a
+        dialect that orders NULLs otherwise can spell out the source's order (sqlglot cannot with a position)."""
+        order = node.args.get("order") if isinstance(node, exp.SetOperation) else None
+        if order is None:
+            return node
+        first = node
+        while isinstance(first, exp.SetOperation):
+            first = first.this
+        names = [e.alias_or_name for e in getattr(first, "expressions", [])]
+        if not all(names) or len(set(names)) != len(names):
+            return node
+        for ordered in order.expressions:
+            key = ordered.this
+            if isinstance(key, exp.Literal) and key.is_int and 1 <= int(key.name) <= len(names):
+                key.replace(exp.column(names[int(key.name) - 1], quoted=True))
+        return node
+
+    return tree.transform(placeholder).transform(days).transform(named_order)
 
 
 def all_to_dialect(statements: Iterable[str], source: str, target: str) -> list[str]:
