@@ -120,10 +120,11 @@ def error_code(e: BaseException) -> int | None:
     return args[0] if args and isinstance(args[0], int) else None
 
 
-def connect(dsn: str, *, autocommit: bool = True, timeout_s: int = 5, database: str | None = None
-            ) -> pymysql.connections.Connection:
+def connect(dsn: str, *, autocommit: bool = True, timeout_s: int = 5, database: str | None = None,
+            local_infile: bool = False) -> pymysql.connections.Connection:
     """A PyMySQL connection to the target (one statement per execute: multi-statements are not enabled), or
-    TargetUnreachable with the server's reason. ``database`` overrides the DSN's (``""``: none)."""
+    TargetUnreachable with the server's reason. ``database`` overrides the DSN's (``""``: none); ``local_infile``
+    lets ``LOAD DATA LOCAL INFILE`` send a file of ours (the loader's)."""
     p = parse_dsn(dsn)
     where = f"{p['host']}:{p['port']}/{p['database']}"
     db = p["database"] if database is None else database
@@ -133,7 +134,7 @@ def connect(dsn: str, *, autocommit: bool = True, timeout_s: int = 5, database: 
             database=db or None, unix_socket=p.get("unix_socket"), charset=p.get("charset", "utf8mb4"),
             connect_timeout=int(p.get("connect_timeout", timeout_s)), autocommit=autocommit,
             read_timeout=int(p["read_timeout"]) if "read_timeout" in p else None,
-            write_timeout=int(p["write_timeout"]) if "write_timeout" in p else None)
+            write_timeout=int(p["write_timeout"]) if "write_timeout" in p else None, local_infile=local_infile)
     except pymysql.Error as e:
         raise TargetUnreachable(f"cannot connect to {where}: {error_text(e, p.get('password'))}") from None
     except (OSError, ValueError, LookupError) as e:  # an unknown charset, a socket path that is no socket

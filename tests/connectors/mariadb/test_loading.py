@@ -62,6 +62,17 @@ def test_rows_load_from_a_csv_file_and_from_values_into_hostile_names(c, tmp_pat
     rows = c.session().run(f"SELECT * FROM {c.quote(HOSTILE)} ORDER BY 1")
     assert rows == [(1, 'O\'Brien, "Jr" \\n', date(1998, 1, 2)), (2, None, None), (3, "", None),
                     (4, None, date(2001, 2, 3)), (5, None, None)]  # unquoted empty: NULL; quoted empty: ''
+    plain = tmp_path / "plain.csv"  # no "" in it: LOAD DATA reads it (a quoted comma and line end included)
+    plain.write_text('the id,it\'s %s,d\n6,"a, b\nc",2002-03-04\n7,,\n')
+    assert c.load_rows(HOSTILE, None, plain) == 2
+    assert c.session().run(f"SELECT * FROM {c.quote(HOSTILE)} WHERE `the id` > 5 ORDER BY 1") == [
+        (6, "a, b\nc", date(2002, 3, 4)), (7, None, None)]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("the id,it's %s,d\n8,x,2002-03-04\n9,y,not a date\n")
+    with pytest.raises(StatementFailed, match="loading .*d"):  # the server's warning is the load's error
+        c.load_rows(HOSTILE, None, bad)
+    assert c.session().run(f"SELECT count(*) FROM {c.quote(HOSTILE)} WHERE `the id` > 7") == [(0,)]
+    c.run_script([f"DELETE FROM {c.quote(HOSTILE)} WHERE `the id` > 5"])
     with pytest.raises(StatementFailed, match="loading nowhere"):
         c.load_rows("nowhere", None, [(1,)])
     with pytest.raises(StatementFailed, match="loading"):  # a failure loads nothing (one transaction)
