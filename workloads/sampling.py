@@ -28,6 +28,9 @@ Pure: the statistics are passed in (``Stats``: histogram bounds and most common 
 (True, '7', '100')
 >>> analyze("SELECT 1 FROM t WHERE d BETWEEN '__p1__'::date AND '__p2__'::date + '__p3__'", dialect="postgres")[3]
 ParamUse(table='', column='', op='Add', side='amount', offset=False, cast='date')
+>>> sorted(analyze("SELECT 1 FROM t WHERE d < DATE_ADD(CAST('__p1__' AS DATE), INTERVAL '__p2__' DAY)", "mysql").items())
+[(1, ParamUse(table='t', column='d', op='LT', side='hi', offset=True, cast='date')), \
+(2, ParamUse(table='', column='', op='DateAdd', side='amount', offset=False, cast='date'))]
 """
 
 from __future__ import annotations
@@ -45,8 +48,10 @@ PAIR_SPAN = (0.05, 0.02, 0.1, 0.01, 0.2)  # fraction of the histogram between a 
 # an unknown amount added to a date or timestamp parameter (normalized ``$2::date + $4``): a week
 DATE_AMOUNTS = {"date": "7", "timestamp": "7 days", "timestamptz": "7 days"}
 Stats = dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]]  # (table, column) -> (histogram, mcv)
-_WRAPPERS = (exp.Cast, exp.TryCast, exp.Interval, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Paren, exp.Neg)
-_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg)
+_WRAPPERS = (exp.Cast, exp.TryCast, exp.Interval, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Paren, exp.Neg,
+             exp.DateAdd, exp.DateSub)
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.DateAdd, exp.DateSub)
+_PLUS = (exp.Add, exp.Sub, exp.DateAdd, exp.DateSub)  # an amount added to a value (MySQL: DATE_ADD(d, INTERVAL n DAY))
 
 
 @dataclass(frozen=True)
@@ -87,14 +92,14 @@ def analyze(marked: str, dialect: str) -> dict[int, ParamUse]:
         k = int(m.group(1))
         child, node, offset, cast = lit, lit.parent, False, ""
         while isinstance(node, _WRAPPERS):
-            if isinstance(node, (exp.Add, exp.Sub)) and child is node.expression:
+            if isinstance(node, _PLUS) and child is node.expression:
                 break  # the added amount (``$2::date + $4``), not a bound of the column
             if isinstance(node, _ARITHMETIC) and not (isinstance(node, exp.Neg)):
                 offset = True
             if isinstance(node, (exp.Cast, exp.TryCast)) and not cast:
                 cast = node.to.sql(dialect).lower()
             child, node = node, node.parent
-        if isinstance(node, (exp.Add, exp.Sub)) and child is node.expression:
+        if isinstance(node, _PLUS) and child is node.expression:
             base = node.this.to.sql(dialect).lower() if isinstance(node.this, (exp.Cast, exp.TryCast)) else ""
             out.setdefault(k, ParamUse("", "", type(node).__name__, "amount", cast=base))
             continue

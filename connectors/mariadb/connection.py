@@ -120,10 +120,11 @@ def error_code(e: BaseException) -> int | None:
     return args[0] if args and isinstance(args[0], int) else None
 
 
-def connect(dsn: str, *, autocommit: bool = True, timeout_s: int = 5, database: str | None = None
-            ) -> pymysql.connections.Connection:
+def connect(dsn: str, *, autocommit: bool = True, timeout_s: int = 5, database: str | None = None,
+            local_infile: bool = False) -> pymysql.connections.Connection:
     """A PyMySQL connection to the target (one statement per execute: multi-statements are not enabled), or
-    TargetUnreachable with the server's reason. ``database`` overrides the DSN's (``""``: none)."""
+    TargetUnreachable with the server's reason. ``database`` overrides the DSN's (``""``: none); ``local_infile``
+    lets ``LOAD DATA LOCAL INFILE`` send a file of ours (the loader's)."""
     p = parse_dsn(dsn)
     where = f"{p['host']}:{p['port']}/{p['database']}"
     db = p["database"] if database is None else database
@@ -133,7 +134,7 @@ def connect(dsn: str, *, autocommit: bool = True, timeout_s: int = 5, database: 
             database=db or None, unix_socket=p.get("unix_socket"), charset=p.get("charset", "utf8mb4"),
             connect_timeout=int(p.get("connect_timeout", timeout_s)), autocommit=autocommit,
             read_timeout=int(p["read_timeout"]) if "read_timeout" in p else None,
-            write_timeout=int(p["write_timeout"]) if "write_timeout" in p else None)
+            write_timeout=int(p["write_timeout"]) if "write_timeout" in p else None, local_infile=local_infile)
     except pymysql.Error as e:
         raise TargetUnreachable(f"cannot connect to {where}: {error_text(e, p.get('password'))}") from None
     except (OSError, ValueError, LookupError) as e:  # an unknown charset, a socket path that is no socket
@@ -161,16 +162,33 @@ def to_dollar_placeholders(digest_text: str) -> str:
     "SELECT * FROM `t` WHERE `a` = $1 AND `b` IN ($2) AND c = '?' LIMIT $3"
     >>> to_dollar_placeholders("INSERT INTO `t` VALUES (...) /* , ... */")
     'INSERT INTO `t` VALUES ($1)'
+
+    The digest puts a blank between a function's name and its ``(``, which MariaDB reads as no call of a built-in
+    function (``COUNT ( * )`` is a syntax error unless IGNORE_SPACE): it is taken out, so that the text runs.
+
+    >>> to_dollar_placeholders("SELECT COUNT ( * ) , `f` (?) FROM `t` WHERE `a` IN (...) AND ( `b` = 'x (' )")
+    "SELECT COUNT( * ) , `f`($1) FROM `t` WHERE `a` IN ($2) AND ( `b` = 'x (' )"
     """
     count = 0
 
     def number(m: re.Match) -> str:
         nonlocal count
+        if m.group("call"):
+            name = m.group("call")[:-2]
+            return name + ("(" if name.upper() not in _NOT_CALLS else " (")
         if m.group(0)[0] in "'\"`":
             return m.group(0)
         count += 1
         return f"(${count})" if m.group(0).startswith("(") else f"${count}"
 
-    text = re.sub(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.)*\"|`(?:[^`]|``)*`|\(\.\.\.\)(?: /\* , \.\.\. \*/)?|\?",
+    text = re.sub(r"(?P<call>(?:\b[A-Za-z_]\w*|`(?:[^`]|``)*`) \((?!\.\.\.\)))|"
+                  r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.)*\"|`(?:[^`]|``)*`|\(\.\.\.\)(?: /\* , \.\.\. \*/)?|\?",
                   number, digest_text)
     return text.strip()
+
+
+# words a digest writes before a parenthesis that is no function call's (their blank stays)
+_NOT_CALLS = frozenset({"AND", "OR", "NOT", "XOR", "IN", "WHERE", "ON", "SELECT", "FROM", "JOIN", "AS", "EXISTS",
+                        "VALUES", "VALUE", "USING", "WHEN", "THEN", "ELSE", "BY", "HAVING", "LIKE", "BETWEEN",
+                        "IS", "UNION", "ALL", "ANY", "SOME", "INTO", "SET", "WITH", "OVER", "RETURN", "CASE",
+                        "INTERSECT", "EXCEPT", "LIMIT", "OFFSET", "DISTINCT", "END", "TABLE"})
