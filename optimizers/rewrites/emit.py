@@ -126,7 +126,7 @@ def _statement(term: Rel, low: Lowered) -> exp.Expression:
     if any(isinstance(e, exp.Star) for e in out.expressions):
         # SELECT * reads every FROM item's columns in FROM order: the rewrite may add derived tables and reorder
         # joins, so the star becomes each original table's columns, in the original order
-        stars = [exp.Column(this=exp.Star(), table=identifier(alias)) for _table, alias in low.tables]
+        stars = [exp.Column(this=exp.Star(), table=identifier(alias, low.dialect)) for _table, alias in low.tables]
         out.set("expressions", [x for e in out.expressions for x in (stars if isinstance(e, exp.Star) else [e])])
     block = block_of(term, low.dialect)
     _fill(out, Block(block.source, block.single, block.where + extra), low.dialect)
@@ -147,8 +147,8 @@ def block_of(term: Rel, dialect: str) -> Block:
     fn, args = get_callable_fn(term), get_callable_args(term)
     if fn == Rel.scan:
         table, alias = (get_literal_value(a) for a in args)
-        name = ".".join(identifier(part).sql(dialect=dialect) for part in table.split("."))
-        return Block(name if table == alias else f"{name} AS {identifier(alias).sql(dialect=dialect)}", True, ())
+        name = ".".join(identifier(part, dialect).sql(dialect=dialect) for part in table.split("."))
+        return Block(name if table == alias else f"{name} AS {identifier(alias, dialect).sql(dialect=dialect)}", True, ())
     if fn == Rel.derived:
         sql, alias = (get_literal_value(a) for a in args)
         return Block(f"({sql}) AS {alias}", True, ())

@@ -33,7 +33,9 @@ def test_the_optimizers_rewrite_in_the_problems_dialect():
     (config,) = opt.ask(1)
     (change,) = config
     assert "`order`" in change.rewritten and "JOIN" in change.rewritten
-    assert opt.report()["rules_left_out"] == {}
+    # the rules that do not hold in MySQL's semantics are left out, each with why (tests/optimizers/test_rewrite_mysql.py)
+    assert set(opt.report()["rules_left_out"]) == {"filter_into_view", "semi_join_to_join_on_key",
+                                                   "simplify_predicates"}
 
 
 def test_every_rule_holds_in_postgres():

@@ -37,6 +37,7 @@ from connectors import factory
 from connectors.base import Connector
 from optimizers import registry
 from optimizers.rewrites.problem import RewriteProblem
+from optimizers.rewrites.scopes import folded
 from workloads.binding import BoundStatement, parameters
 
 EXPLAIN_SLACK = 1.05  # a candidate the planner prices above this x the original's cost is not timed
@@ -310,17 +311,17 @@ def _tables_read(problem: RewriteProblem, queryid: str) -> dict[str, dict[str, s
 
 
 def tables_named(sql: str, *, dialect: str) -> set[str]:
-    """The relations ``sql`` (in ``dialect``) names anywhere (every clause, subquery, CTE and set-operation branch), as PostgreSQL
-    looks them up: an unquoted name folded to lower case, without its schema (the check databases hold every
-    table in one schema); empty when sqlglot cannot read ``sql``. A CTE's name is among them: a caller keeps the
+    """The relations ``sql`` (in ``dialect``) names anywhere (every clause, subquery, CTE and set-operation branch),
+    as the dialect looks them up (``scopes.folded``: PostgreSQL folds an unquoted name to lower case, MySQL keeps
+    it), without its schema (the check databases hold every table in one schema); empty when sqlglot cannot read
+    ``sql``. A CTE's name is among them: a caller keeps the
     names its schema has, so a CTE is left out unless a table has its name, and then the table is kept (``WITH o AS
     (SELECT ... FROM o)`` reads it; an unread table in the check databases is harmless, a missing one is not)."""
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except SqlglotError:
         return set()
-    return {t.this.name if t.this.quoted else t.this.name.lower()
-            for t in tree.find_all(exp.Table) if isinstance(t.this, exp.Identifier)}
+    return {folded(t.this, dialect) for t in tree.find_all(exp.Table) if isinstance(t.this, exp.Identifier)}
 
 
 def _recommend(store: Store, obs: Observation, plan: RewritePlan, outcomes: tuple[Outcome, ...],
