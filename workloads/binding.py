@@ -48,12 +48,17 @@ class BoundStatement:
 
 
 def substitute(text: str, value_for: Callable[[int], str]) -> str:
-    """Replace each ``$n`` outside quotes and comments with ``value_for(n)`` (already rendered SQL)."""
+    """Replace each ``$n`` outside quotes (strings, quoted names in double quotes or MySQL's backticks) and
+    comments with ``value_for(n)`` (already rendered SQL).
+
+    >>> substitute("SELECT `it's $1`, '$2' FROM t WHERE a = $1", lambda k: f"<{k}>")
+    "SELECT `it's $1`, '$2' FROM t WHERE a = <1>"
+    """
     out: list[str] = []
     i, n = 0, len(text)
     while i < n:
         ch = text[i]
-        if ch in "'\"":
+        if ch in "'\"`":  # a string, or a quoted name (MySQL quotes names in backticks)
             j = i + 1
             while j < n:
                 if text[j] == ch:

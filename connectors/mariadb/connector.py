@@ -19,10 +19,12 @@ from advisor.core.domain import (Applied, Change, DropIndexChange, Hardware, Ind
 from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, TargetUnreachable
 from advisor.core.plans import Plan
 from connectors.mariadb import changes as change_sql
+from connectors.mariadb import loading
 from connectors.mariadb import snapshot
 from connectors.mariadb.connection import (TAG, connect, error_code, error_text, parse_dsn, quote, redact,
                                            target_name, to_question_marks)
 from connectors.mariadb.plans import aliases, parse_json, to_plan
+from connectors.mariadb.binding import MariaDBBindingSource
 from connectors.mariadb.session import GONE, MariaDBSession
 
 LOCK_WAIT_TIMEOUT = 1205
@@ -158,9 +160,9 @@ class MariaDBConnector:
     def foreign_keys(self) -> tuple[tuple[str, str, tuple[str, ...], str, tuple[str, ...]], ...]:
         return self._guarded(snapshot.foreign_keys)
 
-    def table_rows(self) -> dict[str, float]:
-        """Each base table of the database with the engine's estimate of its rows (for sampled shadows)."""
-        return self._guarded(lambda conn: {t.name: t.rows for t in snapshot.read_tables(conn)})
+    def table_rows(self) -> dict[tuple[str, str], float]:
+        """Each base table of the database, as (database, table), with the engine's estimate of its rows."""
+        return self._guarded(loading.table_rows)
 
     def reset_statement_stats(self) -> None:
         """Empty the digest summary and the statement histories (the sampled parameters go with them)."""
@@ -298,6 +300,38 @@ class MariaDBConnector:
                                            f"{stmt})") from None
 
         self._guarded(run)
+
+    # --- workloads (issue 30) ---
+    # loaders, capture's parameters and replay (``connectors.mariadb.loading``, ``connectors.mariadb.binding``)
+
+    def binding_source(self) -> MariaDBBindingSource:
+        """The statement history's examples, parameter types read from the columns they are compared with,
+        mysql.column_stats histograms or sampled values (``connectors.mariadb.binding``)."""
+        return MariaDBBindingSource(self.dsn)
+
+    def run_script(self, statements: Sequence[str], before: Callable[[int, str], None] | None = None) -> None:
+        loading.run_script(self.dsn, statements, before)
+
+    def load_rows(self, table: str, columns: Sequence[str] | None, rows) -> int:
+        return loading.load_rows(self.dsn, table, columns, rows)
+
+    def analyze(self, tables: Sequence[str] | None = None, statistics_target: int | None = None) -> None:
+        loading.analyze(self.dsn, tables, statistics_target)
+
+    def vacuum(self, tables: Sequence[str] | None = None) -> None:
+        loading.vacuum(self.dsn, tables)
+
+    def column_statistics(self) -> dict[tuple[str, str, str], tuple]:
+        return self._guarded(loading.column_statistics)
+
+    def reserved_words(self) -> frozenset[str]:
+        return self._guarded(loading.reserved_words)
+
+    def run_parameterized(self, calls, timeout_ms: int | None = None) -> int:
+        return loading.run_parameterized(self.dsn, calls, timeout_ms)
+
+    def client_command(self, tool: str, args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+        return loading.client_command(self.dsn, tool, args)
 
 
 def _explain(conn: pymysql.connections.Connection, statement: str) -> tuple[dict, float, dict[str, str]]:

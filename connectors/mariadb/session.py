@@ -36,12 +36,17 @@ class MariaDBSession:
     def run(self, statement: str, *, rollback: bool = False) -> list[tuple] | None:
         """Run one statement; its rows when it returns a result set (None otherwise). ``rollback``: inside a
         transaction that is rolled back (a write to a transactional table leaves the data as it was)."""
+        return self._run(statement, rollback, [])
+
+    def _run(self, statement: str, rollback: bool, names: list[str]) -> list[tuple] | None:
+        """``run``; the names of the result's columns are appended to ``names``."""
         try:
             if rollback:
                 self.conn.begin()
             try:
                 with self.conn.cursor() as cur:
                     cur.execute(statement)  # no arguments: PyMySQL sends the text as it is (no % formatting)
+                    names.extend(d[0] for d in cur.description or ())
                     return [tuple(r) for r in cur.fetchall()] if cur.description is not None else None
             finally:
                 if rollback and self.conn.open:
@@ -80,3 +85,28 @@ class MariaDBSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # --- workloads (issue 30) ---
+
+    def fetch(self, statement: str) -> tuple[list[str], list[tuple]]:
+        """Run one query: the names of its output columns (as MariaDB names them) and its rows."""
+        return self._described(statement)
+
+    def columns(self, statement: str) -> list[str]:
+        """The names MariaDB gives the query's output columns (``count(*)`` for an unnamed ``count(*)``), with
+        ``sql_select_limit`` at 0 for the one statement: the server returns no row (a derived table would refuse
+        a query whose output repeats a name)."""
+        with self.conn.cursor() as cur:
+            cur.execute(TAG + "SET SESSION sql_select_limit = 0")
+        try:
+            return self._described(statement)[0]
+        finally:
+            if self.conn.open:
+                with self.conn.cursor() as cur:
+                    cur.execute(TAG + "SET SESSION sql_select_limit = DEFAULT")
+
+    def _described(self, statement: str) -> tuple[list[str], list[tuple]]:
+        """``run`` of one statement with the names of its result's columns (none for a statement without)."""
+        names: list[str] = []
+        rows = self._run(statement, False, names)
+        return names, rows or []

@@ -113,7 +113,7 @@ def create_shadow(target: MariaDBConnector, *, sample_percent: float | None = No
                 say(f"copying the target's schema and a {sample_percent:g}% sample of large tables")
                 _dump(sandbox, credentials, params, dump, "--no-data", names=(dbname,))
                 _load(sandbox, dbname, dump)
-                for table, rows in target.table_rows().items():
+                for (_db, table), rows in target.table_rows().items():
                     where = [f"--where=RAND(42) < {sample_percent / 100:.6f}"] if rows > sample_min_rows else []
                     _dump(sandbox, credentials, params, dump, "--no-create-info", *where, names=(dbname, table))
                     _load(sandbox, dbname, dump)

@@ -7,6 +7,8 @@ Identifiers are written for the generator's ``SOURCE_DIALECT`` (standard SQL quo
 
 >>> kind_of("numeric(7,2)"), kind_of("character(25)"), kind_of("timestamp without time zone"), kind_of("jsonb")
 ('num', 'text', 'ts', 'other')
+>>> kind_of("int(11)"), kind_of("bigint(20) unsigned"), kind_of("decimal(15,2)"), kind_of("datetime")
+('int', 'int', 'num', 'ts')
 >>> Column("c", "integer", n_distinct=-0.5).distinct(1000), Column("c", "integer", n_distinct=7).distinct(1000)
 (500.0, 7.0)
 """
@@ -22,9 +24,12 @@ from workloads.sqlsource import identifier
 
 SOURCE_DIALECT = "postgres"  # the dialect generated statements are written in (transpiled to the target's)
 
-_KINDS = (("int", ("smallint", "integer", "bigint")), ("num", ("numeric", "real", "double precision")),
-          ("text", ("text", "character varying", "character", "varchar", "char", "bpchar")),
-          ("date", ("date",)), ("ts", ("timestamp without time zone", "timestamp")),
+# type names as PostgreSQL's format_type and MySQL's COLUMN_TYPE write them (sizes and "unsigned" left out)
+_KINDS = (("int", ("smallint", "integer", "bigint", "int", "tinyint", "mediumint")),
+          ("num", ("numeric", "real", "double precision", "decimal", "double", "float")),
+          ("text", ("text", "character varying", "character", "varchar", "char", "bpchar", "tinytext", "mediumtext",
+                    "longtext")),
+          ("date", ("date",)), ("ts", ("timestamp without time zone", "timestamp", "datetime")),
           ("tstz", ("timestamp with time zone",)), ("bool", ("boolean",)))
 _SIMPLE = re.compile(r"^[a-z_][a-z0-9_$]*$")
 _BAD_VALUES = {"infinity", "-infinity", "nan"}
@@ -33,11 +38,11 @@ DATE_KINDS = ("date", "ts", "tstz")
 
 
 def kind_of(sql_type: str) -> str:
-    """The generator's kind of a SQL type (as ``format_type`` writes it): int, num, text, date, ts, tstz, bool or
+    """The generator's kind of a SQL type (as PostgreSQL's ``format_type`` or MySQL's COLUMN_TYPE writes it): int, num, text, date, ts, tstz, bool or
     other (never filtered on)."""
     if sql_type.endswith("]"):
         return "other"
-    base = re.sub(r"\(.*\)", "", sql_type).strip()
+    base = re.sub(r"\(.*\)|\s+(?:unsigned|zerofill)\b", "", sql_type).strip()
     return next((k for k, names in _KINDS if base in names), "other")
 
 

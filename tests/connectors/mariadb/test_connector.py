@@ -55,8 +55,8 @@ def test_observe_captures_one_digest_per_statement_shape_with_dollar_placeholder
     snap = c.observe()
     by_text = {s.query: s for s in snap.statements}
     q = "SELECT NAME FROM `customers` WHERE `region` = $1 AND ID > $2"  # the server writes keywords upper case
-    assert set(by_text) == {q, "SELECT COUNT ( * ) FROM `orders` WHERE `total` = $1"}
-    assert by_text["SELECT COUNT ( * ) FROM `orders` WHERE `total` = $1"].calls == 2
+    assert set(by_text) == {q, "SELECT COUNT( * ) FROM `orders` WHERE `total` = $1"}
+    assert by_text["SELECT COUNT( * ) FROM `orders` WHERE `total` = $1"].calls == 2
     assert by_text[q].calls == 3 and by_text[q].total_ms > 0 and by_text[q].rows == sum(
         mrows(shop, f"SELECT COUNT(*) FROM customers WHERE region = {r} AND id > {r * 10}")[0][0] for r in (1, 2, 3))
     assert {t.name: t.rows > 0 for t in snap.tables} == {"customers": True, "orders": True}
