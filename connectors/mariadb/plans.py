@@ -175,6 +175,15 @@ def to_plan(document: dict, last_query_cost: float, names: dict[str, str] | None
     >>> plan = to_plan(doc, 1000.0)
     >>> plan.cost, plan.rows, sorted(plan.indexes), plan.full_scans()
     (1000.0, 250.0, ['PRIMARY'], {'u': 500.0})
+
+    A correlated subquery runs once per outer row (MariaDB's ``Last_query_cost`` is 0 then: rows examined count):
+
+    >>> sub = {"table": {"table_name": "s", "access_type": "ALL", "rows": 300, "filtered": 10}}
+    >>> doc = {"query_block": {"nested_loop": [{"table": {"table_name": "o", "access_type": "ALL", "rows": 200}}],
+    ...        "subqueries": [{"expression_cache": {"query_block": {"nested_loop": [sub]}}}]}}
+    >>> to_plan(doc, 0.0).cost, to_plan({**doc, "query_block": {**doc["query_block"],
+    ...     "subqueries": [{"query_block": {"nested_loop": [sub]}}]}}, 0.0).cost  # correlated, uncorrelated
+    (60200.0, 500.0)
     """
     examined: list[float] = []
     block = document.get("query_block", document)
