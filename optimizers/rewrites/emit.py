@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import sqlglot
 from egglog import get_callable_args, get_callable_fn, get_literal_value
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 
 from optimizers.rewrites.algebra import Pred, Rel
 from optimizers.rewrites.lower import Lowered
@@ -225,13 +226,30 @@ def expanded(term: Rel, low: Lowered) -> tuple[str, ...]:
         found.append("decorrelate_scalar_aggregate")
     for part in _selects(low):
         for s in part.subqueries:
-            if not any(s.sql in text for text in clauses):
+            if not any(_shows(text, s.sql, low.dialect) for text in clauses):
                 found.append(rule_of(s))
     if any(a.kind == "not_in" and a.sql not in texts for part in _selects(low) for a in part.atoms):
         found.append("not_in_to_anti_join")
     if low.inlined:
         found.insert(0, "inline_cte")
     return tuple(dict.fromkeys(found))
+
+
+def _shows(text: str, sql: str, dialect: str) -> bool:
+    """Whether ``sql`` stands in the clause ``text`` as an expression, not as a quoted name (MySQL names an item
+    that was a subquery by the subquery's text: ``dc1.v AS `(SELECT MAX(o.v) FROM o ...)```).
+
+    >>> _shows("c.id, dc1.v AS `(SELECT 1)`", "(SELECT 1)", "mysql"), _shows("c.id, (SELECT 1)", "(SELECT 1)", "mysql")
+    (False, True)
+    """
+    quotes = {q[0] if isinstance(q, (tuple, list)) else q[:1]
+              for q in Dialect.get_or_raise(dialect).tokenizer_class.IDENTIFIERS}
+    at = text.find(sql)
+    while at >= 0:
+        if at == 0 or text[at - 1] not in quotes:
+            return True
+        at = text.find(sql, at + 1)
+    return False
 
 
 def _selects(low: Lowered):

@@ -49,6 +49,11 @@ GOLDEN = [
     ("SELECT c.id, (SELECT COUNT(*) FROM orders AS o WHERE o.customer_id = c.id) AS n FROM customers AS c",
      "SELECT c.id, COALESCE(dc1.v, 0) AS n FROM customers AS c LEFT JOIN (SELECT o.customer_id AS k1, COUNT(*) AS v "
      "FROM orders AS o GROUP BY o.customer_id) AS dc1 ON dc1.k1 = c.id", "decorrelate_shell_aggregate"),
+    # an unnamed item that was a subquery keeps MySQL's name for it: its text
+    ("SELECT c.id, (SELECT MAX(o.amount) FROM orders AS o WHERE o.customer_id = c.id) FROM customers AS c",
+     "SELECT c.id, dc1.v AS `(SELECT MAX(o.amount) FROM orders AS o WHERE o.customer_id = c.id)` FROM customers AS c "
+     "LEFT JOIN (SELECT o.customer_id AS k1, MAX(o.amount) AS v FROM orders AS o GROUP BY o.customer_id) AS dc1 ON "
+     "dc1.k1 = c.id", "decorrelate_shell_aggregate"),
     ("SELECT c.id FROM customers AS c WHERE c.id NOT IN (SELECT o.customer_id FROM orders AS o WHERE o.status = 'x')",
      "SELECT c.id FROM customers AS c WHERE NOT EXISTS(SELECT 1 FROM orders AS o WHERE o.customer_id = c.id AND "
      "o.status = 'x')", "not_in_to_anti_join"),
