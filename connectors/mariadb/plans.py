@@ -12,8 +12,10 @@ MariaDB 10.11's JSON has no costs: a ``query_block`` holds ``nested_loop`` lists
   mysql dialect) turns it back into the table's name;
 - a node's rows: the table's ``rows`` times ``filtered``%; rows examined: that entry's ``rows`` times the rows
   coming out of the tables before it in the same nested loop (the loop's fan-out);
+- a correlated subquery (in an ``expression_cache``) runs once per row of its block's nested loop: its rows
+  examined count that many times (the cache's hits are not known before the run);
 - the plan's cost is the optimizer's own total, ``Last_query_cost`` read on the same connection right after the
-  EXPLAIN (MariaDB's cost units); where it is 0 (a UNION) the rows examined stand in. Each table node gets the
+  EXPLAIN (MariaDB's cost units); where it is 0 (a UNION, a statement with a subquery) the rows examined stand in. Each table node gets the
   share of that total that its rows examined are of all rows examined, so ``Plan.full_scans()`` stays in the
   plan's units; the plan's rows are the top query block's output estimate.
 """
@@ -99,8 +101,9 @@ def _table_node(entry: dict, outer_rows: float, examined: list[float]) -> tuple[
     return node, out
 
 
-def _loop(items: list, examined: list[float]) -> tuple[list[PlanNode], float]:
-    nodes, fan_out = [], 1.0
+def _loop(items: list, examined: list[float], runs: float = 1.0) -> tuple[list[PlanNode], float]:
+    """The nodes of one nested loop run ``runs`` times, and the rows it passes on (all runs together)."""
+    nodes, fan_out = [], runs
     for item in items:
         entry = item.get("table") if isinstance(item, dict) else None
         if entry is None and isinstance(item, dict) and isinstance(item.get("block-nl-join"), dict):
@@ -110,26 +113,33 @@ def _loop(items: list, examined: list[float]) -> tuple[list[PlanNode], float]:
             nodes.append(node)
             fan_out *= out
         elif isinstance(item, dict):
-            nodes.extend(_walk(item, examined))
+            nodes.extend(_walk(item, examined, runs))
     return nodes, fan_out
 
 
-def _walk(obj: dict, examined: list[float]) -> list[PlanNode]:
-    """The nodes under one JSON object (a query block or any wrapper)."""
+def _walk(obj: dict, examined: list[float], runs: float = 1.0) -> list[PlanNode]:
+    """The nodes under one JSON object (a query block or any wrapper) run ``runs`` times. A correlated subquery
+    (MariaDB wraps it in an ``expression_cache``) runs once per row of its block's nested loop (a cache hit
+    aside), so its rows examined count that many times; an uncorrelated one runs once."""
     nodes: list[PlanNode] = []
     for key, value in obj.items():
         if key == "nested_loop" and isinstance(value, list):
-            nodes.extend(_loop(value, examined)[0])
+            nodes.extend(_loop(value, examined, runs)[0])
         elif key == "table" and isinstance(value, dict):
-            nodes.append(_table_node(value, 1.0, examined)[0])
+            nodes.append(_table_node(value, runs, examined)[0])
         elif key == "query_block" and isinstance(value, dict):
-            nodes.append(PlanNode("query block", OTHER, children=tuple(_walk(value, examined))))
+            nodes.append(PlanNode("query block", OTHER, children=tuple(_walk(value, examined, runs))))
+        elif key == "subqueries" and isinstance(value, list):
+            per_row = _loop(obj["nested_loop"], [], runs)[1] if isinstance(obj.get("nested_loop"), list) else runs
+            for item in value:
+                if isinstance(item, dict):
+                    nodes.extend(_walk(item, examined, per_row if "expression_cache" in item else runs))
         elif isinstance(value, dict):
-            nodes.extend(_walk(value, examined))
+            nodes.extend(_walk(value, examined, runs))
         elif isinstance(value, list):
             for item in value:
                 if isinstance(item, dict):
-                    nodes.extend(_walk(item, examined))
+                    nodes.extend(_walk(item, examined, runs))
     return nodes
 
 
@@ -165,6 +175,15 @@ def to_plan(document: dict, last_query_cost: float, names: dict[str, str] | None
     >>> plan = to_plan(doc, 1000.0)
     >>> plan.cost, plan.rows, sorted(plan.indexes), plan.full_scans()
     (1000.0, 250.0, ['PRIMARY'], {'u': 500.0})
+
+    A correlated subquery runs once per outer row (MariaDB's ``Last_query_cost`` is 0 then: rows examined count):
+
+    >>> sub = {"table": {"table_name": "s", "access_type": "ALL", "rows": 300, "filtered": 10}}
+    >>> doc = {"query_block": {"nested_loop": [{"table": {"table_name": "o", "access_type": "ALL", "rows": 200}}],
+    ...        "subqueries": [{"expression_cache": {"query_block": {"nested_loop": [sub]}}}]}}
+    >>> to_plan(doc, 0.0).cost, to_plan({**doc, "query_block": {**doc["query_block"],
+    ...     "subqueries": [{"query_block": {"nested_loop": [sub]}}]}}, 0.0).cost  # correlated, uncorrelated
+    (60200.0, 500.0)
     """
     examined: list[float] = []
     block = document.get("query_block", document)

@@ -6,10 +6,10 @@ with the query around it. A CTE referenced twice or more, or MATERIALIZED, or a 
 
 >>> import sqlglot
 >>> tree = sqlglot.parse_one("WITH big AS (SELECT a FROM t WHERE a > 1) SELECT b.a FROM big AS b", read="postgres")
->>> out, names = inline(tree)
+>>> out, names = inline(tree, "postgres")
 >>> out.sql(), names
 ('SELECT b.a FROM (SELECT a FROM t WHERE a > 1) AS b', ('big',))
->>> inline(sqlglot.parse_one("WITH x AS (SELECT 1 AS a) SELECT * FROM x, x AS y", read="postgres"))
+>>> inline(sqlglot.parse_one("WITH x AS (SELECT 1 AS a) SELECT * FROM x, x AS y", read="postgres"), "postgres")
 ... # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
@@ -21,9 +21,10 @@ from __future__ import annotations
 from sqlglot import exp
 
 from optimizers.rewrites.lower import Unsupported
+from optimizers.rewrites.scopes import folded
 
 
-def inline(tree: exp.Expression) -> tuple[exp.Expression, tuple[str, ...]]:
+def inline(tree: exp.Expression, dialect: str) -> tuple[exp.Expression, tuple[str, ...]]:
     """``tree`` (a query with a WITH) with each CTE put in place of its one reference, and their names;
     ``Unsupported`` (why) when a CTE cannot be inlined without changing what PostgreSQL does."""
     with_ = tree.args.get("with_")
@@ -39,7 +40,7 @@ def inline(tree: exp.Expression) -> tuple[exp.Expression, tuple[str, ...]]:
         if not isinstance(cte.this, (exp.Select, exp.SetOperation)):
             raise Unsupported(f"WITH: the CTE {name} is not a query")
         readers = [out, *(later.this for later in ctes[i + 1:])]
-        refs = [t for r in readers for t in r.find_all(exp.Table) if _same(t.this, cte.args["alias"].this)
+        refs = [t for r in readers for t in r.find_all(exp.Table) if _same(t.this, cte.args["alias"].this, dialect)
                 and not t.args.get("db")]
         if not refs:
             continue  # a query nothing reads: PostgreSQL does not run it either
@@ -56,8 +57,7 @@ def inline(tree: exp.Expression) -> tuple[exp.Expression, tuple[str, ...]]:
     return out, tuple(c.alias for c in ctes)
 
 
-def _same(a: exp.Identifier, b: exp.Identifier) -> bool:
-    """Whether two identifiers name the same thing in PostgreSQL (unquoted names fold to lower case)."""
-    def folded(i: exp.Identifier) -> str:
-        return i.name if i.quoted else i.name.lower()
-    return folded(a) == folded(b)
+def _same(a: exp.Identifier, b: exp.Identifier, dialect: str) -> bool:
+    """Whether two identifiers name the same thing in ``dialect`` (PostgreSQL: unquoted names fold to lower case;
+    ``scopes.folded``)."""
+    return folded(a, dialect) == folded(b, dialect)

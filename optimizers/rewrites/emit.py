@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import sqlglot
 from egglog import get_callable_args, get_callable_fn, get_literal_value
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 
 from optimizers.rewrites.algebra import Pred, Rel
 from optimizers.rewrites.lower import Lowered
@@ -126,7 +127,7 @@ def _statement(term: Rel, low: Lowered) -> exp.Expression:
     if any(isinstance(e, exp.Star) for e in out.expressions):
         # SELECT * reads every FROM item's columns in FROM order: the rewrite may add derived tables and reorder
         # joins, so the star becomes each original table's columns, in the original order
-        stars = [exp.Column(this=exp.Star(), table=identifier(alias)) for _table, alias in low.tables]
+        stars = [exp.Column(this=exp.Star(), table=identifier(alias, low.dialect)) for _table, alias in low.tables]
         out.set("expressions", [x for e in out.expressions for x in (stars if isinstance(e, exp.Star) else [e])])
     block = block_of(term, low.dialect)
     _fill(out, Block(block.source, block.single, block.where + extra), low.dialect)
@@ -147,8 +148,8 @@ def block_of(term: Rel, dialect: str) -> Block:
     fn, args = get_callable_fn(term), get_callable_args(term)
     if fn == Rel.scan:
         table, alias = (get_literal_value(a) for a in args)
-        name = ".".join(identifier(part).sql(dialect=dialect) for part in table.split("."))
-        return Block(name if table == alias else f"{name} AS {identifier(alias).sql(dialect=dialect)}", True, ())
+        name = ".".join(identifier(part, dialect).sql(dialect=dialect) for part in table.split("."))
+        return Block(name if table == alias else f"{name} AS {identifier(alias, dialect).sql(dialect=dialect)}", True, ())
     if fn == Rel.derived:
         sql, alias = (get_literal_value(a) for a in args)
         return Block(f"({sql}) AS {alias}", True, ())
@@ -225,13 +226,30 @@ def expanded(term: Rel, low: Lowered) -> tuple[str, ...]:
         found.append("decorrelate_scalar_aggregate")
     for part in _selects(low):
         for s in part.subqueries:
-            if not any(s.sql in text for text in clauses):
+            if not any(_shows(text, s.sql, low.dialect) for text in clauses):
                 found.append(rule_of(s))
     if any(a.kind == "not_in" and a.sql not in texts for part in _selects(low) for a in part.atoms):
         found.append("not_in_to_anti_join")
     if low.inlined:
         found.insert(0, "inline_cte")
     return tuple(dict.fromkeys(found))
+
+
+def _shows(text: str, sql: str, dialect: str) -> bool:
+    """Whether ``sql`` stands in the clause ``text`` as an expression, not as a quoted name (MySQL names an item
+    that was a subquery by the subquery's text: ``dc1.v AS `(SELECT MAX(o.v) FROM o ...)```).
+
+    >>> _shows("c.id, dc1.v AS `(SELECT 1)`", "(SELECT 1)", "mysql"), _shows("c.id, (SELECT 1)", "(SELECT 1)", "mysql")
+    (False, True)
+    """
+    quotes = {q[0] if isinstance(q, (tuple, list)) else q[:1]
+              for q in Dialect.get_or_raise(dialect).tokenizer_class.IDENTIFIERS}
+    at = text.find(sql)
+    while at >= 0:
+        if at == 0 or text[at - 1] not in quotes:
+            return True
+        at = text.find(sql, at + 1)
+    return False
 
 
 def _selects(low: Lowered):

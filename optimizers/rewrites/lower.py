@@ -225,7 +225,7 @@ def _view(node: exp.Subquery, used: set[str], dialect: str) -> View:
         raise Unsupported("a derived table that selects * (its columns are not known by name)")
     low = lower_select(sub, None, frozenset(used), dialect=dialect)
     written = node.args["alias"]
-    columns = [c.name for c in written.columns] or [output_name(e) for e in low.shell.expressions]
+    columns = [c.name for c in written.columns] or [output_name(e, dialect) for e in low.shell.expressions]
     if len(columns) != len(low.shell.expressions):
         raise Unsupported(f"the derived table {alias} names a different number of columns than it selects")
     used |= low.every_alias()

@@ -1,8 +1,10 @@
 """Aliases in nested scopes: every alias of a lowered statement must name one relation (the analyses and the
 facts stated at lowering are keyed by alias), so a subquery's, a view's or a set operation branch's FROM item whose
 alias an enclosing or earlier scope uses is renamed apart, with the columns that refer to it; and the output names
-a scope was written with, which sqlglot's qualification changes (``names_as_written``), and a name written back as
-PostgreSQL reads it (``identifier``).
+a scope was written with, which sqlglot's qualification changes (``names_as_written``), a name written back as the
+dialect reads it (``identifier``), and the name a written identifier looks up (``folded``): both from sqlglot's
+dialect (its name normalization: PostgreSQL folds unquoted names to lower case, MySQL keeps table names as written;
+its generator's reserved words, PostgreSQL's list below where sqlglot has none).
 
 >>> import sqlglot
 >>> q = sqlglot.parse_one("SELECT o.id FROM o WHERE EXISTS (SELECT 1 FROM c WHERE c.id = o.cid)")
@@ -16,6 +18,7 @@ from __future__ import annotations
 import re
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 
 
 def unshadow(q: exp.Select, outer: frozenset[str]) -> None:
@@ -108,7 +111,8 @@ def unname(select: exp.Select, original: exp.Select) -> None:
 
 
 # PostgreSQL's reserved key words (the SQL key words appendix: reserved, and reserved but allowed as a function or
-# type name): an alias spelled like one was quoted where it was written
+# type name): an alias spelled like one was quoted where it was written. sqlglot's PostgreSQL generator lists none,
+# its MySQL generator lists MySQL's (``RESERVED_KEYWORDS``): a dialect's reserved words are its generator's and these.
 RESERVED = frozenset("""all analyse analyze and any array as asc asymmetric both case cast check collate column
 constraint create current_catalog current_date current_role current_time current_timestamp current_user default
 deferrable desc distinct do else end except false fetch for foreign from grant group having in initially intersect
@@ -116,14 +120,41 @@ into lateral leading limit localtime localtimestamp not null offset on only or o
 returning select session_user some symmetric system_user table then to trailing true union unique user using
 variadic when where window with authorization binary collation concurrently cross current_schema freeze full ilike
 inner is isnull join left like natural notnull outer overlaps right similar tablesample verbose""".split())
+RESERVED_BY_DIALECT = {"postgres": RESERVED}  # reserved words sqlglot's generator of a dialect does not list
 
 
-def identifier(name: str) -> exp.Identifier:
-    """``name`` as PostgreSQL reads it back: quoted where it is not all lower case, not a plain word, or a keyword
-    (quoting a lower-case name never changes it).
+def reserved(dialect: str) -> frozenset[str]:
+    """The words ``dialect`` (sqlglot's name) reserves, lower case: its generator's and ``RESERVED_BY_DIALECT``'s.
 
-    >>> [identifier(n).sql(dialect="postgres") for n in ("c", "C", "order line", "order")]
-    ['c', '"C"', '"order line"', '"order"']
+    >>> "order" in reserved("postgres"), "order" in reserved("mysql"), "rlike" in reserved("mysql")
+    (True, True, True)
     """
-    plain = name == name.lower() and re.fullmatch(r"[a-z_][a-z0-9_$]*", name) is not None and name not in RESERVED
+    words = Dialect.get_or_raise(dialect).generator_class.RESERVED_KEYWORDS
+    return frozenset(w.lower() for w in words) | RESERVED_BY_DIALECT.get(dialect, frozenset())
+
+
+def identifier(name: str, dialect: str) -> exp.Identifier:
+    """``name`` as ``dialect`` reads it back: quoted where the dialect's lookup would change it (PostgreSQL folds
+    to lower case; MySQL keeps it), where it is not a plain word, or where it is a reserved word (quoting a name
+    the lookup keeps never changes it).
+
+    >>> [identifier(n, "postgres").sql(dialect="postgres") for n in ("c", "C", "order line", "order")]
+    ['c', '"C"', '"order line"', '"order"']
+    >>> [identifier(n, "mysql").sql(dialect="mysql") for n in ("c", "C", "order line", "order", "rlike")]
+    ['c', 'C', '`order line`', '`order`', '`rlike`']
+    """
+    plain = (folded(exp.to_identifier(name), dialect) == name and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", name)
+             is not None and name.lower() not in reserved(dialect))
     return exp.to_identifier(name, quoted=not plain)
+
+
+def folded(ident: exp.Identifier, dialect: str) -> str:
+    """The name ``ident`` (as written, quoted or not) looks up in ``dialect``: PostgreSQL folds an unquoted name to
+    lower case; MySQL (and MariaDB) keep table names as written (case-sensitive on Linux; column names compare
+    without case there, which the rewriter never needs to fold).
+
+    >>> [folded(exp.to_identifier(n, quoted=q), d) for n, q, d in (("Orders", False, "postgres"),
+    ...  ("Orders", True, "postgres"), ("Orders", False, "mysql"))]
+    ['orders', 'Orders', 'Orders']
+    """
+    return Dialect.get_or_raise(dialect).normalize_identifier(ident.copy()).name

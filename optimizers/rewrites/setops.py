@@ -29,7 +29,7 @@ def lower_query(sql: str, schema: Schema, *, dialect: str) -> Lowered:
     if not isinstance(tree, (exp.Select, exp.SetOperation)):
         raise Unsupported(f"{tree.key.upper()} statements are not rewritten (only queries)")
     if tree.args.get("with_"):
-        tree, names = inline(tree)  # CTEs PostgreSQL would inline, as derived tables
+        tree, names = inline(tree, dialect)  # CTEs PostgreSQL would inline, as derived tables
         try:
             return replace(lower_query(tree.sql(dialect=dialect), schema, dialect=dialect), inlined=names)
         except Unsupported as e:

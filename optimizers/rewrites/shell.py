@@ -20,7 +20,7 @@ one row per input row (``row_by_row``: no set-returning function in it).
 >>> term, facts = shell(low, Rel.scan("o", "o"), None)
 >>> str(term).replace(chr(10), " ")
 'Rel.scan("o", "o").group("o.cid", "").project("o.cid AS c, COUNT(*)").distinct("").sort("2").limit("LIMIT 5")'
->>> output_columns(low.qualified)
+>>> output_columns(low.qualified, "postgres")
 ['o.cid', 'count']
 """
 
@@ -68,7 +68,7 @@ def shell(low: Lowered, core: Rel, groups: Groups | None) -> tuple[Rel, list]:
                 facts.append(group_key(String(keys), String(f"{one[0].table}.{one[0].name}")))
         items = texts["items"]
         rel = rel.project(items)
-        facts.append(set_(columns(rel)).to(alias_set(frozenset(output_columns(q)))))
+        facts.append(set_(columns(rel)).to(alias_set(frozenset(output_columns(q, low.dialect)))))
         if not any(set_returning(e) for e in q.expressions):
             facts.append(row_by_row(String(items)))
         distinct = q.args.get("distinct")
@@ -106,10 +106,10 @@ def group_keys(select: exp.Select, *, dialect: str) -> str:
     return ", ".join(g.sql(dialect=dialect) for g in group.expressions) if group is not None else ""
 
 
-def output_columns(select: exp.Select) -> list[str]:
+def output_columns(select: exp.Select, dialect: str) -> list[str]:
     """A (qualified) select list's columns: ``alias.column`` for a column shown as it is, the name otherwise."""
     out = []
     for e in select.expressions:
         inner = e.unalias() if isinstance(e, exp.Alias) else e
-        out.append(f"{inner.table}.{inner.name}" if isinstance(inner, exp.Column) and inner.table else output_name(e))
+        out.append(f"{inner.table}.{inner.name}" if isinstance(inner, exp.Column) and inner.table else output_name(e, dialect))
     return out

@@ -168,16 +168,9 @@ def _compares_bare(node: exp.Expression) -> bool:
     return len(bare) == 1 and constants
 
 
-def output_name(item: exp.Expression) -> str:
-    """The name PostgreSQL gives a select list's item: its alias, a column's name (through casts), a function's
-    name, ``case``, or ``?column?``.
-
-    >>> [output_name(e) for e in sqlglot.parse_one("SELECT t.a, b::int, count(*), f(x), a + 1 AS s, a + 1",
-    ...                                            read="postgres").expressions]
-    ['a', 'b', 'count', 'f', 's', '?column?']
-    """
-    if isinstance(item, exp.Alias):
-        return item.alias
+def _postgres_name(item: exp.Expression, dialect: str) -> str:
+    """PostgreSQL's name of an unaliased item: a column's name (through casts), a function's name, ``case``,
+    ``exists``, a scalar subquery's item's name, or ``?column?``."""
     while isinstance(item, exp.Cast):
         item = item.this
     if isinstance(item, exp.Column):
@@ -189,8 +182,34 @@ def output_name(item: exp.Expression) -> str:
     if isinstance(item, exp.Exists):
         return "exists"
     if isinstance(item, exp.Subquery) and isinstance(item.this, exp.Select) and item.this.expressions:
-        return output_name(item.this.expressions[0])  # a scalar subquery: its item's name
+        return _postgres_name(item.this.expressions[0], dialect)  # a scalar subquery: its item's name
     return item.sql_name().lower() if isinstance(item, exp.Func) else "?column?"
+
+
+def _text_name(item: exp.Expression, dialect: str) -> str:
+    """MySQL's (and MariaDB's) name of an unaliased item: a column's name, else the expression's text (the server
+    keeps the text as written, here as the dialect writes it: spacing and letter case may differ, and names of
+    columns compare without case there), at most 256 characters (the longest alias)."""
+    return item.name if isinstance(item, exp.Column) else item.sql(dialect=dialect)[:256]
+
+
+# how each dialect (sqlglot's name) names a select list's unaliased item; a dialect not listed names as PostgreSQL
+OUTPUT_NAMING = {"postgres": _postgres_name, "mysql": _text_name}
+
+
+def output_name(item: exp.Expression, dialect: str) -> str:
+    """The name ``dialect`` gives a select list's item: its alias, else the dialect's naming (``OUTPUT_NAMING``).
+
+    >>> items = sqlglot.parse_one("SELECT t.a, b::int, count(*), f(x), a + 1 AS s, a + 1", read="postgres").expressions
+    >>> [output_name(e, "postgres") for e in items]
+    ['a', 'b', 'count', 'f', 's', '?column?']
+    >>> [output_name(e, "mysql") for e in sqlglot.parse_one("SELECT t.a, count(*), a + 1 AS s, a + 1",
+    ...                                                        read="mysql").expressions]
+    ['a', 'COUNT(*)', 's', 'a + 1']
+    """
+    if isinstance(item, exp.Alias):
+        return item.alias
+    return OUTPUT_NAMING.get(dialect, _postgres_name)(item, dialect)
 
 
 def _has(node: exp.Expression, kinds) -> bool:

@@ -37,6 +37,7 @@ from connectors import factory
 from connectors.base import Connector
 from optimizers import registry
 from optimizers.rewrites.problem import RewriteProblem
+from optimizers.rewrites.scopes import folded
 from workloads.binding import BoundStatement, parameters
 
 EXPLAIN_SLACK = 1.05  # a candidate the planner prices above this x the original's cost is not timed
@@ -202,7 +203,25 @@ def tune_rewrites(store: Store, connector: Connector, obs: Observation, plan: Re
     ids = [f"sql{i + 1}" for i in range(len(plan.statements))] if plan.statements \
         else [s.queryid for s in statements] + [o.queryid for o in skipped]
     ordered = tuple(outcomes[q] for q in ids)  # as given
-    return _recommend(store, obs, plan, ordered, by_id, training, run_id)
+    return _recommend(store, obs, plan, ordered, by_id, training, run_id, rules_left_out(problem))
+
+
+def rules_left_out(problem: RewriteProblem) -> list[Dropped]:
+    """The rule families (one rule module each) that do not hold in the problem's dialect, one ``Dropped`` per
+    family with its rules and why (``RewriteProblem.left_out``; none in postgres): no statement was searched
+    with them.
+
+    >>> problem = RewriteProblem((), {}, dialect="mysql")
+    >>> [d.change for d in rules_left_out(problem)]
+    ['rules filter_into_view, semi_join_to_join_on_key', 'rules simplify_predicates']
+    >>> rules_left_out(RewriteProblem((), {}, dialect="postgres"))
+    []
+    """
+    families: dict[str, list[str]] = {}
+    for name, why in problem.left_out.items():
+        families.setdefault(why, []).append(name)
+    return [Dropped(f"rules {', '.join(names)}", "query_rewrite", f"left out: {why}")
+            for why, names in families.items()]
 
 
 def _left_alone(why: str | None) -> str:
@@ -310,28 +329,30 @@ def _tables_read(problem: RewriteProblem, queryid: str) -> dict[str, dict[str, s
 
 
 def tables_named(sql: str, *, dialect: str) -> set[str]:
-    """The relations ``sql`` (in ``dialect``) names anywhere (every clause, subquery, CTE and set-operation branch), as PostgreSQL
-    looks them up: an unquoted name folded to lower case, without its schema (the check databases hold every
-    table in one schema); empty when sqlglot cannot read ``sql``. A CTE's name is among them: a caller keeps the
+    """The relations ``sql`` (in ``dialect``) names anywhere (every clause, subquery, CTE and set-operation branch),
+    as the dialect looks them up (``scopes.folded``: PostgreSQL folds an unquoted name to lower case, MySQL keeps
+    it), without its schema (the check databases hold every table in one schema); empty when sqlglot cannot read
+    ``sql``. A CTE's name is among them: a caller keeps the
     names its schema has, so a CTE is left out unless a table has its name, and then the table is kept (``WITH o AS
     (SELECT ... FROM o)`` reads it; an unread table in the check databases is harmless, a missing one is not)."""
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except SqlglotError:
         return set()
-    return {t.this.name if t.this.quoted else t.this.name.lower()
-            for t in tree.find_all(exp.Table) if isinstance(t.this, exp.Identifier)}
+    return {folded(t.this, dialect) for t in tree.find_all(exp.Table) if isinstance(t.this, exp.Identifier)}
 
 
 def _recommend(store: Store, obs: Observation, plan: RewritePlan, outcomes: tuple[Outcome, ...],
-               by_id: dict[str, BoundStatement], training: dict | None, run_id: str | None) -> RewriteTuneResult:
+               by_id: dict[str, BoundStatement], training: dict | None, run_id: str | None,
+               left_out: list[Dropped]) -> RewriteTuneResult:
     kept = [o for o in outcomes if o.rewritten is not None]
     rows = tuple(o.details() for o in outcomes)
-    tried = not_recommended(outcomes)
+    tried = not_recommended(outcomes) + left_out  # the rule families of another engine's semantics too
     result = dict(observation=obs, statements=outcomes, training=training, explain=rows,
                   dropped=tuple(dropped_rows(tried)))
     if not kept:
         why = "; ".join(f"{named(o.original, o.queryid)}: {o.reason}" for o in outcomes)
+        why += "".join(f"; {d.change} {d.why}" for d in left_out)
         return RewriteTuneResult(None, message=f"{plan.optimizer}: no statement rewritten. Per statement: {why}",
                                  **result)
     changes = tuple(QueryRewrite(o.queryid, o.original, o.rewritten or "", o.rules) for o in kept)

@@ -24,8 +24,8 @@ table has one row per key (grouped by the keys, or the keys cover a unique key),
 nor drops a row, and a NULL key matches nothing, as the subquery over ``o.c = NULL`` finds nothing. In a grouped
 SELECT the value is added to the GROUP BY (the keys are grouping expressions, so it is one value per group); not
 under ROLLUP / CUBE / GROUPING SETS, nor in a SELECT that aggregates without GROUP BY. Output names stay: an item
-that was the subquery is named as PostgreSQL named it. Identical subqueries share one derived table; each other gets
-its own alias.
+that was the subquery is named as the dialect named it (``views.output_name``). Identical subqueries share one
+derived table; each other gets its own alias.
 
 Like the WHERE clause's, these are expanding rules: the statement's term (``optimizers.rewrites.term``) holds the
 shell with them applied, over its core LEFT JOINed with the derived tables, as equal to the shell as written; the
@@ -280,12 +280,13 @@ def _replace(node: exp.Expression, value: exp.Expression) -> None:
 
 
 def _keep_names(out: exp.Select, written: exp.Select, dialect: str) -> None:
-    """The select items of ``out`` that changed named as PostgreSQL named them in ``written`` (an item that was
-    ``(SELECT max(...) ...)`` is ``max``, ``EXISTS (...)`` is ``exists``)."""
+    """The select items of ``out`` that changed named as ``dialect`` named them in ``written`` (``views.output_name``:
+    in PostgreSQL an item that was ``(SELECT max(...) ...)`` is ``max``, ``EXISTS (...)`` is ``exists``; in MySQL
+    the item's text)."""
     items = []
     for new, old in zip(out.expressions, written.expressions):
-        if new.sql(dialect=dialect) != old.sql(dialect=dialect) and output_name(new) != output_name(old):
-            new = exp.alias_(new.unalias() if isinstance(new, exp.Alias) else new, identifier(output_name(old)))
+        if new.sql(dialect=dialect) != old.sql(dialect=dialect) and output_name(new, dialect) != output_name(old, dialect):
+            new = exp.alias_(new.unalias() if isinstance(new, exp.Alias) else new, identifier(output_name(old, dialect), dialect))
         items.append(new)
     out.set("expressions", items)
 

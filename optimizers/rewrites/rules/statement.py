@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
-from sqlglot.optimizer.simplify import simplify
-from sqlglot.tokens import Tokenizer
 
-from optimizers.rewrites.rules.base import EVERY_DIALECT
+from optimizers.rewrites.rules import simplify as simplify_module
+from optimizers.rewrites.rules.base import EVERY_DIALECT, Dialects
+from optimizers.rewrites.rules.simplify import simplify_predicates
 
 DIALECTS = EVERY_DIALECT  # the dialects these rules keep a statement's meaning in (``rules.base.Dialects``)
 
@@ -52,6 +52,7 @@ class StatementRule:
     doc: str
     apply: Callable[[exp.Select, Facts], exp.Select | exp.Union | None]
     alternative: bool = False
+    dialects: Dialects = DIALECTS  # where it holds: its module's ``DIALECTS``
 
 
 def _sources(tree: exp.Select) -> list[tuple[str, str, exp.Join | None]] | None:
@@ -73,29 +74,6 @@ def _owner(col: exp.Column, sources, facts: Facts) -> str | None:
         return col.table
     owners = [alias for table, alias, _ in sources if col.name in facts.schema.get(table, {})]
     return owners[0] if len(owners) == 1 else None
-
-
-def simplify_predicates(tree: exp.Select, facts: Facts) -> exp.Select | None:
-    """Constant folding and predicate simplification in WHERE and every ON (sqlglot's ``simplify``): constant
-    arithmetic folded, an implied comparison dropped (``x > 5 AND x > 3``), double negations and repeated
-    disjuncts removed, TRUE conjuncts dropped."""
-    new = tree.copy()
-    changed = False
-    for node in [new.args.get("where"), *[j for j in new.args.get("joins") or ()]]:
-        key = "this" if isinstance(node, exp.Where) else "on"
-        if node is None or node.args.get(key) is None:
-            continue
-        before = node.args[key]
-        after = simplify(before.copy(), dialect=facts.dialect)
-        # more than the conjuncts' order (simplify sorts them) changed
-        if _tokens(after, facts.dialect) != _tokens(before, facts.dialect):
-            node.set(key, after)
-            changed = True
-    return new if changed else None
-
-
-def _tokens(node: exp.Expression, dialect: str) -> list[str]:
-    return sorted(t.text for t in Tokenizer(dialect=dialect).tokenize(node.sql(dialect=dialect)))
 
 
 def _unused_join(tree: exp.Select, facts: Facts):
@@ -251,7 +229,8 @@ def or_to_union_all(tree: exp.Select, facts: Facts) -> exp.Union | None:
 
 
 STATEMENT_RULES: tuple[StatementRule, ...] = (
-    StatementRule("simplify_predicates", simplify_predicates.__doc__ or "", simplify_predicates),
+    StatementRule("simplify_predicates", simplify_predicates.__doc__ or "", simplify_predicates,
+                  dialects=simplify_module.DIALECTS),
     StatementRule("prune_derived_columns", prune_derived_columns.__doc__ or "", prune_derived_columns),
     StatementRule("drop_join_on_foreign_key", drop_join_on_foreign_key.__doc__ or "", drop_join_on_foreign_key),
     StatementRule("join_on_key_to_exists", join_on_key_to_exists.__doc__ or "", join_on_key_to_exists,
@@ -264,9 +243,7 @@ def variants(sql: str, facts: Facts) -> list[tuple[str, tuple[str, ...]]]:
     """``sql`` after the replacing rules, then each alternative rule's form of that: (SQL, rules applied). A
     statement with a WITH clause is left as it is: the rules take a name in FROM for the catalog's table, and a CTE
     may shadow one (``WITH orders AS (...)``: its rows need not honour the table's keys). Read and written in
-    ``facts.dialect``; none applies in a dialect these rules do not hold in (``DIALECTS``)."""
-    if DIALECTS.why_not(facts.dialect) is not None:
-        return [(sql, ())]
+    ``facts.dialect``; a rule applies only in a dialect it holds in (its ``dialects``, its module's ``DIALECTS``)."""
     try:
         tree = sqlglot.parse_one(sql, read=facts.dialect)
     except SqlglotError:
@@ -278,6 +255,8 @@ def variants(sql: str, facts: Facts) -> list[tuple[str, tuple[str, ...]]]:
     for rule in STATEMENT_RULES:
         if not isinstance(tree, exp.Select):
             break
+        if rule.dialects.why_not(facts.dialect) is not None:
+            continue
         new = rule.apply(tree, facts)
         if new is None:
             continue

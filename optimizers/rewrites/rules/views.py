@@ -10,9 +10,18 @@ from __future__ import annotations
 from egglog import Set, String, eq, rule, union, vars_
 
 from optimizers.rewrites.algebra import Pred, Rel, aliases, equal_to, pushed, sinks, unique_on
-from optimizers.rewrites.rules.base import EVERY_DIALECT, Rule
+from optimizers.rewrites.rules.base import Dialects, Rule
 
-DIALECTS = EVERY_DIALECT  # the dialects these rules keep a statement's meaning in (``rules.base.Dialects``)
+# the dialects these rules keep a statement's meaning in (``rules.base.Dialects``). In MySQL a GROUP BY or DISTINCT
+# puts strings equal under the collation (by default without case or trailing spaces: 'Bob', 'bob', 'bob ') in one
+# group and shows any one row's spelling, so a filter that reads the spelling (BINARY, LENGTH, a _bin collation)
+# keeps other groups below the grouping than above it; and a string key compared with a number compares as numbers
+# ('1' and '01' both equal 1), so a key unique as text may meet one row twice when a semi-join becomes a join.
+DIALECTS = Dialects(refused=(("mysql", "GROUP BY and DISTINCT compare strings under the collation (by default "
+                                       "without case or trailing spaces) and show any one spelling of a group, so "
+                                       "a filter moved into a view may keep other groups; a key compared with a "
+                                       "number compares as a number, so a key unique as text may match a row "
+                                       "twice as a join"),))
 
 a, b, i, r = vars_("a b i r", Rel)
 p, q = vars_("p q", Pred)
