@@ -7,6 +7,8 @@ Every function takes an open PyMySQL connection whose default database is the ta
 
 from __future__ import annotations
 
+import re
+
 import time
 from collections import defaultdict
 
@@ -22,8 +24,12 @@ PICOSECONDS_PER_MS = 1e9
 SKIPPED_HEADS = ("SHOW", "SET", "EXPLAIN", "CREATE", "ALTER", "DROP", "GRANT", "REVOKE", "RENAME", "OPTIMIZE",
                  "CHECK", "REPAIR", "INSTALL", "UNINSTALL", "LOCK", "UNLOCK", "PREPARE", "DEALLOCATE", "EXECUTE", "KILL", "USE", "ANALYZE", "FLUSH",
                  "TRUNCATE `performance_schema`", "TRUNCATE TABLE `performance_schema`", "COMMIT", "ROLLBACK",
-                 "BEGIN", "START", "DESCRIBE", "DESC")
+                 "BEGIN", "START", "DESCRIBE", "DESC", "SAVEPOINT", "RELEASE")
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
+# how mariadb-dump (a shadow being cloned, a backup) reads a whole table, or a sampled clone's share of one
+_NAME = r"`(?:[^`]|``)+`"
+_DUMP_READ = re.compile(rf"^SELECT SQL_NO_CACHE (?:\*|{_NAME}(?: , {_NAME})*) FROM {_NAME}(?: WHERE RAND \( \? \) < \?)?$",
+                        re.IGNORECASE)
 _SKIP_TEXT = ("`information_schema`", "`performance_schema`", "`mysql` .", "information_schema .",
               "performance_schema .")
 
@@ -132,9 +138,20 @@ def is_workload(digest_text: str) -> bool:
     (True, False)
     >>> is_workload("SELECT * FROM `information_schema` . `TABLES`"), is_workload("SET SESSION `x` = ?")
     (False, False)
+
+    A dump's reads (a shadow cloned by mariadb-dump, a backup) are no workload either:
+
+    >>> is_workload("SELECT SQL_NO_CACHE `id` , `b` FROM `items` "), is_workload("RELEASE SAVEPOINT `sp` ")
+    (False, False)
+    >>> is_workload("SELECT SQL_NO_CACHE `id` FROM `items` WHERE RAND ( ? ) < ?"), is_workload("SELECT @@`x` ")
+    (False, False)
+    >>> is_workload("SELECT SQL_NO_CACHE `a` FROM `items` WHERE `b` = ?")  # an application's own hint stays
+    True
     """
     head = digest_text.lstrip().upper()
-    return not head.startswith(SKIPPED_HEADS) and not any(s in digest_text for s in _SKIP_TEXT)
+    lowered = digest_text.lower()
+    return (not head.startswith(SKIPPED_HEADS) and not head.startswith("SELECT @@")
+            and not any(s in lowered for s in _SKIP_TEXT) and not _DUMP_READ.match(digest_text.strip()))
 
 
 def read_statements(conn: pymysql.connections.Connection) -> tuple[StatementStat, ...]:
