@@ -5,210 +5,31 @@
 - ``BindingSource``: what a database knows about the constants of its normalized statements (parameter binding).
 - ``Sandbox``: a throwaway local server the advisor starts itself (shadows, benches, the demo, tests).
 - ``Shadow``: a sandbox loaded with a copy of a target's database, and a connector to that copy.
-- ``TAG`` (the comment on every statement the advisor sends) and ``scrub`` (mask passwords in any DSN text).
-- ``tool_error``: what a client program (pg_dump, pg_restore; mariadb-dump next) said went wrong, one line, so
-  that every engine's shadow cloning reports a failed copy the same way.
+- ``Session``, ``BindingSource``, ``WhatIf`` (``connectors.sessions``) and ``TAG``, ``scrub``, ``tool_error``
+  (``connectors.text``) are re-exported here, so that ``connectors.base`` names the whole seam.
 
-Each engine implements these in its own package (``connectors/postgres``; ``connectors/mariadb`` next);
+Each engine implements these in its own package (``connectors/postgres``, ``connectors/mariadb``);
 ``connectors.factory`` is the one place that maps an engine (or a DSN) to those classes. Units: sizes in bytes,
 planner costs in the engine's own cost units, times in seconds unless a name ends in ``_ms``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from advisor.core.domain import Applied, Change, Costed, Hardware, IndexChange, KnobSpec, Snapshot, Statement
+from advisor.core.domain import Applied, Change, Hardware, IndexChange, KnobSpec, Snapshot
 from advisor.core.indexfacts import IndexFacts
 from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
 from connectors.probing import Probe
+from connectors.sessions import BindingSource, Session, TableRef, WhatIf
+from connectors.text import TAG, scrub, tool_error
 
-# Every statement the advisor itself sends starts with this comment, so that capture can leave it out of the
-# observed workload (statement statistics keep the first-seen text, comment included). Valid SQL in every engine.
-TAG = "/* db-advisor */ "
-
-TableRef = tuple[str, str]  # (schema, table); for MariaDB the schema is the database
-
-
-def scrub(text: str) -> str:
-    """``text`` with anything that looks like a password in a DSN (``password=...``, ``//user:secret@``) masked;
-    for DSNs that cannot be parsed: a value runs to the next blank (a backslash-escaped one included) or is
-    quoted, an unterminated quote running to the end.
-
-    >>> scrub("host=db password=p&ss0rd user=u"), scrub("password='two words' x=1"), scrub("password=a\\\\ b c")
-    ('host=db password=*** user=u', 'password=*** x=1', 'password=*** c')
-    >>> scrub("password='never closed user=u"), scrub("postgresql://u:s3cret@db/x?password=other")
-    ('password=***', 'postgresql://u:***@db/x?password=***')
-    """
-    text = re.sub(r"(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'?|(?:[^\s\\]|\\.)+)", r"\1***", text)
-    return re.sub(r"(//[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
-
-
-# levels of a client program's own messages that say what went wrong ("pg_dump: error: ...", "pg_restore: detail:
-# ...", "mariadb-dump: Got error: ..."); its warnings and progress are left out
-_TOOL_LEVELS = ("error:", "fatal:", "detail:", "hint:", "got error:")
-# what starts the SQL a program echoes (the statement that failed, not what went wrong): pg_dump's "Query was:",
-# pg_restore's "Command was:", and the server's "LINE n:" (with a caret under it) and "QUERY:"
-_ECHO = re.compile(r"^(?:(?:error|detail):\s*)?(?:(?:query|command) was:|LINE \d+:|QUERY:)", re.IGNORECASE)
-
-
-def tool_error(tool: str, stderr: str | None, limit: int = 400) -> str:
-    r"""What the client program ``tool`` said went wrong, from its ``stderr``, as one line of at most ``limit``
-    characters with passwords masked: its own messages (``tool: error: ...`` with the lines that continue it, such
-    as libpq's reason, and ``tool: detail:`` / ``hint:``), never the SQL it echoes (``Query was:``, ``Command
-    was:``); when it said none of those, its first non-empty line; ``""`` when it said nothing.
-
-    >>> tool_error("pg_dump", '''pg_dump: error: query failed: FATAL:  terminating connection due to administrator command
-    ... server closed the connection unexpectedly
-    ... \tThis probably means the server terminated abnormally
-    ... \tbefore or while processing the request.
-    ... pg_dump: detail: Query was: SELECT p.tableoid, p.oid, p.proname
-    ... FROM pg_proc p
-    ... LEFT JOIN pg_init_privs pip ON (p.oid = pip.objoid AND pip.classoid = 'pg_proc'::regclass)
-    ... WHERE p.pronamespace <> 'pg_catalog'::regnamespace
-    ...   OR p.proacl IS DISTINCT FROM pip.initprivs)
-    ... ''')
-    'pg_dump: error: query failed: FATAL: terminating connection due to administrator command; server closed the connection unexpectedly This probably means the server terminated abnormally before or while processing the request.'
-    >>> tool_error("pg_dump", "pg_dump: error: aborting because of server version mismatch\n"
-    ...                       "pg_dump: detail: server version: 16.2; pg_dump version: 15.6\n")
-    'pg_dump: error: aborting because of server version mismatch | pg_dump: detail: server version: 16.2; pg_dump version: 15.6'
-    >>> tool_error("pg_restore", 'pg_restore: error: could not execute query: ERROR:  relation "orders" already '
-    ...            'exists\nCommand was: CREATE TABLE public.orders (\n    id integer\n);\n\n'
-    ...            'pg_restore: warning: errors ignored on restore: 1\n')
-    'pg_restore: error: could not execute query: ERROR: relation "orders" already exists'
-    >>> tool_error("pg_dump", 'pg_dump: error: query failed: ERROR:  column "x" does not exist\nLINE 1: SELECT x '
-    ...            'FROM pg_class\n               ^\npg_dump: detail: Query was: SELECT x FROM pg_class\n')
-    'pg_dump: error: query failed: ERROR: column "x" does not exist'
-    >>> tool_error("pg_dump", "could not connect to postgresql://bob:secret@db:5432/shop\nmore\n")
-    'could not connect to postgresql://bob:***@db:5432/shop'
-    >>> tool_error("pg_dump", "  \n"), tool_error("pg_dump", None)
-    ('', '')
-    """
-    prefix = f"{tool}: "
-    messages: list[list[str]] = []  # each: a line of the program's own and the lines that continue it
-    for line in (stderr or "").splitlines():
-        if line.startswith(prefix) or not messages:
-            messages.append([line])
-        else:
-            messages[-1].append(line)
-    kept = []
-    for message in messages:
-        head = message[0].removeprefix(prefix)
-        if not message[0].startswith(prefix) or not head.lower().startswith(_TOOL_LEVELS) or _ECHO.match(head):
-            continue
-        text = " ".join(message[0].split())
-        for line in message[1:]:
-            if _ECHO.match(line.strip()):
-                break  # the rest is the statement it echoes
-            if line.strip():  # an indented line wraps the line above; another one is a sentence of its own
-                text += (" " if line[:1].isspace() else "; ") + " ".join(line.split())
-        kept.append(text)
-    text = " | ".join(kept) or next((" ".join(ln.split()) for ln in (stderr or "").splitlines() if ln.strip()), "")
-    text = scrub(text)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-@runtime_checkable
-class WhatIf(Protocol):
-    """Hypothetical indexes on one open session: they exist for this session only, never for other clients
-    (PostgreSQL's HypoPG); an engine without them builds each candidate once on a shadow and hides the ones a
-    configuration lacks (MariaDB: IGNORED indexes), dropping them on close. Close it (or leave its ``with``
-    block) when done. ``creates`` / ``drops`` count the hypothetical indexes
-    made and removed so far."""
-
-    creates: int
-    drops: int
-
-    def plan(self, sql: str, indexes: Sequence[IndexChange], tables: frozenset[TableRef]) -> Costed:
-        """Make the hypothetical indexes on ``tables`` exactly ``indexes``, then the plan's cost (cost units)."""
-
-    def index_size(self, index: IndexChange) -> int:
-        """The engine's size estimate of ``index`` in bytes (the real size where the engine builds it)."""
-
-    def close(self) -> None: ...
-
-    def __enter__(self) -> WhatIf: ...
-
-    def __exit__(self, *exc: object) -> None: ...
-
-
-@runtime_checkable
-class Session(Protocol):
-    """One open connection to a database for running outside SQL (workload statements, rewrites, loaders) one
-    statement at a time under a statement timeout. Errors arrive as the advisor's own: ``StatementTimeout``
-    (the timeout passed, or ``cancel()`` was called), ``StatementFailed`` (the server's message; the session stays
-    usable) and ``TargetUnreachable`` (the connection is gone). Close it (or leave its ``with`` block) when done."""
-
-    def run(self, statement: str, *, rollback: bool = False) -> list[tuple] | None:
-        """Run exactly one statement (a smuggled second one is refused); its rows when it returns a result set,
-        else None. ``rollback``: inside a transaction that is rolled back (a write leaves the data as it was)."""
-
-    def cancel(self) -> None:
-        """Stop the statement running now; safe to call from another thread."""
-
-    def close(self) -> None: ...
-
-    def __enter__(self) -> Session: ...
-
-    def __exit__(self, *exc: object) -> None: ...
-
-    # --- tune (issue 30) ---
-
-    def fetch(self, statement: str) -> tuple[list[str], list[tuple]]:
-        """Run one query (one statement, as ``run``): the names of its output columns as the engine names them,
-        and its rows."""
-
-    def columns(self, statement: str) -> list[str]:
-        """The names the engine gives the output columns of the query ``statement`` (an unnamed expression's
-        too, e.g. PostgreSQL's ``count`` for ``count(*)``), found without reading any row."""
-
-
-@runtime_checkable
-class BindingSource(Protocol):
-    """What one database knows about the constants of its normalized statements (``$1, $2 ...``: the neutral
-    placeholders above connectors), for ``workloads.binding`` to turn them into executable SQL, on one open
-    connection of its own: close it (or leave its ``with`` block) when done. Values are text: ``real_constants``
-    gives SQL literals as the engine saw them, ``column_values`` and ``default_value`` raw values that
-    ``literal`` renders. An engine that keeps no such fact answers "none" (``None``, ``{}``, ``()``, "unknown")."""
-
-    def example(self, statement: Statement) -> tuple[str, str | None]:
-        """One real call of ``statement`` the engine kept, with its constants, as the statement alone (an EXPLAIN
-        or PREPARE around it removed), and the queryid it is kept under (the statement's own, else one of
-        ``statement.merged``); ``(statement.queryid, None)`` when none was kept. Where a driver bound the
-        parameters, the example still has ``$n`` placeholders (with the statement's own constants elsewhere)."""
-
-    def real_constants(self, queryid: str, template: str) -> dict[int, list[str]]:
-        """Per parameter number of ``template`` (an example of ``queryid`` that still has placeholders), the
-        constants real calls used for it, as SQL literals, most frequent first; ``{}`` when none are kept."""
-
-    def parameter_types(self, text: str, count: int, amounts: Mapping[int, str]) -> list[str]:
-        """The engine's type names of the parameters ``$1 .. $count`` of ``text``, in order ("unknown", or a
-        shorter list, where it cannot tell). ``amounts``: parameters added to a value of the given type (in
-        ``$2::date + $4``: ``{4: "date"}``), for an engine that must be told what such an amount is.
-        ``BadStatement`` with the engine's reason when it refuses the statement."""
-
-    def column_values(self, table: str, column: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The values of ``table.column`` in the engine's statistics, as text: (histogram bounds in ascending
-        order, most common values); any table's column of that name when ``table`` is ''; ``((), ())`` when
-        the engine has none."""
-
-    def literal(self, value: str, type_name: str) -> str:
-        """``value`` (raw text) as a SQL constant for a parameter of type ``type_name``: a bare number for a
-        numeric type, a quoted string literal (quoted by the driver's tools) otherwise."""
-
-    def default_value(self, type_name: str) -> str | None:
-        """A plausible raw value of the type (a number, a date ...); None when the engine knows none."""
-
-    def close(self) -> None: ...
-
-    def __enter__(self) -> BindingSource: ...
-
-    def __exit__(self, *exc: object) -> None: ...
+__all__ = ["TAG", "BindingSource", "Connector", "Sandbox", "Session", "Shadow", "TableRef", "WhatIf", "scrub",
+           "tool_error"]
 
 
 @runtime_checkable
