@@ -18,6 +18,7 @@ from advisor.core.domain import (Applied, Change, DropIndexChange, Hardware, Ind
                                  Snapshot)
 from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, TargetUnreachable
 from advisor.core.plans import Plan
+from connectors.mariadb import activity
 from connectors.mariadb import changes as change_sql
 from connectors.mariadb import snapshot
 from connectors.mariadb.connection import (TAG, connect, error_code, error_text, parse_dsn, quote, redact,
@@ -298,6 +299,23 @@ class MariaDBConnector:
                                            f"{stmt})") from None
 
         self._guarded(run)
+
+    # --- benches (issue 30) ------------------------------------------------------------------------------------
+
+    def database_bytes(self) -> int:
+        """Data and index bytes of the database's base tables (``information_schema.TABLES``; InnoDB's are its
+        statistics)."""
+        return self._guarded(activity.database_bytes)
+
+    def table_bytes(self, table: str, schema: str | None = None) -> int:
+        return self._guarded(lambda conn: activity.table_bytes(conn, table, schema))
+
+    def invalid_indexes(self) -> list[str]:
+        """None: a failed or interrupted MariaDB index build leaves no index behind."""
+        return []
+
+    def probe(self) -> activity.MariaDBProbe:
+        return activity.MariaDBProbe(self.dsn)
 
 
 def _explain(conn: pymysql.connections.Connection, statement: str) -> tuple[dict, float, dict[str, str]]:
