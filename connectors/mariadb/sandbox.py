@@ -321,6 +321,21 @@ class MariaDBSandbox:
         return (f"mysql://{url_quote(user or self.user, safe='')}{secret}@{self.host}:{self.port}/"
                 f"{url_quote(dbname, safe='')}")
 
+    def server_pid(self) -> int | None:
+        """mariadbd's process while it runs."""
+        pid = _pid(self.root)
+        return pid if pid is not None and pid_alive(pid) else None
+
+    def interrupt(self) -> int | None:
+        """A shutdown now (SIGTERM to mariadbd: sessions are ended, InnoDB flushes and stops), not waited for."""
+        pid = self.server_pid()
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        return pid
+
 
 # --- processes ----------------------------------------------------------------------------------------------
 
@@ -355,4 +370,19 @@ def stop_orphan(root: Path, owner: dict) -> None:
         _halt(root, timeout_s=10.0)
 
 
+def find_server(root: Path) -> local.RunningServer | None:
+    """The running server of sandbox directory ``root``: mariadbd of its pid file, the port of its ``my.cnf``."""
+    pid = _pid(root)
+    if pid is None or not pid_alive(pid):
+        return None
+    try:
+        port = next(int(line.split("=", 1)[1]) for line in (root / "my.cnf").read_text().splitlines()
+                    if line.startswith("port="))
+    except (OSError, ValueError, StopIteration):
+        return None
+    return local.RunningServer(MariaDBSandbox.engine, root, root / "data", pid, port,
+                               f"mysql://{LOGIN}@127.0.0.1:{port}/{DEFAULT_DB}")
+
+
 local.register_engine(MariaDBSandbox.engine, stop_orphan)
+local.register_server_finder(MariaDBSandbox.engine, find_server)
