@@ -21,9 +21,9 @@ from connectors.probing import ServerSession
 # what pg_dump echoes after its error (the statement it ran, "LOCK TABLE ... IN ACCESS SHARE MODE"): a run's error
 # must not carry it (mariadb-dump's own message says "when using LOCK TABLES": not an echo)
 ECHOED = ("Query was", "ACCESS SHARE", "['")
-# a dump program's own error, as ``connectors.base.tool_error`` keeps it ("pg_dump: error: ...", "mariadb-dump:
-# Got error: ...")
-DUMP_ERROR = re.compile(r"\b[\w-]*dump: (?:error|got error):", re.IGNORECASE)
+# a dump program's own message, as ``connectors.base.tool_error`` keeps it ("pg_dump: error: ...", "mariadb-dump:
+# Couldn't execute '...': Lost connection to server during query")
+DUMP_ERROR = re.compile(r"\b[\w-]*dump: \S")
 
 
 def dumping(sessions: list[ServerSession]) -> ServerSession | None:
@@ -139,7 +139,8 @@ class TargetStopped(Fault):
         with contextlib.suppress(Exception):
             self.holder.close()
         left = env.shadows()
-        env.prod.restart()  # the target's operator starts it again
+        env.prod.restart()  # the target's operator starts it again, and its application runs again (an engine
+        env.run_workload()  # that keeps statement statistics in memory only, as MariaDB does, forgot them)
         try:
             with env.service() as service:
                 obs = service.observe_target("shop")
@@ -159,3 +160,4 @@ class TargetStopped(Fault):
             self.holder.close()
         if env.prod is not None and not env.prod.is_running():
             env.prod.restart()
+            env.run_workload()
