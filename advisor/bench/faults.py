@@ -4,8 +4,8 @@ Per fault: injected (and how), detected (and how the advisor said so), recovered
 the store's trials / recommendations / audit rows lost (rows that existed before the fault and are gone or changed
 other than along a recommendation's lifecycle, plus trial numbers a resumed run holds twice, plus trials a killed
 advisor reported done that the store does not have: must be 0), orphaned servers (of the engine ``--engine`` names),
-and the seconds to recover. The cases are listed in ``_cases`` (from ``fault_cases``, ``fault_stop_cases``, ``fault_api_cases``,
-``fault_disk`` and ``fault_prod_cases``); each is a small class with ``setup`` / ``inject`` / ``detect`` /
+and the seconds to recover. The cases are listed in ``_cases`` (from ``fault_cases``, ``fault_stop_cases``,
+``fault_api_cases``, ``fault_disk`` and ``fault_prod_cases``); each is a small class with ``setup`` / ``inject`` / ``detect`` /
 ``recover`` / ``teardown`` (``fault_base.Fault``).
 
 Setup: one sandbox "production" server with the shop database (``advisor.bench.playground``) and one store, both
