@@ -250,7 +250,16 @@ class TargetDrops(Fault):
                 return service.observe_target("shop")
 
         self.thread, self.box = _in_thread(observe)
-        row = _poll(observing, env.dsn, self.thread.is_alive, "the observation waited on the target")
+        try:
+            row = _poll(observing, env.dsn, self.thread.is_alive, "the observation waited on the target")
+        except BenchFailure:
+            self.thread.join(120)
+            if "value" not in self.box:
+                raise
+            self.skip(f"the observation ended ({self.box['value'].snapshot_id}) without waiting on the table "
+                      f"locked by {self.holder.held}: this engine reads what it observes without that lock, so "
+                      "there is no certain moment in the observation to drop its connection")
+            return
         with factory.connector(env.dsn).probe() as probe:
             probe.terminate(row.id)
         self.dropped_at = time.monotonic()
