@@ -24,19 +24,28 @@ from collections.abc import Iterable
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 
 from advisor.core.errors import BadStatement
 from advisor.core.sqltext import shorten
 
 
+# source dialects in which ``date + n`` adds n days (a number of days, not an interval)
+DAYS_BY_NUMBER = frozenset({"postgres"})
+
+
 def to_dialect(statement: str, source: str, target: str) -> str:
     """``statement`` (one, written in ``source``) as ``target``'s SQL; unchanged when the two are the same.
-    BadStatement naming the statement when sqlglot cannot read or write it."""
+    BadStatement naming the statement when sqlglot cannot read or write it.
+
+    >>> to_dialect("CREATE INDEX li_ok ON lineitem (l_orderkey, l_shipdate DESC)", "postgres", "mysql")
+    'CREATE INDEX li_ok ON lineitem(l_orderkey, l_shipdate DESC)'
+    """
     if source == target:
         return statement
     try:
-        trees = [_kept_meaning(tree, source) for tree in sqlglot.parse(statement, read=source) if tree is not None]
+        trees = [_kept_meaning(tree, source, target) for tree in sqlglot.parse(statement, read=source) if tree is not None]
         out = [tree.sql(dialect=target, unsupported_level=sqlglot.ErrorLevel.RAISE) for tree in trees]
     except SqlglotError as e:
         why = (str(e).strip().splitlines() or ["?"])[0]
@@ -46,7 +55,7 @@ def to_dialect(statement: str, source: str, target: str) -> str:
     return out[0]
 
 
-def _kept_meaning(tree: exp.Expression, source: str) -> exp.Expression:
+def _kept_meaning(tree: exp.Expression, source: str, target: str) -> exp.Expression:
     """What sqlglot would otherwise lose between dialects: a ``$n`` parameter (the neutral placeholder above
     connectors) stays ``$n`` in any dialect (MySQL's writer makes it a user variable ``@n``), and PostgreSQL's
     ``date + n`` / ``date - n`` (n days, where the left side is cast to date) becomes a date addition of n days
@@ -56,7 +65,7 @@ def _kept_meaning(tree: exp.Expression, source: str) -> exp.Expression:
         return exp.var(f"${node.name}") if isinstance(node, exp.Parameter) and node.name.isdigit() else node
 
     def days(node: exp.Expression) -> exp.Expression:
-        if (source == "postgres" and isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.this, exp.Cast)
+        if (source in DAYS_BY_NUMBER and isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.this, exp.Cast)
                 and node.this.to.is_type(exp.DataType.Type.DATE)
                 and not isinstance(node.expression, exp.Interval)
                 and (node.expression.is_int or isinstance(node.expression, exp.Var))):
@@ -82,7 +91,19 @@ def _kept_meaning(tree: exp.Expression, source: str) -> exp.Expression:
                 key.replace(exp.column(names[int(key.name) - 1], quoted=True))
         return node
 
-    return tree.transform(placeholder).transform(days).transform(named_order)
+    def index_keys(node: exp.Expression) -> exp.Expression:
+        """An index's key columns keep no NULL order of the source's: where NULLs sort is the index's own, and a
+        dialect without NULLS FIRST/LAST would otherwise get ``CASE WHEN x IS NULL ...`` expressions as keys."""
+        if isinstance(node, exp.IndexParameters):
+            ordering = Dialect.get_or_raise(target).NULL_ORDERING  # the target's own NULL order
+            for ordered in node.args.get("columns") or ():
+                if isinstance(ordered, exp.Ordered):
+                    desc = bool(ordered.args.get("desc"))
+                    first = {"nulls_are_small": not desc, "nulls_are_large": desc}.get(ordering, False)
+                    ordered.set("nulls_first", first)
+        return node
+
+    return tree.transform(placeholder).transform(days).transform(named_order).transform(index_keys)
 
 
 def all_to_dialect(statements: Iterable[str], source: str, target: str) -> list[str]:
