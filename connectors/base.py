@@ -497,6 +497,14 @@ class Sandbox(Protocol):
         """The DSN of database ``dbname`` over TCP as ``user`` (None: the sandbox's own), with ``password`` when
         given, in the engine's DSN form (values quoted as that form needs): what a person pastes to reach it."""
 
+    def server_pid(self) -> int | None:
+        """The server's leader process (PostgreSQL's postmaster, mariadbd) while it runs, else None: what a crash
+        is injected into (``connectors.local.kill_server`` crashes a server found by its directory)."""
+
+    def interrupt(self) -> int | None:
+        """Ask the server to shut down now, as an operator's fast stop does (sessions ended), without waiting for
+        it to be gone; the process told (None when none ran)."""
+
 
 @dataclass
 class Shadow:

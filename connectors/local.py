@@ -7,6 +7,8 @@ PostgreSQL and MariaDB servers alike.
 No exit hook runs after ``kill -9``, so every sandbox directory also holds an owner record (``owner.json``: the
 owner's PID, its start time and the engine). ``reap_orphans`` stops and removes the sandboxes whose owner is gone,
 with the stopper each engine registers (``register_engine``); it never touches a directory without a record.
+The same records let the fault benches find the servers running under a directory (``running_servers``, with the
+finder each engine registers) and crash one (``kill_server``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -228,3 +231,50 @@ def disk_note(path: str | Path, min_free_bytes: int = 32 * 2**20) -> str:
     if usage.free >= min_free_bytes and usage.free >= usage.total * 0.01:
         return ""
     return f"; the disk is full ({path}: {usage.free / 2**20:.0f} MiB free of {usage.total / 2**20:.0f} MiB)"
+
+
+# --- servers found from their directories (the fault benches, issue 30) ---------------------------------------
+
+
+@dataclass(frozen=True)
+class RunningServer:
+    """The server of a sandbox directory, found running whichever process started it (a shadow of another
+    advisor): its engine, the sandbox directory, the data directory, its leader process (PostgreSQL's postmaster,
+    mariadbd), its port, and a DSN of its default database as the sandbox's own login."""
+
+    engine: str
+    root: Path
+    data: Path
+    pid: int
+    port: int | None
+    dsn: str
+
+
+_finders: dict[str, Callable[[Path], RunningServer | None]] = {}
+
+
+def register_server_finder(engine: str, find: Callable[[Path], RunningServer | None]) -> None:
+    """How to read an engine's running server from its sandbox directory (its pid file): ``find(root)``, None
+    when none runs. Each engine's sandbox module registers one when imported."""
+    _finders[engine] = find
+
+
+def find_server(root: Path) -> RunningServer | None:
+    """The running server of the sandbox directory ``root`` (of any engine registered), None when none runs."""
+    record = read_owner(root) if root.is_dir() else None
+    find = _finders.get(str((record or {}).get("engine")))
+    return find(root) if find is not None else None
+
+
+def running_servers(base: str | Path) -> list[RunningServer]:
+    """The running servers of the sandbox directories in ``base`` and in its subdirectories (one level down)."""
+    base = Path(base)
+    roots = sorted({*base.glob(PREFIX + "*"), *base.glob("*/" + PREFIX + "*")})
+    return [server for root in roots if (server := find_server(root)) is not None]
+
+
+def kill_server(server: RunningServer) -> None:
+    """SIGKILL the server and every process of it (a crash, as after ``kill -9``), wait until they are gone, and
+    remove its sandbox directory."""
+    end_server(server.data, leader=server.pid)
+    shutil.rmtree(server.root, ignore_errors=True)

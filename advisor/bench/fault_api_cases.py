@@ -87,7 +87,7 @@ class ServerRestarted(Fault):
                           f"{run.get('error')}")
 
     def recover(self, env) -> None:
-        orphans = [d.parent for pid, d in self.shadows.items() if pid_alive(pid)]
+        orphans = [s.root for pid, s in self.shadows.items() if pid_alive(pid)]
         self.orphaned(orphans)
         new = self.s2.wait_run(lambda r: r["state"] in ENDED,
                                find=lambda r: r["schedule_id"] == self.sid and r["id"] != self.run_id)

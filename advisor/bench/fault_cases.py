@@ -10,16 +10,17 @@ import signal
 import subprocess
 import threading
 import time
-from pathlib import Path
+from collections.abc import Callable
 
 from advisor.bench.fault_base import Fault
-from advisor.bench.fault_env import TRIAL, BenchFailure, Lines, measured, pid_alive, server_port
+from advisor.bench.fault_env import TRIAL, BenchFailure, Lines, measured, pid_alive
 from advisor.core.domain import Hardware
 from advisor.core.errors import AdvisorError
 from advisor.core.hardware import detect
 from advisor.service.runs import RunPlan
 from connectors import factory
 from connectors.base import TAG
+from connectors.local import RunningServer, find_server
 from connectors.probing import ServerSession
 
 
@@ -84,15 +85,16 @@ def stop_advisor(proc: subprocess.Popen | None) -> None:
             proc.wait(30)
 
 
-def _shadow(env) -> tuple[int, Path]:
+def _shadow(env) -> RunningServer:
     shadows = env.shadows()
     if len(shadows) != 1:
         raise BenchFailure(f"expected one shadow server, found {len(shadows)}")
-    return next(iter(shadows.items()))
+    return next(iter(shadows.values()))
 
 
-def _shadow_dsn(data: Path) -> str:
-    return f"host=127.0.0.1 port={server_port(data)} user=postgres dbname=postgres"
+def _now(server: RunningServer) -> RunningServer:
+    """The server of the same sandbox as it runs now (a trial's restart starts a new leader process)."""
+    return find_server(server.root) or server
 
 
 def next_line(lines: Lines, index: int, pattern: str, alive) -> tuple[int, float, re.Match] | None:
@@ -107,7 +109,7 @@ MEASURED = TRIAL.pattern[:-4] + r"(?!failed|infeasible)"  # a trial line whose s
 
 class ShadowKilled(Fault):
     name = "shadow_kill"
-    title = "kill -9 of the shadow's postmaster mid-trial"
+    title = "kill -9 of the shadow's server mid-trial"
     PLAN = RunPlan(kind="knobs", optimizer="random", trials=6, seeds=0, repeats=3, validate=False)
 
     def inject(self, env) -> None:
@@ -119,13 +121,13 @@ class ShadowKilled(Fault):
 
         self.thread, self.box = _in_thread(run)
         self.first, _, _ = self.lines.wait(r"trial 1/", alive=self.thread.is_alive)
-        _, data = _shadow(env)
-        row = _poll(running, lambda: _shadow_dsn(data), self.thread.is_alive, "a workload statement ran on the shadow")
-        pid = int((data / "postmaster.pid").read_text().split()[0])  # the postmaster that runs it (trials restart it)
+        shadow = _shadow(env)
+        row = _poll(running, lambda: _now(shadow).dsn, self.thread.is_alive, "a workload statement ran on the shadow")
+        pid = _now(shadow).pid  # the server process that runs it (trials restart it)
         os.kill(pid, signal.SIGKILL)
         self.killed_at = time.monotonic()
         self.kill_index = len(self.lines.items) - 1
-        self.injected(f"SIGKILL to the shadow's postmaster (pid {pid}) while trial {len(self.lines.trials()) + 1} "
+        self.injected(f"SIGKILL to the shadow's server (pid {pid}) while trial {len(self.lines.trials()) + 1} "
                       f"replayed a statement ({' '.join(row.statement.split())[:50]}...) on it")
 
     def detect(self, env) -> None:
@@ -160,11 +162,20 @@ class ShadowKilled(Fault):
             self.thread.join(300)
 
 
-def _bytes(value: str) -> float | None:
-    m = re.fullmatch(r"\s*([0-9.]+)\s*(kB|MB|GB|TB)?\s*", str(value))
-    if not m:
-        return None
-    return float(m.group(1)) * {None: 8192, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}[m.group(2)]
+def buffer_knob(dsn: str) -> tuple[str, Callable[[str], float]]:
+    """The engine's main memory knob (the first global buffer of its memory model: PostgreSQL's shared_buffers,
+    MariaDB's innodb_buffer_pool_size) and how to read one of its values in bytes (0 for one not understood)."""
+    connector = factory.connector(dsn)
+    profile, catalog = connector.knob_profile(), connector.knob_catalog()
+    knob = profile.memory.global_buffers[0]
+
+    def in_bytes(value: str) -> float:
+        try:
+            return profile.units.to_bytes(catalog[knob], str(value))
+        except (AdvisorError, KeyError, ValueError):
+            return 0.0
+
+    return knob, in_bytes
 
 
 class BadConfig(Fault):
@@ -172,6 +183,7 @@ class BadConfig(Fault):
     title = "a candidate configuration that stops the shadow from starting"
 
     def inject(self, env) -> None:
+        self.knob, self.bytes = buffer_knob(env.dsn)
         real = detect()
         self.memory = real.memory_bytes * 64  # a mis-declared machine: --memory-gb 64x this one's
         hw = Hardware(self.memory, real.cores, "ssd", "given")
@@ -184,12 +196,12 @@ class BadConfig(Fault):
             except AdvisorError as e:
                 self.error = e
         records = self.result.trials if self.result else ()
-        self.bad = [r for r in records if (_bytes(r.config.get("shared_buffers", "")) or 0) > real.memory_bytes]
+        self.bad = [r for r in records if self.bytes(r.config.get(self.knob, "")) > real.memory_bytes]
         if self.bad:
             r = self.bad[0]
             self.injected(f"the run was told the machine has {self.memory / 1024**3:.0f} GiB (it has "
-                          f"{real.memory_bytes / 1024**3:.0f}); trial {r.number + 1} ({r.source}) set shared_buffers = "
-                          f"{r.config['shared_buffers']}")
+                          f"{real.memory_bytes / 1024**3:.0f}); trial {r.number + 1} ({r.source}) set {self.knob} = "
+                          f"{r.config[self.knob]}")
         else:
             self.injected(f"no candidate above this machine's memory was tried ({len(records)} trials); "
                           f"{self.error or ''}")
@@ -210,8 +222,8 @@ class BadConfig(Fault):
         later = [text for _, text in self.lines.items[i + 1:]
                  if re.search(MEASURED, text) or re.search(r"round \d+/\d+ (baseline|candidate)", text)]
         rec = self.result.recommendation if self.result else None
-        clean = rec is None or all(getattr(c, "name", "") != "shared_buffers"
-                                   or (_bytes(c.value) or 0) <= detect().memory_bytes for c in rec.changes)
+        clean = rec is None or all(getattr(c, "name", "") != self.knob
+                                   or self.bytes(c.value) <= detect().memory_bytes for c in rec.changes)
         ok = self.result is not None and bool(later) and clean
         self.recovered(ok, (f"the shadow was restarted with the last working configuration within the failed trial "
                             f"({r.duration_s:.1f} s); then measured: {later[0][:80]}; the recommendation "
@@ -321,7 +333,7 @@ class AdvisorKilled(Fault):
         with env.store() as store:
             run = store.run(self.run_id)
             numbers = [t["number"] for t in store.trials(self.run_id)]
-        orphans = [d.parent for pid, d in self.shadows.items() if pid_alive(pid)]
+        orphans = [s.root for pid, s in self.shadows.items() if pid_alive(pid)]
         self.orphaned(orphans)
         ok = rc == 0 and run["state"] == "done" and sorted(numbers) == list(range(self.TRIALS))
         self.outcome.details.update(trial_numbers=sorted(numbers), exit_code=rc)

@@ -174,8 +174,8 @@ class DiskFull(Fault):
         self._free()
         stop_advisor(getattr(self, "proc", None))
         if self.method == "tmpfs":
-            left = {pid: d for pid, d in env.shadows().items() if self.disk in d.parents}
+            left = {pid: s for pid, s in env.shadows().items() if self.disk in s.root.parents}
             if left:
-                self.orphaned(d.parent for d in left.values())
+                self.orphaned(s.root for s in left.values())
                 self.outcome.details["orphans_cleaned_by"] = env.clean_orphans((self.disk,))
             subprocess.run(["umount", str(self.disk)], capture_output=True)

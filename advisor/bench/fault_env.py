@@ -1,6 +1,6 @@
 """What every case of ``advisor bench faults`` shares: the bench's own "production" server and store, the advisor
 run as a subprocess (the CLI, or ``advisor serve``), progress lines to wait on, the store's ledger of rows, and the
-PostgreSQL servers left running.
+servers left running.
 
 Everything the bench starts lives under one work directory: the store, the key file, and ``tmp/`` (the temporary
 directory of the bench process and of every advisor it starts, so every shadow's directory is under it). A server
@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -29,7 +27,9 @@ import httpx2 as httpx
 from advisor.bench.fault_ledger import Ledger
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
-from connectors import factory
+from connectors import factory  # imported first: it registers every engine's server finder
+from connectors.local import RunningServer, kill_server, running_servers
+from connectors.local import pid_alive  # noqa: F401 - the cases import it from here
 
 TRIAL = re.compile(r"trial (\d+)/(\d+) \[([^\]]+)\] (.*)")
 _STAMP = re.compile(r"^\[\s*[0-9.]+s\] ")
@@ -105,65 +105,13 @@ class Lines:
         return "\n".join(text for _, text in self.items)
 
 
-# --- PostgreSQL servers under the work directory ----------------------------------------------------------------
+# --- servers under the work directory ---------------------------------------------------------------------------
 
 
-def postmasters(root: Path) -> dict[int, Path]:
-    """Running postmasters whose data directory is under ``root``: pid -> data directory."""
-    root = Path(os.path.realpath(root))
-    found: dict[int, Path] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            args = (entry / "cmdline").read_bytes().split(b"\0")
-            state = (entry / "stat").read_text(errors="replace").rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state in {"Z", "X"} or not args[0].endswith(b"postgres") or b"-D" not in args[:-1]:
-            continue
-        data = Path(os.path.realpath(args[args.index(b"-D") + 1].decode(errors="replace")))
-        if root in data.parents:
-            found[int(entry.name)] = data
-    return found
-
-
-def server_port(data_dir: Path) -> int | None:
-    """The port in a running server's ``postmaster.pid`` (its fourth line)."""
-    try:
-        return int((data_dir / "postmaster.pid").read_text().splitlines()[3])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text(errors="replace").rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in {"Z", "X"}
-
-
-def kill_server(pid: int, data_dir: Path) -> None:
-    """SIGKILL a postmaster and every process working in its data directory (its backends), then remove the
-    sandbox directory (the data directory's parent)."""
-    victims = [pid]
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if os.path.realpath(entry / "cwd") == str(data_dir):
-                    victims.append(int(entry.name))
-            except OSError:
-                continue
-    for victim in victims:
-        try:
-            os.kill(victim, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    deadline = time.monotonic() + 20
-    while any(pid_alive(v) for v in victims) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    shutil.rmtree(data_dir.parent, ignore_errors=True)
+def servers(root: Path) -> dict[int, RunningServer]:
+    """Running sandbox servers (of any engine) whose sandbox directory is in ``root`` or one level below it (its
+    ``tmp/``, a case's own directory): leader pid -> server."""
+    return {s.pid: s for s in running_servers(root)}
 
 
 # --- the environment ---------------------------------------------------------------------------------------------
@@ -205,7 +153,7 @@ class Env:
         from advisor.bench.playground import create_shop
 
         self.tmp.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.work, 0o755)  # sandboxes run as the postgres user when the bench runs as root
+        os.chmod(self.work, 0o755)  # sandboxes run as the engine's own user when the bench runs as root
         os.chmod(self.tmp, 0o1777)  # a temporary directory, like /tmp
         # this process's shadows go under work/; its key file is the subprocesses'; no LLM endpoint of the caller's
         self._saved = {"tempdir": tempfile.tempdir, "env": {k: os.environ.get(k) for k in ISOLATED}}
@@ -236,8 +184,8 @@ class Env:
             server.stop()
         if self.prod is not None:
             self.prod.stop()
-        for pid, data in postmasters(self.work).items():
-            kill_server(pid, data)
+        for server in servers(self.work).values():
+            kill_server(server)
         if self._saved is not None:
             tempfile.tempdir = self._saved["tempdir"]
             for k, v in self._saved["env"].items():
@@ -300,10 +248,10 @@ class Env:
 
     # --- leftovers ------------------------------------------------------------------------------------------
 
-    def shadows(self) -> dict[int, Path]:
+    def shadows(self) -> dict[int, RunningServer]:
         """Running servers under the work directory other than the production server."""
         prod = self.prod.port if self.prod is not None else None
-        return {pid: d for pid, d in postmasters(self.work).items() if server_port(d) != prod}
+        return {pid: s for pid, s in servers(self.work).items() if s.port != prod}
 
     def clean_orphans(self, base_dirs: tuple[Path, ...] = ()) -> str:
         """Stop the shadows still running: with ``connectors.factory.reap_orphans`` when this version has it, and
@@ -318,8 +266,8 @@ class Env:
                     how.append(f"reap_orphans failed: {type(e).__name__}: {e}")
             how.append("connectors.factory.reap_orphans")
         left = self.shadows()
-        for pid, data in left.items():
-            kill_server(pid, data)
+        for server in left.values():
+            kill_server(server)
         if left:
             how.append(f"the bench killed {len(left)} (reap_orphans {'left them' if reap else 'does not exist yet'})")
         return "; ".join(how)

@@ -1,11 +1,11 @@
 """Faults where a process stops under a run (``advisor bench faults``): a CLI run killed with ``kill -9`` and left
-for the next command to find, and the target stopped while pg_dump copies it into the shadow (issue 33)."""
+for the next command to find, and the target stopped while the engine's dump program (pg_dump, mariadb-dump)
+copies it into the shadow (issue 33)."""
 
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
+import re
 import subprocess
 import time
 
@@ -18,8 +18,12 @@ from connectors import factory
 from connectors.base import TAG
 from connectors.probing import ServerSession
 
-# what pg_dump echoes after its error (the statement it ran): a run's error must not carry it
-ECHOED = ("Query was", "LOCK TABLE", "ACCESS SHARE", "['")
+# what pg_dump echoes after its error (the statement it ran, "LOCK TABLE ... IN ACCESS SHARE MODE"): a run's error
+# must not carry it (mariadb-dump's own message says "when using LOCK TABLES": not an echo)
+ECHOED = ("Query was", "ACCESS SHARE", "['")
+# a dump program's own message, as ``connectors.base.tool_error`` keeps it ("pg_dump: error: ...", "mariadb-dump:
+# Couldn't execute '...': Lost connection to server during query")
+DUMP_ERROR = re.compile(r"\b[\w-]*dump: \S")
 
 
 def dumping(sessions: list[ServerSession]) -> ServerSession | None:
@@ -49,7 +53,7 @@ class CliKilled(Fault):
         proc.wait(30)
         self.killed_at = time.monotonic()
         self.pid = proc.pid
-        self.injected(f"SIGKILL to `advisor tune knobs` (pid {proc.pid}) while its shadow (postmaster "
+        self.injected(f"SIGKILL to `advisor tune knobs` (pid {proc.pid}) while its shadow (server "
                       f"{', '.join(map(str, self.shadows))}) copied the target for run {self.run_id}")
 
     def detect(self, env) -> None:
@@ -69,9 +73,9 @@ class CliKilled(Fault):
                           f"{error or '(no reason)'}")
 
     def recover(self, env) -> None:
-        orphans = [d.parent for pid, d in self.shadows.items() if pid_alive(pid)]
+        orphans = [s.root for pid, s in self.shadows.items() if pid_alive(pid)]
         self.orphaned(orphans)
-        gone = not orphans and not any(d.parent.exists() for d in self.shadows.values())
+        gone = not orphans and not any(s.root.exists() for s in self.shadows.values())
         ok = self.rc == 0 and self.run["state"] == "interrupted" and gone
         self.recovered(ok, f"run {self.run_id} is {self.run['state']} (no longer running for a dead process); the "
                            f"killed CLI's shadow {'was stopped and removed' if gone else 'WAS LEFT'} by the next "
@@ -84,7 +88,7 @@ class CliKilled(Fault):
 
 class TargetStopped(Fault):
     name = "target_stop_during_dump"
-    title = "the target stopped (fast shutdown) while pg_dump copies it into the shadow"
+    title = "the target stopped (fast shutdown) while the dump program copies it into the shadow"
     PLAN = RunPlan(kind="knobs", optimizer="random", trials=2, seeds=0, repeats=1, validate=False)
 
     def setup(self, env) -> None:
@@ -92,9 +96,9 @@ class TargetStopped(Fault):
         self.locked = False
 
     def say(self, message: str) -> None:
-        """The run's progress: on the line said right before pg_dump starts (in the run's thread), lock the orders
-        table, so that pg_dump (which locks every table it dumps) waits there: a certain moment to stop the target.
-        Not earlier: the observation before it reads every table's size, and would wait instead."""
+        """The run's progress: on the line said right before the dump starts (in the run's thread), lock the orders
+        table, so that the dump program (which locks every table it dumps) waits there: a certain moment to stop the
+        target. Not earlier: the observation before it reads every table's size, and would wait instead."""
         if not self.locked and "copying the target's database" in message:
             self.holder.lock("orders", readers_wait=True)
             self.locked = True
@@ -108,17 +112,18 @@ class TargetStopped(Fault):
                 return service.start_run("shop", self.PLAN)
 
         self.thread, self.box = _in_thread(run)
-        _poll(dumping, env.dsn, self.thread.is_alive, "pg_dump waited on the target")
-        postmaster = env.prod.postmaster_pid()
-        os.kill(postmaster, signal.SIGINT)  # a fast shutdown, as `pg_ctl stop -m fast` sends
+        waiting = _poll(dumping, env.dsn, self.thread.is_alive, "the dump program waited on the target")
+        server = env.prod.interrupt()  # a fast shutdown, as the engine's operator would ask for
+        if server is None:
+            raise BenchFailure("the target's server did not run")
         deadline = time.monotonic() + 120
-        while pid_alive(postmaster) and time.monotonic() < deadline:
+        while pid_alive(server) and time.monotonic() < deadline:
             time.sleep(0.02)
-        if pid_alive(postmaster):
+        if pid_alive(server):
             raise BenchFailure("the target did not stop within 120 s")
         self.stopped_at = time.monotonic()
-        self.injected(f"the target stopped (SIGINT to its postmaster, pid {postmaster}: a fast shutdown) while "
-                      f"pg_dump waited on a lock to copy the orders table")
+        self.injected(f"the target stopped (a fast shutdown of its server, pid {server}) while the dump program "
+                      f"({waiting.application or 'its session'}) waited on a lock to copy the orders table")
 
     def detect(self, env) -> None:
         self.thread.join(300)
@@ -126,14 +131,16 @@ class TargetStopped(Fault):
         run = self.box.get("value") or {}
         error = run.get("error") or str(self.box.get("error") or "")
         self.outcome.details.update(run_state=run.get("state"), run_error=error)
-        ok = run.get("state") == "failed" and "pg_dump: error:" in error and not any(p in error for p in ECHOED)
+        ok = run.get("state") == "failed" and DUMP_ERROR.search(error) is not None \
+            and not any(p in error for p in ECHOED)
         self.detected(ok, f"the run ended {run.get('state')}: {error or '(no reason)'}")
 
     def recover(self, env) -> None:
         with contextlib.suppress(Exception):
             self.holder.close()
         left = env.shadows()
-        env.prod.restart()  # the target's operator starts it again
+        env.prod.restart()  # the target's operator starts it again, and its application runs again (an engine
+        env.run_workload()  # that keeps statement statistics in memory only, as MariaDB does, forgot them)
         try:
             with env.service() as service:
                 obs = service.observe_target("shop")
@@ -141,8 +148,9 @@ class TargetStopped(Fault):
             self.recovered(False, f"the target started again, but observing it failed: {e}")
             return
         ok = self.outcome.detected and not left
-        self.recovered(ok, f"the run ended failed with pg_dump's own error, {len(left)} shadow(s) left running; "
-                           f"with the target started again, the next observation stored snapshot {obs.snapshot_id}",
+        self.recovered(ok, f"the run ended failed with the dump program's own error, {len(left)} shadow(s) left "
+                           f"running; with the target started again, the next observation stored snapshot "
+                           f"{obs.snapshot_id}",
                        self.ended_at - self.stopped_at)
 
     def teardown(self, env) -> None:
@@ -152,3 +160,4 @@ class TargetStopped(Fault):
             self.holder.close()
         if env.prod is not None and not env.prod.is_running():
             env.prod.restart()
+            env.run_workload()

@@ -3,8 +3,8 @@
 Per fault: injected (and how), detected (and how the advisor said so), recovered (or refused with a clear reason),
 the store's trials / recommendations / audit rows lost (rows that existed before the fault and are gone or changed
 other than along a recommendation's lifecycle, plus trial numbers a resumed run holds twice, plus trials a killed
-advisor reported done that the store does not have: must be 0), orphaned PostgreSQL servers, and the seconds to
-recover. The cases are listed in ``_cases`` (from ``fault_cases``, ``fault_stop_cases``, ``fault_api_cases``,
+advisor reported done that the store does not have: must be 0), orphaned servers (of the engine ``--engine`` names),
+and the seconds to recover. The cases are listed in ``_cases`` (from ``fault_cases``, ``fault_stop_cases``, ``fault_api_cases``,
 ``fault_disk`` and ``fault_prod_cases``); each is a small class with ``setup`` / ``inject`` / ``detect`` /
 ``recover`` / ``teardown`` (``fault_base.Fault``).
 
@@ -112,7 +112,7 @@ def run_case(case: Fault, env: Env) -> Outcome:
             o.error = o.error or f"teardown: {type(e).__name__}: {e}"[:300]
     left = env.shadows()  # servers of this case still running now that its advisors are gone: orphans
     if left:
-        o.orphans += [str(d.parent) for d in left.values() if str(d.parent) not in o.orphans]
+        o.orphans += [str(s.root) for s in left.values() if str(s.root) not in o.orphans]
         o.details["left_running_at_end"] = len(left)
         o.details["orphans_cleaned_by"] = env.clean_orphans(case.extra_dirs)
     if before is not None:

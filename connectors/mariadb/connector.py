@@ -22,6 +22,7 @@ from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, Ta
 from advisor.core.indexfacts import IndexFacts
 from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
+from connectors.mariadb import activity
 from connectors.mariadb import changes as change_sql
 from connectors.mariadb import indexes as index_catalog
 from connectors.mariadb import knobs, loading
@@ -388,6 +389,23 @@ class MariaDBConnector:
 
     def client_command(self, tool: str, args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
         return loading.client_command(self.dsn, tool, args)
+
+    # --- benches (issue 30) ------------------------------------------------------------------------------------
+
+    def database_bytes(self) -> int:
+        """Data and index bytes of the database's base tables (``information_schema.TABLES``; InnoDB's are its
+        statistics)."""
+        return self._guarded(activity.database_bytes)
+
+    def table_bytes(self, table: str, schema: str | None = None) -> int:
+        return self._guarded(lambda conn: activity.table_bytes(conn, table, schema))
+
+    def invalid_indexes(self) -> list[str]:
+        """None: a failed or interrupted MariaDB index build leaves no index behind."""
+        return []
+
+    def probe(self) -> activity.MariaDBProbe:
+        return activity.MariaDBProbe(self.dsn)
 
 
 def _explain(conn: pymysql.connections.Connection, statement: str) -> tuple[dict, float, dict[str, str]]:

@@ -7,9 +7,10 @@ counterpart of postgresql.auto.conf. performance_schema is on with the statement
 8 KiB long, and InnoDB reads through the page cache (``innodb_flush_method=fsync``).
 
 root logs in over the socket only (socket authentication); code and clients use the TCP login ``advisor`` at
-'127.0.0.1' without a password (``dsn()``). As root the server runs as the ``mysql`` user. Cleanup is the
-PostgreSQL sandbox's: ``stop()``, the ``atexit`` hook of ``connectors.local``, and an owner record so that
-``reap_orphans`` stops the server of a killed owner (``stop_orphan``).
+'127.0.0.1' without a password (``dsn()``, of the database ``advisor`` every sandbox makes). As root the server
+runs as the ``mysql`` user. Cleanup is the PostgreSQL sandbox's: ``stop()``, the ``atexit`` hook of
+``connectors.local``, and an owner record so that ``reap_orphans`` stops the server of a killed owner
+(``stop_orphan``).
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ BASE_OPTIONS = {
     "max_connections": "100",
     "character-set-server": "utf8mb4",
 }
+# a sandbox's ``durable=False``: the redo log written at each commit but flushed about once a second, no binary
+# log flushes, no doublewrite buffer (a crash of the machine may lose the last second; a crash of the server not)
+NOT_DURABLE = {"innodb_flush_log_at_trx_commit": "2", "sync_binlog": "0", "innodb_doublewrite": "0"}
+DEFAULT_DB = "advisor"  # the database every sandbox server has (created at its first start)
 
 
 def _binary(name: str) -> str:
@@ -87,14 +92,15 @@ def option_lines(options: dict[str, str | None]) -> list[str]:
 
 class MariaDBSandbox:
     """One local MariaDB server; a context manager, or ``start()`` and ``stop()``. ``settings`` in MariaDB's
-    option syntax and units (``{"innodb_buffer_pool_size": "256M"}``). It satisfies ``connectors.base.Sandbox``."""
+    option syntax and units (``{"innodb_buffer_pool_size": "256M"}``); ``durable=False`` trades crash safety for
+    speed (``NOT_DURABLE`` under the given settings). It satisfies ``connectors.base.Sandbox``."""
 
     engine = "mariadb"
 
     def __init__(self, name: str = "sandbox", settings: dict[str, str] | None = None, base_dir: str | None = None,
-                 keep: bool = False):
+                 keep: bool = False, durable: bool = True):
         self.name = name
-        self.settings = dict(settings or {})
+        self.settings = {**({} if durable else NOT_DURABLE), **(settings or {})}
         self.keep = keep
         self.server = _binary("mariadbd")
         self.root = Path(tempfile.mkdtemp(prefix=f"{local.PREFIX}{name}-", dir=base_dir))
@@ -124,6 +130,7 @@ class MariaDBSandbox:
             with self._root_conn() as conn, conn.cursor() as cur:
                 cur.execute(f"CREATE USER IF NOT EXISTS {LOGIN}@'127.0.0.1'")
                 cur.execute(f"GRANT ALL PRIVILEGES ON *.* TO {LOGIN}@'127.0.0.1' WITH GRANT OPTION")
+                cur.execute(f"CREATE DATABASE IF NOT EXISTS {quote(DEFAULT_DB)}")
         except BaseException:
             self.stop()
             raise
@@ -246,10 +253,10 @@ class MariaDBSandbox:
 
     # --- use --------------------------------------------------------------------------------------------------
 
-    def dsn(self, dbname: str = "mysql") -> str:
+    def dsn(self, dbname: str = DEFAULT_DB) -> str:
         return f"mysql://{LOGIN}@{self.host}:{self.port}/{url_quote(dbname, safe='')}"
 
-    def connector(self, dbname: str = "mysql") -> MariaDBConnector:
+    def connector(self, dbname: str = DEFAULT_DB) -> MariaDBConnector:
         """A connector to one of this server's databases that restarts this server when a change needs it."""
         from connectors.mariadb.connector import MariaDBConnector
 
@@ -305,6 +312,32 @@ class MariaDBSandbox:
         """Path of a client program of the installed MariaDB (mariadb, mariadb-dump, mariadb-admin)."""
         return _binary(name)
 
+    # --- benches (issue 30) ------------------------------------------------------------------------------------
+
+    default_db = DEFAULT_DB
+
+    def login_dsn(self, dbname: str, user: str | None = None, password: str | None = None) -> str:
+        """A ``mysql://`` URL of ``dbname`` over TCP as ``user`` (default: the sandbox's ``advisor``), with
+        ``password`` percent-encoded when given."""
+        secret = f":{url_quote(password, safe='')}" if password else ""
+        return (f"mysql://{url_quote(user or self.user, safe='')}{secret}@{self.host}:{self.port}/"
+                f"{url_quote(dbname, safe='')}")
+
+    def server_pid(self) -> int | None:
+        """mariadbd's process while it runs."""
+        pid = _pid(self.root)
+        return pid if pid is not None and pid_alive(pid) else None
+
+    def interrupt(self) -> int | None:
+        """A shutdown now (SIGTERM to mariadbd: sessions are ended, InnoDB flushes and stops), not waited for."""
+        pid = self.server_pid()
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        return pid
+
 
 # --- processes ----------------------------------------------------------------------------------------------
 
@@ -339,4 +372,19 @@ def stop_orphan(root: Path, owner: dict) -> None:
         _halt(root, timeout_s=10.0)
 
 
+def find_server(root: Path) -> local.RunningServer | None:
+    """The running server of sandbox directory ``root``: mariadbd of its pid file, the port of its ``my.cnf``."""
+    pid = _pid(root)
+    if pid is None or not pid_alive(pid):
+        return None
+    try:
+        port = next(int(line.split("=", 1)[1]) for line in (root / "my.cnf").read_text().splitlines()
+                    if line.startswith("port="))
+    except (OSError, ValueError, StopIteration):
+        return None
+    return local.RunningServer(MariaDBSandbox.engine, root, root / "data", pid, port,
+                               f"mysql://{LOGIN}@127.0.0.1:{port}/{DEFAULT_DB}")
+
+
 local.register_engine(MariaDBSandbox.engine, stop_orphan)
+local.register_server_finder(MariaDBSandbox.engine, find_server)

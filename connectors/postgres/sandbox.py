@@ -21,6 +21,7 @@ import contextlib
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -276,6 +277,19 @@ class PostgresSandbox:
         """A libpq ``key=value`` DSN of ``dbname`` over TCP as ``user`` (default: ``postgres``)."""
         return keyword_dsn(self.host, self.port, dbname, user or self.user, password)
 
+    def server_pid(self) -> int | None:
+        """The postmaster's process while it runs."""
+        pid = self.postmaster_pid()
+        return pid if pid is not None and pid_alive(pid) else None
+
+    def interrupt(self) -> int | None:
+        """A fast shutdown (SIGINT to the postmaster, as ``pg_ctl stop -m fast`` sends), not waited for."""
+        pid = self.server_pid()
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGINT)
+        return pid
+
 
 # --- processes and lock files -----------------------------------------------------------------------------------
 
@@ -341,7 +355,21 @@ def stop_orphan(root: Path, owner: dict) -> None:
         _halt(root.name, bin_dir, root / "data", root / "run")
 
 
+def find_server(root: Path) -> local.RunningServer | None:
+    """The running server of sandbox directory ``root``: the postmaster and port of its ``postmaster.pid``."""
+    try:
+        lines = (root / "data" / "postmaster.pid").read_text().splitlines()
+        pid, port = int(lines[0]), int(lines[3])
+    except (OSError, ValueError, IndexError):
+        return None
+    if not pid_alive(pid):
+        return None
+    return local.RunningServer(PostgresSandbox.engine, root, root / "data", pid, port,
+                               keyword_dsn("127.0.0.1", port, "postgres", "postgres"))
+
+
 local.register_engine(PostgresSandbox.engine, stop_orphan)
+local.register_server_finder(PostgresSandbox.engine, find_server)
 
 
 def wait_until_accepting(dsn: str, timeout_s: float = 30.0) -> None:
