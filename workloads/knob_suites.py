@@ -79,7 +79,50 @@ PLANNER = Suite(
     ),
 )
 
-SUITES: dict[str, Suite] = {**suites.SUITES, PLANNER.name: PLANNER}
+# --- memory: data larger than the default caches, sorts and groupings larger than the default sort memory -------
+
+M_SCAN = """SELECT l_returnflag, l_linestatus, count(*) AS lines, sum(l_extendedprice) AS value
+FROM lineitem
+WHERE l_shipdate >= $1
+GROUP BY l_returnflag, l_linestatus
+ORDER BY l_returnflag, l_linestatus"""
+
+M_LOOKUP = """SELECT count(*) AS lines, sum(l.l_quantity) AS quantity
+FROM orders o
+JOIN lineitem l ON l.l_orderkey = o.o_orderkey
+WHERE o.o_totalprice > $1"""
+
+M_GROUPS = """SELECT l_partkey, l_suppkey, count(*) AS lines, sum(l_quantity) AS quantity
+FROM lineitem
+WHERE l_shipdate >= $1
+GROUP BY l_partkey, l_suppkey
+ORDER BY quantity DESC
+LIMIT 10"""
+
+M_SORT = """SELECT max(rn) AS lines
+FROM (SELECT row_number() OVER (ORDER BY l_comment) AS rn FROM lineitem WHERE l_shipdate >= $1) t"""
+
+
+def _early(r: random.Random) -> tuple[Value, ...]:
+    return (date(1992, 1, 1) + timedelta(days=r.randint(30, 120)),)
+
+
+MEMORY = Suite(
+    name="memory",
+    description=("Reporting over data larger than a server's default cache (repeated scans of lineitem, key "
+                 "lookups into it), groupings with many groups and a large sort: the buffer cache, the sort "
+                 "memory and the in-memory temporary tables' sizes matter (primary keys only)."),
+    scale=0.2,
+    setup_sql=(),
+    templates=(
+        _template("m1", M_SCAN, _early),
+        _template("m2", M_LOOKUP, lambda r: (r.randint(28, 34) * 10000,)),
+        _template("m3", M_GROUPS, _early),
+        _template("m4", M_SORT, _early),
+    ),
+)
+
+SUITES: dict[str, Suite] = {**suites.SUITES, PLANNER.name: PLANNER, MEMORY.name: MEMORY}
 
 
 def get(name: str) -> Suite:
