@@ -40,7 +40,7 @@ from advisor.tuning.knobs.runners import PgbenchRunner, ReplayRunner
 from advisor.tuning.knobs.trials import TrialRecord, TrialRunner, TuningOptions, best_so_far, compare_configs
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors import factory
-from connectors.base import Shadow
+from connectors.base import Connector, Shadow
 from optimizers import registry
 from optimizers.knobs.features import extract
 from optimizers.knobs.problem import KnobProblem
@@ -187,7 +187,8 @@ class KnobBench:
                "machine": {"cores": self.hw.cores, "memory_gb": round(self.hw.memory_bytes / 1024**3, 1),
                            "storage": self.hw.storage},
                "options": asdict(self.options), "wall_s": round(time.time() - started, 1),
-               "workloads": [asdict(r) for r in reports], "skipped": skipped, "surrogate": surrogate, "designs": designs}
+               "workloads": [asdict(r) for r in reports], "skipped": skipped, "surrogate": surrogate,
+               "designs": designs}
         (self.out / "knobs.json").write_text(json.dumps(doc, indent=2, default=str))
         self._plot(reports, surrogate)
         return doc
@@ -366,7 +367,7 @@ class Skipped(Exception):
     """A workload the engine under test cannot run; the message is the fact that says why."""
 
 
-def _check_client(connector, wl: BenchWorkload) -> None:
+def _check_client(connector: Connector, wl: BenchWorkload) -> None:
     """Skipped when ``wl`` is driven by a client program (pgbench) that the connector's engine has not."""
     if wl.kind == "pgbench":
         try:
