@@ -15,6 +15,7 @@ from advisor.bench.fault_env import BenchFailure, Lines, pid_alive
 from advisor.bench.fault_llm import ScriptedLLM
 from advisor.core.domain import DropIndexChange
 from advisor.core.errors import AdvisorError
+from advisor.core.hardware import detect
 from advisor.service.runs import RunPlan
 from connectors import factory
 
@@ -115,14 +116,32 @@ class BadLLM(Fault):
     name = "llm"
     title = "an LLM endpoint that hangs, answers garbage, is not a chat endpoint, or invents knobs"
     TIMEOUT_S = 2.0
-    INVENTED = json.dumps({"configs": [
-        {"knobs": {"turbo_mode": "on", "work_mem": "32MB", "random_page_cost": 1.1}, "reason": "fast"},
-        {"knobs": {"shared_buffers_boost": "4GB", "effective_cache_size": "2GB"}, "reason": "cache"}]})
+    INVENTED = ("turbo_mode", "buffer_boost")  # knobs no engine has
     SUBS = (("hang", ({"sleep": 3600},), "did not answer within"),
-            ("garbage", ("Sure! Raise shared_buffers and buy more RAM.", '{"configs": 42}',
+            ("garbage", ("Sure! Raise the buffers and buy more RAM.", '{"configs": 42}',
                          "```json\n{configs: [}\n```"), "unusable answer"),
             ("not-chat", ({"raw": "<html><body>502 Bad Gateway</body></html>"},), "did not answer like a chat"),
-            ("invents", (INVENTED,), "turbo_mode"))
+            ("invents", (), "turbo_mode"))  # its script: ``invented`` (real knobs of the engine's among them)
+
+    def invented(self, env) -> str:
+        """An answer whose configurations mix knobs no engine has with three real ones of the engine's profile
+        (the first it tunes), set to the middle of their ranges for this machine."""
+        connector = factory.connector(env.dsn)
+        profile, catalog = connector.knob_profile(), connector.knob_catalog()
+        ranges = profile.ranges(detect())
+        real = [k for k in ranges if k in catalog][:3]
+
+        def middle(knob: str) -> str:
+            r, spec = ranges[knob], catalog[knob]
+            mid = (r.low * r.high) ** 0.5 if r.scale == "log" and r.low > 0 else (r.low + r.high) / 2
+            family, size = profile.units.unit_factor(spec.unit)
+            if family == "memory":
+                return profile.units.round_bytes(mid, unit=int(size))
+            return profile.units.clamp(spec, mid)
+
+        return json.dumps({"configs": [
+            {"knobs": {self.INVENTED[0]: "on", **{k: middle(k) for k in real[:2]}}, "reason": "fast"},
+            {"knobs": {self.INVENTED[1]: "4GB", **{k: middle(k) for k in real[2:]}}, "reason": "cache"}]})
 
     def inject(self, env) -> None:
         from advisor.core.settings import Settings
@@ -130,6 +149,7 @@ class BadLLM(Fault):
 
         self.subs = {}
         for sub, script, _ in self.SUBS:
+            script = script or (self.invented(env),)
             lines = Lines()
             with ScriptedLLM(*script) as llm, env.service(lines) as service:
                 seeder = from_settings(Settings(llm_url=llm.url, llm_model=f"fault-{sub}",
@@ -165,7 +185,7 @@ class BadLLM(Fault):
                 continue
             seeds = [t for t in result.trials if t.source.startswith("seed:")]
             sources = sorted({t.source.removeprefix("seed:") for t in seeds})
-            invented = [k for t in result.trials for k in t.config if k in ("turbo_mode", "shared_buffers_boost")]
+            invented = [k for t in result.trials for k in t.config if k in self.INVENTED]
             want_llm = sub == "invents"
             good = bool(seeds) and not invented and all(src.startswith("llm:") == want_llm for src in sources)
             ok = ok and good

@@ -5,7 +5,8 @@ then ``inject``, ``detect`` and ``recover`` in order, and ``teardown`` (always: 
 step records on ``self.outcome``: booleans with one line saying how, seconds to recover, rows a case knows were lost
 beyond what the ledger shows, and servers left running (orphans). The verdict: *recovered* when the fault was
 injected, detected and recovered; *refused* when it was injected and refused with a clear reason (recovery is not
-what the advisor should do there); else *FAILED*. Lost rows or orphans make any verdict FAILED.
+what the advisor should do there); *skipped* when the case found that its fault cannot be placed on this engine (it
+says why: ``skip``); else *FAILED*. Lost rows or orphans make any verdict FAILED.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class Outcome:
     lost: dict[str, int] = field(default_factory=lambda: {"trials": 0, "recommendations": 0, "audit": 0})
     orphans: list[str] = field(default_factory=list)
     error: str | None = None  # the bench could not complete the case
+    skipped: str = ""  # why the fault cannot be placed on this engine (the case found it so)
     details: dict = field(default_factory=dict)
     started: float = 0.0
     seconds: float = 0.0
@@ -41,6 +43,8 @@ class Outcome:
             return "recovered"
         if clean and self.injected and self.detected and self.refused:
             return "refused"
+        if clean and self.skipped and not self.injected:
+            return "skipped"
         return "FAILED"
 
     def doc(self) -> dict:
@@ -48,7 +52,8 @@ class Outcome:
                 "injected_how": self.injected_how, "detected": self.detected, "detected_how": self.detected_how,
                 "recovered": self.recovered, "refused": self.refused, "recovered_how": self.recovered_how,
                 "recover_s": None if self.recover_s is None else round(self.recover_s, 2), "lost": self.lost,
-                "orphans": self.orphans, "error": self.error, "details": self.details, "seconds": self.seconds}
+                "orphans": self.orphans, "error": self.error, "skipped": self.skipped, "details": self.details,
+                "seconds": self.seconds}
 
 
 class Fault:
@@ -77,6 +82,10 @@ class Fault:
         pass
 
     # --- recording --------------------------------------------------------------------------------------------
+
+    def skip(self, why: str) -> None:
+        """The fault cannot be placed on this engine (found while trying): nothing more is done but teardown."""
+        self.outcome.injected, self.outcome.skipped = False, why
 
     def injected(self, how: str) -> None:
         self.outcome.injected, self.outcome.injected_how = True, how

@@ -4,8 +4,8 @@ Per fault: injected (and how), detected (and how the advisor said so), recovered
 the store's trials / recommendations / audit rows lost (rows that existed before the fault and are gone or changed
 other than along a recommendation's lifecycle, plus trial numbers a resumed run holds twice, plus trials a killed
 advisor reported done that the store does not have: must be 0), orphaned servers (of the engine ``--engine`` names),
-and the seconds to recover. The cases are listed in ``_cases`` (from ``fault_cases``, ``fault_stop_cases``, ``fault_api_cases``,
-``fault_disk`` and ``fault_prod_cases``); each is a small class with ``setup`` / ``inject`` / ``detect`` /
+and the seconds to recover. The cases are listed in ``_cases`` (from ``fault_cases``, ``fault_stop_cases``,
+``fault_api_cases``, ``fault_disk`` and ``fault_prod_cases``); each is a small class with ``setup`` / ``inject`` / ``detect`` /
 ``recover`` / ``teardown`` (``fault_base.Fault``).
 
 Setup: one sandbox "production" server with the shop database (``advisor.bench.playground``) and one store, both
@@ -84,7 +84,7 @@ def run_fault_bench(options: FaultBenchOptions = FaultBenchOptions(), say: Say =
         shutil.rmtree(work, ignore_errors=True)
     lost = add_lost(*(o.lost for o in results))
     doc = {"faults": [o.doc() for o in results], "lost": lost,
-           "ok": all(o.verdict in ("recovered", "refused") for o in results),
+           "ok": all(o.verdict in ("recovered", "refused", "skipped") for o in results),
            "machine": {**asdict(detect()), "python": sys.version.split()[0]}, "options": asdict(options),
            "wall_s": round(time.monotonic() - started, 1), "work_dir": str(work) if options.keep else None}
     (out / "faults.json").write_text(json.dumps(doc, indent=2, default=str))
@@ -101,8 +101,9 @@ def run_case(case: Fault, env: Env) -> Outcome:
         case.setup(env)
         before = env.ledger()
         case.inject(env)
-        case.detect(env)
-        case.recover(env)
+        if not o.skipped:
+            case.detect(env)
+            case.recover(env)
     except Exception as e:  # noqa: BLE001 - a case that breaks is reported as such; the next one still runs
         o.error = (f"{type(e).__name__}: {e}".strip().splitlines() or [""])[0][:300]
     finally:
@@ -140,13 +141,14 @@ def table(doc: dict) -> str:
     for f in doc["faults"]:
         lost = f"{f['lost']['trials']}/{f['lost']['recommendations']}/{f['lost']['audit']}"
         secs = f"{f['recover_s']:.1f}" if f["recover_s"] is not None else "-"
-        rec = "refused" if f["refused"] and not f["recovered"] else _yn(f["recovered"])
+        rec = "refused" if f["refused"] and not f["recovered"] else "-" if f["skipped"] else _yn(f["recovered"])
         rows.append(f"{f['name']:<{width}} {_yn(f['injected']):>8} {_yn(f['detected']):>8} {rec:>9}  {lost:>10} "
                     f"{len(f['orphans']):>7} {secs:>9}  {f['verdict']}")
     rows.append("")
     for f in doc["faults"]:
         rows.append(f"{f['name']}: {f['title']}")
-        for label, key in (("injected", "injected_how"), ("detected", "detected_how"), ("recovered", "recovered_how")):
+        for label, key in (("skipped", "skipped"), ("injected", "injected_how"), ("detected", "detected_how"),
+                           ("recovered", "recovered_how")):
             if f[key]:
                 rows.append(f"  {label}: {f[key]}")
         if f["orphans"]:
@@ -156,7 +158,10 @@ def table(doc: dict) -> str:
             rows.append(f"  bench error: {f['error']}")
     lost = doc["lost"]
     rows.append("")
-    verdict = "every fault recovered or refused with a reason" if doc["ok"] else "NOT every fault was handled"
+    skipped = sum(f["verdict"] == "skipped" for f in doc["faults"])
+    verdict = ("every fault recovered or refused with a reason" + (f" ({skipped} skipped: not placeable here)"
+                                                                   if skipped else "")
+               if doc["ok"] else "NOT every fault was handled")
     rows.append(f"rows lost in all: trials {lost['trials']}, recommendations {lost['recommendations']}, audit "
                 f"{lost['audit']}; {verdict}; {doc['wall_s']:.0f} s")
     return "\n".join(rows)
@@ -169,14 +174,14 @@ def plot(doc: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     faults = doc["faults"]
-    colors = {"recovered": "tab:green", "refused": "tab:blue", "FAILED": "tab:red"}
+    colors = {"recovered": "tab:green", "refused": "tab:blue", "skipped": "tab:gray", "FAILED": "tab:red"}
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(faults) + 1.5))
     y = range(len(faults))
     ax.barh(list(y), [f["recover_s"] or 0 for f in faults], color=[colors[f["verdict"]] for f in faults])
     ax.set_yticks(list(y), [f"{f['name']} ({f['verdict']})" for f in faults])
     ax.invert_yaxis()
     ax.set_xlabel("seconds to recover (0: none measured)")
-    ax.set_title("advisor bench faults (green: recovered, blue: refused with a reason, red: failed)", fontsize=10)
+    ax.set_title("advisor bench faults (green: recovered, blue: refused, grey: skipped, red: failed)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

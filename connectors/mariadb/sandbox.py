@@ -156,7 +156,8 @@ class MariaDBSandbox:
                                      + f"\n!include {self.overrides_file}\n", encoding="utf-8")
         socket_user = pwd.getpwuid(os.geteuid()).pw_name
         args = [_binary("mariadb-install-db"), "--no-defaults", f"--datadir={self.data}", "--skip-test-db",
-                "--auth-root-authentication-method=socket", f"--auth-root-socket-user={socket_user}"]
+                "--auth-root-authentication-method=socket", f"--auth-root-socket-user={socket_user}",
+                f"--tmpdir={self.run_dir}"]  # its own: temporary tables of servers bootstrapping at once share names
         if _as_root():
             args.append("--user=mysql")
         try:
