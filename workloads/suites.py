@@ -27,7 +27,7 @@ import random
 import re
 import string
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 
 from advisor.core.errors import NotFound
@@ -35,7 +35,7 @@ from connectors import factory
 from connectors.base import Connector
 from workloads import tpch
 from workloads.binding import BoundStatement, substitute
-from workloads.sqlsource import all_to_dialect, string_literal
+from workloads.sqlsource import all_to_dialect, string_literal, to_dialect
 from workloads.tpch.queries import (CONTAINER_1, CONTAINER_2, NATIONS, REGIONS, SEGMENTS, SHIPMODES, TEMPLATES,
                                     TYPE_1, TYPE_2, TYPE_3)
 
@@ -60,11 +60,17 @@ class Suite:
     setup_sql: tuple[str, ...]  # DDL run once after loading, then ANALYZE
     templates: tuple[Template, ...] = field(default=(), repr=False)
 
-    def statements(self, seed: int = 0) -> list[BoundStatement]:
-        """One concrete statement per template, parameters drawn from ``random.Random(seed)``."""
+    def statements(self, seed: int = 0, dialect: str | None = None) -> list[BoundStatement]:
+        """One concrete statement per template, parameters drawn from ``random.Random(seed)``; written in
+        ``dialect`` (a connector's, transpiled from TPC-H's ``SOURCE_DIALECT``), or as the suite has them."""
         rng = random.Random(seed)
-        return [BoundStatement(f"{self.name}.{t.key}", t.normalized, t.render(rng, self.scale), 1.0, "literal", False)
-                for t in self.templates]
+        out = [BoundStatement(f"{self.name}.{t.key}", t.normalized, t.render(rng, self.scale), 1.0, "literal", False)
+               for t in self.templates]
+        if dialect is None:
+            return out
+        source = tpch.SOURCE_DIALECT
+        return [replace(b, normalized=to_dialect(b.normalized, source, dialect), sql=to_dialect(b.sql, source, dialect))
+                for b in out]
 
 
 # --- rendering ----------------------------------------------------------------------------------------------------

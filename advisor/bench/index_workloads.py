@@ -160,7 +160,8 @@ class WorkloadBench:
                 advised.append(matched)
             runs = [run for run, _ in advised]
             self.say(f"[{name}] sizes: {len(self._built)} built indexes against a first run's estimates")
-            sizes = index_sizing.size_errors(index_sizing.first_run_estimates(connector, self._built), self._built)
+            sizes = index_sizing.size_errors(index_sizing.first_run_estimates(shadow.connector, self._built),
+                                             self._built)
         result = {"scale": scale, "data_mb": round(data_bytes / MB, 1), "budget_mb": round(budget_mb, 1),
                   "statements": len(measured), "fill_statements": ran, "advisors": [asdict(r) for r in runs],
                   "sizes": sizes}

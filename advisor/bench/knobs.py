@@ -31,7 +31,7 @@ from pathlib import Path
 
 from advisor.bench.knob_surrogate import Observed, Surrogate, compare, measure_design
 from advisor.core.domain import Hardware, Statement, Workload
-from advisor.core.errors import NotFound
+from advisor.core.errors import AdvisorError, NotFound
 from advisor.core.hardware import detect
 from advisor.core.progress import Say, silent
 from advisor.storage.store import Store, new_id, open_store
@@ -40,7 +40,7 @@ from advisor.tuning.knobs.runners import PgbenchRunner, ReplayRunner
 from advisor.tuning.knobs.trials import TrialRecord, TrialRunner, TuningOptions, best_so_far, compare_configs
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors import factory
-from connectors.base import Shadow
+from connectors.base import Connector, Shadow
 from optimizers import registry
 from optimizers.knobs.features import extract
 from optimizers.knobs.problem import KnobProblem
@@ -65,12 +65,12 @@ class BenchWorkload:
 
 DEFAULT_WORKLOADS = (BenchWorkload("joins", "replay", True, 30), BenchWorkload("lookups", "replay", True, 30),
                      BenchWorkload("planner", "replay", True, 30), BenchWorkload("tpch", "replay", False, 12),
-                     BenchWorkload("pgbench", "pgbench", False, 10))
+                     BenchWorkload("memory", "replay", False, 12), BenchWorkload("pgbench", "pgbench", False, 10))
 
 
 @dataclass(frozen=True)
 class BenchOptions:
-    workloads: tuple[str, ...] = ("joins", "lookups", "planner", "tpch", "pgbench")
+    workloads: tuple[str, ...] = ("joins", "lookups", "planner", "tpch", "memory", "pgbench")
     trials: int | None = None  # overrides each workload's default
     repeats: int = 2
     validation_rounds: int = 4
@@ -154,6 +154,7 @@ class KnobBench:
                 raise NotFound(f"unknown bench workload {name!r} (available: {', '.join(by_name)})")
         wanted = [by_name[n] for n in self.options.workloads]
         reports: list[WorkloadReport] = []
+        skipped: list[dict[str, str]] = []  # workloads this engine cannot run, with the fact that says why
         designs: dict[str, dict] = {}
         surrogate: dict = {"label": "SURROGATE: per-statement random forests fitted to real trials; not a database",
                            "seeds": self.options.surrogate_seeds, "trials": self.options.surrogate_trials,
@@ -170,7 +171,12 @@ class KnobBench:
             store = open_store(self.out / "bench.duckdb")
             try:
                 for wl in wanted:
-                    report, design = self._workload(wl, store)
+                    try:
+                        report, design = self._workload(wl, store)
+                    except Skipped as e:
+                        self.say(f"[{wl.name}] skipped: {e}")
+                        skipped.append({"name": wl.name, "reason": str(e)})
+                        continue
                     reports.append(report)
                     if design is not None:
                         designs[wl.name] = design
@@ -181,7 +187,8 @@ class KnobBench:
                "machine": {"cores": self.hw.cores, "memory_gb": round(self.hw.memory_bytes / 1024**3, 1),
                            "storage": self.hw.storage},
                "options": asdict(self.options), "wall_s": round(time.time() - started, 1),
-               "workloads": [asdict(r) for r in reports], "surrogate": surrogate, "designs": designs}
+               "workloads": [asdict(r) for r in reports], "skipped": skipped, "surrogate": surrogate,
+               "designs": designs}
         (self.out / "knobs.json").write_text(json.dumps(doc, indent=2, default=str))
         self._plot(reports, surrogate)
         return doc
@@ -200,7 +207,8 @@ class KnobBench:
         else:
             suite = knob_suites.get(wl.name)
             suites.prepare(dsn, suite)
-            runner = ReplayRunner(suite.statements(self.options.seed), repeats=self.options.repeats)
+            runner = ReplayRunner(suite.statements(self.options.seed, factory.connector(dsn).dialect),
+                                  repeats=self.options.repeats)
             workload = Workload(tuple(Statement(b.queryid, b.sql, 1, 1.0) for b in runner.statements))
         shadow = Shadow.of(sandbox, "bench")
         space = KnobSpace.build(shadow.connector.knob_catalog(), self.hw, shadow.connector.knob_profile())
@@ -247,6 +255,7 @@ class KnobBench:
         trials_n = self.options.trials or wl.trials
         self.say(f"[{wl.name}] starting a server and loading the data")
         with factory.sandbox(self.options.engine, f"bench-{wl.name}") as sandbox:
+            _check_client(Shadow.of(sandbox, sandbox.default_db).connector, wl)
             shadow, runner, workload, space, features = self._server(sandbox, wl)
             seeds, _ = rule_seeds(space, features)
             all_records: list[TrialRecord] = []
@@ -354,6 +363,19 @@ class KnobBench:
         plt.close(fig)
 
 
+class Skipped(Exception):
+    """A workload the engine under test cannot run; the message is the fact that says why."""
+
+
+def _check_client(connector: Connector, wl: BenchWorkload) -> None:
+    """Skipped when ``wl`` is driven by a client program (pgbench) that the connector's engine has not."""
+    if wl.kind == "pgbench":
+        try:
+            connector.client_command("pgbench", ["--version"])
+        except AdvisorError as e:
+            raise Skipped(f"needs the pgbench client: {e}") from None
+
+
 def _recommendation(records: list[TrialRecord]) -> TrialRecord | None:
     """What the pipeline would validate first: the best trial better than the baseline, those that slowed no
     statement first (``pipeline.candidates``'s order); None when no trial beat the baseline."""
@@ -393,6 +415,8 @@ def table(doc: dict) -> str:
             fine = f"{r['feasible_gain']:+.1%}" if r.get("feasible_gain") is not None else "-"
             lines.append(f"  {r['label']:<14} {r['trials']:>6} {r['failed']:>6} {r['best_objective'] or 0:>10.1f} "
                          f"{r['gain']:>+8.1%} {fine:>8} {share:>6} {r['trials_to_95'] or '-':>6} {r['wall_s']:>7.1f}")
+    for w in doc.get("skipped") or []:
+        lines.append(f"\n{w['name']}: skipped ({w['reason']})")
     sur = doc.get("surrogate") or {}
     for name, w in (sur.get("workloads") or {}).items():
         lines.append(f"\nSURROGATE {name} (per-statement random forests on {w['trained_on']} real trials; "

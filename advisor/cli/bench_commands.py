@@ -19,7 +19,7 @@ bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks on self-started s
 
 @bench_app.command("knobs")
 def bench_knobs(workloads: Annotated[str, typer.Option(help="comma-separated: joins, lookups, planner, tpch, "
-                                                           "pgbench")] = "joins,lookups,planner,tpch,pgbench",
+                                                           "memory, pgbench")] = "joins,lookups,planner,tpch,memory,pgbench",
                 trials: Annotated[int | None, typer.Option(help="trials per optimizer run (default: per workload, "
                                                                "30 for joins/lookups/planner)", min=3)] = None,
                 repeats: Annotated[int, typer.Option(help="executions of each statement per trial", min=1)] = 2,
