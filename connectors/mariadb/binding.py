@@ -193,7 +193,7 @@ class MariaDBBindingSource:
                 out.append("bigint")
             elif isinstance(use, tuple) and (found := self._column(*use)) is not None:
                 out.append(types[found])
-            elif use.startswith("cast "):
+            elif isinstance(use, str) and use.startswith("cast "):
                 out.append(use.removeprefix("cast "))
             else:
                 out.append("unknown")

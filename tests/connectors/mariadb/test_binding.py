@@ -97,6 +97,9 @@ def test_the_binding_source_reads_types_values_and_renders_literals(shop):
         types = source.parameter_types("SELECT * FROM `orders` AS o WHERE o.`cust` = $1 AND `placed` BETWEEN $2 "
                                        "AND $3 AND `status` LIKE $4 AND $5 = 1 LIMIT $6", 6, {})
         assert types == ["int(11)", "date", "date", "varchar(10)", "unknown", "bigint"]
+        # a column the catalog does not have (a derived table's, a TPC-H view's): its type is unknown
+        assert source.parameter_types("SELECT * FROM (SELECT `cust` AS c FROM `orders`) AS d WHERE d.c = $1",
+                                      1, {}) == ["unknown"]
         hist, common = source.column_values("orders", "status")
         assert set(common) == {"open", "paid", "sent"} and hist[0] == "open"
         sampled, _ = source.column_values("", "the key")  # no statistics: sampled values, sorted
