@@ -46,7 +46,18 @@ SERVERS = {"postgres": ("pg", "tpch_dsn"), "mariadb": ("maria", "maria_tpch")}
 QUERIES_DIALECT = "postgres"  # the SQL test_index_baselines.QUERIES are written in
 
 
-@pytest.fixture(scope="module", params=[pytest.param(engine) for engine in factory.ENGINES])
+# Every check that reads the problem (construction, valid asks, budgets, fallbacks) runs on every engine. The checks
+# of an optimizer's own bookkeeping (same seed same asks, state and restore, failed trials, hooks) do not depend on
+# the engine the problem came from and cost minutes more per engine: they run on the default engine, and on the
+# others with ``-m slow``.
+on_every_engine = pytest.mark.parametrize("engine", [pytest.param(e) for e in factory.ENGINES], indirect=True,
+                                          scope="module")
+bookkeeping = pytest.mark.parametrize(
+    "engine", [pytest.param(e, marks=() if e == factory.DEFAULT_ENGINE else pytest.mark.slow) for e in factory.ENGINES],
+    indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
 def engine(request) -> str:
     return request.param
 
@@ -155,6 +166,7 @@ def test_every_kind_lists_unique_names():
         assert all(cls.kind == kind and cls.description for cls in registry.available(kind))
 
 
+@on_every_engine
 @pytest.mark.parametrize("cls", LISTED)
 def test_problem_at_construction_and_unknown_options_refused(cls, problem_of):
     problem = problem_of(cls.kind)
@@ -165,6 +177,7 @@ def test_problem_at_construction_and_unknown_options_refused(cls, problem_of):
         make(cls, problem).ask(0)
 
 
+@on_every_engine
 @pytest.mark.parametrize("cls", LISTED)
 def test_asks_are_valid_for_the_problem(cls, problem_of):
     problem = problem_of(cls.kind)
@@ -178,12 +191,14 @@ def test_asks_are_valid_for_the_problem(cls, problem_of):
         assert_valid(cls, problem, config)
 
 
+@bookkeeping
 @pytest.mark.parametrize("cls", LISTED)
 def test_the_same_seed_and_tells_give_the_same_asks(cls, problem_of):
     problem = problem_of(cls.kind)
     assert drive(make(cls, problem, seed=3), problem) == drive(make(cls, problem, seed=3), problem)
 
 
+@bookkeeping
 @pytest.mark.parametrize("cls", LISTED)
 def test_state_and_restore_reproduce_the_next_ask_exactly(cls, problem_of):
     problem = problem_of(cls.kind)
@@ -202,6 +217,7 @@ def test_state_and_restore_reproduce_the_next_ask_exactly(cls, problem_of):
             o.tell(config[0], TrialResult(objective(problem, config[0])))
 
 
+@on_every_engine
 @pytest.mark.parametrize("cls", LISTED)
 def test_restore_refuses_another_optimizers_state(cls, problem_of):
     problem = problem_of(cls.kind)
@@ -210,6 +226,7 @@ def test_restore_refuses_another_optimizers_state(cls, problem_of):
         make(cls, problem).restore(make(other, problem).state())
 
 
+@bookkeeping
 @pytest.mark.parametrize("cls", LISTED)
 def test_failed_and_infeasible_trials_are_taken_and_the_search_goes_on(cls, problem_of):
     problem = problem_of(cls.kind)
@@ -222,6 +239,7 @@ def test_failed_and_infeasible_trials_are_taken_and_the_search_goes_on(cls, prob
         opt.tell(config, TrialResult(None, "measured"))
 
 
+@on_every_engine
 @pytest.mark.parametrize("cls", [p for p in LISTED if p.values[0].kind == "indexes"])
 def test_index_budgets_are_kept_when_tight(cls, index_problem):
     smallest = min(index_problem.whatif.size(c.index) for c in index_problem.candidates)
@@ -231,6 +249,7 @@ def test_index_budgets_are_kept_when_tight(cls, index_problem):
         assert problem.size(config) <= budget
 
 
+@bookkeeping
 @pytest.mark.parametrize("cls", LISTED)
 def test_optional_hooks_answer_with_their_types(cls, problem_of, tmp_path):
     problem = problem_of(cls.kind)
@@ -243,6 +262,7 @@ def test_optional_hooks_answer_with_their_types(cls, problem_of, tmp_path):
     assert isinstance(why, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in why.items())
 
 
+@on_every_engine
 def test_the_base_refuses_a_plugin_that_breaks_the_contract(index_problem):
     class Greedy(registry.get("indexes", "noindex")):
         name = "greedy"
@@ -254,6 +274,7 @@ def test_the_base_refuses_a_plugin_that_breaks_the_contract(index_problem):
         Greedy(index_problem.with_weights({"cust": 1.0}, 1)).ask(1)
 
 
+@on_every_engine
 @pytest.mark.parametrize("cls", [p for p in LISTED if p.values[0].kind == "indexes"])
 def test_only_learned_optimizers_fall_back_to_a_baselines_set(cls, index_problem):
     from advisor.tuning.indexes.pipeline import better_baseline
