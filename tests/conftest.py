@@ -1,5 +1,6 @@
 """Fixtures: real PostgreSQL sandboxes started from the system's binaries (see connectors.postgres.sandbox), and one
-MariaDB sandbox server for the session (``maria``, connectors.mariadb.sandbox) for every package's tests."""
+MariaDB sandbox server for the session (``maria``, connectors.mariadb.sandbox) for every package's tests; TPC-H at
+SF 0.01 loaded once in each (``tpch_dsn``, ``maria_tpch``)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,15 @@ def tpch_dsn(pg):
     """TPC-H at scale 0.01 (about 10 MB), loaded once."""
     dsn = pg.create_database("tpch")
     tpch.load(dsn, 0.01)
+    return dsn
+
+
+@pytest.fixture(scope="session")
+def maria_tpch(maria):
+    """TPC-H at scale 0.01 (the smallest whose partsupp keys are unique) on the session's MariaDB server, loaded
+    once through the connector: the DSN of its database ``tpch``."""
+    dsn = maria.create_database("tpch")
+    tpch.load(maria.connector("tpch"), 0.01)
     return dsn
 
 

@@ -1,4 +1,5 @@
-"""The conformance suite: every optimizer listed in ``optimizers.registry`` (every kind) keeps the one contract.
+"""The conformance suite: every optimizer listed in ``optimizers.registry`` (every kind) keeps the one contract, on
+every engine of ``connectors.factory.ENGINES``.
 
 For each: the problem is given at construction and unknown options are refused; ``ask`` returns 1..n
 configurations of its kind that are valid for the problem (knob values the catalog accepts and, for a search,
@@ -6,19 +7,21 @@ inside the space; indexes that are candidates, once each, within the budget); th
 give the same asks; ``state()`` survives JSON and a fresh instance restored from it asks exactly what the original
 asks next; a failed trial is taken and the search goes on; the optional hooks answer with their types.
 
-Problems are real: a knob space from a real server's catalog, index what-if costs from HypoPG on TPC-H.
-Objectives are synthetic (a bowl over the knob space; the what-if cost for indexes), so outcomes are exact.
+Problems are real and built only through the engine-neutral API, once per engine: a knob space from the engine's
+test server's catalog and knob profile; index what-if costs from ``connector.whatif()`` on TPC-H (SF 0.01, loaded
+by workloads/tpch through the connector) on that server (a sandbox's connector, so a shadow where the engine must
+build its what-if indexes); rewrite statements read in ``connector.dialect``. Objectives are synthetic (a bowl over
+the knob space; the what-if cost for indexes), so outcomes are exact.
 """
 
+import dataclasses
 import json
 
 import numpy as np
-import psycopg
 import pytest
 
 from advisor.core.domain import Hardware, IndexChange, KnobChange, QueryRewrite, TrialResult
-from connectors.postgres import PostgresConnector
-from connectors.postgres.whatif import HypoPG
+from connectors import factory
 from optimizers import registry
 from optimizers.base import ContractViolation, Optimizer
 from optimizers.indexes.costing import CachedWhatIf
@@ -27,6 +30,7 @@ from optimizers.knobs.problem import KnobProblem
 from optimizers.knobs.space import KnobSpace, SpaceOptions
 from optimizers.rewrites.problem import RewriteProblem
 from tests.optimizers.test_index_baselines import CANDIDATES, QUERIES
+from workloads.sqlsource import to_dialect
 
 # small settings of the same algorithms, so the suite stays quick
 FAST = {"hibo": {"sweep": 256, "local": 128, "sparse": 128},
@@ -36,27 +40,71 @@ LISTED = [pytest.param(cls, id=f"{cls.kind}-{cls.name}") for cls in registry.ava
 STEPS = 8  # tells before the state is taken: past every model's space-filling start (n_init = 5)
 
 
+# each engine's session server and its TPC-H database: fixtures of tests/conftest.py (an engine added to the
+# factory needs its two here)
+SERVERS = {"postgres": ("pg", "tpch_dsn"), "mariadb": ("maria", "maria_tpch")}
+QUERIES_DIALECT = "postgres"  # the SQL test_index_baselines.QUERIES are written in
+
+
+# Every check that reads the problem (construction, valid asks, budgets, fallbacks) runs on every engine. The checks
+# of an optimizer's own bookkeeping (same seed same asks, state and restore, failed trials, hooks) do not depend on
+# the engine the problem came from and cost minutes more per engine: they run on the default engine, and on the
+# others with ``-m slow``.
+on_every_engine = pytest.mark.parametrize("engine", [pytest.param(e) for e in factory.ENGINES], indirect=True,
+                                          scope="module")
+bookkeeping = pytest.mark.parametrize(
+    "engine", [pytest.param(e, marks=() if e == factory.DEFAULT_ENGINE else pytest.mark.slow) for e in factory.ENGINES],
+    indirect=True, scope="module")
+
+
 @pytest.fixture(scope="module")
-def knob_problem(pg):
-    connector = PostgresConnector(pg.dsn())
+def engine(request) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def server(engine, request):
+    """The engine's test server (a sandbox), started on first use."""
+    return request.getfixturevalue(SERVERS[engine][0])
+
+
+@pytest.fixture(scope="module")
+def tpch_connector(engine, server, request):
+    """A connector to TPC-H on the engine's test server: a sandbox's, so a shadow for what-if."""
+    request.getfixturevalue(SERVERS[engine][1])
+    return server.connector("tpch")
+
+
+@pytest.fixture(scope="module")
+def knob_problem(server):
+    connector = server.connector()
     return KnobProblem(KnobSpace.build(connector.knob_catalog(), Hardware(8 * 1024**3, 4, "ssd"),
                                        connector.knob_profile(), SpaceOptions(max_knobs=4)), "dw")
 
 
 @pytest.fixture(scope="module")
-def index_problem(tpch_dsn):
-    with psycopg.connect(tpch_dsn, autocommit=True) as conn, HypoPG(conn) as session:
-        yield IndexProblem(QUERIES, CANDIDATES, 64 << 20, CachedWhatIf(session))
+def index_problem(tpch_connector):
+    """test_index_baselines' queries and candidates on the engine's TPC-H: statements in its dialect, tables in
+    its default schema."""
+    schema = tpch_connector.default_schema()
+    queries = tuple(dataclasses.replace(q, sql=to_dialect(q.sql, QUERIES_DIALECT, tpch_connector.dialect),
+                                        tables=frozenset((schema, table) for _, table in q.tables))
+                    for q in QUERIES)
+    candidates = tuple(dataclasses.replace(c, index=dataclasses.replace(c.index, schema=schema))
+                       for c in CANDIDATES)
+    with tpch_connector.whatif() as session:
+        yield IndexProblem(queries, candidates, 64 << 20, CachedWhatIf(session))
 
 
 @pytest.fixture(scope="module")
-def rewrite_problem():
-    """Statements over a two-table schema: one the rules improve, one they cannot, one outside the subset."""
+def rewrite_problem(server):
+    """Statements over a two-table schema: one the rules improve, one they cannot, one outside the subset; valid
+    SQL in every engine's dialect."""
     schema = {"t": {"a": "int", "b": "int"}, "u": {"c": "int", "d": "int"}}
     return RewriteProblem((("join", "SELECT t.a FROM t, u WHERE t.a = u.c AND t.b > 1 AND u.d < 3"),
                            ("plain", "SELECT a FROM t"),
                            ("cte", "WITH x AS (SELECT 1) SELECT * FROM x")),
-                          schema, {"t": 1e5, "u": 1e4}, node_budget=200, dialect="postgres")
+                          schema, {"t": 1e5, "u": 1e4}, node_budget=200, dialect=server.connector().dialect)
 
 
 @pytest.fixture
@@ -118,6 +166,7 @@ def test_every_kind_lists_unique_names():
         assert all(cls.kind == kind and cls.description for cls in registry.available(kind))
 
 
+@on_every_engine
 @pytest.mark.parametrize("cls", LISTED)
 def test_problem_at_construction_and_unknown_options_refused(cls, problem_of):
     problem = problem_of(cls.kind)
@@ -128,6 +177,7 @@ def test_problem_at_construction_and_unknown_options_refused(cls, problem_of):
         make(cls, problem).ask(0)
 
 
+@on_every_engine
 @pytest.mark.parametrize("cls", LISTED)
 def test_asks_are_valid_for_the_problem(cls, problem_of):
     problem = problem_of(cls.kind)
@@ -141,12 +191,14 @@ def test_asks_are_valid_for_the_problem(cls, problem_of):
         assert_valid(cls, problem, config)
 
 
+@bookkeeping
 @pytest.mark.parametrize("cls", LISTED)
 def test_the_same_seed_and_tells_give_the_same_asks(cls, problem_of):
     problem = problem_of(cls.kind)
     assert drive(make(cls, problem, seed=3), problem) == drive(make(cls, problem, seed=3), problem)
 
 
+@bookkeeping
 @pytest.mark.parametrize("cls", LISTED)
 def test_state_and_restore_reproduce_the_next_ask_exactly(cls, problem_of):
     problem = problem_of(cls.kind)
@@ -165,6 +217,7 @@ def test_state_and_restore_reproduce_the_next_ask_exactly(cls, problem_of):
             o.tell(config[0], TrialResult(objective(problem, config[0])))
 
 
+@on_every_engine
 @pytest.mark.parametrize("cls", LISTED)
 def test_restore_refuses_another_optimizers_state(cls, problem_of):
     problem = problem_of(cls.kind)
@@ -173,6 +226,7 @@ def test_restore_refuses_another_optimizers_state(cls, problem_of):
         make(cls, problem).restore(make(other, problem).state())
 
 
+@bookkeeping
 @pytest.mark.parametrize("cls", LISTED)
 def test_failed_and_infeasible_trials_are_taken_and_the_search_goes_on(cls, problem_of):
     problem = problem_of(cls.kind)
@@ -185,15 +239,17 @@ def test_failed_and_infeasible_trials_are_taken_and_the_search_goes_on(cls, prob
         opt.tell(config, TrialResult(None, "measured"))
 
 
+@on_every_engine
 @pytest.mark.parametrize("cls", [p for p in LISTED if p.values[0].kind == "indexes"])
 def test_index_budgets_are_kept_when_tight(cls, index_problem):
     smallest = min(index_problem.whatif.size(c.index) for c in index_problem.candidates)
     for budget in (0, smallest, 3 * smallest):
-        problem = index_problem.with_weights({q.queryid: q.weight for q in QUERIES}, budget)
+        problem = index_problem.with_weights({q.queryid: q.weight for q in index_problem.queries}, budget)
         config = make(cls, problem).ask(1)[0]
         assert problem.size(config) <= budget
 
 
+@bookkeeping
 @pytest.mark.parametrize("cls", LISTED)
 def test_optional_hooks_answer_with_their_types(cls, problem_of, tmp_path):
     problem = problem_of(cls.kind)
@@ -206,6 +262,7 @@ def test_optional_hooks_answer_with_their_types(cls, problem_of, tmp_path):
     assert isinstance(why, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in why.items())
 
 
+@on_every_engine
 def test_the_base_refuses_a_plugin_that_breaks_the_contract(index_problem):
     class Greedy(registry.get("indexes", "noindex")):
         name = "greedy"
@@ -217,6 +274,7 @@ def test_the_base_refuses_a_plugin_that_breaks_the_contract(index_problem):
         Greedy(index_problem.with_weights({"cust": 1.0}, 1)).ask(1)
 
 
+@on_every_engine
 @pytest.mark.parametrize("cls", [p for p in LISTED if p.values[0].kind == "indexes"])
 def test_only_learned_optimizers_fall_back_to_a_baselines_set(cls, index_problem):
     from advisor.tuning.indexes.pipeline import better_baseline
