@@ -29,10 +29,10 @@ from connectors.mariadb import knobs, loading
 from connectors.mariadb import snapshot
 from connectors.mariadb.connection import (TAG, connect, error_code, error_text, parse_dsn, quote, redact,
                                            target_name, to_question_marks)
-from connectors.mariadb.plans import aliases, parse_json, to_plan
+from connectors.mariadb.plans import to_plan
 from connectors.mariadb.binding import MariaDBBindingSource
 from connectors.mariadb.session import GONE, MariaDBSession
-from connectors.mariadb.whatif import IgnoredIndexes
+from connectors.mariadb.whatif import IgnoredIndexes, explained
 
 LOCK_WAIT_TIMEOUT = 1205
 UNINSTRUMENT = TAG + "UPDATE performance_schema.threads SET INSTRUMENTED = 'NO' WHERE PROCESSLIST_ID = CONNECTION_ID()"
@@ -409,19 +409,9 @@ class MariaDBConnector:
 
 
 def _explain(conn: pymysql.connections.Connection, statement: str) -> tuple[dict, float, dict[str, str]]:
-    """EXPLAIN FORMAT=JSON of one statement, the optimizer's Last_query_cost read right after it, and the
-    statement's table aliases."""
+    """``whatif.explained`` on a cursor of ``conn``."""
     with conn.cursor() as cur:
-        try:
-            cur.execute(TAG + "EXPLAIN FORMAT=JSON " + statement)
-        except pymysql.Error as e:
-            if error_code(e) in GONE:
-                raise
-            raise BadStatement(f"cannot plan the statement: {error_text(e)}", reason=error_text(e)) from None
-        document = parse_json(cur.fetchone()[0])
-        cur.execute(TAG + "SHOW SESSION STATUS LIKE 'Last_query_cost'")
-        row = cur.fetchone()
-    return document, float(row[1]) if row else 0.0, aliases(statement)
+        return explained(cur, statement)
 
 
 def _near(reason: str, statement: str) -> int | None:

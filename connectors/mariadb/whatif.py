@@ -54,8 +54,9 @@ def toggle_sql(schema: str, table: str, names: dict[str, bool]) -> str:
     return f"ALTER TABLE {quote(schema)}.{quote(table)} {parts}"
 
 
-def explain(cur, statement: str) -> tuple[float, dict[str, float]]:
-    """(total cost, per table its full-scan cost) of one statement, from its neutral plan."""
+def explained(cur, statement: str) -> tuple[dict, float, dict[str, str]]:
+    """EXPLAIN FORMAT=JSON of one statement on ``cur``, the optimizer's Last_query_cost read right after it, and
+    the statement's table aliases: what ``plans.to_plan`` takes."""
     try:
         cur.execute(TAG + "EXPLAIN FORMAT=JSON " + statement)
     except pymysql.Error as e:
@@ -65,7 +66,12 @@ def explain(cur, statement: str) -> tuple[float, dict[str, float]]:
     document = parse_json(cur.fetchone()[0])
     cur.execute(TAG + "SHOW SESSION STATUS LIKE 'Last_query_cost'")
     row = cur.fetchone()
-    plan = to_plan(document, float(row[1]) if row else 0.0, aliases(statement))
+    return document, float(row[1]) if row else 0.0, aliases(statement)
+
+
+def explain(cur, statement: str) -> tuple[float, dict[str, float]]:
+    """(total cost, per table its full-scan cost) of one statement, from its neutral plan."""
+    plan = to_plan(*explained(cur, statement))
     return plan.cost, plan.full_scans()
 
 
