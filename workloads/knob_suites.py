@@ -41,7 +41,8 @@ import random
 from datetime import date, timedelta
 
 from workloads import suites
-from workloads.suites import JOINS, LOOKUPS, Suite, Value, _region, _template
+from workloads.suite_base import Suite, Value, region, template
+from workloads.suites import JOINS, LOOKUPS
 
 FROM_SUBSELECTS_1 = """SELECT oc.c_mktsegment, ls.n_name, count(*) AS lines,
   sum(ls.l_extendedprice * (1 - ls.l_discount)) AS revenue
@@ -68,7 +69,7 @@ def _month(r: random.Random) -> tuple[date, date]:
 
 def _subselects_1(r: random.Random) -> tuple[Value, ...]:
     first, last = _month(r)
-    return _region(r), first, last, _region(r), r.randint(20, 30)
+    return region(r), first, last, region(r), r.randint(20, 30)
 
 
 _JOIN_CHAINS = {t.key: t for t in JOINS.templates}
@@ -82,7 +83,7 @@ PLANNER = Suite(
     setup_sql=tuple(dict.fromkeys(JOINS.setup_sql + LOOKUPS.setup_sql)),
     templates=(
         _JOIN_CHAINS["j1"], _JOIN_CHAINS["j2"], _JOIN_CHAINS["j3"],
-        _template("f1", FROM_SUBSELECTS_1, _subselects_1),
+        template("f1", FROM_SUBSELECTS_1, _subselects_1),
         *(t for t in LOOKUPS.templates if t.key in ("l1", "l2", "l5", "l8")),
     ),
 )
@@ -123,10 +124,10 @@ MEMORY = Suite(
     scale=0.2,
     setup_sql=(),
     templates=(
-        _template("m1", M_SCAN, _early),
-        _template("m2", M_LOOKUP, lambda r: (r.randint(28, 34) * 10000,)),
-        _template("m3", M_GROUPS, _early),
-        _template("m4", M_DISTINCT, lambda r: (date(1992, 1, 1) + timedelta(days=r.randint(0, 20)),)),
+        template("m1", M_SCAN, _early),
+        template("m2", M_LOOKUP, lambda r: (r.randint(28, 34) * 10000,)),
+        template("m3", M_GROUPS, _early),
+        template("m4", M_DISTINCT, lambda r: (date(1992, 1, 1) + timedelta(days=r.randint(0, 20)),)),
     ),
 )
 

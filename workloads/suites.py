@@ -27,99 +27,23 @@ import random
 import re
 import string
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 
 from advisor.core.errors import NotFound
 from connectors import factory
 from connectors.base import Connector
 from workloads import tpch
-from workloads.binding import BoundStatement, substitute
-from workloads.sqlsource import all_to_dialect, string_literal, to_dialect
-from workloads.tpch.queries import (CONTAINER_1, CONTAINER_2, NATIONS, REGIONS, SEGMENTS, SHIPMODES, TEMPLATES,
-                                    TYPE_1, TYPE_2, TYPE_3)
-
-Value = int | float | str | date
-Render = Callable[[random.Random, float], str]
-
-
-@dataclass(frozen=True)
-class Template:
-    """One query of a suite: its normalized text and how to make a concrete statement from an rng and a scale."""
-
-    key: str
-    normalized: str
-    render: Render
-
-
-@dataclass(frozen=True)
-class Suite:
-    name: str  # "joins" | "lookups" | "tpch"
-    description: str  # what application this stands for and which knobs matter
-    scale: float  # default TPC-H scale factor for the benchmark
-    setup_sql: tuple[str, ...]  # DDL run once after loading, then ANALYZE
-    templates: tuple[Template, ...] = field(default=(), repr=False)
-
-    def statements(self, seed: int = 0, dialect: str | None = None) -> list[BoundStatement]:
-        """One concrete statement per template, parameters drawn from ``random.Random(seed)``; written in
-        ``dialect`` (a connector's, transpiled from TPC-H's ``SOURCE_DIALECT``), or as the suite has them."""
-        rng = random.Random(seed)
-        out = [BoundStatement(f"{self.name}.{t.key}", t.normalized, t.render(rng, self.scale), 1.0, "literal", False)
-               for t in self.templates]
-        if dialect is None:
-            return out
-        source = tpch.SOURCE_DIALECT
-        return [replace(b, normalized=to_dialect(b.normalized, source, dialect), sql=to_dialect(b.sql, source, dialect))
-                for b in out]
-
-
-# --- rendering ----------------------------------------------------------------------------------------------------
-
-def _literal(value: Value) -> str:
-    if isinstance(value, bool):
-        raise TypeError("no boolean parameters")
-    if isinstance(value, (int, float)):
-        return repr(value)
-    return string_literal(str(value))
-
-
-def _template(key: str, text: str, draw: Callable[[random.Random], tuple[Value, ...]]) -> Template:
-    """A template whose ``$1 .. $n`` take the values ``draw`` returns, in order."""
-
-    def render(rng: random.Random, _scale: float) -> str:
-        values = draw(rng)
-        return substitute(text, lambda k: _literal(values[k - 1]))
-
-    return Template(key, text, render)
-
-
-def _region(r: random.Random) -> str:
-    return r.choice(REGIONS)
-
-
-def _nation(r: random.Random) -> str:
-    return r.choice(NATIONS)[0]
-
-
-def _nationkey(r: random.Random) -> int:
-    return r.randrange(len(NATIONS))  # TPC-H's nation keys are 0..24
-
-
-def _brand(r: random.Random) -> str:
-    return f"Brand#{r.randint(1, 5)}{r.randint(1, 5)}"
-
-
-def _ptype(r: random.Random) -> str:
-    return f"{r.choice(TYPE_1)} {r.choice(TYPE_2)} {r.choice(TYPE_3)}"
-
-
-def _container(r: random.Random) -> str:
-    return f"{r.choice(CONTAINER_1)} {r.choice(CONTAINER_2)}"
-
-
-def _day(r: random.Random, first: date, last: date) -> date:
-    return first + timedelta(days=r.randint(0, (last - first).days))
-
+from workloads.sqlsource import all_to_dialect
+from workloads.suite_base import Suite, Template, Value
+from workloads.suite_base import brand as _brand
+from workloads.suite_base import container as _container
+from workloads.suite_base import day as _day
+from workloads.suite_base import nation as _nation
+from workloads.suite_base import nationkey as _nationkey
+from workloads.suite_base import ptype as _ptype
+from workloads.suite_base import region as _region
+from workloads.suite_base import template as _template
+from workloads.tpch.queries import CONTAINER_1, SEGMENTS, SHIPMODES, TEMPLATES, TYPE_1, TYPE_3
 
 # --- joins --------------------------------------------------------------------------------------------------------
 

@@ -36,7 +36,8 @@ def bench_knobs(workloads: Annotated[str, typer.Option(help="comma-separated: jo
                 engine: EngineOpt = "postgres", json_out: JsonFlag = False) -> None:
     """Every knob optimizer with the same budget on a real server of --engine (G* workloads and safety workloads), then
     many seeds on a surrogate fitted to the real trials (or, with --mode surrogate, to a measured design)."""
-    from advisor.bench.knobs import DEFAULT_WORKLOADS, BenchOptions, KnobBench, table
+    from advisor.bench.knob_table import table
+    from advisor.bench.knobs import DEFAULT_WORKLOADS, BenchOptions, KnobBench
 
     if mode not in ("real", "surrogate"):
         raise typer.BadParameter("--mode is real or surrogate")

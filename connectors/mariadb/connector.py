@@ -16,13 +16,12 @@ from typing import Any
 
 import pymysql
 
-from advisor.core.domain import (Applied, Change, DropIndexChange, Hardware, IndexChange, KnobChange, KnobSpec,
-                                 Snapshot)
+from advisor.core.domain import Applied, Change, Hardware, IndexChange, KnobSpec, Snapshot
 from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, TargetUnreachable
 from advisor.core.indexfacts import IndexFacts
 from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
-from connectors.mariadb import activity
+from connectors.mariadb import activity, applying
 from connectors.mariadb import changes as change_sql
 from connectors.mariadb import indexes as index_catalog
 from connectors.mariadb import knobs, loading
@@ -34,7 +33,8 @@ from connectors.mariadb.binding import MariaDBBindingSource
 from connectors.mariadb.session import GONE, MariaDBSession
 from connectors.mariadb.whatif import IgnoredIndexes, explained
 
-LOCK_WAIT_TIMEOUT = 1205
+LOCK_WAIT_TIMEOUT = applying.LOCK_WAIT_TIMEOUT
+
 UNINSTRUMENT = TAG + "UPDATE performance_schema.threads SET INSTRUMENTED = 'NO' WHERE PROCESSLIST_ID = CONNECTION_ID()"
 
 
@@ -224,82 +224,14 @@ class MariaDBConnector:
 
     def plan_changes(self, changes: Sequence[Change], catalog: dict[str, KnobSpec] | None = None) -> Applied:
         """Check every change and render what applies and reverts it, without running anything."""
-        catalog = catalog if catalog is not None else self.knob_catalog()
-        existing = self._guarded(snapshot.index_columns) \
-            if any(isinstance(c, DropIndexChange) for c in changes) else {}
-        checked: list[Change] = []
-        apply_sql: list[str] = []
-        revert_sql: list[str] = []
-        needs_restart = False
-        for change in changes:
-            if isinstance(change, KnobChange):
-                change, forward, back, restart = change_sql.knob_sql(catalog, change)
-                needs_restart |= restart
-            elif isinstance(change, IndexChange):
-                forward, back = change_sql.index_sql(change)
-            elif isinstance(change, DropIndexChange):
-                forward, back = change_sql.drop_sql(change, existing)
-            else:
-                raise BadStatement(f"the mariadb connector cannot apply a {type(change).__name__}")
-            checked.append(change)
-            apply_sql.append(forward)
-            revert_sql.append(back)
-        return Applied(tuple(checked), tuple(apply_sql), tuple(reversed(revert_sql)), needs_restart)
+        return applying.plan_changes(self, changes, catalog)
 
     def apply(self, changes: Sequence[Change], lock_timeout_s: float | None = None) -> Applied:
-        """Apply the changes (all checked first); DDL is not transactional in MariaDB, so on a failure midway
-        what was done is reverted statement by statement before the error is raised."""
-        plan = self.plan_changes(changes)
-        done: list[int] = []
-        try:
-            for i, stmt in enumerate(plan.apply_sql):
-                self._run([stmt], lock_timeout_s)
-                done.append(i)
-        except AdvisorError:
-            reverts = list(reversed(plan.revert_sql))  # back in apply order
-            self._run([reverts[i] for i in reversed(done)], lock_timeout_s)
-            raise
-        restarted = self._restart_if_needed(plan.needs_restart, plan.apply_sql, lock_timeout_s)
-        return Applied(plan.changes, plan.apply_sql, plan.revert_sql, plan.needs_restart, restarted)
+        """Apply the changes (all checked first), undoing what was done when one fails midway."""
+        return applying.apply(self, changes, lock_timeout_s)
 
     def revert(self, applied: Applied, lock_timeout_s: float | None = None) -> None:
-        self._run(list(applied.revert_sql), lock_timeout_s)
-        self._restart_if_needed(applied.needs_restart, applied.revert_sql, lock_timeout_s)
-
-    def _restart_if_needed(self, needed: bool, lines: Sequence[str] = (), lock_timeout_s: float | None = None) -> bool:
-        """Restart when a change needs it and this connector can; a restart forgets what SET GLOBAL did, so the
-        ``lines`` that set a variable run again after it."""
-        if needed and self._restart is not None and self._persist is not None:
-            self._restart()
-            self._run([s for s in lines if s.startswith("SET GLOBAL ")], lock_timeout_s)
-            return True
-        return False
-
-    def _run(self, statements: list[str], lock_timeout_s: float | None) -> None:
-        """Run SQL lines; option-file lines are persisted (when this connector can) or left pending."""
-        sql_lines = [s for s in statements if not s.startswith(change_sql.OPTION_FILE)]
-        option_lines = [s.removeprefix(change_sql.OPTION_FILE) for s in statements if s not in sql_lines]
-        if option_lines and self._persist is not None:
-            self._persist(dict(line.split("=", 1) for line in option_lines))
-        if not sql_lines:
-            return
-
-        def run(conn: pymysql.connections.Connection) -> None:
-            with conn.cursor() as cur:
-                if lock_timeout_s is not None:
-                    cur.execute(TAG + "SET SESSION lock_wait_timeout = %s", (max(1, round(lock_timeout_s)),))
-                for stmt in sql_lines:
-                    try:
-                        cur.execute(TAG + stmt)
-                    except pymysql.Error as e:
-                        if error_code(e) in GONE or error_code(e) == LOCK_WAIT_TIMEOUT:
-                            raise
-                        raise BadStatement(f"{error_text(e, self._params.get('password'))} (while running: "
-                                           f"{stmt})") from None
-
-        self._guarded(run)
-
-    # --- knobs (issue 30) ---
+        applying.revert(self, applied, lock_timeout_s)
 
     def knob_profile(self) -> KnobProfile:
         return knobs.PROFILE

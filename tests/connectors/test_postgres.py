@@ -3,7 +3,7 @@ import pytest
 
 from advisor.core.domain import IndexChange, KnobChange
 from advisor.core.errors import BadStatement, InvalidKnobValue, MissingExtension, TargetUnreachable, UnknownKnob
-from connectors.postgres import PostgresConnector
+from connectors.postgres import PostgresConnector, applying
 from connectors.postgres.sandbox import free_port
 from tests.conftest import run, scalar
 from workloads.capture import workload_delta
@@ -69,7 +69,7 @@ def test_apply_then_revert_a_reload_setting_restores_the_original(db):
     assert not applied.needs_restart
     assert scalar(db, "SHOW work_mem") == "64MB"  # a new session sees it
     c.revert(applied)
-    c._wait_visible([KnobChange("work_mem", original)], restart_pending=False)
+    applying.wait_visible(c, [KnobChange("work_mem", original)], restart_pending=False)
     assert scalar(db, "SHOW work_mem") == original
     assert scalar(db, "SELECT count(*) FROM pg_file_settings WHERE name = 'work_mem' AND sourcefile LIKE '%auto.conf'") == 0
 
@@ -77,12 +77,12 @@ def test_apply_then_revert_a_reload_setting_restores_the_original(db):
 def test_revert_restores_a_value_that_was_already_in_auto_conf(db):
     run(db, "ALTER SYSTEM SET random_page_cost = 2.5", "SELECT pg_reload_conf()")
     c = PostgresConnector(db)
-    c._wait_visible([KnobChange("random_page_cost", "2.5")], restart_pending=False)
+    applying.wait_visible(c, [KnobChange("random_page_cost", "2.5")], restart_pending=False)
     try:
         applied = c.apply([KnobChange("random_page_cost", "1.1")])
         assert scalar(db, "SHOW random_page_cost") == "1.1"
         c.revert(applied)
-        c._wait_visible([KnobChange("random_page_cost", "2.5")], restart_pending=False)
+        applying.wait_visible(c, [KnobChange("random_page_cost", "2.5")], restart_pending=False)
         assert scalar(db, "SHOW random_page_cost") == "2.5"
     finally:
         run(db, "ALTER SYSTEM RESET random_page_cost", "SELECT pg_reload_conf()")

@@ -1,0 +1,151 @@
+"""Applying and reverting changes on a PostgreSQL server for ``PostgresConnector``: the SQL is checked and rendered
+first (``plan_changes``), run under a lock timeout, undone in reverse order when a step fails midway, and a knob
+change is waited for until a new session sees it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import psycopg
+from psycopg import sql
+
+from advisor.core.domain import Applied, Change, DropIndexChange, IndexChange, KnobChange, KnobSpec
+from advisor.core.errors import AdvisorError, BadStatement, InvalidKnobValue, ProductionLocked, TargetUnreachable
+from connectors.postgres import changes as change_sql
+from connectors.postgres.knobs import UNITS
+
+if TYPE_CHECKING:
+    from connectors.postgres.connector import PostgresConnector
+
+RELOAD = "SELECT pg_reload_conf()"
+
+
+def plan_changes(self: PostgresConnector, changes: Sequence[Change], catalog: dict[str, KnobSpec] | None = None) -> Applied:
+    """Check every change and render the SQL that applies and reverts it, without running anything."""
+    catalog = catalog if catalog is not None else self.knob_catalog()
+    checked: list[Change] = []
+    apply_sql: list[str] = []
+    revert_sql: list[str] = []
+    needs_restart = False
+    with self.connect() as conn:
+        for change in changes:
+            if isinstance(change, KnobChange):
+                change = UNITS.validate_change(catalog, change)
+                spec = catalog[change.name]
+                if spec.context == "internal":
+                    raise InvalidKnobValue(f"{spec.name} is read-only (internal) and cannot be set")
+                needs_restart |= spec.needs_restart
+                apply_sql.append(change_sql.knob_set(change).as_string(conn))
+                revert_sql.append(change_sql.knob_restore(spec).as_string(conn))
+            elif isinstance(change, IndexChange):
+                apply_sql.append(change_sql.index_ddl(change).as_string(conn))
+                revert_sql.append(change_sql.index_drop(change).as_string(conn))
+            elif isinstance(change, DropIndexChange):
+                revert_sql.append(change_sql.restore_existing(change).as_string(conn))  # checks it first
+                apply_sql.append(change_sql.drop_existing(change).as_string(conn))
+            else:
+                raise BadStatement(f"the postgres connector cannot apply a {type(change).__name__}")
+            checked.append(change)
+    reload = (RELOAD,) if any(isinstance(c, KnobChange) for c in checked) else ()
+    # undo in reverse order; a reload (if any) comes last in both directions
+    return Applied(tuple(checked), tuple(apply_sql) + reload, tuple(reversed(revert_sql)) + reload, needs_restart)
+
+
+def apply(self: PostgresConnector, changes: Sequence[Change], lock_timeout_s: float | None = None) -> Applied:
+    """Apply the changes (all checked first); on a failure midway, undo what was done and raise."""
+    plan = self.plan_changes(changes)
+    done: list[str] = []
+    try:
+        with self.connect() as conn:
+            _set_lock_timeout(conn, lock_timeout_s)
+            for stmt in plan.apply_sql:
+                try:
+                    _run(conn, stmt, lock_timeout_s)
+                except AdvisorError:
+                    _drop_if_index(self, plan, stmt, lock_timeout_s)
+                    raise
+                done.append(stmt)
+    except AdvisorError:
+        _undo_partial(self, plan, done, lock_timeout_s)
+        raise
+    restarted = False
+    if plan.needs_restart and self._restart is not None:
+        self._restart()
+        restarted = True
+    wait_visible(self, [c for c in plan.changes if isinstance(c, KnobChange)], restart_pending=plan.needs_restart and not restarted)
+    return Applied(plan.changes, plan.apply_sql, plan.revert_sql, plan.needs_restart, restarted)
+
+
+def revert(self: PostgresConnector, applied: Applied, lock_timeout_s: float | None = None) -> None:
+    with self.connect() as conn:
+        _set_lock_timeout(conn, lock_timeout_s)
+        for stmt in applied.revert_sql:
+            _run(conn, stmt, lock_timeout_s)
+    if applied.needs_restart and self._restart is not None:
+        self._restart()
+
+
+def _drop_if_index(self: PostgresConnector, plan: Applied, failed: str, lock_timeout_s: float | None) -> None:
+    """A CREATE INDEX CONCURRENTLY that fails midway leaves an invalid index behind: drop it."""
+    i = plan.apply_sql.index(failed)
+    change = plan.changes[i] if i < len(plan.changes) else None
+    if not isinstance(change, IndexChange):
+        return
+    try:
+        with self.connect() as conn:
+            _set_lock_timeout(conn, lock_timeout_s)
+            _run(conn, change_sql.index_drop(change).as_string(conn), lock_timeout_s)
+    except AdvisorError as e:
+        raise AdvisorError(f"creating index {change_sql.index_name(change)} failed and the invalid index it may "
+                           f"have left could not be dropped ({e}); drop it by hand") from None
+
+
+def _undo_partial(self: PostgresConnector, plan: Applied, done: list[str], lock_timeout_s: float | None = None) -> None:
+    """Revert the first ``len(done)`` changes of ``plan`` (those whose apply statement ran)."""
+    reverts = [s for s in plan.revert_sql if s != RELOAD]
+    n_done = sum(1 for s in done if s != RELOAD)
+    if not n_done:
+        return
+    with self.connect() as conn:
+        _set_lock_timeout(conn, lock_timeout_s)
+        for stmt in reverts[len(reverts) - n_done:]:
+            _run(conn, stmt, lock_timeout_s)
+        if RELOAD in plan.revert_sql:
+            conn.execute(RELOAD)
+
+
+def wait_visible(self: PostgresConnector, knobs: list[KnobChange], restart_pending: bool, timeout_s: float = 10.0) -> None:
+    """pg_reload_conf() only signals the postmaster: wait until a new session sees the new values."""
+    if not knobs:
+        return
+    deadline = time.monotonic() + timeout_s
+    while True:
+        catalog = self.knob_catalog()
+        pending = [k for k in knobs if not (catalog[k.name].needs_restart and restart_pending)
+                   and not UNITS.same_value(catalog[k.name], catalog[k.name].setting, k.value)]
+        if not pending or time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
+
+
+def _set_lock_timeout(conn: psycopg.Connection, seconds: float | None) -> None:
+    """Make this session give up waiting for a lock after ``seconds`` (None: the server's own setting)."""
+    if seconds is not None:
+        conn.execute(sql.SQL("SET lock_timeout = {}").format(sql.Literal(f"{max(1, round(seconds * 1000))}ms")))
+
+
+def _run(conn: psycopg.Connection, stmt: str, lock_timeout_s: float | None = None) -> None:
+    try:
+        conn.execute(sql.SQL(stmt))  # type: ignore[arg-type]  # rendered from sql.Composed above
+    except psycopg.errors.LockNotAvailable:
+        raise ProductionLocked(f"gave up after waiting {lock_timeout_s or 0:g}s for a lock that another session "
+                               f"holds (while running: {stmt}); the change was not made: retry when the lock is "
+                               "released, or raise ADVISOR_PRODUCTION_LOCK_TIMEOUT_S") from None
+    except psycopg.OperationalError as e:
+        raise TargetUnreachable(f"lost the connection while running {stmt}: {str(e).strip().splitlines()[0]}") \
+            from None
+    except psycopg.errors.Error as e:
+        msg = (e.diag.message_primary or str(e)).strip()
+        raise BadStatement(f"{msg} (while running: {stmt})") from None
