@@ -38,7 +38,7 @@ from connectors.postgres.shadow import create_shadow as clone_postgres
 
 __all__ = ["DEFAULT_ENGINE", "ENGINES", "SCHEMES", "TAG", "Connector", "Engine", "Sandbox", "Shadow", "client_tool",
            "clone", "connect", "connector", "engine_of", "free_port", "reap_orphans", "redact", "sandbox",
-           "stop_all", "supported", "target_name"]
+           "stop_all", "store_dsn_problem", "store_session", "supported", "target_name"]
 
 
 @dataclass(frozen=True)
@@ -169,3 +169,21 @@ def target_name(dsn: str) -> str:
 def client_tool(engine: str, name: str) -> str:
     """Path of one of the engine's installed client programs (e.g. ``pgbench``, ``pg_dump``)."""
     return _engine(engine).sandbox.client_tool(name)
+
+
+# --- the advisor's own store in a PostgreSQL database (``advisor.storage.database`` writes its SQL) ---------------
+
+def store_session(url: str, name: str):
+    """A new connection to the store's PostgreSQL database at ``url``, taking ``?`` placeholders; StoreError
+    (``name``, never the password) when it cannot be opened."""
+    from connectors.postgres import store
+
+    return store.open_session(url, name)
+
+
+def store_dsn_problem(location: str) -> str | None:
+    """Why ``location`` (libpq ``key=value`` pairs) is not a PostgreSQL DSN; None when it is one."""
+    from connectors.postgres import store
+
+    return store.keyword_dsn_problem(location)
+

@@ -11,7 +11,6 @@ password).
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import re
 import threading
@@ -20,6 +19,7 @@ from pathlib import Path
 
 from advisor.core.errors import InvalidInput, StoreError, StoreLocked
 from advisor.core.inputs import control_character
+from connectors import factory
 from connectors.base import scrub
 
 __all__ = ["Database", "DuckDatabase", "PostgresDatabase", "connect", "is_postgres", "redacted"]
@@ -49,19 +49,14 @@ def store_kind(location: str) -> str:
     ...
     advisor.core.errors.StoreError: ADVISOR_STORE 'mysql://db/advisor' is a URL db-advisor cannot keep its store in; give a PostgreSQL DSN (postgresql://... or host=... dbname=...) or a DuckDB file path
     """
-    from psycopg.conninfo import conninfo_to_dict
-
     shown = f"ADVISOR_STORE {redacted(location)!r}"
     if location.startswith(("postgresql://", "postgres://")):
         return "postgres"
     if location == ":memory:":
         return "duckdb"
     if re.match(r"\s*[A-Za-z_]+\s*=", location):
-        try:
-            conninfo_to_dict(location)
-        except Exception as e:  # noqa: BLE001 - psycopg's ProgrammingError; its text may quote the password
-            option = re.search(r'invalid connection option "(\w+)"', str(e))
-            why = f'invalid connection option "{option.group(1)}"' if option else "it does not read as key=value pairs"
+        why = factory.store_dsn_problem(location)
+        if why is not None:
             raise StoreError(f"ADVISOR_STORE looks like a PostgreSQL keyword DSN but is not one ({why}); give a DSN "
                              "(postgresql://... or host=... dbname=...) or a file path") from None
         return "postgres"
@@ -235,32 +230,10 @@ class PostgresDatabase(Database):
         self.session  # noqa: B018 - connect now: a wrong URL fails when the store opens
 
     def _new_session(self):
-        import psycopg
-        from psycopg.types.string import TextLoader
-
-        try:
-            conn = psycopg.connect(self._url, autocommit=True, cursor_factory=psycopg.ClientCursor,
-                                   application_name="db-advisor store", connect_timeout=10)
-        except psycopg.Error as e:
-            raise StoreError(f"cannot open the store {self.name}: {self._reason(e)}") from None
-        for json_type in ("json", "jsonb"):  # the store parses its JSON itself
-            conn.adapters.register_loader(json_type, TextLoader)
-        session = _PgSession(conn)
+        session = _PgSession(factory.store_session(self._url, self.name))
         with self._sessions_lock:
             self._sessions.add(session)
         return session
-
-    def _reason(self, e: BaseException) -> str:
-        """The first line of the error with quoted fragments (libpq quotes the part of the URL it refuses, which
-        may hold the password) and the password itself left out."""
-        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-        text = next((ln.split("failed:", 1)[1].strip() for ln in lines if "failed:" in ln), None) \
-            or (lines[0] if lines else type(e).__name__)
-        text = scrub(re.sub(r"'[^']*'", "'...'", re.sub(r'"[^"]*"', '"..."', text)))
-        for secret in re.findall(r"//[^:/@\s]*:([^@\s]+)@", self._url) + [_password(self._url)]:
-            if secret:
-                text = text.replace(secret, "***")
-        return text
 
     @contextlib.contextmanager
     def migrating(self):
@@ -288,49 +261,23 @@ class PostgresDatabase(Database):
             session.close()
 
 
-def _password(location: str) -> str | None:
-    """The password a PostgreSQL DSN (URL or keyword form) holds, to keep it out of any message."""
-    from psycopg.conninfo import conninfo_to_dict
-
-    try:
-        return conninfo_to_dict(location).get("password")
-    except Exception:  # noqa: BLE001 - a DSN that does not parse never connected
-        return None
-
-
 class _PgSession:
-    """A psycopg connection that takes the store's ``?`` placeholders (bound on the client, so that
-    ``? IS NULL`` needs no parameter type)."""
+    """The driver's session (``connectors.factory.store_session``) refusing what neither store can hold, so that
+    both stores answer alike."""
 
-    def __init__(self, conn):
-        self._conn = conn
+    def __init__(self, session):
+        self._session = session
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self._conn.close()
-
-    __del__ = close
+        self._session.close()
 
     @property
     def broken(self) -> bool:
-        return bool(self._conn.closed)
+        return self._session.broken
 
     def execute(self, sql: str, params=None):
-        import psycopg
-
         _refuse_nul(params)
-        try:
-            if not params:  # no placeholders to bind: the text goes as it is (a literal % stays single)
-                return self._conn.execute(sql)
-            return self._conn.execute(_placeholders(sql), params)
-        except psycopg.errors.UniqueViolation as e:  # two processes registered one name at once: the loser
-            raise StoreError(f"it exists already ({(e.diag.message_detail or '').strip()})") from None
-        except psycopg.OperationalError as e:  # the store's server went away: the next call reconnects
-            first = (str(e).strip().splitlines() or ["?"])[0]
-            raise StoreError(f"lost the connection to the store: {first}") from None
-        except psycopg.DataError as e:  # a value the store's columns cannot hold: the caller's input, never a 500
-            first = (str(e).strip().splitlines() or ["?"])[0]
-            raise InvalidInput(f"the store refused a value: {first}") from None
+        return self._session.execute(sql, params)
 
 
 class _DuckSession:
@@ -357,14 +304,3 @@ def _refuse_nul(params) -> None:
     for p in params or ():
         if isinstance(p, str) and "\x00" in p:
             raise InvalidInput("a text value holds a NUL byte (U+0000), which the store cannot hold")
-
-
-@functools.lru_cache(maxsize=512)
-def _placeholders(sql: str) -> str:
-    """``sql`` with ``?`` as psycopg's ``%s`` (and a literal ``%`` doubled).
-
-    >>> _placeholders("SELECT ? WHERE name LIKE 'a%'")
-    "SELECT %s WHERE name LIKE 'a%%'"
-    """
-    return sql.replace("%", "%%").replace("?", "%s")
-
