@@ -72,3 +72,16 @@ def test_a_rewrite_that_renames_a_column_is_caught(db):
     # a bench judges a peer's rows alone, and lists its renamed columns apart
     assert check(db, SCHEMA, original, renamed, not_null=NOT_NULL, names=False).equivalent
     assert column_names(db, renamed) == ["id", "_col_1"] and column_names(db, original) == ["id", "count"]
+
+
+def test_on_mariadb_names_are_the_statements_own_not_those_of_the_ordered_texts(maria):
+    """Ordering both texts goes through sqlglot, which writes ``sum`` as ``SUM``; MariaDB names an unnamed item by
+    its text, so the names compared are those the statements themselves get (the demo lost a Q18 rewrite to this)."""
+    dsn = maria.create_database("equivalence_names")
+    original = "SELECT c.name, sum(c.id) FROM c GROUP BY c.name ORDER BY c.name"
+    same = "SELECT c.name, sum(c.id) AS `sum(c.id)` FROM c WHERE 1 = 1 GROUP BY c.name ORDER BY c.name"
+    verdict = check(dsn, SCHEMA, original, same, not_null=NOT_NULL)
+    assert verdict.equivalent, verdict.mismatch
+    renamed = "SELECT c.name, sum(c.id) AS total FROM c GROUP BY c.name ORDER BY c.name"
+    verdict = check(dsn, SCHEMA, original, renamed, not_null=NOT_NULL)
+    assert not verdict.equivalent and "named name, total" in verdict.mismatch

@@ -162,6 +162,8 @@ def _compare(dsn: str, name: str, original: str, rewrite: str, checked: list[str
                            f"run the original on a check database ({name}): {e}")
         try:
             named, got = session.fetch(ordered[1] if ordered else rewrite)
+            if ordered and names:  # sqlglot rewrote both texts to order them: the names are the statements' own
+                written, named = session.columns(original), session.columns(rewrite)
         except AdvisorError as e:
             return Verdict(False, tuple(checked), f"{name}: the rewrite failed: {e}", original, rewrite)
     checked.append(name)
