@@ -13,9 +13,8 @@
 ``advisor bench rewrite --generated N`` runs steps 1-3 (``RewriteBench.measure``) on generated statements instead:
 ``advisor.bench.rewrite_corpus``.
 
-On any engine (``--engine``): the statements are written in PostgreSQL's dialect (``SOURCE_DIALECT``) and
-transpiled to the server's (``connector.dialect``); one that cannot be written in it, or fails or times out when
-run once as written there, is reported as skipped with the reason (``runnable``) and not measured.
+On any engine (``--engine``), the statements (PostgreSQL's SQL) transpiled to its dialect; one it cannot write, run
+or finish once as written is reported as skipped with the reason (``runnable``), not measured.
 
 Latencies are medians in ms; a total is the sum of the statements' medians; speedups are original / other.
 """
@@ -83,22 +82,20 @@ def statements(scale: float, seed: int) -> list[tuple[str, str, str]]:
 
 def runnable(connector: Connector, named: list[tuple[str, str, str]], timeout_ms: int,
              say: Say = silent) -> tuple[list[tuple[str, str, str]], list[dict]]:
-    """The statements of ``named`` (name, group, SQL in ``SOURCE_DIALECT``) in the ``connector``'s dialect, those
-    that run once as written on its database within ``timeout_ms``; each other one as a skipped row (name, group,
-    its source SQL and the reason: it cannot be written in the dialect, or the engine refused, failed or timed it
-    out)."""
+    """The statements of ``named`` (name, group, SQL in ``SOURCE_DIALECT``) in the ``connector``'s dialect that run
+    once as written on its database within ``timeout_ms``; each other as a skipped row (name, group, its source SQL,
+    the reason: it cannot be written in the dialect, or the engine refused, failed or timed it out)."""
     kept, skipped = [], []
     for name, group, sql in named:
         try:
             text = to_dialect(sql, SOURCE_DIALECT, connector.dialect)
             with connector.session(timeout_ms) as session:
                 session.fetch(text)
+            kept.append((name, group, text))
         except AdvisorError as e:
             reason = f"cannot run on {connector.engine}: {str(e).splitlines()[0][:200]}"
             say(f"{name}: skipped ({reason})")
             skipped.append({"name": name, "group": group, "sql": sql, "reason": reason})
-            continue
-        kept.append((name, group, text))
     return kept, skipped
 
 
@@ -118,8 +115,7 @@ class RewriteBench:
         o, started = self.options, time.time()
         factory.supported(o.engine)
         every = statements(o.scale, o.seed)
-        unknown = sorted(set(o.only) - {name for name, _, _ in every})
-        if unknown:
+        if unknown := sorted(set(o.only) - {name for name, _, _ in every}):
             raise AdvisorError(f"unknown statement(s) {', '.join(unknown)}: the bench's are q1..q22 and the suite's")
         self.out.mkdir(parents=True, exist_ok=True)
         named = [st for st in every if not o.only or st[0] in o.only]
