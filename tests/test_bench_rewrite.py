@@ -1,12 +1,15 @@
 """``advisor bench rewrite`` end to end on a real server, on a few statements at a tiny scale (the full run takes
 many minutes): the pipeline's answers checked again by the bench, sqlglot's outputs planned and checked, both timed
 against the original, the strategies compared; a table, JSON and a plot. With ``--generated``, the same flow on a
-few generated statements, reported per shape family (behaviour only: no speed is asserted)."""
+few generated statements, reported per shape family (behaviour only: no speed is asserted). On MariaDB
+(``--engine mariadb``): the statements transpiled to its dialect, one it cannot run reported as skipped."""
 
 import json
 import os
 import subprocess
 import sys
+
+import pytest
 
 NAMES = "q17,q21,few_orders_count_bug,not_in_nullable"
 
@@ -19,7 +22,7 @@ def test_bench_rewrite_small_run_writes_table_json_and_plot(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     doc = json.loads((out / "rewrite.json").read_text())
     rows = {r["name"]: r for r in doc["statements"]}
-    assert set(rows) == set(NAMES.split(","))
+    assert set(rows) == set(NAMES.split(",")) and doc["skipped"] == [] and doc["options"]["engine"] == "postgres"
     assert not doc["summary"]["ours_wrong_or_invalid"]  # every answer of ours re-checked by the bench
     assert all(r["ours_verdict"] in (None, "equivalent") for r in rows.values())
     assert rows["few_orders_count_bug"]["rewritten"] and "COALESCE" in rows["few_orders_count_bug"]["rewritten"]
@@ -29,6 +32,57 @@ def test_bench_rewrite_small_run_writes_table_json_and_plot(tmp_path):
     assert all(r["sqlglot_verdict"] or r["sqlglot_error"] for r in rows.values())
     assert (out / "rewrite.png").stat().st_size > 10_000
     assert "target zero wrong or invalid (ours): met" in res.stdout and "sqlglot" in res.stdout
+
+
+def test_bench_rewrite_refuses_unknown_statements_in_one_line(tmp_path):
+    """(An engine it does not run is refused as by every bench: tests/test_cli_engine.py.)"""
+    res = subprocess.run([sys.executable, "-m", "advisor", "bench", "rewrite", "--only", "q4,q99", "--out",
+                          str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.strip() == "error: unknown statement(s) q99: the bench's are q1..q22 and the suite's"
+    assert not (tmp_path / "rewrite.json").exists()
+
+
+def test_statements_mariadb_cannot_run_are_skipped_with_the_reason(maria_tpch):
+    """The bench's statements are PostgreSQL's SQL: on MariaDB each is transpiled and run once as written; one the
+    engine refuses (an unknown function) or that outlasts the timeout is skipped with the reason, the rest kept in
+    the mysql dialect."""
+    from advisor.bench.rewrites import runnable, statements
+    from connectors import factory
+
+    q4 = next(st for st in statements(0.01, 0) if st[0] == "q4")
+    named = [q4, ("series", "x", "SELECT generate_series(1, 3)"),
+             ("cross", "x", "SELECT count(*) FROM lineitem AS a, lineitem AS b, orders AS c")]
+    kept, skipped = runnable(factory.connector(maria_tpch), named, timeout_ms=500)
+    assert [k[0] for k in kept] == ["q4"] and "INTERVAL" in kept[0][2] and kept[0][2] != q4[2]
+    assert {s["name"]: s["sql"] for s in skipped} == {"series": named[1][2], "cross": named[2][2]}
+    reasons = {s["name"]: s["reason"] for s in skipped}
+    assert reasons["series"].startswith("cannot run on mariadb: ") and "does not exist" in reasons["series"]
+    assert "stopped after 500 ms" in reasons["cross"]
+
+
+@pytest.mark.slow
+def test_bench_rewrite_small_run_on_mariadb(tmp_path):
+    """``--engine mariadb``: the bench on a MariaDB server of its own (about a minute): the COUNT-bug statement
+    decorrelated in the mysql dialect and re-checked, the NOT IN over a nullable expression left alone, sqlglot's
+    outputs in the same dialect, the strategies compared."""
+    out = tmp_path / "maria"
+    names = "few_orders_count_bug,not_in_nullable"
+    res = subprocess.run([sys.executable, "-m", "advisor", "bench", "rewrite", "--engine", "mariadb", "--scale", "0.01",
+                          "--rounds", "1", "--episodes", "8", "--only", names, "--out", str(out)],
+                         capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "ADVISOR_STORE": str(tmp_path / "s.duckdb")})
+    assert res.returncode == 0, res.stderr[-2000:]
+    doc = json.loads((out / "rewrite.json").read_text())
+    rows = {r["name"]: r for r in doc["statements"]}
+    assert set(rows) == set(names.split(",")) and doc["skipped"] == [] and doc["options"]["engine"] == "mariadb"
+    bug = rows["few_orders_count_bug"]
+    assert bug["rewritten"] and "COALESCE" in bug["rewritten"] and '"' not in bug["rewritten"]
+    assert bug["ours_verdict"] == "equivalent" and bug["checked_on"][-1] == "the shadow"
+    assert rows["not_in_nullable"]["rewritten"] is None and rows["not_in_nullable"]["reason"]
+    assert all(r["original_lat_ms"] > 0 and (r["sqlglot_verdict"] or r["sqlglot_error"]) for r in rows.values())
+    assert {"aurora", "saturate", "greedy", "random"} <= set(doc["strategies"]["few_orders_count_bug"])
+    assert "rewrite bench on mariadb" in res.stdout and "target zero wrong or invalid (ours): met" in res.stdout
 
 
 def test_bench_rewrite_generated_corpus_reports_per_family(tmp_path):

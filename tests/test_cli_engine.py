@@ -15,7 +15,8 @@ from tests.test_cli import advisor
 UNSUPPORTED = [e for e in ("mariadb", "oracle") if e not in factory.ENGINES]
 
 COMMANDS = [("demo",), ("playground", "--seconds", "1"), ("bench", "knobs", "--workloads", "joins"),
-            ("bench", "indexes", "--workloads", "app"), ("bench", "service"), ("bench", "faults")]
+            ("bench", "indexes", "--workloads", "app"), ("bench", "service"), ("bench", "faults"),
+            ("bench", "rewrite", "--only", "q4"), ("bench", "rewrite", "--generated", "2")]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)

@@ -5,7 +5,8 @@ sandbox, ``workloads.generated`` draws N statements per seed in the rewrite fami
 subqueries, EXISTS, IN, DISTINCT derived tables, set operations, outer joins). They then go through the rewrite
 bench's own per-statement flow (``RewriteBench.measure``: the pipeline's answers, sqlglot's ``optimize()`` as the
 peer, both checked by execution and timed interleaved against the original on one shadow); the search strategies
-are not compared here. The report is per shape family (the generator's ``family``), per schema and overall.
+are not compared here. The report is per shape family (the generator's ``family``), per schema and overall. On
+any engine (``RewriteBenchOptions.engine``): the generator writes its statements in the server's dialect.
 
 Latencies are medians in ms; a total sums the statements' medians, an output that is wrong, invalid or not timed
 counted as the original (``summary``); speedups are original / other.
@@ -71,10 +72,11 @@ class GeneratedRewriteBench:
 
     def run(self) -> dict:
         o, c, started = self.options, self.corpus, time.time()
+        factory.supported(o.engine)
         self.out.mkdir(parents=True, exist_ok=True)
         doc: dict = {"machine": asdict(detect()), "options": asdict(o), "corpus": asdict(c), "schemas": {},
                      "statements": []}
-        with factory.sandbox("postgres", "bench-rewrite-generated") as production, \
+        with factory.sandbox(o.engine, "bench-rewrite-generated") as production, \
                 tempfile.TemporaryDirectory(prefix="advisor-bench-store-") as tmp:
             service = AdvisorService(Store(Path(tmp) / "store.duckdb"), say=self.say)
             for schema in c.schemas:

@@ -13,6 +13,9 @@
 ``advisor bench rewrite --generated N`` runs steps 1-3 (``RewriteBench.measure``) on generated statements instead:
 ``advisor.bench.rewrite_corpus``.
 
+On any engine (``--engine``), the statements (PostgreSQL's SQL) transpiled to its dialect; one it cannot write, run
+or finish once as written is reported as skipped with the reason (``runnable``), not measured.
+
 Latencies are medians in ms; a total is the sum of the statements' medians; speedups are original / other.
 """
 
@@ -29,6 +32,7 @@ from pathlib import Path
 import sqlglot
 from sqlglot.optimizer import optimize
 
+from advisor.core.errors import AdvisorError
 from advisor.core.hardware import detect
 from advisor.core.progress import Say, silent
 from advisor.service.service import AdvisorService, RunPlan
@@ -38,12 +42,14 @@ from advisor.tuning.rewrites import timing as rewrite_timing
 from advisor.tuning.rewrites.pipeline import SCRATCH_DB, build_problem, calibrated, constraints, tables_named
 from advisor.tuning.validation import ValidationOptions
 from connectors import factory
+from connectors.base import Connector
 from optimizers import registry
 from optimizers.rewrites.emit import to_sql
 from optimizers.rewrites.lower import Unsupported, lower
 from workloads import tpch
 from workloads.binding import BoundStatement
 from workloads.rewrite_suite import SUITE
+from workloads.sqlsource import to_dialect
 from workloads.tpch.queries import query
 
 STRATEGIES = ("aurora", "saturate", "greedy", "random")
@@ -51,6 +57,7 @@ SLOWER = 1.05  # a rewrite this much slower than its original counts against the
 MIN_ABS_MS = 1.0  # ... when also at least this much slower (the evidence model's floor for a regression)
 TPCH_TARGET = 1.5  # total TPC-H latency: original / ours
 MEDIAN_MS_TARGET = 300.0
+SOURCE_DIALECT = "postgres"  # the dialect the bench's statements (TPC-H's queries and the suite) are written in
 
 
 @dataclass(frozen=True)
@@ -64,12 +71,32 @@ class RewriteBenchOptions:
     only: tuple[str, ...] = ()  # these statements of the bench only (by name); all when empty
     episodes: int = 300  # Aurora's training episodes
     held_out: bool = True  # Aurora trains on statements generated from the schema only, never on the bench's
+    engine: str = factory.DEFAULT_ENGINE  # of the server the bench starts (its shadows are of the same engine)
 
 
 def statements(scale: float, seed: int) -> list[tuple[str, str, str]]:
-    """(name, group, SQL): the 22 TPC-H queries with seeded parameters, then the suite."""
+    """(name, group, SQL): the 22 TPC-H queries with seeded parameters, then the suite (in ``SOURCE_DIALECT``)."""
     out = [(f"q{n}", "tpch", query(n, random.Random(seed + n), scale)) for n in range(1, 23)]
     return out + [(name, "suite", sql) for name, _, sql in SUITE]
+
+
+def runnable(connector: Connector, named: list[tuple[str, str, str]], timeout_ms: int,
+             say: Say = silent) -> tuple[list[tuple[str, str, str]], list[dict]]:
+    """The statements of ``named`` (name, group, SQL in ``SOURCE_DIALECT``) in the ``connector``'s dialect that run
+    once as written on its database within ``timeout_ms``; each other as a skipped row (name, group, its source SQL,
+    the reason: it cannot be written in the dialect, or the engine refused, failed or timed it out)."""
+    kept, skipped = [], []
+    for name, group, sql in named:
+        try:
+            text = to_dialect(sql, SOURCE_DIALECT, connector.dialect)
+            with connector.session(timeout_ms) as session:
+                session.fetch(text)
+            kept.append((name, group, text))
+        except AdvisorError as e:
+            reason = f"cannot run on {connector.engine}: {str(e).splitlines()[0][:200]}"
+            say(f"{name}: skipped ({reason})")
+            skipped.append({"name": name, "group": group, "sql": sql, "reason": reason})
+    return kept, skipped
 
 
 def sqlglot_optimize(sql: str, schema: dict[str, dict[str, str]], dialect: str) -> str:
@@ -86,17 +113,22 @@ class RewriteBench:
 
     def run(self) -> dict:
         o, started = self.options, time.time()
+        factory.supported(o.engine)
+        every = statements(o.scale, o.seed)
+        if unknown := sorted(set(o.only) - {name for name, _, _ in every}):
+            raise AdvisorError(f"unknown statement(s) {', '.join(unknown)}: the bench's are q1..q22 and the suite's")
         self.out.mkdir(parents=True, exist_ok=True)
-        named = [st for st in statements(o.scale, o.seed) if not o.only or st[0] in o.only]
-        with factory.sandbox("postgres", "bench-rewrite") as production, \
+        named = [st for st in every if not o.only or st[0] in o.only]
+        with factory.sandbox(o.engine, "bench-rewrite") as production, \
                 tempfile.TemporaryDirectory(prefix="advisor-bench-store-") as tmp:
             dsn = production.create_database("tpch")
-            self.say(f"loading TPC-H at scale {o.scale:g}")
+            self.say(f"loading TPC-H at scale {o.scale:g} on {o.engine}")
             tpch.load(dsn, o.scale, progress=self.say)
+            named, skipped = runnable(factory.connector(dsn), named, o.statement_timeout_ms, self.say)
             service = AdvisorService(Store(Path(tmp) / "store.duckdb"), say=self.say)
-            rows, strategies, training = self.measure(service, dsn, named)
-        doc = {"machine": asdict(detect()), "options": asdict(o), "statements": rows, "strategies": strategies,
-               "training": training, "wall_s": round(time.time() - started, 1)}
+            rows, strategies, training = self.measure(service, dsn, named) if named else ([], {}, None)
+        doc = {"machine": asdict(detect()), "options": asdict(o), "statements": rows, "skipped": skipped,
+               "strategies": strategies, "training": training, "wall_s": round(time.time() - started, 1)}
         doc["summary"] = summary(doc)
         (self.out / "rewrite.json").write_text(json.dumps(doc, indent=2, default=str))
         plot(doc, self.out / "rewrite.png")
@@ -311,8 +343,10 @@ def statement_lines(rows: list[dict], width: int = 22) -> list[str]:
 
 def table(doc: dict) -> str:
     o = doc["options"]
-    lines = [f"rewrite bench: TPC-H scale {o['scale']:g}, optimizer {o['optimizer']}, {o['rounds']} interleaved "
-             f"rounds, statement timeout {o['statement_timeout_ms']} ms", *statement_lines(doc["statements"])]
+    lines = [f"rewrite bench on {o['engine']}: TPC-H scale {o['scale']:g}, optimizer "
+             f"{o['optimizer']}, {o['rounds']} interleaved rounds, statement timeout {o['statement_timeout_ms']} ms",
+             *statement_lines(doc["statements"])]
+    lines += [f"  {r['name']:22} skipped: {r['reason']}" for r in doc.get("skipped", [])]
     lines.append(f"\n  {'search (same node budget)':26} " + " ".join(f"{s + ' RC/nodes':>18}" for s in STRATEGIES))
     for name, by in doc["strategies"].items():
         lines.append(f"  {name:26} " + " ".join(

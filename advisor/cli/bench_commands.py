@@ -182,17 +182,18 @@ def bench_rewrite(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
                                                              max=10)] = 0.01,
                   out: Annotated[str, typer.Option(help="directory for rewrite.json (rewrite-generated.json) and the "
                                                         "plot")] = "bench-results/rewrite",
-                  json_out: JsonFlag = False) -> None:
+                  engine: EngineOpt = "postgres", json_out: JsonFlag = False) -> None:
     """The query rewriter on the 22 TPC-H queries and a suite of rewrite-prone statements: the pipeline's answers,
     sqlglot's optimize() as a peer (its wrong and invalid outputs counted), both timed against the original on one
-    shadow, and the search strategies (Aurora, capped saturation, greedy, random) at the same node budget. With
+    shadow, and the search strategies (Aurora, capped saturation, greedy, random) at the same node budget, on a
+    server of --engine (the statements transpiled to its SQL; one it cannot run is reported as skipped). With
     `--generated N`: the same flow (without the strategies) on N generated statements per schema and seed,
     reported per shape family."""
     from advisor.bench.rewrites import RewriteBench, RewriteBenchOptions, table
 
     options = RewriteBenchOptions(scale=scale, optimizer=optimizer.value, rounds=rounds, episodes=episodes, held_out=held_out,
                                   statement_timeout_ms=statement_timeout_ms, seed=seed, out_dir=out,
-                                  only=_names([only]))
+                                  only=_names([only]), engine=engine)
     if not generated:
         _bench_report(RewriteBench(options, say=reporter()).run(), json_out, table, out, "rewrite.json",
                       "rewrite.png")
