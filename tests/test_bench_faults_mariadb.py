@@ -18,6 +18,7 @@ MISSING = [name for name in NEEDED if not hasattr(factory.ENGINES["mariadb"].con
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"the MariaDB connector has no {', '.join(MISSING)} yet")
 
 
+@pytest.mark.slow  # about 1.5 min; the default run has it on PostgreSQL and the killed run on MariaDB
 def test_on_mariadb_a_bad_llm_and_two_racing_clients_lose_nothing(tmp_path):
     doc = run_fault_bench(FaultBenchOptions(faults=("llm", "concurrent_approve"), out_dir=str(tmp_path),
                                             engine="mariadb"))

@@ -63,6 +63,7 @@ def test_bench_new_workloads_tiny_app_every_advisor_through_the_pipeline_with_re
     assert (tmp_path / "bench" / "workloads.json").exists() and (tmp_path / "bench" / "workloads.png").exists()
 
 
+@pytest.mark.slow  # a variant of the small index bench above (generated workloads): about 1 min
 def test_bench_generated_workload_through_the_pipeline_against_the_peers(tmp_path):
     """``--workloads gen``: a workload drawn from the loaded data (not written for the advisor), observed, advised
     by IA2 and its peers through the pipeline, measured for real, and summed up against the best peer."""

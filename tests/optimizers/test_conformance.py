@@ -38,6 +38,8 @@ FAST = {"hibo": {"sweep": 256, "local": 128, "sparse": 128},
         "ia2": {"episodes": 30, "samples": 4}, "aurora": {"episodes": 6}}
 LISTED = [pytest.param(cls, id=f"{cls.kind}-{cls.name}") for cls in registry.available()]
 STEPS = 8  # tells before the state is taken: past every model's space-filling start (n_init = 5)
+# a rewrite search has no space-filling start, and each of its asks saturates an e-graph (seconds): fewer rounds
+STEPS_OF = {"rewrites": 4}
 
 
 # each engine's session server and its TPC-H database: fixtures of tests/conftest.py (an engine added to the
@@ -124,10 +126,11 @@ def objective(problem, config) -> float:
     return problem.cost(config)
 
 
-def drive(opt: Optimizer, problem, steps: int = STEPS, fail_at: int = 3) -> list:
-    """``steps`` rounds of ask and tell; the ``fail_at``-th trial fails (a crash, objective None)."""
+def drive(opt: Optimizer, problem, steps: int | None = None, fail_at: int = 3) -> list:
+    """``steps`` rounds of ask and tell (default: the kind's); the ``fail_at``-th trial fails (a crash, objective
+    None)."""
     asked = []
-    for i in range(steps):
+    for i in range(steps or STEPS_OF.get(opt.kind, STEPS)):
         config = opt.ask(1)[0]
         asked.append(config)
         outcome = TrialResult(None, "failed", "the server crashed") if i == fail_at \
