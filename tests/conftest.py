@@ -27,7 +27,7 @@ def pg():
 @pytest.fixture(scope="session")
 def maria():
     """One MariaDB server for the session (started on first use); tests make their own databases in it."""
-    with MariaDBSandbox("test-maria") as sandbox:
+    with MariaDBSandbox("test-maria", durable=False) as sandbox:
         yield sandbox
 
 

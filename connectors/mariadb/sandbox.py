@@ -176,10 +176,11 @@ class MariaDBSandbox:
                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL, start_new_session=True)
 
-    def _halt(self, timeout_s: float = 30.0) -> None:
-        """Stop the server (SIGTERM: a clean shutdown), SIGKILL what is left after ``timeout_s``, and wait until
-        every process of it is gone; the pid file and socket of a dead server are removed."""
-        _halt(self.root, timeout_s)
+    def _halt(self, timeout_s: float = 30.0, graceful: bool = True) -> None:
+        """Stop the server (SIGTERM: a clean shutdown; SIGKILL unless ``graceful``), SIGKILL what is left after
+        ``timeout_s``, and wait until every process of it is gone; the pid file and socket of a dead server are
+        removed."""
+        _halt(self.root, timeout_s, graceful)
         if self._proc is not None:
             try:
                 self._proc.wait(timeout=5)  # reap it: no zombie left behind
@@ -233,11 +234,12 @@ class MariaDBSandbox:
         return self._started and pid is not None and pid_alive(pid)
 
     def stop(self) -> None:
-        """Stop the server and remove its files unless ``keep``."""
+        """Stop the server and remove its files unless ``keep``: a kept one shuts down cleanly, one whose files go
+        is killed at once (nothing of it is read again)."""
         local.unregister(self)
         if self.data.exists():
             try:
-                self._halt()
+                self._halt(graceful=self.keep)
             except SandboxError:
                 pass
         self._started = False
@@ -350,13 +352,14 @@ def _pid(root: Path) -> int | None:
         return None
 
 
-def _halt(root: Path, timeout_s: float = 30.0) -> None:
-    """Whatever state the server of sandbox directory ``root`` is in, leave it stopped and startable."""
+def _halt(root: Path, timeout_s: float = 30.0, graceful: bool = True) -> None:
+    """Whatever state the server of sandbox directory ``root`` is in, leave it stopped and startable (a clean
+    shutdown, or with ``graceful=False`` SIGKILL: for a server whose files are removed next)."""
     data = root / "data"
     pid = _pid(root)
     if pid is not None and pid_alive(pid):
         try:
-            os.kill(pid, signal.SIGTERM)
+            os.kill(pid, signal.SIGTERM if graceful else signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
         local.wait_gone(lambda: [pid] if pid_alive(pid) else [], timeout_s)

@@ -181,11 +181,13 @@ class PostgresSandbox:
             return None
 
     def stop(self) -> None:
-        """Stop the server (fast, then immediate, then SIGKILL) and remove its files unless ``keep``."""
+        """Stop the server and remove its files unless ``keep``: a kept one stops cleanly (fast, then immediate,
+        then SIGKILL); one whose files go stops at once (immediate: no shutdown checkpoint to write for nothing)."""
         local.unregister(self)
         if self.data.exists() and (self.data / "postmaster.pid").exists():
             with contextlib.suppress(SandboxError):
-                _halt(self.name, self.bin, self.data, self.run_dir, modes=("fast", "immediate"))
+                _halt(self.name, self.bin, self.data, self.run_dir,
+                      modes=("fast", "immediate") if self.keep else ("immediate",))
         self._started = False
         if not self.keep:
             shutil.rmtree(self.root, ignore_errors=True)
