@@ -1,0 +1,157 @@
+"""A parameter space that is not a database's knob catalog: named parameters with a range, a scale or a set of
+choices, and a default. The learned index's parameters are one (``connectors.learned`` supplies its catalog as
+``ParamSpec`` data); the search optimizers (random, TPE, GP-BO, HiBO) work on any space that offers ``dim``,
+``encode``/``decode`` (the unit cube), ``default_config``, ``changes`` and ``restart_mask``, as ``KnobSpace`` does.
+
+A configuration is a dict ``name -> text`` (``'0.7'``, ``'16384'``, ``'true'``, ``'cost'``), like a knob
+configuration, so it stores, prints and compares the same way.
+
+>>> space = ParamSpace((ParamSpec("density", 0.1, 1.0, default="0.7"),
+...                     ParamSpec("fanout", 2, 1024, scale="log", integer=True, default="64"),
+...                     ParamSpec("policy", choices=("cost", "always"), default="cost")))
+>>> space.dim, space.default_config()
+(3, {'density': '0.7', 'fanout': '64', 'policy': 'cost'})
+>>> space.decode([1.0, 0.0, 0.9])
+{'density': '1', 'fanout': '2', 'policy': 'always'}
+>>> space.decode(space.encode({"fanout": "256"}))["fanout"]
+'256'
+>>> [c.name for c in space.changes({"density": "0.7", "fanout": "128", "policy": "cost"})]
+['fanout']
+>>> space.validate({"fanout": "5000"})
+Traceback (most recent call last):
+...
+advisor.core.errors.InvalidKnobValue: fanout: 5000 is outside [2, 1024]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from advisor.core.domain import LearnedIndexParam
+from advisor.core.errors import InvalidKnobValue, UnknownKnob
+
+TRUE = ("true", "on", "1", "yes")
+FALSE = ("false", "off", "0", "no")
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter: a number in [low, high] (``scale`` linear or log; ``integer`` rounds), or one of
+    ``choices`` (booleans are the choices ``("false", "true")``). ``rebuild``: a change takes effect only when
+    the structure is rebuilt (the space's ``restart_mask``); ``description`` is for people and prompts."""
+
+    name: str
+    low: float = 0.0
+    high: float = 1.0
+    scale: str = "linear"  # linear | log
+    integer: bool = False
+    choices: tuple[str, ...] = ()
+    default: str = ""
+    rebuild: bool = False
+    description: str = ""
+
+    @property
+    def categorical(self) -> bool:
+        return bool(self.choices)
+
+    def check(self, text) -> str:
+        """``text`` in canonical form; InvalidKnobValue when it is not a value of this parameter."""
+        raw = str(text).strip()
+        if self.categorical:
+            value = raw.lower()
+            if self.choices == ("false", "true"):
+                value = "true" if value in TRUE else "false" if value in FALSE else value
+            if value not in self.choices:
+                raise InvalidKnobValue(f"{self.name}: {raw!r} is not one of {', '.join(self.choices)}")
+            return value
+        try:
+            number = float(raw)
+        except ValueError:
+            raise InvalidKnobValue(f"{self.name}: {raw!r} is not a number") from None
+        if not math.isfinite(number) or number < self.low or number > self.high:
+            raise InvalidKnobValue(f"{self.name}: {raw} is outside [{_fmt(self.low)}, {_fmt(self.high)}]")
+        if self.integer and number != round(number):
+            raise InvalidKnobValue(f"{self.name}: {raw} is not a whole number")
+        return _fmt(number, self.integer)
+
+    def to_unit(self, text) -> float:
+        value = self.check(text)
+        if self.categorical:
+            return (self.choices.index(value) + 0.5) / len(self.choices)
+        a, b = self._forward(self.low), self._forward(self.high)
+        return 0.0 if b == a else (self._forward(float(value)) - a) / (b - a)
+
+    def from_unit(self, u: float) -> str:
+        u = min(max(float(u), 0.0), 1.0)
+        if self.categorical:
+            return self.choices[min(int(u * len(self.choices)), len(self.choices) - 1)]
+        a, b = self._forward(self.low), self._forward(self.high)
+        value = self._inverse(a + u * (b - a))
+        value = min(max(round(value) if self.integer else float(f"{value:.4g}"), self.low), self.high)
+        return _fmt(value, self.integer)
+
+    def _forward(self, v: float) -> float:
+        return math.log(v) if self.scale == "log" else v
+
+    def _inverse(self, t: float) -> float:
+        return math.exp(t) if self.scale == "log" else t
+
+
+def _fmt(number: float, integer: bool = False) -> str:
+    if integer or float(number).is_integer():
+        return str(int(round(number)))
+    return f"{number:.6g}"
+
+
+class ParamSpace:
+    """Parameters searched together; the coordinates the search optimizers work in."""
+
+    def __init__(self, params: Iterable[ParamSpec]):
+        self.params = tuple(params)
+        self.by_name = {p.name: p for p in self.params}
+        if len(self.by_name) != len(self.params):
+            raise ValueError("parameter names must be unique")
+
+    @property
+    def names(self) -> list[str]:
+        return [p.name for p in self.params]
+
+    @property
+    def dim(self) -> int:
+        return len(self.params)
+
+    def restart_mask(self) -> np.ndarray:
+        return np.array([p.rebuild for p in self.params], dtype=bool)
+
+    def encode(self, config: Mapping[str, str]) -> np.ndarray:
+        """A point in [0, 1]^d; parameters missing from ``config`` take their default."""
+        return np.array([p.to_unit(config.get(p.name, p.default)) for p in self.params], dtype=float)
+
+    def decode(self, x: Iterable[float]) -> dict[str, str]:
+        return {p.name: p.from_unit(u) for p, u in zip(self.params, x, strict=True)}
+
+    def default_config(self) -> dict[str, str]:
+        return {p.name: p.check(p.default) for p in self.params}
+
+    def spec(self, name: str) -> ParamSpec:
+        if name not in self.by_name:
+            raise UnknownKnob(f"unknown parameter {name!r}; expected one of {', '.join(self.names)}")
+        return self.by_name[name]
+
+    def validate(self, config: Mapping[str, str]) -> dict[str, str]:
+        """``config`` in canonical form; UnknownKnob / InvalidKnobValue naming the first bad parameter."""
+        return {name: self.spec(name).check(text) for name, text in config.items()}
+
+    def full(self, config: Mapping[str, str]) -> dict[str, str]:
+        """Every parameter: the defaults with ``config`` (validated) on top."""
+        return {**self.default_config(), **self.validate(config)}
+
+    def changes(self, config: Mapping[str, str]) -> list[LearnedIndexParam]:
+        """The configuration as changes, left out where it equals the default."""
+        defaults = self.default_config()
+        return [LearnedIndexParam(name, value) for name, value in self.validate(config).items()
+                if value != defaults[name]]
