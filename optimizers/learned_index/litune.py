@@ -206,7 +206,7 @@ class LITune(LearnedIndexOptimizer):
             return  # not a visit of the space
         agent_mod, meta = _parts()
         space, agent = self.problem.space, self._agent()
-        full = self.problem.config(config)
+        full = space.full(self.problem.config(config))
         x = space.encode(full)
         step = {**meta.make_step(x, outcome, self.problem.memory_limit_bytes, full), "phase": self.phase}
         before = self._phase_steps()
