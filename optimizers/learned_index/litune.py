@@ -38,6 +38,7 @@ from optimizers.base import Config
 from optimizers.learned_index.problem import LearnedIndexOptimizer
 
 TRIES = 8  # draws of a proposal before the fallback to the best safe point
+RECENT = 32  # online updates draw half of each batch from this many latest transitions
 
 
 def _parts():
@@ -223,7 +224,7 @@ class LITune(LearnedIndexOptimizer):
 
         with cpu_threads(agent.device):
             for _ in range(self.updates_per_tell):
-                agent.update(self.rng)
+                agent.update(self.rng, RECENT)
 
     # --- hooks and state ------------------------------------------------------------------------------------
 

@@ -141,8 +141,13 @@ class Buffer:
         self.pos = (i + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
 
-    def sample(self, n: int, rng: np.random.Generator, device) -> list[torch.Tensor]:
+    def sample(self, n: int, rng: np.random.Generator, device, recent: int = 0) -> list[torch.Tensor]:
+        """``n`` transitions drawn uniformly; with ``recent`` > 0, half of them from the last ``recent`` ones
+        (online fine-tuning weighs what the current phase just showed)."""
         idx = rng.integers(0, self.size, size=n)
+        if recent > 0:
+            back = rng.integers(1, min(recent, self.size) + 1, size=n // 2)
+            idx[: n // 2] = (self.pos - back) % self.capacity
         return [torch.as_tensor(getattr(self, f)[idx], device=device) for f in self.FIELDS]
 
     def to_blob(self) -> dict:
@@ -191,12 +196,13 @@ class Agent:
             f = torch.as_tensor(feats, device=self.device).unsqueeze(0)
             return self.actor(self.encoder(c, f)).squeeze(0).cpu().numpy().astype(float)
 
-    def update(self, rng: np.random.Generator) -> None:
-        """One TD3 step on a batch from the buffer (the actor and targets every ``policy_delay`` steps)."""
+    def update(self, rng: np.random.Generator, recent: int = 0) -> None:
+        """One TD3 step on a batch from the buffer (the actor and targets every ``policy_delay`` steps); ``recent``:
+        see ``Buffer.sample``."""
         o = self.options
         if self.buffer.size < 2:
             return
-        ctx, feats, a, r, ctx2, feats2, done = self.buffer.sample(o.batch, rng, self.device)
+        ctx, feats, a, r, ctx2, feats2, done = self.buffer.sample(o.batch, rng, self.device, recent)
         noise = torch.as_tensor(np.clip(rng.normal(0.0, o.target_noise, size=a.shape), -o.noise_clip, o.noise_clip),
                                 dtype=a.dtype, device=self.device)
         with torch.no_grad():
