@@ -104,7 +104,8 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
            f" ops/s with the defaults ({gain:+.1%}); {verdict}")
     details = {"index": engine.name, "parameters": found.best, "default": found.default, "tuned": found.tuned,
                "evaluations": found.evaluations, "unsafe_evaluations": found.unsafe_evaluations,
-               "keys": plan.keys, "key_count": len(keys), "workload": plan.workload, "unit": "ns per operation",
+               "keys": plan.keys, "key_count": len(keys), "workload": plan.workload, "unit": "time per operation (ns, weighted by the mix)",
+               "unit_symbol": "ns",
                "note": "parameters handed to the index's owners; nothing is applied to the database"}
     changes = tuple(LearnedIndexParam(c.name, c.value) for c in found.changes)
     rec = recommend(ctx.store, target_id=obs.target_id, kind=KIND_NAME, optimizer=plan.optimizer, plan=None,
