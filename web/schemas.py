@@ -163,7 +163,7 @@ def _run_spec(kind, with_target: bool) -> type[BaseModel]:
                                                                                kind.choices.get(name, ()))
     if with_target:
         fields["target"] = (str, Field(description="target id or name"))
-    title = "".join(part.capitalize() for part in kind.name.split("_"))
+    title = "".join(part.capitalize() for part in kind.name.replace("-", "_").split("_"))
     model = create_model(f"{title}Run{'In' if with_target else 'Spec'}", __base__=Strict, __doc__=kind.summary,
                          **fields)
     model.MULTILINE = frozenset(n for n in kind.options if OPTIONS[n].multiline)  # a SQL script's line breaks

@@ -1,0 +1,147 @@
+"""The learned-index kind end to end on the real index (``connectors.factory.learned_index``) over small
+synthetic key sets: ``service.tune("learned-index", ...)`` stores its run, every evaluation and a handed-over
+recommendation with its evidence per operation type; the harness as a trial target (the safety cut makes a trial
+unsafe and failed); keys from a column of the target; bad input as one line before any work."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pytest
+
+from advisor.core.errors import AdvisorError
+from advisor.service.service import AdvisorService
+from advisor.storage.store import Store
+from advisor.tuning.learned import keys as key_sources
+from advisor.tuning.learned.pipeline import evaluate, problem, search
+from advisor.tuning.learned.target import HarnessTarget
+from advisor.tuning.plan import RunPlan
+from connectors import factory
+from optimizers import registry
+from tests.conftest import run
+from workloads.learned import keysets, mixes
+
+KEYS = "synthetic:books:20000"
+
+
+@pytest.fixture(scope="module")
+def target_db(pg):
+    name = "li_" + uuid.uuid4().hex[:8]
+    dsn = pg.create_database(name)
+    run(dsn, "CREATE TABLE events (id bigint PRIMARY KEY, at bigint)",
+        "INSERT INTO events SELECT x, (x * 2654435761) % 4294967296 FROM generate_series(1, 20000) x")
+    return dsn
+
+
+@pytest.fixture
+def service(tmp_path):
+    return AdvisorService(Store(str(tmp_path / "advisor.duckdb")))
+
+
+def plan(**fields) -> RunPlan:
+    return RunPlan.parse({"kind": "learned-index", "keys": KEYS, "workload": "read-heavy", "budget": 5,
+                          "optimizer": "random", "rounds": 3, **fields})
+
+
+def small_target(mix="read-heavy", n=20_000):
+    engine = factory.learned_index("alex")
+    keys = keysets.synthetic("books", n, 0)
+    initial, stream = mixes.workload(keys, mixes.parse_mix(mix), n, 0)
+    return engine, HarnessTarget(engine, initial, [stream])
+
+
+def test_a_run_stores_every_evaluation_and_a_handed_over_recommendation(service, target_db):
+    result = service.tune("learned-index", target_db, plan(), by_hand=True)
+    doc = result.document()
+    assert doc["index"] == "alex" and doc["evaluations"] == 5 == len(result.trials)
+    assert result.trials[0].source == "default" and result.trials[0].result.status == "measured"
+    assert doc["default"]["throughput_ops"] > 0 and doc["default"]["p99_ns"] > 0
+    assert set(doc["parameters"]) == {p.name for p in factory.learned_index("alex").parameters()}
+    stored = service.store.trials(result.run_id)
+    assert [t["number"] for t in stored] == [0, 1, 2, 3, 4] and stored[0]["source"] == "default"
+    run_row = service.store.run(result.run_id)
+    assert run_row["kind"] == "learned-index" and run_row["state"] == "done"
+    rec = result.recommendation
+    if rec is None:  # the defaults stayed best: said so, nothing stored as a recommendation
+        assert "no configuration beat the defaults" in result.message
+        return
+    assert rec.kind == "learned-index" and rec.state in ("validated", "rejected") and rec.apply_sql == ()
+    assert all(c.kind == "learned_index_param" for c in rec.changes)
+    assert {c.name: c.value for c in rec.changes}.items() <= doc["parameters"].items()
+    details = rec.details
+    assert details["evaluations"] == 5 and details["tuned"]["throughput_ops"] > 0
+    ev = rec.evidence
+    assert ev.rounds == 3 and {s.queryid for s in ev.statements} == {"lookup", "insert", "range"} & {
+        s.queryid for s in ev.statements}
+    weights = {s.queryid: s.weight for s in ev.statements}
+    assert weights == pytest.approx({k: v for k, v in (("lookup", mixes.parse_mix("read-heavy").lookup),
+                                                       ("insert", mixes.parse_mix("read-heavy").insert),
+                                                       ("range", mixes.parse_mix("read-heavy").range)) if v > 0})
+    assert service.store.recommendation(rec.id).details["index"] == "alex"
+
+
+def test_the_safety_cut_makes_a_trial_unsafe_and_failed():
+    engine, target = small_target()
+    base = evaluate(target, {})
+    assert base.status == "measured" and base.metrics["unsafe"] == 0 and base.objective > 0
+    assert base.metrics["throughput_ops"] == pytest.approx(1e9 / base.objective)
+    target.min_throughput = base.metrics["throughput_ops"] * 1000  # no configuration is this fast
+    cut = evaluate(target, {})
+    assert cut.status == "failed" and cut.reason.startswith("unsafe: below") and cut.metrics["unsafe"] == 1
+    assert cut.objective is None
+
+
+def test_search_counts_unsafe_evaluations_and_validates_against_the_defaults():
+    engine, target = small_target()
+    from advisor.core.params import ParamSpace
+
+    prob = problem(ParamSpace(engine.parameters()), engine.name, safety=0.999999)  # almost any dip is unsafe
+    opt = registry.create("learned_index", "grid", prob, seed=1)
+    found = search(target, opt, 4, rounds=2, weights={"lookup": 0.9, "insert": 0.05, "range": 0.05})
+    assert found.evaluations == 4 and len(found.trials) == 4
+    unsafe = [t for t in found.trials if (t.result.metrics or {}).get("unsafe")]
+    assert found.unsafe_evaluations == len(unsafe)
+    assert all(t.result.status == "failed" and t.result.reason.startswith("unsafe") for t in unsafe)
+    if found.changes:
+        assert found.evidence is not None and found.evidence.rounds == 2
+
+
+def test_keys_from_a_column_of_the_target(service, target_db):
+    result = service.tune("learned-index", target_db, plan(keys="events.at", budget=2, optimizer="grid",
+                                                           validate=False), by_hand=True)
+    assert result.keys == 20000 and result.document()["evaluations"] == 2
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"keys": "books"}, "unknown key source 'books'"),
+    ({"keys": "synthetic:nosuch"}, "unknown synthetic key set 'nosuch'"),
+    ({"keys": "/nonexistent/keys.txt"}, "does not exist"),
+    ({"workload": "lookup=2,insert=x"}, ""),
+    ({"index": "btree"}, "unknown learned index 'btree'"),
+    ({"keys": None}, "needs keys"),
+])
+def test_bad_plans_are_one_line_before_any_work(fields, message):
+    with pytest.raises(AdvisorError, match=message) as e:
+        plan(**fields)
+    assert "\n" not in e.value.message
+
+
+def test_bad_sources_at_run_time_are_one_line(service, target_db, tmp_path):
+    bad = tmp_path / "keys.txt"
+    bad.write_text("12\nnot a key\n")
+    with pytest.raises(AdvisorError, match="cannot read keys") as e:
+        service.tune("learned-index", target_db, plan(keys=str(bad)), by_hand=True)
+    assert "\n" not in e.value.message
+    with pytest.raises(AdvisorError, match="does not exist"):
+        service.tune("learned-index", target_db, plan(keys="events.nope"), by_hand=True)
+    with pytest.raises(AdvisorError, match="read-only"):
+        service.tune("learned-index", target_db, plan(index="pgm", workload="write-heavy"), by_hand=True)
+
+
+def test_a_key_file_is_read_sorted_and_unique(tmp_path):
+    path = tmp_path / "keys.txt"
+    values = np.random.default_rng(0).integers(0, 2**40, 3000, dtype=np.uint64)
+    path.write_text("\n".join(map(str, values)) + "\n")
+    keys = key_sources.read(str(path))
+    assert keys.dtype == np.uint64 and np.all(keys[1:] > keys[:-1]) and len(keys) == len(set(values.tolist()))

@@ -1,0 +1,51 @@
+"""``advisor tune learned-index`` against a real target and the real index: ``--json`` prints the issue's
+document (index, parameters, default and tuned throughput and p99, evaluations, unsafe evaluations, the
+recommendation's id); bad input is one line on stderr with the CLI's exit codes (2: a usage error, before any
+work; 1: an error found while running)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from tests.test_cli_service import cli
+
+ARGS = ("tune", "learned-index", "--keys", "synthetic:books:20000", "--workload", "read-heavy", "--budget", "3",
+        "--optimizer", "grid", "--rounds", "2")
+
+
+@pytest.fixture(scope="module")
+def keys_db(pg):
+    return pg.create_database("lic_" + uuid.uuid4().hex[:8])
+
+
+def test_the_json_document(tmp_path, keys_db):
+    res = cli(tmp_path, *ARGS, "--target", keys_db, "--register", "keys", "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["index"] == "alex" and doc["evaluations"] == 3 and doc["unsafe_evaluations"] >= 0
+    for arm in ("default", "tuned"):
+        assert doc[arm]["throughput_ops"] > 0 and doc[arm]["p99_ns"] > 0
+    assert doc["parameters"] and all(isinstance(v, str) for v in doc["parameters"].values())
+    assert "run_id" in doc and ("recommendation" in doc)
+    if doc["recommendation"]:
+        shown = json.loads(cli(tmp_path, "recommendations", "show", doc["recommendation"], "--json").stdout)
+        assert shown["kind"] == "learned-index"
+
+
+@pytest.mark.parametrize("change, code, words", [
+    (("--keys", "nonsense"), 2, "unknown key source 'nonsense'"),
+    (("--workload", "lookup=0.5,delete=0.5"), 2, "workload"),
+    (("--keys", "/nonexistent/keys.bin"), 2, "does not exist"),
+    (("--index", "btree"), 2, "unknown learned index 'btree'"),
+    (("--keys", "nosuch.column"), 1, "nosuch"),
+])
+def test_bad_input_is_one_line(tmp_path, keys_db, change, code, words):
+    args = list(ARGS)
+    i = args.index(change[0])
+    args[i + 1] = change[1]
+    res = cli(tmp_path, *args, "--target", keys_db, "--register", "keys", "--json")
+    assert res.returncode == code, res.stderr
+    assert words in res.stderr and "Traceback" not in res.stderr and res.stdout == ""
