@@ -22,7 +22,6 @@ import numpy as np
 
 from advisor.core.params import ParamSpec
 from connectors.learned.ops import OP_NAMES, OpStream
-from connectors.learned.timing import ns_per_tick, ticks
 
 CHECK_EVERY = 1024  # the safety cut looks at the clock every this many operations
 WARM_OPS = 4096  # ... but not before this many
@@ -100,6 +99,7 @@ class CompiledRun:
 
     def run(self, stream: OpStream, *, min_throughput: float | None = None,
             memory_limit_bytes: int | None = None) -> Measurement:
+        from connectors.learned.timing import ns_per_tick, ticks  # numba: loaded with the first run
         stream = stream.check()
         refused = self._refuse(stream)
         if refused:
