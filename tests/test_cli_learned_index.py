@@ -49,3 +49,8 @@ def test_bad_input_is_one_line(tmp_path, keys_db, change, code, words):
     res = cli(tmp_path, *args, "--target", keys_db, "--register", "keys", "--json")
     assert res.returncode == code, res.stderr
     assert words in res.stderr and "Traceback" not in res.stderr and res.stdout == ""
+
+
+def test_an_unknown_parameter_in_a_range_is_a_usage_error(tmp_path, keys_db):
+    res = cli(tmp_path, *ARGS, "--range", "nosuch=1:2", "--target", keys_db, "--register", "keys", "--json")
+    assert res.returncode == 2 and "unknown parameter 'nosuch'" in res.stderr and "Traceback" not in res.stderr

@@ -120,6 +120,8 @@ def test_keys_from_a_column_of_the_target(service, target_db):
     ({"workload": "lookup=2,insert=x"}, ""),
     ({"index": "btree"}, "unknown learned index 'btree'"),
     ({"keys": None}, "needs keys"),
+    ({"range": "nosuch=1:2"}, "unknown parameter 'nosuch'"),
+    ({"range": "oops"}, "expected NAME=LOW:HIGH"),
 ])
 def test_bad_plans_are_one_line_before_any_work(fields, message):
     with pytest.raises(AdvisorError, match=message) as e:
@@ -145,3 +147,11 @@ def test_a_key_file_is_read_sorted_and_unique(tmp_path):
     path.write_text("\n".join(map(str, values)) + "\n")
     keys = key_sources.read(str(path))
     assert keys.dtype == np.uint64 and np.all(keys[1:] > keys[:-1]) and len(keys) == len(set(values.tolist()))
+
+
+def test_a_range_narrows_the_searched_space(service, target_db):
+    engine = factory.learned_index("alex")
+    numeric = next(p for p in engine.parameters() if not p.categorical and p.low < float(p.default) < p.high)
+    item = f"{numeric.name}={numeric.default}:{numeric.default}"
+    result = service.tune("learned-index", target_db, plan(range=item, budget=3, validate=False), by_hand=True)
+    assert {t.config[numeric.name] for t in result.trials} == {numeric.check(numeric.default)}
