@@ -36,6 +36,9 @@ def test_a_learned_index_run_over_rest(app_client, tokens, keys_db):
     done = wait_run(client, op, r.json()["id"], timeout_s=300)
     assert done["state"] == "done" and done["kind"] == "learned-index", done
     assert len(service.store.trials(done["id"])) == 3
+    from web.pages.formats import plan_text  # how the runs pages show its plan
+    assert plan_text(service.run(done["id"])["options"]["plan"]) == \
+        "learned-index · grid · alex · synthetic:books:20000 · read-heavy · 3 evaluations · 2 rounds"
     rec_id = done["result"]["recommendation"]
     if rec_id is None:
         assert "no configuration beat the defaults" in done["result"]["message"]
