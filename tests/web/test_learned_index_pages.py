@@ -53,7 +53,9 @@ def test_a_learned_index_run_over_rest(app_client, tokens, keys_db):
     ({"workload": "lookup=2,oops"}, 400, "workload"),
     ({"keys": "no such source"}, 400, "unknown key source"),
     ({"index": "btree"}, 400, "unknown learned index 'btree'"),
-    ({"keys": None}, 400, "needs keys"),
+    ({"keys": None}, 422, ""),
+    ({"keys": "  "}, 422, ""),
+    ({"range": ["nosuch=1:2"]}, 400, "unknown parameter 'nosuch'"),
     ({"optimizer": "magic"}, 422, ""),
     ({"budget": 1}, 422, ""),
 ])

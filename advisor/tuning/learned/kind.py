@@ -51,7 +51,11 @@ def _indexes() -> tuple[str, ...]:
     return factory.learned_indexes()
 
 
-def _check(plan) -> None:
+def check_target(connector, plan) -> None:
+    """What the service checks before any work, once the target is known (so a request that fits the REST schema
+    is refused only for what it says about the target or the sources): the key source (a known synthetic set,
+    an existing file, a column the target lets us read), the mix, the index and the parameters named in
+    ``range``."""
     from workloads.learned.mixes import parse_mix
 
     key_sources.check(plan.keys)
@@ -59,6 +63,9 @@ def _check(plan) -> None:
     if plan.index not in _indexes():
         raise AdvisorError(f"unknown learned index {plan.index!r}; choose one of {', '.join(_indexes())}")
     space_of(plan)
+    if key_sources.kind_of(plan.keys) == "column":
+        table, column = plan.keys.strip().rsplit(".", 1)
+        connector.column_keys(table, column, 1)  # AdvisorError naming what the target says
 
 
 def space_of(plan) -> ParamSpace:
@@ -127,4 +134,4 @@ KIND = Kind(KIND_NAME, "a learned index's parameters (ALEX-like, PGM): a search 
             "and a workload mix, validated against the defaults; handed over, never applied", run,
             optimizers=learned_index.OPTIMIZERS, change_types=(LearnedIndexParam,),
             options=("keys", "workload", "budget", "index", "range"), required=("keys", "workload"), handed_over=True,
-            default_optimizer="hibo", check_plan=_check, title="Learned index")
+            default_optimizer="hibo", check_target=check_target, title="Learned index")
