@@ -38,7 +38,7 @@ def test_the_json_document(tmp_path, keys_db):
 # 2: a usage error the plan's parser finds; 1: what the service finds before any work (the sources, the target)
 @pytest.mark.parametrize("change, code, words", [
     (("--keys", "nonsense"), 1, "unknown key source 'nonsense'"),
-    (("--workload", "lookup=0.5,delete=0.5"), 1, "workload"),
+    (("--workload", "lookup=0.5,delete=0.5"), 1, "unknown part 'delete'"),
     (("--keys", "/nonexistent/keys.bin"), 1, "does not exist"),
     (("--index", "btree"), 1, "unknown learned index 'btree'"),
     (("--keys", "nosuch.column"), 1, "nosuch"),

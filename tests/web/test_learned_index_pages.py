@@ -50,7 +50,7 @@ def test_a_learned_index_run_over_rest(app_client, tokens, keys_db):
 
 
 @pytest.mark.parametrize("fields, status, words", [
-    ({"workload": "lookup=2,oops"}, 400, "workload"),
+    ({"workload": "lookup=2,oops"}, 400, "unknown part 'oops'"),
     ({"keys": "no such source"}, 400, "unknown key source"),
     ({"index": "btree"}, 400, "unknown learned index 'btree'"),
     ({"keys": None}, 422, ""),

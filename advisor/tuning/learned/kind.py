@@ -58,10 +58,15 @@ def check_target(connector, plan) -> None:
     ``range``."""
     from workloads.learned.mixes import parse_mix
 
+    from connectors import factory
+
     key_sources.check(plan.keys)
-    parse_mix(plan.workload)
+    mix = parse_mix(plan.workload)
     if plan.index not in _indexes():
         raise AdvisorError(f"unknown learned index {plan.index!r}; choose one of {', '.join(_indexes())}")
+    if factory.learned_index(plan.index).read_only and mix.insert > 0:
+        raise AdvisorError(f"{plan.index} is read-only: choose a workload without inserts (read-only, or "
+                           "lookup=...,range=...)")
     space_of(plan)
     if key_sources.kind_of(plan.keys) == "column":
         table, column = plan.keys.strip().rsplit(".", 1)
@@ -84,9 +89,6 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
 
     mix = parse_mix(plan.workload)
     engine = factory.learned_index(plan.index)
-    if engine.read_only and mix.insert > 0:
-        raise AdvisorError(f"{plan.index} is read-only: choose a workload without inserts (read-only, or "
-                           "lookup=...,range=...)")
     connector = factory.connector(ctx.dsn)
     obs = ctx.observed(connector)
     keys = key_sources.read(plan.keys, connector, plan.seed)
