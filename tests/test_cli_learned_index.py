@@ -35,12 +35,14 @@ def test_the_json_document(tmp_path, keys_db):
         assert shown["kind"] == "learned-index"
 
 
+# 2: a usage error the plan's parser finds; 1: what the service finds before any work (the sources, the target)
 @pytest.mark.parametrize("change, code, words", [
-    (("--keys", "nonsense"), 2, "unknown key source 'nonsense'"),
-    (("--workload", "lookup=0.5,delete=0.5"), 2, "workload"),
-    (("--keys", "/nonexistent/keys.bin"), 2, "does not exist"),
-    (("--index", "btree"), 2, "unknown learned index 'btree'"),
+    (("--keys", "nonsense"), 1, "unknown key source 'nonsense'"),
+    (("--workload", "lookup=0.5,delete=0.5"), 1, "unknown part 'delete'"),
+    (("--keys", "/nonexistent/keys.bin"), 1, "does not exist"),
+    (("--index", "btree"), 1, "unknown learned index 'btree'"),
     (("--keys", "nosuch.column"), 1, "nosuch"),
+    (("--budget", "1"), 2, "1"),
 ])
 def test_bad_input_is_one_line(tmp_path, keys_db, change, code, words):
     args = list(ARGS)
@@ -49,3 +51,10 @@ def test_bad_input_is_one_line(tmp_path, keys_db, change, code, words):
     res = cli(tmp_path, *args, "--target", keys_db, "--register", "keys", "--json")
     assert res.returncode == code, res.stderr
     assert words in res.stderr and "Traceback" not in res.stderr and res.stdout == ""
+
+
+def test_ranges_unknown_parameters_and_bad_items_are_one_line(tmp_path, keys_db):
+    res = cli(tmp_path, *ARGS, "--range", "nosuch=1:2", "--target", keys_db, "--register", "keys", "--json")
+    assert res.returncode == 1 and "unknown parameter 'nosuch'" in res.stderr and "Traceback" not in res.stderr
+    res = cli(tmp_path, *ARGS, "--range", "oops", "--target", keys_db, "--register", "keys", "--json")
+    assert res.returncode == 2 and "NAME=LOW:HIGH" in res.stderr and "Traceback" not in res.stderr

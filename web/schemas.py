@@ -8,7 +8,7 @@ from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, Union
 from pydantic import (BaseModel, ConfigDict, Field, SecretStr, StringConstraints, ValidationInfo, create_model,
                       field_validator)
 
-from advisor.core.inputs import control_character
+from advisor.core.inputs import CONTROL, control_character
 from advisor.service.runs import COMMON, OPTIONS, RUN_STATES, kinds
 from web.times import Details, Timestamp
 
@@ -16,6 +16,9 @@ T = TypeVar("T")
 
 RecState = Literal["proposed", "validated", "rejected", "approved", "applied", "rolled_back"]
 RunState = Literal[RUN_STATES]  # type: ignore[valid-type]
+
+
+REQUIRED_TEXT = f"^[^{CONTROL}]*[^\\s{CONTROL}][^{CONTROL}]*$"  # no control character (as web.guards), not blank
 
 
 class Strict(BaseModel):
@@ -146,6 +149,8 @@ def _option_field(name: str, required: bool = False, choices: tuple[str, ...] = 
         return list[item], Field(list(o.default), description=o.help)  # type: ignore[valid-type]
     if choices:
         return Literal[choices], Field(o.default, description=o.help)  # type: ignore[valid-type]
+    if required:  # a text the kind cannot default: one line, with a character that is not a space
+        return str, Field(..., min_length=1, max_length=10_000, pattern=REQUIRED_TEXT, description=o.help)
     return str | None, Field(o.default, max_length=1_000_000 if o.multiline else 10_000, description=o.help)
 
 

@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from advisor.cli.common import JsonFlag, RegisterOpt, StoreOpt, emit, open_service, optimizer_choice, parse_plan, \
-    resolve_dsn
+from advisor.cli.common import JsonFlag, RegisterOpt, StoreOpt, emit, names, open_service, optimizer_choice, \
+    parse_plan, resolve_dsn
 from advisor.cli.common import TargetDsn as Target
 
 KIND = "learned-index"
@@ -32,6 +32,8 @@ def tune_learned_index(
         budget: Annotated[int, typer.Option(help="evaluations of the search (the defaults' included)", min=2)] = 20,
         index: Annotated[str, typer.Option(help="the learned index: alex (updatable) or pgm (read-only)")] = "alex",
         optimizer: Annotated[LearnedIndexOptimizer, typer.Option(help="the search")] = "hibo",
+        range_: Annotated[list[str], typer.Option("--range", help="narrow a parameter's range: NAME=LOW:HIGH "
+                                                                   "(repeat or comma-separate)")] = [],  # noqa: B006
         rounds: Annotated[int, typer.Option(help="interleaved rounds of the validation against the defaults",
                                             min=1)] = 5,
         validate: Annotated[bool, typer.Option(help="validate the best against the defaults")] = True,
@@ -41,7 +43,7 @@ def tune_learned_index(
     safety cut (a configuration below half the defaults' throughput is stopped), the best validated against
     the defaults in interleaved rounds. The parameters are handed over; nothing is applied to the database."""
     plan = parse_plan({"kind": KIND, "optimizer": optimizer.value, "keys": keys, "workload": workload,
-                       "budget": budget, "index": index, "rounds": rounds, "validate": validate, "seed": seed})
+                       "budget": budget, "index": index, "range": names(range_), "rounds": rounds, "validate": validate, "seed": seed})
     target = resolve_dsn(target)
     service = open_service(store)
     result = service.tune(KIND, target, plan, register=register, by_hand=False)

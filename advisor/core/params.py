@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -149,6 +149,26 @@ class ParamSpace:
     def full(self, config: Mapping[str, str]) -> dict[str, str]:
         """Every parameter: the defaults with ``config`` (validated) on top."""
         return {**self.default_config(), **self.validate(config)}
+
+    def narrowed(self, ranges: Mapping[str, tuple[str, str]]) -> "ParamSpace":
+        """This space with numeric parameters' ranges narrowed to ``{name: (low, high)}`` (each end a value of
+        the parameter, the default kept inside); UnknownKnob / InvalidKnobValue naming the first bad one.
+
+        >>> ParamSpace((ParamSpec("density", 0.1, 1.0, default="0.7"),)).narrowed({"density": ("0.5", "0.8")}).params[0].low
+        0.5
+        """
+        out = list(self.params)
+        for name, (low, high) in ranges.items():
+            spec = self.spec(name)
+            if spec.categorical:
+                raise InvalidKnobValue(f"{name}: a choice ({', '.join(spec.choices)}) has no range to narrow")
+            lo, hi = float(spec.check(low)), float(spec.check(high))
+            if lo > hi:
+                raise InvalidKnobValue(f"{name}: the range {low}:{high} is empty")
+            if not lo <= float(spec.check(spec.default)) <= hi:
+                raise InvalidKnobValue(f"{name}: the range {low}:{high} leaves out the default {spec.default}")
+            out[self.names.index(name)] = replace(spec, low=lo, high=hi)
+        return ParamSpace(out)
 
     def changes(self, config: Mapping[str, str]) -> list[LearnedIndexParam]:
         """The configuration as changes, left out where it equals the default."""

@@ -51,8 +51,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("budget_mb", "float", None, "MiB of new indexes", (0, BUDGET_MB_MAX), "Budget, MB", form=True),
     Option("include", "names", (), "knobs to add to the searched space", label="Include knobs"),
     Option("exclude", "names", (), "knobs to leave out of the searched space", label="Exclude knobs"),
-    Option("range", "names", (), "narrow a knob's range: NAME=LOW:HIGH, e.g. work_mem=4MB:256MB",
-           label="Knob ranges", pattern=RANGE_ITEM),
+    Option("range", "names", (), "narrow a knob's (or a learned index parameter's) range: NAME=LOW:HIGH, e.g. "
+           "work_mem=4MB:256MB", label="Ranges", pattern=RANGE_ITEM),
     Option("allow_durability", "bool", False, "also search the knobs that trade durability for speed (the "
            "engine's: fsync, synchronous_commit, full_page_writes on PostgreSQL)", label="Durability knobs"),
     Option("objective", "text", "latency", "minimize weighted latency, or maximize throughput", label="Objective"),

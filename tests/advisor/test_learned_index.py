@@ -23,6 +23,7 @@ from tests.conftest import run
 from workloads.learned import keysets, mixes
 
 KEYS = "synthetic:books:20000"
+INDEX, MIX = "pgm", "read-only"  # the quick engine for most checks; the updatable one (alex) has its own test
 
 
 @pytest.fixture(scope="module")
@@ -40,12 +41,12 @@ def service(tmp_path):
 
 
 def plan(**fields) -> RunPlan:
-    return RunPlan.parse({"kind": "learned-index", "keys": KEYS, "workload": "read-heavy", "budget": 5,
+    return RunPlan.parse({"kind": "learned-index", "keys": KEYS, "workload": MIX, "index": INDEX, "budget": 5,
                           "optimizer": "random", "rounds": 3, **fields})
 
 
-def small_target(mix="read-heavy", n=20_000):
-    engine = factory.learned_index("alex")
+def small_target(index=INDEX, mix=MIX, n=20_000):
+    engine = factory.learned_index(index)
     keys = keysets.synthetic("books", n, 0)
     initial, stream = mixes.workload(keys, mixes.parse_mix(mix), n, 0)
     return engine, HarnessTarget(engine, initial, [stream])
@@ -54,10 +55,10 @@ def small_target(mix="read-heavy", n=20_000):
 def test_a_run_stores_every_evaluation_and_a_handed_over_recommendation(service, target_db):
     result = service.tune("learned-index", target_db, plan(), by_hand=True)
     doc = result.document()
-    assert doc["index"] == "alex" and doc["evaluations"] == 5 == len(result.trials)
+    assert doc["index"] == INDEX and doc["evaluations"] == 5 == len(result.trials)
     assert result.trials[0].source == "default" and result.trials[0].result.status == "measured"
     assert doc["default"]["throughput_ops"] > 0 and doc["default"]["p99_ns"] > 0
-    assert set(doc["parameters"]) == {p.name for p in factory.learned_index("alex").parameters()}
+    assert set(doc["parameters"]) == {p.name for p in factory.learned_index(INDEX).parameters()}
     stored = service.store.trials(result.run_id)
     assert [t["number"] for t in stored] == [0, 1, 2, 3, 4] and stored[0]["source"] == "default"
     run_row = service.store.run(result.run_id)
@@ -71,14 +72,13 @@ def test_a_run_stores_every_evaluation_and_a_handed_over_recommendation(service,
     assert {c.name: c.value for c in rec.changes}.items() <= doc["parameters"].items()
     details = rec.details
     assert details["evaluations"] == 5 and details["tuned"]["throughput_ops"] > 0
-    ev = rec.evidence
-    assert ev.rounds == 3 and {s.queryid for s in ev.statements} == {"lookup", "insert", "range"} & {
-        s.queryid for s in ev.statements}
-    weights = {s.queryid: s.weight for s in ev.statements}
-    assert weights == pytest.approx({k: v for k, v in (("lookup", mixes.parse_mix("read-heavy").lookup),
-                                                       ("insert", mixes.parse_mix("read-heavy").insert),
-                                                       ("range", mixes.parse_mix("read-heavy").range)) if v > 0})
-    assert service.store.recommendation(rec.id).details["index"] == "alex"
+    ev = rec.evidence  # per operation type, the mix's fractions as weights
+    mix = mixes.parse_mix(MIX)
+    expected = {op: share for op, share in (("lookup", mix.lookup), ("insert", mix.insert), ("range", mix.range))
+                if share > 0}
+    assert ev.rounds == 3 and {s.queryid: s.weight for s in ev.statements} == pytest.approx(expected)
+    assert all(s.baseline_ms > 0 for s in ev.statements)  # ns per operation
+    assert service.store.recommendation(rec.id).details["index"] == INDEX
 
 
 def test_the_safety_cut_makes_a_trial_unsafe_and_failed():
@@ -92,8 +92,8 @@ def test_the_safety_cut_makes_a_trial_unsafe_and_failed():
     assert cut.objective is None
 
 
-def test_search_counts_unsafe_evaluations_and_validates_against_the_defaults():
-    engine, target = small_target()
+def test_search_on_the_updatable_index_counts_unsafe_evaluations_and_validates():
+    engine, target = small_target("alex", "read-heavy")
     from advisor.core.params import ParamSpace
 
     prob = problem(ParamSpace(engine.parameters()), engine.name, safety=0.999999)  # almost any dip is unsafe
@@ -117,26 +117,28 @@ def test_keys_from_a_column_of_the_target(service, target_db):
     ({"keys": "books"}, "unknown key source 'books'"),
     ({"keys": "synthetic:nosuch"}, "unknown synthetic key set 'nosuch'"),
     ({"keys": "/nonexistent/keys.txt"}, "does not exist"),
-    ({"workload": "lookup=2,insert=x"}, ""),
+    ({"keys": "events.nope"}, "nope"),
+    ({"keys": "nosuch.column"}, "nosuch"),
+    ({"workload": "lookup=2,insert=x"}, "insert needs a number"),
     ({"index": "btree"}, "unknown learned index 'btree'"),
     ({"keys": None}, "needs keys"),
+    ({"range": "nosuch=1:2"}, "unknown parameter 'nosuch'"),
+    ({"range": "oops"}, "expected NAME=LOW:HIGH"),
+    ({"workload": "write-heavy"}, "pgm is read-only"),
 ])
-def test_bad_plans_are_one_line_before_any_work(fields, message):
+def test_bad_input_is_one_line_before_any_work(service, target_db, fields, message):
     with pytest.raises(AdvisorError, match=message) as e:
-        plan(**fields)
+        service.tune("learned-index", target_db, plan(**fields), by_hand=True)
     assert "\n" not in e.value.message
+    assert service.store.runs() == []  # refused before anything was stored
 
 
 def test_bad_sources_at_run_time_are_one_line(service, target_db, tmp_path):
     bad = tmp_path / "keys.txt"
     bad.write_text("12\nnot a key\n")
-    with pytest.raises(AdvisorError, match="cannot read keys") as e:
+    with pytest.raises(AdvisorError, match="line 2: 'not a key'") as e:
         service.tune("learned-index", target_db, plan(keys=str(bad)), by_hand=True)
     assert "\n" not in e.value.message
-    with pytest.raises(AdvisorError, match="does not exist"):
-        service.tune("learned-index", target_db, plan(keys="events.nope"), by_hand=True)
-    with pytest.raises(AdvisorError, match="read-only"):
-        service.tune("learned-index", target_db, plan(index="pgm", workload="write-heavy"), by_hand=True)
 
 
 def test_a_key_file_is_read_sorted_and_unique(tmp_path):
@@ -145,3 +147,11 @@ def test_a_key_file_is_read_sorted_and_unique(tmp_path):
     path.write_text("\n".join(map(str, values)) + "\n")
     keys = key_sources.read(str(path))
     assert keys.dtype == np.uint64 and np.all(keys[1:] > keys[:-1]) and len(keys) == len(set(values.tolist()))
+
+
+def test_a_range_narrows_the_searched_space(service, target_db):
+    engine = factory.learned_index(INDEX)
+    numeric = next(p for p in engine.parameters() if not p.categorical and p.low < float(p.default) < p.high)
+    item = f"{numeric.name}={numeric.default}:{numeric.default}"
+    result = service.tune("learned-index", target_db, plan(range=item, budget=3, validate=False), by_hand=True)
+    assert {t.config[numeric.name] for t in result.trials} == {numeric.check(numeric.default)}

@@ -36,6 +36,9 @@ def test_a_learned_index_run_over_rest(app_client, tokens, keys_db):
     done = wait_run(client, op, r.json()["id"], timeout_s=300)
     assert done["state"] == "done" and done["kind"] == "learned-index", done
     assert len(service.store.trials(done["id"])) == 3
+    from web.pages.formats import plan_text  # how the runs pages show its plan
+    assert plan_text(service.run(done["id"])["options"]["plan"]) == \
+        "learned-index · grid · alex · synthetic:books:20000 · read-heavy · 3 evaluations · 2 rounds"
     rec_id = done["result"]["recommendation"]
     if rec_id is None:
         assert "no configuration beat the defaults" in done["result"]["message"]
@@ -47,10 +50,12 @@ def test_a_learned_index_run_over_rest(app_client, tokens, keys_db):
 
 
 @pytest.mark.parametrize("fields, status, words", [
-    ({"workload": "lookup=2,oops"}, 400, "workload"),
+    ({"workload": "lookup=2,oops"}, 400, "unknown part 'oops'"),
     ({"keys": "no such source"}, 400, "unknown key source"),
     ({"index": "btree"}, 400, "unknown learned index 'btree'"),
-    ({"keys": None}, 400, "needs keys"),
+    ({"keys": None}, 422, ""),
+    ({"keys": "  "}, 422, ""),
+    ({"range": ["nosuch=1:2"]}, 400, "unknown parameter 'nosuch'"),
     ({"optimizer": "magic"}, 422, ""),
     ({"budget": 1}, 422, ""),
 ])

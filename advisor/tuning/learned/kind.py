@@ -14,6 +14,7 @@ from advisor.core.domain import LearnedIndexParam, Recommendation
 from advisor.core.errors import AdvisorError
 from advisor.core.params import ParamSpace
 from advisor.tuning.kind import Context, Kind
+from advisor.tuning.knobs.kind import ranges  # NAME=LOW:HIGH items, read the same way for every kind
 from advisor.tuning.learned import keys as key_sources
 from advisor.tuning.learned.pipeline import LearnedIndexResult, Trial, problem, search
 from advisor.tuning.learned.target import HarnessTarget
@@ -50,13 +51,33 @@ def _indexes() -> tuple[str, ...]:
     return factory.learned_indexes()
 
 
-def _check(plan) -> None:
+def check_target(connector, plan) -> None:
+    """What the service checks before any work, once the target is known (so a request that fits the REST schema
+    is refused only for what it says about the target or the sources): the key source (a known synthetic set,
+    an existing file, a column the target lets us read), the mix, the index and the parameters named in
+    ``range``."""
     from workloads.learned.mixes import parse_mix
 
+    from connectors import factory
+
     key_sources.check(plan.keys)
-    parse_mix(plan.workload)
+    mix = parse_mix(plan.workload)
     if plan.index not in _indexes():
         raise AdvisorError(f"unknown learned index {plan.index!r}; choose one of {', '.join(_indexes())}")
+    if factory.learned_index(plan.index).read_only and mix.insert > 0:
+        raise AdvisorError(f"{plan.index} is read-only: choose a workload without inserts (read-only, or "
+                           "lookup=...,range=...)")
+    space_of(plan)
+    if key_sources.kind_of(plan.keys) == "column":
+        table, column = plan.keys.strip().rsplit(".", 1)
+        connector.column_keys(table, column, 1)  # AdvisorError naming what the target says
+
+
+def space_of(plan) -> ParamSpace:
+    """The searched space: the index's parameters, narrowed by the plan's ``range`` items (NAME=LOW:HIGH)."""
+    from connectors import factory
+
+    return ParamSpace(factory.learned_index(plan.index).parameters()).narrowed(ranges(plan.range))
 
 
 def run(ctx: Context, plan) -> LearnedIndexTuneResult:
@@ -68,15 +89,12 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
 
     mix = parse_mix(plan.workload)
     engine = factory.learned_index(plan.index)
-    if engine.read_only and mix.insert > 0:
-        raise AdvisorError(f"{plan.index} is read-only: choose a workload without inserts (read-only, or "
-                           "lookup=...,range=...)")
     connector = factory.connector(ctx.dsn)
     obs = ctx.observed(connector)
     keys = key_sources.read(plan.keys, connector, plan.seed)
     ctx.say(f"{len(keys):,} keys from {plan.keys}")
     initial, stream = workload(keys, mix, min(max(len(keys), MIN_OPS), MAX_OPS), plan.seed)
-    prob = problem(ParamSpace(engine.parameters()), engine.name, features(keys, mix),
+    prob = problem(space_of(plan), engine.name, features(keys, mix),
                    training=lambda: training_tasks(engine, plan.seed))
     optimizer = registry.create("learned_index", plan.optimizer, prob, seed=plan.seed, strict=False)
     optimizer.prepare(ctx.model_dir(obs.target_id) if ctx.model_dir else None, ctx.say)
@@ -117,5 +135,5 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
 KIND = Kind(KIND_NAME, "a learned index's parameters (ALEX-like, PGM): a search over a benchmark harness on keys "
             "and a workload mix, validated against the defaults; handed over, never applied", run,
             optimizers=learned_index.OPTIMIZERS, change_types=(LearnedIndexParam,),
-            options=("keys", "workload", "budget", "index"), required=("keys", "workload"), handed_over=True,
-            default_optimizer="hibo", check_plan=_check, title="Learned index")
+            options=("keys", "workload", "budget", "index", "range"), required=("keys", "workload"), handed_over=True,
+            default_optimizer="hibo", check_target=check_target, title="Learned index")

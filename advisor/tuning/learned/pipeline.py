@@ -11,6 +11,7 @@ and the recommendation.
   ``failed`` with ``metrics["unsafe"] = 1``, and counted in ``unsafe_evaluations``.
 - The budget counts evaluations, the defaults' included. The loop ends early when the optimizer asks again what
   it asked last (it has nothing new to try).
+- Before the defaults' trial and before the validation, a warm-up round that is not measured.
 - Validation: ``rounds`` interleaved rounds (A B, then B A, ...) of the defaults and the best safe configuration,
   compared per operation type (``evidence.compare``: op types as ids, the mix's fractions as weights, ns per op;
   a slowdown under ``MIN_ABS_NS`` is noise).
@@ -18,7 +19,6 @@ and the recommendation.
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -112,6 +112,7 @@ def search(target: HarnessTarget, optimizer: Optimizer, budget: int, *, rounds: 
             on_trial(trial)
         return trial
 
+    target.warm_up()
     base = run(prob.space.default_config(), "default")
     if base.result.status != "measured":
         from advisor.core.errors import AdvisorError
@@ -145,6 +146,8 @@ def validate(target: HarnessTarget, baseline: Mapping[str, str], candidate: Mapp
     """``rounds`` interleaved rounds (A B, B A, ...) of the two configurations, without the safety cut: the
     evidence per op type and each arm's median figures. TrialFailed when an arm fails."""
     target.min_throughput = None
+    for config in (baseline, candidate):  # warm-up, excluded
+        target.warm_up(config)
     arms: dict[str, tuple[list[ArmRound], list[RoundFigures]]] = {"A": ([], []), "B": ([], [])}
     for i in range(rounds):
         for arm in (("A", "B") if i % 2 == 0 else ("B", "A")):
@@ -163,7 +166,3 @@ def median_figures(rounds: Sequence[RoundFigures]) -> dict[str, float]:
     return {"throughput_ops": statistics.median(r.throughput_ops for r in rounds),
             "p99_ns": statistics.median(r.p99_ns for r in rounds),
             "memory_bytes": float(statistics.median(r.memory_bytes for r in rounds))}
-
-
-def finite(x: float) -> bool:
-    return math.isfinite(x)

@@ -2,7 +2,8 @@
 
 ``apply(config)`` builds the index over the initial keys with the configuration (a build is cached for the last
 two configurations: validation alternates two); ``measure(rounds)`` runs the operation streams in order on a
-fresh copy of that build each round (inserts stay in for the next phase, never for the next round). A round's
+fresh copy of that build each round (inserts stay in for the next phase, never for the next round);
+``warm_up`` runs a round that is not measured (the compiled loops' first call loads them). A round's
 ``ArmRound`` holds, per operation type, the round's mean latency in ns per operation (one sample per round, as a
 shadow's holds each statement's median per pass), so ``evidence.compare`` with the op fractions as weights
 compares ns per operation. ``last`` holds the round's figures (``RoundFigures``): throughput, p99, memory and the
@@ -89,6 +90,13 @@ class HarnessTarget:
             out.append(self._round())
         self.good = dict(self.config)
         return out
+
+    def warm_up(self, config: Mapping[str, str] | None = None) -> None:
+        """One round of ``config`` (the defaults when None) whose figures are thrown away: compiled code loaded,
+        caches filled, before anything is measured."""
+        self.apply(config if config is not None else self.space.default_config())
+        self._round()
+        self.last = None
 
     def recover(self) -> None:
         """A failed configuration leaves nothing behind (each round runs on a copy): back to the good one."""
