@@ -51,6 +51,11 @@ def _indexes() -> tuple[str, ...]:
     return factory.learned_indexes()
 
 
+def _check(plan) -> None:
+    """What the plan alone says wrong (a usage error): range items that are not NAME=LOW:HIGH."""
+    ranges(plan.range)
+
+
 def check_target(connector, plan) -> None:
     """What the service checks before any work, once the target is known (so a request that fits the REST schema
     is refused only for what it says about the target or the sources): the key source (a known synthetic set,
@@ -136,4 +141,4 @@ KIND = Kind(KIND_NAME, "a learned index's parameters (ALEX-like, PGM): a search 
             "and a workload mix, validated against the defaults; handed over, never applied", run,
             optimizers=learned_index.OPTIMIZERS, change_types=(LearnedIndexParam,),
             options=("keys", "workload", "budget", "index", "range"), required=("keys", "workload"), handed_over=True,
-            default_optimizer="hibo", check_target=check_target, title="Learned index")
+            default_optimizer="hibo", check_plan=_check, check_target=check_target, title="Learned index")
