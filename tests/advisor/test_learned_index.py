@@ -45,9 +45,9 @@ def plan(**fields) -> RunPlan:
                           "optimizer": "random", "rounds": 3, **fields})
 
 
-def small_target(index=INDEX, mix=MIX, n=20_000):
+def small_target(index=INDEX, mix=MIX, n=20_000, keyset="books"):
     engine = factory.learned_index(index)
-    keys = keysets.synthetic("books", n, 0)
+    keys = keysets.synthetic(keyset, n, 0)
     initial, stream = mixes.workload(keys, mixes.parse_mix(mix), n, 0)
     return engine, HarnessTarget(engine, initial, [stream])
 
@@ -93,7 +93,7 @@ def test_the_safety_cut_makes_a_trial_unsafe_and_failed():
 
 
 def test_search_on_the_updatable_index_counts_unsafe_evaluations_and_validates():
-    engine, target = small_target("alex", "read-heavy")
+    engine, target = small_target("alex", "read-heavy", keyset="uniform")
     from advisor.core.params import ParamSpace
 
     prob = problem(ParamSpace(engine.parameters()), engine.name, safety=0.999999)  # almost any dip is unsafe
