@@ -16,13 +16,12 @@ from advisor.core.params import ParamSpace
 from advisor.tuning.kind import Context, Kind
 from advisor.tuning.knobs.kind import ranges  # NAME=LOW:HIGH items, read the same way for every kind
 from advisor.tuning.learned import keys as key_sources
-from advisor.tuning.learned.pipeline import LearnedIndexResult, Trial, problem, search
+from advisor.tuning.learned.pipeline import LearnedIndexResult, Trial, operations, problem, search
 from advisor.tuning.learned.target import HarnessTarget
 from advisor.tuning.recommend import recommend
 from optimizers import learned_index
 
 KIND_NAME = "learned-index"
-MIN_OPS, MAX_OPS = 10_000, 200_000  # operations per round: as many as keys, within these
 
 
 @dataclass(frozen=True)
@@ -98,7 +97,7 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
     obs = ctx.observed(connector)
     keys = key_sources.read(plan.keys, connector, plan.seed)
     ctx.say(f"{len(keys):,} keys from {plan.keys}")
-    initial, stream = workload(keys, mix, min(max(len(keys), MIN_OPS), MAX_OPS), plan.seed)
+    initial, stream = workload(keys, mix, operations(len(keys), mix.insert), plan.seed)
     prob = problem(space_of(plan), engine.name, features(keys, mix),
                    training=lambda: training_tasks(engine, plan.seed))
     optimizer = registry.create("learned_index", plan.optimizer, prob, seed=plan.seed, strict=False)

@@ -33,6 +33,19 @@ from optimizers.base import Optimizer
 from optimizers.learned_index.problem import LearnedIndexProblem
 
 MIN_ABS_NS = 5.0  # a per-operation slowdown smaller than this (ns) is timer noise, not a regression
+MIN_OPS, MAX_OPS = 10_000, 200_000  # operations per round: as many as keys, within these ...
+INSERT_SHARE = 0.45  # ... and inserts drawing at most this share of the keys (held out of the initial build)
+
+
+def operations(n_keys: int, insert: float) -> int:
+    """Operations per round for ``n_keys`` keys and an insert fraction: as many as keys (within ``MIN_OPS`` ..
+    ``MAX_OPS``), fewer where the inserts would need more than ``INSERT_SHARE`` of the keys held out.
+
+    >>> operations(20_000, 0.05), operations(20_000, 0.8), operations(1_000_000, 0.0)
+    (20000, 11250, 200000)
+    """
+    n = min(max(n_keys, MIN_OPS), MAX_OPS)
+    return min(n, int(INSERT_SHARE * n_keys / insert)) if insert > 0 else n
 
 
 @dataclass
@@ -81,7 +94,7 @@ def evaluate(target: HarnessTarget, config: Mapping[str, str]) -> TrialResult:
         target.recover()
         metrics = target.last.metrics() if target.last is not None else {"unsafe": 0.0}
         target.last = None
-        return TrialResult(None, "failed", e.message, metrics=metrics)
+        return TrialResult(None, e.status, e.message, metrics=metrics)
     figures = target.last
     assert figures is not None
     return TrialResult(figures.ns_per_op, metrics=figures.metrics())
