@@ -16,8 +16,7 @@ from advisor.core.params import ParamSpace
 from advisor.tuning.kind import Context, Kind
 from advisor.tuning.knobs.kind import ranges  # NAME=LOW:HIGH items, read the same way for every kind
 from advisor.tuning.learned import keys as key_sources
-from advisor.tuning.learned.pipeline import LearnedIndexResult, Trial, operations, problem, search
-from advisor.tuning.learned.target import HarnessTarget
+from advisor.tuning.learned.pipeline import LearnedIndexResult, Trial, operations, problem, tune_index
 from advisor.tuning.recommend import recommend
 from optimizers import learned_index
 
@@ -112,8 +111,7 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
 
     weights = {op: share for op, share in (("lookup", mix.lookup), ("insert", mix.insert), ("range", mix.range))
                if share > 0}
-    target = HarnessTarget(engine, initial, [stream], safety=prob.safety)
-    found = search(target, optimizer, plan.budget, rounds=plan.rounds if plan.validate else 0, weights=weights,
+    found = tune_index(engine, initial, [stream], optimizer, plan.budget, rounds=plan.rounds if plan.validate else 0, weights=weights,
                    seed=plan.seed, say=ctx.say, on_trial=stored)
     base = dict(keys=len(keys), run_id=run_id, trials=tuple(found.trials), result=found)
     if not found.changes:
