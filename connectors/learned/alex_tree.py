@@ -50,7 +50,7 @@ def groups(keys, lo, hi, slope, icpt, base, f, g_slot, g_key):
         while j1 < hi and (s == f - 1 or sp.raw_slot(slope, icpt, base, 0, 0, keys[j1]) <= s):
             j1 += 1
         nb = j1 - j
-        if s > 0 and cur > 0 and cur + nb > MERGE:
+        if s > 0 and cur > 0 and nb > 0 and cur + nb > MERGE:
             g += 1
             g_slot[g], g_key[g] = s, j
             cur = 0
@@ -88,6 +88,8 @@ def choose(S, keys, lo, hi, g_slot, g_key):
     """(fanout, slope, intercept, base) for a node over keys[lo:hi]: fanout 1 is a data node."""
     P = S[7]
     n = hi - lo
+    if n == 0:
+        return 1, 0.0, 0.0, np.uint64(0)
     d = leaf_density(P)
     fits = sp.cap_for(n, d) <= P[P_MAXSLOTS] or n <= MERGE
     maxf = 2

@@ -74,11 +74,13 @@ class HarnessTarget:
         try:
             full = self.space.full(config)
         except AdvisorError as e:
-            raise TrialFailed(f"could not apply: {e}") from None
+            raise TrialFailed(f"could not apply: {e}", status="infeasible") from None
         key = tuple(sorted(full.items()))
         if key not in self._builds:
             try:
                 built = self.engine.build(self.initial_keys, full)
+            except AdvisorError as e:  # parameters that do not go together (the engine's own constraints)
+                raise TrialFailed(f"infeasible: {e}", status="infeasible") from None
             except (ValueError, MemoryError) as e:
                 raise TrialFailed(f"the index could not be built: {e}") from None
             self._builds = {**dict(list(self._builds.items())[-1:]), key: built}
