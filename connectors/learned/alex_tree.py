@@ -107,7 +107,7 @@ def choose(S, keys, lo, hi, g_slot, g_key):
         cap = sp.cap_for(n, d)
         best = dn.cost(keys, lo, hi, cap, s * cap / n, c * cap / n, b, P[3] > 0.5, P[0])
     f = 2
-    while f <= maxf and f <= max(2, 2 * n):
+    while f <= maxf and f <= max(2, n):
         c, s, ic, b = fanout_cost(S, keys, lo, hi, f, g_slot, g_key)
         if c < best:
             best, bf, bs, bc, bb = c, f, s, ic, b
@@ -132,7 +132,7 @@ def bulk_load(S, keys):
         par, slo, shi, lo, hi, level, above = stack[sp_top]
         m = hi - lo
         f, s, c, b = (1, 0.0, 0.0, np.uint64(0)) if m == above else choose(S, keys, lo, hi, g_slot, g_key)
-        if not has_room(S, sp.cap_for(m, leaf_density(P)) + 64, f + 64, 2) or sp_top + f + 2 > len(stack):
+        if not has_room(S, sp.cap_for(m, leaf_density(P)) + 64, f + 64, 2):
             return False
         if f == 1:
             leaf = new_node(S, 1, sp.cap_for(m, leaf_density(P)))
@@ -146,7 +146,7 @@ def bulk_load(S, keys):
         node = new_node(S, 0, f)
         NF[node, 0], NF[node, 1], NU[node, 0] = s, c, b
         sp.attach(S, par, node, slo, shi, level)
-        ng = groups(keys, lo, hi, s, c, b, f, g_slot, g_key)
+        ng = groups(keys, lo, hi, s, c, b, f, g_slot, g_key)  # at most m + 1 groups: the stack holds them
         for g in range(ng - 1, -1, -1):
             stack[sp_top] = (node, g_slot[g], g_slot[g + 1], g_key[g], g_key[g + 1], level + 1, m)
             sp_top += 1

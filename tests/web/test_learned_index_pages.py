@@ -39,6 +39,9 @@ def test_a_learned_index_run_over_rest(app_client, tokens, keys_db):
     from web.pages.formats import plan_text  # how the runs pages show its plan
     assert plan_text(service.run(done["id"])["options"]["plan"]) == \
         "learned-index · grid · pgm · synthetic:books:20000 · read-only · 3 evaluations · 2 rounds"
+    log_in(client, op)
+    page = client.get(f"/runs/{done['id']}")  # the run's page: its trials, as any run's
+    assert page.status_code == 200 and "learned-index" in page.text
     rec_id = done["result"]["recommendation"]
     if rec_id is None:
         assert "no configuration beat the defaults" in done["result"]["message"]
@@ -47,6 +50,8 @@ def test_a_learned_index_run_over_rest(app_client, tokens, keys_db):
     assert rec["kind"] == "learned-index" and rec["applicable"] is False and rec["apply_sql"] == []
     assert rec["details"]["index"] == "pgm" and rec["details"]["evaluations"] == 3
     assert all(c["kind"] == "learned_index_param" for c in rec["changes"])
+    page = client.get(f"/recommendations/{rec_id}").text
+    assert 'id="learned-parameters"' in page and 'id="learned-figures"' in page
 
 
 @pytest.mark.parametrize("fields, status, words", [

@@ -81,7 +81,7 @@ class HarnessTarget:
                 built = self.engine.build(self.initial_keys, full)
             except AdvisorError as e:  # parameters that do not go together (the engine's own constraints)
                 raise TrialFailed(f"infeasible: {e}", status="infeasible") from None
-            except (ValueError, MemoryError) as e:
+            except (ValueError, ArithmeticError, MemoryError) as e:  # a bug of the engine's on these parameters
                 raise TrialFailed(f"the index could not be built: {e}") from None
             self._builds = {**dict(list(self._builds.items())[-1:]), key: built}
         self.config = full
