@@ -125,6 +125,16 @@ class TunerRow:
     seconds: float = 0.0
 
 
+def create(name: str, prob, seed: int, **options):
+    """A learned-index optimizer with those of ``options`` its ``_setup`` names (LITune's device and episodes),
+    the others left out: the searches take ``**options`` through to their base, which refuses unknown ones."""
+    import inspect
+
+    named = inspect.signature(registry.get("learned_index", name)._setup).parameters
+    return registry.create("learned_index", name, prob, seed=seed,
+                           **{k: v for k, v in options.items() if k in named and named[k].kind != named[k].VAR_KEYWORD})
+
+
 def weights_of(mix) -> dict[str, float]:
     return {op: share for op, share in (("lookup", mix.lookup), ("insert", mix.insert), ("range", mix.range))
             if share > 0}
@@ -178,8 +188,7 @@ class LearnedIndexBench:
         rows: list[TunerRow] = []
         for name in o.tuners:
             prob = problem(space, engine.name, feats)
-            opt = registry.create("learned_index", name, prob, seed=cell.seed, strict=False, device=o.device,
-                                  episodes=o.episodes)
+            opt = create(name, prob, cell.seed, device=o.device, episodes=o.episodes)
             opt.prepare(self.out / "models", self.say)
             start = time.perf_counter()
             found = tune_index(engine, initial, [stream], opt, o.budget, seed=cell.seed, rounds=o.rounds,
