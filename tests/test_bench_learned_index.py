@@ -125,3 +125,17 @@ def test_the_cli_refuses_bad_names_in_one_line(tmp_path, option, value, words):
     assert res.returncode == 1 and res.stdout == ""
     assert words in res.stderr and "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+@slow
+def test_meta_train_only_times_the_training_alone(tmp_path):
+    res = cli(tmp_path, "bench", "learned-index", "--meta-train-only", "--datasets", "books,fb,osm,uniform",
+              "--workloads", "balanced", "--episodes", "2", "--device", "cpu", "--out", str(tmp_path / "out"))
+    assert res.returncode == 0, res.stderr[-2000:]
+    doc = json.loads(res.stdout)
+    alex = doc["training"]["alex"]
+    assert doc["requested_device"] == "cpu" and alex["device"] == "cpu" and alex["episodes"] == 2
+    assert alex["seconds"] > 0 and alex["evaluations"] >= 2
+    assert {t.split("/")[0] for t in alex["tasks"]} == {"normal"}  # the one dataset the grid leaves out
+    assert json.loads((tmp_path / "out" / "meta-train.json").read_text())["training"]["alex"]["episodes"] == 2
+    assert not (tmp_path / "out" / "learned-index.json").exists()  # nothing else ran

@@ -245,6 +245,9 @@ def bench_learned_index(
         episodes: Annotated[int, typer.Option(help="LITune's meta-training episodes", min=1)] = 60,
         device: Annotated[str, typer.Option(help="LITune's training device: auto, cpu, cuda")] = "auto",
         drift: Annotated[bool, typer.Option(help="run the drift part (online vs one-shot vs re-tuned)")] = True,
+        drift_dataset: Annotated[str, typer.Option(help="drift: the key set whose distribution shifts")] = "books",
+        drift_from: Annotated[str, typer.Option(help="drift: the first phase's mix")] = "read-heavy",
+        drift_to: Annotated[str, typer.Option(help="drift: the last phase's mix")] = "write-heavy",
         drift_phases: Annotated[int, typer.Option(help="drift phases", min=2)] = 3,
         drift_ops: Annotated[int, typer.Option(help="operations per drift phase", min=1000)] = 20_000,
         drift_budget: Annotated[int, typer.Option(help="evaluations per from-scratch tuning under drift (and "
@@ -265,8 +268,8 @@ def bench_learned_index(
     options = LearnedBenchOptions(
         datasets=_names([datasets]), workloads=_names([workloads]), seeds=_seeds(seeds), keys=keys, budget=budget,
         tuners=_names([tuners]), indexes=_names([indexes]), rounds=rounds, episodes=episodes, device=device,
-        drift=drift, drift_phases=drift_phases, drift_ops=drift_ops, drift_budget=drift_budget,
-        online_budget=online_budget, out_dir=out)
+        drift=drift, drift_dataset=drift_dataset, drift_from=drift_from, drift_to=drift_to, drift_phases=drift_phases,
+        drift_ops=drift_ops, drift_budget=drift_budget, online_budget=online_budget, out_dir=out)
     if meta_train_only:
         _emit_json(time_meta(options, say=reporter()))
         return
