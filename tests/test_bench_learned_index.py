@@ -13,8 +13,8 @@ from advisor.bench.learned_index import LearnedBenchOptions, LearnedIndexBench, 
 from advisor.core.errors import InvalidInput
 from tests.test_cli_service import cli
 
-TINY = dict(datasets=("books",), workloads=("balanced",), seeds=(1,), keys=20_000, budget=4, tuners=("random", "litune"),
-            rounds=2, episodes=3, device="cpu", drift_phases=2, drift_ops=3_000, drift_budget=3, online_budget=2)
+TINY = dict(datasets=("books",), workloads=("balanced",), seeds=(1,), keys=20_000, budget=4,
+            tuners=("random", "litune"), rounds=2, episodes=3, device="cpu", drift_phases=2, drift_ops=3_000, drift_budget=3, online_budget=2)
 
 
 # the tiny run takes ~30 s here (the index's compiled loops load, LITune meta-trains): its tests are marked slow
