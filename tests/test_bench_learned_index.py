@@ -45,6 +45,9 @@ def test_the_json_document(tiny):
     assert max(v for r in cell["tuners"] for v in r["trace"]) == cell["best_trial_throughput"]
     assert any(r["reach95"] is not None for r in cell["tuners"])  # whoever found the best trial reached it
     assert cell["sorted_array"]["throughput_ops"] > 0 and cell["defaults"]["throughput_ops"] > 0
+    sa = cell["sorted_array"]  # measured side by side with the configuration of the highest validated gain
+    assert sa["index_tuner"] == max(cell["tuners"], key=lambda r: r["gain"])["tuner"]
+    assert sa["index_over_sorted"] == pytest.approx(sa["index_throughput_ops"] / sa["throughput_ops"], rel=1e-3)
     training = doc["training"]["alex"]
     assert training["episodes"] == 3 and training["device"] == "cpu" and training["seconds"] > 0
     assert training["tasks"] and not any(t.startswith("books/") for t in training["tasks"])  # books held out
@@ -61,7 +64,7 @@ def test_drift_phases(tiny):
     assert second["keys"] > first["keys"]  # the first phase's inserts stay in the live index
     assert first["mix"]["insert"] < second["mix"]["insert"]  # read-heavy toward write-heavy
     for p in drift["phases"]:
-        assert min(p["online"], p["retuned"], p["one_shot"], p["defaults"]) > 0
+        assert min(p["online"], p["retuned"], p["one_shot"], p["defaults"]) > 0 and p["online_p99_ns"] > 0
         assert p["ratio_online_retuned"] == pytest.approx(p["online"] / p["retuned"], rel=1e-3)
     assert second["online_evaluations"] <= 2 and first["online_evaluations"] <= 3
     assert drift["one_shot_config"] and drift["retuned_by"] == "hibo"

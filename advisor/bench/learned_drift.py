@@ -9,10 +9,11 @@ with that phase's stream. Per phase, validated throughput (ops/s, the pipeline's
   keeps its weights, replay buffer, unsafe region and incumbent, and adapts from the phase's observations;
 - ``one_shot``: the configuration ``drift_tuner`` found on the first phase, kept unchanged;
 - ``retuned``: ``drift_tuner`` from scratch on every phase with ``drift_budget`` evaluations;
-- ``defaults``: the index's defaults (measured against the one-shot configuration, interleaved).
+- ``defaults``: the index's defaults.
 
-Every tuning goes through ``tune_index`` (the pipeline's entry point); the one-shot configuration through the
-pipeline's ``validate``. ``ratio_online_retuned`` per phase is the online throughput over the re-tuned one.
+Every tuning goes through ``tune_index`` (the pipeline's entry point, its own validation included); then the four
+configurations of the phase are measured side by side (``learned_measure``: rotating rounds in one time window),
+which gives the phase's figures; ``ratio_online_retuned`` is the online throughput over the re-tuned one.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ import numpy as np
 
 from advisor.core.params import ParamSpace
 from advisor.core.progress import Say
-from advisor.tuning.learned.pipeline import problem, tune_index, validate
+from advisor.bench.learned_measure import side_by_side
+from advisor.tuning.learned.pipeline import problem, tune_index
 from advisor.tuning.learned.target import HarnessTarget
 from advisor.tuning.learned.training import features
 from connectors import factory
@@ -81,14 +83,14 @@ def run_drift(o, model_dir: Path, say: Say) -> dict:
         rt = tune_index(engine, keys, [stream], fresh, o.drift_budget, seed=seed, rounds=o.rounds, weights=weights)
         if one_shot is None:
             one_shot = dict(rt.best)
-        target = HarnessTarget(engine, keys, [stream])
-        _, defaults, kept = validate(target, space.default_config(), one_shot, o.rounds, weights, seed)
+        configs = {"online": lt.best, "one_shot": one_shot, "retuned": rt.best, "defaults": space.default_config()}
+        med = side_by_side({k: (HarnessTarget(engine, keys, [stream]), c) for k, c in configs.items()}, o.rounds)
         phase = {"phase": p + 1, "keys": int(len(keys)), "operations": int(len(stream.ops)),
                  "mix": {"lookup": mix.lookup, "insert": mix.insert, "range": mix.range},
-                 "online": lt.tuned["throughput_ops"], "online_evaluations": lt.evaluations,
-                 "online_unsafe": lt.unsafe_evaluations, "retuned": rt.tuned["throughput_ops"],
-                 "retuned_evaluations": rt.evaluations, "one_shot": kept["throughput_ops"],
-                 "defaults": defaults["throughput_ops"],
+                 **{k: med[k]["throughput_ops"] for k in configs},
+                 **{f"{k}_p99_ns": med[k]["p99_ns"] for k in configs},
+                 "online_evaluations": lt.evaluations, "online_unsafe": lt.unsafe_evaluations,
+                 "retuned_evaluations": rt.evaluations, "retuned_unsafe": rt.unsafe_evaluations,
                  "online_trace": [float((t.result.metrics or {}).get("throughput_ops", 0.0))
                                   if t.result.status == "measured" else 0.0 for t in lt.trials]}
         phase["ratio_online_retuned"] = round(phase["online"] / phase["retuned"], 4) if phase["retuned"] else None

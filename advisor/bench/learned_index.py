@@ -8,8 +8,8 @@ evaluations with the safety cut, then ``rounds`` interleaved validation rounds o
 so the cell reports per tuner: validated tuned and default throughput (ops/s) and p99 (ns), the gain (tuned over
 defaults, one interleaved run), evaluations to reach 95% of the cell's best trial throughput, unsafe evaluations,
 and ``below_defaults`` where the validated tuned figure is under the defaults' (flagged, never hidden). The
-sorted array (``connectors.factory.binary_search_baseline``) runs the same stream, measured by the same
-validation rounds.
+sorted array (``connectors.factory.binary_search_baseline``) runs the same stream in rounds interleaved with the
+index at the best tuner's configuration.
 
 LITune meta-trains once per bench (``learned_meta``) on datasets the grid does not evaluate (or, when every dataset
 is evaluated, on other keys of them: said in the JSON), stores its model under ``<out>/models`` and every cell's
@@ -25,11 +25,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from advisor.bench import learned_drift, learned_meta, learned_report
+from advisor.bench.learned_measure import side_by_side
 from advisor.core.errors import InvalidInput
 from advisor.core.hardware import detect
 from advisor.core.params import ParamSpace
 from advisor.core.progress import Say, silent
-from advisor.tuning.learned.pipeline import operations, problem, tune_index, validate
+from advisor.tuning.learned.pipeline import operations, problem, tune_index
 from advisor.tuning.learned.target import HarnessTarget
 from advisor.tuning.learned.training import features
 from connectors import factory
@@ -200,20 +201,23 @@ class LearnedIndexBench:
         best = max((v for r in rows for v in r.trace), default=0.0)
         for r in rows:
             r.reach95 = first_reach(r.trace, REACH * best)
-        sorted_array = self.sorted_array(initial, stream, weights, cell.seed)
+        sorted_array = self.sorted_array(engine, initial, stream, max(rows, key=lambda r: r.gain))
         defaults = {k: statistics.median(r.default[k] for r in rows) for k in ("throughput_ops", "p99_ns")}
         return {"cell": cell.name, **asdict(cell), "keys": len(keys), "operations": int(len(stream.ops)),
                 "best_trial_throughput": best, "defaults": defaults, "sorted_array": sorted_array,
                 "tuners": [asdict(r) for r in rows]}
 
-    def sorted_array(self, initial, stream, weights, seed: int) -> dict:
-        """The sorted array with binary search on the same stream: ``rounds`` rounds of the pipeline's
-        validation (its one configuration against itself), the median over both arms."""
-        engine = factory.binary_search_baseline()
-        target = HarnessTarget(engine, initial, [stream])
-        config = target.space.default_config()
-        _, a, b = validate(target, config, config, self.options.rounds, weights, seed)
-        return {k: (a[k] + b[k]) / 2 for k in ("throughput_ops", "p99_ns")}
+    def sorted_array(self, engine, initial, stream, best: TunerRow) -> dict:
+        """The sorted array with binary search on the same stream, measured side by side (``learned_measure``)
+        with the index at the best tuner's configuration (the highest validated gain), each on its own harness."""
+        sorted_engine = factory.binary_search_baseline()
+        sorted_target = HarnessTarget(sorted_engine, initial, [stream])
+        med = side_by_side({"index": (HarnessTarget(engine, initial, [stream]), best.best),
+                            "sorted": (sorted_target, sorted_target.space.default_config())}, self.options.rounds)
+        return {"throughput_ops": med["sorted"]["throughput_ops"], "p99_ns": med["sorted"]["p99_ns"],
+                "index_throughput_ops": med["index"]["throughput_ops"], "index_p99_ns": med["index"]["p99_ns"],
+                "index_tuner": best.tuner,
+                "index_over_sorted": round(med["index"]["throughput_ops"] / med["sorted"]["throughput_ops"], 4)}
 
 
 def row_of(name: str, found, seconds: float) -> TunerRow:
@@ -246,7 +250,8 @@ def table(doc: dict) -> str:
                          f"{r['reach95'] if r['reach95'] is not None else '-':>7} {r['unsafe']:>6}{flag}")
         sa = c["sorted_array"]
         lines.append(f"{c['cell']:34} {'sorted':8} {'':>11} {sa['throughput_ops']:>11,.0f} {'':>6} "
-                     f"{sa['p99_ns']:>8,.0f}   (binary search, same stream)")
+                     f"{sa['p99_ns']:>8,.0f}   (binary search; {sa['index_tuner']}'s configuration "
+                     f"{sa['index_throughput_ops']:,.0f}/s alongside: {sa['index_over_sorted']:.2f}x)")
     for index, t in (doc.get("training") or {}).items():
         lines.append(f"\nLITune meta-training for {index}: {t['seconds']:.0f} s on {t['device']}, {t['episodes']} "
                      f"episodes, {len(t['tasks'])} tasks; {t['held_out']}")
