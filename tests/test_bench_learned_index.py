@@ -9,7 +9,7 @@ import json
 import pytest
 
 from advisor.bench import learned_report
-from advisor.bench.learned_index import LearnedBenchOptions, LearnedIndexBench, table
+from advisor.bench.learned_index import LearnedBenchOptions, LearnedIndexBench, summarize, table
 from advisor.core.errors import InvalidInput
 from tests.test_cli_service import cli
 
@@ -75,8 +75,10 @@ def test_targets_table_and_plots(tiny):
     out, doc = tiny
     t = doc["targets"]
     assert set(t) == {"gain", "litune_vs_bo", "drift", "sorted_array"}
-    assert t["gain"]["gains"] == {"books/balanced": pytest.approx(max(r["gain"] for r in doc["cells"][0]["tuners"]),
-                                                                  abs=1e-3)}
+    rows = doc["cells"][0]["tuners"]
+    assert t["gain"]["gains"] == {"books/balanced": pytest.approx(max(r["gain"] if r["accepted"] else 1.0
+                                                                      for r in rows), abs=1e-3)}
+    assert t["gain"]["measured"] == {"books/balanced": pytest.approx(max(r["gain"] for r in rows), abs=1e-3)}
     assert t["litune_vs_bo"]["met"] is None  # GP-BO was not run
     assert t["drift"]["ratios"] == [p["ratio_online_retuned"] for p in doc["drift"]["phases"]]
     assert t["sorted_array"]["met"] is None  # neither a read-only nor a write-heavy cell
@@ -142,3 +144,21 @@ def test_meta_train_only_times_the_training_alone(tmp_path):
     assert {t.split("/")[0] for t in alex["tasks"]} == {"normal"}  # the one dataset the grid leaves out
     assert json.loads((tmp_path / "out" / "meta-train.json").read_text())["training"]["alex"]["episodes"] == 2
     assert not (tmp_path / "out" / "learned-index.json").exists()  # nothing else ran
+
+
+@slow
+def test_summarize_recomputes_the_targets_from_a_saved_document(tiny, tmp_path):
+    out, doc = tiny
+    again = summarize(str(out / "learned-index.json"), str(tmp_path / "again"))
+    assert again["cells"] == json.loads((out / "learned-index.json").read_text())["cells"]
+    assert again["targets"] == learned_report.targets(again)
+    assert (tmp_path / "again" / "learned-index-drift.png").stat().st_size > 10_000
+
+
+def test_summarize_refuses_a_file_that_is_not_a_bench_document(tmp_path):
+    bad = tmp_path / "notes.txt"
+    bad.write_text("not json")
+    res = cli(tmp_path, "bench", "learned-index", "--summarize", str(bad), "--out", str(tmp_path / "out"))
+    assert res.returncode == 1 and res.stdout == "" and "Traceback" not in res.stderr
+    assert res.stderr.strip() == f"error: {bad} is not a learned-index bench document: Expecting value: line 1 " \
+                                 "column 1 (char 0)"

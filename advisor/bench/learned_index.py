@@ -274,3 +274,21 @@ def meta_train_only(options: LearnedBenchOptions, say: Say = silent) -> dict:
            "training": learned_meta.meta_train(options, out / "models", say, indexes)}
     (out / "meta-train.json").write_text(json.dumps(doc, indent=2, default=str))
     return doc
+
+
+def summarize(path: str, out_dir: str) -> dict:
+    """``--summarize FILE``: a saved learned-index.json's targets recomputed from its measurements (nothing run),
+    saved with its plots under ``out_dir``."""
+    try:
+        doc = json.loads(Path(path).read_text())
+        doc["cells"], doc["machine"]  # noqa: B018  (a bench document)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise InvalidInput(f"{path} is not a learned-index bench document: {e}") from None
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    doc["targets"] = learned_report.targets(doc)
+    (out / "learned-index.json").write_text(json.dumps(doc, indent=2, default=str))
+    learned_report.plot(doc, out / "learned-index.png")
+    if doc.get("drift"):
+        learned_report.plot_drift(doc["drift"], out / "learned-index-drift.png")
+    return doc

@@ -1,7 +1,7 @@
 """The learned-index bench's targets (issue 31), each with its measured figure and met / not met, and its plots.
 
 - ``gain``: the best tuner's validated gain over the defaults per dataset/workload pair (median over seeds; the
-  ALEX-like index): met when at least two pairs reach 2x and no tuner's validated figure is below the defaults'
+  ALEX-like index; a gain the interleaved validation did not accept counts as 1.0, the defaults kept): met when at least two pairs reach 2x and no tuner's validated figure is below the defaults'
   unless the interleaved validation rejected it (the pipeline then keeps the defaults); every one below is listed.
 - ``litune_vs_bo``: per cell, the evaluation at which GP-BO reached its best, and the first at which LITune reached
   that figure (ns/op no higher; never: counted as budget + 1); met when LITune's mean is at most half of BO's
@@ -21,16 +21,22 @@ BO = "gp"  # the project's BO the LITune target is measured against
 
 
 def gain_target(doc: dict) -> dict:
-    pairs: dict[str, list[float]] = defaultdict(list)
+    """Per pair, the best gain the pipeline would deliver: a tuner's validated gain where the interleaved
+    validation accepted it, 1.0 (the defaults kept) where it did not; ``measured`` is the best gain measured."""
+    delivered: dict[str, list[float]] = defaultdict(list)
+    measured: dict[str, list[float]] = defaultdict(list)
     for c in doc["cells"]:
         if c["index"] == "alex":
-            pairs[f"{c['dataset']}/{c['workload']}"].append(max(r["gain"] for r in c["tuners"]))
-    gains = {p: round(statistics.median(v), 3) for p, v in pairs.items()}
+            pair = f"{c['dataset']}/{c['workload']}"
+            delivered[pair].append(max(r["gain"] if r["accepted"] else 1.0 for r in c["tuners"]))
+            measured[pair].append(max(r["gain"] for r in c["tuners"]))
+    gains = {p: round(statistics.median(v), 3) for p, v in delivered.items()}
     flagged = [(c, r) for c in doc["cells"] for r in c["tuners"] if r["below_defaults"]]
     below = [f"{c['cell']}:{r['tuner']}" for c, r in flagged]
     kept = [f"{c['cell']}:{r['tuner']}" for c, r in flagged if r["accepted"] is not False]
     at_2x = [p for p, g in gains.items() if g >= 2.0]
     return {"target": "tuned >= 2x defaults on >= 2 pairs, never below defaults", "gains": gains,
+            "measured": {p: round(statistics.median(v), 3) for p, v in measured.items()},
             "pairs_at_2x": at_2x, "below_defaults": below, "below_not_rejected": kept,
             "met": len(at_2x) >= 2 and not kept}
 
@@ -96,7 +102,7 @@ def targets_table(doc: dict) -> str:
     verdict = {True: "met", False: "NOT MET", None: "not measured"}
     g, b, d, s = t["gain"], t["litune_vs_bo"], t["drift"], t["sorted_array"]
     lines = ["\ntargets:",
-             f"  {verdict[g['met']]:12} tuned >= 2x defaults on >= 2 pairs: best gains "
+             f"  {verdict[g['met']]:12} tuned >= 2x defaults on >= 2 pairs: best accepted gains "
              f"{', '.join(f'{p} {v:.2f}x' for p, v in g['gains'].items())}; below defaults: "
              f"{', '.join(g['below_defaults']) or 'none'}"
              f"{' (not rejected: ' + ', '.join(g['below_not_rejected']) + ')' if g['below_not_rejected'] else ''}",

@@ -256,6 +256,8 @@ def bench_learned_index(
                                                    min=2)] = 6,
         meta_train_only: Annotated[bool, typer.Option(help="only time LITune's meta-training (seconds, device, "
                                                           "episodes) and print it as JSON")] = False,
+        summarize: Annotated[str | None, typer.Option(help="a saved learned-index.json: recompute its targets and "
+                                                           "plots from its measurements, run nothing")] = None,
         out: Annotated[str, typer.Option(help="directory for learned-index.json and the plots")] =
         "bench-results/learned-index",
         json_out: JsonFlag = False) -> None:
@@ -263,8 +265,12 @@ def bench_learned_index(
     LITune; the sorted-array binary search on the same stream), LITune meta-trained once on held-out tasks, drift
     (LITune online vs a one-shot configuration vs re-tuning from scratch), and the issue's targets."""
     from advisor.bench.learned_index import LearnedBenchOptions, LearnedIndexBench, meta_train_only as time_meta
+    from advisor.bench.learned_index import summarize as resummarize
     from advisor.bench.learned_index import table
 
+    if summarize:
+        _bench_report(resummarize(summarize, out), json_out, table, out, "learned-index.json", "learned-index.png")
+        return
     options = LearnedBenchOptions(
         datasets=_names([datasets]), workloads=_names([workloads]), seeds=_seeds(seeds), keys=keys, budget=budget,
         tuners=_names([tuners]), indexes=_names([indexes]), rounds=rounds, episodes=episodes, device=device,
