@@ -175,7 +175,7 @@ def plot_drift(drift: dict, path: Path) -> None:
                 linewidth=2 if key == "online" else 1)
     ax.set_xticks(xs)
     ax.set_xlabel(f"phase ({drift['dataset']}: {drift['from']} -> {drift['to']}, keys shifting)")
-    ax.set_ylabel("validated throughput (ops/s)")
+    ax.set_ylabel("throughput, measured side by side (ops/s)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
