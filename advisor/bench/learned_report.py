@@ -55,7 +55,7 @@ def bo_target(doc: dict) -> dict:
         best, at = min(safe)
         reached = next((i + 1 for i, v in enumerate(lt["objectives"]) if v is not None and v <= best), None)
         per_cell.append({"cell": c["cell"], "bo_evaluations": at + 1, "litune_evaluations": reached,
-                         "budget": c["tuners"][0]["evaluations"]})
+                         "budget": doc["options"]["budget"]})
     if not per_cell:
         return {"target": "LITune reaches BO's best in <= half BO's evaluations, fewer unsafe", "met": None,
                 "why": "LITune and BO were not both run"}
