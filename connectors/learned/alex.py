@@ -100,6 +100,8 @@ class AlexIndex(CompiledRun):
         for _ in range(12):
             S = pool.new_pool(size, vec)
             if tree.bulk_load(S, keys):
+                small = pool.new_pool(0, vec)  # compiles (or loads) pool growth now, not inside a timed run
+                pool.compact(small, pool.new_pool(0, vec))
                 return cls(S, full)
             size = 2 * size + 1024
         raise RuntimeError(f"alex: bulk load of {len(keys)} keys did not fit pools for {size} keys")

@@ -108,3 +108,23 @@ def test_alex_grows_through_many_inserts_and_copies_are_independent():
     assert built.contains(keys).all()
     assert before.contains(initial).all() and not before.contains(extra).any()
     assert built.memory_bytes() > before.memory_bytes()
+
+
+@pytest.mark.parametrize("node_size", ["1024", "1048576"])  # a new root above a full one / the root doubling
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_out_of_domain_inserts_expand_the_root(node_size, side):
+    """Keys arriving below (descending) or above (ascending) the bulk-loaded range expand the root's domain once
+    enough of them came, and every key stays reachable."""
+    initial = np.arange(1_000_000, 1_020_000, 4, dtype=np.uint64)
+    step = np.arange(1, 4001, dtype=np.uint64) * np.uint64(4)
+    arriving = initial[0] - step if side == "left" else initial[-1] + step
+    params = {"max_node_size": node_size, "min_out_of_domain_keys": "1", "max_out_of_domain_keys": "10"}
+    built = factory.learned_index("alex").build(initial, params)
+    if built.stats()["model_nodes"] == 0:  # the keys fit one data node: no root domain to expand
+        built = factory.learned_index("alex").build(initial, {**params, "fanout_selection_method": "fixed",
+                                                              "max_node_size": "16384"})
+    m = built.run(OpStream.of(np.full(len(arriving), INSERT), arriving))
+    assert m.stats["root_expansions"] > 0
+    assert built.contains(initial).all() and built.contains(arriving).all()
+    everything = np.union1d(initial, arriving)
+    assert built.range(int(everything[0]), len(everything)).tolist() == everything.tolist()
