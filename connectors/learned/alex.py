@@ -36,6 +36,7 @@ PARAMETERS = (
     ParamSpec("allow_splitting_upwards", choices=BOOL, default="false",
               description="a full root halves under a new root instead of a leaf splitting downwards"),
     ParamSpec("min_out_of_domain_keys", 1, 1000, scale="log", integer=True, default="5",
+              below="max_out_of_domain_keys",
               description="out-of-domain inserts before the root may expand its key domain"),
     ParamSpec("max_out_of_domain_keys", 10, 100000, scale="log", integer=True, default="1000",
               description="out-of-domain inserts after which the root always expands"),
@@ -43,8 +44,10 @@ PARAMETERS = (
               description="between min and max: expand once out-of-domain inserts reach this many root-slot "
                           "shares of the keys added since the last expansion"),
     ParamSpec("max_density", 0.3, 0.99, default="0.8", description="a data node fuller than this grows"),
-    ParamSpec("init_density", 0.2, 0.95, default="0.7", description="density of built and expanded data nodes"),
-    ParamSpec("min_density", 0.1, 0.9, default="0.6", description="density of the data nodes a split creates"),
+    ParamSpec("init_density", 0.2, 0.95, default="0.7", below="max_density",
+              description="density of built and expanded data nodes"),
+    ParamSpec("min_density", 0.1, 0.9, default="0.6", below="init_density",
+              description="density of the data nodes a split creates"),
     ParamSpec("append_mostly_threshold", 0.5, 1.0, default="0.9",
               description="share of inserts beyond a node's end that makes it append-mostly"),
 )
