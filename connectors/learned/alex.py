@@ -126,7 +126,7 @@ class AlexIndex(CompiledRun):
         nc = max(len(C), 2 * cs + 2 * int(M[pool.M_NEED_C]) + 1024)
         nn = max(NI.shape[0], 2 * int(M[pool.M_NODES]) + int(M[pool.M_NEED_N]) + 64)
         if pool.pool_bytes(nn, nk, nc) > pool.POOL_CAP_BYTES:
-            return f"its memory pools would grow past {pool.POOL_CAP_BYTES} bytes"
+            return f"{NO_PROGRESS}its memory pools would grow past {pool.POOL_CAP_BYTES} bytes"
         T = (np.zeros((nn, pool.NI_W), np.int64), np.zeros((nn, pool.NF_W)), np.zeros((nn, pool.NU_W), np.uint64),
              np.full(nk, pool.GAP, np.uint64), np.zeros(nk, np.uint8), np.zeros(nc, np.int64),
              np.zeros(pool.M_W, np.int64), np.zeros(pool.P_W))

@@ -89,7 +89,8 @@ class CompiledRun:
     """The run driver every engine shares. A subclass offers ``_loop(stream, start, lat, t_begin,
     max_ticks_per_op) -> (next_op, status)`` (a compiled loop from op ``start``; status ``DONE``, ``STOPPED``,
     ``STUCK`` (``_stuck()`` says why) or an engine's own code asking ``_grow(status, memory_limit_bytes)`` to enlarge
-    a pool before it resumes at ``next_op``; ``_grow`` returns why it refuses, "" when it grew), and
+    a pool before it resumes at ``next_op``; ``_grow`` returns why it refuses ("memory bound exceeded: ..." past
+    the run's memory limit), "" when it grew), and
     ``memory_bytes()``, ``stats()``. Termination is structural: every compiled loop is bounded; a stuck loop, a
     pool that may not grow, or one that grows ``MAX_GROWS`` times for one operation ends the run as a failed
     measurement ("the index stopped making progress: ...")."""
@@ -127,9 +128,9 @@ class CompiledRun:
             grows = grows + 1 if start == at else 1
             at = start
             if status == STUCK:
-                why = self._stuck()
+                why = NO_PROGRESS + self._stuck()
             elif grows > MAX_GROWS:
-                why = f"its memory pools grew {MAX_GROWS} times for one operation"
+                why = f"{NO_PROGRESS}its memory pools grew {MAX_GROWS} times for one operation"
             else:
                 why = self._grow(status, memory_limit_bytes)
             if why:
@@ -139,8 +140,7 @@ class CompiledRun:
         memory = self.memory_bytes()
         stats = {k: float(v) for k, v in self.stats().items()}
         if why:
-            return Measurement.failure(f"{NO_PROGRESS}{why} (at operation {start} of {len(stream)})", memory,
-                                       stats)
+            return Measurement.failure(f"{why} (at operation {start} of {len(stream)})", memory, stats)
         if memory_limit_bytes is not None and memory > memory_limit_bytes:
             return Measurement.failure(f"memory bound exceeded: {memory} bytes > {memory_limit_bytes}", memory,
                                        stats)
