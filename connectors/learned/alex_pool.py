@@ -45,7 +45,7 @@ STUCK_WHY = {STUCK_RETRIES: "an insert restructured its data node {n} times and 
              STUCK_CHAIN: "a range scan walked more leaves than the index has"}
 MAX_DEPTH = 64  # model nodes a descent may pass
 MAX_RESTRUCTURES = 32  # structure changes one insert may make before its key goes in
-POOL_CAP_BYTES = 4 << 30  # the pools never grow past this (nor past a run's memory limit)
+POOL_CAP_BYTES = 2 << 30  # the pools never grow past this (nor past a run's memory limit)
 # P parameters
 (P_EIF, P_MAXSLOTS, P_APPROX_MODEL, P_APPROX_COST, P_FANOUT, P_SPLIT, P_SPLIT_UP, P_MIN_OOD, P_MAX_OOD, P_OOD_TOL,
  P_MAXD, P_INITD, P_MIND, P_APPEND) = range(14)
