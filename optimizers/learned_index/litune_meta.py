@@ -64,8 +64,11 @@ def make_step(x: Sequence[float], outcome: TrialResult, memory_limit_bytes: int 
 
 
 def meta_train(agent: Agent, space: ParamSpace, tasks: Sequence[TrainingTask], options: MetaOptions,
-               rng: np.random.Generator, say: Say, memory_limit_bytes: int | None = None) -> MetaStats:
-    """Train ``agent`` on ``tasks``; returns what it cost and how the last episodes ended."""
+               rng: np.random.Generator, say: Say, memory_limit_bytes: int | None = None,
+               visits: list | None = None) -> MetaStats:
+    """Train ``agent`` on ``tasks``; returns what it cost and how the last episodes ended. Every visited point
+    and whether it was unsafe is appended to ``visits`` (the unsafe-region model's prior)."""
+    visits = visits if visits is not None else []
     stats = MetaStats(device=str(agent.device), tasks=[t.name for t in tasks])
     start = time.perf_counter()
     k, d = agent.options.context, agent.d
@@ -98,6 +101,7 @@ def meta_train(agent: Agent, space: ParamSpace, tasks: Sequence[TrainingTask], o
                 step = make_step(x, task.evaluate(config), memory_limit_bytes)
                 stats.evaluations += 1
                 stats.unsafe += int(step["unsafe"])
+                visits.append((step["x"], step["unsafe"]))
                 steps.append(step)
                 agent.buffer.add(ctx, feats, x, reward(step, ref, agent.options), context(steps, ref, d, k), feats,
                                  t == options.steps - 1)

@@ -79,7 +79,7 @@ class HarnessTarget:
         if key not in self._builds:
             try:
                 built = self.engine.build(self.initial_keys, full)
-            except (ValueError, MemoryError) as e:
+            except (ValueError, ArithmeticError, MemoryError, AdvisorError) as e:  # a rule across parameters, a bug
                 raise TrialFailed(f"the index could not be built: {e}") from None
             self._builds = {**dict(list(self._builds.items())[-1:]), key: built}
         self.config = full
