@@ -97,11 +97,14 @@ class AlexIndex(CompiledRun):
     @classmethod
     def bulk(cls, keys: np.ndarray, full: dict[str, str]) -> AlexIndex:
         vec, size = encode(full), len(keys)
-        while True:
+        for _ in range(12):
             S = pool.new_pool(size, vec)
             if tree.bulk_load(S, keys):
+                small = pool.new_pool(0, vec)  # compiles (or loads) pool growth now, not inside a timed run
+                pool.compact(small, pool.new_pool(0, vec))
                 return cls(S, full)
             size = 2 * size + 1024
+        raise RuntimeError(f"alex: bulk load of {len(keys)} keys did not fit pools for {size} keys")
 
     def _loop(self, stream, start, lat, t_begin, max_ticks_per_op):
         return tree.run_loop(self.S, stream.ops, stream.keys, stream.lengths, start, lat, t_begin,

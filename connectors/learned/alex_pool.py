@@ -12,6 +12,9 @@ Slabs are bump-allocated; a node that grows gets a new region and its old one is
 live regions into bigger slabs (the Python side calls it when a loop returns ``GROW``). ``memory_bytes`` counts
 live structure only: a data node 8 bytes a slot plus a bit a slot (ALEX's bitmap) plus a 64-byte header, a model
 node 8 bytes a child plus the header.
+
+numba caches compiled code per function keyed on that function's own source file: after changing a constant here,
+delete ``connectors/learned/__pycache__/*.nbi`` and ``*.nbc``, or the other modules keep the old values.
 """
 
 from __future__ import annotations
@@ -20,16 +23,16 @@ import numpy as np
 from numba import njit
 
 GAP = np.uint64(2**64 - 1)
-# NI columns
-LEAF, OFF, CAP, CNT, PARENT, PLO, PHI, NXT, PRV, NINS, NRIGHT, NLEFT, NLOOK, LEVEL, ALIVE, SHIFT, RSH = range(17)
-NI_W = 17
+# NI columns (what a lookup reads first, in the first 64 bytes of a row; rows are whole cache lines)
+LEAF, OFF, CAP, SHIFT, RSH, CNT, NLOOK, PARENT, PLO, PHI, NXT, PRV, NINS, NRIGHT, NLEFT, LEVEL, ALIVE = range(17)
+NI_W = 24
 # NF columns: the linear model (data node: key -> slot; model node: key -> r, see alex_tree.route), the
 # empirical search iterations and shifts since the node was (re)built, its expected cost at that time
 SLOPE, ICPT, ITERS, SHIFTS, EXPCOST = range(5)
-NF_W = 5
+NF_W = 8
 # NU columns: the model's base key (models take key - BASE), the data node's smallest and largest key
 BASE, MINK, MAXK = range(3)
-NU_W = 3
+NU_W = 4
 # M counters
 (M_ROOT, M_NODES, M_KTOP, M_CTOP, M_KEYS, M_OODHI, M_OODLO, M_KEYS_AT_RESIZE, M_EXPANSIONS, M_SPLITS, M_RETRAINS,
  M_ROOT_EXPANSIONS, M_FOUND, M_SINK, M_SPLITS_UP, M_SPLITS_DOWN, M_NEED_K, M_NEED_C, M_NEED_N) = range(19)

@@ -50,7 +50,7 @@ def groups(keys, lo, hi, slope, icpt, base, f, g_slot, g_key):
         while j1 < hi and (s == f - 1 or sp.raw_slot(slope, icpt, base, 0, 0, keys[j1]) <= s):
             j1 += 1
         nb = j1 - j
-        if s > 0 and cur > 0 and cur + nb > MERGE:
+        if s > 0 and cur > 0 and nb > 0 and cur + nb > MERGE:
             g += 1
             g_slot[g], g_key[g] = s, j
             cur = 0
@@ -88,6 +88,8 @@ def choose(S, keys, lo, hi, g_slot, g_key):
     """(fanout, slope, intercept, base) for a node over keys[lo:hi]: fanout 1 is a data node."""
     P = S[7]
     n = hi - lo
+    if n == 0:
+        return 1, 0.0, 0.0, np.uint64(0)
     d = leaf_density(P)
     fits = sp.cap_for(n, d) <= P[P_MAXSLOTS] or n <= MERGE
     maxf = 2
@@ -105,7 +107,7 @@ def choose(S, keys, lo, hi, g_slot, g_key):
         cap = sp.cap_for(n, d)
         best = dn.cost(keys, lo, hi, cap, s * cap / n, c * cap / n, b, P[3] > 0.5, P[0])
     f = 2
-    while f <= maxf and f <= max(2, 2 * n):
+    while f <= maxf and f <= max(2, n):
         c, s, ic, b = fanout_cost(S, keys, lo, hi, f, g_slot, g_key)
         if c < best:
             best, bf, bs, bc, bb = c, f, s, ic, b
@@ -130,7 +132,7 @@ def bulk_load(S, keys):
         par, slo, shi, lo, hi, level, above = stack[sp_top]
         m = hi - lo
         f, s, c, b = (1, 0.0, 0.0, np.uint64(0)) if m == above else choose(S, keys, lo, hi, g_slot, g_key)
-        if not has_room(S, sp.cap_for(m, leaf_density(P)) + 64, f + 64, 2) or sp_top + f + 2 > len(stack):
+        if not has_room(S, sp.cap_for(m, leaf_density(P)) + 64, f + 64, 2):
             return False
         if f == 1:
             leaf = new_node(S, 1, sp.cap_for(m, leaf_density(P)))
@@ -144,7 +146,7 @@ def bulk_load(S, keys):
         node = new_node(S, 0, f)
         NF[node, 0], NF[node, 1], NU[node, 0] = s, c, b
         sp.attach(S, par, node, slo, shi, level)
-        ng = groups(keys, lo, hi, s, c, b, f, g_slot, g_key)
+        ng = groups(keys, lo, hi, s, c, b, f, g_slot, g_key)  # at most m + 1 groups: the stack holds them
         for g in range(ng - 1, -1, -1):
             stack[sp_top] = (node, g_slot[g], g_slot[g + 1], g_key[g], g_key[g + 1], level + 1, m)
             sp_top += 1

@@ -18,7 +18,7 @@ import pygm
 from numba import njit
 
 from advisor.core.params import ParamSpace, ParamSpec
-from connectors.learned.base import DONE, STOPPED, WARM_OPS, CompiledRun, Measurement, check_keys
+from connectors.learned.base import DONE, STOPPED, WARM_OPS, CompiledRun, check_keys
 from connectors.learned.ops import INSERT, OpStream
 from connectors.learned.sorted_array import lower_bound
 from connectors.learned.timing import ticks
@@ -160,5 +160,3 @@ class PGMEngine:
             raise ValueError("pgm needs at least one key")
         return PGMIndex(keys.copy(), int(SPACE.full(params)["epsilon"]))
 
-
-__all__ = ["PGMEngine", "PGMIndex", "Measurement"]

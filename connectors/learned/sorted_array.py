@@ -48,7 +48,7 @@ def _loop(a, state, ops, keys, lengths, start, lat, t_begin, max_ticks):
                 state[1] += 1
         elif op == 1:
             if not (pos < n and a[pos] == k):
-                for j in range(n, pos, -1):
+                for j in range(n, pos, -1):  # faster than numba's overlapping slice copy (which buffers)
                     a[j] = a[j - 1]
                 a[pos] = k
                 n += 1

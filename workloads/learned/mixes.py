@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.core.errors import InvalidInput
-from connectors.factory import INSERT, LOOKUP, RANGE, OpStream
+from connectors.factory import INSERT, RANGE, OpStream
 from workloads.learned.keysets import synthetic
 
 MIXES = ("read-only", "read-heavy", "balanced", "write-heavy")
