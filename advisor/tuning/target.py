@@ -21,11 +21,13 @@ from advisor.tuning.evidence import ArmRound
 
 class TrialFailed(AdvisorError):
     """A configuration could not run (did not apply, crashed the target, ran past its limit, was unsafe);
-    ``restarted``: the target restarted on the way."""
+    ``restarted``: the target restarted on the way; ``status``: ``failed``, or ``infeasible`` when the
+    configuration breaks a constraint the target states (it never ran)."""
 
-    def __init__(self, message: str, restarted: bool = False):
+    def __init__(self, message: str, restarted: bool = False, status: str = "failed"):
         super().__init__(message)
         self.restarted = restarted
+        self.status = status
 
 
 class TrialTarget(Protocol):

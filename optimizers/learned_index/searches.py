@@ -5,8 +5,6 @@ dimension, ordered so that any prefix covers the space)."""
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from optimizers.base import Config
@@ -41,24 +39,32 @@ class HiBO(LearnedIndexOptimizer, HiBOSpaceSearch):
 
 
 def grid_points(dim: int, levels: int = 3, count: int = 1) -> np.ndarray:
-    """The first ``count`` points of a ``levels``-per-dimension grid of the unit cube (cell centres), in
-    farthest-first order: the centre, then each next point the grid point farthest from those already taken (the
-    lowest index among ties), so any prefix spreads over the whole space. Past the grid's size it starts over.
+    """The first ``count`` points of a ``levels``-per-dimension grid of the unit cube (cell centres), never
+    materialized (3 levels of 14 parameters are millions of cells): the centre first, then the cells an
+    unscrambled Halton sequence falls in, each once, so any prefix spreads over the whole space (a
+    low-discrepancy order). Past the grid's size the order starts over.
 
-    >>> grid_points(2, 3, 3).round(3).tolist()
-    [[0.5, 0.5], [0.167, 0.167], [0.167, 0.833]]
+    >>> grid_points(2, 3, 4).round(3).tolist()
+    [[0.5, 0.5], [0.167, 0.167], [0.167, 0.833], [0.833, 0.167]]
     >>> len({tuple(p) for p in grid_points(2, 3, 9)})
     9
     """
-    axis = (np.arange(levels) + 0.5) / levels
-    cells = np.array(list(itertools.product(axis, repeat=dim)), dtype=float) if dim else np.zeros((1, 0))
-    order = [len(cells) // 2]  # the centre (an odd number of levels)
-    nearest = np.linalg.norm(cells - cells[order[0]], axis=1)
-    while len(order) < min(count, len(cells)):
-        i = int(np.argmax(nearest))
-        order.append(i)
-        nearest = np.minimum(nearest, np.linalg.norm(cells - cells[i], axis=1))
-    return cells[[order[k % len(order)] for k in range(count)]]
+    from scipy.stats import qmc
+
+    if dim == 0:
+        return np.zeros((count, 0))
+    total = levels ** dim
+    cells = [tuple([levels // 2] * dim)]
+    seen = set(cells)
+    halton = qmc.Halton(dim, scramble=False)
+    while len(cells) < min(count, total):
+        for u in halton.random(256):
+            cell = tuple(int(min(int(x * levels), levels - 1)) for x in u)
+            if cell not in seen:
+                seen.add(cell)
+                cells.append(cell)
+    centres = (np.arange(levels) + 0.5) / levels
+    return np.array([[centres[c] for c in cells[k % len(cells)]] for k in range(count)], dtype=float)
 
 
 class Grid(LearnedIndexOptimizer, SpaceSearch):

@@ -14,7 +14,7 @@ from advisor.core.errors import AdvisorError
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
 from advisor.tuning.learned import keys as key_sources
-from advisor.tuning.learned.pipeline import evaluate, problem, search
+from advisor.tuning.learned.pipeline import evaluate, problem, search, tune_index
 from advisor.tuning.learned.target import HarnessTarget
 from advisor.tuning.plan import RunPlan
 from connectors import factory
@@ -45,9 +45,9 @@ def plan(**fields) -> RunPlan:
                           "optimizer": "random", "rounds": 3, **fields})
 
 
-def small_target(index=INDEX, mix=MIX, n=20_000):
+def small_target(index=INDEX, mix=MIX, n=20_000, keyset="books"):
     engine = factory.learned_index(index)
-    keys = keysets.synthetic("books", n, 0)
+    keys = keysets.synthetic(keyset, n, 0)
     initial, stream = mixes.workload(keys, mixes.parse_mix(mix), n, 0)
     return engine, HarnessTarget(engine, initial, [stream])
 
@@ -93,7 +93,7 @@ def test_the_safety_cut_makes_a_trial_unsafe_and_failed():
 
 
 def test_search_on_the_updatable_index_counts_unsafe_evaluations_and_validates():
-    engine, target = small_target("alex", "read-heavy")
+    engine, target = small_target("alex", "read-heavy", keyset="uniform")
     from advisor.core.params import ParamSpace
 
     prob = problem(ParamSpace(engine.parameters()), engine.name, safety=0.999999)  # almost any dip is unsafe
@@ -155,3 +155,15 @@ def test_a_range_narrows_the_searched_space(service, target_db):
     item = f"{numeric.name}={numeric.default}:{numeric.default}"
     result = service.tune("learned-index", target_db, plan(range=item, budget=3, validate=False), by_hand=True)
     assert {t.config[numeric.name] for t in result.trials} == {numeric.check(numeric.default)}
+
+
+def test_the_bench_entry_point_runs_an_engine_over_streams():
+    engine = factory.learned_index(INDEX)
+    keys = keysets.synthetic("osm", 20_000, 2)
+    initial, stream = mixes.workload(keys, mixes.parse_mix(MIX), 20_000, 2)
+    from advisor.core.params import ParamSpace
+
+    opt = registry.create("learned_index", "random", problem(ParamSpace(engine.parameters()), engine.name), seed=2)
+    found = tune_index(engine, initial, [stream, stream], opt, 3, rounds=0)
+    assert found.evaluations == 3 and found.evidence is None and found.default["throughput_ops"] > 0
+    assert [t.source for t in found.trials] == ["default", "random", "random"]

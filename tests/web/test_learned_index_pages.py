@@ -14,8 +14,8 @@ from advisor.tuning.recommend import recommend
 from tests.web.test_api import wait_run
 from tests.web.test_rewrite_pages import log_in
 
-RUN = {"kind": "learned-index", "keys": "synthetic:books:20000", "workload": "read-heavy", "budget": 3,
-       "optimizer": "grid", "rounds": 2}
+RUN = {"kind": "learned-index", "keys": "synthetic:books:20000", "workload": "read-only", "index": "pgm",
+       "budget": 3, "optimizer": "grid", "rounds": 2}
 
 
 @pytest.fixture(scope="module")
@@ -38,15 +38,20 @@ def test_a_learned_index_run_over_rest(app_client, tokens, keys_db):
     assert len(service.store.trials(done["id"])) == 3
     from web.pages.formats import plan_text  # how the runs pages show its plan
     assert plan_text(service.run(done["id"])["options"]["plan"]) == \
-        "learned-index · grid · alex · synthetic:books:20000 · read-heavy · 3 evaluations · 2 rounds"
+        "learned-index · grid · pgm · synthetic:books:20000 · read-only · 3 evaluations · 2 rounds"
+    log_in(client, op)
+    page = client.get(f"/runs/{done['id']}")  # the run's page: its trials, as any run's
+    assert page.status_code == 200 and "learned-index" in page.text
     rec_id = done["result"]["recommendation"]
     if rec_id is None:
         assert "no configuration beat the defaults" in done["result"]["message"]
         return
     rec = client.get(f"/api/recommendations/{rec_id}", headers=op).json()
     assert rec["kind"] == "learned-index" and rec["applicable"] is False and rec["apply_sql"] == []
-    assert rec["details"]["index"] == "alex" and rec["details"]["evaluations"] == 3
+    assert rec["details"]["index"] == "pgm" and rec["details"]["evaluations"] == 3
     assert all(c["kind"] == "learned_index_param" for c in rec["changes"])
+    page = client.get(f"/recommendations/{rec_id}").text
+    assert 'id="learned-parameters"' in page and 'id="learned-figures"' in page
 
 
 @pytest.mark.parametrize("fields, status, words", [

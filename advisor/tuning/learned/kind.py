@@ -16,13 +16,11 @@ from advisor.core.params import ParamSpace
 from advisor.tuning.kind import Context, Kind
 from advisor.tuning.knobs.kind import ranges  # NAME=LOW:HIGH items, read the same way for every kind
 from advisor.tuning.learned import keys as key_sources
-from advisor.tuning.learned.pipeline import LearnedIndexResult, Trial, problem, search
-from advisor.tuning.learned.target import HarnessTarget
+from advisor.tuning.learned.pipeline import LearnedIndexResult, Trial, operations, problem, tune_index
 from advisor.tuning.recommend import recommend
 from optimizers import learned_index
 
 KIND_NAME = "learned-index"
-MIN_OPS, MAX_OPS = 10_000, 200_000  # operations per round: as many as keys, within these
 
 
 @dataclass(frozen=True)
@@ -49,6 +47,11 @@ def _indexes() -> tuple[str, ...]:
     from connectors import factory
 
     return factory.learned_indexes()
+
+
+def _check(plan) -> None:
+    """What the plan alone says wrong (a usage error): range items that are not NAME=LOW:HIGH."""
+    ranges(plan.range)
 
 
 def check_target(connector, plan) -> None:
@@ -93,7 +96,7 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
     obs = ctx.observed(connector)
     keys = key_sources.read(plan.keys, connector, plan.seed)
     ctx.say(f"{len(keys):,} keys from {plan.keys}")
-    initial, stream = workload(keys, mix, min(max(len(keys), MIN_OPS), MAX_OPS), plan.seed)
+    initial, stream = workload(keys, mix, operations(len(keys), mix.insert), plan.seed)
     prob = problem(space_of(plan), engine.name, features(keys, mix),
                    training=lambda: training_tasks(engine, plan.seed))
     optimizer = registry.create("learned_index", plan.optimizer, prob, seed=plan.seed, strict=False)
@@ -108,8 +111,7 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
 
     weights = {op: share for op, share in (("lookup", mix.lookup), ("insert", mix.insert), ("range", mix.range))
                if share > 0}
-    target = HarnessTarget(engine, initial, [stream], safety=prob.safety)
-    found = search(target, optimizer, plan.budget, rounds=plan.rounds if plan.validate else 0, weights=weights,
+    found = tune_index(engine, initial, [stream], optimizer, plan.budget, rounds=plan.rounds if plan.validate else 0, weights=weights,
                    seed=plan.seed, say=ctx.say, on_trial=stored)
     base = dict(keys=len(keys), run_id=run_id, trials=tuple(found.trials), result=found)
     if not found.changes:
@@ -136,4 +138,4 @@ KIND = Kind(KIND_NAME, "a learned index's parameters (ALEX-like, PGM): a search 
             "and a workload mix, validated against the defaults; handed over, never applied", run,
             optimizers=learned_index.OPTIMIZERS, change_types=(LearnedIndexParam,),
             options=("keys", "workload", "budget", "index", "range"), required=("keys", "workload"), handed_over=True,
-            default_optimizer="hibo", check_target=check_target, title="Learned index")
+            default_optimizer="hibo", check_plan=_check, check_target=check_target, title="Learned index")

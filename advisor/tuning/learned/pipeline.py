@@ -1,8 +1,9 @@
 """The learned-index pipeline: propose (the optimizer loop over a harness, with the safety cut) -> validate (the
 best against the defaults, interleaved) -> the result a recommendation is made of.
 
-``search`` is what a bench calls too: an engine, initial keys, operation streams, an optimizer (built over
-``problem(...)``), a budget and a seed in; a ``LearnedIndexResult`` out (the default and tuned measurements, the
+``tune_index`` is what a bench calls: an engine, initial keys, operation streams, an optimizer (built over
+``problem(...)``), a budget and a seed in (``search`` does the same over a ``HarnessTarget``); a
+``LearnedIndexResult`` out (the default and tuned measurements, the
 evaluations, how many were unsafe, every trial, the evidence). It stores nothing; ``kind.run`` stores the trials
 and the recommendation.
 
@@ -33,6 +34,19 @@ from optimizers.base import Optimizer
 from optimizers.learned_index.problem import LearnedIndexProblem
 
 MIN_ABS_NS = 5.0  # a per-operation slowdown smaller than this (ns) is timer noise, not a regression
+MIN_OPS, MAX_OPS = 10_000, 200_000  # operations per round: as many as keys, within these ...
+INSERT_SHARE = 0.45  # ... and inserts drawing at most this share of the keys (held out of the initial build)
+
+
+def operations(n_keys: int, insert: float) -> int:
+    """Operations per round for ``n_keys`` keys and an insert fraction: as many as keys (within ``MIN_OPS`` ..
+    ``MAX_OPS``), fewer where the inserts would need more than ``INSERT_SHARE`` of the keys held out.
+
+    >>> operations(20_000, 0.05), operations(20_000, 0.8), operations(1_000_000, 0.0)
+    (20000, 11250, 200000)
+    """
+    n = min(max(n_keys, MIN_OPS), MAX_OPS)
+    return min(n, int(INSERT_SHARE * n_keys / insert)) if insert > 0 else n
 
 
 @dataclass
@@ -81,7 +95,7 @@ def evaluate(target: HarnessTarget, config: Mapping[str, str]) -> TrialResult:
         target.recover()
         metrics = target.last.metrics() if target.last is not None else {"unsafe": 0.0}
         target.last = None
-        return TrialResult(None, "failed", e.message, metrics=metrics)
+        return TrialResult(None, e.status, e.message, metrics=metrics)
     figures = target.last
     assert figures is not None
     return TrialResult(figures.ns_per_op, metrics=figures.metrics())
@@ -90,6 +104,17 @@ def evaluate(target: HarnessTarget, config: Mapping[str, str]) -> TrialResult:
 def figures_of(result: TrialResult) -> dict[str, float]:
     m = result.metrics or {}
     return {k: float(m[k]) for k in ("throughput_ops", "p99_ns", "memory_bytes") if k in m}
+
+
+def tune_index(engine, initial_keys, streams: Sequence[object], optimizer: Optimizer, budget: int, *,
+               seed: int = 0, rounds: int = 5, weights: Mapping[str, float] | None = None, say: Say = silent,
+               on_trial: Callable[[Trial], None] | None = None) -> LearnedIndexResult:
+    """``search`` over a harness of ``engine`` built over ``initial_keys`` running ``streams`` (the bench's entry
+    point): the optimizer's problem gives the safety fraction and the memory bound."""
+    prob: LearnedIndexProblem = optimizer.problem
+    target = HarnessTarget(engine, initial_keys, list(streams), memory_limit_bytes=prob.memory_limit_bytes,
+                           safety=prob.safety)
+    return search(target, optimizer, budget, rounds=rounds, weights=weights, seed=seed, say=say, on_trial=on_trial)
 
 
 def search(target: HarnessTarget, optimizer: Optimizer, budget: int, *, rounds: int = 5,

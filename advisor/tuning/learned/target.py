@@ -74,12 +74,14 @@ class HarnessTarget:
         try:
             full = self.space.full(config)
         except AdvisorError as e:
-            raise TrialFailed(f"could not apply: {e}") from None
+            raise TrialFailed(f"could not apply: {e}", status="infeasible") from None
         key = tuple(sorted(full.items()))
         if key not in self._builds:
             try:
                 built = self.engine.build(self.initial_keys, full)
-            except (ValueError, ArithmeticError, MemoryError, AdvisorError) as e:  # a rule across parameters, a bug
+            except AdvisorError as e:  # parameters that do not go together (the engine's own constraints)
+                raise TrialFailed(f"infeasible: {e}", status="infeasible") from None
+            except (ValueError, ArithmeticError, MemoryError) as e:  # a bug of the engine's on these parameters
                 raise TrialFailed(f"the index could not be built: {e}") from None
             self._builds = {**dict(list(self._builds.items())[-1:]), key: built}
         self.config = full

@@ -4,7 +4,7 @@ ns per operation, metrics as a trial's). Built only when a tuner asks (LITune's 
 
 from __future__ import annotations
 
-from advisor.tuning.learned.pipeline import evaluate
+from advisor.tuning.learned.pipeline import evaluate, operations
 from advisor.tuning.learned.target import HarnessTarget
 from optimizers.learned_index.problem import TrainingTask
 
@@ -34,7 +34,7 @@ def training_tasks(engine, seed: int = 0, sets=TRAINING_SETS, mixes=TRAINING_MIX
             mix = mix_lib.parse_mix(mix_name)
             if engine.read_only and mix.insert > 0:
                 continue
-            initial, stream = mix_lib.workload(keys, mix, n_ops, seed + i)
+            initial, stream = mix_lib.workload(keys, mix, min(n_ops, operations(n_keys, mix.insert)), seed + i)
             target = HarnessTarget(engine, initial, [stream])
             tasks.append(TrainingTask(f"{name}/{mix_name}", features(keys, mix),
                                       lambda config, t=target: evaluate(t, config)))
