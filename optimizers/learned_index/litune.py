@@ -14,7 +14,8 @@
   in this phase are not proposed again.
 * ``tell``: the step enters the history, the unsafe-region model and the replay buffer (the last
   ``online_buffer`` meta-training transitions stay in it), then ``updates_per_tell`` TD3 updates fine-tune the
-  agent. Unsafe: a failed trial, ``metrics["unsafe"]``, or memory above ``problem.memory_limit_bytes``.
+  agent. Unsafe: a failed trial, ``metrics["unsafe"]``, or memory above ``problem.memory_limit_bytes``; an
+  infeasible trial (parameters the engine refuses together) is penalized and avoided like an unsafe one.
 * O2 online mode: ``online(features)`` starts a new phase when the data or the mix drifted (``features`` is the
   new phase's descriptor): weights, buffer, unsafe region and trust in the space are kept; the next ask
   re-measures the incumbent as the new phase's reference and tuning goes on from there, without retraining.
@@ -207,20 +208,17 @@ class LITune(LearnedIndexOptimizer):
 
         region = UnsafeRegion(self.radius)
         for s in self.steps:
-            region.add(s["x"], s["unsafe"])
-        labelled = self.prior + [[s["x"], s["unsafe"]] for s in self.steps]
+            region.add(s["x"], s["avoid"])
+        labelled = self.prior + [[s["x"], s["avoid"]] for s in self.steps]
         if self._classifier[0] != len(labelled):
             self._classifier = (len(labelled), UnsafeClassifier([x for x, _ in labelled], [u for _, u in labelled],
                                                                 seed=self.seed))
         classifier = self._classifier[1]
         return lambda x: region.unsafe(x) or classifier.probability(x) > 0.5
-        return region
 
     # --- telling --------------------------------------------------------------------------------------------
 
     def _tell(self, config: Config, outcome) -> None:
-        if outcome.status == "infeasible":
-            return  # not a visit of the space
         agent_mod, meta = _parts()
         space, agent = self.problem.space, self._agent()
         full = space.full(self.problem.config(config))

@@ -3,7 +3,8 @@ region, and the trust region around the best safe point.
 
 * ``is_unsafe(outcome, memory_limit_bytes)``: a failed trial (the harness's early termination below the safety
   fraction of the default's throughput sets ``metrics["unsafe"] = 1`` and status ``failed``), an unsafe flag, or
-  a structure larger than the memory bound (bytes). An ``infeasible`` outcome is not a visit of the space.
+  a structure larger than the memory bound (bytes). An ``infeasible`` outcome (parameters the engine refuses
+  together) is not unsafe, but LITune's region models learn to avoid it as they avoid unsafe points.
 * ``UnsafeRegion``: a distance-weighted k-nearest-neighbour classifier over the visited unit-cube points; a
   point is predicted unsafe when the visited points within ``radius`` (L2 in the unit cube) vote unsafe by weight.
   With no visited point near, nothing is known and nothing is vetoed.
