@@ -21,6 +21,19 @@ configuration, so it stores, prints and compares the same way.
 Traceback (most recent call last):
 ...
 advisor.core.errors.InvalidKnobValue: fanout: 5000 is outside [2, 1024]
+
+Parameters that must keep an order (a minimum below a maximum) say so with ``below``: a decoded point keeps it
+(the chain's values are sorted onto its parameters), so a search never spends a trial on an ordering the index
+refuses, and ``validate`` refuses a configuration that breaks it.
+
+>>> ordered = ParamSpace((ParamSpec("min_density", 0.1, 0.9, default="0.6", below="max_density"),
+...                       ParamSpec("max_density", 0.3, 0.99, default="0.8")))
+>>> ordered.decode([0.9, 0.1])
+{'min_density': '0.369', 'max_density': '0.82'}
+>>> ordered.validate({"min_density": "0.85", "max_density": "0.5"})
+Traceback (most recent call last):
+...
+advisor.core.errors.InvalidKnobValue: min_density (0.85) must be below max_density (0.5)
 """
 
 from __future__ import annotations
@@ -53,6 +66,7 @@ class ParamSpec:
     default: str = ""
     rebuild: bool = False
     description: str = ""
+    below: str = ""  # a parameter this one's value must stay below (strictly; whole numbers may equal it)
 
     @property
     def categorical(self) -> bool:
@@ -115,6 +129,7 @@ class ParamSpace:
         self.by_name = {p.name: p for p in self.params}
         if len(self.by_name) != len(self.params):
             raise ValueError("parameter names must be unique")
+        self.chains = _chains(self.params)
 
     @property
     def names(self) -> list[str]:
@@ -132,7 +147,14 @@ class ParamSpace:
         return np.array([p.to_unit(config.get(p.name, p.default)) for p in self.params], dtype=float)
 
     def decode(self, x: Iterable[float]) -> dict[str, str]:
-        return {p.name: p.from_unit(u) for p, u in zip(self.params, x, strict=True)}
+        """The configuration at point ``x``; each ordered chain's values sorted onto its parameters."""
+        config = {p.name: p.from_unit(u) for p, u in zip(self.params, x, strict=True)}
+        for chain in self.chains:
+            values = sorted(float(config[name]) for name in chain)
+            for name, value in zip(chain, values):
+                spec = self.by_name[name]
+                config[name] = spec.check(_fmt(min(max(value, spec.low), spec.high), spec.integer))
+        return config
 
     def default_config(self) -> dict[str, str]:
         return {p.name: p.check(p.default) for p in self.params}
@@ -143,8 +165,16 @@ class ParamSpace:
         return self.by_name[name]
 
     def validate(self, config: Mapping[str, str]) -> dict[str, str]:
-        """``config`` in canonical form; UnknownKnob / InvalidKnobValue naming the first bad parameter."""
-        return {name: self.spec(name).check(text) for name, text in config.items()}
+        """``config`` in canonical form; UnknownKnob / InvalidKnobValue naming the first bad parameter, or the
+        first pair out of order (parameters missing from ``config`` take their default)."""
+        checked = {name: self.spec(name).check(text) for name, text in config.items()}
+        for spec in self.params:
+            if spec.below and (spec.name in checked or spec.below in checked):
+                low = checked.get(spec.name, spec.default)
+                high = checked.get(spec.below, self.by_name[spec.below].default)
+                if float(low) > float(high) or (float(low) == float(high) and not spec.integer):
+                    raise InvalidKnobValue(f"{spec.name} ({low}) must be below {spec.below} ({high})")
+        return checked
 
     def full(self, config: Mapping[str, str]) -> dict[str, str]:
         """Every parameter: the defaults with ``config`` (validated) on top."""
@@ -175,3 +205,22 @@ class ParamSpace:
         defaults = self.default_config()
         return [LearnedIndexParam(name, value) for name, value in self.validate(config).items()
                 if value != defaults[name]]
+
+
+def _chains(params: tuple[ParamSpec, ...]) -> tuple[tuple[str, ...], ...]:
+    """The ordered chains ``below`` links make, lowest first (``a below b``, ``b below c``: ``(a, b, c)``)."""
+    names = {p.name for p in params}
+    above = {p.name: p.below for p in params if p.below}
+    for name, target in above.items():
+        if target not in names:
+            raise ValueError(f"{name} is below {target!r}, which is not a parameter of the space")
+    starts = [p.name for p in params if p.name in above and p.name not in set(above.values())]
+    chains = []
+    for name in starts:
+        chain = [name]
+        while chain[-1] in above:
+            if above[chain[-1]] in chain:
+                raise ValueError(f"the parameters below one another make a cycle: {', '.join(chain)}")
+            chain.append(above[chain[-1]])
+        chains.append(tuple(chain))
+    return tuple(chains)

@@ -17,7 +17,7 @@ from advisor.core.errors import InvalidKnobValue
 from advisor.core.params import ParamSpace, ParamSpec
 from connectors.learned import alex_pool as pool
 from connectors.learned import alex_tree as tree
-from connectors.learned.base import CompiledRun, check_keys
+from connectors.learned.base import NO_PROGRESS, CompiledRun, check_keys
 
 BOOL = ("false", "true")
 PARAMETERS = (
@@ -36,6 +36,7 @@ PARAMETERS = (
     ParamSpec("allow_splitting_upwards", choices=BOOL, default="false",
               description="a full root halves under a new root instead of a leaf splitting downwards"),
     ParamSpec("min_out_of_domain_keys", 1, 1000, scale="log", integer=True, default="5",
+              below="max_out_of_domain_keys",
               description="out-of-domain inserts before the root may expand its key domain"),
     ParamSpec("max_out_of_domain_keys", 10, 100000, scale="log", integer=True, default="1000",
               description="out-of-domain inserts after which the root always expands"),
@@ -43,8 +44,10 @@ PARAMETERS = (
               description="between min and max: expand once out-of-domain inserts reach this many root-slot "
                           "shares of the keys added since the last expansion"),
     ParamSpec("max_density", 0.3, 0.99, default="0.8", description="a data node fuller than this grows"),
-    ParamSpec("init_density", 0.2, 0.95, default="0.7", description="density of built and expanded data nodes"),
-    ParamSpec("min_density", 0.1, 0.9, default="0.6", description="density of the data nodes a split creates"),
+    ParamSpec("init_density", 0.2, 0.95, default="0.7", below="max_density",
+              description="density of built and expanded data nodes"),
+    ParamSpec("min_density", 0.1, 0.9, default="0.6", below="init_density",
+              description="density of the data nodes a split creates"),
     ParamSpec("append_mostly_threshold", 0.5, 1.0, default="0.9",
               description="share of inserts beyond a node's end that makes it append-mostly"),
 )
@@ -98,27 +101,44 @@ class AlexIndex(CompiledRun):
     def bulk(cls, keys: np.ndarray, full: dict[str, str]) -> AlexIndex:
         vec, size = encode(full), len(keys)
         for _ in range(12):
+            if pool.pool_bytes(*pool.pool_sizes(size, vec)) > pool.POOL_CAP_BYTES:
+                break
             S = pool.new_pool(size, vec)
             if tree.bulk_load(S, keys):
+                small = pool.new_pool(0, vec)  # compiles (or loads) pool growth now, not inside a timed run
+                pool.compact(small, pool.new_pool(0, vec))
                 return cls(S, full)
             size = 2 * size + 1024
-        raise RuntimeError(f"alex: bulk load of {len(keys)} keys did not fit pools for {size} keys")
+        raise ValueError(f"{NO_PROGRESS}alex: bulk load of {len(keys)} keys did not fit pools for {size} keys "
+                         f"(at most {pool.POOL_CAP_BYTES} bytes)")
 
     def _loop(self, stream, start, lat, t_begin, max_ticks_per_op):
         return tree.run_loop(self.S, stream.ops, stream.keys, stream.lengths, start, lat, t_begin,
                              max_ticks_per_op)
 
-    def _grow(self, status: int) -> None:
+    def _grow(self, status: int, memory_limit_bytes: int | None) -> str:
         NI, NF, NU, K, O, C, M, P = self.S
-        ks, cs, _ = pool.live_sizes(self.S)
+        ks, cs, live = pool.live_sizes(self.S)
+        need = 9 * int(M[pool.M_NEED_K]) + 8 * int(M[pool.M_NEED_C])
+        if memory_limit_bytes is not None and live + need > memory_limit_bytes:
+            return f"memory bound exceeded: the structure needs {live + need} bytes > {memory_limit_bytes}"
         nk = max(len(K), 2 * ks + 2 * int(M[pool.M_NEED_K]) + 4096)
         nc = max(len(C), 2 * cs + 2 * int(M[pool.M_NEED_C]) + 1024)
         nn = max(NI.shape[0], 2 * int(M[pool.M_NODES]) + int(M[pool.M_NEED_N]) + 64)
+        if pool.pool_bytes(nn, nk, nc) > pool.POOL_CAP_BYTES:
+            return f"{NO_PROGRESS}its memory pools would grow past {pool.POOL_CAP_BYTES} bytes"
         T = (np.zeros((nn, pool.NI_W), np.int64), np.zeros((nn, pool.NF_W)), np.zeros((nn, pool.NU_W), np.uint64),
              np.full(nk, pool.GAP, np.uint64), np.zeros(nk, np.uint8), np.zeros(nc, np.int64),
              np.zeros(pool.M_W, np.int64), np.zeros(pool.P_W))
         pool.compact(self.S, T)
         self.S = T
+        return ""
+
+    def _stuck(self) -> str:
+        code = int(self.S[6][pool.M_STUCK])
+        self.S[6][pool.M_STUCK] = 0
+        return pool.STUCK_WHY.get(code, "a compiled loop gave up").format(n=pool.MAX_RESTRUCTURES,
+                                                                          d=pool.MAX_DEPTH)
 
     def stats(self) -> dict[str, float]:
         out = np.zeros(12)

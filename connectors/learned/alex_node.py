@@ -197,7 +197,8 @@ def find(S, i, key):
 
 @njit(cache=True)
 def insert(S, i, key):
-    """Inserts ``key`` into data node ``i`` (which has a free slot): returns the shifts, -1 when present."""
+    """Inserts ``key`` into data node ``i`` (which has a free slot): returns the shifts, -1 when present, -2 (and
+    nothing changed) when the node has no free slot after all."""
     NI, NF, NU, K, O, C, M, P = S
     off, cap = NI[i, OFF], NI[i, CAP]
     pred = predict(NF[i, SLOPE], NF[i, ICPT], NU[i, BASE], key, cap)
@@ -214,9 +215,9 @@ def insert(S, i, key):
             K[off + s] = key
         K[off + pos] = key
         O[off + pos] = 1
-    else:  # shift towards the nearest gap
+    else:  # shift towards the nearest gap (the bounds stop it at both ends of the node)
         r, ll = u, u - 1
-        while True:
+        while r < cap or ll >= 0:
             if r < cap and O[off + r] == 0:
                 for s in range(r, u, -1):
                     K[off + s] = K[off + s - 1]
@@ -233,6 +234,8 @@ def insert(S, i, key):
                 break
             r += 1
             ll -= 1
+        else:
+            return -2
     NF[i, SHIFTS] += shifts
     NI[i, NINS] += 1
     if NI[i, CNT] == 0 or key > NU[i, MAXK]:

@@ -35,8 +35,17 @@ BASE, MINK, MAXK = range(3)
 NU_W = 4
 # M counters
 (M_ROOT, M_NODES, M_KTOP, M_CTOP, M_KEYS, M_OODHI, M_OODLO, M_KEYS_AT_RESIZE, M_EXPANSIONS, M_SPLITS, M_RETRAINS,
- M_ROOT_EXPANSIONS, M_FOUND, M_SINK, M_SPLITS_UP, M_SPLITS_DOWN, M_NEED_K, M_NEED_C, M_NEED_N) = range(19)
+ M_ROOT_EXPANSIONS, M_FOUND, M_SINK, M_SPLITS_UP, M_SPLITS_DOWN, M_NEED_K, M_NEED_C, M_NEED_N, M_STUCK) = range(20)
 M_W = 24
+# why a compiled loop stopped making progress (M[M_STUCK]; the loop then returns ``base.STUCK``)
+STUCK_RETRIES, STUCK_NO_GAP, STUCK_DEPTH, STUCK_CHAIN = 1, 2, 3, 4
+STUCK_WHY = {STUCK_RETRIES: "an insert restructured its data node {n} times and still found it full",
+             STUCK_NO_GAP: "a data node had no free slot for an insert",
+             STUCK_DEPTH: "a descent passed more than {d} model nodes",
+             STUCK_CHAIN: "a range scan walked more leaves than the index has"}
+MAX_DEPTH = 64  # model nodes a descent may pass
+MAX_RESTRUCTURES = 32  # structure changes one insert may make before its key goes in
+POOL_CAP_BYTES = 2 << 30  # the pools never grow past this (nor past a run's memory limit)
 # P parameters
 (P_EIF, P_MAXSLOTS, P_APPROX_MODEL, P_APPROX_COST, P_FANOUT, P_SPLIT, P_SPLIT_UP, P_MIN_OOD, P_MAX_OOD, P_OOD_TOL,
  P_MAXD, P_INITD, P_MIND, P_APPEND) = range(14)
@@ -44,13 +53,22 @@ P_W = 16
 HEADER_BYTES = 64
 
 
+def pool_sizes(n_keys: int, params: np.ndarray) -> tuple[int, int, int]:
+    """(nodes, key slots, child slots) of the pools for a bulk load of ``n_keys`` keys under ``params``."""
+    return 64 + n_keys // 8, int(n_keys / max(params[P_MIND], 0.05)) * 2 + 4096, 1024 + n_keys // 4
+
+
+def pool_bytes(nodes: int, kslots: int, cslots: int) -> int:
+    """Bytes of pools of that many nodes, key slots and child slots."""
+    return nodes * 8 * (NI_W + NF_W + NU_W) + 9 * kslots + 8 * cslots
+
+
 def new_pool(n_keys: int, params: np.ndarray):
     """Empty pools sized for a bulk load of ``n_keys`` keys under ``params``."""
-    nodes = 64 + n_keys // 8
-    kslots = int(n_keys / max(params[P_MIND], 0.05)) * 2 + 4096
+    nodes, kslots, cslots = pool_sizes(n_keys, params)
     return (np.zeros((nodes, NI_W), np.int64), np.zeros((nodes, NF_W), np.float64),
             np.zeros((nodes, NU_W), np.uint64), np.full(kslots, GAP, np.uint64), np.zeros(kslots, np.uint8),
-            np.zeros(1024 + n_keys // 4, np.int64), np.zeros(M_W, np.int64), params.astype(np.float64).copy())
+            np.zeros(cslots, np.int64), np.zeros(M_W, np.int64), params.astype(np.float64).copy())
 
 
 @njit(cache=True)

@@ -182,9 +182,18 @@ def deepen(S, top):
 
 
 @njit(cache=True)
+def halves_cleanly(S, r):
+    """True when no child of model node ``r`` spans both halves of its slots (``split_root_up`` would give such a
+    child two parents and slots outside the new node's region)."""
+    NI, C = S[0], S[5]
+    h, off = NI[r, CAP] // 2, NI[r, OFF]
+    return C[off + h - 1] != C[off + h]
+
+
+@njit(cache=True)
 def split_root_up(S):
-    """The full root halves: its left half keeps the node, the right half is a new node, a new root of fanout
-    two goes above both."""
+    """The full root halves (no child spans both halves: ``halves_cleanly``): its left half keeps the node, the
+    right half is a new node, a new root of fanout two goes above both."""
     NI, NF, NU, K, O, C, M, P = S
     r = M[M_ROOT]
     f, off = NI[r, CAP], NI[r, OFF]
@@ -297,7 +306,7 @@ def handle_full(S, i):
     if par >= 0 and NI[i, PHI] - NI[i, PLO] < 2:
         if 2 * NI[par, CAP] <= P[P_MAXSLOTS]:
             double(S, par)
-        elif P[P_SPLIT_UP] > 0.5 and par == M[M_ROOT] and NI[par, CAP] >= 4:
+        elif P[P_SPLIT_UP] > 0.5 and par == M[M_ROOT] and NI[par, CAP] >= 4 and halves_cleanly(S, par):
             split_root_up(S)
             double(S, NI[i, PARENT])
     if par >= 0 and NI[i, PHI] - NI[i, PLO] >= 2:

@@ -23,10 +23,12 @@ from numba import njit
 from connectors.learned import alex_node as dn
 from connectors.learned import alex_split as sp
 from connectors.learned.alex_pool import (CAP, CNT, LEAF, LEVEL, M_CTOP, M_FOUND, M_KEYS, M_KEYS_AT_RESIZE,
-                                          M_OODHI, M_OODLO, M_ROOT, M_ROOT_EXPANSIONS, M_SINK, NXT, OFF, P_EIF,
+                                          M_NODES, M_OODHI, M_OODLO, M_ROOT, M_ROOT_EXPANSIONS, M_SINK, M_STUCK,
+                                          MAX_DEPTH, MAX_RESTRUCTURES, NXT, OFF, P_EIF,
                                           P_FANOUT, P_INITD, P_MAXD, P_MAXSLOTS, P_MIND, PARENT, PHI, PLO, PRV, RSH,
-                                          SHIFT, has_room, new_node, new_region)
-from connectors.learned.base import DONE, STOPPED, WARM_OPS
+                                          SHIFT, STUCK_CHAIN, STUCK_DEPTH, STUCK_NO_GAP, STUCK_RETRIES, has_room,
+                                          new_node, new_region)
+from connectors.learned.base import DONE, STOPPED, STUCK, WARM_OPS
 from connectors.learned.timing import ticks
 
 GROW = 2
@@ -157,11 +159,17 @@ def bulk_load(S, keys):
 
 @njit(cache=True)
 def descend(S, key):
+    """The data node of ``key``; -1 (and ``M_STUCK`` set) past ``MAX_DEPTH`` model nodes."""
     NI, C = S[0], S[5]
     i = S[6][M_ROOT]
-    while NI[i, LEAF] == 0:
+    for _ in range(MAX_DEPTH):
+        if NI[i, LEAF]:
+            return i
         i = C[NI[i, OFF] + sp.route(S, i, key)]
-    return i
+    if NI[i, LEAF]:
+        return i
+    S[6][M_STUCK] = STUCK_DEPTH
+    return -1
 
 
 @njit(cache=True)
@@ -218,11 +226,14 @@ def expand_root(S, side):
 
 @njit(cache=True)
 def insert(S, key):
-    """Inserts ``key`` (a no-op when present): DONE, or GROW before any change when the pools lack room."""
+    """Inserts ``key`` (a no-op when present): DONE, GROW before any change when the pools lack room, or STUCK
+    (``M_STUCK`` says why) when ``MAX_RESTRUCTURES`` structure changes left no room for the key."""
     NI, NF, NU, K, O, C, M, P = S
     counted = False
-    for _ in range(32):
+    for _ in range(MAX_RESTRUCTURES):
         leaf = descend(S, key)
+        if leaf < 0:
+            return STUCK
         root = M[M_ROOT]
         par = NI[leaf, PARENT]
         fan = max(NI[par, CAP] if par >= 0 else 0, NI[root, CAP] if NI[root, LEAF] == 0 else 0)
@@ -243,10 +254,15 @@ def insert(S, key):
         if NI[leaf, CNT] + 1 > P[P_MAXD] * NI[leaf, CAP]:
             sp.handle_full(S, leaf)
             continue
-        if dn.insert(S, leaf, key) >= 0:
+        got = dn.insert(S, leaf, key)
+        if got == -2:
+            M[M_STUCK] = STUCK_NO_GAP
+            return STUCK
+        if got >= 0:
             M[M_KEYS] += 1
         return DONE
-    return DONE
+    M[M_STUCK] = STUCK_RETRIES
+    return STUCK
 
 
 @njit(cache=True)
@@ -264,9 +280,15 @@ def scan(S, key, n, out):
     """Up to ``n`` keys >= ``key`` in order (into ``out`` when it is long enough): (count, checksum)."""
     NI, K, O = S[0], S[3], S[4]
     leaf = descend(S, key)
+    if leaf < 0:
+        return 0, 0
     s = lower_slot(S, leaf, key)
-    got, sink = 0, 0
+    got, sink, hops = 0, 0, 0
     while leaf >= 0 and got < n:
+        hops += 1
+        if hops > S[6][M_NODES]:  # more leaves than nodes: the leaf chain has a cycle
+            S[6][M_STUCK] = STUCK_CHAIN
+            return got, sink
         off, cap = NI[leaf, OFF], NI[leaf, CAP]
         while s < cap and got < n:
             if O[off + s]:
@@ -289,13 +311,19 @@ def run_loop(S, ops, keys, lengths, start, lat, t_begin, max_ticks):
         op, k = ops[i], keys[i]
         t0 = ticks()
         if op == 0:
-            if dn.find(S, descend(S, k), k) >= 0:
+            leaf = descend(S, k)
+            if leaf < 0:
+                return i, STUCK
+            if dn.find(S, leaf, k) >= 0:
                 M[M_FOUND] += 1
         elif op == 1:
-            if insert(S, k) == GROW:
-                return i, GROW
+            status = insert(S, k)
+            if status != DONE:
+                return i, status
         else:
             M[M_SINK] += scan(S, k, lengths[i], none)[1]
+            if M[M_STUCK]:
+                return i, STUCK
         lat[i] = ticks() - t0
     return len(ops), DONE
 
@@ -305,6 +333,9 @@ def contains(S, keys, out):
     NI, K, O = S[0], S[3], S[4]
     for j in range(len(keys)):
         leaf = descend(S, keys[j])
+        if leaf < 0:
+            out[j] = False
+            continue
         off, cap = NI[leaf, OFF], NI[leaf, CAP]
         p = dn.predict(S[1][leaf, 0], S[1][leaf, 1], S[2][leaf, 0], keys[j], cap)
         u = dn.upper_bound(K, off, cap, p, keys[j])[0]

@@ -78,21 +78,31 @@ def check_keys(keys) -> np.ndarray:
     return keys
 
 
-# loop status codes shared by the compiled loops: done, stopped by the safety cut, or a pool to grow first
-DONE, STOPPED = 0, 1
+# loop status codes shared by the compiled loops: done, stopped by the safety cut, stuck (no progress: the run
+# fails, ``_stuck()`` says why), or (an engine's own codes) a pool to grow first
+DONE, STOPPED, STUCK = 0, 1, 3
+NO_PROGRESS = "the index stopped making progress: "
+MAX_GROWS = 8  # pool growths one operation may ask for before the run fails
 
 
 class CompiledRun:
     """The run driver every engine shares. A subclass offers ``_loop(stream, start, lat, t_begin,
-    max_ticks_per_op) -> (next_op, status)`` (a compiled loop from op ``start``; status ``DONE``, ``STOPPED`` or an
-    engine's own code asking ``_grow(status)`` to enlarge a pool before it resumes at ``next_op``), and
-    ``memory_bytes()``, ``stats()``."""
+    max_ticks_per_op) -> (next_op, status)`` (a compiled loop from op ``start``; status ``DONE``, ``STOPPED``,
+    ``STUCK`` (``_stuck()`` says why) or an engine's own code asking ``_grow(status, memory_limit_bytes)`` to enlarge
+    a pool before it resumes at ``next_op``; ``_grow`` returns why it refuses ("memory bound exceeded: ..." past
+    the run's memory limit), "" when it grew), and
+    ``memory_bytes()``, ``stats()``. Termination is structural: every compiled loop is bounded; a stuck loop, a
+    pool that may not grow, or one that grows ``MAX_GROWS`` times for one operation ends the run as a failed
+    measurement ("the index stopped making progress: ...")."""
 
     def _loop(self, stream, start, lat, t_begin, max_ticks_per_op):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _grow(self, status: int) -> None:  # pragma: no cover - abstract
+    def _grow(self, status: int, memory_limit_bytes: int | None) -> str:  # pragma: no cover - abstract
         raise NotImplementedError(f"loop status {status}")
+
+    def _stuck(self) -> str:  # pragma: no cover - abstract
+        return "a compiled loop gave up"
 
     def stats(self) -> dict[str, float]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -110,16 +120,27 @@ class CompiledRun:
         self._loop(stream, len(stream), lat, np.uint64(0), 0.0)  # compiled (or loaded from cache) before the clock
         begin = time.perf_counter_ns()
         t_begin = np.uint64(ticks())
-        start, status = 0, DONE
+        start, status, why, grows, at = 0, DONE, "", 0, -1
         while True:
             start, status = self._loop(stream, start, lat, t_begin, max_ticks)
             if status in (DONE, STOPPED):
                 break
-            self._grow(status)
+            grows = grows + 1 if start == at else 1
+            at = start
+            if status == STUCK:
+                why = NO_PROGRESS + self._stuck()
+            elif grows > MAX_GROWS:
+                why = f"{NO_PROGRESS}its memory pools grew {MAX_GROWS} times for one operation"
+            else:
+                why = self._grow(status, memory_limit_bytes)
+            if why:
+                break
         wall_ns = time.perf_counter_ns() - begin
         done = int(start)
         memory = self.memory_bytes()
         stats = {k: float(v) for k, v in self.stats().items()}
+        if why:
+            return Measurement.failure(f"{why} (at operation {start} of {len(stream)})", memory, stats)
         if memory_limit_bytes is not None and memory > memory_limit_bytes:
             return Measurement.failure(f"memory bound exceeded: {memory} bytes > {memory_limit_bytes}", memory,
                                        stats)

@@ -77,10 +77,11 @@ class SortedArrayIndex(CompiledRun):
         return _loop(self.a, self.state, stream.ops, stream.keys, stream.lengths, start, lat, t_begin,
                      max_ticks_per_op)
 
-    def _grow(self, status: int) -> None:
+    def _grow(self, status: int, memory_limit_bytes: int | None) -> str:
         bigger = np.empty(len(self.a) * 2, dtype=np.uint64)
         bigger[:self.n] = self.a[:self.n]
         self.a = bigger
+        return ""
 
     def stats(self) -> dict[str, float]:
         return {"keys": float(self.n), "depth": 1.0, "nodes": 1.0, "leaves": 1.0,

@@ -14,7 +14,8 @@
   in this phase are not proposed again.
 * ``tell``: the step enters the history, the unsafe-region model and the replay buffer (the last
   ``online_buffer`` meta-training transitions stay in it), then ``updates_per_tell`` TD3 updates fine-tune the
-  agent. Unsafe: a failed trial, ``metrics["unsafe"]``, or memory above ``problem.memory_limit_bytes``.
+  agent. Unsafe: a failed trial, ``metrics["unsafe"]``, or memory above ``problem.memory_limit_bytes``; an
+  infeasible trial (parameters the engine refuses together) is penalized and avoided like an unsafe one.
 * O2 online mode: ``online(features)`` starts a new phase when the data or the mix drifted (``features`` is the
   new phase's descriptor): weights, buffer, unsafe region and trust in the space are kept; the next ask
   re-measures the incumbent as the new phase's reference and tuning goes on from there, without retraining.
@@ -38,6 +39,7 @@ from optimizers.base import Config
 from optimizers.learned_index.problem import LearnedIndexOptimizer
 
 TRIES = 8  # draws of a proposal before the fallback to the best safe point
+PRIOR = 1000  # meta-training visits kept as the unsafe-region model's prior (the latest)
 RECENT = 32  # online updates draw half of each batch from this many latest transitions
 
 
@@ -78,6 +80,8 @@ class LITune(LearnedIndexOptimizer):
         self.trained = False
         self.training: dict | None = None
         self.last: dict[str, str] = {}  # how the last proposal was made, for explain()
+        self.prior: list[list] = []  # [x, unsafe] visited in meta-training: the unsafe-region model's prior
+        self._classifier = (-1, None)  # (labels it was fitted on, the classifier): derived, refitted on demand
 
     # --- preparing: load or meta-train ----------------------------------------------------------------------
 
@@ -95,6 +99,7 @@ class LITune(LearnedIndexOptimizer):
         if path is not None and path.exists() and not self.retrain:
             blob = torch.load(path, map_location="cpu", weights_only=True)
             self.agent = agent_mod.Agent.from_blob(blob["agent"], self.device)
+            self.prior = [list(v) for v in blob.get("prior", [])]
             self.trained = True
             self.training = {"trained": False, "loaded": True, "model": str(path), "device": str(self.agent.device),
                              "seconds": round(time.perf_counter() - start, 3), "meta": blob["meta"]}
@@ -110,13 +115,15 @@ class LITune(LearnedIndexOptimizer):
         say(f"LITune: meta-training on {len(tasks)} task(s), {self.episodes} episodes of {self.episode_steps} trials "
             f"on {self.agent.device}")
         options = meta.MetaOptions(episodes=self.episodes, steps=self.episode_steps)
+        visits: list = []
         stats = meta.meta_train(self.agent, self.problem.space, tasks, options, np.random.default_rng(self.seed + 1),
-                                say, self.problem.memory_limit_bytes)
+                                say, self.problem.memory_limit_bytes, visits)
         self.agent.buffer = self.agent.buffer.recent(self.online_buffer)
+        self.prior = [[list(x), bool(u)] for x, u in visits[-PRIOR:]]
         self.trained = True
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            torch.save({"agent": self.agent.to_blob(), "meta": stats.to_dict()}, path)
+            torch.save({"agent": self.agent.to_blob(), "meta": stats.to_dict(), "prior": self.prior}, path)
         self.training = {"trained": True, "loaded": False, "model": str(path) if path else None,
                          "device": stats.device, "seconds": round(stats.seconds, 3), "meta": stats.to_dict()}
         return self.training
@@ -153,14 +160,17 @@ class LITune(LearnedIndexOptimizer):
         if self.reference is None and not any(s["config"] == space.full(self.anchor) for s in told):
             self.last = {"*": "the phase's reference (rewards are relative to it)"}
             return [tuple(space.changes(space.full(self.anchor)))]
-        return [tuple(space.changes(space.decode(self._propose()))) for _ in range(n)]
+        from optimizers.torch_runtime import one_thread
+
+        with one_thread():  # small models and the unsafe-region fit: many threads only contend (10x slower here)
+            return [tuple(space.changes(space.decode(self._propose()))) for _ in range(n)]
 
     def _propose(self) -> np.ndarray:
         agent_mod, _ = _parts()
         from optimizers.learned_index.litune_safety import TrustRegion
 
         space, agent, d = self.problem.space, self._agent(), self.problem.space.dim
-        region = self._region()
+        unsafe = self._region()
         best = self._best()
         center = np.asarray(best["x"] if best is not None else space.encode(space.full(self.anchor)))
         safe = sum(1 for s in self.steps if not s["unsafe"] and s["objective"] is not None)
@@ -180,7 +190,7 @@ class LITune(LearnedIndexOptimizer):
             scale = 0.05 if fallback else sigma * (1 + attempt / 2)
             x = (center if fallback else base) + self.rng.normal(0.0, scale, d)
             x = space.encode(space.decode(trust.clip(x, center, safe)))
-            if region.unsafe(x) or json.dumps(space.decode(x), sort_keys=True) in seen:
+            if unsafe(x) or json.dumps(space.decode(x), sort_keys=True) in seen:
                 continue
             self.last = {"*": "fallback: near the best safe point" if fallback else
                          "local: near the best safe point" if local else "policy"}
@@ -188,23 +198,27 @@ class LITune(LearnedIndexOptimizer):
         self.last = {"*": "fallback: the best safe point's neighbourhood is exhausted; a random safe-predicted point"}
         for _ in range(4 * TRIES):
             x = space.encode(space.decode(self.rng.random(d)))
-            if not region.unsafe(x):
+            if not unsafe(x):
                 return x
         return x
 
     def _region(self):
-        from optimizers.learned_index.litune_safety import UnsafeRegion
+        """The veto: the k-NN over this run's visits, or the classifier over the prior and this run's visits."""
+        from optimizers.learned_index.litune_safety import UnsafeClassifier, UnsafeRegion
 
         region = UnsafeRegion(self.radius)
         for s in self.steps:
-            region.add(s["x"], s["unsafe"])
-        return region
+            region.add(s["x"], s["avoid"])
+        labelled = self.prior + [[s["x"], s["avoid"]] for s in self.steps]
+        if self._classifier[0] != len(labelled):
+            self._classifier = (len(labelled), UnsafeClassifier([x for x, _ in labelled], [u for _, u in labelled],
+                                                                seed=self.seed))
+        classifier = self._classifier[1]
+        return lambda x: region.unsafe(x) or classifier.probability(x) > 0.5
 
     # --- telling --------------------------------------------------------------------------------------------
 
     def _tell(self, config: Config, outcome) -> None:
-        if outcome.status == "infeasible":
-            return  # not a visit of the space
         agent_mod, meta = _parts()
         space, agent = self.problem.space, self._agent()
         full = space.full(self.problem.config(config))
@@ -241,7 +255,7 @@ class LITune(LearnedIndexOptimizer):
         return {"agent": blob_to_text(self.agent.to_blob()) if self.agent is not None else None,
                 "rng": self.rng.bit_generator.state, "features": list(self.features), "steps": self.steps,
                 "phase": self.phase, "reference": self.reference, "anchor": self.anchor, "trained": self.trained,
-                "training": self.training, "last": self.last}
+                "training": self.training, "last": self.last, "prior": self.prior}
 
     def _restore(self, state: dict) -> None:
         agent_mod, _ = _parts()
@@ -255,3 +269,5 @@ class LITune(LearnedIndexOptimizer):
         self.steps = [dict(s) for s in state["steps"]]
         self.phase, self.reference, self.anchor = int(state["phase"]), state["reference"], dict(state["anchor"])
         self.trained, self.training, self.last = bool(state["trained"]), state["training"], dict(state["last"])
+        self.prior = [list(v) for v in state.get("prior", [])]
+        self._classifier = (-1, None)

@@ -1,7 +1,9 @@
 """LITune's steps and meta-training (``optimizers.learned_index.litune``).
 
 A *step* is one told trial as a JSON-safe dict: ``x`` (the configuration in the unit cube), ``objective`` (ns per
-operation, None when failed), ``status``, ``unsafe`` (``litune_safety.is_unsafe``) and ``metrics``. The optimizer's
+operation, None when failed or infeasible), ``status``, ``unsafe`` (``litune_safety.is_unsafe``), ``avoid`` (unsafe,
+or infeasible: parameters the engine refuses together; the unsafe-region model learns both), ``metrics`` and
+``config``. A step without an objective is rewarded ``unsafe_reward``. The optimizer's
 tells and the training episodes build them with the same ``make_step``, so the agent sees one kind of state.
 
 Meta-training (offline, across ``problem.training()`` tasks, each a dataset x workload): episodes of ``steps``
@@ -58,14 +60,18 @@ def make_step(x: Sequence[float], outcome: TrialResult, memory_limit_bytes: int 
               config: Mapping[str, str] | None = None) -> dict:
     metrics = {k: float(v) for k, v in (outcome.metrics or {}).items()}
     measured = outcome.status == "measured" and outcome.objective is not None
+    unsafe = is_unsafe(outcome, memory_limit_bytes)
     return {"x": [float(v) for v in x], "objective": float(outcome.objective) if measured else None,
-            "status": outcome.status, "unsafe": is_unsafe(outcome, memory_limit_bytes), "metrics": metrics,
-            "config": dict(config or {})}
+            "status": outcome.status, "unsafe": unsafe, "avoid": unsafe or outcome.status == "infeasible",
+            "metrics": metrics, "config": dict(config or {})}
 
 
 def meta_train(agent: Agent, space: ParamSpace, tasks: Sequence[TrainingTask], options: MetaOptions,
-               rng: np.random.Generator, say: Say, memory_limit_bytes: int | None = None) -> MetaStats:
-    """Train ``agent`` on ``tasks``; returns what it cost and how the last episodes ended."""
+               rng: np.random.Generator, say: Say, memory_limit_bytes: int | None = None,
+               visits: list | None = None) -> MetaStats:
+    """Train ``agent`` on ``tasks``; returns what it cost and how the last episodes ended. Every visited point
+    and whether it was unsafe is appended to ``visits`` (the unsafe-region model's prior)."""
+    visits = visits if visits is not None else []
     stats = MetaStats(device=str(agent.device), tasks=[t.name for t in tasks])
     start = time.perf_counter()
     k, d = agent.options.context, agent.d
@@ -98,6 +104,7 @@ def meta_train(agent: Agent, space: ParamSpace, tasks: Sequence[TrainingTask], o
                 step = make_step(x, task.evaluate(config), memory_limit_bytes)
                 stats.evaluations += 1
                 stats.unsafe += int(step["unsafe"])
+                visits.append((step["x"], step["avoid"]))
                 steps.append(step)
                 agent.buffer.add(ctx, feats, x, reward(step, ref, agent.options), context(steps, ref, d, k), feats,
                                  t == options.steps - 1)

@@ -3,10 +3,15 @@ region, and the trust region around the best safe point.
 
 * ``is_unsafe(outcome, memory_limit_bytes)``: a failed trial (the harness's early termination below the safety
   fraction of the default's throughput sets ``metrics["unsafe"] = 1`` and status ``failed``), an unsafe flag, or
-  a structure larger than the memory bound (bytes). An ``infeasible`` outcome is not a visit of the space.
+  a structure larger than the memory bound (bytes). An ``infeasible`` outcome (parameters the engine refuses
+  together) is not unsafe, but LITune's region models learn to avoid it as they avoid unsafe points.
 * ``UnsafeRegion``: a distance-weighted k-nearest-neighbour classifier over the visited unit-cube points; a
   point is predicted unsafe when the visited points within ``radius`` (L2 in the unit cube) vote unsafe by weight.
   With no visited point near, nothing is known and nothing is vetoed.
+* ``UnsafeClassifier``: a small MLP over unit-cube points -> P(unsafe), fitted on every labelled point LITune has
+  (meta-training's visits and this run's tells, balanced by class): it generalizes where the k-NN cannot, e.g. a
+  rule across parameters (min < init < max density) in 14 dimensions. Refitted from the same points with the same
+  seed it is the same model, so it is derived data, never state.
 * ``TrustRegion``: proposals are clipped to an L-infinity box around the best safe point whose half-width grows
   from ``start`` to 0.5 (the whole cube) as safe evidence accumulates (``full_after`` safe visits).
 
@@ -66,6 +71,41 @@ class UnsafeRegion:
 
     def unsafe(self, x: Sequence[float]) -> bool:
         return self.probability(x) > 0.5
+
+
+class UnsafeClassifier:
+    """P(unsafe) of unit-cube points, learned from labelled points; ``ready`` once both labels are numerous."""
+
+    def __init__(self, points: Sequence[Sequence[float]], labels: Sequence[bool], seed: int = 0, hidden: int = 32,
+                 epochs: int = 150, least: int = 4):
+        import torch
+        from torch import nn
+
+        y = np.asarray(labels, dtype=np.float32)
+        self.ready = len(y) > 0 and min(y.sum(), len(y) - y.sum()) >= least
+        if not self.ready:
+            return
+        x = torch.as_tensor(np.asarray(points, dtype=np.float32))
+        t = torch.as_tensor(y)
+        weight = torch.where(t > 0, 0.5 / t.mean(), 0.5 / (1 - t.mean()))
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.net = nn.Sequential(nn.Linear(x.shape[1], hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                                     nn.Linear(hidden, 1))
+        opt = torch.optim.Adam(self.net.parameters(), lr=1e-2)
+        loss_fn = nn.BCEWithLogitsLoss(weight=weight)
+        for _ in range(epochs):
+            opt.zero_grad()
+            loss_fn(self.net(x).squeeze(-1), t).backward()
+            opt.step()
+
+    def probability(self, x: Sequence[float]) -> float:
+        if not self.ready:
+            return 0.0
+        import torch
+
+        with torch.no_grad():
+            return float(torch.sigmoid(self.net(torch.as_tensor(np.asarray([x], dtype=np.float32)))).item())
 
 
 class TrustRegion:

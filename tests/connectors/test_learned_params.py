@@ -36,9 +36,9 @@ def test_alex_offers_alexs_parameters_with_alexs_defaults():
 @pytest.mark.parametrize(("params", "error", "text"), [
     ({"max_density": "2"}, InvalidKnobValue, "max_density: 2 is outside [0.3, 0.99]"),
     ({"splitting_policy": "sometimes"}, InvalidKnobValue, "splitting_policy: 'sometimes' is not one of"),
-    ({"min_density": "0.75"}, InvalidKnobValue, "min_density < init_density < max_density"),
+    ({"min_density": "0.75"}, InvalidKnobValue, "min_density (0.75) must be below init_density (0.7)"),
     ({"min_out_of_domain_keys": "50", "max_out_of_domain_keys": "20"}, InvalidKnobValue,
-     "must not exceed max_out_of_domain_keys"),
+     "min_out_of_domain_keys (50) must be below max_out_of_domain_keys (20)"),
     ({"fanout": "8"}, UnknownKnob, "unknown parameter 'fanout'"),
 ])
 def test_bad_parameters_get_one_clear_line(params, error, text):
@@ -65,7 +65,7 @@ def test_online_parameters_change_future_node_operations():
     assert dense.contains(KEYS).all() and sparse.contains(KEYS).all()
     with pytest.raises(ValueError, match="fanout_selection_method takes effect only when the index is rebuilt"):
         dense.set_params({"fanout_selection_method": "top-down"})
-    with pytest.raises(InvalidKnobValue, match="min_density < init_density"):
+    with pytest.raises(InvalidKnobValue, match=r"min_density \(0.79\) must be below init_density"):
         dense.set_params({"min_density": "0.79"})
 
 
