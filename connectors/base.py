@@ -120,6 +120,12 @@ class Connector(Protocol):
         """The row ids of ``table_sample``'s rows that the predicate ``where`` keeps (a partial index's)."""
         ...
 
+    def column_keys(self, table: str, column: str, limit: int) -> list[int]:
+        """Up to ``limit`` distinct non-null values of an integer column, ascending (a learned index's keys);
+        ``table`` is ``name`` or ``schema.name``; identifiers are quoted by the driver. AdvisorError for a table or
+        column that is not there or a column that is not of integers."""
+        ...
+
     # --- planning ----------------------------------------------------------------------------------------------
 
     def plan(self, sql: str) -> Plan:

@@ -8,6 +8,11 @@ engine means a package under ``connectors/`` plus one entry in ``ENGINES`` (its 
 The servers the advisor starts for itself (demo, playground, benches) are of ``DEFAULT_ENGINE`` unless told;
 ``supported(engine)`` refuses an engine it does not run, in one line, before anything is made.
 
+Learned indexes are engines too (the system under test of a learned-index tuning run): ``learned_index(name)``
+gives one (``learned_indexes()`` names them), ``binary_search_baseline()`` the sorted array they are compared
+with; ``OpStream`` and the op codes are what their runs execute, ``Measurement`` what a run returns. The compiled
+engines (numba, pygm) load on first use.
+
 >>> engine_of("postgresql://bob:secret@db.example:5432/shop")
 'postgres'
 >>> engine_of("host=db.example dbname=shop user=bob")
@@ -28,6 +33,8 @@ from typing import Any
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say
 from connectors.base import TAG, Connector, Sandbox, Shadow, scrub
+from connectors.learned.base import LearnedIndexEngine, Measurement
+from connectors.learned.ops import INSERT, LOOKUP, OP_NAMES, RANGE, OpStream
 from connectors.local import free_port, reap_orphans, stop_all
 from connectors.mariadb.connector import MariaDBConnector
 from connectors.mariadb.sandbox import MariaDBSandbox
@@ -36,9 +43,11 @@ from connectors.postgres.connector import PostgresConnector
 from connectors.postgres.sandbox import PostgresSandbox
 from connectors.postgres.shadow import create_shadow as clone_postgres
 
-__all__ = ["DEFAULT_ENGINE", "ENGINES", "SCHEMES", "TAG", "Connector", "Engine", "Sandbox", "Shadow", "client_tool",
-           "clone", "connect", "connector", "engine_of", "free_port", "reap_orphans", "redact", "sandbox",
-           "stop_all", "store_dsn_problem", "store_session", "supported", "target_name"]
+__all__ = ["DEFAULT_ENGINE", "ENGINES", "INSERT", "LOOKUP", "OP_NAMES", "RANGE", "SCHEMES", "TAG", "Connector",
+           "Engine", "LearnedIndexEngine", "Measurement", "OpStream", "Sandbox", "Shadow", "binary_search_baseline",
+           "client_tool", "clone", "connect", "connector", "engine_of", "free_port", "learned_index",
+           "learned_indexes", "reap_orphans", "redact", "sandbox", "stop_all", "store_dsn_problem", "store_session",
+           "supported", "target_name"]
 
 
 @dataclass(frozen=True)
@@ -187,3 +196,27 @@ def store_dsn_problem(location: str) -> str | None:
 
     return store.keyword_dsn_problem(location)
 
+
+LEARNED_INDEXES = ("alex", "pgm")
+
+
+def learned_indexes() -> tuple[str, ...]:
+    """The learned index engines a tuning run can tune."""
+    return LEARNED_INDEXES
+
+
+def learned_index(name: str) -> LearnedIndexEngine:
+    """The learned index engine ``name`` ("alex": the numba ALEX-like index; "pgm": pygm's PGM-index, read-only);
+    AdvisorError naming the known ones otherwise."""
+    from connectors.learned.alex import AlexEngine
+    from connectors.learned.pgm import PGMEngine
+    engines = {"alex": AlexEngine, "pgm": PGMEngine}
+    if name not in engines:
+        raise AdvisorError(f"unknown learned index {name!r}: expected one of {', '.join(LEARNED_INDEXES)}")
+    return engines[name]()
+
+
+def binary_search_baseline() -> LearnedIndexEngine:
+    """``sorted-array``: binary search over a sorted array in the same kind of compiled loop (inserts shift)."""
+    from connectors.learned.sorted_array import SortedArrayEngine
+    return SortedArrayEngine()

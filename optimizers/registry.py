@@ -1,5 +1,5 @@
 """Every optimizer, listed: one ordered tuple per kind (``optimizers.knobs.OPTIMIZERS``,
-``optimizers.indexes.OPTIMIZERS``), as sqlglot lists its rules. Adding an optimizer is one module plus one entry
+``optimizers.indexes.OPTIMIZERS``, ``optimizers.learned_index.OPTIMIZERS``), as sqlglot lists its rules. Adding an optimizer is one module plus one entry
 in its kind's tuple; nothing registers itself by side effect. The conformance suite runs over this list."""
 
 from __future__ import annotations
@@ -7,11 +7,12 @@ from __future__ import annotations
 import inspect
 
 from advisor.core.errors import NotFound
-from optimizers import indexes, knobs, rewrites
+from optimizers import indexes, knobs, learned_index, rewrites
 from optimizers.base import Optimizer
 
 OPTIMIZERS: dict[str, tuple[type[Optimizer], ...]] = {"knobs": knobs.OPTIMIZERS, "indexes": indexes.OPTIMIZERS,
-                                                     "rewrites": rewrites.OPTIMIZERS}
+                                                     "rewrites": rewrites.OPTIMIZERS,
+                                                     "learned_index": learned_index.OPTIMIZERS}
 
 
 def available(kind: str | None = None) -> list[type[Optimizer]]:

@@ -98,7 +98,8 @@ def test_the_cli_and_rest_take_the_same_run_options():
 
     cli = typer.main.get_command(app)
     commands = {"knobs": cli.commands["tune"].commands["knobs"], "indexes": cli.commands["tune"].commands["indexes"],
-                "rewrites": cli.commands["rewrite"], "all": cli.commands["tune"]}
+                "rewrites": cli.commands["rewrite"], "all": cli.commands["tune"],
+                "learned-index": cli.commands["tune"].commands["learned-index"]}
     assert set(commands) == set(kinds.names())  # every kind has its command
     for kind, command in commands.items():
         rest = {f.alias or name for name, f in RUN_INS[kind].model_fields.items()} - {"kind", "target"}

@@ -8,7 +8,7 @@ from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, Union
 from pydantic import (BaseModel, ConfigDict, Field, SecretStr, StringConstraints, ValidationInfo, create_model,
                       field_validator)
 
-from advisor.core.inputs import control_character
+from advisor.core.inputs import CONTROL, control_character
 from advisor.service.runs import COMMON, OPTIONS, RUN_STATES, kinds
 from web.times import Details, Timestamp
 
@@ -16,6 +16,9 @@ T = TypeVar("T")
 
 RecState = Literal["proposed", "validated", "rejected", "approved", "applied", "rolled_back"]
 RunState = Literal[RUN_STATES]  # type: ignore[valid-type]
+
+
+REQUIRED_TEXT = f"^[^{CONTROL}]*[^\\s{CONTROL}][^{CONTROL}]*$"  # no control character (as web.guards), not blank
 
 
 class Strict(BaseModel):
@@ -146,6 +149,8 @@ def _option_field(name: str, required: bool = False, choices: tuple[str, ...] = 
         return list[item], Field(list(o.default), description=o.help)  # type: ignore[valid-type]
     if choices:
         return Literal[choices], Field(o.default, description=o.help)  # type: ignore[valid-type]
+    if required:  # a text the kind cannot default: one line, with a character that is not a space
+        return str, Field(..., min_length=1, max_length=10_000, pattern=REQUIRED_TEXT, description=o.help)
     return str | None, Field(o.default, max_length=1_000_000 if o.multiline else 10_000, description=o.help)
 
 
@@ -163,7 +168,7 @@ def _run_spec(kind, with_target: bool) -> type[BaseModel]:
                                                                                kind.choices.get(name, ()))
     if with_target:
         fields["target"] = (str, Field(description="target id or name"))
-    title = "".join(part.capitalize() for part in kind.name.split("_"))
+    title = "".join(part.capitalize() for part in kind.name.replace("-", "_").split("_"))
     model = create_model(f"{title}Run{'In' if with_target else 'Spec'}", __base__=Strict, __doc__=kind.summary,
                          **fields)
     model.MULTILINE = frozenset(n for n in kind.options if OPTIONS[n].multiline)  # a SQL script's line breaks

@@ -229,6 +229,62 @@ def _bench_report(doc: dict, json_out: bool, table, out: str, *saved: str) -> No
         print(f"saved {' and '.join(f'{out}/{name}' for name in saved)}")
 
 
+@bench_app.command("learned-index")
+def bench_learned_index(
+        datasets: Annotated[str, typer.Option(help="comma-separated synthetic key sets: books, fb, osm, uniform, "
+                                                   "normal")] = "books,fb,osm,uniform,normal",
+        workloads: Annotated[str, typer.Option(help="comma-separated mixes: read-only, read-heavy, balanced, "
+                                                    "write-heavy")] = "read-only,read-heavy,balanced,write-heavy",
+        seeds: Annotated[str, typer.Option(help="comma-separated seeds (key sets and streams)")] = "1,2",
+        keys: Annotated[int, typer.Option(help="keys per dataset", min=2000)] = 200_000,
+        budget: Annotated[int, typer.Option(help="evaluations per tuner and cell (the defaults' included)",
+                                            min=2)] = 30,
+        tuners: Annotated[str, typer.Option(help="comma-separated: random, grid, tpe, gp, hibo, litune")] =
+        "random,grid,tpe,gp,hibo,litune",
+        indexes: Annotated[str, typer.Option(help="comma-separated learned indexes (pgm also joins read-only "
+                                                  "workloads)")] = "alex",
+        rounds: Annotated[int, typer.Option(help="interleaved validation rounds per tuner", min=1)] = 3,
+        episodes: Annotated[int, typer.Option(help="LITune's meta-training episodes", min=1)] = 60,
+        device: Annotated[str, typer.Option(help="LITune's training device: auto, cpu, cuda")] = "auto",
+        drift: Annotated[bool, typer.Option(help="run the drift part (online vs one-shot vs re-tuned)")] = True,
+        drift_dataset: Annotated[str, typer.Option(help="drift: the key set whose distribution shifts")] = "books",
+        drift_from: Annotated[str, typer.Option(help="drift: the first phase's mix")] = "read-heavy",
+        drift_to: Annotated[str, typer.Option(help="drift: the last phase's mix")] = "write-heavy",
+        drift_phases: Annotated[int, typer.Option(help="drift phases", min=2)] = 3,
+        drift_ops: Annotated[int, typer.Option(help="operations per drift phase", min=1000)] = 20_000,
+        drift_budget: Annotated[int, typer.Option(help="evaluations per from-scratch tuning under drift (and "
+                                                       "LITune's first phase)", min=2)] = 12,
+        online_budget: Annotated[int, typer.Option(help="LITune's evaluations in each later drift phase",
+                                                   min=2)] = 6,
+        meta_train_only: Annotated[bool, typer.Option(help="only time LITune's meta-training (seconds, device, "
+                                                          "episodes) and print it as JSON")] = False,
+        summarize: Annotated[str | None, typer.Option(help="a saved learned-index.json: recompute its targets and "
+                                                           "plots from its measurements, run nothing")] = None,
+        out: Annotated[str, typer.Option(help="directory for learned-index.json and the plots")] =
+        "bench-results/learned-index",
+        json_out: JsonFlag = False) -> None:
+    """Learned-index tuners at the same budget per dataset x workload (defaults, random, grid, TPE, GP-BO, HiBO,
+    LITune; the sorted-array binary search on the same stream), LITune meta-trained once on held-out tasks, drift
+    (LITune online vs a one-shot configuration vs re-tuning from scratch), and the issue's targets."""
+    from advisor.bench.learned_index import LearnedBenchOptions, LearnedIndexBench, meta_train_only as time_meta
+    from advisor.bench.learned_index import summarize as resummarize
+    from advisor.bench.learned_index import table
+
+    if summarize:
+        _bench_report(resummarize(summarize, out), json_out, table, out, "learned-index.json", "learned-index.png")
+        return
+    options = LearnedBenchOptions(
+        datasets=_names([datasets]), workloads=_names([workloads]), seeds=_seeds(seeds), keys=keys, budget=budget,
+        tuners=_names([tuners]), indexes=_names([indexes]), rounds=rounds, episodes=episodes, device=device,
+        drift=drift, drift_dataset=drift_dataset, drift_from=drift_from, drift_to=drift_to, drift_phases=drift_phases,
+        drift_ops=drift_ops, drift_budget=drift_budget, online_budget=online_budget, out_dir=out)
+    if meta_train_only:
+        _emit_json(time_meta(options, say=reporter()))
+        return
+    _bench_report(LearnedIndexBench(options, say=reporter()).run(), json_out, table, out, "learned-index.json",
+                  "learned-index.png", *(["learned-index-drift.png"] if drift else []))
+
+
 @bench_app.command("service")
 def bench_service(clients: Annotated[int, typer.Option(help="concurrent API clients", min=1)] = 50,
                   duration: Annotated[float, typer.Option(help="seconds of API load", min=1)] = 30.0,

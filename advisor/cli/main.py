@@ -16,7 +16,7 @@ import typer
 from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer >= 0.20 vendors click
 from rich.console import Console
 
-from advisor.cli import render, rewrite_commands
+from advisor.cli import learned_commands, render, rewrite_commands
 from advisor.cli.bench_commands import bench_app
 from advisor.cli.common import (EngineOpt, JsonFlag, RegisterOpt, StoreOpt, observation_doc, optimizer_choice,
                                parse_plan, rec_doc, resolve_dsn)
@@ -234,6 +234,7 @@ def demo(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.0
 
 
 rewrite_commands.register(app)
+learned_commands.register(tune_app)
 register(app)  # the service's groups: serve, playground, targets, runs, recommendations, schedule, tokens
 
 

@@ -234,7 +234,17 @@ class QueryRewrite:
     kind: str = field(default="query_rewrite", init=False)
 
 
-Change = KnobChange | IndexChange | DropIndexChange | QueryRewrite
+@dataclass(frozen=True)
+class LearnedIndexParam:
+    """One parameter of a learned index set to a value (text, as ``advisor.core.params.ParamSpace`` writes it).
+    Handed over to the index's owners: never applied to a database."""
+
+    name: str
+    value: str
+    kind: str = field(default="learned_index_param", init=False)
+
+
+Change = KnobChange | IndexChange | DropIndexChange | QueryRewrite | LearnedIndexParam
 
 
 @dataclass(frozen=True)
@@ -272,6 +282,9 @@ class TrialResult:
     status: str = "measured"  # measured | failed | infeasible
     reason: str = ""
     ratios: dict[str, float] | None = None
+    # what else the trial observed, for optimizers that learn from state (a learned index's throughput, p99,
+    # memory and structure statistics); None when nothing
+    metrics: dict[str, float] | None = None
 
     @property
     def worst_ratio(self) -> float | None:

@@ -101,8 +101,9 @@ def handed_over(rec: Recommendation) -> bool:
 
 def check_applicable(rec: Recommendation) -> None:
     if handed_over(rec):
-        raise Conflict(f"recommendation {rec.id} is a {rec.kind} recommendation: it is handed to the statements' "
-                       "owners and never applied to the database; its lifecycle ends at approved")
+        raise Conflict(f"recommendation {rec.id} is a {rec.kind} recommendation: it is handed to its owners "
+                       "(the statements' or the index's) and never applied to the database; its lifecycle ends at "
+                       "approved")
     if rec.state != "approved":
         raise InvalidTransition(f"recommendation {rec.id} is {rec.state}; only an approved recommendation can be "
                                 "applied" + (" (approve it first)" if rec.state == "validated" else ""))

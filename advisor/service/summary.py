@@ -93,20 +93,22 @@ class Summary:
     regressed: tuple[Moved, ...]
     rare_slower: tuple[Moved, ...]
     unit: str = WORKLOAD_TIME
+    symbol: str = "ms"  # the unit of baseline_ms / candidate_ms (a learned index's evidence: ns per operation)
 
     @property
     def figures(self) -> dict[str, str]:
         """The numbers as every face prints them: ``baseline``, ``candidate``, ``gain``, ``gain_ci``,
         ``predicted`` (with "estimate"), ``verdict`` and one ``line`` that says them all."""
         measured = self.gain is not None
-        out = {"baseline": ms(self.baseline_ms), "candidate": ms(self.candidate_ms), "gain": pct(self.gain),
+        amount = ms if self.symbol == "ms" else (lambda x: "-" if x is None else f"{x:,.1f} {self.symbol}")
+        out = {"baseline": amount(self.baseline_ms), "candidate": amount(self.candidate_ms), "gain": pct(self.gain),
                "gain_ci": (f"{pct(self.gain_ci[0])} .. {pct(self.gain_ci[1])}" if self.gain_ci else "-"),
                "predicted": (f"{pct(self.predicted_gain)} estimate" if self.predicted_gain is not None else "-"),
                "verdict": self.verdict}
         if measured:
             change = "faster" if self.gain > 0 else "slower" if self.gain < 0 else "no change"
-            out["line"] = (f"{self.verdict}: measured {out['baseline']} -> {out['candidate']} of workload time "
-                           f"(calls x median), gain {out['gain']} (95% CI {out['gain_ci']}, {change}) over "
+            what = "workload time (calls x median)" if self.unit == WORKLOAD_TIME else self.unit
+            out["line"] = (f"{self.verdict}: measured {out['baseline']} -> {out['candidate']} of {what}, gain {out['gain']} (95% CI {out['gain_ci']}, {change}) over "
                            f"{self.rounds} interleaved rounds")
         else:
             out["line"] = ("rejected, " if self.verdict == "rejected" else "") + "not measured on a shadow" + (
@@ -131,7 +133,17 @@ def summarize(rec: Recommendation, predicted: float | None = None) -> Summary:
         predicted_basis=predicted_basis(rec.kind),
         helped=tuple(_moved(s) for s in (ev.statements if ev else ()) if s.faster),
         regressed=tuple(map(_moved, ev.regressions if ev else ())),
-        rare_slower=tuple(map(_moved, ev.rare_slower if ev else ())))
+        rare_slower=tuple(map(_moved, ev.rare_slower if ev else ())),
+        **_unit_of(rec))
+
+
+def _unit_of(rec: Recommendation) -> dict:
+    """The evidence's unit where the recommendation names one (``details["unit"]``, ``details["unit_symbol"]``:
+    a learned index's ns per operation), else the workload time in ms."""
+    details = rec.details or {}
+    if details.get("unit") and details.get("unit_symbol"):
+        return {"unit": str(details["unit"]), "symbol": str(details["unit_symbol"])}
+    return {}
 
 
 def workload_ms(ev: Evidence) -> tuple[float | None, float | None]:

@@ -6,8 +6,8 @@ import dataclasses
 import math
 from typing import Any
 
-from advisor.core.domain import (Change, DropIndexChange, Evidence, IndexChange, KnobChange, QueryRewrite,
-                                 Recommendation, StatementEvidence)
+from advisor.core.domain import (Change, DropIndexChange, Evidence, IndexChange, KnobChange, LearnedIndexParam,
+                                 QueryRewrite, Recommendation, StatementEvidence)
 
 
 def plain(obj: Any) -> Any:
@@ -34,6 +34,8 @@ def change_from(d: dict) -> Change:
     if d.get("kind") == "query_rewrite":
         return QueryRewrite(d["queryid"], d["original"], d["rewritten"], tuple(d.get("rules") or ()),
                             float(d.get("estimated", 1.0)))
+    if d.get("kind") == "learned_index_param":
+        return LearnedIndexParam(d["name"], d["value"])
     raise ValueError(f"unknown change kind {d.get('kind')!r}")
 
 

@@ -55,9 +55,12 @@ def _ratio_ci(a: np.ndarray, b: np.ndarray, rng: np.random.Generator, n_boot: in
 def compare(baseline: Sequence[ArmRound], candidate: Sequence[ArmRound], weights: Mapping[str, float],
             sql: Mapping[str, str] | None = None, *, min_gain: float = 0.02, regression_threshold: float = 0.10,
             min_abs_ms: float = 1.0, n_boot: int = 2000, seed: int = 0, min_time_share: float | None = None,
-            min_call_share: float | None = None) -> Evidence:
+            min_call_share: float | None = None, min_abs: float | None = None) -> Evidence:
     """Evidence from ``rounds`` paired passes (``baseline[i]`` and ``candidate[i]`` ran back to back); the guard's
-    shares (None: the settings') say which regressions block (see the module docstring)."""
+    shares (None: the settings') say which regressions block (see the module docstring). The samples may be in
+    another unit than ms (a learned index's operations: ns): ``min_abs``, in the samples' unit, then replaces
+    ``min_abs_ms`` as the smallest slowdown that counts."""
+    min_abs_ms = min_abs_ms if min_abs is None else float(min_abs)
     if len(baseline) != len(candidate) or not baseline:
         raise ValueError("baseline and candidate need the same, non-zero number of rounds")
     min_time_share, min_call_share = guard_shares(min_time_share, min_call_share)

@@ -1,4 +1,4 @@
-"""The kind registry: one entry per kind of tuning (knobs, indexes, rewrites, the whole advisor), listed in an
+"""The kind registry: one entry per kind of tuning (knobs, indexes, rewrites, the whole advisor, a learned index's parameters), listed in an
 explicit tuple as the optimizers of each kind are. An entry holds what every adapter needs to know about its kind:
 its change types, its optimizers, the plan options it takes (``advisor.tuning.plan.OPTIONS``), its pipeline
 (``run``: a ``Context`` and a ``RunPlan`` in, a result with ``recommendation`` and ``message`` out) and its
@@ -7,7 +7,7 @@ REST schemas, the CLI's choices and the web forms are derived from this list, so
 plus its pipeline.
 
 >>> names()
-('knobs', 'indexes', 'rewrites', 'all')
+('knobs', 'indexes', 'rewrites', 'all', 'learned-index')
 >>> get("indexes").default_optimizer, get("rewrites").lifecycle
 ('ia2', 'handed over')
 """
@@ -23,10 +23,11 @@ __all__ = ["Context", "Kind", "get", "kinds", "names", "register"]
 def _registry() -> tuple[Kind, ...]:
     from advisor.tuning.indexes.kind import KIND as INDEXES
     from advisor.tuning.knobs.kind import KIND as KNOBS
+    from advisor.tuning.learned.kind import KIND as LEARNED_INDEX
     from advisor.tuning.rewrites.kind import KIND as REWRITES
     from advisor.tuning.whole.kind import KIND as ALL
 
-    return (KNOBS, INDEXES, REWRITES, ALL)
+    return (KNOBS, INDEXES, REWRITES, ALL, LEARNED_INDEX)
 
 
 _KINDS: list[Kind] = []

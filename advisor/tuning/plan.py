@@ -51,8 +51,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("budget_mb", "float", None, "MiB of new indexes", (0, BUDGET_MB_MAX), "Budget, MB", form=True),
     Option("include", "names", (), "knobs to add to the searched space", label="Include knobs"),
     Option("exclude", "names", (), "knobs to leave out of the searched space", label="Exclude knobs"),
-    Option("range", "names", (), "narrow a knob's range: NAME=LOW:HIGH, e.g. work_mem=4MB:256MB",
-           label="Knob ranges", pattern=RANGE_ITEM),
+    Option("range", "names", (), "narrow a knob's (or a learned index parameter's) range: NAME=LOW:HIGH, e.g. "
+           "work_mem=4MB:256MB", label="Ranges", pattern=RANGE_ITEM),
     Option("allow_durability", "bool", False, "also search the knobs that trade durability for speed (the "
            "engine's: fsync, synchronous_commit, full_page_writes on PostgreSQL)", label="Durability knobs"),
     Option("objective", "text", "latency", "minimize weighted latency, or maximize throughput", label="Objective"),
@@ -66,6 +66,14 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "observed workload's heaviest)", label="SQL", form=True, multiline=True),
     Option("kinds", "names", (), "what a whole run tunes, in this order: indexes, rewrites, knobs "
            "(default: all three)", label="Kinds", form=True),
+    Option("keys", "text", None, "a learned index's keys: synthetic:NAME[:N], [schema.]table.column of the target, "
+           "or a file (one uint64 per line, or SOSD binary)", label="Keys", form=True),
+    Option("workload", "text", None, "a learned index's operation mix: read-only, read-heavy, balanced, write-heavy "
+           "or lookup=0.7,insert=0.2,range=0.1", label="Workload mix", form=True),
+    Option("budget", "int", 20, "evaluations of the learned-index search (the defaults' included)", (2, 10_000),
+           "Evaluations", form=True),
+    Option("index", "text", "alex", "the learned index: alex (updatable, ALEX-like) or pgm (read-only)",
+           label="Learned index", form=True),
     Option("rounds", "int", 5, "interleaved A/B rounds of the validation", (1, 100), "Validation rounds", form=True),
     Option("validate", "bool", True, "validate on a shadow before recommending", label="Validate", form=True),
     Option("sample_percent", "float", None, "load the shadow with this percentage of large tables", (0, 100),
@@ -104,6 +112,10 @@ class RunPlan:
     max_statements: int = 20
     sql: str | None = None
     kinds: tuple[str, ...] = ()
+    keys: str | None = None
+    workload: str | None = None
+    budget: int = 20
+    index: str = "alex"
     seed: int = 0
     recheck: bool = False
 

@@ -187,6 +187,18 @@ class MariaDBConnector:
     def sample_matching(self, schema: str, table: str, percent: float | None, seed: int, where: str) -> set[str]:
         raise _not_yet("sampling rows for partial indexes")
 
+    def column_keys(self, table: str, column: str, limit: int) -> list[int]:
+        """Distinct integer values of ``table.column``, ascending, at most ``limit`` (identifiers quoted)."""
+        target = ".".join(quote(part) for part in table.split(".", 1))
+        query = (f"{TAG}SELECT DISTINCT CAST({quote(column)} AS SIGNED) FROM {target} "
+                 f"WHERE {quote(column)} IS NOT NULL ORDER BY 1 LIMIT {int(limit)}")
+
+        def read(conn: pymysql.connections.Connection) -> list[int]:
+            with conn.cursor() as cur:
+                cur.execute(query)
+                return [int(r[0]) for r in cur.fetchall()]
+        return self._guarded(read)
+
     # --- planning ----------------------------------------------------------------------------------------------
 
     def explain_plan(self, statement: str) -> dict:

@@ -149,6 +149,12 @@ class PostgresConnector:
         with self.connect() as conn:
             return samples.sample_matching(conn, schema, table, percent, seed, where)
 
+    def column_keys(self, table: str, column: str, limit: int) -> list[int]:
+        """Distinct integer values of ``table.column``, ascending, at most ``limit`` (identifiers quoted)."""
+        query = sql.SQL("SELECT DISTINCT {c}::bigint FROM {t} WHERE {c} IS NOT NULL ORDER BY 1 LIMIT {n}").format(
+            c=sql.Identifier(column), t=sql.Identifier(*table.split(".", 1)), n=sql.Literal(int(limit)))
+        return self._guarded(lambda conn: [int(r[0]) for r in conn.execute(sql.SQL(TAG) + query).fetchall()])
+
     def explain_cost(self, statement: str, hypothetical: Sequence[IndexChange] = ()) -> float:
         return self._guarded(lambda conn: explain_cost(conn, statement, hypothetical))
 

@@ -14,10 +14,8 @@ to workload mixes it was not trained on.
 
 from __future__ import annotations
 
-import base64
 import copy
 import hashlib
-import io
 import json
 import math
 import time
@@ -34,7 +32,7 @@ from advisor.core.progress import Say
 from optimizers.indexes.env import CANDIDATE_FEATURES, GLOBAL_FEATURES, IndexEnv
 from optimizers.indexes.problem import Candidate, IndexProblem
 from optimizers.indexes.replay import Buffer
-from optimizers.torch_runtime import one_thread, resolve_device
+from optimizers.torch_runtime import blob_to_text, cpu_threads, one_thread, resolve_device, text_to_blob
 
 
 @dataclass(frozen=True)
@@ -215,7 +213,7 @@ class TD3Agent:
             spent = (calls() - calls0) / max_calls if max_calls > 0 else 0.0
             return max(ep / max(1, 0.8 * episodes), spent / 0.8)
 
-        with one_thread() if self.device.type == "cpu" else _nothing():
+        with cpu_threads(self.device):
             for ep in range(episodes):
                 if max_calls > 0 and calls() - calls0 >= max_calls:
                     self.stats.stopped_by = "what-if budget"
@@ -294,14 +292,11 @@ class TD3Agent:
 
     def to_text(self) -> str:
         """The model as text (base64 of what ``save`` writes), for an optimizer's JSON state."""
-        out = io.BytesIO()
-        torch.save(self._blob(), out)
-        return base64.b64encode(out.getvalue()).decode()
+        return blob_to_text(self._blob())
 
     @classmethod
     def from_text(cls, text: str, candidates: Sequence[Candidate], device: str = "auto") -> "TD3Agent":
-        return cls._from_blob(torch.load(io.BytesIO(base64.b64decode(text)), map_location="cpu", weights_only=True),
-                              candidates, device, "the saved state")
+        return cls._from_blob(text_to_blob(text), candidates, device, "the saved state")
 
     @classmethod
     def load(cls, path: Path, candidates: Sequence[Candidate], device: str = "auto") -> "TD3Agent":
@@ -323,14 +318,6 @@ class TD3Agent:
         agent.critics.load_state_dict(blob["critics"])
         agent.stats = TrainStats(**{**blob["stats"], "device": str(agent.device)})
         return agent
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return None
 
 
 def _variant(index: IndexChange) -> list:

@@ -19,7 +19,8 @@ import warnings
 
 import numpy as np
 
-from optimizers.knobs.search import MAX_SLOWDOWN, SearchOptimizer
+from optimizers.knobs.problem import KnobOptimizer
+from optimizers.knobs.search import MAX_SLOWDOWN, SpaceSearch
 
 # PyTorch (with BoTorch) is imported where it is used: every CLI call lists the optimizers, and importing it takes
 # a second
@@ -118,7 +119,7 @@ def prefer_no_restart(x: np.ndarray, value: float, current, restart: np.ndarray,
     return pinned if value_of(pinned) >= value + RESTART_TOLERANCE else x
 
 
-class ModelSearch(SearchOptimizer):
+class ModelSearch(SpaceSearch):
     """A search driven by a GP: Sobol points until ``n_init`` observations, then qLogEI on a GP refitted each
     ask from the previous fit's hyperparameters. Those hyperparameters are part of the state (a fit started
     elsewhere ends elsewhere), so a restored search asks exactly what the original would have."""
@@ -166,7 +167,7 @@ class ModelSearch(SearchOptimizer):
         return constrained_log_ei(model, cmodel, best_f, math.log(self.max_ratio))
 
 
-class GPSearch(ModelSearch):
+class GPSpaceSearch(ModelSearch):
     name = "gp"
     description = "plain BoTorch GP-BO: SingleTaskGP + qLogEI, Sobol start"
 
@@ -191,3 +192,7 @@ class GPSearch(ModelSearch):
         x = cand.detach().numpy().reshape(-1)
         return prefer_no_restart(x, float(value), current, self.space.restart_mask(),
                                  lambda p: float(score(acq, p[None, :])[0]))
+
+
+class GPSearch(KnobOptimizer, GPSpaceSearch):
+    """GP-BO over a knob space."""

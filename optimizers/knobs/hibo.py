@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from optimizers.knobs.bo import ModelSearch, prefer_no_restart, score
+from optimizers.knobs.problem import KnobOptimizer
 from optimizers.knobs.search import MAX_SLOWDOWN, sobol
 
 
@@ -118,7 +119,7 @@ def sparse_moves(x: np.ndarray, n: int, rng: np.random.Generator, most: int = 3)
     return out
 
 
-class HiBO(ModelSearch):
+class HiBOSpaceSearch(ModelSearch):
     name = "hibo"
     description = "HiBO: search-tree partitioning (k-means + SVM, UCT) weighting a local GP's qLogEI"
 
@@ -170,3 +171,7 @@ class HiBO(ModelSearch):
         i = int(np.argmax(values))
         return prefer_no_restart(candidates[i], float(values[i]), current, self.space.restart_mask(),
                                  lambda p: float(value(p[None, :])[0]))
+
+
+class HiBO(KnobOptimizer, HiBOSpaceSearch):
+    """HiBO over a knob space."""

@@ -1,6 +1,12 @@
-"""Search optimizers over a KnobSpace: ask for configurations, tell what they measured.
+"""Search optimizers over a space: ask for configurations, tell what they measured.
 
-Inside, a search works on points of the unit cube (``KnobSpace.encode`` / ``decode``). The objective is
+The algorithms are kind-neutral (``SpaceSearch`` and its subclasses): they read only ``problem.space`` (``dim``,
+``encode``/``decode`` of the unit cube, ``default_config``, ``changes``, ``restart_mask``: a ``KnobSpace`` or an
+``advisor.core.params.ParamSpace``) and ``problem.config(changes)``. A kind's optimizer is the algorithm under
+that kind's base (its ``kind``, ``change_types`` and ``_check``), e.g. ``class RandomSearch(KnobOptimizer,
+RandomSpaceSearch)``; ``optimizers.learned_index`` lists the same algorithms under its own base.
+
+Inside, a search works on points of the unit cube (``space.encode`` / ``decode``). The objective is
 minimized (latency; throughput is negated by the trial runner). Search happens on log(objective) so gains are
 relative. A failed trial is scored as a penalty: twice the worst objective seen (VLDB'22 found a finite penalty
 better than infinity), so the model learns to stay out of that region.
@@ -23,9 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optimizers.base import Config, Outcome
+from optimizers.base import Config, Optimizer, Outcome
 from optimizers.knobs.problem import KnobOptimizer
-from optimizers.knobs.space import KnobSpace
 
 PENALTY_FACTOR = 2.0
 MAX_SLOWDOWN = 0.10  # a statement this much slower than at baseline is a regression (the guard's threshold)
@@ -47,7 +52,9 @@ class Observation:
         return not self.failed and (self.worst is None or self.worst < max_ratio)
 
 
-class SearchOptimizer(KnobOptimizer):
+class SpaceSearch(Optimizer):
+    """A search over ``problem.space`` (any kind: the kind's base class, listed first, gives kind and checks)."""
+
     n_init = 5  # space-filling points before a model is trusted (seeds count)
 
     def _setup(self, **options) -> None:
@@ -56,7 +63,8 @@ class SearchOptimizer(KnobOptimizer):
         self.max_ratio = 1.0 + MAX_SLOWDOWN
 
     @property
-    def space(self) -> KnobSpace:
+    def space(self):
+        """The searched space (a KnobSpace, a ParamSpace: anything with the unit-cube coordinates)."""
         return self.problem.space
 
     # --- the contract -----------------------------------------------------------------------------------
@@ -141,15 +149,19 @@ def sobol(d: int, n: int, seed: int) -> np.ndarray:
     return qmc.Sobol(d, scramble=True, seed=seed).random(n)
 
 
-class RandomSearch(SearchOptimizer):
+class SearchOptimizer(KnobOptimizer, SpaceSearch):
+    """A knob search: a space search under the knob optimizers' base (SMAC3 builds on it)."""
+
+
+class RandomSpaceSearch(SpaceSearch):
     name = "random"
-    description = "uniform random search over the knob space (the baseline every tuner must beat)"
+    description = "uniform random search over the space (the baseline every tuner must beat)"
 
     def _ask_one(self, current, pending):
         return self.rng().random(self.space.dim + len(pending))[len(pending):]
 
 
-class TPESearch(SearchOptimizer):
+class TPESpaceSearch(SpaceSearch):
     name = "tpe"
     description = "Optuna's Tree-structured Parzen Estimator (multivariate)"
 
@@ -167,3 +179,11 @@ class TPESearch(SearchOptimizer):
                                                       distributions=dists, value=float(yi)))
         trial = study.ask(dists)
         return np.array([trial.params[f"x{i}"] for i in range(self.space.dim)])
+
+
+class RandomSearch(KnobOptimizer, RandomSpaceSearch):
+    description = "uniform random search over the knob space (the baseline every tuner must beat)"
+
+
+class TPESearch(KnobOptimizer, TPESpaceSearch):
+    pass

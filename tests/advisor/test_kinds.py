@@ -72,8 +72,8 @@ def test_a_kind_added_to_the_registry_appears_in_every_adapter(tmp_path):
 
 
 def test_the_listed_kinds_and_what_they_take():
-    assert kinds.names() == ("knobs", "indexes", "rewrites", "all")
-    assert [k.lifecycle for k in kinds.kinds()] == ["applied", "applied", "handed over", "applied"]
+    assert kinds.names() == ("knobs", "indexes", "rewrites", "all", "learned-index")
+    assert [k.lifecycle for k in kinds.kinds()] == ["applied", "applied", "handed over", "applied", "handed over"]
     for kind in kinds.kinds():
         assert set(kind.options) <= set(OPTIONS), kind.name
         assert kind.default_optimizer is None or kind.default_optimizer in kind.optimizer_names()

@@ -20,7 +20,8 @@ import json
 import numpy as np
 import pytest
 
-from advisor.core.domain import Hardware, IndexChange, KnobChange, QueryRewrite, TrialResult
+from advisor.core.domain import Hardware, IndexChange, KnobChange, LearnedIndexParam, QueryRewrite, TrialResult
+from advisor.core.params import ParamSpace, ParamSpec
 from connectors import factory
 from optimizers import registry
 from optimizers.base import ContractViolation, Optimizer
@@ -28,12 +29,13 @@ from optimizers.indexes.costing import CachedWhatIf
 from optimizers.indexes.problem import IndexProblem
 from optimizers.knobs.problem import KnobProblem
 from optimizers.knobs.space import KnobSpace, SpaceOptions
+from optimizers.learned_index.problem import LearnedIndexProblem
 from optimizers.rewrites.problem import RewriteProblem
 from tests.optimizers.test_index_baselines import CANDIDATES, QUERIES
 from workloads.sqlsource import to_dialect
 
 # small settings of the same algorithms, so the suite stays quick
-FAST = {"hibo": {"sweep": 256, "local": 128, "sparse": 128},
+FAST = {"hibo": {"sweep": 256, "local": 128, "sparse": 128},  # by name: the same algorithm in every kind
         "smac": {"challengers": 500, "local_search_iterations": 2},
         "ia2": {"episodes": 30, "samples": 4}, "aurora": {"episodes": 6}}
 LISTED = [pytest.param(cls, id=f"{cls.kind}-{cls.name}") for cls in registry.available()]
@@ -109,9 +111,24 @@ def rewrite_problem(server):
                           schema, {"t": 1e5, "u": 1e4}, node_budget=200, dialect=server.connector().dialect)
 
 
+@pytest.fixture(scope="module")
+def learned_index_problem():
+    """The real index's parameter space (``connectors.factory.learned_index``) where the engine is built, else a
+    space of the same shape (numbers linear and log, whole numbers, a choice)."""
+    learned_index = getattr(factory, "learned_index", None)
+    if learned_index is not None:
+        space = ParamSpace(learned_index(factory.learned_indexes()[0]).parameters())
+    else:
+        space = ParamSpace((ParamSpec("density", 0.1, 1.0, default="0.7"),
+                            ParamSpec("max_node_keys", 64, 1 << 20, scale="log", integer=True, default="16384"),
+                            ParamSpec("split_policy", choices=("cost", "always", "never"), default="cost")))
+    return LearnedIndexProblem(space, "test", (0.5, 0.2))
+
+
 @pytest.fixture
-def problem_of(knob_problem, index_problem, rewrite_problem):
-    return {"knobs": knob_problem, "indexes": index_problem, "rewrites": rewrite_problem}.__getitem__
+def problem_of(knob_problem, index_problem, rewrite_problem, learned_index_problem):
+    return {"knobs": knob_problem, "indexes": index_problem, "rewrites": rewrite_problem,
+            "learned_index": learned_index_problem}.__getitem__
 
 
 def make(cls: type[Optimizer], problem, seed: int = 0) -> Optimizer:
@@ -120,7 +137,7 @@ def make(cls: type[Optimizer], problem, seed: int = 0) -> Optimizer:
 
 def objective(problem, config) -> float:
     """Lower is better: a bowl with its optimum at 0.8 of every knob axis, or the workload's what-if cost."""
-    if isinstance(problem, KnobProblem):
+    if isinstance(problem, (KnobProblem, LearnedIndexProblem)):
         x = problem.space.encode(problem.config(config))
         return 0.05 + float(np.sum((x - 0.8) ** 2))
     return problem.cost(config)
@@ -150,6 +167,11 @@ def assert_valid(cls, problem, config) -> None:
             for change in config:
                 assert change.name in dims, f"{cls.name} changed {change.name}, which is not searched"
                 assert 0.0 <= dims[change.name].to_unit(change.value) <= 1.0
+    elif cls.kind == "learned_index":
+        assert all(isinstance(c, LearnedIndexParam) for c in config)
+        assert len({c.name for c in config}) == len(config)
+        assert problem.space.validate({c.name: c.value for c in config}) == {c.name: c.value for c in config}
+        assert all(problem.space.default_config()[c.name] != c.value for c in config)  # defaults left out
     elif cls.kind == "rewrites":
         assert all(isinstance(c, QueryRewrite) for c in config)
         statements = dict(problem.statements)
@@ -163,7 +185,8 @@ def assert_valid(cls, problem, config) -> None:
 
 
 def test_every_kind_lists_unique_names():
-    for kind in ("knobs", "indexes", "rewrites"):
+    assert {"knobs", "indexes", "rewrites", "learned_index"} <= set(registry.OPTIMIZERS)
+    for kind in registry.OPTIMIZERS:
         names = [cls.name for cls in registry.available(kind)]
         assert names and len(names) == len(set(names))
         assert all(cls.kind == kind and cls.description for cls in registry.available(kind))

@@ -94,12 +94,14 @@ def num(x, digits: int = 1) -> str:
 
 # how a plan's headline options read in one line (the others show on the run's page)
 _HEADLINE = {"budget_mb": lambda v: f"{num(v)} MB budget", "max_statements": lambda v: f"up to {num(v)} statements",
-             "trials": lambda v: f"{v} trials", "kinds": lambda v: "+".join(v)}
+             "trials": lambda v: f"{v} trials", "kinds": lambda v: "+".join(v), "index": str,
+             "keys": str, "workload": str, "budget": lambda v: f"{v} evaluations"}
 
 
 def plan_text(p: dict | None) -> str:
     """A run plan in one line: 'indexes · ia2 · 100.0 MB budget · 5 rounds', 'knobs · hibo · 30 trials',
-    'rewrites · aurora · up to 20 statements · 5 rounds' (timing switched off: 'not timed'); each kind shows the
+    'rewrites · aurora · up to 20 statements · 5 rounds', 'learned-index · hibo · alex · synthetic:books ·
+    read-heavy · 20 evaluations · 5 rounds' (timing switched off: 'not timed'); each kind shows the
     headline options it takes (the kind registry says which)."""
     from advisor.service.runs import kinds
 

@@ -74,6 +74,23 @@ def _rewrites(rec, evidence: dict | None) -> list[dict] | None:
             for s in rows]
 
 
+FIGURES = (("throughput_ops", "Throughput", "ops/s"), ("p99_ns", "p99 latency", "ns"), ("memory_bytes", "Memory", "bytes"))
+
+
+def _learned(rec) -> dict | None:
+    """A learned index's recommendation (``details``: index, parameters, default and tuned figures, evaluations):
+    its parameters and each figure under the defaults and tuned; None for other recommendations."""
+    d = rec.details or {}
+    if not isinstance(d.get("parameters"), dict) or not isinstance(d.get("tuned"), dict):
+        return None
+    changed = {c.name for c in rec.changes}
+    rows = [{"label": label, "unit": unit, "default": (d.get("default") or {}).get(key),
+             "tuned": d["tuned"].get(key)} for key, label, unit in FIGURES]
+    return {"index": d.get("index"), "parameters": [(k, v, k in changed) for k, v in d["parameters"].items()],
+            "figures": rows, "evaluations": d.get("evaluations"), "unsafe": d.get("unsafe_evaluations"),
+            "keys": d.get("keys"), "workload": d.get("workload")}
+
+
 @router.get("/recommendations/{rec_id}")
 def detail_page(request: Request, rec_id: str, service: Service, session: PageSession):
     rec = service.recommendation(rec_id)
@@ -91,7 +108,7 @@ def detail_page(request: Request, rec_id: str, service: Service, session: PageSe
     evidence = _evidence(rec)
     return render(request, "recommendation.html", session, section="recommendations", rec=rec, out=out, run=run,
                   target=target, evidence=evidence, history=service.audit_log(rec.id), actions=actions,
-                  details=rec.details or {}, rewrites=_rewrites(rec, evidence), kind_title=_title(rec.kind),
+                  details=rec.details or {}, rewrites=_rewrites(rec, evidence), learned=_learned(rec), kind_title=_title(rec.kind),
                   head=head, figures=head.figures)
 
 

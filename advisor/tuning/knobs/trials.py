@@ -1,4 +1,6 @@
-"""Knob tuning on a shadow: the trial runner and the tuning loop (the workload runners are in ``runners``).
+"""Knob tuning on a shadow: the trial target (``ShadowTarget``, the shadow with its workload runner behind the
+``advisor.tuning.target.TrialTarget`` protocol; ``TrialRunner`` is its older name) and the tuning loop (the
+workload runners are in ``runners``).
 
 A trial sets a configuration on the shadow (only what differs from the shadow's present one, with a restart
 only when a restart-needing knob differs), restores the data if the workload writes, warms up, runs the workload
@@ -31,9 +33,11 @@ from advisor.core.domain import KnobChange, TrialResult
 from advisor.core.errors import AdvisorError, SandboxError, TargetUnreachable
 from advisor.core.progress import Say, silent
 from advisor.storage.store import Store
+from advisor.tuning.evidence import ArmRound
 # the workload runners live in runners.py; importing them from here keeps working
 from advisor.tuning.knobs.runners import (MIN_ABS_MS, Measured, PgbenchRunner, ReplayRunner,  # noqa: F401
                                           TrialTimeout, WorkloadRunner, statement_ratios)
+from advisor.tuning.target import TrialFailed
 from connectors.base import Shadow
 from optimizers.base import Optimizer
 from optimizers.knobs.search import MAX_SLOWDOWN
@@ -76,8 +80,10 @@ class TrialRecord:
 
 
 @dataclass
-class TrialRunner:
-    """Runs configurations on one shadow, keeping track of what the shadow has and the last config that worked."""
+class ShadowTarget:
+    """The knob trials' ``TrialTarget`` (``advisor.tuning.target``): configurations run on one shadow with its
+    workload runner, keeping track of what the shadow has and the last config that worked. ``trial`` is one
+    trial over the protocol: apply, one measured pass, the objective (``measured``) as a ``TrialResult``."""
 
     shadow: Shadow
     runner: WorkloadRunner
@@ -89,6 +95,8 @@ class TrialRunner:
     good: dict[str, str] = field(default_factory=dict)
     best_s: float | None = None  # wall time of the fastest successful pass
     last_ms: dict[str, float] | None = None  # per-statement medians of the last trial (None when it failed)
+    measured: list[Measured] = field(default_factory=list)  # the last ``measure``'s passes
+    restarted: bool = False  # whether the last ``apply`` took a restart
 
     def __post_init__(self) -> None:
         self.base = self.space.default_config()
@@ -120,45 +128,66 @@ class TrialRunner:
         self.shadow.sandbox.wait_ready()
         self.current = dict(self.good)
 
+    def apply(self, config: Mapping[str, str]) -> None:
+        """Set ``config`` (only what differs; a restart only when a restart-needing knob differs); TrialFailed
+        when the server did not come back (the shadow is recovered) or the change was refused."""
+        self.restarted = False
+        try:
+            self.restarted = self._set(config)
+        except (SandboxError, TargetUnreachable) as e:
+            self.recover()
+            raise TrialFailed(f"the server did not come back with this configuration: {e}", True) from None
+        except AdvisorError as e:
+            raise TrialFailed(f"could not apply: {e}") from None
+
+    def measure(self, rounds: int = 1) -> list[ArmRound]:
+        """``rounds`` passes (data restored before each): per statement, its median (ms) as the pass's sample;
+        each pass's ``Measured`` in ``measured``. TrialFailed on a timeout, a crash (the shadow is recovered when
+        it went down) or a failed statement."""
+        self.measured = []
+        out = []
+        for _ in range(rounds):
+            try:
+                self.runner.restore(self.shadow.dsn)
+                run_start = time.perf_counter()
+                measured = self.runner.run(self.shadow.dsn, self.timeout_s())
+                wall = time.perf_counter() - run_start
+            except TrialTimeout as e:
+                raise TrialFailed(f"timeout: {e}", self.restarted) from None
+            except TargetUnreachable as e:
+                alive = self.shadow.sandbox.is_running()
+                if alive:
+                    try:
+                        self.shadow.sandbox.wait_ready(30)
+                    except AdvisorError:
+                        alive = False
+                if not alive:
+                    self.recover()
+                why = "the server crashed during the run (killed, or out of memory)" if not alive \
+                    else "the server lost connections"
+                raise TrialFailed(f"{why}: {e}", self.restarted) from None
+            except AdvisorError as e:
+                raise TrialFailed(str(e), self.restarted) from None
+            if not isinstance(measured, Measured):
+                measured = Measured(float(measured))
+            self.good = dict(self.current)
+            self.best_s = wall if self.best_s is None else min(self.best_s, wall)
+            self.measured.append(measured)
+            out.append(ArmRound({k: [v] for k, v in (measured.statement_ms or {}).items()}, {}))
+        return out
+
     def trial(self, config: Mapping[str, str]) -> tuple[TrialResult, float, bool]:
         """Run ``config``: (result, seconds, whether it restarted); ``last_ms`` holds its per-statement medians."""
         start = time.perf_counter()
-        restarted = False
         self.last_ms = None
         try:
-            restarted = self._set(config)
-        except (SandboxError, TargetUnreachable) as e:
-            self.recover()
-            return TrialResult(None, "failed", f"the server did not come back with this configuration: {e}"), \
-                time.perf_counter() - start, True
-        except AdvisorError as e:
-            return TrialResult(None, "failed", f"could not apply: {e}"), time.perf_counter() - start, restarted
-        try:
-            self.runner.restore(self.shadow.dsn)
-            run_start = time.perf_counter()
-            measured = self.runner.run(self.shadow.dsn, self.timeout_s())
-            wall = time.perf_counter() - run_start
-        except TrialTimeout as e:
-            return TrialResult(None, "failed", f"timeout: {e}"), time.perf_counter() - start, restarted
-        except TargetUnreachable as e:
-            alive = self.shadow.sandbox.is_running()
-            if alive:
-                try:
-                    self.shadow.sandbox.wait_ready(30)
-                except AdvisorError:
-                    alive = False
-            if not alive:
-                self.recover()
-            why = "the server crashed during the run (killed, or out of memory)" if not alive else "the server lost connections"
-            return TrialResult(None, "failed", f"{why}: {e}"), time.perf_counter() - start, restarted
-        except AdvisorError as e:
-            return TrialResult(None, "failed", str(e)), time.perf_counter() - start, restarted
-        if not isinstance(measured, Measured):
-            measured = Measured(float(measured))
-        self.good = dict(self.current)
-        self.best_s = wall if self.best_s is None else min(self.best_s, wall)
+            self.apply(config)
+            self.measure(1)
+        except TrialFailed as e:
+            return TrialResult(None, "failed", e.message), time.perf_counter() - start, e.restarted
+        measured = self.measured[-1]
         self.last_ms = measured.statement_ms
-        return TrialResult(measured.objective), time.perf_counter() - start, restarted
+        return TrialResult(measured.objective), time.perf_counter() - start, self.restarted
 
     def reset(self) -> None:
         """Put the shadow back to its own configuration."""
@@ -167,6 +196,9 @@ class TrialRunner:
         except AdvisorError:
             self.good = dict(self.base)
             self.recover()
+
+
+TrialRunner = ShadowTarget  # its name before the trial target protocol (benches and tests use it)
 
 
 # --- the tuning loop ------------------------------------------------------------------------------------------

@@ -1,0 +1,61 @@
+"""LITune's meta-training for the learned-index bench: once per bench and index, on tasks that exclude every
+evaluated cell, its model stored under the bench's model directory for the cells (and the drift) to load.
+
+Held out: the training datasets are the synthetic sets the grid does not evaluate (x every mix the index can
+run); when the grid evaluates every dataset, training uses other keys of them (a seed far from the bench's), and
+the JSON says so ("held_out"). ``--meta-train-only`` times this step alone (seconds, device, episodes) and prints
+it as JSON: the figure compared across CPU and CUDA.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from advisor.core.params import ParamSpace
+from advisor.core.progress import Say
+from advisor.tuning.learned.pipeline import problem
+from advisor.tuning.learned.training import TRAINING_KEYS, TRAINING_OPS, training_tasks
+from connectors import factory
+from optimizers import registry
+from workloads.learned import keysets, mixes
+
+FAR_SEED = 10_000  # training keys' seed when every dataset is evaluated (other keys of the same distributions)
+
+
+def training_plan(options) -> tuple[tuple[str, ...], int, str]:
+    """(training datasets, their seed, what is held out) for the bench's grid.
+
+    >>> from types import SimpleNamespace
+    >>> training_plan(SimpleNamespace(datasets=("books", "fb", "osm")))[0]
+    ('uniform', 'normal')
+    """
+    unseen = tuple(d for d in keysets.SYNTHETIC if d not in options.datasets)
+    if unseen:
+        return unseen, 0, f"datasets held out of training: {', '.join(options.datasets)} (trained on " \
+                           f"{', '.join(unseen)})"
+    return keysets.SYNTHETIC, FAR_SEED, "every dataset is evaluated: training uses other keys of them " \
+                                        f"(seed {FAR_SEED}), so only the keys are held out"
+
+
+def meta_train(options, model_dir: Path, say: Say, indexes: tuple[str, ...]) -> dict:
+    """Meta-train LITune for each of ``indexes`` and store the models under ``model_dir``;
+    per index: seconds, device, episodes, evaluations, updates, tasks, and what was held out."""
+    sets, seed, held_out = training_plan(options)
+    out = {}
+    for name in indexes:
+        engine = factory.learned_index(name)
+        prob = problem(ParamSpace(engine.parameters()), engine.name, (),
+                       training=lambda e=engine: training_tasks(e, seed, sets=sets, mixes=mixes.MIXES,
+                                                                n_keys=TRAINING_KEYS, n_ops=TRAINING_OPS))
+        opt = registry.create("learned_index", "litune", prob, seed=seed, device=options.device,
+                              episodes=options.episodes, retrain=True)
+        training = opt.prepare(model_dir, say) or {}
+        meta = training.get("meta", {})
+        out[name] = {"seconds": training.get("seconds", 0.0), "device": training.get("device"),
+                     "requested_device": options.device, "episodes": meta.get("episodes", 0),
+                     "evaluations": meta.get("evaluations", 0), "updates": meta.get("updates", 0),
+                     "unsafe": meta.get("unsafe", 0), "tasks": meta.get("tasks", []), "held_out": held_out,
+                     "model": training.get("model")}
+        say(f"LITune meta-trained for {name}: {out[name]['seconds']:.1f} s on {out[name]['device']}, "
+            f"{out[name]['episodes']} episodes, {out[name]['evaluations']} evaluations")
+    return out

@@ -1,0 +1,70 @@
+"""``advisor tune learned-index``: a learned index's parameters tuned on a benchmark harness (keys from a
+source, an operation mix), validated against the defaults and handed over (``AdvisorService.tune`` with the
+``learned-index`` kind). A thin adapter: parse flags, call the service, print a table or one JSON document
+(``--json``: index, parameters, default and tuned {throughput_ops, p99_ns, memory_bytes}, evaluations,
+unsafe_evaluations, the recommendation's id and state)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from advisor.cli.common import JsonFlag, RegisterOpt, StoreOpt, emit, names, open_service, optimizer_choice, \
+    parse_plan, resolve_dsn
+from advisor.cli.common import TargetDsn as Target
+
+KIND = "learned-index"
+LearnedIndexOptimizer = optimizer_choice(KIND)  # the registry's
+
+
+def tune_learned_index(
+        keys: Annotated[str, typer.Option("--keys", help="the keys: synthetic:NAME[:N] (books, fb, osm, uniform, "
+                                                         "normal), [schema.]table.column of the target, or a file "
+                                                         "(one uint64 per line, or SOSD binary)")],
+        workload: Annotated[str, typer.Option("--workload", help="the operation mix: read-only, read-heavy, "
+                                                                 "balanced, write-heavy or "
+                                                                 "lookup=0.7,insert=0.2,range=0.1")],
+        target: Target = None,
+        budget: Annotated[int, typer.Option(help="evaluations of the search (the defaults' included)", min=2)] = 20,
+        index: Annotated[str, typer.Option(help="the learned index: alex (updatable) or pgm (read-only)")] = "alex",
+        optimizer: Annotated[LearnedIndexOptimizer, typer.Option(help="the search")] = "hibo",
+        range_: Annotated[list[str], typer.Option("--range", help="narrow a parameter's range: NAME=LOW:HIGH "
+                                                                   "(repeat or comma-separate)")] = [],  # noqa: B006
+        rounds: Annotated[int, typer.Option(help="interleaved rounds of the validation against the defaults",
+                                            min=1)] = 5,
+        validate: Annotated[bool, typer.Option(help="validate the best against the defaults")] = True,
+        seed: Annotated[int, typer.Option(help="random seed (keys, workload and search)")] = 0,
+        json_out: JsonFlag = False, register: RegisterOpt = None, store: StoreOpt = None) -> None:
+    """Tune a learned index's parameters for keys and an operation mix: a search over a benchmark harness with a
+    safety cut (a configuration below half the defaults' throughput is stopped), the best validated against
+    the defaults in interleaved rounds. The parameters are handed over; nothing is applied to the database."""
+    plan = parse_plan({"kind": KIND, "optimizer": optimizer.value, "keys": keys, "workload": workload,
+                       "budget": budget, "index": index, "range": names(range_), "rounds": rounds, "validate": validate, "seed": seed})
+    target = resolve_dsn(target)
+    service = open_service(store)
+    result = service.tune(KIND, target, plan, register=register, by_hand=False)
+    if json_out:
+        emit(result.document())
+        return
+    show(Console(), result.document())
+
+
+def show(console: Console, doc: dict) -> None:
+    table = Table("", "defaults", "tuned")
+    for key, label in (("throughput_ops", "throughput, ops/s"), ("p99_ns", "p99 latency, ns"),
+                       ("memory_bytes", "memory, bytes")):
+        table.add_row(label, *(f"{doc[arm][key]:,.0f}" if key in doc[arm] else "-" for arm in ("default", "tuned")))
+    console.print(table)
+    console.print(f"{doc['index']}: " + ", ".join(f"{escape(k)}={escape(v)}" for k, v in doc["parameters"].items()))
+    console.print(f"{doc['evaluations']} evaluations, {doc['unsafe_evaluations']} unsafe")
+    console.print(doc["message"], markup=False)
+    if doc["recommendation"]:
+        console.print(f"recommendation {doc['recommendation']} ({doc['state']})", markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("learned-index")(tune_learned_index)

@@ -1,0 +1,141 @@
+"""The learned-index kind's registry entry: a run plan -> keys from a source (``keys``), a workload mix
+(``workload``), the index engine (``index``) -> the pipeline (``pipeline.search``) -> a handed-over
+recommendation (parameters for the index's owners; never applied to a database), with the evidence per operation
+type and details {index, parameters, default, tuned, evaluations, unsafe_evaluations}.
+
+The target database is the run's owner in the store (and the source of ``table.column`` keys); nothing is changed
+there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from advisor.core.domain import LearnedIndexParam, Recommendation
+from advisor.core.errors import AdvisorError
+from advisor.core.params import ParamSpace
+from advisor.tuning.kind import Context, Kind
+from advisor.tuning.knobs.kind import ranges  # NAME=LOW:HIGH items, read the same way for every kind
+from advisor.tuning.learned import keys as key_sources
+from advisor.tuning.learned.pipeline import LearnedIndexResult, Trial, operations, problem, tune_index
+from advisor.tuning.recommend import recommend
+from optimizers import learned_index
+
+KIND_NAME = "learned-index"
+
+
+@dataclass(frozen=True)
+class LearnedIndexTuneResult:
+    recommendation: Recommendation | None
+    message: str
+    result: LearnedIndexResult | None = None
+    run_id: str | None = None
+    keys: int = 0
+    trials: tuple[Trial, ...] = field(default_factory=tuple)
+
+    def document(self) -> dict:
+        """The run as the issue's JSON document: index, parameters, default and tuned figures, evaluations."""
+        r = self.result
+        return {"index": r.index if r else None, "parameters": r.best if r else {},
+                "default": r.default if r else {}, "tuned": r.tuned if r else {},
+                "evaluations": r.evaluations if r else 0, "unsafe_evaluations": r.unsafe_evaluations if r else 0,
+                "recommendation": self.recommendation.id if self.recommendation else None,
+                "state": self.recommendation.state if self.recommendation else None,
+                "run_id": self.run_id, "message": self.message}
+
+
+def _indexes() -> tuple[str, ...]:
+    from connectors import factory
+
+    return factory.learned_indexes()
+
+
+def _check(plan) -> None:
+    """What the plan alone says wrong (a usage error): range items that are not NAME=LOW:HIGH."""
+    ranges(plan.range)
+
+
+def check_target(connector, plan) -> None:
+    """What the service checks before any work, once the target is known (so a request that fits the REST schema
+    is refused only for what it says about the target or the sources): the key source (a known synthetic set,
+    an existing file, a column the target lets us read), the mix, the index and the parameters named in
+    ``range``."""
+    from workloads.learned.mixes import parse_mix
+
+    from connectors import factory
+
+    key_sources.check(plan.keys)
+    mix = parse_mix(plan.workload)
+    if plan.index not in _indexes():
+        raise AdvisorError(f"unknown learned index {plan.index!r}; choose one of {', '.join(_indexes())}")
+    if factory.learned_index(plan.index).read_only and mix.insert > 0:
+        raise AdvisorError(f"{plan.index} is read-only: choose a workload without inserts (read-only, or "
+                           "lookup=...,range=...)")
+    space_of(plan)
+    if key_sources.kind_of(plan.keys) == "column":
+        table, column = plan.keys.strip().rsplit(".", 1)
+        connector.column_keys(table, column, 1)  # AdvisorError naming what the target says
+
+
+def space_of(plan) -> ParamSpace:
+    """The searched space: the index's parameters, narrowed by the plan's ``range`` items (NAME=LOW:HIGH)."""
+    from connectors import factory
+
+    return ParamSpace(factory.learned_index(plan.index).parameters()).narrowed(ranges(plan.range))
+
+
+def run(ctx: Context, plan) -> LearnedIndexTuneResult:
+    from connectors import factory
+    from optimizers import registry
+    from workloads.learned.mixes import parse_mix, workload
+
+    from advisor.tuning.learned.training import features, training_tasks
+
+    mix = parse_mix(plan.workload)
+    engine = factory.learned_index(plan.index)
+    connector = factory.connector(ctx.dsn)
+    obs = ctx.observed(connector)
+    keys = key_sources.read(plan.keys, connector, plan.seed)
+    ctx.say(f"{len(keys):,} keys from {plan.keys}")
+    initial, stream = workload(keys, mix, operations(len(keys), mix.insert), plan.seed)
+    prob = problem(space_of(plan), engine.name, features(keys, mix),
+                   training=lambda: training_tasks(engine, plan.seed))
+    optimizer = registry.create("learned_index", plan.optimizer, prob, seed=plan.seed, strict=False)
+    optimizer.prepare(ctx.model_dir(obs.target_id) if ctx.model_dir else None, ctx.say)
+    run_id = ctx.open_run(obs.target_id, KIND_NAME, plan.optimizer, plan.to_dict(), None, ctx.run_id)
+
+    def stored(trial: Trial) -> None:
+        ctx.store.add_trial(obs.target_id, run_id, optimizer.name, list(prob.space.changes(trial.config)), None,
+                            trial.result.status, trial.result.reason or None, number=trial.number,
+                            config=trial.config, objective=trial.result.objective, source=trial.source,
+                            duration_s=trial.duration_s)
+
+    weights = {op: share for op, share in (("lookup", mix.lookup), ("insert", mix.insert), ("range", mix.range))
+               if share > 0}
+    found = tune_index(engine, initial, [stream], optimizer, plan.budget, rounds=plan.rounds if plan.validate else 0, weights=weights,
+                   seed=plan.seed, say=ctx.say, on_trial=stored)
+    base = dict(keys=len(keys), run_id=run_id, trials=tuple(found.trials), result=found)
+    if not found.changes:
+        return LearnedIndexTuneResult(None, f"{plan.optimizer}: no configuration beat the defaults of {engine.name} "
+                                            f"in {found.evaluations} evaluations", **base)
+    gain = found.tuned["throughput_ops"] / found.default["throughput_ops"] - 1.0
+    accepted = None if found.evidence is None else found.evidence.accepted
+    verdict = {None: "not validated", True: "validated", False: "not better in the interleaved validation"}[accepted]
+    why = (f"{engine.name}: {found.tuned['throughput_ops']:,.0f} ops/s tuned vs {found.default['throughput_ops']:,.0f}"
+           f" ops/s with the defaults ({gain:+.1%}); {verdict}")
+    details = {"index": engine.name, "parameters": found.best, "default": found.default, "tuned": found.tuned,
+               "evaluations": found.evaluations, "unsafe_evaluations": found.unsafe_evaluations,
+               "keys": plan.keys, "key_count": len(keys), "workload": plan.workload, "unit": "time per operation (ns, weighted by the mix)",
+               "unit_symbol": "ns",
+               "note": "parameters handed to the index's owners; nothing is applied to the database"}
+    changes = tuple(LearnedIndexParam(c.name, c.value) for c in found.changes)
+    rec = recommend(ctx.store, target_id=obs.target_id, kind=KIND_NAME, optimizer=plan.optimizer, plan=None,
+                    changes=changes, evidence=found.evidence, accepted=accepted, why=why, details=details,
+                    run_id=run_id)
+    return LearnedIndexTuneResult(rec, why, **base)
+
+
+KIND = Kind(KIND_NAME, "a learned index's parameters (ALEX-like, PGM): a search over a benchmark harness on keys "
+            "and a workload mix, validated against the defaults; handed over, never applied", run,
+            optimizers=learned_index.OPTIMIZERS, change_types=(LearnedIndexParam,),
+            options=("keys", "workload", "budget", "index", "range"), required=("keys", "workload"), handed_over=True,
+            default_optimizer="hibo", check_plan=_check, check_target=check_target, title="Learned index")

@@ -1,0 +1,193 @@
+"""The learned-index pipeline: propose (the optimizer loop over a harness, with the safety cut) -> validate (the
+best against the defaults, interleaved) -> the result a recommendation is made of.
+
+``tune_index`` is what a bench calls: an engine, initial keys, operation streams, an optimizer (built over
+``problem(...)``), a budget and a seed in (``search`` does the same over a ``HarnessTarget``); a
+``LearnedIndexResult`` out (the default and tuned measurements, the
+evaluations, how many were unsafe, every trial, the evidence). It stores nothing; ``kind.run`` stores the trials
+and the recommendation.
+
+- Trial 0 is the defaults (no safety cut); every later trial runs with ``min_throughput = safety x`` the
+  default's throughput: a configuration that falls below it is stopped early, told to the optimizer as
+  ``failed`` with ``metrics["unsafe"] = 1``, and counted in ``unsafe_evaluations``.
+- The budget counts evaluations, the defaults' included. The loop ends early when the optimizer asks again what
+  it asked last (it has nothing new to try).
+- Before the defaults' trial and before the validation, a warm-up round that is not measured.
+- Validation: ``rounds`` interleaved rounds (A B, then B A, ...) of the defaults and the best safe configuration,
+  compared per operation type (``evidence.compare``: op types as ids, the mix's fractions as weights, ns per op;
+  a slowdown under ``MIN_ABS_NS`` is noise).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from advisor.core.domain import Evidence, TrialResult
+from advisor.core.progress import Say, silent
+from advisor.tuning.evidence import ArmRound, compare
+from advisor.tuning.learned.target import HarnessTarget, RoundFigures
+from advisor.tuning.target import TrialFailed
+from optimizers.base import Optimizer
+from optimizers.learned_index.problem import LearnedIndexProblem
+
+MIN_ABS_NS = 5.0  # a per-operation slowdown smaller than this (ns) is timer noise, not a regression
+MIN_OPS, MAX_OPS = 10_000, 200_000  # operations per round: as many as keys, within these ...
+INSERT_SHARE = 0.45  # ... and inserts drawing at most this share of the keys (held out of the initial build)
+
+
+def operations(n_keys: int, insert: float) -> int:
+    """Operations per round for ``n_keys`` keys and an insert fraction: as many as keys (within ``MIN_OPS`` ..
+    ``MAX_OPS``), fewer where the inserts would need more than ``INSERT_SHARE`` of the keys held out.
+
+    >>> operations(20_000, 0.05), operations(20_000, 0.8), operations(1_000_000, 0.0)
+    (20000, 11250, 200000)
+    """
+    n = min(max(n_keys, MIN_OPS), MAX_OPS)
+    return min(n, int(INSERT_SHARE * n_keys / insert)) if insert > 0 else n
+
+
+@dataclass
+class Trial:
+    number: int
+    config: dict[str, str]
+    source: str  # "default" or the optimizer's name
+    result: TrialResult
+    duration_s: float
+
+
+@dataclass
+class LearnedIndexResult:
+    """What a search found: ``default`` / ``tuned`` measurements ({"throughput_ops", "p99_ns", "memory_bytes"},
+    medians over the validation rounds; the trials' own when not validated), ``best`` (the best safe
+    configuration, every parameter), ``evaluations`` and ``unsafe_evaluations``, every trial, and the evidence
+    (None when not validated or when the defaults stayed best)."""
+
+    index: str
+    best: dict[str, str]
+    default: dict[str, float]
+    tuned: dict[str, float]
+    evaluations: int
+    unsafe_evaluations: int
+    trials: list[Trial] = field(default_factory=list)
+    evidence: Evidence | None = None
+    changes: tuple = ()
+
+    @property
+    def improved(self) -> bool:
+        return bool(self.changes) and (self.evidence is None or self.evidence.accepted)
+
+
+def problem(space, index: str, features: Sequence[float] = (), *, safety: float = 0.5,
+            memory_limit_bytes: int | None = None, training=None) -> LearnedIndexProblem:
+    return LearnedIndexProblem(space, index, tuple(float(f) for f in features), safety, memory_limit_bytes, training)
+
+
+def evaluate(target: HarnessTarget, config: Mapping[str, str]) -> TrialResult:
+    """One trial over the protocol: apply, one measured round; ns per op as the objective, the round's figures
+    as metrics (an unsafe or failed trial's too, where it got that far)."""
+    try:
+        target.apply(config)
+        target.measure(1)
+    except TrialFailed as e:
+        target.recover()
+        metrics = target.last.metrics() if target.last is not None else {"unsafe": 0.0}
+        target.last = None
+        return TrialResult(None, e.status, e.message, metrics=metrics)
+    figures = target.last
+    assert figures is not None
+    return TrialResult(figures.ns_per_op, metrics=figures.metrics())
+
+
+def figures_of(result: TrialResult) -> dict[str, float]:
+    m = result.metrics or {}
+    return {k: float(m[k]) for k in ("throughput_ops", "p99_ns", "memory_bytes") if k in m}
+
+
+def tune_index(engine, initial_keys, streams: Sequence[object], optimizer: Optimizer, budget: int, *,
+               seed: int = 0, rounds: int = 5, weights: Mapping[str, float] | None = None, say: Say = silent,
+               on_trial: Callable[[Trial], None] | None = None) -> LearnedIndexResult:
+    """``search`` over a harness of ``engine`` built over ``initial_keys`` running ``streams`` (the bench's entry
+    point): the optimizer's problem gives the safety fraction and the memory bound."""
+    prob: LearnedIndexProblem = optimizer.problem
+    target = HarnessTarget(engine, initial_keys, list(streams), memory_limit_bytes=prob.memory_limit_bytes,
+                           safety=prob.safety)
+    return search(target, optimizer, budget, rounds=rounds, weights=weights, seed=seed, say=say, on_trial=on_trial)
+
+
+def search(target: HarnessTarget, optimizer: Optimizer, budget: int, *, rounds: int = 5,
+           weights: Mapping[str, float] | None = None, seed: int = 0, say: Say = silent,
+           on_trial: Callable[[Trial], None] | None = None) -> LearnedIndexResult:
+    """The optimizer loop (``budget`` evaluations, the defaults' first) then, with ``rounds`` > 0, the
+    validation of the best safe configuration against the defaults; see the module docstring."""
+    prob: LearnedIndexProblem = optimizer.problem
+    trials: list[Trial] = []
+
+    def run(config: dict[str, str], source: str) -> Trial:
+        start = time.perf_counter()
+        result = evaluate(target, config)
+        trial = Trial(len(trials), config, source, result, time.perf_counter() - start)
+        trials.append(trial)
+        optimizer.tell(tuple(prob.space.changes(config)), result)
+        shown = (f"{1e9 / result.objective:,.0f} ops/s" if result.objective else f"{result.status}: {result.reason}")
+        say(f"evaluation {trial.number + 1}/{budget} [{source}] {shown}")
+        if on_trial:
+            on_trial(trial)
+        return trial
+
+    target.warm_up()
+    base = run(prob.space.default_config(), "default")
+    if base.result.status != "measured":
+        from advisor.core.errors import AdvisorError
+        raise AdvisorError(f"the index does not run with its default parameters: {base.result.reason}")
+    target.min_throughput = prob.safety * (base.result.metrics or {})["throughput_ops"]
+    last = None
+    while len(trials) < budget:
+        changes = optimizer.ask(1)[0]
+        if changes == last:
+            say(f"{optimizer.name} asks again what it asked last: nothing new to try after {len(trials)} evaluations")
+            break
+        last = changes
+        run(prob.config(changes), optimizer.name)
+    safe = [t for t in trials if t.result.status == "measured" and t.result.objective is not None]
+    best = min(safe, key=lambda t: (t.result.objective, t.number))
+    unsafe = sum(1 for t in trials if (t.result.metrics or {}).get("unsafe"))
+    changes = tuple(prob.space.changes(best.config))
+    result = LearnedIndexResult(prob.index, dict(best.config), figures_of(base.result), figures_of(best.result),
+                                len(trials), unsafe, trials, changes=changes)
+    if not changes or rounds < 1:
+        return result
+    weights = dict(weights or {})
+    evidence, default, tuned = validate(target, base.config, best.config, rounds, weights, seed, say)
+    result.evidence, result.default, result.tuned = evidence, default, tuned
+    return result
+
+
+def validate(target: HarnessTarget, baseline: Mapping[str, str], candidate: Mapping[str, str], rounds: int,
+             weights: Mapping[str, float], seed: int = 0, say: Say = silent
+             ) -> tuple[Evidence, dict[str, float], dict[str, float]]:
+    """``rounds`` interleaved rounds (A B, B A, ...) of the two configurations, without the safety cut: the
+    evidence per op type and each arm's median figures. TrialFailed when an arm fails."""
+    target.min_throughput = None
+    for config in (baseline, candidate):  # warm-up, excluded
+        target.warm_up(config)
+    arms: dict[str, tuple[list[ArmRound], list[RoundFigures]]] = {"A": ([], []), "B": ([], [])}
+    for i in range(rounds):
+        for arm in (("A", "B") if i % 2 == 0 else ("B", "A")):
+            target.apply(baseline if arm == "A" else candidate)
+            arms[arm][0].extend(target.measure(1))
+            arms[arm][1].append(target.last)  # type: ignore[arg-type]
+        say(f"validation round {i + 1}/{rounds}: defaults {arms['A'][1][-1].throughput_ops:,.0f} ops/s, "
+            f"tuned {arms['B'][1][-1].throughput_ops:,.0f} ops/s")
+    ids = weights or {op: 1.0 for op in arms["A"][0][0].samples}
+    evidence = compare(arms["A"][0], arms["B"][0], ids, {op: f"{op} (ns per operation)" for op in ids},
+                       min_abs=MIN_ABS_NS, seed=seed)
+    return evidence, median_figures(arms["A"][1]), median_figures(arms["B"][1])
+
+
+def median_figures(rounds: Sequence[RoundFigures]) -> dict[str, float]:
+    return {"throughput_ops": statistics.median(r.throughput_ops for r in rounds),
+            "p99_ns": statistics.median(r.p99_ns for r in rounds),
+            "memory_bytes": float(statistics.median(r.memory_bytes for r in rounds))}

@@ -1,0 +1,128 @@
+"""A learned index's benchmark harness as a trial target (``advisor.tuning.target.TrialTarget``).
+
+``apply(config)`` builds the index over the initial keys with the configuration (a build is cached for the last
+two configurations: validation alternates two); ``measure(rounds)`` runs the operation streams in order on a
+fresh copy of that build each round (inserts stay in for the next phase, never for the next round);
+``warm_up`` runs a round that is not measured (the compiled loops' first call loads them). A round's
+``ArmRound`` holds, per operation type, the round's mean latency in ns per operation (one sample per round, as a
+shadow's holds each statement's median per pass), so ``evidence.compare`` with the op fractions as weights
+compares ns per operation. ``last`` holds the round's figures (``RoundFigures``): throughput, p99, memory and the
+structure's statistics, which become ``TrialResult.metrics``.
+
+The safety cut: with ``min_throughput`` set (safety x the default's throughput), a run that falls below it is
+stopped by the engine and the trial fails as unsafe; ``memory_limit_bytes`` bounds the structure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from advisor.core.errors import AdvisorError
+from advisor.core.params import ParamSpace
+from advisor.tuning.evidence import ArmRound
+from advisor.tuning.target import TrialFailed
+
+UNSAFE = "unsafe: below {:.0%} of the default's throughput"
+
+
+@dataclass(frozen=True)
+class RoundFigures:
+    """One measured round: ops/s over every op of every phase, the 99th percentile of single-op latency (ns),
+    the structure's bytes and statistics after the last phase, and whether the safety cut stopped it."""
+
+    throughput_ops: float
+    p99_ns: float
+    memory_bytes: int
+    stats: dict[str, float]
+    unsafe: bool = False
+
+    @property
+    def ns_per_op(self) -> float:
+        return 1e9 / self.throughput_ops if self.throughput_ops > 0 else float("inf")
+
+    def metrics(self) -> dict[str, float]:
+        return {**{k: float(v) for k, v in self.stats.items()}, "throughput_ops": float(self.throughput_ops),
+                "p99_ns": float(self.p99_ns), "memory_bytes": float(self.memory_bytes),
+                "unsafe": 1.0 if self.unsafe else 0.0}
+
+
+@dataclass
+class HarnessTarget:
+    """The engine (``connectors.factory.learned_index``), the keys it is built over and the operation streams
+    (phases) every round runs."""
+
+    engine: object
+    initial_keys: np.ndarray
+    streams: Sequence[object]
+    min_throughput: float | None = None
+    memory_limit_bytes: int | None = None
+    safety: float = 0.5
+    config: dict[str, str] = field(default_factory=dict)
+    good: dict[str, str] = field(default_factory=dict)
+    last: RoundFigures | None = None
+
+    def __post_init__(self) -> None:
+        self.space = ParamSpace(self.engine.parameters())
+        self.config = self.space.default_config()
+        self.good = dict(self.config)
+        self._builds: dict[tuple, object] = {}
+
+    def apply(self, config: Mapping[str, str]) -> None:
+        try:
+            full = self.space.full(config)
+        except AdvisorError as e:
+            raise TrialFailed(f"could not apply: {e}", status="infeasible") from None
+        key = tuple(sorted(full.items()))
+        if key not in self._builds:
+            try:
+                built = self.engine.build(self.initial_keys, full)
+            except AdvisorError as e:  # parameters that do not go together (the engine's own constraints)
+                raise TrialFailed(f"infeasible: {e}", status="infeasible") from None
+            except (ValueError, ArithmeticError, MemoryError) as e:  # a bug of the engine's on these parameters
+                raise TrialFailed(f"the index could not be built: {e}") from None
+            self._builds = {**dict(list(self._builds.items())[-1:]), key: built}
+        self.config = full
+
+    def measure(self, rounds: int = 1) -> list[ArmRound]:
+        out = []
+        for _ in range(rounds):
+            out.append(self._round())
+        self.good = dict(self.config)
+        return out
+
+    def warm_up(self, config: Mapping[str, str] | None = None) -> None:
+        """One round of ``config`` (the defaults when None) whose figures are thrown away: compiled code loaded,
+        caches filled, before anything is measured."""
+        self.apply(config if config is not None else self.space.default_config())
+        self._round()
+        self.last = None
+
+    def recover(self) -> None:
+        """A failed configuration leaves nothing behind (each round runs on a copy): back to the good one."""
+        self.config = dict(self.good)
+
+    def _round(self) -> ArmRound:
+        built = self._builds[tuple(sorted(self.config.items()))].copy()
+        samples: dict[str, list[np.ndarray]] = {}
+        ops, seconds, m = 0, 0.0, None
+        for stream in self.streams:
+            m = built.run(stream, min_throughput=self.min_throughput, memory_limit_bytes=self.memory_limit_bytes)
+            if m.failed:
+                self.last = RoundFigures(0.0, float("inf"), m.memory_bytes, dict(m.stats))
+                raise TrialFailed(m.failed)
+            if m.stopped_early:
+                self.last = RoundFigures(m.throughput_ops, m.p99_ns, m.memory_bytes, dict(m.stats), unsafe=True)
+                raise TrialFailed(UNSAFE.format(self.safety))
+            ops += m.ops_done
+            seconds += m.ops_done / m.throughput_ops if m.throughput_ops > 0 else 0.0
+            for op, ns in m.samples_ns.items():
+                if len(ns):
+                    samples.setdefault(op, []).append(np.asarray(ns, dtype=float))
+        pooled = {op: np.concatenate(parts) for op, parts in samples.items()}
+        every = np.concatenate(list(pooled.values())) if pooled else np.array([np.inf])
+        self.last = RoundFigures(ops / seconds if seconds > 0 else 0.0, float(np.percentile(every, 99)),
+                                 int(m.memory_bytes) if m else 0, dict(m.stats) if m else {})
+        return ArmRound({op: [float(ns.mean())] for op, ns in pooled.items()}, {})

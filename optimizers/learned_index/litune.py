@@ -1,0 +1,273 @@
+"""LITune (arXiv 2502.05001) behind the one optimizer contract: a TD3 agent with a context encoder
+(``litune_agent``), meta-trained offline across datasets and workloads (``litune_meta``), exploring safely
+(``litune_safety``) and adapting online (the O2 mode).
+
+* ``prepare(model_dir, say)`` loads the model stored for this index and space (``litune-<index>-<space key>.pt``
+  under ``model_dir``) or meta-trains one on ``problem.training()`` and stores it; without training tasks the
+  agent starts untrained (it then searches locally around the best safe point until its own tells have trained
+  it). ``ask`` without ``prepare`` uses the untrained agent.
+* ``ask``: LITune's first proposal of a phase is its reference (the defaults; after ``online`` the incumbent),
+  whose outcome every reward is relative to. Then the policy's point for the current state (the last steps and
+  the descriptor) plus Gaussian exploration noise decaying with safe evidence, clipped to the trust region
+  around the best safe point; a point the unsafe-region model predicts unsafe is drawn again with more noise,
+  and after ``TRIES`` draws the proposal falls back to a small perturbation of the best safe point. Points told
+  in this phase are not proposed again.
+* ``tell``: the step enters the history, the unsafe-region model and the replay buffer (the last
+  ``online_buffer`` meta-training transitions stay in it), then ``updates_per_tell`` TD3 updates fine-tune the
+  agent. Unsafe: a failed trial, ``metrics["unsafe"]``, or memory above ``problem.memory_limit_bytes``; an
+  infeasible trial (parameters the engine refuses together) is penalized and avoided like an unsafe one.
+* O2 online mode: ``online(features)`` starts a new phase when the data or the mix drifted (``features`` is the
+  new phase's descriptor): weights, buffer, unsafe region and trust in the space are kept; the next ask
+  re-measures the incumbent as the new phase's reference and tuning goes on from there, without retraining.
+* ``state()`` holds the agent (weights, optimizer moments, buffer: base64 of ``torch.save``), the generator's
+  state and the history, so a restored LITune asks exactly what the original would have.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from advisor.core.progress import Say
+from advisor.core.params import ParamSpace
+from optimizers.base import Config
+from optimizers.learned_index.problem import LearnedIndexOptimizer
+
+TRIES = 8  # draws of a proposal before the fallback to the best safe point
+PRIOR = 1000  # meta-training visits kept as the unsafe-region model's prior (the latest)
+RECENT = 32  # online updates draw half of each batch from this many latest transitions
+
+
+def _parts():
+    """The agent's modules, imported when first needed: they load PyTorch, which listing optimizers should not."""
+    from optimizers.learned_index import litune_agent, litune_meta
+
+    return litune_agent, litune_meta
+
+
+def space_key(space: ParamSpace) -> str:
+    """A short hash of the space's parameters (names, ranges, scales, choices, defaults): the model file's key."""
+    text = json.dumps([[p.name, p.low, p.high, p.scale, p.integer, list(p.choices), p.default] for p in space.params])
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+class LITune(LearnedIndexOptimizer):
+    name = "litune"
+    description = ("LITune: TD3 with a context encoder, meta-trained across datasets and workloads, safe exploration "
+                   "(unsafe-region model, trust region), online adaptation under drift")
+
+    def _setup(self, episodes: int = 60, steps: int = 8, device: str = "auto", retrain: bool = False,
+               updates_per_tell: int = 4, noise: float = 0.15, noise_end: float = 0.04, trust: float = 0.15,
+               trust_trained: float = 0.35, full_after: int = 12, radius: float = 0.12, online_buffer: int = 512,
+               online_warmup: int = 8, local_share: float = 0.3) -> None:
+        self.episodes, self.episode_steps, self.device, self.retrain = int(episodes), int(steps), device, retrain
+        self.updates_per_tell, self.noise, self.noise_end = int(updates_per_tell), float(noise), float(noise_end)
+        self.trust, self.trust_trained, self.full_after = float(trust), float(trust_trained), int(full_after)
+        self.radius, self.online_buffer, self.online_warmup = float(radius), int(online_buffer), int(online_warmup)
+        self.local_share = float(local_share)
+        self.agent = None
+        self.rng = np.random.default_rng(self.seed)
+        self.features = tuple(float(f) for f in self.problem.features)
+        self.steps: list[dict] = []  # every told step, in order, each with its "phase"
+        self.phase = 0
+        self.reference: dict | None = None  # the phase's reference step
+        self.anchor: dict[str, str] = {}  # the config the phase's reference measures (defaults, then the incumbent)
+        self.trained = False
+        self.training: dict | None = None
+        self.last: dict[str, str] = {}  # how the last proposal was made, for explain()
+        self.prior: list[list] = []  # [x, unsafe] visited in meta-training: the unsafe-region model's prior
+        self._classifier = (-1, None)  # (labels it was fitted on, the classifier): derived, refitted on demand
+
+    # --- preparing: load or meta-train ----------------------------------------------------------------------
+
+    def model_path(self, model_dir: Path) -> Path:
+        return Path(model_dir) / f"litune-{self.problem.index}-{space_key(self.problem.space)}.pt"
+
+    def prepare(self, model_dir: Path | None, say: Say) -> dict | None:
+        if self.trained:
+            return self.training
+        import torch
+
+        agent_mod, meta = _parts()
+        path = self.model_path(model_dir) if model_dir is not None else None
+        start = time.perf_counter()
+        if path is not None and path.exists() and not self.retrain:
+            blob = torch.load(path, map_location="cpu", weights_only=True)
+            self.agent = agent_mod.Agent.from_blob(blob["agent"], self.device)
+            self.prior = [list(v) for v in blob.get("prior", [])]
+            self.trained = True
+            self.training = {"trained": False, "loaded": True, "model": str(path), "device": str(self.agent.device),
+                             "seconds": round(time.perf_counter() - start, 3), "meta": blob["meta"]}
+            say(f"LITune: using the model meta-trained for {self.problem.index} ({path})")
+            return self.training
+        tasks = list(self.problem.training()) if self.problem.training is not None else []
+        self.agent = agent_mod.Agent(self.problem.space.dim, agent_mod.AgentOptions(), self.device, self.seed)
+        if not tasks or self.episodes < 1:
+            self.training = {"trained": False, "loaded": False, "device": str(self.agent.device), "seconds": 0.0,
+                             "reason": "no training tasks: the agent starts untrained and learns from its tells"}
+            say("LITune: no training tasks, starting untrained")
+            return self.training
+        say(f"LITune: meta-training on {len(tasks)} task(s), {self.episodes} episodes of {self.episode_steps} trials "
+            f"on {self.agent.device}")
+        options = meta.MetaOptions(episodes=self.episodes, steps=self.episode_steps)
+        visits: list = []
+        stats = meta.meta_train(self.agent, self.problem.space, tasks, options, np.random.default_rng(self.seed + 1),
+                                say, self.problem.memory_limit_bytes, visits)
+        self.agent.buffer = self.agent.buffer.recent(self.online_buffer)
+        self.prior = [[list(x), bool(u)] for x, u in visits[-PRIOR:]]
+        self.trained = True
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            torch.save({"agent": self.agent.to_blob(), "meta": stats.to_dict(), "prior": self.prior}, path)
+        self.training = {"trained": True, "loaded": False, "model": str(path) if path else None,
+                         "device": stats.device, "seconds": round(stats.seconds, 3), "meta": stats.to_dict()}
+        return self.training
+
+    def _agent(self):
+        if self.agent is None:
+            agent_mod, _ = _parts()
+            self.agent = agent_mod.Agent(self.problem.space.dim, agent_mod.AgentOptions(), self.device, self.seed)
+        return self.agent
+
+    # --- O2: online adaptation ------------------------------------------------------------------------------
+
+    def online(self, features: Sequence[float]) -> None:
+        """A new phase (the data or the mix drifted; ``features`` describes it): keep the agent, its buffer, the
+        unsafe region and the trust gathered, re-measure the incumbent as the new reference, and go on tuning."""
+        best = self._best()
+        self.anchor = dict(best["config"]) if best is not None else dict(self.anchor)
+        self.features = tuple(float(f) for f in features)
+        self.phase += 1
+        self.reference = None
+
+    # --- asking ---------------------------------------------------------------------------------------------
+
+    def _phase_steps(self) -> list[dict]:
+        return [s for s in self.steps if s["phase"] == self.phase]
+
+    def _best(self) -> dict | None:
+        safe = [s for s in self._phase_steps() if not s["unsafe"] and s["objective"] is not None]
+        return min(safe, key=lambda s: s["objective"]) if safe else None
+
+    def _ask(self, n: int, current: Config | None) -> list[Config]:
+        space = self.problem.space
+        told = self._phase_steps()
+        if self.reference is None and not any(s["config"] == space.full(self.anchor) for s in told):
+            self.last = {"*": "the phase's reference (rewards are relative to it)"}
+            return [tuple(space.changes(space.full(self.anchor)))]
+        from optimizers.torch_runtime import one_thread
+
+        with one_thread():  # small models and the unsafe-region fit: many threads only contend (10x slower here)
+            return [tuple(space.changes(space.decode(self._propose()))) for _ in range(n)]
+
+    def _propose(self) -> np.ndarray:
+        agent_mod, _ = _parts()
+        from optimizers.learned_index.litune_safety import TrustRegion
+
+        space, agent, d = self.problem.space, self._agent(), self.problem.space.dim
+        unsafe = self._region()
+        best = self._best()
+        center = np.asarray(best["x"] if best is not None else space.encode(space.full(self.anchor)))
+        safe = sum(1 for s in self.steps if not s["unsafe"] and s["objective"] is not None)
+        trust = TrustRegion(self.trust_trained if self.trained else self.trust, self.full_after)
+        seen = {json.dumps(s["config"], sort_keys=True) for s in self._phase_steps()}
+        progress = min(1.0, safe / self.full_after)
+        sigma = self.noise + (self.noise_end - self.noise) * progress
+        learned = self.trained or agent.buffer.size >= self.online_warmup
+        local = not learned or self.rng.random() < self.local_share
+        if local:
+            base = center
+        else:
+            ctx = agent_mod.context(self._phase_steps(), self.reference, d, agent.options.context)
+            base = agent.act(ctx, agent_mod.feature_vector(self.features))
+        for attempt in range(2 * TRIES):
+            fallback = attempt >= TRIES
+            scale = 0.05 if fallback else sigma * (1 + attempt / 2)
+            x = (center if fallback else base) + self.rng.normal(0.0, scale, d)
+            x = space.encode(space.decode(trust.clip(x, center, safe)))
+            if unsafe(x) or json.dumps(space.decode(x), sort_keys=True) in seen:
+                continue
+            self.last = {"*": "fallback: near the best safe point" if fallback else
+                         "local: near the best safe point" if local else "policy"}
+            return x
+        self.last = {"*": "fallback: the best safe point's neighbourhood is exhausted; a random safe-predicted point"}
+        for _ in range(4 * TRIES):
+            x = space.encode(space.decode(self.rng.random(d)))
+            if not unsafe(x):
+                return x
+        return x
+
+    def _region(self):
+        """The veto: the k-NN over this run's visits, or the classifier over the prior and this run's visits."""
+        from optimizers.learned_index.litune_safety import UnsafeClassifier, UnsafeRegion
+
+        region = UnsafeRegion(self.radius)
+        for s in self.steps:
+            region.add(s["x"], s["avoid"])
+        labelled = self.prior + [[s["x"], s["avoid"]] for s in self.steps]
+        if self._classifier[0] != len(labelled):
+            self._classifier = (len(labelled), UnsafeClassifier([x for x, _ in labelled], [u for _, u in labelled],
+                                                                seed=self.seed))
+        classifier = self._classifier[1]
+        return lambda x: region.unsafe(x) or classifier.probability(x) > 0.5
+
+    # --- telling --------------------------------------------------------------------------------------------
+
+    def _tell(self, config: Config, outcome) -> None:
+        agent_mod, meta = _parts()
+        space, agent = self.problem.space, self._agent()
+        full = space.full(self.problem.config(config))
+        x = space.encode(full)
+        step = {**meta.make_step(x, outcome, self.problem.memory_limit_bytes, full), "phase": self.phase}
+        before = self._phase_steps()
+        self.steps.append(step)
+        if self.reference is None and full == space.full(self.anchor):
+            if step["objective"] is not None:
+                self.reference = step
+            return
+        k, d, feats = agent.options.context, space.dim, agent_mod.feature_vector(self.features)
+        agent.buffer.add(agent_mod.context(before, self.reference, d, k), feats, x,
+                         agent_mod.reward(step, self.reference, agent.options),
+                         agent_mod.context(before + [step], self.reference, d, k), feats, False)
+        from optimizers.torch_runtime import cpu_threads
+
+        with cpu_threads(agent.device):
+            for _ in range(self.updates_per_tell):
+                agent.update(self.rng, RECENT)
+
+    # --- hooks and state ------------------------------------------------------------------------------------
+
+    def explain(self) -> dict[str, str]:
+        return dict(self.last)
+
+    def report(self) -> dict:
+        return {"phase": self.phase, "evaluations": len(self.steps),
+                "unsafe_evaluations": sum(s["unsafe"] for s in self.steps), "trained": self.trained}
+
+    def _state(self) -> dict:
+        from optimizers.torch_runtime import blob_to_text
+
+        return {"agent": blob_to_text(self.agent.to_blob()) if self.agent is not None else None,
+                "rng": self.rng.bit_generator.state, "features": list(self.features), "steps": self.steps,
+                "phase": self.phase, "reference": self.reference, "anchor": self.anchor, "trained": self.trained,
+                "training": self.training, "last": self.last, "prior": self.prior}
+
+    def _restore(self, state: dict) -> None:
+        agent_mod, _ = _parts()
+        from optimizers.torch_runtime import text_to_blob
+
+        self.agent = agent_mod.Agent.from_blob(text_to_blob(state["agent"]), self.device) if state.get("agent") \
+            else None
+        self.rng = np.random.default_rng(self.seed)
+        self.rng.bit_generator.state = state["rng"]
+        self.features = tuple(state["features"])
+        self.steps = [dict(s) for s in state["steps"]]
+        self.phase, self.reference, self.anchor = int(state["phase"]), state["reference"], dict(state["anchor"])
+        self.trained, self.training, self.last = bool(state["trained"]), state["training"], dict(state["last"])
+        self.prior = [list(v) for v in state.get("prior", [])]
+        self._classifier = (-1, None)

@@ -1,0 +1,77 @@
+"""``advisor tune learned-index`` against a real target and the real index: ``--json`` prints the issue's
+document (index, parameters, default and tuned throughput and p99, evaluations, unsafe evaluations, the
+recommendation's id); bad input is one line on stderr with the CLI's exit codes (2: a usage error, before any
+work; 1: an error found while running)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from tests.test_cli_service import cli
+
+ARGS = ("tune", "learned-index", "--keys", "synthetic:books:20000", "--workload", "read-only", "--index", "pgm",
+        "--budget", "3", "--optimizer", "grid", "--rounds", "2")
+
+
+@pytest.fixture(scope="module")
+def keys_db(pg):
+    return pg.create_database("lic_" + uuid.uuid4().hex[:8])
+
+
+def test_the_json_document(tmp_path, keys_db):
+    res = cli(tmp_path, *ARGS, "--target", keys_db, "--register", "keys", "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["index"] == "pgm" and doc["evaluations"] == 3 and doc["unsafe_evaluations"] >= 0
+    for arm in ("default", "tuned"):
+        assert doc[arm]["throughput_ops"] > 0 and doc[arm]["p99_ns"] > 0
+    assert doc["parameters"] and all(isinstance(v, str) for v in doc["parameters"].values())
+    assert "run_id" in doc and ("recommendation" in doc)
+    shown = cli(tmp_path, "runs", "show", doc["run_id"], "--json")  # the run, as any run
+    assert shown.returncode == 0 and json.loads(shown.stdout), shown.stderr
+    if doc["recommendation"]:
+        shown = json.loads(cli(tmp_path, "recommendations", "show", doc["recommendation"], "--json").stdout)
+        assert shown["recommendation"]["kind"] == "learned-index"
+        assert shown["recommendation"]["details"]["parameters"] == doc["parameters"]
+
+
+
+# 2: a usage error the plan's parser finds; 1: what the service finds before any work (the sources, the target)
+@pytest.mark.parametrize("change, code, words", [
+    (("--keys", "nonsense"), 1, "unknown key source 'nonsense'"),
+    (("--workload", "lookup=0.5,delete=0.5"), 1, "unknown part 'delete'"),
+    (("--workload", "write-heavy"), 1, "pgm is read-only"),
+    (("--keys", "/nonexistent/keys.bin"), 1, "does not exist"),
+    (("--index", "btree"), 1, "unknown learned index 'btree'"),
+    (("--keys", "nosuch.column"), 1, "nosuch"),
+    (("--budget", "1"), 2, "--budget"),
+])
+def test_bad_input_is_one_line(tmp_path, keys_db, change, code, words):
+    args = list(ARGS)
+    i = args.index(change[0])
+    args[i + 1] = change[1]
+    res = cli(tmp_path, *args, "--target", keys_db, "--register", "keys", "--json")
+    assert res.returncode == code, res.stderr
+    assert words in res.stderr and "Traceback" not in res.stderr and res.stdout == ""
+
+
+def test_ranges_unknown_parameters_and_bad_items_are_one_line(tmp_path, keys_db):
+    res = cli(tmp_path, *ARGS, "--range", "nosuch=1:2", "--target", keys_db, "--register", "keys", "--json")
+    assert res.returncode == 1 and "unknown parameter 'nosuch'" in res.stderr and "Traceback" not in res.stderr
+    res = cli(tmp_path, *ARGS, "--range", "oops", "--target", keys_db, "--register", "keys", "--json")
+    assert res.returncode == 2 and "NAME=LOW:HIGH" in res.stderr and "Traceback" not in res.stderr
+
+
+@pytest.mark.slow
+def test_the_tables_for_people(tmp_path, keys_db):
+    table = cli(tmp_path, *ARGS, "--target", keys_db, "--register", "keys")
+    assert table.returncode == 0 and "throughput, ops/s" in table.stdout and "evaluations" in table.stdout
+    (run,) = json.loads(cli(tmp_path, "runs", "list", "--json").stdout)["runs"]
+    assert run["kind"] == "learned-index"
+    assert cli(tmp_path, "runs", "show", run["id"]).returncode == 0
+    for rec in json.loads(cli(tmp_path, "recommendations", "list", "--json").stdout)["recommendations"]:
+        shown = cli(tmp_path, "recommendations", "show", rec["id"])
+        assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr
