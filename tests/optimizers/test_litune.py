@@ -78,6 +78,7 @@ def model_dir(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow  # meta-training (about a minute on a quiet machine) is shared by these five
 def test_meta_trained_litune_beats_the_defaults_on_a_held_out_task(model_dir):
     evaluate = analytic_env(HELD_OUT)
     default = evaluate(SPACE.default_config()).objective
@@ -91,6 +92,7 @@ def test_meta_trained_litune_beats_the_defaults_on_a_held_out_task(model_dir):
     assert opt.report()["unsafe_evaluations"] <= 1
 
 
+@pytest.mark.slow  # meta-training (about a minute on a quiet machine) is shared by these five
 def test_meta_training_helps_against_an_untrained_agent_at_the_same_budget(model_dir):
     evaluate = analytic_env(HELD_OUT)
     trained, untrained = [], []
@@ -104,6 +106,7 @@ def test_meta_training_helps_against_an_untrained_agent_at_the_same_budget(model
     assert np.mean(trained) < np.mean(untrained)
 
 
+@pytest.mark.slow  # meta-training (about a minute on a quiet machine) is shared by these five
 def test_state_and_restore_continue_exactly_after_meta_training(model_dir):
     evaluate = analytic_env(HELD_OUT)
     opt = LITune(problem(), seed=2, device="cpu")
@@ -164,6 +167,7 @@ def test_memory_above_the_bound_counts_as_unsafe():
     assert opt.report()["unsafe_evaluations"] == 3
 
 
+@pytest.mark.slow  # meta-training (about a minute on a quiet machine) is shared by these five
 def test_online_phase_keeps_the_agent_and_remeasures_the_incumbent(model_dir):
     opt = LITune(problem(features=(0.2, 0.2)), seed=5, device="cpu")
     opt.prepare(model_dir, lambda _m: None)
@@ -186,6 +190,7 @@ def test_online_phase_keeps_the_agent_and_remeasures_the_incumbent(model_dir):
     assert opt.agent.updates > updates and len(seen) == 8
 
 
+@pytest.mark.slow  # meta-training (about a minute on a quiet machine) is shared by these five
 def test_a_stored_model_is_reused_and_asks_like_the_trained_one(model_dir, tmp_path):
     trained = LITune(problem(), seed=0, device="cpu", episodes=3, steps=2)
     assert trained.prepare(tmp_path, lambda _m: None)["trained"]
