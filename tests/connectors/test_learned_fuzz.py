@@ -15,7 +15,7 @@ from connectors.learned.ops import INSERT, OpStream
 from workloads.learned import keysets, mixes
 
 KEYSETS = ("books", "fb", "osm", "uniform", "normal")
-N_KEYS, N_OPS, CONFIGS = 20_000, 10_000, 2
+N_KEYS, N_OPS, CONFIGS = 20_000, 10_000, 4
 ALEX = factory.learned_index("alex")
 SPACE = ParamSpace(ALEX.parameters())
 
