@@ -87,7 +87,8 @@ def problem(space, index: str, features: Sequence[float] = (), *, safety: float 
 
 def evaluate(target: HarnessTarget, config: Mapping[str, str]) -> TrialResult:
     """One trial over the protocol: apply, one measured round; ns per op as the objective, the round's figures
-    as metrics (an unsafe or failed trial's too, where it got that far)."""
+    as metrics (an unsafe or failed trial's too, where it got that far; none of an earlier trial's)."""
+    target.last = None
     try:
         target.apply(config)
         target.measure(1)
