@@ -25,8 +25,6 @@ from advisor.service.runs import RunPlan
 from tests.web.browser import (CHROMIUM, LAYOUT, RUN_TIMEOUT_MS, _get, _login_form, artifacts, browser,  # noqa: F401
                                docs_offline, expect, indexes_on, log_in, new_page, site, wait_done)
 from tests.web.conftest import INDEX_RUN
-
-VALIDATED_ROUNDS = 7
 from tests.web.test_rewrite_runs import REWRITE_RUN, reports  # noqa: F401  (reports: the fixture)
 from web.deps import SESSION_COOKIE
 from web.pages.auth import LOGIN_CSRF_COOKIE
@@ -115,9 +113,7 @@ def test_register_target_and_run_an_index_run(site, browser):
     expect(page.locator("#run-trials")).to_be_hidden()  # the form shows the chosen kind's fields
     page.select_option("#run-optimizer", INDEX_RUN["optimizer"])
     page.fill("#run-budget-mb", str(INDEX_RUN["budget_mb"]))
-    # the next test approves what this run validates: 7 rounds, so that one stalled round of a loaded machine
-    # cannot swing the verdict (with 3, a bootstrap resample is often mostly that round)
-    page.fill("#run-rounds", str(VALIDATED_ROUNDS))
+    page.fill("#run-rounds", str(INDEX_RUN["rounds"]))
     site.shot(page, "start-run")
     with page.expect_navigation(url=re.compile(r"/runs/[0-9a-f]+$")):
         page.click("#start")
