@@ -33,6 +33,8 @@ def test_an_unknown_fault_is_refused_with_the_choices(capsys):
     assert select(("llm", "shadow_kill"))[0].name == "shadow_kill"  # CASES order, not the order asked
 
 
+@pytest.mark.slow  # about 40 s; the LLM's misbehaviours have their own tests (test_llm_seeding, the fault
+# bench's cases), a concurrent transition has one winner in test_store_postgres
 def test_a_bad_llm_and_two_racing_clients_lose_nothing(tmp_path):
     doc = run_fault_bench(FaultBenchOptions(faults=("llm", "concurrent_approve"), out_dir=str(tmp_path)))
     check(doc, ("llm", "concurrent_approve"))

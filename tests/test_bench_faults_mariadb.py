@@ -18,7 +18,7 @@ MISSING = [name for name in NEEDED if not hasattr(factory.ENGINES["mariadb"].con
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"the MariaDB connector has no {', '.join(MISSING)} yet")
 
 
-@pytest.mark.slow  # about 1.5 min; the default run has it on PostgreSQL and the killed run on MariaDB
+@pytest.mark.slow  # about 1.5 min, as its PostgreSQL twin
 def test_on_mariadb_a_bad_llm_and_two_racing_clients_lose_nothing(tmp_path):
     doc = run_fault_bench(FaultBenchOptions(faults=("llm", "concurrent_approve"), out_dir=str(tmp_path),
                                             engine="mariadb"))
@@ -33,6 +33,7 @@ def test_on_mariadb_a_bad_llm_and_two_racing_clients_lose_nothing(tmp_path):
     assert race["details"]["audit_actions"].count("applied") == 1 and race["details"]["indexes_built"] == 1
 
 
+@pytest.mark.slow  # about 20 s; the default run has it on PostgreSQL
 def test_on_mariadb_a_killed_cli_run_is_interrupted_and_a_target_stopped_during_the_dump_fails_the_run(tmp_path):
     doc = run_fault_bench(FaultBenchOptions(faults=("target_stop_during_dump", "cli_kill9"), out_dir=str(tmp_path),
                                             engine="mariadb"))

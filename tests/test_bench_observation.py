@@ -13,6 +13,7 @@ KEYS = {"machine", "options", "tps_off", "tps_on", "overhead", "overhead_ci", "b
         "meets_target", "samples"}
 
 
+@pytest.mark.slow  # a bench run (pgbench blocks): about 10 s
 def test_observes_only_in_on_blocks_of_a_real_pgbench_run(pg, tmp_path):
     dsn = pg.create_database("obsbench")
     options = ObservationBenchOptions(scale=1, clients=2, jobs=1, blocks=2, block_s=5, interval_s=1.0,

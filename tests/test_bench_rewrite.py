@@ -14,6 +14,7 @@ import pytest
 NAMES = "q17,few_orders_count_bug,not_in_nullable"
 
 
+@pytest.mark.slow  # about 35 s: a bench run (its parts have their own tests: the rewrite pipeline's, the corpus's)
 def test_bench_rewrite_small_run_writes_table_json_and_plot(tmp_path):
     out = tmp_path / "bench"
     res = subprocess.run([sys.executable, "-m", "advisor", "bench", "rewrite", "--scale", "0.01", "--rounds", "1",

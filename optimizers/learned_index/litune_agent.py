@@ -113,6 +113,7 @@ class Encoder(nn.Module):
         self.gru = nn.GRU(inp, out, batch_first=True)
 
     def forward(self, ctx: torch.Tensor, feats: torch.Tensor) -> torch.Tensor:
+        self.gru.flatten_parameters()  # a deep-copied or loaded GRU is not one chunk on CUDA (cuDNN warns, copies)
         _, h = self.gru(ctx)
         return torch.cat([h[-1], feats], dim=-1)
 

@@ -37,7 +37,11 @@ from workloads.sqlsource import to_dialect
 # small settings of the same algorithms, so the suite stays quick
 FAST = {"hibo": {"sweep": 256, "local": 128, "sparse": 128},  # by name: the same algorithm in every kind
         "smac": {"challengers": 500, "local_search_iterations": 2},
-        "ia2": {"episodes": 30, "samples": 4}, "aurora": {"episodes": 6}}
+        "ia2": {"episodes": 30, "samples": 4}, "aurora": {"episodes": 6, "corpus": 8}}
+# by kind and name, where a name means different algorithms in different kinds: fewer saturation rounds and rule
+# steps per ask of a rewrite search (each saturates an e-graph; the contract does not depend on how far)
+FAST_OF = {("rewrites", "saturate"): {"rounds": 3}, ("rewrites", "greedy"): {"steps": 10},
+           ("rewrites", "random"): {"steps": 10}}
 LISTED = [pytest.param(cls, id=f"{cls.kind}-{cls.name}") for cls in registry.available()]
 STEPS = 8  # tells before the state is taken: past every model's space-filling start (n_init = 5)
 # a rewrite search has no space-filling start, and each of its asks saturates an e-graph (seconds): fewer rounds
@@ -132,7 +136,8 @@ def problem_of(knob_problem, index_problem, rewrite_problem, learned_index_probl
 
 
 def make(cls: type[Optimizer], problem, seed: int = 0) -> Optimizer:
-    return registry.create(cls.kind, cls.name, problem, seed=seed, **FAST.get(cls.name, {}))
+    return registry.create(cls.kind, cls.name, problem, seed=seed,
+                           **FAST.get(cls.name, {}), **FAST_OF.get((cls.kind, cls.name), {}))
 
 
 def objective(problem, config) -> float:
