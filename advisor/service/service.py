@@ -23,13 +23,9 @@ from advisor.service.operations import OperationsMixin
 from advisor.service.runs import RunCancelled
 from advisor.storage.store import Store, new_id
 from advisor.tuning import kinds
-from advisor.tuning.indexes.pipeline import IndexTuneResult
 from advisor.tuning.kind import Context
-from advisor.tuning.knobs.pipeline import TuneResult
 from advisor.tuning.observe import Observation, observe
 from advisor.tuning.plan import RunPlan
-from advisor.tuning.rewrites.pipeline import RewriteTuneResult
-from advisor.tuning.whole.pipeline import WholeResult, recheck
 from connectors import factory
 
 # inputs ``tune`` once took that are run plan options now: given as inputs, they would be ignored
@@ -38,6 +34,19 @@ MOVED_TO_PLAN = frozenset({"sql", "space", "objective", "include", "exclude", "r
 
 __all__ = ["AdvisorService", "IndexTuneResult", "Observation", "RewriteTuneResult", "RunPlan",
            "TuneResult", "WholeResult"]
+
+# the pipelines' result types, re-exported on first use: importing the pipelines (the optimizers, egglog) takes
+# about a second, which every CLI call would pay
+_RESULTS = {"IndexTuneResult": "advisor.tuning.indexes.pipeline", "TuneResult": "advisor.tuning.knobs.pipeline",
+            "RewriteTuneResult": "advisor.tuning.rewrites.pipeline", "WholeResult": "advisor.tuning.whole.pipeline"}
+
+
+def __getattr__(name: str):
+    if name in _RESULTS:
+        import importlib
+
+        return getattr(importlib.import_module(_RESULTS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class AdvisorService(OperationsMixin, AccessMixin):
@@ -137,6 +146,8 @@ class AdvisorService(OperationsMixin, AccessMixin):
             rec = result.recommendation
             if plan.recheck and rec is not None and rec.state == "validated" and not entry.handed_over:
                 try:
+                    from advisor.tuning.whole.pipeline import recheck
+
                     recheck(ctx, rec, plan)
                     result = dataclasses.replace(result, recommendation=self.store.recommendation(rec.id))
                 except AdvisorError as e:  # the recommendation stands as validated; the re-check says why it is missing

@@ -34,7 +34,9 @@ _KINDS: list[Kind] = []
 
 
 def kinds() -> tuple[Kind, ...]:
-    """Every kind, in its listed order (loaded on first use: importing the pipelines takes about a second)."""
+    """Every kind, in its listed order (loaded on first use). A kind's module imports its pipeline inside ``run``:
+    the CLI builds its options from this list on every call, and the pipelines (optimizers, egglog) take about a
+    second to import."""
     if not _KINDS:
         _KINDS.extend(_registry())
     return tuple(_KINDS)

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import time
 from abc import abstractmethod
+from typing import TYPE_CHECKING
 
 from advisor.core.domain import QueryRewrite
 from optimizers.base import Config, ContractViolation, Optimizer
-from optimizers.rewrites.emit import expanded, to_sql
-from optimizers.rewrites.problem import RewriteProblem
-from optimizers.rewrites.rules.statement import variants
-from optimizers.rewrites.search import Search
-from optimizers.rewrites.strategies import Result
+
+if TYPE_CHECKING:  # the e-graph's modules (egglog) load when a search first runs: listing optimizers needs none
+    from optimizers.rewrites.problem import RewriteProblem
+    from optimizers.rewrites.search import Search
+    from optimizers.rewrites.strategies import Result
 
 
-class RewriteOptimizer(Optimizer[RewriteProblem]):
+class RewriteOptimizer(Optimizer["RewriteProblem"]):
     kind = "rewrites"
     change_types = (QueryRewrite,)
 
@@ -27,6 +28,9 @@ class RewriteOptimizer(Optimizer[RewriteProblem]):
         """``n`` configs: the i-th holds each statement's i-th candidate, for the statements that have one: the
         distinct forms the search reached, cheapest (estimated) first, then the statement as written, each after the
         statement-level rules (``rules.statement``; an alternative rule adds its form beside)."""
+        from optimizers.rewrites.emit import expanded, to_sql
+        from optimizers.rewrites.rules.statement import variants
+
         problem = self.problem
         self._why: dict[str, str] = dict(problem.unsupported)
         out: list[list[QueryRewrite]] = [[] for _ in range(n)]

@@ -14,11 +14,18 @@ import numpy as np
 
 from advisor.core.progress import Say
 from optimizers.rewrites.base import RewriteOptimizer
-from optimizers.rewrites.search import Search
-from optimizers.rewrites.strategies import Result, greedy, random_order, saturate
-
 if TYPE_CHECKING:
     from optimizers.rewrites.aurora import Aurora
+    from optimizers.rewrites.search import Search
+    from optimizers.rewrites.strategies import Result
+
+
+def _strategies():
+    """``optimizers.rewrites.strategies``, imported when a search first runs (it loads egglog: listing the
+    optimizers, as every CLI call does, needs none of it)."""
+    from optimizers.rewrites import strategies
+
+    return strategies
 
 
 def _torch():
@@ -38,7 +45,7 @@ class Saturate(RewriteOptimizer):
         self.rounds = rounds
 
     def _search(self, search: Search) -> Result:
-        return saturate(search, self.rounds)
+        return _strategies().saturate(search, self.rounds)
 
 
 class _Stepped(RewriteOptimizer):
@@ -53,7 +60,7 @@ class Greedy(_Stepped):
     description = "each step the rule that lowers the estimated cost most, until none does (a baseline)"
 
     def _search(self, search: Search) -> Result:
-        return greedy(search, self.steps)
+        return _strategies().greedy(search, self.steps)
 
 
 class RandomOrder(_Stepped):
@@ -61,7 +68,7 @@ class RandomOrder(_Stepped):
     description = "a seeded random rule each step (a baseline)"
 
     def _search(self, search: Search) -> Result:
-        return random_order(search, self.steps, self.seed)
+        return _strategies().random_order(search, self.steps, self.seed)
 
 
 class AuroraRewriter(RewriteOptimizer):

@@ -5,14 +5,14 @@ the plan's, as over REST."""
 from __future__ import annotations
 
 from advisor.core.domain import DropIndexChange, IndexChange
-from advisor.tuning.indexes.pipeline import IndexPlan, tune_indexes
 from advisor.tuning.kind import Context, Kind
-from advisor.tuning.observe import require_workload
 from advisor.tuning.kind import validation_of as _validation
 from optimizers import indexes
 
 
 def run(ctx: Context, plan) -> object:
+    from advisor.tuning.indexes.pipeline import IndexPlan, tune_indexes  # on use: the CLI lists kinds
+    from advisor.tuning.observe import require_workload
     from connectors import factory
 
     index_plan = IndexPlan(plan.optimizer, plan.budget_mb, plan.seed, plan.max_width,

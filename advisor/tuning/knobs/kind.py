@@ -11,9 +11,6 @@ from advisor.core.domain import KnobChange
 from advisor.core.errors import AdvisorError
 from advisor.core.inputs import RANGE_ITEM
 from advisor.tuning.kind import Context, Kind, default_outcome
-from advisor.tuning.knobs.pipeline import KnobPlan, tune_knobs
-from advisor.tuning.knobs.trials import TuningOptions
-from advisor.tuning.observe import require_workload
 from advisor.tuning.kind import validation_of as _validation
 from optimizers import knobs
 from optimizers.knobs.space import SpaceOptions
@@ -21,6 +18,9 @@ from optimizers.knobs.space import SpaceOptions
 
 def run(ctx: Context, plan) -> object:
     from advisor.core.settings import get_settings
+    from advisor.tuning.knobs.pipeline import KnobPlan, tune_knobs  # on use: the CLI lists kinds
+    from advisor.tuning.knobs.trials import TuningOptions
+    from advisor.tuning.observe import require_workload
     from connectors import factory
     from optimizers.knobs.llm import from_settings
 

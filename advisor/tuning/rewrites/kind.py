@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from advisor.core.domain import QueryRewrite
 from advisor.tuning.kind import Context, Kind
-from advisor.tuning.observe import require_workload
 from advisor.tuning.rewrites import given
-from advisor.tuning.rewrites.pipeline import RewritePlan, tune_rewrites
 from advisor.tuning.kind import validation_of as _validation
 from optimizers import rewrites
 
@@ -20,6 +18,8 @@ def check_target(connector, plan) -> None:
 
 
 def run(ctx: Context, plan) -> object:
+    from advisor.tuning.observe import require_workload
+    from advisor.tuning.rewrites.pipeline import RewritePlan, tune_rewrites  # on use: the CLI lists kinds
     from connectors import factory
 
     connector = factory.connector(ctx.dsn)

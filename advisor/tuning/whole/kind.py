@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from advisor.core.errors import AdvisorError
 from advisor.tuning.kind import Kind
-from advisor.tuning.whole.pipeline import ORDER, tune_all
+from advisor.tuning.whole import ORDER
+
+
+def run(ctx, plan):
+    from advisor.tuning.whole.pipeline import tune_all  # on use: the CLI lists kinds
+
+    return tune_all(ctx, plan)
 
 
 def _summary(result) -> dict:
@@ -40,6 +46,6 @@ def _check(plan) -> None:
 
 KIND = Kind("all", "the whole advisor: indexes, then rewrites of what is still slow, then knobs, each on a "
             "shadow with the changes before it; finally the changes measured together, each kept only if it pays",
-            tune_all, options=("kinds", "trials", "seeds", "repeats", "budget_mb", "episodes", "samples",
+            run, options=("kinds", "trials", "seeds", "repeats", "budget_mb", "episodes", "samples",
                                "max_statements"), check_plan=_check, summarize=_summary, choices={"kinds": ORDER},
             title="Whole-advisor")

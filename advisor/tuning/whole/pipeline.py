@@ -27,10 +27,10 @@ from advisor.tuning.observe import bind, observe, require_workload
 from advisor.tuning.rewrites.kind import KIND as REWRITES
 from advisor.tuning.validation import ValidationOptions
 from advisor.tuning.whole.bundle import BundleResult, measure_bundle
+from advisor.tuning.whole import ORDER
 from connectors import factory
 
-STEPS = {k.name: k for k in (INDEXES, REWRITES, KNOBS)}  # in the order they run
-ORDER = tuple(STEPS)
+STEPS = {k.name: k for k in sorted((INDEXES, REWRITES, KNOBS), key=lambda k: ORDER.index(k.name))}  # in order
 MIN_BUDGET_MB = 16.0
 BUDGET_SHARE = 0.25  # an index budget left unset: this share of the database's size (at least MIN_BUDGET_MB)
 MIN_BUNDLE_ROUNDS = 8  # fewer make the bootstrap interval too narrow (3 rounds: 12% false "gains"; 5: noisy verdicts)
