@@ -32,7 +32,7 @@ bench-service: bootstrap
 bench-faults: bootstrap
 	.venv/bin/advisor bench faults --engine $(ENGINE)
 
-# issue 31's grid at a size that ends in about 30 minutes on 2 cores (the command's defaults are larger)
+# issue 31's grid at a size that ends in about 20 minutes on 2 quiet cores (the command's defaults are larger)
 bench-learned: bootstrap
 	.venv/bin/advisor bench learned-index --datasets books,fb,osm --seeds 1,2 --keys 100000 --budget 24
 
