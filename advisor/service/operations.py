@@ -43,10 +43,7 @@ class OperationsMixin:
         connector = factory.connector(dsn)  # an engine not supported fails here, before anything is stored
         connector.observe()  # reachable, with statement statistics: fails here with a clear message otherwise
         identity = connector.identity()  # one database is one target, whatever DSN reaches it
-        twin = self.store.target_with_identity(identity, registered_only=True)
-        if twin is not None and twin["name"] != name:
-            raise Conflict(f"this database ({describe(identity)}) is registered already as target {twin['name']!r}; "
-                           f"use that target (a new DSN for it: `advisor targets update {twin['name']}`)")
+        self._check_one_target(identity, name)
         shown = connector.display_name
         # Conflict when the name is registered: a target's database never changes by registering it again
         target_id = self.store.register_target(name, connector.engine, shown, vault_for(self.store.path).encrypt(dsn))
@@ -73,12 +70,21 @@ class OperationsMixin:
         if why and not other_database:
             raise OtherDatabase(f"the new DSN of target {target['name']} reaches {why}; to point the target at "
                                 "another database, say so (--other-database / \"other_database\": true)")
+        self._check_one_target(identity, target["name"])  # other_database never reaches another target's database
         shown = connector.display_name
         self.store.set_target_dsn(target["id"], shown, vault_for(self.store.path).encrypt(dsn), identity)
         self.store.audit(who.actor, "update_target", target["id"],
                          {"name": target["name"], "dsn_from": target["dsn"], "dsn_to": shown,
                           **({"identity_from": recorded, "identity_to": identity} if why else {})})
         return self.store.target_by_id(target["id"])
+
+    def _check_one_target(self, identity: dict | None, name: str) -> None:
+        """``Conflict`` naming the target registered for the database ``identity`` names when that is another
+        target than ``name``: one database is one target, at registration and at a change of DSN alike."""
+        twin = self.store.target_with_identity(identity, registered_only=True)
+        if twin is not None and twin["name"] != name:
+            raise Conflict(f"this database ({describe(identity)}) is registered already as target {twin['name']!r}; "
+                           f"use that target (a new DSN for it: `advisor targets update {twin['name']}`)")
 
     def targets(self) -> list[dict]:
         return self.store.targets()
@@ -135,10 +141,15 @@ class OperationsMixin:
         target = self.target(ref, target_id=target_id)
         self.check_plan_on(self._dsn(target), plan)  # registered, its credentials decrypt, and it takes the plan
         with self.store.lock:
-            active = [r for st in ACTIVE for r in self.store.runs(target["id"], state=st)]
+            # keyed by the database, not the name: two targets of one database (a store from before PATCH checked
+            # it) never run on it at once
+            active = [r for tid in self.store.targets_of_database(target["id"]) for st in ACTIVE
+                      for r in self.store.runs(tid, state=st)]
             if active:
+                other = self.store.target_by_id(active[0]["target_id"])["name"]
+                whose = "" if other == target["name"] else f" on its database, as target {other!r}"
                 raise Conflict(f"target {target['name']} already has tuning run {active[0]['id']} "
-                               f"({active[0]['state']}); runs of one target never overlap")
+                               f"({active[0]['state']}){whose}; runs of one database never overlap")
             run_id = new_id()
             # a kind that runs other kinds (all) has no optimizer of its own: the row names the kind
             self.store.add_run(run_id, target["id"], plan.kind, plan.optimizer or plan.kind, {"plan": plan.to_dict()},

@@ -62,6 +62,15 @@ class TargetTables:
                        and (r[2] or not registered_only))  # registered first, then the oldest
         return self.target_by_id(found[0][2]) if found else None
 
+    def targets_of_database(self, target_id: str) -> list[str]:
+        """The ids of every target recorded for the same database as ``target_id`` (itself first): what a run's
+        claim on a database covers, whatever names reach it."""
+        own = self.db.execute("SELECT identity FROM targets WHERE id = ?", [target_id]).fetchone()
+        identity = json.loads(own[0]) if own and own[0] else None
+        rows = self.db.execute("SELECT id, identity FROM targets WHERE identity IS NOT NULL AND id <> ?",
+                               [target_id]).fetchall()
+        return [target_id, *(r[0] for r in rows if same(json.loads(r[1]), identity))]
+
     @changes_lists
     def adopt_targets(self, target_id: str, identity: dict | None) -> list[str]:
         """Join into the registered target ``target_id`` the history (snapshots, trials, runs, recommendations,
