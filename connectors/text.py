@@ -3,16 +3,40 @@
 - ``TAG``: the comment on every statement the advisor itself sends (capture leaves those out of the workload);
 - ``scrub``: any DSN text with its password masked;
 - ``tool_error``: what a client program (pg_dump, pg_restore, mariadb-dump) said went wrong, as one line, so that
-  every engine's shadow cloning reports a failed copy the same way.
+  every engine's shadow cloning reports a failed copy the same way;
+- ``check_dsn_parts``: every engine's DSN parser refuses a part (user, password, host, database, an option) that
+  holds a control character after percent-decoding: a line break in a user name would start a new line in a
+  client program's option file (an option injected), and no real login, host or database name holds one.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+
+from advisor.core.errors import TargetUnreachable
+from advisor.core.inputs import control_character
 
 # Every statement the advisor itself sends starts with this comment, so that capture can leave it out of the
 # observed workload (statement statistics keep the first-seen text, comment included). Valid SQL in every engine.
 TAG = "/* db-advisor */ "
+
+
+def check_dsn_parts(parts: Mapping[str, object]) -> None:
+    """TargetUnreachable naming the first part of a parsed DSN (``{"user": ..., "password": ...}``, decoded) that
+    holds a control character (newline, carriage return, tab, NUL, ESC, ...); the value itself is never repeated.
+
+    >>> check_dsn_parts({"user": "bob", "host": "db"})
+    >>> check_dsn_parts({"user": 'dba"\\nlog-error=/tmp/x'})
+    Traceback (most recent call last):
+    ...
+    advisor.core.errors.TargetUnreachable: invalid DSN: the user holds a control character (U+000A); no part of a DSN may hold one
+    """
+    for key, value in parts.items():
+        bad = control_character(str(value)) if value is not None else None
+        if bad:
+            raise TargetUnreachable(f"invalid DSN: the {key} holds a control character ({bad}); no part of a DSN "
+                                    "may hold one")
 
 
 def scrub(text: str) -> str:

@@ -13,15 +13,18 @@ from typing import Any
 from urllib.parse import parse_qsl, quote as url_quote, unquote, urlsplit
 
 import pymysql
+from pymysql.charset import charset_by_name
 
 from advisor.core.errors import TargetUnreachable
 from connectors.base import TAG, scrub
+from connectors.text import check_dsn_parts
 
 __all__ = ["TAG", "connect", "error_text", "parse_dsn", "quote", "redact", "target_name"]
 
 SCHEMES = ("mysql", "mariadb")
 OPTIONS = {"connect_timeout", "unix_socket", "charset", "read_timeout", "write_timeout"}
 DEFAULT_PORT = 3306
+MAX_TIMEOUT_S = 7 * 24 * 3600  # a DSN's timeout options: a week at most (a bigger number is a typo)
 
 
 def quote(name: str) -> str:
@@ -47,6 +50,7 @@ def parse_dsn(dsn: str) -> dict[str, Any]:
     """
     if "\x00" in (dsn or ""):
         raise TargetUnreachable("invalid DSN: it contains a NUL character")
+    check_dsn_parts({"URL": (dsn or "").strip()})  # urlsplit would drop a tab or line break without a word
     try:
         url = urlsplit((dsn or "").strip())
         port = url.port
@@ -59,8 +63,6 @@ def parse_dsn(dsn: str) -> dict[str, Any]:
         raise TargetUnreachable("invalid DSN: the URL's user:password@ part was not understood; percent-encode "
                                 "the characters / ? # @ : of the password (/ is %2F, ? is %3F, # is %23)")
     database = unquote(url.path.lstrip("/"))
-    if "/" in database:
-        raise TargetUnreachable("invalid DSN: the database name has a / in it (percent-encode it as %2F)")
     params: dict[str, Any] = {
         "user": unquote(url.username) if url.username else "root",
         "host": url.hostname or "localhost",
@@ -73,8 +75,15 @@ def parse_dsn(dsn: str) -> dict[str, Any]:
         if key not in OPTIONS:
             raise TargetUnreachable(f"invalid DSN: unknown option {key!r} (known: {', '.join(sorted(OPTIONS))})")
         params[key] = value
-    if not str(params.get("connect_timeout", "1")).isdigit():
-        raise TargetUnreachable("invalid DSN: connect_timeout is a whole number of seconds")
+    check_dsn_parts({**params, "host": unquote(params["host"]), "port": str(params["port"])})
+    if "/" in database:
+        raise TargetUnreachable("invalid DSN: the database name has a / in it (percent-encode it as %2F)")
+    for key in ("connect_timeout", "read_timeout", "write_timeout"):
+        if not str(params.get(key, "1")).isdigit() or int(params.get(key, "1")) > MAX_TIMEOUT_S:
+            raise TargetUnreachable(f"invalid DSN: {key} is a whole number of seconds (at most {MAX_TIMEOUT_S})")
+    if "charset" in params and charset_by_name(params["charset"]) is None:
+        raise TargetUnreachable("invalid DSN: charset names no character set the driver knows (utf8mb4, latin1, "
+                                "...)")
     return params
 
 

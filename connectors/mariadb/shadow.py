@@ -16,13 +16,14 @@ from pathlib import Path
 
 from advisor.core.domain import KnobSpec
 from advisor.core.errors import AdvisorError, SandboxError
+from advisor.core.inputs import control_character
 from advisor.core.progress import Say
 from connectors.base import Shadow, tool_error
 from connectors.mariadb.connection import TAG, parse_dsn
 from connectors.mariadb.connector import MariaDBConnector
 from connectors.mariadb.sandbox import MariaDBSandbox
 
-__all__ = ["copied_settings", "create_shadow"]
+__all__ = ["copied_settings", "create_shadow", "option_value"]
 
 COPIED_PREFIXES = ("innodb_", "sort_", "join_", "read_", "tmp_", "max_heap", "table_open", "table_definition",
                    "thread_cache", "optimizer_", "query_cache", "key_buffer", "aria_pagecache", "eq_range")
@@ -44,13 +45,28 @@ def copied_settings(catalog: dict[str, KnobSpec]) -> dict[str, str]:
             and not any(w in s.name for w in NEVER_COPIED) and s.setting != ""}
 
 
+def option_value(value: str) -> str:
+    r"""``value`` as a value of a MariaDB option file, by the client library's own rules (``my_load_defaults``):
+    in double quotes, where ``#`` and ``'`` are plain characters, with ``\`` and ``"`` escaped as ``\\`` and
+    ``\"``. A control character cannot be written so that it stays on its line: ValueError (DSN parsing refused
+    it already, ``connectors.text.check_dsn_parts``).
+
+    >>> print(option_value('dba"#x'), option_value("a\\b'c"), option_value(""))
+    "dba\"#x" "a\\b'c" ""
+    """
+    if control_character(value):
+        raise ValueError("an option file value cannot hold a control character")
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def _credentials(directory: Path, params: dict) -> Path:
-    """A defaults-extra-file (mode 0600) with the target's login, so that no password is on a command line."""
+    """A defaults-extra-file (mode 0600) with the target's login, so that no password is on a command line; each
+    value quoted by ``option_value``, so that none can end its line or start a comment."""
     path = directory / "client.cnf"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    password = str(params.get("password", "")).replace("\\", "\\\\").replace('"', '\\"')
     with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(f'[client]\nuser="{params["user"]}"\npassword="{password}"\n')
+        f.write(f"[client]\nuser={option_value(str(params['user']))}\n"
+                f"password={option_value(str(params.get('password', '')))}\n")
     return path
 
 
@@ -74,6 +90,8 @@ def _dump(sandbox: MariaDBSandbox, credentials: Path, params: dict, out: Path, *
             f"--result-file={out}", *extra]
     if params.get("unix_socket"):
         args += ["--socket", params["unix_socket"]]
+    else:  # the host named "localhost" means the default socket to the client programs: TCP, as the driver does
+        args += ["--protocol=TCP"]
     _program("mariadb-dump", [*args, "--", *names])
 
 

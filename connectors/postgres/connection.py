@@ -10,6 +10,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from advisor.core.errors import TargetUnreachable
 from connectors.base import TAG, scrub
+from connectors.text import check_dsn_parts
 
 __all__ = ["APP_NAME", "TAG", "connect", "execute_one", "keyword_dsn", "parse_dsn", "redact", "scrub", "target_name"]
 
@@ -26,6 +27,7 @@ def parse_dsn(dsn: str) -> dict[str, str]:
         params = {k: str(v) for k, v in conninfo_to_dict(dsn).items()}
     except psycopg.ProgrammingError as e:
         raise TargetUnreachable(f"invalid DSN: {_unquoted(e)}") from None
+    check_dsn_parts(params)  # a line break or NUL in a user, password, host or option: refused, never passed on
     _check_misread(dsn, params)
     service = _service(params["service"]) if "service" in params else None
     if service is not None:  # not found: left to libpq, which says so when it connects
