@@ -58,6 +58,11 @@ def test_register_and_observe_a_mariadb_target(app_client, tokens, mshop):
     ("mysql://webshop:{secret}@127.0.0.1:1/{db}", 400, "cannot connect to 127.0.0.1:1/"),
     ("mysql://webshop:{secret}@[::1/{db}", 400, "invalid DSN"),
     ("mysql://webshop:{secret}@127.0.0.1:{port}/{db}\x00", 422, "control character"),
+    # issue 42 item 13: an unknown character set was a 500 (an AttributeError inside the driver)
+    ("mysql://webshop:{secret}@127.0.0.1:{port}/{db}?charset=bogus", 400, "invalid DSN: charset"),
+    ("mysql://webshop:{secret}@127.0.0.1:{port}/{db}?read_timeout=soon", 400, "invalid DSN: read_timeout"),
+    # item 5: a line break in the user name (an option line for the dump's option file) is refused as it is parsed
+    ("mysql://dba%22%0Alog-error%3Dx:{secret}@127.0.0.1:{port}/{db}", 400, "the user holds a control character"),
 ])
 def test_a_bad_mysql_dsn_is_refused_without_the_password(app_client, tokens, maria, mshop, wrong, status, says):
     client, _ = app_client
