@@ -7,13 +7,13 @@ import uuid
 
 import pytest
 
-from advisor.core.domain import IndexChange, KnobChange
+from advisor.core.domain import Evidence, IndexChange, KnobChange
 from advisor.service.service import AdvisorService
 from advisor.storage.store import open_store
 from advisor.tuning.observe import bind, observe
 from advisor.tuning.plan import RunPlan
 from advisor.tuning.validation import ValidationOptions
-from advisor.tuning.whole.bundle import measure_bundle
+from advisor.tuning.whole.bundle import keep_parts, measure_bundle
 from connectors import factory
 
 LOOKUPS = 300
@@ -134,3 +134,55 @@ def test_a_validated_recommendation_is_re_measured_on_a_fresh_shadow_when_asked(
     again = rec.details["bundle"]
     assert again["alone_gain"] > 0.5 and again["held"] > 0.5  # an index scan instead of a seq scan holds
     assert service.recommendation(rec.id).details["bundle"] == again
+
+
+def _evidence(gain: float, lo: float, hi: float) -> Evidence:
+    """Evidence as the bundle records it, with no statement slower: the verdict is the interval's."""
+    return Evidence(rounds=8, baseline_totals_ms=(100.0,) * 8, candidate_totals_ms=(100.0 * (1 - gain),) * 8,
+                    gain=gain, gain_ci=(lo, hi), statements=(), min_gain=0.02, regression_threshold=0.10)
+
+
+def test_a_lone_part_whose_contribution_does_not_clear_the_minimum_is_not_kept():
+    """Issue 42 item 14: a lone validated part measured at +25.6% (95% CI -20.9% .. +72.1%) on the fresh shadow was
+    kept, because elimination ran only with two parts or more. Alone or not, a part is kept only when its
+    contribution's lower bound clears the minimum gain."""
+    uncertain = _evidence(0.256, -0.209, 0.721)
+    kept, left_on = keep_parts(1, lambda base, cand: uncertain)
+    assert kept == set() and left_on == {0: uncertain}
+    certain = _evidence(0.30, 0.05, 0.55)
+    assert keep_parts(1, lambda base, cand: certain) == ({0}, {})
+    # two parts: the same rule per contribution (the uncertain one goes, the certain one stays)
+    arms = {(frozenset(), frozenset({0, 1})): certain, (frozenset({1}), frozenset({0, 1})): certain,
+            (frozenset({0}), frozenset({0, 1})): uncertain, (frozenset(), frozenset({0})): certain}
+    kept, left_on = keep_parts(2, lambda base, cand: arms[(base, cand)])
+    assert kept == {0} and left_on == {1: uncertain}
+
+
+def test_a_lone_part_that_does_not_pay_on_a_fresh_shadow_is_rejected(pg, tmp_path):
+    """The whole run's last step with one validated part that slows the workload on the fresh shadow (index scans
+    turned off where an index serves every lookup): it is rejected, saying why, not kept for being alone."""
+    from advisor.tuning.kind import Context
+    from advisor.tuning.recommend import recommend
+    from advisor.tuning.whole.pipeline import Step, _validate_bundle
+
+    dsn = pg.create_database("lone_" + uuid.uuid4().hex[:8])
+    with factory.connect(dsn) as conn:
+        conn.execute("CREATE TABLE u (id int PRIMARY KEY, a int, pad text)")
+        conn.execute("INSERT INTO u SELECT x, x % 100, md5(x::text) FROM generate_series(1, 20000) x")
+        conn.execute("CREATE INDEX u_pad ON u (pad)")
+        conn.execute("ANALYZE")
+        conn.execute("SELECT pg_stat_statements_reset()")
+        for i in range(100):
+            conn.execute("SELECT id, a FROM u WHERE pad = %s", [f"{i:032x}"])
+    store = open_store(tmp_path / "s.duckdb")
+    connector = factory.connector(dsn)
+    obs = observe(store, connector)
+    changes = (KnobChange("enable_indexscan", "off"), KnobChange("enable_bitmapscan", "off"))
+    rec = recommend(store, target_id=obs.target_id, kind="knobs", optimizer="test",
+                    plan=connector.plan_changes(changes), accepted=True, why="validated in a test")
+    result, dropped = _validate_bundle(Context(store, dsn), connector, obs, [Step("knobs", rec, "")],
+                                       RunPlan.parse({"kind": "all", "rounds": 3}))
+    stored = store.recommendation(rec.id)
+    assert result.parts[0].contribution.gain < 0 and not result.parts[0].kept and result.kept is None
+    assert stored.state == "rejected" and [d["kind"] for d in dropped] == ["knobs"]
+    assert stored.details["bundle_verdict"].startswith("measured again on a fresh shadow it does not pay: it adds -")

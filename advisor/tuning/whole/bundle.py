@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from advisor.core.domain import Applied, Change, Evidence
@@ -69,10 +69,10 @@ def measure_bundle(shadow: Shadow, statements: Sequence[BoundStatement],
                    parts: Sequence[tuple[str, Sequence[Change], float | None]],
                    options: ValidationOptions = ValidationOptions(), say: Say = silent) -> BundleResult:
     """``parts``: (name, changes, gain it was validated with), in the order they were validated (each on top of
-    the ones before it). The shadow is left as it was (also on error). With two parts or more, the kept set is
-    found by backward elimination over the measured arms: while a kept part's contribution does not clear the
-    guard or the kept bundle does not, the part that adds least goes (substitutes: one of two parts that speed up
-    the same statements is kept, not neither)."""
+    the ones before it). The shadow is left as it was (also on error). The kept set is found by backward
+    elimination over the measured arms (``keep_parts``), one part or more: while a kept part's contribution does
+    not clear the guard or the kept bundle does not, the part that adds least goes (substitutes: one of two parts
+    that speed up the same statements is kept, not neither)."""
     if not parts:
         raise AdvisorError("nothing to measure: the bundle has no part")
     if len(parts) > MAX_PARTS:
@@ -88,8 +88,24 @@ def measure_bundle(shadow: Shadow, statements: Sequence[BoundStatement],
                        min_time_share=options.min_time_share, min_call_share=options.min_call_share)
 
     nothing = frozenset()
-    kept, left_on = set(range(len(parts))), {}
-    while len(parts) > 1 and kept:
+    kept, left_on = keep_parts(len(parts), evidence)
+    k = frozenset(kept)
+    results = tuple(PartResult(name, evidence(nothing, frozenset({i})),
+                               evidence(frozenset(range(i)), frozenset(range(i + 1))),
+                               evidence(k - {i}, k) if i in kept else left_on[i], gain, i in kept)
+                    for i, (name, _changes, gain) in enumerate(parts))
+    return BundleResult(evidence(nothing, subsets[-1]), results, evidence(nothing, k) if kept else None)
+
+
+def keep_parts(n: int, evidence: Callable[[frozenset, frozenset], Evidence]) -> tuple[set[int], dict[int, Evidence]]:
+    """The parts kept of ``n`` (indices), and for each part left out the evidence it was left out on, by backward
+    elimination over ``evidence(base, candidate)`` (the measured arms compared): while a kept part's contribution
+    (the kept set against the kept set without it) does not clear the guard (its interval's lower bound above the
+    minimum gain, no blocking regression), or the kept set against none does not, the part that adds least goes.
+    A lone part is judged the same way: its contribution is itself against none."""
+    nothing = frozenset()
+    kept, left_on = set(range(n)), {}
+    while kept:
         k = frozenset(kept)
         adds = {i: evidence(k - {i}, k) for i in kept}
         weak = [i for i in kept if not adds[i].accepted]
@@ -98,12 +114,7 @@ def measure_bundle(shadow: Shadow, statements: Sequence[BoundStatement],
         out = min(weak or kept, key=lambda i: adds[i].gain)
         left_on[out] = adds[out]
         kept.discard(out)
-    k = frozenset(kept)
-    results = tuple(PartResult(name, evidence(nothing, frozenset({i})),
-                               evidence(frozenset(range(i)), frozenset(range(i + 1))),
-                               evidence(k - {i}, k) if i in kept else left_on[i], gain, i in kept)
-                    for i, (name, _changes, gain) in enumerate(parts))
-    return BundleResult(evidence(nothing, subsets[-1]), results, evidence(nothing, k) if kept else None)
+    return kept, left_on
 
 
 def _measure(shadow: Shadow, statements: Sequence[BoundStatement], subsets: list[frozenset],

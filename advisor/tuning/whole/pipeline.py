@@ -129,7 +129,8 @@ def _validate_bundle(ctx: Context, connector, obs, parts: list[Step], plan) -> t
             continue
         c = part.contribution
         others = ", ".join(s.kind for s in parts if s is not step)
-        why = (f"in the bundle with {others} it does not pay: it adds {c.gain:+.1%} (95% CI {c.gain_ci[0]:+.1%} .. "
+        where = f"in the bundle with {others}" if others else "measured again on a fresh shadow"
+        why = (f"{where} it does not pay: it adds {c.gain:+.1%} (95% CI {c.gain_ci[0]:+.1%} .. "
                f"{c.gain_ci[1]:+.1%})" + (f" and slows {len(c.regressions)} statement(s)" if c.regressions else ""))
         ctx.store.add_details(rec.id, {"bundle_verdict": why})  # shown with the recommendation
         try:
