@@ -36,9 +36,11 @@ from connectors.base import TAG, Connector, Sandbox, Shadow, scrub
 from connectors.learned.base import LearnedIndexEngine, Measurement
 from connectors.learned.ops import INSERT, LOOKUP, OP_NAMES, RANGE, OpStream
 from connectors.local import free_port, reap_orphans, stop_all
+from connectors.mariadb.connection import uses_local_identity as mariadb_local_identity
 from connectors.mariadb.connector import MariaDBConnector
 from connectors.mariadb.sandbox import MariaDBSandbox
 from connectors.mariadb.shadow import create_shadow as clone_mariadb
+from connectors.postgres.connection import uses_local_identity as postgres_local_identity
 from connectors.postgres.connector import PostgresConnector
 from connectors.postgres.sandbox import PostgresSandbox
 from connectors.postgres.shadow import create_shadow as clone_postgres
@@ -47,24 +49,26 @@ __all__ = ["DEFAULT_ENGINE", "ENGINES", "INSERT", "LOOKUP", "OP_NAMES", "RANGE",
            "Engine", "LearnedIndexEngine", "Measurement", "OpStream", "Sandbox", "Shadow", "binary_search_baseline",
            "client_tool", "clone", "connect", "connector", "engine_of", "free_port", "learned_index",
            "learned_indexes", "reap_orphans", "redact", "sandbox", "stop_all", "store_dsn_problem", "store_session",
-           "supported", "target_name"]
+           "supported", "target_name", "uses_local_identity"]
 
 
 @dataclass(frozen=True)
 class Engine:
     """One engine's parts: ``connector(dsn, restart=None)``; ``sandbox(name, settings=None, ...)``, a class with a
-    static ``client_tool(name)``; ``clone(connector, *, sample_percent, sample_min_rows, extra_settings, say)``."""
+    static ``client_tool(name)``; ``clone(connector, *, sample_percent, sample_min_rows, extra_settings, say)``;
+    ``local_identity(dsn)``: whether the DSN logs in by the advisor's own OS identity (``uses_local_identity``)."""
 
     connector: Callable[..., Connector]
     sandbox: Any  # the sandbox class
     clone: Callable[..., Shadow]
+    local_identity: Callable[[str], bool]
 
 
 DEFAULT_ENGINE = "postgres"  # the engine of the servers the advisor starts for itself (demo, benches) unless told
 
 ENGINES: dict[str, Engine] = {
-    "postgres": Engine(PostgresConnector, PostgresSandbox, clone_postgres),
-    "mariadb": Engine(MariaDBConnector, MariaDBSandbox, clone_mariadb),
+    "postgres": Engine(PostgresConnector, PostgresSandbox, clone_postgres, postgres_local_identity),
+    "mariadb": Engine(MariaDBConnector, MariaDBSandbox, clone_mariadb, mariadb_local_identity),
 }
 
 # URL schemes of every engine the advisor knows of, supported or not yet
@@ -160,6 +164,16 @@ def connect(dsn: str, autocommit: bool = True) -> Any:
     """A DB-API 2 connection to the database at ``dsn`` (a context manager that closes it); TargetUnreachable
     with the server's reason when it cannot connect."""
     return connector(dsn).connect(autocommit=autocommit)
+
+
+def uses_local_identity(dsn: str) -> bool:
+    """Whether logging in with ``dsn`` may borrow who the advisor's process is (its OS user, its files) instead of
+    the credentials in the DSN: a Unix socket where the server trusts the OS user (PostgreSQL's peer, MariaDB's
+    unix_socket authentication), or an option naming a credential file of the advisor's. Each engine says what
+    counts (its connection module's ``uses_local_identity``). The service refuses such a DSN from a face whose
+    caller is not the advisor's OS user (REST, the UI); the command line, run by that user, may use one.
+    AdvisorError for a DSN that cannot be parsed."""
+    return _engine(engine_of(dsn)).local_identity(dsn)
 
 
 def redact(dsn: str) -> str:

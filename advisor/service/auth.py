@@ -18,7 +18,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from advisor.core.errors import Forbidden
+from advisor.core.errors import AdvisorError, Forbidden
 
 ROLES = ("viewer", "operator", "admin")
 TOKEN_PREFIX = "dba_"
@@ -39,6 +39,27 @@ class Principal:
     def require(self, role: str) -> None:
         if ROLES.index(self.role) < ROLES.index(role):
             raise Forbidden(f"this needs the {role} role; the token {self.name!r} is a {self.role}")
+
+    @property
+    def remote(self) -> bool:
+        """Whether this is a token's holder (REST, the UI): someone other than the OS user the service runs as, who
+        may not borrow that user's identity (``refuse_borrowed_identity``). The command line, the scheduler and
+        the watcher act as that OS user."""
+        return self.token_id is not None
+
+
+def refuse_borrowed_identity(who: Principal, dsn: str) -> None:
+    """AdvisorError when ``who`` is remote and ``dsn`` would log in by the service's own OS identity (a Unix socket
+    with peer or socket authentication, a credential file of the service's: ``connectors.factory
+    .uses_local_identity``): an operator without the database's password would borrow the server's. The DSN is
+    never repeated."""
+    from connectors import factory
+
+    if who.remote and factory.uses_local_identity(dsn):
+        raise AdvisorError("this DSN logs in by the advisor server's own OS identity (a Unix socket, or a credential "
+                           "file of the server's), which is refused over the API and the web UI: give a host reached "
+                           "over TCP with the database's user and password (the command line, run as that OS user, "
+                           "may register such a target)")
 
 
 ADMIN = Principal("admin", "admin")  # the local admin command (it holds the store file)

@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from advisor.service.auth import ADMIN, Principal
+from advisor.service.auth import ADMIN, Principal, refuse_borrowed_identity
 from advisor.core import processes
 from advisor.core.domain import Recommendation
 from advisor.core.errors import AdvisorError, Conflict, OtherDatabase
@@ -40,6 +40,7 @@ class OperationsMixin:
         ``hardware``: what its server runs on, as the user gives it (``advisor.core.hardware.given``), stored."""
         who.require("operator")
         check_name("target", name)  # before any connection: a name that cannot be stored fails first
+        refuse_borrowed_identity(who, dsn)  # a Unix socket over REST or the UI: the server's OS user is no credential
         connector = factory.connector(dsn)  # an engine not supported fails here, before anything is stored
         connector.observe()  # reachable, with statement statistics: fails here with a clear message otherwise
         identity = connector.identity()  # one database is one target, whatever DSN reaches it
@@ -60,6 +61,7 @@ class OperationsMixin:
         validated for, so an apply never follows a target to another database."""
         who.require("operator")
         target = self.store.target(ref)
+        refuse_borrowed_identity(who, dsn)
         connector = factory.connector(dsn)
         if connector.engine != target["engine"]:
             raise AdvisorError(f"target {target['name']} is a {target['engine']} database; the new DSN is "

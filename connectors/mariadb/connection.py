@@ -19,7 +19,7 @@ from advisor.core.errors import TargetUnreachable
 from connectors.base import TAG, scrub
 from connectors.text import check_dsn_parts
 
-__all__ = ["TAG", "connect", "error_text", "parse_dsn", "quote", "redact", "target_name"]
+__all__ = ["TAG", "connect", "error_text", "parse_dsn", "quote", "redact", "target_name", "uses_local_identity"]
 
 SCHEMES = ("mysql", "mariadb")
 OPTIONS = {"connect_timeout", "unix_socket", "charset", "read_timeout", "write_timeout"}
@@ -85,6 +85,19 @@ def parse_dsn(dsn: str) -> dict[str, Any]:
         raise TargetUnreachable("invalid DSN: charset names no character set the driver knows (utf8mb4, latin1, "
                                 "...)")
     return params
+
+
+def uses_local_identity(dsn: str) -> bool:
+    """Whether logging in with ``dsn`` may take who the advisor's process is for a credential: a ``unix_socket``
+    (MariaDB's socket authentication logs OS user root in as MariaDB's root). Over TCP, PyMySQL and the client
+    programs the advisor runs (``--protocol=TCP``) use only the DSN's user and password.
+
+    >>> uses_local_identity("mysql://root@localhost/mysql?unix_socket=/run/mysqld/mysqld.sock")
+    True
+    >>> uses_local_identity("mysql://bob:pw@localhost/shop"), uses_local_identity("mysql://bob@db/shop?unix_socket=")
+    (False, False)
+    """
+    return bool(parse_dsn(dsn).get("unix_socket"))
 
 
 def redact(dsn: str) -> str:

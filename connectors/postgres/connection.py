@@ -12,7 +12,8 @@ from advisor.core.errors import TargetUnreachable
 from connectors.base import TAG, scrub
 from connectors.text import check_dsn_parts
 
-__all__ = ["APP_NAME", "TAG", "connect", "execute_one", "keyword_dsn", "parse_dsn", "redact", "scrub", "target_name"]
+__all__ = ["APP_NAME", "TAG", "connect", "execute_one", "keyword_dsn", "parse_dsn", "redact", "scrub", "target_name",
+           "uses_local_identity"]
 
 APP_NAME = "db-advisor"
 
@@ -88,6 +89,37 @@ def _service(name: str) -> dict[str, str] | None:
         if found:
             return params
     return None
+
+
+# options naming a file of the advisor's OS user that holds a credential (a password file, a client certificate's
+# key, a service file that may hold a password), and a service found in such a file
+IDENTITY_FILES = ("passfile", "sslcert", "sslkey", "servicefile", "service")
+
+
+def uses_local_identity(dsn: str) -> bool:
+    """Whether logging in with ``dsn`` may take who the advisor's process is for a credential: a Unix socket (a
+    ``host`` that is a directory or an abstract ``@name``, or no host at all: libpq's default socket), where peer
+    authentication logs the OS user in, or an option naming a file of the advisor's that holds a credential
+    (``IDENTITY_FILES``). A host reached by ``hostaddr`` goes over TCP.
+
+    >>> uses_local_identity("host=/var/run/postgresql dbname=shop"), uses_local_identity("dbname=shop user=bob")
+    (True, True)
+    >>> uses_local_identity("postgresql://bob@%2Fvar%2Frun%2Fpostgresql/shop")
+    True
+    >>> uses_local_identity("host=db.example,/tmp port=5432,5432"), uses_local_identity("host=db sslkey=/root/k")
+    (True, True)
+    >>> uses_local_identity("postgresql://bob:pw@db.example/shop"), uses_local_identity("hostaddr=10.0.0.1 user=b")
+    (False, False)
+    """
+    p = parse_dsn(dsn)
+    given = conninfo_to_dict(dsn)  # a service found is expanded by parse_dsn: its name is in the DSN as given
+    if any(p.get(k) or given.get(k) for k in IDENTITY_FILES):
+        return True
+    hosts = (p.get("host") or "").split(",")
+    addrs = (p.get("hostaddr") or "").split(",")
+    addrs += [addrs[-1] if len(addrs) == 1 else ""] * max(0, len(hosts) - len(addrs))
+    return any(not addr.strip() and (not host.strip() or host.strip()[0] in "/@")
+               for host, addr in zip(hosts, addrs))
 
 
 def redact(dsn: str) -> str:
