@@ -105,7 +105,7 @@ def test_the_cli_and_rest_take_the_same_run_options():
         rest = {f.alias or name for name, f in RUN_INS[kind].model_fields.items()} - {"kind", "target"}
         taken = _cli_options(command) - CLI_ONLY
         assert taken <= rest, (kind, taken - rest)
-    assert {"include", "exclude", "range", "allow_durability", "objective"} <= _cli_options(
+    assert {"include", "exclude", "range", "allow_durability", "allow_unsafe", "objective"} <= _cli_options(
         cli.commands["tune"].commands["knobs"])
 
 

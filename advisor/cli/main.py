@@ -118,6 +118,7 @@ def tune_knobs(target: Target = None,
                exclude: Annotated[list[str], typer.Option(help="knobs to leave out of the searched space")] = [],  # noqa: B006
                range_: Annotated[list[str], typer.Option("--range", help="narrow a knob's range: NAME=LOW:HIGH")] = [],  # noqa: B006
                allow_durability: Annotated[bool, typer.Option(help="also search fsync, synchronous_commit, full_page_writes")] = False,
+               allow_unsafe: Annotated[bool, typer.Option("--allow-unsafe", "--allow-unsafe-knobs", help="let --include name knobs that change correctness (autovacuum, session_replication_role, foreign_key_checks, ...)")] = False,
                objective: Annotated[Objective, typer.Option(help="minimize weighted latency, or maximize throughput")] = Objective.latency,
                repeats: Annotated[int, typer.Option(help="executions of each statement per trial (median)", min=1)] = 3,
                seed: Annotated[int, typer.Option(help="random seed of the search")] = 0,
@@ -139,7 +140,7 @@ def tune_knobs(target: Target = None,
                        "repeats": repeats, "rounds": rounds, "validate": validate,
                        "sample_percent": sample_percent, "recheck": recheck, "include": _names(include),
                        "exclude": _names(exclude), "range": _names(range_), "allow_durability": allow_durability,
-                       "objective": objective.value})
+                       "allow_unsafe": allow_unsafe, "objective": objective.value})
     target = resolve_dsn(target)
     service = _service(store)
     hw = resolve(memory_gb, cores, storage.value if storage else None)

@@ -127,7 +127,9 @@ WorkloadRules = Callable[[Mapping[str, KnobSpec], Hardware, WorkloadFeatures], t
 class KnobProfile:
     """One engine's knob facts (see the module's docstring). ``ranges``: the knobs worth tuning in order of
     importance with their ranges for a machine; ``durability``: knobs that trade durability for speed, searched
-    only when the user opts in, with their ranges; ``not_tunable``: knobs never searched; ``connections``: the
+    only when the user opts in, with their ranges; ``unsafe``: knobs that change what the database returns,
+    checks, keeps or can recover (name -> what they risk), searched only when named in ``include`` together
+    with ``allow_unsafe``; ``not_tunable``: knobs never searched; ``connections``: the
     knob that bounds connections and its value when absent; ``units``: how values are read and written;
     ``engine``: the product's name in messages and
     prompts; ``catalog_source`` / ``statistics_source``: where the catalog and the workload were read."""
@@ -146,6 +148,11 @@ class KnobProfile:
     catalog_source: str = "the server's settings"
     statistics_source: str = "statement statistics"
     skipped_choices: frozenset[str] = frozenset()  # enum values a search never picks unless current
+    unsafe: Mapping[str, str] = field(default_factory=dict)
+
+    def never_auto_applied(self, names) -> list[str]:
+        """Those of ``names`` that no schedule applies by itself: the unsafe and the durability knobs."""
+        return [n for n in names if n in self.unsafe or n in self.durability]
 
     def max_connections(self, catalog: Mapping[str, KnobSpec]) -> int:
         """The connection count the server allows (its catalog's value), or the engine's default."""

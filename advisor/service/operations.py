@@ -17,7 +17,7 @@ from advisor.core.inputs import check_name, check_text
 from advisor.service.production import apply_recommendation, check_applicable, rollback_recommendation
 from advisor.service.runs import ACTIVE, ProgressLog, RunCancelled, RunPlan
 from advisor.service.summary import Summary, predicted_gain, summarize, tone
-from advisor.service.scheduling import AUTO_APPLY, check_cron, next_fire, run_scheduled
+from advisor.service.scheduling import AUTO_APPLY, check_cron, next_fire, refuse_unsafe, run_scheduled
 from advisor.service import watch
 from advisor.storage.secrets import vault_for
 from advisor.core.settings import get_settings
@@ -351,10 +351,12 @@ class OperationsMixin:
         dsn = self._dsn(target)
         check_cron(cron, timezone)
         if auto_apply_knobs:
-            catalog = factory.connector(dsn).knob_catalog()
+            connector = factory.connector(dsn)
+            catalog = connector.knob_catalog()
             unknown = [k for k in auto_apply_knobs if k not in catalog]
             if unknown:
                 raise AdvisorError(f"auto_apply_knobs names settings the target does not have: {', '.join(unknown)}")
+            refuse_unsafe(connector.knob_profile(), auto_apply_knobs)
         if auto_apply not in AUTO_APPLY:
             raise AdvisorError(f"unknown auto_apply {auto_apply!r}; expected one of {', '.join(AUTO_APPLY)}")
         if not plans:

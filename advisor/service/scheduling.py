@@ -24,6 +24,7 @@ from advisor.core.errors import AdvisorError
 from advisor.service.watch import check_watches, set_limit
 from advisor.service.runs import RunPlan, lower_priority
 from advisor.storage.store import new_id
+from connectors import factory
 
 AUTO_APPLY = ("none", "reload_knobs")
 log = logging.getLogger("advisor.scheduler")
@@ -51,10 +52,21 @@ def next_fire(cron: str, timezone: str = "UTC", after: float | None = None) -> f
     return when.timestamp() if when else None
 
 
-def _auto_applicable(rec, schedule_plan: dict) -> bool:
+def refuse_unsafe(profile, names) -> None:
+    """AdvisorError naming those of ``names`` that no schedule applies by itself (the engine's unsafe and
+    durability knobs, ``KnobProfile.never_auto_applied``)."""
+    bad = profile.never_auto_applied(names)
+    if bad:
+        raise AdvisorError(f"auto_apply_knobs names settings that change correctness or durability, which a "
+                           f"schedule never applies by itself: {', '.join(bad)}; leave them out (a recommendation "
+                           "that changes them waits for approval)")
+
+
+def _auto_applicable(rec, schedule_plan: dict, profile) -> bool:
     allowed = set(schedule_plan.get("auto_apply_knobs") or ())
     return (rec.state == "validated" and rec.kind == "knobs" and not rec.needs_restart and rec.changes
-            and all(isinstance(c, KnobChange) and (not allowed or c.name in allowed) for c in rec.changes))
+            and all(isinstance(c, KnobChange) and (not allowed or c.name in allowed) for c in rec.changes)
+            and not profile.never_auto_applied([c.name for c in rec.changes]))
 
 
 def _record_skip(store, schedule: dict, who: Principal, plan: dict, why: str, state: str = "skipped") -> dict:
@@ -79,6 +91,9 @@ def run_scheduled(service, schedule: dict, fired_at: float, by_cron: bool = Fals
         store.schedule_fired(schedule["id"], fired_at)
     plan = schedule["plan"]
     watch(service, schedule, who)
+
+    def profile():  # the target's engine's knob facts, read when a recommendation may be applied
+        return factory.connector(service._dsn(store.target_by_id(schedule["target_id"]))).knob_profile()
     runs = []
     for p in plan["runs"]:
         try:
@@ -93,7 +108,7 @@ def run_scheduled(service, schedule: dict, fired_at: float, by_cron: bool = Fals
         rec_ids = result.get("recommendations") or ([result["recommendation"]] if result.get("recommendation") else [])
         for rec_id in rec_ids if plan.get("auto_apply") == "reload_knobs" and run["state"] == "done" else ():
             rec = store.recommendation(rec_id)
-            if _auto_applicable(rec, plan):
+            if _auto_applicable(rec, plan, profile()):
                 try:
                     service.approve(rec.id, who, "approved by the schedule: reload-only knobs it allows")
                     set_limit(store, service.apply(rec.id, who), plan.get("max_regression", 0.10))

@@ -30,7 +30,7 @@ from connectors import factory
 
 # inputs ``tune`` once took that are run plan options now: given as inputs, they would be ignored
 MOVED_TO_PLAN = frozenset({"sql", "space", "objective", "include", "exclude", "range", "allow_durability",
-                           "max_width", "retrain"})
+                           "allow_unsafe", "max_width", "retrain"})
 
 __all__ = ["AdvisorService", "IndexTuneResult", "Observation", "RewriteTuneResult", "RunPlan",
            "TuneResult", "WholeResult"]

@@ -55,6 +55,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "work_mem=4MB:256MB", label="Ranges", pattern=RANGE_ITEM),
     Option("allow_durability", "bool", False, "also search the knobs that trade durability for speed (the "
            "engine's: fsync, synchronous_commit, full_page_writes on PostgreSQL)", label="Durability knobs"),
+    Option("allow_unsafe", "bool", False, "let include name knobs that change correctness (the engine's unsafe "
+           "list, e.g. autovacuum, session_replication_role, foreign_key_checks); never applied by a schedule "
+           "by itself", label="Unsafe knobs"),
     Option("objective", "text", "latency", "minimize weighted latency, or maximize throughput", label="Objective"),
     Option("episodes", "int", 300, "IA2 training episodes (when no model is stored)", (1, 100_000), "Episodes"),
     Option("samples", "int", 48, "IA2 rollouts sampled besides the greedy one", (0, 10_000), "Samples"),
@@ -101,6 +104,7 @@ class RunPlan:
     exclude: tuple[str, ...] = ()
     range: tuple[str, ...] = ()
     allow_durability: bool = False
+    allow_unsafe: bool = False
     objective: str = "latency"
     max_width: int = 3
     retrain: bool = False

@@ -64,13 +64,35 @@ def default_ranges(hw: Hardware) -> dict[str, Range]:
 # Variables that trade durability for speed: never searched unless the user opts in.
 DURABILITY = {"innodb_flush_log_at_trx_commit": Range(0, 2), "sync_binlog": Range(0, 1),
               "innodb_doublewrite": Range(0, 1)}
+# Variables that change what the database returns, checks, keeps or can recover: never searched unless named in
+# include with allow_unsafe, never applied by a schedule by itself (what each risks, as a user reads it).
+UNSAFE = {
+    "read_only": "makes every write fail",
+    "tx_read_only": "makes every write fail",
+    "transaction_read_only": "makes every write fail",
+    "sql_mode": "changes how statements are checked and what they return",
+    "foreign_key_checks": "off: foreign keys are not checked",
+    "unique_checks": "off: unique keys of InnoDB secondary indexes are not checked",
+    "innodb_force_recovery": "starts InnoDB with damaged data, read-only or losing it",
+    "autocommit": "changes where transactions end",
+    "tx_isolation": "changes which anomalies transactions see",
+    "transaction_isolation": "changes which anomalies transactions see",
+    "binlog_format": "changes what replicas and point-in-time recovery replay",
+    "sql_safe_updates": "makes updates and deletes without a key fail",
+    "div_precision_increment": "changes the results of division",
+    "group_concat_max_len": "truncates GROUP_CONCAT results",
+    "max_sort_length": "sorts long values by a prefix only (changes ORDER BY results)",
+    "max_statement_time": "makes statements fail that run longer",
+    "lock_wait_timeout": "makes statements fail that wait for a metadata lock",
+    "innodb_lock_wait_timeout": "makes statements fail that wait for a row lock",
+}
 # Variables that describe the server, its files and its logins rather than tune it (the advisor's
 # performance_schema included: observing needs it).
 NOT_TUNABLE = frozenset({
     "max_connections", "port", "bind_address", "socket", "datadir", "basedir", "tmpdir", "pid_file", "log_error",
     "server_id", "log_bin", "innodb_page_size", "innodb_data_home_dir", "innodb_log_group_home_dir",
     "innodb_buffer_pool_chunk_size", "performance_schema", "skip_networking", "lower_case_table_names",
-    "character_set_server", "collation_server", "sql_mode", "plugin_dir", "secure_file_priv"})
+    "character_set_server", "collation_server", "plugin_dir", "secure_file_priv"})
 
 MEMORY = MemoryModel(
     global_buffers=("innodb_buffer_pool_size", "innodb_log_buffer_size", "key_buffer_size", "query_cache_size",
@@ -205,7 +227,7 @@ UNITS = UnitGrammar(SIZES, {}, true_words=frozenset({"on", "true", "1"}), false_
                     write_units=False, catalog="information_schema.SYSTEM_VARIABLES", aliases=ALIASES)
 
 PROFILE = KnobProfile(
-    engine="MariaDB 10.11", ranges=default_ranges, durability=DURABILITY, not_tunable=NOT_TUNABLE, memory=MEMORY,
+    engine="MariaDB 10.11", ranges=default_ranges, durability=DURABILITY, unsafe=UNSAFE, not_tunable=NOT_TUNABLE, memory=MEMORY,
     hardware_rules=mysqltuner, workload_rules=workload_rules, units=UNITS, orderings=ORDERINGS,
     connections=("max_connections", 151), rules_name="MySQLTuner",
     catalog_source="information_schema.SYSTEM_VARIABLES",

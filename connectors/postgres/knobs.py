@@ -60,6 +60,28 @@ def default_ranges(hw: Hardware) -> dict[str, Range]:
 
 # Knobs that trade durability for speed: never searched unless the user opts in.
 DURABILITY = {"fsync": Range(0, 1), "synchronous_commit": Range(0, 1), "full_page_writes": Range(0, 1)}
+# Knobs that change what the database returns, checks, keeps or can recover: never searched unless named in
+# include with allow_unsafe, never applied by a schedule by itself (what each risks, as a user reads it).
+UNSAFE = {
+    "session_replication_role": "skips triggers and foreign-key checks (replica)",
+    "zero_damaged_pages": "destroys the rows of damaged pages instead of failing",
+    "ignore_checksum_failure": "reads corrupt pages as if they were sound",
+    "ignore_invalid_pages": "lets recovery go on past invalid page references (corruption)",
+    "data_sync_retry": "goes on after a failed fsync, which can lose committed data",
+    "allow_system_table_mods": "lets DDL change the system catalogs",
+    "default_transaction_read_only": "makes every write fail",
+    "default_transaction_isolation": "changes which anomalies transactions see",
+    "autovacuum": "off: tables bloat and transaction ids wrap around until the server stops writes",
+    "track_counts": "off: autovacuum has no statistics to work from",
+    "wal_level": "lowered: replicas and point-in-time recovery stop working",
+    "archive_mode": "off: point-in-time recovery stops working",
+    "check_function_bodies": "off: functions are stored without being checked",
+    "standard_conforming_strings": "changes what a backslash in a string literal means",
+    "search_path": "changes which tables and functions names resolve to",
+    "statement_timeout": "makes statements fail that run longer",
+    "lock_timeout": "makes statements fail that wait for a lock",
+    "idle_in_transaction_session_timeout": "ends sessions that hold a transaction open",
+}
 # Knobs that describe the server rather than tune it.
 NOT_TUNABLE = frozenset({"max_connections", "port", "listen_addresses", "shared_preload_libraries"})
 
@@ -156,7 +178,7 @@ def workload_rules(catalog: Mapping[str, KnobSpec], hw: Hardware,
 UNITS = UnitGrammar(BINARY_SIZES, DURATIONS, catalog="pg_settings")
 
 PROFILE = KnobProfile(
-    engine="PostgreSQL", ranges=default_ranges, durability=DURABILITY, not_tunable=NOT_TUNABLE, memory=MEMORY,
+    engine="PostgreSQL", ranges=default_ranges, durability=DURABILITY, unsafe=UNSAFE, not_tunable=NOT_TUNABLE, memory=MEMORY,
     hardware_rules=pgtune, workload_rules=workload_rules, units=UNITS, orderings=ORDERINGS,
     connections=("max_connections", 100),
     rules_name="PGTune", catalog_source="pg_settings", statistics_source="pg_stat_statements",

@@ -114,9 +114,21 @@ class SpaceOptions:
     exclude: tuple[str, ...] = ()
     ranges: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # name -> (low, high) as knob text
     allow_durability: bool = False
+    allow_unsafe: bool = False  # the profile's unsafe knobs named in include may be searched
     max_knobs: int | None = None
     active_connections: int | None = None  # default: 4 per core
     memory_fraction: float = 0.8
+
+
+def check_flags(profile: KnobProfile, options: SpaceOptions) -> None:
+    """InvalidKnobValue for a knob named in ``include`` without the flag its kind needs: the profile's durability
+    knobs ``allow_durability``, its unsafe knobs (they change correctness) ``allow_unsafe``."""
+    for name in options.include:
+        if name in profile.durability and not options.allow_durability:
+            raise InvalidKnobValue(f"{name} trades durability for speed; pass allow_durability to search it")
+        if name in profile.unsafe and not options.allow_unsafe:
+            raise InvalidKnobValue(f"{name} {profile.unsafe[name]}: it changes correctness, searched only when "
+                                   "named with allow_unsafe (--allow-unsafe)")
 
 
 @dataclass(frozen=True)
@@ -137,19 +149,20 @@ class KnobSpace:
     def build(cls, catalog: Mapping[str, KnobSpec], hardware: Hardware, profile: KnobProfile,
               options: SpaceOptions = SpaceOptions()) -> "KnobSpace":
         """The space for ``catalog``: the profile's knobs the server has, plus ``include``, minus ``exclude``,
-        ranges narrowed by ``options.ranges``. Unknown names and bad ranges raise UnknownKnob/InvalidKnobValue."""
+        ranges narrowed by ``options.ranges``. The profile's durability knobs come in with ``allow_durability``, its
+        unsafe knobs only when named in ``include`` with ``allow_unsafe``. Unknown names, bad ranges and such knobs
+        named without their flag raise UnknownKnob/InvalidKnobValue."""
         ranges = profile.ranges(hardware)
         if options.allow_durability:
             ranges.update(profile.durability)
         for name in (*options.include, *options.exclude, *options.ranges):
             if name not in catalog:
                 raise UnknownKnob(f"unknown setting {name!r}: the server's {profile.catalog_source} has no such name")
-        names = [n for n in ranges if n in catalog]
+        names = [n for n in ranges if n in catalog and n not in profile.unsafe]  # unsafe: only by name, below
         if options.max_knobs:
             names = names[:options.max_knobs]
+        check_flags(profile, options)
         for name in options.include:
-            if name in profile.durability and not options.allow_durability:
-                raise InvalidKnobValue(f"{name} trades durability for speed; pass allow_durability to search it")
             if name not in names:
                 names.append(name)
         names = [n for n in names if n not in set(options.exclude) and n not in profile.not_tunable]

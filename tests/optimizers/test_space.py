@@ -194,6 +194,23 @@ def test_durability_knobs_need_an_explicit_opt_in(catalog, space):
     assert "fsync" in only_fsync.names and dim(only_fsync, "fsync").choices == ("off", "on")
 
 
+def test_knobs_that_change_correctness_are_searched_only_by_name_with_allow_unsafe(catalog, space):
+    """Issue 42 item 9: include admitted session_replication_role, zero_damaged_pages, ignore_checksum_failure,
+    default_transaction_read_only, autovacuum and track_counts, and trials ran with them. Each is in the profile's
+    unsafe list, refused in include without allow_unsafe, and never in the space unless named."""
+    asked = {"session_replication_role", "zero_damaged_pages", "ignore_checksum_failure",
+             "default_transaction_read_only", "autovacuum", "track_counts"}
+    assert asked <= set(PROFILE.unsafe) and asked <= set(catalog)
+    assert not set(PROFILE.unsafe) & set(space.names)
+    for name in sorted(set(PROFILE.unsafe) & set(catalog)):
+        with pytest.raises(InvalidKnobValue, match=f"^{name} .*allow_unsafe"):
+            KnobSpace.build(catalog, HW, PROFILE, SpaceOptions(include=(name,)))
+    flag_only = KnobSpace.build(catalog, HW, PROFILE, SpaceOptions(allow_unsafe=True, allow_durability=True))
+    assert not set(PROFILE.unsafe) & set(flag_only.names)  # the flag alone adds none: only a name does
+    named = KnobSpace.build(catalog, HW, PROFILE, SpaceOptions(include=("autovacuum",), allow_unsafe=True))
+    assert "autovacuum" in named.names and "track_counts" not in named.names
+
+
 # --- constraints ----------------------------------------------------------------------------------------------
 
 

@@ -107,14 +107,23 @@ def test_a_scheduled_run_never_overlaps_another_run_of_its_target(app_client, to
 
 
 def test_auto_apply_allows_only_validated_reload_only_knobs():
+    from connectors.postgres.knobs import PROFILE
+
     base = Recommendation("r", "t", "knobs", "hibo", (KnobChange("work_mem", "64MB"),), (), (), False, "validated", 0.0)
-    assert _auto_applicable(base, {"auto_apply_knobs": []})
-    assert not _auto_applicable(base, {"auto_apply_knobs": ["random_page_cost"]})
+    assert _auto_applicable(base, {"auto_apply_knobs": []}, PROFILE)
+    assert not _auto_applicable(base, {"auto_apply_knobs": ["random_page_cost"]}, PROFILE)
     from dataclasses import replace
 
-    assert not _auto_applicable(replace(base, needs_restart=True), {})
-    assert not _auto_applicable(replace(base, state="rejected"), {})
-    assert not _auto_applicable(replace(base, kind="indexes", changes=(IndexChange("public", "t", ("a",)),)), {})
+    assert not _auto_applicable(replace(base, needs_restart=True), {}, PROFILE)
+    assert not _auto_applicable(replace(base, state="rejected"), {}, PROFILE)
+    assert not _auto_applicable(replace(base, kind="indexes", changes=(IndexChange("public", "t", ("a",)),)), {},
+                                PROFILE)
+    # a knob that changes correctness or durability (searched with allow_unsafe / allow_durability) waits for a
+    # person, whatever the schedule allows (issue 42 item 9)
+    for risky in (KnobChange("autovacuum", "off"), KnobChange("synchronous_commit", "off")):
+        rec = replace(base, changes=(KnobChange("work_mem", "64MB"), risky))
+        assert not _auto_applicable(rec, {"auto_apply_knobs": []}, PROFILE)
+        assert not _auto_applicable(rec, {"auto_apply_knobs": ["work_mem", risky.name]}, PROFILE)
 
 
 ACCEPTED = Evidence(3, (10.0, 10.0, 10.0), (5.0, 5.0, 5.0), 0.5, (0.45, 0.55), (), 0.02, 0.1)

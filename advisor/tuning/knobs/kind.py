@@ -1,6 +1,6 @@
 """The knob kind's registry entry: a run plan -> the knob pipeline (``pipeline.tune_knobs``) on an observed
-target. The searched space (``include``, ``exclude``, ``range``, ``allow_durability``) and the ``objective`` are
-plan options, as over REST. Inputs besides the plan (``Context.inputs``): ``hardware`` (the target's, when the
+target. The searched space (``include``, ``exclude``, ``range``, ``allow_durability``, ``allow_unsafe``) and the
+``objective`` are plan options, as over REST. Inputs besides the plan (``Context.inputs``): ``hardware`` (the target's, when the
 caller knows it), ``llm`` (a seeder; default: the one configured), ``resume`` (a stored, unfinished run)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from advisor.core.inputs import RANGE_ITEM
 from advisor.tuning.kind import Context, Kind, default_outcome
 from advisor.tuning.kind import validation_of as _validation
 from optimizers import knobs
-from optimizers.knobs.space import SpaceOptions
+from optimizers.knobs.space import SpaceOptions, check_flags
 
 
 def run(ctx: Context, plan) -> object:
@@ -65,7 +65,13 @@ def ranges(items: tuple[str, ...]) -> dict[str, tuple[str, str]]:
 def space_of(plan) -> SpaceOptions:
     """What the plan asks of the knob space."""
     return SpaceOptions(include=plan.include, exclude=plan.exclude, ranges=ranges(plan.range),
-                        allow_durability=plan.allow_durability)
+                        allow_durability=plan.allow_durability, allow_unsafe=plan.allow_unsafe)
+
+
+def check_target(connector, plan) -> None:
+    """Before any work: a knob named in ``include`` without the flag the engine's profile asks for it (unsafe,
+    durability) is refused."""
+    check_flags(connector.knob_profile(), space_of(plan))
 
 
 def _check(plan) -> None:
@@ -83,6 +89,6 @@ def _summary(result) -> dict:
 KIND = Kind("knobs", "server settings: a search on a shadow (HiBO, GP-BO, TPE, random) or one rule-based "
             "configuration, validated against the current settings", run, optimizers=knobs.OPTIMIZERS,
             change_types=(KnobChange,), options=("trials", "seeds", "repeats", "include", "exclude", "range", "allow_durability",
-                                             "objective"),
-            default_optimizer="hibo", check_plan=_check, choices={"objective": OBJECTIVES}, summarize=_summary,
+                                             "allow_unsafe", "objective"),
+            default_optimizer="hibo", check_plan=_check, check_target=check_target, choices={"objective": OBJECTIVES}, summarize=_summary,
             title="Knob")

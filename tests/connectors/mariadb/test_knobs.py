@@ -119,6 +119,20 @@ def test_the_space_builds_from_the_catalog_and_round_trips(catalog):
         assert all(config[n].isdigit() for n in ("innodb_buffer_pool_size", "sort_buffer_size", "tmp_table_size"))
 
 
+def test_variables_that_change_correctness_are_searched_only_by_name_with_allow_unsafe(catalog):
+    """Issue 42 item 9 on MariaDB: read_only, sql_mode, foreign_key_checks, unique_checks, innodb_force_recovery
+    and the rest of the profile's unsafe list are refused in include without allow_unsafe."""
+    hw = HARDWARE[1]
+    present = set(PROFILE.unsafe) & set(catalog)
+    assert {"read_only", "sql_mode", "unique_checks", "foreign_key_checks", "innodb_force_recovery"} <= present
+    assert not present & set(KnobSpace.build(catalog, hw, PROFILE, SpaceOptions(allow_unsafe=True)).names)
+    for name in sorted(present):
+        with pytest.raises(InvalidKnobValue, match=f"^{name} .*allow_unsafe"):
+            KnobSpace.build(catalog, hw, PROFILE, SpaceOptions(include=(name,)))
+    named = KnobSpace.build(catalog, hw, PROFILE, SpaceOptions(include=("read_only",), allow_unsafe=True))
+    assert "read_only" in named.names
+
+
 def test_the_memory_model_counts_the_smaller_temporary_table_limit_per_connection(catalog):
     space = KnobSpace.build(catalog, HARDWARE[1], PROFILE, SpaceOptions(active_connections=10))
     config = {"innodb_buffer_pool_size": str(4 * GB), "sort_buffer_size": str(8 * MB),
