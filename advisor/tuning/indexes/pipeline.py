@@ -107,6 +107,10 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
             if fallback:
                 note_fallback(rows, fallback)
         checked, drops = None, index_drops.DropValidation()  # validated outside the what-if session
+        # a statement left out of selection (not parsed or not planned) is left out of validation too: replaying
+        # or planning it again would only fail again (its row above says why)
+        left = {qid for qid, _why in unparsed}
+        bound = [b for b in bound if b.queryid not in left]
         if plan.validation is not None:
             if chosen:
                 existing = [i.name for i in obs.snapshot.indexes

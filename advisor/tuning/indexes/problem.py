@@ -42,8 +42,9 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
                   sizes: SizeModel | None = None, by_time: bool = True) -> tuple[IndexProblem, WhatIf]:
     """The problem for ``statements`` on the database behind ``connector`` (which must support what-if
     indexes: HypoPG for PostgreSQL; a shadow for MariaDB, which builds them); ``budget_bytes`` in bytes. Statements
-    that sqlglot cannot parse are left out and listed in ``skipped`` as (queryid, why). ``sizes`` corrects the what-if index sizes (built vs estimated
-    sizes seen before, see ``advisor.tuning.indexes.sizing``). With ``by_time``, each statement's cost weighs its calls
+    that sqlglot cannot parse or the server cannot plan (``_plannable``) are left out and listed in ``skipped`` as
+    (queryid, why). ``sizes`` corrects the what-if index sizes (built vs estimated sizes seen before, see
+    ``advisor.tuning.indexes.sizing``). With ``by_time``, each statement's cost weighs its calls
     times its observed time per cost unit (``_time_weighted``; statements observed without a time weigh their
     calls). Returns the what-if session too: close it when done."""
     schema = connector.table_columns()
@@ -52,15 +53,15 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
     uses: dict[str, list[ColumnUse]] = {}
     shapes: dict[str, dict] = {}  # per statement: the columns it reads per table and its constant predicates
     queries: list[Query] = []
-    written: dict[tuple[str, str], float] = {}
+    trees: dict[str, exp.Expression | None] = {}
+    skipped = skipped if skipped is not None else []
     for st in statements:
         try:
             found = column_uses(st.sql, schema, dialect=dialect, default_schema=home)
         except BadStatement as e:
-            if skipped is not None:
-                skipped.append((st.queryid, str(e)))
+            skipped.append((st.queryid, str(e)))
             continue
-        tree = _parse(st.sql, dialect)
+        tree = trees[st.queryid] = _parse(st.sql, dialect)
         tables = frozenset(u.table for u in found) | _tables_of(tree, schema, home)
         uses[st.queryid] = found
         try:  # the normalized text: only constants written in the statement make a partial index
@@ -68,8 +69,21 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
         except BadStatement:
             pass
         queries.append(Query(st.queryid, st.sql, st.weight, tables, st.samples))
-        if st.is_write:
-            for table in _written(tree, home, schema):
+    session = connector.whatif()
+    planner = session if sizes is None else CalibratedSizes(session, sizes)
+    whatif = CachedWhatIf(planner)
+    try:
+        queries = _plannable(queries, whatif, skipped)
+    except BaseException:
+        session.close()
+        raise
+    kept = {q.queryid for q in queries}
+    uses = {qid: us for qid, us in uses.items() if qid in kept}
+    shapes = {qid: sh for qid, sh in shapes.items() if qid in kept}
+    written: dict[tuple[str, str], float] = {}
+    for st in statements:
+        if st.is_write and st.queryid in kept:
+            for table in _written(trees[st.queryid], home, schema):
                 written[table] = written.get(table, 0.0) + st.weight * max(1.0, st.rows_per_call)
     plain = [(info, index_columns(info)) for info in snapshot.indexes]
     existing = [i for _, i in plain if i is not None]
@@ -79,9 +93,6 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
                                            tables=big, shapes=shapes, unique=unique)
                        if facts.allows(c.index.include, c.index.where))
     maintenance = tuple((t, rows_written * facts.entry_cost) for t, rows_written in sorted(written.items()))
-    session = connector.whatif()
-    planner = session if sizes is None else CalibratedSizes(session, sizes)
-    whatif = CachedWhatIf(planner)
     if by_time:
         try:
             queries = _time_weighted(queries, whatif, {st.queryid: st for st in statements})
@@ -91,6 +102,21 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
     problem = IndexProblem(tuple(queries), candidates, int(budget_bytes), whatif,
                            tuple((qid, u) for qid, us in uses.items() for u in us), maintenance)
     return problem, session
+
+
+def _plannable(queries: list[Query], whatif: CachedWhatIf, skipped: list[tuple[str, str]]) -> list[Query]:
+    """The queries the server plans as they are (each planned once with no new index, a cost every optimizer
+    needs); one it refuses (a text the statistics truncated, a table gone) is left out, with the server's reason in
+    ``skipped``, and the others go on."""
+    out = []
+    for q in queries:
+        try:
+            whatif.cost(q, frozenset())
+        except BadStatement as e:
+            skipped.append((q.queryid, str(e)))  # the engine's words: "cannot plan statement: ..."
+            continue
+        out.append(q)
+    return out
 
 
 def _time_weighted(queries: list[Query], whatif: CachedWhatIf, bound: dict[str, BoundStatement]) -> list[Query]:
