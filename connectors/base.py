@@ -272,13 +272,16 @@ class Sandbox(Protocol):
     """A throwaway local server on a free loopback port, started from the system's binaries; ``stop()`` (or
     leaving its ``with`` block) stops it and removes its files. Settings are in the engine's configuration
     syntax and units (e.g. ``{"shared_buffers": "256MB"}``). Its directory holds an owner record
-    (``connectors.local.write_owner``), so that ``reap_orphans`` stops and removes it once its owner is killed."""
+    (``connectors.local.write_owner``), so that ``reap_orphans`` stops and removes it once its owner is killed.
+    It admits only the advisor: its login ``user`` must give ``password`` (random per server, kept in a 0600 file
+    of its directory: ``connectors.local.write_secret``), over TCP and over its socket alike."""
 
     engine: str
     name: str
     host: str
     port: int
     user: str
+    password: str
 
     def start(self) -> Sandbox: ...
 

@@ -18,6 +18,7 @@ import contextlib
 import json
 import logging
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -141,6 +142,28 @@ def write_owner(root: Path, engine: str, **extra: str) -> None:
     tmp = root / (OWNER_FILE + ".tmp")
     tmp.write_text(json.dumps(record), encoding="utf-8")
     os.replace(tmp, root / OWNER_FILE)
+
+
+SECRET_FILE = "password"  # a sandbox's own login's password: mode 0600, owned by the advisor's uid
+
+
+def write_secret(root: Path) -> str:
+    """A new random password for the sandbox's own login (``secrets``: 192 bits, letters, digits, ``-`` and ``_``,
+    so that it needs no quoting in any DSN form), kept in ``root/password`` (created here, mode 0600, by this
+    process: the advisor's uid owns it) and returned. Every sandbox admits only its own login with it (issue 42)."""
+    password = secrets.token_urlsafe(24)
+    fd = os.open(root / SECRET_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        f.write(password + "\n")
+    return password
+
+
+def read_secret(root: Path) -> str | None:
+    """The password ``write_secret`` kept in the sandbox directory ``root`` (None when there is none)."""
+    try:
+        return (root / SECRET_FILE).read_text(encoding="ascii").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def read_owner(root: Path) -> dict | None:

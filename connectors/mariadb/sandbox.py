@@ -6,8 +6,11 @@ Each ``MariaDBSandbox`` has its own directory (``data/``, ``run/`` with the sock
 counterpart of postgresql.auto.conf. performance_schema is on with the statement history consumers, digests are
 8 KiB long, and InnoDB reads through the page cache (``innodb_flush_method=fsync``).
 
-root logs in over the socket only (socket authentication); code and clients use the TCP login ``advisor`` at
-'127.0.0.1' without a password (``dsn()``, of the database ``advisor`` every sandbox makes). As root the server
+Only the advisor gets in: root logs in over the socket only, by socket authentication for the advisor's own OS
+user; code and clients use the TCP login ``advisor`` at '127.0.0.1' with a random password per server, kept in
+the sandbox directory's ``password`` file (0600, the advisor's uid: ``connectors.local.write_secret``). ``dsn()``
+(of the database ``advisor`` every sandbox makes) carries it: redact it before showing a DSN; client programs get
+it in their environment or a 0600 option file, never on their command line. As root the server
 runs as the ``mysql`` user. Cleanup is the PostgreSQL sandbox's: ``stop()``, the ``atexit`` hook of
 ``connectors.local``, and an owner record so that ``reap_orphans`` stops the server of a killed owner
 (``stop_orphan``).
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MariaDBSandbox", "option_lines", "stop_orphan"]
 
-LOGIN = "advisor"  # the sandbox's TCP login (no password, all privileges)
+LOGIN = "advisor"  # the sandbox's TCP login (all privileges; its password in the sandbox's ``password`` file)
 BIN_DIRS = ("/usr/sbin", "/usr/bin")
 BASE_OPTIONS = {
     "bind-address": "127.0.0.1",
@@ -105,6 +108,7 @@ class MariaDBSandbox:
         self.server = _binary("mariadbd")
         self.root = Path(tempfile.mkdtemp(prefix=f"{local.PREFIX}{name}-", dir=base_dir))
         local.write_owner(self.root, self.engine)
+        self.password = local.write_secret(self.root)  # the only way in for its TCP login (issue 42)
         self.data = self.root / "data"
         self.run_dir = self.root / "run"
         self.socket = self.run_dir / "my.sock"
@@ -128,8 +132,8 @@ class MariaDBSandbox:
             local.register(self)
             self.wait_ready()
             with self._root_conn() as conn, conn.cursor() as cur:
-                cur.execute(f"CREATE USER IF NOT EXISTS {LOGIN}@'127.0.0.1'")
-                cur.execute(f"GRANT ALL PRIVILEGES ON *.* TO {LOGIN}@'127.0.0.1' WITH GRANT OPTION")
+                cur.execute("CREATE USER IF NOT EXISTS %s@'127.0.0.1' IDENTIFIED BY %s", (LOGIN, self.password))
+                cur.execute("GRANT ALL PRIVILEGES ON *.* TO %s@'127.0.0.1' WITH GRANT OPTION", (LOGIN,))
                 cur.execute(f"CREATE DATABASE IF NOT EXISTS {quote(DEFAULT_DB)}")
         except BaseException:
             self.stop()
@@ -257,7 +261,8 @@ class MariaDBSandbox:
     # --- use --------------------------------------------------------------------------------------------------
 
     def dsn(self, dbname: str = DEFAULT_DB) -> str:
-        return f"mysql://{LOGIN}@{self.host}:{self.port}/{url_quote(dbname, safe='')}"
+        """The DSN of ``dbname`` as the sandbox's own login, with its password: redact it before showing it."""
+        return self.login_dsn(dbname)
 
     def connector(self, dbname: str = DEFAULT_DB) -> MariaDBConnector:
         """A connector to one of this server's databases that restarts this server when a change needs it."""
@@ -320,8 +325,10 @@ class MariaDBSandbox:
     default_db = DEFAULT_DB
 
     def login_dsn(self, dbname: str, user: str | None = None, password: str | None = None) -> str:
-        """A ``mysql://`` URL of ``dbname`` over TCP as ``user`` (default: the sandbox's ``advisor``), with
-        ``password`` percent-encoded when given."""
+        """A ``mysql://`` URL of ``dbname`` over TCP as ``user`` (default: the sandbox's ``advisor``, with the
+        sandbox's own password unless another is given), with ``password`` percent-encoded when given."""
+        if user in (None, self.user) and password is None:
+            password = self.password
         secret = f":{url_quote(password, safe='')}" if password else ""
         return (f"mysql://{url_quote(user or self.user, safe='')}{secret}@{self.host}:{self.port}/"
                 f"{url_quote(dbname, safe='')}")
@@ -386,8 +393,10 @@ def find_server(root: Path) -> local.RunningServer | None:
                     if line.startswith("port="))
     except (OSError, ValueError, StopIteration):
         return None
+    secret = local.read_secret(root)
     return local.RunningServer(MariaDBSandbox.engine, root, root / "data", pid, port,
-                               f"mysql://{LOGIN}@127.0.0.1:{port}/{DEFAULT_DB}")
+                               f"mysql://{LOGIN}{':' + url_quote(secret, safe='') if secret else ''}@127.0.0.1:"
+                               f"{port}/{DEFAULT_DB}")
 
 
 local.register_engine(MariaDBSandbox.engine, stop_orphan)

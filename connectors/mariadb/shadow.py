@@ -1,8 +1,9 @@
 """Cloning a MariaDB target into a shadow: a new ``MariaDBSandbox`` loaded with ``mariadb-dump`` (whole, in one
 consistent snapshot with ``--single-transaction``; or, with ``sample_percent``, the schema plus a repeatable
 random sample of the rows of large tables through ``--where``), carrying the target's tuning-relevant settings.
-The target is only read. The password never appears on a command line: it goes in a defaults-extra-file of mode
-0600 inside the shadow's directory (removed with it). A failed program's error is ``connectors.base.tool_error``.
+The target is only read. No password appears on a command line: the target's goes in a defaults-extra-file of
+mode 0600 inside the shadow's directory (removed with it), the shadow's own in the loading client's environment.
+A failed program's error is ``connectors.base.tool_error``.
 
 Code above ``connectors`` calls ``connectors.factory.clone``, which comes here for a MariaDB connector.
 """
@@ -21,6 +22,7 @@ from advisor.core.progress import Say
 from connectors.base import Shadow, tool_error
 from connectors.mariadb.connection import TAG, parse_dsn
 from connectors.mariadb.connector import MariaDBConnector
+from connectors.mariadb.loading import client_command
 from connectors.mariadb.sandbox import MariaDBSandbox
 
 __all__ = ["copied_settings", "create_shadow", "option_value"]
@@ -96,9 +98,11 @@ def _dump(sandbox: MariaDBSandbox, credentials: Path, params: dict, out: Path, *
 
 
 def _load(sandbox: MariaDBSandbox, dbname: str, dump: Path) -> None:
+    """The dump into the shadow's ``dbname`` with the ``mariadb`` client, as the shadow's own login (its password
+    in the client's environment: ``connectors.mariadb.loading.client_command``)."""
+    argv, env = client_command(sandbox.dsn(dbname), "mariadb", [])
     with open(dump, "rb") as f:
-        _program("mariadb", [sandbox.tool("mariadb"), "--no-defaults", "-h", sandbox.host, "-P", str(sandbox.port),
-                             "-u", sandbox.user, f"--database={dbname}"], stdin=f)
+        _program("mariadb", argv, stdin=f, env=env)
 
 
 def create_shadow(target: MariaDBConnector, *, sample_percent: float | None = None,

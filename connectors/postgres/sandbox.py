@@ -4,6 +4,11 @@ The demo's "production" server, every shadow instance and every test database ar
 above ``connectors`` gets them from ``connectors.factory.sandbox``). PostgreSQL refuses to run as root, so when
 we are root the server runs as the ``postgres`` user.
 
+Only the advisor gets in: every connection (TCP and the socket) must give the ``postgres`` login's password
+(scram-sha-256), a random one per server kept in the sandbox directory's ``password`` file (0600, the advisor's
+uid: ``connectors.local.write_secret``). ``dsn()`` carries it (redact it before showing a DSN); client programs
+get it in their environment (PGPASSWORD), never on their command line.
+
 Cleanup: ``stop()`` (or leaving the ``with`` block, including on an exception or Ctrl-C) stops the server and
 removes its directory; an ``atexit`` hook stops any sandbox still running when the interpreter exits; the
 CLI turns SIGTERM/SIGHUP into a normal exit so that the hooks run. After ``kill -9`` of its owner, the sandbox's
@@ -69,6 +74,7 @@ class PostgresSandbox:
         self.bin = pg_bin_dir()
         self.root = Path(tempfile.mkdtemp(prefix=f"{local.PREFIX}{name}-", dir=base_dir))
         local.write_owner(self.root, self.engine, bin=str(self.bin))
+        self.password = local.write_secret(self.root)  # its login's (``postgres``) only way in (issue 42)
         self.data = self.root / "data"
         self.run_dir = self.root / "run"
         self.log = self.run_dir / "postgres.log"
@@ -105,8 +111,19 @@ class PostgresSandbox:
             for p in (self.root, self.data, self.run_dir):
                 os.chown(p, pw.pw_uid, pw.pw_gid)
         os.chmod(self.data, 0o700)
-        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
-                  "--locale=C.UTF-8", "--no-sync")
+        # every connection, over TCP and over the socket, must give the password (scram-sha-256): initdb reads
+        # it from a file only the server's user can read (in root, 0700), removed once the cluster is made
+        pwfile = self.root / "initdb.pw"
+        fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(self.password + "\n")
+        try:
+            if _running_as_root():
+                os.chown(pwfile, pw.pw_uid, pw.pw_gid)
+            self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=scram-sha-256",
+                      f"--pwfile={pwfile}", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")
+        finally:
+            pwfile.unlink(missing_ok=True)
         conf = {
             "port": str(self.port),
             "listen_addresses": "'127.0.0.1'",
@@ -203,7 +220,8 @@ class PostgresSandbox:
     # --- use --------------------------------------------------------------------------------------------------
 
     def dsn(self, dbname: str = "postgres") -> str:
-        return f"host={self.host} port={self.port} user={self.user} dbname={dbname}"
+        """The DSN of ``dbname`` as the sandbox's own login, with its password: redact it before showing it."""
+        return keyword_dsn(self.host, self.port, dbname, self.user, self.password)
 
     def connector(self, dbname: str = "postgres") -> "PostgresConnector":
         """A connector to one of this server's databases that restarts this server when a change needs it."""
@@ -239,7 +257,7 @@ class PostgresSandbox:
 
     def add_login(self, user: str, password: str) -> None:
         """A superuser login ``user`` that must give ``password`` over TCP (scram-sha-256), as a production
-        server asks; the sandbox's own ``postgres`` user keeps its trusted local access. Reloads the server."""
+        server asks; the sandbox's own ``postgres`` login keeps its own password. Reloads the server."""
         import psycopg
         from psycopg import sql
 
@@ -276,7 +294,10 @@ class PostgresSandbox:
     # --- benches (issue 30) ------------------------------------------------------------------------------------
 
     def login_dsn(self, dbname: str, user: str | None = None, password: str | None = None) -> str:
-        """A libpq ``key=value`` DSN of ``dbname`` over TCP as ``user`` (default: ``postgres``)."""
+        """A libpq ``key=value`` DSN of ``dbname`` over TCP as ``user`` (default: ``postgres``, with the sandbox's
+        own password unless another is given)."""
+        if user in (None, self.user) and password is None:
+            password = self.password
         return keyword_dsn(self.host, self.port, dbname, user or self.user, password)
 
     def server_pid(self) -> int | None:
@@ -367,7 +388,7 @@ def find_server(root: Path) -> local.RunningServer | None:
     if not pid_alive(pid):
         return None
     return local.RunningServer(PostgresSandbox.engine, root, root / "data", pid, port,
-                               keyword_dsn("127.0.0.1", port, "postgres", "postgres"))
+                               keyword_dsn("127.0.0.1", port, "postgres", "postgres", local.read_secret(root)))
 
 
 local.register_engine(PostgresSandbox.engine, stop_orphan)

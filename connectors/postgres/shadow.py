@@ -77,7 +77,8 @@ def _restore(sandbox: PostgresSandbox, dbname: str, dump: Path, *extra: str, str
     if strict:
         args.insert(1, "--exit-on-error")
     try:
-        res = subprocess.run(args, capture_output=True, text=True, timeout=DUMP_TIMEOUT_S)
+        res = subprocess.run(args, capture_output=True, text=True, timeout=DUMP_TIMEOUT_S,
+                             env=_tool_env(parse_dsn(sandbox.dsn(dbname))))  # the shadow's password (issue 42)
     except subprocess.TimeoutExpired:
         raise SandboxError(f"pg_restore into the shadow did not end within {DUMP_TIMEOUT_S:.0f} s") from None
     if res.returncode != 0:
