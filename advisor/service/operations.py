@@ -137,9 +137,11 @@ class OperationsMixin:
                   wait: bool | None = None, target_id: str | None = None) -> dict:
         """Queue a tuning run of a registered target (a user's ``ref``, or its id: ``target_id``); it runs on the
         executor (or here when there is none, or ``wait``). ``Conflict`` when the target already has a run going
-        on."""
+        on. A token's holder or a schedule gets the plan a remote face may run (``RunPlan.checked(remote=True)``:
+        a key file only from the server's key files directory), checked again when the run starts."""
         who.require("operator")
-        plan = plan.checked()
+        remote = who.remote or schedule_id is not None
+        plan = plan.checked(remote=remote)
         target = self.target(ref, target_id=target_id)
         self.check_plan_on(self._dsn(target), plan)  # registered, its credentials decrypt, and it takes the plan
         with self.store.lock:
@@ -154,7 +156,8 @@ class OperationsMixin:
                                f"({active[0]['state']}){whose}; runs of one database never overlap")
             run_id = new_id()
             # a kind that runs other kinds (all) has no optimizer of its own: the row names the kind
-            self.store.add_run(run_id, target["id"], plan.kind, plan.optimizer or plan.kind, {"plan": plan.to_dict()},
+            self.store.add_run(run_id, target["id"], plan.kind, plan.optimizer or plan.kind,
+                               {"plan": plan.to_dict(), **({"remote": True} if remote else {})},
                                state="queued", started_by=who.actor, schedule_id=schedule_id)
         self.store.audit(who.actor, "start_run", run_id, {"target": target["name"], "plan": plan.to_dict()})
         if self.executor is not None and not wait:
@@ -176,6 +179,8 @@ class OperationsMixin:
         worker = type(self)(self.store, progress)
         try:
             target = self.store.target_by_id(run["target_id"])
+            if run["options"].get("remote"):  # what a remote face asked for, confined again as it starts
+                plan = plan.checked(remote=True)
             result = worker._tune_plan(self._dsn(target), target["name"], plan, run_id)
         except Exception as e:  # noqa: BLE001 - every failure ends the run with its message, never silently
             message = str(e) if isinstance(e, (AdvisorError, RunCancelled)) \
@@ -363,7 +368,7 @@ class OperationsMixin:
             raise AdvisorError("a schedule needs at least one run")
         if not 0 < max_regression < 10:
             raise AdvisorError(f"max_regression must be a fraction in (0, 10), got {max_regression:g}")
-        plans = [p.checked() for p in plans]
+        plans = [p.checked(remote=True) for p in plans]  # the server runs them: a remote face's plans, whoever asks
         for plan in plans:  # what the target refuses (a rewrite run's SQL) is refused now, not at a firing
             self.check_plan_on(dsn, plan)
         doc = {"runs": [p.to_dict() for p in plans], "auto_apply": auto_apply,

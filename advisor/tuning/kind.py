@@ -43,7 +43,9 @@ class Kind:
     """One kind of tuning. ``options``: the plan options it takes besides ``plan.COMMON``; ``required``: those
     it cannot default; ``optimizers``: its listed optimizer classes (none for a kind that runs other kinds);
     ``handed_over``: its recommendations go to people (never applied to a database); ``check_target``: what it
-    checks of a plan against the target's connector before any work (a rewrite run's given SQL)."""
+    checks of a plan against the target's connector before any work (a rewrite run's given SQL); ``confine``: the
+    plan a remote face (REST, the web UI, a schedule: the server acts as its own OS user) may run, its inputs
+    confined to what the server's settings allow (a learned index's key file), AdvisorError for what they refuse."""
 
     name: str
     summary: str
@@ -56,6 +58,7 @@ class Kind:
     default_optimizer: str | None = None
     check_plan: Callable[[object], None] | None = None
     check_target: Callable[[object, object], None] | None = None
+    confine: Callable[[object], object] | None = None
     summarize: Callable[[object], dict] | None = None
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # the values a "names" option may hold
     title: str = ""  # what people call one of its recommendations ("Index recommendation")

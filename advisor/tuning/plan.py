@@ -23,6 +23,8 @@ from advisor.core.errors import AdvisorError
 from advisor.core.inputs import RANGE_ITEM
 
 BUDGET_MB_MAX = 10_000_000
+TEXT_MAX = 10_000  # characters of a one-line text option
+SQL_MAX = 200_000  # characters of a rewrite run's SQL (its statements: ``rewrites.given.MAX_STATEMENTS``)
 
 
 @dataclass(frozen=True)
@@ -30,7 +32,8 @@ class Option:
     """One field of a run plan: its type (int, float, bool, text, names: a comma list of names), default, bounds
     (inclusive; a float's low bound is exclusive), what it means, the label a form shows, and whether the run and
     schedule forms show it (``form``; the others take their defaults there); ``multiline``: a text that may hold
-    line breaks (a SQL script); ``pattern``: what each item of a names option must match."""
+    line breaks (a SQL script); ``pattern``: what each item of a names option must match; ``max_length``: the
+    characters a text option may hold (refused before any work, on every face)."""
 
     name: str
     type: str
@@ -41,6 +44,7 @@ class Option:
     form: bool = False
     multiline: bool = False
     pattern: str | None = None
+    max_length: int = TEXT_MAX
 
 
 OPTIONS: dict[str, Option] = {o.name: o for o in (
@@ -66,7 +70,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("max_statements", "int", 20, "how many of the workload's heaviest statements to rewrite", (1, 1000),
            "Statements", form=True),
     Option("sql", "text", None, "the statements to rewrite, constants written in, separated by ; (default: the "
-           "observed workload's heaviest)", label="SQL", form=True, multiline=True),
+           "observed workload's heaviest; at most 200,000 characters and 1,000 statements)", label="SQL", form=True,
+           multiline=True, max_length=SQL_MAX),
     Option("kinds", "names", (), "what a whole run tunes, in this order: indexes, rewrites, knobs "
            "(default: all three)", label="Kinds", form=True),
     Option("keys", "text", None, "a learned index's keys: synthetic:NAME[:N], [schema.]table.column of the target, "
@@ -124,10 +129,11 @@ class RunPlan:
     recheck: bool = False
 
     @classmethod
-    def parse(cls, fields: Mapping[str, object]) -> "RunPlan":
+    def parse(cls, fields: Mapping[str, object], *, remote: bool = False) -> "RunPlan":
         """The checked plan of loosely typed fields, the one parser of every adapter: a web form's strings (blank
         means the default), JSON's or the CLI's numbers and booleans (None means the default). Options the kind
-        does not take are left at their defaults. AdvisorError naming the first bad field."""
+        does not take are left at their defaults. AdvisorError naming the first bad field. ``remote``: see
+        ``checked``."""
         from advisor.tuning import kinds
 
         cls._known(fields)
@@ -136,10 +142,13 @@ class RunPlan:
             raise AdvisorError(f"choose what to tune: {', '.join(kinds.names())}")
         taken = set(kinds.get(kind).options) | set(COMMON) | {"kind"}
         values = {name: _coerce(name, raw) for name, raw in fields.items() if name in taken}
-        return cls(**{name: v for name, v in values.items() if v is not None}).checked()
+        return cls(**{name: v for name, v in values.items() if v is not None}).checked(remote=remote)
 
-    def checked(self) -> "RunPlan":
-        """This plan with its defaults filled in; AdvisorError naming the first bad field."""
+    def checked(self, *, remote: bool = False) -> "RunPlan":
+        """This plan with its defaults filled in; AdvisorError naming the first bad field. ``remote``: the plan
+        comes from a remote face (REST, the web UI, a schedule), which the server runs as its own OS user: its inputs
+        are confined to what the server's settings allow (``Kind.confine``: a key file only from
+        ``key_files_dir``), the plan that comes back holding them as resolved."""
         from advisor.tuning import kinds
 
         kind = kinds.get(self.kind)
@@ -150,6 +159,10 @@ class RunPlan:
         for name, (low, high) in LIMITS.items():
             if not low <= getattr(self, name) <= high:
                 raise AdvisorError(f"{name} must be between {low} and {high}, got {getattr(self, name)}")
+        for name, o in OPTIONS.items():
+            value = getattr(self, name)
+            if o.type == "text" and value is not None and len(value) > o.max_length:
+                raise AdvisorError(f"{name} holds {len(value):,} characters; at most {o.max_length:,} are taken")
         for name in ("budget_mb", "sample_percent"):
             value, (low, high) = getattr(self, name), OPTIONS[name].bounds
             if value is not None and not low < value <= high:
@@ -159,6 +172,8 @@ class RunPlan:
             if getattr(plan, name) is None:
                 raise AdvisorError(f"{_a(kind.name)} {kind.name} run needs {name} ({OPTIONS[name].help})")
         kind.check(plan)
+        if remote and kind.confine is not None:
+            plan = kind.confine(plan)
         return plan
 
     def to_dict(self) -> dict:

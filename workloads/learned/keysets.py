@@ -16,6 +16,7 @@ non-negative integer a line); ``describe(keys)`` gives the features a tuner is t
 from __future__ import annotations
 
 import os
+import stat
 
 import numpy as np
 
@@ -59,38 +60,85 @@ def synthetic(name: str, n: int, seed: int) -> np.ndarray:
     return np.sort(rng.choice(keys, n, replace=False))
 
 
-def read_keys(path) -> np.ndarray:
+def read_keys(path, max_keys: int | None = None, max_bytes: int | None = None) -> np.ndarray:
     """The keys in the file at ``path`` (SOSD binary or text), sorted and unique. InvalidInput, one line naming
-    the file and the problem, for a missing, empty or malformed file."""
+    the file and the problem (never the file's content), for a missing, empty, malformed or too large file.
+    Limits, checked before the keys are read (``check_key_file``): ``max_bytes`` (the file's size), ``max_keys``
+    (a SOSD file's count, read from its header; a text file is read line by line and refused at the first key past
+    the cap)."""
     name = os.fspath(path)
     try:
-        raw = open(name, "rb").read()
+        with open(name, "rb") as f:
+            count = _checked_head(name, f, max_keys, max_bytes)
+            if count is not None:
+                f.seek(8)
+                keys = np.fromfile(f, "<u8", count).astype(np.uint64)
+                if len(keys) != count:
+                    raise InvalidInput(f"{name}: the key file ended before its {count:,} keys")
+                return _finish(name, keys)
+            f.seek(0)
+            return _finish(name, _text_keys(name, f, max_keys))
     except OSError as e:
-        raise InvalidInput(f"{name}: cannot read the key file ({e.strerror or e})") from None
-    if not raw.strip():
-        raise InvalidInput(f"{name}: the key file is empty")
-    if len(raw) >= 8 and (len(raw) - 8) % 8 == 0:
-        count = int(np.frombuffer(raw[:8], "<u8")[0])
-        if count * 8 + 8 == len(raw):
-            keys = np.frombuffer(raw[8:], "<u8").astype(np.uint64)
-            return _finish(name, keys)
+        raise InvalidInput(f"{name}: cannot read the key file ({e.strerror or type(e).__name__})") from None
+
+
+def check_key_file(path, max_keys: int | None = None, max_bytes: int | None = None) -> None:
+    """What can be said of a key file without reading its keys (its kind, size, a SOSD header's count);
+    InvalidInput as ``read_keys``."""
+    name = os.fspath(path)
     try:
-        text = raw.decode("ascii")
-    except UnicodeDecodeError:
-        raise InvalidInput(f"{name}: neither SOSD binary (a uint64 count and that many keys) nor text with one "
-                           "key a line") from None
-    values = []
-    for number, line in enumerate(text.splitlines(), 1):
-        item = line.strip()
+        with open(name, "rb") as f:
+            _checked_head(name, f, max_keys, max_bytes)
+    except OSError as e:
+        raise InvalidInput(f"{name}: cannot read the key file ({e.strerror or type(e).__name__})") from None
+
+
+def _checked_head(name: str, f, max_keys: int | None, max_bytes: int | None) -> int | None:
+    """A SOSD file's key count from its header (None for a text file), once the file is a regular one within
+    ``max_bytes``, not empty, and a SOSD count is within ``max_keys``."""
+    st = os.fstat(f.fileno())
+    if not stat.S_ISREG(st.st_mode):
+        raise InvalidInput(f"{name}: not a regular file")
+    size = st.st_size
+    if max_bytes is not None and size > max_bytes:
+        raise InvalidInput(f"{name}: the key file has {size:,} bytes; at most {max_bytes:,} are read")
+    if size <= 1 << 16 and not f.read().strip():
+        raise InvalidInput(f"{name}: the key file is empty")
+    f.seek(0)
+    head = f.read(8)
+    if size < 8 or (size - 8) % 8 or int(np.frombuffer(head, "<u8")[0]) * 8 + 8 != size:
+        return None
+    count = (size - 8) // 8
+    if max_keys is not None and count > max_keys:
+        raise InvalidInput(f"{name}: the key file holds {count:,} keys; at most {max_keys:,} are read")
+    return count
+
+
+def _text_keys(name: str, f, max_keys: int | None) -> np.ndarray:
+    """The keys of a text file, one a line, read line by line (refused at the first key past ``max_keys``). A
+    message names the line, never its text."""
+    keys = np.empty(min(max_keys or 1 << 16, 1 << 16), np.uint64)
+    n = 0
+    for number, raw in enumerate(f, 1):
+        try:
+            item = raw.decode("ascii").strip()
+        except UnicodeDecodeError:
+            raise InvalidInput(f"{name}: neither SOSD binary (a uint64 count and that many keys) nor text with one "
+                               "key a line") from None
         if not item:
             continue
         if not item.isdigit():
-            raise InvalidInput(f"{name}: line {number}: {item[:40]!r} is not a non-negative integer key")
-        value = int(item)
-        if value >= 2**64:
-            raise InvalidInput(f"{name}: line {number}: {item[:40]} does not fit in 64 bits")
-        values.append(value)
-    return _finish(name, np.array(values, dtype=np.uint64))
+            raise InvalidInput(f"{name}: line {number} is not a non-negative integer key")
+        if len(item) > 20 or int(item) >= 2**64:
+            raise InvalidInput(f"{name}: line {number}: the key does not fit in 64 bits")
+        if max_keys is not None and n >= max_keys:
+            raise InvalidInput(f"{name}: the key file holds more than {max_keys:,} keys; at most {max_keys:,} are "
+                               "read")
+        if n == len(keys):
+            keys = np.resize(keys, 2 * n)
+        keys[n] = int(item)
+        n += 1
+    return keys[:n]
 
 
 def _finish(name: str, keys: np.ndarray) -> np.ndarray:

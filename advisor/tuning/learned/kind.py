@@ -54,6 +54,18 @@ def _check(plan) -> None:
     ranges(plan.range)
 
 
+def confine(plan):
+    """The plan as a remote face may run it: its key file only from the server's ``key_files_dir``
+    (``keys.confined``), resolved there."""
+    import dataclasses
+
+    from advisor.core.settings import get_settings
+
+    if plan.keys is None:
+        return plan
+    return dataclasses.replace(plan, keys=key_sources.confined(plan.keys, get_settings().key_files_dir))
+
+
 def check_target(connector, plan) -> None:
     """What the service checks before any work, once the target is known (so a request that fits the REST schema
     is refused only for what it says about the target or the sources): the key source (a known synthetic set,
@@ -138,4 +150,5 @@ KIND = Kind(KIND_NAME, "a learned index's parameters (ALEX-like, PGM): a search 
             "and a workload mix, validated against the defaults; handed over, never applied", run,
             optimizers=learned_index.OPTIMIZERS, change_types=(LearnedIndexParam,),
             options=("keys", "workload", "budget", "index", "range"), required=("keys", "workload"), handed_over=True,
-            default_optimizer="hibo", check_plan=_check, check_target=check_target, title="Learned index")
+            default_optimizer="hibo", check_plan=_check, check_target=check_target, confine=confine,
+            title="Learned index")

@@ -1,6 +1,7 @@
 """The SQL a user gives a rewrite run (``--sql``, ``--file``, the REST ``sql`` field): its statements as written
 (``split_statements``), each refused before any work when the target's own parser refuses it (``check``: a
-syntax error, an unknown table or column, with the engine's message and position, naming which statement)."""
+syntax error, an unknown table or column, with the engine's message and position, naming which statement). At most ``MAX_STATEMENTS`` statements (the plan's ``max_statements`` bound), refused
+before any is checked; the text's length is capped by the plan (``plan.SQL_MAX``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import TokenType
 
 from advisor.core.errors import AdvisorError, BadStatement, parser_message
+
+MAX_STATEMENTS = 1_000  # the plan's max_statements bound (advisor.tuning.plan.OPTIONS)
 
 
 def split_statements(text: str, dialect: str) -> tuple[str, ...]:
@@ -42,12 +45,15 @@ def split_statements(text: str, dialect: str) -> tuple[str, ...]:
 
 def statements(text: str | None, dialect: str) -> tuple[str, ...]:
     """The statements of ``text`` in the engine's SQL ``dialect`` (none when no SQL was given); AdvisorError when
-    text was given without one."""
+    text was given without one, or more than ``MAX_STATEMENTS``."""
     if text is None:
         return ()
     found = split_statements(text, dialect)
     if not found:
         raise AdvisorError("no SQL statement in the text given")
+    if len(found) > MAX_STATEMENTS:
+        raise AdvisorError(f"the SQL given holds {len(found):,} statements; a rewrite run takes at most "
+                           f"{MAX_STATEMENTS:,}")
     return found
 
 
