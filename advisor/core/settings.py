@@ -45,7 +45,16 @@ class Settings(BaseSettings):
     # An apply or rollback marks its recommendation as claimed while it runs; a claim whose process is gone
     # (same host) or older than this may be taken over.
     apply_claim_ttl_s: float = 6 * 3600.0  # ADVISOR_APPLY_CLAIM_TTL_S
-    max_parallel_runs: int = 1  # ADVISOR_MAX_PARALLEL_RUNS: tuning runs executed at once by the server
+    # ADVISOR_MAX_PARALLEL_RUNS: tuning runs the server executes at once, each of another target (a target has one
+    # run at a time): a target that stopped answering holds one of them until the target timeout below ends its run,
+    # never the others (with 1, every run waits behind it)
+    max_parallel_runs: int = 4
+    # How long the advisor waits for one answer of a target (a read or a write on any connection it opens, the
+    # watcher's included) before it gives up with "target X did not answer within N s" (connectors.deadlines): its
+    # own statements (catalog reads, observation, plans, a measured statement); and, for work that is long by nature
+    # (index builds on production or a shadow, bulk loads, a replay without a statement timeout), the long one.
+    target_timeout_s: float = 900.0  # ADVISOR_TARGET_TIMEOUT_S
+    target_long_timeout_s: float = 24 * 3600.0  # ADVISOR_TARGET_LONG_TIMEOUT_S
     # Every applied change is watched (advisor.service.watch): for this long after the apply, the statements its
     # evidence measured are compared with their production latency before it, and the change is rolled back when
     # they got slower than the limit. A statement is judged once it ran this many times before and since.

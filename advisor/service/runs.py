@@ -89,8 +89,9 @@ def lower_priority(nice: int = RUN_NICE) -> None:
 
 
 class RunExecutor:
-    """Runs queued tuning runs on background threads (``max_workers`` at once, one per target by construction),
-    at a lower CPU priority than the server (``lower_priority``)."""
+    """Runs queued tuning runs on background threads (``max_workers`` at once, one per target by construction: a
+    target whose server stopped answering holds its own run's thread until its connections give up, never another
+    target's run, ``connectors.deadlines``), at a lower CPU priority than the server (``lower_priority``)."""
 
     def __init__(self, execute: Callable[[str], object], max_workers: int = 1):
         self._execute = execute

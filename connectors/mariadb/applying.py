@@ -12,6 +12,7 @@ import pymysql
 
 from advisor.core.domain import Applied, Change, DropIndexChange, IndexChange, KnobChange, KnobSpec
 from advisor.core.errors import AdvisorError, BadStatement
+from connectors import deadlines
 from connectors.mariadb import changes as change_sql
 from connectors.mariadb import snapshot
 from connectors.mariadb.connection import TAG, error_code, error_text
@@ -102,6 +103,6 @@ def _run(self: MariaDBConnector, statements: list[str], lock_timeout_s: float | 
                     raise BadStatement(f"{error_text(e, self._params.get('password'))} (while running: "
                                        f"{stmt})") from None
 
-    self._guarded(run)
+    self._guarded(run, answer_s=deadlines.long_s())  # an index build on a large table takes long
 
 # --- knobs (issue 30) ---

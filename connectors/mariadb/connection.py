@@ -16,6 +16,7 @@ import pymysql
 from pymysql.charset import charset_by_name
 
 from advisor.core.errors import TargetUnreachable
+from connectors import deadlines
 from connectors.base import TAG, scrub
 from connectors.text import check_dsn_parts
 
@@ -142,21 +143,62 @@ def error_code(e: BaseException) -> int | None:
     return args[0] if args and isinstance(args[0], int) else None
 
 
+class BoundedConnection(pymysql.connections.Connection):
+    """PyMySQL's connection, whose read or write that gets no answer within its timeout (the handshake's: the
+    connect timeout) raises ``connectors.deadlines.hang`` naming the target, one line, instead of a driver error
+    that reads like a dropped connection. Made by ``connect``."""
+
+    where = "the target"
+    handshake_s = 5.0
+
+    def connect(self, sock=None):
+        read, self._read_timeout = self._read_timeout, self.handshake_s  # a server that accepts and never greets
+        self._greeting = True
+        try:
+            super().connect(sock)
+        finally:
+            self._read_timeout, self._greeting = read, False
+
+    def _read_bytes(self, num_bytes):
+        try:
+            return super()._read_bytes(num_bytes)
+        except pymysql.OperationalError as e:
+            raise self._silent(e) from None
+
+    def _write_bytes(self, data):
+        try:
+            return super()._write_bytes(data)
+        except pymysql.OperationalError as e:
+            raise self._silent(e) from None
+
+    def _silent(self, e: pymysql.OperationalError) -> Exception:
+        if isinstance(e.__context__, TimeoutError):
+            return deadlines.hang(self.where, self._current_timeout or self.handshake_s,
+                                  deadlines.CONNECTING if getattr(self, "_greeting", False) else deadlines.SETTING)
+        return e
+
+
 def connect(dsn: str, *, autocommit: bool = True, timeout_s: int = 5, database: str | None = None,
-            local_infile: bool = False) -> pymysql.connections.Connection:
+            local_infile: bool = False, answer_s: float | None = None) -> pymysql.connections.Connection:
     """A PyMySQL connection to the target (one statement per execute: multi-statements are not enabled), or
     TargetUnreachable with the server's reason. ``database`` overrides the DSN's (``""``: none); ``local_infile``
-    lets ``LOAD DATA LOCAL INFILE`` send a file of ours (the loader's)."""
+    lets ``LOAD DATA LOCAL INFILE`` send a file of ours (the loader's). A read or a write waits at most
+    ``answer_s`` for the server (default ``connectors.deadlines.answer_s()``; the DSN's ``read_timeout`` and
+    ``write_timeout`` win), the handshake ``connect_timeout``: then TargetUnreachable "did not answer"."""
     p = parse_dsn(dsn)
     where = f"{p['host']}:{p['port']}/{p['database']}"
     db = p["database"] if database is None else database
+    wait = answer_s or deadlines.answer_s()
     try:
-        return pymysql.connect(
+        conn = BoundedConnection(
             host=p["host"], port=p["port"], user=p["user"], password=p.get("password", ""),
             database=db or None, unix_socket=p.get("unix_socket"), charset=p.get("charset", "utf8mb4"),
             connect_timeout=int(p.get("connect_timeout", timeout_s)), autocommit=autocommit,
-            read_timeout=int(p["read_timeout"]) if "read_timeout" in p else None,
-            write_timeout=int(p["write_timeout"]) if "write_timeout" in p else None, local_infile=local_infile)
+            read_timeout=float(p.get("read_timeout") or wait), write_timeout=float(p.get("write_timeout") or wait),
+            local_infile=local_infile, defer_connect=True)
+        conn.where, conn.handshake_s = where, float(int(p.get("connect_timeout", timeout_s)) or timeout_s)
+        conn.connect()
+        return conn
     except pymysql.Error as e:
         raise TargetUnreachable(f"cannot connect to {where}: {error_text(e, p.get('password'))}") from None
     except (OSError, ValueError, LookupError) as e:  # an unknown charset, a socket path that is no socket

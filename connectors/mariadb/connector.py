@@ -79,11 +79,13 @@ class MariaDBConnector:
         cursor.execute(str(query))  # multi-statements are not enabled: a second statement is a syntax error
         return cursor
 
-    def _guarded(self, fn: Callable[[pymysql.connections.Connection], Any]) -> Any:
-        """``fn`` on a new connection of the advisor's own; driver errors as one line, never a traceback."""
+    def _guarded(self, fn: Callable[[pymysql.connections.Connection], Any], answer_s: float | None = None) -> Any:
+        """``fn`` on a new connection of the advisor's own; driver errors as one line, never a traceback.
+        ``answer_s``: how long a statement may go without an answer (``connectors.deadlines``: index builds and
+        other long work pass ``long_s()``)."""
         password = self._params.get("password")
         try:
-            with connect(self.dsn) as conn:
+            with connect(self.dsn, answer_s=answer_s) as conn:
                 try:
                     with conn.cursor() as cur:
                         cur.execute(UNINSTRUMENT)

@@ -26,6 +26,7 @@ import pymysql
 
 from advisor.core.errors import AdvisorError, StatementFailed, StatementTimeout, TargetUnreachable
 from connectors.mariadb.connection import TAG, connect, error_code, error_text, parse_dsn, quote
+from connectors import deadlines
 from connectors.mariadb.session import GONE, STOPPED, MariaDBSession
 
 COPY_CHUNK = 1 << 20  # bytes of a CSV file read at a time
@@ -41,7 +42,7 @@ def _connection(dsn: str, what: str, autocommit: bool = True, local_infile: bool
     """A connection of the loader's own (uninstrumented where the login may); PyMySQL's errors as the advisor's,
     one line naming ``what`` was being done."""
     password = parse_dsn(dsn).get("password")
-    conn = connect(dsn, autocommit=autocommit, local_infile=local_infile)
+    conn = connect(dsn, autocommit=autocommit, local_infile=local_infile, answer_s=deadlines.long_s())  # bulk work
     try:
         with conn.cursor() as cur:
             try:

@@ -13,6 +13,7 @@ import pymysql
 
 from advisor.core.errors import StatementFailed, StatementTimeout, TargetUnreachable
 from advisor.core.sqltext import shorten
+from connectors import deadlines
 from connectors.mariadb.connection import TAG, connect, error_code, error_text, parse_dsn
 
 # server error codes: the statement was stopped (max_statement_time passed, KILL QUERY), the connection is gone
@@ -26,8 +27,9 @@ class MariaDBSession:
     def __init__(self, dsn: str, timeout_ms: int | None = None):
         self.dsn = dsn
         self._password = parse_dsn(dsn).get("password")
-        self.conn = connect(dsn)
         self.timeout_ms = 0 if timeout_ms is None else int(timeout_ms)
+        # the server stops a statement at timeout_ms; a server that stopped answering is given up a little later
+        self.conn = connect(dsn, answer_s=deadlines.for_statement(self.timeout_ms))
         self._thread_id = self.conn.thread_id()
         if self.timeout_ms:
             with self.conn.cursor() as cur:

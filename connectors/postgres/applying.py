@@ -13,6 +13,7 @@ from psycopg import sql
 
 from advisor.core.domain import Applied, Change, DropIndexChange, IndexChange, KnobChange, KnobSpec
 from advisor.core.errors import AdvisorError, BadStatement, InvalidKnobValue, ProductionLocked, TargetUnreachable
+from connectors import deadlines
 from connectors.postgres import changes as change_sql
 from connectors.postgres.knobs import UNITS
 
@@ -58,7 +59,7 @@ def apply(self: PostgresConnector, changes: Sequence[Change], lock_timeout_s: fl
     plan = self.plan_changes(changes)
     done: list[str] = []
     try:
-        with self.connect() as conn:
+        with self.connect(answer_s=deadlines.long_s()) as conn:  # an index build on a large table takes long
             _set_lock_timeout(conn, lock_timeout_s)
             for stmt in plan.apply_sql:
                 try:
@@ -79,7 +80,7 @@ def apply(self: PostgresConnector, changes: Sequence[Change], lock_timeout_s: fl
 
 
 def revert(self: PostgresConnector, applied: Applied, lock_timeout_s: float | None = None) -> None:
-    with self.connect() as conn:
+    with self.connect(answer_s=deadlines.long_s()) as conn:
         _set_lock_timeout(conn, lock_timeout_s)
         for stmt in applied.revert_sql:
             _run(conn, stmt, lock_timeout_s)

@@ -9,6 +9,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from advisor.core.errors import TargetUnreachable
+from connectors import deadlines
 from connectors.base import TAG, scrub
 from connectors.text import check_dsn_parts
 
@@ -159,8 +160,28 @@ def target_name(dsn: str) -> str:
     return f"{p.get('host', 'localhost')}:{p.get('port', '5432')}/{p.get('dbname', p.get('user', 'postgres'))}"
 
 
-def connect(dsn: str, *, autocommit: bool = True, timeout_s: int = 5) -> psycopg.Connection:
-    """A connection to the target, or TargetUnreachable with the server's reason."""
+class BoundedConnection(psycopg.Connection):
+    """psycopg's connection, whose every wait for the server (a statement's answer, a fetch, a commit) gives up
+    after ``answer_s`` seconds: the connection is closed and ``connectors.deadlines.hang`` names the target, one
+    line (libpq has no read timeout of its own, and a stopped server's kernel still answers TCP keepalives). The
+    connection itself is bounded by libpq's ``connect_timeout``. Made by ``connect``."""
+
+    answer_s: float | None = None
+    where = "the target"
+
+    def wait(self, gen, interval=0.1, timeout=None):  # psycopg's one place that waits on the socket
+        try:
+            return super().wait(gen, interval, timeout if timeout is not None else self.answer_s)
+        except psycopg.errors._WaitTimeout:
+            self.pgconn.finish()  # a half-read answer leaves the protocol unusable: the connection goes
+            raise deadlines.hang(self.where, timeout or self.answer_s or 0) from None
+
+
+def connect(dsn: str, *, autocommit: bool = True, timeout_s: int = 5,
+            answer_s: float | None = None) -> psycopg.Connection:
+    """A connection to the target, or TargetUnreachable with the server's reason. A wait for the server's answer
+    lasts at most ``answer_s`` (default ``connectors.deadlines.answer_s()``), the connection itself the DSN's
+    ``connect_timeout`` (default ``timeout_s``): then TargetUnreachable "did not answer"."""
     params = parse_dsn(dsn)
     params.setdefault("connect_timeout", str(timeout_s))
     params.setdefault("application_name", APP_NAME)
@@ -168,7 +189,11 @@ def connect(dsn: str, *, autocommit: bool = True, timeout_s: int = 5) -> psycopg
     # what libpq and the server quote back may be any value of the DSN: only the names where points to are kept
     known = {params.get(k) for k in ("host", "port", "dbname", "user")} - {None, "", params.get("password")}
     try:
-        return psycopg.connect(make_conninfo(**params), autocommit=autocommit)
+        conn = BoundedConnection.connect(make_conninfo(**params), autocommit=autocommit)
+        conn.answer_s, conn.where = answer_s or deadlines.answer_s(), where
+        return conn
+    except psycopg.errors.ConnectionTimeout:
+        raise deadlines.hang(where, float(params["connect_timeout"]), deadlines.CONNECTING) from None
     except psycopg.OperationalError as e:
         raise TargetUnreachable(f"cannot connect to {where}: {_unquoted(e, known)}") from None
     except psycopg.Error as e:  # a parameter libpq refuses (connect_timeout=abc, ...)

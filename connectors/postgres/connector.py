@@ -64,8 +64,10 @@ class PostgresConnector:
     def plan(self, statement: str) -> Plan:
         return self._guarded(lambda conn: to_plan(explain_plan(conn, statement)))
 
-    def connect(self, autocommit: bool = True) -> psycopg.Connection:
-        return connect(self.dsn, autocommit=autocommit)
+    def connect(self, autocommit: bool = True, answer_s: float | None = None) -> psycopg.Connection:
+        """A connection of the advisor's own; ``answer_s``: how long a wait for the server may last
+        (``connectors.deadlines``; default its ``answer_s()``)."""
+        return connect(self.dsn, autocommit=autocommit, answer_s=answer_s)
 
     def execute_one(self, cursor: psycopg.Cursor, query) -> psycopg.Cursor:
         return execute_one(cursor, query)

@@ -24,6 +24,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from advisor.core.errors import AdvisorError, StatementFailed, StatementTimeout, TargetUnreachable
 from connectors.postgres.binaries import pg_bin_dir
+from connectors import deadlines
 from connectors.postgres.connection import TAG, connect
 from connectors.postgres.session import PostgresSession
 
@@ -64,7 +65,7 @@ def load_rows(dsn: str, table: str, columns: Sequence[str] | None, rows: Path | 
     target = sql.Identifier(table)
     if columns:
         target = sql.SQL("{} ({})").format(target, sql.SQL(", ").join(map(sql.Identifier, columns)))
-    with _translated(f"loading {table}"), connect(dsn, autocommit=False) as conn:
+    with _translated(f"loading {table}"), connect(dsn, autocommit=False, answer_s=deadlines.long_s()) as conn:
         with conn.cursor() as cur:
             if isinstance(rows, (str, Path)):
                 copy = sql.SQL("COPY {} FROM STDIN (FORMAT csv, HEADER true)").format(target)
@@ -87,7 +88,7 @@ def _tables(tables: Sequence[str] | None) -> sql.Composable:
 def analyze(dsn: str, tables: Sequence[str] | None = None, statistics_target: int | None = None) -> None:
     """VACUUM ANALYZE ``tables`` (every table when None), with ``default_statistics_target`` at
     ``statistics_target`` for this session when given (ANALYZE samples 300 x target rows of each table)."""
-    with _translated("analyzing"), connect(dsn) as conn:
+    with _translated("analyzing"), connect(dsn, answer_s=deadlines.long_s()) as conn:
         if statistics_target:
             conn.execute("SELECT set_config('default_statistics_target', %s, false)", (str(int(statistics_target)),))
         conn.execute(sql.SQL("VACUUM ANALYZE{}").format(_tables(tables)))
@@ -95,7 +96,7 @@ def analyze(dsn: str, tables: Sequence[str] | None = None, statistics_target: in
 
 def vacuum(dsn: str, tables: Sequence[str] | None = None) -> None:
     """VACUUM ``tables`` (every table when None): dead rows of updates and deletes reclaimed, statistics kept."""
-    with _translated("vacuuming"), connect(dsn) as conn:
+    with _translated("vacuuming"), connect(dsn, answer_s=deadlines.long_s()) as conn:
         conn.execute(sql.SQL("VACUUM{}").format(_tables(tables)))
 
 

@@ -13,6 +13,7 @@ from psycopg import sql
 
 from advisor.core.errors import StatementFailed, StatementTimeout, TargetUnreachable
 from advisor.core.sqltext import shorten
+from connectors import deadlines
 from connectors.postgres.connection import connect, execute_one
 
 
@@ -26,8 +27,9 @@ class PostgresSession:
     """One connection of the target's, autocommit, with ``statement_timeout`` set to ``timeout_ms`` (0: none)."""
 
     def __init__(self, dsn: str, timeout_ms: int | None = None):
-        self.conn = connect(dsn)
         self.timeout_ms = 0 if timeout_ms is None else int(timeout_ms)
+        # the server stops a statement at timeout_ms; a server that stopped answering is given up a little later
+        self.conn = connect(dsn, answer_s=deadlines.for_statement(self.timeout_ms))
         if self.timeout_ms:
             self.conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(self.timeout_ms),))
 

@@ -21,6 +21,7 @@ from psycopg.conninfo import make_conninfo
 from advisor.core.domain import KnobSpec
 from advisor.core.errors import AdvisorError, SandboxError
 from advisor.core.progress import Say
+from connectors import deadlines
 from connectors.base import Shadow, tool_error
 from connectors.postgres.connection import TAG, parse_dsn
 from connectors.postgres import statistics
@@ -126,7 +127,7 @@ def create_shadow(target: PostgresConnector, *, sample_percent: float | None = N
                 warnings = _restore(sandbox, dbname, dump, "--section=post-data", strict=False)
         sandbox.create_extensions(dbname)
         connector = PostgresConnector(shadow_dsn, restart=sandbox.restart)
-        with connector.connect() as conn:
+        with connector.connect(answer_s=deadlines.long_s()) as conn:  # VACUUM ANALYZE of a large copy
             say("analyzing the shadow (one statistics sample for baseline and candidate)")
             conn.execute(TAG + "VACUUM ANALYZE")
             conn.execute(TAG + "SELECT pg_stat_statements_reset()")
@@ -153,7 +154,7 @@ def _take_statistics(target: PostgresConnector, shadow: psycopg.Connection, say:
 
 def _copy_data(target: PostgresConnector, shadow_dsn: str, percent: float, min_rows: int) -> None:
     shadow = PostgresConnector(shadow_dsn)
-    with target.connect() as src, shadow.connect() as dst:
+    with target.connect(answer_s=deadlines.long_s()) as src, shadow.connect(answer_s=deadlines.long_s()) as dst:
         tables = src.execute(TAG + """
             SELECT n.nspname, c.relname, c.reltuples FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
             WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
