@@ -111,3 +111,15 @@ def test_a_registered_target_is_named_on_the_command_line(tmp_path, shop):
     missing = cli(tmp_path, "observe", "--target", "nosuchtarget")
     one_line_error(missing, "neither a DSN nor a registered target's name")
     assert "nosuchtarget" not in missing.stderr  # a word given there is never echoed: it may be a password
+
+
+def test_a_new_dsn_reaching_another_targets_database_is_refused(tmp_path, shop, pg):
+    """Issue 42 item 7 on the command line: ``targets update --other-database`` with the DSN of a database another
+    target is registered for is refused in one line naming that target; the target keeps its DSN."""
+    other = pg.create_database("identity_other")
+    ok(cli(tmp_path, "targets", "add", "--name", "shop", "--json", env={"ADVISOR_TARGET_DSN": shop}))
+    before = ok(cli(tmp_path, "targets", "add", "--name", "other", "--json", env={"ADVISOR_TARGET_DSN": other}))
+    res = cli(tmp_path, "targets", "update", "other", "--other-database", env={"ADVISOR_TARGET_DSN": shop})
+    one_line_error(res, "registered already as target 'shop'")
+    after = next(t for t in ok(cli(tmp_path, "targets", "list", "--json"))["targets"] if t["name"] == "other")
+    assert after["dsn"] == before["dsn"]
