@@ -68,8 +68,11 @@ def confined(source: str, directory: str | None) -> str:
             inside = None
     if inside is not None and os.path.isfile(inside):
         return inside
-    if "/" not in text and not entry and COLUMN.match(text):
-        return text  # a column (no file or link of that name in the directory)
+    if "/" not in text and not entry:
+        if COLUMN.match(text):
+            return text  # a column (no file or link of that name in the directory)
+        raise AdvisorError(f"unknown key source {text[:60]!r}: give synthetic:NAME[:N], [schema.]table.column or "
+                           "a file of the server's key files directory")
     if not directory:
         raise AdvisorError("key files are not taken over the API, the web UI or a schedule: this server names no "
                            "key files directory (ADVISOR_KEY_FILES_DIR); give synthetic:NAME[:N] or a "
