@@ -4,6 +4,7 @@ database to try it all on. Adapters like ``service_commands``."""
 from __future__ import annotations
 
 import ipaddress
+import secrets
 import sys
 import time
 from enum import Enum
@@ -214,9 +215,9 @@ def tokens_revoke(ref: Annotated[str, typer.Argument(help="token id or name")], 
 # --- playground --------------------------------------------------------------------------------------------------
 
 
-def playground(password: Annotated[str, typer.Option(help="the password of the playground's login (the server "
-                                                          "asks for it over TCP; a wrong one is refused)")
-                                    ] = "playground",
+def playground(password: Annotated[str | None, typer.Option(
+                   help="the password of the playground's login (the server asks for it over TCP and the socket; a "
+                        "wrong one is refused); default: a random one, in the DSN printed")] = None,
                user: Annotated[str, typer.Option(help="the playground's login (a superuser, as a DBA's)")] = "dba",
                scale: Annotated[float, typer.Option(help="size of the shop: 1 = 200,000 orders (about 30 MB)",
                                                     min=0.01, max=100)] = 1.0,
@@ -230,6 +231,8 @@ def playground(password: Annotated[str, typer.Option(help="the password of the p
 
     if not user.isidentifier():
         raise typer.BadParameter(f"letters, digits and underscores, not {user!r}", param_hint="--user")
+    if password is None:  # no guessable default: only who reads the printed DSN gets in (issue 42)
+        password = secrets.token_urlsafe(12)
     if not password:
         raise typer.BadParameter("the playground's login needs a password", param_hint="--password")
     say = reporter()

@@ -33,6 +33,8 @@ import time
 from typing import TYPE_CHECKING
 from pathlib import Path
 
+from psycopg.conninfo import make_conninfo
+
 from advisor.core.errors import SandboxError
 from connectors import local
 from connectors.local import free_port, pid_alive, stop_all
@@ -221,7 +223,7 @@ class PostgresSandbox:
 
     def dsn(self, dbname: str = "postgres") -> str:
         """The DSN of ``dbname`` as the sandbox's own login, with its password: redact it before showing it."""
-        return keyword_dsn(self.host, self.port, dbname, self.user, self.password)
+        return make_conninfo(host=self.host, port=self.port, user=self.user, password=self.password, dbname=dbname)
 
     def connector(self, dbname: str = "postgres") -> "PostgresConnector":
         """A connector to one of this server's databases that restarts this server when a change needs it."""

@@ -180,8 +180,8 @@ def test_the_connector_reads_the_servers_memory_and_a_plain_role_cannot(pg, db):
                      if line.startswith("MemTotal:"))
     hw = PostgresConnector(db).hardware()  # a superuser, on a server of this machine
     assert hw is not None and hw.source == "server" and hw.memory_bytes == mem_total and hw.cores >= 1
-    run(db, "DROP ROLE IF EXISTS hw_plain", "CREATE ROLE hw_plain LOGIN")
-    assert PostgresConnector(db.replace("user=postgres", "user=hw_plain")).hardware() is None
+    run(db, "DROP ROLE IF EXISTS hw_plain", "CREATE ROLE hw_plain LOGIN PASSWORD 'hw-plain-pw'")
+    assert PostgresConnector(pg.login_dsn(db.rsplit("dbname=", 1)[1], "hw_plain", "hw-plain-pw")).hardware() is None
 
 
 def test_hardware_stored_with_a_target_sizes_the_knob_space(db, tmp_path):
@@ -209,9 +209,10 @@ def test_hardware_stored_with_a_target_sizes_the_knob_space(db, tmp_path):
     service.store.close()
 
 
-def test_unknown_hardware_falls_back_to_this_machine_and_says_so(db, tmp_path):
-    run(db, "DROP ROLE IF EXISTS hw_reader", "CREATE ROLE hw_reader LOGIN")  # no right to read server files
-    plain = db.replace("user=postgres", "user=hw_reader")
+def test_unknown_hardware_falls_back_to_this_machine_and_says_so(pg, db, tmp_path):
+    run(db, "DROP ROLE IF EXISTS hw_reader",
+        "CREATE ROLE hw_reader LOGIN PASSWORD 'hw-reader-pw'")  # no right to read server files
+    plain = pg.login_dsn(db.rsplit("dbname=", 1)[1], "hw_reader", "hw-reader-pw")
     store = open_store(tmp_path / "s.duckdb")
     target_id = store.upsert_target("blind", "postgres", "x")
     said: list[str] = []

@@ -12,20 +12,21 @@ from advisor.core.errors import InvalidTransition, NotFound, StoreError
 from advisor.storage.store import SCHEMA_VERSION, Store
 
 STORE_PASSWORD = "store-Pa55-never-shown"
+STORE_LOGIN = "store_owner"  # a login of the session's server that must give STORE_PASSWORD
 
 
-def pg_url(pg, password: str | None = STORE_PASSWORD) -> str:
-    """A fresh database on the session's server, as a store URL (the sandbox trusts local users, so the password
-    is only there to be kept out of every name and error)."""
+def pg_url(pg) -> str:
+    """A fresh database on the session's server, as a store URL of the login ``STORE_LOGIN`` (the password must be
+    given, and is kept out of every name and error)."""
     name = "store_" + uuid.uuid4().hex[:10]
     pg.create_database(name, extensions=False)
-    user = f"{pg.user}:{password}" if password else pg.user
-    return f"postgresql://{user}@{pg.host}:{pg.port}/{name}"
+    pg.add_login(STORE_LOGIN, STORE_PASSWORD)
+    return f"postgresql://{STORE_LOGIN}:{STORE_PASSWORD}@{pg.host}:{pg.port}/{name}"
 
 
 def pg_schema_version(url: str) -> int:
     """The schema version written in the PostgreSQL database itself (proof that the store went there)."""
-    with psycopg.connect(url.replace(f":{STORE_PASSWORD}@", "@"), autocommit=True) as conn:
+    with psycopg.connect(url, autocommit=True) as conn:
         return int(conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from advisor.core.errors import AdvisorError, Ambiguous, InvalidInput, NotFound, StoreError
 from advisor.storage.store import Store
-from tests.advisor.test_store import STORE_PASSWORD, _rec, location, pg_schema_version, pg_url  # noqa: F401
+from tests.advisor.test_store import STORE_LOGIN, STORE_PASSWORD, _rec, location, pg_schema_version, pg_url  # noqa: F401
 
 NUL = "\x00"
 
@@ -96,7 +96,7 @@ def _cli(env_store: str, cwd, *args: str) -> subprocess.CompletedProcess:
 
 def test_a_keyword_dsn_store_is_the_postgresql_database_not_a_file(pg, tmp_path):
     url = pg_url(pg)
-    keywords = (f"host={pg.host} port={pg.port} dbname={url.rsplit('/', 1)[1]} user={pg.user} "
+    keywords = (f"host={pg.host} port={pg.port} dbname={url.rsplit('/', 1)[1]} user={STORE_LOGIN} "
                 f"password={STORE_PASSWORD}")
     done = _cli(keywords, tmp_path, "targets", "list", "--json")
     assert done.returncode == 0, done.stderr

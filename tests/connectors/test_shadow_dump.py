@@ -72,9 +72,9 @@ def reader(pg, db):
     run(db, "CREATE TABLE items (id int PRIMARY KEY, price int)",
         "INSERT INTO items SELECT i, i % 97 FROM generate_series(1, 5000) i",
         "CREATE TABLE payroll (name text, salary int)", "REVOKE ALL ON payroll FROM PUBLIC",
-        f"CREATE ROLE {role} LOGIN", f"GRANT SELECT ON items TO {role}", f"GRANT pg_read_all_stats TO {role}",
-        "SELECT pg_stat_statements_reset()")
-    dsn = db.replace(f"user={pg.user}", f"user={role}")
+        f"CREATE ROLE {role} LOGIN PASSWORD 'reader-pw-1'", f"GRANT SELECT ON items TO {role}",
+        f"GRANT pg_read_all_stats TO {role}", "SELECT pg_stat_statements_reset()")
+    dsn = pg.login_dsn(db.split("dbname=")[1].split()[0], role, "reader-pw-1")
     for i in range(5):
         run(dsn, f"SELECT count(*), sum(price) FROM items WHERE price < {i * 10}")
     yield dsn
