@@ -141,8 +141,10 @@ class OperationsMixin:
         a key file only from the server's key files directory), checked again when the run starts."""
         who.require("operator")
         remote = who.remote or schedule_id is not None
-        plan = plan.checked(remote=remote)
+        plan = plan.checked()
         target = self.target(ref, target_id=target_id)
+        if remote:  # after the target: an unknown target is a 404 whatever the plan asks
+            plan = plan.checked(remote=True)
         self.check_plan_on(self._dsn(target), plan)  # registered, its credentials decrypt, and it takes the plan
         with self.store.lock:
             # keyed by the database, not the name: two targets of one database (a store from before PATCH checked

@@ -75,7 +75,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("kinds", "names", (), "what a whole run tunes, in this order: indexes, rewrites, knobs "
            "(default: all three)", label="Kinds", form=True),
     Option("keys", "text", None, "a learned index's keys: synthetic:NAME[:N], [schema.]table.column of the target, "
-           "or a file (one uint64 per line, or SOSD binary)", label="Keys", form=True),
+           "or a file (one uint64 per line, or SOSD binary; at most 2,000,000 keys and 64 MiB; over the API, the web UI "
+           "and schedules only a file of the server's ADVISOR_KEY_FILES_DIR)", label="Keys", form=True),
     Option("workload", "text", None, "a learned index's operation mix: read-only, read-heavy, balanced, write-heavy "
            "or lookup=0.7,insert=0.2,range=0.1", label="Workload mix", form=True),
     Option("budget", "int", 20, "evaluations of the learned-index search (the defaults' included)", (2, 10_000),
