@@ -61,3 +61,15 @@ def test_the_playground_refuses_a_bad_scale_as_usage(tmp_path):
     res = subprocess.run([sys.executable, "-m", "advisor", "playground", "--scale", "0"], capture_output=True,
                          text=True, timeout=60)
     assert res.returncode == 2 and "--scale" in res.stderr
+
+
+def test_the_playground_without_a_password_gets_a_random_one_not_a_guessable_default(tmp_path):
+    """Issue 42 item 3: the login of a playground started without --password had the password "playground", which
+    any local user could guess; now it is random, and only who reads the DSN printed gets in."""
+    res = subprocess.run([sys.executable, "-m", "advisor", "playground", "--scale", "0.01", "--seconds", "0.1",
+                          "--json"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "ADVISOR_STORE": str(tmp_path / "a.duckdb"),
+                              "ADVISOR_KEY_FILE": str(tmp_path / "k.key")})
+    assert res.returncode == 0, res.stderr
+    password = psycopg.conninfo.conninfo_to_dict(json.loads(res.stdout)["dsn"])["password"]
+    assert password != "playground" and len(password) >= 16
