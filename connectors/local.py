@@ -152,10 +152,18 @@ def write_secret(root: Path) -> str:
     so that it needs no quoting in any DSN form), kept in ``root/password`` (created here, mode 0600, by this
     process: the advisor's uid owns it) and returned. Every sandbox admits only its own login with it (issue 42)."""
     password = secrets.token_urlsafe(24)
-    fd = os.open(root / SECRET_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as f:
-        f.write(password + "\n")
+    write_private(root / SECRET_FILE, password + "\n")
     return password
+
+
+def write_private(path: Path, text: str, owner: tuple[int, int] | None = None) -> None:
+    """``text`` in the new file ``path`` (an existing one is an error), of mode 0600 from its creation on, given to
+    ``owner`` (uid, gid) when named, else this process's."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        if owner is not None:
+            os.fchown(f.fileno(), *owner)
+        f.write(text)
 
 
 def read_secret(root: Path) -> str | None:

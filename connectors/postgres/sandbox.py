@@ -4,10 +4,9 @@ The demo's "production" server, every shadow instance and every test database ar
 above ``connectors`` gets them from ``connectors.factory.sandbox``). PostgreSQL refuses to run as root, so when
 we are root the server runs as the ``postgres`` user.
 
-Only the advisor gets in: every connection (TCP and the socket) must give the ``postgres`` login's password
-(scram-sha-256), a random one per server kept in the sandbox directory's ``password`` file (0600, the advisor's
-uid: ``connectors.local.write_secret``). ``dsn()`` carries it (redact it before showing a DSN); client programs
-get it in their environment (PGPASSWORD), never on their command line.
+Only the advisor gets in: every connection (TCP, socket) must give the ``postgres`` login's random password
+(scram-sha-256; ``connectors.local.write_secret``), which ``dsn()`` carries: redact it before showing a DSN;
+client programs get it in their environment (PGPASSWORD), never on their command line.
 
 Cleanup: ``stop()`` (or leaving the ``with`` block, including on an exception or Ctrl-C) stops the server and
 removes its directory; an ``atexit`` hook stops any sandbox still running when the interpreter exits; the
@@ -108,20 +107,18 @@ class PostgresSandbox:
     def _init(self) -> None:
         self.data.mkdir()
         self.run_dir.mkdir()
+        owner = None  # the server's user, when it is not us
         if _running_as_root():
             pw = pwd.getpwnam("postgres")
+            owner = (pw.pw_uid, pw.pw_gid)
             for p in (self.root, self.data, self.run_dir):
-                os.chown(p, pw.pw_uid, pw.pw_gid)
+                os.chown(p, *owner)
         os.chmod(self.data, 0o700)
         # every connection, over TCP and over the socket, must give the password (scram-sha-256): initdb reads
         # it from a file only the server's user can read (in root, 0700), removed once the cluster is made
         pwfile = self.root / "initdb.pw"
-        fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="ascii") as f:
-            f.write(self.password + "\n")
+        local.write_private(pwfile, self.password + "\n", owner)
         try:
-            if _running_as_root():
-                os.chown(pwfile, pw.pw_uid, pw.pw_gid)
             self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=scram-sha-256",
                       f"--pwfile={pwfile}", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")
         finally:
