@@ -62,8 +62,11 @@ def create_shop(sandbox: Sandbox, dbname: str = "shop", password: str | None = N
                 login: str | None = None) -> str:
     """Create and fill the shop database (``scale`` x 200,000 orders), run its workload once, and return a DSN
     for it over TCP. With ``login``, that user is created with ``password`` and the server asks for it, as a
-    production server does (a wrong password is refused); without, the DSN carries ``password`` when given and
-    the sandbox trusts any."""
+    production server does (a wrong password is refused); a ``password`` without ``login`` is the password of the
+    login ``<dbname>_owner``; without either, the DSN is the sandbox's own login's (with its own password: a
+    sandbox admits no one else)."""
+    if password and not login:
+        login = f"{dbname}_owner"
     orders, customers = shop_size(scale)
     dsn = sandbox.create_database(dbname)
     connector = factory.connector(dsn)

@@ -24,7 +24,7 @@ def wait_run(client, headers, run_id: str, timeout_s: float = 180) -> dict:
 
 
 def indexes_on(dsn: str, table: str) -> set[str]:
-    with psycopg.connect(dsn.replace(f"password={PASSWORD}", ""), autocommit=True) as conn:
+    with psycopg.connect(dsn, autocommit=True) as conn:
         return {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = %s", [table])}
 
 
