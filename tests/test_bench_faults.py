@@ -76,3 +76,16 @@ def test_a_killed_cli_run_is_interrupted_and_a_target_stopped_during_pg_dump_fai
 def test_every_fault_is_recovered_or_refused_and_nothing_is_lost(tmp_path):
     doc = run_fault_bench(FaultBenchOptions(out_dir=str(tmp_path)))
     check(doc, names())
+
+
+def test_a_hung_target_ends_its_own_run_in_one_line_and_holds_no_other_targets_run(tmp_path):
+    """Issue 42 item 10: the target's server stopped with SIGSTOP (connections accepted, never answered), a healthy
+    target beside it: observe, a statement on an open connection and a run on the hung one each end with "did not
+    answer within", and the healthy target's run starts at once and ends done."""
+    doc = run_fault_bench(FaultBenchOptions(faults=("target_hung",), out_dir=str(tmp_path)))
+    check(doc, ("target_hung",))
+    hung = doc["faults"][0]
+    assert hung["verdict"] == "recovered", table(doc)
+    assert hung["details"]["hung_run"] == "failed" and hung["details"]["other_run"] == "done", table(doc)
+    assert hung["details"]["other_held_behind_hung"] is False, table(doc)
+    assert all("did not answer within" in line for line in hung["details"]["said"].values()), table(doc)

@@ -45,3 +45,15 @@ def test_on_mariadb_a_killed_cli_run_is_interrupted_and_a_target_stopped_during_
     assert "Lost connection to server" in error and "Query was" not in error, error
     assert killed["details"]["state_after_kill"] == "running" and killed["details"]["shadows_left_by_kill"] == 1
     assert "run interrupted: the process running it (pid" in killed["detected_how"], table(doc)
+
+
+def test_on_mariadb_a_hung_target_ends_its_own_run_in_one_line_and_holds_no_other_targets_run(tmp_path):
+    """Issue 42 item 10 on MariaDB (a PyMySQL connection had no read timeout: observe and the run waited for
+    minutes, and a run of another target stayed queued behind them)."""
+    doc = run_fault_bench(FaultBenchOptions(faults=("target_hung",), out_dir=str(tmp_path), engine="mariadb"))
+    check(doc, ("target_hung",))
+    hung = doc["faults"][0]
+    assert hung["verdict"] == "recovered", table(doc)
+    assert hung["details"]["hung_run"] == "failed" and hung["details"]["other_run"] == "done", table(doc)
+    assert hung["details"]["other_held_behind_hung"] is False, table(doc)
+    assert all("did not answer within" in line for line in hung["details"]["said"].values()), table(doc)

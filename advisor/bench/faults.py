@@ -5,7 +5,7 @@ the store's trials / recommendations / audit rows lost (rows that existed before
 other than along a recommendation's lifecycle, plus trial numbers a resumed run holds twice, plus trials a killed
 advisor reported done that the store does not have: must be 0), orphaned servers (of the engine ``--engine`` names),
 and the seconds to recover. The cases are listed in ``_cases`` (from ``fault_cases``, ``fault_stop_cases``,
-``fault_api_cases``, ``fault_disk`` and ``fault_prod_cases``); each is a small class with ``setup`` / ``inject`` / ``detect`` /
+``fault_api_cases``, ``fault_disk``, ``fault_prod_cases`` and ``fault_hang``); each is a small class with ``setup`` / ``inject`` / ``detect`` /
 ``recover`` / ``teardown`` (``fault_base.Fault``).
 
 Setup: one sandbox "production" server with the shop database (``advisor.bench.playground``) and one store, both
@@ -38,12 +38,13 @@ def _cases() -> tuple[type[Fault], ...]:
     from advisor.bench import fault_api_cases as api
     from advisor.bench import fault_cases as local
     from advisor.bench import fault_disk as disk
+    from advisor.bench import fault_hang as hang
     from advisor.bench import fault_prod_cases as prod
     from advisor.bench import fault_stop_cases as stop
 
     return (local.ShadowKilled, local.BadConfig, local.TargetDrops, stop.TargetStopped, local.AdvisorKilled,
             stop.CliKilled, api.ServerRestarted, disk.DiskFull, api.BadLLM, prod.ProductionLock,
-            prod.ConcurrentApprove)
+            prod.ConcurrentApprove, hang.TargetHung)
 
 
 def names() -> tuple[str, ...]:
