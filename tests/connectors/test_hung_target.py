@@ -9,39 +9,20 @@ from __future__ import annotations
 import os
 import signal
 from contextlib import contextmanager
-from pathlib import Path
-
 import pytest
 
 from advisor.core.errors import TargetUnreachable
 from connectors import factory
+from connectors.local import server_processes
 
 HUNG = r"^target 127\.0\.0\.1:\d+/\w+ did not answer within \d+(\.\d+)? s \("
-
-
-def family(pid: int) -> list[int]:
-    """``pid`` and every process below it (a PostgreSQL server's backends, its background workers)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(parent, []).append(int(entry.name))
-    found, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        found.append(p)
-        todo += children.get(p, [])
-    return found
 
 
 @contextmanager
 def stopped(server):
     """Every process of ``server`` stopped (SIGSTOP) inside the block, continued (SIGCONT) after it, whatever
     happens."""
-    pids = family(server.server_pid())
+    pids = server_processes(server.data)  # a PostgreSQL server's backends and workers too
     for pid in pids:
         os.kill(pid, signal.SIGSTOP)
     try:
