@@ -23,7 +23,8 @@ def shop(pg):
 def other_text(dsn: str) -> str:
     """The same database under a DSN of another form and other options: a URL with an application name."""
     p = dict(part.split("=", 1) for part in dsn.split())
-    return (f"postgresql://{p['user']}@{p['host']}:{p['port']}/{p['dbname']}?application_name=dba-laptop"
+    login = f"{p['user']}:{p['password']}" if "password" in p else p["user"]  # a sandbox admits no one without
+    return (f"postgresql://{login}@{p['host']}:{p['port']}/{p['dbname']}?application_name=dba-laptop"
             "&connect_timeout=7")
 
 
