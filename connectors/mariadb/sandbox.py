@@ -6,14 +6,12 @@ Each ``MariaDBSandbox`` has its own directory (``data/``, ``run/`` with the sock
 counterpart of postgresql.auto.conf. performance_schema is on with the statement history consumers, digests are
 8 KiB long, and InnoDB reads through the page cache (``innodb_flush_method=fsync``).
 
-Only the advisor gets in: root logs in over the socket only, by socket authentication for the advisor's own OS
-user; code and clients use the TCP login ``advisor`` at '127.0.0.1' with a random password per server, kept in
-the sandbox directory's ``password`` file (0600, the advisor's uid: ``connectors.local.write_secret``). ``dsn()``
-(of the database ``advisor`` every sandbox makes) carries it: redact it before showing a DSN; client programs get
-it in their environment or a 0600 option file, never on their command line. As root the server
-runs as the ``mysql`` user. Cleanup is the PostgreSQL sandbox's: ``stop()``, the ``atexit`` hook of
-``connectors.local``, and an owner record so that ``reap_orphans`` stops the server of a killed owner
-(``stop_orphan``).
+Only the advisor gets in: root over the socket only, by socket authentication for the advisor's own OS user;
+code and clients as the TCP login ``advisor`` at '127.0.0.1' with a random password per server
+(``connectors.local.write_secret``), which ``dsn()`` (of the database ``advisor`` every sandbox makes) carries:
+redact it before showing a DSN; client programs get it in their environment, never on their command line. As
+root the server runs as the ``mysql`` user. Cleanup is the PostgreSQL sandbox's: ``stop()``, the ``atexit`` hook
+of ``connectors.local``, and an owner record so that ``reap_orphans`` stops the server of a killed owner.
 """
 
 from __future__ import annotations
