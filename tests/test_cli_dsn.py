@@ -157,6 +157,21 @@ def test_a_bad_dsn_from_a_file_is_not_repeated(tmp_path):
     assert res.returncode == 1 and "invalid DSN" in res.stderr
 
 
+@pytest.mark.parametrize("dsn, part", [
+    (f"mysql://dba%22%0Alog-error%3D%22%2Ftmp%2Fx%22:{PASSWORD}@127.0.0.1:1/shop", "user"),
+    (f"mysql://dba:{PASSWORD}%0D@127.0.0.1:1/shop", "password"),
+    (f"postgresql://alice:{PASSWORD}@127.0.0.1:1/sh%0Aop", "dbname"),
+    (f"host=127.0.0.1 port=1 user='a\nb' password={PASSWORD}", "user"),
+])
+def test_a_control_character_in_a_dsn_part_is_refused_on_the_command_line(tmp_path, dsn, part):
+    """Issue 42 item 5: the CLI parses targets with the engines' parsers, which refuse a DSN part holding a
+    control character (a line break in a user name injected an option into mariadb-dump's option file)."""
+    res = cli(tmp_path, "targets", "add", "--name", "x", "--dsn", dsn)
+    errors = [ln for ln in res.stderr.strip().splitlines() if ln.startswith("error: ")]
+    assert res.returncode == 1 and len(errors) == 1, res.stderr
+    assert f"the {part} holds a control character" in errors[0] and "log-error" not in res.stderr
+
+
 # --- the DSN fuzz against the CLI's target parsing ----------------------------------------------------------------
 
 
