@@ -89,3 +89,15 @@ def test_a_hung_target_ends_its_own_run_in_one_line_and_holds_no_other_targets_r
     assert hung["details"]["hung_run"] == "failed" and hung["details"]["other_run"] == "done", table(doc)
     assert hung["details"]["other_held_behind_hung"] is False, table(doc)
     assert all("did not answer within" in line for line in hung["details"]["said"].values()), table(doc)
+
+
+def test_two_recommendations_of_one_index_the_second_is_refused_naming_the_first_whose_index_stays(tmp_path):
+    """Issue 42 item 1 (the fault bench's collision case): two approved recommendations build the same index; the
+    first is applied, the second is refused (409 naming the first) and the first's index stays as built; once the
+    first is rolled back, the second applies."""
+    doc = run_fault_bench(FaultBenchOptions(faults=("prod_collision",), out_dir=str(tmp_path)))
+    check(doc, ("prod_collision",))
+    case = doc["faults"][0]
+    assert case["verdict"] == "refused", table(doc)
+    assert case["details"]["second_status"] == 409 and case["details"]["first_index_intact"], table(doc)
+    assert case["details"]["states"] == {"first": "applied", "second": "approved"}, table(doc)

@@ -57,3 +57,13 @@ def test_on_mariadb_a_hung_target_ends_its_own_run_in_one_line_and_holds_no_othe
     assert hung["details"]["hung_run"] == "failed" and hung["details"]["other_run"] == "done", table(doc)
     assert hung["details"]["other_held_behind_hung"] is False, table(doc)
     assert all("did not answer within" in line for line in hung["details"]["said"].values()), table(doc)
+
+
+def test_on_mariadb_two_recommendations_of_one_index_the_second_is_refused_and_the_first_index_stays(tmp_path):
+    """Issue 42 item 1 on MariaDB (the fault bench's collision case)."""
+    doc = run_fault_bench(FaultBenchOptions(faults=("prod_collision",), out_dir=str(tmp_path), engine="mariadb"))
+    check(doc, ("prod_collision",))
+    case = doc["faults"][0]
+    assert case["verdict"] == "refused", table(doc)
+    assert case["details"]["second_status"] == 409 and case["details"]["first_index_intact"], table(doc)
+    assert case["details"]["states"] == {"first": "applied", "second": "approved"}, table(doc)

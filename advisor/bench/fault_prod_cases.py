@@ -1,15 +1,18 @@
 """Faults on the way to production (``advisor bench faults``), over the REST API of a running ``advisor serve``: a
 lock that another session holds on the table an approved index is for, and two clients approving, then applying,
-one recommendation at the same moment."""
+one recommendation at the same moment, and two approved recommendations that build one index applied one after
+the other (the second must be refused, naming the first, and leave the first's index as it was)."""
 
 from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 
 from advisor.bench.fault_api_cases import index_recommendation, post, reset_production, threaded
 from advisor.bench.fault_base import Fault
 from advisor.core.settings import get_settings
+from advisor.storage.store import new_id
 from connectors import factory
 from connectors.probing import ServerSession
 
@@ -186,5 +189,84 @@ class ConcurrentApprove(Fault):
             if getattr(self, "apply", None):
                 post(self.server.base, self.server.auth(), f"/api/recommendations/{self.rec.id}/rollback",
                       json={"note": "fault bench: clean up"})
+            self.server.stop()
+        reset_production(env)
+
+
+class Collision(Fault):
+    name = "prod_collision"
+    title = "two approved recommendations build the same index: apply both, the second must be refused"
+
+    def setup(self, env) -> None:
+        reset_production(env)
+        with env.service() as service:
+            self.rec = index_recommendation(service)
+            # what a second run on the same statements recommends: the very same change, under another id
+            self.twin = replace(self.rec, id=new_id(), created_at=time.time(), applied=None,
+                                note="fault bench: a second run's recommendation of the same index")
+            service.store.add_recommendation(self.twin)
+            for rec in (self.rec, self.twin):
+                service.approve(rec.id, note="fault bench")
+
+    def _indexes(self, env) -> dict[str, str]:
+        """name -> definition of the valid indexes on the change's table besides its key."""
+        change = self.rec.changes[0]
+        connector = factory.connector(env.dsn)
+        invalid = set(connector.invalid_indexes())
+        return {ix.name: ix.definition for ix in connector.observe().indexes
+                if ix.table == change.table and not ix.is_primary and ix.name not in invalid}
+
+    def _state(self, rec_id: str) -> str | None:
+        return self.server.client.get(f"/api/recommendations/{rec_id}").json().get("state")
+
+    def inject(self, env) -> None:
+        self.server = env.server()
+        self.server.start()
+        base, auth = self.server.base, self.server.auth()
+        self.first = post(base, auth, f"/api/recommendations/{self.rec.id}/apply")
+        if self.first["status"] != 200:
+            self.injected(f"the first apply already failed ({self.first['status']}: {_message(self.first)})")
+            return
+        self.built = self._indexes(env)
+        self.second = post(base, auth, f"/api/recommendations/{self.twin.id}/apply")
+        self.injected(f"approved {self.rec.id} applied (built {', '.join(self.built) or 'nothing'}); then approved "
+                      f"{self.twin.id}, the same change ({self.rec.apply_sql[0][:80]}), applied over it")
+
+    def detect(self, env) -> None:
+        if not getattr(self, "second", None):
+            return
+        after = self._indexes(env)
+        states = {"first": self._state(self.rec.id), "second": self._state(self.twin.id)}
+        intact = after == self.built and len(after) == 1
+        refused = self.second["status"] == 409 and self.rec.id in _message(self.second)
+        self.outcome.details.update(second_status=self.second["status"], first_index_intact=intact,
+                                    states=states, indexes=sorted(after))
+        self.detected(refused and intact and states == {"first": "applied", "second": "approved"},
+                      f"the second apply answered {self.second['status']}: {_message(self.second)}; the first's "
+                      f"index {'intact' if intact else 'CHANGED: ' + str(sorted(after))}; first {states['first']}, "
+                      f"second {states['second']}")
+
+    def recover(self, env) -> None:
+        if not getattr(self, "second", None):
+            return
+        started = time.monotonic()
+        base, auth = self.server.base, self.server.auth()
+        steps = [post(base, auth, f"/api/recommendations/{self.rec.id}/rollback",
+                      json={"note": "fault bench: make way for the second"}),
+                 post(base, auth, f"/api/recommendations/{self.twin.id}/apply")]
+        ok = [r["status"] for r in steps] == [200, 200] and self._state(self.twin.id) == "applied" \
+            and len(self._indexes(env)) == 1
+        self.applied_twin = steps[1]["status"] == 200
+        self.recovered(ok, f"rolling the first back answered {steps[0]['status']}, then applying the second "
+                           f"{steps[1]['status']} ({steps[1]['body'].get('state') or _message(steps[1])}); "
+                           f"{len(self._indexes(env))} index(es) on {self.rec.changes[0].table} besides its key",
+                       time.monotonic() - started, refused=True)
+
+    def teardown(self, env) -> None:
+        if getattr(self, "server", None) is not None:
+            for rec in (self.rec, self.twin):
+                if self._state(rec.id) == "applied":
+                    post(self.server.base, self.server.auth(), f"/api/recommendations/{rec.id}/rollback",
+                         json={"note": "fault bench: clean up"})
             self.server.stop()
         reset_production(env)

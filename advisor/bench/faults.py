@@ -44,7 +44,7 @@ def _cases() -> tuple[type[Fault], ...]:
 
     return (local.ShadowKilled, local.BadConfig, local.TargetDrops, stop.TargetStopped, local.AdvisorKilled,
             stop.CliKilled, api.ServerRestarted, disk.DiskFull, api.BadLLM, prod.ProductionLock,
-            prod.ConcurrentApprove, hang.TargetHung)
+            prod.ConcurrentApprove, prod.Collision, hang.TargetHung)
 
 
 def names() -> tuple[str, ...]:
