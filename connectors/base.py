@@ -163,6 +163,16 @@ class Connector(Protocol):
     def revert(self, applied: Applied, lock_timeout_s: float | None = None) -> None:
         """Undo what ``apply`` did (``lock_timeout_s`` as for ``apply``)."""
 
+    def ownership(self, changes: Sequence[Change]) -> list[tuple[str, str | None]]:
+        """Per change, in order: the key of the object it creates, drops or sets (``index <schema>.<name>``,
+        ``setting <name>``) and that object's identity on the server now (an index's own id; None when no such
+        object exists; ``""`` for a setting). Recorded after an apply and compared before a revert, so that a
+        change touches only what it created, and two changes with one key are known to collide."""
+
+    def lock_waits(self, samples: int = 5, interval_s: float = 0.2) -> float:
+        """The share of ``samples`` (taken ``interval_s`` apart) in which another session of this database was
+        waiting for a lock: what tells a slowdown other sessions' locks caused from one a change caused."""
+
     # --- binding (issue 30) ---
 
     def binding_source(self) -> BindingSource:

@@ -106,6 +106,11 @@ class Conflict(AdvisorError):
     """The action clashes with the current state (a run of the target is already going on, a changed target)."""
 
 
+class AlreadyExists(Conflict):
+    """A change would create an object (an index) that exists already: made by someone else, so never ours to
+    drop."""
+
+
 class ProductionLocked(Conflict):
     """A change to production gave up waiting for a lock another session holds (the lock timeout ran out)."""
 

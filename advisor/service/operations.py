@@ -100,6 +100,10 @@ class OperationsMixin:
         target = self.store.target(ref)
         if self.store.runs(target["id"], state="running") or self.store.runs(target["id"], state="queued"):
             raise Conflict(f"target {target['name']} has a tuning run going on; wait for it to end")
+        applied = self.store.recommendations("applied", target["id"])
+        if applied:  # its credentials are what a rollback (by hand or by the watch) needs
+            raise Conflict(f"target {target['name']} has applied change(s) (recommendation "
+                           f"{', '.join(r.id for r in applied)}); roll them back first, then remove it")
         self.store.remove_target(target["id"])
         self.store.audit(who.actor, "remove_target", target["id"], {"name": target["name"]})
 

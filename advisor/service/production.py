@@ -24,8 +24,8 @@ import uuid
 from collections.abc import Iterator
 
 from advisor.core import processes
-from advisor.core.domain import Applied, Recommendation
-from advisor.core.errors import AdvisorError, Conflict, InvalidTransition, OtherDatabase
+from advisor.core.domain import Applied, IndexChange, Recommendation
+from advisor.core.errors import AdvisorError, AlreadyExists, Conflict, InvalidTransition, OtherDatabase
 from advisor.core.identity import describe, mismatch
 from advisor.core.settings import get_settings
 from advisor.service import watch
@@ -123,6 +123,7 @@ def _apply(store, connector: Connector, rec: Recommendation, who: Principal, loc
     if tuple(plan.apply_sql) != tuple(rec.apply_sql):
         raise Conflict(f"the target changed since recommendation {rec.id} was made: applying it now would run "
                        f"{list(plan.apply_sql)}, not the approved {list(rec.apply_sql)}; tune again")
+    _check_ownable(store, connector, rec, who)
     before = watch.counters(connector)
     try:
         done = connector.apply(rec.changes, lock_timeout_s=lock_timeout_s)
@@ -131,7 +132,8 @@ def _apply(store, connector: Connector, rec: Recommendation, who: Principal, loc
         raise
     applied = {"at": time.time(), "by": who.actor, "apply_sql": list(done.apply_sql),
                "revert_sql": list(done.revert_sql), "needs_restart": done.needs_restart,
-               "restarted": done.restarted, "statements_before": before, "identity": identity}
+               "restarted": done.restarted, "statements_before": before, "identity": identity,
+               "owned": _owned(connector, rec)}
     try:  # the watch's window starts now that the change is in place (an index build may have taken minutes)
         start = watch.counters(connector)
     except AdvisorError:
@@ -163,13 +165,71 @@ def _rollback(store, connector: Connector, rec: Recommendation, who: Principal, 
     a = rec.applied
     expected = a.get("identity") or (rec.details or {}).get("target_identity") or store.target_identity(rec.target_id)
     _same_database(store, connector, rec, expected, who, "rollback")
+    done = Applied(rec.changes, tuple(a["apply_sql"]), tuple(a["revert_sql"]), a["needs_restart"])
+    keep, left = _still_ours(connector, rec, a.get("owned"))
+    if left:
+        store.audit(who.actor, "rollback_left_alone", rec.id, {"objects": left})
     try:
-        connector.revert(Applied(rec.changes, tuple(a["apply_sql"]), tuple(a["revert_sql"]), a["needs_restart"]),
-                         lock_timeout_s=lock_timeout_s)
+        if any(keep):
+            connector.revert(done.only(keep), lock_timeout_s=lock_timeout_s)
     except AdvisorError as e:
         store.audit(who.actor, "rollback_failed", rec.id, {"error": str(e)})
         raise
     note = why or "rolled back"
+    if left:
+        note += (f"; left alone, no longer what this change made (dropped, rebuilt or made by someone else since): "
+                 f"{', '.join(left)}")
     if a["needs_restart"]:
         note += "; the server must be restarted for it to take full effect"
     return store.transition(rec.id, "rolled_back", who.actor, note, expect="applied", claim=claim)
+
+
+# --- what a change owns (issue 42) --------------------------------------------------------------------------------
+
+
+def _owned(connector: Connector, rec: Recommendation) -> list[list] | None:
+    """What the apply made, as the server identifies it now (``Connector.ownership``): checked before a revert.
+    None when it could not be read (a revert then runs as recorded)."""
+    try:
+        return [[key, ident] for key, ident in connector.ownership(rec.changes)]
+    except AdvisorError:
+        return None
+
+
+def _check_ownable(store, connector: Connector, rec: Recommendation, who: Principal) -> None:
+    """Refuse an apply whose changes collide with an applied recommendation of the target (one index name, one
+    setting: the second is refused, naming the first), or that would create an index that exists already (made by
+    someone else: never ours to build over, nor to drop)."""
+    mine = connector.ownership(rec.changes)
+    keys = {key for key, _ in mine}
+    for other in store.recommendations("applied", rec.target_id):
+        if other.id == rec.id:
+            continue
+        owned = (other.applied or {}).get("owned")
+        theirs = {key for key, _ in owned} if owned else {key for key, _ in connector.ownership(other.changes)}
+        clash = sorted(keys & theirs)
+        if clash:
+            store.audit(who.actor, "apply_refused", rec.id, {"collides_with": other.id, "objects": clash})
+            raise Conflict(f"recommendation {rec.id} collides with recommendation {other.id}, applied already "
+                           f"({', '.join(clash)}); nothing was changed: roll {other.id} back first to apply this one")
+    taken = [key for (key, ident), change in zip(mine, rec.changes) if isinstance(change, IndexChange)
+             and ident is not None]
+    if taken:
+        store.audit(who.actor, "apply_refused", rec.id, {"exists": taken})
+        raise AlreadyExists(f"recommendation {rec.id} would build {', '.join(taken)}, which exists already and was "
+                            "not made by an applied recommendation; nothing was changed and nothing was dropped")
+
+
+def _still_ours(connector: Connector, rec: Recommendation, owned: list | None) -> tuple[list[bool], list[str]]:
+    """Which of the recommendation's changes a revert may undo: those whose object is still the one the apply
+    left (compared with ``owned``, recorded at apply); with no record (an apply of an older version), all."""
+    if not owned or len(owned) != len(rec.changes):
+        return [True] * len(rec.changes), []
+    now = connector.ownership(rec.changes)
+    keep, left = [], []
+    for (key, ident), (now_key, now_ident) in zip(owned, now):
+        ours = key == now_key and (ident == "" or ident == now_ident)
+        keep.append(ours)
+        if not ours:
+            left.append(key)
+    return keep, left

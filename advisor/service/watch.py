@@ -9,12 +9,14 @@ statement is judged only with at least ``min_calls`` calls before the apply and 
 down (statistics reset, or evicted and re-added) is not judged. The verdict is the call-weighted ratio of all
 judged statements: the time they took since the apply over the time they would have taken at their old means. A
 ratio above ``1 + max_regression`` rolls the change back at once (audited ``watch_rollback`` with the figures,
-then the ``rolled_back`` transition). The evidence's own per-statement baseline was measured on a shadow (perhaps
+then the ``rolled_back`` transition). A slowdown while other sessions wait for locks (``Connector.lock_waits``: a share of a few samples
+taken at the check) is not held against the change (audited ``watch_deferred``): lock bursts from other sessions
+slow the watched statements whatever the change is. The evidence's own per-statement baseline was measured on a shadow (perhaps
 a sample of the data, timed by the client), so it is shown beside the figures (``expected``), never compared.
 
 The watch lives in the recommendation's ``applied`` record (``applied["watch"]``; a recommendation applied before
 watches existed has none and is not watched): ``state`` watching | held | unjudged | rolled_back | failed,
-``started_at``, ``window_s``, ``min_calls``, ``max_regression``, the watched ``statements`` and their counters at
+(or ended: its target was removed), ``started_at``, ``window_s``, ``min_calls``, ``max_regression``, the watched ``statements`` and their counters at
 the start, ``checks`` and the ``last`` check's figures. When the window has passed, the next check is the last:
 the watch ends ``held`` (judged, no regression; audited ``watch_held``) or ``unjudged`` (no statement ran enough
 to judge; audited ``watch_unjudged``), or rolls back. A rollback that fails leaves the watch ``failed`` (audited);
@@ -31,13 +33,14 @@ import time
 from collections.abc import Iterable, Mapping
 
 from advisor.core.domain import Recommendation
-from advisor.core.errors import AdvisorError
+from advisor.core.errors import AdvisorError, NotFound
 from advisor.service.auth import Principal
 from connectors.base import Connector
 from workloads.capture import is_workload_statement
 
 WATCHER = Principal("watcher", "operator")
 ACTIVE = ("watching", "failed")
+LOCKED_SHARE = 0.2  # lock waits in this share of the samples or more: a slowdown is not held against the change
 TOP = 5  # per-statement figures kept in the audit and on the watch: the statements that cost most extra time
 log = logging.getLogger("advisor.watch")
 
@@ -150,7 +153,11 @@ def check_watches(service, target_id: str | None = None, now: float | None = Non
     rows = []
     for recs in by_target.values():
         try:
-            current = counters(service.connector_for(recs[0]))
+            connector = service.connector_for(recs[0])
+            current = counters(connector)
+        except NotFound as e:  # the target was removed: its watches end, once, with the reason
+            rows += [_end_orphaned(store, rec, now, str(e)) for rec in recs]
+            continue
         except AdvisorError as e:
             for rec in recs:
                 store.audit(WATCHER.actor, "watch_failed", rec.id, {"error": str(e)})
@@ -158,7 +165,7 @@ def check_watches(service, target_id: str | None = None, now: float | None = Non
             continue
         for rec in recs:
             try:
-                rows.append(_check(service, rec, current, now))
+                rows.append(_check(service, rec, current, now, connector))
             except Exception as e:  # noqa: BLE001 - one watch that cannot be judged never stops the others
                 why = str(e) if isinstance(e, AdvisorError) else f"internal error ({type(e).__name__}: {e})"
                 store.audit(WATCHER.actor, "watch_failed", rec.id, {"error": why})
@@ -173,7 +180,34 @@ def _row(rec: Recommendation, w: dict, note: str = "") -> dict:
             "ends_at": w["started_at"] + w["window_s"], "note": note or w.get("note", "")}
 
 
-def _check(service, rec: Recommendation, current: dict, now: float) -> dict:
+def _end_orphaned(store, rec: Recommendation, now: float, why: str) -> dict:
+    w = {**rec.applied["watch"], "state": "ended", "ended_at": now,
+         "note": f"its target is no longer registered ({why}): the change stays applied, unwatched"}
+    store.audit(WATCHER.actor, "watch_ended", rec.id, {"reason": w["note"]})
+    _save(store, rec.id, w)
+    return _row(rec, w)
+
+
+def attributed(ratio: float | None, limit: float, lock_share: float | None) -> bool:
+    """Whether a slowdown is the change's: over the limit, and not while other sessions were waiting for locks
+    in at least ``LOCKED_SHARE`` of the samples (lock waits slow the watched statements whatever the change is).
+
+    >>> attributed(1.8, 1.1, 0.0), attributed(1.8, 1.1, 0.8), attributed(1.05, 1.1, 0.0), attributed(1.8, 1.1, None)
+    (True, False, False, True)
+    """
+    return ratio is not None and ratio > limit and (lock_share is None or lock_share < LOCKED_SHARE)
+
+
+def _lock_share(connector: Connector | None) -> float | None:
+    if connector is None:
+        return None
+    try:
+        return connector.lock_waits()
+    except AdvisorError:
+        return None  # unknown: the slowdown is judged on the figures alone
+
+
+def _check(service, rec: Recommendation, current: dict, now: float, connector: Connector | None = None) -> dict:
     store = service.store
     w = dict(rec.applied["watch"])
     ev = rec.evidence
@@ -189,7 +223,20 @@ def _check(service, rec: Recommendation, current: dict, now: float) -> dict:
     w["last"] = {"at": now, **{k: figures[k] for k in ("ratio", "statements", "worst")}}
     if figures["statements"]:
         store.audit(WATCHER.actor, "watch", rec.id, detail)  # every check that judged something: its figures
-    if figures["ratio"] is not None and figures["ratio"] > limit:
+    slower = figures["ratio"] is not None and figures["ratio"] > limit
+    share = _lock_share(connector) if slower else None
+    if slower and not attributed(figures["ratio"], limit, share):
+        detail["lock_waits"] = share
+        why = (f"{figures['ratio']:.2f}x slower, but other sessions were waiting for locks in {share:.0%} of the "
+               "samples: not held against the change")
+        w["last"]["note"] = why
+        store.audit(WATCHER.actor, "watch_deferred", rec.id, detail)
+        if over:
+            w["state"], w["ended_at"], w["note"] = "unjudged", now, f"the window ended under lock waits: {why}"
+            store.audit(WATCHER.actor, "watch_unjudged", rec.id, detail)
+        elif w["state"] == "failed":
+            w["state"], w["note"] = "watching", ""
+    elif slower:
         store.audit(WATCHER.actor, "watch_rollback", rec.id, detail)
         why = (f"automatic rollback: the {figures['statements']} watched statement(s) that ran since the apply took "
                f"{figures['ratio']:.2f}x their time before it (limit {limit:.2f}x)")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pymysql
 
 from advisor.core.domain import Applied, Change, DropIndexChange, IndexChange, KnobChange, KnobSpec
-from advisor.core.errors import AdvisorError, BadStatement
+from advisor.core.errors import AdvisorError, AlreadyExists, BadStatement
 from connectors import deadlines
 from connectors.mariadb import changes as change_sql
 from connectors.mariadb import snapshot
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from connectors.mariadb.connector import MariaDBConnector
 
 LOCK_WAIT_TIMEOUT = 1205  # ER_LOCK_WAIT_TIMEOUT
+DUPLICATE_KEY_NAME = 1061  # ER_DUP_KEYNAME
 
 
 def plan_changes(self: MariaDBConnector, changes: Sequence[Change], catalog: dict[str, KnobSpec] | None = None) -> Applied:
@@ -100,6 +101,9 @@ def _run(self: MariaDBConnector, statements: list[str], lock_timeout_s: float | 
                 except pymysql.Error as e:
                     if error_code(e) in GONE or error_code(e) == LOCK_WAIT_TIMEOUT:
                         raise
+                    if error_code(e) == DUPLICATE_KEY_NAME:
+                        raise AlreadyExists(f"{stmt} was refused: an index of that name exists already, made by "
+                                            "someone else; nothing was changed and nothing was dropped") from None
                     raise BadStatement(f"{error_text(e, self._params.get('password'))} (while running: "
                                        f"{stmt})") from None
 

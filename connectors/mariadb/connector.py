@@ -21,7 +21,7 @@ from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, Ta
 from advisor.core.indexfacts import IndexFacts
 from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
-from connectors.mariadb import activity, applying
+from connectors.mariadb import activity, applying, owning
 from connectors.mariadb import changes as change_sql
 from connectors.mariadb import indexes as index_catalog
 from connectors.mariadb import knobs, loading
@@ -246,6 +246,12 @@ class MariaDBConnector:
 
     def revert(self, applied: Applied, lock_timeout_s: float | None = None) -> None:
         applying.revert(self, applied, lock_timeout_s)
+
+    def ownership(self, changes: Sequence[Change]) -> list[tuple[str, str | None]]:
+        return owning.ownership(self, changes)
+
+    def lock_waits(self, samples: int = 5, interval_s: float = 0.2) -> float:
+        return owning.lock_waits(self, samples, interval_s)
 
     def knob_profile(self) -> KnobProfile:
         return knobs.PROFILE

@@ -12,7 +12,7 @@ import psycopg
 from psycopg import sql
 
 from advisor.core.domain import Applied, Change, DropIndexChange, IndexChange, KnobChange, KnobSpec
-from advisor.core.errors import AdvisorError, BadStatement, InvalidKnobValue, ProductionLocked, TargetUnreachable
+from advisor.core.errors import AdvisorError, AlreadyExists, BadStatement, InvalidKnobValue, ProductionLocked, TargetUnreachable
 from connectors import deadlines
 from connectors.postgres import changes as change_sql
 from connectors.postgres.knobs import UNITS
@@ -64,6 +64,8 @@ def apply(self: PostgresConnector, changes: Sequence[Change], lock_timeout_s: fl
             for stmt in plan.apply_sql:
                 try:
                     _run(conn, stmt, lock_timeout_s)
+                except AlreadyExists:
+                    raise  # nothing was built: what has the name is not ours to drop
                 except AdvisorError:
                     _drop_if_index(self, plan, stmt, lock_timeout_s)
                     raise
@@ -89,7 +91,8 @@ def revert(self: PostgresConnector, applied: Applied, lock_timeout_s: float | No
 
 
 def _drop_if_index(self: PostgresConnector, plan: Applied, failed: str, lock_timeout_s: float | None) -> None:
-    """A CREATE INDEX CONCURRENTLY that fails midway leaves an invalid index behind: drop it."""
+    """A CREATE INDEX CONCURRENTLY that fails midway leaves an invalid index behind: drop it. Never called when
+    the name was taken already (``AlreadyExists``): that index is someone else's."""
     i = plan.apply_sql.index(failed)
     change = plan.changes[i] if i < len(plan.changes) else None
     if not isinstance(change, IndexChange):
@@ -144,6 +147,9 @@ def _run(conn: psycopg.Connection, stmt: str, lock_timeout_s: float | None = Non
         raise ProductionLocked(f"gave up after waiting {lock_timeout_s or 0:g}s for a lock that another session "
                                f"holds (while running: {stmt}); the change was not made: retry when the lock is "
                                "released, or raise ADVISOR_PRODUCTION_LOCK_TIMEOUT_S") from None
+    except (psycopg.errors.DuplicateTable, psycopg.errors.DuplicateObject):
+        raise AlreadyExists(f"{stmt} was refused: an object of that name exists already, made by someone else; "
+                            "nothing was changed and nothing was dropped") from None
     except psycopg.OperationalError as e:
         raise TargetUnreachable(f"lost the connection while running {stmt}: {str(e).strip().splitlines()[0]}") \
             from None

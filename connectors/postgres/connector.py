@@ -13,7 +13,7 @@ from advisor.core.errors import AdvisorError, BadStatement, TargetUnreachable
 from advisor.core.indexfacts import IndexFacts
 from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
-from connectors.postgres import activity, applying, loading, samples, upkeep
+from connectors.postgres import activity, applying, loading, owning, samples, upkeep
 from connectors.postgres import changes as change_sql
 from connectors.postgres import indexes as index_catalog
 from connectors.postgres.knobs import PROFILE
@@ -248,6 +248,12 @@ class PostgresConnector:
 
     def revert(self, applied: Applied, lock_timeout_s: float | None = None) -> None:
         applying.revert(self, applied, lock_timeout_s)
+
+    def ownership(self, changes: Sequence[Change]) -> list[tuple[str, str | None]]:
+        return owning.ownership(self, changes)
+
+    def lock_waits(self, samples: int = 5, interval_s: float = 0.2) -> float:
+        return owning.lock_waits(self, samples, interval_s)
 
     # --- binding (issue 30) ---
 

@@ -1,0 +1,58 @@
+"""What a change owns on a PostgreSQL server, and whether other sessions are waiting for locks.
+
+``ownership``: per change, the key of the object it creates, drops or sets and that object's identity now (an
+index's OID; a dropped and re-created index, or one another change built under the same name, has another).
+``lock_waits``: the share of a few samples in which another session of this database waited for a lock
+(``pg_stat_activity.wait_event_type = 'Lock'``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from advisor.core.domain import Change, DropIndexChange, IndexChange, KnobChange
+from connectors.base import TAG
+from connectors.postgres import changes as change_sql
+
+if TYPE_CHECKING:
+    from connectors.postgres.connector import PostgresConnector
+
+INDEX_OID = (TAG + "SELECT c.oid::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+             "WHERE n.nspname = %s AND c.relname = %s AND c.relkind IN ('i', 'I')")
+LOCK_WAITERS = (TAG + "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database() AND pid <> pg_backend_pid()")
+
+
+def _object(change: Change) -> tuple[str, str] | None:
+    """(schema, index name) of the index a change creates or drops; None for a setting."""
+    if isinstance(change, IndexChange):
+        return change.schema, change_sql.index_name(change)
+    if isinstance(change, DropIndexChange):
+        return change.schema, change.name
+    return None
+
+
+def ownership(self: PostgresConnector, changes: Sequence[Change]) -> list[tuple[str, str | None]]:
+    def read(conn) -> list[tuple[str, str | None]]:
+        out: list[tuple[str, str | None]] = []
+        for change in changes:
+            obj = _object(change)
+            if obj is None:
+                out.append((f"setting {change.name}" if isinstance(change, KnobChange) else repr(change), ""))
+                continue
+            row = conn.execute(INDEX_OID, obj).fetchone()
+            out.append((f"index {obj[0]}.{obj[1]}", None if row is None else f"oid {row[0]}"))
+        return out
+    return self._guarded(read)
+
+
+def lock_waits(self: PostgresConnector, samples: int = 5, interval_s: float = 0.2) -> float:
+    def read(conn) -> float:
+        waited = 0
+        for i in range(samples):
+            if i:
+                time.sleep(interval_s)
+            waited += conn.execute(LOCK_WAITERS).fetchone()[0] > 0
+        return waited / samples if samples else 0.0
+    return self._guarded(read)
