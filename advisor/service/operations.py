@@ -4,8 +4,6 @@ production, and schedules. A mixin of ``advisor.service.service.AdvisorService``
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from advisor.service.auth import ADMIN, Principal, refuse_borrowed_identity
@@ -17,7 +15,6 @@ from advisor.core.inputs import check_name, check_text
 from advisor.service.production import apply_recommendation, check_applicable, rollback_recommendation
 from advisor.service.runs import ACTIVE, ProgressLog, RunCancelled, RunPlan
 from advisor.service.summary import Summary, predicted_gain, summarize, tone
-from advisor.service.scheduling import AUTO_APPLY, check_cron, next_fire, refuse_unsafe, run_scheduled
 from advisor.service import watch
 from advisor.storage.secrets import vault_for
 from advisor.core.settings import get_settings
@@ -347,73 +344,3 @@ class OperationsMixin:
 
     def audit_log(self, subject: str | None = None, limit: int | None = None, offset: int = 0) -> list[dict]:
         return self.store.audit_log(subject, limit, offset)
-
-    # --- schedules ------------------------------------------------------------------------------------------
-
-    def add_schedule(self, ref: str, cron: str, plans: Sequence[RunPlan], who: Principal = ADMIN, *,
-                     timezone: str = "UTC", auto_apply: str = "none", auto_apply_knobs: Sequence[str] = (),
-                     max_regression: float = 0.10) -> dict:
-        """Tune ``ref`` by itself on a cron schedule (5 fields, e.g. ``0 2 * * *``): observe, run each plan,
-        leave recommendations for approval; with ``auto_apply="reload_knobs"``, apply a validated knob
-        recommendation whose changes all take effect on reload (and, when given, are all in
-        ``auto_apply_knobs``), and roll it back at the next run if statements got ``max_regression`` slower."""
-        who.require("operator")
-        target = self.store.target(ref)
-        dsn = self._dsn(target)
-        check_cron(cron, timezone)
-        if auto_apply_knobs:
-            connector = factory.connector(dsn)
-            catalog = connector.knob_catalog()
-            unknown = [k for k in auto_apply_knobs if k not in catalog]
-            if unknown:
-                raise AdvisorError(f"auto_apply_knobs names settings the target does not have: {', '.join(unknown)}")
-            refuse_unsafe(connector.knob_profile(), auto_apply_knobs)
-        if auto_apply not in AUTO_APPLY:
-            raise AdvisorError(f"unknown auto_apply {auto_apply!r}; expected one of {', '.join(AUTO_APPLY)}")
-        if not plans:
-            raise AdvisorError("a schedule needs at least one run")
-        if not 0 < max_regression < 10:
-            raise AdvisorError(f"max_regression must be a fraction in (0, 10), got {max_regression:g}")
-        plans = [p.checked(remote=True) for p in plans]  # the server runs them: a remote face's plans, whoever asks
-        for plan in plans:  # what the target refuses (a rewrite run's SQL) is refused now, not at a firing
-            self.check_plan_on(dsn, plan)
-        doc = {"runs": [p.to_dict() for p in plans], "auto_apply": auto_apply,
-               "auto_apply_knobs": list(auto_apply_knobs), "max_regression": max_regression}
-        schedule_id = self.store.add_schedule(target["id"], cron, timezone, doc, who.actor)
-        self.store.audit(who.actor, "add_schedule", schedule_id, {"target": target["name"], "cron": cron, **doc})
-        if self.scheduler is not None:
-            self.scheduler.sync()
-        return self.schedule(schedule_id)
-
-    scheduler = None  # an advisor.service.scheduling.Scheduler when the server runs one
-    reaper = None  # the server's timer thread that removes orphaned sandboxes (advisor.service.factory)
-
-    def schedules(self, target: str | None = None) -> list[dict]:
-        rows = self.store.schedules(self.store.target(target)["id"] if target else None)
-        return [{**s, "next_fire_at": next_fire(s["cron"], s["timezone"])} for s in rows]
-
-    def schedule(self, schedule_id: str) -> dict:
-        s = self.store.schedule(schedule_id)
-        return {**s, "next_fire_at": next_fire(s["cron"], s["timezone"])}
-
-    def remove_schedule(self, schedule_id: str, who: Principal = ADMIN) -> None:
-        who.require("operator")
-        self.store.remove_schedule(schedule_id)
-        self.store.audit(who.actor, "remove_schedule", schedule_id, {})
-        if self.scheduler is not None:
-            self.scheduler.sync()
-
-    def fire_schedule(self, schedule_id: str, who: Principal = ADMIN) -> None:
-        """Run a schedule's job now: in the background on the server's scheduler, else here."""
-        who.require("operator")
-        self.store.schedule(schedule_id)
-        self.store.audit(who.actor, "fire_schedule", schedule_id, {})
-        if self.scheduler is not None:
-            self.scheduler.fire_now(schedule_id)
-        else:
-            self.run_schedule(schedule_id)
-
-    def run_schedule(self, schedule_id: str, fired_at: float | None = None, *, by_cron: bool = False) -> list[dict]:
-        """What a schedule's job does when it fires; every run's outcome is on its row (schedule_id set).
-        ``by_cron``: a firing of the cron trigger, which only one process sharing the store runs."""
-        return run_scheduled(self, self.store.schedule(schedule_id), fired_at or time.time(), by_cron)

@@ -20,6 +20,7 @@ from advisor.core.progress import Say, silent
 from advisor.service.access import AccessMixin
 from advisor.service.auth import Principal
 from advisor.service.operations import OperationsMixin
+from advisor.service.schedules import SchedulesMixin
 from advisor.service.runs import RunCancelled
 from advisor.storage.store import Store, new_id
 from advisor.tuning import kinds
@@ -49,7 +50,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class AdvisorService(OperationsMixin, AccessMixin):
+class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin):
     """The tuning itself (observe, tune knobs, tune indexes) is here; registered targets, runs, the recommendation
     lifecycle and schedules are in ``operations``, tokens and sessions in ``access``. ``executor`` (a ``runs.RunExecutor``) runs started runs in the background; without one (the CLI),
     ``start_run`` runs them in the caller's thread. Actions that change anything take ``who`` (a Principal) and
