@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from advisor.core.domain import Applied, Change, Hardware, IndexChange, KnobSpec, Snapshot
+from advisor.core.domain import Applied, Change, Hardware, IndexChange, KnobSpec, Snapshot, StatementStat
 from advisor.core.indexfacts import IndexFacts
 from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
@@ -86,6 +86,11 @@ class Connector(Protocol):
         """Statement stats, metrics, settings, schema with statistics, and indexes, as of now. The statement stats
         are the application's: the engine's own catalog and tool statements (system views, its extensions'
         functions) are left out."""
+
+    def statement_stats(self) -> tuple[StatementStat, ...]:
+        """``observe().statements`` alone, read from the engine's statistics without opening any table of the
+        database: what the watch of an applied change reads, which must not wait for a lock another session holds
+        on a table (``observe`` sizes tables and indexes, and waits)."""
 
     def knob_catalog(self) -> dict[str, KnobSpec]:
         """Every setting, by name, with type, unit, bounds and whether a change needs a restart."""

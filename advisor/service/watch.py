@@ -46,8 +46,9 @@ log = logging.getLogger("advisor.watch")
 
 
 def counters(connector: Connector) -> dict[str, list[float]]:
-    """queryid -> [calls, total_ms] of the target's workload statements, cumulative (the engine's statistics)."""
-    return {s.queryid: [s.calls, s.total_ms] for s in connector.observe().statements
+    """queryid -> [calls, total_ms] of the target's workload statements, cumulative (the engine's statistics, read
+    without opening a table: a check never waits for a lock another session holds on one)."""
+    return {s.queryid: [s.calls, s.total_ms] for s in connector.statement_stats()
             if is_workload_statement(s.query)}
 
 

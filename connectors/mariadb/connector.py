@@ -16,7 +16,7 @@ from typing import Any
 
 import pymysql
 
-from advisor.core.domain import Applied, Change, Hardware, IndexChange, KnobSpec, Snapshot
+from advisor.core.domain import Applied, Change, Hardware, IndexChange, KnobSpec, Snapshot, StatementStat
 from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, TargetUnreachable
 from advisor.core.indexfacts import IndexFacts
 from advisor.core.knobprofile import KnobProfile
@@ -150,6 +150,9 @@ class MariaDBConnector:
 
     def observe(self) -> Snapshot:
         return self._guarded(snapshot.read_snapshot)
+
+    def statement_stats(self) -> tuple[StatementStat, ...]:
+        return self._guarded(snapshot.read_statements)  # performance_schema's digests only: no table is opened
 
     def knob_catalog(self) -> dict[str, KnobSpec]:
         return self._guarded(snapshot.read_catalog)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 import psycopg
 from psycopg import sql
 
-from advisor.core.domain import Applied, Change, Hardware, IndexChange, KnobSpec, Snapshot
+from advisor.core.domain import Applied, Change, Hardware, IndexChange, KnobSpec, Snapshot, StatementStat
 from advisor.core.errors import AdvisorError, BadStatement, TargetUnreachable
 from advisor.core.indexfacts import IndexFacts
 from advisor.core.knobprofile import KnobProfile
@@ -23,8 +23,8 @@ from connectors.postgres.plans import to_plan
 from connectors.postgres.session import PostgresSession
 from connectors.postgres.hardware import read_hardware
 from connectors.postgres.connection import TAG, connect, execute_one, parse_dsn, redact, target_name
-from connectors.postgres.snapshot import (column_types, foreign_keys, has_extension, read_snapshot, table_columns,
-                                          unique_keys)
+from connectors.postgres.snapshot import (column_types, foreign_keys, has_extension, read_snapshot, read_statements,
+                                          table_columns, unique_keys)
 from connectors.postgres.whatif import HypoPG, explain_cost, explain_plan
 
 
@@ -132,6 +132,9 @@ class PostgresConnector:
 
     def observe(self) -> Snapshot:
         return self._guarded(read_snapshot)
+
+    def statement_stats(self) -> tuple[StatementStat, ...]:
+        return self._guarded(read_statements)  # pg_stat_statements only: no relation is locked
 
     def knob_catalog(self) -> dict[str, KnobSpec]:
         return self._guarded(read_catalog)
