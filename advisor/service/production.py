@@ -198,15 +198,16 @@ def _owned(connector: Connector, rec: Recommendation) -> list[list] | None:
 
 def _check_ownable(store, connector: Connector, rec: Recommendation, who: Principal) -> None:
     """Refuse an apply whose changes collide with an applied recommendation of the target (one index name, one
-    setting: the second is refused, naming the first), or that would create an index that exists already (made by
-    someone else: never ours to build over, nor to drop)."""
+    index definition on one table under another name, one setting: the second is refused, naming the first), or
+    that would create an index that exists already (made by someone else: never ours to build over, nor to drop)."""
     mine = connector.ownership(rec.changes)
-    keys = {key for key, _ in mine}
+    keys = {key for key, _ in mine} | _definitions(rec.changes)
     for other in store.recommendations("applied", rec.target_id):
         if other.id == rec.id:
             continue
         owned = (other.applied or {}).get("owned")
-        theirs = {key for key, _ in owned} if owned else {key for key, _ in connector.ownership(other.changes)}
+        theirs = ({key for key, _ in owned} if owned else {key for key, _ in connector.ownership(other.changes)}) \
+            | _definitions(other.changes)
         clash = sorted(keys & theirs)
         if clash:
             store.audit(who.actor, "apply_refused", rec.id, {"collides_with": other.id, "objects": clash})
@@ -218,6 +219,16 @@ def _check_ownable(store, connector: Connector, rec: Recommendation, who: Princi
         store.audit(who.actor, "apply_refused", rec.id, {"exists": taken})
         raise AlreadyExists(f"recommendation {rec.id} would build {', '.join(taken)}, which exists already and was "
                             "not made by an applied recommendation; nothing was changed and nothing was dropped")
+
+
+def _definitions(changes) -> set[str]:
+    """The definitions of the indexes ``changes`` build, whatever their names: two builds of one definition on one
+    table collide as two of one name do.
+
+    >>> sorted(_definitions([IndexChange("public", "orders", ("customer_id",), name="mine")]))
+    ['index on public.orders(customer_id) using btree']
+    """
+    return {f"index on {c.schema}.{c.label()} using {c.method}" for c in changes if isinstance(c, IndexChange)}
 
 
 def _still_ours(connector: Connector, rec: Recommendation, owned: list | None) -> tuple[list[bool], list[str]]:
