@@ -280,9 +280,10 @@ class Recommendation(BaseModel):
     details: Details
     applied: Details | None = Field(description="what the apply ran, when, by whom, and its revert SQL")
     watch: Details | None = Field(None, description="the watch after the apply: state (watching, held, "
-                                         "unjudged, rolled_back, failed, stopped), started_at, ends_at, window_s, "
-                                         "min_calls, max_regression and the last check's figures (ratio: watched "
-                                         "statements' latency since the apply over before it)")
+                                         "unjudged, rolled_back, failed, stopped; ended: its target was removed), "
+                                         "started_at, ends_at, window_s, min_calls, max_regression and the last "
+                                         "check's figures (ratio: watched statements' latency since the apply over "
+                                         "before it)")
     applicable: bool = Field(True, description="False for a query rewrite: it is handed to the statements' owners "
                                                "and never applied to the database; its lifecycle ends at approved")
     summary: Headline | None = Field(None, description="the headline numbers: verdict, measured workload times "
