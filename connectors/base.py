@@ -170,8 +170,9 @@ class Connector(Protocol):
 
     def ownership(self, changes: Sequence[Change]) -> list[tuple[str, str | None]]:
         """Per change, in order: the key of the object it creates, drops or sets (``index <schema>.<name>``,
-        ``setting <name>``) and that object's identity on the server now (an index's own id; None when no such
-        object exists; ``""`` for a setting). Recorded after an apply and compared before a revert, so that a
+        ``setting <name>``) and that object's identity on the server now (an index's definition as the server
+        reads it, which maintenance that rebuilds it keeps; None when no such object exists; ``""`` for a
+        setting). Recorded after an apply and compared before a revert, so that a
         change touches only what it created, and two changes with one key are known to collide."""
 
     def lock_waits(self, samples: int = 5, interval_s: float = 0.2) -> float:

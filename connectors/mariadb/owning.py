@@ -1,9 +1,10 @@
 """What a change owns on a MariaDB server, and whether other sessions are waiting for locks.
 
 ``ownership``: per change, the key of the object it creates, drops or sets and that object's identity now: an
-index's InnoDB id (``INNODB_SYS_INDEXES``) when the login may read it, else its definition (columns, uniqueness,
-type). ``lock_waits``: the share of a few samples in which another session waited for a table, metadata or row
-lock (``PROCESSLIST`` states, ``INNODB_TRX``)."""
+index's definition (columns, uniqueness, type), what an index another hand built under the name differs in. Not
+its InnoDB id: ``OPTIMIZE TABLE`` (a recreate of an InnoDB table) gives every index a new one, and reading it
+needs the PROCESS privilege. ``lock_waits``: the share of a few samples in which another session of this
+database waited for a table, metadata or row lock (``PROCESSLIST`` states, ``INNODB_TRX``)."""
 
 from __future__ import annotations
 
@@ -22,11 +23,13 @@ from connectors.mariadb.connection import TAG
 if TYPE_CHECKING:
     from connectors.mariadb.connector import MariaDBConnector
 
-INDEX_ID = (TAG + "SELECT i.INDEX_ID FROM information_schema.INNODB_SYS_INDEXES i "
-            "JOIN information_schema.INNODB_SYS_TABLES t ON t.TABLE_ID = i.TABLE_ID WHERE t.NAME = %s AND i.NAME = %s")
+# sessions of this database only (as PostgreSQL's datname): a lock wait in another database of the server slows
+# none of this one's statements
 LOCK_WAITERS = (TAG + "SELECT (SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() "
-                "AND STATE LIKE 'Waiting for %%lock%%') + (SELECT COUNT(*) FROM information_schema.INNODB_TRX "
-                "WHERE trx_state = 'LOCK WAIT')")
+                "AND STATE LIKE 'Waiting for %%lock%%' AND (DATABASE() IS NULL OR DB = DATABASE())) + "
+                "(SELECT COUNT(*) FROM information_schema.INNODB_TRX t JOIN information_schema.PROCESSLIST p "
+                "ON p.ID = t.trx_mysql_thread_id WHERE t.trx_state = 'LOCK WAIT' "
+                "AND (DATABASE() IS NULL OR p.DB = DATABASE()))")
 
 
 def _object(change: Change) -> tuple[str, str, str] | None:
@@ -35,16 +38,6 @@ def _object(change: Change) -> tuple[str, str, str] | None:
     if isinstance(change, DropIndexChange):
         return change.schema, change.table, change.name
     return None
-
-
-def _innodb_id(conn: pymysql.connections.Connection, schema: str, table: str, name: str) -> str | None:
-    try:
-        with conn.cursor() as cur:
-            cur.execute(INDEX_ID, (f"{schema}/{table}", name))
-            row = cur.fetchone()
-    except pymysql.Error:  # no PROCESS privilege: the definition alone
-        return None
-    return None if row is None else f"id {row[0]}"
 
 
 def ownership(self: MariaDBConnector, changes: Sequence[Change]) -> list[tuple[str, str | None]]:
@@ -61,9 +54,7 @@ def ownership(self: MariaDBConnector, changes: Sequence[Change]) -> list[tuple[s
             if found is None:
                 out.append((key, None))
                 continue
-            definition = json.dumps([found["columns"], found["unique"], found["type"]])
-            innodb = _innodb_id(conn, *obj)
-            out.append((key, f"{innodb} {definition}" if innodb else definition))
+            out.append((key, json.dumps([found["columns"], found["unique"], found["type"]])))
         return out
     return self._guarded(read)
 

@@ -1,7 +1,9 @@
 """What a change owns on a PostgreSQL server, and whether other sessions are waiting for locks.
 
-``ownership``: per change, the key of the object it creates, drops or sets and that object's identity now (an
-index's OID; a dropped and re-created index, or one another change built under the same name, has another).
+``ownership``: per change, the key of the object it creates, drops or sets and that object's identity now: an
+index's definition under its name (``pg_get_indexdef``), what an index another hand built under the name differs
+in, and what routine maintenance keeps (``REINDEX INDEX CONCURRENTLY`` builds a new index with a new OID under the
+old name: the OID is no identity of what the change made).
 ``lock_waits``: the share of a few samples in which another session of this database waited for a lock
 (``pg_stat_activity.wait_event_type = 'Lock'``)."""
 
@@ -18,7 +20,7 @@ from connectors.postgres import changes as change_sql
 if TYPE_CHECKING:
     from connectors.postgres.connector import PostgresConnector
 
-INDEX_OID = (TAG + "SELECT c.oid::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+INDEX_DEFINITION = (TAG + "SELECT pg_get_indexdef(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
              "WHERE n.nspname = %s AND c.relname = %s AND c.relkind IN ('i', 'I')")
 LOCK_WAITERS = (TAG + "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
                 "AND datname = current_database() AND pid <> pg_backend_pid()")
@@ -41,8 +43,8 @@ def ownership(self: PostgresConnector, changes: Sequence[Change]) -> list[tuple[
             if obj is None:
                 out.append((f"setting {change.name}" if isinstance(change, KnobChange) else repr(change), ""))
                 continue
-            row = conn.execute(INDEX_OID, obj).fetchone()
-            out.append((f"index {obj[0]}.{obj[1]}", None if row is None else f"oid {row[0]}"))
+            row = conn.execute(INDEX_DEFINITION, obj).fetchone()
+            out.append((f"index {obj[0]}.{obj[1]}", None if row is None else row[0]))
         return out
     return self._guarded(read)
 
