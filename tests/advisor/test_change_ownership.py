@@ -49,7 +49,11 @@ class Postgres:
         return scalar(self.dsn, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
 
     def blocked_query(self):
+        """Waits for the row lock until the holder lets go, whatever timeouts other tests set on the shared
+        server."""
         with psycopg.connect(self.dsn, autocommit=True) as conn:
+            conn.execute("SET lock_timeout = 0")
+            conn.execute("SET statement_timeout = 0")
             conn.execute("UPDATE orders SET v = 'x' WHERE id = 1")
 
 
@@ -77,7 +81,8 @@ class MariaDB:
         return mrows(self.dsn, "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'")[0][0]
 
     def blocked_query(self):
-        mrun(self.dsn, "UPDATE orders SET v = 'x' WHERE id = 1")
+        mrun(self.dsn, "SET SESSION innodb_lock_wait_timeout = 600", "SET SESSION lock_wait_timeout = 600",
+             "UPDATE orders SET v = 'x' WHERE id = 1")
 
 
 _n = iter(range(10_000))
@@ -200,7 +205,7 @@ def test_a_slowdown_under_other_sessions_lock_waits_is_not_rolled_back_and_one_w
     try:
         deadline = time.monotonic() + 30
         while db.waiting() == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
+            time.sleep(0.3)  # InnoDB refreshes INNODB_TRX only when nobody read it for 0.1 s
         assert db.waiting() > 0
         rows = service.check_watches()
         assert [(r["id"], r["state"]) for r in rows] == [(rec.id, "watching")]
@@ -223,7 +228,7 @@ def test_lock_waits_reads_other_sessions_waiting(db):
     try:
         deadline = time.monotonic() + 30
         while db.waiting() == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
+            time.sleep(0.3)  # InnoDB refreshes INNODB_TRX only when nobody read it for 0.1 s
         assert db.waiting() > 0
         assert connector.lock_waits(samples=3, interval_s=0.01) == 1.0
     finally:
