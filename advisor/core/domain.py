@@ -7,7 +7,6 @@ the strings the engine accepts (``'256MB'``, ``'0.9'``, ``'on'``); the engine's 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -266,22 +265,6 @@ class Applied:
     revert_sql: tuple[str, ...]
     needs_restart: bool
     restarted: bool = False
-
-    def only(self, keep: Sequence[bool]) -> Applied:
-        """The part of this apply made of the changes ``keep`` marks (one flag per change). ``apply_sql`` and
-        ``revert_sql`` hold one statement per change (``revert_sql`` in reverse order), then what follows them all
-        (a reload), which stays.
-
-        >>> a = Applied(("a", "b"), ("do a", "do b", "reload"), ("undo b", "undo a", "reload"), False)
-        >>> a.only([False, True]).revert_sql
-        ('undo b', 'reload')
-        """
-        n = len(self.changes)
-        forward, back = self.apply_sql[:n], tuple(reversed(self.revert_sql[:n]))
-        picked = [i for i in range(n) if keep[i]]
-        return Applied(tuple(self.changes[i] for i in picked), tuple(forward[i] for i in picked) + self.apply_sql[n:],
-                       tuple(back[i] for i in reversed(picked)) + self.revert_sql[n:], self.needs_restart,
-                       self.restarted)
 
 
 # --- measurement -----------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from advisor.core import processes
 from advisor.core.domain import Applied, IndexChange, Recommendation
@@ -171,7 +171,7 @@ def _rollback(store, connector: Connector, rec: Recommendation, who: Principal, 
         store.audit(who.actor, "rollback_left_alone", rec.id, {"objects": left})
     try:
         if any(keep):
-            connector.revert(done.only(keep), lock_timeout_s=lock_timeout_s)
+            connector.revert(only(done, keep), lock_timeout_s=lock_timeout_s)
     except AdvisorError as e:
         store.audit(who.actor, "rollback_failed", rec.id, {"error": str(e)})
         raise
@@ -229,6 +229,24 @@ def _definitions(changes) -> set[str]:
     ['index on public.orders(customer_id) using btree']
     """
     return {f"index on {c.schema}.{c.label()} using {c.method}" for c in changes if isinstance(c, IndexChange)}
+
+
+def only(applied: Applied, keep: Sequence[bool]) -> Applied:
+    """The part of ``applied`` made of the changes ``keep`` marks (one flag per change). ``apply_sql`` and
+    ``revert_sql`` hold one statement per change (``revert_sql`` in reverse order), then what follows them all
+    (a reload), which stays.
+
+    >>> a = Applied(("a", "b"), ("do a", "do b", "reload"), ("undo b", "undo a", "reload"), False)
+    >>> only(a, [False, True]).revert_sql
+    ('undo b', 'reload')
+    """
+    n = len(applied.changes)
+    forward, back = applied.apply_sql[:n], tuple(reversed(applied.revert_sql[:n]))
+    picked = [i for i in range(n) if keep[i]]
+    return Applied(tuple(applied.changes[i] for i in picked),
+                   tuple(forward[i] for i in picked) + applied.apply_sql[n:],
+                   tuple(back[i] for i in reversed(picked)) + applied.revert_sql[n:], applied.needs_restart,
+                   applied.restarted)
 
 
 def _still_ours(connector: Connector, rec: Recommendation, owned: list | None) -> tuple[list[bool], list[str]]:

@@ -9,13 +9,13 @@ database waited for a table, metadata or row lock (``PROCESSLIST`` states, ``INN
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import pymysql
 
-from advisor.core.domain import Change, DropIndexChange, IndexChange, KnobChange
+from advisor.core.domain import Change, DropIndexChange, IndexChange
+from connectors.owned import sampled_share, setting_entry
 from connectors.mariadb import changes as change_sql
 from connectors.mariadb import snapshot
 from connectors.mariadb.connection import TAG
@@ -50,7 +50,7 @@ def ownership(self: MariaDBConnector, changes: Sequence[Change]) -> list[tuple[s
         for change in changes:
             obj = _object(change)
             if obj is None:
-                out.append((f"setting {change.name}" if isinstance(change, KnobChange) else repr(change), ""))
+                out.append(setting_entry(change))
                 continue
             key = f"index {obj[0]}.{obj[1]}.{obj[2]}"
             found = existing.get(obj)
@@ -63,15 +63,10 @@ def ownership(self: MariaDBConnector, changes: Sequence[Change]) -> list[tuple[s
 
 
 def lock_waits(self: MariaDBConnector, samples: int = 5, interval_s: float = 0.2) -> float:
-    gap = max(interval_s, MIN_GAP_S)
-
     def read(conn: pymysql.connections.Connection) -> float:
-        waited = 0
         with conn.cursor() as cur:
-            for i in range(samples):
-                if i:
-                    time.sleep(gap)
+            def waiting() -> bool:
                 cur.execute(LOCK_WAITERS)
-                waited += int(cur.fetchone()[0]) > 0
-        return waited / samples if samples else 0.0
+                return int(cur.fetchone()[0]) > 0
+            return sampled_share(waiting, samples, max(interval_s, MIN_GAP_S))
     return self._guarded(read)

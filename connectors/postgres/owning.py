@@ -9,11 +9,11 @@ old name: the OID is no identity of what the change made).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from advisor.core.domain import Change, DropIndexChange, IndexChange, KnobChange
+from advisor.core.domain import Change, DropIndexChange, IndexChange
+from connectors.owned import sampled_share, setting_entry
 from connectors.base import TAG
 from connectors.postgres import changes as change_sql
 
@@ -41,7 +41,7 @@ def ownership(self: PostgresConnector, changes: Sequence[Change]) -> list[tuple[
         for change in changes:
             obj = _object(change)
             if obj is None:
-                out.append((f"setting {change.name}" if isinstance(change, KnobChange) else repr(change), ""))
+                out.append(setting_entry(change))
                 continue
             row = conn.execute(INDEX_DEFINITION, obj).fetchone()
             out.append((f"index {obj[0]}.{obj[1]}", None if row is None else row[0]))
@@ -50,11 +50,5 @@ def ownership(self: PostgresConnector, changes: Sequence[Change]) -> list[tuple[
 
 
 def lock_waits(self: PostgresConnector, samples: int = 5, interval_s: float = 0.2) -> float:
-    def read(conn) -> float:
-        waited = 0
-        for i in range(samples):
-            if i:
-                time.sleep(interval_s)
-            waited += conn.execute(LOCK_WAITERS).fetchone()[0] > 0
-        return waited / samples if samples else 0.0
-    return self._guarded(read)
+    return self._guarded(lambda conn: sampled_share(lambda: conn.execute(LOCK_WAITERS).fetchone()[0] > 0,
+                                                    samples, interval_s))

@@ -7,6 +7,7 @@ removed, and a watch whose target is gone ends once."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
@@ -122,6 +123,23 @@ def recommend(service: AdvisorService, db, changes: tuple) -> Recommendation:
     return rec
 
 
+@contextlib.contextmanager
+def a_session_waiting(db):
+    """A row lock held by one session and another session waiting for it, until the block ends."""
+    holder = db.hold_lock()
+    waiter = threading.Thread(target=db.blocked_query)
+    waiter.start()
+    try:
+        deadline = time.monotonic() + 30
+        while db.waiting() == 0 and time.monotonic() < deadline:
+            time.sleep(0.3)  # InnoDB refreshes INNODB_TRX only when nobody read it for 0.1 s
+        assert db.waiting() > 0
+        yield
+    finally:
+        holder.close()
+        waiter.join(30)
+
+
 def lookups(db, n: int = 20) -> None:
     for _ in range(n):
         db.sql(LOOKUP)
@@ -199,21 +217,11 @@ def test_a_slowdown_under_other_sessions_lock_waits_is_not_rolled_back_and_one_w
     before = {q: [c, ms / 10] for q, (c, ms) in since.items()}
     service.store.set_applied(rec.id, {**applied, "statements_before": before})
 
-    holder = db.hold_lock()
-    waiter = threading.Thread(target=db.blocked_query)
-    waiter.start()
-    try:
-        deadline = time.monotonic() + 30
-        while db.waiting() == 0 and time.monotonic() < deadline:
-            time.sleep(0.3)  # InnoDB refreshes INNODB_TRX only when nobody read it for 0.1 s
-        assert db.waiting() > 0
+    with a_session_waiting(db):
         rows = service.check_watches()
         assert [(r["id"], r["state"]) for r in rows] == [(rec.id, "watching")]
         assert any(a["action"] == "watch_deferred" for a in service.audit_log(rec.id))
         assert service.recommendation(rec.id).state == "applied"
-    finally:
-        holder.close()
-        waiter.join(30)
     rows = service.check_watches()  # the same figures with nobody waiting: the change's own
     assert [(r["id"], r["state"]) for r in rows] == [(rec.id, "rolled_back")]
     assert service.recommendation(rec.id).state == "rolled_back"
@@ -222,16 +230,6 @@ def test_a_slowdown_under_other_sessions_lock_waits_is_not_rolled_back_and_one_w
 def test_lock_waits_reads_other_sessions_waiting(db):
     connector = factory.connector(db.dsn)
     assert connector.lock_waits(samples=2, interval_s=0.01) == 0.0
-    holder = db.hold_lock()
-    waiter = threading.Thread(target=db.blocked_query)
-    waiter.start()
-    try:
-        deadline = time.monotonic() + 30
-        while db.waiting() == 0 and time.monotonic() < deadline:
-            time.sleep(0.3)  # InnoDB refreshes INNODB_TRX only when nobody read it for 0.1 s
-        assert db.waiting() > 0
+    with a_session_waiting(db):
         assert connector.lock_waits(samples=3, interval_s=0.01) == 1.0
-    finally:
-        holder.close()
-        waiter.join(30)
 
