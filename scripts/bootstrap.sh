@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs what db-advisor needs on a fresh Debian 12 machine, idempotently:
 #   1. Debian packages: PostgreSQL 15 server with HypoPG and pg_qualstats, MariaDB 10.11 (mariadb-server, the second
-#      engine's sandboxes; it starts no service of its own here), chromium for the web UI tests, wrk for the API benchmark,
+#      engine's sandboxes; it starts no service of its own here; mariadb-backup, a warm replica's physical copy),
+#      xfsprogs (a loopback XFS volume with reflink, for thin clones of a warm replica), chromium for the web UI tests, wrk for the API benchmark,
 #      swig, g++ and the Python headers to build pyrfr (SMAC3's random forest, no wheel) (apt, only if missing);
 #   2. .venv with torch==2.13.0 installed FIRST (CPU wheel), then the package and its dev dependencies pinned by
 #      constraints.txt. Re-runs only when pyproject.toml or constraints.txt changed (stamp file).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(postgresql postgresql-15-hypopg postgresql-15-pg-qualstats mariadb-server chromium wrk swig g++ python3-dev)
+APT_PACKAGES=(postgresql postgresql-15-hypopg postgresql-15-pg-qualstats mariadb-server mariadb-backup xfsprogs chromium wrk swig g++ python3-dev)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
