@@ -141,13 +141,16 @@ def shadows_start_from(changes: Sequence) -> Iterator[None]:
 
 
 def clone(target: Connector, *, sample_percent: float | None = None, sample_min_rows: int = 100_000,
-          extra_settings: dict[str, str] | None = None, say: Say | None = None) -> Shadow:
+          extra_settings: dict[str, str] | None = None, say: Say | None = None, replica: Any = None) -> Shadow:
     """A running shadow of ``target``'s database on a sandbox of its engine (the target is only read): the whole
     database, or with ``sample_percent`` in (0, 100] a sample of tables with more than ``sample_min_rows`` rows,
-    plus the changes of an enclosing ``shadows_start_from``. Close it (or leave its ``with`` block) to stop its
-    server."""
-    shadow = _engine(target.engine).clone(target, sample_percent=sample_percent, sample_min_rows=sample_min_rows,
-                                          extra_settings=extra_settings, say=say)
+    or with ``replica`` (a warm ``connectors.replica.Replica`` of the target) a thin clone of it; plus the changes
+    of an enclosing ``shadows_start_from``. Close it (or leave its ``with`` block) to stop its server."""
+    if replica is not None:
+        shadow = replica.clone(say, settings=extra_settings)
+    else:
+        shadow = _engine(target.engine).clone(target, sample_percent=sample_percent, sample_min_rows=sample_min_rows,
+                                              extra_settings=extra_settings, say=say)
     base = _BASE.get()
     if base:
         try:  # a progress callback may raise (a cancelled run): the shadow is stopped then too
