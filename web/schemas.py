@@ -101,6 +101,9 @@ class TargetIn(Strict):
                                     description="the server's RAM in GiB, for knob sizes (default: read from the "
                                     "server when it lets the advisor read /proc/meminfo)")
     cpus: int | None = Field(None, ge=1, le=100_000, description="the server's cores (default: as for memory_gb)")
+    replica: bool = Field(False, description="also build a warm replica of it, kept in sync, from which every run "
+                          "takes thin clones (built in the background; GET /api/targets/{name}/check says what the "
+                          "database lacks for one)")
 
 
 class TargetUpdate(Strict):
@@ -109,6 +112,23 @@ class TargetUpdate(Strict):
     other_database: bool = Field(False, description="allow the new DSN to reach another database than the one "
                                  "the target was registered for (recommendations made for the old one will not "
                                  "apply to it)")
+
+
+class Replica(BaseModel):
+    state: str = Field(description='"building", "ready" or "failed: <reason>"')
+    engine: str
+    directory: str = Field(description="where its data lives on the advisor's machine")
+    built_at: Timestamp | None
+    progress: str | None = Field(None, description="the last line of a build under way")
+    lag: str | None = Field(None, description='how far behind the target it is, e.g. "12 kB behind, streaming"')
+    behind_bytes: int | None = None
+    behind_s: float | None = None
+
+
+class ReplicaCheck(BaseModel):
+    ready: bool = Field(description="nothing is missing: a replica can be built")
+    missing: list[dict[str, str]] = Field(description='what the database lacks, each {"what", "fix"}: the line '
+                                          "that fixes it (the advisor never changes the target's configuration)")
 
 
 class Target(BaseModel):
@@ -122,6 +142,7 @@ class Target(BaseModel):
                                             "(memory_bytes, cores, storage)")
     last_observed_at: Timestamp | None
     last_summary: Details | None
+    replica: Replica | None = Field(None, description="its warm replica, when it has one")
 
 
 class Snapshot(BaseModel):

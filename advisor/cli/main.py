@@ -104,7 +104,7 @@ def _whole_doc(service, result) -> dict:
     from advisor.service.runs import kinds
 
     return {**kinds.get("all").outcome(result),
-            "recommendations": [rec_doc(service, r) for r in result.recommendations]}
+            "recommendations": [rec_doc(service, r) for r in result.recommendations], "shadow": service.last_shadow}
 
 
 @tune_app.command("knobs")
@@ -160,7 +160,8 @@ def _tune_doc(service, result) -> dict:
             "objective_unit": result.summary.get("objective_unit"),  # what each trial's objective is measured in
             "trials": [{"number": t.number, "source": t.source, "config": t.config, "status": t.result.status,
                         "objective": t.result.objective, "reason": t.result.reason,
-                        "duration_s": round(t.duration_s, 3)} for t in result.trials]}
+                        "duration_s": round(t.duration_s, 3)} for t in result.trials],
+            "shadow": service.last_shadow}  # how its shadows were made: thin clone, full or sampled copy
 
 
 @tune_app.command("indexes")
@@ -205,7 +206,7 @@ def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="s
                     "whatif": result.whatif, "training": result.training,
                     "not_parsed": [{"queryid": q, "sql": texts.get(q), "reason": r} for q, r in result.skipped],
                     "explain": list(result.explain), "fallback": result.fallback,
-                    "dropped": list(result.dropped)})
+                    "dropped": list(result.dropped), "shadow": service.last_shadow})
     else:
         render.index_result(Console(), result)
         if explain:

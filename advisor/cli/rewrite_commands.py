@@ -1,6 +1,7 @@
 """``advisor rewrite``: faster SQL for given statements or the observed workload, each proven equivalent by
 execution and timed on a shadow (``AdvisorService.tune_rewrites``). A thin adapter: parse flags, call the
-service, render a table or print one JSON document (``--json``: exactly ``{"statements": [...]}``)."""
+service, render a table or print one JSON document (``--json``: exactly ``{"statements": [...], "shadow": {...}}``,
+the shadow's method named)."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def rewrite(target: Target = None,
     # given SQL the target refuses: refused before any work
     result = service.tune("rewrites", target, plan, register=register, by_hand=False)
     if json_out:
-        emit({"statements": [o.public() for o in result.statements]})
+        emit({"statements": [o.public() for o in result.statements], "shadow": service.last_shadow})
         return
     show(Console(), result)
 

@@ -39,16 +39,59 @@ def targets_add(name: Annotated[str, typer.Option(help="a name for the target")]
                          "advisor read /proc/meminfo)", min=0.1, max=1_000_000)] = None,
                 cpus: Annotated[int | None, typer.Option(help="the server's cores (default: as for --memory-gb)",
                                                          min=1, max=100_000)] = None,
+                replica: Annotated[bool, typer.Option(
+                    "--replica", help="also build a warm replica, kept in sync, from which every run takes thin "
+                                      "clones in seconds (what it needs: advisor targets check NAME)")] = False,
                 json_out: JsonFlag = False, store: StoreOpt = None) -> None:
     """Register a database: checks it can be observed, stores its DSN encrypted, takes a first snapshot."""
     from advisor.core.hardware import given
 
     dsn = resolve_dsn(dsn, "--dsn", ask=True)
-    target = open_service(store).add_target(name, dsn, hardware=given(memory_gb, cpus) or None)  # progress: stderr
+    target = open_service(store).add_target(name, dsn, hardware=given(memory_gb, cpus) or None,
+                                            replica=replica)  # progress: stderr
     if json_out:
         emit(target)
     else:
         print(f"registered {target['name']} ({target['id']}): {target['dsn']}")
+        if target.get("replica"):
+            print(f"replica: {_replica_cell(target['replica'])}")
+
+
+@targets_app.command("replica")
+def targets_replica(ref: Annotated[str, typer.Argument(help="target id or name")], json_out: JsonFlag = False,
+                    store: StoreOpt = None) -> None:
+    """Build the target's warm replica (or start it, when it has one): every run then takes its shadows as thin
+    clones of it, in seconds whatever the database's size."""
+    status = open_service(store).build_replica(ref)  # progress on stderr
+    emit({"replica": status}) if json_out else print(f"replica of {ref}: {_replica_cell(status)}")
+
+
+@targets_app.command("check")
+def targets_check(ref: Annotated[str, typer.Argument(help="target id or name")], json_out: JsonFlag = False,
+                  store: StoreOpt = None) -> None:
+    """What a replica needs from the target and it lacks, one line each with the line that fixes it ("ready" when
+    nothing is missing; exit code 1 otherwise). Only reads the target: the advisor never changes its
+    configuration."""
+    missing = open_service(store, quiet=True).replica_check(ref)
+    if json_out:
+        emit({"ready": not missing, "missing": [{"what": what, "fix": fix} for what, fix in missing]})
+    else:
+        for what, fix in missing:
+            print(f"missing: {what}; fix: {fix}")
+        if not missing:
+            print("ready: a replica can be built (advisor targets replica NAME)")
+    if missing:
+        raise typer.Exit(1)
+
+
+def _replica_cell(replica: dict | None) -> str:
+    """A target's replica in one cell: its lag when ready, else its state (and a build's last line)."""
+    if replica is None:
+        return "-"
+    if replica["state"] == "ready":
+        return replica["lag"] or "ready"
+    return replica["state"] + (f" ({replica['progress']})" if replica["state"] == "building" and
+                               replica.get("progress") else "")
 
 
 @targets_app.command("update")
@@ -74,10 +117,10 @@ def targets_list(json_out: JsonFlag = False, store: StoreOpt = None) -> None:
     if json_out:
         emit({"targets": rows})
         return
-    table = Table("id", "name", "engine", "dsn (no password)", "registered", "last observed")
+    table = Table("id", "name", "engine", "dsn (no password)", "registered", "last observed", "replica (lag)")
     for t in rows:
         table.add_row(t["id"], t["name"], t["engine"], t["dsn"], "yes" if t["registered"] else "no",
-                      when(t["last_observed_at"]))
+                      when(t["last_observed_at"]), _replica_cell(t.get("replica")))
     Console().print(table)
 
 

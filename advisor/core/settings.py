@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     # would miss (1% of the time, or 1 call in 100) still does. 0 makes every regression block.
     guard_min_time_share: float = 0.01  # ADVISOR_GUARD_MIN_TIME_SHARE: a fraction of the baseline's weighted time
     guard_min_call_share: float = 0.01  # ADVISOR_GUARD_MIN_CALL_SHARE: a fraction of the workload's calls
+    # A run on a target with a warm replica waits at most this long for the replica to replay what the run's
+    # observation saw; then it says how far behind the replica is and goes on (advisor.tuning.shadows).
+    replica_wait_s: float = 120.0  # ADVISOR_REPLICA_WAIT_S
 
 
 def get_settings() -> Settings:

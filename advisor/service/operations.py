@@ -30,11 +30,14 @@ if TYPE_CHECKING:
 class OperationsMixin:
     # --- targets --------------------------------------------------------------------------------------------
 
-    def add_target(self, name: str, dsn: str, who: Principal = ADMIN, hardware: dict | None = None) -> dict:
+    def add_target(self, name: str, dsn: str, who: Principal = ADMIN, hardware: dict | None = None, *,
+                   replica: bool = False) -> dict:
         """Register a database: check that it can be observed, keep its DSN encrypted, take a first snapshot (the
         history of the targets observed by hand for the same database joins it). ``Conflict`` naming the target
         already registered for that database, whatever DSN reached it: one database is one target.
-        ``hardware``: what its server runs on, as the user gives it (``advisor.core.hardware.given``), stored."""
+        ``hardware``: what its server runs on, as the user gives it (``advisor.core.hardware.given``), stored.
+        ``replica``: build its warm replica too (``build_replica``: checked before anything is stored, built in
+        this thread on the command line, in the background on the server)."""
         who.require("operator")
         check_name("target", name)  # before any connection: a name that cannot be stored fails first
         refuse_borrowed_identity(who, dsn)  # a Unix socket over REST or the UI: the server's OS user is no credential
@@ -42,6 +45,12 @@ class OperationsMixin:
         connector.observe()  # reachable, with statement statistics: fails here with a clear message otherwise
         identity = connector.identity()  # one database is one target, whatever DSN reaches it
         self._check_one_target(identity, name)
+        missing = connector.replica_requirements() if replica else []
+        if missing:  # refused before anything is stored: `advisor targets check` says the same, one line each
+            from connectors.replica import ReplicaUnavailable
+
+            raise ReplicaUnavailable("this database cannot feed a replica: " + "; ".join(
+                f"{what} (fix: {fix})" for what, fix in missing) + "; or add the target without a replica")
         shown = connector.display_name
         # Conflict when the name is registered: a target's database never changes by registering it again
         target_id = self.store.register_target(name, connector.engine, shown, vault_for(self.store.path).encrypt(dsn))
@@ -50,7 +59,9 @@ class OperationsMixin:
         if hardware:
             self.store.set_target_hardware(target_id, hardware)
         self.observe(dsn, name)
-        return self.store.target_by_id(target_id)
+        if replica:
+            self.build_replica(name, who)
+        return self.with_replica(self.store.target_by_id(target_id))
 
     def update_target(self, ref: str, dsn: str, who: Principal = ADMIN, *, other_database: bool = False) -> dict:
         """Change a registered target's DSN (a new password, host or port), audited. The new DSN must reach the
@@ -86,11 +97,13 @@ class OperationsMixin:
                            f"use that target (a new DSN for it: `advisor targets update {twin['name']}`)")
 
     def targets(self) -> list[dict]:
-        return self.store.targets()
+        """Every target, each with its replica's status and lag (``replica``, ``replica_status``)."""
+        return [self.with_replica(t) for t in self.store.targets()]
 
     def target(self, ref: str | None = None, *, target_id: str | None = None) -> dict:
-        """A target by a user's reference (id or name), or by its id only (``target_id``)."""
-        return self.store.target_by_id(target_id) if target_id is not None else self.store.target(ref or "")
+        """A target by a user's reference (id or name), or by its id only (``target_id``), with its replica."""
+        return self.with_replica(self.store.target_by_id(target_id) if target_id is not None
+                                 else self.store.target(ref or ""))
 
     def remove_target(self, ref: str, who: Principal = ADMIN) -> None:
         who.require("operator")
@@ -101,6 +114,7 @@ class OperationsMixin:
         if applied:  # its credentials are what a rollback (by hand or by the watch) needs
             raise Conflict(f"target {target['name']} has applied change(s) (recommendation "
                            f"{', '.join(r.id for r in applied)}); roll them back first, then remove it")
+        self.remove_replica(target["id"])  # its server stopped, its slot dropped, its data deleted
         self.store.remove_target(target["id"])
         self.store.audit(who.actor, "remove_target", target["id"], {"name": target["name"]})
 
@@ -194,7 +208,7 @@ class OperationsMixin:
             self.store.update_run(run_id, state="cancelled" if isinstance(e, RunCancelled) else "failed",
                                   error=message)
             return self.store.run(run_id)
-        outcome = kinds.get(plan.kind).outcome(result)
+        outcome = worker.outcome(kinds.get(plan.kind), result)
         progress(f"done: {outcome['message']}")
         progress.flush()
         prior = self.store.run(run_id)["result"] or {}

@@ -105,6 +105,12 @@ class RunExecutor:
         with self._lock:
             self._futures[run_id] = self._pool.submit(self._execute, run_id)
 
+    def submit_job(self, key: str, job: Callable[[], object]) -> None:
+        """Run ``job`` on the same threads as runs (building a target's replica): the server's shutdown waits for
+        it too, and its progress callback sees ``cancelled("*")`` when the server stops."""
+        with self._lock:
+            self._futures[key] = self._pool.submit(job)
+
     def cancel(self, run_id: str, why: str) -> None:
         self._cancelled[run_id] = why
 

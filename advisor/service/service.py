@@ -20,6 +20,7 @@ from advisor.core.progress import Say, silent
 from advisor.service.access import AccessMixin
 from advisor.service.auth import Principal
 from advisor.service.operations import OperationsMixin
+from advisor.service.replicas import ReplicasMixin
 from advisor.service.schedules import SchedulesMixin
 from advisor.service.runs import RunCancelled
 from advisor.storage.store import Store, new_id
@@ -50,7 +51,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin):
+class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin):
     """The tuning itself (observe, tune knobs, tune indexes) is here; registered targets, runs, the recommendation
     lifecycle and schedules are in ``operations``, tokens and sessions in ``access``. ``executor`` (a ``runs.RunExecutor``) runs started runs in the background; without one (the CLI),
     ``start_run`` runs them in the caller's thread. Actions that change anything take ``who`` (a Principal) and
@@ -61,6 +62,7 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin):
         self.say = say or silent
         self.executor = executor
         self._principals: dict[str, tuple[int, Principal]] = {}  # token hash -> (store version, principal)
+        self.last_shadow: dict | None = None  # what the last ``tune`` call's shadows were (its JSON's "shadow")
 
     # --- observe --------------------------------------------------------------------------------------------
 
@@ -141,7 +143,9 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin):
                 opened.append(found)
             return found
 
-        ctx = Context(self.store, dsn, name, run_id, self.say, self.model_dir, device, dict(inputs), open_run)
+        shadows = self._shadows(entry, dsn, name, plan)
+        ctx = Context(self.store, dsn, name, run_id, self.say, self.model_dir, device, dict(inputs), open_run,
+                      shadows=shadows)
         try:
             result = entry.run(ctx, plan)
             rec = result.recommendation
@@ -166,9 +170,26 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin):
             if missing is not None:
                 raise missing from e
             raise
+        self.last_shadow = shadows.doc(plan.sample_percent) if entry.uses_shadows else None
         for rid in opened:
-            self.store.update_run(rid, state="done", result=entry.outcome(result))
+            self.store.update_run(rid, state="done", result=self.outcome(entry, result))
         return result
+
+    def _shadows(self, entry, dsn: str, name: str | None, plan: RunPlan):
+        """Where the run's shadows come from (a thin clone of the target's warm replica, a full or a sampled
+        copy), said first in the run's header; the replica's position is read here, before the run observes."""
+        from advisor.tuning.shadows import Shadows
+
+        if not entry.uses_shadows:
+            return Shadows()
+        shadows = self.shadows_for(name, dsn, self.say)
+        self.say(f"shadows: {shadows.planned(plan.sample_percent)['line']}")
+        return shadows
+
+    def outcome(self, entry, result) -> dict:
+        """What a run's row records of its result: the kind's outcome and, for a kind that uses shadows, what
+        they were (``shadow``)."""
+        return {**entry.outcome(result), **({"shadow": self.last_shadow} if self.last_shadow else {})}
 
     def check_plan_on(self, dsn: str, plan: RunPlan) -> None:
         """Refuse, before any work, what the target refuses of ``plan`` (a rewrite run's SQL: the target's own

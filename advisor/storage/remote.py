@@ -35,7 +35,7 @@ READS = frozenset({
     "version", "schema_version", "snapshots", "count_snapshots", "trials", "run", "runs", "count_runs",
     "cached_seeds", "recommendations", "recommendation_summaries", "count_recommendations", "recommendation",
     "audit_log", "targets", "target", "target_by_id", "target_with_identity", "target_identity", "tokens", "token",
-    "token_by_id", "schedules", "schedule", "current_claim",
+    "token_by_id", "schedules", "schedule", "current_claim", "replica", "replicas",
     # a target's credentials as stored, encrypted: ``--target NAME`` needs them, and only this user's processes
     # (which hold the key file) are answered
     "target_credentials"})

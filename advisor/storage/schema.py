@@ -7,7 +7,7 @@ import functools
 
 from advisor.core.inputs import new_id
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -67,6 +67,11 @@ MIGRATIONS: dict[int, str] = {
     """,
     7: """
     ALTER TABLE trials ADD COLUMN statements JSON;
+    """,
+    8: """
+    CREATE TABLE replicas (target_id VARCHAR PRIMARY KEY, engine VARCHAR NOT NULL, directory VARCHAR NOT NULL,
+        state VARCHAR NOT NULL, built_at DOUBLE PRECISION, progress VARCHAR, owner JSON,
+        updated_at DOUBLE PRECISION NOT NULL);
     """,
 }
 

@@ -23,6 +23,7 @@ from advisor.storage.database import connect
 from advisor.storage.access import AccessTables
 from advisor.storage.remote import RemoteStore
 from advisor.storage.claims import ClaimTables
+from advisor.storage.replicas import ReplicaTables
 from advisor.storage.targets import TargetTables
 from advisor.storage.schema import MIGRATIONS, SCHEMA_VERSION, changes_lists, new_id
 from advisor.core.domain import TRANSITIONS, Evidence, Recommendation, Snapshot, Workload
@@ -31,7 +32,7 @@ from advisor.core.inputs import check_text
 
 __all__ = ["SCHEMA_VERSION", "Store", "new_id", "open_store"]
 
-class Store(TargetTables, AccessTables, ClaimTables):
+class Store(TargetTables, AccessTables, ClaimTables, ReplicaTables):
     read_only = False  # a RemoteStore (a store a server holds, read through it) is
     def __init__(self, path: str | Path):
         # a DuckDB file path, or a postgresql:// URL (then ``path`` shows it without its password)

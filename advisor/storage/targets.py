@@ -143,9 +143,11 @@ class TargetTables:
 
     @changes_lists
     def remove_target(self, target_id: str) -> None:
-        """Forget a target and its schedules; its history (snapshots, runs, recommendations, audit) is kept."""
+        """Forget a target, its schedules and its replica's record (the service removes the replica itself first);
+        its history (snapshots, runs, recommendations, audit) is kept."""
         with self.lock:
             self.target_by_id(target_id)
+            self.db.execute("DELETE FROM replicas WHERE target_id = ?", [target_id])
             self.db.execute("UPDATE schedules SET removed_at = ? WHERE target_id = ? AND removed_at IS NULL",
                             [time.time(), target_id])
             self.db.execute("DELETE FROM targets WHERE id = ?", [target_id])

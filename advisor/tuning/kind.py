@@ -9,6 +9,7 @@ from pathlib import Path
 
 from advisor.core.progress import Say, silent
 from advisor.tuning.observe import observe
+from advisor.tuning.shadows import Shadows
 
 
 @dataclass(frozen=True)
@@ -16,7 +17,8 @@ class Context:
     """What a pipeline gets from the service: the store, the target's DSN and name, where the target's models
     live, the run's id (its state is the service's to record) and ``say`` for progress. ``inputs``: values that
     are not plan options (a knob run's hardware override, an LLM seeder, a run to resume; a rewrite run's SQL).
-    ``observation``: a snapshot taken already (a whole run's steps share one).
+    ``observation``: a snapshot taken already (a whole run's steps share one). ``shadows``: where every shadow of
+    the run comes from (a thin clone of the target's warm replica, a full or a sampled copy), the service's choice.
     ``open_run(target_id, kind, optimizer, options, resume, existing)``: the run row a pipeline stores its
     trials under: ``existing`` (the context's ``run_id``) with the options added, ``resume`` taken over, or a new
     one; the service records how a row it opened ends."""
@@ -31,6 +33,7 @@ class Context:
     inputs: dict = field(default_factory=dict)
     open_run: Callable[..., str] | None = None
     observation: object = None  # taken already (a whole run's, shared by its steps); None: each run observes
+    shadows: Shadows = field(default_factory=Shadows)  # where its shadows come from (advisor.tuning.shadows)
 
     def observed(self, connector):
         """The target's observation: the one this context carries, else a new snapshot (stored)."""
@@ -62,6 +65,7 @@ class Kind:
     summarize: Callable[[object], dict] | None = None
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # the values a "names" option may hold
     title: str = ""  # what people call one of its recommendations ("Index recommendation")
+    uses_shadows: bool = True  # its runs measure on shadows of the target (advisor.tuning.shadows)
 
     def outcome(self, result) -> dict:
         """What a run's row records of this kind's result (``summarize``, else ``default_outcome``)."""

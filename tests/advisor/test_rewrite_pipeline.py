@@ -113,7 +113,8 @@ def test_cli_json_has_exactly_the_documented_keys(shop, tmp_path):
                   "--no-validate", "--json", store=tmp_path / "s.duckdb")
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
-    assert list(doc) == ["statements"] and len(doc["statements"]) == 2
+    assert list(doc) == ["statements", "shadow"] and len(doc["statements"]) == 2
+    assert doc["shadow"] == {"method": "full copy", "line": "full copy (no replica)"}
     for st in doc["statements"]:
         assert list(st) == ["queryid", "original", "rewritten", "rules", "speedup", "ci", "equivalent", "reason"]
     first, second = doc["statements"]

@@ -127,3 +127,20 @@ def test_every_table_round_trips(location):
         assert s.schedule(sid)["last_fire_at"] == 7.0 and s.schedules(tid)[0]["plan"] == {"kind": "knobs"}
         s.remove_target(tid)
         assert s.targets() == [] and s.schedules() == [] and s.audit_log("r1")[0]["detail"]["kind"] == "knobs"
+
+
+def test_a_targets_replica_record_round_trips(location):
+    """A target's replica record (issue 43): written while it builds, replaced when built, listed by target, and
+    forgotten with the target."""
+    with Store(location) as s:
+        tid = s.upsert_target("prod", "postgres", "host=x")
+        assert s.replica(tid) is None and s.replicas() == {}
+        s.set_replica(tid, "postgres", "/home/a/replicas/x", "building", owner={"pid": 1, "host": "h"})
+        s.replica_progress(tid, "base backup: 40%")
+        assert (s.replica(tid)["state"], s.replica(tid)["progress"], s.replica(tid)["owner"]) == \
+            ("building", "base backup: 40%", {"pid": 1, "host": "h"})
+        s.set_replica(tid, "postgres", "/home/a/replicas/x", "ready", built_at=12.5)
+        assert (s.replicas()[tid]["state"], s.replicas()[tid]["built_at"], s.replicas()[tid]["owner"]) == \
+            ("ready", 12.5, None)
+        s.remove_target(tid)
+        assert s.replicas() == {}

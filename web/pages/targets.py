@@ -1,4 +1,5 @@
-"""The home page: every target with its last observation; operators register targets and observe them."""
+"""The home page: every target with its last observation and its warm replica's lag; operators register targets
+(with a replica or not), build a target's replica and observe them."""
 
 from __future__ import annotations
 
@@ -27,10 +28,17 @@ def targets_page(request: Request, service: Service, session: PageSession):
 
 
 @router.post("/targets")
-def register(service: Service, checked: Checked, name: Field = "", dsn: Field = ""):
+def register(service: Service, checked: Checked, name: Field = "", dsn: Field = "", replica: Field = ""):
     if not name.strip() or not dsn.strip():
         raise AdvisorError("a target needs a name and a DSN")
-    service.add_target(name.strip(), dsn.strip(), checked[0])
+    service.add_target(name.strip(), dsn.strip(), checked[0], replica=bool(replica))
+    return see_other("/")
+
+
+@router.post("/targets/{ref}/replica")
+def build_replica(ref: str, service: Service, checked: Checked):
+    """Build the target's warm replica in the background; the card shows its progress, then its lag."""
+    service.build_replica(ref, checked[0])
     return see_other("/")
 
 
@@ -42,5 +50,6 @@ def observe(ref: str, service: Service, checked: Checked):
 
 @router.get("/targets")
 @router.get("/targets/{ref}/observe")
+@router.get("/targets/{ref}/replica")
 def targets_by_get(ref: str = ""):
     return see_other("/")  # GET never acts (a browser back from the login page lands here)

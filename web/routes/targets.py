@@ -18,9 +18,10 @@ def list_targets(service: Service, _: Viewer, limit: Limit = 50, offset: Offset 
 @router.post("", response_model=schemas.Target, status_code=status.HTTP_201_CREATED)
 def add_target(body: schemas.TargetIn, service: Service, who: Operator):
     """Register a database (PostgreSQL with pg_stat_statements, or MariaDB/MySQL with performance_schema on):
-    it must be reachable and observable; the DSN is stored encrypted and a first snapshot is taken."""
+    it must be reachable and observable; the DSN is stored encrypted and a first snapshot is taken. With
+    ``replica``, its warm replica is built in the background (its state and lag in the target's ``replica``)."""
     return service.add_target(body.name, body.dsn.get_secret_value(), who,
-                              hardware=given(body.memory_gb, body.cpus) or None)
+                              hardware=given(body.memory_gb, body.cpus) or None, replica=body.replica)
 
 
 @router.get("/{ref}", response_model=schemas.Target)
@@ -38,6 +39,21 @@ def update_target(ref: str, body: schemas.TargetUpdate, service: Service, who: O
 @router.delete("/{ref}", status_code=status.HTTP_204_NO_CONTENT)
 def remove_target(ref: str, service: Service, who: Operator) -> None:
     service.remove_target(ref, who)
+
+
+@router.post("/{ref}/replica", response_model=schemas.Target, status_code=status.HTTP_202_ACCEPTED)
+def build_replica(ref: str, service: Service, who: Operator):
+    """Build the target's warm replica in the background (or start it, when it has one); 400 with the reason
+    when the database cannot feed one."""
+    service.build_replica(ref, who)
+    return service.target(ref)
+
+
+@router.get("/{ref}/check", response_model=schemas.ReplicaCheck)
+def check(ref: str, service: Service, _: Operator):
+    """What a replica needs from the database and it lacks, each with the line that fixes it."""
+    missing = service.replica_check(ref)
+    return {"ready": not missing, "missing": [{"what": what, "fix": fix} for what, fix in missing]}
 
 
 @router.post("/{ref}/observe", response_model=schemas.Snapshot, status_code=status.HTTP_201_CREATED)

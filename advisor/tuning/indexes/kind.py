@@ -23,7 +23,7 @@ def run(ctx: Context, plan) -> object:
     connector = factory.connector(ctx.dsn)
     obs = require_workload(ctx.observed(connector))
     return tune_indexes(ctx.store, connector, obs, index_plan, model_dir=ctx.model_dir(obs.target_id),
-                        run_id=ctx.run_id, say=ctx.say)
+                        run_id=ctx.run_id, say=ctx.say, shadows=ctx.shadows)
 
 
 KIND = Kind("indexes", "new indexes within a storage budget (and unused ones to drop): what-if costs, the "

@@ -23,8 +23,8 @@ from advisor.tuning.indexes.validation import IndexValidation, validate_indexes
 from advisor.tuning.indexes.problem import build_problem
 from advisor.tuning.observe import Observation, bind, top
 from advisor.tuning.recommend import dropped_rows, rare_note, recommend, verdict_note
+from advisor.tuning.shadows import Shadows
 from advisor.tuning.validation import ValidationOptions
-from connectors import factory
 from connectors.base import Connector
 from optimizers import registry
 from optimizers.indexes.problem import IndexProblem
@@ -79,12 +79,14 @@ class IndexTuneResult:
 
 
 def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: IndexPlan, *,
-                 model_dir: Path | None = None, run_id: str | None = None, say: Say = silent) -> IndexTuneResult:
-    """The whole index pipeline for an observed target; trained models live under ``model_dir``."""
+                 model_dir: Path | None = None, run_id: str | None = None, say: Say = silent,
+                 shadows: Shadows | None = None) -> IndexTuneResult:
+    """The whole index pipeline for an observed target; trained models live under ``model_dir``; its shadow comes
+    from ``shadows`` (default: a full copy, ``advisor.tuning.shadows``)."""
     plan.check()
     bound, not_bound = bind(connector, obs, plan.max_statements, say)
     budget = int(plan.budget_mb * MB)
-    with factory.clone(connector, sample_percent=plan.sample_percent, say=say) as shadow:
+    with (shadows or Shadows()).clone(connector, sample_percent=plan.sample_percent, say=say) as shadow:
         unparsed: list[tuple[str, str]] = []
         sizes = index_sizing.prepare(shadow.connector, obs.snapshot, model_dir, say)
         problem, session = build_problem(shadow.connector, obs.snapshot, bound, budget, max_width=plan.max_width,

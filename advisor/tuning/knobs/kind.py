@@ -40,7 +40,7 @@ def run(ctx: Context, plan) -> object:
                           ctx.run_id)
     return tune_knobs(ctx.store, connector, obs, knob_plan, hardware=ctx.inputs.get("hardware"),
                       llm=llm if llm is not None else from_settings(get_settings()), run_id=run_id,
-                      resume=resume, say=ctx.say)
+                      resume=resume, say=ctx.say, shadows=ctx.shadows)
 
 
 OBJECTIVES = ("latency", "throughput")

@@ -20,10 +20,10 @@ from advisor.core.sqltext import shorten
 from advisor.storage.store import Store
 from advisor.tuning.observe import Observation, bind
 from advisor.tuning.recommend import Dropped, dropped_rows, recommend, verdict_note
+from advisor.tuning.shadows import Shadows
 from advisor.tuning.knobs.ablation import AblationOptions, ablate, round_config
 from advisor.tuning.knobs.trials import ReplayRunner, TrialRecord, TrialRunner, TuningOptions, TuningRun
 from advisor.tuning.validation import ValidationOptions, validate
-from connectors import factory
 from connectors.base import Connector, Shadow
 from optimizers import registry
 from optimizers.base import Optimizer
@@ -81,8 +81,8 @@ class TuneResult:
 
 def tune_knobs(store: Store, connector: Connector, obs: Observation, plan: KnobPlan, *,
                hardware: Hardware | None = None, llm=None, run_id: str | None = None, resume: str | None = None,
-               say: Say = silent) -> TuneResult:
-    """The whole knob pipeline for an observed target. ``hardware``: the target server's, as given for this run
+               say: Say = silent, shadows: Shadows | None = None) -> TuneResult:
+    """The whole knob pipeline for an observed target (its shadow from ``shadows``, default a full copy). ``hardware``: the target server's, as given for this run
     (None, or this machine's ``detect()``: the target's own, from ``target_hardware``); ``run_id``: the run row
     the service opened for it (trials are stored under it; how the run ends is the service's to record);
     ``resume``: that row is a stored, unfinished run to continue."""
@@ -95,7 +95,7 @@ def tune_knobs(store: Store, connector: Connector, obs: Observation, plan: KnobP
         raise AdvisorError("a knob search needs a run to store its trials in (AdvisorService.tune opens one)")
     say(f"tuning run {run_id}: {plan.tuning.optimizer}, {plan.tuning.trials} trials over {problem.space.dim} knobs, "
         f"{len(bound)} statements, {len(seeds)} seed(s)")
-    with factory.clone(connector, sample_percent=plan.sample_percent, say=say) as shadow:
+    with (shadows or Shadows()).clone(connector, sample_percent=plan.sample_percent, say=say) as shadow:
         bound, failing = leave_out_failing(shadow, bound, say)
         trials = TrialRunner(shadow, ReplayRunner(bound, repeats=plan.repeats, objective=plan.tuning.objective),
                              problem.space, plan.tuning.timeout_factor, plan.tuning.min_timeout_s, say)

@@ -151,4 +151,4 @@ KIND = Kind(KIND_NAME, "a learned index's parameters (ALEX-like, PGM): a search 
             optimizers=learned_index.OPTIMIZERS, change_types=(LearnedIndexParam,),
             options=("keys", "workload", "budget", "index", "range"), required=("keys", "workload"), handed_over=True,
             default_optimizer="hibo", check_plan=_check, check_target=check_target, confine=confine,
-            title="Learned index")
+            title="Learned index", uses_shadows=False)

@@ -32,7 +32,7 @@ def run(ctx: Context, plan) -> object:
     if not statements:
         require_workload(obs)
     return tune_rewrites(ctx.store, connector, obs, rewrite_plan, model_dir=ctx.model_dir(obs.target_id),
-                         run_id=ctx.run_id, say=ctx.say)
+                         run_id=ctx.run_id, say=ctx.say, shadows=ctx.shadows)
 
 
 KIND = Kind("rewrites", "faster SQL for the heaviest statements (equality saturation), each proven to return "

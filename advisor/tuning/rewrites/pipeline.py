@@ -28,12 +28,12 @@ from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.observe import Observation, bind
 from advisor.tuning.rewrites.stats import planner_groups, planner_selectivity
 from advisor.tuning.recommend import Dropped, dropped_rows, recommend
+from advisor.tuning.shadows import Shadows
 from advisor.tuning.validation import ValidationOptions
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from connectors import factory
 from connectors.base import Connector
 from optimizers import registry
 from optimizers.rewrites.problem import RewriteProblem
@@ -166,8 +166,10 @@ def calibrated(problem: RewriteProblem, connector: Connector) -> RewriteProblem:
 
 
 def tune_rewrites(store: Store, connector: Connector, obs: Observation, plan: RewritePlan, *,
-                  model_dir: Path | None = None, run_id: str | None = None, say: Say = silent) -> RewriteTuneResult:
-    """The whole rewrite pipeline for an observed target (see the module)."""
+                  model_dir: Path | None = None, run_id: str | None = None, say: Say = silent,
+                  shadows: Shadows | None = None) -> RewriteTuneResult:
+    """The whole rewrite pipeline for an observed target (see the module); its shadow from ``shadows`` (default: a
+    full copy)."""
     plan.check()
     statements, skipped = statements_of(plan, connector, obs, say)
     if not statements and not skipped:
@@ -176,7 +178,7 @@ def tune_rewrites(store: Store, connector: Connector, obs: Observation, plan: Re
     outcomes: dict[str, Outcome] = {o.queryid: o for o in skipped}
     by_id = {s.queryid: s for s in statements}
     training = None
-    with factory.clone(connector, sample_percent=plan.sample_percent, say=say) as shadow:
+    with (shadows or Shadows()).clone(connector, sample_percent=plan.sample_percent, say=say) as shadow:
         problem = calibrated(problem, shadow.connector)
         opt = registry.create("rewrites", plan.optimizer, problem, seed=plan.seed, strict=False, **plan.options)
         training = opt.prepare(model_dir, say)

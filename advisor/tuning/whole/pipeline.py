@@ -114,7 +114,7 @@ def _validate_bundle(ctx: Context, connector, obs, parts: list[Step], plan) -> t
     options = ValidationOptions(rounds=max(MIN_BUNDLE_ROUNDS, plan.rounds))
     try:
         bound, _skipped = bind(connector, obs, ctx.inputs.get("max_statements", 30), ctx.say)
-        with factory.clone(connector, sample_percent=plan.sample_percent, say=ctx.say) as shadow:
+        with ctx.shadows.clone(connector, sample_percent=plan.sample_percent, say=ctx.say) as shadow:
             result = measure_bundle(shadow, bound, [(s.kind, s.recommendation.changes,
                                                      s.recommendation.evidence.gain if s.recommendation.evidence
                                                      else None) for s in parts], options, ctx.say)
@@ -148,7 +148,7 @@ def recheck(ctx: Context, rec: Recommendation, plan) -> dict:
     obs = observe(ctx.store, connector, ctx.name, 0.0, ctx.say)
     bound, _skipped = bind(connector, obs, ctx.inputs.get("max_statements", 30), ctx.say)
     ctx.say(f"re-measuring recommendation {rec.id} on a freshly built shadow")
-    with factory.clone(connector, sample_percent=plan.sample_percent, say=ctx.say) as shadow:
+    with ctx.shadows.clone(connector, sample_percent=plan.sample_percent, say=ctx.say) as shadow:
         result = measure_bundle(shadow, bound, [(rec.kind, rec.changes, rec.evidence.gain if rec.evidence else None)],
                                 ValidationOptions(rounds=max(MIN_BUNDLE_ROUNDS, plan.rounds)), ctx.say)
     doc = _part_doc(result.parts[0], result)
