@@ -362,6 +362,8 @@ class Shadow:
     connector: Connector
     dbname: str
     restore_warnings: int = 0
+    method: str = "full copy"  # how it was made: "thin clone" (of a warm replica), "full copy" or "sampled copy"
+    note: str = ""  # what the method implies (a thin clone: the replica's lag when it was cut)
 
     @classmethod
     def of(cls, sandbox: Sandbox, dbname: str) -> Shadow:

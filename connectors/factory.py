@@ -28,6 +28,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from advisor.core.errors import AdvisorError
@@ -36,19 +37,21 @@ from connectors.base import TAG, Connector, Sandbox, Shadow, scrub
 from connectors.learned.base import LearnedIndexEngine, Measurement
 from connectors.learned.ops import INSERT, LOOKUP, OP_NAMES, RANGE, OpStream
 from connectors.local import free_port, reap_orphans, stop_all
+from connectors.replica import Replica, ReplicaUnavailable
 from connectors.mariadb.connection import uses_local_identity as mariadb_local_identity
 from connectors.mariadb.connector import MariaDBConnector
 from connectors.mariadb.sandbox import MariaDBSandbox
 from connectors.mariadb.shadow import create_shadow as clone_mariadb
 from connectors.postgres.connection import uses_local_identity as postgres_local_identity
 from connectors.postgres.connector import PostgresConnector
+from connectors.postgres.replica import PostgresReplica
 from connectors.postgres.sandbox import PostgresSandbox
 from connectors.postgres.shadow import create_shadow as clone_postgres
 
 __all__ = ["DEFAULT_ENGINE", "ENGINES", "INSERT", "LOOKUP", "OP_NAMES", "RANGE", "SCHEMES", "TAG", "Connector",
            "Engine", "LearnedIndexEngine", "Measurement", "OpStream", "Sandbox", "Shadow", "binary_search_baseline",
-           "client_tool", "clone", "connect", "connector", "engine_of", "free_port", "learned_index",
-           "learned_indexes", "reap_orphans", "redact", "sandbox", "stop_all", "store_dsn_problem", "store_session",
+           "build_replica", "client_tool", "clone", "connect", "connector", "engine_of", "free_port", "learned_index",
+           "learned_indexes", "open_replica", "reap_orphans", "redact", "sandbox", "stop_all", "store_dsn_problem", "store_session",
            "supported", "target_name", "uses_local_identity"]
 
 
@@ -56,18 +59,21 @@ __all__ = ["DEFAULT_ENGINE", "ENGINES", "INSERT", "LOOKUP", "OP_NAMES", "RANGE",
 class Engine:
     """One engine's parts: ``connector(dsn, restart=None)``; ``sandbox(name, settings=None, ...)``, a class with a
     static ``client_tool(name)``; ``clone(connector, *, sample_percent, sample_min_rows, extra_settings, say)``;
-    ``local_identity(dsn)``: whether the DSN logs in by the advisor's own OS identity (``uses_local_identity``)."""
+    ``local_identity(dsn)``: whether the DSN logs in by the advisor's own OS identity (``uses_local_identity``);
+    ``replica``: the class of its warm replicas (``build(target, directory, say)``, ``open(directory)``), None
+    where the engine has none yet."""
 
     connector: Callable[..., Connector]
     sandbox: Any  # the sandbox class
     clone: Callable[..., Shadow]
     local_identity: Callable[[str], bool]
+    replica: Any = None
 
 
 DEFAULT_ENGINE = "postgres"  # the engine of the servers the advisor starts for itself (demo, benches) unless told
 
 ENGINES: dict[str, Engine] = {
-    "postgres": Engine(PostgresConnector, PostgresSandbox, clone_postgres, postgres_local_identity),
+    "postgres": Engine(PostgresConnector, PostgresSandbox, clone_postgres, postgres_local_identity, PostgresReplica),
     "mariadb": Engine(MariaDBConnector, MariaDBSandbox, clone_mariadb, mariadb_local_identity),
 }
 
@@ -151,6 +157,8 @@ def clone(target: Connector, *, sample_percent: float | None = None, sample_min_
     else:
         shadow = _engine(target.engine).clone(target, sample_percent=sample_percent, sample_min_rows=sample_min_rows,
                                               extra_settings=extra_settings, say=say)
+        if sample_percent:
+            shadow.method, shadow.note = "sampled copy", f"{sample_percent:g}% of each large table"
     base = _BASE.get()
     if base:
         try:  # a progress callback may raise (a cancelled run): the shadow is stopped then too
@@ -161,6 +169,24 @@ def clone(target: Connector, *, sample_percent: float | None = None, sample_min_
             shadow.close()
             raise
     return shadow
+
+
+def _replicas(engine: str) -> Any:
+    kind = _engine(engine).replica
+    if kind is None:
+        raise ReplicaUnavailable(f"warm replicas of {engine} targets are not supported yet: runs make full copies")
+    return kind
+
+
+def build_replica(target: Connector, directory: Path, say: Say | None = None) -> Replica:
+    """A warm replica of ``target``, built in ``directory`` and started (``connectors.replica``): minutes for a large
+    database, said through ``say``; ReplicaUnavailable with the reason (and what fixes it) when none can be had."""
+    return _replicas(target.engine).build(target, directory, say or (lambda _m: None))
+
+
+def open_replica(engine: str, directory: Path) -> Replica:
+    """The replica built earlier in ``directory`` (not started: ``ensure_running`` does)."""
+    return _replicas(engine).open(directory)
 
 
 def connect(dsn: str, autocommit: bool = True) -> Any:

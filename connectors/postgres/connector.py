@@ -330,5 +330,11 @@ class PostgresConnector:
     def invalid_indexes(self) -> list[str]:
         return activity.invalid_indexes(self.dsn)
 
+    def replica_requirements(self) -> list[tuple[str, str]]:
+        """What this server lacks to feed a warm replica (``connectors.postgres.replica_check``)."""
+        from connectors.postgres.replica_check import requirements
+
+        return requirements(self.dsn)
+
     def probe(self) -> activity.PostgresProbe:
         return activity.PostgresProbe(self.dsn)
