@@ -273,7 +273,7 @@ class PostgresReplica:
         try:
             with psycopg.connect(self._socket_dsn(), autocommit=True, connect_timeout=10) as conn:
                 replay, status, latest, seen = conn.execute(TAG + """
-                    SELECT pg_last_wal_replay_lsn(), r.status, r.latest_end_lsn,
+                    SELECT pg_last_wal_replay_lsn(), r.status, coalesce(r.latest_end_lsn, r.flushed_lsn),
                            extract(epoch FROM now() - r.last_msg_receipt_time)
                     FROM (SELECT 1) one LEFT JOIN pg_stat_wal_receiver r ON true""").fetchone()
                 behind = None
@@ -294,13 +294,14 @@ class PostgresReplica:
         if "requested WAL segment" in tail and "removed" in tail:
             return "broken: the target removed WAL the replica still needs (rebuild the replica)"
         if "could not connect" in tail or "connection to server" in tail:
-            return "broken: the target does not answer the replica (it retries every few seconds)"
+            return "reconnecting: the target does not answer the replica (it retries every few seconds)"
         return "connecting to the target"
 
     def position(self, target) -> str:
         with connect(target.dsn) as conn:
+            # the insert position: with asynchronous commit, the last commit may not be written yet
             return str(conn.execute(TAG + "SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
-                                          "ELSE pg_current_wal_lsn() END").fetchone()[0])
+                                          "ELSE pg_current_wal_insert_lsn() END").fetchone()[0])
 
     def replayed(self, point: str) -> bool:
         with psycopg.connect(self._socket_dsn(), autocommit=True, connect_timeout=10) as conn:

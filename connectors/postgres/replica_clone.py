@@ -45,7 +45,7 @@ class PostgresClone(PostgresSandbox):
         self.default_db = replica.dbname or "postgres"
 
     def _init(self) -> None:
-        self.run_dir.mkdir()
+        self.run_dir.mkdir(mode=0o700)
         owner = None
         st = self.replica.data.stat()
         if os.geteuid() == 0:
