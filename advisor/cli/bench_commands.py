@@ -344,3 +344,26 @@ def bench_faults(faults: Annotated[str, typer.Option(help="comma-separated subse
     if failed or any(doc["lost"].values()):
         raise AdvisorError(f"not every fault was recovered or refused with a reason, with nothing lost: "
                            f"{', '.join(failed) or 'rows lost'} (see the table)")
+
+
+@bench_app.command("latency")
+def bench_latency(engines: Annotated[str, typer.Option(help="comma-separated: postgres, mariadb")] = "postgres",
+                  scales: Annotated[str, typer.Option(help="comma-separated TPC-H scale factors (1 is about 1 GB)")]
+                  = "1",
+                  clones: Annotated[int, typer.Option(help="thin clones timed per size", min=1)] = 3,
+                  copies: Annotated[bool, typer.Option(help="time the full and sampled copies beside them")] = True,
+                  out: Annotated[str, typer.Option(help="directory for latency.json and the plot")] =
+                  "bench-results/latency",
+                  json_out: JsonFlag = False) -> None:
+    """Seconds until a shadow answers, by how it is made: a thin clone of a warm replica beside a full copy
+    (pg_dump | pg_restore, mariadb-dump) and a sampled copy, on TPC-H databases of each scale, both in one run."""
+    from advisor.bench.latency import LatencyBenchOptions, run, table
+
+    try:
+        sizes = tuple(float(s) for s in _names([scales]))
+    except ValueError:
+        raise typer.BadParameter(f"scales must be comma-separated numbers, got {scales!r}") from None
+    options = LatencyBenchOptions(engines=_names([engines]), scales=sizes, clones=clones, copies=copies,
+                                  out_dir=out)
+    doc = run(options, say=reporter())
+    _bench_report(doc, json_out, table, out, "latency.json", "latency.png")
