@@ -279,6 +279,10 @@ class Connector(Protocol):
         """Names of the indexes an interrupted or failed online build left unusable (engines whose builds leave
         nothing behind: none)."""
 
+    def replica_requirements(self) -> list[tuple[str, str]]:
+        """What this server lacks to feed a warm replica (``connectors.replica``): (what is missing, the one line
+        that fixes it) each, [] when one can follow it. Read-only: the target's configuration is never changed."""
+
     def probe(self) -> Probe:
         """An operator's connection to the server (closing it releases what it holds)."""
 

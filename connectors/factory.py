@@ -40,6 +40,7 @@ from connectors.local import free_port, reap_orphans, stop_all
 from connectors.replica import Replica, ReplicaUnavailable
 from connectors.mariadb.connection import uses_local_identity as mariadb_local_identity
 from connectors.mariadb.connector import MariaDBConnector
+from connectors.mariadb.replica import MariaDBReplica
 from connectors.mariadb.sandbox import MariaDBSandbox
 from connectors.mariadb.shadow import create_shadow as clone_mariadb
 from connectors.postgres.connection import uses_local_identity as postgres_local_identity
@@ -74,7 +75,7 @@ DEFAULT_ENGINE = "postgres"  # the engine of the servers the advisor starts for 
 
 ENGINES: dict[str, Engine] = {
     "postgres": Engine(PostgresConnector, PostgresSandbox, clone_postgres, postgres_local_identity, PostgresReplica),
-    "mariadb": Engine(MariaDBConnector, MariaDBSandbox, clone_mariadb, mariadb_local_identity),
+    "mariadb": Engine(MariaDBConnector, MariaDBSandbox, clone_mariadb, mariadb_local_identity, MariaDBReplica),
 }
 
 # URL schemes of every engine the advisor knows of, supported or not yet

@@ -359,6 +359,12 @@ class MariaDBConnector:
         """None: a failed or interrupted MariaDB index build leaves no index behind."""
         return []
 
+    def replica_requirements(self) -> list[tuple[str, str]]:
+        """What this server lacks to feed a warm replica (``connectors.mariadb.replica_check``)."""
+        from connectors.mariadb.replica_check import requirements
+
+        return requirements(self.dsn)
+
     def probe(self) -> activity.MariaDBProbe:
         return activity.MariaDBProbe(self.dsn)
 

@@ -1,0 +1,113 @@
+"""A warm replica of a real MariaDB primary (binlog replication with GTIDs, on a loopback XFS volume) and its thin
+clones: what a clone holds, independent writable clones, lag, a broken replica, a killed one, removal, and what a
+target without binary logging is told."""
+
+import os
+import signal
+from pathlib import Path
+
+import pymysql
+import pytest
+
+from connectors import factory, local
+from connectors.mariadb.connection import connect
+from connectors.replica import CLONES, ReplicaUnavailable
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a loopback volume needs root")
+BINLOG = {"log_bin": "mysql-bin", "server_id": "1", "binlog_format": "ROW"}
+
+
+def q(dsn: str, sql: str, args: tuple = ()):
+    with connect(dsn) as conn, conn.cursor() as cur:
+        cur.execute(sql, args or None)
+        return cur.fetchall() if cur.description else None
+
+
+@pytest.fixture(scope="module")
+def primary():
+    with factory.sandbox("mariadb", "primary", settings=BINLOG, durable=False) as sandbox:
+        dsn = sandbox.create_database("shop")
+        q(dsn, "CREATE TABLE orders (id int PRIMARY KEY, note text)")
+        q(dsn, "INSERT INTO orders SELECT seq, md5(seq) FROM seq_1_to_5000")
+        yield sandbox
+
+
+@pytest.fixture(scope="module")
+def replica(primary, tmp_path_factory):
+    said = []
+    built = factory.build_replica(primary.connector("shop"), tmp_path_factory.mktemp("replicas") / "shop", said.append)
+    assert any("mariadb-dump" in m for m in said)
+    yield built
+    built.remove()
+
+
+def test_a_clone_holds_what_the_primary_committed_and_its_writes_stay_its_own(primary, replica):
+    target = primary.connector("shop")
+    q(primary.dsn("shop"), "INSERT INTO orders VALUES (9001, 'just before the question')")
+    lag = replica.wait_for(replica.position(target), 60, lambda m: None)
+    assert lag.state == "streaming"
+    with factory.clone(target, replica=replica) as one, factory.clone(target, replica=replica) as two:
+        assert one.method == "thin clone" and one.dsn != two.dsn
+        assert one.sandbox.root.parent == replica.volume / CLONES
+        assert q(one.dsn, "SELECT note FROM orders WHERE id = 9001") == (("just before the question",),)
+        q(one.dsn, "DELETE FROM orders WHERE id <= 100")
+        assert q(one.dsn, "SELECT count(*) FROM orders") == ((4901,),)
+        assert q(two.dsn, "SELECT count(*) FROM orders") == ((5001,),)
+        assert q(one.dsn, "SHOW SLAVE STATUS") == ()  # the clone follows nothing
+        with pytest.raises(pymysql.OperationalError):  # its login has a password of its own
+            pymysql.connect(host="127.0.0.1", port=one.sandbox.port, user="advisor", password=primary.password,
+                            connect_timeout=5).close()
+        root = one.sandbox.root
+    assert not root.exists()
+    assert q(primary.dsn("shop"), "SELECT count(*) FROM orders") == ((5001,),)
+    assert replica.lag().state == "streaming"  # resumed after each cut
+
+
+def test_a_killed_replica_is_started_again_and_catches_up(primary, replica):
+    os.kill(replica.server.server_pid(), signal.SIGKILL)
+    local.wait_gone(lambda: local.server_processes(replica.server.data), 10)
+    assert replica.lag().state == "stopped"
+    q(primary.dsn("shop"), "INSERT INTO orders VALUES (9002, 'while it was down')")
+    with factory.clone(primary.connector("shop"), replica=replica):
+        pass
+    replica.wait_for(replica.position(primary.connector("shop")), 60, lambda m: None)
+    with factory.clone(primary.connector("shop"), replica=replica) as shadow:
+        assert q(shadow.dsn, "SELECT count(*) FROM orders WHERE id = 9002") == ((1,),)
+
+
+def test_a_broken_replica_says_so(primary, tmp_path):
+    target = primary.connector("shop")
+    broken = factory.build_replica(target, tmp_path / "broken", lambda m: None)
+    try:
+        with broken.server.root_conn() as conn, conn.cursor() as cur:  # a row the target will collide with
+            cur.execute("SET GLOBAL read_only = OFF")
+            cur.execute("INSERT INTO shop.orders VALUES (9100, 'only on the replica')")
+        q(primary.dsn("shop"), "INSERT INTO orders VALUES (9100, 'on the target')")
+        lag = broken.wait_for(broken.position(target), 5, lambda m: None)
+        assert lag.broken and "rebuild" in lag.state
+        with factory.clone(target, replica=broken) as shadow:  # a clone of what it has still works
+            assert q(shadow.dsn, "SELECT count(*) FROM orders WHERE id = 9001") == ((1,),)
+    finally:
+        broken.remove()
+    assert not (tmp_path / "broken").exists()
+
+
+def test_remove_leaves_no_server_mount_or_directory(primary, tmp_path):
+    r = factory.build_replica(primary.connector("shop"), tmp_path / "gone", lambda m: None)
+    data, volume = r.server.data, r.volume
+    with factory.clone(primary.connector("shop"), replica=r):
+        pass
+    r.remove()
+    assert not local.server_processes(data)
+    assert str(volume) not in Path("/proc/self/mounts").read_text()
+    assert not (tmp_path / "gone").exists()
+
+
+def test_a_target_without_binary_logging_is_told_what_to_fix(maria, tmp_path):
+    dsn = maria.create_database("no_binlog")
+    missing = factory.connector(dsn).replica_requirements()
+    assert [what for what, _fix in missing][0] == "binary logging is off (log_bin)"
+    assert missing[0][1].startswith("log_bin = ON")
+    with pytest.raises(ReplicaUnavailable, match="binary logging is off"):
+        factory.build_replica(factory.connector(dsn), tmp_path / "refused", lambda m: None)
+    assert not (tmp_path / "refused").exists()
