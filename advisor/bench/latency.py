@@ -98,7 +98,7 @@ def _thin(target: Connector, row: Row, o: LatencyBenchOptions, say: Say) -> None
 
 def measure(engine: str, scale: float, o: LatencyBenchOptions, say: Say) -> list[Row]:
     rows: dict[str, Row] = {}
-    production = factory.sandbox(engine, "latency-production")
+    production = factory.sandbox(engine, "latency-production", feeds_replicas=True)
     say(f"{engine}, TPC-H scale {scale:g}: starting the production server and loading the data")
     with production:
         production.create_database("tpch")

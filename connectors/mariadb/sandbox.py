@@ -56,6 +56,9 @@ BASE_OPTIONS = {
 # a sandbox's ``durable=False``: the redo log written at each commit but flushed about once a second, no binary
 # log flushes, no doublewrite buffer (a crash of the machine may lose the last second; a crash of the server not)
 NOT_DURABLE = {"innodb_flush_log_at_trx_commit": "2", "sync_binlog": "0", "innodb_doublewrite": "0"}
+# a sandbox's ``feeds_replicas=True`` (a demo's or bench's "production" server): row-based binary logs, so that
+# a warm replica can follow it (``connectors.mariadb.replica``)
+FEEDS_REPLICAS = {"log_bin": "mysql-bin", "server_id": "1", "binlog_format": "ROW"}
 DEFAULT_DB = "advisor"  # the database every sandbox server has (created at its first start)
 
 
@@ -94,14 +97,16 @@ def option_lines(options: dict[str, str | None]) -> list[str]:
 class MariaDBSandbox:
     """One local MariaDB server; a context manager, or ``start()`` and ``stop()``. ``settings`` in MariaDB's
     option syntax and units (``{"innodb_buffer_pool_size": "256M"}``); ``durable=False`` trades crash safety for
-    speed (``NOT_DURABLE`` under the given settings). It satisfies ``connectors.base.Sandbox``."""
+    speed (``NOT_DURABLE`` under the given settings); ``feeds_replicas=True`` writes binary logs a warm replica can
+    follow (``FEEDS_REPLICAS``). It satisfies ``connectors.base.Sandbox``."""
 
     engine = "mariadb"
 
     def __init__(self, name: str = "sandbox", settings: dict[str, str] | None = None, base_dir: str | None = None,
-                 keep: bool = False, durable: bool = True):
+                 keep: bool = False, durable: bool = True, feeds_replicas: bool = False):
         self.name = name
-        self.settings = {**({} if durable else NOT_DURABLE), **(settings or {})}
+        self.settings = {**({} if durable else NOT_DURABLE), **(FEEDS_REPLICAS if feeds_replicas else {}),
+                         **(settings or {})}
         self.keep = keep
         self.server = _binary("mariadbd")
         self.root = Path(tempfile.mkdtemp(prefix=f"{local.PREFIX}{name}-", dir=base_dir))

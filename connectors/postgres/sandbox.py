@@ -61,14 +61,16 @@ class PostgresSandbox:
 
     ``settings`` go into postgresql.conf (e.g. ``{"shared_buffers": "256MB"}``); ``keep=True`` leaves the
     directory behind after stop (for post-mortems); ``durable=False`` trades crash safety for speed (fsync and
-    synchronous_commit off, unless ``settings`` say otherwise). It satisfies ``connectors.base.Sandbox``.
+    synchronous_commit off, unless ``settings`` say otherwise). Every sandbox can feed a warm replica
+    (``feeds_replicas``: initdb's defaults, wal_level replica and replication connections by password, do). It
+    satisfies ``connectors.base.Sandbox``.
     """
 
     engine = "postgres"
     default_db = "postgres"  # the database initdb makes: ``dsn()``'s and ``connector()``'s
 
     def __init__(self, name: str = "sandbox", settings: dict[str, str] | None = None, base_dir: str | None = None,
-                 keep: bool = False, durable: bool = True):
+                 keep: bool = False, durable: bool = True, feeds_replicas: bool = True):
         self.name = name
         self.settings = {**({} if durable else NOT_DURABLE), **(settings or {})}
         self.keep = keep

@@ -14,7 +14,6 @@ from connectors.mariadb.connection import connect
 from connectors.replica import CLONES, ReplicaUnavailable
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a loopback volume needs root")
-BINLOG = {"log_bin": "mysql-bin", "server_id": "1", "binlog_format": "ROW"}
 
 
 def q(dsn: str, sql: str, args: tuple = ()):
@@ -25,7 +24,7 @@ def q(dsn: str, sql: str, args: tuple = ()):
 
 @pytest.fixture(scope="module")
 def primary():
-    with factory.sandbox("mariadb", "primary", settings=BINLOG, durable=False) as sandbox:
+    with factory.sandbox("mariadb", "primary", durable=False, feeds_replicas=True) as sandbox:
         dsn = sandbox.create_database("shop")
         q(dsn, "CREATE TABLE orders (id int PRIMARY KEY, note text)")
         q(dsn, "INSERT INTO orders SELECT seq, md5(seq) FROM seq_1_to_5000")
