@@ -273,6 +273,8 @@ def recommendation_page(console: Console, rec: Recommendation, history: list[dic
                           "yes" if ev.blocks(s) else "rare, not blocking" if s.regressed else "",
                           escape(shorten(s.sql, 60)))
         console.print(table)
+        if ev.measured:
+            console.print(f"measured: {escape(ev.measured)}")
         if full:  # each on its own lines, never cut or wrapped by the table
             for i, s in enumerate(ev.statements):
                 console.print(f"statement {i + 1} of the table (queryid {s.queryid}):\n  {one_line(s.sql)}",

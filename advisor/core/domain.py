@@ -348,6 +348,7 @@ class Evidence:
     min_call_share: float = 0.0
     baseline_ms: float | None = None  # W of the baseline, the gain's denominator
     candidate_ms: float | None = None  # W of the candidate
+    measured: str = ""  # how the measurement went: rounds, why it stopped, noise rounds, the machine's load
 
     def blocks(self, s: StatementEvidence) -> bool:
         """``s`` regressed and matters enough to block the change."""

@@ -1,9 +1,9 @@
 """Validating changes on a shadow: the A/B measurement.
 
 The shadow (``connectors.base.Shadow``, made by ``connectors.factory.clone``) holds a copy of the target with one
-statistics sample. Validation interleaves the arms: round i runs A then B when i is even and B then A when odd
-(ABBA), each pass after an unmeasured warm-up, and ``advisor.tuning.evidence.compare`` turns the passes into
-Evidence. Latencies are in ms; gains are fractions (0.02 = 2%).
+statistics sample. Validation interleaves the arms through the measurement engine (``advisor.tuning.measure``): round i runs A then B
+when i is even and B then A when odd (ABBA), each pass after an unmeasured warm-up, noise rounds run again, until
+the gain's interval settles; ``advisor.tuning.evidence.compare`` turns the passes into Evidence. Latencies are in ms; gains are fractions (0.02 = 2%).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from advisor.core.progress import Say
 from advisor.core.domain import Applied, Change, Evidence
 from advisor.core.errors import AdvisorError, SandboxError
 from advisor.tuning.evidence import ArmRound, compare
+from advisor.tuning.measure import StopRule, interleave
 from connectors.base import Shadow
 from workloads.binding import BoundStatement
 from workloads.replay import ReplayOptions, replay
@@ -28,7 +29,8 @@ class ShadowCrashed(AdvisorError):
 
 @dataclass(frozen=True)
 class ValidationOptions:
-    rounds: int = 5  # ABBA rounds; each runs both arms once
+    rounds: int = 5  # ABBA rounds at most; each runs both arms once
+    min_rounds: int = 3  # rounds before the measurement may stop (a clear case stops there)
     repeats: int = 1  # measured executions of each statement per pass
     warmup: int = 1  # unmeasured executions of each statement before a pass
     concurrency: int = 1  # client connections replaying at once
@@ -46,36 +48,43 @@ class ValidationOptions:
 
 def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequence[Change],
              options: ValidationOptions = ValidationOptions(), say: Say | None = None) -> Evidence:
-    """Measure ``changes`` against the shadow's current state with interleaved rounds; the shadow is left in
-    its baseline state afterwards (also on error)."""
+    """Measure ``changes`` against the shadow's current state in interleaved rounds (``advisor.tuning.measure``:
+    ABBA, noise rounds run again, from ``min_rounds`` to ``rounds`` rounds until the gain's interval settles); the
+    shadow is left in its baseline state afterwards (also on error). The Evidence says how the measurement went
+    (``Evidence.measured``)."""
     say = say or (lambda _m: None)
     if not statements:
         raise AdvisorError("nothing to replay: the workload has no replayable statements")
     warm = ReplayOptions(options.concurrency, options.repeats, options.warmup, options.statement_timeout_ms)
     warmed = replace(warm, warmup=0) if options.warm_once else warm
-    baseline: list[ArmRound] = []
-    candidate: list[ArmRound] = []
-    applied: Applied | None = None
-    try:
-        for i in range(options.rounds):
-            for arm in (("A", "B") if i % 2 == 0 else ("B", "A")):
-                if arm == "B" and applied is None:
-                    applied = _apply(shadow, changes)
-                elif arm == "A" and applied is not None:
-                    shadow.connector.revert(applied)
-                    applied = None
-                result = replay(shadow.dsn, statements, warm if i == 0 else warmed)
-                pass_ = ArmRound(result.samples, {k: len(v) for k, v in result.errors.items()})
-                (baseline if arm == "A" else candidate).append(pass_)
-                say(f"round {i + 1}/{options.rounds} {'baseline' if arm == 'A' else 'candidate'}: "
-                    f"{result.wall_ms / 1000:.1f}s")
-    finally:
-        if applied is not None:
-            shadow.connector.revert(applied)
     weights = {s.queryid: s.weight for s in statements}
-    return compare(baseline, candidate, weights, {s.queryid: s.normalized for s in statements},
-                   min_gain=options.min_gain, regression_threshold=options.regression_threshold,
-                   min_time_share=options.min_time_share, min_call_share=options.min_call_share)
+    sql = {s.queryid: s.normalized for s in statements}
+    state: dict[str, Applied | None] = {"applied": None}
+    rule = StopRule(min_rounds=min(options.min_rounds, options.rounds), max_rounds=options.rounds,
+                    min_gain=options.min_gain)
+
+    def run(arm: str, i: int) -> ArmRound:
+        if arm == "B" and state["applied"] is None:
+            state["applied"] = _apply(shadow, changes)
+        elif arm == "A" and state["applied"] is not None:
+            shadow.connector.revert(state["applied"])
+            state["applied"] = None
+        result = replay(shadow.dsn, statements, warm if i == 0 else warmed)
+        say(f"round {i + 1} (at most {options.rounds}) {'baseline' if arm == 'A' else 'candidate'}: "
+            f"{result.wall_ms / 1000:.1f}s")
+        return ArmRound(result.samples, {k: len(v) for k, v in result.errors.items()})
+
+    def decide(rounds: dict[str, list[ArmRound]]) -> Evidence:
+        return compare(rounds["A"], rounds["B"], weights, sql, min_gain=options.min_gain,
+                       regression_threshold=options.regression_threshold,
+                       min_time_share=options.min_time_share, min_call_share=options.min_call_share)
+
+    try:
+        measured = interleave(run, ("A", "B"), rule, decide, say=say)
+    finally:
+        if state["applied"] is not None:
+            shadow.connector.revert(state["applied"])
+    return replace(measured.evidence, measured=measured.line())
 
 
 def _apply(shadow: Shadow, changes: Sequence[Change]) -> Applied:
