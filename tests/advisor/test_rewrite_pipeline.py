@@ -153,3 +153,14 @@ def test_a_rewrite_keeps_the_names_postgres_gives_functions_sqlglot_writes_other
     (o,) = service.tune("rewrites", shop, RunPlan("rewrites", "greedy", validate=False, sql=sql + ";")).statements
     assert o.rewritten is not None and o.equivalent and "SUBSTRING" in o.rewritten
     assert column_names(shop, o.rewritten) == column_names(shop, sql) == ["id", "substr", "char_length"]
+
+
+def test_a_statement_that_changes_data_is_refused_before_any_copy(shop):
+    said = []
+    service = AdvisorService(Store(":memory:"), say=said.append)
+    result = service.tune("rewrites", shop, RunPlan("rewrites", "greedy", sql="DELETE FROM o WHERE amount > 5"))
+    (o,) = result.statements
+    assert o.rewritten is None and o.reason.startswith("it changes data (DELETE)")
+    assert not any("copying" in line or "starting shadow" in line for line in said)  # no copy was made for it
+    assert result.recommendation is None
+    assert factory.connector(shop).table_rows()[("public", "o")] > 0

@@ -67,3 +67,26 @@ def check(connector, text: str | None) -> None:
             connector.check_sql(sql)
         except BadStatement as e:
             raise BadStatement(f"statement {i}: {e.message}", reason=e.reason, position=e.position) from None
+
+
+def changes_data(text: str, dialect: str) -> str | None:
+    """The data-changing verb of ``text`` (INSERT, UPDATE, DELETE, MERGE, a DDL's), also inside a CTE; None for a
+    query, or for text the parser cannot read (the target's own parser judges it next).
+
+    >>> changes_data("DELETE FROM t WHERE a = 1", "postgres"), changes_data("SELECT * FROM t", "postgres")
+    ('DELETE', None)
+    >>> changes_data("WITH gone AS (DELETE FROM t RETURNING a) SELECT * FROM gone", "postgres")
+    'DELETE'
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(text, read=dialect)
+    except sqlglot.errors.SqlglotError:
+        return None
+    for node_type, verb in ((exp.Delete, "DELETE"), (exp.Update, "UPDATE"), (exp.Insert, "INSERT"),
+                            (exp.Merge, "MERGE"), (exp.Create, "CREATE"), (exp.Drop, "DROP"), (exp.Alter, "ALTER")):
+        if isinstance(tree, node_type) or tree.find(node_type) is not None:
+            return verb
+    return None if isinstance(tree, exp.Query) else tree.key.upper()

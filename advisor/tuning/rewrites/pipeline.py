@@ -26,6 +26,7 @@ from advisor.tuning.rewrites import equivalence as rewrite_equivalence
 from advisor.tuning.rewrites import timing as rewrite_timing
 from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.observe import Observation, bind
+from advisor.tuning.rewrites.given import changes_data
 from advisor.tuning.rewrites.stats import planner_groups, planner_selectivity
 from advisor.tuning.recommend import Dropped, dropped_rows, recommend
 from advisor.tuning.shadows import Shadows
@@ -126,6 +127,11 @@ def statements_of(plan: RewritePlan, connector: Connector, obs: Observation,
                 skipped.append(Outcome(qid, text, reason="the statement has parameters ($1...): give it with the "
                                                          "constants of one call"))
                 continue
+            verb = changes_data(text, connector.dialect)
+            if verb:
+                skipped.append(Outcome(qid, text, reason=f"it changes data ({verb}): only queries are rewritten "
+                                                         f"(nothing was copied or run)"))
+                continue
             out.append(BoundStatement(qid, text, text, 1.0, "literal", False))
         return out, skipped
     bound, not_bound = bind(connector, obs, plan.max_statements, say)
@@ -178,6 +184,8 @@ def tune_rewrites(store: Store, connector: Connector, obs: Observation, plan: Re
     outcomes: dict[str, Outcome] = {o.queryid: o for o in skipped}
     by_id = {s.queryid: s for s in statements}
     training = None
+    if not statements:  # each given statement was refused before any copy was made
+        return _recommend(store, obs, plan, tuple(o for o in skipped), by_id, None, run_id, rules_left_out(problem))
     with (shadows or Shadows()).clone(connector, sample_percent=plan.sample_percent, say=say) as shadow:
         problem = calibrated(problem, shadow.connector)
         opt = registry.create("rewrites", plan.optimizer, problem, seed=plan.seed, strict=False, **plan.options)
