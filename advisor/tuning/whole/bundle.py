@@ -1,7 +1,9 @@
 """The last step of a whole-advisor run: the validated changes of every kind measured together, on a freshly
 built shadow of the target as it is now, in a factorial design. With parts P1..Pk (a kind's recommendation
-each), every subset of parts is an arm; each round runs every arm once in a rotated order (its changes applied,
-the workload replayed, the changes reverted), so all arms share the server's drift. From the same rounds:
+each), every subset of parts is an arm; each round runs every arm once in a new seeded order (its changes applied,
+the workload replayed, the changes reverted), so all arms share the server's drift, through the measurement engine
+(``advisor.tuning.measure``: noise rounds run again, stopped once the whole bundle's gain settles). From the same
+rounds:
 
 - the bundle's gain: all parts against none;
 - each part's contribution: the bundle against the bundle without it (a part that helps only without another,
@@ -17,7 +19,6 @@ Latencies are in ms, gains fractions (0.02 = 2%).
 from __future__ import annotations
 
 import itertools
-import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ from advisor.core.domain import Applied, Change, Evidence
 from advisor.core.errors import AdvisorError, SandboxError
 from advisor.core.progress import Say, silent
 from advisor.tuning.evidence import ArmRound, compare
+from advisor.tuning.measure import StopRule, interleave
 from advisor.tuning.validation import ShadowCrashed, ValidationOptions
 from connectors.base import Shadow
 from workloads.binding import BoundStatement
@@ -120,24 +122,35 @@ def keep_parts(n: int, evidence: Callable[[frozenset, frozenset], Evidence]) -> 
 def _measure(shadow: Shadow, statements: Sequence[BoundStatement], subsets: list[frozenset],
              parts: Sequence[tuple[str, Sequence[Change], float | None]], options: ValidationOptions,
              say: Say) -> dict[frozenset, list[ArmRound]]:
+    """Every subset's passes, through the measurement engine (``advisor.tuning.measure``): a new seeded order each
+    round (no arm always follows the same one), noise rounds run again, from ``min_rounds`` until the whole
+    bundle's gain over the current state settles, at most ``rounds``."""
     warm = ReplayOptions(options.concurrency, options.repeats, options.warmup, options.statement_timeout_ms)
-    rounds: dict[frozenset, list[ArmRound]] = {s: [] for s in subsets}
-    rng = random.Random(0)
-    for i in range(options.rounds):
-        order = list(subsets)
-        rng.shuffle(order)  # a new order each round: no arm always follows the same one
-        for subset in order:
-            changes = [c for j in sorted(subset) for c in parts[j][1]]
-            applied = _apply(shadow, changes) if changes else None
-            try:
-                result = replay(shadow.dsn, statements, warm)
-            finally:
-                if applied is not None:
-                    shadow.connector.revert(applied)
-            rounds[subset].append(ArmRound(result.samples, {k: len(v) for k, v in result.errors.items()}))
-            label = " + ".join(parts[j][0] for j in sorted(subset)) or "current state"
-            say(f"bundle round {i + 1}/{options.rounds}, {label}: {result.wall_ms / 1000:.1f}s")
-    return rounds
+    arms = {",".join(map(str, sorted(s))) or "none": s for s in subsets}
+    weights = {s.queryid: s.weight for s in statements}
+
+    def run(arm: str, i: int) -> ArmRound:
+        subset = arms[arm]
+        changes = [c for j in sorted(subset) for c in parts[j][1]]
+        applied = _apply(shadow, changes) if changes else None
+        try:
+            result = replay(shadow.dsn, statements, warm)
+        finally:
+            if applied is not None:
+                shadow.connector.revert(applied)
+        label = " + ".join(parts[j][0] for j in sorted(subset)) or "current state"
+        say(f"bundle round {i + 1} (at most {options.rounds}), {label}: {result.wall_ms / 1000:.1f}s")
+        return ArmRound(result.samples, {k: len(v) for k, v in result.errors.items()})
+
+    def decide(rounds: dict[str, list[ArmRound]]) -> Evidence:
+        return compare(rounds["none"], rounds[list(arms)[-1]], weights, min_gain=options.min_gain,
+                       regression_threshold=options.regression_threshold,
+                       min_time_share=options.min_time_share, min_call_share=options.min_call_share)
+
+    rule = StopRule(min_rounds=min(options.min_rounds, options.rounds), max_rounds=options.rounds,
+                    min_gain=options.min_gain)
+    measured = interleave(run, list(arms), rule, decide, order="shuffle", seed=0, say=say)
+    return {arms[a]: r for a, r in measured.rounds.items()}
 
 
 def _apply(shadow: Shadow, changes: Sequence[Change]) -> Applied:
