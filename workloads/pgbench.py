@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from advisor.core.errors import AdvisorError, BadStatement
 from connectors import factory
+from connectors.base import Connector
 
 BUILTINS = ("tpcb-like", "simple-update", "select-only")
 TABLES = ("pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history")
@@ -120,9 +121,8 @@ def run(dsn: str, options: PgbenchOptions = PgbenchOptions()) -> PgbenchResult:
     return parse_output(_pgbench("run", args, dsn, seconds + RUN_GRACE_S))
 
 
-def restore(dsn: str) -> None:
-    """Empty ``pgbench_history`` and vacuum the pgbench tables."""
-    connector = factory.connector(dsn)
+def restore(connector: Connector) -> None:
+    """Empty ``pgbench_history`` and vacuum the pgbench tables of ``connector``'s database."""
     if not any(table == "pgbench_history" for _, table in connector.table_columns()):
         raise AdvisorError("the pgbench tables do not exist: initialize() them first")
     try:

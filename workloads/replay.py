@@ -3,7 +3,9 @@
 Each worker thread runs statements on a session of the target's connector (``Connector.session``, any engine).
 Writes run inside a transaction that is rolled back, so replay leaves the data as it found it.
 A statement that exceeds ``statement_timeout_ms`` is recorded as a timeout with the timeout as its (censored)
-latency; any other error is recorded with its message. Warm-up passes run first and are not recorded.
+latency; any other error is recorded as the typed error it is (``StatementFailed``, ``TargetUnreachable``), so
+callers decide by its type, never by its words. Warm-up passes run first and are not recorded. Replay takes the
+run's connector (opened once by the service), never a DSN: it opens sessions on it and nothing else.
 """
 
 from __future__ import annotations
@@ -14,9 +16,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from advisor.core.errors import StatementFailed, StatementTimeout, TargetUnreachable
-from connectors import factory
-from connectors.base import Session
+from advisor.core.errors import AdvisorError, StatementFailed, StatementTimeout, TargetUnreachable
+from connectors.base import Connector, Session
 from workloads.binding import BoundStatement
 
 
@@ -32,8 +33,12 @@ class ReplayOptions:
 class ReplayResult:
     samples: dict[str, list[float]] = field(default_factory=dict)  # queryid -> latencies, ms
     timeouts: dict[str, int] = field(default_factory=dict)
-    errors: dict[str, list[str]] = field(default_factory=dict)
+    errors: dict[str, list[AdvisorError]] = field(default_factory=dict)  # queryid -> typed errors, in order
     wall_ms: float = 0.0
+
+    def first_error(self) -> AdvisorError | None:
+        """The first error recorded (of the first statement that had one), else None."""
+        return next((e[0] for e in self.errors.values() if e), None)
 
     def median_ms(self, queryid: str) -> float:
         values = sorted(self.samples.get(queryid, ()))
@@ -46,13 +51,14 @@ class ReplayResult:
 Progress = Callable[[int, int], None]
 
 
-def replay(dsn: str, statements: Sequence[BoundStatement], options: ReplayOptions = ReplayOptions(),
+def replay(connector: Connector, statements: Sequence[BoundStatement], options: ReplayOptions = ReplayOptions(),
            progress: Progress | None = None) -> ReplayResult:
-    """Replay ``statements`` on the database of ``dsn`` (any engine the factory knows): ``options.warmup`` passes
-    unmeasured, then ``options.repeats`` measured ones, over ``options.concurrency`` sessions. A lost connection
-    is recorded as an error of its statement and the worker goes on with a new session; TargetUnreachable when
-    none can be opened."""
-    connector = factory.connector(dsn)
+    """Replay ``statements`` on ``connector``'s database (any engine): ``options.warmup`` passes unmeasured, then
+    ``options.repeats`` measured ones, over ``options.concurrency`` sessions. A lost connection is recorded as a
+    TargetUnreachable of its statement and the worker goes on with a new session; TargetUnreachable is raised when
+    none can be opened. TypeError for anything but a connector (a DSN string: the caller opens it once)."""
+    if isinstance(connector, str) or not hasattr(connector, "session"):
+        raise TypeError("replay takes the run's connector, not a DSN")
     result = ReplayResult()
     lock = threading.Lock()
     jobs: "queue.Queue[tuple[BoundStatement, bool]]" = queue.Queue()
@@ -80,7 +86,7 @@ def replay(dsn: str, statements: Sequence[BoundStatement], options: ReplayOption
                 except queue.Empty:
                     return
                 start = time.perf_counter()
-                outcome: str | None = None
+                outcome: AdvisorError | str | None = None
                 try:
                     session.run(st.sql, rollback=st.is_write)  # a write inside a transaction rolled back
                 except StatementTimeout:
@@ -88,10 +94,10 @@ def replay(dsn: str, statements: Sequence[BoundStatement], options: ReplayOption
                 except TargetUnreachable as e:  # the connection is gone: a new one, or TargetUnreachable
                     gone, session = session, None
                     gone.close()
+                    outcome = e
                     session = connector.session(options.statement_timeout_ms)
-                    outcome = f"error: {e}"
                 except StatementFailed as e:
-                    outcome = f"error: {e.reason}"
+                    outcome = e
                 elapsed = (time.perf_counter() - start) * 1000.0
                 with lock:
                     if measured:

@@ -38,7 +38,7 @@ def run_workload(dsn: str, scale: float, streams: int, seed: int, queries: tuple
     rng = random.Random(seed)
     items = [BoundStatement(f"s{i}q{n}", sql, sql, 1.0, "literal", False)
              for i in range(streams) for n, sql in tpch.stream(rng, scale, queries)]
-    result = replay(dsn, items, ReplayOptions(concurrency=concurrency, repeats=1, warmup=0))
+    result = replay(factory.connector(dsn), items, ReplayOptions(concurrency=concurrency, repeats=1, warmup=0))
     failed = sum(len(v) for v in result.errors.values())
     return len(items) - failed
 
@@ -51,12 +51,13 @@ def run_demo(service: AdvisorService, options: DemoOptions = DemoOptions(), say:
         dsn = production.create_database("tpch")
         joins = suites.get("joins")
         suites.prepare(dsn, joins, options.scale, progress=say)
-        factory.connector(dsn).reset_statement_stats()
+        connector = factory.connector(dsn)  # the demo's one connector to its production database
+        connector.reset_statement_stats()
         say(f"running the workload: {options.streams} TPC-H streams of {len(DEMO_QUERIES)} queries and "
             f"{options.streams} rounds of {len(joins.templates)} ORM reports, 2 clients")
         ran = run_workload(dsn, options.scale, options.streams, options.seed)
         reports = [st for i in range(options.streams) for st in joins.statements(options.seed + i)]
-        replay(dsn, reports, ReplayOptions(concurrency=2, repeats=1, warmup=0))
+        replay(connector, reports, ReplayOptions(concurrency=2, repeats=1, warmup=0))
         say(f"workload done: {ran + len(reports)} statements ran")
         plan = RunPlan("all", trials=options.trials, seed=options.seed, repeats=1, rounds=options.rounds,
                        max_statements=8)

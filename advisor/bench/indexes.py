@@ -235,7 +235,7 @@ class IndexBench:
         try:
             self.say(f"running {', '.join(b.queryid for b in statements)} once "
                      f"{'with ' + str(len(config)) + ' indexes' if config else 'without new indexes'}")
-            result = replay(shadow.dsn, statements, ReplayOptions(1, 1, 0, options.statement_timeout_ms))
+            result = replay(shadow.connector, statements, ReplayOptions(1, 1, 0, options.statement_timeout_ms))
         finally:
             if applied is not None:
                 shadow.connector.revert(applied)

@@ -208,7 +208,7 @@ class RewriteBench:
             arms = {k: v for k, v in arms.items() if v and row[f"{k}_verdict"] == "equivalent"}
             st = BoundStatement(row["name"], row["sql"], row["sql"], 1.0, "literal", False)
             self.say(f"timing {row['name']}: the original against {', '.join(arms) or 'itself'}")
-            race = rewrite_timing.race(shadow.dsn, st, list(arms.values()) or [row["sql"]], timing)
+            race = rewrite_timing.race(shadow.connector, st, list(arms.values()) or [row["sql"]], timing)
             first = race.evidence[0].statements
             row["original_lat_ms"] = first[0].baseline_ms if first else None
             row["ours_lat_ms"] = row["original_lat_ms"] if row["rewritten"] is None else None

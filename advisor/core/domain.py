@@ -285,6 +285,7 @@ class TrialResult:
     # what else the trial observed, for optimizers that learn from state (a learned index's throughput, p99,
     # memory and structure statistics); None when nothing
     metrics: dict[str, float] | None = None
+    error: str = ""  # a failed trial's typed error (its class name: TargetUnreachable, TrialTimeout, ...)
 
     @property
     def worst_ratio(self) -> float | None:

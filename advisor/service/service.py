@@ -125,8 +125,8 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
             raise self.store.in_use()
         dsn, name = self._named_or_dsn(dsn, name)
         self.check_plan_on(dsn, plan)  # before anything is stored: given SQL the target refuses, say
+        connector = factory.connector(dsn)  # the run's one connector: the pipelines take it, never the DSN
         if name is None:
-            connector = factory.connector(dsn)
             name = self._registered(connector, dsn, register)
             if name is None and not by_hand:
                 raise NotRegistered(f"{connector.target_name} is not a registered target: register it to tune it "
@@ -144,7 +144,7 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
             return found
 
         shadows = self._shadows(entry, dsn, name, plan)
-        ctx = Context(self.store, dsn, name, run_id, self.say, self.model_dir, device, dict(inputs), open_run,
+        ctx = Context(self.store, connector, name, run_id, self.say, self.model_dir, device, dict(inputs), open_run,
                       shadows=shadows)
         try:
             result = entry.run(ctx, plan)

@@ -7,7 +7,7 @@ import functools
 
 from advisor.core.inputs import new_id
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -72,6 +72,9 @@ MIGRATIONS: dict[int, str] = {
     CREATE TABLE replicas (target_id VARCHAR PRIMARY KEY, engine VARCHAR NOT NULL, directory VARCHAR NOT NULL,
         state VARCHAR NOT NULL, built_at DOUBLE PRECISION, progress VARCHAR, owner JSON,
         updated_at DOUBLE PRECISION NOT NULL);
+    """,
+    9: """
+    ALTER TABLE trials ADD COLUMN error VARCHAR;
     """,
 }
 

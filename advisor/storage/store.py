@@ -104,28 +104,30 @@ class Store(TargetTables, AccessTables, ClaimTables, ReplicaTables):
     def add_trial(self, target_id: str, run_id: str, optimizer: str, changes: list, evidence: Evidence | None,
                   status: str, reason: str | None = None, *, number: int | None = None,
                   config: dict | None = None, objective: float | None = None, source: str = "",
-                  duration_s: float | None = None, statements: dict[str, float] | None = None) -> str:
+                  duration_s: float | None = None, statements: dict[str, float] | None = None,
+                  error: str | None = None) -> str:
         """Append one trial; it is committed before this returns, so a crash right after loses nothing.
-        ``statements``: each statement's median (ms) in a knob trial (rows stored before it have none)."""
+        ``statements``: each statement's median (ms) in a knob trial (rows stored before it have none);
+        ``error``: a failed trial's typed error (its class name), ``reason`` its one-line message."""
         tid = new_id()
         self.db.execute("INSERT INTO trials (id, target_id, run_id, optimizer, changes, evidence, status, reason, "
-                        "created_at, number, config, objective, source, duration_s, statements) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "created_at, number, config, objective, source, duration_s, statements, error) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         [tid, target_id, run_id, optimizer, json.dumps(codec.plain(list(changes))),
                          json.dumps(codec.plain(evidence)) if evidence else None, status, reason, time.time(),
                          number, json.dumps(config) if config is not None else None, objective, source, duration_s,
-                         json.dumps(statements) if statements else None])
+                         json.dumps(statements) if statements else None, error])
         return tid
 
     def trials(self, run_id: str) -> list[dict]:
         rows = self.db.execute("SELECT id, optimizer, changes, evidence, status, reason, created_at, number, config, "
-                               "objective, source, duration_s, statements FROM trials WHERE run_id = ? "
+                               "objective, source, duration_s, statements, error FROM trials WHERE run_id = ? "
                                "ORDER BY coalesce(number, 0), created_at", [run_id]).fetchall()
         return [{"id": r[0], "optimizer": r[1], "changes": json.loads(r[2]),
                  "evidence": json.loads(r[3]) if r[3] else None, "status": r[4], "reason": r[5],
                  "created_at": r[6], "number": r[7], "config": json.loads(r[8]) if r[8] else None,
                  "objective": r[9], "source": r[10], "duration_s": r[11],
-                 "statements": json.loads(r[12]) if r[12] else None} for r in rows]
+                 "statements": json.loads(r[12]) if r[12] else None, "error": r[13]} for r in rows]
 
     # --- tuning runs ----------------------------------------------------------------------------------------
 

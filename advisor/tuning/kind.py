@@ -14,7 +14,8 @@ from advisor.tuning.shadows import Shadows
 
 @dataclass(frozen=True)
 class Context:
-    """What a pipeline gets from the service: the store, the target's DSN and name, where the target's models
+    """What a pipeline gets from the service: the store, the target's connector (opened once per run by the
+    service; pipelines, replay and loaders take it or a shadow's, never a DSN) and name, where the target's models
     live, the run's id (its state is the service's to record) and ``say`` for progress. ``inputs``: values that
     are not plan options (a knob run's hardware override, an LLM seeder, a run to resume; a rewrite run's SQL).
     ``observation``: a snapshot taken already (a whole run's steps share one). ``shadows``: where every shadow of
@@ -24,7 +25,7 @@ class Context:
     one; the service records how a row it opened ends."""
 
     store: object
-    dsn: str
+    connector: object  # connectors.base.Connector: the run's one connector to the target
     name: str | None = None
     run_id: str | None = None
     say: Say = silent

@@ -22,12 +22,15 @@ from advisor.tuning.evidence import ArmRound
 class TrialFailed(AdvisorError):
     """A configuration could not run (did not apply, crashed the target, ran past its limit, was unsafe);
     ``restarted``: the target restarted on the way; ``status``: ``failed``, or ``infeasible`` when the
-    configuration breaks a constraint the target states (it never ran)."""
+    configuration breaks a constraint the target states (it never ran); ``error``: the type of the typed error
+    that failed it (``TargetUnreachable``, ``TrialTimeout``, ...; empty when the configuration itself was refused
+    by the target's own check), which the trial record keeps beside the message."""
 
-    def __init__(self, message: str, restarted: bool = False, status: str = "failed"):
+    def __init__(self, message: str, restarted: bool = False, status: str = "failed", error: str = ""):
         super().__init__(message)
         self.restarted = restarted
         self.status = status
+        self.error = error
 
 
 class TrialTarget(Protocol):

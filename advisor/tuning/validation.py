@@ -69,7 +69,7 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
         elif arm == "A" and state["applied"] is not None:
             shadow.connector.revert(state["applied"])
             state["applied"] = None
-        result = replay(shadow.dsn, statements, warm if i == 0 else warmed)
+        result = replay(shadow.connector, statements, warm if i == 0 else warmed)
         say(f"round {i + 1} (at most {options.rounds}) {'baseline' if arm == 'A' else 'candidate'}: "
             f"{result.wall_ms / 1000:.1f}s")
         return ArmRound(result.samples, {k: len(v) for k, v in result.errors.items()})

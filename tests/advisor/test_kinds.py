@@ -29,7 +29,7 @@ SCRIPT = textwrap.dedent("""
         message: str = ""
 
     def run(ctx, plan):
-        return Done(message=f"widgets tuned {ctx.dsn} with {plan.trials} trials")
+        return Done(message=f"widgets tuned {ctx.connector.dsn} with {plan.trials} trials")
 
     kinds.register(Kind("widgets", "a fake kind for the registry's test", run, options=("trials",)))
 

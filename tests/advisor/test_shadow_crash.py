@@ -1,5 +1,6 @@
 """A shadow whose postmaster is killed (kill -9) in the middle of a tuning run: the run records that trial as
-failed, brings the shadow back with the last configuration that worked, and goes on (issue 13, defect #5)."""
+failed, brings the shadow back with the last configuration that worked, and goes on (issue 13, defect #5); the
+trial record keeps the typed error (TargetUnreachable) and its one-line message (issue 43)."""
 
 import os
 import signal
@@ -90,6 +91,10 @@ def test_a_killed_shadow_postmaster_fails_one_trial_and_the_run_goes_on(shadow, 
     assert all(r.result.status == "measured" and r.result.objective > 0 for r in records if r is not crashed)
     rows = store.trials("run-1")
     assert [r["status"] for r in rows] == ["measured", "failed", "measured", "measured", "measured"]
+    # the typed error survives into the trial record: its type and its one-line message (issue 43)
+    assert crashed.result.error == "TargetUnreachable" and rows[1]["error"] == "TargetUnreachable"
+    assert rows[1]["reason"] == crashed.result.reason and "\n" not in rows[1]["reason"]
+    assert [r["error"] for r in rows if r is not rows[1]] == [None] * 4
     assert optimizer.history[1].failed
     # the shadow came back with the last configuration that worked (the baseline), not the crashed one
     base = space.default_config()

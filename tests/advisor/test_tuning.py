@@ -62,19 +62,19 @@ class CrashingRunner:
     def objective(self) -> str:
         return self.real.objective
 
-    def run(self, dsn: str, timeout_s: float) -> float:
+    def run(self, connector, timeout_s: float) -> float:
         n, self.calls = self.calls, self.calls + 1
         if n not in self.crash_on:
-            return self.real.run(dsn, timeout_s)
-        killer = threading.Thread(target=lambda: self.killed.append(kill_in_flight(dsn, "pg_sleep(3)")))
+            return self.real.run(connector, timeout_s)
+        killer = threading.Thread(target=lambda: self.killed.append(kill_in_flight(connector.dsn, "pg_sleep(3)")))
         killer.start()
         try:
-            return replace(self.real, statements=[IN_FLIGHT, *self.real.statements]).run(dsn, timeout_s)
+            return replace(self.real, statements=[IN_FLIGHT, *self.real.statements]).run(connector, timeout_s)
         finally:
             killer.join()
 
-    def restore(self, dsn: str) -> None:
-        self.real.restore(dsn)
+    def restore(self, connector) -> None:
+        self.real.restore(connector)
 
     def display(self, objective: float) -> str:
         return self.real.display(objective)
@@ -206,12 +206,12 @@ class SettingProbe:
     seen: list[str] = field(default_factory=list)
     objective: str = "latency"
 
-    def run(self, dsn: str, timeout_s: float) -> float:
-        self.seen.append(scalar(dsn, "SHOW random_page_cost"))
-        return self.real.run(dsn, timeout_s)
+    def run(self, connector, timeout_s: float) -> float:
+        self.seen.append(scalar(connector.dsn, "SHOW random_page_cost"))
+        return self.real.run(connector, timeout_s)
 
-    def restore(self, dsn: str) -> None:
-        self.real.restore(dsn)
+    def restore(self, connector) -> None:
+        self.real.restore(connector)
 
     def display(self, objective: float) -> str:
         return self.real.display(objective)

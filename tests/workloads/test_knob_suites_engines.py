@@ -40,7 +40,7 @@ def test_memory_suite_runs_in_the_engines_dialect(memory_on, engine):
     statements = suite.statements(seed=3, dialect=connector.dialect)
     assert [s.queryid for s in statements] == ["memory.m1", "memory.m2", "memory.m3", "memory.m4"]
     assert all("$" not in s.sql and "$1" in s.normalized for s in statements)
-    result = replay(dsns[engine], statements, ReplayOptions(warmup=0, statement_timeout_ms=30_000))
+    result = replay(factory.connector(dsns[engine]), statements, ReplayOptions(warmup=0, statement_timeout_ms=30_000))
     assert not result.errors and not result.timeouts, (result.errors, result.timeouts)
     assert set(result.samples) == {s.queryid for s in statements}
 

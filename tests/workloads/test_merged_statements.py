@@ -14,6 +14,7 @@ from tests.test_cli import advisor
 from workloads.binding import bind_workload
 from workloads.capture import workload_delta
 from workloads.replay import ReplayOptions, replay
+from connectors import factory
 
 LOOKUP = "SELECT total FROM orders WHERE id = $1"
 
@@ -58,7 +59,7 @@ def test_entries_of_one_text_are_one_statement_with_summed_counters(typed_calls)
     assert not skipped
     [b] = [b for b in bound if b.queryid == lookup.queryid]
     assert "$" not in b.sql and b.source in {"qualstats", "statistics"}
-    again = replay(typed_calls, bound, ReplayOptions(warmup=0))
+    again = replay(factory.connector(typed_calls), bound, ReplayOptions(warmup=0))
     assert not again.errors and set(again.samples) == {lookup.queryid, other.queryid}
 
 

@@ -10,6 +10,7 @@ from connectors.postgres.sandbox import free_port
 from tests.conftest import run, scalar
 from workloads.binding import BoundStatement
 from workloads.replay import ReplayOptions, replay
+from connectors import factory
 
 
 def _item(queryid: str, sql: str, is_write: bool = False) -> BoundStatement:
@@ -21,8 +22,9 @@ def test_a_lost_connection_is_an_error_and_replay_goes_on_with_a_new_session(db)
     items = [_item("read", "SELECT count(*) FROM r"),
              _item("kill", "SELECT pg_terminate_backend(pg_backend_pid())"),  # ends its own connection
              _item("write", "INSERT INTO r VALUES (11)", is_write=True)]
-    res = replay(db, items, ReplayOptions(concurrency=1, repeats=2, warmup=0))
-    assert len(res.errors["kill"]) == 2 and all(e.startswith("error: ") for e in res.errors["kill"])
+    res = replay(factory.connector(db), items, ReplayOptions(concurrency=1, repeats=2, warmup=0))
+    assert len(res.errors["kill"]) == 2 and all(isinstance(e, TargetUnreachable) for e in res.errors["kill"])
+    assert res.first_error() is res.errors["kill"][0]
     assert "kill" not in res.samples
     assert len(res.samples["read"]) == 2 and len(res.samples["write"]) == 2  # measured on the new sessions
     assert scalar(db, "SELECT count(*) FROM r") == 10  # the write was rolled back each time
@@ -31,5 +33,13 @@ def test_a_lost_connection_is_an_error_and_replay_goes_on_with_a_new_session(db)
 def test_an_unreachable_target_fails_the_replay_with_one_line(db):
     nobody = re.sub(r"port=\d+", f"port={free_port()}", db)  # a port no server listens on
     with pytest.raises(TargetUnreachable) as e:
-        replay(nobody, [_item("read", "SELECT 1")], ReplayOptions(warmup=0))
+        replay(factory.connector(nobody), [_item("read", "SELECT 1")], ReplayOptions(warmup=0))
     assert "\n" not in str(e.value) and "cannot connect" in str(e.value)
+
+
+def test_replay_takes_the_runs_connector_never_a_dsn(db):
+    """One connector per run: replay opens sessions on the connector it is given; a DSN is refused."""
+    with pytest.raises(TypeError, match="connector"):
+        replay(db, [_item("read", "SELECT 1")], ReplayOptions(warmup=0))
+    res = replay(factory.connector(db), [_item("read", "SELECT 1")], ReplayOptions(warmup=0))
+    assert len(res.samples["read"]) == 1 and not res.errors

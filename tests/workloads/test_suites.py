@@ -5,6 +5,7 @@ import pytest
 from psycopg import sql
 
 from advisor.core.errors import AdvisorError, NotFound
+from connectors import factory
 from tests.conftest import scalar
 from workloads import pgbench, suites
 from workloads.binding import parameters
@@ -36,7 +37,7 @@ def test_every_statement_of_a_suite_runs_after_prepare(prepared, name):
     assert statements and len({s.queryid for s in statements}) == len(statements)
     assert all(s.queryid.startswith(f"{name}.") and s.weight == 1.0 and not s.is_write for s in statements)
     assert all("$" not in s.sql and parameters(s.normalized) for s in statements)
-    result = replay(dsn, statements, ReplayOptions(warmup=0, statement_timeout_ms=20_000))
+    result = replay(factory.connector(dsn), statements, ReplayOptions(warmup=0, statement_timeout_ms=20_000))
     assert not result.errors and not result.timeouts, (result.errors, result.timeouts)
     assert set(result.samples) == {s.queryid for s in statements}
     if name != "tpch":  # TPC-H's templates keep its own parameter syntax (interval $1 day); ours are PREPAREable
@@ -94,7 +95,7 @@ def test_pgbench_initialize_run_and_restore(db):
     result = pgbench.run(db, pgbench.PgbenchOptions(scale=1, clients=2, jobs=1, duration_s=2))
     assert result.tps > 0 and result.transactions > 0 and result.latency_ms > 0 and result.failed == 0
     assert scalar(db, "SELECT count(*) FROM pgbench_history") > 0
-    pgbench.restore(db)
+    pgbench.restore(factory.connector(db))
     assert scalar(db, "SELECT count(*) FROM pgbench_history") == 0
     assert scalar(db, "SELECT count(*) FROM pgbench_accounts") == 100_000
 

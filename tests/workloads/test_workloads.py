@@ -4,12 +4,14 @@ import psycopg
 import pytest
 
 from advisor.core.domain import Statement, Workload
+from advisor.core.errors import StatementFailed
 from connectors.postgres import PostgresConnector
 from tests.conftest import run, scalar
 from workloads import tpch
 from workloads.binding import BoundStatement, bind_workload, parameters, substitute
 from workloads.capture import is_workload_statement, workload_delta
 from workloads.replay import ReplayOptions, replay
+from connectors import factory
 
 
 def test_substitute_skips_quotes_and_comments():
@@ -32,7 +34,7 @@ def test_all_22_tpch_queries_run_and_bind_from_qualstats(tpch_dsn):
     before = c.observe()
     rng = random.Random(1)
     items = [BoundStatement(f"q{n}", q, q, 1, "literal", False) for n, q in tpch.stream(rng, 0.01)]
-    result = replay(tpch_dsn, items, ReplayOptions(warmup=0))
+    result = replay(factory.connector(tpch_dsn), items, ReplayOptions(warmup=0))
     assert not result.errors, result.errors
     assert set(result.samples) == {f"q{n}" for n in tpch.QUERY_NUMBERS}
     workload = workload_delta(c.observe(), before)
@@ -40,7 +42,7 @@ def test_all_22_tpch_queries_run_and_bind_from_qualstats(tpch_dsn):
     bound, skipped = bind_workload(c, workload)
     assert not skipped
     assert {b.source for b in bound} <= {"qualstats", "literal"}
-    again = replay(tpch_dsn, bound, ReplayOptions(warmup=0))
+    again = replay(factory.connector(tpch_dsn), bound, ReplayOptions(warmup=0))
     assert not again.errors and len(again.samples) == 22
 
 
@@ -60,7 +62,7 @@ def test_a_statement_once_explained_binds_to_itself(tpch_dsn):
     assert not skipped
     [b] = [b for b in bound if b.normalized.startswith("SELECT o_orderkey")]
     assert b.source == "qualstats" and b.sql == explained, b.sql
-    again = replay(tpch_dsn, bound, ReplayOptions(warmup=0))
+    again = replay(factory.connector(tpch_dsn), bound, ReplayOptions(warmup=0))
     assert not again.errors, again.errors
 
 
@@ -71,7 +73,7 @@ def test_binding_from_column_statistics_when_no_example_exists(tpch_dsn):
     bound, skipped = bind_workload(PostgresConnector(tpch_dsn), Workload((st,)))
     assert not skipped and bound[0].source == "statistics"
     assert "$" not in bound[0].sql and "LIMIT 100" in bound[0].sql
-    rows = replay(tpch_dsn, bound, ReplayOptions(warmup=0))
+    rows = replay(factory.connector(tpch_dsn), bound, ReplayOptions(warmup=0))
     assert not rows.errors and len(rows.samples["1"]) == 1
 
 
@@ -83,10 +85,11 @@ def test_replay_measures_every_statement_rolls_back_writes_and_records_timeouts(
         BoundStatement("slow", "SELECT pg_sleep(1)", "SELECT pg_sleep(1)", 1, "literal", False),
         BoundStatement("bad", "SELECT * FROM missing", "SELECT * FROM missing", 1, "literal", False),
     ]
-    res = replay(db, items, ReplayOptions(concurrency=2, repeats=3, warmup=1, statement_timeout_ms=200))
+    res = replay(factory.connector(db), items, ReplayOptions(concurrency=2, repeats=3, warmup=1, statement_timeout_ms=200))
     assert len(res.samples["read"]) == 3 and len(res.samples["write"]) == 3
     assert res.timeouts["slow"] == 3 and res.samples["slow"] == [200.0] * 3
-    assert len(res.errors["bad"]) == 3 and "does not exist" in res.errors["bad"][0]
+    assert len(res.errors["bad"]) == 3 and all(isinstance(e, StatementFailed) for e in res.errors["bad"])
+    assert "does not exist" in res.errors["bad"][0].reason
     assert scalar(db, "SELECT count(*) FROM r") == 100
 
 

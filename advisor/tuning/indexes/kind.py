@@ -13,14 +13,13 @@ from optimizers import indexes
 def run(ctx: Context, plan) -> object:
     from advisor.tuning.indexes.pipeline import IndexPlan, tune_indexes  # on use: the CLI lists kinds
     from advisor.tuning.observe import require_workload
-    from connectors import factory
 
     index_plan = IndexPlan(plan.optimizer, plan.budget_mb, plan.seed, plan.max_width,
                            _validation(ctx, plan), plan.sample_percent,
                            ctx.inputs.get("max_statements", 30),
                            {"episodes": plan.episodes, "device": ctx.device, "samples": plan.samples,
                             "retrain": plan.retrain}).check()
-    connector = factory.connector(ctx.dsn)
+    connector = ctx.connector
     obs = require_workload(ctx.observed(connector))
     return tune_indexes(ctx.store, connector, obs, index_plan, model_dir=ctx.model_dir(obs.target_id),
                         run_id=ctx.run_id, say=ctx.say, shadows=ctx.shadows)

@@ -21,7 +21,6 @@ def run(ctx: Context, plan) -> object:
     from advisor.tuning.knobs.pipeline import KnobPlan, tune_knobs  # on use: the CLI lists kinds
     from advisor.tuning.knobs.trials import TuningOptions
     from advisor.tuning.observe import require_workload
-    from connectors import factory
     from optimizers.knobs.llm import from_settings
 
     rest = dict(validation=_validation(ctx, plan),
@@ -33,7 +32,7 @@ def run(ctx: Context, plan) -> object:
         tuning = TuningOptions(optimizer=plan.optimizer, trials=plan.trials, seeds=plan.seeds, seed=plan.seed,
                                use_seeds=plan.seeds > 0, objective=plan.objective)
         knob_plan = KnobPlan(tuning, space_of(plan), repeats=plan.repeats, **rest)
-    connector = factory.connector(ctx.dsn)
+    connector = ctx.connector
     obs = require_workload(ctx.observed(connector))
     llm = ctx.inputs.get("llm")
     run_id = ctx.open_run(obs.target_id, "knobs", knob_plan.tuning.optimizer, knob_plan.to_dict(), resume,

@@ -133,8 +133,8 @@ def leave_out_failing(shadow: Shadow, bound: list[BoundStatement],
                       say: Say = silent) -> tuple[list[BoundStatement], tuple[tuple[str, str], ...]]:
     """The statements that run on the shadow as it is, and (sql, error) for those that fail there (a unique-key
     INSERT replayed twice, say): they would fail every trial, so they are left out of the objective."""
-    result = replay(shadow.dsn, bound, ReplayOptions(repeats=1, warmup=0))
-    failing = {qid: errors[0] for qid, errors in result.errors.items() if errors}
+    result = replay(shadow.connector, bound, ReplayOptions(repeats=1, warmup=0))
+    failing = {qid: getattr(errors[0], "reason", str(errors[0])) for qid, errors in result.errors.items() if errors}
     for st in bound:
         if st.queryid in failing:
             say(f"a statement fails with the current settings and is left out: {failing[st.queryid]}")

@@ -7,11 +7,14 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from advisor.core.errors import AdvisorError, TargetUnreachable
 from workloads.binding import BoundStatement
 from workloads.replay import ReplayOptions, replay
+
+if TYPE_CHECKING:
+    from connectors.base import Connector
 
 
 MIN_ABS_MS = 1.0  # as the guard (advisor.tuning.evidence): a statement slower by less than this did not regress
@@ -56,11 +59,11 @@ class WorkloadRunner(Protocol):
     objective: str  # latency | throughput
     unit: str  # what one objective is measured in, for people ("workload ms (calls x median)")
 
-    def run(self, dsn: str, timeout_s: float) -> Measured | float:
+    def run(self, connector: Connector, timeout_s: float) -> Measured | float:
         """One measured pass: its objective, lower is better (with per-statement medians when the runner has
         them). Raises TrialTimeout / TargetUnreachable."""
 
-    def restore(self, dsn: str) -> None:
+    def restore(self, connector: Connector) -> None:
         """Bring the data back to its starting state (a no-op for read-only workloads)."""
 
     def display(self, objective: float) -> str: ...
@@ -79,27 +82,27 @@ class ReplayRunner:
     concurrency: int = 1
     objective: str = "latency"
 
-    def run(self, dsn: str, timeout_s: float) -> Measured:
+    def run(self, connector: Connector, timeout_s: float) -> Measured:
         opts = ReplayOptions(self.concurrency, self.repeats, self.warmup, max(int(timeout_s * 1000), 1))
         start = time.perf_counter()
-        result = replay(dsn, self.statements, opts)
+        result = replay(connector, self.statements, opts)
         if result.timeouts:
             raise TrialTimeout(f"{sum(result.timeouts.values())} statement(s) ran past the {timeout_s:.1f}s limit")
         if time.perf_counter() - start > timeout_s * max(len(self.statements), 1) * (self.repeats + self.warmup):
             raise TrialTimeout(f"the pass took longer than its limit ({timeout_s:.1f}s per statement)")
-        errors = {k: v for k, v in result.errors.items() if v}
-        if errors:
-            first = next(iter(errors.values()))[0]
-            if any(w in first.lower() for w in ("terminat", "connection", "server closed", "shutdown", "recovery")):
+        first = result.first_error()
+        if first is not None:
+            if isinstance(first, TargetUnreachable):
                 raise TargetUnreachable(f"the shadow lost connections during the run: {first}")
-            raise AdvisorError(f"{len(errors)} statement(s) failed: {first}")
+            failed = sum(1 for v in result.errors.values() if v)
+            raise type(first)(f"{failed} statement(s) failed: {first}")
         per = {st.queryid: float(result.median_ms(st.queryid)) for st in self.statements}
         if self.objective == "throughput":
             executed = sum(len(v) for v in result.samples.values())
             return Measured(result.wall_ms / max(executed, 1), per)
         return Measured(float(sum(st.weight * per[st.queryid] for st in self.statements)), per)
 
-    def restore(self, dsn: str) -> None:
+    def restore(self, connector: Connector) -> None:
         return None  # replay rolls every write back
 
     @property
@@ -125,19 +128,19 @@ class PgbenchRunner:
     objective: str = "throughput"
     unit: ClassVar[str] = "ms per transaction"
 
-    def run(self, dsn: str, timeout_s: float) -> Measured:
+    def run(self, connector: Connector, timeout_s: float) -> Measured:
         from workloads import pgbench
 
-        result = pgbench.run(dsn, pgbench.PgbenchOptions(scale=self.scale, clients=self.clients,
+        result = pgbench.run(connector.dsn, pgbench.PgbenchOptions(scale=self.scale, clients=self.clients,
                                                          duration_s=self.duration_s))
         if result.tps <= 0:
             raise AdvisorError(f"pgbench finished no transaction ({result.failed} failed)")
         return Measured(1000.0 / result.tps)
 
-    def restore(self, dsn: str) -> None:
+    def restore(self, connector: Connector) -> None:
         from workloads import pgbench
 
-        pgbench.restore(dsn)
+        pgbench.restore(connector)
 
     def display(self, objective: float) -> str:
         return f"{1000.0 / objective:,.0f} TPS"

@@ -136,9 +136,10 @@ class ShadowTarget:
             self.restarted = self._set(config)
         except (SandboxError, TargetUnreachable) as e:
             self.recover()
-            raise TrialFailed(f"the server did not come back with this configuration: {e}", True) from None
+            raise TrialFailed(f"the server did not come back with this configuration: {e}", True,
+                              error=type(e).__name__) from None
         except AdvisorError as e:
-            raise TrialFailed(f"could not apply: {e}") from None
+            raise TrialFailed(f"could not apply: {e}", error=type(e).__name__) from None
 
     def measure(self, rounds: int = 1) -> list[ArmRound]:
         """``rounds`` passes (data restored before each): per statement, its median (ms) as the pass's sample;
@@ -148,12 +149,12 @@ class ShadowTarget:
         out = []
         for _ in range(rounds):
             try:
-                self.runner.restore(self.shadow.dsn)
+                self.runner.restore(self.shadow.connector)
                 run_start = time.perf_counter()
-                measured = self.runner.run(self.shadow.dsn, self.timeout_s())
+                measured = self.runner.run(self.shadow.connector, self.timeout_s())
                 wall = time.perf_counter() - run_start
             except TrialTimeout as e:
-                raise TrialFailed(f"timeout: {e}", self.restarted) from None
+                raise TrialFailed(f"timeout: {e}", self.restarted, error=type(e).__name__) from None
             except TargetUnreachable as e:
                 alive = self.shadow.sandbox.is_running()
                 if alive:
@@ -165,9 +166,9 @@ class ShadowTarget:
                     self.recover()
                 why = "the server crashed during the run (killed, or out of memory)" if not alive \
                     else "the server lost connections"
-                raise TrialFailed(f"{why}: {e}", self.restarted) from None
+                raise TrialFailed(f"{why}: {e}", self.restarted, error=type(e).__name__) from None
             except AdvisorError as e:
-                raise TrialFailed(str(e), self.restarted) from None
+                raise TrialFailed(str(e), self.restarted, error=type(e).__name__) from None
             if not isinstance(measured, Measured):
                 measured = Measured(float(measured))
             self.good = dict(self.current)
@@ -184,7 +185,7 @@ class ShadowTarget:
             self.apply(config)
             self.measure(1)
         except TrialFailed as e:
-            return TrialResult(None, "failed", e.message), time.perf_counter() - start, e.restarted
+            return TrialResult(None, "failed", e.message, error=e.error), time.perf_counter() - start, e.restarted
         measured = self.measured[-1]
         self.last_ms = measured.statement_ms
         return TrialResult(measured.objective), time.perf_counter() - start, self.restarted
@@ -268,7 +269,7 @@ class TuningRun:
         self.store.add_trial(self.target_id, self.run_id, self.optimizer.name, self.space.changes(config), None,
                              result.status, result.reason or None, number=rec.number, config=config,
                              objective=result.objective, source=source, duration_s=duration,
-                             statements=statement_ms)
+                             statements=statement_ms, error=result.error or None)
         self.store.update_run(self.run_id, optimizer_state={**self.optimizer.state(), "trials": len(self.records)})
         best = self.best()
         status = (self.trials.runner.display(result.objective) if result.objective is not None

@@ -104,7 +104,7 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
 
     mix = parse_mix(plan.workload)
     engine = factory.learned_index(plan.index)
-    connector = factory.connector(ctx.dsn)
+    connector = ctx.connector
     obs = ctx.observed(connector)
     keys = key_sources.read(plan.keys, connector, plan.seed)
     ctx.say(f"{len(keys):,} keys from {plan.keys}")

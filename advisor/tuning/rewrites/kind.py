@@ -20,9 +20,8 @@ def check_target(connector, plan) -> None:
 def run(ctx: Context, plan) -> object:
     from advisor.tuning.observe import require_workload
     from advisor.tuning.rewrites.pipeline import RewritePlan, tune_rewrites  # on use: the CLI lists kinds
-    from connectors import factory
 
-    connector = factory.connector(ctx.dsn)
+    connector = ctx.connector
     statements = given.statements(plan.sql, connector.dialect)
     rewrite_plan = RewritePlan(plan.optimizer, statements, plan.max_statements,
                                validation=_validation(ctx, plan),

@@ -294,7 +294,7 @@ def _race(shadow, scratch: str, problem: RewriteProblem, st: BoundStatement, for
         return Outcome(st.queryid, st.sql, form.rewritten, form.rules, equivalent=True, checked_on=checked,
                        plan_cost=(base_cost, cost), rejected=tuple(rejected),
                        reason="not timed (validation was switched off); the planner prices it lower")
-    timed = rewrite_timing.race(shadow.dsn, st, [f.rewritten for _, f, _ in equal], plan.validation, say)
+    timed = rewrite_timing.race(shadow.connector, st, [f.rewritten for _, f, _ in equal], plan.validation, say)
     best = timed.best
     if best is None:
         return Outcome(st.queryid, st.sql, equivalent=True, reason=f"not faster: {timed.summary()}",

@@ -92,18 +92,19 @@ def _speedup(e: Evidence) -> float | None:
     return 1.0 / s.ratio
 
 
-def race(dsn: str, statement: BoundStatement, rewrites: Sequence[str], options: ValidationOptions,
+def race(connector, statement: BoundStatement, rewrites: Sequence[str], options: ValidationOptions,
          say: Say = silent) -> Race:
-    """Time ``statement`` and each rewrite of it (SQL with the same constants) on ``dsn``, interleaved."""
+    """Time ``statement`` and each rewrite of it (SQL with the same constants) on ``connector``'s database (the
+    shadow's), interleaved."""
     arms = [statement] + [replace(statement, sql=text) for text in rewrites]
-    warm = [replay(dsn, [arm], ReplayOptions(1, 1, 0, options.statement_timeout_ms)) for arm in arms]  # unmeasured
+    warm = [replay(connector, [arm], ReplayOptions(1, 1, 0, options.statement_timeout_ms)) for arm in arms]  # unmeasured
     slow = warm[0].wall_ms > SLOW_MS  # a slow original: one execution per pass is a sample enough
     replay_options = ReplayOptions(1, 1 if slow else max(options.repeats, REPEATS), 0, options.statement_timeout_ms)
     passes: list[list[ArmRound]] = [[] for _ in arms]
     for r in range(options.rounds):
         order = [(r + k) % len(arms) for k in range(len(arms))]
         for arm in order:
-            result = replay(dsn, [arms[arm]], replay_options)
+            result = replay(connector, [arms[arm]], replay_options)
             passes[arm].append(ArmRound(result.samples, {k: len(v) for k, v in result.errors.items()}))
         say(f"{named(statement.normalized, statement.queryid)}: timing round {r + 1}/{options.rounds}")
     weights = {statement.queryid: 1.0}

@@ -134,7 +134,7 @@ def _measure(shadow: Shadow, statements: Sequence[BoundStatement], subsets: list
         changes = [c for j in sorted(subset) for c in parts[j][1]]
         applied = _apply(shadow, changes) if changes else None
         try:
-            result = replay(shadow.dsn, statements, warm)
+            result = replay(shadow.connector, statements, warm)
         finally:
             if applied is not None:
                 shadow.connector.revert(applied)

@@ -96,7 +96,7 @@ def tune_all(ctx: Context, plan) -> WholeResult:
 
 
 def _connector(ctx: Context):
-    return factory.connector(ctx.dsn)
+    return ctx.connector
 
 
 def _sub_plan(plan, kind: str, data_bytes: int):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.core.errors import TargetUnreachable
+from advisor.core.errors import StatementFailed, TargetUnreachable
 from connectors import factory
 from connectors.base import TAG
 from connectors.mariadb.binding import MariaDBBindingSource
@@ -117,15 +117,16 @@ def test_replay_censors_timeouts_and_rolls_writes_back(shop):
     bound, skipped = bind_workload(c, workload)
     assert not skipped and len(bound) == 3
     before = mrows(sandbox.dsn("shop"), "SELECT note FROM orders WHERE o_id = 11")
-    result = replay(c.dsn, bound, ReplayOptions(repeats=2, warmup=0, statement_timeout_ms=200))
+    result = replay(c, bound, ReplayOptions(repeats=2, warmup=0, statement_timeout_ms=200))
     slow = next(b for b in bound if "SLEEP" in b.normalized)
     assert result.timeouts == {slow.queryid: 2} and result.samples[slow.queryid] == [200.0, 200.0]
     assert not result.errors and all(len(result.samples[b.queryid]) == 2 for b in bound)
     assert mrows(sandbox.dsn("shop"), "SELECT note FROM orders WHERE o_id = 11") == before  # rolled back
     broken = BoundStatement("broken", "SELECT nothing FROM orders", "SELECT nothing FROM orders", 1.0, "literal",
                             False)
-    result = replay(c.dsn, [broken], ReplayOptions(warmup=0))
-    assert "Unknown column" in result.errors["broken"][0]
+    result = replay(c, [broken], ReplayOptions(warmup=0))
+    error = result.errors["broken"][0]
+    assert isinstance(error, StatementFailed) and "Unknown column" in error.reason
 
 
 def test_a_lost_connection_is_target_unreachable(shop):

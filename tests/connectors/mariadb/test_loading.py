@@ -180,5 +180,5 @@ def test_the_application_workload_over_tpch_is_captured_bound_and_replayed(tpch_
     week = next(b.sql for b in bound if "BETWEEN" in b.sql and "DATE_ADD" in b.sql)
     low = week.split("BETWEEN CAST( '")[1][:10]
     assert low != "2000-01-01" and f"DATE_ADD( CAST( '{low}' AS DATE ) , INTERVAL 7 " in week  # a week from data
-    result = replay(c.dsn, bound, ReplayOptions(warmup=0, statement_timeout_ms=30_000))
+    result = replay(c, bound, ReplayOptions(warmup=0, statement_timeout_ms=30_000))
     assert not result.errors and len(result.samples) == len(bound)
