@@ -15,6 +15,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
+from advisor.core import quiet
 from advisor.core.progress import Say, silent
 from advisor.service.factory import serving
 from web.docs import install_docs
@@ -31,6 +32,7 @@ def create_app(store_path: str | None = None, *, scheduler: bool = True, max_par
                say: Say = silent, url: str | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        quiet.install()  # known library warnings stay off the server's terminal (advisor.core.quiet)
         # Tuning runs share this process with the API: a short GIL switch interval keeps a CPU-bound run (a GP
         # fit) from holding requests for 5 ms at every switch
         sys.setswitchinterval(SWITCH_INTERVAL_S)

@@ -16,7 +16,7 @@ import typer
 from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer >= 0.20 vendors click
 from rich.console import Console
 
-from advisor.cli import learned_commands, render, rewrite_commands
+from advisor.cli import learned_commands, render, rewrite_commands, train_commands
 from advisor.cli.bench_commands import bench_app
 from advisor.cli.common import (EngineOpt, JsonFlag, RegisterOpt, StoreOpt, observation_doc, optimizer_choice,
                                parse_plan, rec_doc, resolve_dsn)
@@ -236,6 +236,7 @@ def demo(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.0
 
 
 rewrite_commands.register(app)
+train_commands.register(app)
 learned_commands.register(tune_app)
 register(app)  # the service's groups: serve, playground, targets, runs, recommendations, schedule, tokens
 
@@ -253,9 +254,12 @@ def _exit_on_signals() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the command; turn every error into one line on stderr."""
+    """Entry point: run the command; turn every error into one line on stderr; known library warnings are kept
+    off the terminal (``advisor.core.quiet``)."""
+    from advisor.core import quiet
     from advisor.core.settings import get_settings
 
+    quiet.install()
     _exit_on_signals()
     command = typer.main.get_command(app)
     try:

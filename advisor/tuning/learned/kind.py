@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from advisor.core.domain import LearnedIndexParam, Recommendation
 from advisor.core.errors import AdvisorError
+from advisor.core.progress import heartbeat
 from advisor.core.params import ParamSpace
 from advisor.tuning.kind import Context, Kind
 from advisor.tuning.knobs.kind import ranges  # NAME=LOW:HIGH items, read the same way for every kind
@@ -106,13 +107,16 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
     engine = factory.learned_index(plan.index)
     connector = ctx.connector
     obs = ctx.observed(connector)
-    keys = key_sources.read(plan.keys, connector, plan.seed)
+    ctx.say(f"reading keys from {plan.keys}")
+    with heartbeat(ctx.say, f"reading keys from {plan.keys}"):
+        keys = key_sources.read(plan.keys, connector, plan.seed)
     ctx.say(f"{len(keys):,} keys from {plan.keys}")
     initial, stream = workload(keys, mix, operations(len(keys), mix.insert), plan.seed)
     prob = problem(space_of(plan), engine.name, features(keys, mix),
                    training=lambda: training_tasks(engine, plan.seed))
     optimizer = registry.create("learned_index", plan.optimizer, prob, seed=plan.seed, strict=False)
-    optimizer.prepare(ctx.model_dir(obs.target_id) if ctx.model_dir else None, ctx.say)
+    with heartbeat(ctx.say, f"preparing {plan.optimizer}") as say:
+        optimizer.prepare(ctx.model_dir(obs.target_id) if ctx.model_dir else None, say)
     run_id = ctx.open_run(obs.target_id, KIND_NAME, plan.optimizer, plan.to_dict(), None, ctx.run_id)
 
     def stored(trial: Trial) -> None:
@@ -123,8 +127,11 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
 
     weights = {op: share for op, share in (("lookup", mix.lookup), ("insert", mix.insert), ("range", mix.range))
                if share > 0}
-    found = tune_index(engine, initial, [stream], optimizer, plan.budget, rounds=plan.rounds if plan.validate else 0, weights=weights,
-                   seed=plan.seed, say=ctx.say, on_trial=stored)
+    ctx.say(f"building {engine.name} over {len(initial):,} keys (its first build compiles it) and evaluating")
+    with heartbeat(ctx.say, f"tuning {engine.name}") as say:  # a compile or a slow evaluation is not silent
+        found = tune_index(engine, initial, [stream], optimizer, plan.budget,
+                           rounds=plan.rounds if plan.validate else 0, weights=weights, seed=plan.seed, say=say,
+                           on_trial=stored)
     base = dict(keys=len(keys), run_id=run_id, trials=tuple(found.trials), result=found)
     if not found.changes:
         return LearnedIndexTuneResult(None, f"{plan.optimizer}: no configuration beat the defaults of {engine.name} "
