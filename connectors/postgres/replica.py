@@ -202,6 +202,7 @@ class PostgresReplica:
             os.chown(self.volume, *owner)
             clones = self.volume / CLONES
             clones.mkdir(exist_ok=True)
+            os.chown(clones, *owner)  # the advisor's store sets umask 077: a root-made 0700 dir bars the server's user
 
     # --- running ---------------------------------------------------------------------------------------------
 
