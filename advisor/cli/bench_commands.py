@@ -367,3 +367,17 @@ def bench_latency(engines: Annotated[str, typer.Option(help="comma-separated: po
                                   out_dir=out)
     doc = run(options, say=reporter())
     _bench_report(doc, json_out, table, out, "latency.json", "latency.png")
+
+
+@bench_app.command("models")
+def bench_models(scratch_episodes: Annotated[int, typer.Option(help="episodes of the per-target training it is "
+                                                                     "compared with", min=1)] = 120,
+                 out: Annotated[str, typer.Option(help="directory for models.json and the plot")] =
+                 "bench-results/models",
+                 json_out: JsonFlag = False) -> None:
+    """The shipped models (Aurora's rule policy) on held-out generated schemas: as shipped, adapted as a run
+    adapts them, and against a policy trained from scratch per schema (quality and training seconds)."""
+    from advisor.bench.models import ModelBenchOptions, run, table
+
+    doc = run(ModelBenchOptions(scratch_episodes=scratch_episodes, out_dir=out), say=reporter())
+    _bench_report(doc, json_out, table, out, "models.json", "models.png")

@@ -73,18 +73,21 @@ class RandomOrder(_Stepped):
 
 class AuroraRewriter(RewriteOptimizer):
     """Aurora: a PPO policy picks the next rule and when to stop. ``prepare(model_dir)`` loads the policy stored
-    there (``aurora.pt``, trained for the same rule list) or trains one on the problem's statements (unless
-    ``own`` is False) and ``corpus`` statements generated from its schema (``optimizers.rewrites.corpus``), each
-    episode under row estimates scaled at random per table (so the policy learns shapes, not one set of
-    statistics), and stores it; it is kept in the state so a restored optimizer answers the same."""
+    there (``aurora.pt``, trained for the same rule list); else it starts from the policy shipped with the package
+    (``optimizers.rewrites.pretrain``: trained ahead on generated schemas) and adapts it with ``adapt`` episodes
+    on the problem's own statements; only without a shipped policy (or with ``retrain``) does it train one from
+    scratch for ``episodes`` on the problem's statements (unless ``own`` is False) and ``corpus`` statements
+    generated from its schema (``optimizers.rewrites.corpus``), each episode under row estimates scaled at random
+    per table (so the policy learns shapes, not one set of statistics). It stores what it made; the policy is kept
+    in the state so a restored optimizer answers the same."""
 
     name = "aurora"
     description = "Aurora: a learned policy (PPO) chooses the next rule and when to stop"
     MODEL = "aurora.pt"
 
     def _setup(self, episodes: int = 300, device: str = "auto", retrain: bool = False, corpus: int = 40,
-               own: bool = True) -> None:
-        self.episodes, self.device, self.retrain = episodes, device, retrain
+               own: bool = True, adapt: int = 8) -> None:
+        self.episodes, self.device, self.retrain, self.adapt = episodes, device, retrain, adapt
         self.corpus, self.own = corpus, own  # generated training statements; train on the problem's own too
         self.agent: Aurora | None = None
         self.training: dict | None = None
@@ -105,11 +108,28 @@ class AuroraRewriter(RewriteOptimizer):
             except (ValueError, KeyError, RuntimeError, OSError, pickle.UnpicklingError) as e:
                 say(f"Aurora: the stored policy cannot be used ({e}); training again")
                 self.agent = None
-        self._train(say)
+        if self.retrain or self._from_shipped(say) is None:
+            self._train(say)
         if path is not None and self.agent is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             torch.save({"state": self.agent.state_dict(), "training": self.training}, path)
         self.training = {**(self.training or {}), "reused": False, "model": str(path) if path else None}
+        return self.training
+
+    def _from_shipped(self, say: Say) -> dict | None:
+        """The shipped policy, adapted with ``adapt`` episodes on the problem's own statements; None without one."""
+        from optimizers.rewrites.pretrain import makers, shipped
+
+        found = shipped(seed=self.seed, device=self.device)
+        if found is None:
+            return None
+        self.agent, trained = found
+        own = makers(self.problem, list(self.problem.lowered.values()), self.seed) if self.own else []
+        say(f"Aurora: starting from the shipped policy (trained on {len(trained.get('schemas', []))} generated "
+            f"schemas); adapting it with {self.adapt if own else 0} episode(s) on this workload")
+        adapted = self.agent.train(own, self.adapt, say) if own and self.adapt else {"episodes": 0}
+        self.training = {"shipped": True, "pretrained": trained, "episodes": adapted["episodes"],
+                         "device": adapted.get("device", str(self.agent.device))}
         return self.training
 
     def _train(self, say: Say = lambda _m: None) -> None:

@@ -95,7 +95,7 @@ def test_aurora_can_train_on_statements_generated_from_the_schema_alone():
                              {"c": 1e4, "o": 1e6}, keys={"c": (("c_id",),), "o": (("o_id",),)}, dialect="postgres")
     assert len(problem.training_statements(12)) == 12
     said: list[str] = []
-    opt = registry.create("rewrites", "aurora", problem, episodes=12, corpus=12, own=False)
+    opt = registry.create("rewrites", "aurora", problem, episodes=12, corpus=12, own=False, retrain=True)
     opt.prepare(None, said.append)
     assert "0 statement(s) of the workload and 12 generated" in said[0]
     (config,) = opt.ask(1)
