@@ -263,8 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     _exit_on_signals()
     command = typer.main.get_command(app)
     try:
-        command.main(args=argv, prog_name="advisor", standalone_mode=False)
-        return 0
+        code = command.main(args=argv, prog_name="advisor", standalone_mode=False)
+        return code if isinstance(code, int) else 0  # a command's typer.Exit(n) arrives here as n
     except typer.Exit as e:
         return e.exit_code
     except NoArgsIsHelpError as e:

@@ -117,7 +117,7 @@ class ReplicasMixin:
             return {**doc, "lag": None, "behind_bytes": None, "behind_s": None}
         try:
             lag = self._open(recorded).lag()
-        except AdvisorError as e:
+        except (AdvisorError, OSError) as e:
             return {**doc, "lag": f"broken: {e}", "behind_bytes": None, "behind_s": None}
         return {**doc, "lag": lag.line(), "behind_bytes": lag.behind_bytes, "behind_s": lag.behind_s,
                 "replication": lag.state}
@@ -141,8 +141,8 @@ class ReplicasMixin:
         directory = Path(recorded["directory"])
         try:
             self._open(recorded).remove()
-        except AdvisorError as e:  # a build that never got far has nothing to open: its directory goes below
-            self.say(f"replica in {directory}: {e}")
+        except (AdvisorError, OSError) as e:  # a build that never got far has nothing to open: its directory goes
+            self.say(f"replica in {directory}: {e}")  # (deleted below)
         if directory.exists() and not _mounted_under(directory):
             shutil.rmtree(directory, ignore_errors=True)
 
