@@ -193,3 +193,38 @@ def test_rest_creates_with_a_replica_checks_and_removes(primary, tmp_path, monke
         directory = Path(doc["replica"]["directory"])
         assert client.delete("/api/targets/shop", headers=auth).status_code == 204
     assert not directory.exists() and left_behind(directory) == [] and slots(dsn) == 0
+
+
+@pytest.fixture(scope="module")
+def maria_primary():
+    """A MariaDB primary of its own writing row-based binary logs, with a shop database."""
+    with factory.sandbox("mariadb", "replica-primary", durable=False, feeds_replicas=True) as server:
+        dsn = server.create_database("shop")
+        shop = server.connector("shop")
+        with shop.connect() as conn, conn.cursor() as cur:
+            cur.execute("CREATE TABLE o (id int PRIMARY KEY, cid int NOT NULL, amount decimal(10, 2))")
+            cur.execute("INSERT INTO o SELECT seq, seq % 500 + 1, seq % 13 FROM seq_1_to_5000")
+        yield server, dsn
+
+
+def test_a_run_on_a_mariadb_target_with_a_replica_takes_a_thin_clone_holding_the_latest_write(maria_primary,
+                                                                                              tmp_path, env):
+    server, dsn = maria_primary
+    lines: list[str] = []
+    service = AdvisorService(Store(tmp_path / "s.duckdb"), lines.append)
+    target = service.add_target("shop", dsn, replica=True)
+    directory = service.replica_dir(target["id"])
+    try:
+        assert target["replica"]["state"] == "ready" and target["replica"]["lag"], target["replica"]
+        with factory.connector(dsn).connect() as conn, conn.cursor() as cur:  # just before the run
+            cur.execute("CREATE TABLE fresh (id int PRIMARY KEY, score decimal(10, 2) NOT NULL)")
+            cur.execute("INSERT INTO fresh SELECT seq, seq % 97 FROM seq_1_to_500")
+        lines.clear()
+        result = service.tune("rewrites", "shop", RunPlan("rewrites", "greedy", validate=False, sql=CORRELATED))
+        (o,) = result.statements
+        assert o.equivalent and "the shadow" in o.checked_on, o.reason  # ran on the clone, which had the table
+        assert service.last_shadow["method"] == "thin clone", "\n".join(lines)
+        assert any(line.startswith("shadows: thin clone of the warm replica") for line in lines)
+    finally:
+        service.remove_target("shop")
+    assert not directory.exists() and left_behind(directory) == []
