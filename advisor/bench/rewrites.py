@@ -158,7 +158,8 @@ class RewriteBench:
         searched: dict = {}
         with factory.clone(connector, say=self.say) as shadow:
             problem = calibrated(problem, shadow.connector)  # as the pipeline did
-            scratch = shadow.sandbox.create_database(SCRATCH_DB, extensions=False)
+            shadow.sandbox.create_database(SCRATCH_DB, extensions=False)
+            scratch = shadow.sandbox.connector(SCRATCH_DB)
             self._check(shadow, scratch, problem, rows)
             self._time(shadow, rows, timing)
             if strategies:
@@ -183,7 +184,7 @@ class RewriteBench:
                 row["sqlglot"], row["sqlglot_error"] = None, f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
             row["sqlglot_rewrite_ms"] = round(1000 * (time.perf_counter() - started), 1)
 
-    def _check(self, shadow, scratch: str, problem, rows: list[dict]) -> None:
+    def _check(self, shadow, scratch, problem, rows: list[dict]) -> None:
         """Plan and check every output (ours and the peer's) on the edge-case databases and the shadow."""
         timeout = self.options.statement_timeout_ms
         for row in rows:
@@ -197,8 +198,8 @@ class RewriteBench:
                 row[f"{who}_verdict"] = None if text is None else \
                     _verdict(shadow, scratch, tables, problem, row["sql"], text, timeout, names=who == "ours")
             row["sqlglot_renamed"] = row["sqlglot_verdict"] == "equivalent" and \
-                rewrite_equivalence.column_names(shadow.dsn, row["sqlglot"]) != \
-                rewrite_equivalence.column_names(shadow.dsn, row["sql"])
+                rewrite_equivalence.column_names(shadow.connector, row["sqlglot"]) != \
+                rewrite_equivalence.column_names(shadow.connector, row["sql"])
 
     def _time(self, shadow, rows: list[dict], timing: ValidationOptions) -> None:
         """Latency medians (ms) of the original, our answer and the peer's output, interleaved on one shadow; an
@@ -251,7 +252,7 @@ def _verdict(shadow, scratch, tables, problem, original: str, text: str, timeout
         shadow.connector.explain_cost(text)
     except Exception as e:  # noqa: BLE001 - invalid SQL is the verdict
         return f"invalid: {str(e).splitlines()[0][:200]}"
-    v = rewrite_equivalence.check(scratch, tables, original, text, not_null=problem.not_null, shadow_dsn=shadow.dsn,
+    v = rewrite_equivalence.check(scratch, tables, original, text, not_null=problem.not_null, shadow=shadow.connector,
                                   timeout_ms=timeout_ms, names=names, **constraints(problem, tables))
     if v.error is not None:  # the original itself failed on a check database: the check's fault, not the output's
         return f"unchecked: {v.error}"

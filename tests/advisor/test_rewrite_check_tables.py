@@ -13,6 +13,7 @@ from advisor.storage.store import Store
 from advisor.tuning.rewrites import pipeline as rewrites
 from advisor.tuning.rewrites.equivalence import check
 from advisor.tuning.rewrites.pipeline import _tables_read, constraints, tables_named
+from connectors import factory
 from optimizers.rewrites.problem import RewriteProblem
 from tests.conftest import run
 
@@ -81,7 +82,7 @@ def test_select_list_subquery_tables_are_in_the_check_databases(db, shop):
     so the original failed there and the right rewrite was reported 'not equivalent')."""
     problem = RewriteProblem((("q", SELECT_LIST),), SCHEMA, not_null=NOT_NULL, keys=KEYS, dialect="postgres")
     tables = _tables_read(problem, "q")
-    verdict = check(db, tables, SELECT_LIST, DECORRELATED, not_null=NOT_NULL, shadow_dsn=shop,
+    verdict = check(factory.connector(db), tables, SELECT_LIST, DECORRELATED, not_null=NOT_NULL, shadow=factory.connector(shop),
                     **constraints(problem, tables))
     assert verdict.error is None and verdict.equivalent, verdict.error or verdict.mismatch
     assert verdict.checked[-1] == "the shadow" and "nulls" in verdict.checked
@@ -112,7 +113,7 @@ def test_a_select_list_aggregate_over_another_fact_table_does_not_block_a_rewrit
 
 
 def test_an_original_that_fails_on_a_check_database_is_an_error_of_the_check(db):
-    verdict = check(db, {"customers": SCHEMA["customers"]}, SELECT_LIST, DECORRELATED, not_null=NOT_NULL)
+    verdict = check(factory.connector(db), {"customers": SCHEMA["customers"]}, SELECT_LIST, DECORRELATED, not_null=NOT_NULL)
     assert not verdict.equivalent and verdict.mismatch is None
     assert verdict.error.startswith("the equivalence check could not run the original on a check database (")
     assert 'relation "orders" does not exist' in verdict.error

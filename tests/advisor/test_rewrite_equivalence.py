@@ -4,6 +4,7 @@ right ones pass on every variant."""
 import pytest
 
 from advisor.tuning.rewrites.equivalence import check, column_names
+from connectors import factory
 
 SCHEMA = {"c": {"id": "integer", "name": "text"}, "o": {"cid": "integer", "amount": "numeric"}}
 NOT_NULL = frozenset({("c", "id")})
@@ -32,26 +33,26 @@ RIGHT = [
 
 @pytest.mark.parametrize("original,wrong,bug", PLANTED, ids=[p[2] for p in PLANTED])
 def test_a_planted_wrong_rewrite_is_caught_and_keeps_both_texts(db, original, wrong, bug):
-    verdict = check(db, SCHEMA, original, wrong, not_null=NOT_NULL)
+    verdict = check(factory.connector(db), SCHEMA, original, wrong, not_null=NOT_NULL)
     assert not verdict.equivalent and verdict.mismatch
     assert verdict.original == original and verdict.rewrite == wrong
 
 
 @pytest.mark.parametrize("original,right", RIGHT)
 def test_a_right_rewrite_passes_every_variant(db, original, right):
-    verdict = check(db, SCHEMA, original, right, not_null=NOT_NULL, shadow_dsn=db)
+    verdict = check(factory.connector(db), SCHEMA, original, right, not_null=NOT_NULL, shadow=factory.connector(db))
     assert verdict.equivalent and len(verdict.checked) == 7 and verdict.checked[-1] == "the shadow"
 
 
 def test_a_rewrite_postgres_refuses_is_not_equivalent(db):
-    verdict = check(db, SCHEMA, "SELECT id FROM c", "SELECT idd FROM c")
+    verdict = check(factory.connector(db), SCHEMA, "SELECT id FROM c", "SELECT idd FROM c")
     assert not verdict.equivalent and "the rewrite failed" in verdict.mismatch
 
 
 def test_a_rewrite_that_keeps_the_rows_but_not_their_order_is_caught(db):
     original = "SELECT c.id, c.name FROM c ORDER BY c.name, c.id"
     reordered = "SELECT c.id, c.name FROM c ORDER BY c.name DESC, c.id"
-    verdict = check(db, SCHEMA, original, reordered, not_null=NOT_NULL)
+    verdict = check(factory.connector(db), SCHEMA, original, reordered, not_null=NOT_NULL)
     assert not verdict.equivalent and "another order" in verdict.mismatch
 
 
@@ -59,7 +60,7 @@ def test_ties_in_the_order_are_not_a_difference(db):
     """Both ordered by name only: ties broken by every output column alike, so the rows compare equal."""
     original = "SELECT c.name, c.id FROM c ORDER BY c.name"
     same = "SELECT c.name, c.id FROM c WHERE TRUE ORDER BY c.name"
-    assert check(db, SCHEMA, original, same, not_null=NOT_NULL, shadow_dsn=db).equivalent
+    assert check(factory.connector(db), SCHEMA, original, same, not_null=NOT_NULL, shadow=factory.connector(db)).equivalent
 
 
 def test_a_rewrite_that_renames_a_column_is_caught(db):
@@ -67,11 +68,11 @@ def test_a_rewrite_that_renames_a_column_is_caught(db):
     (``count`` as PostgreSQL names ``count(*)``, not ``_col_1``)."""
     original = "SELECT c.id, count(*) FROM c GROUP BY c.id"
     renamed = "SELECT c.id, count(*) AS _col_1 FROM c GROUP BY c.id"
-    verdict = check(db, SCHEMA, original, renamed, not_null=NOT_NULL)
+    verdict = check(factory.connector(db), SCHEMA, original, renamed, not_null=NOT_NULL)
     assert not verdict.equivalent and "named id, _col_1" in verdict.mismatch
     # a bench judges a peer's rows alone, and lists its renamed columns apart
-    assert check(db, SCHEMA, original, renamed, not_null=NOT_NULL, names=False).equivalent
-    assert column_names(db, renamed) == ["id", "_col_1"] and column_names(db, original) == ["id", "count"]
+    assert check(factory.connector(db), SCHEMA, original, renamed, not_null=NOT_NULL, names=False).equivalent
+    assert column_names(factory.connector(db), renamed) == ["id", "_col_1"] and column_names(factory.connector(db), original) == ["id", "count"]
 
 
 def test_on_mariadb_names_are_the_statements_own_not_those_of_the_ordered_texts(maria):
@@ -80,8 +81,8 @@ def test_on_mariadb_names_are_the_statements_own_not_those_of_the_ordered_texts(
     dsn = maria.create_database("equivalence_names")
     original = "SELECT c.name, sum(c.id) FROM c GROUP BY c.name ORDER BY c.name"
     same = "SELECT c.name, sum(c.id) AS `sum(c.id)` FROM c WHERE 1 = 1 GROUP BY c.name ORDER BY c.name"
-    verdict = check(dsn, SCHEMA, original, same, not_null=NOT_NULL)
+    verdict = check(factory.connector(dsn), SCHEMA, original, same, not_null=NOT_NULL)
     assert verdict.equivalent, verdict.mismatch
     renamed = "SELECT c.name, sum(c.id) AS total FROM c GROUP BY c.name ORDER BY c.name"
-    verdict = check(dsn, SCHEMA, original, renamed, not_null=NOT_NULL)
+    verdict = check(factory.connector(dsn), SCHEMA, original, renamed, not_null=NOT_NULL)
     assert not verdict.equivalent and "named name, total" in verdict.mismatch

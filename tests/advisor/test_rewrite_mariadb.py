@@ -66,7 +66,7 @@ def schema(shop):
 def test_equivalence_by_execution_on_mariadb_accepts_an_equivalent_rewrite(maria, shop, schema):
     tables, not_null = schema
     scratch = maria.create_database("edges_ok")
-    verdict = check(scratch, tables, COUNTED, RIGHT, not_null=not_null, shadow_dsn=shop)
+    verdict = check(factory.connector(scratch), tables, COUNTED, RIGHT, not_null=not_null, shadow=factory.connector(shop))
     assert verdict.equivalent, verdict.mismatch or verdict.error
     assert "nulls" in verdict.checked and verdict.checked[-1] == "the shadow"
 
@@ -75,7 +75,7 @@ def test_equivalence_by_execution_on_mariadb_accepts_an_equivalent_rewrite(maria
 def test_equivalence_by_execution_on_mariadb_rejects_a_rewrite_that_is_not(maria, shop, schema, name, original, wrong):
     tables, not_null = schema
     scratch = maria.create_database(f"edges_{name}")
-    verdict = check(scratch, tables, original, wrong, not_null=not_null, shadow_dsn=shop)
+    verdict = check(factory.connector(scratch), tables, original, wrong, not_null=not_null, shadow=factory.connector(shop))
     assert not verdict.equivalent and verdict.error is None and "missing" in verdict.mismatch
 
 

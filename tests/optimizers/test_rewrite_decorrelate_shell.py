@@ -13,6 +13,7 @@ from collections import Counter
 import pytest
 
 from advisor.tuning.rewrites.equivalence import check, column_names
+from connectors import factory
 from optimizers.rewrites.blocks import lower_block
 from optimizers.rewrites.emit import expanded, to_sql
 from optimizers.rewrites.rules import RULES, decorrelate_shell
@@ -168,9 +169,9 @@ def test_guarded(sql):
 @pytest.mark.parametrize("rule,sql,expected", GOLDEN, ids=[f"{g[0]}-{i}" for i, g in enumerate(GOLDEN)])
 def test_every_golden_rewrite_returns_the_same_rows_and_names(db, rule, sql, expected):
     dsn = shadow(db, DATA)
-    verdict = check(db, SCHEMA, sql, expected, not_null=NOT_NULL, keys=KEYS, shadow_dsn=dsn)
+    verdict = check(factory.connector(db), SCHEMA, sql, expected, not_null=NOT_NULL, keys=KEYS, shadow=factory.connector(dsn))
     assert verdict.equivalent, verdict.mismatch or verdict.error
-    assert verdict.checked[-1] == "the shadow" and column_names(dsn, expected) == column_names(dsn, sql)
+    assert verdict.checked[-1] == "the shadow" and column_names(factory.connector(dsn), expected) == column_names(factory.connector(dsn), sql)
 
 
 def test_every_rule_has_a_golden_test():
@@ -203,7 +204,7 @@ def test_a_subquery_that_cannot_be_decorrelated_stays_beside_one_that_can(db):
     assert rules == (AGGREGATE,) and "dc1.v AS last" in out
     assert "(SELECT COUNT(*) + 1 FROM orders AS o WHERE o.cust = c.id) AS n" in out
     dsn = shadow(db, DATA)
-    assert check(db, SCHEMA, sql, out, not_null=NOT_NULL, keys=KEYS, shadow_dsn=dsn).equivalent
+    assert check(factory.connector(db), SCHEMA, sql, out, not_null=NOT_NULL, keys=KEYS, shadow=factory.connector(dsn)).equivalent
 
 
 STATEMENTS = [
@@ -241,7 +242,7 @@ def test_every_form_after_every_rule_returns_the_statements_rows(db, statement):
     assert any(rule in expanded(search.best(), low) for rule in decorrelate_shell.NAMES), forms
     dsn = shadow(db, DATA)
     for form in sorted(forms):
-        verdict = check(db, SCHEMA, statement, form, not_null=NOT_NULL, keys=KEYS, shadow_dsn=dsn)
+        verdict = check(factory.connector(db), SCHEMA, statement, form, not_null=NOT_NULL, keys=KEYS, shadow=factory.connector(dsn))
         assert verdict.equivalent, (form, verdict.mismatch or verdict.error)
 
 

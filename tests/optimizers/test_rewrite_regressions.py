@@ -21,6 +21,7 @@ from psycopg.conninfo import make_conninfo
 from sqlglot.optimizer import optimize
 
 from advisor.tuning.rewrites import equivalence as rewrite_equivalence
+from connectors import factory
 from optimizers import registry
 from optimizers.rewrites.problem import RewriteProblem
 from tests.conftest import run
@@ -84,8 +85,8 @@ def assert_safe(db: str, shadow_dsn: str, case: Case, statement: str, name: str,
         assert why["q"].startswith(SUBSET)
     for change in config:
         assert change.queryid == "q" and change.original == statement
-        verdict = rewrite_equivalence.check(db, case.schema, statement, change.rewritten, not_null=case.not_null,
-                                            shadow_dsn=shadow_dsn)
+        verdict = rewrite_equivalence.check(factory.connector(db), case.schema, statement, change.rewritten, not_null=case.not_null,
+                                            shadow=factory.connector(shadow_dsn))
         assert verdict.equivalent, f"{name} rewrote {statement!r}\ninto {change.rewritten!r}: {verdict.mismatch}"
         assert verdict.checked[-1] == "the shadow"
     return list(config)

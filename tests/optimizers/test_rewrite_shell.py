@@ -8,6 +8,7 @@ import psycopg
 import pytest
 
 from advisor.tuning.rewrites import equivalence as rewrite_equivalence
+from connectors import factory
 from optimizers.rewrites.blocks import lower_block
 from optimizers.rewrites.emit import to_sql
 from optimizers.rewrites.problem import RewriteProblem
@@ -39,7 +40,7 @@ def best(sql: str, keys: dict = KEYS) -> str:
 
 def same_rows(db: str, statement: str, rewrite: str, dsn: str | None = None) -> bool:
     dsn = dsn or shadow(db, DATA)
-    verdict = rewrite_equivalence.check(db, SCHEMA, statement, rewrite, shadow_dsn=dsn, not_null=NOT_NULL, keys=KEYS)
+    verdict = rewrite_equivalence.check(factory.connector(db), SCHEMA, statement, rewrite, shadow=factory.connector(dsn), not_null=NOT_NULL, keys=KEYS)
     return rows(dsn, rewrite) == rows(dsn, statement) and verdict.equivalent
 
 

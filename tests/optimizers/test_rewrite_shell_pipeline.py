@@ -12,6 +12,7 @@ from advisor.tuning.plan import RunPlan
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
 from advisor.tuning.rewrites.equivalence import column_names
+from connectors import factory
 from optimizers.rewrites.rules.decorrelate_shell import AGGREGATE
 from tests.conftest import run
 
@@ -41,7 +42,7 @@ def test_the_orm_column_is_decorrelated_proven_and_priced_far_lower(shop, servic
     assert "LEFT JOIN (SELECT o.cust AS k1, MAX(o.placed) AS v FROM orders AS o GROUP BY o.cust) AS dc1" in o.rewritten
     assert o.equivalent and o.checked_on[-1] == "the shadow" and "nulls" in o.checked_on
     assert o.plan_cost[0] > 5 * o.plan_cost[1]  # the planner's cost: as written, rewritten
-    assert column_names(shop, o.rewritten) == column_names(shop, ORM) == ["id", "max"]
+    assert column_names(factory.connector(shop), o.rewritten) == column_names(factory.connector(shop), ORM) == ["id", "max"]
 
 
 def test_the_orm_column_is_timed_faster_by_a_wide_margin(shop, service):

@@ -6,6 +6,7 @@ same rewrites are caught as wrong (the check databases do break what the rules r
 import pytest
 
 from advisor.tuning.rewrites.equivalence import check
+from connectors import factory
 from optimizers.rewrites.rules.statement import STATEMENT_RULES, Facts, variants
 
 SCHEMA = {"c": {"id": "integer", "name": "text", "email": "text"},
@@ -71,7 +72,7 @@ def test_guarded(rule, sql):
 
 @pytest.mark.parametrize("rule,sql,expected", GOLDEN, ids=[f"{g[0]}-{i}" for i, g in enumerate(GOLDEN)])
 def test_every_golden_rewrite_returns_the_same_rows(db, rule, sql, expected):
-    verdict = check(db, SCHEMA, sql, expected, not_null=NOT_NULL, keys=FACTS.keys, foreign_keys=FACTS.foreign_keys)
+    verdict = check(factory.connector(db), SCHEMA, sql, expected, not_null=NOT_NULL, keys=FACTS.keys, foreign_keys=FACTS.foreign_keys)
     assert verdict.equivalent, verdict.mismatch
 
 
@@ -85,4 +86,4 @@ KEYED = [g for g in GOLDEN if g[0] == "drop_join_on_foreign_key"]
 
 @pytest.mark.parametrize("rule,sql,expected", KEYED, ids=[f"{g[0]}-{i}" for i, g in enumerate(KEYED)])
 def test_without_the_keys_the_check_catches_what_they_allow(db, rule, sql, expected):
-    assert not check(db, SCHEMA, sql, expected, not_null=NOT_NULL).equivalent
+    assert not check(factory.connector(db), SCHEMA, sql, expected, not_null=NOT_NULL).equivalent

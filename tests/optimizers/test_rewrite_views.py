@@ -11,6 +11,7 @@ import sqlglot
 from egglog import EGraph, set_
 
 from advisor.tuning.rewrites import equivalence as rewrite_equivalence
+from connectors import factory
 from optimizers.rewrites.algebra import Rel, analyse, rows as rows_of
 from optimizers.rewrites.blocks import lower_block
 from optimizers.rewrites.emit import to_sql
@@ -158,7 +159,7 @@ def assert_same_rows(db: str, dsn: str, statement: str, rewrite: str, keys: dict
     """``rewrite`` returns ``statement``'s rows on the shadow ``dsn`` and on every edge-case database (whose rows
     honour ``keys``, the unique keys the search was told of)."""
     assert rows(dsn, rewrite) == rows(dsn, statement)
-    verdict = rewrite_equivalence.check(db, SCHEMA, statement, rewrite, shadow_dsn=dsn, keys=keys)
+    verdict = rewrite_equivalence.check(factory.connector(db), SCHEMA, statement, rewrite, shadow=factory.connector(dsn), keys=keys)
     assert verdict.equivalent, verdict.mismatch
 
 

@@ -8,7 +8,8 @@ Where the statement orders its rows (a top-level ORDER BY over a select list wit
 ties broken by every output column (``ORDER BY <its keys>, 1, 2, ...``), and the rows must come in the same
 order too. Ties broken alike make the order deterministic, so a difference is a real one.
 
-Every database is reached by its DSN through ``connectors.factory``: statements run in the connector's sessions
+Every database is reached through the connector it is given (the shadow's, the scratch database's; never a
+DSN): statements run in the connector's sessions
 (``Connector.session``, with its statement timeout and the advisor's errors), and SQL text is read and written in
 the connector's ``dialect``.
 
@@ -31,8 +32,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 
 from advisor.core.errors import AdvisorError
-from connectors import factory
-from connectors.base import Session
+from connectors.base import Connector, Session
 from workloads import edge_data
 
 
@@ -46,24 +46,23 @@ class Verdict:
     error: str | None = None  # the check could not run (the original failed on a check database): no verdict
 
 
-def rows(dsn: str, statement: str, timeout_ms: int = 30_000) -> tuple[list[str], list[tuple]]:
-    """The names of ``statement``'s output columns and its rows (``StatementFailed``, ``StatementTimeout`` or
-    ``TargetUnreachable`` when it cannot say)."""
-    with factory.connector(dsn).session(timeout_ms) as session:
+def rows(connector: Connector, statement: str, timeout_ms: int = 30_000) -> tuple[list[str], list[tuple]]:
+    """The names of ``statement``'s output columns and its rows on ``connector``'s database (``StatementFailed``,
+    ``StatementTimeout`` or ``TargetUnreachable`` when it cannot say)."""
+    with connector.session(timeout_ms) as session:
         return session.fetch(statement)
 
 
-def column_names(dsn: str, statement: str) -> list[str]:
+def column_names(connector: Connector, statement: str) -> list[str]:
     """The names of ``statement``'s output columns, from its plan alone (no row is read)."""
-    with factory.connector(dsn).session() as session:
+    with connector.session() as session:
         return session.columns(statement)
 
 
-def named_as(dsn: str, original: str, rewrites: list[str]) -> list[str]:
-    """``rewrites`` with their output columns named as ``original``'s (``with_names``), as the planner on ``dsn``
-    names each; one it cannot plan is left as it is (its pricing refuses it)."""
+def named_as(connector: Connector, original: str, rewrites: list[str]) -> list[str]:
+    """``rewrites`` with their output columns named as ``original``'s (``with_names``), as the planner of
+    ``connector``'s database names each; one it cannot plan is left as it is (its pricing refuses it)."""
     try:
-        connector = factory.connector(dsn)
         with connector.session() as session:
             names = session.columns(original)
             out = []
@@ -121,33 +120,32 @@ def total_order(sql: str, dialect: str) -> str | None:
     return tree.sql(dialect=dialect)
 
 
-def check(scratch_dsn: str, schema: edge_data.Schema, original: str, rewrite: str, *, seed: int = 0,
-          not_null: frozenset[tuple[str, str]] = frozenset(), shadow_dsn: str | None = None,
+def check(scratch: Connector, schema: edge_data.Schema, original: str, rewrite: str, *, seed: int = 0,
+          not_null: frozenset[tuple[str, str]] = frozenset(), shadow: Connector | None = None,
           timeout_ms: int = 30_000, keys: edge_data.Keys | None = None,
           foreign_keys: edge_data.ForeignKeys = (), names: bool = True) -> Verdict:
-    """Run ``original`` and ``rewrite`` on each edge-case variant (loaded into ``scratch_dsn``, whose tables of
-    ``schema``'s names are replaced; their rows honour ``keys`` and ``foreign_keys``) and on ``shadow_dsn`` when
+    """Run ``original`` and ``rewrite`` on each edge-case variant (loaded into ``scratch``'s database, whose tables of
+    ``schema``'s names are replaced; their rows honour ``keys`` and ``foreign_keys``) and on ``shadow`` when
     given (each statement cut at ``timeout_ms`` there); the first difference ends the check, as does the original
     failing on a database (a ``Verdict`` with ``error`` set: the check's error, not the rewrite's). ``names``: whether
     the output columns' names must be the same too (a bench compares a peer's rows alone)."""
     checked: list[str] = []
     targets = [(v.name, v) for v in edge_data.variants(schema, seed, not_null, keys, foreign_keys)]
     for name, variant in targets:
-        edge_data.load(scratch_dsn, schema, variant, not_null)
-        verdict = _compare(scratch_dsn, name, original, rewrite, checked, names=names)
+        edge_data.load(scratch, schema, variant, not_null)
+        verdict = _compare(scratch, name, original, rewrite, checked, names=names)
         if verdict is not None:
             return verdict
-    if shadow_dsn is not None:
-        verdict = _compare(shadow_dsn, "the shadow", original, rewrite, checked, timeout_ms, names)
+    if shadow is not None:
+        verdict = _compare(shadow, "the shadow", original, rewrite, checked, timeout_ms, names)
         if verdict is not None:
             return verdict
     return Verdict(True, tuple(checked), original=original, rewrite=rewrite)
 
 
-def _compare(dsn: str, name: str, original: str, rewrite: str, checked: list[str],
+def _compare(connector: Connector, name: str, original: str, rewrite: str, checked: list[str],
              timeout_ms: int = 30_000, names: bool = True) -> Verdict | None:
     try:
-        connector = factory.connector(dsn)
         session: Session = connector.session(timeout_ms)
     except AdvisorError as e:
         return Verdict(False, tuple(checked), None, original, rewrite, error="the equivalence check could not "

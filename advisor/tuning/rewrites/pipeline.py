@@ -199,7 +199,8 @@ def tune_rewrites(store: Store, connector: Connector, obs: Observation, plan: Re
         for config in configs:
             for change in config:
                 forms.setdefault(change.queryid, []).append(change)
-        scratch = shadow.sandbox.create_database(SCRATCH_DB, extensions=False)
+        shadow.sandbox.create_database(SCRATCH_DB, extensions=False)
+        scratch = shadow.sandbox.connector(SCRATCH_DB)  # the edge-case checks' database, beside the shadow's
         for i, st in enumerate(statements):
             say(f"statement {i + 1}/{len(statements)} ({shorten(st.sql, 60)}): "
                 f"{len(forms.get(st.queryid, []))} candidate form(s)")
@@ -242,7 +243,7 @@ def _left_alone(why: str | None) -> str:
     return f"unsupported construct: {why}"
 
 
-def _race(shadow, scratch: str, problem: RewriteProblem, st: BoundStatement, forms: list[QueryRewrite],
+def _race(shadow, scratch, problem: RewriteProblem, st: BoundStatement, forms: list[QueryRewrite],
           plan: RewritePlan, say: Say) -> Outcome:
     """The original against its candidate forms: planner cost, then equivalence, then timing."""
     rejected: list[dict] = []
@@ -272,7 +273,7 @@ def _race(shadow, scratch: str, problem: RewriteProblem, st: BoundStatement, for
         if len(equal) >= plan.timed:
             break
         verdict = rewrite_equivalence.check(scratch, tables, st.sql, form.rewritten, not_null=problem.not_null,
-                                            shadow_dsn=shadow.dsn, seed=problem_seed(st.queryid),
+                                            shadow=shadow.connector, seed=problem_seed(st.queryid),
                                             timeout_ms=_timeout(plan), **constraints(problem, tables))
         if verdict.error is not None:  # the check's error, not the candidate's: no candidate can be judged
             error = verdict.error
@@ -307,7 +308,7 @@ def _race(shadow, scratch: str, problem: RewriteProblem, st: BoundStatement, for
 
 def _named_as_written(shadow, original: str, forms: list[QueryRewrite]) -> list[QueryRewrite]:
     """``forms`` with their output columns named as the original's (``rewrite_equivalence.named_as``)."""
-    texts = rewrite_equivalence.named_as(shadow.dsn, original, [f.rewritten for f in forms])
+    texts = rewrite_equivalence.named_as(shadow.connector, original, [f.rewritten for f in forms])
     return [f if t == f.rewritten else replace(f, rewritten=t) for f, t in zip(forms, texts)]
 
 
