@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING
 
 from advisor.core.errors import AdvisorError
-from advisor.core.progress import Say, silent
+from advisor.core.progress import Say, heartbeat, silent
 
 if TYPE_CHECKING:
     from connectors.base import Connector, Shadow
@@ -92,8 +92,11 @@ class Shadows:
             except AdvisorError as e:
                 self.replica, self.unavailable = None, f"the thin clone failed: {e}"
                 say(f"shadow: {self.unavailable}; falling back to a full copy")
-        shadow = factory.clone(connector, sample_percent=sample_percent, extra_settings=extra_settings, say=say)
-        self.used = self.planned(sample_percent)
+        method = self.planned(sample_percent)
+        with heartbeat(say, f"making the shadow (a {method['method']})") as beating:  # a copy of a large database is long
+            shadow = factory.clone(connector, sample_percent=sample_percent, extra_settings=extra_settings,
+                                   say=beating)
+        self.used = method
         return shadow
 
     def _wait(self, connector: Connector, say: Say) -> Lag:
