@@ -160,7 +160,7 @@ class OperationsMixin:
         target = self.target(ref, target_id=target_id)
         if remote:  # after the target: an unknown target is a 404 whatever the plan asks
             plan = plan.checked(remote=True)
-        self.check_plan_on(self._dsn(target), plan)  # registered, its credentials decrypt, and it takes the plan
+        self.check_plan_on(factory.connector(self._dsn(target)), plan)  # registered, its credentials decrypt, and it takes the plan
         with self.store.lock:
             # keyed by the database, not the name: two targets of one database (a store from before PATCH checked
             # it) never run on it at once

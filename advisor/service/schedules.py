@@ -26,10 +26,9 @@ class SchedulesMixin:
         ``auto_apply_knobs``), and roll it back at the next run if statements got ``max_regression`` slower."""
         who.require("operator")
         target = self.store.target(ref)
-        dsn = self._dsn(target)
+        connector = factory.connector(self._dsn(target))  # opened once: the knob checks and the plan checks
         check_cron(cron, timezone)
         if auto_apply_knobs:
-            connector = factory.connector(dsn)
             catalog = connector.knob_catalog()
             unknown = [k for k in auto_apply_knobs if k not in catalog]
             if unknown:
@@ -43,7 +42,7 @@ class SchedulesMixin:
             raise AdvisorError(f"max_regression must be a fraction in (0, 10), got {max_regression:g}")
         plans = [p.checked(remote=True) for p in plans]  # the server runs them: a remote face's plans, whoever asks
         for plan in plans:  # what the target refuses (a rewrite run's SQL) is refused now, not at a firing
-            self.check_plan_on(dsn, plan)
+            self.check_plan_on(connector, plan)
         doc = {"runs": [p.to_dict() for p in plans], "auto_apply": auto_apply,
                "auto_apply_knobs": list(auto_apply_knobs), "max_regression": max_regression}
         schedule_id = self.store.add_schedule(target["id"], cron, timezone, doc, who.actor)

@@ -124,8 +124,8 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
         if self.store.read_only:  # before any work: its trials and recommendations could not be stored
             raise self.store.in_use()
         dsn, name = self._named_or_dsn(dsn, name)
-        self.check_plan_on(dsn, plan)  # before anything is stored: given SQL the target refuses, say
         connector = factory.connector(dsn)  # the run's one connector: the pipelines take it, never the DSN
+        self.check_plan_on(connector, plan)  # before anything is stored: given SQL the target refuses, say
         if name is None:
             name = self._registered(connector, dsn, register)
             if name is None and not by_hand:
@@ -191,12 +191,12 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
         they were (``shadow``)."""
         return {**entry.outcome(result), **({"shadow": self.last_shadow} if self.last_shadow else {})}
 
-    def check_plan_on(self, dsn: str, plan: RunPlan) -> None:
-        """Refuse, before any work, what the target refuses of ``plan`` (a rewrite run's SQL: the target's own
-        parser's message and position, ``advisor.tuning.rewrites.given``)."""
+    def check_plan_on(self, connector, plan: RunPlan) -> None:
+        """Refuse, before any work, what the target of ``connector`` refuses of ``plan`` (a rewrite run's SQL: the
+        target's own parser's message and position, ``advisor.tuning.rewrites.given``)."""
         entry = kinds.get(plan.kind)
         if entry.check_target is not None:
-            entry.check_target(factory.connector(dsn), plan)
+            entry.check_target(connector, plan)
 
     def open_run(self, target_id: str, kind: str, optimizer: str | None, options: dict, *,
                  run_id: str | None = None, resume: str | None = None) -> str:
