@@ -177,8 +177,9 @@ class DuckDatabase(Database):
             self._conn = duckdb.connect(path)
         except duckdb.IOException as e:
             first = str(e).splitlines()[0]
-            if "lock" in first.lower():
-                raise StoreLocked(f"cannot open the store {path}: {first}{_lock_holder(first)}", path) from None
+            holder = _lock_holder_pid(path)  # asked of the file's lock, not read from DuckDB's message
+            if holder is not None:
+                raise StoreLocked(f"cannot open the store {path}: {first}{_lock_holder(holder)}", path) from None
             raise StoreError(f"cannot open the store {path}: {first}") from None
 
     def _new_session(self):
@@ -199,20 +200,42 @@ class DuckDatabase(Database):
         self._conn.close()
 
 
-def _lock_holder(message: str) -> str:
-    """What to tell someone whose store another process holds: that process (its id and command line) and the
+_FLOCK = "hhqqi4x"  # struct flock on 64-bit Linux: l_type, l_whence, l_start, l_len, l_pid (and padding)
+
+
+def _lock_holder_pid(path: str) -> int | None:
+    """The process holding the lock DuckDB takes on its file (an fcntl record lock; F_GETLK names its holder),
+    else None (no lock held: the file failed to open for another reason)."""
+    import fcntl
+    import struct
+
+    if path == ":memory:":
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        probe = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+        kind, _whence, _start, _len, pid = struct.unpack(_FLOCK, fcntl.fcntl(fd, fcntl.F_GETLK, probe))
+        return pid if kind != fcntl.F_UNLCK and pid > 0 else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _lock_holder(pid: int) -> str:
+    """What to tell someone whose store process ``pid`` holds: that process (its id and command line) and the
     ways out."""
-    m = re.search(r"PID (\d+)", message)
-    who = "another process"
-    if m:
-        who = f"process {m.group(1)}"
-        try:
-            raw = Path(f"/proc/{m.group(1)}/cmdline").read_bytes()
-            command = " ".join(a.decode(errors="replace") for a in raw.split(b"\0") if a)
-            if command:
-                who += f" ({redacted(command)[:500]})"
-        except OSError:
-            pass
+    who = f"process {pid}"
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        command = " ".join(a.decode(errors="replace") for a in raw.split(b"\0") if a)
+        if command:
+            who += f" ({redacted(command)[:500]})"
+    except OSError:
+        pass
     return (f"; {who} holds it (DuckDB lets one process open the file). Use that server's REST API if it is "
             "`advisor serve`, or stop it, or share one store between processes on PostgreSQL: "
             "ADVISOR_STORE=postgresql://user@host/db")
