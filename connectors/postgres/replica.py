@@ -305,8 +305,15 @@ class PostgresReplica:
                                           "ELSE pg_current_wal_insert_lsn() END").fetchone()[0])
 
     def replayed(self, point: str) -> bool:
+        """Whether the standby replayed up to ``point``. An insert position just past a WAL page's header (an idle
+        target's, after a segment switch) is reached when the standby replayed up to that page's start: no record
+        can end inside the header."""
         with psycopg.connect(self._socket_dsn(), autocommit=True, connect_timeout=10) as conn:
-            return bool(conn.execute(TAG + "SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", [point]).fetchone()[0])
+            return bool(conn.execute(TAG + """
+                SELECT pg_last_wal_replay_lsn() >= p - CASE WHEN o <= 40 THEN o ELSE 0 END
+                FROM (SELECT %s::pg_lsn AS p) x,
+                     LATERAL (SELECT (x.p - '0/0'::pg_lsn) %% current_setting('wal_block_size')::numeric AS o) y""",
+                [point]).fetchone()[0])
 
     def wait_for(self, point: str, timeout_s: float, say: Say = silent) -> Lag:
         started = last_said = time.monotonic()
@@ -314,7 +321,7 @@ class PostgresReplica:
             try:
                 if self.running() and self.replayed(point):
                     return self.lag()
-            except psycopg.Error:
+            except psycopg.OperationalError:  # starting up, or restarted for a clone: asked again
                 pass
             now = time.monotonic()
             if now - started >= timeout_s:

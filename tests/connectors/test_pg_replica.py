@@ -162,3 +162,16 @@ def test_a_target_without_replication_rights_is_told_what_to_fix(primary, tmp_pa
         assert "pw-of-clerk" not in str(missing)
     finally:
         run(primary.dsn(), "REVOKE CONNECT ON DATABASE shop FROM clerk", "DROP ROLE clerk")
+
+
+def test_an_idle_target_is_caught_up_with_at_once(primary, tmp_path):
+    """After the base copy, an idle target's insert position sits just past a WAL page header that no record
+    reaches: the standby counts as caught up at the page's start (it waited until the next write before)."""
+    target = primary.connector("shop")
+    r = factory.build_replica(target, tmp_path / "idle", lambda m: None)
+    try:
+        point = r.position(target)
+        r.wait_for(point, 60, lambda m: None)
+        assert r.replayed(point)
+    finally:
+        r.remove()
