@@ -124,6 +124,10 @@ class PostgresReplica:
             replica._configure(target, params, matched)
             replica._write_record()
             replica.ensure_running(say)
+            replica.wait_for(replica.position(target), 600.0, say)
+            say("replica: a first clean stop and start (its restartpoint written now, not by the first clone)")
+            replica.stop()
+            replica.ensure_running(say)
         except BaseException:
             replica.remove()
             raise

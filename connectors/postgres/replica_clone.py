@@ -14,6 +14,7 @@ does.
 from __future__ import annotations
 
 import os
+import time
 from typing import TYPE_CHECKING
 
 import psycopg
@@ -122,5 +123,7 @@ def start_clone(replica: PostgresReplica, say: Say, settings: dict[str, str]) ->
     local.reap_orphans(clones)  # clones of killed advisors
     lag = replica.lag()
     say(f"shadow: a thin clone of the warm replica ({lag.line()})")
+    started = time.monotonic()
     clone = PostgresClone(replica, settings).start()
+    say(f"shadow: the thin clone runs ({time.monotonic() - started:.1f} s)")
     return Shadow(clone, clone.connector(), clone.default_db, method="thin clone", note=lag.line())
