@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -110,8 +111,6 @@ def cut_clone(directory: Path, data: Path, into: Path, stop: Callable[[], None],
     cleanly, copy, ``start()`` it again (also when the copy failed). One clone is cut at a time per replica (a lock
     file in ``directory``, across processes); ReplicaUnavailable when the replica cannot be stopped or the copy
     fails (nothing is left at ``into`` then)."""
-    import shutil
-
     with _locked(directory / "clone.lock"):
         try:
             stop()
@@ -124,11 +123,3 @@ def cut_clone(directory: Path, data: Path, into: Path, stop: Callable[[], None],
             raise ReplicaUnavailable(f"the replica's data could not be cloned: {e}") from None
         finally:
             start()
-
-
-def owned_by(path: Path, like: Path) -> None:
-    """Give ``path`` the owner of ``like`` (a server's directory made by root for a server that runs as another
-    user)."""
-    st = like.stat()
-    if os.geteuid() == 0:
-        os.chown(path, st.st_uid, st.st_gid)
