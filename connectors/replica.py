@@ -14,7 +14,6 @@ whatever the database's size. Clones are ordinary throwaway sandboxes, reaped wh
 from __future__ import annotations
 
 import fcntl
-import os
 import shutil
 from collections.abc import Callable
 from contextlib import contextmanager
