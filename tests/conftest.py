@@ -9,6 +9,7 @@ import uuid
 import psycopg
 import pytest
 
+from connectors import factory
 from connectors.mariadb.sandbox import MariaDBSandbox
 from connectors.postgres import PostgresConnector
 from connectors.postgres.sandbox import PostgresSandbox
@@ -35,7 +36,7 @@ def maria():
 def tpch_dsn(pg):
     """TPC-H at scale 0.01 (about 10 MB), loaded once."""
     dsn = pg.create_database("tpch")
-    tpch.load(dsn, 0.01)
+    tpch.load(factory.connector(dsn), 0.01)
     return dsn
 
 

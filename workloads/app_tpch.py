@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from connectors import factory
 from connectors.base import Connector
+from workloads.target import loader_connector
 from workloads import tpch
 from workloads.binding import BoundStatement, substitute
 from workloads.sqlsource import string_literal, to_dialect
@@ -131,19 +131,19 @@ def statements(seed: int = 0, scale: float = SCALE, per_template: int = 1) -> li
     return out
 
 
-def prepare(target: str | Connector, scale: float = SCALE, progress: Callable[[str], None] | None = None) -> None:
+def prepare(target: Connector, scale: float = SCALE, progress: Callable[[str], None] | None = None) -> None:
     """TPC-H at ``scale`` (primary keys only) in the empty database at ``target`` (a DSN or a connector),
     analyzed."""
-    connector = factory.connector(target) if isinstance(target, str) else target
+    connector = loader_connector(target)
     tpch.load(connector, scale, progress=progress)
     connector.analyze()
 
 
-def drive(target: str | Connector, rounds: int = 5, seed: int = 0, scale: float = SCALE,
+def drive(target: Connector, rounds: int = 5, seed: int = 0, scale: float = SCALE,
           timeout_ms: int = 60_000) -> int:
     """Run every template ``rounds`` times with fresh constants as server-side parameters (as the application
     does; the templates are in TPC-H's ``SOURCE_DIALECT``); returns the statements run."""
-    connector = factory.connector(target) if isinstance(target, str) else target
+    connector = loader_connector(target)
     rng = random.Random(seed)
     texts = {t.key: to_dialect(t.text, tpch.SOURCE_DIALECT, connector.dialect) for t in TEMPLATES}
     calls = [(texts[t.key], [str(v) if isinstance(v, date) else v for v in t.draw(rng, scale)])

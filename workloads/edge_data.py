@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from connectors import factory
 from connectors.base import Connector
+from workloads.target import loader_connector
 from workloads.sqlsource import all_to_dialect, identifier
 
 SOURCE_DIALECT = "postgres"  # the dialect of the DDL written here and of the schema's type names
@@ -136,11 +136,11 @@ def _value(typ: str, rng: random.Random):
     return "abcd"[k] if width and int(width.group(1)) < 2 else f"v{k}"
 
 
-def load(target: str | Connector, schema: Schema, variant: Variant,
+def load(target: Connector, schema: Schema, variant: Variant,
          not_null: frozenset[tuple[str, str]] = frozenset()) -> None:
     """Create ``schema``'s tables in the database at ``target`` (a DSN or a connector; dropping any of the same
     name) and insert the variant's rows."""
-    connector = factory.connector(target) if isinstance(target, str) else target
+    connector = loader_connector(target)
     ddl = []
     for table, cols in schema.items():
         columns = ", ".join(f"{identifier(c)} {_type(t)}{' NOT NULL' if (table, c) in not_null else ''}"

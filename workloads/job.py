@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from advisor.core.errors import StatementTimeout
-from connectors import factory
 from connectors.base import Connector
+from workloads.target import loader_connector
 from workloads.binding import BoundStatement
 from workloads.sqlsource import all_to_dialect, to_dialect
 
@@ -143,7 +143,7 @@ def _ddl(n: dict[str, int]) -> list[str]:
     return out
 
 
-def load(target: str | Connector, scale: float = SCALE, seed: int = 0,
+def load(target: Connector, scale: float = SCALE, seed: int = 0,
          progress: Callable[[str], None] | None = None) -> dict[str, int]:
     """The schema and its data at ``scale`` in the empty database at ``target`` (a DSN or a connector; the same
     ``seed`` gives the same data: the server's random generator is seeded first, in the session that generates),
@@ -152,7 +152,7 @@ def load(target: str | Connector, scale: float = SCALE, seed: int = 0,
     plans for 3 of the 33 statements, so one bench run could not be compared with another). Returns the row count
     of each generated table."""
     say = progress or (lambda _msg: None)
-    connector = factory.connector(target) if isinstance(target, str) else target
+    connector = loader_connector(target)
     n = {t: max(20, int(rows * scale)) for t, rows in SCALE_ROWS.items()}
     statements = _ddl(n)
     script = [f"SELECT setseed({(seed % 1000) / 1000.0!r})", *statements]
@@ -280,10 +280,10 @@ def statements() -> list[BoundStatement]:
     return [BoundStatement(t.key, t.sql, t.sql, 1.0, "literal", False) for t in TEMPLATES]
 
 
-def drive(target: str | Connector, rounds: int = 1, timeout_ms: int = 120_000) -> int:
+def drive(target: Connector, rounds: int = 1, timeout_ms: int = 120_000) -> int:
     """Run every query ``rounds`` times (filling the engine's statement statistics, and pg_qualstats on
     PostgreSQL); returns the queries that finished (one that times out is still counted by the server)."""
-    connector = factory.connector(target) if isinstance(target, str) else target
+    connector = loader_connector(target)
     texts = [to_dialect(t.sql, SOURCE_DIALECT, connector.dialect) for t in TEMPLATES]
     ran = 0
     with connector.session(timeout_ms) as session:

@@ -30,8 +30,8 @@ from collections.abc import Callable, Mapping
 from datetime import date, timedelta
 
 from advisor.core.errors import NotFound
-from connectors import factory
 from connectors.base import Connector
+from workloads.target import loader_connector
 from workloads import tpch
 from workloads.sqlsource import all_to_dialect
 from workloads.suite_base import Suite, Template, Value
@@ -344,12 +344,12 @@ def get(name: str, among: Mapping[str, Suite] | None = None) -> Suite:
         raise NotFound(f"no benchmark suite named {name!r} (available: {', '.join(among)})") from None
 
 
-def prepare(target: str | Connector, suite: Suite, scale: float | None = None,
+def prepare(target: Connector, suite: Suite, scale: float | None = None,
             progress: Callable[[str], None] | None = None) -> None:
     """Load TPC-H at ``scale`` (default: the suite's) into the empty database at ``target`` (a DSN or a
     connector), run the suite's ``setup_sql`` (written in TPC-H's ``SOURCE_DIALECT``), then ANALYZE."""
     say = progress or (lambda _msg: None)
-    connector = factory.connector(target) if isinstance(target, str) else target
+    connector = loader_connector(target)
     tpch.load(connector, suite.scale if scale is None else scale, progress=say)
     setup = all_to_dialect(suite.setup_sql, tpch.SOURCE_DIALECT, connector.dialect)
     for i, statement in enumerate(setup, 1):

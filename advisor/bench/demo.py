@@ -50,7 +50,7 @@ def run_demo(service: AdvisorService, options: DemoOptions = DemoOptions(), say:
     with production:
         dsn = production.create_database("tpch")
         joins = suites.get("joins")
-        suites.prepare(dsn, joins, options.scale, progress=say)
+        suites.prepare(factory.connector(dsn), joins, options.scale, progress=say)
         connector = factory.connector(dsn)  # the demo's one connector to its production database
         connector.reset_statement_stats()
         say(f"running the workload: {options.streams} TPC-H streams of {len(DEMO_QUERIES)} queries and "

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from advisor.core.progress import Say
+from connectors import factory
 from workloads import app_tpch, generated, job, tpcds, tpch
 from workloads.binding import BoundStatement
 
@@ -94,10 +95,10 @@ class AppSource:
     dbname: str = "tpch"
 
     def load(self, dsn: str, say: Say) -> None:
-        app_tpch.prepare(dsn, self.scale, progress=say)
+        app_tpch.prepare(factory.connector(dsn), self.scale, progress=say)
 
     def fill(self, dsn: str, say: Say) -> int:
-        return app_tpch.drive(dsn, rounds=self.fill_rounds, seed=self.seed, scale=self.scale,
+        return app_tpch.drive(factory.connector(dsn), rounds=self.fill_rounds, seed=self.seed, scale=self.scale,
                               timeout_ms=self.timeout_ms)
 
     def measured(self) -> list[BoundStatement]:
@@ -115,10 +116,10 @@ class JobSource:
     dbname: str = "imdb"
 
     def load(self, dsn: str, say: Say) -> None:
-        job.load(dsn, self.scale, seed=self.seed, progress=say)
+        job.load(factory.connector(dsn), self.scale, seed=self.seed, progress=say)
 
     def fill(self, dsn: str, say: Say) -> int:
-        return job.drive(dsn, rounds=max(1, self.fill_rounds // 5), timeout_ms=self.timeout_ms)
+        return job.drive(factory.connector(dsn), rounds=max(1, self.fill_rounds // 5), timeout_ms=self.timeout_ms)
 
     def measured(self) -> list[BoundStatement]:
         return job.statements()
@@ -143,19 +144,19 @@ class GeneratedSource:
     def load(self, dsn: str, say: Say) -> None:
         """The schema's data, then the statements drawn from it (the bench resets the statistics after)."""
         if self.schema == "tpch":
-            tpch.load(dsn, self.scale, progress=say)
+            tpch.load(factory.connector(dsn), self.scale, progress=say)
         elif self.schema == "job":
-            job.load(dsn, self.scale, seed=self.seed, progress=say)
+            job.load(factory.connector(dsn), self.scale, seed=self.seed, progress=say)
         else:
-            tpcds.load(dsn, self.scale, progress=say)
+            tpcds.load(factory.connector(dsn), self.scale, progress=say)
         say(f"[{self.name}] drawing {self.statements} statements (seed {self.workload_seed})")
-        self.drawn = generated.generate(dsn, self.statements, self.workload_seed, generated.INDEX_FAMILIES,
+        self.drawn = generated.generate(factory.connector(dsn), self.statements, self.workload_seed, generated.INDEX_FAMILIES,
                                         timeout_ms=min(self.timeout_ms, 10_000), say=say)
         families = sorted({g.family for g in self.drawn})
         say(f"[{self.name}] {len(self.drawn)} statements ({', '.join(families)})")
 
     def fill(self, dsn: str, say: Say) -> int:
-        return generated.drive(dsn, self.drawn, rounds=max(1, self.fill_rounds // 2),
+        return generated.drive(factory.connector(dsn), self.drawn, rounds=max(1, self.fill_rounds // 2),
                                timeout_ms=self.timeout_ms)
 
     def measured(self) -> list[BoundStatement]:

@@ -113,7 +113,7 @@ class IndexBench:
             models = Path(tmp)  # IA2's model, trained once on the training templates
             dsn = sandbox.create_database("tpch")
             self.say(f"loading TPC-H at scale {o.scale:g}")
-            tpch.load(dsn, o.scale, progress=self.say)
+            tpch.load(factory.connector(dsn), o.scale, progress=self.say)
             connector = sandbox.connector("tpch")
             connector.analyze()
             snapshot = connector.observe()

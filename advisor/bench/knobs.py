@@ -206,7 +206,7 @@ class KnobBench:
             workload = Workload(tuple(Statement(f"pgbench.{i}", q, 1, 1.0) for i, q in enumerate(pgbench_texts())))
         else:
             suite = knob_suites.get(wl.name)
-            suites.prepare(dsn, suite)
+            suites.prepare(factory.connector(dsn), suite)
             runner = ReplayRunner(suite.statements(self.options.seed, factory.connector(dsn).dialect),
                                   repeats=self.options.repeats)
             workload = Workload(tuple(Statement(b.queryid, b.sql, 1, 1.0) for b in runner.statements))

@@ -50,11 +50,11 @@ def load(schema: str, dsn: str, options: RewriteBenchOptions, corpus: CorpusOpti
     scale = {"tpch": options.scale, "job": corpus.job_scale, "tpcds": corpus.tpcds_scale}[schema]
     say(f"[{schema}] loading at scale {scale:g}")
     if schema == "tpch":
-        rows = tpch.load(dsn, scale, progress=say)
+        rows = tpch.load(factory.connector(dsn), scale, progress=say)
     elif schema == "job":
-        rows = job.load(dsn, scale, seed=options.seed, progress=say)
+        rows = job.load(factory.connector(dsn), scale, seed=options.seed, progress=say)
     else:
-        rows = tpcds.load(dsn, scale, progress=say)
+        rows = tpcds.load(factory.connector(dsn), scale, progress=say)
     return {"scale": scale, "rows": rows}
 
 
@@ -85,7 +85,7 @@ class GeneratedRewriteBench:
                 named, seeds = [], []
                 for seed in c.seeds:
                     self.say(f"[{schema}] generating {c.statements} statements, seed {seed}")
-                    drawn = generated.generate(dsn, c.statements, seed, families=c.families,
+                    drawn = generated.generate(factory.connector(dsn), c.statements, seed, families=c.families,
                                                timeout_ms=c.generate_timeout_ms, say=self.say)
                     for g, (name, _, sql) in zip(drawn, generated.rewrite_cases(drawn)):
                         named.append((f"{schema}.{name}", g.family, sql))

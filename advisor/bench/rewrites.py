@@ -123,7 +123,7 @@ class RewriteBench:
                 tempfile.TemporaryDirectory(prefix="advisor-bench-store-") as tmp:
             dsn = production.create_database("tpch")
             self.say(f"loading TPC-H at scale {o.scale:g} on {o.engine}")
-            tpch.load(dsn, o.scale, progress=self.say)
+            tpch.load(factory.connector(dsn), o.scale, progress=self.say)
             named, skipped = runnable(factory.connector(dsn), named, o.statement_timeout_ms, self.say)
             service = AdvisorService(Store(Path(tmp) / "store.duckdb"), say=self.say)
             rows, strategies, training = self.measure(service, dsn, named) if named else ([], {}, None)

@@ -3,13 +3,14 @@ pg_stat_statements with the ``$n::date`` shapes, and the literal copies run too.
 
 import psycopg
 
+from connectors import factory
 from workloads import app_tpch
 
 
 def test_app_templates_run_as_parameters_and_as_literals(tpch_dsn):
     with psycopg.connect(tpch_dsn, autocommit=True) as conn:
         conn.execute("SELECT pg_stat_statements_reset()")
-    ran = app_tpch.drive(tpch_dsn, rounds=2, seed=3, scale=0.01)
+    ran = app_tpch.drive(factory.connector(tpch_dsn), rounds=2, seed=3, scale=0.01)
     assert ran == 2 * len(app_tpch.TEMPLATES)
     with psycopg.connect(tpch_dsn, autocommit=True) as conn:
         texts = [r[0] for r in conn.execute("SELECT query FROM pg_stat_statements WHERE calls >= 2")]

@@ -8,6 +8,7 @@ import psycopg
 import pytest
 import sqlglot
 
+from connectors import factory
 from workloads import generated, tpcds
 from workloads.binding import BoundStatement
 from workloads.generated import FAMILIES, INDEX_FAMILIES, REWRITE_FAMILIES
@@ -24,18 +25,18 @@ NO_TIMEOUT_MS = 300_000
 @pytest.fixture(scope="module")
 def tpcds_dsn(pg):
     dsn = pg.create_database("tpcds_gen")
-    tpcds.load(dsn, tpcds.MIN_SCALE, TPCDS_TABLES)
+    tpcds.load(factory.connector(dsn), tpcds.MIN_SCALE, TPCDS_TABLES)
     return dsn
 
 
 @pytest.fixture(scope="module")
 def tpch_workload(tpch_dsn):
-    return generated.generate(tpch_dsn, N, seed=3, timeout_ms=NO_TIMEOUT_MS)
+    return generated.generate(factory.connector(tpch_dsn), N, seed=3, timeout_ms=NO_TIMEOUT_MS)
 
 
 @pytest.fixture(scope="module")
 def tpcds_workload(tpcds_dsn):
-    return generated.generate(tpcds_dsn, N, seed=11, timeout_ms=NO_TIMEOUT_MS)
+    return generated.generate(factory.connector(tpcds_dsn), N, seed=11, timeout_ms=NO_TIMEOUT_MS)
 
 
 def _rerun(dsn, workload):
@@ -69,31 +70,31 @@ def test_the_same_seed_gives_the_same_statements(name, request):
     dsn = request.getfixturevalue(f"{name}_dsn")
     workload = request.getfixturevalue(f"{name}_workload")
     seed = int(workload[0].queryid.split(".")[1][1:])
-    again = generated.generate(dsn, N, seed=seed, timeout_ms=NO_TIMEOUT_MS)
+    again = generated.generate(factory.connector(dsn), N, seed=seed, timeout_ms=NO_TIMEOUT_MS)
     assert again == workload
-    other = generated.generate(dsn, 6, seed=seed + 1, timeout_ms=NO_TIMEOUT_MS)
+    other = generated.generate(factory.connector(dsn), 6, seed=seed + 1, timeout_ms=NO_TIMEOUT_MS)
     assert [g.sql for g in other] != [g.sql for g in workload[:6]]
 
 
 def test_family_filter_and_bound_statements(tpch_dsn):
-    index = generated.statements(tpch_dsn, 8, seed=5, families=INDEX_FAMILIES)
+    index = generated.statements(factory.connector(tpch_dsn), 8, seed=5, families=INDEX_FAMILIES)
     assert all(isinstance(s, BoundStatement) and s.sql == s.normalized for s in index)
     assert {s.queryid.split(".")[2] for s in index} <= set(INDEX_FAMILIES)
     assert {s.queryid.split(".")[2] for s in index} >= set(INDEX_FAMILIES)  # 8 statements: each family once first
-    rewrites = generated.generate(tpch_dsn, 6, seed=5, families=REWRITE_FAMILIES)
+    rewrites = generated.generate(factory.connector(tpch_dsn), 6, seed=5, families=REWRITE_FAMILIES)
     assert {g.family for g in rewrites} == set(REWRITE_FAMILIES)
     cases = generated.rewrite_cases(rewrites)
     assert [name for name, _, _ in cases] == [g.queryid for g in rewrites] and all(c[2] for c in cases)
     with pytest.raises(ValueError, match="unknown families"):
-        generated.generate(tpch_dsn, 2, families=("lookup", "window"))
+        generated.generate(factory.connector(tpch_dsn), 2, families=("lookup", "window"))
 
 
 def test_schema_edges_declared_or_inferred(tpch_dsn, tpcds_dsn):
-    tpch = generated.read_schema(tpch_dsn)
+    tpch = generated.read_schema(factory.connector(tpch_dsn))
     edges = {(e.child, e.columns, e.parent, e.declared) for e in tpch.edges}
     assert ("lineitem", ("l_orderkey",), "orders", False) in edges  # no foreign key declared: from the key names
     assert ("nation", ("n_regionkey",), "region", False) in edges
-    ds = generated.read_schema(tpcds_dsn)
+    ds = generated.read_schema(factory.connector(tpcds_dsn))
     assert all(e.declared for e in ds.edges)
     assert ("store_sales", ("ss_sold_date_sk",), "date_dim", True) in {(e.child, e.columns, e.parent, e.declared)
                                                                         for e in ds.edges}
@@ -104,7 +105,7 @@ def test_schema_edges_declared_or_inferred(tpch_dsn, tpcds_dsn):
 
 def test_drive_runs_each_statement_by_its_calls(tpch_dsn, tpch_workload):
     few = tpch_workload[:4]
-    assert generated.drive(tpch_dsn, few, max_calls=2) == sum(min(int(g.weight), 2) for g in few)
+    assert generated.drive(factory.connector(tpch_dsn), few, max_calls=2) == sum(min(int(g.weight), 2) for g in few)
 
 
 ODD = """
@@ -129,10 +130,10 @@ ANALYZE;
 def test_an_odd_schema_quoted_names_no_keys_nulls_and_quotes(db):
     with psycopg.connect(db, autocommit=True) as conn:
         conn.execute(ODD)
-    schema = generated.read_schema(db)
+    schema = generated.read_schema(factory.connector(db))
     assert {t.qualified for t in schema.tables} == {"shop.Customer", "shop.orders", "events", "empty_t"}
     assert [(e.child, e.parent) for e in schema.edges] == [("shop.orders", "shop.Customer")]
-    workload = generated.generate(db, N, seed=1)
+    workload = generated.generate(factory.connector(db), N, seed=1)
     assert {g.family for g in workload} == set(FAMILIES)
     assert len(workload) >= N - 2
     assert _rerun(db, workload) == [g.rows for g in workload]

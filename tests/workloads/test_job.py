@@ -3,11 +3,12 @@ every template parses and runs at a tiny scale."""
 
 import psycopg
 
+from connectors import factory
 from workloads import job
 
 
 def test_job_schema_data_and_every_template_runs(db):
-    rows = job.load(db, scale=0.002, seed=1)
+    rows = job.load(factory.connector(db), scale=0.002, seed=1)
     with psycopg.connect(db, autocommit=True) as conn:
         tables = {r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
         assert {"title", "name", "cast_info", "movie_info", "movie_companies", "company_name", "keyword",
@@ -23,7 +24,7 @@ def test_job_schema_data_and_every_template_runs(db):
         assert top > 0.2 * rows["cast_info"]
         for t in job.TEMPLATES:
             conn.execute(t.sql).fetchall()
-    assert job.drive(db, rounds=1) == 33
+    assert job.drive(factory.connector(db), rounds=1) == 33
 
 
 def test_job_templates_are_fixed_and_join_4_to_12_tables():

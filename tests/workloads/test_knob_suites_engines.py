@@ -23,7 +23,7 @@ def memory_on(tpch_dsn, maria):
     suite = dataclasses.replace(knob_suites.get("memory"), scale=TINY)
     assert not suite.setup_sql
     dsn = maria.create_database("suite_memory")
-    suites.prepare(dsn, suite)
+    suites.prepare(factory.connector(dsn), suite)
     return suite, {"pg": tpch_dsn, "maria": dsn}
 
 

@@ -8,6 +8,7 @@ import pytest
 from advisor.core.errors import TargetUnreachable
 from connectors.postgres.sandbox import free_port
 from tests.conftest import run, scalar
+from workloads import tpch
 from workloads.binding import BoundStatement
 from workloads.replay import ReplayOptions, replay
 from connectors import factory
@@ -37,9 +38,13 @@ def test_an_unreachable_target_fails_the_replay_with_one_line(db):
     assert "\n" not in str(e.value) and "cannot connect" in str(e.value)
 
 
-def test_replay_takes_the_runs_connector_never_a_dsn(db):
-    """One connector per run: replay opens sessions on the connector it is given; a DSN is refused."""
+def test_replay_and_loaders_take_the_runs_connector_never_a_dsn(db):
+    """One connector per run: replay opens sessions on the connector it is given; a DSN is refused, by the
+    workload loaders too."""
     with pytest.raises(TypeError, match="connector"):
         replay(db, [_item("read", "SELECT 1")], ReplayOptions(warmup=0))
     res = replay(factory.connector(db), [_item("read", "SELECT 1")], ReplayOptions(warmup=0))
     assert len(res.samples["read"]) == 1 and not res.errors
+    with pytest.raises(TypeError, match="connector"):  # the loaders too
+        tpch.load(db, 0.01)
+    assert scalar(db, "SELECT count(*) FROM pg_tables WHERE tablename = 'lineitem'") == 0  # refused before work

@@ -21,7 +21,7 @@ def prepared(pg):
     for name in suites.names():
         suite = dataclasses.replace(suites.get(name), scale=TINY)
         dsn = pg.create_database(f"suite_{name}")
-        suites.prepare(dsn, suite)
+        suites.prepare(factory.connector(dsn), suite)
         out[name] = (suite, dsn)
     return out
 

@@ -5,6 +5,7 @@ import psycopg
 import pytest
 
 from advisor.core.errors import AdvisorError
+from connectors import factory
 from workloads import tpcds
 
 # six tables (a fact and five dimensions, about 1.5 s to load): tpcgen-cli's row counts at scale 0.01
@@ -16,7 +17,7 @@ ROWS = {"income_band": 20, "household_demographics": 7200, "store": 2, "reason":
 @pytest.fixture(scope="module")
 def small(pg):
     dsn = pg.create_database("tpcds_loader")
-    return dsn, tpcds.load(dsn, tpcds.MIN_SCALE, TABLES)
+    return dsn, tpcds.load(factory.connector(dsn), tpcds.MIN_SCALE, TABLES)
 
 
 def test_subset_loads_with_the_generators_row_counts(small):
@@ -57,6 +58,6 @@ def test_primary_and_foreign_keys_and_no_other_index(small):
 
 def test_unknown_table_is_refused_before_anything_runs(db):
     with pytest.raises(AdvisorError, match="unknown TPC-DS table"):
-        tpcds.load(db, tpcds.MIN_SCALE, ("store_sales", "call_centre"))
+        tpcds.load(factory.connector(db), tpcds.MIN_SCALE, ("store_sales", "call_centre"))
     with psycopg.connect(db) as conn:
         assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()[0] == 0

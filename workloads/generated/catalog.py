@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from connectors import factory
 from connectors.base import Connector
+from workloads.target import loader_connector
 from workloads.sqlsource import identifier
 
 SOURCE_DIALECT = "postgres"  # the dialect generated statements are written in (transpiled to the target's)
@@ -176,10 +176,10 @@ def infer_edges(tables: tuple[Table, ...], declared: tuple[Edge, ...] = ()) -> t
 
 # --- reading a live database ---------------------------------------------------------------------------------
 
-def read_schema(target: str | Connector) -> Schema:
+def read_schema(target: Connector) -> Schema:
     """The tables of the database at ``target`` (a DSN or a connector) with their columns' statistics (run ANALYZE
     first: a table without statistics gives no constants), keys and edges, in a stable order."""
-    connector = factory.connector(target) if isinstance(target, str) else target
+    connector = loader_connector(target)
     types = connector.column_types()
     keys = connector.unique_keys()
     stats, rows, reserved = connector.column_statistics(), connector.table_rows(), connector.reserved_words()

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from advisor.core.errors import BadStatement
 from advisor.core.progress import Say
-from connectors import factory
 from connectors.base import TAG, Connector, Session
+from workloads.target import loader_connector
 from workloads.binding import BoundStatement
 from workloads.generated import families, rewrites
 from workloads.generated.catalog import SOURCE_DIALECT, Schema, Table, read_schema
@@ -123,7 +123,7 @@ def _check(connector: Connector, session: Session, text: str, max_rows: int) -> 
     return (rows, ms) if rows <= max_rows else None
 
 
-def generate(target: str | Connector, n: int = 40, seed: int = 0, families: Iterable[str] = FAMILIES, *,
+def generate(target: Connector, n: int = 40, seed: int = 0, families: Iterable[str] = FAMILIES, *,
              weights: dict[str, float] | None = None, timeout_ms: int = 5_000, max_rows: int = 10_000,
              attempts: int = 8, schema: Schema | None = None, say: Say | None = None) -> list[Generated]:
     """``n`` statements over the database at ``target`` (a DSN or a connector; ANALYZE it first), each of one of
@@ -135,7 +135,7 @@ def generate(target: str | Connector, n: int = 40, seed: int = 0, families: Iter
     unknown = [f for f in chosen if f not in BUILDERS]
     if unknown or not chosen:
         raise ValueError(f"unknown families {unknown}: expected some of {', '.join(FAMILIES)}")
-    connector = factory.connector(target) if isinstance(target, str) else target
+    connector = loader_connector(target)
     schema = schema or read_schema(connector)
     report = say or (lambda _msg: None)
     out: list[Generated] = []
@@ -164,7 +164,7 @@ def _in_dialect(text: str | None, dialect: str) -> str | None:
         return None
 
 
-def statements(target: str | Connector, n: int = 40, seed: int = 0, families: Iterable[str] = FAMILIES,
+def statements(target: Connector, n: int = 40, seed: int = 0, families: Iterable[str] = FAMILIES,
                **options) -> list[BoundStatement]:
     """``generate``'s statements as ``BoundStatement`` (literal constants, weight = calls)."""
     return [g.bound() for g in generate(target, n, seed, families, **options)]
@@ -175,11 +175,11 @@ def rewrite_cases(generated: Iterable[Generated]) -> list[tuple[str, str, str]]:
     return [(g.queryid, f"generated {g.family.replace('_', ' ')}", g.sql) for g in generated]
 
 
-def drive(target: str | Connector, generated: Iterable[Generated], rounds: int = 1, timeout_ms: int = 60_000,
+def drive(target: Connector, generated: Iterable[Generated], rounds: int = 1, timeout_ms: int = 60_000,
           max_calls: int = 20, on_error: Callable[[Generated, Exception], None] | None = None) -> int:
     """Run each statement ``min(weight, max_calls)`` times per round (filling the engine's statement statistics
     as an application would, in proportion to its calls up to a cap); returns the executions that finished."""
-    connector = factory.connector(target) if isinstance(target, str) else target
+    connector = loader_connector(target)
     ran = 0
     with connector.session(int(timeout_ms)) as session:
         for _ in range(rounds):

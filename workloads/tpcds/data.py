@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from advisor.core.errors import AdvisorError
-from connectors import factory
 from connectors.base import Connector
+from workloads.target import loader_connector
 from workloads.sqlsource import all_to_dialect, identifier
 from workloads.tpcds.schema import DDL, DEFAULT_TABLES, FOREIGN_KEYS, PRIMARY_KEYS, SOURCE_DIALECT, TABLES
 SCALE = 0.3  # the benches' default: store_sales 841k rows, catalog_sales 450k, web_sales 216k
@@ -45,7 +45,7 @@ def _check(tables: Sequence[str]) -> tuple[str, ...]:
     return tuple(t for t in TABLES if t in tables)  # dimensions before facts
 
 
-def load(target: str | Connector, scale: float = SCALE, tables: Sequence[str] = DEFAULT_TABLES,
+def load(target: Connector, scale: float = SCALE, tables: Sequence[str] = DEFAULT_TABLES,
          foreign_keys: bool = True, progress: Callable[[str], None] | None = None) -> dict[str, int]:
     """Create ``tables`` (a subset of ``TABLES``) in the database at ``target`` (a DSN or a connector), load them
     at ``scale`` (at least ``MIN_SCALE`` in effect), add their primary keys and, with ``foreign_keys``, every
@@ -53,7 +53,7 @@ def load(target: str | Connector, scale: float = SCALE, tables: Sequence[str] = 
     say = progress or (lambda _msg: None)
     chosen = _check(tables)
     loaded = set(chosen)
-    connector = factory.connector(target) if isinstance(target, str) else target
+    connector = loader_connector(target)
 
     def run(*statements: str) -> None:
         connector.run_script(all_to_dialect(statements, SOURCE_DIALECT, connector.dialect))

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from advisor.core.errors import AdvisorError
-from connectors import factory
 from connectors.base import Connector
+from workloads.target import loader_connector
 from workloads.sqlsource import all_to_dialect, script
 from workloads.tpch.schema import DDL, PRIMARY_KEYS, SOURCE_DIALECT, TABLES
 
@@ -36,7 +36,7 @@ def generate(scale: float, out_dir: Path) -> Path:
     return out_dir
 
 
-def load(target: str | Connector, scale: float = 0.01,
+def load(target: Connector, scale: float = 0.01,
          progress: Callable[[str], None] | None = None) -> dict[str, int]:
     """Create the TPC-H tables in the database at ``target`` (a DSN or a connector), load data at ``scale``, add
     keys, ANALYZE.
@@ -44,7 +44,7 @@ def load(target: str | Connector, scale: float = 0.01,
     Returns the row count of each table.
     """
     say = progress or (lambda _msg: None)
-    connector = factory.connector(target) if isinstance(target, str) else target
+    connector = loader_connector(target)
     with tempfile.TemporaryDirectory(prefix="advisor-tpch-") as tmp:
         say(f"generating TPC-H data at scale {scale}")
         generate(scale, Path(tmp))
