@@ -132,7 +132,7 @@ def statements(seed: int = 0, scale: float = SCALE, per_template: int = 1) -> li
 
 
 def prepare(target: Connector, scale: float = SCALE, progress: Callable[[str], None] | None = None) -> None:
-    """TPC-H at ``scale`` (primary keys only) in the empty database at ``target`` (a DSN or a connector),
+    """TPC-H at ``scale`` (primary keys only) in the empty database at ``target`` (its connector),
     analyzed."""
     connector = loader_connector(target)
     tpch.load(connector, scale, progress=progress)

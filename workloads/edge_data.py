@@ -138,7 +138,7 @@ def _value(typ: str, rng: random.Random):
 
 def load(target: Connector, schema: Schema, variant: Variant,
          not_null: frozenset[tuple[str, str]] = frozenset()) -> None:
-    """Create ``schema``'s tables in the database at ``target`` (a DSN or a connector; dropping any of the same
+    """Create ``schema``'s tables in the database at ``target`` (its connector; dropping any of the same
     name) and insert the variant's rows."""
     connector = loader_connector(target)
     ddl = []

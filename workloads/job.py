@@ -145,7 +145,7 @@ def _ddl(n: dict[str, int]) -> list[str]:
 
 def load(target: Connector, scale: float = SCALE, seed: int = 0,
          progress: Callable[[str], None] | None = None) -> dict[str, int]:
-    """The schema and its data at ``scale`` in the empty database at ``target`` (a DSN or a connector; the same
+    """The schema and its data at ``scale`` in the empty database at ``target`` (its connector; the same
     ``seed`` gives the same data: the server's random generator is seeded first, in the session that generates),
     vacuumed and analyzed over every row below SF 0.06, beyond it over 300,000-row samples of the larger tables
     (``whole_table_target``: ANALYZE's default sample of 30,000 rows gave two loads of the same data different

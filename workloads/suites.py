@@ -346,7 +346,7 @@ def get(name: str, among: Mapping[str, Suite] | None = None) -> Suite:
 
 def prepare(target: Connector, suite: Suite, scale: float | None = None,
             progress: Callable[[str], None] | None = None) -> None:
-    """Load TPC-H at ``scale`` (default: the suite's) into the empty database at ``target`` (a DSN or a
+    """Load TPC-H at ``scale`` (default: the suite's) into the empty database at ``target`` (its
     connector), run the suite's ``setup_sql`` (written in TPC-H's ``SOURCE_DIALECT``), then ANALYZE."""
     say = progress or (lambda _msg: None)
     connector = loader_connector(target)

@@ -177,7 +177,7 @@ def infer_edges(tables: tuple[Table, ...], declared: tuple[Edge, ...] = ()) -> t
 # --- reading a live database ---------------------------------------------------------------------------------
 
 def read_schema(target: Connector) -> Schema:
-    """The tables of the database at ``target`` (a DSN or a connector) with their columns' statistics (run ANALYZE
+    """The tables of the database at ``target`` (its connector) with their columns' statistics (run ANALYZE
     first: a table without statistics gives no constants), keys and edges, in a stable order."""
     connector = loader_connector(target)
     types = connector.column_types()

@@ -126,7 +126,7 @@ def _check(connector: Connector, session: Session, text: str, max_rows: int) -> 
 def generate(target: Connector, n: int = 40, seed: int = 0, families: Iterable[str] = FAMILIES, *,
              weights: dict[str, float] | None = None, timeout_ms: int = 5_000, max_rows: int = 10_000,
              attempts: int = 8, schema: Schema | None = None, say: Say | None = None) -> list[Generated]:
-    """``n`` statements over the database at ``target`` (a DSN or a connector; ANALYZE it first), each of one of
+    """``n`` statements over the database at ``target`` (its connector; ANALYZE it first), each of one of
     ``families`` (``INDEX_FAMILIES``, ``REWRITE_FAMILIES`` or any of ``FAMILIES``), every one run once: it finished
     within ``timeout_ms`` and returned at most ``max_rows`` rows. For the first half of its ``attempts`` a
     statement must also return a row. A statement no attempt makes valid is left out (the list is then shorter,

@@ -47,7 +47,7 @@ def _check(tables: Sequence[str]) -> tuple[str, ...]:
 
 def load(target: Connector, scale: float = SCALE, tables: Sequence[str] = DEFAULT_TABLES,
          foreign_keys: bool = True, progress: Callable[[str], None] | None = None) -> dict[str, int]:
-    """Create ``tables`` (a subset of ``TABLES``) in the database at ``target`` (a DSN or a connector), load them
+    """Create ``tables`` (a subset of ``TABLES``) in the database at ``target`` (its connector), load them
     at ``scale`` (at least ``MIN_SCALE`` in effect), add their primary keys and, with ``foreign_keys``, every
     foreign key of ``FOREIGN_KEYS`` between two loaded tables; then analyze. Returns the row count of each table."""
     say = progress or (lambda _msg: None)

@@ -38,7 +38,7 @@ def generate(scale: float, out_dir: Path) -> Path:
 
 def load(target: Connector, scale: float = 0.01,
          progress: Callable[[str], None] | None = None) -> dict[str, int]:
-    """Create the TPC-H tables in the database at ``target`` (a DSN or a connector), load data at ``scale``, add
+    """Create the TPC-H tables in the database at ``target`` (its connector), load data at ``scale``, add
     keys, ANALYZE.
 
     Returns the row count of each table.
