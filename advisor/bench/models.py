@@ -45,8 +45,10 @@ def run(o: ModelBenchOptions = ModelBenchOptions(), say: Say = silent) -> dict:
 
     started = time.monotonic()
     rows = []
-    for s in o.schemas:
-        problem = generated_problem(s, statements=o.statements)
+    from advisor.tuning.pretrained import dialects
+
+    for k, s in enumerate(o.schemas):
+        problem = generated_problem(s, dialects()[k % len(dialects())], statements=o.statements)
         lowered = list(problem.lowered.values())
         if not lowered:
             continue
@@ -65,7 +67,7 @@ def run(o: ModelBenchOptions = ModelBenchOptions(), say: Say = silent) -> dict:
         say(f"schema {s}: training a policy from scratch ({o.scratch_episodes} episodes)")
         scratch.train(makers(problem, lowered, o.seed + 2), o.scratch_episodes)
         scratch_s = time.monotonic() - t
-        rows.append({"schema": s, "statements": len(lowered), "shipped_rc": as_shipped,
+        rows.append({"schema": s, "dialect": problem.dialect, "statements": len(lowered), "shipped_rc": as_shipped,
                      "adapted_rc": _mean_rc(adapted, problem, fixed), "adapt_s": adapt_s,
                      "scratch_rc": _mean_rc(scratch, problem, fixed), "scratch_s": scratch_s})
     doc = {"machine": asdict(detect()), "options": asdict(o), "rows": rows, "wall_s": time.monotonic() - started}

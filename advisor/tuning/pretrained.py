@@ -24,7 +24,14 @@ def train_shipped(kinds: tuple[str, ...] = KINDS, seed: int = 0, episodes: int =
         raise AdvisorError(f"no shipped model for {', '.join(unknown)}: the kinds with one are {', '.join(KINDS)}")
     path = out / pretrain.SHIPPED.name if out else pretrain.SHIPPED
     started = time.monotonic()
-    agent, stats = pretrain.train_policy(episodes=episodes, seed=seed, device=device, say=say)
+    agent, stats = pretrain.train_policy(dialects(), episodes=episodes, seed=seed, device=device, say=say)
     stats["seconds"] = round(time.monotonic() - started, 1)
     pretrain.save(agent, stats, path)
     return {"rewrites": {"model": str(path), **stats}}
+
+
+def dialects() -> tuple[str, ...]:
+    """The SQL dialects of the engines the advisor runs (what the shipped rewrite policy trains in)."""
+    from connectors import factory
+
+    return tuple(sorted({engine.connector.dialect for engine in factory.ENGINES.values()}))

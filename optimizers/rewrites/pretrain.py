@@ -5,11 +5,12 @@ The policy's state is schema-free (the e-graph's size, steps, costs, per rule it
 shape: ``optimizers.rewrites.aurora.features``), so a policy trained on other schemas applies to any; it only has
 to be trained for the same rule list (a shipped file for another list is refused and training starts over).
 
-``generated_problem(seed)``: a random schema of 3 to 6 linked tables (keys, foreign keys, NOT NULL columns, rows
-from 10^3 to 10^7), a rewrite problem over it; ``train_policy(schemas, episodes, seed)``: PPO over statements
-generated from those schemas (``RewriteProblem.training_statements``), each episode under row estimates scaled
-at random per table, deterministic from ``seed`` on the CPU; ``advisor train`` writes its result with
-``save``, ``shipped()`` reads it back.
+``generated_problem(seed, dialect)``: a random schema of 3 to 6 linked tables (keys, foreign keys, NOT NULL
+columns, rows from 10^3 to 10^7), a rewrite problem over it in the SQL dialect of one engine; ``train_policy(schemas,
+dialects, episodes, seed)``: PPO over statements generated from those schemas in each dialect in turn (the engines'
+dialects arrive from the caller, as everywhere above ``connectors``) (``RewriteProblem.training_statements``), each
+episode under row estimates scaled at random per table, deterministic from ``seed`` on the CPU; ``advisor train``
+writes its result with ``save``, ``shipped()`` reads it back.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ HELD_OUT = tuple(range(1001, 1005))  # never trained on: what the shipped policy
 TYPES = ("int", "int", "numeric", "text", "date", "bigint")
 
 
-def generated_problem(seed: int, statements: int = 0) -> RewriteProblem:
-    """A rewrite problem over a random schema (``seed``) with ``statements`` of its generated statements as the
-    workload."""
+def generated_problem(seed: int, dialect: str, statements: int = 0) -> RewriteProblem:
+    """A rewrite problem in ``dialect`` over a random schema (``seed``) with ``statements`` of its generated
+    statements as the workload."""
     rng = random.Random(seed)
     n = rng.randint(3, 6)
     schema: dict[str, dict[str, str]] = {}
@@ -58,13 +59,13 @@ def generated_problem(seed: int, statements: int = 0) -> RewriteProblem:
         keys[table] = (("id",),)
         rows[table] = float(10 ** rng.uniform(3, 7))
     problem = RewriteProblem((), schema, rows, frozenset(not_null), keys=keys, foreign_keys=tuple(fks),
-                             dialect="postgres")
+                             dialect=dialect)
     if statements:
         from optimizers.rewrites.corpus import generate
 
         sqls = generate(schema, keys, tuple(fks), frozenset(not_null), n=statements, seed=seed)
         problem = RewriteProblem(tuple((f"q{k}", s) for k, s in enumerate(sqls)), schema, rows,
-                                 frozenset(not_null), keys=keys, foreign_keys=tuple(fks), dialect="postgres")
+                                 frozenset(not_null), keys=keys, foreign_keys=tuple(fks), dialect=dialect)
     return problem
 
 
@@ -82,23 +83,25 @@ def makers(problem: RewriteProblem, lowered: Sequence, seed: int) -> list:
     return [maker(low) for low in lowered]
 
 
-def train_policy(schemas: Sequence[int] = TRAINING_SCHEMAS, episodes: int = 240, seed: int = 0,
-                 device: str = "cpu", corpus: int = 12, say: Say = silent):
-    """(an Aurora agent, its training statistics): PPO over statements generated from ``schemas``, in turn."""
+def train_policy(dialects: Sequence[str], schemas: Sequence[int] = TRAINING_SCHEMAS, episodes: int = 240,
+                 seed: int = 0, device: str = "cpu", corpus: int = 12, say: Say = silent):
+    """(an Aurora agent, its training statistics): PPO over statements generated from ``schemas``, each schema in
+    one of ``dialects`` in turn."""
     import torch
 
     from optimizers.rewrites.aurora import Aurora
 
     torch.manual_seed(seed)
     work = []
-    for s in schemas:
-        problem = generated_problem(s)
+    for k, s in enumerate(schemas):
+        problem = generated_problem(s, dialects[k % len(dialects)])
         work += makers(problem, problem.training_statements(corpus, seed=s), seed + s)
     random.Random(seed).shuffle(work)
     say(f"Aurora: training on {len(work)} statements generated from {len(schemas)} schemas, {episodes} episodes")
     agent = Aurora(seed=seed, device=device)
     stats = agent.train(work, episodes, say)
-    return agent, {**stats, "seed": seed, "schemas": list(schemas), "statements": len(work)}
+    return agent, {**stats, "seed": seed, "schemas": list(schemas), "dialects": list(dialects),
+                   "statements": len(work)}
 
 
 def save(agent, stats: dict, path: Path = SHIPPED) -> Path:
