@@ -14,6 +14,8 @@ whatever the database's size. Clones are ordinary throwaway sandboxes, reaped wh
 from __future__ import annotations
 
 import fcntl
+import json
+import os
 import shutil
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -122,3 +124,18 @@ def cut_clone(directory: Path, data: Path, into: Path, stop: Callable[[], None],
             raise ReplicaUnavailable(f"the replica's data could not be cloned: {e}") from None
         finally:
             start()
+
+
+def read_record(directory: Path) -> dict:
+    """What ``directory``'s replica record says (``RECORD``); ReplicaUnavailable when there is none."""
+    try:
+        return json.loads((directory / RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise ReplicaUnavailable(f"no replica is recorded in {directory}") from None
+
+
+def write_record(directory: Path, record: dict) -> None:
+    """The replica record of ``directory``, written whole or not at all."""
+    tmp = directory / (RECORD + ".tmp")
+    tmp.write_text(json.dumps(record), encoding="utf-8")
+    os.replace(tmp, directory / RECORD)

@@ -18,7 +18,6 @@ password.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
@@ -37,7 +36,7 @@ from connectors.mariadb import replica_check
 from connectors.mariadb.connection import connect, parse_dsn
 from connectors.mariadb.sandbox import MariaDBSandbox, _binary
 from connectors.mariadb.shadow import _credentials, _dump, _load, copied_settings
-from connectors.replica import CLONES, RECORD, Lag, ReplicaUnavailable, cut_clone
+from connectors.replica import CLONES, RECORD, Lag, ReplicaUnavailable, read_record, write_record, cut_clone
 
 GTID_WAIT_STEP_S = 5.0
 
@@ -134,16 +133,10 @@ class MariaDBReplica:
 
     @classmethod
     def open(cls, directory: Path) -> MariaDBReplica:
-        try:
-            record = json.loads((directory / RECORD).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            raise ReplicaUnavailable(f"no replica is recorded in {directory}") from None
-        return cls(directory, record)
+        return cls(directory, read_record(directory))
 
     def _write_record(self) -> None:
-        tmp = self.directory / (RECORD + ".tmp")
-        tmp.write_text(json.dumps(self.record), encoding="utf-8")
-        os.replace(tmp, self.directory / RECORD)
+        write_record(self.directory, self.record)
 
     def _seed(self, sandbox: MariaDBSandbox, params: dict, size: int, say: Say) -> None:
         """The target's database, dumped at a recorded GTID position and loaded; replication started from there."""

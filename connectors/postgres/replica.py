@@ -14,7 +14,6 @@ keeps it; mode 0600).
 
 from __future__ import annotations
 
-import json
 import os
 import pwd
 import shutil
@@ -37,7 +36,7 @@ from connectors.postgres.binaries import pg_bin_dir
 from connectors.postgres.connection import TAG, connect, parse_dsn
 from connectors.postgres.sandbox import PRELOAD, _halt, _pg_ctl
 from connectors.postgres.shadow import copied_settings
-from connectors.replica import CLONES, RECORD, Lag, ReplicaUnavailable
+from connectors.replica import CLONES, RECORD, Lag, ReplicaUnavailable, read_record, write_record
 
 # settings a hot standby must have at least as high as its primary's, or it will not start
 MATCHED = ("max_connections", "max_worker_processes", "max_wal_senders", "max_prepared_transactions",
@@ -136,16 +135,10 @@ class PostgresReplica:
 
     @classmethod
     def open(cls, directory: Path) -> PostgresReplica:
-        try:
-            record = json.loads((directory / RECORD).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            raise ReplicaUnavailable(f"no replica is recorded in {directory}") from None
-        return cls(directory, record)
+        return cls(directory, read_record(directory))
 
     def _write_record(self) -> None:
-        tmp = self.directory / (RECORD + ".tmp")
-        tmp.write_text(json.dumps(self.record), encoding="utf-8")
-        os.replace(tmp, self.directory / RECORD)
+        write_record(self.directory, self.record)
 
     def _base_copy(self, params: dict[str, str], size: int, say: Say) -> None:
         """pg_basebackup of the whole target cluster into the volume, WAL streamed, through a new slot."""
