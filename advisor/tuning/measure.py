@@ -11,15 +11,17 @@ cores, a checkpoint, a cache flush): no change makes the baseline slower. Such a
 run again, at most ``rule.max_reruns`` times in a measurement (TUNA's outlier rounds). The check needs two kept
 rounds first.
 
-**Sequential stop.** After each kept round from ``rule.min_rounds`` on, ``decide(baseline_rounds,
-candidate_rounds)`` turns the rounds so far into Evidence, and the gain's interval (``settled_interval``: the
-bootstrap's, widened to the t interval of the per-round gains where that is wider) decides; the measurement stops
+**Sequential stop.** After each kept round from ``rule.min_rounds`` on, ``decide(rounds_by_arm)`` turns the rounds
+so far into Evidence (or into several, one per question a design with more arms asks: the bundle's whole gain and
+each part's contribution), and the gain's interval (``settled_interval``: the bootstrap's, widened to the t interval
+of the per-round gains where that is wider) decides; the measurement stops when every question is settled:
 
 - *clears*: the lower end of the gain's interval is at least the minimum gain;
 - *cannot clear*: the upper end is below it (more rounds narrow the interval around a gain that is too small);
 - *budget*: ``rule.max_rounds`` were kept, and the interval still straddles the minimum: not settled.
 
-A clear case therefore costs ``min_rounds`` rounds, an unclear one ``max_rounds``.
+A clear case therefore costs ``min_rounds`` rounds, an unclear one ``max_rounds``. ``clears(evidence)`` is the
+verdict read the same way: the settled interval clears the minimum and no statement's regression blocks.
 
 **Load.** Each round records the 1-minute load average and the share of the machine's CPU time that was busy
 during the round (from /proc/stat), so a verdict can be read beside how busy the machine was.
@@ -72,6 +74,30 @@ def decision(evidence: Evidence, rounds: int, rule: StopRule) -> str | None:
     if hi < rule.min_gain:
         return "cannot clear"
     return "budget" if rounds >= rule.max_rounds else None
+
+
+def decision_all(evidences: Sequence[Evidence], rounds: int, rule: StopRule) -> str | None:
+    """The decision over several questions: None while any is open, ``budget`` at the round budget, else the
+    answer they share (``clears``, ``cannot clear``), or ``settled`` where they differ.
+
+    >>> from advisor.core.domain import Evidence
+    >>> ev = lambda lo, hi: Evidence(3, (), (), (lo + hi) / 2, (lo, hi), (), 0.02, 0.1)
+    >>> rule = StopRule(min_rounds=3, max_rounds=6)
+    >>> [decision_all(e, 3, rule) for e in ([ev(.3, .5), ev(.1, .2)], [ev(.3, .5), ev(-.1, 0)], [ev(.3, .5), ev(0, .1)])]
+    ['clears', 'settled', None]
+    """
+    answers = [decision(e, rounds, rule) for e in evidences]
+    if None in answers:
+        return "budget" if rounds >= rule.max_rounds else None
+    if "budget" in answers:
+        return "budget"
+    return answers[0] if len(set(answers)) == 1 else "settled"
+
+
+def clears(evidence: Evidence) -> bool:
+    """The change pays by this measurement: the settled interval's lower end is at least the minimum gain and no
+    statement's regression blocks it (``Evidence.accepted`` with the honest interval of few rounds)."""
+    return settled_interval(evidence)[0] >= evidence.min_gain and not evidence.regressions
 
 
 def settled_interval(evidence: Evidence) -> tuple[float, float]:
@@ -177,7 +203,8 @@ class Measured:
         """``"4 rounds (the gain's interval clears 2%), 1 noisy round run again; load 1.7, cores 62% busy"``."""
         kept = len(next(iter(self.rounds.values()), []))
         why = {"clears": "the gain's interval clears the minimum", "cannot clear": "the gain cannot clear the minimum",
-               "budget": "not settled within the round budget"}.get(self.stopped, self.stopped)
+               "budget": "not settled within the round budget",
+               "settled": "every question settled"}.get(self.stopped, self.stopped)
         parts = [f"{kept} round{'s' if kept != 1 else ''}" + (f" ({why})" if why else "")]
         if self.noise_rounds:
             parts.append(f"{self.noise_rounds} noisy round{'s' if self.noise_rounds != 1 else ''} run again")
@@ -190,12 +217,13 @@ class Measured:
 
 
 def interleave(run: Callable[[str, int], ArmRound], arms: Sequence[str], rule: StopRule,
-               decide: Callable[[dict[str, list[ArmRound]]], Evidence], *, order: str = "abba", seed: int = 0,
-               say: Say = silent) -> Measured:
+               decide: Callable[[dict[str, list[ArmRound]]], Evidence | Sequence[Evidence]], *, order: str = "abba",
+               seed: int = 0, say: Say = silent) -> Measured:
     """Measure ``arms`` (the first is the baseline) in interleaved rounds until ``rule`` says the question is
     settled (see the module's text). ``run(arm, i)`` makes one measured pass of ``arm`` in round ``i`` (the caller
     puts the shadow in that arm's state and warms it as it needs); ``decide(rounds_by_arm)`` is the Evidence of the
-    rounds so far."""
+    rounds so far, or a sequence of Evidence (one per question; ``Measured.evidence`` is the first), all of
+    which must settle."""
     rng = random.Random(seed)
     out = Measured({arm: [] for arm in arms})
     totals: dict[str, list[float]] = {arm: [] for arm in arms}
@@ -217,8 +245,10 @@ def interleave(run: Callable[[str, int], ArmRound], arms: Sequence[str], rule: S
         out.loads.append(load)
         kept = len(totals[arms[0]])
         if kept >= rule.min_rounds:
-            out.evidence = decide(out.rounds)
-            out.stopped = decision(out.evidence, kept, rule) or ""
+            answer = decide(out.rounds)
+            evidences = [answer] if isinstance(answer, Evidence) else list(answer)
+            out.evidence = evidences[0]
+            out.stopped = decision_all(evidences, kept, rule) or ""
             if out.stopped:
                 say(f"measured: {out.line()}")
                 return out

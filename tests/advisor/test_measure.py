@@ -56,6 +56,26 @@ def test_a_slower_candidate_stops_when_the_gain_cannot_clear_the_minimum():
     assert _outcomes(0.8, 0.05, StopRule(min_rounds=3, max_rounds=10)) == {("cannot clear", 3): 40}
 
 
+def test_with_several_questions_the_measurement_stops_only_once_every_one_is_settled():
+    """A clear gain (B twice as fast as A) asked beside one that cannot settle in 5 rounds (C 3% faster than A,
+    under its own +-30% noise): the clear question alone stops at 3 rounds; together they run to the budget."""
+    rng = random.Random(0)
+
+    def run(arm: str, i: int) -> ArmRound:
+        scale = {"A": 10.0, "B": 5.0, "C": 9.7}[arm] * (1 + i / 10) * (1 + rng.uniform(-0.3, 0.3) * (arm == "C"))
+        return ArmRound({q: [scale] for q in STATEMENTS}, {})
+
+    def both(rounds):
+        return [compare(rounds["A"], rounds["B"], WEIGHTS, min_gain=0.02, n_boot=200),
+                compare(rounds["A"], rounds["C"], WEIGHTS, min_gain=0.02, n_boot=200)]
+
+    rule = StopRule(min_rounds=3, max_rounds=5, noise_factor=100)
+    m = interleave(run, ("A", "B", "C"), rule, both, order="rotate")
+    assert (m.stopped, len(m.rounds["A"])) == ("budget", 5)
+    m = interleave(run, ("A", "B", "C"), rule, lambda r: both(r)[:1] * 2, order="rotate")
+    assert (m.stopped, len(m.rounds["A"])) == ("clears", 3)
+
+
 def test_a_small_gain_in_large_noise_mostly_runs_to_the_budget_unsettled():
     """A 3% gain under +-50% pass-to-pass noise cannot be told from the 2% minimum in 6 rounds: most measurements
     run to the budget and say so; an early stop needs rounds that happen to agree (the t interval over so few

@@ -2,8 +2,8 @@
 built shadow of the target as it is now, in a factorial design. With parts P1..Pk (a kind's recommendation
 each), every subset of parts is an arm; each round runs every arm once in a new seeded order (its changes applied,
 the workload replayed, the changes reverted), so all arms share the server's drift, through the measurement engine
-(``advisor.tuning.measure``: noise rounds run again, stopped once the whole bundle's gain settles). From the same
-rounds:
+(``advisor.tuning.measure``: noise rounds run again, stopped once the whole bundle's gain and every part's
+contribution to it are settled, at most the budget). From the same rounds:
 
 - the bundle's gain: all parts against none;
 - each part's contribution: the bundle against the bundle without it (a part that helps only without another,
@@ -26,7 +26,7 @@ from advisor.core.domain import Applied, Change, Evidence
 from advisor.core.errors import AdvisorError, SandboxError
 from advisor.core.progress import Say, silent
 from advisor.tuning.evidence import ArmRound, compare
-from advisor.tuning.measure import StopRule, interleave
+from advisor.tuning.measure import StopRule, clears, interleave
 from advisor.tuning.validation import ShadowCrashed, ValidationOptions
 from connectors.base import Shadow
 from workloads.binding import BoundStatement
@@ -102,16 +102,17 @@ def measure_bundle(shadow: Shadow, statements: Sequence[BoundStatement],
 def keep_parts(n: int, evidence: Callable[[frozenset, frozenset], Evidence]) -> tuple[set[int], dict[int, Evidence]]:
     """The parts kept of ``n`` (indices), and for each part left out the evidence it was left out on, by backward
     elimination over ``evidence(base, candidate)`` (the measured arms compared): while a kept part's contribution
-    (the kept set against the kept set without it) does not clear the guard (its interval's lower bound above the
-    minimum gain, no blocking regression), or the kept set against none does not, the part that adds least goes.
+    (the kept set against the kept set without it) does not clear the guard (``measure.clears``: its settled
+    interval's lower bound above the minimum gain, no blocking regression), or the kept set against none does not,
+    the part that adds least goes.
     A lone part is judged the same way: its contribution is itself against none."""
     nothing = frozenset()
     kept, left_on = set(range(n)), {}
     while kept:
         k = frozenset(kept)
         adds = {i: evidence(k - {i}, k) for i in kept}
-        weak = [i for i in kept if not adds[i].accepted]
-        if not weak and evidence(nothing, k).accepted:
+        weak = [i for i in kept if not clears(adds[i])]
+        if not weak and clears(evidence(nothing, k)):
             break
         out = min(weak or kept, key=lambda i: adds[i].gain)
         left_on[out] = adds[out]
@@ -124,7 +125,8 @@ def _measure(shadow: Shadow, statements: Sequence[BoundStatement], subsets: list
              say: Say) -> dict[frozenset, list[ArmRound]]:
     """Every subset's passes, through the measurement engine (``advisor.tuning.measure``): a new seeded order each
     round (no arm always follows the same one), noise rounds run again, from ``min_rounds`` until the whole
-    bundle's gain over the current state settles, at most ``rounds``."""
+    bundle's gain over the current state and each part's contribution (the bundle against it without that part)
+    settle, at most ``rounds``."""
     warm = ReplayOptions(options.concurrency, options.repeats, options.warmup, options.statement_timeout_ms)
     arms = {",".join(map(str, sorted(s))) or "none": s for s in subsets}
     weights = {s.queryid: s.weight for s in statements}
@@ -142,10 +144,15 @@ def _measure(shadow: Shadow, statements: Sequence[BoundStatement], subsets: list
         say(f"bundle round {i + 1} (at most {options.rounds}), {label}: {result.wall_ms / 1000:.1f}s")
         return ArmRound(result.samples, {k: len(v) for k, v in result.errors.items()})
 
-    def decide(rounds: dict[str, list[ArmRound]]) -> Evidence:
-        return compare(rounds["none"], rounds[list(arms)[-1]], weights, min_gain=options.min_gain,
-                       regression_threshold=options.regression_threshold,
-                       min_time_share=options.min_time_share, min_call_share=options.min_call_share)
+    names = {s: a for a, s in arms.items()}
+    everything = subsets[-1]
+
+    def decide(rounds: dict[str, list[ArmRound]]) -> list[Evidence]:
+        def versus(base: frozenset, cand: frozenset) -> Evidence:
+            return compare(rounds[names[base]], rounds[names[cand]], weights, min_gain=options.min_gain,
+                           regression_threshold=options.regression_threshold,
+                           min_time_share=options.min_time_share, min_call_share=options.min_call_share)
+        return [versus(frozenset(), everything)] + [versus(everything - {i}, everything) for i in everything]
 
     rule = StopRule(min_rounds=min(options.min_rounds, options.rounds), max_rounds=options.rounds,
                     min_gain=options.min_gain)
