@@ -269,7 +269,8 @@ def recommendation_page(console: Console, rec: Recommendation, history: list[dic
                       "statement", title="per statement (medians over rounds)")
         for s in ev.statements:
             table.add_row(f"{s.weight:.0f}", _share(s), f"{s.baseline_ms:.2f}", f"{s.candidate_ms:.2f}",
-                          f"{s.ratio:.2f}", f"{s.ratio_ci[0]:.2f} .. {s.ratio_ci[1]:.2f}",
+                          f"{s.ratio:.2f}", f"{s.ratio_ci[0]:.2f} .. {s.ratio_ci[1]:.2f}" if not s.same_plan
+                          else "same plan, timed once",
                           "yes" if ev.blocks(s) else "rare, not blocking" if s.regressed else "",
                           escape(shorten(s.sql, 60)))
         console.print(table)

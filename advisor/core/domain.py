@@ -8,7 +8,7 @@ the strings the engine accepts (``'256MB'``, ``'0.9'``, ``'on'``); the engine's 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 
 # --- observation -----------------------------------------------------------------------------------------------
@@ -191,6 +191,9 @@ class IndexChange:
     index-only scans) and ``where`` (a partial index's predicate, SQL over the table's columns, rendered by the
     connector)."""
 
+    # an index changes a read only through its plan: a read whose plan is the same with it is not timed twice
+    # (``advisor.tuning.validation``); a write is always timed (it maintains the index)
+    acts_through_plans: ClassVar[bool] = True
     schema: str
     table: str
     columns: tuple[str, ...]
@@ -212,6 +215,7 @@ class DropIndexChange:
     """Dropping an existing index (unused, or covered by another): ``definition`` is its ``CREATE INDEX`` text,
     which is how it is put back; ``why`` says why it should go."""
 
+    acts_through_plans: ClassVar[bool] = True  # as IndexChange's
     schema: str
     table: str
     name: str
@@ -311,6 +315,9 @@ class StatementEvidence:
     errors: int = 0
     time_share: float | None = None
     call_share: float | None = None
+    # the plan both arms run (``Plan.shape``), when the change left it the same: then the statement was timed
+    # once, and that time stands for both arms; "" when it was timed in every round
+    same_plan: str = ""
 
     @property
     def faster(self) -> bool:

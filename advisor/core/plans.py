@@ -59,6 +59,19 @@ class Plan:
         """Names of the indexes the plan reads."""
         return frozenset(n.index for n in self.nodes() if n.index)
 
+    def shape(self) -> str:
+        """The plan without its estimates: each operator, the table it reads and the index it reads through,
+        nested; two plans of one statement with the same shape run the same way.
+
+        >>> Plan(1.0, 1.0, PlanNode("Hash Join", children=(PlanNode("Seq Scan", FULL_SCAN, table="a", cost=2.0),
+        ...      PlanNode("Index Scan", INDEX_SCAN, table="b", index="b_x")))).shape()
+        'Hash Join(Seq Scan on a, Index Scan on b using b_x)'
+        """
+        def text(n: PlanNode) -> str:
+            out = n.operation + (f" on {n.table}" if n.table else "") + (f" using {n.index}" if n.index else "")
+            return out + (f"({', '.join(text(c) for c in n.children)})" if n.children else "")
+        return text(self.root)
+
     def full_scans(self) -> dict[str, float]:
         """Per table name, the summed cost of the nodes that read it whole (what an index could still remove)."""
         out: dict[str, float] = {}

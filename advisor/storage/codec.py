@@ -55,7 +55,8 @@ def evidence_from(d: dict | None) -> Evidence | None:
     statements = tuple(
         StatementEvidence(s["queryid"], s["sql"], _f(s["weight"]), _f(s["baseline_ms"]), _f(s["candidate_ms"]),
                           _f(s["ratio"]), (_f(s["ratio_ci"][0]), _f(s["ratio_ci"][1])), bool(s["regressed"]),
-                          int(s.get("errors", 0)), _share(s.get("time_share")), _share(s.get("call_share")))
+                          int(s.get("errors", 0)), _share(s.get("time_share")), _share(s.get("call_share")),
+                          str(s.get("same_plan") or ""))
         for s in d["statements"])
     return Evidence(int(d["rounds"]), tuple(map(_f, d["baseline_totals_ms"])), tuple(map(_f, d["candidate_totals_ms"])),
                     _f(d["gain"]), (_f(d["gain_ci"][0]), _f(d["gain_ci"][1])), statements, _f(d["min_gain"]),

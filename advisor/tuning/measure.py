@@ -3,7 +3,7 @@ with rounds that the machine's noise spoiled detected and run again, and the mac
 
 ``interleave(run, arms, rule, decide)`` runs rounds. In each round every arm makes one measured pass
 (``run(arm, round) -> ArmRound``), in an order that balances position effects: ``abba`` for two arms (A B, then
-B A, ...), ``rotate`` (each round starts one arm later), or ``shuffle`` (a seeded random order per round).
+B A, ...; ``baab`` starts with B, for a shadow already in B's state), ``rotate`` (each round starts one arm later), or ``shuffle`` (a seeded random order per round).
 
 **Noise rounds.** A round in which *every* arm's pass total is at least ``rule.noise_factor`` times that arm's
 median total over the rounds kept so far was slowed by something outside the change (another process took the
@@ -39,7 +39,7 @@ from advisor.core.domain import Evidence
 from advisor.core.progress import Say, silent
 from advisor.tuning.evidence import ArmRound
 
-ORDERS = ("abba", "rotate", "shuffle")
+ORDERS = ("abba", "baab", "rotate", "shuffle")
 
 
 @dataclass(frozen=True)
@@ -129,12 +129,14 @@ def schedule(arms: Sequence[str], round_index: int, order: str, rng: random.Rand
 
     >>> [schedule(["A", "B"], i, "abba", random.Random(0)) for i in range(3)]
     [['A', 'B'], ['B', 'A'], ['A', 'B']]
+    >>> [schedule(["A", "B"], i, "baab", random.Random(0)) for i in range(3)]
+    [['B', 'A'], ['A', 'B'], ['B', 'A']]
     >>> [schedule(["A", "B", "C"], i, "rotate", random.Random(0)) for i in range(3)]
     [['A', 'B', 'C'], ['B', 'C', 'A'], ['C', 'A', 'B']]
     """
     arms = list(arms)
-    if order == "abba":
-        return arms if round_index % 2 == 0 else arms[::-1]
+    if order in ("abba", "baab"):
+        return arms if (round_index % 2 == 0) == (order == "abba") else arms[::-1]
     if order == "rotate":
         k = round_index % len(arms)
         return arms[k:] + arms[:k]

@@ -13,12 +13,12 @@ from dataclasses import dataclass, replace
 
 from advisor.core.progress import Say
 from advisor.core.domain import Applied, Change, Evidence
-from advisor.core.errors import AdvisorError, SandboxError
+from advisor.core.errors import AdvisorError, BadStatement, SandboxError
 from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.measure import StopRule, interleave
 from connectors.base import Shadow
 from workloads.binding import BoundStatement
-from workloads.replay import ReplayOptions, replay
+from workloads.replay import ReplayOptions, ReplayResult, replay
 
 __all__ = ["ShadowCrashed", "ValidationOptions", "validate"]
 
@@ -44,6 +44,9 @@ class ValidationOptions:
     # warm up in the first round only: right for changes that leave the caches warm (an index built or dropped),
     # not for a setting that restarts the server (each arm then starts cold)
     warm_once: bool = False
+    # plan every read in both arms first and time those with the same plan once (for ``acts_through_plans``
+    # changes only)
+    same_plans_once: bool = True
 
 
 def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequence[Change],
@@ -62,29 +65,77 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
     state: dict[str, Applied | None] = {"applied": None}
     rule = StopRule(min_rounds=min(options.min_rounds, options.rounds), max_rounds=options.rounds,
                     min_gain=options.min_gain)
-
-    def run(arm: str, i: int) -> ArmRound:
-        if arm == "B" and state["applied"] is None:
-            state["applied"] = _apply(shadow, changes)
-        elif arm == "A" and state["applied"] is not None:
-            shadow.connector.revert(state["applied"])
-            state["applied"] = None
-        result = replay(shadow.connector, statements, warm if i == 0 else warmed)
-        say(f"round {i + 1} (at most {options.rounds}) {'baseline' if arm == 'A' else 'candidate'}: "
-            f"{result.wall_ms / 1000:.1f}s")
-        return ArmRound(result.samples, {k: len(v) for k, v in result.errors.items()})
-
-    def decide(rounds: dict[str, list[ArmRound]]) -> Evidence:
-        return compare(rounds["A"], rounds["B"], weights, sql, min_gain=options.min_gain,
-                       regression_threshold=options.regression_threshold,
-                       min_time_share=options.min_time_share, min_call_share=options.min_call_share)
-
     try:
-        measured = interleave(run, ("A", "B"), rule, decide, say=say)
+        same = _same_plans(shadow, statements, changes, state, say) if _through_plans(changes, options) else {}
+        timed = [s for s in statements if s.queryid not in same]
+        once = _time_once(shadow, [s for s in statements if s.queryid in same], warm, say)
+
+        def run(arm: str, i: int) -> ArmRound:
+            if arm == "B" and state["applied"] is None:
+                state["applied"] = _apply(shadow, changes)
+            elif arm == "A" and state["applied"] is not None:
+                shadow.connector.revert(state["applied"])
+                state["applied"] = None
+            result = replay(shadow.connector, timed, warm if i == 0 else warmed) if timed else None
+            if result is not None:
+                say(f"round {i + 1} (at most {options.rounds}) {'baseline' if arm == 'A' else 'candidate'}: "
+                    f"{result.wall_ms / 1000:.1f}s")
+            samples, errors = dict(once.samples), {k: len(v) for k, v in once.errors.items()}
+            if result is not None:
+                samples.update(result.samples)
+                errors.update({k: len(v) for k, v in result.errors.items()})
+            return ArmRound(samples, errors)
+
+        def decide(rounds: dict[str, list[ArmRound]]) -> Evidence:
+            return compare(rounds["A"], rounds["B"], weights, sql, min_gain=options.min_gain,
+                           regression_threshold=options.regression_threshold,
+                           min_time_share=options.min_time_share, min_call_share=options.min_call_share)
+
+        measured = interleave(run, ("A", "B"), rule, decide, order="baab" if state["applied"] else "abba", say=say)
     finally:
         if state["applied"] is not None:
             shadow.connector.revert(state["applied"])
-    return replace(measured.evidence, measured=measured.line())
+    evidence = measured.evidence
+    if same:
+        evidence = replace(evidence, statements=tuple(replace(s, same_plan=same.get(s.queryid, ""))
+                                                      for s in evidence.statements))
+    line = measured.line() + (f"; {len(same)} of {len(statements)} statements kept their plan and were timed once"
+                              if same else "")
+    return replace(evidence, measured=line)
+
+
+def _through_plans(changes: Sequence[Change], options: ValidationOptions) -> bool:
+    return options.same_plans_once and bool(changes) and all(getattr(c, "acts_through_plans", False)
+                                                             for c in changes)
+
+
+def _same_plans(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequence[Change],
+                state: dict[str, Applied | None], say: Say) -> dict[str, str]:
+    """queryid -> plan shape of each read whose plan is the same with ``changes`` as without; the shadow is left
+    with the changes applied (``state``), so the first round starts with the candidate. {} when a read cannot be
+    planned (every statement is then timed)."""
+    reads = [s for s in statements if not s.is_write]
+    if not reads:
+        return {}
+    try:
+        before = shadow.connector.plans([s.sql for s in reads])
+        state["applied"] = _apply(shadow, changes)
+        after = shadow.connector.plans([s.sql for s in reads])
+    except BadStatement:
+        return {}
+    same = {s.queryid: a.shape() for s, a, b in zip(reads, before, after) if a.shape() == b.shape()}
+    say(f"planned {len(reads)} reads with and without the change: {len(reads) - len(same)} plans differ, "
+        f"{len(same)} the same (timed once)")
+    return same
+
+
+def _time_once(shadow: Shadow, statements: Sequence[BoundStatement], options: ReplayOptions, say: Say):
+    """One pass of ``statements`` (warmed up as the rounds are), whose times stand for both arms."""
+    if not statements:
+        return ReplayResult()
+    result = replay(shadow.connector, statements, options)
+    say(f"timed the {len(statements)} statements with the same plan once: {result.wall_ms / 1000:.1f}s")
+    return result
 
 
 def _apply(shadow: Shadow, changes: Sequence[Change]) -> Applied:

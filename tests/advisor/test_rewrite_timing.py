@@ -45,3 +45,24 @@ def test_a_slower_rewrite_is_described_as_slower_never_as_a_gain():
     text = r.summary()
     assert "927.3 ms -> 930.0 ms (0.3% slower" in text and "gain +" not in text and "faster" not in text
     assert "faster" in race([(100, 101, 99)] * 3, [(50, 51, 49)] * 3).summary()
+
+
+def test_a_race_on_a_real_server_stops_once_every_candidate_is_settled(pg):
+    """Against a 40 ms original (pg_sleep), a candidate 1000 times faster and one 40 ms slower are both settled by
+    the minimum rounds: the race stops there, though it may run 8, says so, and picks the fast one."""
+    import uuid
+
+    from advisor.tuning.rewrites.timing import race as timed_race
+    from advisor.tuning.validation import ValidationOptions
+    from connectors import factory
+    from workloads.binding import BoundStatement
+
+    dsn = pg.create_database("race_" + uuid.uuid4().hex[:8])
+    st = BoundStatement("q1", "SELECT 1 FROM pg_sleep(0.04)", "SELECT 1 FROM pg_sleep(0.04)", 1.0, "literal", False)
+    connector = factory.connector(dsn)
+    lines = []
+    r = timed_race(connector, st, ["SELECT 1", "SELECT 1 FROM pg_sleep(0.08)"], ValidationOptions(rounds=8),
+                   lines.append)
+    assert r.best == 0 and [len(c) for c in r.candidates] == [3, 3] and len(r.baseline) == 3
+    assert "3 rounds" in r.measured and any("timing round 1 (at most 8)" in x for x in lines)
+    assert r.evidence[1].gain < -0.5

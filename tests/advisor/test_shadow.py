@@ -1,3 +1,4 @@
+import psycopg
 import pytest
 
 from advisor.core.domain import IndexChange, KnobChange
@@ -50,6 +51,30 @@ def test_warm_once_warms_each_arm_in_the_first_round_only(events, warm_once, run
         calls = scalar(shadow.dsn, "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query LIKE "
                                    "'SELECT count(*) FROM events WHERE account = $1 AND id > $2%'")
     assert calls == runs
+
+
+@pytest.mark.parametrize("once", [True, False])
+def test_a_read_whose_plan_the_index_leaves_the_same_is_timed_once(events, once):
+    """An index on account changes the plan of the lookup by account, not of the lookup by id (the primary key's
+    index either way): that one is timed in one pass, not in every round of both arms, and its evidence names the
+    plan. A write is timed in every round whatever its plan (it maintains the index). Counted on the shadow."""
+    write = BoundStatement("touch", "UPDATE events SET payload = payload WHERE id = 77",
+                           "UPDATE events SET payload = payload WHERE id = 77", 1, "literal", True)
+    with clone(connector(events)) as shadow:
+        run(shadow.dsn, "SELECT pg_stat_statements_reset()")
+        ev = validate(shadow, [*WORKLOAD, write], [IndexChange("public", "events", ("account",))],
+                      ValidationOptions(rounds=3, repeats=3, warmup=1, same_plans_once=once))
+        with psycopg.connect(shadow.dsn) as conn:
+            calls = dict(conn.execute("SELECT query, sum(calls)::int FROM pg_stat_statements GROUP BY query"))
+    by = {s.queryid: s for s in ev.statements}
+    every_round = 2 * 3 * (1 + 3)  # both arms, 3 rounds, a warm-up and 3 timed runs a pass
+    by_id = next(n for q, n in calls.items() if q.startswith("SELECT payload FROM events WHERE id"))
+    by_account = next(n for q, n in calls.items() if q.startswith("SELECT count(*) FROM events WHERE account"))
+    touched = next(n for q, n in calls.items() if q.startswith("UPDATE events SET payload"))
+    assert (by_id, by_account, touched) == ((1 + 3) if once else every_round, every_round, every_round)
+    assert ("events_pkey" in by["by_id"].same_plan) == once and not by["by_account"].same_plan
+    assert not by["touch"].same_plan and ev.accepted and not by["by_id"].regressed
+    assert ("1 of 3 statements kept their plan" in ev.measured) == once
 
 
 def test_planted_regression_is_rejected(events):

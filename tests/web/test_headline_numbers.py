@@ -188,3 +188,27 @@ def test_a_bundle_part_that_is_dropped_is_never_green():
     dropped, pays, hurts = tpl.render().split("|")
     assert 'data-tone="neutral"' in dropped and "good" not in dropped and "+30.0%" in dropped
     assert 'data-tone="good"' in pays and 'data-tone="bad"' in hurts
+
+
+def test_how_it_was_measured_and_a_statement_timed_once_show_on_the_page_and_in_the_cli(app_client, tokens):
+    """The measured line (rounds, why the measurement stopped, load) and a read whose plan the change left the
+    same (timed once, its plan named) survive the store and show on the recommendation page and in the CLI."""
+    client, service = app_client
+    target_id = service.store.upsert_target("shop2", "postgres", "host=127.0.0.1 dbname=shop2")
+    ev = _evidence()
+    ev = dataclasses.replace(ev, measured="3 rounds (the gain's interval clears the minimum); load 0.4",
+                             statements=tuple(dataclasses.replace(s, same_plan="Seq Scan on orders")
+                                              if s.queryid == "q2" else s for s in ev.statements))
+    plan = Applied((INDEX,), ("CREATE INDEX ON public.orders (customer_id)",), ("DROP INDEX x",), False)
+    rec = recommend(service.store, target_id=target_id, kind="indexes", optimizer="extend", plan=plan, evidence=ev,
+                    accepted=False, why="a test")
+    stored = service.store.recommendation(rec.id).evidence
+    assert stored.measured == ev.measured and [s.same_plan for s in stored.statements] == ["", "Seq Scan on orders"]
+    log_in(client, tokens["viewer"]["Authorization"].split()[1])
+    page = client.get(f"/recommendations/{rec.id}").text
+    assert "How it was measured: 3 rounds (the gain&#39;s interval clears the minimum); load 0.4" in page
+    assert 'title="Seq Scan on orders">same plan, timed once<' in page
+    console = Console(file=io.StringIO(), width=250)
+    render.recommendation_page(console, service.store.recommendation(rec.id), [])
+    text = console.file.getvalue()
+    assert "same plan, timed once" in text and "measured: 3 rounds" in text

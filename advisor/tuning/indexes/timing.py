@@ -19,6 +19,7 @@ from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say
 from advisor.core.sqltext import named
 from advisor.tuning.evidence import ArmRound, compare
+from advisor.tuning.measure import StopRule, interleave
 from advisor.tuning.validation import ValidationOptions
 from connectors.base import Shadow
 from workloads.binding import BoundStatement
@@ -27,6 +28,7 @@ CONFIRM_BLOCKS = 3  # alternating blocks per arm when a statement slower in the 
 CONFIRM_REPEATS = 3  # timed runs per block (after one unmeasured run)
 CONFIRM_BELOW = 2.0  # a flagged regression this many times slower is not re-timed
 MIN_SLOWER_MS = 1.0  # a statement slower by less is not a regression (evidence.compare's floor)
+RULE = StopRule(min_rounds=CONFIRM_BLOCKS, max_rounds=CONFIRM_BLOCKS)  # the blocks, through the measurement engine
 
 
 def confirm_regressions(shadow: Shadow, statements: Sequence[BoundStatement], live: Sequence[IndexChange],
@@ -35,7 +37,8 @@ def confirm_regressions(shadow: Shadow, statements: Sequence[BoundStatement], li
     """``evidence`` with each read in ``which`` (default: each the rounds measured slower by the regression
     threshold, except one flagged at ``CONFIRM_BELOW``x or more) re-timed: ``live`` built, ``CONFIRM_BLOCKS``
     blocks of ``CONFIRM_REPEATS`` runs with the set and as many without it (every index of ``live`` dropped inside a
-    rolled-back transaction), the arms alternating. Its medians, ratio and interval become the longer
+    rolled-back transaction), the arms alternating (``measure.interleave``: a block slow for both arms at once is
+    run again). Its medians, ratio and interval become the longer
     measurement's, and it is a regression when that median ratio is still over the threshold (``_slower``)."""
     reads = {st.queryid: st for st in statements if not st.is_write}
     wanted = set(screened(evidence, options) if which is None else which)
@@ -47,21 +50,23 @@ def confirm_regressions(shadow: Shadow, statements: Sequence[BoundStatement], li
     try:
         for s in todo:
             cap = int(min(options.statement_timeout_ms, max(100.0, 3 * max(s.baseline_ms, s.candidate_ms))))
-            arms: dict[bool, list[list[float]]] = {True: [], False: []}
-            try:
-                for block in range(CONFIRM_BLOCKS):
-                    for with_set in ((True, False) if block % 2 == 0 else (False, True)):
-                        arms[with_set].append(shadow.connector.timings_without(
-                            reads[s.queryid].sql, [] if with_set else list(live), CONFIRM_REPEATS, cap))
+            q, sql = s.queryid, reads[s.queryid].sql
+
+            def run(arm: str, _i: int, q=q, sql=sql, cap=cap) -> ArmRound:
+                return ArmRound({q: shadow.connector.timings_without(sql, [] if arm == "with" else list(live),
+                                                                     CONFIRM_REPEATS, cap)}, {})
+
+            def decide(rounds: dict[str, list[ArmRound]], q=q, weight=s.weight) -> Evidence:
+                return compare(rounds["without"], rounds["with"], {q: weight}, min_gain=options.min_gain,
+                               regression_threshold=options.regression_threshold,
+                               min_time_share=options.min_time_share, min_call_share=options.min_call_share)
+
+            try:  # fixed blocks (the question is the statement's ratio, not a gain to stop on), noise blocks again
+                measured = interleave(run, ("without", "with"), RULE, decide, order="baab")
             except AdvisorError as e:  # the flag stands as measured
                 say(f"{named(s.sql, s.queryid)}: not re-timed ({e})")
                 continue
-            q = s.queryid
-            again = compare([ArmRound({q: t}, {}) for t in arms[False]], [ArmRound({q: t}, {}) for t in arms[True]],
-                            {q: s.weight}, min_gain=options.min_gain,
-                            regression_threshold=options.regression_threshold,
-                            min_time_share=options.min_time_share,
-                            min_call_share=options.min_call_share).statements[0]
+            again = measured.evidence.statements[0]
             out[q] = replace(s, baseline_ms=again.baseline_ms, candidate_ms=again.candidate_ms, ratio=again.ratio,
                              ratio_ci=again.ratio_ci, regressed=_slower(again, options))
             n = CONFIRM_BLOCKS * CONFIRM_REPEATS

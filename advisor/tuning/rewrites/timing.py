@@ -1,7 +1,9 @@
-"""Timing a statement against its rewrites on the shadow, the same evidence model as knobs and indexes: one
-unmeasured warm-up of every arm (the original and each candidate), then rounds in which every arm runs (3 times,
-once when the original takes over a second), the arms' order rotating from round to round, then per candidate
-``evidence.compare`` against the original (medians, a paired bootstrap interval).
+"""Timing a statement against its rewrites on the shadow, through the measurement engine
+(``advisor.tuning.measure``), the same evidence model as knobs and indexes: one unmeasured warm-up of every arm (the
+original and each candidate), then rounds in which every arm runs (3 times, once when the original takes over a
+second), the arms' order rotating from round to round, noise rounds run again, until every candidate's question
+against the original is settled (from ``min_rounds``, at most ``rounds``); per candidate ``evidence.compare``
+against the original (medians, a paired bootstrap interval).
 
 A candidate wins only when its gain's interval (over rounds) clears the minimum gain, the interval of its latency
 ratio to the original (over all executions) lies below 1, and it does not regress (a timeout or an error under
@@ -21,6 +23,7 @@ from advisor.core.domain import Evidence
 from advisor.core.progress import Say, silent
 from advisor.core.sqltext import named
 from advisor.tuning.evidence import ArmRound, compare
+from advisor.tuning.measure import StopRule, interleave
 from advisor.tuning.validation import ValidationOptions
 from workloads.binding import BoundStatement
 from workloads.replay import ReplayOptions, replay
@@ -35,6 +38,7 @@ class Race:
     evidence: tuple[Evidence, ...]  # per candidate, against the original
     baseline: tuple[ArmRound, ...]  # the original's passes
     candidates: tuple[tuple[ArmRound, ...], ...]  # each candidate's passes
+    measured: str = ""  # how the measurement went (``measure.Measured.line``)
 
     @property
     def speedups(self) -> tuple[float | None, ...]:
@@ -65,7 +69,7 @@ class Race:
                 parts.append(f"candidate {i + 1} failed or timed out on the shadow")
                 continue
             parts.append(f"candidate {i + 1}: {describe(e)}{', regressed' if e.regressions else ''}")
-        return "; ".join(parts)
+        return "; ".join(parts) + (f" ({self.measured})" if self.measured else "")
 
 
 def describe(e: Evidence) -> str:
@@ -100,16 +104,24 @@ def race(connector, statement: BoundStatement, rewrites: Sequence[str], options:
     warm = [replay(connector, [arm], ReplayOptions(1, 1, 0, options.statement_timeout_ms)) for arm in arms]  # unmeasured
     slow = warm[0].wall_ms > SLOW_MS  # a slow original: one execution per pass is a sample enough
     replay_options = ReplayOptions(1, 1 if slow else max(options.repeats, REPEATS), 0, options.statement_timeout_ms)
-    passes: list[list[ArmRound]] = [[] for _ in arms]
-    for r in range(options.rounds):
-        order = [(r + k) % len(arms) for k in range(len(arms))]
-        for arm in order:
-            result = replay(connector, [arms[arm]], replay_options)
-            passes[arm].append(ArmRound(result.samples, {k: len(v) for k, v in result.errors.items()}))
-        say(f"{named(statement.normalized, statement.queryid)}: timing round {r + 1}/{options.rounds}")
+    names = [str(j) for j in range(len(arms))]
     weights = {statement.queryid: 1.0}
-    evidence = tuple(compare(passes[0], passes[j], weights, min_gain=options.min_gain,
-                             regression_threshold=options.regression_threshold,
-                             min_time_share=options.min_time_share, min_call_share=options.min_call_share)
-                     for j in range(1, len(arms)))
-    return Race(evidence, tuple(passes[0]), tuple(tuple(p) for p in passes[1:]))
+    label = named(statement.normalized, statement.queryid)
+
+    def run(arm: str, r: int) -> ArmRound:
+        result = replay(connector, [arms[int(arm)]], replay_options)
+        if arm == names[(r - 1) % len(names)]:  # the last arm of round r in the rotated order
+            say(f"{label}: timing round {r + 1} (at most {options.rounds})")
+        return ArmRound(result.samples, {k: len(v) for k, v in result.errors.items()})
+
+    def decide(rounds: dict[str, list[ArmRound]]) -> list[Evidence]:
+        return [compare(rounds["0"], rounds[j], weights, min_gain=options.min_gain,
+                        regression_threshold=options.regression_threshold,
+                        min_time_share=options.min_time_share, min_call_share=options.min_call_share)
+                for j in names[1:]]
+
+    rule = StopRule(min_rounds=min(options.min_rounds, options.rounds), max_rounds=options.rounds,
+                    min_gain=options.min_gain)
+    measured = interleave(run, names, rule, decide, order="rotate", say=say)
+    passes = [tuple(measured.rounds[j]) for j in names]
+    return Race(tuple(decide(measured.rounds)), passes[0], tuple(passes[1:]), measured.line())
