@@ -58,9 +58,11 @@ def apply(self: PostgresConnector, changes: Sequence[Change], lock_timeout_s: fl
     """Apply the changes (all checked first); on a failure midway, undo what was done and raise."""
     plan = self.plan_changes(changes)
     done: list[str] = []
+    loaded: object = None
     try:
         with self.connect(answer_s=deadlines.long_s()) as conn:  # an index build on a large table takes long
             _set_lock_timeout(conn, lock_timeout_s)
+            loaded = _conf_loaded(conn) if RELOAD in plan.apply_sql else None
             for stmt in plan.apply_sql:
                 try:
                     _run(conn, stmt, lock_timeout_s)
@@ -77,17 +79,21 @@ def apply(self: PostgresConnector, changes: Sequence[Change], lock_timeout_s: fl
     if plan.needs_restart and self._restart is not None:
         self._restart()
         restarted = True
-    wait_visible(self, [c for c in plan.changes if isinstance(c, KnobChange)], restart_pending=plan.needs_restart and not restarted)
+    wait_visible(self, [c for c in plan.changes if isinstance(c, KnobChange)],
+                 restart_pending=plan.needs_restart and not restarted, loaded_before=loaded)
     return Applied(plan.changes, plan.apply_sql, plan.revert_sql, plan.needs_restart, restarted)
 
 
 def revert(self: PostgresConnector, applied: Applied, lock_timeout_s: float | None = None) -> None:
     with self.connect(answer_s=deadlines.long_s()) as conn:
         _set_lock_timeout(conn, lock_timeout_s)
+        loaded = _conf_loaded(conn) if RELOAD in applied.revert_sql else None
         for stmt in applied.revert_sql:
             _run(conn, stmt, lock_timeout_s)
     if applied.needs_restart and self._restart is not None:
         self._restart()
+    if loaded is not None:
+        _wait_loaded(self, loaded, 10.0)
 
 
 def _drop_if_index(self: PostgresConnector, plan: Applied, failed: str, lock_timeout_s: float | None) -> None:
@@ -120,9 +126,16 @@ def _undo_partial(self: PostgresConnector, plan: Applied, done: list[str], lock_
             conn.execute(RELOAD)
 
 
-def wait_visible(self: PostgresConnector, knobs: list[KnobChange], restart_pending: bool, timeout_s: float = 10.0) -> None:
-    """pg_reload_conf() only signals the postmaster: wait until a new session sees the new values."""
+def wait_visible(self: PostgresConnector, knobs: list[KnobChange], restart_pending: bool, timeout_s: float = 10.0,
+                 loaded_before: object = None) -> None:
+    """pg_reload_conf() only signals the postmaster: wait until a new session sees the new values. With
+    ``loaded_before`` (``pg_conf_load_time()`` read before the reload), until a new session's configuration was
+    loaded after it: then what it shows is what the server made of the values, whatever it calls them (``on`` is
+    shown as ``pglz`` for wal_compression), and no value that is spelled otherwise holds a trial up."""
     if not knobs:
+        return
+    if loaded_before is not None:
+        _wait_loaded(self, loaded_before, timeout_s)
         return
     deadline = time.monotonic() + timeout_s
     while True:
@@ -132,6 +145,21 @@ def wait_visible(self: PostgresConnector, knobs: list[KnobChange], restart_pendi
         if not pending or time.monotonic() > deadline:
             return
         time.sleep(0.05)
+
+
+def _conf_loaded(conn: psycopg.Connection) -> object:
+    """When the server last loaded its configuration files (as a session started now sees it)."""
+    return conn.execute("SELECT pg_conf_load_time()").fetchone()[0]
+
+
+def _wait_loaded(self: PostgresConnector, before: object, timeout_s: float) -> None:
+    """Wait until a new session's configuration was loaded after ``before`` (the postmaster took the reload)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with self.connect() as conn:
+            if _conf_loaded(conn) > before:
+                return
+        time.sleep(0.02)
 
 
 def _set_lock_timeout(conn: psycopg.Connection, seconds: float | None) -> None:
