@@ -8,11 +8,13 @@ the gain's interval settles; ``advisor.tuning.evidence.compare`` turns the passe
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from advisor.core.progress import Say
-from advisor.core.domain import Applied, Change, Evidence
+from advisor.core.domain import Applied, Change, Evidence, StatementEvidence
+from advisor.core.sqltext import shorten
 from advisor.core.errors import AdvisorError, BadStatement, SandboxError
 from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.measure import StopRule, interleave
@@ -47,6 +49,8 @@ class ValidationOptions:
     # plan every read in both arms first and time those with the same plan once (for ``acts_through_plans``
     # changes only)
     same_plans_once: bool = True
+    # a statement whose own interval is settled leaves the later rounds (its medians stand for it there)
+    settled_leave: bool = True
 
 
 def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequence[Change],
@@ -69,6 +73,7 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
         same = _same_plans(shadow, statements, changes, state, say) if _through_plans(changes, options) else {}
         timed = [s for s in statements if s.queryid not in same]
         once = _time_once(shadow, [s for s in statements if s.queryid in same], warm, say)
+        left: dict[str, dict[str, list[float]]] = {}  # a settled statement's samples per arm, for later rounds
 
         def run(arm: str, i: int) -> ArmRound:
             if arm == "B" and state["applied"] is None:
@@ -76,20 +81,28 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
             elif arm == "A" and state["applied"] is not None:
                 shadow.connector.revert(state["applied"])
                 state["applied"] = None
-            result = replay(shadow.connector, timed, warm if i == 0 else warmed) if timed else None
+            now = [s for s in timed if s.queryid not in left]
+            result = replay(shadow.connector, now, warm if i == 0 else warmed) if now else None
             if result is not None:
                 say(f"round {i + 1} (at most {options.rounds}) {'baseline' if arm == 'A' else 'candidate'}: "
                     f"{result.wall_ms / 1000:.1f}s")
             samples, errors = dict(once.samples), {k: len(v) for k, v in once.errors.items()}
+            samples.update({q: by_arm[arm] for q, by_arm in left.items()})
             if result is not None:
                 samples.update(result.samples)
                 errors.update({k: len(v) for k, v in result.errors.items()})
             return ArmRound(samples, errors)
 
         def decide(rounds: dict[str, list[ArmRound]]) -> Evidence:
-            return compare(rounds["A"], rounds["B"], weights, sql, min_gain=options.min_gain,
-                           regression_threshold=options.regression_threshold,
-                           min_time_share=options.min_time_share, min_call_share=options.min_call_share)
+            evidence = compare(rounds["A"], rounds["B"], weights, sql, min_gain=options.min_gain,
+                               regression_threshold=options.regression_threshold,
+                               min_time_share=options.min_time_share, min_call_share=options.min_call_share)
+            if options.settled_leave and len(timed) > 1:
+                for s, medians in leaving(evidence, rounds, set(same) | set(left), options).items():
+                    left[s.queryid] = medians
+                    say(f"{shorten(s.sql, 50)}: settled at {s.ratio:.2f}x (interval {s.ratio_ci[0]:.2f} .. "
+                        f"{s.ratio_ci[1]:.2f}); it leaves the later rounds, its medians stand for them")
+            return evidence
 
         measured = interleave(run, ("A", "B"), rule, decide, order="baab" if state["applied"] else "abba", say=say)
     finally:
@@ -100,8 +113,33 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
         evidence = replace(evidence, statements=tuple(replace(s, same_plan=same.get(s.queryid, ""))
                                                       for s in evidence.statements))
     line = measured.line() + (f"; {len(same)} of {len(statements)} statements kept their plan and were timed once"
-                              if same else "")
+                              if same else "") + (f"; {len(left)} left the later rounds settled" if left else "")
     return replace(evidence, measured=line)
+
+
+def leaving(evidence: Evidence, rounds: dict[str, list[ArmRound]], skip: set[str],
+            options: ValidationOptions) -> dict[StatementEvidence, dict[str, list[float]]]:
+    """The statements (not in ``skip``) that leave the later rounds, each with its median per arm (A, B) over the
+    rounds so far: those whose own ratio interval is clearly away from no change (all of it below one less twice
+    the minimum gain, or all of it above the regression threshold), with no error: more rounds of them would not
+    change their verdict.
+
+    >>> from advisor.tuning.evidence import compare
+    >>> a = [ArmRound({"fast": [10.0, 10.2, 9.9], "same": [5.0, 5.3, 4.8]}, {}) for _ in range(3)]
+    >>> b = [ArmRound({"fast": [2.0, 2.1, 1.9], "same": [5.1, 4.9, 5.2]}, {}) for _ in range(3)]
+    >>> ev = compare(a, b, {"fast": 1.0, "same": 1.0}, min_time_share=0.0, min_call_share=0.0)
+    >>> [(s.queryid, m) for s, m in leaving(ev, {"A": a, "B": b}, set(), ValidationOptions()).items()]
+    [('fast', {'A': [10.0], 'B': [2.0]})]
+    """
+    out = {}
+    for s in evidence.statements:
+        lo, hi = s.ratio_ci
+        if s.queryid in skip or s.errors or s.ratio != s.ratio:
+            continue
+        if hi < 1 - 2 * options.min_gain or lo > 1 + options.regression_threshold:
+            out[s] = {arm: [statistics.median(x for r in rounds[arm] for x in r.samples.get(s.queryid, ()))]
+                      for arm in ("A", "B")}
+    return out
 
 
 def _through_plans(changes: Sequence[Change], options: ValidationOptions) -> bool:
