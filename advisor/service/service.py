@@ -16,7 +16,7 @@ from pathlib import Path
 
 from advisor.core import processes
 from advisor.core.errors import AdvisorError, EngineUnsupported, NotFound, NotRegistered
-from advisor.core.progress import Say, silent
+from advisor.core.progress import Say, heartbeat, silent
 from advisor.service.access import AccessMixin
 from advisor.service.auth import Principal
 from advisor.service.operations import OperationsMixin
@@ -144,16 +144,19 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
             return found
 
         shadows = self._shadows(entry, dsn, name, plan)
-        ctx = Context(self.store, connector, name, run_id, self.say, self.model_dir, device, dict(inputs), open_run,
-                      shadows=shadows)
         try:
-            result = entry.run(ctx, plan)
+            # no step of any pipeline silent past the heartbeat: one that does not report on its own (a model's
+            # first episodes, a solver, a screening pass) is said to be still at work
+            with heartbeat(self.say, f"tuning ({kind})") as say:
+                ctx = Context(self.store, connector, name, run_id, say, self.model_dir, device, dict(inputs),
+                              open_run, shadows=shadows)
+                result = entry.run(ctx, plan)
             rec = result.recommendation
             if plan.recheck and rec is not None and rec.state == "validated" and not entry.handed_over:
                 try:
                     from advisor.tuning.whole.pipeline import recheck
 
-                    recheck(ctx, rec, plan)
+                    recheck(dataclasses.replace(ctx, say=self.say), rec, plan)
                     result = dataclasses.replace(result, recommendation=self.store.recommendation(rec.id))
                 except AdvisorError as e:  # the recommendation stands as validated; the re-check says why it is missing
                     self.say(f"could not re-measure recommendation {rec.id} on a fresh shadow: {e}")

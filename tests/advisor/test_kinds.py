@@ -33,6 +33,14 @@ SCRIPT = textwrap.dedent("""
 
     kinds.register(Kind("widgets", "a fake kind for the registry's test", run, options=("trials",)))
 
+    def quiet(ctx, plan):  # a pipeline step that says nothing for longer than the heartbeat waits
+        import time
+        time.sleep(6.5)
+        ctx.say("quiet done")
+        return Done(message="quiet")
+
+    kinds.register(Kind("quiet", "a fake kind that is silent for 6.5 s", quiet, uses_shadows=False))
+
     from typer.testing import CliRunner
     from fastapi.testclient import TestClient
     from advisor.cli.main import app as cli
@@ -45,6 +53,9 @@ SCRIPT = textwrap.dedent("""
     out = {}
     out["tuned"] = AdvisorService(Store(":memory:")).tune("widgets", "host=nowhere", RunPlan.parse(
         {"kind": "widgets", "trials": "7", "budget_mb": "3"}), name="widgets").message  # named: not resolved
+    lines = []
+    AdvisorService(Store(":memory:"), say=lines.append).tune("quiet", "host=nowhere", name="quiet")
+    out["quiet_lines"] = lines
     # the CLI's run kinds: a wrong one is refused with the choices named
     out["cli_help"] = CliRunner().invoke(cli, ["runs", "start", "--target", "t", "--kind", "nope"]).output
     with TestClient(create_app(sys.argv[1], scheduler=False)) as client:
@@ -62,6 +73,9 @@ def test_a_kind_added_to_the_registry_appears_in_every_adapter(tmp_path):
     out = json.loads(done.stdout.strip().splitlines()[-1])
     # the service ran the kind's pipeline with a plan parsed by the one parser (budget_mb is not a widgets option)
     assert out["tuned"] == "widgets tuned host=nowhere with 7 trials"
+    # a pipeline step silent past the heartbeat is said to be still at work, by the service, for every kind
+    assert any(x.startswith("still tuning (quiet)") for x in out["quiet_lines"]) and out["quiet_lines"][-1] == \
+        "quiet done"
     assert "'widgets'" in out["cli_help"] and "'all'" in out["cli_help"]
     schemas = out["openapi"]["components"]["schemas"]
     assert "WidgetsRunIn" in schemas and set(schemas["WidgetsRunIn"]["properties"]) >= {"kind", "trials", "target"}
