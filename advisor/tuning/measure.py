@@ -20,8 +20,7 @@ of the per-round gains where that is wider) decides; the measurement stops when 
 - *cannot clear*: the upper end is below it (more rounds narrow the interval around a gain that is too small);
 - *budget*: ``rule.max_rounds`` were kept, and the interval still straddles the minimum: not settled.
 
-A clear case therefore costs ``min_rounds`` rounds, an unclear one ``max_rounds``. ``clears(evidence)`` is the
-verdict read the same way: the settled interval clears the minimum and no statement's regression blocks.
+A clear case therefore costs ``min_rounds`` rounds, an unclear one ``max_rounds``.
 
 **Load.** Each round records the 1-minute load average and the share of the machine's CPU time that was busy
 during the round (from /proc/stat), so a verdict can be read beside how busy the machine was.
@@ -92,12 +91,6 @@ def decision_all(evidences: Sequence[Evidence], rounds: int, rule: StopRule) -> 
     if "budget" in answers:
         return "budget"
     return answers[0] if len(set(answers)) == 1 else "settled"
-
-
-def clears(evidence: Evidence) -> bool:
-    """The change pays by this measurement: the settled interval's lower end is at least the minimum gain and no
-    statement's regression blocks it (``Evidence.accepted`` with the honest interval of few rounds)."""
-    return settled_interval(evidence)[0] >= evidence.min_gain and not evidence.regressions
 
 
 def settled_interval(evidence: Evidence) -> tuple[float, float]:

@@ -26,7 +26,7 @@ from advisor.core.domain import Applied, Change, Evidence
 from advisor.core.errors import AdvisorError, SandboxError
 from advisor.core.progress import Say, silent
 from advisor.tuning.evidence import ArmRound, compare
-from advisor.tuning.measure import StopRule, clears, interleave
+from advisor.tuning.measure import StopRule, interleave
 from advisor.tuning.validation import ShadowCrashed, ValidationOptions
 from connectors.base import Shadow
 from workloads.binding import BoundStatement
@@ -102,17 +102,19 @@ def measure_bundle(shadow: Shadow, statements: Sequence[BoundStatement],
 def keep_parts(n: int, evidence: Callable[[frozenset, frozenset], Evidence]) -> tuple[set[int], dict[int, Evidence]]:
     """The parts kept of ``n`` (indices), and for each part left out the evidence it was left out on, by backward
     elimination over ``evidence(base, candidate)`` (the measured arms compared): while a kept part's contribution
-    (the kept set against the kept set without it) does not clear the guard (``measure.clears``: its settled
-    interval's lower bound above the minimum gain, no blocking regression), or the kept set against none does not,
-    the part that adds least goes.
+    (the kept set against the kept set without it) does not clear the guard (``Evidence.accepted``: its interval's
+    lower bound above the minimum gain, no blocking regression), or the kept set against none does not, the part
+    that adds least goes. (The measurement stops early only once every contribution is settled on the t-widened
+    interval, ``measure.decision_all``, where this verdict agrees with it; at the round budget the bootstrap's
+    interval decides: the t interval over 8 noisy rounds left a bundle of +39% with no part kept in the demo.)
     A lone part is judged the same way: its contribution is itself against none."""
     nothing = frozenset()
     kept, left_on = set(range(n)), {}
     while kept:
         k = frozenset(kept)
         adds = {i: evidence(k - {i}, k) for i in kept}
-        weak = [i for i in kept if not clears(adds[i])]
-        if not weak and clears(evidence(nothing, k)):
+        weak = [i for i in kept if not adds[i].accepted]
+        if not weak and evidence(nothing, k).accepted:
             break
         out = min(weak or kept, key=lambda i: adds[i].gain)
         left_on[out] = adds[out]
