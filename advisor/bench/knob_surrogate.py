@@ -29,7 +29,8 @@ import numpy as np
 
 from advisor.core.domain import TrialResult
 from advisor.core.progress import Say, silent
-from advisor.tuning.knobs.trials import TrialRunner, statement_ratios
+from advisor.tuning.knobs.trials import TrialRunner
+from advisor.tuning.trials import statement_ratios
 from optimizers import registry
 from optimizers.knobs.problem import KnobProblem
 from optimizers.knobs.search import MAX_SLOWDOWN, sobol

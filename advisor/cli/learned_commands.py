@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from advisor.core.errors import AdvisorError
 from advisor.cli.common import JsonFlag, RegisterOpt, StoreOpt, emit, names, open_service, optimizer_choice, \
     parse_plan, resolve_dsn
 from advisor.cli.common import TargetDsn as Target
@@ -22,12 +23,14 @@ LearnedIndexOptimizer = optimizer_choice(KIND)  # the registry's
 
 
 def tune_learned_index(
-        keys: Annotated[str, typer.Option("--keys", help="the keys: synthetic:NAME[:N] (books, fb, osm, uniform, "
-                                                         "normal), [schema.]table.column of the target, or a file "
-                                                         "(one uint64 per line, or SOSD binary)")],
-        workload: Annotated[str, typer.Option("--workload", help="the operation mix: read-only, read-heavy, "
-                                                                 "balanced, write-heavy or "
-                                                                 "lookup=0.7,insert=0.2,range=0.1")],
+        keys: Annotated[str | None, typer.Option("--keys", help="the keys: synthetic:NAME[:N] (books, fb, osm, "
+                                                                "uniform, normal), [schema.]table.column of the "
+                                                                "target, or a file (one uint64 per line, or SOSD "
+                                                                "binary); needed unless --resume")] = None,
+        workload: Annotated[str | None, typer.Option("--workload", help="the operation mix: read-only, read-heavy, "
+                                                                        "balanced, write-heavy or "
+                                                                        "lookup=0.7,insert=0.2,range=0.1; needed "
+                                                                        "unless --resume")] = None,
         target: Target = None,
         budget: Annotated[int, typer.Option(help="evaluations of the search (the defaults' included)", min=2)] = 20,
         index: Annotated[str, typer.Option(help="the learned index: alex (updatable) or pgm (read-only)")] = "alex",
@@ -38,15 +41,23 @@ def tune_learned_index(
                                             min=1)] = 5,
         validate: Annotated[bool, typer.Option(help="validate the best against the defaults")] = True,
         seed: Annotated[int, typer.Option(help="random seed (keys, workload and search)")] = 0,
+        resume: Annotated[str | None, typer.Option(help="continue an interrupted run by its id, with the options "
+                                                        "it was started with")] = None,
         json_out: JsonFlag = False, register: RegisterOpt = None, store: StoreOpt = None) -> None:
     """Tune a learned index's parameters for keys and an operation mix: a search over a benchmark harness with a
     safety cut (a configuration below half the defaults' throughput is stopped), the best validated against
     the defaults in interleaved rounds. The parameters are handed over; nothing is applied to the database."""
-    plan = parse_plan({"kind": KIND, "optimizer": optimizer.value, "keys": keys, "workload": workload,
-                       "budget": budget, "index": index, "range": names(range_), "rounds": rounds, "validate": validate, "seed": seed})
-    target = resolve_dsn(target)
     service = open_service(store)
-    result = service.tune(KIND, target, plan, register=register, by_hand=False)
+    if resume:
+        plan = service.resumed_plan(resume, KIND)
+    elif keys is None or workload is None:
+        raise AdvisorError("--keys and --workload are needed (unless --resume continues a stored run)")
+    else:
+        plan = parse_plan({"kind": KIND, "optimizer": optimizer.value, "keys": keys, "workload": workload,
+                           "budget": budget, "index": index, "range": names(range_), "rounds": rounds,
+                           "validate": validate, "seed": seed})
+    target = resolve_dsn(target)
+    result = service.tune(KIND, target, plan, register=register, by_hand=False, resume=resume)
     if json_out:
         emit(result.document())
         return

@@ -200,6 +200,15 @@ class ParamSpace:
             out[self.names.index(name)] = replace(spec, low=lo, high=hi)
         return ParamSpace(out)
 
+    def repair(self, config: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+        """The trial loop's constraint step: a parameter space states no constraint between its parameters (an
+        engine that refuses a combination says so when it is built), so nothing is repaired."""
+        return dict(config), []
+
+    def violations(self, config: Mapping[str, str]) -> list:
+        """No stated constraint is broken (see ``repair``)."""
+        return []
+
     def changes(self, config: Mapping[str, str]) -> list[LearnedIndexParam]:
         """The configuration as changes, left out where it equals the default."""
         defaults = self.default_config()

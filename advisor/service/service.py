@@ -208,6 +208,8 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
         new one."""
         if resume:
             run = self.store.run(resume)
+            if run["kind"] != kind:
+                raise AdvisorError(f"tuning run {resume} is a {run['kind']} run; resume it as one")
             if run["state"] == "done":
                 raise AdvisorError(f"tuning run {resume} is already finished")
             if run["target_id"] != target_id:
@@ -224,6 +226,13 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
         run_id = run_id or new_id()
         self.store.add_run(run_id, target_id, kind, optimizer or kind, options)
         return run_id
+
+    def resumed_plan(self, run_id: str, kind: str) -> RunPlan:
+        """The plan a stored run of ``kind`` was started with, to resume it as it was (NotFound for no such run)."""
+        run = self.store.run(run_id)
+        if run["kind"] != kind:
+            raise AdvisorError(f"tuning run {run_id} is a {run['kind']} run; resume it as one")
+        return RunPlan.from_dict({**run["options"], "kind": kind}).checked()
 
     def model_dir(self, target_id: str) -> Path:
         """Where the target's trained models live: beside the store (a temporary folder for an in-memory one)."""

@@ -7,7 +7,7 @@ import functools
 
 from advisor.core.inputs import new_id
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -75,6 +75,9 @@ MIGRATIONS: dict[int, str] = {
     """,
     9: """
     ALTER TABLE trials ADD COLUMN error VARCHAR;
+    """,
+    10: """
+    ALTER TABLE trials ADD COLUMN metrics JSON;
     """,
 }
 

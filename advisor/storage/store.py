@@ -105,29 +105,32 @@ class Store(TargetTables, AccessTables, ClaimTables, ReplicaTables):
                   status: str, reason: str | None = None, *, number: int | None = None,
                   config: dict | None = None, objective: float | None = None, source: str = "",
                   duration_s: float | None = None, statements: dict[str, float] | None = None,
-                  error: str | None = None) -> str:
+                  error: str | None = None, metrics: dict[str, float] | None = None) -> str:
         """Append one trial; it is committed before this returns, so a crash right after loses nothing.
         ``statements``: each statement's median (ms) in a knob trial (rows stored before it have none);
-        ``error``: a failed trial's typed error (its class name), ``reason`` its one-line message."""
+        ``error``: a failed trial's typed error (its class name), ``reason`` its one-line message; ``metrics``:
+        the trial's other figures (a learned index's throughput, p99, memory), which a resumed run reads back."""
         tid = new_id()
         self.db.execute("INSERT INTO trials (id, target_id, run_id, optimizer, changes, evidence, status, reason, "
-                        "created_at, number, config, objective, source, duration_s, statements, error) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "created_at, number, config, objective, source, duration_s, statements, error, metrics) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         [tid, target_id, run_id, optimizer, json.dumps(codec.plain(list(changes))),
                          json.dumps(codec.plain(evidence)) if evidence else None, status, reason, time.time(),
                          number, json.dumps(config) if config is not None else None, objective, source, duration_s,
-                         json.dumps(statements) if statements else None, error])
+                         json.dumps(statements) if statements else None, error,
+                         json.dumps(metrics) if metrics else None])
         return tid
 
     def trials(self, run_id: str) -> list[dict]:
         rows = self.db.execute("SELECT id, optimizer, changes, evidence, status, reason, created_at, number, config, "
-                               "objective, source, duration_s, statements, error FROM trials WHERE run_id = ? "
+                               "objective, source, duration_s, statements, error, metrics FROM trials WHERE run_id = ? "
                                "ORDER BY coalesce(number, 0), created_at", [run_id]).fetchall()
         return [{"id": r[0], "optimizer": r[1], "changes": json.loads(r[2]),
                  "evidence": json.loads(r[3]) if r[3] else None, "status": r[4], "reason": r[5],
                  "created_at": r[6], "number": r[7], "config": json.loads(r[8]) if r[8] else None,
                  "objective": r[9], "source": r[10], "duration_s": r[11],
-                 "statements": json.loads(r[12]) if r[12] else None, "error": r[13]} for r in rows]
+                 "statements": json.loads(r[12]) if r[12] else None, "error": r[13],
+                 "metrics": json.loads(r[14]) if r[14] else None} for r in rows]
 
     # --- tuning runs ----------------------------------------------------------------------------------------
 

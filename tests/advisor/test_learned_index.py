@@ -167,3 +167,33 @@ def test_the_bench_entry_point_runs_an_engine_over_streams():
     found = tune_index(engine, initial, [stream, stream], opt, 3, rounds=0)
     assert found.evaluations == 3 and found.evidence is None and found.default["throughput_ops"] > 0
     assert [t.source for t in found.trials] == ["default", "random", "random"]
+
+
+def test_a_killed_run_resumes_where_it_stopped(tmp_path, target_db):
+    """The one trial loop (``advisor.tuning.trials``): a learned-index run interrupted after its third evaluation
+    is marked interrupted with three trials stored; resumed by its id, with the plan it was started with, it
+    runs only the two left, numbered on from there, and ends done."""
+    def say(message: str) -> None:
+        if message.startswith("evaluation 3/5"):
+            raise KeyboardInterrupt
+
+    store = Store(str(tmp_path / "advisor.duckdb"))
+    with pytest.raises(KeyboardInterrupt):
+        AdvisorService(store, say=say).tune("learned-index", target_db, plan(), by_hand=True)
+    (row,) = store.runs()
+    assert row["state"] == "interrupted"
+    first = store.trials(row["id"])
+    assert [t["number"] for t in first] == [0, 1, 2] and first[0]["metrics"]["throughput_ops"] > 0
+    lines = []
+    service = AdvisorService(store, say=lines.append)
+    resumed_plan = service.resumed_plan(row["id"], "learned-index")
+    assert resumed_plan == plan()
+    result = service.tune("learned-index", target_db, resumed_plan, by_hand=True, resume=row["id"])
+    stored = store.trials(row["id"])
+    assert [t["number"] for t in stored] == [0, 1, 2, 3, 4] and [t["id"] for t in stored[:3]] == \
+        [t["id"] for t in first]
+    assert result.run_id == row["id"] and store.run(row["id"])["state"] == "done" and len(result.trials) == 5
+    assert any(x.startswith(f"resuming run {row['id']}: 3 evaluation(s) already done") for x in lines)
+    assert [x.split(" [")[0] for x in lines if x.startswith("evaluation ")] == ["evaluation 4/5", "evaluation 5/5"]
+    with pytest.raises(AdvisorError, match="is a learned-index run; resume it as one"):
+        service.resumed_plan(row["id"], "knobs")

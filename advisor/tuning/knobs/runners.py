@@ -1,11 +1,10 @@
-"""How a knob trial measures a workload: the workload runners (a replay of bound statements, pgbench) and
-each statement's ratio to the run's baseline trial, as the guard sees a slowdown."""
+"""How a knob trial measures a workload: the workload runners (a replay of bound statements, pgbench). Each
+statement's ratio to the run's baseline trial is the trial loop's (``advisor.tuning.trials.statement_ratios``)."""
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
@@ -15,9 +14,6 @@ from workloads.replay import ReplayOptions, replay
 
 if TYPE_CHECKING:
     from connectors.base import Connector
-
-
-MIN_ABS_MS = 1.0  # as the guard (advisor.tuning.evidence): a statement slower by less than this did not regress
 
 
 class TrialTimeout(AdvisorError):
@@ -30,26 +26,6 @@ class Measured:
 
     objective: float
     statement_ms: dict[str, float] | None = None
-
-
-def statement_ratios(statement_ms: Mapping[str, float] | None, baseline_ms: Mapping[str, float] | None,
-                     min_abs_ms: float = MIN_ABS_MS) -> dict[str, float] | None:
-    """Each statement's time over its baseline time; a slowdown under ``min_abs_ms`` counts as 1.0 (the guard
-    ignores it too). None when either side is unknown.
-
-    >>> statement_ratios({"a": 30.0, "b": 0.4, "c": 5.0}, {"a": 20.0, "b": 0.2, "c": 10.0})
-    {'a': 1.5, 'b': 1.0, 'c': 0.5}
-    """
-    if not statement_ms or not baseline_ms:
-        return None
-    out = {}
-    for key, base in baseline_ms.items():
-        ms = statement_ms.get(key)
-        if ms is None or not base or base <= 0 or not math.isfinite(ms):
-            continue
-        ratio = ms / base
-        out[key] = round(min(ratio, 1.0) if ms - base < min_abs_ms else ratio, 4)
-    return out or None
 
 
 # --- workload runners ---------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Knob tuning on a shadow: the trial target (``ShadowTarget``, the shadow with its workload runner behind the
 ``advisor.tuning.target.TrialTarget`` protocol; ``TrialRunner`` is its older name) and the tuning loop (the
-workload runners are in ``runners``).
+workload runners are in ``runners``; the loop itself is the one every searching kind shares,
+``advisor.tuning.trials.TrialLoop``).
 
 A trial sets a configuration on the shadow (only what differs from the shadow's present one, with a restart
 only when a restart-needing knob differs), restores the data if the workload writes, warms up, runs the workload
@@ -25,7 +26,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -35,12 +36,12 @@ from advisor.core.progress import Say, silent
 from advisor.storage.store import Store
 from advisor.tuning.evidence import ArmRound
 # the workload runners live in runners.py; importing them from here keeps working
-from advisor.tuning.knobs.runners import (MIN_ABS_MS, Measured, PgbenchRunner, ReplayRunner,  # noqa: F401
-                                          TrialTimeout, WorkloadRunner, statement_ratios)
+from advisor.tuning.knobs.runners import (Measured, PgbenchRunner, ReplayRunner,  # noqa: F401
+                                          TrialTimeout, WorkloadRunner)
 from advisor.tuning.target import TrialFailed
+from advisor.tuning.trials import TrialLoop, TrialRecord  # noqa: F401  (the trial record: imported from here too)
 from connectors.base import Shadow
 from optimizers.base import Optimizer
-from optimizers.knobs.search import MAX_SLOWDOWN
 from optimizers.knobs.seeding import Seed
 from optimizers.knobs.space import KnobSpace
 
@@ -61,22 +62,6 @@ class TuningOptions:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-@dataclass
-class TrialRecord:
-    number: int
-    config: dict[str, str]
-    source: str
-    result: TrialResult
-    duration_s: float
-    restarted: bool = False
-    statement_ms: dict[str, float] | None = None  # each statement's median in this trial (a replay's trials)
-
-    def slows_a_statement(self, max_slowdown: float = MAX_SLOWDOWN) -> bool:
-        """Whether some statement ran ``max_slowdown`` or more slower than at baseline in this trial's pass."""
-        worst = self.result.worst_ratio
-        return worst is not None and worst >= 1.0 + max_slowdown
 
 
 @dataclass
@@ -102,6 +87,10 @@ class ShadowTarget:
         self.base = self.space.default_config()
         self.current = dict(self.base)
         self.good = dict(self.base)
+
+    def display(self, objective: float) -> str:
+        """An objective in words (``123.4 workload ms``)."""
+        return self.runner.display(objective)
 
     def timeout_s(self) -> float:
         """Per-statement limit for the pass: relative to the best pass so far."""
@@ -205,123 +194,12 @@ TrialRunner = ShadowTarget  # its name before the trial target protocol (benches
 # --- the tuning loop ------------------------------------------------------------------------------------------
 
 
-@dataclass
-class TuningRun:
-    """One tuning run: the baseline first, then the seeds, then the optimizer's asks, each trial stored as it ends
-    with the optimizer's state. The optimizer is told every trial (baseline and seeds too). The run ends when the
-    budget of trials is spent, or early when the optimizer asks again what it asked last time (it has nothing new
-    to try: a one-shot optimizer such as the rules, or a search that converged)."""
-
-    store: Store
-    run_id: str
-    target_id: str
-    trials: TrialRunner
-    optimizer: Optimizer
-    options: TuningOptions
-    seeds: list[Seed] = field(default_factory=list)
-    say: Say = silent
-    records: list[TrialRecord] = field(default_factory=list)
-    on_trial: Callable[[TrialRecord], None] | None = None
-
-    @property
-    def space(self) -> KnobSpace:
-        return self.trials.space
-
-    def resume_from_store(self) -> None:
-        """Load the trials already stored for this run; the optimizer continues from its stored state when that
-        state covers every stored trial (exactly where it stopped), else it is told the trials again."""
-        saved = self.store.run(self.run_id).get("optimizer_state") or {}
-        told: list[TrialRecord] = []
-        for row in self.store.trials(self.run_id):
-            if row.get("config") is None:
-                continue
-            status = row["status"]
-            result = TrialResult(row["objective"], status, row.get("reason") or "")
-            rec = TrialRecord(int(row["number"]), dict(row["config"]), row.get("source") or "", result,
-                              row.get("duration_s") or 0.0, statement_ms=row.get("statements"))
-            self.records.append(rec)
-            told.append(rec)
-        reference = self.reference_ms()
-        for rec in told:  # ratios to the baseline trial (none for trials stored before per-statement times were)
-            if rec.result.status == "measured":
-                rec.result = replace(rec.result, ratios=statement_ratios(rec.statement_ms, reference))
-        if saved and saved.get("trials") == len(told):
-            self.optimizer.restore(saved)
-        else:
-            for rec in told:
-                self.optimizer.tell(tuple(self.space.changes(rec.config)), rec.result)
-        if self.records:
-            self.say(f"resuming run {self.run_id}: {len(self.records)} trial(s) already done")
-
-    def reference_ms(self) -> dict[str, float] | None:
-        """Per-statement medians of the run's baseline trial (the current settings), which ratios are taken to."""
-        base = self.baseline()
-        return base.statement_ms if base else None
-
-    def _record(self, config: dict[str, str], source: str, result: TrialResult, duration: float,
-                restarted: bool, statement_ms: dict[str, float] | None = None) -> TrialRecord:
-        if result.status == "measured" and statement_ms:
-            reference = self.reference_ms() or (statement_ms if source == "default" else None)
-            result = replace(result, ratios=statement_ratios(statement_ms, reference))
-        rec = TrialRecord(len(self.records), config, source, result, duration, restarted, statement_ms)
-        self.records.append(rec)
-        self.optimizer.tell(tuple(self.space.changes(config)), result)
-        self.store.add_trial(self.target_id, self.run_id, self.optimizer.name, self.space.changes(config), None,
-                             result.status, result.reason or None, number=rec.number, config=config,
-                             objective=result.objective, source=source, duration_s=duration,
-                             statements=statement_ms, error=result.error or None)
-        self.store.update_run(self.run_id, optimizer_state={**self.optimizer.state(), "trials": len(self.records)})
-        best = self.best()
-        status = (self.trials.runner.display(result.objective) if result.objective is not None
-                  else f"{result.status}: {result.reason}")
-        self.say(f"trial {rec.number + 1}/{self.options.trials} [{source}] {status}"
-                 + (f"; best {self.trials.runner.display(best.result.objective)}" if best else "")
-                 + (" (restart)" if restarted else ""))
-        if self.on_trial:
-            self.on_trial(rec)
-        return rec
-
-    def run_config(self, config: dict[str, str], source: str) -> TrialRecord:
-        fixed, notes = self.space.repair(config)
-        still = self.space.violations(fixed)
-        if still:
-            return self._record(fixed, source, TrialResult(None, "infeasible", "; ".join(v.message for v in still)),
-                                0.0, False)
-        if notes:
-            self.say(f"adjusted to fit the constraints: {'; '.join(notes)}")
-        result, duration, restarted = self.trials.trial(fixed)
-        return self._record(fixed, source, result, duration, restarted, self.trials.last_ms)
-
-    def execute(self) -> list[TrialRecord]:
-        """Run trials until the budget is spent; returns every trial of the run (resumed ones included)."""
-        done_sources = [r.source for r in self.records]
-        if "default" not in done_sources and len(self.records) < self.options.trials:
-            self.run_config(self.space.default_config(), "default")
-        for i, seed in enumerate(self.seeds):
-            tag = f"seed:{seed.source}"
-            if len(self.records) >= self.options.trials:
-                break
-            if sum(1 for s in done_sources if s.startswith("seed:")) > i:
-                continue
-            self.run_config({**self.space.default_config(), **seed.config}, tag)
-        last = None
-        while len(self.records) < self.options.trials:
-            config = self.optimizer.ask(1, current=tuple(self.space.changes(self.trials.current)))[0]
-            if config == last:
-                self.say(f"{self.optimizer.name} asks again what it asked last: nothing new to try, the run ends "
-                         f"after {len(self.records)} of {self.options.trials} trials")
-                break
-            last = config
-            self.run_config({**self.space.default_config(), **{c.name: c.value for c in config}},
-                            self.optimizer.name)
-        return self.records
-
-    def best(self) -> TrialRecord | None:
-        ok = [r for r in self.records if r.result.status == "measured" and r.result.objective is not None]
-        return min(ok, key=lambda r: r.result.objective) if ok else None  # type: ignore[arg-type, return-value]
-
-    def baseline(self) -> TrialRecord | None:
-        return next((r for r in self.records if r.source == "default" and r.result.status == "measured"), None)
+def TuningRun(store: Store, run_id: str, target_id: str, trials: ShadowTarget, optimizer: Optimizer,  # noqa: N802
+              options: TuningOptions, seeds: Sequence[Seed] = (), say: Say = silent,
+              on_trial: Callable[[TrialRecord], None] | None = None) -> TrialLoop:
+    """A knob tuning run: the one trial loop (``advisor.tuning.trials.TrialLoop``) over the shadow, within
+    ``options.trials`` trials (baseline and seeds included), each stored as it ends, resumable."""
+    return TrialLoop(store, run_id, target_id, trials, optimizer, options.trials, list(seeds), say, on_trial=on_trial)
 
 
 # --- comparing two configurations on the shadow --------------------------------------------------------------

@@ -117,13 +117,8 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
     optimizer = registry.create("learned_index", plan.optimizer, prob, seed=plan.seed, strict=False)
     with heartbeat(ctx.say, f"preparing {plan.optimizer}") as say:
         optimizer.prepare(ctx.model_dir(obs.target_id) if ctx.model_dir else None, say)
-    run_id = ctx.open_run(obs.target_id, KIND_NAME, plan.optimizer, plan.to_dict(), None, ctx.run_id)
-
-    def stored(trial: Trial) -> None:
-        ctx.store.add_trial(obs.target_id, run_id, optimizer.name, list(prob.space.changes(trial.config)), None,
-                            trial.result.status, trial.result.reason or None, number=trial.number,
-                            config=trial.config, objective=trial.result.objective, source=trial.source,
-                            duration_s=trial.duration_s)
+    resume = ctx.inputs.get("resume")
+    run_id = ctx.open_run(obs.target_id, KIND_NAME, plan.optimizer, plan.to_dict(), resume, ctx.run_id)
 
     weights = {op: share for op, share in (("lookup", mix.lookup), ("insert", mix.insert), ("range", mix.range))
                if share > 0}
@@ -131,7 +126,7 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
     with heartbeat(ctx.say, f"tuning {engine.name}") as say:  # a compile or a slow evaluation is not silent
         found = tune_index(engine, initial, [stream], optimizer, plan.budget,
                            rounds=plan.rounds if plan.validate else 0, weights=weights, seed=plan.seed, say=say,
-                           on_trial=stored)
+                           store=ctx.store, run_id=run_id, target_id=obs.target_id, resume=bool(resume))
     base = dict(keys=len(keys), run_id=run_id, trials=tuple(found.trials), result=found)
     if not found.changes:
         return LearnedIndexTuneResult(None, f"{plan.optimizer}: no configuration beat the defaults of {engine.name} "

@@ -4,14 +4,15 @@ best against the defaults, interleaved) -> the result a recommendation is made o
 ``tune_index`` is what a bench calls: an engine, initial keys, operation streams, an optimizer (built over
 ``problem(...)``), a budget and a seed in (``search`` does the same over a ``HarnessTarget``); a
 ``LearnedIndexResult`` out (the default and tuned measurements, the
-evaluations, how many were unsafe, every trial, the evidence). It stores nothing; ``kind.run`` stores the trials
-and the recommendation.
+evaluations, how many were unsafe, every trial, the evidence). Its trials are stored when a store is given
+(``kind.run`` gives it, and stores the recommendation).
 
 - Trial 0 is the defaults (no safety cut); every later trial runs with ``min_throughput = safety x`` the
   default's throughput: a configuration that falls below it is stopped early, told to the optimizer as
   ``failed`` with ``metrics["unsafe"] = 1``, and counted in ``unsafe_evaluations``.
-- The budget counts evaluations, the defaults' included. The loop ends early when the optimizer asks again what
-  it asked last (it has nothing new to try).
+- The budget counts evaluations, the defaults' included. The loop is the one every searching kind shares
+  (``advisor.tuning.trials.TrialLoop``): it ends early when the optimizer asks again what it asked last (it has
+  nothing new to try), and given a store it records each trial as it ends, so a killed run resumes.
 - Before the defaults' trial and before the validation, a warm-up round that is not measured.
 - Validation: ``rounds`` interleaved rounds (A B, then B A, ...) of the defaults and the best safe configuration,
   compared per operation type (``evidence.compare``: op types as ids, the mix's fractions as weights, ns per op;
@@ -21,7 +22,6 @@ and the recommendation.
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -29,7 +29,8 @@ from advisor.core.domain import Evidence, TrialResult
 from advisor.core.progress import Say, silent
 from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.learned.target import HarnessTarget, RoundFigures
-from advisor.tuning.target import TrialFailed
+from advisor.core.errors import AdvisorError
+from advisor.tuning.trials import TrialLoop, TrialRecord
 from optimizers.base import Optimizer
 from optimizers.learned_index.problem import LearnedIndexProblem
 
@@ -49,13 +50,7 @@ def operations(n_keys: int, insert: float) -> int:
     return min(n, int(INSERT_SHARE * n_keys / insert)) if insert > 0 else n
 
 
-@dataclass
-class Trial:
-    number: int
-    config: dict[str, str]
-    source: str  # "default" or the optimizer's name
-    result: TrialResult
-    duration_s: float
+Trial = TrialRecord  # a learned index's trial is the one trial record of every searching kind
 
 
 @dataclass
@@ -86,20 +81,8 @@ def problem(space, index: str, features: Sequence[float] = (), *, safety: float 
 
 
 def evaluate(target: HarnessTarget, config: Mapping[str, str]) -> TrialResult:
-    """One trial over the protocol: apply, one measured round; ns per op as the objective, the round's figures
-    as metrics (an unsafe or failed trial's too, where it got that far; none of an earlier trial's)."""
-    target.last = None
-    try:
-        target.apply(config)
-        target.measure(1)
-    except TrialFailed as e:
-        target.recover()
-        metrics = target.last.metrics() if target.last is not None else {"unsafe": 0.0}
-        target.last = None
-        return TrialResult(None, e.status, e.message, metrics=metrics)
-    figures = target.last
-    assert figures is not None
-    return TrialResult(figures.ns_per_op, metrics=figures.metrics())
+    """One trial over the protocol (``HarnessTarget.trial``): its result alone."""
+    return target.trial(config)[0]
 
 
 def figures_of(result: TrialResult) -> dict[str, float]:
@@ -109,49 +92,39 @@ def figures_of(result: TrialResult) -> dict[str, float]:
 
 def tune_index(engine, initial_keys, streams: Sequence[object], optimizer: Optimizer, budget: int, *,
                seed: int = 0, rounds: int = 5, weights: Mapping[str, float] | None = None, say: Say = silent,
-               on_trial: Callable[[Trial], None] | None = None) -> LearnedIndexResult:
+               on_trial: Callable[[Trial], None] | None = None, **stored) -> LearnedIndexResult:
     """``search`` over a harness of ``engine`` built over ``initial_keys`` running ``streams`` (the bench's entry
-    point): the optimizer's problem gives the safety fraction and the memory bound."""
+    point): the optimizer's problem gives the safety fraction and the memory bound. ``stored``: ``search``'s
+    store, run_id, target_id and resume."""
     prob: LearnedIndexProblem = optimizer.problem
     target = HarnessTarget(engine, initial_keys, list(streams), memory_limit_bytes=prob.memory_limit_bytes,
                            safety=prob.safety)
-    return search(target, optimizer, budget, rounds=rounds, weights=weights, seed=seed, say=say, on_trial=on_trial)
+    return search(target, optimizer, budget, rounds=rounds, weights=weights, seed=seed, say=say, on_trial=on_trial,
+                  **stored)
 
 
 def search(target: HarnessTarget, optimizer: Optimizer, budget: int, *, rounds: int = 5,
            weights: Mapping[str, float] | None = None, seed: int = 0, say: Say = silent,
-           on_trial: Callable[[Trial], None] | None = None) -> LearnedIndexResult:
-    """The optimizer loop (``budget`` evaluations, the defaults' first) then, with ``rounds`` > 0, the
-    validation of the best safe configuration against the defaults; see the module docstring."""
+           on_trial: Callable[[Trial], None] | None = None, store=None, run_id: str | None = None,
+           target_id: str | None = None, resume: bool = False) -> LearnedIndexResult:
+    """The one trial loop (``advisor.tuning.trials.TrialLoop``: ``budget`` evaluations, the defaults' first,
+    each stored under ``run_id`` when a ``store`` is given, and with ``resume`` the stored ones taken up again)
+    then, with ``rounds`` > 0, the validation of the best safe configuration against the defaults; see the
+    module docstring."""
     prob: LearnedIndexProblem = optimizer.problem
-    trials: list[Trial] = []
 
-    def run(config: dict[str, str], source: str) -> Trial:
-        start = time.perf_counter()
-        result = evaluate(target, config)
-        trial = Trial(len(trials), config, source, result, time.perf_counter() - start)
-        trials.append(trial)
-        optimizer.tell(tuple(prob.space.changes(config)), result)
-        shown = (f"{1e9 / result.objective:,.0f} ops/s" if result.objective else f"{result.status}: {result.reason}")
-        say(f"evaluation {trial.number + 1}/{budget} [{source}] {shown}")
-        if on_trial:
-            on_trial(trial)
-        return trial
+    def bounded(base: TrialRecord) -> None:  # the safety cut, from the defaults' throughput
+        if base.result.status != "measured":
+            raise AdvisorError(f"the index does not run with its default parameters: {base.result.reason}")
+        target.min_throughput = prob.safety * (base.result.metrics or {})["throughput_ops"]
 
+    loop = TrialLoop(store, run_id, target_id, target, optimizer, budget, say=say, on_trial=on_trial,
+                     after_default=bounded, label="evaluation")
     target.warm_up()
-    base = run(prob.space.default_config(), "default")
-    if base.result.status != "measured":
-        from advisor.core.errors import AdvisorError
-        raise AdvisorError(f"the index does not run with its default parameters: {base.result.reason}")
-    target.min_throughput = prob.safety * (base.result.metrics or {})["throughput_ops"]
-    last = None
-    while len(trials) < budget:
-        changes = optimizer.ask(1)[0]
-        if changes == last:
-            say(f"{optimizer.name} asks again what it asked last: nothing new to try after {len(trials)} evaluations")
-            break
-        last = changes
-        run(prob.config(changes), optimizer.name)
+    if resume:
+        loop.resume_from_store()
+    trials = loop.execute()
+    base = next(t for t in trials if t.source == "default")
     safe = [t for t in trials if t.result.status == "measured" and t.result.objective is not None]
     best = min(safe, key=lambda t: (t.result.objective, t.number))
     unsafe = sum(1 for t in trials if (t.result.metrics or {}).get("unsafe"))

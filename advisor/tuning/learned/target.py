@@ -15,11 +15,13 @@ stopped by the engine and the trial fails as unsafe; ``memory_limit_bytes`` boun
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from advisor.core.domain import TrialResult
 from advisor.core.errors import AdvisorError
 from advisor.core.params import ParamSpace
 from advisor.tuning.evidence import ArmRound
@@ -85,6 +87,30 @@ class HarnessTarget:
                 raise TrialFailed(f"the index could not be built: {e}") from None
             self._builds = {**dict(list(self._builds.items())[-1:]), key: built}
         self.config = full
+
+    last_ms = None  # no per-statement medians: a trial's figures are its metrics (``TrialResult.metrics``)
+
+    def trial(self, config: Mapping[str, str]) -> tuple[TrialResult, float, bool]:
+        """One trial over the protocol (the trial loop's verb): apply, one measured round; ns per op as the
+        objective, the round's figures as metrics (an unsafe or failed trial's too, where it got that far; none
+        of an earlier trial's). (result, seconds, restarted: never)."""
+        start = time.perf_counter()
+        self.last = None
+        try:
+            self.apply(config)
+            self.measure(1)
+        except TrialFailed as e:
+            self.recover()
+            metrics = self.last.metrics() if self.last is not None else {"unsafe": 0.0}
+            self.last = None
+            return TrialResult(None, e.status, e.message, metrics=metrics), time.perf_counter() - start, False
+        figures = self.last
+        assert figures is not None
+        return TrialResult(figures.ns_per_op, metrics=figures.metrics()), time.perf_counter() - start, False
+
+    def display(self, objective: float) -> str:
+        """An objective (ns per operation) in words: operations per second."""
+        return f"{1e9 / objective:,.0f} ops/s" if objective else "no throughput"
 
     def measure(self, rounds: int = 1) -> list[ArmRound]:
         out = []

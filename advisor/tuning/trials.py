@@ -1,0 +1,212 @@
+"""The one trial loop of every kind that searches (knobs on a shadow, a learned index's parameters on its harness),
+and its one trial record.
+
+A search (``TrialLoop``) runs the defaults first (the baseline every trial is compared with), then the seeds, then
+the optimizer's asks, until the budget of trials is spent, or early when the optimizer asks again what it asked
+last (it has nothing new to try). Every trial is told to the optimizer and, when the loop has a store, stored as it
+ends with the optimizer's state, so a killed run resumes where it stopped (``resume_from_store``): the optimizer
+continues from its stored state when that covers every stored trial, else it is told the stored trials again.
+
+The target is any ``SearchTarget``: the trial-target protocol (``advisor.tuning.target``) plus ``trial(config)``
+(one measured trial: its result, seconds, whether it restarted), ``last_ms`` (each statement's or operation type's
+median in the last trial, or None), ``display(objective)`` (the objective in words) and ``space`` (the
+configurations: ``default_config``, ``changes``, ``repair``, ``violations``). A trial's per-item medians are
+turned into ratios to the baseline trial's (``TrialResult.ratios``), so a constraint-aware search learns which
+configurations slow something down as the guard would see it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from advisor.core.domain import TrialResult
+from advisor.core.progress import Say, silent
+
+MIN_ABS_MS = 1.0  # as the guard (advisor.tuning.evidence): a statement slower by less than this did not regress
+
+
+def statement_ratios(statement_ms: Mapping[str, float] | None, baseline_ms: Mapping[str, float] | None,
+                     min_abs_ms: float = MIN_ABS_MS) -> dict[str, float] | None:
+    """Each statement's time over its baseline time; a slowdown under ``min_abs_ms`` counts as 1.0 (the guard
+    ignores it too). None when either side is unknown.
+
+    >>> statement_ratios({"a": 30.0, "b": 0.4, "c": 5.0}, {"a": 20.0, "b": 0.2, "c": 10.0})
+    {'a': 1.5, 'b': 1.0, 'c': 0.5}
+    """
+    if not statement_ms or not baseline_ms:
+        return None
+    out = {}
+    for key, base in baseline_ms.items():
+        ms = statement_ms.get(key)
+        if ms is None or not base or base <= 0 or not math.isfinite(ms):
+            continue
+        ratio = ms / base
+        out[key] = round(min(ratio, 1.0) if ms - base < min_abs_ms else ratio, 4)
+    return out or None
+
+
+@dataclass
+class TrialRecord:
+    """One trial: its number in the run, the full configuration, where it came from (``default``, ``seed:...``
+    or the optimizer's name), its result, seconds, whether it restarted the target, and each statement's (or
+    operation type's) median in it."""
+
+    number: int
+    config: dict[str, str]
+    source: str
+    result: TrialResult
+    duration_s: float
+    restarted: bool = False
+    statement_ms: dict[str, float] | None = None
+
+    def slows_a_statement(self, max_slowdown: float | None = None) -> bool:
+        """Whether some statement ran ``max_slowdown`` (default: the guard's regression threshold) or more slower
+        than at baseline in this trial's pass."""
+        if max_slowdown is None:
+            from advisor.tuning.validation import ValidationOptions
+
+            max_slowdown = ValidationOptions().regression_threshold
+        worst = self.result.worst_ratio
+        return worst is not None and worst >= 1.0 + max_slowdown
+
+
+class SearchTarget(Protocol):
+    space: Any
+    last_ms: dict[str, float] | None
+
+    def trial(self, config: Mapping[str, str]) -> tuple[TrialResult, float, bool]: ...
+
+    def display(self, objective: float) -> str: ...
+
+
+@dataclass
+class TrialLoop:
+    """A search over ``trials`` (a ``SearchTarget``) by ``optimizer`` within ``budget`` trials (baseline and seeds
+    included). ``store``/``run_id``/``target_id``: where each trial is recorded (None: not recorded, no resume).
+    ``after_default``: called with the baseline trial (a learned index sets its safety bound from it);
+    ``label``: what a trial is called in progress lines."""
+
+    store: Any
+    run_id: str | None
+    target_id: str | None
+    trials: SearchTarget
+    optimizer: Any
+    budget: int
+    seeds: Sequence[Any] = ()
+    say: Say = silent
+    records: list[TrialRecord] = field(default_factory=list)
+    on_trial: Callable[[TrialRecord], None] | None = None
+    after_default: Callable[[TrialRecord], None] | None = None
+    label: str = "trial"
+
+    @property
+    def space(self):
+        return self.trials.space
+
+    def resume_from_store(self) -> None:
+        """Load the trials already stored for this run; the optimizer continues from its stored state when that
+        state covers every stored trial (exactly where it stopped), else it is told the trials again."""
+        if self.store is None or self.run_id is None:
+            return
+        saved = self.store.run(self.run_id).get("optimizer_state") or {}
+        told: list[TrialRecord] = []
+        for row in self.store.trials(self.run_id):
+            if row.get("config") is None:
+                continue
+            result = TrialResult(row["objective"], row["status"], row.get("reason") or "",
+                                 metrics=row.get("metrics") or None)
+            rec = TrialRecord(int(row["number"]), dict(row["config"]), row.get("source") or "", result,
+                              row.get("duration_s") or 0.0, statement_ms=row.get("statements"))
+            self.records.append(rec)
+            told.append(rec)
+        reference = self.reference_ms()
+        for rec in told:  # ratios to the baseline trial (none for trials stored before per-statement times were)
+            if rec.result.status == "measured":
+                rec.result = replace(rec.result, ratios=statement_ratios(rec.statement_ms, reference))
+        if saved and saved.get("trials") == len(told):
+            self.optimizer.restore(saved)
+        else:
+            for rec in told:
+                self.optimizer.tell(tuple(self.space.changes(rec.config)), rec.result)
+        if self.records:
+            self.say(f"resuming run {self.run_id}: {len(self.records)} {self.label}(s) already done")
+            base = self.baseline()
+            if base is not None and self.after_default is not None:
+                self.after_default(base)
+
+    def reference_ms(self) -> dict[str, float] | None:
+        """Per-statement medians of the run's baseline trial (the defaults), which ratios are taken to."""
+        base = self.baseline()
+        return base.statement_ms if base else None
+
+    def _record(self, config: dict[str, str], source: str, result: TrialResult, duration: float,
+                restarted: bool, statement_ms: dict[str, float] | None = None) -> TrialRecord:
+        if result.status == "measured" and statement_ms:
+            reference = self.reference_ms() or (statement_ms if source == "default" else None)
+            result = replace(result, ratios=statement_ratios(statement_ms, reference))
+        rec = TrialRecord(len(self.records), config, source, result, duration, restarted, statement_ms)
+        self.records.append(rec)
+        self.optimizer.tell(tuple(self.space.changes(config)), result)
+        if self.store is not None and self.run_id is not None:
+            self.store.add_trial(self.target_id, self.run_id, self.optimizer.name, self.space.changes(config), None,
+                                 result.status, result.reason or None, number=rec.number, config=config,
+                                 objective=result.objective, source=source, duration_s=duration,
+                                 statements=statement_ms, error=result.error or None,
+                                 metrics=result.metrics or None)
+            self.store.update_run(self.run_id, optimizer_state={**self.optimizer.state(), "trials": len(self.records)})
+        best = self.best()
+        status = (self.trials.display(result.objective) if result.objective is not None
+                  else f"{result.status}: {result.reason}")
+        self.say(f"{self.label} {rec.number + 1}/{self.budget} [{source}] {status}"
+                 + (f"; best {self.trials.display(best.result.objective)}" if best else "")
+                 + (" (restart)" if restarted else ""))
+        if self.on_trial:
+            self.on_trial(rec)
+        return rec
+
+    def run_config(self, config: dict[str, str], source: str) -> TrialRecord:
+        fixed, notes = self.space.repair(config)
+        still = self.space.violations(fixed)
+        if still:
+            return self._record(fixed, source, TrialResult(None, "infeasible", "; ".join(v.message for v in still)),
+                                0.0, False)
+        if notes:
+            self.say(f"adjusted to fit the constraints: {'; '.join(notes)}")
+        result, duration, restarted = self.trials.trial(fixed)
+        return self._record(fixed, source, result, duration, restarted, self.trials.last_ms)
+
+    def execute(self) -> list[TrialRecord]:
+        """Run trials until the budget is spent; returns every trial of the run (resumed ones included)."""
+        done_sources = [r.source for r in self.records]
+        if "default" not in done_sources and len(self.records) < self.budget:
+            base = self.run_config(self.space.default_config(), "default")
+            if self.after_default is not None:
+                self.after_default(base)
+        for i, seed in enumerate(self.seeds):
+            if len(self.records) >= self.budget:
+                break
+            if sum(1 for s in done_sources if s.startswith("seed:")) > i:
+                continue
+            self.run_config({**self.space.default_config(), **seed.config}, f"seed:{seed.source}")
+        last = None
+        while len(self.records) < self.budget:
+            current = getattr(self.trials, "current", None)
+            config = self.optimizer.ask(1, current=tuple(self.space.changes(current)) if current else None)[0]
+            if config == last:
+                self.say(f"{self.optimizer.name} asks again what it asked last: nothing new to try, the run ends "
+                         f"after {len(self.records)} of {self.budget} {self.label}s")
+                break
+            last = config
+            self.run_config({**self.space.default_config(), **{c.name: c.value for c in config}},
+                            self.optimizer.name)
+        return self.records
+
+    def best(self) -> TrialRecord | None:
+        ok = [r for r in self.records if r.result.status == "measured" and r.result.objective is not None]
+        return min(ok, key=lambda r: (r.result.objective, r.number)) if ok else None
+
+    def baseline(self) -> TrialRecord | None:
+        return next((r for r in self.records if r.source == "default" and r.result.status == "measured"), None)
