@@ -352,6 +352,8 @@ def bench_latency(engines: Annotated[str, typer.Option(help="comma-separated: po
                   = "1",
                   clones: Annotated[int, typer.Option(help="thin clones timed per size", min=1)] = 3,
                   copies: Annotated[bool, typer.Option(help="time the full and sampled copies beside them")] = True,
+                  oneoff: Annotated[bool, typer.Option(help="time the first one-off rewrite after `targets add "
+                                                            "--replica`, as a new user runs it")] = True,
                   out: Annotated[str, typer.Option(help="directory for latency.json and the plot")] =
                   "bench-results/latency",
                   json_out: JsonFlag = False) -> None:
@@ -364,7 +366,7 @@ def bench_latency(engines: Annotated[str, typer.Option(help="comma-separated: po
     except ValueError:
         raise typer.BadParameter(f"scales must be comma-separated numbers, got {scales!r}") from None
     options = LatencyBenchOptions(engines=_names([engines]), scales=sizes, clones=clones, copies=copies,
-                                  out_dir=out)
+                                  oneoff=oneoff, out_dir=out)
     doc = run(options, say=reporter())
     _bench_report(doc, json_out, table, out, "latency.json", "latency.png")
 
