@@ -148,10 +148,10 @@ class ReplicasMixin:
 
     # --- a run's shadows -------------------------------------------------------------------------------------
 
-    def shadows_for(self, name: str | None, dsn: str, say: Say) -> Shadows:
-        """Where a run on the target called ``name`` (reached at ``dsn``) takes its shadows: thin clones of its
-        ready replica (the target's position read now, before the run observes it), else full copies. A target
-        without a replica is not connected to here."""
+    def shadows_for(self, name: str | None, connector, say: Say) -> Shadows:
+        """Where a run on the target called ``name`` (reached through the run's one ``connector``) takes its
+        shadows: thin clones of its ready replica (the target's position read now, before the run observes it),
+        else full copies. A target without a replica is not connected to here."""
         try:
             recorded = self.store.replica(self.store.target(name)["id"]) if name else None
         except NotFound:  # observed by hand under a name not stored yet
@@ -164,7 +164,7 @@ class ReplicasMixin:
             replica = self._open(recorded)
         except AdvisorError as e:
             return Shadows(unavailable=f"the warm replica is unavailable: {e}")
-        return Shadows.of_replica(replica, factory.connector(dsn), say)
+        return Shadows.of_replica(replica, connector, say)
 
 
 def _mounted_under(directory: Path) -> bool:

@@ -143,7 +143,7 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
                 opened.append(found)
             return found
 
-        shadows = self._shadows(entry, dsn, name, plan)
+        shadows = self._shadows(entry, connector, name, plan)
         try:
             # no step of any pipeline silent past the heartbeat: one that does not report on its own (a model's
             # first episodes, a solver, a screening pass) is said to be still at work
@@ -178,14 +178,14 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
             self.store.update_run(rid, state="done", result=self.outcome(entry, result))
         return result
 
-    def _shadows(self, entry, dsn: str, name: str | None, plan: RunPlan):
+    def _shadows(self, entry, connector, name: str | None, plan: RunPlan):
         """Where the run's shadows come from (a thin clone of the target's warm replica, a full or a sampled
         copy), said first in the run's header; the replica's position is read here, before the run observes."""
         from advisor.tuning.shadows import Shadows
 
         if not entry.uses_shadows:
             return Shadows()
-        shadows = self.shadows_for(name, dsn, self.say)
+        shadows = self.shadows_for(name, connector, self.say)
         self.say(f"shadows: {shadows.planned(plan.sample_percent)['line']}")
         return shadows
 

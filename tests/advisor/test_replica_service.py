@@ -93,7 +93,7 @@ def test_a_run_on_a_target_with_a_replica_takes_a_thin_clone_holding_the_latest_
 
         # the source itself: a row written, then the position read, then a clone holds it
         run(dsn, "INSERT INTO fresh VALUES (100000, 1)")
-        shadows = service.shadows_for("shop", dsn, lines.append)
+        shadows = service.shadows_for("shop", factory.connector(dsn), lines.append)
         with shadows.clone(factory.connector(dsn)) as shadow:
             assert scalar(shadow.dsn, "SELECT count(*) FROM fresh WHERE id = 100000") == 1
             assert shadow.method == "thin clone"
