@@ -6,6 +6,10 @@ A statement that exceeds ``statement_timeout_ms`` is recorded as a timeout with 
 latency; any other error is recorded as the typed error it is (``StatementFailed``, ``TargetUnreachable``), so
 callers decide by its type, never by its words. Warm-up passes run first and are not recorded. Replay takes the
 run's connector (opened once by the service), never a DSN: it opens sessions on it and nothing else.
+
+``caps_ms`` cuts single statements sooner than the session's timeout (a candidate that runs many times slower
+than its baseline need not run to its end to be known slower): the statement is cancelled (``Session.cancel``)
+when its cap passes, and recorded as a timeout at its cap.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from advisor.core.errors import AdvisorError, StatementFailed, StatementTimeout, TargetUnreachable
@@ -27,6 +31,7 @@ class ReplayOptions:
     repeats: int = 1  # measured executions of each statement
     warmup: int = 1  # unmeasured executions of each statement first
     statement_timeout_ms: int = 60_000
+    caps_ms: Mapping[str, float] | None = None  # queryid -> a cut sooner than the timeout (warm-ups included)
 
 
 @dataclass
@@ -49,6 +54,34 @@ class ReplayResult:
 
 
 Progress = Callable[[int, int], None]
+
+
+class _Cut:
+    """Cancels ``session``'s statement when ``cap_ms`` passes, unless ``stop`` came first; ``stop`` says whether
+    it fired (then the statement's timeout was the cap's)."""
+
+    def __init__(self, session: Session, cap_ms: float):
+        self.lock = threading.Lock()
+        self.running, self.fired = True, False
+        self.session = session
+        self.timer = threading.Timer(max(cap_ms, 1.0) / 1000.0, self._fire)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _fire(self) -> None:
+        with self.lock:
+            if not self.running:
+                return
+            self.fired = True
+        self.session.cancel()
+
+    def stop(self) -> bool:
+        with self.lock:
+            self.running = False
+        self.timer.cancel()
+        if self.fired:  # the cancel is sent before the session runs anything else
+            self.timer.join()
+        return self.fired
 
 
 def replay(connector: Connector, statements: Sequence[BoundStatement], options: ReplayOptions = ReplayOptions(),
@@ -87,6 +120,8 @@ def replay(connector: Connector, statements: Sequence[BoundStatement], options: 
                     return
                 start = time.perf_counter()
                 outcome: AdvisorError | str | None = None
+                cap = (options.caps_ms or {}).get(st.queryid)
+                cut = _Cut(session, cap) if cap is not None and cap < options.statement_timeout_ms else None
                 try:
                     session.run(st.sql, rollback=st.is_write)  # a write inside a transaction rolled back
                 except StatementTimeout:
@@ -98,6 +133,8 @@ def replay(connector: Connector, statements: Sequence[BoundStatement], options: 
                     session = connector.session(options.statement_timeout_ms)
                 except StatementFailed as e:
                     outcome = e
+                finally:
+                    fired = cut is not None and cut.stop()
                 elapsed = (time.perf_counter() - start) * 1000.0
                 with lock:
                     if measured:
@@ -105,7 +142,8 @@ def replay(connector: Connector, statements: Sequence[BoundStatement], options: 
                             result.samples.setdefault(st.queryid, []).append(elapsed)
                         elif outcome == "timeout":
                             result.timeouts[st.queryid] = result.timeouts.get(st.queryid, 0) + 1
-                            result.samples.setdefault(st.queryid, []).append(float(options.statement_timeout_ms))
+                            result.samples.setdefault(st.queryid, []).append(
+                                float(cap) if fired else float(options.statement_timeout_ms))
                         else:
                             result.errors.setdefault(st.queryid, []).append(outcome)
                     done[0] += 1

@@ -74,6 +74,7 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
         timed = [s for s in statements if s.queryid not in same]
         once = _time_once(shadow, [s for s in statements if s.queryid in same], warm, say)
         left: dict[str, dict[str, list[float]]] = {}  # a settled statement's samples per arm, for later rounds
+        cut = _Caps(timed) if _through_plans(changes, options) else None
 
         def run(arm: str, i: int) -> ArmRound:
             if arm == "B" and state["applied"] is None:
@@ -82,7 +83,12 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
                 shadow.connector.revert(state["applied"])
                 state["applied"] = None
             now = [s for s in timed if s.queryid not in left]
-            result = replay(shadow.connector, now, warm if i == 0 else warmed) if now else None
+            pass_options = warm if i == 0 else warmed
+            if cut is not None and arm == "B":  # a candidate run past CAP_FACTOR x its baseline is known slower
+                pass_options = replace(pass_options, caps_ms=cut.caps())
+            result = replay(shadow.connector, now, pass_options) if now else None
+            if cut is not None and result is not None:
+                cut.saw(arm, result)
             if result is not None:
                 say(f"round {i + 1} (at most {options.rounds}) {'baseline' if arm == 'A' else 'candidate'}: "
                     f"{result.wall_ms / 1000:.1f}s")
@@ -113,7 +119,9 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
         evidence = replace(evidence, statements=tuple(replace(s, same_plan=same.get(s.queryid, ""))
                                                       for s in evidence.statements))
     line = measured.line() + (f"; {len(same)} of {len(statements)} statements kept their plan and were timed once"
-                              if same else "") + (f"; {len(left)} left the later rounds settled" if left else "")
+                              if same else "") + (f"; {len(left)} left the later rounds settled" if left else "") \
+        + (f"; {len(cut.cut)} cut at {CAP_FACTOR:g}x their baseline time under the candidate"
+           if cut is not None and cut.cut else "")
     return replace(evidence, measured=line)
 
 
@@ -140,6 +148,46 @@ def leaving(evidence: Evidence, rounds: dict[str, list[ArmRound]], skip: set[str
             out[s] = {arm: [statistics.median(x for r in rounds[arm] for x in r.samples.get(s.queryid, ()))]
                       for arm in ("A", "B")}
     return out
+
+
+CAP_FACTOR = 3.0  # a candidate statement this many times slower than its baseline is cut there: a regression
+CAP_FLOOR_MS = (1000.0, 100.0)  # the least cap: from the target's observed time, from the shadow's baseline
+
+
+class _Caps:
+    """Per statement, where a candidate pass cuts it: ``CAP_FACTOR`` x its baseline time (the median of the
+    baseline passes so far, or before any, the target's observed mean time), at least ``CAP_FLOOR_MS``. A cut
+    statement's sample is its cap (a censored time: ``CAP_FACTOR`` x slower at least, so a regression); ``cut``
+    names the statements cut.
+
+    >>> from workloads.binding import BoundStatement
+    >>> caps = _Caps([BoundStatement("q", "", "", 1, "literal", False, mean_ms=2000.0),
+    ...               BoundStatement("r", "", "", 1, "literal", False)])
+    >>> caps.caps()
+    {'q': 6000.0}
+    >>> caps.saw("A", ReplayResult(samples={"q": [10.0, 12.0], "r": [50.0]}))
+    >>> caps.caps()
+    {'q': 100.0, 'r': 150.0}
+    """
+
+    def __init__(self, statements: Sequence[BoundStatement]):
+        self.observed = {s.queryid: s.mean_ms for s in statements if s.mean_ms > 0}
+        self.baseline: dict[str, list[float]] = {}
+        self.cut: set[str] = set()
+
+    def caps(self) -> dict[str, float]:
+        out = {q: max(CAP_FLOOR_MS[0], CAP_FACTOR * ms) for q, ms in self.observed.items()}
+        out.update({q: max(CAP_FLOOR_MS[1], CAP_FACTOR * statistics.median(v)) for q, v in self.baseline.items()
+                    if v})
+        return out
+
+    def saw(self, arm: str, result: ReplayResult) -> None:
+        if arm == "A":
+            for q, v in result.samples.items():
+                if not result.timeouts.get(q):
+                    self.baseline.setdefault(q, []).extend(v)
+        else:
+            self.cut.update(q for q, n in result.timeouts.items() if n)
 
 
 def _through_plans(changes: Sequence[Change], options: ValidationOptions) -> bool:

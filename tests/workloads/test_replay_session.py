@@ -48,3 +48,19 @@ def test_replay_and_loaders_take_the_runs_connector_never_a_dsn(db):
     with pytest.raises(TypeError, match="connector"):  # the loaders too
         tpch.load(db, 0.01)
     assert scalar(db, "SELECT count(*) FROM pg_tables WHERE tablename = 'lineitem'") == 0  # refused before work
+
+
+@pytest.mark.parametrize("engine", ["postgres", "mariadb"])
+def test_a_capped_statement_is_cut_at_its_cap_and_the_next_one_runs_whole(engine, request):
+    """``caps_ms`` cuts one statement sooner than the session's timeout (a 3 s sleep at 300 ms): it is recorded
+    as a timeout at its cap, and the statements after it on the same session run to their end (the cut never
+    lands on them)."""
+    dsn = request.getfixturevalue("db") if engine == "postgres" else request.getfixturevalue("maria").dsn()
+    sleep = "SELECT pg_sleep(3)" if engine == "postgres" else "SELECT SLEEP(3)"
+    short = "SELECT pg_sleep(0.4)" if engine == "postgres" else "SELECT SLEEP(0.4)"
+    items = [_item("long", sleep), _item("short", short), _item("one", "SELECT 1")]
+    result = replay(factory.connector(dsn), items, ReplayOptions(repeats=2, warmup=0, statement_timeout_ms=10_000,
+                                                                caps_ms={"long": 300.0, "short": 2000.0}))
+    assert result.samples["long"] == [300.0, 300.0] and result.timeouts == {"long": 2}
+    assert all(350 < ms < 2000 for ms in result.samples["short"]) and len(result.samples["one"]) == 2
+    assert not result.errors
