@@ -35,7 +35,7 @@ import numpy as np
 from advisor.bench import index_generated, index_sources
 from advisor.core.domain import IndexChange
 from advisor.core.hardware import detect
-from advisor.core.progress import Say, silent
+from advisor.core.progress import Say, heartbeat, silent
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
 from advisor.tuning.indexes import sizing as index_sizing
@@ -181,8 +181,9 @@ class WorkloadBench:
         plan = IndexPlan(advisor, budget_mb, o.seed, validation=ValidationOptions(
             rounds=o.validation_rounds, statement_timeout_ms=o.statement_timeout_ms), max_statements=60,
             options=options).check()
-        result = tune_indexes(service.store, factory.connector(dsn), obs, plan,
-                              model_dir=service.model_dir(obs.target_id), say=self.say)
+        with heartbeat(self.say, f"advising with {advisor}") as say:  # a solver or a training is not silent
+            result = tune_indexes(service.store, factory.connector(dsn), obs, plan,
+                                  model_dir=service.model_dir(obs.target_id), say=say)
         run = AdvisorRun(advisor, advise_s=round(time.perf_counter() - started, 1), chosen=len(result.chosen),
                          whatif_rc=result.whatif.get("relative_cost"), message=result.message,
                          baselines={k: round(v, 5) for k, v in result.whatif.get("baselines", {}).items()},
