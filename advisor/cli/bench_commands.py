@@ -49,7 +49,7 @@ def bench_knobs(workloads: Annotated[str, typer.Option(help="comma-separated: jo
                                  param_hint="--workloads")
     options = BenchOptions(workloads=names, trials=trials, repeats=repeats, surrogate_seeds=surrogate_seeds,
                            seed=seed, out_dir=out, mode=mode, design=design, design_from=design_from, engine=engine)
-    _bench_report(KnobBench(options, say=reporter()).run(), json_out, table, out, "knobs.json", "knobs-convergence.png")
+    _bench_report(KnobBench(options, say=reporter(watch=True)).run(), json_out, table, out, "knobs.json", "knobs-convergence.png")
 
 
 @bench_app.command("indexes")
@@ -134,7 +134,7 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
             engine=engine)
         pictures = (["workloads.png"] if any(not w.startswith("gen-") for w in chosen) else []) + \
             (["workloads-generated.png"] if any(w.startswith("gen-") for w in chosen) else [])
-        _bench_report(WorkloadBench(others, say=reporter()).run(), json_out, workloads_table, out, "workloads.json",
+        _bench_report(WorkloadBench(others, say=reporter(watch=True)).run(), json_out, workloads_table, out, "workloads.json",
                       *pictures)
         return
     try:
@@ -147,7 +147,7 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
                                 episodes=episodes, samples=samples, device=device, rounds=rounds, real=real, seed=seed,
                                 out_dir=out,
                                 reward=reward, engine=engine)
-    _bench_report(IndexBench(options, say=reporter()).run(), json_out, table, out, "indexes.json", "indexes-rc.png")
+    _bench_report(IndexBench(options, say=reporter(watch=True)).run(), json_out, table, out, "indexes.json", "indexes-rc.png")
     if len(chosen) > 1:
         bench_indexes(workloads=",".join(w for w in chosen if w != "tpch"), app_scale=app_scale, job_scale=job_scale,
                       tpcds_scale=tpcds_scale, generated=generated, schemas=schemas, seeds=seeds,
@@ -195,7 +195,7 @@ def bench_rewrite(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
                                   statement_timeout_ms=statement_timeout_ms, seed=seed, out_dir=out,
                                   only=_names([only]), engine=engine)
     if not generated:
-        _bench_report(RewriteBench(options, say=reporter()).run(), json_out, table, out, "rewrite.json",
+        _bench_report(RewriteBench(options, say=reporter(watch=True)).run(), json_out, table, out, "rewrite.json",
                       "rewrite.png")
         return
     from advisor.bench.rewrite_corpus import REWRITE_FAMILIES, CorpusOptions, GeneratedRewriteBench
@@ -206,7 +206,7 @@ def bench_rewrite(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
                            families=_names([families]) or REWRITE_FAMILIES, job_scale=job_scale,
                            tpcds_scale=tpcds_scale)
     try:
-        bench = GeneratedRewriteBench(options, corpus, say=reporter())
+        bench = GeneratedRewriteBench(options, corpus, say=reporter(watch=True))
     except ValueError as e:
         raise typer.BadParameter(str(e)) from None
     _bench_report(bench.run(), json_out, corpus_table, out, "rewrite-generated.json", "rewrite-generated.png")
@@ -279,9 +279,9 @@ def bench_learned_index(
         drift=drift, drift_dataset=drift_dataset, drift_from=drift_from, drift_to=drift_to, drift_phases=drift_phases,
         drift_ops=drift_ops, drift_budget=drift_budget, online_budget=online_budget, out_dir=out)
     if meta_train_only:
-        _emit_json(time_meta(options, say=reporter()))
+        _emit_json(time_meta(options, say=reporter(watch=True)))
         return
-    _bench_report(LearnedIndexBench(options, say=reporter()).run(), json_out, table, out, "learned-index.json",
+    _bench_report(LearnedIndexBench(options, say=reporter(watch=True)).run(), json_out, table, out, "learned-index.json",
                   "learned-index.png", *(["learned-index-drift.png"] if drift else []))
 
 
@@ -301,7 +301,7 @@ def bench_service(clients: Annotated[int, typer.Option(help="concurrent API clie
     """The server's targets: p99 of GET /api/recommendations with concurrent clients during a tuning run, and
     the throughput cost of observing a database (pgbench with observation off and on, one run)."""
     doc: dict = {}
-    say = reporter()
+    say = reporter(watch=True)
     if api:
         from advisor.bench.api import ApiBenchOptions, run_api_bench, table as api_table
 
@@ -338,7 +338,7 @@ def bench_faults(faults: Annotated[str, typer.Option(help="comma-separated subse
     from advisor.bench.faults import FaultBenchOptions, run_fault_bench, table
 
     options = FaultBenchOptions(faults=_names([faults]), out_dir=out, keep=keep, engine=engine)
-    doc = run_fault_bench(options, say=reporter())
+    doc = run_fault_bench(options, say=reporter(watch=True))
     _bench_report(doc, json_out, table, out, "faults.json", "faults.png")
     failed = [f["name"] for f in doc["faults"] if f["verdict"] == "FAILED"]
     if failed or any(doc["lost"].values()):
@@ -367,7 +367,7 @@ def bench_latency(engines: Annotated[str, typer.Option(help="comma-separated: po
         raise typer.BadParameter(f"scales must be comma-separated numbers, got {scales!r}") from None
     options = LatencyBenchOptions(engines=_names([engines]), scales=sizes, clones=clones, copies=copies,
                                   oneoff=oneoff, out_dir=out)
-    doc = run(options, say=reporter())
+    doc = run(options, say=reporter(watch=True))
     _bench_report(doc, json_out, table, out, "latency.json", "latency.png")
 
 
@@ -381,5 +381,5 @@ def bench_models(scratch_episodes: Annotated[int, typer.Option(help="episodes of
     adapts them, and against a policy trained from scratch per schema (quality and training seconds)."""
     from advisor.bench.models import ModelBenchOptions, run, table
 
-    doc = run(ModelBenchOptions(scratch_episodes=scratch_episodes, out_dir=out), say=reporter())
+    doc = run(ModelBenchOptions(scratch_episodes=scratch_episodes, out_dir=out), say=reporter(watch=True))
     _bench_report(doc, json_out, table, out, "models.json", "models.png")

@@ -30,7 +30,7 @@ def train(kinds: Annotated[str, typer.Option(help=f"comma-separated: {', '.join(
     from advisor.tuning.pretrained import train_shipped
 
     doc = train_shipped(_names([kinds]), seed=seed, episodes=episodes, out=Path(out) if out else None,
-                        device=device, say=reporter())
+                        device=device, say=reporter(watch=True))
     stats = doc["rewrites"]
     path = stats["model"]
     if json_out:

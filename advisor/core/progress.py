@@ -13,14 +13,28 @@ from collections.abc import Callable, Iterator
 Say = Callable[[str], None]
 
 
-def reporter(stream=None, quiet: bool = False) -> Say:
+def reporter(stream=None, quiet: bool = False, watch: bool = False) -> Say:
+    """Progress lines ``[  12.3s] message`` on ``stream`` (stderr). With ``watch`` (a command that runs long work
+    it does not narrate itself: the benches, training), a watchdog for the process's life says ``still working``
+    whenever nothing was said for ``HEARTBEAT_S`` seconds."""
     start = time.monotonic()
     out = stream or sys.stderr
+    last = [start]
 
     def say(message: str) -> None:
+        last[0] = time.monotonic()
         if not quiet:
-            print(f"[{time.monotonic() - start:7.1f}s] {message}", file=out, flush=True)
+            print(f"[{last[0] - start:7.1f}s] {message}", file=out, flush=True)
 
+    def watchdog() -> None:
+        while True:
+            time.sleep(max(0.05, last[0] + HEARTBEAT_S - time.monotonic()))
+            silent_s = time.monotonic() - last[0]
+            if silent_s >= HEARTBEAT_S:
+                say(f"still working ({silent_s:.0f} s since the last line)")
+
+    if watch and not quiet:
+        threading.Thread(target=watchdog, daemon=True, name="progress-watchdog").start()
     return say
 
 

@@ -67,3 +67,24 @@ def test_the_cli_entry_keeps_library_warnings_off_the_terminal_but_not_our_own()
     assert "probe ran" in out.stdout
     assert "Sobol" not in out.stderr and "power of 2" not in out.stderr
     assert "a warning of our own" in out.stderr  # the filters are narrow: the project's own warnings still show
+
+
+def test_a_watched_reporter_says_it_is_still_working_when_nothing_else_speaks():
+    """The benches' and training's reporter (``reporter(watch=True)``): a long call that says nothing is followed
+    by a ``still working`` line after the heartbeat's wait, not by silence (waited for, not timed)."""
+    import io
+    import time
+
+    from advisor.core.progress import reporter
+
+    out = io.StringIO()
+    say = reporter(out, watch=True)
+    say("training")
+    deadline = time.monotonic() + 60
+    while "still working (" not in out.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    lines = out.getvalue().splitlines()
+    assert lines[0].endswith("] training") and "still working (" in lines[1] and "since the last line)" in lines[1]
+    quiet = io.StringIO()
+    reporter(quiet, quiet=True, watch=True)("nothing shown")
+    assert quiet.getvalue() == ""
