@@ -8,7 +8,8 @@ Three methods, chosen here and named in the run's header and its JSON (``doc``):
   holds what the observation saw; when it does not get there in time, the run says how far behind it is and goes
   on. A thin clone that fails falls back to a full copy, said so;
 - a **full copy** (the engine's dump and restore) when there is no replica, or it cannot be used (said why);
-- a **sampled copy** when the run asks for ``--sample-percent``: its figures carry the sampling error.
+- a **sampled copy** when the run asks for ``--sample-percent``: each validation's figures carry the error its
+  sample implies (``validation.sampling_error``: the gain weighted by the target's own statement times beside it).
 """
 
 from __future__ import annotations

@@ -121,7 +121,7 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
     line = measured.line() + (f"; {len(same)} of {len(statements)} statements kept their plan and were timed once"
                               if same else "") + (f"; {len(left)} left the later rounds settled" if left else "") \
         + (f"; {len(cut.cut)} cut at {CAP_FACTOR:g}x their baseline time under the candidate"
-           if cut is not None and cut.cut else "")
+           if cut is not None and cut.cut else "") + sampling_error(evidence, statements, shadow)
     return replace(evidence, measured=line)
 
 
@@ -148,6 +148,36 @@ def leaving(evidence: Evidence, rounds: dict[str, list[ArmRound]], skip: set[str
             out[s] = {arm: [statistics.median(x for r in rounds[arm] for x in r.samples.get(s.queryid, ()))]
                       for arm in ("A", "B")}
     return out
+
+
+def sampling_error(evidence: Evidence, statements: Sequence[BoundStatement], shadow: Shadow) -> str:
+    """On a sampled copy, what its sample implies for the gain, said beside it: a sample shrinks statements
+    unevenly (a scan by the sample's share, a lookup hardly at all), so the shadow's mix of statement times is not
+    the target's. Each statement's measured ratio weighted by the target's own time for it (calls x its observed
+    mean) gives the gain the target's mix implies; the difference to the measured gain is the error the sampling
+    implies. "" on any other shadow, or when the target's times are known for under half of the workload.
+
+    >>> from advisor.core.domain import StatementEvidence
+    >>> st = lambda q, ratio: StatementEvidence(q, "", 1.0, 10.0, 10.0 * ratio, ratio, (ratio, ratio), False)
+    >>> ev = Evidence(3, (), (), 0.45, (0.4, 0.5), (st("scan", 0.1), st("lookup", 1.0)), 0.02, 0.1)
+    >>> bound = [BoundStatement("scan", "", "", 1, "literal", False, mean_ms=100.0),
+    ...          BoundStatement("lookup", "", "", 1, "literal", False, mean_ms=900.0)]
+    >>> print(sampling_error(ev, bound, Shadow(None, None, "db", method="sampled copy"))[2:])
+    on the sampled copy the gain is +45.0%, with the target's own statement times +9.0% (the sampling implies an error of 36.0 points)
+    """
+    if shadow.method != "sampled copy":
+        return ""
+    observed = {s.queryid: s.weight * s.mean_ms for s in statements if s.mean_ms > 0}
+    rows = [(observed[s.queryid], s.ratio) for s in evidence.statements
+            if s.queryid in observed and s.ratio == s.ratio and s.ratio > 0]
+    total = sum(observed.values())
+    if not rows or len(rows) * 2 < len(evidence.statements) or total <= 0:
+        return ""
+    weight = sum(w for w, _ in rows)
+    target_gain = 1.0 - sum(w * r for w, r in rows) / weight
+    return (f"; on the sampled copy the gain is {evidence.gain:+.1%}, with the target's own statement times "
+            f"{target_gain:+.1%} (the sampling implies an error of {abs(target_gain - evidence.gain) * 100:.1f} "
+            "points)")
 
 
 CAP_FACTOR = 3.0  # a candidate statement this many times slower than its baseline is cut there: a regression
