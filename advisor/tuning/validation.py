@@ -103,7 +103,7 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
             evidence = compare(rounds["A"], rounds["B"], weights, sql, min_gain=options.min_gain,
                                regression_threshold=options.regression_threshold,
                                min_time_share=options.min_time_share, min_call_share=options.min_call_share)
-            if options.settled_leave and len(timed) > 1:
+            if options.settled_leave and len(timed) > 1 and len(rounds["A"]) < options.rounds:
                 for s, medians in leaving(evidence, rounds, set(same) | set(left), options).items():
                     left[s.queryid] = medians
                     say(f"{shorten(s.sql, 50)}: settled at {s.ratio:.2f}x (interval {s.ratio_ci[0]:.2f} .. "
