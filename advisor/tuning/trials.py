@@ -117,7 +117,7 @@ class TrialLoop:
             if row.get("config") is None:
                 continue
             result = TrialResult(row["objective"], row["status"], row.get("reason") or "",
-                                 metrics=row.get("metrics") or None)
+                                 metrics=row.get("metrics") or None, error=row.get("error") or "")
             rec = TrialRecord(int(row["number"]), dict(row["config"]), row.get("source") or "", result,
                               row.get("duration_s") or 0.0, statement_ms=row.get("statements"))
             self.records.append(rec)
