@@ -106,8 +106,8 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
             if options.settled_leave and len(timed) > 1 and len(rounds["A"]) < options.rounds:
                 for s, medians in leaving(evidence, rounds, set(same) | set(left), options).items():
                     left[s.queryid] = medians
-                    say(f"{shorten(s.sql, 50)}: settled at {s.ratio:.2f}x (interval {s.ratio_ci[0]:.2f} .. "
-                        f"{s.ratio_ci[1]:.2f}); it leaves the later rounds, its medians stand for them")
+                    say(f"{shorten(s.sql, 50)}: settled at {s.ratio:.2f}x round after round; it leaves the later "
+                        "rounds, its medians stand for them")
             return evidence
 
         measured = interleave(run, ("A", "B"), rule, decide, order="baab" if state["applied"] else "abba", say=say)
@@ -128,9 +128,11 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
 def leaving(evidence: Evidence, rounds: dict[str, list[ArmRound]], skip: set[str],
             options: ValidationOptions) -> dict[StatementEvidence, dict[str, list[float]]]:
     """The statements (not in ``skip``) that leave the later rounds, each with its median per arm (A, B) over the
-    rounds so far: those whose own ratio interval is clearly away from no change (all of it below one less twice
-    the minimum gain, or all of it above the regression threshold), with no error: more rounds of them would not
-    change their verdict.
+    rounds so far: those whose ratio is clearly away from no change round after round (the Student t interval of
+    its per-round ratios, candidate median over baseline median, all of it below one less twice the minimum gain,
+    or all of it above the regression threshold), with no error: more rounds of them would not change their
+    verdict. Per-round ratios, not every execution pooled: under a busy machine the executions of one round share
+    its luck, and a statement pooled at 1.74x (1.48 .. 2.47) was 0.55x when timed again.
 
     >>> from advisor.tuning.evidence import compare
     >>> a = [ArmRound({"fast": [10.0, 10.2, 9.9], "same": [5.0, 5.3, 4.8]}, {}) for _ in range(3)]
@@ -138,16 +140,32 @@ def leaving(evidence: Evidence, rounds: dict[str, list[ArmRound]], skip: set[str
     >>> ev = compare(a, b, {"fast": 1.0, "same": 1.0}, min_time_share=0.0, min_call_share=0.0)
     >>> [(s.queryid, m) for s, m in leaving(ev, {"A": a, "B": b}, set(), ValidationOptions()).items()]
     [('fast', {'A': [10.0], 'B': [2.0]})]
+    >>> noisy = [ArmRound({"fast": [x]}, {}) for x in (2.0, 9.0, 3.0)]  # 0.2x, 0.9x, 0.3x round by round
+    >>> ev = compare(a, noisy, {"fast": 1.0}, min_time_share=0.0, min_call_share=0.0)
+    >>> leaving(ev, {"A": a, "B": noisy}, set(), ValidationOptions())
+    {}
     """
+    from scipy.stats import t as student
+
     out = {}
     for s in evidence.statements:
-        lo, hi = s.ratio_ci
         if s.queryid in skip or s.errors or s.ratio != s.ratio:
             continue
-        if hi < 1 - 2 * options.min_gain or lo > 1 + options.regression_threshold:
+        pairs = [(_median(ra, s.queryid), _median(rb, s.queryid)) for ra, rb in zip(rounds["A"], rounds["B"])]
+        ratios = [b / a for a, b in pairs if a and b and a > 0]
+        if len(ratios) < 3:
+            continue
+        mean, sd = statistics.fmean(ratios), statistics.stdev(ratios)
+        half = float(student.ppf(0.975, len(ratios) - 1)) * sd / len(ratios) ** 0.5
+        if mean + half < 1 - 2 * options.min_gain or mean - half > 1 + options.regression_threshold:
             out[s] = {arm: [statistics.median(x for r in rounds[arm] for x in r.samples.get(s.queryid, ()))]
                       for arm in ("A", "B")}
     return out
+
+
+def _median(r: ArmRound, queryid: str) -> float | None:
+    values = r.samples.get(queryid)
+    return statistics.median(values) if values else None
 
 
 def sampling_error(evidence: Evidence, statements: Sequence[BoundStatement], shadow: Shadow) -> str:
