@@ -3,8 +3,9 @@
 (``litune_safety``) and adapting online (the O2 mode).
 
 * ``prepare(model_dir, say)`` loads the model stored for this index and space (``litune-<index>-<space key>.pt``
-  under ``model_dir``) or meta-trains one on ``problem.training()`` and stores it; without training tasks the
-  agent starts untrained (it then searches locally around the best safe point until its own tells have trained
+  under ``model_dir``), else the one shipped with the package for them (``litune_shipped``, made by ``advisor
+  train``), else (or with ``retrain``) meta-trains one on ``problem.training()`` and stores it; without training
+  tasks the agent starts untrained (it then searches locally around the best safe point until its own tells have trained
   it). ``ask`` without ``prepare`` uses the untrained agent.
 * ``ask``: LITune's first proposal of a phase is its reference (the defaults; after ``online`` the incumbent),
   whose outcome every reward is relative to. Then the policy's point for the current state (the last steps and
@@ -25,7 +26,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Sequence
@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from advisor.core.progress import Say
-from advisor.core.params import ParamSpace
 from optimizers.base import Config
+from optimizers.learned_index.litune_shipped import file_name
 from optimizers.learned_index.problem import LearnedIndexOptimizer
 
 TRIES = 8  # draws of a proposal before the fallback to the best safe point
@@ -48,12 +48,6 @@ def _parts():
     from optimizers.learned_index import litune_agent, litune_meta
 
     return litune_agent, litune_meta
-
-
-def space_key(space: ParamSpace) -> str:
-    """A short hash of the space's parameters (names, ranges, scales, choices, defaults): the model file's key."""
-    text = json.dumps([[p.name, p.low, p.high, p.scale, p.integer, list(p.choices), p.default] for p in space.params])
-    return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
 class LITune(LearnedIndexOptimizer):
@@ -86,45 +80,51 @@ class LITune(LearnedIndexOptimizer):
     # --- preparing: load or meta-train ----------------------------------------------------------------------
 
     def model_path(self, model_dir: Path) -> Path:
-        return Path(model_dir) / f"litune-{self.problem.index}-{space_key(self.problem.space)}.pt"
+        return Path(model_dir) / file_name(self.problem.index, self.problem.space)
 
     def prepare(self, model_dir: Path | None, say: Say) -> dict | None:
+        """Load the model stored for this target (``model_dir``), else the one shipped for this index and space,
+        else meta-train one (and store it under ``model_dir``); ``retrain`` meta-trains from scratch whatever
+        exists. A loaded model adapts to the target online, by the updates after each tell."""
         if self.trained:
             return self.training
-        import torch
+        from optimizers.learned_index import litune_shipped
 
-        agent_mod, meta = _parts()
+        agent_mod, _ = _parts()
         path = self.model_path(model_dir) if model_dir is not None else None
         start = time.perf_counter()
-        if path is not None and path.exists() and not self.retrain:
-            blob = torch.load(path, map_location="cpu", weights_only=True)
-            self.agent = agent_mod.Agent.from_blob(blob["agent"], self.device)
-            self.prior = [list(v) for v in blob.get("prior", [])]
-            self.trained = True
-            self.training = {"trained": False, "loaded": True, "model": str(path), "device": str(self.agent.device),
-                             "seconds": round(time.perf_counter() - start, 3), "meta": blob["meta"]}
-            say(f"LITune: using the model meta-trained for {self.problem.index} ({path})")
-            return self.training
+        if not self.retrain:
+            found = (litune_shipped.load(path, self.device) if path is not None else None), False
+            if found[0] is None:
+                found = litune_shipped.shipped(self.problem.index, self.problem.space, self.device), True
+            if found[0] is not None:
+                (self.agent, blob), shipped = found
+                self.prior = [list(v) for v in blob.get("prior", [])]
+                self.trained = True
+                where = str(litune_shipped.DIR / file_name(self.problem.index, self.problem.space) if shipped else path)
+                self.training = {"trained": False, "loaded": True, "shipped": shipped, "model": where,
+                                 "device": str(self.agent.device), "seconds": round(time.perf_counter() - start, 3),
+                                 "meta": blob["meta"], "manifest": blob.get("manifest", {})}
+                say(f"LITune: using the {'shipped model' if shipped else 'model'} meta-trained for "
+                    f"{self.problem.index} ({where}); it adapts to this target as it is told trials")
+                return self.training
         tasks = list(self.problem.training()) if self.problem.training is not None else []
-        self.agent = agent_mod.Agent(self.problem.space.dim, agent_mod.AgentOptions(), self.device, self.seed)
         if not tasks or self.episodes < 1:
+            self.agent = agent_mod.Agent(self.problem.space.dim, agent_mod.AgentOptions(), self.device, self.seed)
             self.training = {"trained": False, "loaded": False, "device": str(self.agent.device), "seconds": 0.0,
                              "reason": "no training tasks: the agent starts untrained and learns from its tells"}
             say("LITune: no training tasks, starting untrained")
             return self.training
-        say(f"LITune: meta-training on {len(tasks)} task(s), {self.episodes} episodes of {self.episode_steps} trials "
-            f"on {self.agent.device}")
-        options = meta.MetaOptions(episodes=self.episodes, steps=self.episode_steps)
-        visits: list = []
-        stats = meta.meta_train(self.agent, self.problem.space, tasks, options, np.random.default_rng(self.seed + 1),
-                                say, self.problem.memory_limit_bytes, visits)
-        self.agent.buffer = self.agent.buffer.recent(self.online_buffer)
-        self.prior = [[list(x), bool(u)] for x, u in visits[-PRIOR:]]
+        say(f"LITune: meta-training on {len(tasks)} task(s), {self.episodes} episodes of {self.episode_steps} trials")
+        self.agent, stats, self.prior = litune_shipped.meta_trained(
+            self.problem.space, tasks, self.episodes, self.episode_steps, self.seed, self.device, say,
+            self.problem.memory_limit_bytes, keep=self.online_buffer, prior=PRIOR)
         self.trained = True
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            torch.save({"agent": self.agent.to_blob(), "meta": stats.to_dict(), "prior": self.prior}, path)
-        self.training = {"trained": True, "loaded": False, "model": str(path) if path else None,
+            litune_shipped.save(self.agent, stats, self.prior, path,
+                                {"index": self.problem.index, "seed": self.seed, "episodes": self.episodes,
+                                 "steps": self.episode_steps, "tasks": stats.tasks})
+        self.training = {"trained": True, "loaded": False, "shipped": False, "model": str(path) if path else None,
                          "device": stats.device, "seconds": round(stats.seconds, 3), "meta": stats.to_dict()}
         return self.training
 

@@ -48,7 +48,7 @@ def model_dir(engine, tmp_path_factory):
     prob = problem(ParamSpace(engine.parameters()), engine.name, features(*held_out()[::2]),
                    training=lambda: tasks)
     start = time.perf_counter()
-    info = LITune(prob, seed=0, device="cpu", episodes=EPISODES, steps=STEPS).prepare(path, print)
+    info = LITune(prob, seed=0, device="cpu", episodes=EPISODES, steps=STEPS, retrain=True).prepare(path, print)
     print(f"LITune meta-training on CPU: {info['seconds']:.1f}s ({time.perf_counter() - start:.1f}s with the "
           f"defaults' runs), {info['meta']['evaluations']} evaluations, {len(tasks)} tasks")
     assert info["trained"] and info["device"] == "cpu"

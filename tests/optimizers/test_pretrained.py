@@ -1,6 +1,6 @@
-"""Aurora's rule policy ships trained (optimizers/pretrained/aurora.pt, made by `advisor train`): it loads and
-applies to schemas it never saw, a run starts from it instead of training from scratch, and the training is
-reproducible from its seed."""
+"""Aurora's rule policy and LITune's models ship trained (optimizers/pretrained/aurora.pt, litune-<index>-<space>.pt,
+made by `advisor train`): they load and apply to schemas and key sets they never saw, a run starts from them
+instead of training from scratch, and the training is reproducible from its seed."""
 
 import json
 
@@ -57,7 +57,7 @@ def test_training_is_reproducible_from_its_seed():
 def test_advisor_train_writes_the_policy_and_its_manifest_from_a_seed(tmp_path):
     from tests.test_cli import advisor
 
-    res = advisor("train", "--episodes", "4", "--seed", "5", "--out", str(tmp_path), "--json",
+    res = advisor("train", "--kinds", "rewrites", "--episodes", "4", "--seed", "5", "--out", str(tmp_path), "--json",
                   store=tmp_path / "s.duckdb")
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)["rewrites"]
@@ -67,3 +67,109 @@ def test_advisor_train_writes_the_policy_and_its_manifest_from_a_seed(tmp_path):
     assert all(torch.equal(a, b) for a, b in zip(_weights(again), _weights(direct)))
     bad = advisor("train", "--kinds", "knobs", store=tmp_path / "s.duckdb")
     assert bad.returncode != 0 and "no shipped model for knobs" in bad.stderr and "Traceback" not in bad.stderr
+
+
+# --- LITune's shipped models -----------------------------------------------------------------------------------
+
+def _litune_problem(name, tasks=None, calls=None):
+    from advisor.core.params import ParamSpace
+    from advisor.tuning.learned.pipeline import problem
+    from advisor.tuning.learned.training import features
+    from connectors import factory
+    from workloads.learned import keysets, mixes
+
+    engine = factory.learned_index(name)
+    keys = keysets.synthetic("normal", 5_000, 1001)  # a distribution and seed the shipped models never saw
+
+    def training():
+        calls.append(1)
+        return tasks or []
+    return engine, keys, problem(ParamSpace(engine.parameters()), engine.name,
+                                 features(keys, mixes.parse_mix("read-only")), training=training)
+
+
+def test_litune_ships_a_small_model_per_learned_index_that_says_how_it_was_trained():
+    from advisor.core.params import ParamSpace
+    from advisor.tuning.pretrained import LITUNE_SETS
+    from connectors import factory
+    from optimizers.learned_index import litune_shipped
+
+    for name in factory.learned_indexes():
+        space = ParamSpace(factory.learned_index(name).parameters())
+        path = litune_shipped.DIR / litune_shipped.file_name(name, space)
+        manifest = json.loads(path.with_suffix(".json").read_text())
+        assert path.stat().st_size < 500_000, "a shipped model must stay small"
+        assert manifest["index"] == name and manifest["seed"] == 0 and manifest["episodes"] > 0
+        assert manifest["tasks"] and manifest["key_sets"] == list(LITUNE_SETS) and "normal" not in LITUNE_SETS
+        assert litune_shipped.shipped(name, space, "cpu") is not None
+
+
+def test_a_first_litune_run_starts_from_the_shipped_model_and_adapts_it_without_training_from_scratch(tmp_path):
+    from advisor.tuning.learned.target import HarnessTarget
+    from advisor.tuning.learned.pipeline import evaluate
+    from optimizers.learned_index import litune_shipped
+    from workloads.learned import mixes
+
+    calls, said = [], []
+    engine, keys, prob = _litune_problem("pgm", calls=calls)
+    opt = registry.create("learned_index", "litune", prob, seed=0, device="cpu")
+    training = opt.prepare(tmp_path, said.append)  # an empty model directory: a new target
+    assert training["shipped"] and training["loaded"] and not training["trained"] and not calls
+    assert any("shipped model" in line for line in said)
+    agent, _ = litune_shipped.shipped("pgm", prob.space, "cpu")
+    before = [t.clone() for t in opt.agent.nets.state_dict().values()]
+    assert all(torch.equal(a, b) for a, b in zip(before, agent.nets.state_dict().values()))
+    initial, stream = mixes.workload(keys, mixes.parse_mix("read-only"), 5_000, 1001)
+    target = HarnessTarget(engine, initial, [stream])
+    for _ in range(4):  # it adapts as it is told this target's trials
+        config = opt.ask(1)[0]
+        opt.tell(config, evaluate(target, prob.config(config)))
+    assert not all(torch.equal(a, b) for a, b in zip(before, opt.agent.nets.state_dict().values()))
+    assert not calls  # never meta-trained
+
+
+def test_litune_retrain_meta_trains_from_scratch_instead_of_the_shipped_model(tmp_path):
+    from advisor.tuning.pretrained import litune_tasks
+    from connectors import factory
+
+    calls = []
+    tasks = litune_tasks(factory.learned_index("pgm"), 0, sets=("uniform",), n_keys=5_000)
+    _, _, prob = _litune_problem("pgm", tasks=tasks, calls=calls)
+    trained = registry.create("learned_index", "litune", prob, seed=0, device="cpu", episodes=2, steps=2,
+                              retrain=True).prepare(tmp_path, lambda _m: None)
+    assert trained["trained"] and not trained["shipped"] and trained["meta"]["episodes"] == 2 and calls
+    again = registry.create("learned_index", "litune", prob, seed=0, device="cpu").prepare(tmp_path, lambda _m: None)
+    assert again["loaded"] and not again["shipped"] and len(calls) == 1  # this target's own model, now stored
+
+
+def test_litune_meta_training_is_reproducible_from_its_seed_and_a_compact_file_reloads_it(tmp_path):
+    from tests.optimizers.test_litune import SPACE, training_tasks
+    from optimizers.learned_index import litune_shipped
+
+    def weights(seed):
+        agent, stats, prior = litune_shipped.meta_trained(SPACE, training_tasks(), 4, 3, seed, "cpu")
+        return agent, stats, prior
+
+    one, stats, prior = weights(3)
+    two, _, _ = weights(3)
+    other, _, _ = weights(4)
+    values = lambda a: list(a.nets.state_dict().values())  # noqa: E731
+    assert all(torch.equal(a, b) for a, b in zip(values(one), values(two)))
+    assert not all(torch.equal(a, b) for a, b in zip(values(one), values(other)))
+    path = litune_shipped.save(one, stats, prior, tmp_path / "m.pt", {"seed": 3}, compact=True)
+    back, blob = litune_shipped.load(path, "cpu")
+    assert all(torch.equal(a, b) for a, b in zip(values(one), values(back)))
+    assert all(torch.equal(a, b) for a, b in zip(values(back), back.targets.state_dict().values()))
+    assert blob["manifest"] == {"seed": 3} and json.loads(path.with_suffix(".json").read_text())["seed"] == 3
+
+
+def test_advisor_train_writes_litune_models_and_manifests(tmp_path):
+    from tests.test_cli import advisor
+
+    res = advisor("train", "--kinds", "learned-index", "--episodes", "2", "--seed", "5", "--out", str(tmp_path),
+                  "--json", store=tmp_path / "s.duckdb")
+    assert res.returncode == 0, res.stderr
+    models = json.loads(res.stdout)["learned-index"]["models"]
+    for name, doc in models.items():
+        manifest = json.loads((tmp_path / doc["model"].rsplit("/", 1)[1]).with_suffix(".json").read_text())
+        assert manifest["index"] == name and manifest["seed"] == 5 and manifest["episodes"] == 2
