@@ -94,6 +94,12 @@ def test_ablation_keeps_the_knobs_that_matter_with_their_shares_and_drops_the_ot
     assert not any(s["restart"] for s in shares.values())
     assert {d["knob"] for d in rec.details["ablation"]["dropped"]} == set(NOISE)
     assert rec.details["ablation"]["changed"] == 7
+    # how each knob verdict was measured (the engine's line: rounds, why it stopped, load) is stored with it
+    measured = rec.details["ablation"]["measured"]
+    assert measured.startswith("3 rounds (") and "; load " in measured
+    assert all("; load " in d["measured"] for d in rec.details["ablation"]["dropped"]
+               if not d["why"].startswith("not among"))  # left out by the budget: not measured
+    assert "; load " in shares["work_mem"]["measured"] and "; load " in shares["random_page_cost"]["measured"]
     assert any("screening" in line for line in said) and any("2 of 7 knob(s) kept" in line for line in said)
     assert {d["change"].split(" = ")[0] for d in result.dropped} == set(NOISE)
     assert rec.evidence.gain > 0.5
@@ -121,6 +127,8 @@ def test_keep_current_settings_when_the_best_does_not_measurably_gain(shadow, tm
     assert result.recommendation is None and result.message.startswith(KEEP)
     assert "not measurably better" in result.message
     assert result.summary["keep_current"]["gain_ci"][0] < 0.02
+    assert result.summary["keep_current"]["measured"].startswith("3 rounds (")  # with its verdict
+    assert "; load " in result.message
     store.close()
 
 

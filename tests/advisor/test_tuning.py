@@ -217,23 +217,34 @@ class SettingProbe:
         return self.real.display(objective)
 
 
-def test_compare_configs_interleaves_the_arms_and_brackets_the_gain(shadow):
+def test_compare_configs_interleaves_the_arms_and_stops_early_on_a_certain_difference(shadow):
     space = cheap_space(shadow)
-    # a statement that is slower when random_page_cost is below 2: the candidate is a planted regression
+    # a statement that waits 100 ms when random_page_cost is below 2 and 20 ms otherwise: the candidate is a
+    # planted regression five times the baseline's time, certain from the first rounds on
     slow_when_cheap = stmt("planted", "SELECT pg_sleep(CASE WHEN current_setting('random_page_cost')::float < 2 "
-                                       "THEN 0.02 ELSE 0 END)")
+                                       "THEN 0.1 ELSE 0.02 END)")
     probe = SettingProbe(ReplayRunner([*WORKLOAD, slow_when_cheap], repeats=2, warmup=1))
     trials = TrialRunner(shadow, probe, space)
     baseline = space.default_config()
     candidate = {**baseline, "random_page_cost": "1.1"}
+    said: list[str] = []
 
-    cmp = compare_configs(trials, baseline, candidate, rounds=4)
-    assert probe.seen == ["4", "1.1", "1.1", "4", "4", "1.1", "1.1", "4"]  # ABBA, set on the server each time
-    assert len(cmp.baseline) == len(cmp.candidate) == 4
+    cmp = compare_configs(trials, baseline, candidate, rounds=8, say=said.append)
+    kept = len(cmp.baseline)
+    # through the measurement engine: it stopped before its budget of 8 rounds, the interval below the minimum
+    assert cmp.measured is not None and cmp.measured.stopped == "cannot clear"
+    assert 3 <= kept < 8 and len(cmp.candidate) == kept
+    # ABBA, each pass set on the server (a noise round run again keeps the order going)
+    assert probe.seen == (["4", "1.1", "1.1", "4"] * 8)[:len(probe.seen)]
+    assert len(probe.seen) == 2 * (kept + cmp.measured.noise_rounds)
     lo, hi = cmp.ci
-    assert lo <= cmp.gain <= hi
-    assert cmp.gain < -1.0 and cmp.significant_loss  # 20 ms added to a sub-millisecond workload
+    assert lo <= cmp.gain <= hi < 0
+    assert cmp.gain < -2.0 and cmp.significant_loss  # about 4 x the baseline added
     assert max(cmp.baseline) < min(cmp.candidate)
+    # the measured line: rounds, why it stopped, the load; kept in the Evidence and told as it went
+    assert cmp.line.startswith(f"{kept} rounds (the gain cannot clear the minimum)") and "; load " in cmp.line
+    assert cmp.evidence.measured == cmp.line and f"measured: {cmp.line}" in said
+    assert cmp.evidence.rounds == kept and cmp.evidence.baseline_totals_ms == tuple(cmp.baseline)
 
 
 def test_compare_configs_raises_when_an_arm_fails(shadow):

@@ -1,9 +1,10 @@
 """Minimal knob changes: the best configuration of a search reduced, by ablation on the shadow, to the few knobs
 that carry its gain, each with its measured share.
 
-Every measurement is an interleaved A/B comparison of two configurations (``trials.compare_configs``: ABBA passes
-of the search's own objective, a paired bootstrap interval), or, for the screening, one pass. The path from the
-best configuration F back towards the current one B:
+Every measurement is an interleaved A/B comparison of two configurations (``trials.compare_configs``: the
+measurement engine's ABBA rounds of the search's own objective, into Evidence with its interval and its measured
+line, kept with each verdict), or, for the screening, one pass. The path from the best configuration F back
+towards the current one B:
 
 1. **Reference**: F against B. When the interval's lower end does not clear the minimum gain, there is nothing to
    reduce: the advice is to keep the current settings.
@@ -22,9 +23,9 @@ best configuration F back towards the current one B:
    validation measures it again). Reported shares are the kept knobs' leave-one-out losses, normalised to sum
    to 1; what each saves is its share of the validated gain.
 
-Budget: 2 x rounds passes per comparison; k + k/4 single passes to screen k knobs; at most 1 + ``max_steps`` +
-2 x ``max_knobs`` comparisons in all (e.g. 24 changed knobs, 3 rounds: 30 passes to screen, at most 90 to
-compare; 50 to 90 passes in all on a noisy 2-core machine). Values are compared as given: round them first
+Budget: at most 2 x rounds passes per comparison (fewer when its interval settles from 3 rounds on); k + k/4
+single passes to screen k knobs; at most 1 + ``max_steps`` + 2 x ``max_knobs`` comparisons in all (24 changed
+knobs, 3 rounds: 30 passes to screen, at most 90 to compare). Values are compared as given: round them first
 (``round_config``), so what is measured is what is recommended.
 """
 
@@ -68,11 +69,12 @@ class KnobShare:
     saves: float
     restart: bool
     loss: float = float("nan")
+    measured: str = ""  # how its leave-one-out comparison went (``ObjectiveComparison.line``); "" if not measured
 
     def to_dict(self) -> dict:
         """As stored in a recommendation's details (an unknown share is None: JSON has no NaN)."""
         return {"knob": self.knob, "current": self.current, "proposed": self.proposed, "share": _known(self.share),
-                "saves": _known(self.saves), "restart": self.restart}
+                "saves": _known(self.saves), "restart": self.restart, "measured": self.measured}
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,7 @@ class DroppedKnob:
     current: str
     proposed: str
     why: str
+    measured: str = ""  # how the comparison that dropped it went; "" if none did
 
 
 @dataclass
@@ -117,8 +120,9 @@ class Ablation:
         return {"knob_shares": [s.to_dict() for s in self.shares],
                 "ablation": {"changed": self.changed, "kept": len(self.shares), "passes": self.passes,
                              "full_gain": ref.gain if ref else None, "full_gain_ci": list(ref.ci) if ref else None,
-                             "dropped": [{"knob": d.knob, "current": d.current, "proposed": d.proposed, "why": d.why}
-                                         for d in self.dropped]}}
+                             "measured": ref.line if ref else None,
+                             "dropped": [{"knob": d.knob, "current": d.current, "proposed": d.proposed, "why": d.why,
+                                          "measured": d.measured} for d in self.dropped]}}
 
 
 def round_config(space: KnobSpace, config: Mapping[str, str]) -> dict[str, str]:
@@ -179,12 +183,15 @@ class _Path:
         """A against B, interleaved; None when B cannot be run (it breaks a constraint, fails or times out)."""
         if self.trials.space.violations(b):
             return None
-        self.passes += 2 * self.options.rounds
         try:
-            return compare_configs(self.trials, a, b, rounds=self.options.rounds)
+            cmp = compare_configs(self.trials, a, b, rounds=self.options.rounds, say=self.say,
+                                  min_gain=self.options.min_gain)
         except AdvisorError as e:
+            self.passes += 2 * self.options.rounds  # at most
             self.say(f"ablation: a configuration failed ({e}); its knobs stay")
             return None
+        self.passes += 2 * (len(cmp.baseline) + (cmp.measured.noise_rounds if cmp.measured else 0))
+        return cmp
 
     def one_pass(self, config: Mapping[str, str]) -> float | None:
         if self.trials.space.violations(config):
@@ -219,10 +226,11 @@ def ablate(trials: TrialRunner, baseline: Mapping[str, str], full: Mapping[str, 
     if ref.ci[0] < options.min_gain:
         out.keep_current = True
         out.why = (f"the best configuration ({len(changed)} changes) measured {gain:+.1%} (95% CI {ref.ci[0]:+.1%} "
-                   f".. {ref.ci[1]:+.1%}, {options.rounds} rounds) against the current settings: not measurably "
+                   f".. {ref.ci[1]:+.1%}; {ref.line}) against the current settings: not measurably "
                    f"better (the minimum is {options.min_gain:.0%})")
         return out
-    say(f"ablation: the full configuration gains {gain:+.1%} (95% CI {ref.ci[0]:+.1%} .. {ref.ci[1]:+.1%})")
+    say(f"ablation: the full configuration gains {gain:+.1%} (95% CI {ref.ci[0]:+.1%} .. {ref.ci[1]:+.1%}; "
+        f"{ref.line})")
 
     losses, spread = {n: 0.0 for n in changed}, 0.0
     if len(changed) > options.max_knobs:
@@ -293,7 +301,7 @@ def _walk(path: _Path, full: dict[str, str], order: list[str], losses: dict[str,
     noise = sum(1 for n in order if losses[n] < max(room, spread))
     tries = [m for m in dict.fromkeys([max(noise, len(order) - options.max_knobs), noise]) if m > 0]
     dropped: set[str] = set()
-    lost = 0.0
+    lost, lines = 0.0, {}
     steps = 0
     while tries and steps < options.max_steps:
         m = tries.pop(0)
@@ -301,6 +309,7 @@ def _walk(path: _Path, full: dict[str, str], order: list[str], losses: dict[str,
         cmp = path.compare(full, path.config(full, set(order[:m])))
         if cmp is not None and _holds(cmp, room, limit):
             dropped, lost = set(order[:m]), max(-cmp.gain, 0.0)
+            lines = dict.fromkeys(dropped, cmp.line)
             path.say(f"ablation: dropping the {m} cheapest knob(s) keeps the gain (loss {-cmp.gain:+.1%}, "
                      f"95% CI {-cmp.ci[1]:+.1%} .. {-cmp.ci[0]:+.1%})")
             break
@@ -318,7 +327,7 @@ def _walk(path: _Path, full: dict[str, str], order: list[str], losses: dict[str,
             path.say(f"ablation: dropping {name} as well costs too much; the path stops")
             break
         dropped.add(name)
-        lost = max(-cmp.gain, 0.0)
+        lost, lines[name] = max(-cmp.gain, 0.0), cmp.line
     capped = order[len(dropped):len(order) - options.max_knobs]  # the budget ended with too many left
     for name in order:
         if name in dropped or name in capped:
@@ -327,7 +336,7 @@ def _walk(path: _Path, full: dict[str, str], order: list[str], losses: dict[str,
                    f"not among the {options.max_knobs} knobs that screened most valuable (screened loss "
                    f"{losses[name]:+.1%} of the time): its part of the gain could not be told from noise")
             out.dropped.append(DroppedKnob(name, _shown(path, name, path.baseline[name]),
-                                           _shown(path, name, full[name]), why))
+                                           _shown(path, name, full[name]), why, lines.get(name, "")))
     if capped:
         path.say(f"ablation: {len(capped)} more knob(s) left out, keeping the {options.max_knobs} that screened "
                  "most valuable")
@@ -339,10 +348,12 @@ def _holds(cmp: ObjectiveComparison, room: float, limit: float) -> bool:
     ``room``, or its loss is within noise (not significant) and at most ``limit`` (fractions of the full one's
     time: ``max_loss`` and half of its gain).
 
-    >>> from advisor.tuning.knobs.trials import ObjectiveComparison as C
-    >>> _holds(C([], [], -0.05, (-0.2, 0.1)), 0.1, 0.5), _holds(C([], [], -0.3, (-0.6, 0.1)), 0.1, 0.5)
+    >>> from advisor.core.domain import Evidence
+    >>> from advisor.tuning.knobs.trials import ObjectiveComparison
+    >>> C = lambda gain, ci: ObjectiveComparison(Evidence(3, (), (), gain, ci, (), 0.02, 0.1))
+    >>> _holds(C(-0.05, (-0.2, 0.1)), 0.1, 0.5), _holds(C(-0.3, (-0.6, 0.1)), 0.1, 0.5)
     (True, True)
-    >>> _holds(C([], [], -0.3, (-0.6, -0.1)), 0.1, 0.5), _holds(C([], [], -0.6, (-0.9, 0.1)), 0.1, 0.5)
+    >>> _holds(C(-0.3, (-0.6, -0.1)), 0.1, 0.5), _holds(C(-0.6, (-0.9, 0.1)), 0.1, 0.5)
     (False, False)
     """
     return -cmp.gain <= room or (not cmp.significant_loss and -cmp.gain <= limit)
@@ -362,6 +373,7 @@ def _shares(path: _Path, full: dict[str, str], kept: list[str], dropped: set[str
         # the one knob the path left (without it: the current settings): its loss is the gain the path measured,
         # F's less what the path lost, and validation measures it again
         last = len(kept) == 1
+        line = ""
         if last:
             loss, significant = gain / (1.0 - gain), True
         else:
@@ -370,18 +382,19 @@ def _shares(path: _Path, full: dict[str, str], kept: list[str], dropped: set[str
             if cmp is None:  # without it the configuration fails: it stays, its share unknown
                 out.shares.append(KnobShare(*row, share=float("nan"), saves=float("nan"), restart=restart))
                 continue
-            loss, significant = -cmp.gain, cmp.significant_loss
+            loss, significant, line = -cmp.gain, cmp.significant_loss, cmp.line
         share, saves, why = verdict(loss, significant, gain, restart, path.options)
         if why is None and share < path.options.confirm_below and not last:  # a small share: measured again
             path.say(f"ablation: {name} carries {share:.0%} of the gain; measuring it again")
             again = path.compare(current, path.config(full, without | {name}))
             if again is not None:
                 loss, significant = (loss - again.gain) / 2, significant and again.significant_loss
+                line = f"{line}; again: {again.line}"
                 share, saves, why = verdict(loss, significant, gain, restart, path.options)
         if why is None:
-            out.shares.append(KnobShare(*row, share=share, saves=saves, restart=restart, loss=loss))
+            out.shares.append(KnobShare(*row, share=share, saves=saves, restart=restart, loss=loss, measured=line))
             continue
-        out.dropped.append(DroppedKnob(*row, why=why))
+        out.dropped.append(DroppedKnob(*row, why=why, measured=line))
         without.add(name)
     out.rescale(gain)
 

@@ -243,8 +243,9 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
             dropped.extend(left_out)
             if cut.keep_current:
                 say(f"{label}: {cut.why}")
-                keep = keep or {"why_first": cut.why, "gain": cut.reference.gain if cut.reference else None,
-                                "gain_ci": list(cut.reference.ci) if cut.reference else None}
+                ref = cut.reference
+                keep = keep or {"why_first": cut.why, "gain": ref.gain if ref else None,
+                                "gain_ci": list(ref.ci) if ref else None, "measured": ref.line if ref else None}
                 continue
             config, details = cut.config, cut.details()
         plan = connector.plan_changes(run.space.changes(config), catalog)

@@ -1,7 +1,8 @@
 """Knob tuning on a shadow: the trial target (``ShadowTarget``, the shadow with its workload runner behind the
 ``advisor.tuning.target.TrialTarget`` protocol; ``TrialRunner`` is its older name) and the tuning loop (the
 workload runners are in ``runners``; the loop itself is the one every searching kind shares,
-``advisor.tuning.trials.TrialLoop``).
+``advisor.tuning.trials.TrialLoop``), and the comparison of two configurations on the shadow (``compare_configs``:
+through the measurement engine, ``advisor.tuning.measure``, into Evidence on the objective).
 
 A trial sets a configuration on the shadow (only what differs from the shadow's present one, with a restart
 only when a restart-needing knob differs), restores the data if the workload writes, warms up, runs the workload
@@ -23,21 +24,20 @@ search learns which configurations slow a statement down as the guard would see 
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
-import numpy as np
-
-from advisor.core.domain import KnobChange, TrialResult
+from advisor.core.domain import Evidence, KnobChange, TrialResult
 from advisor.core.errors import AdvisorError, SandboxError, TargetUnreachable
 from advisor.core.progress import Say, silent
 from advisor.storage.store import Store
-from advisor.tuning.evidence import ArmRound
+from advisor.tuning.evidence import ArmRound, compare
 # the workload runners live in runners.py; importing them from here keeps working
 from advisor.tuning.knobs.runners import (Measured, PgbenchRunner, ReplayRunner,  # noqa: F401
                                           TrialTimeout, WorkloadRunner)
+from advisor.tuning.measure import Measured as MeasuredRounds
+from advisor.tuning.measure import StopRule, interleave
 from advisor.tuning.target import TrialFailed
 from advisor.tuning.trials import TrialLoop, TrialRecord  # noqa: F401  (the trial record: imported from here too)
 from connectors.base import Shadow
@@ -205,40 +205,71 @@ def TuningRun(store: Store, run_id: str, target_id: str, trials: ShadowTarget, o
 # --- comparing two configurations on the shadow --------------------------------------------------------------
 
 
+OBJECTIVE = "objective"  # the one "statement" of a knob comparison's Evidence: the runner's objective per pass
+
+
 @dataclass(frozen=True)
 class ObjectiveComparison:
-    baseline: list[float]
-    candidate: list[float]
-    gain: float  # 1 - candidate/baseline, on medians
-    ci: tuple[float, float]
+    """Two configurations compared on the knob objective (lower is better): a view over the measurement engine's
+    Evidence, whose one statement is the objective (each round's total is that round's objective) and whose
+    ``measured`` is how the measurement went, and the engine's ``Measured`` (None where built from Evidence
+    alone)."""
+
+    evidence: Evidence
+    measured: MeasuredRounds | None = None
+
+    @property
+    def baseline(self) -> list[float]:
+        """The baseline's objective, round by round (the rounds kept)."""
+        return list(self.evidence.baseline_totals_ms)
+
+    @property
+    def candidate(self) -> list[float]:
+        return list(self.evidence.candidate_totals_ms)
+
+    @property
+    def gain(self) -> float:
+        """1 - candidate / baseline, on the medians over rounds."""
+        return self.evidence.gain
+
+    @property
+    def ci(self) -> tuple[float, float]:
+        """The gain's 95% interval (the Evidence's paired bootstrap over rounds)."""
+        return self.evidence.gain_ci
 
     @property
     def significant_loss(self) -> bool:
         return self.ci[1] < 0
 
+    @property
+    def line(self) -> str:
+        """How the measurement went (``advisor.tuning.measure.Measured.line``)."""
+        return self.evidence.measured
+
 
 def compare_configs(trials: TrialRunner, baseline: Mapping[str, str], candidate: Mapping[str, str], rounds: int = 4,
-                    say: Say = silent, seed: int = 0) -> ObjectiveComparison:
-    """ABBA-interleaved passes of two configurations; gain with a paired bootstrap 95% interval over rounds."""
-    a: list[float] = []
-    b: list[float] = []
-    for i in range(rounds):
-        for arm in (("A", "B") if i % 2 == 0 else ("B", "A")):
-            config = baseline if arm == "A" else candidate
-            result, _, _ = trials.trial(config)
-            if result.objective is None:
-                raise AdvisorError(f"the {'baseline' if arm == 'A' else 'candidate'} failed while validating: "
-                                   f"{result.reason}")
-            (a if arm == "A" else b).append(result.objective)
-        say(f"validation round {i + 1}/{rounds}: baseline {trials.runner.display(a[-1])}, "
-            f"candidate {trials.runner.display(b[-1])}")
-    A, B = np.array(a), np.array(b)
-    gain = 1.0 - statistics.median(b) / statistics.median(a)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, rounds, size=(2000, rounds))
-    boots = 1.0 - np.median(B[idx], axis=1) / np.median(A[idx], axis=1)
-    lo, hi = np.percentile(boots, [2.5, 97.5])
-    return ObjectiveComparison(a, b, gain, (float(lo), float(hi)))
+                    say: Say = silent, seed: int = 0, min_gain: float = 0.02) -> ObjectiveComparison:
+    """Two configurations measured by the measurement engine (``advisor.tuning.measure.interleave``): ABBA rounds
+    of one pass each, noise rounds run again, from ``min(3, rounds)`` rounds until the gain's interval settles
+    against ``min_gain`` (it clears it, or cannot), at most ``rounds``; each round's load recorded. The passes
+    become Evidence (``advisor.tuning.evidence.compare``) on the objective. AdvisorError when an arm's pass
+    fails."""
+    arms = {"A": ("baseline", baseline), "B": ("candidate", candidate)}
+
+    def run(arm: str, i: int) -> ArmRound:
+        name, config = arms[arm]
+        result, _, _ = trials.trial(config)
+        if result.objective is None:
+            raise AdvisorError(f"the {name} failed while validating: {result.reason}")
+        say(f"round {i + 1} (at most {rounds}) {name}: {trials.runner.display(result.objective)}")
+        return ArmRound({OBJECTIVE: [result.objective]}, {})
+
+    def decide(by_arm: dict[str, list[ArmRound]]) -> Evidence:
+        return compare(by_arm["A"], by_arm["B"], {OBJECTIVE: 1.0}, min_gain=min_gain, seed=seed, min_time_share=0.0, min_call_share=0.0)
+
+    rule = StopRule(min_rounds=min(3, rounds), max_rounds=rounds, min_gain=min_gain)
+    measured = interleave(run, ("A", "B"), rule, decide, order="abba", seed=seed, say=say)
+    return ObjectiveComparison(replace(measured.evidence, measured=measured.line()), measured)
 
 
 def best_so_far(records: Sequence[TrialRecord]) -> list[float]:
