@@ -6,6 +6,7 @@ shipped one adapted with a run's default episodes on the schema's statements; an
 them with ``scratch_episodes`` (what a first question cost before the policy shipped). Reported per schema: the
 mean relative cost reached (the statement's estimated cost after the search over its cost as written: lower is
 better) and the seconds spent training. Nothing is asserted; the table, JSON and PNG keep what was measured.
+LITune's shipped models are compared the same way on held-out key sets (``advisor.bench.models_litune``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ class ModelBenchOptions:
     scratch_episodes: int = 120  # a per-target training from scratch
     seed: int = 0
     out_dir: str = "bench-results/models"
+    litune: bool = True  # LITune's shipped models too (``advisor.bench.models_litune``)
+    litune_budget: int = 12  # trials per held-out key set
+    litune_episodes: int = 60  # a per-target meta-training from scratch (LITune's default)
 
 
 def _mean_rc(agent, problem, searches) -> float:
@@ -70,7 +74,13 @@ def run(o: ModelBenchOptions = ModelBenchOptions(), say: Say = silent) -> dict:
         rows.append({"schema": s, "dialect": problem.dialect, "statements": len(lowered), "shipped_rc": as_shipped,
                      "adapted_rc": _mean_rc(adapted, problem, fixed), "adapt_s": adapt_s,
                      "scratch_rc": _mean_rc(scratch, problem, fixed), "scratch_s": scratch_s})
-    doc = {"machine": asdict(detect()), "options": asdict(o), "rows": rows, "wall_s": time.monotonic() - started}
+    litune = []
+    if o.litune:
+        from advisor.bench import models_litune
+
+        litune = models_litune.run(o.litune_budget, o.litune_episodes, o.seed, say)
+    doc = {"machine": asdict(detect()), "options": asdict(o), "rows": rows, "litune": litune,
+           "wall_s": time.monotonic() - started}
     for key in ("shipped_rc", "adapted_rc", "scratch_rc", "adapt_s", "scratch_s"):
         doc[f"mean_{key}"] = statistics.fmean(r[key] for r in rows) if rows else None
     out = Path(o.out_dir)
@@ -92,6 +102,10 @@ def table(doc: dict) -> str:
                      f"{doc['mean_adapt_s']:>7.1f}  {doc['mean_scratch_rc']:>10.3f} {doc['mean_scratch_s']:>9.1f}")
     lines.append("\nrc: the statements' mean estimated cost after the search over their cost as written (lower is "
                  "better); s: seconds of training before the first answer")
+    if doc.get("litune"):
+        from advisor.bench.models_litune import table as litune_table
+
+        lines.append("\n" + litune_table(doc["litune"]))
     lines.append(f"wall time {doc['wall_s']:.0f} s on {doc['machine']['cores']} cores")
     return "\n".join(lines)
 

@@ -377,8 +377,9 @@ def bench_models(scratch_episodes: Annotated[int, typer.Option(help="episodes of
                  out: Annotated[str, typer.Option(help="directory for models.json and the plot")] =
                  "bench-results/models",
                  json_out: JsonFlag = False) -> None:
-    """The shipped models (Aurora's rule policy) on held-out generated schemas: as shipped, adapted as a run
-    adapts them, and against a policy trained from scratch per schema (quality and training seconds)."""
+    """The shipped models (Aurora's rule policy, LITune's models) on held-out generated schemas and key sets: as
+    shipped, adapted as a run adapts them, and against one trained from scratch per target (quality and training
+    seconds)."""
     from advisor.bench.models import ModelBenchOptions, run, table
 
     doc = run(ModelBenchOptions(scratch_episodes=scratch_episodes, out_dir=out), say=reporter(watch=True))

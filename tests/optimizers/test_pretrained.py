@@ -173,3 +173,14 @@ def test_advisor_train_writes_litune_models_and_manifests(tmp_path):
     for name, doc in models.items():
         manifest = json.loads((tmp_path / doc["model"].rsplit("/", 1)[1]).with_suffix(".json").read_text())
         assert manifest["index"] == name and manifest["seed"] == 5 and manifest["episodes"] == 2
+
+
+def test_the_models_bench_compares_litune_shipped_adapted_and_from_scratch_on_held_out_key_sets():
+    from advisor.bench import models_litune
+    from connectors import factory
+
+    rows = models_litune.run(budget=4, episodes=2, seed=0)
+    assert [(r["index"], r["keys"]) for r in rows] == [(i, f"{k}/{s}") for i in factory.learned_indexes()
+                                                       for k, s in models_litune.HELD_OUT]
+    assert all(r["shipped_ratio"] is not None and r["adapted_ratio"] is not None for r in rows)
+    assert "scratch" in models_litune.table(rows) and len(models_litune.table(rows).splitlines()) == len(rows) + 4
