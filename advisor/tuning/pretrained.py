@@ -1,7 +1,11 @@
 """The models that ship with the package, trained ahead of time (``advisor train``): for each kind with one, how
 it is trained from a seed and where its files go. Aurora's rule policy (``optimizers.rewrites.pretrain``) and
 LITune's meta-trained models, one per learned index (``optimizers.learned_index.litune_shipped``, trained on the
-generated key sets x mixes of ``LITUNE_SETS`` x ``LITUNE_MIXES``); IA2's agent is still trained per target."""
+generated key sets x mixes of ``LITUNE_SETS`` x ``LITUNE_MIXES``); IA2's agent is still trained per target.
+
+Aurora's policy is reproduced bit for bit from its seed on the CPU (its rewards are estimated costs). LITune's
+seed fixes its tasks, exploration and initial weights, but its rewards are timed (ns per operation on this
+machine), so retraining gives the same weights only for the same measurements: equal in kind, not in bits."""
 
 from __future__ import annotations
 
