@@ -36,6 +36,7 @@ def test_the_json_document(tmp_path, keys_db):
         shown = json.loads(cli(tmp_path, "recommendations", "show", doc["recommendation"], "--json").stdout)
         assert shown["recommendation"]["kind"] == "learned-index"
         assert shown["recommendation"]["details"]["parameters"] == doc["parameters"]
+        assert "decided on thread CPU time" in doc["measured"] and doc["tuned"]["cpu_ns_per_op"] > 0
 
 
 

@@ -66,7 +66,6 @@ def run_drift(o, model_dir: Path, say: Say) -> dict:
     for p, (keys, stream) in enumerate(zip(phase_keys(initial, streams), streams)):
         mix = start_mix.toward(end_mix, p / max(o.drift_phases - 1, 1))
         feats = features(keys, mix)
-        weights = {op: s for op, s in (("lookup", mix.lookup), ("insert", mix.insert), ("range", mix.range)) if s}
         say(f"drift phase {p + 1}/{o.drift_phases}: {len(keys):,} keys, lookup {mix.lookup:.2f} insert "
             f"{mix.insert:.2f}")
         if online is None:
@@ -77,10 +76,10 @@ def run_drift(o, model_dir: Path, say: Say) -> dict:
         else:
             online.online(feats)
             budget = o.online_budget
-        lt = tune_index(engine, keys, [stream], online, budget, seed=seed, rounds=o.rounds, weights=weights)
+        lt = tune_index(engine, keys, [stream], online, budget, seed=seed, rounds=o.rounds)
         fresh = registry.create("learned_index", o.drift_tuner, problem(space, engine.name, feats), seed=seed,
                                 strict=False)
-        rt = tune_index(engine, keys, [stream], fresh, o.drift_budget, seed=seed, rounds=o.rounds, weights=weights)
+        rt = tune_index(engine, keys, [stream], fresh, o.drift_budget, seed=seed, rounds=o.rounds)
         if one_shot is None:
             one_shot = dict(rt.best)
         configs = {"online": lt.best, "one_shot": one_shot, "retuned": rt.best, "defaults": space.default_config()}

@@ -136,11 +136,6 @@ def create(name: str, prob, seed: int, **options):
                            **{k: v for k, v in options.items() if k in named and named[k].kind != named[k].VAR_KEYWORD})
 
 
-def weights_of(mix) -> dict[str, float]:
-    return {op: share for op, share in (("lookup", mix.lookup), ("insert", mix.insert), ("range", mix.range))
-            if share > 0}
-
-
 def first_reach(trace, mark: float) -> int | None:
     """The first evaluation (1-based) whose throughput is at least ``mark``.
 
@@ -185,15 +180,14 @@ class LearnedIndexBench:
         keys = keysets.synthetic(cell.dataset, o.keys, cell.seed)
         initial, stream = mixes.workload(keys, mix, operations(len(keys), mix.insert), cell.seed)
         engine = factory.learned_index(cell.index)
-        space, feats, weights = ParamSpace(engine.parameters()), features(keys, mix), weights_of(mix)
+        space, feats = ParamSpace(engine.parameters()), features(keys, mix)
         rows: list[TunerRow] = []
         for name in o.tuners:
             prob = problem(space, engine.name, feats)
             opt = create(name, prob, cell.seed, device=o.device, episodes=o.episodes)
             opt.prepare(self.out / "models", self.say)
             start = time.perf_counter()
-            found = tune_index(engine, initial, [stream], opt, o.budget, seed=cell.seed, rounds=o.rounds,
-                               weights=weights)
+            found = tune_index(engine, initial, [stream], opt, o.budget, seed=cell.seed, rounds=o.rounds)
             rows.append(row_of(name, found, time.perf_counter() - start))
             self.say(f"  {name}: {rows[-1].tuned['throughput_ops']:,.0f} ops/s tuned vs "
                      f"{rows[-1].default['throughput_ops']:,.0f} defaults ({rows[-1].gain:.2f}x), "

@@ -1,13 +1,13 @@
 """Side-by-side measurement for the learned-index bench: several (harness, configuration) arms measured in the
 same time window, one round each in turn, the order rotating every round (A B C, B C A, ...), each arm warmed up
-first; per arm the median figures (``pipeline.median_figures``: ops/s, p99 ns, bytes). On a shared machine whose
-speed drifts, only figures measured this way are compared with each other."""
+first; per arm the median figures (``validation.median_figures``: ops/s, CPU ns per op, p99 ns, bytes). On a
+shared machine whose speed drifts, only figures measured this way are compared with each other."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from advisor.tuning.learned.pipeline import median_figures
+from advisor.tuning.learned.validation import median_figures
 from advisor.tuning.learned.target import HarnessTarget
 
 

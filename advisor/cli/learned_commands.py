@@ -1,8 +1,9 @@
 """``advisor tune learned-index``: a learned index's parameters tuned on a benchmark harness (keys from a
 source, an operation mix), validated against the defaults and handed over (``AdvisorService.tune`` with the
 ``learned-index`` kind). A thin adapter: parse flags, call the service, print a table or one JSON document
-(``--json``: index, parameters, default and tuned {throughput_ops, p99_ns, memory_bytes}, evaluations,
-unsafe_evaluations, the recommendation's id and state)."""
+(``--json``: index, parameters, default and tuned {throughput_ops, cpu_ns_per_op, p99_ns, memory_bytes},
+evaluations, unsafe_evaluations, the recommendation's id and state, and ``measured``: how the validation went).
+The validation decides on thread CPU time per operation; wall-time throughput is shown beside it."""
 
 from __future__ import annotations
 
@@ -66,13 +67,16 @@ def tune_learned_index(
 
 def show(console: Console, doc: dict) -> None:
     table = Table("", "defaults", "tuned")
-    for key, label in (("throughput_ops", "throughput, ops/s"), ("p99_ns", "p99 latency, ns"),
+    for key, label in (("cpu_ns_per_op", "CPU time per operation, ns (decides)"),
+                       ("throughput_ops", "throughput, ops/s (wall time)"), ("p99_ns", "p99 latency, ns"),
                        ("memory_bytes", "memory, bytes")):
         table.add_row(label, *(f"{doc[arm][key]:,.0f}" if key in doc[arm] else "-" for arm in ("default", "tuned")))
     console.print(table)
     console.print(f"{doc['index']}: " + ", ".join(f"{escape(k)}={escape(v)}" for k, v in doc["parameters"].items()))
     console.print(f"{doc['evaluations']} evaluations, {doc['unsafe_evaluations']} unsafe")
     console.print(doc["message"], markup=False)
+    if doc.get("measured"):
+        console.print(f"measured: {doc['measured']}", markup=False)
     if doc["recommendation"]:
         console.print(f"recommendation {doc['recommendation']} ({doc['state']})", markup=False)
 

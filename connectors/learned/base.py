@@ -6,7 +6,9 @@ Measuring: every engine executes a whole stream in ONE compiled loop (numba), in
 read with the CPU cycle counter around each single operation (``connectors.learned.timing``), so ``p99_ns`` is the
 99th percentile of single operations (the ~10 ns the two counter reads cost included). Throughput is operations
 done over the wall time of the run (``time.perf_counter_ns`` around the compiled loop and, where an index had to
-grow its memory pools in between, around the re-entries too). ``min_throughput`` is the safety cut: the loop
+grow its memory pools in between, around the re-entries too); ``cpu_ns`` is the calling thread's CPU time over the
+same span (``time.thread_time_ns``: the compiled loop runs in that thread, holding the GIL), which time spent
+waiting for a core on a busy machine does not inflate. ``min_throughput`` is the safety cut: the loop
 compares elapsed time with the operations done every 1024 operations (after the first 4096) and stops when the
 rate is below it. ``memory_limit_bytes``: a structure larger than it after the run is a failed measurement.
 """
@@ -32,7 +34,8 @@ class Measurement:
     """One run of a stream: ``throughput_ops`` (ops/s over all ops done), ``p99_ns`` (99th percentile of single-op
     latency, ns), ``samples_ns`` (per op type, the latency of every op done, ns), ``memory_bytes`` (the structure's
     size after the run), ``stats`` (structure statistics, finite floats), ``ops_done``; ``stopped_early`` when
-    the safety cut stopped it; ``failed`` says why the configuration could not run ("" when it ran)."""
+    the safety cut stopped it; ``failed`` says why the configuration could not run ("" when it ran); ``cpu_ns``:
+    the thread CPU time of the run (ns), beside the wall time ``throughput_ops`` is computed from."""
 
     throughput_ops: float
     p99_ns: float
@@ -42,6 +45,7 @@ class Measurement:
     ops_done: int
     stopped_early: bool = False
     failed: str = ""
+    cpu_ns: int = 0
 
     @classmethod
     def failure(cls, why: str, memory_bytes: int = 0, stats: Mapping[str, float] | None = None) -> Measurement:
@@ -118,7 +122,7 @@ class CompiledRun:
         max_ticks = 0.0 if not min_throughput else 1e9 / float(min_throughput) / rate
         lat = np.zeros(len(stream), dtype=np.uint64)
         self._loop(stream, len(stream), lat, np.uint64(0), 0.0)  # compiled (or loaded from cache) before the clock
-        begin = time.perf_counter_ns()
+        begin, cpu_begin = time.perf_counter_ns(), time.thread_time_ns()
         t_begin = np.uint64(ticks())
         start, status, why, grows, at = 0, DONE, "", 0, -1
         while True:
@@ -135,7 +139,7 @@ class CompiledRun:
                 why = self._grow(status, memory_limit_bytes)
             if why:
                 break
-        wall_ns = time.perf_counter_ns() - begin
+        wall_ns, cpu_ns = time.perf_counter_ns() - begin, time.thread_time_ns() - cpu_begin
         done = int(start)
         memory = self.memory_bytes()
         stats = {k: float(v) for k, v in self.stats().items()}
@@ -150,7 +154,7 @@ class CompiledRun:
         return Measurement(throughput_ops=done / max(wall_ns, 1) * 1e9,
                            p99_ns=float(np.percentile(ns, 99)) if done else float("inf"),
                            samples_ns=samples, memory_bytes=memory, stats=stats, ops_done=done,
-                           stopped_early=status == STOPPED)
+                           stopped_early=status == STOPPED, cpu_ns=cpu_ns)
 
     def _refuse(self, stream: OpStream) -> str:
         """Why this index cannot run ``stream`` at all ("" when it can)."""

@@ -1,6 +1,6 @@
 """The learned-index kind end to end on the real index (``connectors.factory.learned_index``) over small
 synthetic key sets: ``service.tune("learned-index", ...)`` stores its run, every evaluation and a handed-over
-recommendation with its evidence per operation type; the harness as a trial target (the safety cut makes a trial
+recommendation with its evidence (thread CPU time per operation, per phase); the harness as a trial target (the safety cut makes a trial
 unsafe and failed); keys from a column of the target; bad input as one line before any work."""
 
 from __future__ import annotations
@@ -72,12 +72,12 @@ def test_a_run_stores_every_evaluation_and_a_handed_over_recommendation(service,
     assert {c.name: c.value for c in rec.changes}.items() <= doc["parameters"].items()
     details = rec.details
     assert details["evaluations"] == 5 and details["tuned"]["throughput_ops"] > 0
-    ev = rec.evidence  # per operation type, the mix's fractions as weights
-    mix = mixes.parse_mix(MIX)
-    expected = {op: share for op, share in (("lookup", mix.lookup), ("insert", mix.insert), ("range", mix.range))
-                if share > 0}
-    assert ev.rounds == 3 and {s.queryid: s.weight for s in ev.statements} == pytest.approx(expected)
-    assert all(s.baseline_ms > 0 for s in ev.statements)  # ns per operation
+    ev = rec.evidence  # one phase (the run's one operation stream), its CPU ns per operation
+    assert ev.rounds == 3 and {s.queryid: s.weight for s in ev.statements} == {"operations": 1.0}
+    assert all(s.baseline_ms > 0 for s in ev.statements)  # CPU ns per operation
+    assert "decided on thread CPU time" in ev.measured and "wall-time throughput" in ev.measured
+    assert details["measured"] == ev.measured and details["tuned"]["cpu_ns_per_op"] > 0
+    assert doc["measured"] == ev.measured and "on thread CPU time per operation, measured gain" in result.message
     assert service.store.recommendation(rec.id).details["index"] == INDEX
 
 
@@ -98,7 +98,7 @@ def test_search_on_the_updatable_index_counts_unsafe_evaluations_and_validates()
 
     prob = problem(ParamSpace(engine.parameters()), engine.name, safety=0.999999)  # almost any dip is unsafe
     opt = registry.create("learned_index", "grid", prob, seed=1)
-    found = search(target, opt, 4, rounds=2, weights={"lookup": 0.9, "insert": 0.05, "range": 0.05})
+    found = search(target, opt, 4, rounds=2)
     assert found.evaluations == 4 and len(found.trials) == 4
     unsafe = [t for t in found.trials if (t.result.metrics or {}).get("unsafe")]
     assert found.unsafe_evaluations == len(unsafe)

@@ -67,11 +67,13 @@ def test_meta_trained_litune_beats_the_defaults_on_a_held_out_dataset_and_mix(en
     prob = problem(ParamSpace(engine.parameters()), engine.name, features(keys, mix))
     opt = LITune(prob, seed=1, device="cpu")
     assert opt.prepare(model_dir, print)["loaded"]
-    # the pipeline's loop, then the best safe configuration against the defaults in interleaved rounds (medians)
+    # the pipeline's loop, then the best safe configuration against the defaults in interleaved rounds (medians),
+    # judged as the validation judges: on thread CPU time per operation (wall time swings with the machine's load)
     found = search(HarnessTarget(engine, initial, [stream]), opt, BUDGET, rounds=5)
-    gain = found.tuned["throughput_ops"] / found.default["throughput_ops"]
-    print(f"held-out {HELD_OUT}: {gain:.2f}x the defaults' throughput, {found.unsafe_evaluations} unsafe of "
-          f"{found.evaluations}")
+    gain = found.default["cpu_ns_per_op"] / found.tuned["cpu_ns_per_op"]
+    wall = found.tuned["throughput_ops"] / found.default["throughput_ops"]
+    print(f"held-out {HELD_OUT}: {gain:.2f}x less CPU time per operation than the defaults ({wall:.2f}x their "
+          f"wall-time throughput), {found.unsafe_evaluations} unsafe of {found.evaluations}")
     assert found.evaluations > BUDGET // 2 and found.changes
     assert gain > 1.2
 

@@ -87,10 +87,13 @@ def test_the_run_form_offers_the_kind_and_its_page_shows_parameters_and_measurem
     assert 'name="keys"' in page and 'name="workload"' in page
     target_id = service.target("keys")["id"]
     details = {"index": "alex", "parameters": {"density": "0.9", "fanout": "64"},
-               "default": {"throughput_ops": 1_000_000.0, "p99_ns": 900.0, "memory_bytes": 4_000_000.0},
-               "tuned": {"throughput_ops": 1_500_000.0, "p99_ns": 700.0, "memory_bytes": 5_000_000.0},
+               "default": {"throughput_ops": 1_000_000.0, "p99_ns": 900.0, "memory_bytes": 4_000_000.0,
+                           "cpu_ns_per_op": 812.0},
+               "tuned": {"throughput_ops": 1_500_000.0, "p99_ns": 700.0, "memory_bytes": 5_000_000.0,
+                         "cpu_ns_per_op": 543.0},
                "evaluations": 6, "unsafe_evaluations": 1, "keys": "synthetic:books:20000",
-               "workload": "read-heavy", "unit": "time per operation (ns, weighted by the mix)", "unit_symbol": "ns"}
+               "workload": "read-heavy",
+               "unit": "thread CPU time per operation (ns, each phase weighted by its operations)", "unit_symbol": "ns"}
     rec = recommend(service.store, target_id=target_id, kind="learned-index", optimizer="hibo", plan=None,
                     changes=(LearnedIndexParam("density", "0.9"),), details=details, why="tuned")
     page = client.get(f"/recommendations/{rec.id}").text
@@ -102,5 +105,6 @@ def test_the_run_form_offers_the_kind_and_its_page_shows_parameters_and_measurem
     figures = page[page.index('id="learned-figures"'):]
     figures = figures[:figures.index("</table>")]
     assert "1,000,000" in figures and "1,500,000" in figures and "900" in figures and "700" in figures
+    assert "CPU time per operation" in figures and "812" in figures and "543" in figures
     assert "6 evaluations, 1 stopped as unsafe" in page
     assert 'id="apply"' not in page

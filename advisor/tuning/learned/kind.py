@@ -1,7 +1,10 @@
 """The learned-index kind's registry entry: a run plan -> keys from a source (``keys``), a workload mix
 (``workload``), the index engine (``index``) -> the pipeline (``pipeline.search``) -> a handed-over
-recommendation (parameters for the index's owners; never applied to a database), with the evidence per operation
-type and details {index, parameters, default, tuned, evaluations, unsafe_evaluations}.
+recommendation (parameters for the index's owners; never applied to a database), with the evidence (thread CPU
+time per operation, per phase of the workload; ``advisor.tuning.learned.validation``) and details {index,
+parameters, default, tuned, evaluations, unsafe_evaluations, measured}. Its verdict line (the recommendation's note,
+the CLI's message) says the gain in CPU time with its interval; ``measured`` (the Evidence's, in the details and
+the JSON document) how it was measured.
 
 The target database is the run's owner in the store (and the source of ``table.column`` keys); nothing is changed
 there."""
@@ -18,7 +21,7 @@ from advisor.tuning.kind import Context, Kind
 from advisor.tuning.knobs.kind import ranges  # NAME=LOW:HIGH items, read the same way for every kind
 from advisor.tuning.learned import keys as key_sources
 from advisor.tuning.learned.pipeline import LearnedIndexResult, Trial, operations, problem, tune_index
-from advisor.tuning.recommend import recommend
+from advisor.tuning.recommend import recommend, verdict_note
 from optimizers import learned_index
 
 KIND_NAME = "learned-index"
@@ -34,14 +37,17 @@ class LearnedIndexTuneResult:
     trials: tuple[Trial, ...] = field(default_factory=tuple)
 
     def document(self) -> dict:
-        """The run as the issue's JSON document: index, parameters, default and tuned figures, evaluations."""
+        """The run as the issue's JSON document: index, parameters, default and tuned figures, evaluations, and
+        how the validation went (``measured``: rounds, why they stopped, noise rounds, the machine's load, the CPU
+        time decided on and the wall-time throughput beside it; "" when not validated)."""
         r = self.result
         return {"index": r.index if r else None, "parameters": r.best if r else {},
                 "default": r.default if r else {}, "tuned": r.tuned if r else {},
                 "evaluations": r.evaluations if r else 0, "unsafe_evaluations": r.unsafe_evaluations if r else 0,
                 "recommendation": self.recommendation.id if self.recommendation else None,
                 "state": self.recommendation.state if self.recommendation else None,
-                "run_id": self.run_id, "message": self.message}
+                "run_id": self.run_id, "message": self.message,
+                "measured": r.evidence.measured if r and r.evidence else ""}
 
 
 def _indexes() -> tuple[str, ...]:
@@ -120,26 +126,27 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
     resume = ctx.inputs.get("resume")
     run_id = ctx.open_run(obs.target_id, KIND_NAME, plan.optimizer, plan.to_dict(), resume, ctx.run_id)
 
-    weights = {op: share for op, share in (("lookup", mix.lookup), ("insert", mix.insert), ("range", mix.range))
-               if share > 0}
     ctx.say(f"building {engine.name} over {len(initial):,} keys (its first build compiles it) and evaluating")
     with heartbeat(ctx.say, f"tuning {engine.name}") as say:  # a compile or a slow evaluation is not silent
         found = tune_index(engine, initial, [stream], optimizer, plan.budget,
-                           rounds=plan.rounds if plan.validate else 0, weights=weights, seed=plan.seed, say=say,
+                           rounds=plan.rounds if plan.validate else 0, seed=plan.seed, say=say,
                            store=ctx.store, run_id=run_id, target_id=obs.target_id, resume=bool(resume))
     base = dict(keys=len(keys), run_id=run_id, trials=tuple(found.trials), result=found)
     if not found.changes:
         return LearnedIndexTuneResult(None, f"{plan.optimizer}: no configuration beat the defaults of {engine.name} "
                                             f"in {found.evaluations} evaluations", **base)
     gain = found.tuned["throughput_ops"] / found.default["throughput_ops"] - 1.0
-    accepted = None if found.evidence is None else found.evidence.accepted
-    verdict = {None: "not validated", True: "validated", False: "not better in the interleaved validation"}[accepted]
+    ev = found.evidence
+    accepted = None if ev is None else ev.accepted
+    verdict = "not validated" if ev is None else \
+        f"on thread CPU time per operation, {verdict_note(ev)}"
     why = (f"{engine.name}: {found.tuned['throughput_ops']:,.0f} ops/s tuned vs {found.default['throughput_ops']:,.0f}"
-           f" ops/s with the defaults ({gain:+.1%}); {verdict}")
+           f" ops/s with the defaults ({gain:+.1%} wall time); {verdict}")
     details = {"index": engine.name, "parameters": found.best, "default": found.default, "tuned": found.tuned,
                "evaluations": found.evaluations, "unsafe_evaluations": found.unsafe_evaluations,
-               "keys": plan.keys, "key_count": len(keys), "workload": plan.workload, "unit": "time per operation (ns, weighted by the mix)",
-               "unit_symbol": "ns",
+               "keys": plan.keys, "key_count": len(keys), "workload": plan.workload,
+               "unit": "thread CPU time per operation (ns, each phase weighted by its operations)", "unit_symbol": "ns",
+               "measured": ev.measured if ev is not None else "",
                "note": "parameters handed to the index's owners; nothing is applied to the database"}
     changes = tuple(LearnedIndexParam(c.name, c.value) for c in found.changes)
     rec = recommend(ctx.store, target_id=obs.target_id, kind=KIND_NAME, optimizer=plan.optimizer, plan=None,

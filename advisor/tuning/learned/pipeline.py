@@ -14,27 +14,25 @@ evaluations, how many were unsafe, every trial, the evidence). Its trials are st
   (``advisor.tuning.trials.TrialLoop``): it ends early when the optimizer asks again what it asked last (it has
   nothing new to try), and given a store it records each trial as it ends, so a killed run resumes.
 - Before the defaults' trial and before the validation, a warm-up round that is not measured.
-- Validation: ``rounds`` interleaved rounds (A B, then B A, ...) of the defaults and the best safe configuration,
-  compared per operation type (``evidence.compare``: op types as ids, the mix's fractions as weights, ns per op;
-  a slowdown under ``MIN_ABS_NS`` is noise).
+- Validation (``advisor.tuning.learned.validation``): the defaults against the best safe configuration through
+  the measurement engine, at most ``rounds`` rounds, decided on thread CPU time per operation (per phase, each
+  weighted by its share of the operations), wall-time throughput beside it.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from advisor.core.domain import Evidence, TrialResult
 from advisor.core.progress import Say, silent
-from advisor.tuning.evidence import ArmRound, compare
-from advisor.tuning.learned.target import HarnessTarget, RoundFigures
+from advisor.tuning.learned.target import HarnessTarget
+from advisor.tuning.learned.validation import validate
 from advisor.core.errors import AdvisorError
 from advisor.tuning.trials import TrialLoop, TrialRecord
 from optimizers.base import Optimizer
 from optimizers.learned_index.problem import LearnedIndexProblem
 
-MIN_ABS_NS = 5.0  # a per-operation slowdown smaller than this (ns) is timer noise, not a regression
 MIN_OPS, MAX_OPS = 10_000, 200_000  # operations per round: as many as keys, within these ...
 INSERT_SHARE = 0.45  # ... and inserts drawing at most this share of the keys (held out of the initial build)
 
@@ -55,10 +53,11 @@ Trial = TrialRecord  # a learned index's trial is the one trial record of every 
 
 @dataclass
 class LearnedIndexResult:
-    """What a search found: ``default`` / ``tuned`` measurements ({"throughput_ops", "p99_ns", "memory_bytes"},
-    medians over the validation rounds; the trials' own when not validated), ``best`` (the best safe
-    configuration, every parameter), ``evaluations`` and ``unsafe_evaluations``, every trial, and the evidence
-    (None when not validated or when the defaults stayed best)."""
+    """What a search found: ``default`` / ``tuned`` measurements ({"throughput_ops", "p99_ns", "memory_bytes"} and,
+    when validated, "cpu_ns_per_op": medians over the validation's kept rounds; the trials' own when not
+    validated), ``best`` (the best safe configuration, every parameter), ``evaluations`` and
+    ``unsafe_evaluations``, every trial, and the evidence (None when not validated or when the defaults stayed
+    best)."""
 
     index: str
     best: dict[str, str]
@@ -91,7 +90,7 @@ def figures_of(result: TrialResult) -> dict[str, float]:
 
 
 def tune_index(engine, initial_keys, streams: Sequence[object], optimizer: Optimizer, budget: int, *,
-               seed: int = 0, rounds: int = 5, weights: Mapping[str, float] | None = None, say: Say = silent,
+               seed: int = 0, rounds: int = 5, say: Say = silent,
                on_trial: Callable[[Trial], None] | None = None, **stored) -> LearnedIndexResult:
     """``search`` over a harness of ``engine`` built over ``initial_keys`` running ``streams`` (the bench's entry
     point): the optimizer's problem gives the safety fraction and the memory bound. ``stored``: ``search``'s
@@ -99,12 +98,12 @@ def tune_index(engine, initial_keys, streams: Sequence[object], optimizer: Optim
     prob: LearnedIndexProblem = optimizer.problem
     target = HarnessTarget(engine, initial_keys, list(streams), memory_limit_bytes=prob.memory_limit_bytes,
                            safety=prob.safety)
-    return search(target, optimizer, budget, rounds=rounds, weights=weights, seed=seed, say=say, on_trial=on_trial,
+    return search(target, optimizer, budget, rounds=rounds, seed=seed, say=say, on_trial=on_trial,
                   **stored)
 
 
 def search(target: HarnessTarget, optimizer: Optimizer, budget: int, *, rounds: int = 5,
-           weights: Mapping[str, float] | None = None, seed: int = 0, say: Say = silent,
+           seed: int = 0, say: Say = silent,
            on_trial: Callable[[Trial], None] | None = None, store=None, run_id: str | None = None,
            target_id: str | None = None, resume: bool = False) -> LearnedIndexResult:
     """The one trial loop (``advisor.tuning.trials.TrialLoop``: ``budget`` evaluations, the defaults' first,
@@ -133,35 +132,6 @@ def search(target: HarnessTarget, optimizer: Optimizer, budget: int, *, rounds: 
                                 len(trials), unsafe, trials, changes=changes)
     if not changes or rounds < 1:
         return result
-    weights = dict(weights or {})
-    evidence, default, tuned = validate(target, base.config, best.config, rounds, weights, seed, say)
+    evidence, default, tuned = validate(target, base.config, best.config, rounds, seed, say)
     result.evidence, result.default, result.tuned = evidence, default, tuned
     return result
-
-
-def validate(target: HarnessTarget, baseline: Mapping[str, str], candidate: Mapping[str, str], rounds: int,
-             weights: Mapping[str, float], seed: int = 0, say: Say = silent
-             ) -> tuple[Evidence, dict[str, float], dict[str, float]]:
-    """``rounds`` interleaved rounds (A B, B A, ...) of the two configurations, without the safety cut: the
-    evidence per op type and each arm's median figures. TrialFailed when an arm fails."""
-    target.min_throughput = None
-    for config in (baseline, candidate):  # warm-up, excluded
-        target.warm_up(config)
-    arms: dict[str, tuple[list[ArmRound], list[RoundFigures]]] = {"A": ([], []), "B": ([], [])}
-    for i in range(rounds):
-        for arm in (("A", "B") if i % 2 == 0 else ("B", "A")):
-            target.apply(baseline if arm == "A" else candidate)
-            arms[arm][0].extend(target.measure(1))
-            arms[arm][1].append(target.last)  # type: ignore[arg-type]
-        say(f"validation round {i + 1}/{rounds}: defaults {arms['A'][1][-1].throughput_ops:,.0f} ops/s, "
-            f"tuned {arms['B'][1][-1].throughput_ops:,.0f} ops/s")
-    ids = weights or {op: 1.0 for op in arms["A"][0][0].samples}
-    evidence = compare(arms["A"][0], arms["B"][0], ids, {op: f"{op} (ns per operation)" for op in ids},
-                       min_abs=MIN_ABS_NS, seed=seed)
-    return evidence, median_figures(arms["A"][1]), median_figures(arms["B"][1])
-
-
-def median_figures(rounds: Sequence[RoundFigures]) -> dict[str, float]:
-    return {"throughput_ops": statistics.median(r.throughput_ops for r in rounds),
-            "p99_ns": statistics.median(r.p99_ns for r in rounds),
-            "memory_bytes": float(statistics.median(r.memory_bytes for r in rounds))}

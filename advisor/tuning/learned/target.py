@@ -4,13 +4,14 @@
 two configurations: validation alternates two); ``measure(rounds)`` runs the operation streams in order on a
 fresh copy of that build each round (inserts stay in for the next phase, never for the next round);
 ``warm_up`` runs a round that is not measured (the compiled loops' first call loads them). A round's
-``ArmRound`` holds, per operation type, the round's mean latency in ns per operation (one sample per round, as a
-shadow's holds each statement's median per pass), so ``evidence.compare`` with the op fractions as weights
-compares ns per operation. ``last`` holds the round's figures (``RoundFigures``): throughput, p99, memory and the
-structure's statistics, which become ``TrialResult.metrics``.
-
-The safety cut: with ``min_throughput`` set (safety x the default's throughput), a run that falls below it is
-stopped by the engine and the trial fails as unsafe; ``memory_limit_bytes`` bounds the structure.
+``ArmRound`` holds, per phase (an operation stream: ``phases()`` names them), the thread CPU time of the phase in ns
+per operation (``Measurement.cpu_ns``; one sample per round, as a shadow's holds each statement's median per
+pass), so ``evidence.compare`` with the phases' shares of the operations as weights compares CPU ns per operation
+of the whole round; time spent waiting for a core on a busy machine is not in it. (Per operation type it cannot
+be had: a wait falls on the one operation the cycle counter was timing, and a few waits of milliseconds in a
+round make any op type's share of the phase's time swing by several times.) ``last`` holds the round's figures
+(``RoundFigures``): wall-time throughput, CPU ns per operation, p99, memory and the structure's statistics, which
+(less the CPU time) become ``TrialResult.metrics``.
 """
 
 from __future__ import annotations
@@ -32,20 +33,23 @@ UNSAFE = "unsafe: below {:.0%} of the default's throughput"
 
 @dataclass(frozen=True)
 class RoundFigures:
-    """One measured round: ops/s over every op of every phase, the 99th percentile of single-op latency (ns),
-    the structure's bytes and statistics after the last phase, and whether the safety cut stopped it."""
+    """One measured round: ops/s over every op of every phase (wall time), the 99th percentile of single-op
+    latency (ns), the structure's bytes and statistics after the last phase, whether the safety cut stopped it,
+    and the thread CPU time per operation over the round (ns; 0 when not measured)."""
 
     throughput_ops: float
     p99_ns: float
     memory_bytes: int
     stats: dict[str, float]
     unsafe: bool = False
+    cpu_ns_per_op: float = 0.0
 
     @property
     def ns_per_op(self) -> float:
         return 1e9 / self.throughput_ops if self.throughput_ops > 0 else float("inf")
 
     def metrics(self) -> dict[str, float]:
+        # the CPU time stays out: the search's learners read every metric as state (a shipped LITune model too)
         return {**{k: float(v) for k, v in self.stats.items()}, "throughput_ops": float(self.throughput_ops),
                 "p99_ns": float(self.p99_ns), "memory_bytes": float(self.memory_bytes),
                 "unsafe": 1.0 if self.unsafe else 0.0}
@@ -130,11 +134,30 @@ class HarnessTarget:
         """A failed configuration leaves nothing behind (each round runs on a copy): back to the good one."""
         self.config = dict(self.good)
 
+    def phases(self) -> dict[str, tuple[float, str]]:
+        """The phases a round's ``ArmRound`` holds, by id: each one's share of the round's operations and what
+        it runs ("operations" for a single stream; "phase 1", "phase 2", ... for several).
+
+        >>> from connectors.learned.ops import OpStream
+        >>> t = object.__new__(HarnessTarget)
+        >>> t.streams = [OpStream.of([0, 0, 0, 1], [1, 2, 3, 4])]
+        >>> t.phases()
+        {'operations': (1.0, '4 operations: lookup 75%, insert 25%')}
+        """
+        total = sum(len(s) for s in self.streams) or 1
+        out = {}
+        for i, stream in enumerate(self.streams):
+            counts = {op: n for op, n in stream.counts().items() if n}
+            mix = ", ".join(f"{op} {n / max(len(stream), 1):.0%}" for op, n in counts.items())
+            out[_phase(i, len(self.streams))] = (len(stream) / total, f"{len(stream):,} operations: {mix}")
+        return out
+
     def _round(self) -> ArmRound:
         built = self._builds[tuple(sorted(self.config.items()))].copy()
         samples: dict[str, list[np.ndarray]] = {}
-        ops, seconds, m = 0, 0.0, None
-        for stream in self.streams:
+        cpu: dict[str, list[float]] = {}  # per phase: its thread CPU ns per operation
+        ops, seconds, cpu_ns, m = 0, 0.0, 0, None
+        for i, stream in enumerate(self.streams):
             m = built.run(stream, min_throughput=self.min_throughput, memory_limit_bytes=self.memory_limit_bytes)
             if m.failed:
                 self.last = RoundFigures(0.0, float("inf"), m.memory_bytes, dict(m.stats))
@@ -144,11 +167,19 @@ class HarnessTarget:
                 raise TrialFailed(UNSAFE.format(self.safety))
             ops += m.ops_done
             seconds += m.ops_done / m.throughput_ops if m.throughput_ops > 0 else 0.0
+            cpu_ns += m.cpu_ns
+            if m.ops_done:
+                cpu[_phase(i, len(self.streams))] = [m.cpu_ns / m.ops_done]
             for op, ns in m.samples_ns.items():
                 if len(ns):
                     samples.setdefault(op, []).append(np.asarray(ns, dtype=float))
         pooled = {op: np.concatenate(parts) for op, parts in samples.items()}
         every = np.concatenate(list(pooled.values())) if pooled else np.array([np.inf])
         self.last = RoundFigures(ops / seconds if seconds > 0 else 0.0, float(np.percentile(every, 99)),
-                                 int(m.memory_bytes) if m else 0, dict(m.stats) if m else {})
-        return ArmRound({op: [float(ns.mean())] for op, ns in pooled.items()}, {})
+                                 int(m.memory_bytes) if m else 0, dict(m.stats) if m else {},
+                                 cpu_ns_per_op=cpu_ns / ops if ops else 0.0)
+        return ArmRound(cpu, {})
+
+
+def _phase(i: int, n: int) -> str:
+    return "operations" if n == 1 else f"phase {i + 1}"

@@ -1,0 +1,94 @@
+"""Validating a learned index's configuration: the candidate against the baseline (the defaults) on the harness,
+through the one measurement engine (``advisor.tuning.measure.interleave``), decided on CPU time.
+
+- Two arms, A (baseline) and B (candidate), in ABBA rounds, each configuration warmed up once first (an unmeasured
+  round); a round slower for both arms at once is machine noise and runs again; the machine's load is recorded
+  with each round; the rounds stop once the gain's interval clears the minimum gain or cannot (a ``StopRule``
+  from ``min(3, rounds)`` to ``rounds`` kept rounds).
+- The decision is on thread CPU time per operation (``HarnessTarget``: each phase's CPU ns per operation, one
+  sample per round), lower is better: ``evidence.compare`` with the phases as statements and their shares of the
+  operations as weights, so the gain is 1 - candidate / baseline CPU ns per operation of the whole workload, and a
+  phase that got slower is a regression. Wall time on a busy machine swings with the other processes (the same
+  defaults measured 351,171 and 687,643 ops/s in two rounds beside other work); the CPU time the index itself
+  spends much less.
+- Wall-time throughput, p99 and memory stay reported beside it: each arm's medians over the kept rounds
+  (``median_figures``), and in the Evidence's ``measured`` line, which says how the measurement went (rounds, why
+  it stopped, noise rounds, load).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from advisor.core.domain import Evidence
+from advisor.core.progress import Say, silent
+from advisor.tuning.evidence import ArmRound, compare
+from advisor.tuning.learned.target import HarnessTarget, RoundFigures
+from advisor.tuning.measure import StopRule, interleave
+
+MIN_ABS_NS = 5.0  # a per-operation slowdown smaller than this (ns) is timer noise, not a regression
+MIN_GAIN = 0.02  # the CPU time per operation the candidate must save (a fraction), its interval's lower end
+UNIT = "CPU ns per operation"
+
+
+def validate(target: HarnessTarget, baseline: Mapping[str, str], candidate: Mapping[str, str], rounds: int,
+             seed: int = 0, say: Say = silent, min_gain: float = MIN_GAIN
+             ) -> tuple[Evidence, dict[str, float], dict[str, float]]:
+    """``candidate`` against ``baseline`` in at most ``rounds`` interleaved rounds, without the safety cut (see the
+    module's text): the evidence per phase with its ``measured`` line, and each arm's median figures over the kept
+    rounds. ``min_gain``: the share of CPU time per operation the candidate must save. TrialFailed when an arm
+    fails."""
+    target.min_throughput = None
+    for config in (baseline, candidate):  # warm-up, excluded
+        target.warm_up(config)
+    configs = {"A": baseline, "B": candidate}
+    names = {"A": "defaults", "B": "tuned"}
+    passes: list[tuple[ArmRound, RoundFigures]] = []  # every pass's figures, noise rounds' too
+
+    def run(arm: str, i: int) -> ArmRound:
+        target.apply(configs[arm])
+        p = target.measure(1)[0]
+        figures = target.last
+        assert figures is not None
+        passes.append((p, figures))
+        say(f"validation round {i + 1} (at most {rounds}), {names[arm]}: {figures.cpu_ns_per_op:,.0f} {UNIT}, "
+            f"{figures.throughput_ops:,.0f} ops/s")
+        return p
+
+    phases = target.phases()
+    weights = {phase: share for phase, (share, _text) in phases.items()}
+    texts = {phase: f"{text} ({UNIT})" for phase, (_share, text) in phases.items()}
+
+    def decide(kept: dict[str, list[ArmRound]]) -> Evidence:
+        return compare(kept["A"], kept["B"], weights, texts, min_gain=min_gain, min_abs=MIN_ABS_NS, seed=seed)
+
+    rule = StopRule(min_rounds=min(3, rounds), max_rounds=rounds, min_gain=min_gain)
+    measured = interleave(run, ("A", "B"), rule, decide, order="abba", seed=seed, say=say)
+    figures = {arm: median_figures([f for r in measured.rounds[arm] for p, f in passes if p is r])
+               for arm in ("A", "B")}
+    assert measured.evidence is not None
+    evidence = replace(measured.evidence, measured=measured_line(measured.line(), figures["A"], figures["B"]))
+    return evidence, figures["A"], figures["B"]
+
+
+def measured_line(how: str, default: Mapping[str, float], tuned: Mapping[str, float]) -> str:
+    """The engine's line, then what was decided on and the wall-time throughput beside it.
+
+    >>> measured_line("3 rounds", {"cpu_ns_per_op": 200.0, "throughput_ops": 4e6},
+    ...               {"cpu_ns_per_op": 100.0, "throughput_ops": 7.5e6})
+    '3 rounds; decided on thread CPU time: 200 ns per operation with the defaults, 100 tuned; wall-time throughput 4,000,000 ops/s with the defaults, 7,500,000 tuned (medians)'
+    """
+    return (f"{how}; decided on thread CPU time: {default['cpu_ns_per_op']:,.0f} ns per operation with the "
+            f"defaults, {tuned['cpu_ns_per_op']:,.0f} tuned; wall-time throughput {default['throughput_ops']:,.0f} "
+            f"ops/s with the defaults, {tuned['throughput_ops']:,.0f} tuned (medians)")
+
+
+def median_figures(rounds: Sequence[RoundFigures]) -> dict[str, float]:
+    """The medians over ``rounds`` of the wall-time throughput (ops/s), the thread CPU time per operation (ns),
+    the p99 (ns) and the memory (bytes)."""
+    return {"throughput_ops": statistics.median(r.throughput_ops for r in rounds),
+            "cpu_ns_per_op": statistics.median(r.cpu_ns_per_op for r in rounds),
+            "p99_ns": statistics.median(r.p99_ns for r in rounds),
+            "memory_bytes": float(statistics.median(r.memory_bytes for r in rounds))}
