@@ -31,7 +31,10 @@ def reporter(stream=None, quiet: bool = False, watch: bool = False) -> Say:
             time.sleep(max(0.05, last[0] + HEARTBEAT_S - time.monotonic()))
             silent_s = time.monotonic() - last[0]
             if silent_s >= HEARTBEAT_S:
-                say(f"still working ({silent_s:.0f} s since the last line)")
+                try:
+                    say(f"still working ({silent_s:.0f} s since the last line)")
+                except (ValueError, OSError):  # the stream was closed (the command is over): the watch ends
+                    return
 
     if watch and not quiet:
         threading.Thread(target=watchdog, daemon=True, name="progress-watchdog").start()

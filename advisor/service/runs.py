@@ -66,7 +66,11 @@ class ProgressLog:
 
     def flush(self) -> None:
         self._last_write = time.monotonic()
-        self.store.update_run(self.run_id, progress=self.snapshot())
+        try:
+            self.store.update_run(self.run_id, progress=self.snapshot())
+        except Exception:  # noqa: BLE001 - a progress row not written (a write conflict with the run's own update
+            # of the row, from the heartbeat's thread) never fails the run: the next line writes it
+            self._last_write = 0.0
 
     def snapshot(self) -> dict:
         return {"message": self.lines[-1].split("] ", 1)[1] if self.lines else "", "log": self.lines,

@@ -48,6 +48,9 @@ class StopRule:
     min_gain: float = 0.02  # the gain the interval must clear (a fraction)
     noise_factor: float = 1.5  # every arm at least this many times its median total: a noise round
     max_reruns: int = 2  # noise rounds run again at most, per measurement
+    # the answers that end a measurement before its budget (a design whose later questions depend on the
+    # answers, as the bundle's elimination does, stops early only when every question clears)
+    stop_on: tuple[str, ...] = ("clears", "cannot clear", "settled")
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_rounds <= self.max_rounds:
@@ -243,7 +246,11 @@ def interleave(run: Callable[[str, int], ArmRound], arms: Sequence[str], rule: S
             answer = decide(out.rounds)
             evidences = [answer] if isinstance(answer, Evidence) else list(answer)
             out.evidence = evidences[0]
-            out.stopped = decision_all(evidences, kept, rule) or ""
+            answer_now = decision_all(evidences, kept, rule)
+            if kept >= rule.max_rounds:  # the budget ends it, whatever the answer
+                out.stopped = answer_now or "budget"
+            else:
+                out.stopped = answer_now if answer_now in rule.stop_on else ""
             if out.stopped:
                 say(f"measured: {out.line()}")
                 return out

@@ -133,8 +133,8 @@ class TrialLoop:
                 self.optimizer.tell(tuple(self.space.changes(rec.config)), rec.result)
         if self.records:
             self.say(f"resuming run {self.run_id}: {len(self.records)} {self.label}(s) already done")
-            base = self.baseline()
-            if base is not None and self.after_default is not None:
+            base = next((r for r in self.records if r.source == "default"), None)  # measured or not: the hook
+            if base is not None and self.after_default is not None:                # judges (a failed one stops)
                 self.after_default(base)
 
     def reference_ms(self) -> dict[str, float] | None:

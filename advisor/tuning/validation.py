@@ -74,7 +74,7 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
         timed = [s for s in statements if s.queryid not in same]
         once = _time_once(shadow, [s for s in statements if s.queryid in same], warm, say)
         left: dict[str, dict[str, list[float]]] = {}  # a settled statement's samples per arm, for later rounds
-        cut = _Caps(timed) if _through_plans(changes, options) else None
+        cut = _Caps() if _through_plans(changes, options) else None
 
         def run(arm: str, i: int) -> ArmRound:
             if arm == "B" and state["applied"] is None:
@@ -87,8 +87,12 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
             if cut is not None and arm == "B":  # a candidate run past CAP_FACTOR x its baseline is known slower
                 pass_options = replace(pass_options, caps_ms=cut.caps())
             result = replay(shadow.connector, now, pass_options) if now else None
+            errors_cut: dict[str, int] = {}
             if cut is not None and result is not None:
                 cut.saw(arm, result)
+                if arm == "B":  # a statement cut under the candidate (past 3x its baseline) fails there: it blocks
+                    caps = pass_options.caps_ms or {}
+                    errors_cut = {q: n for q, n in result.timeouts.items() if n and q in caps}
             if result is not None:
                 say(f"round {i + 1} (at most {options.rounds}) {'baseline' if arm == 'A' else 'candidate'}: "
                     f"{result.wall_ms / 1000:.1f}s")
@@ -97,6 +101,8 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
             if result is not None:
                 samples.update(result.samples)
                 errors.update({k: len(v) for k, v in result.errors.items()})
+            for q, n in errors_cut.items():
+                errors[q] = errors.get(q, 0) + n
             return ArmRound(samples, errors)
 
         def decide(rounds: dict[str, list[ArmRound]]) -> Evidence:
@@ -104,7 +110,10 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
                                regression_threshold=options.regression_threshold,
                                min_time_share=options.min_time_share, min_call_share=options.min_call_share)
             if options.settled_leave and len(timed) > 1 and len(rounds["A"]) < options.rounds:
-                for s, medians in leaving(evidence, rounds, set(same) | set(left), options).items():
+                going = leaving(evidence, rounds, set(same) | set(left), options)
+                if len(left) + len(going) >= len(timed):  # every one settled: the measurement's own rule decides;
+                    going = {}                            # rounds of frozen medians alone would invent certainty
+                for s, medians in going.items():
                     left[s.queryid] = medians
                     say(f"{shorten(s.sql, 50)}: settled at {s.ratio:.2f}x round after round; it leaves the later "
                         "rounds, its medians stand for them")
@@ -199,35 +208,31 @@ def sampling_error(evidence: Evidence, statements: Sequence[BoundStatement], sha
 
 
 CAP_FACTOR = 3.0  # a candidate statement this many times slower than its baseline is cut there: a regression
-CAP_FLOOR_MS = (1000.0, 100.0)  # the least cap: from the target's observed time, from the shadow's baseline
+CAP_FLOOR_MS = 100.0  # the least cap
 
 
 class _Caps:
-    """Per statement, where a candidate pass cuts it: ``CAP_FACTOR`` x its baseline time (the median of the
-    baseline passes so far, or before any, the target's observed mean time), at least ``CAP_FLOOR_MS``. A cut
-    statement's sample is its cap (a censored time: ``CAP_FACTOR`` x slower at least, so a regression); ``cut``
-    names the statements cut.
+    """Per statement, where a candidate pass cuts it: ``CAP_FACTOR`` x its baseline time on this shadow (the
+    median of the baseline passes so far; a candidate pass before any baseline pass is not cut: the target's own
+    times say nothing of a colder or busier shadow), at least ``CAP_FLOOR_MS``. A cut statement's sample is its cap
+    (a censored time) and it counts as failing under the candidate, so it is a regression that blocks whatever
+    its share (a censored time cannot say how much it adds); ``cut`` names the statements cut.
 
     >>> from workloads.binding import BoundStatement
-    >>> caps = _Caps([BoundStatement("q", "", "", 1, "literal", False, mean_ms=2000.0),
-    ...               BoundStatement("r", "", "", 1, "literal", False)])
+    >>> caps = _Caps()
     >>> caps.caps()
-    {'q': 6000.0}
+    {}
     >>> caps.saw("A", ReplayResult(samples={"q": [10.0, 12.0], "r": [50.0]}))
     >>> caps.caps()
     {'q': 100.0, 'r': 150.0}
     """
 
-    def __init__(self, statements: Sequence[BoundStatement]):
-        self.observed = {s.queryid: s.mean_ms for s in statements if s.mean_ms > 0}
+    def __init__(self) -> None:
         self.baseline: dict[str, list[float]] = {}
         self.cut: set[str] = set()
 
     def caps(self) -> dict[str, float]:
-        out = {q: max(CAP_FLOOR_MS[0], CAP_FACTOR * ms) for q, ms in self.observed.items()}
-        out.update({q: max(CAP_FLOOR_MS[1], CAP_FACTOR * statistics.median(v)) for q, v in self.baseline.items()
-                    if v})
-        return out
+        return {q: max(CAP_FLOOR_MS, CAP_FACTOR * statistics.median(v)) for q, v in self.baseline.items() if v}
 
     def saw(self, arm: str, result: ReplayResult) -> None:
         if arm == "A":
@@ -235,7 +240,7 @@ class _Caps:
                 if not result.timeouts.get(q):
                     self.baseline.setdefault(q, []).extend(v)
         else:
-            self.cut.update(q for q, n in result.timeouts.items() if n)
+            self.cut.update(q for q, n in result.timeouts.items() if n and q in self.baseline)
 
 
 def _through_plans(changes: Sequence[Change], options: ValidationOptions) -> bool:

@@ -116,3 +116,14 @@ def test_each_arm_runs_first_about_as_often_as_the_others(order):
 def test_a_rule_must_allow_a_round():
     with pytest.raises(ValueError):
         StopRule(min_rounds=4, max_rounds=3)
+
+
+def test_a_rule_that_stops_early_only_on_clears_still_ends_at_its_budget():
+    """``stop_on=("clears",)`` (the bundle's): a candidate that cannot clear is measured to the budget, and the
+    measurement ends there with that answer, never runs on."""
+    run, calls = _runner(speedup=0.5, noise=0.02, seed=3)
+    m = interleave(run, ("A", "B"), StopRule(min_rounds=3, max_rounds=5, stop_on=("clears",)), _decide)
+    assert (m.stopped, len(m.rounds["A"])) == ("cannot clear", 5) and len(calls) == 10
+    run, _ = _runner(speedup=2.0, noise=0.02, seed=3)
+    m = interleave(run, ("A", "B"), StopRule(min_rounds=3, max_rounds=5, stop_on=("clears",)), _decide)
+    assert (m.stopped, len(m.rounds["A"])) == ("clears", 3)

@@ -115,7 +115,11 @@ def search(target: HarnessTarget, optimizer: Optimizer, budget: int, *, rounds: 
     def bounded(base: TrialRecord) -> None:  # the safety cut, from the defaults' throughput
         if base.result.status != "measured":
             raise AdvisorError(f"the index does not run with its default parameters: {base.result.reason}")
-        target.min_throughput = prob.safety * (base.result.metrics or {})["throughput_ops"]
+        throughput = (base.result.metrics or {}).get("throughput_ops")
+        if not throughput:  # a trial stored before its figures were (store schema 10)
+            raise AdvisorError("the stored run has no throughput for its defaults (stored by an older version): "
+                               "start a new run")
+        target.min_throughput = prob.safety * throughput
 
     loop = TrialLoop(store, run_id, target_id, target, optimizer, budget, say=say, on_trial=on_trial,
                      after_default=bounded, label="evaluation")
