@@ -282,6 +282,20 @@ class KnobSpace:
             notes.append(f"{name} lowered to {fixed[name]} to fit the memory budget")
         return fixed, notes
 
+    def rounded(self, config: Mapping[str, str]) -> dict[str, str]:
+        """``config`` with every changed value rounded as a DBA would write it (the engine's
+        ``UnitGrammar.readable``); a rounding that would break the constraints (the memory budget) is left
+        unrounded. What is measured is then what is recommended."""
+        out = dict(config)
+        base = self.default_config()
+        for name, value in config.items():
+            if self.units.same_value(self.catalog[name], base.get(name, ""), value):
+                continue
+            trial = {**out, name: self.units.readable(self.catalog[name], value)}
+            if not self.violations(trial) or self.violations(out):
+                out = trial
+        return out
+
     def describe(self) -> list[dict]:
         return [{"name": d.name, "low": d.from_unit(0.0 if d.special is None else SPECIAL_SHARE),
                  "high": d.from_unit(1.0), "scale": d.scale if not d.categorical else "choice",

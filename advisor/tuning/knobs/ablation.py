@@ -26,7 +26,7 @@ towards the current one B:
 Budget: at most 2 x rounds passes per comparison (fewer when its interval settles from 3 rounds on); k + k/4
 single passes to screen k knobs; at most 1 + ``max_steps`` + 2 x ``max_knobs`` comparisons in all (24 changed
 knobs, 3 rounds: 30 passes to screen, at most 90 to compare). Values are compared as given: round them first
-(``round_config``), so what is measured is what is recommended.
+(``KnobSpace.rounded``), so what is measured is what is recommended.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from dataclasses import dataclass, field, replace
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
 from advisor.tuning.knobs.trials import ObjectiveComparison, TrialRunner, compare_configs
-from optimizers.knobs.space import KnobSpace
 
 SCREEN_REFERENCE_EVERY = 4  # a pass of F after every this many screening passes (the server's drift)
 
@@ -123,21 +122,6 @@ class Ablation:
                              "measured": ref.line if ref else None,
                              "dropped": [{"knob": d.knob, "current": d.current, "proposed": d.proposed, "why": d.why,
                                           "measured": d.measured} for d in self.dropped]}}
-
-
-def round_config(space: KnobSpace, config: Mapping[str, str]) -> dict[str, str]:
-    """``config`` with every changed value rounded as a DBA would write it (the engine's ``UnitGrammar.readable``); a rounding
-    that would break the space's constraints (the memory budget) is left unrounded."""
-    out = dict(config)
-    base = space.default_config()
-    for name, value in config.items():
-        if space.units.same_value(space.catalog[name], base.get(name, ""), value):
-            continue
-        rounded = space.units.readable(space.catalog[name], value)
-        trial = {**out, name: rounded}
-        if not space.violations(trial) or space.violations(out):
-            out = trial
-    return out
 
 
 def verdict(loss: float, significant: bool, gain: float, restart: bool,

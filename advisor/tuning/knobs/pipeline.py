@@ -21,7 +21,7 @@ from advisor.storage.store import Store
 from advisor.tuning.observe import Observation, bind
 from advisor.tuning.recommend import Dropped, dropped_rows, recommend, verdict_note
 from advisor.tuning.shadows import Shadows
-from advisor.tuning.knobs.ablation import AblationOptions, ablate, round_config
+from advisor.tuning.knobs.ablation import AblationOptions, ablate
 from advisor.tuning.knobs.trials import ReplayRunner, TrialRecord, TrialRunner, TuningOptions, TuningRun
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors.base import Connector, Shadow
@@ -217,7 +217,7 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
     catalog = run.space.catalog
     first = keep = None
     for i, cand in enumerate(picks if validation is not None else picks[:1]):
-        config = round_config(run.space, cand.config)
+        config = run.space.rounded(cand.config)
         if validation is None:
             plan = connector.plan_changes(run.space.changes(config), catalog)
             return done(recommend(store, target_id=obs.target_id, kind="knobs", optimizer=run.optimizer.name,
