@@ -5,7 +5,8 @@ Writes run inside a transaction that is rolled back, so replay leaves the data a
 A statement that exceeds ``statement_timeout_ms`` is recorded as a timeout with the timeout as its (censored)
 latency; any other error is recorded as the typed error it is (``StatementFailed``, ``TargetUnreachable``), so
 callers decide by its type, never by its words. Warm-up passes run first and are not recorded. Replay takes the
-run's connector (opened once by the service), never a DSN: it opens sessions on it and nothing else.
+run's connector (opened once by the service), never a DSN: it opens sessions on it and nothing else. Its
+threads run at the measurements' priority (``advisor.core.priority``).
 
 ``caps_ms`` cuts single statements sooner than the session's timeout (a candidate that runs many times slower
 than its baseline need not run to its end to be known slower): the statement is cancelled (``Session.cancel``)
@@ -20,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from advisor.core import priority
 from advisor.core.errors import AdvisorError, StatementFailed, StatementTimeout, TargetUnreachable
 from connectors.base import Connector, Session
 from workloads.binding import BoundStatement
@@ -106,6 +108,7 @@ def replay(connector: Connector, statements: Sequence[BoundStatement], options: 
     failure: list[BaseException] = []
 
     def worker() -> None:
+        priority.raise_this_thread()  # a busy machine delays this thread's timing less (advisor.core.priority)
         session: Session | None = None
         try:
             session = connector.session(options.statement_timeout_ms)

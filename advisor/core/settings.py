@@ -73,6 +73,10 @@ class Settings(BaseSettings):
     # A run on a target with a warm replica waits at most this long for the replica to replay what the run's
     # observation saw; then it says how far behind the replica is and goes on (advisor.tuning.shadows).
     replica_wait_s: float = 120.0  # ADVISOR_REPLICA_WAIT_S
+    # The nice value every server the project starts and every thread that times statements run at
+    # (advisor.core.priority): a busy machine then slows the measurement less than it slows its neighbours. Needs
+    # root or CAP_SYS_NICE below 0; without them nothing changes and every measured line says so. 0: leave it.
+    measure_nice: int = -10  # ADVISOR_MEASURE_NICE
 
 
 def get_settings() -> Settings:

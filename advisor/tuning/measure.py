@@ -23,7 +23,8 @@ of the per-round gains where that is wider) decides; the measurement stops when 
 A clear case therefore costs ``min_rounds`` rounds, an unclear one ``max_rounds``.
 
 **Load.** Each round records the 1-minute load average and the share of the machine's CPU time that was busy
-during the round (from /proc/stat), so a verdict can be read beside how busy the machine was.
+during the round (from /proc/stat), so a verdict can be read beside how busy the machine was, and the priority
+the measurement ran at (``advisor.core.priority``: raised where permitted, so that a busy machine slows it less).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from advisor.core import priority
 from advisor.core.domain import Evidence
 from advisor.core.progress import Say, silent
 from advisor.tuning.evidence import ArmRound
@@ -60,7 +62,8 @@ class StopRule:
 def decision(evidence: Evidence, rounds: int, rule: StopRule) -> str | None:
     """Why the rounds so far settle the question (``clears``, ``cannot clear``, ``budget``), or None to go on.
 
-    >>> from advisor.core.domain import Evidence
+    >>> from advisor.core import priority
+from advisor.core.domain import Evidence
     >>> ev = lambda lo, hi: Evidence(3, (), (), (lo + hi) / 2, (lo, hi), (), 0.02, 0.1)
     >>> rule = StopRule(min_rounds=3, max_rounds=6)
     >>> decision(ev(0.3, 0.5), 3, rule), decision(ev(-0.1, 0.01), 3, rule), decision(ev(0.0, 0.1), 3, rule)
@@ -82,7 +85,8 @@ def decision_all(evidences: Sequence[Evidence], rounds: int, rule: StopRule) -> 
     """The decision over several questions: None while any is open, ``budget`` at the round budget, else the
     answer they share (``clears``, ``cannot clear``), or ``settled`` where they differ.
 
-    >>> from advisor.core.domain import Evidence
+    >>> from advisor.core import priority
+from advisor.core.domain import Evidence
     >>> ev = lambda lo, hi: Evidence(3, (), (), (lo + hi) / 2, (lo, hi), (), 0.02, 0.1)
     >>> rule = StopRule(min_rounds=3, max_rounds=6)
     >>> [decision_all(e, 3, rule) for e in ([ev(.3, .5), ev(.1, .2)], [ev(.3, .5), ev(-.1, 0)], [ev(.3, .5), ev(0, .1)])]
@@ -102,7 +106,8 @@ def settled_interval(evidence: Evidence) -> tuple[float, float]:
     bootstrap over a handful of rounds is too narrow (three rounds have 27 resamples); the t interval is honest
     about so few, so an early stop needs a case that is clear even then.
 
-    >>> from advisor.core.domain import Evidence
+    >>> from advisor.core import priority
+from advisor.core.domain import Evidence
     >>> ev = Evidence(3, (10.0, 10.0, 10.0), (5.0, 9.0, 12.0), 0.1, (0.05, 0.15), (), 0.02, 0.1)
     >>> lo, hi = settled_interval(ev)
     >>> lo < -0.5 and hi > 0.6
@@ -198,7 +203,8 @@ class Measured:
     loads: list[RoundLoad] = field(default_factory=list)
 
     def line(self) -> str:
-        """``"4 rounds (the gain's interval clears 2%), 1 noisy round run again; load 1.7, cores 62% busy"``."""
+        """``"4 rounds (the gain's interval clears 2%), 1 noisy round run again; load 1.7, cores 62% busy, nice -10"``
+        (the priority it was measured at: ``advisor.core.priority``)."""
         kept = len(next(iter(self.rounds.values()), []))
         why = {"clears": "the gain's interval clears the minimum", "cannot clear": "the gain cannot clear the minimum",
                "budget": "not settled within the round budget",
@@ -211,6 +217,7 @@ class Measured:
             load = statistics.median(x.load1 for x in self.loads)
             busy = [x.busy for x in self.loads if x.busy is not None]
             text += f"; load {load:.1f}" + (f", cores {100 * statistics.median(busy):.0f}% busy" if busy else "")
+            text += f", {priority.status()}"
         return text
 
 

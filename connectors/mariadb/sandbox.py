@@ -29,6 +29,7 @@ from urllib.parse import quote as url_quote
 
 import pymysql
 
+from advisor.core import priority
 from advisor.core.errors import SandboxError
 from connectors import local
 from connectors.local import free_port, pid_alive
@@ -179,7 +180,8 @@ class MariaDBSandbox:
             raise SandboxError(f"mariadb-install-db timed out for sandbox {self.name}") from None
 
     def _launch(self) -> None:
-        self._proc = subprocess.Popen([self.server, f"--defaults-file={self.options_file}"],
+        # at the measurements' priority, as every thread it starts (advisor.core.priority)
+        self._proc = subprocess.Popen([*priority.server_prefix(), self.server, f"--defaults-file={self.options_file}"],
                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL, start_new_session=True)
 

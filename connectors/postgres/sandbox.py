@@ -34,6 +34,7 @@ from pathlib import Path
 
 from psycopg.conninfo import make_conninfo
 
+from advisor.core import priority
 from advisor.core.errors import SandboxError
 from connectors import local
 from connectors.local import free_port, pid_alive, stop_all
@@ -324,9 +325,10 @@ def _as_server_user(*args: str) -> list[str]:
     return list(args)
 
 
-def _run(name: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+def _run(name: str, *args: str, timeout: float = 120, prefix: list[str] | None = None) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(_as_server_user(*args), capture_output=True, text=True, timeout=timeout, check=True)
+        return subprocess.run([*(prefix or []), *_as_server_user(*args)], capture_output=True, text=True,
+                              timeout=timeout, check=True)
     except subprocess.CalledProcessError as e:
         tail = (e.stderr or e.stdout or "").strip().splitlines()[-3:]
         raise SandboxError(f"{Path(args[0]).name} failed for sandbox {name}: {' | '.join(tail)}") from None
@@ -339,7 +341,9 @@ def _pg_ctl(name: str, bin_dir: Path, data: Path, action: str, *extra: str, log:
     args = [str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-t", str(int(timeout))]
     if action in {"start", "restart"} and log is not None:
         args += ["-l", str(log)]
-    _run(name, *args, action, *extra, timeout=timeout + 10)
+    # a started server runs at the measurements' priority, as every process it starts does (advisor.core.priority)
+    prefix = priority.server_prefix() if action in {"start", "restart"} else []
+    _run(name, *args, action, *extra, timeout=timeout + 10, prefix=prefix)
 
 
 def _lock_pid(path: Path) -> int | None:
