@@ -3,10 +3,11 @@ with GTIDs (``connectors.replica`` says what a replica is for and how its thin c
 
 Built once by ``build``: the target is checked (``replica_check``); a sandbox server is made on a copy-on-write
 volume (``connectors.cow``) with its own server id, read-only, replicating only the target's database; the
-database is copied with ``mariadb-dump --single-transaction --master-data --gtid`` (a consistent copy that records
-the GTID position it was taken at) and loaded; then ``CHANGE MASTER TO ... MASTER_USE_GTID = slave_pos`` and
-``START SLAVE``. A physical copy with ``mariadb-backup`` would avoid the load where the target's files are on
-this host; it is not made yet. The replica keeps running between advisor processes and is found again from its
+database is copied where the target's files are on this host by ``mariadb-backup`` (a physical copy of its files,
+``connectors.mariadb.physical_seed``), else with ``mariadb-dump --single-transaction --master-data --gtid`` and
+loaded; both record the GTID position they were taken at; then ``CHANGE MASTER TO ... MASTER_USE_GTID = slave_pos``
+and ``START SLAVE``. Which seed was used and why is said and kept in the record (``seed``, ``seed_reason``). The
+replica keeps running between advisor processes and is found again from its
 record (``replica.json``). As every sandbox, it admits only the advisor (root by socket for the advisor's OS user;
 its ``advisor`` login with a random password over loopback). The target's password is kept only where MariaDB
 keeps it for replication (its ``master.info``).
@@ -32,7 +33,7 @@ from advisor.core.errors import AdvisorError, SandboxError
 from advisor.core.progress import Say, silent
 from connectors import cow, local
 from connectors.base import Shadow
-from connectors.mariadb import replica_check
+from connectors.mariadb import physical_seed, replica_check
 from connectors.mariadb.connection import connect, parse_dsn
 from connectors.mariadb.sandbox import MariaDBSandbox, _binary
 from connectors.mariadb.shadow import _credentials, _dump, _load, copied_settings
@@ -123,7 +124,7 @@ class MariaDBReplica:
             (sandbox.root / local.OWNER_FILE).unlink(missing_ok=True)  # no orphan for reap_orphans
             replica.server = HeldServer(sandbox.root, "replica", keep=True)
             replica.server._started = True
-            replica._seed(sandbox, params, size, say)
+            replica._seed(sandbox, target.dsn, params, size, say)
             replica._write_record()
         except BaseException:
             replica.remove()
@@ -138,8 +139,35 @@ class MariaDBReplica:
     def _write_record(self) -> None:
         write_record(self.directory, self.record)
 
-    def _seed(self, sandbox: MariaDBSandbox, params: dict, size: int, say: Say) -> None:
-        """The target's database, dumped at a recorded GTID position and loaded; replication started from there."""
+    def _seed(self, sandbox: MariaDBSandbox, dsn: str, params: dict, size: int, say: Say) -> None:
+        """The target's database copied at a recorded binary log position, by ``mariadb-backup`` where it can be
+        had, else by ``mariadb-dump`` (said, with why); replication started from there."""
+        missing, source = physical_seed.blockers(dsn)
+        why, point = "; ".join(what for what, _fix in missing), None
+        if source is not None:
+            try:
+                point = physical_seed.seed(sandbox, params, source, self.dbname, size, say)
+                why = "the target's files are on this host"
+            except physical_seed.SeedFailed as e:
+                why = str(e)
+        if point is None:
+            say(f"replica: seeding by mariadb-dump, not {physical_seed.TOOL}: {why}")
+            point = (self._dump_seed(sandbox, params, size, say), "", 0)
+        self.record.update(seed=physical_seed.TOOL if point[1] else "dump", seed_reason=why)
+        gtid, log_file, log_pos = point
+        at = ("MASTER_USE_GTID = slave_pos" if gtid or not log_file else
+              "MASTER_USE_GTID = no, MASTER_LOG_FILE = %s, MASTER_LOG_POS = %s")  # nothing logged with a GTID yet
+        with sandbox._root_conn() as conn, conn.cursor() as cur:
+            if gtid or not log_file:
+                cur.execute("SET GLOBAL gtid_slave_pos = %s", (gtid,))
+            cur.execute("CHANGE MASTER TO MASTER_HOST = %s, MASTER_PORT = %s, MASTER_USER = %s, MASTER_PASSWORD = %s, "
+                        f"{at}, MASTER_CONNECT_RETRY = 5",
+                        (params["host"], int(params["port"]), params["user"], params.get("password") or "",
+                         *(() if gtid or not log_file else (log_file, log_pos))))
+            cur.execute("START SLAVE")
+
+    def _dump_seed(self, sandbox: MariaDBSandbox, params: dict, size: int, say: Say) -> str:
+        """The target's database dumped at a recorded GTID position and loaded; that position."""
         sandbox.create_database(self.dbname)
         with tempfile.TemporaryDirectory(prefix="dump-", dir=sandbox.root) as tmp:
             credentials = _credentials(Path(tmp), params)
@@ -149,12 +177,7 @@ class MariaDBReplica:
             gtid = _dumped_gtid(dump)
             say("replica: loading the copy")
             _load(sandbox, self.dbname, dump)
-        with sandbox._root_conn() as conn, conn.cursor() as cur:
-            cur.execute("SET GLOBAL gtid_slave_pos = %s", (gtid,))
-            cur.execute("CHANGE MASTER TO MASTER_HOST = %s, MASTER_PORT = %s, MASTER_USER = %s, MASTER_PASSWORD = %s, "
-                        "MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 5",
-                        (params["host"], int(params["port"]), params["user"], params.get("password") or ""))
-            cur.execute("START SLAVE")
+        return gtid
 
     # --- running -----------------------------------------------------------------------------------------------
 

@@ -1,7 +1,9 @@
 """A warm replica of a real MariaDB primary (binlog replication with GTIDs, on a loopback XFS volume) and its thin
-clones: what a clone holds, independent writable clones, lag, a broken replica, a killed one, removal, and what a
-target without binary logging is told."""
+clones: its seed (a physical copy by mariadb-backup of a target on this host; the dump, said why, for a login
+without the backup's privileges), what a clone holds, independent writable clones, lag, a broken replica, a killed
+one, removal, and what a target without binary logging is told."""
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -28,6 +30,8 @@ def primary():
         dsn = sandbox.create_database("shop")
         q(dsn, "CREATE TABLE orders (id int PRIMARY KEY, note text)")
         q(dsn, "INSERT INTO orders SELECT seq, md5(seq) FROM seq_1_to_5000")
+        q(sandbox.create_database("elsewhere"), "CREATE TABLE kept_out (id int)")
+        sandbox.add_login("app", "app-password")
         yield sandbox
 
 
@@ -35,7 +39,7 @@ def primary():
 def replica(primary, tmp_path_factory):
     said = []
     built = factory.build_replica(primary.connector("shop"), tmp_path_factory.mktemp("replicas") / "shop", said.append)
-    assert any("mariadb-dump" in m for m in said)
+    assert any("mariadb-backup" in m for m in said) and not any("mariadb-dump" in m for m in said)
     yield built
     built.remove()
 
@@ -60,6 +64,43 @@ def test_a_clone_holds_what_the_primary_committed_and_its_writes_stay_its_own(pr
     assert not root.exists()
     assert q(primary.dsn("shop"), "SELECT count(*) FROM orders") == ((5001,),)
     assert replica.lag().state == "streaming"  # resumed after each cut
+
+
+def test_a_target_on_this_host_is_seeded_by_mariadb_backup_and_its_copy_keeps_only_the_advisor(primary, replica):
+    recorded = json.loads((replica.directory / "replica.json").read_text())
+    assert recorded["seed"] == "mariadb-backup" and "on this host" in recorded["seed_reason"]
+    assert primary.password not in json.dumps(recorded)
+    q(primary.dsn("shop"), "INSERT INTO orders VALUES (9003, 'after the backup')")
+    replica.wait_for(replica.position(primary.connector("shop")), 60, lambda m: None)
+    with factory.clone(primary.connector("shop"), replica=replica) as shadow:
+        assert q(shadow.dsn, "SELECT note FROM orders WHERE id = 9003") == (("after the backup",),)
+        databases = {name for (name,) in q(shadow.dsn, "SHOW DATABASES")}
+        assert "shop" in databases and "elsewhere" not in databases
+        users = {name for (name,) in q(shadow.dsn, "SELECT DISTINCT User FROM mysql.global_priv")}
+        assert "advisor" in users and "app" not in users  # the target's logins stay on the target
+
+
+def test_a_login_without_the_backups_privileges_seeds_by_the_dump_and_says_why(primary, tmp_path):
+    secret = "s3cret'#\"pw"
+    with primary._root_conn() as conn, conn.cursor() as cur:
+        cur.execute("CREATE USER dumper@'127.0.0.1' IDENTIFIED BY %s", (secret,))
+        cur.execute("GRANT REPLICATION SLAVE, RELOAD, BINLOG MONITOR ON *.* TO dumper@'127.0.0.1'")
+        cur.execute("GRANT SELECT, SHOW VIEW, TRIGGER ON shop.* TO dumper@'127.0.0.1'")
+    target = factory.connector(primary.login_dsn("shop", "dumper", secret))
+    said = []
+    built = factory.build_replica(target, tmp_path / "dumped", said.append)
+    try:
+        recorded = (tmp_path / "dumped" / "replica.json").read_text()
+        assert json.loads(recorded)["seed"] == "dump"
+        assert "lacks PROCESS, LOCK TABLES" in json.loads(recorded)["seed_reason"]
+        assert any("seeding by mariadb-dump" in m and "lacks PROCESS, LOCK TABLES" in m for m in said)
+        assert not any(secret in m for m in said) and secret not in recorded
+        q(primary.dsn("shop"), "INSERT INTO orders VALUES (9004, 'after the dump')")
+        built.wait_for(built.position(target), 60, lambda m: None)
+        with factory.clone(target, replica=built) as shadow:
+            assert q(shadow.dsn, "SELECT note FROM orders WHERE id = 9004") == (("after the dump",),)
+    finally:
+        built.remove()
 
 
 def test_a_killed_replica_is_started_again_and_catches_up(primary, replica):
