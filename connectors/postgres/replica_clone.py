@@ -1,4 +1,4 @@
-"""A thin clone of a PostgreSQL warm replica (``connectors.postgres.replica``): a sandbox whose data directory is a
+"""A thin clone of a PostgreSQL warm replica (``connectors.postgres.replica_standby``, ``replica_logical``): a sandbox whose data directory is a
 reflink copy of the standby's, cut at a clean stop (``connectors.replica.cut_clone``), started as a writable server
 of its own.
 
@@ -6,7 +6,9 @@ The copy was shut down in recovery; started without ``standby.signal`` it replay
 for writes, with no link to the target (its ``postgresql.auto.conf`` is emptied). It then admits only the advisor,
 as every sandbox does: its own login ``postgres`` (made in the clone when the target has none) with a random
 password over TCP, and trust only on its socket directory (mode 0700). The advisor's extensions are created in the
-target's database where the target lacks them (the clone's catalog, never the target's). Closing its ``Shadow``
+target's database where the target lacks them (the clone's catalog, never the target's). A logical replica's
+clone starts with its replica's ``CLONE_SETTINGS`` (no apply worker) and is cut loose by ``detach_clone`` (its
+subscription dropped without touching the target's slot) before anything else runs in it. Closing its ``Shadow``
 stops it and deletes its files; after ``kill -9`` of its owner, ``reap_orphans`` on the volume's clone directory
 does.
 """
@@ -30,7 +32,7 @@ from connectors.postgres.sandbox import PostgresSandbox
 from connectors.replica import CLONES, ReplicaUnavailable, cut_clone
 
 if TYPE_CHECKING:
-    from connectors.postgres.replica import PostgresReplica
+    from connectors.postgres.replica_standby import StandbyReplica
 
 
 def _quoted(value: str) -> str:
@@ -40,8 +42,9 @@ def _quoted(value: str) -> str:
 class PostgresClone(PostgresSandbox):
     """A sandbox made from a replica's data instead of ``initdb`` (``connectors.base.Sandbox``)."""
 
-    def __init__(self, replica: PostgresReplica, settings: dict[str, str]):
-        super().__init__("clone", settings=settings, base_dir=str(replica.volume / CLONES))
+    def __init__(self, replica: StandbyReplica, settings: dict[str, str]):
+        super().__init__("clone", settings={**settings, **replica.CLONE_SETTINGS},
+                         base_dir=str(replica.volume / CLONES))
         self.replica = replica
         self.default_db = replica.dbname or "postgres"
 
@@ -79,6 +82,7 @@ class PostgresClone(PostgresSandbox):
             self._started = True
             local.register(self)
             self._admit_advisor()
+            self.replica.detach_clone(self)
             self.create_extensions(self.default_db)
         except ReplicaUnavailable:
             self.stop()
@@ -115,7 +119,7 @@ class PostgresClone(PostgresSandbox):
         return super().connector(dbname or self.default_db)
 
 
-def start_clone(replica: PostgresReplica, say: Say, settings: dict[str, str]) -> Shadow:
+def start_clone(replica: StandbyReplica, say: Say, settings: dict[str, str]) -> Shadow:
     """A running thin clone of ``replica`` as a shadow of the target's database."""
     replica.ensure_running(say)
     clones = replica.volume / CLONES

