@@ -52,7 +52,7 @@ from connectors.postgres.shadow import create_shadow as clone_postgres
 __all__ = ["DEFAULT_ENGINE", "ENGINES", "INSERT", "LOOKUP", "OP_NAMES", "RANGE", "SCHEMES", "TAG", "Connector",
            "Engine", "LearnedIndexEngine", "Measurement", "OpStream", "Sandbox", "Shadow", "binary_search_baseline",
            "build_replica", "client_tool", "clone", "connect", "connector", "engine_of", "free_port", "learned_index",
-           "learned_indexes", "open_replica", "reap_orphans", "redact", "sandbox", "stop_all", "store_dsn_problem", "store_session",
+           "learned_indexes", "open_replica", "reap_orphans", "replica_notes", "redact", "sandbox", "stop_all", "store_dsn_problem", "store_session",
            "supported", "target_name", "uses_local_identity"]
 
 
@@ -61,8 +61,9 @@ class Engine:
     """One engine's parts: ``connector(dsn, restart=None)``; ``sandbox(name, settings=None, ...)``, a class with a
     static ``client_tool(name)``; ``clone(connector, *, sample_percent, sample_min_rows, extra_settings, say)``;
     ``local_identity(dsn)``: whether the DSN logs in by the advisor's own OS identity (``uses_local_identity``);
-    ``replica``: the class of its warm replicas (``build(target, directory, say)``, ``open(directory)``), None
-    where the engine has none yet."""
+    ``replica``: the class of its warm replicas (``build(target, directory, say)``, ``open(directory)``, and where
+    it has any, ``notes(target)``: what its build would do without, said, no blocker), None where the engine has
+    none yet."""
 
     connector: Callable[..., Connector]
     sandbox: Any  # the sandbox class
@@ -183,6 +184,13 @@ def build_replica(target: Connector, directory: Path, say: Say | None = None) ->
     """A warm replica of ``target``, built in ``directory`` and started (``connectors.replica``): minutes for a large
     database, said through ``say``; ReplicaUnavailable with the reason (and what fixes it) when none can be had."""
     return _replicas(target.engine).build(target, directory, say or (lambda _m: None))
+
+
+def replica_notes(target: Connector) -> list[str]:
+    """What a warm replica of ``target`` would be built without, one line each with its fix (a slower seed, say);
+    none of them keeps it from being built (``replica_requirements`` says what does). Only reads the target."""
+    notes = getattr(_replicas(target.engine), "notes", None)
+    return notes(target) if notes is not None else []
 
 
 def open_replica(engine: str, directory: Path) -> Replica:

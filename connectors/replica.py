@@ -30,7 +30,7 @@ from connectors import cow
 if TYPE_CHECKING:
     from connectors.base import Connector, Shadow
 
-RECORD = "replica.json"  # what a replica's directory says of it: engine, target, how it replicates
+RECORD = "replica.json"  # what a replica's directory says of it: engine, target, how it replicates, how it was seeded
 CLONES = "clones"  # the directory, on the replica's copy-on-write filesystem, its clones live under
 
 
@@ -132,6 +132,17 @@ def read_record(directory: Path) -> dict:
         return json.loads((directory / RECORD).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         raise ReplicaUnavailable(f"no replica is recorded in {directory}") from None
+
+
+def seed_of(directory: Path) -> tuple[str | None, str | None]:
+    """How the replica in ``directory`` was seeded and why (its record's ``seed``, ``seed_reason``: "mariadb-backup"
+    and "the target's files are on this host", or "dump" and what the physical copy lacked); (None, None) where
+    the record does not say."""
+    try:
+        record = read_record(directory)
+    except ReplicaUnavailable:
+        return None, None
+    return record.get("seed"), record.get("seed_reason")
 
 
 def write_record(directory: Path, record: dict) -> None:

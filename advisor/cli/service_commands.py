@@ -63,21 +63,26 @@ def targets_replica(ref: Annotated[str, typer.Argument(help="target id or name")
     """Build the target's warm replica (or start it, when it has one): every run then takes its shadows as thin
     clones of it, in seconds whatever the database's size."""
     status = open_service(store).build_replica(ref)  # progress on stderr
-    emit({"replica": status}) if json_out else print(f"replica of {ref}: {_replica_cell(status)}")
+    emit({"replica": status}) if json_out else print(f"replica of {ref}: {_replica_cell(status)}" + (
+        f"\nseeded by {status['seed']}: {status['seed_reason']}" if status.get("seed") else ""))
 
 
 @targets_app.command("check")
 def targets_check(ref: Annotated[str, typer.Argument(help="target id or name")], json_out: JsonFlag = False,
                   store: StoreOpt = None) -> None:
     """What a replica needs from the target and it lacks, one line each with the line that fixes it ("ready" when
-    nothing is missing; exit code 1 otherwise). Only reads the target: the advisor never changes its
-    configuration."""
-    missing = open_service(store, quiet=True).replica_check(ref)
+    nothing is missing; exit code 1 otherwise), then notes: what the replica would be built without (a faster
+    seed), no blocker. Only reads the target: the advisor never changes its configuration."""
+    service = open_service(store, quiet=True)
+    missing, notes = service.replica_check(ref), service.replica_notes(ref)
     if json_out:
-        emit({"ready": not missing, "missing": [{"what": what, "fix": fix} for what, fix in missing]})
+        emit({"ready": not missing, "missing": [{"what": what, "fix": fix} for what, fix in missing],
+              "notes": notes})
     else:
         for what, fix in missing:
             print(f"missing: {what}; fix: {fix}")
+        for note in notes:
+            print(f"note: {note}")
         if not missing:
             print("ready: a replica can be built (advisor targets replica NAME)")
     if missing:
@@ -89,7 +94,7 @@ def _replica_cell(replica: dict | None) -> str:
     if replica is None:
         return "-"
     if replica["state"] == "ready":
-        return replica["lag"] or "ready"
+        return (replica["lag"] or "ready") + (f"; seeded by {replica['seed']}" if replica.get("seed") else "")
     return replica["state"] + (f" ({replica['progress']})" if replica["state"] == "building" and
                                replica.get("progress") else "")
 

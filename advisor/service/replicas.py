@@ -21,6 +21,7 @@ from advisor.service.auth import ADMIN, Principal
 from advisor.service.runs import RunCancelled
 from advisor.tuning.shadows import Shadows
 from connectors import factory
+from connectors.replica import seed_of
 
 BUILDING, READY = "building", "ready"
 
@@ -47,6 +48,12 @@ class ReplicasMixin:
         replica can be built). Only reads the target (``Connector.replica_requirements``)."""
         target = self.store.target(ref)
         return factory.connector(self._dsn(target)).replica_requirements()
+
+    def replica_notes(self, ref: str) -> list[str]:
+        """What a replica of the target would be built without (no blocker: a slower seed, say), one line each
+        with its fix. Only reads the target (``connectors.factory.replica_notes``)."""
+        target = self.store.target(ref)
+        return factory.replica_notes(factory.connector(self._dsn(target)))
 
     def build_replica(self, ref: str, who: Principal = ADMIN, *, wait: bool | None = None) -> dict:
         """Build the target's warm replica (minutes on a large database, said as it goes): in this thread when the
@@ -111,6 +118,7 @@ class ReplicasMixin:
         if recorded is None:
             return None
         doc = {k: recorded[k] for k in ("state", "engine", "directory", "built_at", "progress")}
+        doc["seed"], doc["seed_reason"] = seed_of(Path(recorded["directory"]))  # how its copy was made, and why
         if recorded["state"] == BUILDING and processes.alive(recorded["owner"]) is False:
             doc["state"] = "failed: the process building it was killed; build it again (advisor targets replica)"
         if doc["state"] != READY:

@@ -133,6 +133,14 @@ class MariaDBReplica:
         return replica
 
     @classmethod
+    def notes(cls, target) -> list[str]:
+        """What a physical seed needs and ``target`` lacks, one line each with its fix: no blocker, the dump seeds
+        the replica then (``connectors.factory.replica_notes``)."""
+        missing, _source = physical_seed.blockers(target.dsn)
+        return [f"the replica will be seeded by mariadb-dump, not {physical_seed.TOOL}: {what} (fix: {fix})"
+                for what, fix in missing]
+
+    @classmethod
     def open(cls, directory: Path) -> MariaDBReplica:
         return cls(directory, read_record(directory))
 

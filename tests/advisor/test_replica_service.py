@@ -216,6 +216,7 @@ def test_a_run_on_a_mariadb_target_with_a_replica_takes_a_thin_clone_holding_the
     directory = service.replica_dir(target["id"])
     try:
         assert target["replica"]["state"] == "ready" and target["replica"]["lag"], target["replica"]
+        assert target["replica"]["seed"] == "mariadb-backup"  # the primary's files are on this host
         with factory.connector(dsn).connect() as conn, conn.cursor() as cur:  # just before the run
             cur.execute("CREATE TABLE fresh (id int PRIMARY KEY, score decimal(10, 2) NOT NULL)")
             cur.execute("INSERT INTO fresh SELECT seq, seq % 97 FROM seq_1_to_500")
@@ -228,3 +229,32 @@ def test_a_run_on_a_mariadb_target_with_a_replica_takes_a_thin_clone_holding_the
     finally:
         service.remove_target("shop")
     assert not directory.exists() and left_behind(directory) == []
+
+
+SEEDER_PASSWORD = "Seeder-pw-never-shown-2"
+
+
+def test_the_cli_notes_what_a_mariadb_backup_seed_lacks_and_lists_the_seed_used(maria_primary, tmp_path, env):
+    server, dsn = maria_primary
+    with factory.connector(dsn).connect() as conn, conn.cursor() as cur:  # may follow and dump, not back up
+        cur.execute("CREATE USER IF NOT EXISTS seeder@'127.0.0.1' IDENTIFIED BY %s", (SEEDER_PASSWORD,))
+        cur.execute("GRANT REPLICATION SLAVE, RELOAD, BINLOG MONITOR ON *.* TO seeder@'127.0.0.1'")
+        cur.execute("GRANT SELECT, SHOW VIEW, TRIGGER ON *.* TO seeder@'127.0.0.1'")  # reads all, as observing does
+    lean_store, store = tmp_path / "lean.duckdb", tmp_path / "s.duckdb"
+    lean = server.login_dsn("shop", "seeder", SEEDER_PASSWORD)
+    assert advisor("targets", "add", "--name", "lean", "--dsn", lean, store=lean_store, env=env).returncode == 0
+    checked = advisor("targets", "check", "lean", store=lean_store, env=env)
+    assert checked.returncode == 0, checked.stdout + checked.stderr  # a note, no blocker: the dump seeds it
+    notes = [line for line in checked.stdout.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1 and "seeded by mariadb-dump, not mariadb-backup" in notes[0], checked.stdout
+    assert "lacks PROCESS, LOCK TABLES" in notes[0] and "GRANT PROCESS, LOCK TABLES ON *.* TO 'seeder'" in notes[0]
+    assert "ready: " in checked.stdout and SEEDER_PASSWORD not in checked.stdout + checked.stderr
+
+    added = advisor("targets", "add", "--name", "full", "--dsn", dsn, "--replica", store=store, env=env)
+    assert added.returncode == 0, added.stderr
+    try:
+        assert "note: " not in advisor("targets", "check", "full", store=store, env=env).stdout
+        table = advisor("targets", "list", store=store, env={**env, "COLUMNS": "250"}).stdout
+        assert "seeded by mariadb-backup" in table, table
+    finally:
+        assert advisor("targets", "remove", "full", store=store, env=env).returncode == 0
