@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import shutil
 import socket
 import subprocess
@@ -44,6 +45,7 @@ SYSTEM_DBS = {"mysql", "information_schema", "performance_schema", "sys", DEFAUL
 PRIVILEGE_TABLES = ("db", "tables_priv", "columns_priv", "procs_priv", "proxies_priv", "roles_mapping")
 COPIED_INNODB = ("innodb_page_size", "innodb_data_file_path", "innodb_undo_tablespaces", "innodb_checksum_algorithm")
 HEARTBEAT_S = 4.0
+STAMP = re.compile(r"^\[\d+\] \d{4}-\d\d-\d\d \d\d:\d\d:\d\d ")  # "[00] 2026-11-29 03:13:08 " before its lines
 
 
 class SeedFailed(AdvisorError):
@@ -144,8 +146,9 @@ def _run(args: list[str], log: Path, what: str, say: Say, watch: Path | None = N
                 proc.wait()
     if proc.returncode != 0:
         text = log.read_text(errors="replace")
-        errors = [ln for ln in text.splitlines() if "error" in ln.lower()]
-        said = tool_error(TOOL, errors[-1] if errors else text.strip().splitlines()[-1] if text.strip() else "")
+        lines = [STAMP.sub("", ln) for ln in text.splitlines() if ln.strip()]
+        errors = [ln for ln in lines if any(w in ln.lower() for w in ("error", "failed", "denied"))]
+        said = tool_error(TOOL, errors[-1] if errors else lines[-1] if lines else "")
         raise SeedFailed(f"{TOOL} {what} failed: {said or f'exit {proc.returncode}'}")
 
 
@@ -226,6 +229,20 @@ def seed(sandbox: MariaDBSandbox, params: dict, source: Source, dbname: str, siz
         raise SeedFailed(f"the copy could not be used: {said.replace(password, '***') if password else said}") from None
 
 
+def _wait_ready(sandbox: MariaDBSandbox, say: Say, timeout_s: float = 3600.0) -> None:
+    """Until the copy's server answers (its crash recovery on a large copy takes a while), said every few seconds;
+    SandboxError when it exits or ``timeout_s`` passed."""
+    started = time.monotonic()
+    while True:
+        try:
+            sandbox.wait_ready(HEARTBEAT_S)
+            return
+        except SandboxError:
+            if sandbox._proc is None or sandbox._proc.poll() is not None or time.monotonic() - started > timeout_s:
+                raise
+        say(f"replica: the copy's server is starting ({time.monotonic() - started:.0f} s)")
+
+
 def _swap_in(sandbox: MariaDBSandbox, backup: Path, dbname: str, say: Say) -> None:
     """The prepared copy ``backup`` becomes ``sandbox``'s data directory, started with its own accounts and only
     ``dbname`` of the target's databases; the installed one comes back when it does not start."""
@@ -250,12 +267,13 @@ def _swap_in(sandbox: MariaDBSandbox, backup: Path, dbname: str, say: Say) -> No
         sandbox._proc = subprocess.Popen([sandbox.server, f"--defaults-file={sandbox.options_file}",
                                           f"--init-file={init}"], stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        sandbox.wait_ready(120.0)
+        _wait_ready(sandbox, say)
         init.unlink(missing_ok=True)
         with sandbox._root_conn() as conn, conn.cursor() as cur:
             cur.execute("SHOW DATABASES")
             for (name,) in cur.fetchall():
                 if name not in SYSTEM_DBS and name != dbname:
+                    say(f"replica: dropping the target's database {name} from the copy (it follows only {dbname})")
                     cur.execute(f"DROP DATABASE {quote(name)}")
             cur.execute(f"CREATE DATABASE IF NOT EXISTS {quote(DEFAULT_DB)}")
             cur.execute("RESET SLAVE ALL")

@@ -12,7 +12,9 @@ import pymysql
 import pytest
 
 from connectors import factory, local
-from connectors.mariadb.connection import connect
+from connectors.mariadb import physical_seed
+from connectors.mariadb.connection import connect, parse_dsn
+from connectors.mariadb.sandbox import MariaDBSandbox
 from connectors.replica import CLONES, ReplicaUnavailable
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a loopback volume needs root")
@@ -101,6 +103,21 @@ def test_a_login_without_the_backups_privileges_seeds_by_the_dump_and_says_why(p
             assert q(shadow.dsn, "SELECT note FROM orders WHERE id = 9004") == (("after the dump",),)
     finally:
         built.remove()
+
+
+def test_a_backup_that_fails_says_why_without_the_password_and_leaves_the_replica_server_as_it_was(primary):
+    missing, source = physical_seed.blockers(primary.dsn("shop"))
+    assert missing == [] and source is not None
+    wrong = "Wrong-secret-never-shown-3"  # the login's password changed since the check
+    said = []
+    with MariaDBSandbox("seeded", durable=False) as server:
+        with pytest.raises(physical_seed.SeedFailed) as failed:
+            physical_seed.seed(server, {**parse_dsn(primary.dsn("shop")), "password": wrong}, source, "shop", 0,
+                               said.append)
+        assert "Access denied" in str(failed.value) and len(str(failed.value).splitlines()) == 1, failed.value
+        assert wrong not in str(failed.value) and not any(wrong in m for m in said)
+        assert not (server.root / "backup").exists()
+        assert q(server.dsn(), "SELECT count(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'shop'") == ((0,),)
 
 
 def test_a_killed_replica_is_started_again_and_catches_up(primary, replica):
