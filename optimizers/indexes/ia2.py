@@ -13,7 +13,6 @@ softmax, keeping the configuration with the lowest what-if cost (costs are cache
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,12 +23,13 @@ from advisor.core.domain import IndexChange
 from advisor.core.progress import Say
 from optimizers.indexes.base import IndexOptimizer
 from optimizers.indexes.baselines import Extend
+from optimizers.indexes.mixes import training_sampler
 from optimizers.indexes.problem import IndexProblem
 
 if TYPE_CHECKING:
     from optimizers.indexes.td3 import TD3Agent
 
-__all__ = ["IA2", "held_out_sampler"]
+__all__ = ["IA2"]
 
 HELD_OUT_CHECKS = 3  # mixes unlike the workload the trained policy is compared with Extend on, at most
 # planner calls after which no further mix is checked (each mix has a new budget, so Extend plans many new
@@ -45,6 +45,11 @@ WHATIF_BUDGET = 6_000
 # share of training episodes on the target's own mix and budget (the one the recommendation is asked for): on the
 # app workload 0 / 0.2 / 0.4 of them brought IA2's own set from 1.13x to 1.11x and 1.06x Extend's what-if cost
 OWN_MIX = 0.3
+# starting from the shipped model (``optimizers.indexes.ia2_shipped``), the episodes and planner calls spent adapting
+# it to the target: a small share of a training from scratch, on the same mixes, exploring less
+ADAPT_EPISODES = 40
+ADAPT_WHATIF_BUDGET = 1_000
+ADAPT_EXPLORE = 0.3
 
 
 def _td3():
@@ -53,24 +58,6 @@ def _td3():
     from optimizers.indexes import td3
 
     return td3
-
-
-def held_out_sampler(base: IndexProblem, templates: Sequence[str],
-                     budgets: tuple[int, int]) -> Callable[[np.random.Generator], IndexProblem]:
-    """Problems unlike the target's workload: 1 to a third of ``templates`` left out (none when there is only
-    one), frequencies log-uniform in 1..10,000, budgets log-uniform from a quarter of ``budgets``' low end to twice
-    its high end (bytes)."""
-    templates = list(templates)
-    lo, hi = max(1, budgets[0] // 4), max(budgets[1] * 2, 2)
-
-    def sample(rng: np.random.Generator) -> IndexProblem:
-        n = len(templates)
-        out = int(rng.integers(1, max(1, n // 3) + 1)) if n > 1 else 0
-        keep = rng.choice(n, size=n - out, replace=False)
-        weights = {templates[i]: float(math.exp(rng.uniform(0.0, math.log(10_000)))) for i in keep}
-        return base.with_weights(weights, int(math.exp(rng.uniform(math.log(lo), math.log(hi)))))
-
-    return sample
 
 
 class IA2(IndexOptimizer):
@@ -86,8 +73,11 @@ class IA2(IndexOptimizer):
     def _setup(self, agent: TD3Agent | None = None, episodes: int = 300, device: str = "auto", samples: int = 48,
                templates: Sequence[str] | None = None, budgets: tuple[int, int] | None = None,
                data_bytes: int = 0, reward: str = "relative", retrain: bool = False, held_out: float = 0.3,
-               whatif_budget: int = WHATIF_BUDGET, own_mix: float = OWN_MIX) -> None:
+               whatif_budget: int = WHATIF_BUDGET, own_mix: float = OWN_MIX, shipped: bool = True,
+               adapt_episodes: int = ADAPT_EPISODES, adapt_whatif_budget: int = ADAPT_WHATIF_BUDGET) -> None:
         self.agent, self.episodes, self.device, self.samples = agent, episodes, device, samples
+        self.shipped, self.adapt_episodes = shipped, max(0, int(adapt_episodes))
+        self.adapt_whatif_budget = max(0, int(adapt_whatif_budget))
         self.whatif_budget = max(0, int(whatif_budget))
         self.held_out = min(max(float(held_out), 0.0), 1.0)
         self.own_mix = min(max(float(own_mix), 0.0), 1.0 - self.held_out)
@@ -106,12 +96,47 @@ class IA2(IndexOptimizer):
             say(f"IA2: using the model trained for this candidate set ({stored[0]})")
             self.training = {**self.agent.stats.to_dict(), "reused": True, "model": str(stored[0])}
             return self.training
-        unlike = self._train(say)
+        adapted = self._adapt_shipped(say) if self.shipped and not self.retrain else None
+        unlike = self._train(say) if adapted is None else None
         if path is not None:
             self.agent.save(path)
         self.training = {**self.agent.stats.to_dict(), "reused": False, "model": str(path) if path else None,
-                         "held_out": self._check_unlike(unlike, say)}
+                         **(adapted or {"held_out": self._check_unlike(unlike, say)})}
         return self.training
+
+    def _adapt_shipped(self, say: Say) -> dict | None:
+        """Start from the shipped model and adapt it to the target for ``adapt_episodes`` episodes (at most
+        ``adapt_whatif_budget`` planner calls) on the mixes a training from scratch uses; what the training dict
+        adds (``started_from``, the shipped model's manifest), or None when no model is shipped."""
+        from dataclasses import replace
+
+        from optimizers.indexes import ia2_shipped
+
+        found = ia2_shipped.shipped(self.problem.candidates, self.device, self.seed)
+        if found is None:
+            return None
+        if found[0].options.reward != self.reward:  # trained for another reward: no starting point
+            return None
+        self.agent, manifest = found
+        self.agent.options = replace(self.agent.options, explore_start=min(ADAPT_EXPLORE,
+                                                                           self.agent.options.explore_start))
+        say(f"IA2: starting from the shipped model ({ia2_shipped.summary(manifest)}) and adapting for "
+            f"{self.adapt_episodes} episodes on {self.agent.device}")
+        if self.adapt_episodes:
+            sample, _ = self._samplers()
+            self.agent.train(sample, self.adapt_episodes, say=say, calls=lambda: self.problem.whatif.calls,
+                             max_calls=self.adapt_whatif_budget)
+        return {"started_from": "shipped", "shipped": manifest, "adapt_episodes": self.adapt_episodes,
+                "held_out": {"share": self.held_out, "checks": 0, "skipped": "adapted from the shipped model"}}
+
+    def _samplers(self):
+        """(training mixes, mixes unlike the workload) of the target, as ``mixes.training_sampler`` draws them."""
+        problem = self.problem
+        templates = list(self.templates or [q.queryid for q in problem.queries])
+        budget = max(problem.budget_bytes, 1)
+        lo = max(1, min(budget // 2, int(0.05 * self.data_bytes)))
+        budgets = self.budgets or (lo, max(budget * 2, int(0.5 * self.data_bytes), lo + 1))
+        return training_sampler(problem, templates, budgets, self.own_mix, self.held_out)
 
     def _stored_model(self, model_dir: Path | None, exact: Path | None):
         """(path, its candidates) of a stored model whose action space covers the problem's candidates: the one
@@ -128,25 +153,13 @@ class IA2(IndexOptimizer):
         return None
 
     def _train(self, say: Say) -> Callable[[np.random.Generator], IndexProblem]:
-        """Train the agent; returns the sampler of mixes unlike the workload (for ``_check_unlike``)."""
-        problem = self.problem
-        templates = list(self.templates or [q.queryid for q in problem.queries])
-        budget = max(problem.budget_bytes, 1)
-        lo = max(1, min(budget // 2, int(0.05 * self.data_bytes)))
-        lo, hi = self.budgets or (lo, max(budget * 2, int(0.5 * self.data_bytes), lo + 1))
-        td3 = _td3()
+        """Train the agent from scratch; returns the sampler of mixes unlike the workload (for ``_check_unlike``)."""
+        problem, td3 = self.problem, _td3()
         self.agent = td3.TD3Agent(problem.candidates, td3.TD3Options(episodes=self.episodes, reward=self.reward),
                                   self.device, self.seed)
+        templates = self.templates or problem.queries
         say(f"IA2: training on {len(templates)} statement templates, {self.episodes} episodes on {self.agent.device}")
-        usual, unlike = td3.mix_sampler(problem, templates, (lo, hi)), held_out_sampler(problem, templates, (lo, hi))
-        share, own = self.held_out, self.own_mix
-
-        def sample(rng: np.random.Generator) -> IndexProblem:
-            u = rng.random()
-            if u < own:
-                return problem  # the mix and budget it will be asked about
-            return unlike(rng) if share > 0 and u < own + share else usual(rng)
-
+        sample, unlike = self._samplers()
         self.agent.train(sample, say=say, calls=lambda: problem.whatif.calls, max_calls=self.whatif_budget)
         return unlike
 
@@ -178,7 +191,8 @@ class IA2(IndexOptimizer):
         return agent is not None and set(self.problem.candidates) <= set(agent.candidates)
 
     def _select(self) -> list[IndexChange]:
-        if not self._usable(self.agent):
+        if not self._usable(self.agent) and (not self.shipped or self.retrain or
+                                             self._adapt_shipped(lambda _m: None) is None):
             self._train(lambda _m: None)
         assert self.agent is not None
         return self.agent.rollout(self.problem, self.samples, max_steps=SAMPLE_STEPS)

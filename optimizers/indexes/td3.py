@@ -17,7 +17,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -203,9 +202,8 @@ class TD3Agent:
         costs give the same model on any machine."""
         o = self.options
         episodes = episodes or o.episodes
-        buffer = Buffer(o.buffer, len(self.candidates))
+        buffer = self.new_buffer()
         start = time.perf_counter()
-        env = self.env
         calls = calls or (lambda: 0)
         calls0 = calls()
 
@@ -221,24 +219,7 @@ class TD3Agent:
                         say(f"IA2 training: what-if budget of {max_calls} planner calls spent after {ep} episodes")
                     break
                 explore = o.explore_start + (o.explore_end - o.explore_start) * min(1.0, progress(ep))
-                env.reset(sample(self.rng))
-                mask = env.mask()
-                g, phi = env.features()
-                while mask.any():
-                    a = self.act(g, phi, mask, explore)
-                    step = env.step(a)
-                    mask2 = env.mask()
-                    g2, phi2 = env.features()
-                    raw = step.reward if o.reward == "per_storage" else step.relative / o.reward_scale
-                    r = float(np.clip(raw, -o.reward_clip, o.reward_clip)) * o.reward_scale
-                    buffer.add(g, phi, mask, a, r, g2, phi2, mask2, step.done)
-                    self.stats.steps += 1
-                    if buffer.size >= o.warmup_steps:
-                        for _ in range(o.updates_per_step):
-                            self._update(buffer)
-                    g, phi, mask = g2, phi2, mask2
-                self.stats.episodes += 1
-                self.stats.final_rc.append(env.cost / env.cost0 if env.cost0 else 1.0)
+                self.episode(sample(self.rng), explore, buffer)
                 if say and (ep + 1) % max(1, episodes // 10) == 0:
                     recent = self.stats.final_rc[-max(1, episodes // 10):]
                     say(f"IA2 training: episode {ep + 1}/{episodes}, mean relative cost {np.mean(recent):.3f}, "
@@ -246,6 +227,33 @@ class TD3Agent:
         self.stats.seconds += time.perf_counter() - start
         self.stats.whatif_calls += calls() - calls0
         return self.stats
+
+    def new_buffer(self) -> Buffer:
+        """A replay buffer over this agent's candidates."""
+        return Buffer(self.options.buffer, len(self.candidates))
+
+    def episode(self, problem: IndexProblem, explore: float, buffer: Buffer) -> None:
+        """One training episode on ``problem``, acting with exploration ``explore`` and learning from ``buffer``
+        (of this agent's candidates) as it goes."""
+        o, env = self.options, self.env
+        env.reset(problem)
+        mask = env.mask()
+        g, phi = env.features()
+        while mask.any():
+            a = self.act(g, phi, mask, explore)
+            step = env.step(a)
+            mask2 = env.mask()
+            g2, phi2 = env.features()
+            raw = step.reward if o.reward == "per_storage" else step.relative / o.reward_scale
+            r = float(np.clip(raw, -o.reward_clip, o.reward_clip)) * o.reward_scale
+            buffer.add(g, phi, mask, a, r, g2, phi2, mask2, step.done)
+            self.stats.steps += 1
+            if buffer.size >= o.warmup_steps:
+                for _ in range(o.updates_per_step):
+                    self._update(buffer)
+            g, phi, mask = g2, phi2, mask2
+        self.stats.episodes += 1
+        self.stats.final_rc.append(env.cost / env.cost0 if env.cost0 else 1.0)
 
     def _update(self, buffer: Buffer) -> None:
         o = self.options
@@ -313,11 +321,36 @@ class TD3Agent:
     def _from_blob(cls, blob: dict, candidates: Sequence[Candidate], device: str, where: str) -> "TD3Agent":
         if blob["key"] != action_space_key(candidates):
             raise ValueError(f"{where} was trained for another candidate set")
-        agent = cls(candidates, TD3Options(**blob["options"]), device, int(blob.get("seed", 0)))
-        agent.actor.load_state_dict(blob["actor"])
-        agent.critics.load_state_dict(blob["critics"])
+        agent = cls.from_weights(blob, candidates, device)
         agent.stats = TrainStats(**{**blob["stats"], "device": str(agent.device)})
         return agent
+
+    def weights(self) -> dict:
+        """The networks and options alone, bound to no candidate list (``from_weights`` binds them to one)."""
+        return {"actor": self.actor.state_dict(), "critics": self.critics.state_dict(),
+                "options": asdict(self.options), "seed": self.seed}
+
+    @classmethod
+    def from_weights(cls, weights: dict, candidates: Sequence[Candidate], device: str = "auto",
+                     seed: int | None = None) -> "TD3Agent":
+        """An agent over ``candidates`` with the networks of ``weights`` (``weights()``, or a saved model's blob),
+        whatever candidates they were trained over: the actor scores each candidate from its own features and the
+        state's, so one set of weights serves any schema. Target networks start equal to the weights."""
+        agent = cls(candidates, TD3Options(**weights["options"]), device,
+                    int(weights.get("seed", 0)) if seed is None else seed)
+        agent.actor.load_state_dict(weights["actor"])
+        agent.critics.load_state_dict(weights["critics"])
+        agent.actor_t.load_state_dict(weights["actor"])
+        agent.critics_t.load_state_dict(weights["critics"])
+        return agent
+
+    def bound(self, candidates: Sequence[Candidate]) -> "TD3Agent":
+        """This agent over another candidate list, sharing its networks, optimizers, random generator and
+        statistics: training one trains all (``optimizers.indexes.ia2_shipped`` trains one agent across schemas)."""
+        other = copy.copy(self)
+        other.candidates = tuple(candidates)
+        other.env = IndexEnv(other.candidates)
+        return other
 
 
 def _variant(index: IndexChange) -> list:
@@ -342,21 +375,3 @@ def action_space_key(candidates: Sequence[Candidate]) -> str:
     text = json.dumps([[c.index.schema, c.index.table, list(c.index.columns), c.index.method, *_variant(c.index)]
                        for c in candidates])
     return hashlib.sha1(text.encode()).hexdigest()[:16]
-
-
-def mix_sampler(base: IndexProblem, templates: Sequence[str], budgets: tuple[int, int], min_mix: int = 2,
-                max_mix: int | None = None) -> Callable[[np.random.Generator], IndexProblem]:
-    """Problems for training: a random subset of ``templates`` (query ids of ``base``) with frequencies drawn
-    from 1..1000, and a budget drawn log-uniformly from ``budgets`` (bytes)."""
-    templates = list(templates)
-    lo, hi = budgets
-    top = min(max_mix or len(templates), len(templates))
-
-    def sample(rng: np.random.Generator) -> IndexProblem:
-        k = int(rng.integers(min(min_mix, top), top + 1))
-        chosen = rng.choice(len(templates), size=k, replace=False)
-        weights = {templates[i]: float(rng.integers(1, 1001)) for i in chosen}
-        budget = int(math.exp(rng.uniform(math.log(lo), math.log(hi))))
-        return base.with_weights(weights, budget)
-
-    return sample

@@ -10,7 +10,8 @@ from optimizers import registry
 from optimizers.indexes.base import BudgetExceeded, IndexOptimizer
 from optimizers.indexes.costing import CachedWhatIf
 from optimizers.indexes.env import IndexEnv
-from optimizers.indexes.td3 import TD3Agent, TD3Options, mix_sampler
+from optimizers.indexes.mixes import mix_sampler
+from optimizers.indexes.td3 import TD3Agent, TD3Options
 from optimizers.indexes.problem import Candidate, ColumnUse, IndexProblem, Query
 
 O, L = ("public", "orders"), ("public", "lineitem")
@@ -123,10 +124,10 @@ def test_ask_refuses_a_plugin_that_breaks_the_budget(problem):
 
 def test_prepare_trains_once_then_reuses_the_saved_model(problem, tmp_path):
     said: list[str] = []
-    first = registry.create("indexes", "ia2", problem, episodes=10, samples=2)
+    first = registry.create("indexes", "ia2", problem, episodes=10, samples=2, shipped=False)
     trained = first.prepare(tmp_path, said.append)
     assert trained["reused"] is False and trained["episodes"] == 10 and list(tmp_path.glob("ia2-*.pt"))
-    again = registry.create("indexes", "ia2", problem, episodes=10, samples=2)
+    again = registry.create("indexes", "ia2", problem, episodes=10, samples=2, shipped=False)
     reused = again.prepare(tmp_path, said.append)
     assert reused["reused"] is True and any("using the model" in m for m in said)
     assert again.ask(1) == first.ask(1)
@@ -137,7 +138,7 @@ def test_prepare_trains_once_then_reuses_the_saved_model(problem, tmp_path):
     # is (no training), and answers as the trained agent does
     mix = problem.with_weights({"cust": 2.0, "part": 1.0}, 4 << 20)
     assert set(mix.candidates) < set(problem.candidates)
-    sub = registry.create("indexes", "ia2", mix, episodes=10, samples=2)
+    sub = registry.create("indexes", "ia2", mix, episodes=10, samples=2, shipped=False)
     assert sub.prepare(tmp_path, said.append)["reused"] is True
     assert list(sub.ask(1)[0]) == fresh_agent_rollout(tmp_path, problem, mix)
 
@@ -159,7 +160,8 @@ def test_cuda_asked_for_without_cuda_is_an_error():
 def test_training_stops_when_its_planner_call_budget_is_spent(problem, tmp_path):
     said: list[str] = []
     before = problem.whatif.calls
-    bounded = registry.create("indexes", "ia2", problem, episodes=200, samples=0, whatif_budget=4)
+    bounded = registry.create("indexes", "ia2", problem, episodes=200, samples=0, whatif_budget=4,
+                                shipped=False)
     stats = bounded.prepare(None, said.append)
     assert stats["stopped_by"] == "what-if budget" and stats["episodes"] < 200
     assert 4 <= stats["whatif_calls"] <= problem.whatif.calls - before
