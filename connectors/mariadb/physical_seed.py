@@ -265,7 +265,7 @@ def _swap_in(sandbox: MariaDBSandbox, backup: Path, dbname: str, say: Say) -> No
         _chown_mysql(init)
         say("replica: starting the replica on the copy")
         sandbox._proc = subprocess.Popen([sandbox.server, f"--defaults-file={sandbox.options_file}",
-                                          f"--init-file={init}"], stdin=subprocess.DEVNULL,
+                                          f"--init-file={init}", "--skip-slave-start"], stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         _wait_ready(sandbox, say)
         init.unlink(missing_ok=True)
@@ -276,7 +276,7 @@ def _swap_in(sandbox: MariaDBSandbox, backup: Path, dbname: str, say: Say) -> No
                     say(f"replica: dropping the target's database {name} from the copy (it follows only {dbname})")
                     cur.execute(f"DROP DATABASE {quote(name)}")
             cur.execute(f"CREATE DATABASE IF NOT EXISTS {quote(DEFAULT_DB)}")
-            cur.execute("RESET SLAVE ALL")
+            cur.execute("RESET SLAVE ALL")  # a target that is itself a replica: its link is not the copy's
     except BaseException:
         init.unlink(missing_ok=True)
         sandbox._halt(graceful=False)
