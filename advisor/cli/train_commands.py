@@ -1,7 +1,7 @@
 """``advisor train``: the models that ship with the package, trained ahead of time on generated schemas, key sets
-and workloads, reproducible from a seed (``advisor.tuning.pretrained``: Aurora's rule policy, LITune's models).
-``advisor bench models`` compares the shipped models with ones trained from scratch on held-out schemas and key
-sets."""
+and workloads, reproducible from a seed (``advisor.tuning.pretrained``: Aurora's rule policy, LITune's models,
+IA2's agent). ``advisor bench models`` compares the shipped models with ones trained from scratch on held-out
+schemas, key sets and workloads."""
 
 from __future__ import annotations
 

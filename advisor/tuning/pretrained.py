@@ -1,7 +1,9 @@
 """The models that ship with the package, trained ahead of time (``advisor train``): for each kind with one, how
 it is trained from a seed and where its files go. Aurora's rule policy (``optimizers.rewrites.pretrain``) and
 LITune's meta-trained models, one per learned index (``optimizers.learned_index.litune_shipped``, trained on the
-generated key sets x mixes of ``LITUNE_SETS`` x ``LITUNE_MIXES``); IA2's agent is still trained per target.
+generated key sets x mixes of ``LITUNE_SETS`` x ``LITUNE_MIXES``) and IA2's agent (``optimizers.indexes.ia2_shipped``,
+trained across generated index workloads by ``advisor.tuning.indexes.shipped``, bit for bit from its seed on the
+CPU: its rewards are what-if costs).
 
 Aurora's policy is reproduced bit for bit from its seed on the CPU (its rewards are estimated costs). LITune's
 seed fixes its tasks, exploration and initial weights, but its rewards are timed (ns per operation on this
@@ -54,12 +56,13 @@ def _learned(seed: int, episodes: int | None, out: Path | None, device: str, say
         say(f"LITune ({name}): generating {len(LITUNE_SETS)} key sets of {LITUNE_KEYS:,} keys x "
             f"{len(LITUNE_MIXES)} mixes")
         tasks = litune_tasks(engine, seed)
+        from optimizers.learned_index.problem import OBJECTIVE
         agent, stats, prior = litune_shipped.meta_trained(space, tasks, episodes or 60, LITUNE_STEPS, seed, device,
                                                           say, keep=litune_shipped.KEEP, prior=litune_shipped.PRIOR)
         path = (out or litune_shipped.DIR) / litune_shipped.file_name(name, space)
         manifest = {"index": name, "seed": seed, "episodes": stats.episodes, "steps": LITUNE_STEPS,
                     "key_sets": list(LITUNE_SETS), "mixes": list(LITUNE_MIXES), "keys": LITUNE_KEYS,
-                    "tasks": stats.tasks, "device": stats.device}
+                    "tasks": stats.tasks, "device": stats.device, "reward": OBJECTIVE}
         litune_shipped.save(agent, stats, prior, path, manifest, compact=True)
         models[name] = {"model": str(path), **manifest, "seconds": round(stats.seconds, 1)}
     lines = [f"LITune's model for {n}: {m['model']} ({m['episodes']} episodes on {len(m['tasks'])} generated key set "
@@ -67,7 +70,13 @@ def _learned(seed: int, episodes: int | None, out: Path | None, device: str, say
     return {"models": models, "summary": "\n".join(lines)}
 
 
-TRAINERS = {"rewrites": _rewrites, "learned-index": _learned}
+def _indexes(seed: int, episodes: int | None, out: Path | None, device: str, say: Say) -> dict:
+    from advisor.tuning.indexes import shipped
+
+    return shipped.train(seed, episodes, out, device, say)
+
+
+TRAINERS = {"rewrites": _rewrites, "learned-index": _learned, "indexes": _indexes}
 KINDS = tuple(TRAINERS)
 
 
