@@ -36,7 +36,17 @@ def create(kind: str, name: str, problem, *, seed: int = 0, strict: bool = True,
     (a pipeline passes the options of a run, e.g. IA2's training episodes, to whichever optimizer it runs)."""
     cls = get(kind, name)
     if not strict:
-        taken = inspect.signature(cls._setup).parameters if cls._setup is not Optimizer._setup else {}
-        if not any(p.kind is p.VAR_KEYWORD for p in taken.values()):
-            options = {k: v for k, v in options.items() if k in taken}
+        options = {k: v for k, v in options.items() if k in taken(cls)}
     return cls(problem, seed=seed, **options)
+
+
+def taken(cls: type[Optimizer]) -> set[str]:
+    """The options an optimizer class takes: the named parameters of every ``_setup`` along its classes (a
+    ``**options`` one hands the rest on to its base's, and the contract's takes none)."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        setup = klass.__dict__.get("_setup")
+        if setup is not None:
+            names |= {n for n, p in inspect.signature(setup).parameters.items()
+                      if n != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return names

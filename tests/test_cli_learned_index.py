@@ -76,3 +76,20 @@ def test_the_tables_for_people(tmp_path, keys_db):
     for rec in json.loads(cli(tmp_path, "recommendations", "list", "--json").stdout)["recommendations"]:
         shown = cli(tmp_path, "recommendations", "show", rec["id"])
         assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr
+
+
+def test_retrain_reaches_litune_from_the_cli(tmp_path, keys_db):
+    """``--retrain``: LITune does not start from its shipped model; it trains its own on the run's training tasks
+    (on the read-only pgm there are none, so it starts untrained and learns from its tells). The run keeps it."""
+    args = ("tune", "learned-index", "--keys", "synthetic:books:20000", "--workload", "read-only", "--index", "pgm",
+            "--budget", "2", "--optimizer", "litune", "--no-validate", "--target", keys_db, "--register", "keys", "--json")
+    logs = {}
+    for flag in ((), ("--retrain",)):
+        res = cli(tmp_path, *args, *flag)
+        assert res.returncode == 0, res.stderr
+        run_id = json.loads(res.stdout)["run_id"]
+        shown = json.loads(cli(tmp_path, "runs", "show", run_id, "--json").stdout)["run"]
+        logs[bool(flag)] = res.stderr  # the progress lines
+        assert shown["options"]["retrain"] is bool(flag)
+    assert "LITune: using the shipped model" in logs[False] and "LITune: using" not in logs[True]
+    assert "LITune: no training tasks, starting untrained" in logs[True]

@@ -15,7 +15,7 @@ def side_by_side(arms: Mapping[str, tuple[HarnessTarget, Mapping[str, str]]], ro
     """Median figures per arm over ``rounds`` rotating rounds; TrialFailed when an arm's configuration fails."""
     names = list(arms)
     for target, config in arms.values():
-        target.min_throughput = None
+        target.max_cpu_ns_per_op = None
         target.warm_up(config)
     figures: dict[str, list] = {name: [] for name in names}
     for i in range(rounds):

@@ -42,12 +42,15 @@ def tune_learned_index(
                                             min=1)] = 5,
         validate: Annotated[bool, typer.Option(help="validate the best against the defaults")] = True,
         seed: Annotated[int, typer.Option(help="random seed (keys, workload and search)")] = 0,
+        retrain: Annotated[bool, typer.Option(help="LITune: meta-train its model from scratch instead of starting "
+                                                   "from the stored or shipped one")] = False,
         resume: Annotated[str | None, typer.Option(help="continue an interrupted run by its id, with the options "
                                                         "it was started with")] = None,
         json_out: JsonFlag = False, register: RegisterOpt = None, store: StoreOpt = None) -> None:
     """Tune a learned index's parameters for keys and an operation mix: a search over a benchmark harness with a
-    safety cut (a configuration below half the defaults' throughput is stopped), the best validated against
-    the defaults in interleaved rounds. The parameters are handed over; nothing is applied to the database."""
+    safety cut (a configuration using over twice the defaults' CPU time per operation is stopped), the best
+    validated against the defaults in interleaved rounds; every trial is judged on thread CPU time per operation,
+    wall-time throughput shown beside it. The parameters are handed over; nothing is applied to the database."""
     service = open_service(store)
     if resume:
         plan = service.resumed_plan(resume, KIND)
@@ -56,7 +59,7 @@ def tune_learned_index(
     else:
         plan = parse_plan({"kind": KIND, "optimizer": optimizer.value, "keys": keys, "workload": workload,
                            "budget": budget, "index": index, "range": names(range_), "rounds": rounds,
-                           "validate": validate, "seed": seed})
+                           "validate": validate, "seed": seed, "retrain": retrain})
     target = resolve_dsn(target)
     result = service.tune(KIND, target, plan, register=register, by_hand=False, resume=resume)
     if json_out:
@@ -66,6 +69,13 @@ def tune_learned_index(
 
 
 def show(console: Console, doc: dict) -> None:
+    if doc.get("trials"):
+        trials = Table("#", "source", "status", "CPU ns/op (decides)", "ops/s (wall time)")
+        for t in doc["trials"]:
+            cpu, ops = t["cpu_ns_per_op"], t["throughput_ops"]
+            trials.add_row(str(t["number"] + 1), escape(t["source"]), escape(t["status"]),
+                           f"{cpu:,.0f}" if cpu is not None else "-", f"{ops:,.0f}" if ops else "-")
+        console.print(trials)
     table = Table("", "defaults", "tuned")
     for key, label in (("cpu_ns_per_op", "CPU time per operation, ns (decides)"),
                        ("throughput_ops", "throughput, ops/s (wall time)"), ("p99_ns", "p99 latency, ns"),

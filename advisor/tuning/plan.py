@@ -66,7 +66,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("episodes", "int", 300, "IA2 training episodes (when no model is stored)", (1, 100_000), "Episodes"),
     Option("samples", "int", 48, "IA2 rollouts sampled besides the greedy one", (0, 10_000), "Samples"),
     Option("max_width", "int", 3, "columns per candidate index", (1, 3), "Index width"),
-    Option("retrain", "bool", False, "train IA2 again even if this target has a model", label="Retrain"),
+    Option("retrain", "bool", False, "train the model again from scratch: IA2's even if this target has one; "
+           "LITune's instead of starting from the stored or shipped one", label="Retrain"),
     Option("max_statements", "int", 20, "how many of the workload's heaviest statements to rewrite", (1, 1000),
            "Statements", form=True),
     Option("sql", "text", None, "the statements to rewrite, constants written in, separated by ; (default: the "

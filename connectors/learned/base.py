@@ -8,9 +8,13 @@ read with the CPU cycle counter around each single operation (``connectors.learn
 done over the wall time of the run (``time.perf_counter_ns`` around the compiled loop and, where an index had to
 grow its memory pools in between, around the re-entries too); ``cpu_ns`` is the calling thread's CPU time over the
 same span (``time.thread_time_ns``: the compiled loop runs in that thread, holding the GIL), which time spent
-waiting for a core on a busy machine does not inflate. ``min_throughput`` is the safety cut: the loop
-compares elapsed time with the operations done every 1024 operations (after the first 4096) and stops when the
-rate is below it. ``memory_limit_bytes``: a structure larger than it after the run is a failed measurement.
+waiting for a core on a busy machine does not inflate. ``max_cpu_ns_per_op`` is the safety cut, on that CPU
+time: every 1024 operations (after the first 4096) the compiled loop compares the cycle counter's elapsed time with
+the operations done times the bound (a cheap first test: a thread's CPU time never exceeds its wall time) and
+returns when it is over; the driver then reads the thread's CPU time (``cut``): over the bound, the run stops
+(``stopped_early``); under it, the time was spent waiting for a core, the loop's clock is moved on by that wait
+(``rebased``) and the loop resumes. ``memory_limit_bytes``: a structure larger than it after the run is a failed
+measurement.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ class Measurement:
 
 
 class Built(Protocol):
-    def run(self, stream: OpStream, *, min_throughput: float | None = None,
+    def run(self, stream: OpStream, *, max_cpu_ns_per_op: float | None = None,
             memory_limit_bytes: int | None = None) -> Measurement: ...
     def set_params(self, params: Mapping[str, str]) -> None: ...
     def copy(self) -> Built: ...
@@ -90,6 +94,26 @@ NO_PROGRESS = "the index stopped making progress: "
 MAX_GROWS = 8  # pool growths one operation may ask for before the run fails
 
 
+def cut(ops_done: int, cpu_ns: int, max_cpu_ns_per_op: float) -> bool:
+    """Whether the safety cut stops a run: its thread CPU time over ``ops_done`` operations is above the bound.
+
+    >>> cut(8192, 8192 * 300, 200.0), cut(8192, 8192 * 150, 200.0)  # 300 ns/op of CPU stops; 150 goes on
+    (True, False)
+    """
+    return cpu_ns > ops_done * max_cpu_ns_per_op
+
+
+def rebased(now_ticks: int, t_begin: int, cpu_ns: int, ns_per_tick: float) -> int:
+    """The loop's new start tick after a stop the CPU time does not confirm: ``cpu_ns`` before ``now_ticks``,
+    so that the loop's elapsed ticks count the thread's CPU time and not the wait for a core (never before the
+    run's own start).
+
+    >>> rebased(10_000, 2_000, 3_000, 1.0)  # 8,000 ticks elapsed, 3,000 ns of it on the CPU: 5,000 were a wait
+    7000
+    """
+    return max(int(t_begin), int(now_ticks) - int(cpu_ns / ns_per_tick))
+
+
 class CompiledRun:
     """The run driver every engine shares. A subclass offers ``_loop(stream, start, lat, t_begin,
     max_ticks_per_op) -> (next_op, status)`` (a compiled loop from op ``start``; status ``DONE``, ``STOPPED``,
@@ -112,7 +136,7 @@ class CompiledRun:
     def stats(self) -> dict[str, float]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def run(self, stream: OpStream, *, min_throughput: float | None = None,
+    def run(self, stream: OpStream, *, max_cpu_ns_per_op: float | None = None,
             memory_limit_bytes: int | None = None) -> Measurement:
         from connectors.learned.timing import ns_per_tick, ticks  # numba: loaded with the first run
         stream = stream.check()
@@ -120,7 +144,7 @@ class CompiledRun:
         if refused:
             return Measurement.failure(refused, self.memory_bytes(), self.stats())
         rate = ns_per_tick()
-        max_ticks = 0.0 if not min_throughput else 1e9 / float(min_throughput) / rate
+        max_ticks = 0.0 if not max_cpu_ns_per_op else float(max_cpu_ns_per_op) / rate
         lat = np.zeros(len(stream), dtype=np.uint64)
         self._loop(stream, len(stream), lat, np.uint64(0), 0.0)  # compiled (or loaded from cache) before the clock
         with priority.raised():  # a busy machine preempts the timed loop less (advisor.core.priority)
@@ -129,6 +153,11 @@ class CompiledRun:
             start, status, why, grows, at = 0, DONE, "", 0, -1
             while True:
                 start, status = self._loop(stream, start, lat, t_begin, max_ticks)
+                if status == STOPPED:
+                    cpu_now = time.thread_time_ns() - cpu_begin
+                    if not cut(start, cpu_now, max_cpu_ns_per_op):  # over on the wall clock only: it waited
+                        t_begin = np.uint64(rebased(ticks(), t_begin, cpu_now, rate))
+                        continue
                 if status in (DONE, STOPPED):
                     break
                 grows = grows + 1 if start == at else 1

@@ -36,7 +36,7 @@ import numpy as np
 from advisor.core.progress import Say
 from optimizers.base import Config
 from optimizers.learned_index.litune_shipped import file_name
-from optimizers.learned_index.problem import LearnedIndexOptimizer
+from optimizers.learned_index.problem import EARLIER, OBJECTIVE, LearnedIndexOptimizer
 
 TRIES = 8  # draws of a proposal before the fallback to the best safe point
 PRIOR = 1000  # meta-training visits kept as the unsafe-region model's prior (the latest)
@@ -102,11 +102,14 @@ class LITune(LearnedIndexOptimizer):
                 self.prior = [list(v) for v in blob.get("prior", [])]
                 self.trained = True
                 where = str(litune_shipped.DIR / file_name(self.problem.index, self.problem.space) if shipped else path)
+                manifest = blob.get("manifest", {})
+                reward = manifest.get("reward", EARLIER)  # a model trained before the objective was CPU time
                 self.training = {"trained": False, "loaded": True, "shipped": shipped, "model": where,
                                  "device": str(self.agent.device), "seconds": round(time.perf_counter() - start, 3),
-                                 "meta": blob["meta"], "manifest": blob.get("manifest", {})}
+                                 "meta": blob["meta"], "manifest": manifest, "reward": reward}
                 say(f"LITune: using the {'shipped model' if shipped else 'model'} meta-trained for "
-                    f"{self.problem.index} ({where}); it adapts to this target as it is told trials")
+                    f"{self.problem.index} ({where}, rewarded on {reward}); it adapts to this target as it is "
+                    "told trials (retrain: meta-train one from scratch instead)")
                 return self.training
         tasks = list(self.problem.training()) if self.problem.training is not None else []
         if not tasks or self.episodes < 1:
@@ -123,9 +126,10 @@ class LITune(LearnedIndexOptimizer):
         if path is not None:
             litune_shipped.save(self.agent, stats, self.prior, path,
                                 {"index": self.problem.index, "seed": self.seed, "episodes": self.episodes,
-                                 "steps": self.episode_steps, "tasks": stats.tasks})
+                                 "steps": self.episode_steps, "tasks": stats.tasks, "reward": OBJECTIVE})
         self.training = {"trained": True, "loaded": False, "shipped": False, "model": str(path) if path else None,
-                         "device": stats.device, "seconds": round(stats.seconds, 3), "meta": stats.to_dict()}
+                         "device": stats.device, "seconds": round(stats.seconds, 3), "meta": stats.to_dict(),
+                         "reward": OBJECTIVE}
         return self.training
 
     def _agent(self):

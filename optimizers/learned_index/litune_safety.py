@@ -2,7 +2,7 @@
 region, and the trust region around the best safe point.
 
 * ``is_unsafe(outcome, memory_limit_bytes)``: a failed trial (the harness's early termination below the safety
-  fraction of the default's throughput sets ``metrics["unsafe"] = 1`` and status ``failed``), an unsafe flag, or
+  fraction of the default's speed, on CPU time per operation, sets ``metrics["unsafe"] = 1`` and status ``failed``), an unsafe flag, or
   a structure larger than the memory bound (bytes). An ``infeasible`` outcome (parameters the engine refuses
   together) is not unsafe, but LITune's region models learn to avoid it as they avoid unsafe points.
 * ``UnsafeRegion``: a distance-weighted k-nearest-neighbour classifier over the visited unit-cube points; a

@@ -2,10 +2,12 @@
 environments a learned tuner may train on (``TrainingTask``), and the kind's optimizer base
 (``LearnedIndexOptimizer``: its ``_check`` validates every proposed value against the problem's space).
 
-The objective told to every learned-index optimizer is nanoseconds per operation (lower is better), with
-``TrialResult.metrics`` = {"throughput_ops", "p99_ns", "memory_bytes", "unsafe": 0/1, **the index's statistics}.
-A trial stopped by the safety cut (below ``safety`` x the default's throughput) is ``failed`` with reason
-"unsafe: ..." and ``metrics["unsafe"] = 1``.
+The objective told to every learned-index optimizer is thread CPU nanoseconds per operation (lower is better;
+time spent waiting for a core on a busy machine is not in it), with ``TrialResult.metrics`` = {"cpu_ns_per_op",
+"throughput_ops" (wall time), "p99_ns", "memory_bytes", "unsafe": 0/1, **the index's statistics}. A trial stopped
+by the safety cut (CPU time per operation over the default's / ``safety``) is ``failed`` with reason
+"unsafe: ..." and ``metrics["unsafe"] = 1``. (LITune's shipped models, trained before, were rewarded on wall-time
+ns per operation; a model trained now is rewarded on the CPU time.)
 
 >>> from advisor.core.params import ParamSpec, ParamSpace
 >>> from advisor.core.domain import LearnedIndexParam
@@ -25,10 +27,14 @@ from advisor.core.params import ParamSpace
 from optimizers.base import Config, ContractViolation, Optimizer
 
 
+OBJECTIVE = "thread CPU ns per operation"  # what the objective (and a trained LITune's reward) is measured in
+EARLIER = "wall-time ns per operation"  # ... and what it was for a model whose manifest does not say (before)
+
+
 @dataclass(frozen=True)
 class TrainingTask:
     """One environment for meta-training (a dataset x workload): its descriptor and a function that runs one
-    configuration there (objective = ns per op, lower better; metrics set as for a trial)."""
+    configuration there (objective = thread CPU ns per op, lower better; metrics set as for a trial)."""
 
     name: str
     features: tuple[float, ...]
@@ -38,8 +44,8 @@ class TrainingTask:
 @dataclass(frozen=True)
 class LearnedIndexProblem:
     """A learned index's parameter space and what a tuner may read besides: the index's name (for people and
-    model files; never branched on), this run's dataset + workload descriptor, the safety fraction of the
-    default's throughput under which a trial is unsafe, a memory bound (bytes) and the meta-training tasks."""
+    model files; never branched on), this run's dataset + workload descriptor, the safety fraction (a trial
+    whose CPU time per operation is over the default's / ``safety`` is unsafe), a memory bound (bytes) and the meta-training tasks."""
 
     space: ParamSpace
     index: str

@@ -1,7 +1,8 @@
 """The learned-index kind end to end on the real index (``connectors.factory.learned_index``) over small
 synthetic key sets: ``service.tune("learned-index", ...)`` stores its run, every evaluation and a handed-over
-recommendation with its evidence (thread CPU time per operation, per phase); the harness as a trial target (the safety cut makes a trial
-unsafe and failed); keys from a column of the target; bad input as one line before any work."""
+recommendation with its evidence (thread CPU time per operation, per phase); the harness as a trial target (its
+objective the CPU time per operation, wall time beside it; the safety cut on CPU time makes a trial unsafe and
+failed); keys from a column of the target; bad input as one line before any work."""
 
 from __future__ import annotations
 
@@ -61,6 +62,11 @@ def test_a_run_stores_every_evaluation_and_a_handed_over_recommendation(service,
     assert set(doc["parameters"]) == {p.name for p in factory.learned_index(INDEX).parameters()}
     stored = service.store.trials(result.run_id)
     assert [t["number"] for t in stored] == [0, 1, 2, 3, 4] and stored[0]["source"] == "default"
+    measured = [t for t in stored if t["status"] == "measured"]  # decided on CPU time, wall time beside it
+    assert measured and all(t["objective"] == t["metrics"]["cpu_ns_per_op"] and t["metrics"]["throughput_ops"] > 0
+                            for t in measured)
+    assert [t["cpu_ns_per_op"] for t in doc["trials"]] == [t.result.objective for t in result.trials]
+    assert service.store.run(result.run_id)["result"]["objective_unit"] == "thread CPU ns per operation"
     run_row = service.store.run(result.run_id)
     assert run_row["kind"] == "learned-index" and run_row["state"] == "done"
     rec = result.recommendation
@@ -81,15 +87,39 @@ def test_a_run_stores_every_evaluation_and_a_handed_over_recommendation(service,
     assert service.store.recommendation(rec.id).details["index"] == INDEX
 
 
-def test_the_safety_cut_makes_a_trial_unsafe_and_failed():
+def test_a_trial_objective_is_its_cpu_time_per_operation_with_wall_time_beside_it():
     engine, target = small_target()
     base = evaluate(target, {})
     assert base.status == "measured" and base.metrics["unsafe"] == 0 and base.objective > 0
-    assert base.metrics["throughput_ops"] == pytest.approx(1e9 / base.objective)
-    target.min_throughput = base.metrics["throughput_ops"] * 1000  # no configuration is this fast
+    assert base.objective == base.metrics["cpu_ns_per_op"] == target.last.cpu_ns_per_op  # decides
+    wall_ns_per_op = 1e9 / base.metrics["throughput_ops"]  # recorded beside it
+    assert base.objective <= wall_ns_per_op * 1.01 + 1.0  # a thread's CPU time never exceeds its wall time
+    assert target.display(base.objective).endswith("ns CPU/op")
+
+
+def test_the_safety_cut_makes_a_trial_unsafe_and_failed_on_cpu_time():
+    engine, target = small_target()
+    base = evaluate(target, {})
+    target.max_cpu_ns_per_op = base.metrics["cpu_ns_per_op"] / 1000  # no configuration is this fast
     cut = evaluate(target, {})
-    assert cut.status == "failed" and cut.reason.startswith("unsafe: below") and cut.metrics["unsafe"] == 1
-    assert cut.objective is None
+    assert cut.status == "failed" and cut.reason.startswith("unsafe: over") and cut.metrics["unsafe"] == 1
+    assert cut.objective is None and cut.metrics["cpu_ns_per_op"] > target.max_cpu_ns_per_op
+    target.max_cpu_ns_per_op = base.metrics["cpu_ns_per_op"] * 1000  # every configuration is faster
+    assert evaluate(target, {}).status == "measured"
+
+
+def test_the_search_bounds_its_trials_by_the_defaults_cpu_time():
+    """``search`` sets the cut from the defaults' trial: their CPU ns per operation over the safety fraction."""
+    engine, target = small_target()
+    from advisor.core.params import ParamSpace
+
+    prob = problem(ParamSpace(engine.parameters()), engine.name, safety=0.25)
+    found = search(target, registry.create("learned_index", "random", prob, seed=3), 2, rounds=0)
+    base = found.trials[0].result
+    assert target.max_cpu_ns_per_op == pytest.approx(base.metrics["cpu_ns_per_op"] / 0.25)
+    assert all(t.result.objective == (t.result.metrics or {}).get("cpu_ns_per_op") for t in found.trials
+               if t.result.status == "measured")
+    assert found.default["cpu_ns_per_op"] == base.objective and found.default["throughput_ops"] > 0
 
 
 def test_search_on_the_updatable_index_counts_unsafe_evaluations_and_validates():

@@ -97,14 +97,14 @@ def test_a_run_measures_every_op_type():
 
 
 @pytest.mark.parametrize("engine", ["alex", "pgm", "sorted-array"])
-def test_the_safety_cut_stops_a_run_below_the_minimum_throughput(engine):
+def test_the_safety_cut_stops_a_run_over_the_cpu_time_bound(engine):
     built = (factory.binary_search_baseline() if engine == "sorted-array"
              else factory.learned_index(engine)).build(INITIAL, {})
     stream = OpStream.of(np.zeros(50_000), RNG.choice(KEYS, 50_000))
-    m = built.run(stream, min_throughput=1e12)  # a trillion lookups a second: nothing runs that fast
+    m = built.run(stream, max_cpu_ns_per_op=1e-3)  # a thousandth of a ns of CPU per lookup: nothing is that fast
     assert m.stopped_early and 4096 <= m.ops_done < 50_000 and not m.failed
-    assert sum(len(v) for v in m.samples_ns.values()) == m.ops_done
-    assert not built.run(stream, min_throughput=1.0).stopped_early
+    assert m.cpu_ns > m.ops_done * 1e-3 and sum(len(v) for v in m.samples_ns.values()) == m.ops_done
+    assert not built.run(stream, max_cpu_ns_per_op=1e9).stopped_early  # a second per lookup
 
 
 def test_the_memory_bound_fails_a_run():
@@ -127,3 +127,56 @@ def test_pgm_is_read_only():
         pgm.build(INITIAL, {"epsilon": "2"})
     coarse = pgm.build(INITIAL, {"epsilon": "4096"})
     assert coarse.stats()["leaves"] < built.stats()["leaves"]
+
+
+class _Scripted:
+    """A synthetic run loop for the driver (``connectors.learned.base.CompiledRun``) with a known answer: its first
+    timed call waits 60 ms (``sleep``: wall time, no CPU) or computes 20 ms of its thread's CPU time, then returns
+    at op 4096 as a compiled loop does when its clock is over the bound; the next call runs the rest."""
+
+    def __new__(cls, spin: bool):
+        from connectors.learned.base import DONE, STOPPED, WARM_OPS, CompiledRun
+
+        class Loop(CompiledRun):
+            def __init__(self):
+                self.calls: list[int] = []  # the t_begin each timed call was given
+
+            def _loop(self, stream, start, lat, t_begin, max_ticks_per_op):
+                import time
+
+                if start >= len(stream):  # the driver's compile call, before the clock
+                    return start, DONE
+                self.calls.append(int(t_begin))
+                if len(self.calls) > 1:
+                    return len(stream), DONE
+                if spin:
+                    end = time.thread_time_ns() + 20_000_000
+                    while time.thread_time_ns() < end:
+                        pass
+                else:
+                    time.sleep(0.06)
+                return WARM_OPS, STOPPED
+
+            def memory_bytes(self):
+                return 0
+
+            def stats(self):
+                return {}
+
+        return Loop()
+
+
+def test_the_safety_cut_decides_on_cpu_time_not_on_a_wait_for_a_core():
+    """4,096 ops under a bound of 1,000 CPU ns each may spend 4 ms of CPU: 60 ms asleep (a wait) is under it, and
+    the loop resumes with its clock moved on by the wait; 20 ms of CPU is over it, and the run stops."""
+    from connectors.learned.base import WARM_OPS
+    from connectors.learned.timing import ns_per_tick
+
+    stream = OpStream.of(np.zeros(8192), RNG.choice(KEYS, 8192))
+    waited = _Scripted(spin=False)
+    m = waited.run(stream, max_cpu_ns_per_op=1_000)
+    assert not m.stopped_early and m.ops_done == 8192 and len(waited.calls) == 2
+    assert (waited.calls[1] - waited.calls[0]) * ns_per_tick() > 40e6  # the clock moved on by the 60 ms wait
+    busy = _Scripted(spin=True)
+    m = busy.run(stream, max_cpu_ns_per_op=1_000)
+    assert m.stopped_early and m.ops_done == WARM_OPS and len(busy.calls) == 1 and m.cpu_ns >= 20e6

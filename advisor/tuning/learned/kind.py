@@ -17,12 +17,13 @@ from advisor.core.domain import LearnedIndexParam, Recommendation
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import heartbeat
 from advisor.core.params import ParamSpace
-from advisor.tuning.kind import Context, Kind
+from advisor.tuning.kind import Context, Kind, default_outcome
 from advisor.tuning.knobs.kind import ranges  # NAME=LOW:HIGH items, read the same way for every kind
 from advisor.tuning.learned import keys as key_sources
 from advisor.tuning.learned.pipeline import LearnedIndexResult, Trial, operations, problem, tune_index
 from advisor.tuning.recommend import recommend, verdict_note
 from optimizers import learned_index
+from optimizers.learned_index.problem import OBJECTIVE
 
 KIND_NAME = "learned-index"
 
@@ -39,7 +40,8 @@ class LearnedIndexTuneResult:
     def document(self) -> dict:
         """The run as the issue's JSON document: index, parameters, default and tuned figures, evaluations, and
         how the validation went (``measured``: rounds, why they stopped, noise rounds, the machine's load, the CPU
-        time decided on and the wall-time throughput beside it; "" when not validated)."""
+        time decided on and the wall-time throughput beside it; "" when not validated), and every trial
+        (``trial_doc``)."""
         r = self.result
         return {"index": r.index if r else None, "parameters": r.best if r else {},
                 "default": r.default if r else {}, "tuned": r.tuned if r else {},
@@ -47,7 +49,16 @@ class LearnedIndexTuneResult:
                 "recommendation": self.recommendation.id if self.recommendation else None,
                 "state": self.recommendation.state if self.recommendation else None,
                 "run_id": self.run_id, "message": self.message,
-                "measured": r.evidence.measured if r and r.evidence else ""}
+                "measured": r.evidence.measured if r and r.evidence else "",
+                "trials": [trial_doc(t) for t in self.trials]}
+
+
+def trial_doc(t: Trial) -> dict:
+    """A trial as the JSON document shows it: its objective (thread CPU ns per operation, what the search
+    decides on) and its wall-time throughput beside it."""
+    m = t.result.metrics or {}
+    return {"number": t.number, "source": t.source, "status": t.result.status, "reason": t.result.reason,
+            "config": t.config, "cpu_ns_per_op": t.result.objective, "throughput_ops": m.get("throughput_ops")}
 
 
 def _indexes() -> tuple[str, ...]:
@@ -120,7 +131,8 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
     initial, stream = workload(keys, mix, operations(len(keys), mix.insert), plan.seed)
     prob = problem(space_of(plan), engine.name, features(keys, mix),
                    training=lambda: training_tasks(engine, plan.seed))
-    optimizer = registry.create("learned_index", plan.optimizer, prob, seed=plan.seed, strict=False)
+    optimizer = registry.create("learned_index", plan.optimizer, prob, seed=plan.seed, strict=False,
+                                retrain=plan.retrain)  # LITune's: meta-train from scratch, not the shipped model
     with heartbeat(ctx.say, f"preparing {plan.optimizer}") as say:
         optimizer.prepare(ctx.model_dir(obs.target_id) if ctx.model_dir else None, say)
     resume = ctx.inputs.get("resume")
@@ -155,9 +167,15 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
     return LearnedIndexTuneResult(rec, why, **base)
 
 
+def summarize(result: LearnedIndexTuneResult) -> dict:
+    """What the run's row records: the default outcome and what each trial's objective is measured in."""
+    return {**default_outcome(result), "objective_unit": OBJECTIVE}
+
+
 KIND = Kind(KIND_NAME, "a learned index's parameters (ALEX-like, PGM): a search over a benchmark harness on keys "
             "and a workload mix, validated against the defaults; handed over, never applied", run,
             optimizers=learned_index.OPTIMIZERS, change_types=(LearnedIndexParam,),
-            options=("keys", "workload", "budget", "index", "range"), required=("keys", "workload"), handed_over=True,
-            default_optimizer="hibo", check_plan=_check, check_target=check_target, confine=confine,
+            options=("keys", "workload", "budget", "index", "range", "retrain"), required=("keys", "workload"),
+            handed_over=True, default_optimizer="hibo", check_plan=_check, check_target=check_target, confine=confine,
+            summarize=summarize,
             title="Learned index", uses_shadows=False)

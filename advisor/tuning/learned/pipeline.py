@@ -7,8 +7,10 @@ best against the defaults, interleaved) -> the result a recommendation is made o
 evaluations, how many were unsafe, every trial, the evidence). Its trials are stored when a store is given
 (``kind.run`` gives it, and stores the recommendation).
 
-- Trial 0 is the defaults (no safety cut); every later trial runs with ``min_throughput = safety x`` the
-  default's throughput: a configuration that falls below it is stopped early, told to the optimizer as
+- A trial's objective is its thread CPU time per operation (wall-time throughput in its metrics beside it), so
+  a busy machine does not steer the search.
+- Trial 0 is the defaults (no safety cut); every later trial runs with ``max_cpu_ns_per_op`` = the defaults' CPU
+  ns per op / ``safety``: a configuration whose CPU time goes over it is stopped early, told to the optimizer as
   ``failed`` with ``metrics["unsafe"] = 1``, and counted in ``unsafe_evaluations``.
 - The budget counts evaluations, the defaults' included. The loop is the one every searching kind shares
   (``advisor.tuning.trials.TrialLoop``): it ends early when the optimizer asks again what it asked last (it has
@@ -53,11 +55,10 @@ Trial = TrialRecord  # a learned index's trial is the one trial record of every 
 
 @dataclass
 class LearnedIndexResult:
-    """What a search found: ``default`` / ``tuned`` measurements ({"throughput_ops", "p99_ns", "memory_bytes"} and,
-    when validated, "cpu_ns_per_op": medians over the validation's kept rounds; the trials' own when not
-    validated), ``best`` (the best safe configuration, every parameter), ``evaluations`` and
-    ``unsafe_evaluations``, every trial, and the evidence (None when not validated or when the defaults stayed
-    best)."""
+    """What a search found: ``default`` / ``tuned`` measurements ({"throughput_ops", "cpu_ns_per_op", "p99_ns",
+    "memory_bytes"}: medians over the validation's kept rounds; the trials' own when not validated), ``best``
+    (the best safe configuration, every parameter), ``evaluations`` and ``unsafe_evaluations``, every trial, and
+    the evidence (None when not validated or when the defaults stayed best)."""
 
     index: str
     best: dict[str, str]
@@ -86,7 +87,7 @@ def evaluate(target: HarnessTarget, config: Mapping[str, str]) -> TrialResult:
 
 def figures_of(result: TrialResult) -> dict[str, float]:
     m = result.metrics or {}
-    return {k: float(m[k]) for k in ("throughput_ops", "p99_ns", "memory_bytes") if k in m}
+    return {k: float(m[k]) for k in ("throughput_ops", "cpu_ns_per_op", "p99_ns", "memory_bytes") if k in m}
 
 
 def tune_index(engine, initial_keys, streams: Sequence[object], optimizer: Optimizer, budget: int, *,
@@ -112,14 +113,14 @@ def search(target: HarnessTarget, optimizer: Optimizer, budget: int, *, rounds: 
     module docstring."""
     prob: LearnedIndexProblem = optimizer.problem
 
-    def bounded(base: TrialRecord) -> None:  # the safety cut, from the defaults' throughput
+    def bounded(base: TrialRecord) -> None:  # the safety cut, from the defaults' CPU time per operation
         if base.result.status != "measured":
             raise AdvisorError(f"the index does not run with its default parameters: {base.result.reason}")
-        throughput = (base.result.metrics or {}).get("throughput_ops")
-        if not throughput:  # a trial stored before its figures were (store schema 10)
-            raise AdvisorError("the stored run has no throughput for its defaults (stored by an older version): "
+        cpu = (base.result.metrics or {}).get("cpu_ns_per_op")
+        if not cpu:  # a trial stored before its CPU time was (its objective was wall time then)
+            raise AdvisorError("the stored run has no CPU time for its defaults (stored by an older version): "
                                "start a new run")
-        target.min_throughput = prob.safety * throughput
+        target.max_cpu_ns_per_op = cpu / prob.safety
 
     loop = TrialLoop(store, run_id, target_id, target, optimizer, budget, say=say, on_trial=on_trial,
                      after_default=bounded, label="evaluation")

@@ -11,7 +11,10 @@ of the whole round; time spent waiting for a core on a busy machine is not in it
 be had: a wait falls on the one operation the cycle counter was timing, and a few waits of milliseconds in a
 round make any op type's share of the phase's time swing by several times.) ``last`` holds the round's figures
 (``RoundFigures``): wall-time throughput, CPU ns per operation, p99, memory and the structure's statistics, which
-(less the CPU time) become ``TrialResult.metrics``.
+become ``TrialResult.metrics``. A trial's objective is the round's thread CPU time per operation, the figure the
+validation decides on, so a busy machine does not steer the search; its wall-time throughput is in the metrics
+beside it. The safety cut (``max_cpu_ns_per_op``, set by the search from the defaults' trial) is on CPU time too
+(``connectors.learned.base``).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from advisor.core.params import ParamSpace
 from advisor.tuning.evidence import ArmRound
 from advisor.tuning.target import TrialFailed
 
-UNSAFE = "unsafe: below {:.0%} of the default's throughput"
+UNSAFE = "unsafe: over {:.3g}x the defaults' CPU time per operation"
 
 
 @dataclass(frozen=True)
@@ -44,15 +47,12 @@ class RoundFigures:
     unsafe: bool = False
     cpu_ns_per_op: float = 0.0
 
-    @property
-    def ns_per_op(self) -> float:
-        return 1e9 / self.throughput_ops if self.throughput_ops > 0 else float("inf")
-
     def metrics(self) -> dict[str, float]:
-        # the CPU time stays out: the search's learners read every metric as state (a shipped LITune model too)
+        """The trial's metrics: the structure's statistics, wall-time throughput, p99, bytes, the unsafe flag and
+        the CPU time per operation (the objective; 0 when the round did not finish)."""
         return {**{k: float(v) for k, v in self.stats.items()}, "throughput_ops": float(self.throughput_ops),
                 "p99_ns": float(self.p99_ns), "memory_bytes": float(self.memory_bytes),
-                "unsafe": 1.0 if self.unsafe else 0.0}
+                "unsafe": 1.0 if self.unsafe else 0.0, "cpu_ns_per_op": float(self.cpu_ns_per_op)}
 
 
 @dataclass
@@ -63,7 +63,7 @@ class HarnessTarget:
     engine: object
     initial_keys: np.ndarray
     streams: Sequence[object]
-    min_throughput: float | None = None
+    max_cpu_ns_per_op: float | None = None  # the safety cut (None: off)
     memory_limit_bytes: int | None = None
     safety: float = 0.5
     config: dict[str, str] = field(default_factory=dict)
@@ -95,9 +95,10 @@ class HarnessTarget:
     last_ms = None  # no per-statement medians: a trial's figures are its metrics (``TrialResult.metrics``)
 
     def trial(self, config: Mapping[str, str]) -> tuple[TrialResult, float, bool]:
-        """One trial over the protocol (the trial loop's verb): apply, one measured round; ns per op as the
-        objective, the round's figures as metrics (an unsafe or failed trial's too, where it got that far; none
-        of an earlier trial's). (result, seconds, restarted: never)."""
+        """One trial over the protocol (the trial loop's verb): apply, one measured round; the objective is the
+        thread CPU ns per op, the round's figures (wall-time throughput among them) are the metrics (an unsafe or
+        failed trial's too, where it got that far; none of an earlier trial's). (result, seconds, restarted:
+        never)."""
         start = time.perf_counter()
         self.last = None
         try:
@@ -110,11 +111,11 @@ class HarnessTarget:
             return TrialResult(None, e.status, e.message, metrics=metrics), time.perf_counter() - start, False
         figures = self.last
         assert figures is not None
-        return TrialResult(figures.ns_per_op, metrics=figures.metrics()), time.perf_counter() - start, False
+        return TrialResult(figures.cpu_ns_per_op, metrics=figures.metrics()), time.perf_counter() - start, False
 
     def display(self, objective: float) -> str:
-        """An objective (ns per operation) in words: operations per second."""
-        return f"{1e9 / objective:,.0f} ops/s" if objective else "no throughput"
+        """An objective in words: thread CPU time per operation."""
+        return f"{objective:,.0f} ns CPU/op"
 
     def measure(self, rounds: int = 1) -> list[ArmRound]:
         out = []
@@ -158,13 +159,15 @@ class HarnessTarget:
         cpu: dict[str, list[float]] = {}  # per phase: its thread CPU ns per operation
         ops, seconds, cpu_ns, m = 0, 0.0, 0, None
         for i, stream in enumerate(self.streams):
-            m = built.run(stream, min_throughput=self.min_throughput, memory_limit_bytes=self.memory_limit_bytes)
+            m = built.run(stream, max_cpu_ns_per_op=self.max_cpu_ns_per_op,
+                          memory_limit_bytes=self.memory_limit_bytes)
             if m.failed:
                 self.last = RoundFigures(0.0, float("inf"), m.memory_bytes, dict(m.stats))
                 raise TrialFailed(m.failed)
             if m.stopped_early:
-                self.last = RoundFigures(m.throughput_ops, m.p99_ns, m.memory_bytes, dict(m.stats), unsafe=True)
-                raise TrialFailed(UNSAFE.format(self.safety))
+                self.last = RoundFigures(m.throughput_ops, m.p99_ns, m.memory_bytes, dict(m.stats), unsafe=True,
+                                         cpu_ns_per_op=m.cpu_ns / m.ops_done if m.ops_done else 0.0)
+                raise TrialFailed(UNSAFE.format(1 / self.safety))
             ops += m.ops_done
             seconds += m.ops_done / m.throughput_ops if m.throughput_ops > 0 else 0.0
             cpu_ns += m.cpu_ns

@@ -1,6 +1,7 @@
 """Meta-training environments for a learned tuner (``LearnedIndexProblem.training``): small synthetic key sets x
-workload mixes, each a ``TrainingTask`` whose ``evaluate`` runs one configuration on its own harness (objective
-ns per operation, metrics as a trial's). Built only when a tuner asks (LITune's ``prepare``)."""
+workload mixes, each a ``TrainingTask`` whose ``evaluate`` runs one configuration on its own harness (objective:
+thread CPU ns per operation, as a trial's, the reward LITune trains on; metrics as a trial's). Built only when a
+tuner asks (LITune's ``prepare``)."""
 
 from __future__ import annotations
 

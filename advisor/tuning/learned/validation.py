@@ -40,7 +40,7 @@ def validate(target: HarnessTarget, baseline: Mapping[str, str], candidate: Mapp
     module's text): the evidence per phase with its ``measured`` line, and each arm's median figures over the kept
     rounds. ``min_gain``: the share of CPU time per operation the candidate must save. TrialFailed when an arm
     fails."""
-    target.min_throughput = None
+    target.max_cpu_ns_per_op = None
     for config in (baseline, candidate):  # warm-up, excluded
         target.warm_up(config)
     configs = {"A": baseline, "B": candidate}
