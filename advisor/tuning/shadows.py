@@ -62,13 +62,19 @@ class Shadows:
         if sample_percent:
             return {"method": SAMPLED, "line": sampled_line(sample_percent), "sample_percent": sample_percent}
         if self.replica is not None:
-            return _thin(self._lag())
+            return _thin(self._lag(), self._seed())
         return {"method": FULL, "line": f"{FULL} ({self.unavailable or 'no replica'})"}
 
     def doc(self, sample_percent: float | None = None) -> dict:
         """What the run's shadows were (the last one made), else what they would have been: the ``shadow`` field of
         a run's JSON."""
         return self.used or self.planned(sample_percent)
+
+    def _seed(self) -> str | None:
+        """How the replica's copy was first made ("mariadb-backup", "dump"), where its record says."""
+        from connectors.replica import seed_of
+
+        return seed_of(self.replica.directory)[0]
 
     def _lag(self) -> Lag | None:
         try:
@@ -88,7 +94,7 @@ class Shadows:
             try:
                 lag = self._wait(connector, say)
                 shadow = factory.clone(connector, replica=self.replica, extra_settings=extra_settings, say=say)
-                self.used = _thin(lag)
+                self.used = _thin(lag, self._seed())
                 return shadow
             except AdvisorError as e:
                 self.replica, self.unavailable = None, f"the thin clone failed: {e}"
@@ -119,9 +125,13 @@ class Shadows:
         return lag
 
 
-def _thin(lag: Lag | None) -> dict:
+def _thin(lag: Lag | None, seed: str | None = None) -> dict:
+    """A thin clone's doc: its header line (the replica's lag, and how it was seeded where it says), the lag's
+    figures."""
+    seeded = {"seed": seed} if seed else {}
+    of = f"{THIN} of the warm replica" + (f" (seeded by {seed})" if seed else "")
     if lag is None:
-        return {"method": THIN, "line": f"{THIN} of the warm replica (its lag could not be read)"}
-    return {"method": THIN, "line": f"{THIN} of the warm replica, {lag.line()}", "behind_bytes": lag.behind_bytes,
-            "behind_s": lag.behind_s, "state": lag.state}
+        return {"method": THIN, "line": f"{of} (its lag could not be read)", **seeded}
+    return {"method": THIN, "line": f"{of}, {lag.line()}", "behind_bytes": lag.behind_bytes,
+            "behind_s": lag.behind_s, "state": lag.state, **seeded}
 

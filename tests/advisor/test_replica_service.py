@@ -225,7 +225,9 @@ def test_a_run_on_a_mariadb_target_with_a_replica_takes_a_thin_clone_holding_the
         (o,) = result.statements
         assert o.equivalent and "the shadow" in o.checked_on, o.reason  # ran on the clone, which had the table
         assert service.last_shadow["method"] == "thin clone", "\n".join(lines)
-        assert any(line.startswith("shadows: thin clone of the warm replica") for line in lines)
+        assert service.last_shadow["seed"] == "mariadb-backup"
+        assert any(line.startswith("shadows: thin clone of the warm replica (seeded by mariadb-backup), ")
+                   for line in lines), "\n".join(lines)
     finally:
         service.remove_target("shop")
     assert not directory.exists() and left_behind(directory) == []
