@@ -124,7 +124,7 @@ def _bytes_under(path: Path) -> int:
     return total
 
 
-def _run(args: list[str], log: Path, what: str, say: Say, watch: Path | None = None, size: int = 0) -> None:
+def _run(args: list[str], log: Path, what: str, say: Say, watch: Path | None = None) -> None:
     """Run ``args`` with its output in ``log``; say what it does every ``HEARTBEAT_S`` (how much of ``watch`` it
     wrote); SeedFailed with its error line when it fails or runs past ``DUMP_TIMEOUT_S``."""
     started = last = time.monotonic()
@@ -138,7 +138,7 @@ def _run(args: list[str], log: Path, what: str, say: Say, watch: Path | None = N
                     raise SeedFailed(f"{TOOL} did not end within {DUMP_TIMEOUT_S:.0f} s")
                 if now - last >= HEARTBEAT_S:
                     last = now
-                    copied = f", {_bytes_under(watch) / 2**20:.0f} of ~{size / 2**20:.0f} MB" if watch else ""
+                    copied = f", {_bytes_under(watch) / 2**20:.0f} MB copied" if watch else ""
                     say(f"replica: {TOOL} {what} ({now - started:.0f} s{copied})")
         finally:
             if proc.poll() is None:
@@ -213,7 +213,7 @@ def seed(sandbox: MariaDBSandbox, params: dict, source: Source, dbname: str, siz
             say(f"replica: copying the target's files with {TOOL} ({size / 2**20:.0f} MB in its database)")
             _run([_binary(TOOL), f"--defaults-file={options}", "--backup", f"--target-dir={backup}",
                   f"--datadir={source.datadir}", *where], Path(tmp) / "backup.log", "copying the target's files",
-                 say, watch=backup, size=size)
+                 say, watch=backup)
             say(f"replica: {TOOL} --prepare (applying the redo log the copy took)")
             _run([_binary(TOOL), "--prepare", f"--target-dir={backup}"], Path(tmp) / "prepare.log",
                  "preparing the copy", say)

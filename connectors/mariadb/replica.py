@@ -30,7 +30,7 @@ from pathlib import Path
 import pymysql
 
 from advisor.core.errors import AdvisorError, SandboxError
-from advisor.core.progress import Say, silent
+from advisor.core.progress import Say, heartbeat, silent
 from connectors import cow, local
 from connectors.base import Shadow
 from connectors.mariadb import physical_seed, replica_check
@@ -177,13 +177,15 @@ class MariaDBReplica:
     def _dump_seed(self, sandbox: MariaDBSandbox, params: dict, size: int, say: Say) -> str:
         """The target's database dumped at a recorded GTID position and loaded; that position."""
         sandbox.create_database(self.dbname)
-        with tempfile.TemporaryDirectory(prefix="dump-", dir=sandbox.root) as tmp:
+        with tempfile.TemporaryDirectory(prefix="dump-", dir=sandbox.root) as tmp, \
+                heartbeat(say, "seeding the replica by mariadb-dump") as beating:
             credentials = _credentials(Path(tmp), params)
             dump = Path(tmp) / "target.sql"
-            say(f"replica: copying the target's database ({size / 2**20:.0f} MB) with mariadb-dump at a GTID position")
+            beating(f"replica: copying the target's database ({size / 2**20:.0f} MB) with mariadb-dump at a GTID "
+                    "position")
             _dump(sandbox, credentials, params, dump, "--master-data=2", "--gtid", names=(self.dbname,))
             gtid = _dumped_gtid(dump)
-            say("replica: loading the copy")
+            beating("replica: loading the copy")
             _load(sandbox, self.dbname, dump)
         return gtid
 
