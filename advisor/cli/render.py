@@ -178,7 +178,8 @@ def index_result(console: Console, result: IndexTuneResult) -> None:
                   f"({w.get('cache_hits', 0)} cache hits), selection {w.get('selection_s', 0):.2f}s")
     if result.training:
         t = result.training
-        console.print(f"IA2 model: {'reused' if t.get('reused') else 'trained'} ({t.get('episodes')} episodes, "
+        how = "reused" if t.get("reused") else "shipped, adapted" if t.get("started_from") else "trained"
+        console.print(f"IA2 model: {how} ({t.get('episodes')} episodes, "
                       f"{t.get('seconds', 0):.0f}s on {t.get('device')})")
     rec = result.recommendation
     if rec is None:

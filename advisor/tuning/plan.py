@@ -63,11 +63,12 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "list, e.g. autovacuum, session_replication_role, foreign_key_checks); never applied by a schedule "
            "by itself", label="Unsafe knobs"),
     Option("objective", "text", "latency", "minimize weighted latency, or maximize throughput", label="Objective"),
-    Option("episodes", "int", 300, "IA2 training episodes (when no model is stored)", (1, 100_000), "Episodes"),
+    Option("episodes", "int", 300, "IA2 training episodes from scratch (with retrain, or when no model is stored "
+           "or shipped)", (1, 100_000), "Episodes"),
     Option("samples", "int", 48, "IA2 rollouts sampled besides the greedy one", (0, 10_000), "Samples"),
     Option("max_width", "int", 3, "columns per candidate index", (1, 3), "Index width"),
-    Option("retrain", "bool", False, "train the model again from scratch: IA2's even if this target has one; "
-           "LITune's instead of starting from the stored or shipped one", label="Retrain"),
+    Option("retrain", "bool", False, "train the model again from scratch: IA2's even if this target has one or one "
+           "is shipped; LITune's instead of starting from the stored or shipped one", label="Retrain"),
     Option("max_statements", "int", 20, "how many of the workload's heaviest statements to rewrite", (1, 1000),
            "Statements", form=True),
     Option("sql", "text", None, "the statements to rewrite, constants written in, separated by ; (default: the "

@@ -123,6 +123,9 @@ class IA2(IndexOptimizer):
         say(f"IA2: starting from the shipped model ({ia2_shipped.summary(manifest)}) and adapting for "
             f"{self.adapt_episodes} episodes on {self.agent.device}")
         if self.adapt_episodes:
+            # the target's features first (each candidate's benefit alone, what any answer needs): the adaptation's
+            # what-if budget is for the configurations it tries beyond them
+            self.agent.env.reset(self.problem)
             sample, _ = self._samplers()
             self.agent.train(sample, self.adapt_episodes, say=say, calls=lambda: self.problem.whatif.calls,
                              max_calls=self.adapt_whatif_budget)

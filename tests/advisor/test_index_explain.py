@@ -173,7 +173,9 @@ def test_an_ia2_set_worse_than_extends_is_replaced_by_extends_visibly(many_table
     service = _service(tmp_path)
     extend = service.tune("indexes", many_tables, RunPlan("indexes", "extend", budget_mb=20, validate=False), max_statements=MANY)
     assert len(extend.chosen) == MANY
-    result = service.tune("indexes", many_tables, RunPlan("indexes", "ia2", budget_mb=20, validate=False, episodes=1, samples=0), max_statements=MANY)
+    # trained from scratch (not the shipped agent adapted): a training from scratch is checked on unlike mixes
+    plan = RunPlan("indexes", "ia2", budget_mb=20, validate=False, episodes=1, samples=0, retrain=True)
+    result = service.tune("indexes", many_tables, plan, max_statements=MANY)
     fb = result.fallback
     assert fb is not None and fb["from"] == "ia2" and fb["to"] == "extend"
     assert fb["costs"]["ia2"] > fb["costs"]["extend"]
