@@ -258,5 +258,15 @@ def test_the_cli_notes_what_a_mariadb_backup_seed_lacks_and_lists_the_seed_used(
         assert "note: " not in advisor("targets", "check", "full", store=store, env=env).stdout
         table = advisor("targets", "list", store=store, env={**env, "COLUMNS": "250"}).stdout
         assert "seeded by mariadb-backup" in table, table
+        from fastapi.testclient import TestClient
+
+        from tests.web.logins import log_in
+        from web.main import create_app
+
+        app = create_app(str(store), scheduler=False)
+        with TestClient(app) as client:  # the targets page says it beside the lag
+            _, token = app.state.service.create_token("op", "operator")
+            assert log_in(client, token).status_code == 303
+            assert "(seeded by mariadb-backup)" in client.get("/").text
     finally:
         assert advisor("targets", "remove", "full", store=store, env=env).returncode == 0
