@@ -62,8 +62,7 @@ class StopRule:
 def decision(evidence: Evidence, rounds: int, rule: StopRule) -> str | None:
     """Why the rounds so far settle the question (``clears``, ``cannot clear``, ``budget``), or None to go on.
 
-    >>> from advisor.core import priority
-from advisor.core.domain import Evidence
+    >>> from advisor.core.domain import Evidence
     >>> ev = lambda lo, hi: Evidence(3, (), (), (lo + hi) / 2, (lo, hi), (), 0.02, 0.1)
     >>> rule = StopRule(min_rounds=3, max_rounds=6)
     >>> decision(ev(0.3, 0.5), 3, rule), decision(ev(-0.1, 0.01), 3, rule), decision(ev(0.0, 0.1), 3, rule)
@@ -85,8 +84,7 @@ def decision_all(evidences: Sequence[Evidence], rounds: int, rule: StopRule) -> 
     """The decision over several questions: None while any is open, ``budget`` at the round budget, else the
     answer they share (``clears``, ``cannot clear``), or ``settled`` where they differ.
 
-    >>> from advisor.core import priority
-from advisor.core.domain import Evidence
+    >>> from advisor.core.domain import Evidence
     >>> ev = lambda lo, hi: Evidence(3, (), (), (lo + hi) / 2, (lo, hi), (), 0.02, 0.1)
     >>> rule = StopRule(min_rounds=3, max_rounds=6)
     >>> [decision_all(e, 3, rule) for e in ([ev(.3, .5), ev(.1, .2)], [ev(.3, .5), ev(-.1, 0)], [ev(.3, .5), ev(0, .1)])]
@@ -106,8 +104,7 @@ def settled_interval(evidence: Evidence) -> tuple[float, float]:
     bootstrap over a handful of rounds is too narrow (three rounds have 27 resamples); the t interval is honest
     about so few, so an early stop needs a case that is clear even then.
 
-    >>> from advisor.core import priority
-from advisor.core.domain import Evidence
+    >>> from advisor.core.domain import Evidence
     >>> ev = Evidence(3, (10.0, 10.0, 10.0), (5.0, 9.0, 12.0), 0.1, (0.05, 0.15), (), 0.02, 0.1)
     >>> lo, hi = settled_interval(ev)
     >>> lo < -0.5 and hi > 0.6
@@ -223,12 +220,14 @@ class Measured:
 
 def interleave(run: Callable[[str, int], ArmRound], arms: Sequence[str], rule: StopRule,
                decide: Callable[[dict[str, list[ArmRound]]], Evidence | Sequence[Evidence]], *, order: str = "abba",
-               seed: int = 0, say: Say = silent) -> Measured:
+               seed: int = 0, say: Say = silent,
+               between: Callable[[dict[str, list[ArmRound]]], None] | None = None) -> Measured:
     """Measure ``arms`` (the first is the baseline) in interleaved rounds until ``rule`` says the question is
     settled (see the module's text). ``run(arm, i)`` makes one measured pass of ``arm`` in round ``i`` (the caller
     puts the shadow in that arm's state and warms it as it needs); ``decide(rounds_by_arm)`` is the Evidence of the
     rounds so far, or a sequence of Evidence (one per question; ``Measured.evidence`` is the first), all of
-    which must settle."""
+    which must settle. ``between(rounds_by_arm)``, when given, hears every kept round before the round budget ends,
+    from the first on (what the next rounds need not time: a statement already settled), before any decision."""
     rng = random.Random(seed)
     out = Measured({arm: [] for arm in arms})
     totals: dict[str, list[float]] = {arm: [] for arm in arms}
@@ -249,6 +248,8 @@ def interleave(run: Callable[[str, int], ArmRound], arms: Sequence[str], rule: S
             totals[arm].append(new[arm])
         out.loads.append(load)
         kept = len(totals[arms[0]])
+        if between is not None and kept < rule.max_rounds:
+            between(out.rounds)
         if kept >= rule.min_rounds:
             answer = decide(out.rounds)
             evidences = [answer] if isinstance(answer, Evidence) else list(answer)

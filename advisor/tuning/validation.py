@@ -106,20 +106,24 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
             return ArmRound(samples, errors)
 
         def decide(rounds: dict[str, list[ArmRound]]) -> Evidence:
-            evidence = compare(rounds["A"], rounds["B"], weights, sql, min_gain=options.min_gain,
-                               regression_threshold=options.regression_threshold,
-                               min_time_share=options.min_time_share, min_call_share=options.min_call_share)
-            if options.settled_leave and len(timed) > 1 and len(rounds["A"]) < options.rounds:
-                going = leaving(evidence, rounds, set(same) | set(left), options)
-                if len(left) + len(going) >= len(timed):  # every one settled: the measurement's own rule decides;
-                    going = {}                            # rounds of frozen medians alone would invent certainty
-                for s, medians in going.items():
-                    left[s.queryid] = medians
-                    say(f"{shorten(s.sql, 50)}: settled at {s.ratio:.2f}x round after round; it leaves the later "
-                        "rounds, its medians stand for them")
-            return evidence
+            return compare(rounds["A"], rounds["B"], weights, sql, min_gain=options.min_gain,
+                           regression_threshold=options.regression_threshold,
+                           min_time_share=options.min_time_share, min_call_share=options.min_call_share)
 
-        measured = interleave(run, ("A", "B"), rule, decide, order="baab" if state["applied"] else "abba", say=say)
+        def between(rounds: dict[str, list[ArmRound]]) -> None:
+            """Statements settled round after round leave the later rounds (from the second round on)."""
+            if not options.settled_leave or len(timed) < 2 or len(rounds["A"]) < 2:
+                return
+            going = leaving(decide(rounds), rounds, set(same) | set(left), options)
+            if len(left) + len(going) >= len(timed):  # every one settled: the measurement's own rule decides;
+                going = {}                            # rounds of frozen medians alone would invent certainty
+            for s, medians in going.items():
+                left[s.queryid] = medians
+                say(f"{shorten(s.sql, 50)}: settled at {s.ratio:.2f}x round after round; it leaves the later "
+                    "rounds, its medians stand for them")
+
+        measured = interleave(run, ("A", "B"), rule, decide, order="baab" if state["applied"] else "abba", say=say,
+                              between=between)
     finally:
         if state["applied"] is not None:
             shadow.connector.revert(state["applied"])
@@ -141,7 +145,9 @@ def leaving(evidence: Evidence, rounds: dict[str, list[ArmRound]], skip: set[str
     its per-round ratios, candidate median over baseline median, all of it below one less twice the minimum gain,
     or all of it above the regression threshold), with no error: more rounds of them would not change their
     verdict. Per-round ratios, not every execution pooled: under a busy machine the executions of one round share
-    its luck, and a statement pooled at 1.74x (1.48 .. 2.47) was 0.55x when timed again.
+    its luck, and a statement pooled at 1.74x (1.48 .. 2.47) was 0.55x when timed again. From two rounds on: the t
+    interval of two is 12.7 standard errors wide on each side, so only a statement far from no change, and alike
+    in both rounds, leaves that early (on JOB, where one pass takes half a minute, that is most of the third).
 
     >>> from advisor.tuning.evidence import compare
     >>> a = [ArmRound({"fast": [10.0, 10.2, 9.9], "same": [5.0, 5.3, 4.8]}, {}) for _ in range(3)]
@@ -153,6 +159,11 @@ def leaving(evidence: Evidence, rounds: dict[str, list[ArmRound]], skip: set[str
     >>> ev = compare(a, noisy, {"fast": 1.0}, min_time_share=0.0, min_call_share=0.0)
     >>> leaving(ev, {"A": a, "B": noisy}, set(), ValidationOptions())
     {}
+    >>> two = [ArmRound({"q": [10.0]}, {}), ArmRound({"q": [10.4]}, {})]
+    >>> tenth, most = ([ArmRound({"q": [x]}, {}) for x in xs] for xs in ((1.0, 1.1), (7.0, 8.0)))  # 0.1x; 0.7-0.77x
+    >>> [list(leaving(compare(two, b, {"q": 1.0}, min_time_share=0.0, min_call_share=0.0), {"A": two, "B": b},
+    ...               set(), ValidationOptions()).values()) for b in (tenth, most)]
+    [[{'A': [10.2], 'B': [1.05]}], []]
     """
     from scipy.stats import t as student
 
@@ -162,7 +173,7 @@ def leaving(evidence: Evidence, rounds: dict[str, list[ArmRound]], skip: set[str
             continue
         pairs = [(_median(ra, s.queryid), _median(rb, s.queryid)) for ra, rb in zip(rounds["A"], rounds["B"])]
         ratios = [b / a for a, b in pairs if a and b and a > 0]
-        if len(ratios) < 3:
+        if len(ratios) < 2:  # two rounds: Student's t of one degree of freedom (12.7) lets only a wide margin go
             continue
         mean, sd = statistics.fmean(ratios), statistics.stdev(ratios)
         half = float(student.ppf(0.975, len(ratios) - 1)) * sd / len(ratios) ** 0.5
