@@ -41,9 +41,11 @@ def primary():
 def replica(primary, tmp_path_factory):
     said = []
     built = factory.build_replica(primary.connector("shop"), tmp_path_factory.mktemp("replicas") / "shop", said.append)
-    assert any("mariadb-backup" in m for m in said) and not any("mariadb-dump" in m for m in said)
-    yield built
-    built.remove()
+    try:  # removed also when an assertion fails: no replica server or mount left behind
+        assert any("mariadb-backup" in m for m in said) and not any("mariadb-dump" in m for m in said)
+        yield built
+    finally:
+        built.remove()
 
 
 def test_a_clone_holds_what_the_primary_committed_and_its_writes_stay_its_own(primary, replica):
