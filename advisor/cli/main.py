@@ -165,8 +165,8 @@ def _tune_doc(service, result) -> dict:
 
 
 @tune_app.command("indexes")
-def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="storage for new indexes, MiB",
-                                                          min=0.001)],
+def tune_indexes(budget_mb: Annotated[float | None, typer.Option("--budget-mb", help="storage for new indexes, "
+                                                                 "MiB; needed unless --resume", min=0.001)] = None,
                  target: Target = None,
                  optimizer: Annotated[IndexOptimizer, typer.Option(help="index optimizer")] = "ia2",
                  json_out: JsonFlag = False,
@@ -187,17 +187,26 @@ def tune_indexes(budget_mb: Annotated[float, typer.Option("--budget-mb", help="s
                  explain: Annotated[bool, typer.Option("--explain", help="print, per observed statement, its bound "
                                                        "constants, candidates, what-if costs and why each candidate "
                                                        "was or was not chosen")] = False,
+                 resume: Annotated[str | None, typer.Option(help="continue an interrupted index run by its id, with "
+                                                                 "the options it was started with: the validation "
+                                                                 "passes it finished are reused, not measured "
+                                                                 "again")] = None,
                  register: RegisterOpt = None, store: StoreOpt = None) -> None:
     """Recommend indexes within a storage budget: what-if costs on a shadow (HypoPG; MariaDB: IGNORED indexes
     built there), the optimizer's choice, then each index built and measured on the shadow; an index that slows a
     statement or helps none is dropped. `--explain` prints why, per statement (the JSON output always has it)."""
-    plan = parse_plan({"kind": "indexes", "optimizer": optimizer.value, "budget_mb": budget_mb, "episodes": episodes,
-                       "samples": samples, "seed": seed, "rounds": rounds, "validate": validate,
-                       "sample_percent": sample_percent, "recheck": recheck, "max_width": max_width,
-                       "retrain": retrain})
     target = resolve_dsn(target)
     service = _service(store)
-    result = service.tune("indexes", target, plan, register=register, by_hand=False, device=device)
+    if resume:
+        plan = service.resumed_plan(resume, "indexes")
+    elif budget_mb is None:
+        raise typer.BadParameter("--budget-mb is needed (unless --resume continues a stored run)")
+    else:
+        plan = parse_plan({"kind": "indexes", "optimizer": optimizer.value, "budget_mb": budget_mb,
+                           "episodes": episodes, "samples": samples, "seed": seed, "rounds": rounds,
+                           "validate": validate, "sample_percent": sample_percent, "recheck": recheck,
+                           "max_width": max_width, "retrain": retrain})
+    result = service.tune("indexes", target, plan, register=register, by_hand=False, device=device, resume=resume)
     if json_out:
         rec = result.recommendation
         texts = {row["queryid"]: row["statement"] for row in result.explain}

@@ -37,23 +37,29 @@ def rewrite(target: Target = None,
                                                         "(equivalence is always checked)")] = True,
             max_statements: Annotated[int, typer.Option(help="--workload: how many of the heaviest", min=1)] = 20,
             seed: Annotated[int, typer.Option(help="random seed")] = 0,
+            resume: Annotated[str | None, typer.Option(help="continue an interrupted rewrite run by its id, with "
+                                                            "the options it was started with: the races it "
+                                                            "finished are reused, not timed again")] = None,
             json_out: JsonFlag = False, register: RegisterOpt = None, store: StoreOpt = None) -> None:
     """Rewrite slow SQL into faster SQL that returns the same rows: equality saturation over relational rules, the
     candidates re-ranked by the planner, proven equivalent on edge-case databases and on a shadow, and timed
     against the original there. Nothing is applied to the database."""
-    if sum([sql is not None, file is not None, workload]) != 1:
-        raise typer.BadParameter("give exactly one of --sql, --file or --workload")
+    if resume is None and sum([sql is not None, file is not None, workload]) != 1:
+        raise typer.BadParameter("give exactly one of --sql, --file or --workload (or --resume RUN)")
     if file is not None:
         try:
             sql = file.read_text()
         except OSError as e:
             raise AdvisorError(f"cannot read {file}: {e.strerror}") from None
-    plan = parse_plan({"kind": "rewrites", "optimizer": optimizer.value, "max_statements": max_statements,
-                       "seed": seed, "rounds": rounds, "validate": validate, "sql": sql})
     target = resolve_dsn(target)
     service = open_service(store)  # progress on stderr, also with --json
+    if resume:
+        plan = service.resumed_plan(resume, "rewrites")
+    else:
+        plan = parse_plan({"kind": "rewrites", "optimizer": optimizer.value, "max_statements": max_statements,
+                           "seed": seed, "rounds": rounds, "validate": validate, "sql": sql})
     # given SQL the target refuses: refused before any work
-    result = service.tune("rewrites", target, plan, register=register, by_hand=False)
+    result = service.tune("rewrites", target, plan, register=register, by_hand=False, resume=resume)
     if json_out:
         emit({"statements": [o.public() for o in result.statements], "shadow": service.last_shadow})
         return

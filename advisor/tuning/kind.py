@@ -95,6 +95,19 @@ def default_outcome(result) -> dict:
             **({"explain": list(explain)} if explain else {}), **({"dropped": list(dropped)} if dropped else {})}
 
 
+def ledger_of(ctx: Context, target_id: str, kind: str, plan):
+    """(the run's id, its ``Ledger``) for a kind that validates candidates (indexes, rewrites): the run row opened
+    as every kind opens it (``Context.open_run``: ``inputs["resume"]`` taken over, the context's run, or a new one),
+    and with ``resume`` the candidates it stored read back, to be reused rather than measured again."""
+    from advisor.tuning.trials import Ledger
+
+    resume = ctx.inputs.get("resume")
+    if ctx.open_run is None:
+        return ctx.run_id, Ledger()
+    run_id = ctx.open_run(target_id, kind, plan.optimizer, plan.to_dict(), resume, ctx.run_id)
+    return run_id, Ledger.of(ctx.store, run_id, target_id, plan.optimizer or kind, resume=bool(resume), say=ctx.say)
+
+
 def validation_of(ctx: Context, plan):
     """The validation a run does: None when the plan switches it off, else ``ctx.inputs["validation"]`` (a
     bench's or a test's ``ValidationOptions``) with the plan's rounds, or the defaults with them."""

@@ -1,5 +1,6 @@
 """The one trial loop of every kind that searches (knobs on a shadow, a learned index's parameters on its harness),
-and its one trial record.
+its one trial record, and the ledger of the kinds that validate candidates instead (``Ledger``: an index set's
+validation pass, a rewrite's race).
 
 A search (``TrialLoop``) runs the defaults first (the baseline every trial is compared with), then the seeds, then
 the optimizer's asks, until the budget of trials is spent, or early when the optimizer asks again what it asked
@@ -13,6 +14,11 @@ median in the last trial, or None), ``display(objective)`` (the objective in wor
 configurations: ``default_config``, ``changes``, ``repair``, ``violations``). A trial's per-item medians are
 turned into ratios to the baseline trial's (``TrialResult.ratios``), so a constraint-aware search learns which
 configurations slow something down as the guard would see it.
+
+A kind that does not search but validates candidates its optimizer chose (an index set pass by pass, a statement's
+rewrites in a race) keeps its run's ``Ledger``: each validated candidate is a trial record of the run, stored as it
+ends with its evidence and verdict, keyed by what was measured (``config``); a resumed run (``Ledger.of(...,
+resume=True)``) reads them back and reuses a stored verdict wherever it would measure the same candidate again.
 """
 
 from __future__ import annotations
@@ -116,10 +122,7 @@ class TrialLoop:
         for row in self.store.trials(self.run_id):
             if row.get("config") is None:
                 continue
-            result = TrialResult(row["objective"], row["status"], row.get("reason") or "",
-                                 metrics=row.get("metrics") or None, error=row.get("error") or "")
-            rec = TrialRecord(int(row["number"]), dict(row["config"]), row.get("source") or "", result,
-                              row.get("duration_s") or 0.0, statement_ms=row.get("statements"))
+            rec = record_of(row)
             self.records.append(rec)
             told.append(rec)
         reference = self.reference_ms()
@@ -210,3 +213,88 @@ class TrialLoop:
 
     def baseline(self) -> TrialRecord | None:
         return next((r for r in self.records if r.source == "default" and r.result.status == "measured"), None)
+
+
+def record_of(row: Mapping[str, Any]) -> TrialRecord:
+    """A stored trial row (``Store.trials``) as its trial record."""
+    result = TrialResult(row["objective"], row["status"], row.get("reason") or "",
+                         metrics=row.get("metrics") or None, error=row.get("error") or "")
+    return TrialRecord(int(row["number"] or 0), dict(row["config"]), row.get("source") or "", result,
+                       row.get("duration_s") or 0.0, statement_ms=row.get("statements"))
+
+
+@dataclass
+class Ledger:
+    """A validating run's trial records (see the module docstring): ``recall(config)`` the stored row of a
+    candidate measured before (its ``evidence`` and ``metrics``, the verdict, as stored), ``record`` one that was
+    just measured. Without a store or a run it stores nothing and recalls nothing."""
+
+    store: Any = None
+    run_id: str | None = None
+    target_id: str | None = None
+    optimizer: str = ""
+    say: Say = silent
+    rows: list[dict] = field(default_factory=list)
+    reusable: bool = False  # a resumed run: the stored rows' verdicts are reused
+
+    @classmethod
+    def of(cls, store, run_id: str | None, target_id: str | None, optimizer: str, *, resume: bool = False,
+           say: Say = silent) -> "Ledger":
+        ledger = cls(store, run_id, target_id, optimizer, say)
+        if store is not None and run_id is not None:  # numbered on after what the run holds (a whole run's steps)
+            ledger.rows = [r for r in store.trials(run_id) if r.get("config") is not None]
+            ledger.reusable = resume
+            if resume and ledger.rows:
+                say(f"resuming run {run_id}: {len(ledger.rows)} validated candidate(s) stored; each is reused, not "
+                    "measured again")
+        return ledger
+
+    @property
+    def stored(self) -> bool:
+        return self.store is not None and self.run_id is not None
+
+    def recall(self, config: Mapping[str, str]) -> dict | None:
+        """The stored row of the candidate ``config`` (the last one, should it have been stored twice), or None."""
+        want = dict(config)
+        return next((r for r in reversed(self.rows) if r["config"] == want), None) if self.reusable else None
+
+    def evidence(self, config: Mapping[str, str], source: str, changes: Sequence, measure: Callable[[], Any],
+                 what: str):
+        """The evidence of the candidate ``config`` (``changes``) whose verdict follows from its evidence alone:
+        the stored one (a resumed run; said, not measured again), else ``measure()``'s, stored as it ends."""
+        row = self.recall(config)
+        if row is not None:
+            from advisor.storage.codec import evidence_from
+
+            self.say(f"{what}: measured before the run was interrupted; reusing stored trial {row['number'] + 1}, "
+                     "not measuring again")
+            return evidence_from(row["evidence"])
+        import time
+
+        started = time.perf_counter()
+        found = measure()
+        self.record(config, source, TrialResult(found.candidate_ms), changes=changes, evidence=found,
+                    duration_s=time.perf_counter() - started)
+        return found
+
+    def record(self, config: Mapping[str, str], source: str, result: TrialResult, *, changes: Sequence = (),
+               evidence=None, duration_s: float = 0.0) -> TrialRecord:
+        """Store a validated candidate as the run's next trial record (committed before this returns)."""
+        rec = TrialRecord(max((int(r["number"] or 0) + 1 for r in self.rows), default=0), dict(config), source,
+                          result, duration_s)
+        row = {"number": rec.number, "config": rec.config, "source": source, "objective": result.objective,
+               "status": result.status, "reason": result.reason, "metrics": result.metrics,
+               "evidence": _plain(evidence), "duration_s": duration_s}
+        self.rows.append(row)
+        if self.stored:
+            self.store.add_trial(self.target_id, self.run_id, self.optimizer, list(changes), evidence,
+                                 result.status, result.reason or None, number=rec.number, config=rec.config,
+                                 objective=result.objective, source=source, duration_s=duration_s,
+                                 metrics=result.metrics or None)
+        return rec
+
+
+def _plain(evidence) -> dict | None:
+    from advisor.storage import codec
+
+    return codec.plain(evidence) if evidence is not None else None

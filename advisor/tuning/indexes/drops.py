@@ -20,6 +20,7 @@ from advisor.core.progress import Say, silent
 from advisor.core.sqltext import named
 from advisor.tuning.indexes.validation import plans_use
 from advisor.tuning.recommend import how_much
+from advisor.tuning.trials import Ledger
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors.base import Connector, Shadow
 from optimizers.indexes.existing import find_drops
@@ -59,9 +60,12 @@ class DropValidation:
 
 
 def validate_drops(target: Connector, shadow: Shadow, statements: Sequence[BoundStatement], snapshot: Snapshot,
-                   options: ValidationOptions = ValidationOptions(), say: Say = silent) -> DropValidation:
+                   options: ValidationOptions = ValidationOptions(), say: Say = silent,
+                   ledger: Ledger | None = None) -> DropValidation:
     """The snapshot's unused and duplicate indexes, each dropped on the shadow and kept only if no statement
-    using it regresses (see the module docstring)."""
+    using it regresses (see the module docstring); each pass's evidence a trial record of the run's ``ledger``
+    (a resumed run reuses a stored pass over the same drops)."""
+    ledger = ledger or Ledger(say=say)
     found = find_drops(snapshot.indexes, since=target.stats_since(), protected=target.constraint_indexes())
     proposed = [d for d in found if _plannable(shadow, d, say)]
     if not proposed or not statements:
@@ -75,8 +79,13 @@ def validate_drops(target: Connector, shadow: Shadow, statements: Sequence[Bound
         if not live:
             evidence = None
             break
-        say(f"validating {len(live)} index drop(s) on the shadow (pass {round_no}): {options.rounds} rounds")
-        evidence = validate(shadow, statements, live, options, say=say)
+        key = {"validation": "index drops", "pass": str(round_no), "drops": "; ".join(sorted(d.name for d in live))}
+
+        def measure(live=live, round_no=round_no):
+            say(f"validating {len(live)} index drop(s) on the shadow (pass {round_no}): {options.rounds} rounds")
+            return validate(shadow, statements, live, options, say=say)
+
+        evidence = ledger.evidence(key, "validation", live, measure, f"drop pass {round_no}")
         if round_no > MAX_ROUNDS:
             break
         regressed = {s.queryid: s for s in evidence.regressions}

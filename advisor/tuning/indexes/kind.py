@@ -1,11 +1,12 @@
 """The index kind's registry entry: a run plan -> the index pipeline (``pipeline.tune_indexes``) on an observed
 target; its options (``max_width``: columns per candidate, ``retrain``, IA2's ``episodes`` and ``samples``) are
-the plan's, as over REST."""
+the plan's, as over REST. ``Context.inputs["resume"]``: a stored, unfinished index run to continue (its validation
+passes stored as trial records are reused, ``Context``'s ``ledger_of``)."""
 
 from __future__ import annotations
 
 from advisor.core.domain import DropIndexChange, IndexChange
-from advisor.tuning.kind import Context, Kind
+from advisor.tuning.kind import Context, Kind, ledger_of
 from advisor.tuning.kind import validation_of as _validation
 from optimizers import indexes
 
@@ -21,8 +22,9 @@ def run(ctx: Context, plan) -> object:
                             "retrain": plan.retrain}).check()
     connector = ctx.connector
     obs = require_workload(ctx.observed(connector))
+    run_id, ledger = ledger_of(ctx, obs.target_id, "indexes", plan)
     return tune_indexes(ctx.store, connector, obs, index_plan, model_dir=ctx.model_dir(obs.target_id),
-                        run_id=ctx.run_id, say=ctx.say, shadows=ctx.shadows)
+                        run_id=run_id, say=ctx.say, shadows=ctx.shadows, ledger=ledger)
 
 
 KIND = Kind("indexes", "new indexes within a storage budget (and unused ones to drop): what-if costs, the "

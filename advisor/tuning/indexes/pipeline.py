@@ -24,6 +24,7 @@ from advisor.tuning.indexes.problem import build_problem
 from advisor.tuning.observe import Observation, bind, top
 from advisor.tuning.recommend import dropped_rows, rare_note, recommend, verdict_note
 from advisor.tuning.shadows import Shadows
+from advisor.tuning.trials import Ledger
 from advisor.tuning.validation import ValidationOptions
 from connectors.base import Connector
 from optimizers import registry
@@ -80,9 +81,10 @@ class IndexTuneResult:
 
 def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: IndexPlan, *,
                  model_dir: Path | None = None, run_id: str | None = None, say: Say = silent,
-                 shadows: Shadows | None = None) -> IndexTuneResult:
+                 shadows: Shadows | None = None, ledger: Ledger | None = None) -> IndexTuneResult:
     """The whole index pipeline for an observed target; trained models live under ``model_dir``; its shadow comes
-    from ``shadows`` (default: a full copy, ``advisor.tuning.shadows``)."""
+    from ``shadows`` (default: a full copy, ``advisor.tuning.shadows``); each validation pass is a trial record
+    of the run's ``ledger`` (a resumed run's stored passes are reused, ``validate_indexes``)."""
     plan.check()
     bound, not_bound = bind(connector, obs, plan.max_statements, say)
     budget = int(plan.budget_mb * MB)
@@ -118,9 +120,10 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
                 existing = [i.name for i in obs.snapshot.indexes
                             if not i.is_primary and not i.is_unique and i.scans == 0]
                 checked = validate_indexes(shadow, bound, chosen, estimated, existing, plan.validation, say=say,
-                                           budget_bytes=budget, spares=spares)
+                                           budget_bytes=budget, spares=spares, ledger=ledger)
                 index_sizing.learn_built(sizes, raw, {v.index: v.built_bytes for v in checked.verdicts}, model_dir)
-            drops = index_drops.validate_drops(connector, shadow, bound, obs.snapshot, plan.validation, say=say)
+            drops = index_drops.validate_drops(connector, shadow, bound, obs.snapshot, plan.validation, say=say,
+                                               ledger=ledger)
     say(f"{plan.optimizer} chose {len(chosen)} index(es), what-if relative cost {whatif['relative_cost']:.3f}")
     head = f"{fallback_note(fallback)}; " if fallback else ""
     head += f"refined: {refinement_note(whatif['refined'])}; " if whatif.get("refined") else ""

@@ -41,16 +41,19 @@ the exception (its estimates are within a few percent of the built sizes, ``opti
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from advisor.core.progress import Say
-from advisor.core.domain import Evidence, IndexChange, StatementEvidence
+from advisor.core.domain import Evidence, IndexChange, StatementEvidence, TrialResult
 from advisor.core.sqltext import named
 from advisor.tuning.indexes import repair as index_repair
 from advisor.tuning.indexes.timing import confirm_regressions, diagnose, screened
 from advisor.tuning.indexes.problem import written_tables
+from advisor.storage.codec import evidence_from
 from advisor.tuning.recommend import how_much
+from advisor.tuning.trials import Ledger
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors.base import Shadow
 from workloads.binding import BoundStatement
@@ -119,12 +122,15 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
                      estimated: dict[IndexChange, int], existing_names: Sequence[str] = (),
                      options: ValidationOptions = ValidationOptions(), say: Say | None = None,
                      budget_bytes: int | None = None,
-                     spares: Sequence[index_repair.Spare] = ()) -> IndexValidation:
+                     spares: Sequence[index_repair.Spare] = (), ledger: Ledger | None = None) -> IndexValidation:
     """Prune ``indexes`` on the shadow (see the module docstring). Each pass first builds the indexes still in
     play to see which statements' plans use each one (after a drop, plans change), then measures them. In the
     passes that a later one checks, an index dropped for misleading a read's plan is replaced by a wider one of
-    ``spares`` when one fits (``index_repair``); the verdicts of such repairs follow those of ``indexes``."""
+    ``spares`` when one fits (``index_repair``); the verdicts of such repairs follow those of ``indexes``. Each
+    pass is a trial record of the run's ``ledger`` (the set, its evidence and its verdict); a resumed run reuses a
+    stored pass over the same set instead of measuring it again."""
     say = say or (lambda _m: None)
+    ledger = ledger or Ledger()
     estimated = {**{s.index: s.estimated_bytes for s in spares}, **estimated}
     reads = {st.queryid for st in statements if not st.is_write}
     repaired: dict[IndexChange, tuple[IndexChange, str]] = {}  # repair -> (the index it replaced, the statement)
@@ -153,32 +159,21 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
         if not live:
             evidence = None
             break
-        say(f"validating {len(live)} index(es) on the shadow (pass {round_no}): {options.rounds} interleaved rounds")
-        evidence = validate(shadow, statements, live, replace(options, warm_once=True), say=say)  # no restart
-        served = {q for ix in live for q in serves[ix]}  # a statement no index of the set serves is not re-timed
-        flagged = [q for q in screened(evidence, options) if q in served]
-        evidence = confirm_regressions(shadow, statements, live, evidence, options, say, flagged)
-        hinted = hinted_benefits(evidence, live, serves, reads, flagged)
-        if hinted:
-            say(f"re-timing {len(hinted)} statement(s) the rounds showed faster but not surely, the only ones "
-                "some index serves: it goes as of no measurable benefit unless the longer measurement shows one")
-            evidence = confirm_regressions(shadow, statements, live, evidence, options, say, hinted)
-            flagged = [*flagged, *hinted]
         final = round_no > MAX_PRUNING_ROUNDS
-        judged = _Judged({}, {}, set())
-        for audit in (False, True):  # judged as measured; when that drops nothing, judged again after the audit
-            if audit:
-                todo = unproven(evidence, served, reads, flagged)
-                if not todo:
-                    break
-                say(f"auditing {len(todo)} statement(s) whose plans use the set and that the rounds did not show "
-                    "faster: re-timing each")
-                evidence = confirm_regressions(shadow, statements, live, evidence, options, say, todo)
-            if not final:
-                judged = _judge(shadow, statements, live, serves, writers, evidence, options, say, round_no,
-                                sizes, estimated, budget_bytes)
-                if judged.dropped:
-                    break
+        key = {"validation": "index set", "pass": str(round_no),
+               "indexes": "; ".join(sorted(index_name(ix) for ix in live))}
+        row = ledger.recall(key)
+        if row is not None:  # measured and judged before the run was interrupted: its verdict stands
+            say(f"pass {round_no}: these {len(live)} index(es) were measured before the run was interrupted; "
+                f"reusing stored trial {row['number'] + 1} (its evidence and verdict), not measuring again")
+            evidence = evidence_from(row["evidence"])
+            judged = _judged_from(row["metrics"] or {}, live, serves, writers, evidence, index_name)
+        else:
+            started = time.perf_counter()
+            evidence, judged = _measure_pass(shadow, statements, live, serves, writers, reads, options, say, round_no,
+                                             sizes, estimated, budget_bytes, final)
+            ledger.record(key, "validation", TrialResult(evidence.candidate_ms, metrics=_judged_doc(judged, index_name)),
+                          changes=live, evidence=evidence, duration_s=time.perf_counter() - started)
         if final:
             break
         verdicts.update(judged.dropped)
@@ -210,6 +205,73 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
     unused = tuple(n for n in existing_names if n not in all_used)
     return IndexValidation(tuple(live), tuple(verdicts[ix] for ix in [*indexes, *repaired]), evidence, unused,
                            unexplained)
+
+
+def _measure_pass(shadow: Shadow, statements: Sequence[BoundStatement], live: list[IndexChange],
+                  serves: dict[IndexChange, tuple[str, ...]], writers: dict[tuple[str, str], list[str]],
+                  reads: set[str], options: ValidationOptions, say: Say, round_no: int, sizes: dict, estimated: dict,
+                  budget_bytes: int | None, final: bool) -> tuple[Evidence, "_Judged"]:
+    """One pass's measurement of ``live`` (the rounds, then the re-timings: flagged regressions, hinted benefits,
+    the audit) and what it drops (nothing in the ``final`` pass, which only measures)."""
+    say(f"validating {len(live)} index(es) on the shadow (pass {round_no}): {options.rounds} interleaved rounds")
+    evidence = validate(shadow, statements, live, replace(options, warm_once=True), say=say)  # no restart
+    served = {q for ix in live for q in serves[ix]}  # a statement no index of the set serves is not re-timed
+    flagged = [q for q in screened(evidence, options) if q in served]
+    evidence = confirm_regressions(shadow, statements, live, evidence, options, say, flagged)
+    hinted = hinted_benefits(evidence, live, serves, reads, flagged)
+    if hinted:
+        say(f"re-timing {len(hinted)} statement(s) the rounds showed faster but not surely, the only ones "
+            "some index serves: it goes as of no measurable benefit unless the longer measurement shows one")
+        evidence = confirm_regressions(shadow, statements, live, evidence, options, say, hinted)
+        flagged = [*flagged, *hinted]
+    judged = _Judged({}, {}, set())
+    for audit in (False, True):  # judged as measured; when that drops nothing, judged again after the audit
+        if audit:
+            todo = unproven(evidence, served, reads, flagged)
+            if not todo:
+                break
+            say(f"auditing {len(todo)} statement(s) whose plans use the set and that the rounds did not show "
+                "faster: re-timing each")
+            evidence = confirm_regressions(shadow, statements, live, evidence, options, say, todo)
+        if not final:
+            judged = _judge(shadow, statements, live, serves, writers, evidence, options, say, round_no,
+                            sizes, estimated, budget_bytes)
+            if judged.dropped:
+                break
+    return evidence, judged
+
+
+def _judged_doc(judged: "_Judged", index_name) -> dict:
+    """A pass's verdict as its trial record stores it (``metrics``): the indexes it dropped and why, and the
+    culprits of its regressions (whose repairs a later pass tries)."""
+    return {"dropped": [{"index": index_name(ix), "reason": v.reason, "estimated_bytes": v.estimated_bytes,
+                         "built_bytes": v.built_bytes, "serves": list(v.serves), "helped": list(v.helped)}
+                        for ix, v in judged.dropped.items()],
+            "culprits": sorted(index_name(ix) for ix in judged.culprits)}
+
+
+def _judged_from(doc: dict, live: list[IndexChange], serves: dict[IndexChange, tuple[str, ...]],
+                 writers: dict[tuple[str, str], list[str]], evidence: Evidence, index_name) -> "_Judged":
+    """A stored pass's verdict (``_judged_doc``) over the same ``live`` set; its suspects are derived again from
+    its evidence."""
+    by_name = {index_name(ix): ix for ix in live}
+    dropped = {by_name[d["index"]]: IndexVerdict(by_name[d["index"]], int(d["estimated_bytes"] or 0),
+                                                 d["built_bytes"], tuple(d["serves"]), False, d["reason"],
+                                                 helped=tuple(d["helped"]))
+               for d in doc.get("dropped", ()) if d["index"] in by_name}
+    culprits = {by_name[n] for n in doc.get("culprits", ()) if n in by_name}
+    return _Judged(dropped, _suspects(evidence, live, serves, writers), culprits)
+
+
+def _suspects(evidence: Evidence, live: list[IndexChange], serves: dict[IndexChange, tuple[str, ...]],
+              writers: dict[tuple[str, str], list[str]]) -> dict[IndexChange, list[StatementEvidence]]:
+    """Per index, the statements whose regression it may cause (those it serves and those writing its table)
+    that block (``Evidence.blocks``: a rare statement's slowdown condemns no index)."""
+    by_stmt = {s.queryid: s for s in evidence.statements}
+    blocks = evidence.blocks
+    return {ix: [by_stmt[q] for q in serves[ix] if q in by_stmt and blocks(by_stmt[q])]
+            + [by_stmt[q] for q in writers.get((ix.schema, ix.table), ()) if q in by_stmt
+               and blocks(by_stmt[q])] for ix in live}
 
 
 def _helped(evidence: Evidence | None, served: Sequence[str]) -> tuple[str, ...]:
@@ -258,10 +320,7 @@ def _judge(shadow: Shadow, statements: Sequence[BoundStatement], live: list[Inde
     regressed statement in the careful passes, every suspect later; see the module docstring), the indexes with
     no measurable benefit and, in the first pass, those over the budget once built."""
     by_stmt = {s.queryid: s for s in evidence.statements}
-    blocks = evidence.blocks  # a rare statement's slowdown is reported with the verdict, it condemns no index
-    suspects = {ix: [by_stmt[q] for q in serves[ix] if q in by_stmt and blocks(by_stmt[q])]
-                + [by_stmt[q] for q in writers.get((ix.schema, ix.table), ()) if q in by_stmt
-                   and blocks(by_stmt[q])] for ix in live}
+    suspects = _suspects(evidence, live, serves, writers)
     last = round_no > CAREFUL_PASSES
     found = diagnose(shadow, statements, live, suspects, by_stmt, options, say, cured_only=last)
     culprits = _culprits(suspects, serves, by_stmt, every=last, diagnosed=found)

@@ -1,12 +1,13 @@
 """The rewrite kind's registry entry: a run plan -> the rewrite pipeline (``pipeline.tune_rewrites``). Inputs
-besides the plan (``Context.inputs``): ``options`` (the optimizer's: Aurora's ``episodes``, ``retrain``). The plan's
+besides the plan (``Context.inputs``): ``options`` (the optimizer's: Aurora's ``episodes``, ``retrain``), ``resume``
+(a stored, unfinished rewrite run to continue: its races stored as trial records are reused). The plan's
 ``sql`` (a script whose statements are rewritten instead of the observed workload's heaviest) is refused before
 any work when the target's parser refuses a statement (``check_target``, called by the service first)."""
 
 from __future__ import annotations
 
 from advisor.core.domain import QueryRewrite
-from advisor.tuning.kind import Context, Kind
+from advisor.tuning.kind import Context, Kind, ledger_of
 from advisor.tuning.rewrites import given
 from advisor.tuning.kind import validation_of as _validation
 from optimizers import rewrites
@@ -30,8 +31,9 @@ def run(ctx: Context, plan) -> object:
     obs = ctx.observed(connector)
     if not statements:
         require_workload(obs)
+    run_id, ledger = ledger_of(ctx, obs.target_id, "rewrites", plan)
     return tune_rewrites(ctx.store, connector, obs, rewrite_plan, model_dir=ctx.model_dir(obs.target_id),
-                         run_id=ctx.run_id, say=ctx.say, shadows=ctx.shadows)
+                         run_id=run_id, say=ctx.say, shadows=ctx.shadows, ledger=ledger)
 
 
 KIND = Kind("rewrites", "faster SQL for the heaviest statements (equality saturation), each proven to return "

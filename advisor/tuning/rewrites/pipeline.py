@@ -29,7 +29,9 @@ from advisor.tuning.observe import Observation, bind
 from advisor.tuning.rewrites.given import changes_data
 from advisor.tuning.rewrites.stats import planner_groups, planner_selectivity
 from advisor.tuning.recommend import Dropped, dropped_rows, recommend
+from advisor.tuning.rewrites import stored
 from advisor.tuning.shadows import Shadows
+from advisor.tuning.trials import Ledger
 from advisor.tuning.validation import ValidationOptions
 import sqlglot
 from sqlglot import exp
@@ -173,10 +175,12 @@ def calibrated(problem: RewriteProblem, connector: Connector) -> RewriteProblem:
 
 def tune_rewrites(store: Store, connector: Connector, obs: Observation, plan: RewritePlan, *,
                   model_dir: Path | None = None, run_id: str | None = None, say: Say = silent,
-                  shadows: Shadows | None = None) -> RewriteTuneResult:
+                  shadows: Shadows | None = None, ledger: Ledger | None = None) -> RewriteTuneResult:
     """The whole rewrite pipeline for an observed target (see the module); its shadow from ``shadows`` (default: a
-    full copy)."""
+    full copy). Each statement's race is a trial record of the run's ``ledger``; a resumed run reuses a stored race
+    of the same forms (``advisor.tuning.rewrites.stored``)."""
     plan.check()
+    ledger = ledger or Ledger()
     statements, skipped = statements_of(plan, connector, obs, say)
     if not statements and not skipped:
         raise AdvisorError("nothing to rewrite: no statement given or observed")
@@ -209,7 +213,8 @@ def tune_rewrites(store: Store, connector: Connector, obs: Observation, plan: Re
                 outcomes[st.queryid] = Outcome(st.queryid, st.sql, reason=_left_alone(why.get(st.queryid)),
                                                rewrite_ms=ms)
                 continue
-            outcome = _race(shadow, scratch, problem, st, forms[st.queryid], plan, say)
+            outcome = stored.raced(ledger, st, forms[st.queryid], Outcome, say,
+                                   lambda: _race(shadow, scratch, problem, st, forms[st.queryid], plan, say))
             outcomes[st.queryid] = replace(outcome, rewrite_ms=ms)
     ids = [f"sql{i + 1}" for i in range(len(plan.statements))] if plan.statements \
         else [s.queryid for s in statements] + [o.queryid for o in skipped]
