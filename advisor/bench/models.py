@@ -6,7 +6,8 @@ shipped one adapted with a run's default episodes on the schema's statements; an
 them with ``scratch_episodes`` (what a first question cost before the policy shipped). Reported per schema: the
 mean relative cost reached (the statement's estimated cost after the search over its cost as written: lower is
 better) and the seconds spent training. Nothing is asserted; the table, JSON and PNG keep what was measured.
-LITune's shipped models are compared the same way on held-out key sets (``advisor.bench.models_litune``).
+LITune's shipped models are compared the same way on held-out key sets (``advisor.bench.models_litune``), IA2's
+shipped agent on held-out generated index workloads (``advisor.bench.models_ia2``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class ModelBenchOptions:
     litune: bool = True  # LITune's shipped models too (``advisor.bench.models_litune``)
     litune_budget: int = 12  # trials per held-out key set
     litune_episodes: int = 60  # a per-target meta-training from scratch (LITune's default)
+    ia2: bool = True  # IA2's shipped agent too (``advisor.bench.models_ia2``)
+    ia2_scratch_episodes: int = 300  # a per-target training from scratch (IA2's default)
 
 
 def _mean_rc(agent, problem, searches) -> float:
@@ -79,7 +82,12 @@ def run(o: ModelBenchOptions = ModelBenchOptions(), say: Say = silent) -> dict:
         from advisor.bench import models_litune
 
         litune = models_litune.run(o.litune_budget, o.litune_episodes, o.seed, say)
-    doc = {"machine": asdict(detect()), "options": asdict(o), "rows": rows, "litune": litune,
+    ia2 = []
+    if o.ia2:
+        from advisor.bench import models_ia2
+
+        ia2 = models_ia2.run(scratch_episodes=o.ia2_scratch_episodes, seed=o.seed, say=say)
+    doc = {"machine": asdict(detect()), "options": asdict(o), "rows": rows, "litune": litune, "ia2": ia2,
            "wall_s": time.monotonic() - started}
     for key in ("shipped_rc", "adapted_rc", "scratch_rc", "adapt_s", "scratch_s"):
         doc[f"mean_{key}"] = statistics.fmean(r[key] for r in rows) if rows else None
@@ -87,6 +95,10 @@ def run(o: ModelBenchOptions = ModelBenchOptions(), say: Say = silent) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     (out / "models.json").write_text(json.dumps(doc, indent=2))
     plot(doc, out / "models.png")
+    if ia2:
+        from advisor.bench import models_ia2
+
+        models_ia2.plot(ia2, out / "models-ia2.png")
     return doc
 
 
@@ -106,6 +118,10 @@ def table(doc: dict) -> str:
         from advisor.bench.models_litune import table as litune_table
 
         lines.append("\n" + litune_table(doc["litune"]))
+    if doc.get("ia2"):
+        from advisor.bench.models_ia2 import table as ia2_table
+
+        lines.append("\n" + ia2_table(doc["ia2"]))
     lines.append(f"wall time {doc['wall_s']:.0f} s on {doc['machine']['cores']} cores")
     return "\n".join(lines)
 

@@ -354,6 +354,9 @@ def bench_latency(engines: Annotated[str, typer.Option(help="comma-separated: po
                   copies: Annotated[bool, typer.Option(help="time the full and sampled copies beside them")] = True,
                   oneoff: Annotated[bool, typer.Option(help="time the first one-off rewrite after `targets add "
                                                             "--replica`, as a new user runs it")] = True,
+                  tune: Annotated[bool, typer.Option(help="time `advisor tune indexes` after `targets add "
+                                                          "--replica` and the application's statements, as a new "
+                                                          "user runs it")] = False,
                   out: Annotated[str, typer.Option(help="directory for latency.json and the plot")] =
                   "bench-results/latency",
                   json_out: JsonFlag = False) -> None:
@@ -366,7 +369,7 @@ def bench_latency(engines: Annotated[str, typer.Option(help="comma-separated: po
     except ValueError:
         raise typer.BadParameter(f"scales must be comma-separated numbers, got {scales!r}") from None
     options = LatencyBenchOptions(engines=_names([engines]), scales=sizes, clones=clones, copies=copies,
-                                  oneoff=oneoff, out_dir=out)
+                                  oneoff=oneoff, tune=tune, out_dir=out)
     doc = run(options, say=reporter(watch=True))
     _bench_report(doc, json_out, table, out, "latency.json", "latency.png")
 
@@ -374,13 +377,16 @@ def bench_latency(engines: Annotated[str, typer.Option(help="comma-separated: po
 @bench_app.command("models")
 def bench_models(scratch_episodes: Annotated[int, typer.Option(help="episodes of the per-target training it is "
                                                                      "compared with", min=1)] = 120,
-                 out: Annotated[str, typer.Option(help="directory for models.json and the plot")] =
+                 ia2_episodes: Annotated[int, typer.Option(help="episodes of IA2's per-target training from "
+                                                                 "scratch", min=1)] = 300,
+                 out: Annotated[str, typer.Option(help="directory for models.json and the plots")] =
                  "bench-results/models",
                  json_out: JsonFlag = False) -> None:
-    """The shipped models (Aurora's rule policy, LITune's models) on held-out generated schemas and key sets: as
-    shipped, adapted as a run adapts them, and against one trained from scratch per target (quality and training
-    seconds)."""
+    """The shipped models (Aurora's rule policy, LITune's models, IA2's agent) on held-out generated schemas, key
+    sets and index workloads: as shipped, adapted as a run adapts them, and against one trained from scratch per
+    target (quality and seconds before the first answer)."""
     from advisor.bench.models import ModelBenchOptions, run, table
 
-    doc = run(ModelBenchOptions(scratch_episodes=scratch_episodes, out_dir=out), say=reporter(watch=True))
+    doc = run(ModelBenchOptions(scratch_episodes=scratch_episodes, ia2_scratch_episodes=ia2_episodes, out_dir=out),
+              say=reporter(watch=True))
     _bench_report(doc, json_out, table, out, "models.json", "models.png")

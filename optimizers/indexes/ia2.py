@@ -122,15 +122,37 @@ class IA2(IndexOptimizer):
                                                                            self.agent.options.explore_start))
         say(f"IA2: starting from the shipped model ({ia2_shipped.summary(manifest)}) and adapting for "
             f"{self.adapt_episodes} episodes on {self.agent.device}")
+        kept = {}
         if self.adapt_episodes:
-            # the target's features first (each candidate's benefit alone, what any answer needs): the adaptation's
-            # what-if budget is for the configurations it tries beyond them
-            self.agent.env.reset(self.problem)
-            sample, _ = self._samplers()
-            self.agent.train(sample, self.adapt_episodes, say=say, calls=lambda: self.problem.whatif.calls,
-                             max_calls=self.adapt_whatif_budget)
-        return {"started_from": "shipped", "shipped": manifest, "adapt_episodes": self.adapt_episodes,
+            kept = self._adapt(say)
+        return {"started_from": "shipped", "shipped": manifest, "adapt_episodes": self.adapt_episodes, **kept,
                 "held_out": {"share": self.held_out, "checks": 0, "skipped": "adapted from the shipped model"}}
+
+    def _adapt(self, say: Say) -> dict:
+        """Adapt the agent on the target's mixes; the shipped weights stay when the adapted policy's greedy set for
+        the target's own mix costs more than theirs (a few episodes can unlearn what many taught). The shipped
+        policy's set is costed first, which plans the target's features (each candidate's benefit alone, what any
+        answer needs): the adaptation's what-if budget is for the configurations it tries beyond them."""
+        import copy
+
+        agent, problem = self.agent, self.problem
+        before = copy.deepcopy({"actor": agent.actor.state_dict(), "critics": agent.critics.state_dict()})
+        base = problem.cost() or 1.0
+        shipped_rc = problem.cost(agent.rollout(problem)) / base
+        sample, _ = self._samplers()
+        agent.train(sample, self.adapt_episodes, say=say, calls=lambda: problem.whatif.calls,
+                    max_calls=self.adapt_whatif_budget)
+        adapted_rc = problem.cost(agent.rollout(problem)) / base
+        greedy = {"shipped": round(shipped_rc, 4), "adapted": round(adapted_rc, 4)}
+        if adapted_rc <= shipped_rc + 1e-9:
+            return {"kept": "adapted", "greedy_rc": greedy}
+        for net, part in ((agent.actor, "actor"), (agent.critics, "critics")):
+            net.load_state_dict(before[part])
+        for net, target in ((agent.actor, agent.actor_t), (agent.critics, agent.critics_t)):
+            target.load_state_dict(net.state_dict())
+        say(f"IA2: the adapted policy's set costs {adapted_rc:.3f} of the workload's cost, the shipped one's "
+            f"{shipped_rc:.3f}: keeping the shipped weights")
+        return {"kept": "shipped", "greedy_rc": greedy}
 
     def _samplers(self):
         """(training mixes, mixes unlike the workload) of the target, as ``mixes.training_sampler`` draws them."""

@@ -69,6 +69,10 @@ def test_a_first_ia2_run_starts_from_the_shipped_agent_and_only_adapts(problem, 
     assert stats["episodes"] == 6 and stats["reused"] is False
     assert any("starting from the shipped model" in m and "adapting for 6 episodes" in m for m in said)
     assert not any(m.startswith("IA2: training on") for m in said)
+    # adapting never leaves a policy whose greedy set for the target costs more than the shipped one's
+    assert stats["kept"] in ("adapted", "shipped")
+    greedy = problem.cost(first.agent.rollout(problem)) / problem.cost()
+    assert greedy == pytest.approx(min(stats["greedy_rc"].values()), abs=1e-4)
     config = first.ask(1)[0]
     assert problem.size(config) <= problem.budget_bytes and problem.cost(config) < problem.cost()
     # the adapted agent is the target's model from now on: the next run reuses it as it is
@@ -97,3 +101,17 @@ def test_advisor_train_writes_the_same_ia2_weights_from_the_same_seed(tmp_path):
     assert prints[0]["fingerprint"] == prints[1]["fingerprint"] and prints[0]["seed"] == 3
     assert prints[0]["episodes"] == 8 and len(prints[0]["problems"]) == 6
     assert (tmp_path / "a" / "ia2.pt").read_bytes() == (tmp_path / "b" / "ia2.pt").read_bytes()
+
+
+def test_the_models_bench_compares_ia2_shipped_adapted_and_from_scratch_on_held_out_workloads():
+    from advisor.bench import models_ia2
+    from advisor.tuning.indexes import shipped
+
+    rows = models_ia2.run(adapt_episodes=3, scratch_episodes=5, seeds=(1001,))
+    assert [r["workload"] for r in rows] == [f"gen-{s}.s1001" for s in shipped.SCALES]
+    assert not {r["workload"] for r in rows} & set(json.loads((ia2_shipped.DIR / "ia2.json").read_text())["problems"])
+    for r in rows:
+        assert all(r[f"{v}_vs_extend"] is not None and r[f"{v}_vs_extend"] > 0 for v in models_ia2.VARIANTS)
+        assert (r["shipped_episodes"], r["adapted_episodes"], r["scratch_episodes"]) == (0, 3, 5)
+    table = models_ia2.table(rows)
+    assert "scratch" in table and len(table.splitlines()) == len(rows) + 4
