@@ -76,7 +76,8 @@ class IA2(IndexOptimizer):
                whatif_budget: int = WHATIF_BUDGET, own_mix: float = OWN_MIX, shipped: bool = True,
                adapt_episodes: int = ADAPT_EPISODES, adapt_whatif_budget: int = ADAPT_WHATIF_BUDGET) -> None:
         self.agent, self.episodes, self.device, self.samples = agent, episodes, device, samples
-        self.shipped, self.adapt_episodes = shipped, max(0, int(adapt_episodes))
+        # ``episodes`` bounds any training of this run, adapting the shipped model included (`--episodes 15`)
+        self.shipped, self.adapt_episodes = shipped, max(0, min(int(adapt_episodes), int(episodes)))
         self.adapt_whatif_budget = max(0, int(adapt_whatif_budget))
         self.whatif_budget = max(0, int(whatif_budget))
         self.held_out = min(max(float(held_out), 0.0), 1.0)
