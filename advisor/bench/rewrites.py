@@ -39,7 +39,8 @@ from advisor.service.service import AdvisorService, RunPlan
 from advisor.storage.store import Store
 from advisor.tuning.rewrites import equivalence as rewrite_equivalence
 from advisor.tuning.rewrites import timing as rewrite_timing
-from advisor.tuning.rewrites.pipeline import SCRATCH_DB, build_problem, calibrated, constraints, tables_named
+from advisor.tuning.rewrites.pipeline import SCRATCH_DB, build_problem, calibrated
+from advisor.tuning.rewrites.tables import constraints, tables_named
 from advisor.tuning.validation import ValidationOptions
 from connectors import factory
 from connectors.base import Connector

@@ -12,7 +12,7 @@ from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
 from advisor.tuning.rewrites import pipeline as rewrites
 from advisor.tuning.rewrites.equivalence import check
-from advisor.tuning.rewrites.pipeline import _tables_read, constraints, tables_named
+from advisor.tuning.rewrites.tables import constraints, tables_named, tables_read
 from connectors import factory
 from optimizers.rewrites.problem import RewriteProblem
 from tests.conftest import run
@@ -52,8 +52,8 @@ def test_the_check_databases_hold_every_table_the_statement_reads(name):
     sql, also = READS[name]
     problem = RewriteProblem((("q", sql),), SCHEMA, dialect="postgres")
     assert "q" in problem.lowered, problem.unsupported  # a statement the pipeline would check
-    assert set(_tables_read(problem, "q")) == {"customers"} | also
-    assert "big" not in _tables_read(problem, "q")  # a CTE's name is not a table of the schema
+    assert set(tables_read(problem, "q")) == {"customers"} | also
+    assert "big" not in tables_read(problem, "q")  # a CTE's name is not a table of the schema
 
 
 def test_tables_are_named_as_postgres_looks_them_up():
@@ -81,7 +81,7 @@ def test_select_list_subquery_tables_are_in_the_check_databases(db, shop):
     every edge-case database and the shadow (the table the subquery reads was missing from the check databases,
     so the original failed there and the right rewrite was reported 'not equivalent')."""
     problem = RewriteProblem((("q", SELECT_LIST),), SCHEMA, not_null=NOT_NULL, keys=KEYS, dialect="postgres")
-    tables = _tables_read(problem, "q")
+    tables = tables_read(problem, "q")
     verdict = check(factory.connector(db), tables, SELECT_LIST, DECORRELATED, not_null=NOT_NULL, shadow=factory.connector(shop),
                     **constraints(problem, tables))
     assert verdict.error is None and verdict.equivalent, verdict.error or verdict.mismatch
@@ -123,7 +123,7 @@ def test_the_pipeline_reports_an_original_failing_on_a_check_database_as_not_che
     """With a table left out of the check databases (as the old ``_tables_read`` left r out), the original fails
     there: the statement's answer says the equivalence was not checked, and no candidate is called not
     equivalent."""
-    monkeypatch.setattr(rewrites, "_tables_read", lambda problem, queryid: {
+    monkeypatch.setattr(rewrites, "tables_read", lambda problem, queryid: {
         t: cols for t, cols in problem.schema.items() if t in ("c", "o")})
     (o,) = AdvisorService(Store(":memory:")).tune("rewrites", facts, RunPlan("rewrites", "greedy", validate=False, sql=FACT)).statements
     assert o.rewritten is None and o.equivalent is None

@@ -20,7 +20,7 @@ Checked against MySQL semantics, rule module by rule module (``optimizers.rewrit
 
 import pytest
 
-from advisor.tuning.rewrites.pipeline import tables_named
+from advisor.tuning.rewrites.tables import tables_named
 from optimizers import registry
 from optimizers.rewrites.problem import RewriteProblem
 from optimizers.rewrites.rules import RULES, for_dialect, left_out

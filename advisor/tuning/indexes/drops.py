@@ -18,7 +18,7 @@ from advisor.core.domain import DropIndexChange, Evidence, IndexChange, Snapshot
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
 from advisor.core.sqltext import named
-from advisor.tuning.indexes.validation import plans_use
+from advisor.tuning.indexes.built import plans_use
 from advisor.tuning.recommend import how_much
 from advisor.tuning.trials import Ledger
 from advisor.tuning.validation import ValidationOptions, validate

@@ -49,6 +49,7 @@ from advisor.core.progress import Say
 from advisor.core.domain import Evidence, IndexChange, StatementEvidence, TrialResult
 from advisor.core.sqltext import named
 from advisor.tuning.indexes import repair as index_repair
+from advisor.tuning.indexes.built import inspect_built
 from advisor.tuning.indexes.timing import confirm_regressions, diagnose, screened
 from advisor.tuning.indexes.problem import written_tables
 from advisor.storage.codec import evidence_from
@@ -97,25 +98,6 @@ class IndexValidation:
             return False
         noise = set(self.unexplained)
         return self.evidence.significant and not [r for r in self.evidence.regressions if r.queryid not in noise]
-
-
-def inspect_built(shadow: Shadow, statements: Sequence[BoundStatement], indexes: Sequence[IndexChange]):
-    """Build ``indexes`` on the shadow, read their real sizes (bytes) and which statements' plans use each index
-    (new or existing, by name), then drop them again."""
-    applied = shadow.connector.apply(list(indexes))
-    try:
-        return shadow.connector.index_sizes(indexes), plans_use(shadow, statements)
-    finally:
-        shadow.connector.revert(applied)
-
-
-def plans_use(shadow: Shadow, statements: Sequence[BoundStatement]) -> dict[str, set[str]]:
-    """Per index name, the queryids whose plans on the shadow (as it is now) scan it."""
-    used: dict[str, set[str]] = {}
-    for st, plan in zip(statements, shadow.connector.plans([st.sql for st in statements])):
-        for name in plan.indexes:
-            used.setdefault(name, set()).add(st.queryid)
-    return used
 
 
 def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], indexes: Sequence[IndexChange],

@@ -28,19 +28,16 @@ from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.observe import Observation, bind
 from advisor.tuning.rewrites.given import changes_data
 from advisor.tuning.rewrites.stats import planner_groups, planner_selectivity
+from advisor.tuning.rewrites.tables import constraints, tables_read
 from advisor.tuning.recommend import Dropped, dropped_rows, recommend
 from advisor.tuning.rewrites import stored
 from advisor.tuning.shadows import Shadows
 from advisor.tuning.trials import Ledger
 from advisor.tuning.validation import ValidationOptions
-import sqlglot
-from sqlglot import exp
-from sqlglot.errors import SqlglotError
 
 from connectors.base import Connector
 from optimizers import registry
 from optimizers.rewrites.problem import RewriteProblem
-from optimizers.rewrites.scopes import folded
 from workloads.binding import BoundStatement, parameters
 
 EXPLAIN_SLACK = 1.05  # a candidate the planner prices above this x the original's cost is not timed
@@ -272,7 +269,7 @@ def _race(shadow, scratch, problem: RewriteProblem, st: BoundStatement, forms: l
         return Outcome(st.queryid, st.sql, reason="not faster: the planner prices every rewrite above the original",
                        rejected=tuple(rejected))
     equal: list[tuple[float, QueryRewrite, tuple[str, ...]]] = []
-    tables = _tables_read(problem, st.queryid)
+    tables = tables_read(problem, st.queryid)
     error = None
     for cost, form in cheaper:
         if len(equal) >= plan.timed:
@@ -324,38 +321,6 @@ def _timeout(plan: RewritePlan) -> int:
 def problem_seed(queryid: str) -> int:
     """A fixed seed per statement for its edge-case databases (the same check every run)."""
     return sum(map(ord, queryid)) % 997
-
-
-def constraints(problem: RewriteProblem, tables: dict) -> dict:
-    """The unique and foreign keys among ``tables``, for the check databases (their rows must honour them)."""
-    return {"keys": {t: k for t, k in problem.keys.items() if t in tables},
-            "foreign_keys": tuple(fk for fk in problem.foreign_keys if fk[0] in tables and fk[2] in tables)}
-
-
-def _tables_read(problem: RewriteProblem, queryid: str) -> dict[str, dict[str, str]]:
-    """The schema of every table ``queryid`` reads anywhere: what its check databases hold. The lowered form's
-    base tables (and, for a statement searched over a block, the whole statement's) and every table its text
-    names (``tables_named``): a subquery in the select list, ORDER BY, a CASE or HAVING is in neither lowered
-    set, and a table missing from the check databases makes the original fail there."""
-    lowered = problem.lowered[queryid]
-    names = lowered.base_tables() | tables_named(dict(problem.statements)[queryid], dialect=problem.dialect)
-    if lowered.nested is not None:
-        names |= lowered.nested.tables()
-    return {t: problem.schema[t] for t in sorted(names) if t in problem.schema}
-
-
-def tables_named(sql: str, *, dialect: str) -> set[str]:
-    """The relations ``sql`` (in ``dialect``) names anywhere (every clause, subquery, CTE and set-operation branch),
-    as the dialect looks them up (``scopes.folded``: PostgreSQL folds an unquoted name to lower case, MySQL keeps
-    it), without its schema (the check databases hold every table in one schema); empty when sqlglot cannot read
-    ``sql``. A CTE's name is among them: a caller keeps the
-    names its schema has, so a CTE is left out unless a table has its name, and then the table is kept (``WITH o AS
-    (SELECT ... FROM o)`` reads it; an unread table in the check databases is harmless, a missing one is not)."""
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except SqlglotError:
-        return set()
-    return {folded(t.this, dialect) for t in tree.find_all(exp.Table) if isinstance(t.this, exp.Identifier)}
 
 
 def _recommend(store: Store, obs: Observation, plan: RewritePlan, outcomes: tuple[Outcome, ...],
