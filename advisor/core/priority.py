@@ -9,7 +9,8 @@ nice 0 the weights are about 9 to 1, so the measured process runs almost as if i
 
 So every server the project starts (shadows, clones, sandboxes: ``server_prefix`` before its start command, which
 its processes inherit) and every thread that times statements (``raise_this_thread``, or ``raised`` for a block of a thread that lives on) run at
-``ADVISOR_MEASURE_NICE`` (-10 by default; 0 leaves priorities alone). Lowering a nice value needs root or
+``ADVISOR_MEASURE_NICE`` (-10 by default; 0 leaves priorities alone, as a positive value does). Warm replicas,
+which only follow their targets, keep the usual priority. Lowering a nice value needs root or
 CAP_SYS_NICE; where the advisor has neither, nothing is changed and ``status()`` says so, which the measured line
 of every verdict shows.
 
@@ -30,8 +31,9 @@ from advisor.core.settings import get_settings
 
 
 def wanted() -> int:
-    """The nice value measurements should run at (``ADVISOR_MEASURE_NICE``), within Linux's -20..19."""
-    return max(-20, min(19, int(get_settings().measure_nice)))
+    """The nice value measurements should run at (``ADVISOR_MEASURE_NICE``), within -20..0: a positive value would
+    lower a thread's priority for good (raising it back needs the privilege a raise needs), so it counts as 0."""
+    return max(-20, min(0, int(get_settings().measure_nice)))
 
 
 @functools.lru_cache(maxsize=4)
@@ -60,7 +62,7 @@ def permitted(nice: int) -> bool:
 def status_for(nice: int, allowed: bool) -> str:
     """What the measured line says of the priority."""
     if nice >= 0:
-        return f"nice {nice}" if nice else "nice 0"
+        return "nice 0"
     return f"nice {nice}" if allowed else "nice 0 (raising the priority is not permitted)"
 
 

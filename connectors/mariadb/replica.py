@@ -48,6 +48,7 @@ class HeldServer(MariaDBSandbox):
 
     def __init__(self, root: Path, name: str, keep: bool):
         self.name, self.settings, self.keep = name, {}, keep
+        self.measured_on = not keep  # a clone is measured on; the replica itself only follows its target
         self.server = _binary("mariadbd")
         self.root = root
         self.password = local.read_secret(root) or ""
@@ -112,6 +113,7 @@ class MariaDBReplica:
                     "log_slave_updates": "OFF", "slave_net_timeout": "10"}
         say("replica: starting a local MariaDB server for it")
         sandbox = MariaDBSandbox("replica", settings=settings, base_dir=str(volume), keep=True)
+        sandbox.measured_on = False
         record = {"engine": cls.engine, "target_name": target.target_name, "dbname": dbname, "volume": str(volume),
                   "root": str(sandbox.root), "built_at": time.time()}
         replica = cls.__new__(cls)

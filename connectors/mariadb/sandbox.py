@@ -101,6 +101,8 @@ class MariaDBSandbox:
     speed (``NOT_DURABLE`` under the given settings); ``feeds_replicas=True`` writes binary logs a warm replica can
     follow (``FEEDS_REPLICAS``). It satisfies ``connectors.base.Sandbox``."""
 
+    measured_on = True  # False for a warm replica: it only follows its target, at the usual priority
+
     engine = "mariadb"
 
     def __init__(self, name: str = "sandbox", settings: dict[str, str] | None = None, base_dir: str | None = None,
@@ -180,8 +182,9 @@ class MariaDBSandbox:
             raise SandboxError(f"mariadb-install-db timed out for sandbox {self.name}") from None
 
     def _launch(self) -> None:
-        # at the measurements' priority, as every thread it starts (advisor.core.priority)
-        self._proc = subprocess.Popen([*priority.server_prefix(), self.server, f"--defaults-file={self.options_file}"],
+        # a server measured on runs at the measurements' priority, as every thread it starts (advisor.core.priority)
+        prefix = priority.server_prefix() if self.measured_on else []
+        self._proc = subprocess.Popen([*prefix, self.server, f"--defaults-file={self.options_file}"],
                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL, start_new_session=True)
 

@@ -256,7 +256,7 @@ class StandbyReplica:
         say("replica: starting the warm replica")
         try:
             _halt("replica", self.bin, self.data, socket_dir)
-            _pg_ctl("replica", self.bin, self.data, "start", log=self.log, timeout=300)
+            _pg_ctl("replica", self.bin, self.data, "start", log=self.log, timeout=300, raised=False)
         except SandboxError as e:
             raise ReplicaUnavailable(f"the warm replica does not start: {e}; last log lines: {self._log_tail()}") \
                 from None

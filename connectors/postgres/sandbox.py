@@ -337,12 +337,13 @@ def _run(name: str, *args: str, timeout: float = 120, prefix: list[str] | None =
 
 
 def _pg_ctl(name: str, bin_dir: Path, data: Path, action: str, *extra: str, log: Path | None = None,
-            timeout: float = 120) -> None:
+            timeout: float = 120, raised: bool = True) -> None:
     args = [str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-t", str(int(timeout))]
     if action in {"start", "restart"} and log is not None:
         args += ["-l", str(log)]
-    # a started server runs at the measurements' priority, as every process it starts does (advisor.core.priority)
-    prefix = priority.server_prefix() if action in {"start", "restart"} else []
+    # a started server that is measured on runs at the measurements' priority, as every process it starts does
+    # (advisor.core.priority); a warm replica, which only follows its target, does not (``raised=False``)
+    prefix = priority.server_prefix() if raised and action in {"start", "restart"} else []
     _run(name, *args, action, *extra, timeout=timeout + 10, prefix=prefix)
 
 
