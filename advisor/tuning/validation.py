@@ -138,6 +138,9 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
     return replace(evidence, measured=line)
 
 
+EARLY_FAR = 0.5  # after two rounds, a statement leaves only at this ratio or below (or its inverse or above) in both
+
+
 def leaving(evidence: Evidence, rounds: dict[str, list[ArmRound]], skip: set[str],
             options: ValidationOptions) -> dict[StatementEvidence, dict[str, list[float]]]:
     """The statements (not in ``skip``) that leave the later rounds, each with its median per arm (A, B) over the
@@ -145,9 +148,11 @@ def leaving(evidence: Evidence, rounds: dict[str, list[ArmRound]], skip: set[str
     its per-round ratios, candidate median over baseline median, all of it below one less twice the minimum gain,
     or all of it above the regression threshold), with no error: more rounds of them would not change their
     verdict. Per-round ratios, not every execution pooled: under a busy machine the executions of one round share
-    its luck, and a statement pooled at 1.74x (1.48 .. 2.47) was 0.55x when timed again. From two rounds on: the t
-    interval of two is 12.7 standard errors wide on each side, so only a statement far from no change, and alike
-    in both rounds, leaves that early (on JOB, where one pass takes half a minute, that is most of the third).
+    its luck, and a statement pooled at 1.74x (1.48 .. 2.47) was 0.55x when timed again. From two rounds on, but
+    after two only a statement far from no change in each round (``EARLY_FAR``: at most half or at least twice its
+    baseline time) whose t interval (12.7 standard errors each side) also clears: two rounds alike by chance must
+    not let a statement of no real change go as settled, its frozen medians then narrowing the gain's interval. On
+    JOB, where one pass takes half a minute, that is most of a third round's time.
 
     >>> from advisor.tuning.evidence import compare
     >>> a = [ArmRound({"fast": [10.0, 10.2, 9.9], "same": [5.0, 5.3, 4.8]}, {}) for _ in range(3)]
@@ -160,10 +165,11 @@ def leaving(evidence: Evidence, rounds: dict[str, list[ArmRound]], skip: set[str
     >>> leaving(ev, {"A": a, "B": noisy}, set(), ValidationOptions())
     {}
     >>> two = [ArmRound({"q": [10.0]}, {}), ArmRound({"q": [10.4]}, {})]
-    >>> tenth, most = ([ArmRound({"q": [x]}, {}) for x in xs] for xs in ((1.0, 1.1), (7.0, 8.0)))  # 0.1x; 0.7-0.77x
+    >>> tenth, most, alike = ([ArmRound({"q": [x]}, {}) for x in xs]  # 0.1x; 0.7-0.77x; 0.90x twice, by chance
+    ...                       for xs in ((1.0, 1.1), (7.0, 8.0), (9.0, 9.37)))
     >>> [list(leaving(compare(two, b, {"q": 1.0}, min_time_share=0.0, min_call_share=0.0), {"A": two, "B": b},
-    ...               set(), ValidationOptions()).values()) for b in (tenth, most)]
-    [[{'A': [10.2], 'B': [1.05]}], []]
+    ...               set(), ValidationOptions()).values()) for b in (tenth, most, alike)]
+    [[{'A': [10.2], 'B': [1.05]}], [], []]
     """
     from scipy.stats import t as student
 
@@ -173,8 +179,10 @@ def leaving(evidence: Evidence, rounds: dict[str, list[ArmRound]], skip: set[str
             continue
         pairs = [(_median(ra, s.queryid), _median(rb, s.queryid)) for ra, rb in zip(rounds["A"], rounds["B"])]
         ratios = [b / a for a, b in pairs if a and b and a > 0]
-        if len(ratios) < 2:  # two rounds: Student's t of one degree of freedom (12.7) lets only a wide margin go
+        if len(ratios) < 2:
             continue
+        if len(ratios) == 2 and not (max(ratios) <= EARLY_FAR or min(ratios) >= 1 / EARLY_FAR):
+            continue  # two rounds judge only a statement far from no change in each of them
         mean, sd = statistics.fmean(ratios), statistics.stdev(ratios)
         half = float(student.ppf(0.975, len(ratios) - 1)) * sd / len(ratios) ** 0.5
         if mean + half < 1 - 2 * options.min_gain or mean - half > 1 + options.regression_threshold:
