@@ -12,7 +12,8 @@ the shipped policy is used). Nothing is asserted: the table says what was measur
 ``meets_target`` compares the thin clone's median with ``READY_TARGET_S`` (and the first rewrite with
 ``ONEOFF_TARGET_S``). And, the same way, **`advisor tune indexes`** (``tune``): a fresh store, ``targets add
 --replica``, the order-management application's statements (``workloads.app_tpch``) run on the target so its
-statement statistics fill, then one ``advisor tune indexes --json`` timed end to end against ``TUNE_TARGET_S``
+statement statistics fill, then one ``advisor tune indexes --json`` (its budget ``TUNE_BUDGET`` of the database's
+size) timed end to end against ``TUNE_TARGET_S``
 (IA2 from its shipped model, validated on a thin clone).
 """
 
@@ -42,6 +43,7 @@ ONEOFF = "first rewrite"
 TUNE = "tune indexes"
 TUNE_TARGET_S = 180.0  # issue 43: `advisor tune indexes` on the 3 GB database in at most 3 minutes
 TUNE_ROUNDS = 3  # times the application's statements run on the target before the advice
+TUNE_BUDGET = 0.1  # the index storage the advice may use, a share of the database's size
 # a cheap statement of TPC-H's, in SQL both engines read: the IN subquery is what a rewrite can turn into a join
 ONEOFF_SQL = ("SELECT n.n_name FROM nation n WHERE n.n_regionkey IN "
               "(SELECT r.r_regionkey FROM region r WHERE r.r_name = 'ASIA')")
@@ -117,9 +119,10 @@ def _thin(target: Connector, row: Row, o: LatencyBenchOptions, say: Say) -> None
 
 
 def _as_new_user(dsn: str, row: Row, say: Say, what: str, command: tuple[str, ...],
-                 before: Callable[[], None] = lambda: None) -> None:
+                 before: Callable[[], None] = lambda: None, log: Path | None = None) -> None:
     """``command`` as a new user runs it: a fresh store, the target added with its replica (the row's one-time
-    cost), ``before`` (the workload the advice reads), then the ``advisor`` command, timed from start to exit."""
+    cost), ``before`` (the workload the advice reads), then the ``advisor`` command, timed from start to exit; what
+    it said on its way (its progress lines) is kept in ``log``."""
     with tempfile.TemporaryDirectory(prefix="advisor-bench-oneoff-") as home:
         env = {**os.environ, "ADVISOR_STORE": f"{home}/store.duckdb", "BENCH_TARGET_DSN": dsn}
 
@@ -139,6 +142,9 @@ def _as_new_user(dsn: str, row: Row, say: Say, what: str, command: tuple[str, ..
             say(f"  {what}: `advisor {' '.join(command[:2])}` (timed)")
             started = time.monotonic()
             done = advisor(*command)
+            if log is not None:
+                log.parent.mkdir(parents=True, exist_ok=True)
+                log.write_text(done.stderr)
             if done.returncode != 0:
                 row.error = f"{command[0]} failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
                 return
@@ -147,13 +153,13 @@ def _as_new_user(dsn: str, row: Row, say: Say, what: str, command: tuple[str, ..
             advisor("targets", "remove", "bench")
 
 
-def _oneoff(dsn: str, row: Row, say: Say) -> None:
+def _oneoff(dsn: str, row: Row, say: Say, log: Path | None = None) -> None:
     """The first one-off rewrite as a new user runs it (``ONEOFF_SQL``; no model trained before)."""
     _as_new_user(dsn, row, say, "first one-off rewrite", ("rewrite", "--target", "bench", "--sql", ONEOFF_SQL,
-                                                          "--json"))
+                                                          "--json"), log=log)
 
 
-def _tune(target: Connector, dsn: str, scale: float, row: Row, say: Say) -> None:
+def _tune(target: Connector, dsn: str, scale: float, row: Row, say: Say, log: Path | None = None) -> None:
     """``advisor tune indexes`` as a new user runs it, after the application's statements ran on the target."""
     from workloads import app_tpch
 
@@ -161,7 +167,9 @@ def _tune(target: Connector, dsn: str, scale: float, row: Row, say: Say) -> None
         say(f"  running the application's {len(app_tpch.TEMPLATES)} statements {TUNE_ROUNDS} times on the target")
         app_tpch.drive(target, rounds=TUNE_ROUNDS, scale=scale)
 
-    _as_new_user(dsn, row, say, "tune indexes", ("tune", "indexes", "--target", "bench", "--json"), workload)
+    budget_mb = TUNE_BUDGET * target.database_bytes() / 2**20
+    _as_new_user(dsn, row, say, "tune indexes", ("tune", "indexes", "--target", "bench", "--budget-mb",
+                                                 f"{budget_mb:.0f}", "--json"), workload, log)
 
 
 def measure(engine: str, scale: float, o: LatencyBenchOptions, say: Say) -> list[Row]:
@@ -180,9 +188,10 @@ def measure(engine: str, scale: float, o: LatencyBenchOptions, say: Say) -> list
 
         _thin(target, row_of("thin clone"), o, say)
         if o.oneoff:
-            _oneoff(production.dsn("tpch"), row_of(ONEOFF), say)
+            _oneoff(production.dsn("tpch"), row_of(ONEOFF), say, Path(o.out_dir) / f"{engine}-sf{scale:g}-rewrite.log")
         if o.tune:
-            _tune(target, production.dsn("tpch"), scale, row_of(TUNE), say)
+            _tune(target, production.dsn("tpch"), scale, row_of(TUNE), say,
+                  Path(o.out_dir) / f"{engine}-sf{scale:g}-tune-indexes.log")
         if o.copies:
             _copies(target, row_of, o, say)
     return list(rows.values())
