@@ -4,7 +4,9 @@
 host (its ``@@datadir`` is readable here and is the working directory of the process its ``@@pid_file`` names),
 its login holds what a backup needs (RELOAD, PROCESS, LOCK TABLES, BINLOG MONITOR, or ALL PRIVILEGES), and the
 installed ``mariadb-backup`` is of the target's major version. ``blockers`` says, one line each with its fix,
-what of that is missing (``connectors.mariadb.replica`` then seeds by the dump and says why).
+what of that is missing (``connectors.mariadb.replica`` then seeds by the dump and says why), and also when the
+target's whole server (the copy holds every database on it) would not fit in half the replica's volume. A partial
+copy (``--databases``) is no way out: its data directory does not start without importing each table's tablespace.
 
 ``seed`` makes the copy on the replica's copy-on-write volume (``--backup``, then ``--prepare``), the target's login
 in an option file of mode 0600 (never on a command line, nor in what is said), and progress said at least every
@@ -79,9 +81,12 @@ def _same_server(datadir: str, pid_file: str) -> bool:
         return False
 
 
-def blockers(dsn: str) -> tuple[list[tuple[str, str]], Source | None]:
+SERVER_BYTES_SQL = "SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.TABLES"
+
+
+def blockers(dsn: str, room: int | None = None) -> tuple[list[tuple[str, str]], Source | None]:
     """(what keeps a physical copy from being made, the line that fixes it) each, and where the target's files are
-    when nothing does. Read-only."""
+    when nothing does; ``room``: the bytes of the replica's volume (the copy may take half of it). Read-only."""
     version = _tool_version()
     if version is None:
         return [(f"{TOOL} is not installed here", "apt-get install mariadb-backup  # Debian's package")], None
@@ -89,7 +94,13 @@ def blockers(dsn: str) -> tuple[list[tuple[str, str]], Source | None]:
         cur.execute("SELECT @@hostname, @@datadir, @@pid_file, VERSION()")
         hostname, datadir, pid_file, server_version = cur.fetchone()
         user, name, host, held = held_privileges(cur)
+        cur.execute(SERVER_BYTES_SQL)
+        server_bytes = int(cur.fetchone()[0])
     missing: list[tuple[str, str]] = []
+    if room is not None and server_bytes > room // 2:
+        missing.append((f"the target's server holds {server_bytes / 2**20:.0f} MB in all its databases, more than "
+                        f"half the replica's volume ({room / 2**20:.0f} MB) that {TOOL}'s copy of all of them needs",
+                        "none needed: the dump copies only the database"))
     major = ".".join(str(server_version).split(".")[:2])
     if major != version:
         missing.append((f"the target runs MariaDB {major}; the {TOOL} here is {version}'s",
@@ -251,10 +262,10 @@ def _swap_in(sandbox: MariaDBSandbox, backup: Path, dbname: str, say: Say) -> No
     layout = _innodb_options(backup)
     installed, options = sandbox.root / "data.installed", sandbox.options_file.read_text(encoding="utf-8")
     init = sandbox.run_dir / "seed-accounts.sql"
-    sandbox._halt()
-    os.rename(sandbox.data, installed)
-    os.rename(backup, sandbox.data)
     try:
+        sandbox._halt()
+        os.rename(sandbox.data, installed)
+        os.rename(backup, sandbox.data)
         _chown_mysql(sandbox.data)
         include = options.index("!include")
         sandbox.options_file.write_text(options[:include] + "".join(f"{ln}\n" for ln in layout) + options[include:],
@@ -280,8 +291,9 @@ def _swap_in(sandbox: MariaDBSandbox, backup: Path, dbname: str, say: Say) -> No
     except BaseException:
         init.unlink(missing_ok=True)
         sandbox._halt(graceful=False)
-        shutil.rmtree(sandbox.data, ignore_errors=True)
-        os.rename(installed, sandbox.data)
+        if installed.exists():  # the copy took the installed one's place
+            shutil.rmtree(sandbox.data, ignore_errors=True)
+            os.rename(installed, sandbox.data)
         sandbox.options_file.write_text(options, encoding="utf-8")
         sandbox._launch()
         sandbox.wait_ready(120.0)

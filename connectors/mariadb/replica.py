@@ -87,7 +87,8 @@ class MariaDBReplica:
             else None
 
     @classmethod
-    def build(cls, target, directory: Path, say: Say = silent) -> MariaDBReplica:
+    def build(cls, target, directory: Path, say: Say = silent, room: int | None = None) -> MariaDBReplica:
+        """``room``: the volume's bytes as the physical seed's size check sees them (its real size by default)."""
         missing = replica_check.requirements(target.dsn)
         if missing:
             raise ReplicaUnavailable("the target cannot feed a replica: " +
@@ -102,7 +103,7 @@ class MariaDBReplica:
         size = target.database_bytes()
         tag = uuid.uuid4().hex[:12]
         try:
-            volume = cow.cow_dir(directory, max(4 * size, 2**30), say,
+            volume = cow.cow_dir(directory, volume_bytes(size), say,
                                  mount_at=Path(tempfile.gettempdir()) / f"db-advisor-volume-{tag}")
         except AdvisorError:
             shutil.rmtree(directory, ignore_errors=True)
@@ -126,7 +127,7 @@ class MariaDBReplica:
             (sandbox.root / local.OWNER_FILE).unlink(missing_ok=True)  # no orphan for reap_orphans
             replica.server = HeldServer(sandbox.root, "replica", keep=True)
             replica.server._started = True
-            replica._seed(sandbox, target.dsn, params, size, say)
+            replica._seed(sandbox, target.dsn, params, size, room or volume_bytes(size), say)
             replica._write_record()
         except BaseException:
             replica.remove()
@@ -138,7 +139,7 @@ class MariaDBReplica:
     def notes(cls, target) -> list[str]:
         """What a physical seed needs and ``target`` lacks, one line each with its fix: no blocker, the dump seeds
         the replica then (``connectors.factory.replica_notes``)."""
-        missing, _source = physical_seed.blockers(target.dsn)
+        missing, _source = physical_seed.blockers(target.dsn, volume_bytes(target.database_bytes()))
         return [f"the replica will be seeded by mariadb-dump, not {physical_seed.TOOL}: {what} (fix: {fix})"
                 for what, fix in missing]
 
@@ -149,10 +150,10 @@ class MariaDBReplica:
     def _write_record(self) -> None:
         write_record(self.directory, self.record)
 
-    def _seed(self, sandbox: MariaDBSandbox, dsn: str, params: dict, size: int, say: Say) -> None:
+    def _seed(self, sandbox: MariaDBSandbox, dsn: str, params: dict, size: int, room: int, say: Say) -> None:
         """The target's database copied at a recorded binary log position, by ``mariadb-backup`` where it can be
         had, else by ``mariadb-dump`` (said, with why); replication started from there."""
-        missing, source = physical_seed.blockers(dsn)
+        missing, source = physical_seed.blockers(dsn, room)
         why, point = "; ".join(what for what, _fix in missing), None
         if source is not None:
             try:
@@ -308,6 +309,11 @@ class MariaDBReplica:
             local.end_server(root / "data")
         cow.release(self.directory)
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def volume_bytes(database_bytes: int) -> int:
+    """The replica's volume for a database of ``database_bytes``: four times it, at least 1 GiB."""
+    return max(4 * database_bytes, 2**30)
 
 
 def _as_clone(root: Path, replica_root: Path, settings: dict[str, str]) -> HeldServer:

@@ -14,6 +14,7 @@ import pytest
 from connectors import factory, local
 from connectors.mariadb import physical_seed
 from connectors.mariadb.connection import connect, parse_dsn
+from connectors.mariadb.replica import MariaDBReplica
 from connectors.mariadb.sandbox import MariaDBSandbox
 from connectors.replica import CLONES, ReplicaUnavailable
 
@@ -105,6 +106,32 @@ def test_a_login_without_the_backups_privileges_seeds_by_the_dump_and_says_why(p
             assert q(shadow.dsn, "SELECT note FROM orders WHERE id = 9004") == (("after the dump",),)
     finally:
         built.remove()
+
+
+def test_a_server_whose_other_databases_outgrow_the_volume_seeds_by_the_dump_and_says_why(primary, tmp_path):
+    server_bytes = "SELECT SUM(data_length + index_length) FROM information_schema.TABLES"
+    room = 2 * (int(q(primary.dsn("shop"), server_bytes)[0][0]) + 2**20)  # the server as it is fits in half
+    archive = primary.create_database("archive")
+    try:
+        q(archive, "CREATE TABLE old_orders (id int PRIMARY KEY, note varchar(1000))")
+        q(archive, "INSERT INTO old_orders SELECT seq, repeat(md5(seq), 25) FROM seq_1_to_30000")  # ~ 30 MB
+        q(archive, "ANALYZE TABLE old_orders")
+        assert int(q(archive, server_bytes)[0][0]) > room  # the other database outgrows the volume's half
+        target = primary.connector("shop")
+        said = []
+        built = MariaDBReplica.build(target, tmp_path / "outgrown", said.append, room=room)
+        try:
+            recorded = json.loads((tmp_path / "outgrown" / "replica.json").read_text())
+            assert recorded["seed"] == "dump" and "in all its databases" in recorded["seed_reason"]
+            assert any("seeding by mariadb-dump" in m and "in all its databases" in m for m in said)
+            assert not any("copying the target's files" in m for m in said)  # no copy started
+            with factory.clone(target, replica=built) as shadow:
+                assert q(shadow.dsn, "SELECT count(*) FROM orders WHERE id = 1") == ((1,),)
+        finally:
+            built.remove()
+        assert physical_seed.blockers(primary.dsn("shop"), 64 * room)[0] == []  # a volume large enough copies
+    finally:
+        q(archive, "DROP DATABASE archive")
 
 
 def test_a_backup_that_fails_says_why_without_the_password_and_leaves_the_replica_server_as_it_was(primary):
