@@ -294,6 +294,23 @@ class Ledger:
         return rec
 
 
+def workload_digest(statements: Sequence, options: Any = None) -> str:
+    """A short digest of what decides a stored verdict besides its changes: the measured statements' (queryid,
+    sql: its constants) and the options that judge it (rounds, min_gain, regression_threshold). A key carrying it
+    makes a resumed run over another workload, or with other options, measure again instead of reusing.
+
+    >>> workload_digest([]) == workload_digest([], None) and len(workload_digest([]))
+    12
+    """
+    import hashlib
+
+    parts = sorted(f"{st.queryid}\t{st.sql}" for st in statements)
+    if options is not None:
+        parts.append(f"rounds={options.rounds} min_gain={options.min_gain} "
+                     f"regression={options.regression_threshold}")
+    return hashlib.sha1("\n".join(parts).encode()).hexdigest()[:12]
+
+
 def _plain(evidence) -> dict | None:
     from advisor.storage import codec
 

@@ -21,6 +21,10 @@ from tests.conftest import run
 
 @pytest.fixture(scope="module")
 def shop(pg):
+    return _shop(pg)
+
+
+def _shop(pg) -> str:
     """orders looked up by customer (an index Extend picks and the shadow proves), observed by
     pg_stat_statements; c and o for the rewrites (a correlated subquery, and a NOT IN)."""
     dsn = pg.create_database("resume_" + uuid.uuid4().hex[:8])
@@ -31,7 +35,8 @@ def shop(pg):
         "INSERT INTO c SELECT x, x % 97, 'n' || x FROM generate_series(1, 2000) x",
         "INSERT INTO o SELECT x, x % 2000 + 1, x % 13 FROM generate_series(1, 20000) x", "ANALYZE")
     with factory.connect(dsn) as conn:
-        conn.execute("SELECT pg_stat_statements_reset()")
+        conn.execute("SELECT pg_stat_statements_reset(0, (SELECT oid FROM pg_database "
+                     "WHERE datname = current_database()), 0)")  # this database's only: others keep theirs
         for k in range(30):
             conn.execute("SELECT id, amount FROM orders WHERE customer = %s", [k * 7])
     return dsn
@@ -48,11 +53,13 @@ def _killed_after_first_trial(store: Store) -> None:
     store.add_trial = add_then_die
 
 
-def _interrupted_then_resumed(store: Store, kind: str, dsn: str, plan: RunPlan) -> tuple[dict, list, list, object]:
+def _interrupted_then_resumed(store: Store, kind: str, dsn: str, plan: RunPlan,
+                              between=lambda: None) -> tuple[dict, list, list, object]:
     _killed_after_first_trial(store)
     with pytest.raises(KeyboardInterrupt):
         AdvisorService(store, say=lambda _m: None).tune(kind, dsn, plan, by_hand=True)
     del store.add_trial  # the next process stores as usual
+    between()  # what happens on the target before the run is resumed
     (row,) = store.runs()
     assert row["state"] == "interrupted" and row["kind"] == kind
     first = store.trials(row["id"])
@@ -84,6 +91,48 @@ def test_a_killed_index_run_resumes_without_measuring_its_stored_pass_again(shop
     rewrites = RunPlan("rewrites", "greedy", validate=False, sql="SELECT 1")
     with pytest.raises(AdvisorError, match="is a indexes run; resume it as one"):
         AdvisorService(store).tune("rewrites", shop, rewrites, by_hand=True, resume=row["id"])
+
+
+def test_a_resumed_index_run_over_another_workload_measures_its_pass_again(pg, tmp_path):
+    """The resume observes the target again: a statement run since then makes another workload, so the stored
+    pass over the same index set is measured again, not reused."""
+    dsn = _shop(pg)
+
+    def another_statement():
+        with factory.connect(dsn) as conn:
+            for k in range(30):
+                conn.execute("SELECT count(*) FROM orders WHERE customer = %s AND amount > 3", [k * 11])
+
+    store = Store(str(tmp_path / "advisor.duckdb"))
+    plan = RunPlan.parse({"kind": "indexes", "optimizer": "extend", "budget_mb": 50, "rounds": 3})
+    row, first, lines, _result = _interrupted_then_resumed(store, "indexes", dsn, plan, another_statement)
+    assert not any(x.startswith("pass 1: these 1 index(es) were measured before") for x in lines), lines
+    stored = [t for t in store.trials(row["id"]) if t["config"]["pass"] == "1"]
+    assert len(stored) == 2 and stored[0]["id"] == first[0]["id"]  # the first pass measured again
+    assert stored[0]["config"]["indexes"] == stored[1]["config"]["indexes"]  # the same set: only the workload
+    assert stored[0]["config"]["workload"] != stored[1]["config"]["workload"]
+    assert any(x.startswith("validating") and "(pass 1)" in x for x in lines), lines
+
+
+def test_the_keys_of_stored_verdicts_tell_other_constants_and_options_apart():
+    from advisor.core.domain import QueryRewrite
+    from advisor.tuning.rewrites.stored import race_key
+    from advisor.tuning.trials import workload_digest
+    from advisor.tuning.validation import ValidationOptions
+    from workloads.binding import BoundStatement
+
+    def st(sql):
+        return BoundStatement("q1", "SELECT * FROM t WHERE a = $1", sql, 1.0, "literal", False)
+
+    one, other = [st("SELECT * FROM t WHERE a = 1")], [st("SELECT * FROM t WHERE a = 2")]
+    options = ValidationOptions()
+    assert workload_digest(one, options) == workload_digest([st("SELECT * FROM t WHERE a = 1")], options)
+    assert workload_digest(one, options) != workload_digest(other, options)
+    assert workload_digest(one, options) != workload_digest(one, ValidationOptions(rounds=7))
+    assert workload_digest(one, options) != workload_digest(one, ValidationOptions(regression_threshold=0.2))
+    forms = [QueryRewrite("q1", "SELECT 1", "SELECT 2")]
+    assert race_key("q1", one[0].sql, forms) == race_key("q1", one[0].sql, forms)
+    assert race_key("q1", one[0].sql, forms) != race_key("q1", other[0].sql, forms)
 
 
 CORRELATED = "SELECT c.id FROM c WHERE c.score > (SELECT 2 * avg(o.amount) FROM o WHERE o.cid = c.id)"

@@ -20,7 +20,7 @@ from advisor.core.progress import Say, silent
 from advisor.core.sqltext import named
 from advisor.tuning.indexes.built import plans_use
 from advisor.tuning.recommend import how_much
-from advisor.tuning.trials import Ledger
+from advisor.tuning.trials import Ledger, workload_digest
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors.base import Connector, Shadow
 from optimizers.indexes.existing import find_drops
@@ -75,11 +75,13 @@ def validate_drops(target: Connector, shadow: Shadow, statements: Sequence[Bound
     used = plans_use(shadow, statements)
     verdicts = {d: DropVerdict(d, None, (), False, "not on the shadow") for d in proposed if d not in present}
     live, evidence = list(present), None
+    workload = workload_digest(statements, options)
     for round_no in range(1, MAX_ROUNDS + 2):
         if not live:
             evidence = None
             break
-        key = {"validation": "index drops", "pass": str(round_no), "drops": "; ".join(sorted(d.name for d in live))}
+        key = {"validation": "index drops", "pass": str(round_no), "workload": workload,
+               "drops": "; ".join(sorted(f"{d.schema}.{d.name}" for d in live))}
 
         def measure(live=live, round_no=round_no):
             say(f"validating {len(live)} index drop(s) on the shadow (pass {round_no}): {options.rounds} rounds")

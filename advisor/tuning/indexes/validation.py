@@ -54,7 +54,7 @@ from advisor.tuning.indexes.timing import confirm_regressions, diagnose, screene
 from advisor.tuning.indexes.problem import written_tables
 from advisor.storage.codec import evidence_from
 from advisor.tuning.recommend import how_much
-from advisor.tuning.trials import Ledger
+from advisor.tuning.trials import Ledger, workload_digest
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors.base import Shadow
 from workloads.binding import BoundStatement
@@ -117,6 +117,7 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
     reads = {st.queryid for st in statements if not st.is_write}
     repaired: dict[IndexChange, tuple[IndexChange, str]] = {}  # repair -> (the index it replaced, the statement)
     index_name = shadow.connector.index_name
+    workload = workload_digest(statements, options)
     writers: dict[tuple[str, str], list[str]] = {}
     dialect, home = shadow.connector.dialect, shadow.connector.default_schema()
     for st in statements:
@@ -142,8 +143,8 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
             evidence = None
             break
         final = round_no > MAX_PRUNING_ROUNDS
-        key = {"validation": "index set", "pass": str(round_no),
-               "indexes": "; ".join(sorted(index_name(ix) for ix in live))}
+        key = {"validation": "index set", "pass": str(round_no), "workload": workload,
+               "indexes": "; ".join(sorted(_qualified(ix, index_name) for ix in live))}
         row = ledger.recall(key)
         if row is not None:  # measured and judged before the run was interrupted: its verdict stands
             say(f"pass {round_no}: these {len(live)} index(es) were measured before the run was interrupted; "
@@ -226,17 +227,22 @@ def _measure_pass(shadow: Shadow, statements: Sequence[BoundStatement], live: li
 def _judged_doc(judged: "_Judged", index_name) -> dict:
     """A pass's verdict as its trial record stores it (``metrics``): the indexes it dropped and why, and the
     culprits of its regressions (whose repairs a later pass tries)."""
-    return {"dropped": [{"index": index_name(ix), "reason": v.reason, "estimated_bytes": v.estimated_bytes,
+    return {"dropped": [{"index": _qualified(ix, index_name), "reason": v.reason, "estimated_bytes": v.estimated_bytes,
                          "built_bytes": v.built_bytes, "serves": list(v.serves), "helped": list(v.helped)}
                         for ix, v in judged.dropped.items()],
-            "culprits": sorted(index_name(ix) for ix in judged.culprits)}
+            "culprits": sorted(_qualified(ix, index_name) for ix in judged.culprits)}
+
+
+def _qualified(ix: IndexChange, index_name) -> str:
+    """The index's name with its schema (t(a) in two schemas: two indexes)."""
+    return f"{ix.schema}.{index_name(ix)}"
 
 
 def _judged_from(doc: dict, live: list[IndexChange], serves: dict[IndexChange, tuple[str, ...]],
                  writers: dict[tuple[str, str], list[str]], evidence: Evidence, index_name) -> "_Judged":
     """A stored pass's verdict (``_judged_doc``) over the same ``live`` set; its suspects are derived again from
     its evidence."""
-    by_name = {index_name(ix): ix for ix in live}
+    by_name = {_qualified(ix, index_name): ix for ix in live}
     dropped = {by_name[d["index"]]: IndexVerdict(by_name[d["index"]], int(d["estimated_bytes"] or 0),
                                                  d["built_bytes"], tuple(d["serves"]), False, d["reason"],
                                                  helped=tuple(d["helped"]))

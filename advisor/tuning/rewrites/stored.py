@@ -19,7 +19,7 @@ from advisor.tuning.trials import Ledger
 def raced(ledger: Ledger, st, forms: list[QueryRewrite], outcome: type, say: Say, race: Callable[[], object]):
     """The race of ``st`` (a bound statement) against its candidate ``forms``: the one the run's ``ledger``
     stored for the same forms (a resumed run: not timed again), else ``race()``, stored as it ends."""
-    key = race_key(st.queryid, forms)
+    key = race_key(st.queryid, st.sql, forms)
     row = ledger.recall(key)
     if row is not None:  # raced before the run was interrupted: its outcome stands
         say(f"{named(st.sql, st.queryid)}: raced before the run was interrupted; reusing stored trial "
@@ -31,14 +31,16 @@ def raced(ledger: Ledger, st, forms: list[QueryRewrite], outcome: type, say: Say
     return found
 
 
-def race_key(queryid: str, forms: list[QueryRewrite]) -> dict[str, str]:
-    """What a race measured: the statement and a digest of its candidate forms (other forms: another race).
+def race_key(queryid: str, sql: str, forms: list[QueryRewrite]) -> dict[str, str]:
+    """What a race measured: the statement, a digest of its text (other constants: another race) and one of its
+    candidate forms (other forms: another race).
 
-    >>> race_key("q1", [QueryRewrite("q1", "SELECT 1", "SELECT 2")])["forms"]
+    >>> race_key("q1", "SELECT 1", [QueryRewrite("q1", "SELECT 1", "SELECT 2")])["forms"]
     '1 form(s), 320f98bc00f7'
     """
     digest = hashlib.sha1("\n;\n".join(f.rewritten for f in forms).encode()).hexdigest()[:12]
-    return {"validation": "rewrite race", "statement": queryid, "forms": f"{len(forms)} form(s), {digest}"}
+    return {"validation": "rewrite race", "statement": queryid, "sql": hashlib.sha1(sql.encode()).hexdigest()[:12],
+            "forms": f"{len(forms)} form(s), {digest}"}
 
 
 def result_of(outcome) -> TrialResult:
