@@ -12,9 +12,10 @@ record (``replica.json``). As every sandbox, it admits only the advisor (root by
 its ``advisor`` login with a random password over loopback). The target's password is kept only where MariaDB
 keeps it for replication (its ``master.info``).
 
-A thin clone copies the whole server directory at a clean shutdown, rewrites its option file (paths, port,
-``skip-slave-start``), starts it, forgets the replication link (``RESET SLAVE ALL``) and gives its login a new
-password.
+A thin clone copies the whole server directory at a clean shutdown, after ``ANALYZE`` of the database's tables (InnoDB
+recalculates a written table's statistics only in the background: a clone must not plan a table written just before
+by stale figures), rewrites its option file (paths, port, ``skip-slave-start``), starts it, forgets the replication
+link (``RESET SLAVE ALL``) and gives its login a new password.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from advisor.core.progress import Say, heartbeat, silent
 from connectors import cow, local
 from connectors.base import Shadow
 from connectors.mariadb import physical_seed, replica_check
-from connectors.mariadb.connection import connect, parse_dsn
+from connectors.mariadb.connection import connect, parse_dsn, quote
 from connectors.mariadb.sandbox import MariaDBSandbox, _binary
 from connectors.mariadb.shadow import _credentials, _dump, _load, copied_settings
 from connectors.replica import CLONES, RECORD, Lag, ReplicaUnavailable, read_record, write_record, cut_clone
@@ -283,6 +284,7 @@ class MariaDBReplica:
         say(f"shadow: a thin clone of the warm replica ({lag.line()})")
         root = Path(tempfile.mkdtemp(prefix=f"{local.PREFIX}clone-", dir=clones))
         root.rmdir()  # cut_clone makes it
+        self._analyze(say)
         cut_clone(self.directory, self.server.root, root, stop=self.stop, start=lambda: self.ensure_running())
         try:
             server = _as_clone(root, self.server.root, settings or {})
@@ -297,6 +299,26 @@ class MariaDBReplica:
             shutil.rmtree(root, ignore_errors=True)
             raise ReplicaUnavailable(f"the thin clone did not start: {str(e).strip().splitlines()[0][:200]}") from None
         return Shadow(server, server.connector(self.dbname), self.dbname, method="thin clone", note=lag.line())
+
+    def _analyze(self, say: Say) -> None:
+        """Fresh InnoDB statistics of every table of the replica's database, persisted before a clone is cut: InnoDB
+        recalculates a written table's in the background, at most every 10 s, so a table written just before
+        would be planned on the clone by the figures of its creation (one sample, shared by every clone cut
+        after; ``NO_WRITE_TO_BINLOG``: nothing of its own in the replica's binary log)."""
+        try:
+            with self.server.root_conn() as conn, conn.cursor() as cur, \
+                    heartbeat(say, "analyzing the warm replica's tables") as beating:
+                cur.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s AND "
+                            "table_type = 'BASE TABLE'", (self.dbname,))
+                tables = [name for (name,) in cur.fetchall()]
+                cur.execute("SET SESSION use_stat_tables = 'NEVER'")  # InnoDB's sampled pages, no full-scan histograms
+                beating(f"shadow: analyzing the warm replica's {len(tables)} tables (statistics for its clones)")
+                for name in tables:
+                    cur.execute(f"ANALYZE NO_WRITE_TO_BINLOG TABLE {quote(self.dbname)}.{quote(name)}")
+                    cur.fetchall()
+        except pymysql.Error as e:
+            raise ReplicaUnavailable(f"the warm replica's tables could not be analyzed: "
+                                     f"{e.args[-1] if e.args else e}") from None
 
     def remove(self) -> None:
         if self.server is not None and self.server.data.is_dir():

@@ -71,6 +71,19 @@ def test_a_clone_holds_what_the_primary_committed_and_its_writes_stay_its_own(pr
     assert replica.lag().state == "streaming"  # resumed after each cut
 
 
+def test_a_clone_plans_a_table_written_just_before_by_its_rows_not_by_statistics_still_pending(primary, replica):
+    """InnoDB recalculates a written table's statistics in the background, at most every 10 s: a clone cut right
+    after the replica replayed a new table's rows must not be planned as if the table were empty."""
+    target = primary.connector("shop")
+    q(primary.dsn("shop"), "CREATE TABLE fresh (id int PRIMARY KEY, score int NOT NULL)")
+    q(primary.dsn("shop"), "INSERT INTO fresh SELECT seq, seq % 97 FROM seq_1_to_500")
+    assert replica.wait_for(replica.position(target), 60, lambda m: None).state == "streaming"
+    with factory.clone(target, replica=replica) as one:
+        assert q(one.dsn, "SELECT count(*) FROM fresh") == ((500,),)
+        assert q(one.dsn, "SELECT n_rows FROM mysql.innodb_table_stats WHERE database_name = 'shop' AND "
+                          "table_name = 'fresh'") == ((500,),)  # not the 0 of its creation
+
+
 def test_a_target_on_this_host_is_seeded_by_mariadb_backup_and_its_copy_keeps_only_the_advisor(primary, replica):
     recorded = json.loads((replica.directory / "replica.json").read_text())
     assert recorded["seed"] == "mariadb-backup" and "on this host" in recorded["seed_reason"]
