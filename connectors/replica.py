@@ -92,9 +92,10 @@ class Replica(Protocol):
         """A thin clone: a writable server of its own (``Shadow.method == "thin clone"``) with ``settings`` in its
         configuration; closing the shadow stops it and deletes its files. Several may run side by side."""
 
-    def remove(self) -> None:
-        """Stop it, drop what it holds on the target where it can (a replication slot), release its volume and
-        delete its directory."""
+    def remove(self, target_dsn: str | None = None) -> None:
+        """Stop it, drop what it holds on the target where it can (a replication slot: through ``target_dsn`` when
+        given, else the link recorded at build), release its volume and delete its directory; ReplicaUnavailable
+        after all that, with the SQL the DBA runs, when what it holds on the target could not be dropped."""
 
 
 @contextmanager

@@ -115,7 +115,7 @@ def _thin(target: Connector, row: Row, o: LatencyBenchOptions, say: Say) -> None
         except AdvisorError as e:
             row.error = str(e)
         finally:
-            replica.remove()
+            replica.remove(target.dsn)
 
 
 def _as_new_user(dsn: str, row: Row, say: Say, what: str, command: tuple[str, ...],

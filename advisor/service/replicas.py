@@ -77,7 +77,7 @@ class ReplicasMixin:
             raise ReplicaUnavailable(f"target {target['name']} cannot feed a replica: "
                                      + "; ".join(f"{what} (fix: {fix})" for what, fix in missing))
         if recorded is not None:
-            self._discard(recorded)
+            self._discard(recorded, connector.dsn)
         directory = self.replica_dir(target["id"])
         self.store.set_replica(target["id"], connector.engine, str(directory), BUILDING,
                                owner=processes.this_process(), progress="starting")
@@ -138,17 +138,22 @@ class ReplicasMixin:
         """Stop the target's replica, drop what it holds on the target where it can, delete its data."""
         recorded = self.store.replica(target_id)
         if recorded is not None:
-            self._discard(recorded)
+            try:  # the slot is dropped with the target's own credentials (the replica's may be unreadable)
+                dsn = self._dsn(self.store.target_by_id(target_id))
+            except (AdvisorError, KeyError):
+                dsn = None
+            self._discard(recorded, dsn)
             self.store.forget_replica(target_id)
 
     def _open(self, recorded: dict):
         return factory.open_replica(recorded["engine"], Path(recorded["directory"]))
 
-    def _discard(self, recorded: dict) -> None:
-        """Remove what a recorded replica left (a ready one, or a failed or abandoned build's remains)."""
+    def _discard(self, recorded: dict, target_dsn: str | None = None) -> None:
+        """Remove what a recorded replica left (a ready one, or a failed or abandoned build's remains); what it
+        could not drop on the target is said, with the SQL that drops it."""
         directory = Path(recorded["directory"])
         try:
-            self._open(recorded).remove()
+            self._open(recorded).remove(target_dsn)
         except (AdvisorError, OSError) as e:  # a build that never got far has nothing to open: its directory goes
             self.say(f"replica in {directory}: {e}")  # (deleted below)
         if directory.exists() and not _mounted_under(directory):

@@ -320,7 +320,7 @@ class MariaDBReplica:
             raise ReplicaUnavailable(f"the warm replica's tables could not be analyzed: "
                                      f"{e.args[-1] if e.args else e}") from None
 
-    def remove(self) -> None:
+    def remove(self, target_dsn: str | None = None) -> None:  # holds nothing on the target
         if self.server is not None and self.server.data.is_dir():
             try:
                 self.server._halt(graceful=False)

@@ -14,7 +14,8 @@ Lag: the target's current WAL position against the slot's confirmed flush positi
 wrote), the WAL sender's state, and the tables still in their initial copy. A clone starts with no apply worker
 (``CLONE_SETTINGS``) and its copy of the subscription is disabled, unlinked from the slot and dropped
 (``detach_clone``), so a clone never touches the target's slot; its sequences, which logical replication does
-not copy, are set past their columns' largest values. ``remove`` drops the subscription and its slot.
+not copy, are set past their columns' largest values. ``remove`` drops the subscription and its slot (the slot
+through the link recorded at build, the target's password given by the caller, when the replica cannot start).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from advisor.core.progress import Say, silent
 from connectors.postgres import replica_check
 from connectors.postgres.binaries import client_bin_for
 from connectors.postgres.connection import TAG, connect, parse_dsn
-from connectors.postgres.replica_standby import (BASE_COPY_TIMEOUT_S, StandbyReplica, _chown_tree, _drop_slot,
+from connectors.postgres.replica_standby import (BASE_COPY_TIMEOUT_S, StandbyReplica, _chown_tree,
                                                  _quoted, _server_user)
 from connectors.postgres.sandbox import PRELOAD, _as_server_user, _run
 from connectors.postgres.shadow import copied_settings
@@ -103,7 +104,10 @@ class LogicalReplica(StandbyReplica):
             say(f"replica: copying the target's tables ({int(size) / 2**20:.0f} MB) by logical replication")
             replica._initial_copy(replica.position(target), say)
         except BaseException:
-            replica.remove()
+            try:
+                replica.remove(target.dsn)
+            except ReplicaUnavailable as e:
+                say(f"replica: {e}")
             raise
         say(f"replica: a logical replica of {target.display_name} (PostgreSQL {facts.major}, this host's "
             f"{facts.here}) runs in {directory} ({replica.lag().line()})")
@@ -263,15 +267,26 @@ class LogicalReplica(StandbyReplica):
         return "postgres"  # initdb's superuser here: the target's logins are not copied
 
     def _link(self) -> dict[str, str]:
-        """The target's connection parameters, from the subscription in the replica's catalog ({} when it is not
-        running or has no subscription)."""
+        """The target's connection parameters, from the subscription in the replica's catalog (its password with
+        it), else as recorded at build (none: {} for a replica built before links were recorded)."""
         try:
             with self._local() as conn:
                 row = conn.execute(TAG + "SELECT subconninfo FROM pg_subscription WHERE subname = %s",
                                    [self.record["slot"]]).fetchone()
         except psycopg.Error:
-            return {}
-        return {k: str(v) for k, v in conninfo_to_dict(row[0]).items()} if row else {}
+            row = None
+        if row:
+            return {k: str(v) for k, v in conninfo_to_dict(row[0]).items()}
+        return dict(self.record.get("link") or {})
+
+    def _target(self) -> psycopg.Connection:
+        """A connection to the target (``_link``); ReplicaUnavailable when the link is unknown (libpq's defaults
+        would reach some other server)."""
+        link = self._link()
+        if not link:
+            raise ReplicaUnavailable(f"the replica's link to its target is unknown: no subscription in the replica "
+                                     f"and none recorded in {self.directory} (rebuild the replica)")
+        return psycopg.connect(**link, autocommit=True, connect_timeout=10)
 
     def lag(self) -> Lag:
         if not self.running():
@@ -285,7 +300,7 @@ class LogicalReplica(StandbyReplica):
             return Lag(None, None, "broken: the replica's subscription is gone (rebuild the replica)")
         _worker, copying = sub
         try:
-            with psycopg.connect(**self._link(), autocommit=True, connect_timeout=10) as conn:
+            with self._target() as conn:
                 exists, behind, sender, seen = conn.execute(SLOT_SQL, [self.record["slot"]]).fetchone()
         except psycopg.Error:
             return Lag(None, None, "reconnecting: the target does not answer the replica (it retries every few "
@@ -315,7 +330,7 @@ class LogicalReplica(StandbyReplica):
             sub = conn.execute(SUBSCRIPTION_SQL, [self.record["slot"]]).fetchone()
         if sub is None or sub[1]:
             return False
-        with psycopg.connect(**self._link(), autocommit=True, connect_timeout=10) as conn:
+        with self._target() as conn:
             row = conn.execute(CONFIRMED_SQL, [point, self.record["slot"]]).fetchone()
         return bool(row and row[0])
 
@@ -328,22 +343,20 @@ class LogicalReplica(StandbyReplica):
             _cut_subscriptions(conn)
             _sequences_past_their_rows(conn)
 
-    def remove(self) -> None:
-        """Drop the subscription (and with it its slot on the target, when the target answers), then stop the
-        replica, unmount its volume and delete its directory."""
-        link: dict[str, str] = {}
-        if self.data.is_dir():
-            with contextlib.suppress(ReplicaUnavailable):
-                self.ensure_running()
-            link = self._link()
-            with contextlib.suppress(psycopg.Error), self._local() as conn:
-                try:
-                    conn.execute(sql.SQL("DROP SUBSCRIPTION IF EXISTS {}").format(sql.Identifier(self.record["slot"])))
-                except psycopg.Error:  # the target does not answer, or its slot is gone: the replica lets go of it
-                    _cut_subscriptions(conn)
-        super().remove()
-        if link:
-            _drop_slot({**link, "dbname": link.get("dbname") or "postgres"}, self.record["slot"])
+    def _let_go(self) -> None:
+        """The subscription dropped (its slot with it, when the target answers), else cut loose from the target
+        (``remove`` then drops the slot); nothing when the replica cannot start."""
+        if not self.data.is_dir():
+            return
+        try:
+            self.ensure_running()
+        except ReplicaUnavailable:
+            return
+        with contextlib.suppress(psycopg.Error), self._local() as conn:
+            try:
+                conn.execute(sql.SQL("DROP SUBSCRIPTION IF EXISTS {}").format(sql.Identifier(self.record["slot"])))
+            except psycopg.Error:  # the target does not answer, or its slot is gone: the replica lets go of it
+                _cut_subscriptions(conn)
 
 
 def _cut_subscriptions(conn: psycopg.Connection) -> None:

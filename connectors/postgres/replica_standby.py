@@ -15,6 +15,7 @@ keeps it; mode 0600).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -35,6 +36,7 @@ from connectors.base import Shadow
 from connectors.postgres import replica_check
 from connectors.postgres.binaries import pg_bin_dir
 from connectors.postgres.connection import TAG, connect, parse_dsn
+from connectors.postgres.replica_slot import LINK_KEYS, drop_slot
 from connectors.postgres.sandbox import PRELOAD, _halt, _pg_ctl
 from connectors.postgres.shadow import copied_settings
 from connectors.replica import CLONES, RECORD, Lag, ReplicaUnavailable, read_record, write_record
@@ -119,7 +121,10 @@ class StandbyReplica:
             replica.stop()
             replica.ensure_running(say)
         except BaseException:
-            replica.remove()
+            try:
+                replica.remove(target.dsn)
+            except ReplicaUnavailable as e:
+                say(f"replica: {e}")
             raise
         say(f"replica: a standby of {target.display_name} runs in {directory} ({replica.lag().line()})")
         return replica
@@ -140,6 +145,7 @@ class StandbyReplica:
             raise
         record = {"engine": cls.engine, "method": cls.method, "target_name": target.target_name,
                   "dbname": parse_dsn(target.dsn).get("dbname", ""), "volume": str(volume), "slot": slot,
+                  "link": {k: v for k, v in parse_dsn(target.dsn).items() if k in LINK_KEYS},
                   "port": local.free_port(), "socket_dir": tempfile.mkdtemp(prefix="advisor-replica-run-"),
                   "built_at": time.time()}
         return cls(directory, record)
@@ -230,7 +236,10 @@ class StandbyReplica:
             key, _, value = line.partition("=")
             if key.strip() == "primary_conninfo":
                 value = value.strip()[1:-1].replace("''", "'").replace("\\\\", "\\")
-                return {k: str(v) for k, v in conninfo_to_dict(value).items()}
+                try:
+                    return {k: str(v) for k, v in conninfo_to_dict(value).items()}
+                except psycopg.Error:  # an unreadable link: none (``remove`` falls back on the recorded one)
+                    return {}
         return {}
 
     def running(self) -> bool:
@@ -349,10 +358,15 @@ class StandbyReplica:
     def detach_clone(self, clone) -> None:
         """Nothing: a standby's clone is cut loose by its files (``replica_clone`` empties its link)."""
 
-    def remove(self) -> None:
-        """Stop the standby, drop its slot on the target (when the target answers), unmount its volume and delete
-        its directory."""
-        link = self._link()
+    def remove(self, target_dsn: str | None = None) -> None:
+        """Stop the standby, drop its slot on the target (through ``target_dsn`` when given, else the link the
+        replica or its record knows), unmount its volume and delete its directory; ReplicaUnavailable, once all else
+        is gone, naming the SQL that drops the slot when the target did not let it be dropped."""
+        if self.directory.is_dir() and not self.data.is_dir():
+            with contextlib.suppress(AdvisorError, OSError):
+                cow.cow_dir(self.directory, 0)  # a reboot unmounted the volume: mounted again to be emptied
+        link = self._slot_link(target_dsn)
+        self._let_go()
         if self.data.is_dir():
             try:
                 self.stop("immediate")
@@ -361,21 +375,23 @@ class StandbyReplica:
         clones = self.volume / CLONES
         for root in clones.glob(local.PREFIX + "*") if clones.is_dir() else ():
             local.end_server(root / "data")  # a clone still running holds files on the volume
-        if link:
-            _drop_slot({**link, "dbname": self.dbname or "postgres"}, self.record["slot"])
+        dropped = drop_slot(link, self.record["slot"]) if link else False
         cow.release(self.directory)
         shutil.rmtree(self.directory, ignore_errors=True)
         if self.record.get("socket_dir"):
             shutil.rmtree(self.record["socket_dir"], ignore_errors=True)
+        if not dropped:
+            raise ReplicaUnavailable(f"the replica's slot on the target could not be dropped: the DBA runs "
+                                     f"SELECT pg_drop_replication_slot('{self.record['slot']}') on the target")
 
+    def _slot_link(self, target_dsn: str | None) -> dict[str, str]:
+        """How to reach the target to drop the slot: ``target_dsn``, else the running replica's link (its password
+        with it), else the link recorded at build (none)."""
+        link = parse_dsn(target_dsn) if target_dsn else (self._link() or dict(self.record.get("link") or {}))
+        return {**link, "dbname": link.get("dbname") or self.dbname or "postgres"} if link else {}
 
-def _drop_slot(link: dict[str, str], slot: str) -> None:
-    try:
-        with psycopg.connect(**link, autocommit=True, connect_timeout=10) as conn:
-            conn.execute(TAG + "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                               "WHERE slot_name = %s AND NOT active", [slot])
-    except psycopg.Error:
-        pass  # the target is gone or refuses: its slot is the DBA's to drop (the name says whose it is)
+    def _let_go(self) -> None:
+        """Nothing: a standby holds nothing on the target but its slot (``remove`` drops it)."""
 
 
 def _lock_pid(path: Path) -> int | None:

@@ -8,9 +8,10 @@ import subprocess
 import time
 from pathlib import Path
 
+import psycopg
 import pytest
 
-from connectors import factory, local
+from connectors import cow, factory, local
 from connectors.postgres.binaries import installed_bin_dirs
 from connectors.postgres.replica_check import local_major
 from connectors.postgres.sandbox import PostgresSandbox
@@ -171,3 +172,36 @@ def test_a_change_the_replica_cannot_apply_breaks_it_and_says_why(target, tmp_pa
         assert lag.broken and "cannot apply" in lag.state and '"c"' in lag.state, lag
     finally:
         r.remove()
+
+
+def test_a_replica_that_cannot_start_is_removed_with_its_slot(target, tmp_path):
+    conn = target.connector("shop")
+    before = _advisor_slots(target)
+    r = factory.build_replica(conn, tmp_path / "dead", lambda m: None)
+    slot = r.record["slot"]
+    assert _slot_count(target, slot) == 1
+    r.stop()
+    (r.data / "postgresql.conf").write_text("no_such_setting_at_all = on\n", encoding="utf-8")
+    cow.release(r.directory)  # as after a reboot
+    again = factory.open_replica("postgres", r.directory)
+    with pytest.raises(ReplicaUnavailable):
+        again.ensure_running()  # (its volume mounted again to try)
+    cow.release(r.directory)
+    assert not again.data.is_dir()
+    again.remove(conn.dsn)
+    assert _advisor_slots(target) == before
+    assert not (tmp_path / "dead").exists()
+
+
+def test_lag_without_a_link_to_the_target_says_so(target, replica):
+    unlinked = factory.open_replica("postgres", replica.directory)
+    unlinked.record = {k: v for k, v in unlinked.record.items() if k != "link"}
+    unlinked._link = dict  # as a replica built before links were recorded, with no subscription in its catalog
+    with pytest.raises(ReplicaUnavailable, match="the replica's link to its target is unknown"):
+        unlinked.replayed("0/0")
+
+
+def _advisor_slots(server) -> set[str]:
+    """The advisor's replication slots on ``server`` (the module's own replica's among them)."""
+    with psycopg.connect(server.dsn()) as conn:
+        return {r[0] for r in conn.execute("SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE 'advisor_%%'")}

@@ -13,7 +13,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from connectors import factory, local
+from connectors import cow, factory, local
 from connectors.replica import CLONES, ReplicaUnavailable
 from connectors.postgres.sandbox import PostgresSandbox
 from tests.conftest import FAST, run, scalar
@@ -175,3 +175,48 @@ def test_an_idle_target_is_caught_up_with_at_once(primary, tmp_path):
         assert r.replayed(point)
     finally:
         r.remove()
+
+
+def _dead(r) -> Path:
+    """``r`` stopped, its configuration broken (it cannot start; its link to the target in it is unreadable) and its
+    volume unmounted, as after a reboot: its directory, to open it again."""
+    r.stop()
+    (r.data / "postgresql.auto.conf").write_text("primary_conninfo = 'port=\n", encoding="utf-8")
+    (r.data / "postgresql.conf").write_text("no_such_setting_at_all = on\n", encoding="utf-8")
+    cow.release(r.directory)
+    assert not r.data.is_dir()
+    return r.directory
+
+
+def test_a_replica_that_cannot_start_is_removed_with_its_slot_through_the_targets_dsn(primary, tmp_path):
+    target = primary.connector("shop")
+    before = _advisor_slots(primary)
+    r = factory.build_replica(target, tmp_path / "dead", lambda m: None)
+    slot = r.record["slot"]
+    assert slot in _advisor_slots(primary)
+    assert "password" not in (r.directory / "replica.json").read_text() and r.record["link"]["dbname"] == "shop"
+    again = factory.open_replica("postgres", _dead(r))
+    with pytest.raises(ReplicaUnavailable):
+        again.ensure_running()  # (its volume mounted again to try)
+    cow.release(again.directory)
+    assert not again.data.is_dir()
+    again.remove(target.dsn)
+    assert _advisor_slots(primary) == before
+    assert not (tmp_path / "dead").exists() and slot.startswith("advisor_")
+
+
+def test_a_slot_that_cannot_be_dropped_is_said_with_the_sql_that_drops_it(primary, tmp_path):
+    r = factory.build_replica(primary.connector("shop"), tmp_path / "dead", lambda m: None)
+    slot = r.record["slot"]
+    again = factory.open_replica("postgres", _dead(r))
+    with pytest.raises(ReplicaUnavailable) as said:
+        again.remove()  # the recorded link holds no password: the target refuses it
+    assert f"SELECT pg_drop_replication_slot('{slot}')" in str(said.value) and "\n" not in str(said.value)
+    assert not (tmp_path / "dead").exists()
+    scalar(primary.dsn(), "SELECT pg_drop_replication_slot(%s)::text", (slot,))
+
+
+def _advisor_slots(server) -> set[str]:
+    """The advisor's replication slots on ``server`` (the module's own replica's among them)."""
+    with psycopg.connect(server.dsn()) as conn:
+        return {r[0] for r in conn.execute("SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE 'advisor_%%'")}
