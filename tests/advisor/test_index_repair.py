@@ -6,7 +6,7 @@ import itertools
 
 from advisor.core.domain import IndexChange, StatementEvidence
 from advisor.tuning.indexes import repair as index_repair
-from advisor.tuning.indexes.validation import _over_budget
+from advisor.tuning.indexes.repair import over_budget as _over_budget
 
 MB = 1 << 20
 

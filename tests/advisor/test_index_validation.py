@@ -9,7 +9,7 @@ from advisor.tuning.validation import ValidationOptions
 from connectors.base import Shadow
 from connectors.postgres import PostgresConnector
 from connectors.postgres.connection import parse_dsn
-from tests.conftest import run
+from tests.conftest import run, scalar
 from workloads.binding import BoundStatement
 
 GOOD = IndexChange("public", "u", ("a",))
@@ -130,7 +130,7 @@ def _st(qid, ratio, regressed=False, weight=1.0, base=10.0):
 
 
 def test_a_regressed_join_condemns_only_its_least_useful_index_until_the_last_pass():
-    from advisor.tuning.indexes.validation import _culprits
+    from advisor.tuning.indexes.repair import culprits as _culprits
 
     a, b, c = (IndexChange("public", t, ("movie_id",)) for t in ("cast_info", "movie_keyword", "movie_info"))
     by_stmt = {"join8": _st("join8", 3.0, regressed=True), "q2": _st("q2", 0.2, weight=5),
@@ -143,7 +143,7 @@ def test_a_regressed_join_condemns_only_its_least_useful_index_until_the_last_pa
 
 
 def test_a_budget_overrun_once_built_drops_what_loses_the_least_saving():
-    from advisor.tuning.indexes.validation import _over_budget
+    from advisor.tuning.indexes.repair import over_budget as _over_budget
 
     a, b, c = (IndexChange("public", "t", (col,)) for col in "abc")
     by_stmt = {"qa": _st("qa", 0.1, weight=10), "qb": _st("qb", 0.5), "qc": _st("qc", 0.2, weight=2)}
@@ -159,7 +159,7 @@ def test_a_budget_overrun_once_built_drops_what_loses_the_least_saving():
 
 
 def test_a_diagnosed_culprit_is_dropped_instead_of_the_least_useful_suspect():
-    from advisor.tuning.indexes.validation import _culprits
+    from advisor.tuning.indexes.repair import culprits as _culprits
 
     a, b = (IndexChange("public", t, ("movie_id",)) for t in ("cast_info", "movie_keyword"))
     by_stmt = {"join8": _st("join8", 3.0, regressed=True), "q2": _st("q2", 0.2, weight=5), "q3": _st("q3", 0.5)}
@@ -251,3 +251,21 @@ def test_a_repair_is_the_widest_spare_that_covers_the_statement_and_fits():
     assert pick(ix, "q2", pool, set(), 10_000) == two  # only it covers q2
     assert pick(ix, "q1", pool, {three.index, two.index}, 10_000) is None  # tried already; partial, other table: never
     assert pick(ix, "q3", pool, set(), 10_000) is None
+
+
+def test_on_reads_only_a_pass_builds_its_set_once_and_the_baseline_hides_it(pg, db):
+    """Reads only: a pass holds its set built from its first look to its last re-timing, and the baseline is the set
+    hidden inside a rolled-back transaction, so the index is built once (counted by pg_stat_statements: before,
+    a pass built it four times: to read its plans and size, to compare plans, again in the second round, and to
+    re-time), and the verdict is the same: the lookup is measured faster and the index kept. A workload with a
+    write still builds as it goes (the write must maintain what it measures)."""
+    _tables(db)
+    run(db, "SELECT pg_stat_statements_reset()")
+    shadow = Shadow(pg, PostgresConnector(db), parse_dsn(db)["dbname"])
+    lines: list[str] = []
+    checked = validate_indexes(shadow, [LOOKUP, FIRST], [GOOD, IDLE], {GOOD: 1, IDLE: 3},
+                               options=ValidationOptions(rounds=4), say=lines.append)
+    assert checked.kept == (GOOD,) and "lookup" in {v.index: v for v in checked.verdicts}[GOOD].helped, lines
+    builds = scalar(db, "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query LIKE 'CREATE INDEX%'")
+    assert builds == 2  # GOOD and IDLE, each created once for the one pass (IDLE stays built, used by no plan)
+    assert scalar(db, "SELECT count(*) FROM pg_indexes WHERE tablename = 'u'") == 1  # left as found: its key

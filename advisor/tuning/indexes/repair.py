@@ -127,3 +127,67 @@ def within_budget(saved: Mapping[IndexChange, float], sizes: Mapping[IndexChange
     kept = {live[i] for i in best_within([saved[ix] for ix in live], [sizes.get(ix, 0) for ix in live],
                                          budget_bytes)}
     return [ix for ix in live if ix not in kept]
+
+
+# --- choosing what a pass drops and what it tries instead (the validation's judging, advisor.tuning.indexes.validation)
+
+
+def repairs(culprits, suspects: dict[IndexChange, list[StatementEvidence]], reads: set[str],
+             spares: Sequence[Spare], live: list[IndexChange], sizes: dict, estimated: dict,
+             budget_bytes: int | None, tried: set[IndexChange]) -> dict[IndexChange, tuple[IndexChange, str]]:
+    """Per culprit dropped for a read it misled (its worst), the spare to try in its place
+    (``pick``) while the estimates fit the budget next to the built sizes of ``live``, and that
+    read's queryid."""
+    room = float("inf") if budget_bytes is None else \
+        budget_bytes - sum(sizes.get(ix) or estimated.get(ix, 0) for ix in live)
+    out: dict[IndexChange, tuple[IndexChange, str]] = {}
+    for ix in sorted(culprits, key=repr):
+        bad = [s for s in suspects[ix] if s.queryid in reads]
+        if not bad:
+            continue
+        worst = max(bad, key=lambda s: s.ratio if s.ratio == s.ratio else 9.9)
+        spare = pick(ix, worst.queryid, spares, tried | {fix for fix, _ in out.values()}, room)
+        if spare is not None:
+            out[ix] = (spare.index, worst.queryid)
+            room -= spare.estimated_bytes
+    return out
+
+
+def mb(n: float) -> str:
+    return f"{n / 1024 / 1024:.1f} MB"
+
+
+def over_budget(live: list[IndexChange], sizes: dict, budget: int, serves: dict[IndexChange, tuple[str, ...]],
+                 by_stmt: dict[str, StatementEvidence], estimated: dict | None = None) -> list[IndexChange]:
+    """The indexes to drop so that the built sizes (bytes; the estimate where none was read) of the rest fit
+    ``budget`` with the most measured saving kept: an exact knapsack over each index's share of the time saved
+    (``measured_savings``, ``within_budget``)."""
+    size = {ix: sizes.get(ix) or (estimated or {}).get(ix, 0) for ix in live}
+    return within_budget(measured_savings(live, serves, by_stmt), size, budget)
+
+
+def culprits(suspects: dict[IndexChange, list[StatementEvidence]], serves: dict[IndexChange, tuple[str, ...]],
+              by_stmt: dict[str, StatementEvidence], every: bool,
+              diagnosed: dict[str, IndexChange] | None = None) -> set[IndexChange]:
+    """The indexes to drop for the regressions: with ``every``, all suspects, except that a statement ``diagnosed``
+    (cured by dropping one index) loses that one only; otherwise per regressed statement
+    the suspect ``diagnosed`` for it, else the one that saved the least weighted time on the statements it serves
+    that did not regress (its share, ``measured_savings``; ties: the one serving fewer statements,
+    then by name, so the choice is deterministic)."""
+    diagnosed = diagnosed or {}
+    if every:  # the passes after the careful ones: every suspect of a statement without a diagnosis that cures it
+        return {ix for ix, bad in suspects.items() if any(st.queryid not in diagnosed for st in bad)} | \
+            {diagnosed[q] for q in {st.queryid for bad in suspects.values() for st in bad} if q in diagnosed}
+
+    shares = measured_savings(list(serves), serves, by_stmt)
+
+    def saved(ix: IndexChange) -> float:
+        return shares.get(ix, 0.0)
+
+    blamed: dict[str, list[IndexChange]] = {}
+    for ix, bad in suspects.items():
+        for st in bad:
+            blamed.setdefault(st.queryid, []).append(ix)
+    return {diagnosed[q] if diagnosed.get(q) in found else min(found, key=lambda ix: (saved(ix), len(serves[ix]),
+                                                                                      repr(ix)))
+            for q, found in blamed.items()}

@@ -19,6 +19,7 @@ from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say
 from advisor.core.sqltext import named
 from advisor.tuning.evidence import ArmRound, compare
+from advisor.tuning.indexes.built import held, held_set
 from advisor.tuning.measure import StopRule, interleave
 from advisor.tuning.validation import ValidationOptions
 from connectors.base import Shadow
@@ -46,14 +47,14 @@ def confirm_regressions(shadow: Shadow, statements: Sequence[BoundStatement], li
     if not todo:
         return evidence
     out: dict[str, StatementEvidence] = {}
-    applied = shadow.connector.apply(list(live))
-    try:
+    with held(shadow, live):
+        hidden = list(held_set(shadow))  # the whole set held (it may hold more than ``live``): none in the baseline
         for s in todo:
             cap = int(min(options.statement_timeout_ms, max(100.0, 3 * max(s.baseline_ms, s.candidate_ms))))
             q, sql = s.queryid, reads[s.queryid].sql
 
             def run(arm: str, _i: int, q=q, sql=sql, cap=cap) -> ArmRound:
-                return ArmRound({q: shadow.connector.timings_without(sql, [] if arm == "with" else list(live),
+                return ArmRound({q: shadow.connector.timings_without(sql, [] if arm == "with" else hidden,
                                                                      CONFIRM_REPEATS, cap)}, {})
 
             def decide(rounds: dict[str, list[ArmRound]], q=q, weight=s.weight) -> Evidence:
@@ -72,8 +73,6 @@ def confirm_regressions(shadow: Shadow, statements: Sequence[BoundStatement], li
             n = CONFIRM_BLOCKS * CONFIRM_REPEATS
             say(f"{named(s.sql, q)}: {s.ratio:.2f}x in the rounds, {again.ratio:.2f}x re-timed ({n} runs per arm): "
                 + ("a regression" if out[q].regressed else "not a regression"))
-    finally:
-        shadow.connector.revert(applied)
     return replace(evidence, statements=tuple(out.get(s.queryid, s) for s in evidence.statements))
 
 
@@ -100,7 +99,7 @@ def diagnose(shadow: Shadow, statements: Sequence[BoundStatement], live: Sequenc
     with the set or 3x its time with no new index, whichever is less (at least 100 ms), the remaining runs
     skipped once one is cut), when that is at least 10% faster than with the whole set (with ``cured_only``, the
     last pruning pass, only when it is also no slower than with no new index beyond the regression threshold);
-    the others are left to the heuristic of ``_culprits``."""
+    the others are left to the heuristic of ``repair.culprits``."""
     reads = {st.queryid: st for st in statements if not st.is_write}
     blamed: dict[str, list[IndexChange]] = {}
     for ix, bad in suspects.items():
@@ -111,8 +110,7 @@ def diagnose(shadow: Shadow, statements: Sequence[BoundStatement], live: Sequenc
     if not blamed:
         return {}
     out: dict[str, IndexChange] = {}
-    applied = shadow.connector.apply(list(live))
-    try:
+    with held(shadow, live):
         for qid, ixs in blamed.items():
             with_all = by_stmt[qid].candidate_ms
             # a run slower than 0.9x the time with the set cannot single the suspect out, nor can one 3x slower
@@ -131,6 +129,4 @@ def diagnose(shadow: Shadow, statements: Sequence[BoundStatement], live: Sequenc
                 out[qid] = best
                 say(f"{named(reads[qid].normalized if qid in reads else None, qid)}: {with_all:.0f} ms with the set, {times[best]:.0f} ms without "
                     f"{shadow.connector.index_name(best)}: that index misleads its plan")
-    finally:
-        shadow.connector.revert(applied)
     return out

@@ -41,15 +41,18 @@ the exception (its estimates are within a few percent of the built sizes, ``opti
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from advisor.core.progress import Say
 from advisor.core.domain import Evidence, IndexChange, StatementEvidence, TrialResult
+from advisor.core.errors import BadStatement
+from advisor.core.plans import Plan
 from advisor.core.sqltext import named
 from advisor.tuning.indexes import repair as index_repair
-from advisor.tuning.indexes.built import inspect_built
+from advisor.tuning.indexes.built import held, held_set, inspect_built
 from advisor.tuning.indexes.timing import confirm_regressions, diagnose, screened
 from advisor.tuning.indexes.problem import written_tables
 from advisor.storage.codec import evidence_from
@@ -124,57 +127,63 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
         if st.is_write:
             for table in written_tables(st.sql, dialect, home):
                 writers.setdefault(table, []).append(st.queryid)
-    sizes, used = inspect_built(shadow, statements, indexes)
-    all_used = dict(used)
+    # on reads only, each pass holds its set built from its first look to its last re-timing (``built.held``),
+    # the baseline being the set hidden; a write must maintain the indexes, so a workload with one builds as it goes
+    hold = not any(st.is_write for st in statements)
+    before = _plans_without(shadow, statements) if hold and options.same_plans_once else None
+    sizes: dict = {}
+    all_used: dict[str, set[str]] | None = None
     verdicts: dict[IndexChange, IndexVerdict] = {}
     live = list(indexes)
     evidence: Evidence | None = None
     serves: dict[IndexChange, tuple[str, ...]] = {}
     for round_no in range(1, MAX_PRUNING_ROUNDS + 2):
-        if round_no > 1:
-            more, used = inspect_built(shadow, statements, live)
+        with held(shadow, live) if hold else contextlib.nullcontext():
+            more, used = inspect_built(shadow, statements, live)  # builds nothing when held
             sizes = {**more, **sizes}
-        serves = {ix: tuple(sorted(used.get(index_name(ix), ()))) for ix in live}
-        for ix in [ix for ix in live if not serves[ix]]:
-            verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), (), False,
-                                        "no statement's plan uses it on the shadow")
-        live = [ix for ix in live if serves[ix]]
-        if not live:
-            evidence = None
-            break
-        final = round_no > MAX_PRUNING_ROUNDS
-        key = {"validation": "index set", "pass": str(round_no), "workload": workload,
-               "indexes": "; ".join(sorted(_qualified(ix, index_name) for ix in live))}
-        row = ledger.recall(key)
-        if row is not None:  # measured and judged before the run was interrupted: its verdict stands
-            say(f"pass {round_no}: these {len(live)} index(es) were measured before the run was interrupted; "
-                f"reusing stored trial {row['number'] + 1} (its evidence and verdict), not measuring again")
-            evidence = evidence_from(row["evidence"])
-            judged = _judged_from(row["metrics"] or {}, live, serves, writers, evidence, index_name)
-        else:
-            started = time.perf_counter()
-            evidence, judged = _measure_pass(shadow, statements, live, serves, writers, reads, options, say, round_no,
-                                             sizes, estimated, budget_bytes, final)
-            ledger.record(key, "validation", TrialResult(evidence.candidate_ms, metrics=_judged_doc(judged, index_name)),
-                          changes=live, evidence=evidence, duration_s=time.perf_counter() - started)
-        if final:
-            break
-        verdicts.update(judged.dropped)
-        dropped, suspects, culprits = list(judged.dropped), judged.suspects, judged.culprits
-        if not dropped:
-            break
-        live = [ix for ix in live if ix not in dropped]
-        say(f"dropped {len(dropped)} index(es): " + "; ".join(f"{index_name(ix)} ({verdicts[ix].reason})"
-                                                              for ix in dropped))
-        if round_no <= CAREFUL_PASSES and spares:  # a later pass measures (and may prune) the repairs
-            for ix, (fix, qid) in _repairs(culprits, suspects, reads, spares, live, sizes, estimated, budget_bytes,
-                                           set(indexes) | set(repaired)).items():
-                repaired[fix] = (ix, qid)
-                verdicts[ix] = replace(verdicts[ix], reason=f"{verdicts[ix].reason}; {index_name(fix)} tried in "
-                                                            "its place")
-                live.append(fix)
-                say(f"trying {index_name(fix)} in place of {index_name(ix)} (wider: rows its plan misjudged are "
-                    "filtered inside the index, not fetched)")
+            all_used = dict(used) if all_used is None else all_used
+            serves = {ix: tuple(sorted(used.get(index_name(ix), ()))) for ix in live}
+            for ix in [ix for ix in live if not serves[ix]]:
+                verdicts[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), (), False,
+                                            "no statement's plan uses it on the shadow")
+            live = [ix for ix in live if serves[ix]]
+            if not live:
+                evidence = None
+                break
+            final = round_no > MAX_PRUNING_ROUNDS
+            key = {"validation": "index set", "pass": str(round_no), "workload": workload,
+                   "indexes": "; ".join(sorted(_qualified(ix, index_name) for ix in live))}
+            row = ledger.recall(key)
+            if row is not None:  # measured and judged before the run was interrupted: its verdict stands
+                say(f"pass {round_no}: these {len(live)} index(es) were measured before the run was interrupted; "
+                    f"reusing stored trial {row['number'] + 1} (its evidence and verdict), not measuring again")
+                evidence = evidence_from(row["evidence"])
+                judged = _judged_from(row["metrics"] or {}, live, serves, writers, evidence, index_name)
+            else:
+                started = time.perf_counter()
+                evidence, judged = _measure_pass(shadow, statements, live, serves, writers, reads, options, say,
+                                                 round_no, sizes, estimated, budget_bytes, final,
+                                                 held_set(shadow), before)
+                ledger.record(key, "validation", TrialResult(evidence.candidate_ms, metrics=_judged_doc(judged, index_name)),
+                              changes=live, evidence=evidence, duration_s=time.perf_counter() - started)
+            if final:
+                break
+            verdicts.update(judged.dropped)
+            dropped, suspects, culprits = list(judged.dropped), judged.suspects, judged.culprits
+            if not dropped:
+                break
+            live = [ix for ix in live if ix not in dropped]
+            say(f"dropped {len(dropped)} index(es): " + "; ".join(f"{index_name(ix)} ({verdicts[ix].reason})"
+                                                                  for ix in dropped))
+            if round_no <= CAREFUL_PASSES and spares:  # a later pass measures (and may prune) the repairs
+                for ix, (fix, qid) in index_repair.repairs(culprits, suspects, reads, spares, live, sizes, estimated, budget_bytes,
+                                               set(indexes) | set(repaired)).items():
+                    repaired[fix] = (ix, qid)
+                    verdicts[ix] = replace(verdicts[ix], reason=f"{verdicts[ix].reason}; {index_name(fix)} tried in "
+                                                                "its place")
+                    live.append(fix)
+                    say(f"trying {index_name(fix)} in place of {index_name(ix)} (wider: rows its plan misjudged are "
+                        "filtered inside the index, not fetched)")
     affected = {q for ix in live for q in serves.get(ix, ())} | \
         {q for ix in live for q in writers.get((ix.schema, ix.table), ())}
     unexplained = tuple(r.queryid for r in (evidence.regressions if evidence else ()) if r.queryid not in affected)
@@ -193,11 +202,14 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
 def _measure_pass(shadow: Shadow, statements: Sequence[BoundStatement], live: list[IndexChange],
                   serves: dict[IndexChange, tuple[str, ...]], writers: dict[tuple[str, str], list[str]],
                   reads: set[str], options: ValidationOptions, say: Say, round_no: int, sizes: dict, estimated: dict,
-                  budget_bytes: int | None, final: bool) -> tuple[Evidence, "_Judged"]:
+                  budget_bytes: int | None, final: bool, built: Sequence[IndexChange] = (),
+                  before: Sequence[Plan] | None = None) -> tuple[Evidence, "_Judged"]:
     """One pass's measurement of ``live`` (the rounds, then the re-timings: flagged regressions, hinted benefits,
-    the audit) and what it drops (nothing in the ``final`` pass, which only measures)."""
+    the audit) and what it drops (nothing in the ``final`` pass, which only measures). ``built``: the set held
+    built on the shadow (``built.held``; ``before``: the reads' plans without it), hidden in the baseline."""
     say(f"validating {len(live)} index(es) on the shadow (pass {round_no}): {options.rounds} interleaved rounds")
-    evidence = validate(shadow, statements, live, replace(options, warm_once=True), say=say)  # no restart
+    evidence = validate(shadow, statements, live, replace(options, warm_once=True), say=say,  # no restart
+                        built=built, before=before)
     served = {q for ix in live for q in serves[ix]}  # a statement no index of the set serves is not re-timed
     flagged = [q for q in screened(evidence, options) if q in served]
     evidence = confirm_regressions(shadow, statements, live, evidence, options, say, flagged)
@@ -222,6 +234,15 @@ def _measure_pass(shadow: Shadow, statements: Sequence[BoundStatement], live: li
             if judged.dropped:
                 break
     return evidence, judged
+
+
+def _plans_without(shadow: Shadow, statements: Sequence[BoundStatement]) -> list[Plan] | None:
+    """The reads' plans with no new index (what every pass's baseline plans), or None when one cannot be planned
+    (then every statement is timed)."""
+    try:
+        return shadow.connector.plans([st.sql for st in statements])
+    except BadStatement:
+        return None
 
 
 def _judged_doc(judged: "_Judged", index_name) -> dict:
@@ -311,7 +332,7 @@ def _judge(shadow: Shadow, statements: Sequence[BoundStatement], live: list[Inde
     suspects = _suspects(evidence, live, serves, writers)
     last = round_no > CAREFUL_PASSES
     found = diagnose(shadow, statements, live, suspects, by_stmt, options, say, cured_only=last)
-    culprits = _culprits(suspects, serves, by_stmt, every=last, diagnosed=found)
+    culprits = index_repair.culprits(suspects, serves, by_stmt, every=last, diagnosed=found)
     dropped: dict[IndexChange, IndexVerdict] = {}
     for ix in live:
         mine = [by_stmt[q] for q in serves[ix] if q in by_stmt]
@@ -326,71 +347,10 @@ def _judge(shadow: Shadow, statements: Sequence[BoundStatement], live: list[Inde
                                        helped=_helped(evidence, serves[ix]))
     if round_no == 1 and budget_bytes is not None:
         left = [ix for ix in live if ix not in dropped]
-        for ix in _over_budget(left, sizes, budget_bytes, serves, by_stmt, estimated):
-            built = _mb(sum(sizes.get(i) or 0 for i in left))
+        for ix in index_repair.over_budget(left, sizes, budget_bytes, serves, by_stmt, estimated):
+            built = index_repair.mb(sum(sizes.get(i) or 0 for i in left))
             dropped[ix] = IndexVerdict(ix, estimated.get(ix, 0), sizes.get(ix), serves[ix], False,
-                                       f"over the budget once built ({built} built, budget {_mb(budget_bytes)}):"
+                                       f"over the budget once built ({built} built, budget {index_repair.mb(budget_bytes)}):"
                                        " the indexes kept save the most measured time that fits",
                                        helped=_helped(evidence, serves[ix]))
     return _Judged(dropped, suspects, culprits)
-
-
-def _repairs(culprits, suspects: dict[IndexChange, list[StatementEvidence]], reads: set[str],
-             spares: Sequence[index_repair.Spare], live: list[IndexChange], sizes: dict, estimated: dict,
-             budget_bytes: int | None, tried: set[IndexChange]) -> dict[IndexChange, tuple[IndexChange, str]]:
-    """Per culprit dropped for a read it misled (its worst), the spare to try in its place
-    (``index_repair.pick``) while the estimates fit the budget next to the built sizes of ``live``, and that
-    read's queryid."""
-    room = float("inf") if budget_bytes is None else \
-        budget_bytes - sum(sizes.get(ix) or estimated.get(ix, 0) for ix in live)
-    out: dict[IndexChange, tuple[IndexChange, str]] = {}
-    for ix in sorted(culprits, key=repr):
-        bad = [s for s in suspects[ix] if s.queryid in reads]
-        if not bad:
-            continue
-        worst = max(bad, key=lambda s: s.ratio if s.ratio == s.ratio else 9.9)
-        spare = index_repair.pick(ix, worst.queryid, spares, tried | {fix for fix, _ in out.values()}, room)
-        if spare is not None:
-            out[ix] = (spare.index, worst.queryid)
-            room -= spare.estimated_bytes
-    return out
-
-
-def _mb(n: float) -> str:
-    return f"{n / 1024 / 1024:.1f} MB"
-
-
-def _over_budget(live: list[IndexChange], sizes: dict, budget: int, serves: dict[IndexChange, tuple[str, ...]],
-                 by_stmt: dict[str, StatementEvidence], estimated: dict | None = None) -> list[IndexChange]:
-    """The indexes to drop so that the built sizes (bytes; the estimate where none was read) of the rest fit
-    ``budget`` with the most measured saving kept: an exact knapsack over each index's share of the time saved
-    (``index_repair.measured_savings``, ``index_repair.within_budget``)."""
-    size = {ix: sizes.get(ix) or (estimated or {}).get(ix, 0) for ix in live}
-    return index_repair.within_budget(index_repair.measured_savings(live, serves, by_stmt), size, budget)
-
-
-def _culprits(suspects: dict[IndexChange, list[StatementEvidence]], serves: dict[IndexChange, tuple[str, ...]],
-              by_stmt: dict[str, StatementEvidence], every: bool,
-              diagnosed: dict[str, IndexChange] | None = None) -> set[IndexChange]:
-    """The indexes to drop for the regressions: with ``every``, all suspects, except that a statement ``diagnosed``
-    (cured by dropping one index) loses that one only; otherwise per regressed statement
-    the suspect ``diagnosed`` for it, else the one that saved the least weighted time on the statements it serves
-    that did not regress (its share, ``index_repair.measured_savings``; ties: the one serving fewer statements,
-    then by name, so the choice is deterministic)."""
-    diagnosed = diagnosed or {}
-    if every:  # the passes after the careful ones: every suspect of a statement without a diagnosis that cures it
-        return {ix for ix, bad in suspects.items() if any(st.queryid not in diagnosed for st in bad)} | \
-            {diagnosed[q] for q in {st.queryid for bad in suspects.values() for st in bad} if q in diagnosed}
-
-    shares = index_repair.measured_savings(list(serves), serves, by_stmt)
-
-    def saved(ix: IndexChange) -> float:
-        return shares.get(ix, 0.0)
-
-    blamed: dict[str, list[IndexChange]] = {}
-    for ix, bad in suspects.items():
-        for st in bad:
-            blamed.setdefault(st.queryid, []).append(ix)
-    return {diagnosed[q] if diagnosed.get(q) in found else min(found, key=lambda ix: (saved(ix), len(serves[ix]),
-                                                                                      repr(ix)))
-            for q, found in blamed.items()}
