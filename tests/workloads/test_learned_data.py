@@ -57,7 +57,8 @@ def test_malformed_key_files_get_one_line_naming_the_file(tmp_path, content, pro
     with pytest.raises(AdvisorError) as e:
         read_keys(path)
     assert str(path) in str(e.value) and problem in str(e.value) and "\n" not in str(e.value)
-    assert "-4" not in str(e.value) and "18446744073709551616" not in str(e.value)  # never the file's content
+    said = str(e.value).replace(str(path), "")  # the path may hold anything (pytest-463 holds "-4")
+    assert "-4" not in said and "18446744073709551616" not in said  # never the file's content
 
 
 def test_mixes_by_name_and_by_shares():
