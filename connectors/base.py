@@ -141,9 +141,10 @@ class Connector(Protocol):
         """The planner's total cost of ``sql`` (constants bound), optionally with hypothetical indexes."""
 
     def timings_without(self, statement: str, hidden: Sequence[IndexChange], repeats: int = 3,
-                        timeout_ms: int = 60_000) -> list[float]:
-        """Milliseconds of ``repeats`` executions of ``statement`` with the built indexes ``hidden`` out of the
-        planner's reach, nothing rebuilt afterwards (a shadow's diagnosis of which index misleads a plan)."""
+                        timeout_ms: int = 60_000, warmup: int = 1) -> list[float]:
+        """Milliseconds of ``repeats`` executions of ``statement`` (after ``warmup`` unmeasured ones) with the
+        built indexes ``hidden`` out of the planner's reach, nothing rebuilt afterwards (a shadow's diagnosis of
+        which index misleads a plan, the index validation's baseline arm)."""
 
     def whatif(self) -> WhatIf:
         """A hypothetical-index session on a connection of its own (closing the session closes it). An engine

@@ -324,7 +324,7 @@ def _timed_without(shadow: Shadow, statements: Sequence[BoundStatement], hidden:
                    options: ReplayOptions) -> ReplayResult:
     """A pass of read ``statements`` one at a time with the built indexes ``hidden`` out of the planner's reach
     (``Connector.timings_without``: dropped inside a rolled-back transaction, or ignored), ``options.repeats``
-    timed runs after one unmeasured; a run past its cap (``caps_ms``) or the statement timeout counts as a
+    timed runs after ``options.warmup`` unmeasured (none after the first round: ``warm_once``); a run past its cap (``caps_ms``) or the statement timeout counts as a
     timeout at it, as replay records one."""
     result = ReplayResult()
     started = time.perf_counter()
@@ -332,7 +332,8 @@ def _timed_without(shadow: Shadow, statements: Sequence[BoundStatement], hidden:
         cap = (options.caps_ms or {}).get(st.queryid)
         limit = int(min(options.statement_timeout_ms, cap)) if cap is not None else options.statement_timeout_ms
         try:
-            times = shadow.connector.timings_without(st.sql, list(hidden), max(1, options.repeats), max(1, limit))
+            times = shadow.connector.timings_without(st.sql, list(hidden), max(1, options.repeats), max(1, limit),
+                                                     warmup=options.warmup)
         except AdvisorError as e:
             result.errors.setdefault(st.queryid, []).append(e)
             continue

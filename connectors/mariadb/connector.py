@@ -289,11 +289,11 @@ class MariaDBConnector:
             return whatif.plan(statement, hypothetical, frozenset((i.schema, i.table) for i in hypothetical)).total
 
     def timings_without(self, statement: str, hidden: Sequence[IndexChange], repeats: int = 3,
-                        timeout_ms: int = 60_000) -> list[float]:
+                        timeout_ms: int = 60_000, warmup: int = 1) -> list[float]:
         """Times with the built indexes ``hidden`` IGNORED, made visible again after (a shadow's only)."""
         self._require_sandbox("timing a statement without some of its indexes")
         return self._guarded(lambda conn: index_catalog.timings_without(conn, statement, hidden, repeats,
-                                                                          timeout_ms))
+                                                                          timeout_ms, warmup))
 
     def index_facts(self) -> IndexFacts:
         return self._guarded(index_catalog.index_facts)

@@ -108,8 +108,8 @@ def column_data_types(conn: pymysql.connections.Connection) -> dict[tuple[str, s
 
 
 def timings_without(conn: pymysql.connections.Connection, statement: str, hidden: Sequence[IndexChange],
-                    repeats: int, timeout_ms: int) -> list[float]:
-    """Milliseconds of ``repeats`` executions of ``statement`` (one unmeasured first) with the built indexes
+                    repeats: int, timeout_ms: int, warmup: int = 1) -> list[float]:
+    """Milliseconds of ``repeats`` executions of ``statement`` (``warmup`` unmeasured first) with the built indexes
     ``hidden`` IGNORED, made visible again afterwards whatever happens. An execution over ``timeout_ms``
     (``max_statement_time``) counts as ``timeout_ms``, and so do the runs left (not made)."""
     tables: dict[tuple[str, str], list[str]] = {}
@@ -123,7 +123,7 @@ def timings_without(conn: pymysql.connections.Connection, statement: str, hidden
                 cur.execute(TAG + toggle_sql(schema, table, {n: False for n in names}))
                 done.append((schema, table))
             out: list[float] = []
-            for k in range(repeats + 1):
+            for k in range(repeats + max(0, warmup)):
                 started = time.perf_counter()
                 try:
                     cur.execute(statement)  # no arguments: the text goes as it is
@@ -132,7 +132,7 @@ def timings_without(conn: pymysql.connections.Connection, statement: str, hidden
                     if error_code(e) not in STOPPED:
                         raise
                     return out + [float(timeout_ms)] * (repeats - len(out))
-                if k:
+                if k >= warmup:
                     out.append((time.perf_counter() - started) * 1000)
             return out
         finally:

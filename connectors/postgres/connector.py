@@ -189,8 +189,8 @@ class PostgresConnector:
     # --- indexes -----------------------------------------------------------------------------------------------
 
     def timings_without(self, statement: str, hidden: Sequence[IndexChange], repeats: int = 3,
-                        timeout_ms: int = 60_000) -> list[float]:
-        """Milliseconds of ``repeats`` executions of ``statement`` (one unmeasured first) with the built indexes
+                        timeout_ms: int = 60_000, warmup: int = 1) -> list[float]:
+        """Milliseconds of ``repeats`` executions of ``statement`` (``warmup`` unmeasured first) with the built indexes
         ``hidden`` dropped inside a transaction that is rolled back: the planner does without them and nothing
         is rebuilt. An execution over ``timeout_ms`` counts as ``timeout_ms``, and so do the runs left (they are
         not made: the plan is the same). For a shadow: the drops lock their
@@ -202,7 +202,7 @@ class PostgresConnector:
                     conn.execute(sql.SQL("DROP INDEX {}.{}").format(sql.Identifier(ix.schema),
                                                                     sql.Identifier(change_sql.index_name(ix))))
                 conn.execute(sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(max(1, int(timeout_ms)))))
-                for k in range(repeats + 1):
+                for k in range(repeats + max(0, warmup)):
                     started = time.perf_counter()
                     try:
                         with conn.transaction():  # a savepoint: a timeout does not end the transaction
@@ -210,7 +210,7 @@ class PostgresConnector:
                         ms = (time.perf_counter() - started) * 1000
                     except psycopg.errors.QueryCanceled:  # the next runs would be cut too: not run
                         return out + [float(timeout_ms)] * (repeats - len(out))
-                    if k:
+                    if k >= warmup:
                         out.append(ms)
             return out
 
