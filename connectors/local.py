@@ -136,6 +136,17 @@ def _signal(pid: int | None, sig: int) -> None:
 # --- owner records and orphans ------------------------------------------------------------------------------
 
 
+def bytes_under(path: Path) -> int:
+    """The bytes of the files under ``path`` (a copy's progress: a base backup, a physical seed); files that go
+    away while counted count as none."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
+
+
 def write_owner(root: Path, engine: str, **extra: str) -> None:
     """Record in the sandbox directory ``root`` that this process owns it (written whole or not at all)."""
     record = {"pid": os.getpid(), "start_time": start_time(os.getpid()), "engine": engine, **extra}

@@ -90,11 +90,10 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
         cut = _Caps() if _through_plans(changes, options) else None
 
         def run(arm: str, i: int) -> ArmRound:
-            if built:  # held built by the caller: hidden in the baseline arm, nothing built or dropped here
-                pass
-            elif arm == "B" and state["applied"] is None:
+            # held built by the caller (``built``): hidden in the baseline arm, nothing built or dropped here
+            if not built and arm == "B" and state["applied"] is None:
                 state["applied"] = _apply(shadow, changes)
-            elif arm == "A" and state["applied"] is not None:
+            elif not built and arm == "A" and state["applied"] is not None:
                 shadow.connector.revert(state["applied"])
                 state["applied"] = None
             now = [s for s in timed if s.queryid not in left]

@@ -34,6 +34,7 @@ import pymysql
 
 from advisor.core.errors import AdvisorError, SandboxError
 from advisor.core.progress import Say
+from connectors import local
 from connectors.base import tool_error
 from connectors.mariadb.connection import connect, quote
 from connectors.mariadb.replica_check import held_privileges, literal
@@ -124,16 +125,6 @@ def blockers(dsn: str, room: int | None = None) -> tuple[list[tuple[str, str]], 
     return [], Source(str(datadir))
 
 
-def _bytes_under(path: Path) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(root, f)).st_size
-            except OSError:
-                pass
-    return total
-
 
 def _run(args: list[str], log: Path, what: str, say: Say, watch: Path | None = None) -> None:
     """Run ``args`` with its output in ``log``; say what it does every ``HEARTBEAT_S`` (how much of ``watch`` it
@@ -149,7 +140,7 @@ def _run(args: list[str], log: Path, what: str, say: Say, watch: Path | None = N
                     raise SeedFailed(f"{TOOL} did not end within {DUMP_TIMEOUT_S:.0f} s")
                 if now - last >= HEARTBEAT_S:
                     last = now
-                    copied = f", {_bytes_under(watch) / 2**20:.0f} MB copied" if watch else ""
+                    copied = f", {local.bytes_under(watch) / 2**20:.0f} MB copied" if watch else ""
                     say(f"replica: {TOOL} {what} ({now - started:.0f} s{copied})")
         finally:
             if proc.poll() is None:

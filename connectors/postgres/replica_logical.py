@@ -37,7 +37,7 @@ from connectors.postgres import replica_check
 from connectors.postgres.binaries import client_bin_for
 from connectors.postgres.connection import TAG, connect, parse_dsn
 from connectors.postgres.replica_standby import (BASE_COPY_TIMEOUT_S, StandbyReplica, _chown_tree,
-                                                 _quoted, _server_user)
+                                                 _quoted, _server_user, undo_build)
 from connectors.postgres.sandbox import PRELOAD, _as_server_user, _run
 from connectors.postgres.shadow import copied_settings
 from connectors.replica import CLONES, Lag, ReplicaUnavailable
@@ -104,10 +104,7 @@ class LogicalReplica(StandbyReplica):
             say(f"replica: copying the target's tables ({int(size) / 2**20:.0f} MB) by logical replication")
             replica._initial_copy(replica.position(target), say)
         except BaseException:
-            try:
-                replica.remove(target.dsn)
-            except ReplicaUnavailable as e:
-                say(f"replica: {e}")
+            undo_build(replica, target, say)
             raise
         say(f"replica: a logical replica of {target.display_name} (PostgreSQL {facts.major}, this host's "
             f"{facts.here}) runs in {directory} ({replica.lag().line()})")

@@ -67,16 +67,6 @@ def _quoted(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def _bytes_under(path: Path) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(root, name)).st_size
-            except OSError:
-                pass
-    return total
-
 
 class StandbyReplica:
     """A physical standby of one PostgreSQL target (``connectors.replica.Replica``)."""
@@ -121,10 +111,7 @@ class StandbyReplica:
             replica.stop()
             replica.ensure_running(say)
         except BaseException:
-            try:
-                replica.remove(target.dsn)
-            except ReplicaUnavailable as e:
-                say(f"replica: {e}")
+            undo_build(replica, target, say)
             raise
         say(f"replica: a standby of {target.display_name} runs in {directory} ({replica.lag().line()})")
         return replica
@@ -177,7 +164,7 @@ class StandbyReplica:
             except subprocess.TimeoutExpired:
                 if time.monotonic() - started > BASE_COPY_TIMEOUT_S:
                     proc.kill()
-                say(f"replica: base copy {_bytes_under(self.data) / 2**20:.0f} of about {size / 2**20:.0f} MB "
+                say(f"replica: base copy {local.bytes_under(self.data) / 2**20:.0f} of about {size / 2**20:.0f} MB "
                     f"({time.monotonic() - started:.0f} s)")
         reader.join(timeout=10)
         if proc.returncode != 0:
@@ -392,6 +379,15 @@ class StandbyReplica:
 
     def _let_go(self) -> None:
         """Nothing: a standby holds nothing on the target but its slot (``remove`` drops it)."""
+
+
+def undo_build(replica, target, say: Say) -> None:
+    """Remove what a build that failed made (its slot on the target through ``target``'s DSN); a slot left behind
+    is said, with the SQL that drops it."""
+    try:
+        replica.remove(target.dsn)
+    except ReplicaUnavailable as e:
+        say(f"replica: {e}")
 
 
 def _lock_pid(path: Path) -> int | None:
