@@ -10,6 +10,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -17,7 +18,8 @@ from advisor.core.domain import Hardware, TrialResult
 from advisor.core.hardware import detect, given
 from advisor.service.factory import build_service
 from advisor.storage.store import open_store
-from advisor.tuning.knobs.ablation import AblationOptions, verdict
+from advisor.tuning.knobs.ablation import Ablation, AblationOptions, DroppedKnob, KnobShare, verdict
+from advisor.tuning.knobs.repair import MAX_REPAIRS, blame, fall_back, repairable, to_take_out
 from advisor.tuning.knobs.pipeline import KEEP, knob_problem, target_hardware, validate_best
 from advisor.tuning.knobs.trials import ReplayRunner, TrialRecord, TrialRunner, TuningOptions, TuningRun
 from advisor.tuning.observe import observe
@@ -56,13 +58,13 @@ def shadow():
         sandbox.stop()
 
 
-def finished_search(shadow, tmp_path, records: list[tuple[dict, float | None]]):
+def finished_search(shadow, tmp_path, records: list[tuple[dict, float | None]], workload=WORKLOAD):
     """A finished search on ``shadow``: its trials as given (config over the current settings, objective ms),
     the first being the current settings."""
     store = open_store(tmp_path / "s.duckdb")
     obs = observe(store, shadow.connector, "shop")
     space = cheap_space(shadow, keep=("work_mem", "random_page_cost", *NOISE))
-    trials = TrialRunner(shadow, ReplayRunner(WORKLOAD, repeats=2, warmup=0), space)
+    trials = TrialRunner(shadow, ReplayRunner(workload, repeats=2, warmup=0), space)
     optimizer = registry.create("knobs", "random", KnobProblem(space), seed=0)
     run_id = "r1"
     store.add_run(run_id, obs.target_id, "knobs", "random", {})
@@ -130,6 +132,93 @@ def test_keep_current_settings_when_the_best_does_not_measurably_gain(shadow, tm
     assert result.summary["keep_current"]["measured"].startswith("3 rounds (")  # with its verdict
     assert "; load " in result.message
     store.close()
+
+
+# a statement that waits 30 ms while random_page_cost is at most 2: the knob still pays on the whole workload
+# (costed's 40 ms ... here 80 ms, against 30 ms), but it slows this statement, which blocks it on validation
+HURT = stmt("hurt", "SELECT pg_sleep(CASE WHEN current_setting('random_page_cost')::float <= 2 THEN 0.03 ELSE 0 END)")
+REGRESSING = [*WORKLOAD[:2], stmt("costed", "SELECT pg_sleep(CASE WHEN current_setting('random_page_cost')::float "
+                                           "> 2 THEN 0.08 ELSE 0 END)"), HURT]
+
+
+def test_a_kept_set_rejected_for_a_regression_is_repaired_without_the_knob_to_blame(shadow, tmp_path):
+    best = {"work_mem": "60MB", "random_page_cost": "1.1"}
+    store, obs, knob_run = finished_search(shadow, tmp_path, [({}, 200.0), (best, 60.0)], REGRESSING)
+    said: list[str] = []
+    every_regression_blocks = ValidationOptions(rounds=3, min_time_share=0.0, min_call_share=0.0)
+    result = validate_best(store, knob_run, obs, shadow.connector, shadow, REGRESSING, every_regression_blocks,
+                           said.append, AblationOptions(rounds=3))
+    rec = result.recommendation
+    assert rec is not None and rec.state == "validated", result.message
+    # both knobs pay on the whole workload, so both were kept; validated together, "hurt" regressed; without
+    # random_page_cost (the smaller share) the rest is validated
+    assert [(c.name, c.value) for c in rec.changes] == [("work_mem", "60MB")]
+    rejected = [r for r in store.recommendations() if r.state == "rejected"]
+    assert len(rejected) == 1 and sorted(c.name for c in rejected[0].changes) == ["random_page_cost", "work_mem"]
+    assert [s.queryid for s in rejected[0].evidence.regressions] == ["hurt"]
+    row = next(d for d in rec.details["dropped"] if d["change"].startswith("random_page_cost"))
+    assert row["change"] == "random_page_cost = 1.1" and "taken out after validation" in row["why"]
+    assert "pg_sleep" in row["why"] and "x, " in row["why"]  # which statement, by how much
+    assert row in result.dropped
+    assert [s["knob"] for s in rec.details["knob_shares"]] == ["work_mem"]
+    assert rec.details["knob_shares"][0]["share"] == 1.0
+    assert any(f.startswith("repair: candidate 1") and "without random_page_cost" in f for f in result.findings)
+    assert any(line.startswith("repairing candidate 1") for line in said)
+    assert rec.evidence.gain > 0.3 and not rec.evidence.regressions
+    store.close()
+
+
+def test_no_repair_for_a_set_rejected_because_its_gain_does_not_clear():
+    from advisor.core.domain import Evidence, StatementEvidence
+    bad = StatementEvidence("q13", "select c_count", 1, 10.0, 12.7, 1.27, (1.2, 1.3), True, 0, 0.3, 0.3)
+    assert repairable(Evidence(3, (), (), 0.168, (0.143, 0.209), (bad,), 0.02, 0.1))
+    assert not repairable(Evidence(3, (), (), 0.05, (-0.01, 0.1), (bad,), 0.02, 0.1))  # not significant anyway
+    assert not repairable(Evidence(3, (), (), 0.0, (-0.05, 0.05), (), 0.02, 0.1))
+    assert "select c_count: 1.27x" in blame(Evidence(3, (), (), 0.168, (0.143, 0.209), (bad,), 0.02, 0.1))
+
+
+def test_repairs_take_out_the_knob_with_the_least_of_the_gain_first_and_stay_within_their_cap():
+    nan = float("nan")
+    share = lambda knob, s, loss=nan: KnobShare(knob, "", "", s, s, False, loss)  # noqa: E731
+    # the demo beside two CPU hogs: random_page_cost 39%, join_collapse_limit 61%
+    assert to_take_out([share("join_collapse_limit", 0.61), share("random_page_cost", 0.39)]) == \
+        ["random_page_cost", "join_collapse_limit"]
+    many = [share(k, s) for k, s in [("a", 0.4), ("b", 0.1), ("c", 0.3), ("d", 0.2)]]
+    assert to_take_out(many) == ["b", "d"] and len(to_take_out(many, MAX_REPAIRS)) == MAX_REPAIRS
+    assert to_take_out(many, 0) == [] and to_take_out([share("a", 1.0)]) == []
+    # the fallback's knobs: shares unknown, ordered by their measured loss
+    assert to_take_out([share("x", nan, 0.05), share("y", nan, -0.02)]) == ["y", "x"]
+
+
+def test_an_ablation_that_cannot_tell_keeps_the_unsettled_knobs_together_instead_of_dropping_everything():
+    """The demo beside two CPU hogs: the full configuration gained +23.8% (CI +14.8 .. +32.8), then every knob's
+    leave-one-out loss was within noise, and the candidate was abandoned."""
+    spec = lambda restart: SimpleNamespace(needs_restart=restart)  # noqa: E731  (a catalog entry: no server)
+    catalog = {"random_page_cost": spec(False), "join_collapse_limit": spec(False), "jit_above_cost": spec(False),
+               "shared_buffers": spec(True)}
+    noise = "within noise: without it the workload took {:+.1%} (not significant)"
+    out = Ablation({}, dropped=[DroppedKnob("random_page_cost", "4", "1.1", noise.format(0.04), "m1"),
+                                DroppedKnob("join_collapse_limit", "8", "20", noise.format(-0.012), "m2"),
+                                DroppedKnob("shared_buffers", "128MB", "1GB",
+                                            "pays less than its restart: saves 1.0% of the workload time", "m3"),
+                                DroppedKnob("jit_above_cost", "100000", "500000", noise.format(0.01), "m4")],
+                   untold={"random_page_cost": 0.04, "join_collapse_limit": -0.012, "jit_above_cost": 0.01},
+                   changed=4)
+    said: list[str] = []
+    kept = ["random_page_cost", "join_collapse_limit", "shared_buffers", "jit_above_cost"]
+    fall_back(out, kept, catalog, 3, 0.238, said.append)
+    assert out.fallback and out.kept == ["random_page_cost", "jit_above_cost", "join_collapse_limit"]
+    # a measured verdict stands: the restart that does not pay stays dropped
+    assert [d.knob for d in out.dropped] == ["shared_buffers"]
+    assert all(s.share != s.share for s in out.shares)  # unknown, not made up from noise
+    out.rescale(0.2)
+    assert all(row["share"] is None for row in out.details()["knob_shares"]) and out.details()["ablation"]["fallback"]
+    assert [s.measured for s in out.shares] == ["m1", "m4", "m2"]
+    assert len(said) == 1 and "could not tell" in said[0] and "+23.8%" in said[0] and "3 knob(s)" in said[0]
+    # every drop settled (a significant loss too small to pay): nothing to fall back on, the current settings stay
+    settled = Ablation({}, dropped=[DroppedKnob("shared_buffers", "128MB", "1GB", "pays less than its restart")])
+    fall_back(settled, ["shared_buffers"], catalog, 3, 0.2, said.append)
+    assert not settled.fallback and settled.shares == [] and len(said) == 1
 
 
 # --- which knobs pay ---------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The knob pipeline, top down: observe (done by the caller) -> the target's hardware -> the problem and its seeds
 -> bind the workload -> a shadow -> the search (baseline, seeds, then the optimizer's asks, every trial stored) ->
 the best candidates rounded as a DBA writes them, reduced by ablation to the knobs that carry their gain, and
-validated against the current settings -> recommend, or "keep your current settings" when nothing measurably
+validated against the current settings (a set that regressed a statement again without the knob to blame:
+``advisor.tuning.knobs.repair``) -> recommend, or "keep your current settings" when nothing measurably
 beats them. The service, the demo and ``advisor bench knobs`` call these same functions (the bench tunes a
 sandbox it loaded itself, so it starts at ``search``)."""
 
@@ -21,7 +22,8 @@ from advisor.storage.store import Store
 from advisor.tuning.observe import Observation, bind
 from advisor.tuning.recommend import Dropped, dropped_rows, recommend, verdict_note
 from advisor.tuning.shadows import Shadows
-from advisor.tuning.knobs.ablation import AblationOptions, ablate
+from advisor.tuning.knobs.ablation import Ablation, AblationOptions, ablate
+from advisor.tuning.knobs.repair import MAX_REPAIRS, blame, repairable, to_take_out, without
 from advisor.tuning.knobs.trials import ReplayRunner, TrialRecord, TrialRunner, TuningOptions, TuningRun
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors.base import Connector, Shadow
@@ -179,8 +181,12 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
                   ablation: AblationOptions | None = AblationOptions()) -> TuneResult:
     """Validate the best configuration against the current one. Its values are rounded as a DBA writes them,
     then (``ablation``) it is reduced to the knobs that carry its gain (``advisor.tuning.knobs.ablation``), and
-    that reduced set is validated; when it is rejected (a statement regressed, or the gain is not significant),
-    the next candidates (the best seed, then the runner-up) go the same way, up to ``MAX_VALIDATIONS`` in all.
+    that reduced set is validated (when the ablation could not tell which knobs carry the gain, the knobs whose
+    share did not settle, together: ``advisor.tuning.knobs.repair.fall_back``). A set rejected only because
+    statements regressed is validated again without the knob carrying the least of its gain, then the next
+    (``repair``: at most ``MAX_REPAIRS`` in a run; the knob taken out is a dropped row naming the regressed
+    statement and its ratio). When it is still rejected (or the gain is not significant), the next candidates
+    (the best seed, then the runner-up) go the same way, up to ``MAX_VALIDATIONS`` in all.
     Every validated attempt is stored as a recommendation with its evidence and its knobs' shares; the first one
     accepted is the result. When no trial beat the current configuration, or nothing measurably does, the
     outcome is "keep your current settings", with what was measured."""
@@ -216,6 +222,37 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
                           "best_other_objective": best_other})
     catalog = run.space.catalog
     first = keep = None
+    repairs_left = MAX_REPAIRS
+
+    def attempt(label: str, config: dict, details: dict, cut: Ablation | None, left_out: list):
+        """Validate ``config`` and store it as a recommendation: (it, its evidence or None, why)."""
+        plan = connector.plan_changes(run.space.changes(config), catalog)
+        common = dict(target_id=obs.target_id, kind="knobs", optimizer=run.optimizer.name, plan=plan,
+                      run_id=run.run_id, dropped=left_out)
+        say(f"validating {label}: {len(plan.changes)} change(s) against the current configuration, "
+            f"{validation.rounds} interleaved rounds")
+        try:
+            evidence = validate(shadow, bound, plan.changes, validation, say=say)
+        except AdvisorError as e:
+            why = f"validation failed: {e}"
+            return recommend(store, **common, details=details, accepted=False, why=why), None, why
+        why = verdict_note(evidence)
+        if cut is not None:  # each kept knob's share of the gain as validated
+            cut.rescale(evidence.gain)
+            details = cut.details()
+            findings.append(f"ablation: {label} changed {cut.changed} knob(s); {len(cut.shares)} carry its gain: "
+                            + ", ".join(f"{s.knob} {s.current} -> {s.proposed} "
+                                        + (f"({s.share:.0%})" if s.share == s.share else "(share not settled)")
+                                        for s in cut.shares))
+        rec = recommend(store, **common, details=details, evidence=evidence, accepted=evidence.accepted, why=why)
+        return rec, evidence, why
+
+    def accept(rec, why: str, i: int, cand: TrialRecord, earlier) -> TuneResult:
+        if earlier is not None:
+            findings.append(f"{i} better-scoring candidate(s) were rejected on validation "
+                            f"(first: {earlier[1]}); recommending trial {cand.number + 1} ({cand.source})")
+        return done(rec, why)
+
     for i, cand in enumerate(picks if validation is not None else picks[:1]):
         config = run.space.rounded(cand.config)
         if validation is None:
@@ -248,33 +285,29 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
                                 "gain_ci": list(ref.ci) if ref else None, "measured": ref.line if ref else None}
                 continue
             config, details = cut.config, cut.details()
-        plan = connector.plan_changes(run.space.changes(config), catalog)
-        common = dict(target_id=obs.target_id, kind="knobs", optimizer=run.optimizer.name, plan=plan,
-                      run_id=run.run_id, dropped=left_out)
-        say(f"validating {label}: {len(plan.changes)} change(s) against the current configuration, "
-            f"{validation.rounds} interleaved rounds")
-        try:
-            evidence = validate(shadow, bound, plan.changes, validation, say=say)
-        except AdvisorError as e:
-            why = f"validation failed: {e}"
-            rec = recommend(store, **common, details=details, accepted=False, why=why)
-        else:
-            why = verdict_note(evidence)
-            if cut is not None:  # each kept knob's share of the gain as validated
-                cut.rescale(evidence.gain)
-                details = cut.details()
-                findings.append(f"ablation: {label} changed {cut.changed} knob(s); {len(cut.shares)} carry its gain: "
-                                + ", ".join(f"{s.knob} {s.current} -> {s.proposed} ({s.share:.0%})"
-                                            for s in cut.shares))
-            rec = recommend(store, **common, details=details, evidence=evidence, accepted=evidence.accepted,
-                            why=why)
-            if evidence.accepted:
-                if first is not None:
-                    findings.append(f"{i} better-scoring candidate(s) were rejected on validation "
-                                    f"(first: {first[1]}); recommending trial {cand.number + 1} ({cand.source})")
-                return done(rec, why)
+            if cut.fallback:
+                findings.append(f"ablation: {label}: {cut.why}")
+        rec, evidence, why = attempt(label, config, details, cut, left_out)
+        earlier = first
+        if evidence is not None and evidence.accepted:
+            return accept(rec, why, i, cand, earlier)
         say(f"{label} rejected: {why}")
         first = first or (rec, why)
+        # rejected only for regressions: the kept set again without the knob to blame (advisor.tuning.knobs.repair)
+        repairable_now = cut is not None and evidence is not None and repairable(evidence)
+        for knob in to_take_out(cut.shares, repairs_left) if repairable_now else ():
+            repairs_left -= 1
+            row = Dropped(f"{knob} = {next(s.proposed for s in cut.shares if s.knob == knob)}", "knob",
+                          f"taken out after validation: {blame(evidence)}")
+            fixed = without(cut, knob, run.space.default_config()[knob], row.why)
+            say(f"repairing {label}: {row.why}; validating it without {knob}")
+            rec, again, why = attempt(f"{label} without {knob}", fixed.config, fixed.details(), fixed,
+                                      [*left_out, row])
+            if again is not None and again.accepted:
+                dropped.append(row)
+                findings.append(f"repair: {label} was rejected for its regressions; without {knob} it is validated")
+                return accept(rec, why, i, cand, earlier)
+            say(f"{label} without {knob} rejected: {why}")
     if first is None:  # no candidate measurably beat the current settings
         return done(None, keep["why_first"] if keep else "no candidate could be measured",
                     keep=keep or {})

@@ -1,0 +1,133 @@
+"""What an ablation of a knob configuration finds (``advisor.tuning.knobs.ablation`` measures it): its options,
+each kept knob with its share of the gain, each dropped knob with why, and the rule that says whether a knob pays
+(``verdict``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from advisor.tuning.knobs.trials import ObjectiveComparison
+
+
+@dataclass(frozen=True)
+class AblationOptions:
+    rounds: int = 3  # ABBA rounds of each comparison
+    max_knobs: int = 5  # the path goes on dropping while more knobs than this are changed
+    max_loss: float = 0.10  # the reduced set may lose at most this share of the full configuration's gain
+    min_share: float = 0.05  # a knob stays only when it carries at least this share of the gain
+    restart_min_gain: float = 0.05  # a knob that needs a restart must save this share of the workload's time
+    max_steps: int = 4  # comparisons on the path (step 3)
+    confirm_below: float = 0.25  # a knob whose share is below this is measured twice (both must show the loss)
+    min_gain: float = 0.02  # the full configuration must clear this gain (lower end of its interval)
+
+
+@dataclass(frozen=True)
+class KnobShare:
+    """A knob kept: current -> proposed; ``share``: its part of the kept set's gain (its leave-one-out loss over
+    the kept knobs' losses together: the shares sum to 1); ``saves``: the part of the workload's time it saves
+    (its share of the gain, as validated); whether applying it needs a restart; ``loss``: how much slower the
+    kept set was without it (a fraction of its time; NaN when not measured)."""
+
+    knob: str
+    current: str
+    proposed: str
+    share: float
+    saves: float
+    restart: bool
+    loss: float = float("nan")
+    measured: str = ""  # how its leave-one-out comparison went (``ObjectiveComparison.line``); "" if not measured
+
+    def to_dict(self) -> dict:
+        """As stored in a recommendation's details (an unknown share is None: JSON has no NaN)."""
+        return {"knob": self.knob, "current": self.current, "proposed": self.proposed, "share": _known(self.share),
+                "saves": _known(self.saves), "restart": self.restart, "measured": self.measured}
+
+
+@dataclass(frozen=True)
+class DroppedKnob:
+    knob: str
+    current: str
+    proposed: str
+    why: str
+    measured: str = ""  # how the comparison that dropped it went; "" if none did
+
+
+@dataclass
+class Ablation:
+    """The outcome: ``config`` is the reduced configuration (every searched knob, the dropped ones at their
+    current value); ``keep_current``: no change pays (then ``why`` says what was measured)."""
+
+    config: dict[str, str]
+    shares: list[KnobShare] = field(default_factory=list)
+    dropped: list[DroppedKnob] = field(default_factory=list)
+    reference: ObjectiveComparison | None = None
+    keep_current: bool = False
+    why: str = ""
+    passes: int = 0
+    changed: int = 0  # knobs the full configuration changed
+    # knob -> its leave-one-out loss, for each knob dropped in step 4 because that loss did not settle (not
+    # significant): not proven useless
+    untold: dict[str, float] = field(default_factory=dict)
+    fallback: bool = False  # no share settled: the untold knobs are kept together, their shares unknown (step 5)
+
+    @property
+    def kept(self) -> list[str]:
+        return [s.knob for s in self.shares]
+
+    def rescale(self, gain: float) -> None:
+        """Each kept knob's share of ``gain`` (the reduced set's gain as validated, or as the path measured it):
+        shares from the leave-one-out losses, summing to 1; what each saves of the workload's time."""
+        total = sum(max(s.loss, 0.0) for s in self.shares if s.loss == s.loss)
+        out = []
+        for s in self.shares:
+            known = total > 0 and s.loss == s.loss and not self.fallback
+            share = max(s.loss, 0.0) / total if known else float("nan")
+            out.append(replace(s, share=share, saves=share * max(gain, 0.0)))
+        self.shares = out
+
+    def details(self) -> dict:
+        """What a recommendation's details record of the ablation."""
+        ref = self.reference
+        return {"knob_shares": [s.to_dict() for s in self.shares],
+                "ablation": {"changed": self.changed, "kept": len(self.shares), "passes": self.passes,
+                             "fallback": self.fallback,
+                             "full_gain": ref.gain if ref else None, "full_gain_ci": list(ref.ci) if ref else None,
+                             "measured": ref.line if ref else None,
+                             "dropped": [{"knob": d.knob, "current": d.current, "proposed": d.proposed, "why": d.why,
+                                          "measured": d.measured} for d in self.dropped]}}
+
+
+def verdict(loss: float, significant: bool, gain: float, restart: bool,
+            options: AblationOptions = AblationOptions()) -> tuple[float, float, str | None]:
+    """Whether a knob pays, from its leave-one-out comparison: ``loss``, how much slower the kept set got without
+    it (a fraction of the kept set's time), whether that loss is significant, and ``gain``, the kept set's gain
+    over the current settings (a fraction of their time). Returns (share of the gain, share of the workload's time
+    it saves, None when it pays or why it does not).
+
+    >>> verdict(1.0, True, 0.5, False)  # without it the kept set takes twice as long: all of the gain is its
+    (1.0, 0.5, None)
+    >>> verdict(0.01, False, 0.5, False)[2]
+    'within noise: without it the workload took +1.0% (not significant)'
+    >>> verdict(0.08, True, 0.5, True)[2]  # 8% of the gain, but 4% of the time: not worth a restart
+    'pays less than its restart: saves 4.0% of the workload time, a restart needs 5%'
+    """
+    share = loss * (1.0 - gain) / gain if gain > 0 else 0.0
+    saves = loss * (1.0 - gain)
+    if loss <= 0:
+        return share, saves, f"does not pay: without it the workload took {loss:+.1%}"
+    if not significant:
+        return share, saves, f"within noise: without it the workload took {loss:+.1%} (not significant)"
+    if share < options.min_share:
+        return share, saves, f"pays too little: {share:.0%} of the gain (needs {options.min_share:.0%})"
+    if restart and saves < options.restart_min_gain:
+        return share, saves, (f"pays less than its restart: saves {saves:.1%} of the workload time, a restart "
+                              f"needs {options.restart_min_gain:.0%}")
+    return share, saves, None
+
+
+def _known(x: float) -> float | None:
+    return x if x == x else None
+
+
