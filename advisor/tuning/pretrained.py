@@ -7,8 +7,9 @@ CPU: its rewards are what-if costs).
 
 Aurora's policy is reproduced bit for bit from its seed on the CPU (its rewards are estimated costs). LITune's
 seed fixes its tasks, exploration and initial weights, but its rewards are timed (thread CPU ns per operation on
-this machine, the manifest's ``reward``; the models shipped before it said so were rewarded on wall-time ns per
-operation), so retraining gives the same weights only for the same measurements: equal in kind, not in bits."""
+this machine, the manifest's ``reward``; LITune refuses a model whose manifest names another unit, as those
+shipped before it said so, rewarded on wall-time ns per operation), so retraining gives the same weights only for
+the same measurements: equal in kind, not in bits."""
 
 from __future__ import annotations
 

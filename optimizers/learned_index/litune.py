@@ -4,7 +4,9 @@
 
 * ``prepare(model_dir, say)`` loads the model stored for this index and space (``litune-<index>-<space key>.pt``
   under ``model_dir``), else the one shipped with the package for them (``litune_shipped``, made by ``advisor
-  train``), else (or with ``retrain``) meta-trains one on ``problem.training()`` and stores it; without training
+  train``), else (or with ``retrain``) meta-trains one on ``problem.training()`` and stores it; a model whose
+  manifest's ``reward`` is not the objective's unit (``problem.OBJECTIVE``; one without the field was rewarded on
+  wall time) is refused with a line saying so, and the next one is tried; without training
   tasks the agent starts untrained (it then searches locally around the best safe point until its own tells have trained
   it). ``ask`` without ``prepare`` uses the untrained agent.
 * ``ask``: LITune's first proposal of a phase is its reference (the defaults; after ``online`` the incumbent),
@@ -93,29 +95,37 @@ class LITune(LearnedIndexOptimizer):
         agent_mod, _ = _parts()
         path = self.model_path(model_dir) if model_dir is not None else None
         start = time.perf_counter()
-        if not self.retrain:
-            found = (litune_shipped.load(path, self.device) if path is not None else None), False
-            if found[0] is None:
-                found = litune_shipped.shipped(self.problem.index, self.problem.space, self.device), True
-            if found[0] is not None:
-                (self.agent, blob), shipped = found
-                self.prior = [list(v) for v in blob.get("prior", [])]
-                self.trained = True
-                where = str(litune_shipped.DIR / file_name(self.problem.index, self.problem.space) if shipped else path)
-                manifest = blob.get("manifest", {})
-                reward = manifest.get("reward", EARLIER)  # a model trained before the objective was CPU time
-                self.training = {"trained": False, "loaded": True, "shipped": shipped, "model": where,
-                                 "device": str(self.agent.device), "seconds": round(time.perf_counter() - start, 3),
-                                 "meta": blob["meta"], "manifest": manifest, "reward": reward}
-                say(f"LITune: using the {'shipped model' if shipped else 'model'} meta-trained for "
-                    f"{self.problem.index} ({where}, rewarded on {reward}); it adapts to this target as it is "
-                    "told trials (retrain: meta-train one from scratch instead)")
-                return self.training
+        refused = []  # models found but rewarded on another unit than the objective's
+        shipped_path = litune_shipped.DIR / file_name(self.problem.index, self.problem.space)
+        for where, shipped in ((path, False), (shipped_path, True)):
+            if self.retrain or where is None:
+                continue
+            found = litune_shipped.load(where, self.device)
+            if found is None:
+                continue
+            agent, blob = found
+            manifest = blob.get("manifest", {})
+            reward = manifest.get("reward", EARLIER)  # a model trained before the objective was CPU time
+            if reward != OBJECTIVE:
+                refused.append(str(where))
+                say(f"LITune: not using the {'shipped ' if shipped else ''}model {where}: it was rewarded on "
+                    f"{reward}, this run measures {OBJECTIVE} (`advisor train --kinds learned-index` retrains "
+                    "the shipped ones)")
+                continue
+            self.agent, self.prior, self.trained = agent, [list(v) for v in blob.get("prior", [])], True
+            self.training = {"trained": False, "loaded": True, "shipped": shipped, "model": str(where),
+                             "device": str(self.agent.device), "seconds": round(time.perf_counter() - start, 3),
+                             "meta": blob["meta"], "manifest": manifest, "reward": reward, "refused": refused}
+            say(f"LITune: using the {'shipped model' if shipped else 'model'} meta-trained for "
+                f"{self.problem.index} ({where}, rewarded on {reward}); it adapts to this target as it is "
+                "told trials (retrain: meta-train one from scratch instead)")
+            return self.training
         tasks = list(self.problem.training()) if self.problem.training is not None else []
         if not tasks or self.episodes < 1:
             self.agent = agent_mod.Agent(self.problem.space.dim, agent_mod.AgentOptions(), self.device, self.seed)
             self.training = {"trained": False, "loaded": False, "device": str(self.agent.device), "seconds": 0.0,
-                             "reason": "no training tasks: the agent starts untrained and learns from its tells"}
+                             "reason": "no training tasks: the agent starts untrained and learns from its tells",
+                             "refused": refused}
             say("LITune: no training tasks, starting untrained")
             return self.training
         say(f"LITune: meta-training on {len(tasks)} task(s), {self.episodes} episodes of {self.episode_steps} trials")
@@ -129,7 +139,7 @@ class LITune(LearnedIndexOptimizer):
                                  "steps": self.episode_steps, "tasks": stats.tasks, "reward": OBJECTIVE})
         self.training = {"trained": True, "loaded": False, "shipped": False, "model": str(path) if path else None,
                          "device": stats.device, "seconds": round(stats.seconds, 3), "meta": stats.to_dict(),
-                         "reward": OBJECTIVE}
+                         "reward": OBJECTIVE, "refused": refused}
         return self.training
 
     def _agent(self):

@@ -6,8 +6,8 @@ The objective told to every learned-index optimizer is thread CPU nanoseconds pe
 time spent waiting for a core on a busy machine is not in it), with ``TrialResult.metrics`` = {"cpu_ns_per_op",
 "throughput_ops" (wall time), "p99_ns", "memory_bytes", "unsafe": 0/1, **the index's statistics}. A trial stopped
 by the safety cut (CPU time per operation over the default's / ``safety``) is ``failed`` with reason
-"unsafe: ..." and ``metrics["unsafe"] = 1``. (LITune's shipped models, trained before, were rewarded on wall-time
-ns per operation; a model trained now is rewarded on the CPU time.)
+"unsafe: ..." and ``metrics["unsafe"] = 1``. A trained LITune's manifest records the unit it was rewarded on
+(``OBJECTIVE``); LITune refuses a model rewarded on another (one without the field: ``EARLIER``, wall time).
 
 >>> from advisor.core.params import ParamSpec, ParamSpace
 >>> from advisor.core.domain import LearnedIndexParam

@@ -93,6 +93,7 @@ def test_litune_ships_a_small_model_per_learned_index_that_says_how_it_was_train
     from advisor.tuning.pretrained import LITUNE_SETS
     from connectors import factory
     from optimizers.learned_index import litune_shipped
+    from optimizers.learned_index.problem import OBJECTIVE
 
     for name in factory.learned_indexes():
         space = ParamSpace(factory.learned_index(name).parameters())
@@ -101,6 +102,7 @@ def test_litune_ships_a_small_model_per_learned_index_that_says_how_it_was_train
         assert path.stat().st_size < 500_000, "a shipped model must stay small"
         assert manifest["index"] == name and manifest["seed"] == 0 and manifest["episodes"] > 0
         assert manifest["tasks"] and manifest["key_sets"] == list(LITUNE_SETS) and "normal" not in LITUNE_SETS
+        assert manifest["reward"] == OBJECTIVE, "shipped models are rewarded on what the harness decides on"
         assert litune_shipped.shipped(name, space, "cpu") is not None
 
 
@@ -140,6 +142,21 @@ def test_litune_retrain_meta_trains_from_scratch_instead_of_the_shipped_model(tm
     assert trained["trained"] and not trained["shipped"] and trained["meta"]["episodes"] == 2 and calls
     again = registry.create("learned_index", "litune", prob, seed=0, device="cpu").prepare(tmp_path, lambda _m: None)
     assert again["loaded"] and not again["shipped"] and len(calls) == 1  # this target's own model, now stored
+
+
+def test_litune_refuses_a_model_rewarded_on_another_unit_and_says_so(tmp_path):
+    from optimizers.learned_index import litune_shipped
+    from optimizers.learned_index.problem import EARLIER
+
+    calls, said = [], []
+    _, _, prob = _litune_problem("pgm", calls=calls)
+    agent, stats, prior = litune_shipped.meta_trained(prob.space, [], 0, 1, 7, "cpu")
+    stored = litune_shipped.file_name("pgm", prob.space)  # this target's model, its manifest without a reward:
+    litune_shipped.save(agent, stats, prior, tmp_path / stored, {"index": "pgm", "seed": 7}, compact=True)  # wall
+    training = registry.create("learned_index", "litune", prob, seed=0, device="cpu").prepare(tmp_path, said.append)
+    assert training["refused"] == [str(tmp_path / stored)] and training["shipped"] and not calls
+    assert any("not using the model" in line and EARLIER in line for line in said)
+    assert training["reward"] != EARLIER
 
 
 def test_litune_meta_training_is_reproducible_from_its_seed_and_a_compact_file_reloads_it(tmp_path):
