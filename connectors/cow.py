@@ -11,8 +11,10 @@ has them (XFS made with ``reflink=1``, btrfs). ``cow_dir(base, size)`` gives a d
   second call finds the mount, or mounts the image again after a reboot;
 - else ``CowUnavailable``, saying what to mount.
 
-``release(base)`` unmounts what ``cow_dir`` mounted (the loop device goes with it) and leaves the image file to the
-caller (a replica's ``remove`` deletes the whole directory).
+``release(base)`` unmounts what ``cow_dir`` mounted, every mount of it (stacked at its mount point, or of a loop
+device of its image elsewhere), detaches its loop devices and leaves the image file to the caller (a replica's
+``remove`` deletes the whole directory, after ``release``, on every path: an image deleted while mounted keeps its
+loop device and mount until a reboot).
 """
 
 from __future__ import annotations
@@ -52,8 +54,7 @@ def supports_reflink(path: Path) -> bool:
 
 def _mounted(path: Path) -> bool:
     target = str(path.resolve())
-    with open("/proc/self/mounts", encoding="utf-8") as f:
-        return any(line.split()[1] == target for line in f if len(line.split()) > 1)
+    return any(at == target for _source, at in _mounts())
 
 
 def _run(*args: str) -> None:
@@ -118,20 +119,48 @@ def reflink_copy(src: Path, dst: Path) -> None:
 
 
 def release(base: Path) -> None:
-    """Unmount the volume ``cow_dir`` mounted under ``base`` (its loop device is freed with it); nothing when none is
-    mounted."""
+    """Unmount every mount of the volume ``cow_dir`` mounted under ``base`` (at its mount point, stacked or not, and
+    wherever else a loop device of its image is mounted) and detach the image's loop devices; nothing when none is
+    mounted. Safe to call again, and on every failure path of a build or a removal."""
     mount = _mount_point(base)
-    if _mounted(mount):
-        try:
-            _run("umount", str(mount))
-        except CowUnavailable:  # busy: a server still has files open there; a lazy unmount frees it once they close
-            _run("umount", "-l", str(mount))
     image = base / IMAGE
-    if image.exists():  # a loop device the kernel did not free with the unmount (mounted by hand without autoclear)
-        out = subprocess.run(["losetup", "-j", str(image)], capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            with contextlib.suppress(subprocess.SubprocessError, OSError):
-                subprocess.run(["losetup", "-d", line.split(":", 1)[0]], capture_output=True, timeout=30)
+    loops = _loops_of(image)
+    for _ in range(8):  # stacked mounts unmount one at a time
+        targets = [at for source, at in _mounts() if at == str(mount.resolve()) or source in loops]
+        if not targets:
+            break
+        for at in targets:
+            _unmount(Path(at))
+    for device in _loops_of(image):  # a loop device the kernel did not free with the unmount (mounted by hand)
+        with contextlib.suppress(subprocess.SubprocessError, OSError):
+            subprocess.run(["losetup", "-d", device], capture_output=True, timeout=30)
     if mount != base / MOUNT and not _mounted(mount):
         with contextlib.suppress(OSError):
             mount.rmdir()
+
+
+def _unmount(at: Path) -> None:
+    try:
+        _run("umount", str(at))
+    except CowUnavailable:  # busy: a server still has files open there; a lazy unmount frees it once they close
+        with contextlib.suppress(CowUnavailable):
+            _run("umount", "-l", str(at))
+
+
+def _mounts() -> list[tuple[str, str]]:
+    """(source, mount point) of every mount this process sees."""
+    with open("/proc/self/mounts", encoding="utf-8") as f:
+        return [(parts[0], parts[1]) for parts in (line.split() for line in f) if len(parts) > 1]
+
+
+def _loops_of(image: Path) -> set[str]:
+    """The loop devices (``/dev/loopN``) whose backing file is ``image``, from the kernel's own record (found also
+    once the image is deleted)."""
+    target = str(image.resolve())
+    found = set()
+    for backing in Path("/sys/block").glob("loop*/loop/backing_file"):
+        with contextlib.suppress(OSError):
+            name = backing.read_text(encoding="utf-8").strip().removesuffix(" (deleted)")
+            if name == target:
+                found.add(f"/dev/{backing.parent.parent.name}")
+    return found

@@ -109,12 +109,17 @@ class MariaDBReplica:
         except AdvisorError:
             shutil.rmtree(directory, ignore_errors=True)
             raise
-        os.chmod(volume, 0o755)  # the mysql user enters it
-        settings = {**copied_settings(target.knob_catalog()), "server_id": str(random.randint(10_000, 2**31)),
-                    "read_only": "ON", "replicate_do_db": dbname, "relay_log": "relay-bin",
-                    "log_slave_updates": "OFF", "slave_net_timeout": "10"}
-        say("replica: starting a local MariaDB server for it")
-        sandbox = MariaDBSandbox("replica", settings=settings, base_dir=str(volume), keep=True)
+        try:
+            os.chmod(volume, 0o755)  # the mysql user enters it
+            settings = {**copied_settings(target.knob_catalog()), "server_id": str(random.randint(10_000, 2**31)),
+                        "read_only": "ON", "replicate_do_db": dbname, "relay_log": "relay-bin",
+                        "log_slave_updates": "OFF", "slave_net_timeout": "10"}
+            say("replica: starting a local MariaDB server for it")
+            sandbox = MariaDBSandbox("replica", settings=settings, base_dir=str(volume), keep=True)
+        except BaseException:  # the volume mounted above is not left behind
+            cow.release(directory)
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
         sandbox.measured_on = False
         record = {"engine": cls.engine, "target_name": target.target_name, "dbname": dbname, "volume": str(volume),
                   "root": str(sandbox.root), "built_at": time.time()}
@@ -321,15 +326,17 @@ class MariaDBReplica:
                                      f"{e.args[-1] if e.args else e}") from None
 
     def remove(self, target_dsn: str | None = None) -> None:  # holds nothing on the target
-        if self.server is not None and self.server.data.is_dir():
-            try:
-                self.server._halt(graceful=False)
-            except SandboxError:
-                local.end_server(self.server.data)
-        clones = self.volume / CLONES
-        for root in clones.glob(local.PREFIX + "*") if clones.is_dir() else ():
-            local.end_server(root / "data")
-        cow.release(self.directory)
+        try:  # the volume released whatever fails on the way (a mount left would outlive its deleted image)
+            if self.server is not None and self.server.data.is_dir():
+                try:
+                    self.server._halt(graceful=False)
+                except SandboxError:
+                    local.end_server(self.server.data)
+            clones = self.volume / CLONES
+            for root in clones.glob(local.PREFIX + "*") if clones.is_dir() else ():
+                local.end_server(root / "data")
+        finally:
+            cow.release(self.directory)
         shutil.rmtree(self.directory, ignore_errors=True)
 
 

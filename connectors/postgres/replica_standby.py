@@ -352,18 +352,20 @@ class StandbyReplica:
         if self.directory.is_dir() and not self.data.is_dir():
             with contextlib.suppress(AdvisorError, OSError):
                 cow.cow_dir(self.directory, 0)  # a reboot unmounted the volume: mounted again to be emptied
-        link = self._slot_link(target_dsn)
-        self._let_go()
-        if self.data.is_dir():
-            try:
-                self.stop("immediate")
-            except ReplicaUnavailable:
-                local.end_server(self.data)
-        clones = self.volume / CLONES
-        for root in clones.glob(local.PREFIX + "*") if clones.is_dir() else ():
-            local.end_server(root / "data")  # a clone still running holds files on the volume
-        dropped = drop_slot(link, self.record["slot"]) if link else False
-        cow.release(self.directory)
+        try:  # the volume released whatever fails on the way (a mount left would outlive its deleted image)
+            link = self._slot_link(target_dsn)
+            self._let_go()
+            if self.data.is_dir():
+                try:
+                    self.stop("immediate")
+                except ReplicaUnavailable:
+                    local.end_server(self.data)
+            clones = self.volume / CLONES
+            for root in clones.glob(local.PREFIX + "*") if clones.is_dir() else ():
+                local.end_server(root / "data")  # a clone still running holds files on the volume
+            dropped = drop_slot(link, self.record["slot"]) if link else False
+        finally:
+            cow.release(self.directory)
         shutil.rmtree(self.directory, ignore_errors=True)
         if self.record.get("socket_dir"):
             shutil.rmtree(self.record["socket_dir"], ignore_errors=True)
@@ -386,7 +388,7 @@ def undo_build(replica, target, say: Say) -> None:
     is said, with the SQL that drops it."""
     try:
         replica.remove(target.dsn)
-    except ReplicaUnavailable as e:
+    except (AdvisorError, OSError) as e:  # (its volume is released all the same: ``remove`` does so on every path)
         say(f"replica: {e}")
 
 

@@ -46,3 +46,19 @@ def test_a_volume_is_made_where_the_filesystem_cannot_clone_reused_and_released(
     finally:
         cow.release(base)
     assert not _loops(base / cow.IMAGE)
+
+
+def test_release_leaves_no_mount_or_loop_of_a_volume_mounted_twice(tmp_path):
+    """A second mount of the volume (stacked on its mount point, and of its loop device elsewhere) is released with
+    the first: no mount of it and no loop device of its image is left (a leaked one outlives its deleted image)."""
+    base = tmp_path / "vol"
+    where = cow.cow_dir(base, 10 * 2**20, mount_at=tmp_path / "mnt")
+    try:
+        subprocess.run(["mount", "--bind", str(where), str(where)], check=True)
+        (tmp_path / "elsewhere").mkdir()
+        device = _loops(base / cow.IMAGE).split(":", 1)[0]
+        subprocess.run(["mount", device, str(tmp_path / "elsewhere")], check=True)
+        assert _mounts().count(str(tmp_path)) == 3
+    finally:
+        cow.release(base)
+    assert str(tmp_path) not in _mounts() and not _loops(base / cow.IMAGE)

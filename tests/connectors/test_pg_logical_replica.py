@@ -17,6 +17,7 @@ from connectors.postgres.replica_check import local_major
 from connectors.postgres.sandbox import PostgresSandbox
 from connectors.replica import ReplicaUnavailable
 from tests.conftest import FAST, run, scalar
+from tests.connectors.volumes import left_behind
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a loopback volume needs root")
 
@@ -153,7 +154,7 @@ def test_a_schema_this_server_cannot_hold_names_its_object(target, tmp_path):
         "CREATE PUBLICATION advisor_pub FOR ALL TABLES")
     with pytest.raises(ReplicaUnavailable, match=r"does not restore.*TABLE public\.virtual_cols"):
         factory.build_replica(target.connector("newer"), tmp_path / "newer", lambda m: None)
-    assert not (tmp_path / "newer").exists()
+    assert not (tmp_path / "newer").exists() and not left_behind(tmp_path)  # the failed build's volume released
     assert scalar(target.dsn(), "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'advisor_%%' "
                                 "AND database = 'newer'") == 0
 
@@ -178,7 +179,7 @@ def test_a_replica_that_cannot_start_is_removed_with_its_slot(target, tmp_path):
     conn = target.connector("shop")
     before = _advisor_slots(target)
     r = factory.build_replica(conn, tmp_path / "dead", lambda m: None)
-    slot = r.record["slot"]
+    slot, volume = r.record["slot"], r.volume
     assert _slot_count(target, slot) == 1
     r.stop()
     (r.data / "postgresql.conf").write_text("no_such_setting_at_all = on\n", encoding="utf-8")
@@ -190,7 +191,7 @@ def test_a_replica_that_cannot_start_is_removed_with_its_slot(target, tmp_path):
     assert not again.data.is_dir()
     again.remove(conn.dsn)
     assert _advisor_slots(target) == before
-    assert not (tmp_path / "dead").exists()
+    assert not (tmp_path / "dead").exists() and not left_behind(tmp_path, volume)
 
 
 def test_lag_without_a_link_to_the_target_says_so(target, replica):

@@ -17,6 +17,7 @@ from connectors import cow, factory, local
 from connectors.replica import CLONES, ReplicaUnavailable
 from connectors.postgres.sandbox import PostgresSandbox
 from tests.conftest import FAST, run, scalar
+from tests.connectors.volumes import left_behind
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a loopback volume needs root")
 
@@ -192,7 +193,7 @@ def test_a_replica_that_cannot_start_is_removed_with_its_slot_through_the_target
     target = primary.connector("shop")
     before = _advisor_slots(primary)
     r = factory.build_replica(target, tmp_path / "dead", lambda m: None)
-    slot = r.record["slot"]
+    slot, volume = r.record["slot"], r.volume
     assert slot in _advisor_slots(primary)
     assert "password" not in (r.directory / "replica.json").read_text() and r.record["link"]["dbname"] == "shop"
     again = factory.open_replica("postgres", _dead(r))
@@ -203,16 +204,17 @@ def test_a_replica_that_cannot_start_is_removed_with_its_slot_through_the_target
     again.remove(target.dsn)
     assert _advisor_slots(primary) == before
     assert not (tmp_path / "dead").exists() and slot.startswith("advisor_")
+    assert not left_behind(tmp_path, volume)  # remounted twice after a failed start: every mount released
 
 
 def test_a_slot_that_cannot_be_dropped_is_said_with_the_sql_that_drops_it(primary, tmp_path):
     r = factory.build_replica(primary.connector("shop"), tmp_path / "dead", lambda m: None)
-    slot = r.record["slot"]
+    slot, volume = r.record["slot"], r.volume
     again = factory.open_replica("postgres", _dead(r))
     with pytest.raises(ReplicaUnavailable) as said:
         again.remove()  # the recorded link holds no password: the target refuses it
     assert f"SELECT pg_drop_replication_slot('{slot}')" in str(said.value) and "\n" not in str(said.value)
-    assert not (tmp_path / "dead").exists()
+    assert not (tmp_path / "dead").exists() and not left_behind(tmp_path, volume)
     scalar(primary.dsn(), "SELECT pg_drop_replication_slot(%s)::text", (slot,))
 
 
