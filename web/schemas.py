@@ -129,6 +129,8 @@ class ReplicaCheck(BaseModel):
     ready: bool = Field(description="nothing is missing: a replica can be built")
     missing: list[dict[str, str]] = Field(description='what the database lacks, each {"what", "fix"}: the line '
                                           "that fixes it (the advisor never changes the target's configuration)")
+    notes: list[str] = Field(default_factory=list, description="what a replica would be built without, no blocker "
+                             "(a slower seed, say), each with its fix: the `note:` lines of `advisor targets check`")
 
 
 class Target(BaseModel):

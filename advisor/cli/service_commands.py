@@ -73,19 +73,17 @@ def targets_check(ref: Annotated[str, typer.Argument(help="target id or name")],
     """What a replica needs from the target and it lacks, one line each with the line that fixes it ("ready" when
     nothing is missing; exit code 1 otherwise), then notes: what the replica would be built without (a faster
     seed), no blocker. Only reads the target: the advisor never changes its configuration."""
-    service = open_service(store, quiet=True)
-    missing, notes = service.replica_check(ref), service.replica_notes(ref)
+    checked = open_service(store, quiet=True).replica_readiness(ref)
     if json_out:
-        emit({"ready": not missing, "missing": [{"what": what, "fix": fix} for what, fix in missing],
-              "notes": notes})
+        emit(checked)
     else:
-        for what, fix in missing:
-            print(f"missing: {what}; fix: {fix}")
-        for note in notes:
+        for gap in checked["missing"]:
+            print(f"missing: {gap['what']}; fix: {gap['fix']}")
+        for note in checked["notes"]:
             print(f"note: {note}")
-        if not missing:
+        if checked["ready"]:
             print("ready: a replica can be built (advisor targets replica NAME)")
-    if missing:
+    if not checked["ready"]:
         raise typer.Exit(1)
 
 

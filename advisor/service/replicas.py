@@ -43,17 +43,15 @@ class ReplicasMixin:
 
     # --- check, build, status, remove ------------------------------------------------------------------------
 
-    def replica_check(self, ref: str) -> list[tuple[str, str]]:
-        """What a replica of the target needs from it and it lacks, each with the line that fixes it ([]: a
-        replica can be built). Only reads the target (``Connector.replica_requirements``)."""
-        target = self.store.target(ref)
-        return factory.connector(self._dsn(target)).replica_requirements()
-
-    def replica_notes(self, ref: str) -> list[str]:
-        """What a replica of the target would be built without (no blocker: a slower seed, say), one line each
-        with its fix. Only reads the target (``connectors.factory.replica_notes``)."""
-        target = self.store.target(ref)
-        return factory.replica_notes(factory.connector(self._dsn(target)))
+    def replica_readiness(self, ref: str) -> dict:
+        """What ``advisor targets check`` and ``GET /api/targets/{ref}/check`` say: ``ready`` (nothing missing),
+        ``missing`` (what a replica needs from the target and it lacks, each ``{"what", "fix"}``: the line that fixes
+        it; ``Connector.replica_requirements``) and ``notes`` (what a replica would be built without, no blocker: a
+        slower seed, say, one line each with its fix; ``connectors.factory.replica_notes``). Only reads the target."""
+        connector = factory.connector(self._dsn(self.store.target(ref)))
+        missing = connector.replica_requirements()
+        return {"ready": not missing, "missing": [{"what": what, "fix": fix} for what, fix in missing],
+                "notes": factory.replica_notes(connector)}
 
     def build_replica(self, ref: str, who: Principal = ADMIN, *, wait: bool | None = None) -> dict:
         """Build the target's warm replica (minutes on a large database, said as it goes): in this thread when the

@@ -182,7 +182,8 @@ def test_rest_creates_with_a_replica_checks_and_removes(primary, tmp_path, monke
             time.sleep(1)
         assert doc["replica"]["state"] == "ready" and doc["replica"]["lag"], doc
         assert doc["replica"]["behind_bytes"] is not None
-        assert client.get("/api/targets/shop/check", headers=auth).json() == {"ready": True, "missing": []}
+        assert client.get("/api/targets/shop/check", headers=auth).json() == {"ready": True, "missing": [],
+                                                                             "notes": []}
         again = client.post("/api/targets/shop/replica", headers=auth)  # has one: started, not built again
         assert again.status_code == 202 and again.json()["replica"]["built_at"] == doc["replica"]["built_at"]
         from tests.web.logins import log_in
@@ -251,6 +252,16 @@ def test_the_cli_notes_what_a_mariadb_backup_seed_lacks_and_lists_the_seed_used(
     assert len(notes) == 1 and "seeded by mariadb-dump, not mariadb-backup" in notes[0], checked.stdout
     assert "lacks PROCESS, LOCK TABLES" in notes[0] and "GRANT PROCESS, LOCK TABLES ON *.* TO 'seeder'" in notes[0]
     assert "ready: " in checked.stdout and SEEDER_PASSWORD not in checked.stdout + checked.stderr
+    from fastapi.testclient import TestClient
+
+    from web.main import create_app
+
+    lean_app = create_app(str(lean_store), scheduler=False)
+    with TestClient(lean_app) as client:  # REST says the same notes
+        _, token = lean_app.state.service.create_token("op", "operator")
+        rest = client.get("/api/targets/lean/check", headers={"Authorization": f"Bearer {token}"})
+    assert rest.status_code == 200 and rest.json()["ready"] and rest.json()["missing"] == [], rest.text
+    assert ["note: " + note for note in rest.json()["notes"]] == notes and SEEDER_PASSWORD not in rest.text
 
     added = advisor("targets", "add", "--name", "full", "--dsn", dsn, "--replica", store=store, env=env)
     assert added.returncode == 0, added.stderr
@@ -258,10 +269,7 @@ def test_the_cli_notes_what_a_mariadb_backup_seed_lacks_and_lists_the_seed_used(
         assert "note: " not in advisor("targets", "check", "full", store=store, env=env).stdout
         table = advisor("targets", "list", store=store, env={**env, "COLUMNS": "250"}).stdout
         assert "seeded by mariadb-backup" in table, table
-        from fastapi.testclient import TestClient
-
         from tests.web.logins import log_in
-        from web.main import create_app
 
         app = create_app(str(store), scheduler=False)
         with TestClient(app) as client:  # the targets page says it beside the lag

@@ -51,9 +51,9 @@ def build_replica(ref: str, service: Service, who: Operator):
 
 @router.get("/{ref}/check", response_model=schemas.ReplicaCheck)
 def check(ref: str, service: Service, _: Operator):
-    """What a replica needs from the database and it lacks, each with the line that fixes it."""
-    missing = service.replica_check(ref)
-    return {"ready": not missing, "missing": [{"what": what, "fix": fix} for what, fix in missing]}
+    """What a replica needs from the database and it lacks, each with the line that fixes it, and the notes
+    ``advisor targets check`` prints (what the replica would be built without: a slower seed, say)."""
+    return service.replica_readiness(ref)
 
 
 @router.post("/{ref}/observe", response_model=schemas.Snapshot, status_code=status.HTTP_201_CREATED)
