@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from advisor.bench import learned_report
+from advisor.bench import learned_compare, learned_index, learned_report
 from advisor.bench.learned_index import LearnedBenchOptions, LearnedIndexBench, summarize, table
 from advisor.core.errors import InvalidInput
 from tests.test_cli_service import cli
@@ -42,6 +42,12 @@ def test_the_json_document(tiny):
         assert 0 <= r["unsafe"] <= r["evaluations"] - 1  # the defaults' trial runs without the safety cut
         assert r["reach95"] is None or 1 <= r["reach95"] <= r["evaluations"]
         assert r["gain"] == pytest.approx(r["tuned"]["throughput_ops"] / r["default"]["throughput_ops"], rel=1e-3)
+        assert r["verdict"] == {True: "accepted", False: "rejected", None: "unchanged"}[r["accepted"]]
+        if r["accepted"] is not None:  # validated: the CPU-time gain it decided on, inside its interval
+            lo, hi = r["cpu_gain_ci"]
+            assert lo <= r["cpu_gain"] <= hi and 1 <= r["rounds"] <= 2 and "decided on thread CPU time" in r["measured"]
+            assert not r["accepted"] or lo >= r["min_gain"]  # accepted only where the interval clears it
+            assert learned_index.interval(r) in table(doc)
     assert max(v for r in cell["tuners"] for v in r["trace"]) == cell["best_trial_throughput"]
     assert any(r["reach95"] is not None for r in cell["tuners"])  # whoever found the best trial reached it
     assert cell["sorted_array"]["throughput_ops"] > 0 and cell["defaults"]["throughput_ops"] > 0
@@ -107,6 +113,28 @@ def test_below_the_defaults_is_always_flagged(tiny):
     assert f"{c['cell']}:{r['tuner']}" in doc["targets"]["gain"]["below_not_rejected"]
     assert doc["targets"]["gain"]["met"] is False
     assert "BELOW DEFAULTS" in table(doc)
+
+
+def _doc(*rows):
+    """A bench document of one cell whose tuner rows are (tuner, accepted, cpu gain, interval, configuration)."""
+    return {"cells": [{"cell": "books/read-only/s1/alex", "tuners": [
+        {"tuner": t, "accepted": a, "cpu_gain": g, "cpu_gain_ci": ci, "best": {"density": b}} for t, a, g, ci, b in rows]}]}
+
+
+def test_two_runs_compared_cell_by_cell():
+    quiet = _doc(("tpe", True, 0.30, [0.25, 0.35], "0.5"), ("litune", True, 0.10, [0.04, 0.16], "0.6"),
+                 ("random", None, None, None, "0.7"))
+    loaded = _doc(("tpe", True, 0.28, [0.20, 0.33], "0.5"), ("litune", False, 0.01, [-0.05, 0.06], "0.8"),
+                  ("random", None, None, None, "0.7"))
+    cmp = learned_compare.compare(quiet, loaded)
+    by = {p["tuner"]: p for p in cmp["pairs"]}
+    assert by["tpe"]["same_verdict"] and by["tpe"]["inside"] and by["tpe"]["same_configuration"]
+    assert not by["litune"]["same_verdict"] and by["litune"]["inside"] is False
+    assert not by["litune"]["same_configuration"]
+    assert by["random"]["same_verdict"] and by["random"]["inside"] is None
+    assert (cmp["same_verdicts"], cmp["rows"], cmp["inside"], cmp["validated_both"]) == (2, 3, 1, 2)
+    text = learned_compare.table(cmp)
+    assert "+10.0% [+4.0%, +16.0%]" in text and "same verdicts: 2/3" in text
 
 
 @pytest.mark.parametrize("change, words", [

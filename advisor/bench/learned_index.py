@@ -124,6 +124,17 @@ class TunerRow:
     trace: list = field(default_factory=list)  # per evaluation: throughput (0 when failed or unsafe)
     objectives: list = field(default_factory=list)  # per evaluation: ns/op (None when failed or unsafe)
     seconds: float = 0.0
+    # what the validation decided on: the gain in thread CPU time per operation (1 - tuned / defaults) and its 95%
+    # interval, the minimum gain its lower end had to clear, the rounds kept and how it went (its load among it)
+    cpu_gain: float | None = None
+    cpu_gain_ci: list | None = None
+    min_gain: float | None = None
+    rounds: int = 0
+    measured: str = ""
+
+    @property
+    def verdict(self) -> str:
+        return {True: "accepted", False: "rejected", None: "unchanged"}[self.accepted]
 
 
 def create(name: str, prob, seed: int, **options):
@@ -199,7 +210,7 @@ class LearnedIndexBench:
         defaults = {k: statistics.median(r.default[k] for r in rows) for k in ("throughput_ops", "p99_ns")}
         return {"cell": cell.name, **asdict(cell), "keys": len(keys), "operations": int(len(stream.ops)),
                 "best_trial_throughput": best, "defaults": defaults, "sorted_array": sorted_array,
-                "tuners": [asdict(r) for r in rows]}
+                "tuners": [row_doc(r) for r in rows]}
 
     def sorted_array(self, engine, initial, stream, best: TunerRow) -> dict:
         """The sorted array with binary search on the same stream, measured side by side (``learned_measure``)
@@ -224,24 +235,49 @@ def row_of(name: str, found, seconds: float) -> TunerRow:
     default = {k: float(found.default.get(k, 0.0)) for k in ("throughput_ops", "p99_ns")}
     tuned = {k: float(found.tuned.get(k, 0.0)) for k in ("throughput_ops", "p99_ns")}
     gain = tuned["throughput_ops"] / default["throughput_ops"] if default["throughput_ops"] > 0 else 0.0
-    accepted = None if found.evidence is None else bool(found.evidence.accepted)
-    return TunerRow(name, default, tuned, round(gain, 4), found.evaluations, found.unsafe_evaluations, None,
-                    accepted, tuned["throughput_ops"] < default["throughput_ops"], dict(found.best), trace,
-                    objectives, round(seconds, 2))
+    ev = found.evidence
+    accepted = None if ev is None else bool(ev.accepted)
+    row = TunerRow(name, default, tuned, round(gain, 4), found.evaluations, found.unsafe_evaluations, None,
+                   accepted, tuned["throughput_ops"] < default["throughput_ops"], dict(found.best), trace,
+                   objectives, round(seconds, 2))
+    if ev is not None:
+        row.cpu_gain, row.cpu_gain_ci = round(ev.gain, 4), [round(v, 4) for v in ev.gain_ci]
+        row.min_gain, row.rounds, row.measured = ev.min_gain, ev.rounds, ev.measured
+    return row
+
+
+def row_doc(row: TunerRow) -> dict:
+    """A row as the JSON document holds it (its verdict spelled out)."""
+    return {**asdict(row), "verdict": row.verdict}
+
+
+def interval(r: dict) -> str:
+    """A row's validated CPU-time gain and its interval, as the table prints it.
+
+    >>> interval({"cpu_gain": 0.1234, "cpu_gain_ci": [0.05, 0.2]}), interval({"cpu_gain": None})
+    ('+12.3% [+5.0%, +20.0%]', '-')
+    """
+    if r.get("cpu_gain") is None:
+        return "-"
+    lo, hi = r["cpu_gain_ci"]
+    return f"{r['cpu_gain']:+.1%} [{lo:+.1%}, {hi:+.1%}]"
 
 
 def table(doc: dict) -> str:
     """The grid as text: one line per cell and tuner, then the targets."""
     head = (f"{'cell':34} {'tuner':8} {'default/s':>11} {'tuned/s':>11} {'gain':>6} {'p99 ns':>8} "
-            f"{'reach95':>7} {'unsafe':>6}")
-    lines = ["learned-index bench: validated throughput (ops/s), p99 (ns), evaluations to 95% of the cell's best",
+            f"{'reach95':>7} {'unsafe':>6}  {'verdict':9} {'CPU-time gain [95% interval]':30} rounds")
+    lines = ["learned-index bench: validated throughput (ops/s, wall time), p99 (ns), evaluations to 95% of the "
+             "cell's best; the validation's verdict, decided on its CPU-time gain per operation and interval",
              head, "-" * len(head)]
     for c in doc["cells"]:
         for r in c["tuners"]:
             flag = " BELOW DEFAULTS" if r["below_defaults"] else ""
+            verdict = {True: "accepted", False: "rejected", None: "unchanged"}[r["accepted"]]
             lines.append(f"{c['cell']:34} {r['tuner']:8} {r['default']['throughput_ops']:>11,.0f} "
                          f"{r['tuned']['throughput_ops']:>11,.0f} {r['gain']:>5.2f}x {r['tuned']['p99_ns']:>8,.0f} "
-                         f"{r['reach95'] if r['reach95'] is not None else '-':>7} {r['unsafe']:>6}{flag}")
+                         f"{r['reach95'] if r['reach95'] is not None else '-':>7} {r['unsafe']:>6}  {verdict:9} "
+                         f"{interval(r):30} {r.get('rounds') or '-'}{flag}")
         sa = c["sorted_array"]
         lines.append(f"{c['cell']:34} {'sorted':8} {'':>11} {sa['throughput_ops']:>11,.0f} {'':>6} "
                      f"{sa['p99_ns']:>8,.0f}   (binary search; {sa['index_tuner']}'s configuration "
