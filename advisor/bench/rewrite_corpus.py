@@ -20,8 +20,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from advisor.bench.rewrites import MIN_ABS_MS, SLOWER, RewriteBench, RewriteBenchOptions, speedup_bars, \
-    statement_lines
+from advisor.bench.rewrite_report import MIN_ABS_MS, SLOWER, speedup_bars, statement_lines
+from advisor.bench.rewrites import RewriteBench, RewriteBenchOptions
 from advisor.core.hardware import detect
 from advisor.core.progress import Say, silent
 from advisor.service.service import AdvisorService

@@ -189,7 +189,8 @@ def bench_rewrite(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
     server of --engine (the statements transpiled to its SQL; one it cannot run is reported as skipped). With
     `--generated N`: the same flow (without the strategies) on N generated statements per schema and seed,
     reported per shape family."""
-    from advisor.bench.rewrites import RewriteBench, RewriteBenchOptions, table
+    from advisor.bench.rewrite_report import table
+    from advisor.bench.rewrites import RewriteBench, RewriteBenchOptions
 
     options = RewriteBenchOptions(scale=scale, optimizer=optimizer.value, rounds=rounds, episodes=episodes, held_out=held_out,
                                   statement_timeout_ms=statement_timeout_ms, seed=seed, out_dir=out,

@@ -38,7 +38,8 @@ from connectors import local
 from connectors.base import tool_error
 from connectors.mariadb.connection import connect, quote
 from connectors.mariadb.replica_check import held_privileges, literal
-from connectors.mariadb.sandbox import DEFAULT_DB, MariaDBSandbox, _as_root, _binary
+from connectors.mariadb.sandbox import DEFAULT_DB, MariaDBSandbox
+from connectors.mariadb.server_options import as_root, binary
 from connectors.mariadb.shadow import DUMP_TIMEOUT_S, option_value
 
 TOOL = "mariadb-backup"
@@ -65,7 +66,7 @@ class Source:
 def _tool_version() -> str | None:
     """The installed mariadb-backup's server version (``"10.11"``), None when it is not installed."""
     try:
-        out = subprocess.run([_binary(TOOL), "--version"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run([binary(TOOL), "--version"], capture_output=True, text=True, timeout=30)
     except (SandboxError, OSError, subprocess.TimeoutExpired):
         return None
     words = (out.stdout + out.stderr).split("server ", 1)[-1].split()
@@ -186,7 +187,7 @@ def _own_accounts(sandbox: MariaDBSandbox) -> list[str]:
 
 
 def _chown_mysql(path: Path) -> None:
-    if not _as_root():
+    if not as_root():
         return
     pw = pwd.getpwnam("mysql")
     os.lchown(path, pw.pw_uid, pw.pw_gid)
@@ -213,11 +214,11 @@ def seed(sandbox: MariaDBSandbox, params: dict, source: Source, dbname: str, siz
             where = (["--socket", params["unix_socket"]] if params.get("unix_socket")
                      else ["-h", params["host"], "-P", str(params["port"]), "--protocol=TCP"])
             say(f"replica: copying the target's files with {TOOL} ({size / 2**20:.0f} MB in its database)")
-            _run([_binary(TOOL), f"--defaults-file={options}", "--backup", f"--target-dir={backup}",
+            _run([binary(TOOL), f"--defaults-file={options}", "--backup", f"--target-dir={backup}",
                   f"--datadir={source.datadir}", *where], Path(tmp) / "backup.log", "copying the target's files",
                  say, watch=backup)
             say(f"replica: {TOOL} --prepare (applying the redo log the copy took)")
-            _run([_binary(TOOL), "--prepare", f"--target-dir={backup}"], Path(tmp) / "prepare.log",
+            _run([binary(TOOL), "--prepare", f"--target-dir={backup}"], Path(tmp) / "prepare.log",
                  "preparing the copy", say)
         point = _binlog_point(backup)
         _swap_in(sandbox, backup, dbname, say)

@@ -36,7 +36,8 @@ from connectors import cow, local
 from connectors.base import Shadow
 from connectors.mariadb import physical_seed, replica_check
 from connectors.mariadb.connection import connect, parse_dsn, quote
-from connectors.mariadb.sandbox import MariaDBSandbox, _binary
+from connectors.mariadb.sandbox import MariaDBSandbox
+from connectors.mariadb.server_options import binary, option_lines
 from connectors.mariadb.shadow import _credentials, _dump, _load, copied_settings
 from connectors.replica import CLONES, RECORD, Lag, ReplicaUnavailable, read_record, write_record, cut_clone
 
@@ -50,7 +51,7 @@ class HeldServer(MariaDBSandbox):
     def __init__(self, root: Path, name: str, keep: bool):
         self.name, self.settings, self.keep = name, {}, keep
         self.measured_on = not keep  # a clone is measured on; the replica itself only follows its target
-        self.server = _binary("mariadbd")
+        self.server = binary("mariadbd")
         self.root = root
         self.password = local.read_secret(root) or ""
         self.data, self.run_dir = root / "data", root / "run"
@@ -348,8 +349,6 @@ def volume_bytes(database_bytes: int) -> int:
 def _as_clone(root: Path, replica_root: Path, settings: dict[str, str]) -> HeldServer:
     """The copied server directory ``root`` made a clone's: its paths and port in the option file, replication not
     started, a new owner record and a new password for its login."""
-    from connectors.mariadb.sandbox import option_lines
-
     lines = []
     for line in (root / "my.cnf").read_text(encoding="utf-8").splitlines():
         if line.startswith("port="):

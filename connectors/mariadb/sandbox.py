@@ -11,7 +11,8 @@ code and clients as the TCP login ``advisor`` at '127.0.0.1' with a random passw
 (``connectors.local.write_secret``), which ``dsn()`` (of the database ``advisor`` every sandbox makes) carries:
 redact it before showing a DSN; client programs get it in their environment, never on their command line. As
 root the server runs as the ``mysql`` user. Cleanup is the PostgreSQL sandbox's: ``stop()``, the ``atexit`` hook
-of ``connectors.local``, and an owner record so that ``reap_orphans`` stops the server of a killed owner.
+of ``connectors.local``, and an owner record so that ``reap_orphans`` stops the server of a killed owner. Its
+programs and the options every ``my.cnf`` holds are in ``connectors.mariadb.server_options``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from advisor.core.errors import SandboxError
 from connectors import local
 from connectors.local import free_port, pid_alive
 from connectors.mariadb.connection import quote
+from connectors.mariadb.server_options import (BASE_OPTIONS, FEEDS_REPLICAS, NOT_DURABLE, as_root, binary,
+                                               option_lines)
 
 if TYPE_CHECKING:
     from connectors.mariadb.connector import MariaDBConnector
@@ -41,58 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["MariaDBSandbox", "option_lines", "stop_orphan"]
 
 LOGIN = "advisor"  # the sandbox's TCP login (all privileges; its password in the sandbox's ``password`` file)
-BIN_DIRS = ("/usr/sbin", "/usr/bin")
-BASE_OPTIONS = {
-    "bind-address": "127.0.0.1",
-    "skip-name-resolve": None,
-    "performance-schema": "ON",
-    "performance-schema-consumer-events-statements-history-long": "ON",
-    "performance-schema-consumer-events-statements-current": "ON",
-    "performance_schema_max_digest_length": "8192",
-    "max_digest_length": "8192",
-    "innodb_flush_method": "fsync",
-    "max_connections": "100",
-    "character-set-server": "utf8mb4",
-}
-# a sandbox's ``durable=False``: the redo log written at each commit but flushed about once a second, no binary
-# log flushes, no doublewrite buffer (a crash of the machine may lose the last second; a crash of the server not)
-NOT_DURABLE = {"innodb_flush_log_at_trx_commit": "2", "sync_binlog": "0", "innodb_doublewrite": "0"}
-# a sandbox's ``feeds_replicas=True`` (a demo's or bench's "production" server): row-based binary logs, so that
-# a warm replica can follow it (``connectors.mariadb.replica``)
-FEEDS_REPLICAS = {"log_bin": "mysql-bin", "server_id": "1", "binlog_format": "ROW"}
 DEFAULT_DB = "advisor"  # the database every sandbox server has (created at its first start)
-
-
-def _binary(name: str) -> str:
-    for d in BIN_DIRS:
-        path = Path(d) / name
-        if path.exists():
-            return str(path)
-    raise SandboxError(f"MariaDB program {name} not found (looked in {', '.join(BIN_DIRS)}); install it with "
-                       "`make bootstrap` or apt-get install mariadb-server")
-
-
-def _as_root() -> bool:
-    return os.geteuid() == 0
-
-
-def option_lines(options: dict[str, str | None]) -> list[str]:
-    r"""Options in MariaDB's option-file syntax (``name=value``, a bare name for a flag); values with a blank or
-    a quote are double-quoted.
-
-    >>> option_lines({"innodb_buffer_pool_size": "256M", "skip-name-resolve": None, "init_connect": "SET a='b c'"})
-    ['innodb_buffer_pool_size=256M', 'skip-name-resolve', 'init_connect="SET a=\'b c\'"']
-    """
-    out = []
-    for key, value in options.items():
-        if value is None:
-            out.append(key)
-        elif any(c in value for c in " \t'\"#\\"):
-            escaped = value.replace("\\", "\\\\").replace('"', '\\"')
-            out.append(f'{key}="{escaped}"')
-        else:
-            out.append(f"{key}={value}")
-    return out
 
 
 class MariaDBSandbox:
@@ -111,7 +63,7 @@ class MariaDBSandbox:
         self.settings = {**({} if durable else NOT_DURABLE), **(FEEDS_REPLICAS if feeds_replicas else {}),
                          **(settings or {})}
         self.keep = keep
-        self.server = _binary("mariadbd")
+        self.server = binary("mariadbd")
         self.root = Path(tempfile.mkdtemp(prefix=f"{local.PREFIX}{name}-", dir=base_dir))
         local.write_owner(self.root, self.engine)
         self.password = local.write_secret(self.root)  # the only way in for its TCP login (issue 42)
@@ -155,7 +107,7 @@ class MariaDBSandbox:
             "pid-file": str(self.pid_file), "log-error": str(self.log),
             "tmpdir": str(self.run_dir),  # its own: temporary tables of other servers in /tmp share names
             **BASE_OPTIONS}
-        if _as_root():
+        if as_root():
             options["user"] = "mysql"
             pw = pwd.getpwnam("mysql")
             for p in (self.data, self.run_dir):
@@ -165,17 +117,17 @@ class MariaDBSandbox:
         self.options_file.write_text("[mariadbd]\n" + "\n".join(option_lines(options))
                                      + f"\n!include {self.overrides_file}\n", encoding="utf-8")
         socket_user = pwd.getpwuid(os.geteuid()).pw_name
-        args = [_binary("mariadb-install-db"), "--no-defaults", f"--datadir={self.data}", "--skip-test-db",
+        args = [binary("mariadb-install-db"), "--no-defaults", f"--datadir={self.data}", "--skip-test-db",
                 "--auth-root-authentication-method=socket", f"--auth-root-socket-user={socket_user}",
                 f"--tmpdir={self.run_dir}"]  # its own: temporary tables of servers bootstrapping at once share names
-        if _as_root():
+        if as_root():
             args.append("--user=mysql")
         try:
             subprocess.run(args, capture_output=True, text=True, timeout=120, check=True)
         except subprocess.CalledProcessError as e:
             said = (e.stderr or e.stdout or "").strip()
             hint = (f" (the mysql user must be able to enter every directory above {self.root})"
-                    if _as_root() and "Permission denied" in said else "")
+                    if as_root() and "Permission denied" in said else "")
             raise SandboxError(f"mariadb-install-db failed for sandbox {self.name}: "
                                f"{' | '.join(said.splitlines()[-3:])}{hint}{local.disk_note(self.root)}") from None
         except subprocess.TimeoutExpired:
@@ -326,7 +278,7 @@ class MariaDBSandbox:
     @staticmethod
     def client_tool(name: str) -> str:
         """Path of a client program of the installed MariaDB (mariadb, mariadb-dump, mariadb-admin)."""
-        return _binary(name)
+        return binary(name)
 
     # --- benches (issue 30) ------------------------------------------------------------------------------------
 

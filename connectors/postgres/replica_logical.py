@@ -38,7 +38,8 @@ from connectors.postgres.binaries import client_bin_for
 from connectors.postgres.connection import TAG, connect, parse_dsn
 from connectors.postgres.replica_standby import (BASE_COPY_TIMEOUT_S, StandbyReplica, _chown_tree,
                                                  _quoted, _server_user, undo_build)
-from connectors.postgres.sandbox import PRELOAD, _as_server_user, _run
+from connectors.postgres.sandbox import PRELOAD
+from connectors.postgres.server_control import as_server_user, run_tool
 from connectors.postgres.shadow import copied_settings
 from connectors.replica import CLONES, Lag, ReplicaUnavailable
 
@@ -120,13 +121,13 @@ class LogicalReplica(StandbyReplica):
                 os.chown(d, *owner)
         say("replica: a new local cluster for a logical replica (initdb)")
         try:
-            _run("replica", str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
+            run_tool("replica", str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
                  "-E", "UTF8", "--locale=C.UTF-8", "--no-sync", timeout=300)
         except SandboxError as e:
             raise ReplicaUnavailable(f"the logical replica's cluster cannot be made: {e}") from None
 
     def _known_settings(self) -> set[str]:
-        out = subprocess.run(_as_server_user(str(self.bin / "postgres"), "--describe-config"), capture_output=True,
+        out = subprocess.run(as_server_user(str(self.bin / "postgres"), "--describe-config"), capture_output=True,
                              text=True, timeout=60).stdout
         return {line.split("\t", 1)[0] for line in out.splitlines() if line}
 

@@ -37,7 +37,8 @@ from connectors.postgres import replica_check
 from connectors.postgres.binaries import pg_bin_dir
 from connectors.postgres.connection import TAG, connect, parse_dsn
 from connectors.postgres.replica_slot import LINK_KEYS, drop_slot
-from connectors.postgres.sandbox import PRELOAD, _halt, _pg_ctl
+from connectors.postgres.sandbox import PRELOAD
+from connectors.postgres.server_control import halt, lock_pid, pg_ctl
 from connectors.postgres.shadow import copied_settings
 from connectors.replica import CLONES, RECORD, Lag, ReplicaUnavailable, read_record, write_record
 
@@ -230,7 +231,7 @@ class StandbyReplica:
         return {}
 
     def running(self) -> bool:
-        pid = _lock_pid(self.data / "postmaster.pid")
+        pid = lock_pid(self.data / "postmaster.pid")
         return pid is not None and pid in local.server_processes(self.data)
 
     def ensure_running(self, say: Say = silent) -> None:
@@ -251,8 +252,8 @@ class StandbyReplica:
                 os.chown(socket_dir, *owner)
         say("replica: starting the warm replica")
         try:
-            _halt("replica", self.bin, self.data, socket_dir)
-            _pg_ctl("replica", self.bin, self.data, "start", log=self.log, timeout=300, raised=False)
+            halt("replica", self.bin, self.data, socket_dir)
+            pg_ctl("replica", self.bin, self.data, "start", log=self.log, timeout=300, raised=False)
         except SandboxError as e:
             raise ReplicaUnavailable(f"the warm replica does not start: {e}; last log lines: {self._log_tail()}") \
                 from None
@@ -260,7 +261,7 @@ class StandbyReplica:
     def stop(self, mode: str = "fast") -> None:
         """A clean stop (a restartpoint is written: the data directory is consistent for a clone)."""
         try:
-            _halt("replica", self.bin, self.data, Path(self.record["socket_dir"]), modes=(mode, "immediate"))
+            halt("replica", self.bin, self.data, Path(self.record["socket_dir"]), modes=(mode, "immediate"))
         except SandboxError as e:
             raise ReplicaUnavailable(f"the warm replica does not stop: {e}") from None
 
@@ -390,10 +391,3 @@ def undo_build(replica, target, say: Say) -> None:
         replica.remove(target.dsn)
     except (AdvisorError, OSError) as e:  # (its volume is released all the same: ``remove`` does so on every path)
         say(f"replica: {e}")
-
-
-def _lock_pid(path: Path) -> int | None:
-    try:
-        return int(path.read_text().splitlines()[0])
-    except (OSError, ValueError, IndexError):
-        return None

@@ -86,11 +86,11 @@ def test_a_nice_of_zero_leaves_priorities_alone(monkeypatch):
 def test_a_server_started_as_a_warm_replica_keeps_the_usual_priority(restartable):
     """A warm replica only follows its target between runs (and a MariaDB one may share the target's host): it is
     started with ``raised=False`` and runs at nice 0, while a server measured on is raised."""
-    from connectors.postgres.sandbox import _halt, _pg_ctl
+    from connectors.postgres.server_control import halt, pg_ctl
 
     sandbox, _connector = restartable
-    _halt(sandbox.name, sandbox.bin, sandbox.data, sandbox.run_dir, modes=("fast",))
-    _pg_ctl(sandbox.name, sandbox.bin, sandbox.data, "start", log=sandbox.log, raised=False)
+    halt(sandbox.name, sandbox.bin, sandbox.data, sandbox.run_dir, modes=("fast",))
+    pg_ctl(sandbox.name, sandbox.bin, sandbox.data, "start", log=sandbox.log, raised=False)
     try:
         assert _nice(sandbox.server_pid()) == 0
     finally:
