@@ -101,6 +101,8 @@ class HypoPG:
     answers are counted in ``timeouts``.
     """
 
+    independent = True  # hypothetical indexes live in this session's backend: several sessions plan side by side
+
     def __init__(self, conn: psycopg.Connection, owns_connection: bool = False, timeout_ms: int = PLAN_TIMEOUT_MS):
         require_extension(conn, "hypopg")
         self.conn = conn

@@ -12,7 +12,7 @@ from collections import defaultdict
 from advisor.core.domain import IndexChange
 from optimizers.indexes.base import IndexOptimizer
 from optimizers.indexes.knapsack import best_within
-from optimizers.indexes.problem import IndexProblem, Query, TableRef, relevant
+from optimizers.indexes.problem import IndexProblem, Query, TableRef, prefetch, relevant
 
 
 class NoIndex(IndexOptimizer):
@@ -45,9 +45,10 @@ class Dexter(IndexOptimizer):
             current = frozenset(picked)
             now = w.cost(q, relevant(q, current)).total
             best, best_gain = None, 0.0
-            for cand in problem.candidates:
-                if q.queryid not in cand.queries or cand.index in current or cand.table not in q.tables:
-                    continue
+            tried = [cand for cand in problem.candidates
+                     if q.queryid in cand.queries and cand.index not in current and cand.table in q.tables]
+            prefetch(w, ((q, relevant(q, current | {cand.index})) for cand in tried))  # planned at once
+            for cand in tried:
                 gain = now - w.cost(q, relevant(q, current | {cand.index})).total
                 if gain > best_gain:
                     best, best_gain = cand.index, gain
@@ -68,7 +69,8 @@ class Extend(IndexOptimizer):
     (relative); it stops when no move qualifies.
 
     A move on table T only changes the costs of the queries that read T (and T's maintenance), so each move is
-    costed on those queries alone; the what-if cache makes repeated configurations free."""
+    costed on those queries alone; the what-if cache makes repeated configurations free, and a step's moves are
+    planned at once (``prefetch``: over several planner sessions where the coster has them)."""
 
     name = "extend"
     description = "Extend: grow indexes one attribute at a time, greedy on benefit per byte"
@@ -118,6 +120,9 @@ def extend(problem: IndexProblem, start: list[IndexChange], min_improvement: flo
                     moves.append((config[:i] + [ext] + config[i + 1:], ext, w.size(ext) - w.size(ix), False))
         best = None  # (ratio, new config, new size)
         before: dict[TableRef, float] = {}
+        prefetch(w, ((q, relevant(q, cfg)) for new, touched, extra, _added in moves
+                     if used + extra <= problem.budget_bytes
+                     for cfg in (chosen, frozenset(new)) for q in readers.get((touched.schema, touched.table), ())))
         for new, touched, extra, added in moves:
             if used + extra > problem.budget_bytes:
                 continue

@@ -8,6 +8,13 @@ planner did not use it, and it is taken as unable to change the statement's plan
 that rules out most candidates of a big join; an index useful only together with another is missed). A query with
 ``samples`` (other bindings of its parameters) costs the mean over its bindings.
 
+``prefetch(pairs)`` plans, before they are asked for, the (query, configuration) pairs not cached yet, spread over
+the ``helpers`` (more sessions of the same planner, each on a connection of its own) and the planner itself, one
+thread each: the costs are the same as asked one at a time (each is one EXPLAIN of one statement under its
+indexes), only the wall time falls with the server's cores. An optimizer prefetches what it is about to compare
+(Extend a step's moves, IA2 a step's statements, the ILP its atoms); a pair the planner refuses is left to
+``cost``, which raises as before.
+
 >>> class Fake:
 ...     def plan(self, sql, indexes, tables): return Costed(100.0 - 10 * len(indexes))
 ...     def index_size(self, index): return 8192
@@ -22,8 +29,10 @@ that rules out most candidates of a big join; an index useful only together with
 
 from __future__ import annotations
 
+import queue
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from advisor.core.domain import Costed, IndexChange
@@ -45,9 +54,10 @@ class CachedWhatIf:
     change its plan). ``calls`` counts planner calls (one per binding of a query), ``hits`` answers from the
     cache."""
 
-    def __init__(self, planner: Planner, prune: bool = True):
+    def __init__(self, planner: Planner, prune: bool = True, helpers: Sequence[Planner] = ()):
         self.planner = planner
         self.prune = prune
+        self.helpers = tuple(helpers)  # more sessions of the planner: ``prefetch`` plans on them all at once
         self._unused: dict[tuple[str, ...], set[IndexChange]] = {}  # per statement, indexes alone change nothing
         self.calls = 0
         self.hits = 0
@@ -58,14 +68,7 @@ class CachedWhatIf:
         self._refused: set[str] = set()  # samples the planner could not plan
 
     def cost(self, query: Query, config: Config) -> Costed:
-        texts = (query.sql, *query.samples)
-        names = self._names.get(texts)
-        if names is None:
-            names = self._names[texts] = frozenset((m.group(1) or m.group(2)).lower()
-                                                        for t in texts for m in _WORD.finditer(t))
-        unused = self._unused.get(texts, ())
-        key = frozenset(i for i in relevant(query, config)
-                        if i.columns and i.columns[0].lower() in names and i not in unused)
+        texts, key = self._key(query, config)
         found = self._means.get((texts, key))
         if found is not None:
             self.hits += 1
@@ -79,6 +82,59 @@ class CachedWhatIf:
         if base is not None and abs(out.total - base.total) <= 1e-9 * max(1.0, base.total):
             self._unused.setdefault(texts, set()).update(key)
         return out
+
+    def _key(self, query: Query, config: Config) -> tuple[tuple[str, ...], Config]:
+        """(the query's texts, the indexes of ``config`` that can change its plan): what its cost is cached by."""
+        texts = (query.sql, *query.samples)
+        names = self._names.get(texts)
+        if names is None:
+            names = self._names[texts] = frozenset((m.group(1) or m.group(2)).lower()
+                                                        for t in texts for m in _WORD.finditer(t))
+        unused = self._unused.get(texts, ())
+        return texts, frozenset(i for i in relevant(query, config)
+                                if i.columns and i.columns[0].lower() in names and i not in unused)
+
+    def prefetch(self, pairs: Iterable[tuple[Query, Config]]) -> int:
+        """Plan the planner calls that costing ``pairs`` would make and the cache lacks, all at once over the
+        planner and its ``helpers`` (a no-op without helpers); returns how many were planned. ``calls`` counts
+        them as ``cost`` would have."""
+        if not self.helpers:
+            return 0
+        todo: dict[tuple[str, Config], tuple[str, Config, Query]] = {}
+        for query, config in pairs:
+            texts, key = self._key(query, config)
+            if (texts, key) in self._means:
+                continue
+            keys = [key, frozenset()] if self.prune and len(key) == 1 else [key]
+            for k in keys:
+                for text in texts:
+                    if (text, k) not in self._costs and text not in self._refused and (text, k) not in todo:
+                        todo[(text, k)] = (text, k, query)
+        if len(todo) < 2:
+            return 0
+        idle: queue.SimpleQueue = queue.SimpleQueue()
+        for planner in (self.planner, *self.helpers):
+            idle.put(planner)
+
+        def plan(job: tuple[str, Config, Query]) -> Costed | None:
+            text, key, query = job
+            planner = idle.get()
+            try:
+                return planner.plan(text, sorted(key, key=_order), query.tables)
+            except Exception:  # left to ``cost``, which plans it again and raises as it always did
+                return None
+            finally:
+                idle.put(planner)
+
+        with ThreadPoolExecutor(max_workers=1 + len(self.helpers)) as pool:
+            answers = list(pool.map(plan, todo.values()))
+        planned = 0
+        for (text, key, _q), found in zip(todo.values(), answers):
+            if found is not None:
+                self._costs[(text, key)] = found
+                planned += 1
+        self.calls += planned
+        return planned
 
     def _mean(self, query: Query, texts: tuple[str, ...], key: Config) -> Costed:
         costs = [self._plan(query.sql, key, query)]
@@ -105,7 +161,8 @@ class CachedWhatIf:
 
     def counters(self) -> dict[str, int]:
         return {"whatif_calls": self.calls, "cache_hits": self.hits, "cached": len(self._costs),
-                "timeouts": int(getattr(self.planner, "timeouts", 0)), "refused_samples": len(self._refused)}
+                "timeouts": sum(int(getattr(p, "timeouts", 0)) for p in (self.planner, *self.helpers)),
+                "refused_samples": len(self._refused), "sessions": 1 + len(self.helpers)}
 
 
 def mean(costs: Sequence[Costed]) -> Costed:

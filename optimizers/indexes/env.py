@@ -15,7 +15,8 @@ and budget, one index per step.
   ``/ (extra bytes / budget)`` with the storage term floored at 1% of the budget (``Step.reward``). The agent
   trains on either (``TD3Options.reward``); the bench measured the first better on TPC-H.
 
-Costs come from the problem's what-if coster (cached), so revisiting a configuration is free.
+Costs come from the problem's what-if coster (cached), so revisiting a configuration is free; a step's statements
+(and the solo benefits) are planned at once (``prefetch``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.core.domain import IndexChange
-from optimizers.indexes.problem import Candidate, IndexProblem, relevant
+from optimizers.indexes.problem import Candidate, IndexProblem, prefetch, relevant
 
 KINDS = ("equality", "range", "join", "group", "order")
 CANDIDATE_FEATURES = 18
@@ -197,6 +198,9 @@ class IndexEnv:
         What-if calls happen once per (query, candidate) for the target; later episodes hit the cache."""
         out: dict[int, dict[str, float]] = {}
         by_id = {q.queryid: q for q in self.queries}
+        prefetch(problem.whatif, ((q, frozenset({cand.index})) for i, cand in enumerate(self.candidates)
+                                  if self.relevant[i] for qid in cand.queries
+                                  if (q := by_id.get(qid)) is not None and cand.table in q.tables))
         for i, cand in enumerate(self.candidates):
             if not self.relevant[i]:
                 continue
@@ -210,6 +214,7 @@ class IndexEnv:
         return out
 
     def _query_costs(self, config: frozenset[IndexChange]):
+        prefetch(self.problem.whatif, ((q, relevant(q, config)) for q in self.queries))  # planned at once
         return {q.queryid: self.problem.whatif.cost(q, relevant(q, config)) for q in self.queries}
 
     def _upkeep(self) -> float:

@@ -24,7 +24,7 @@ import numpy as np
 from advisor.core.domain import IndexChange
 from advisor.core.errors import AdvisorError
 from optimizers.indexes.base import IndexOptimizer
-from optimizers.indexes.problem import IndexProblem
+from optimizers.indexes.problem import IndexProblem, prefetch
 
 Atom = tuple[int, ...]  # candidate positions; () is "no index"
 
@@ -95,6 +95,7 @@ class ExactILP(IndexOptimizer):
         rows: list[tuple[float, float, list[int], list[float]]] = [(-np.inf, float(problem.budget_bytes),
                                                                    list(range(n)), [float(s) for s in sizes])]
         serves: dict[int, list[int]] = {}  # candidate -> the y's of the atoms it is part of
+        prefetch(w, ((q, frozenset(indexes[i] for i in atom)) for q in problem.queries for atom in atoms[q.queryid]))
         for q in problem.queries:
             priced: dict[Atom, float] = {}
             for atom in atoms[q.queryid]:

@@ -72,6 +72,14 @@ class WhatIf(Protocol):
     def size(self, index: IndexChange) -> int: ...
 
 
+def prefetch(whatif: WhatIf, pairs: Iterable[tuple[Query, Config]]) -> None:
+    """Let ``whatif`` plan the (query, configuration) pairs about to be costed all at once, when it can
+    (``CachedWhatIf.prefetch``: over several sessions); the costs asked after are the same either way."""
+    ahead = getattr(whatif, "prefetch", None)
+    if ahead is not None:
+        ahead(pairs)
+
+
 def relevant(query: Query, config: Iterable[IndexChange]) -> Config:
     """The indexes of ``config`` on tables that ``query`` reads: the only ones that can change its plan."""
     return frozenset(i for i in config if (i.schema, i.table) in query.tables)
@@ -98,6 +106,7 @@ class IndexProblem:
     def cost(self, config: Iterable[IndexChange] = ()) -> float:
         """Weighted workload cost under ``config`` (planner cost units), index maintenance included."""
         cfg = frozenset(config)
+        prefetch(self.whatif, ((q, relevant(q, cfg)) for q in self.queries))
         return sum(q.weight * self.whatif.cost(q, relevant(q, cfg)).total for q in self.queries) + \
             sum(self.upkeep.get((i.schema, i.table), 0.0) for i in cfg)
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from advisor.core.domain import IndexChange
 from optimizers.indexes.baselines import extend, readers_of
-from optimizers.indexes.problem import IndexProblem, relevant
+from optimizers.indexes.problem import IndexProblem, prefetch, relevant
 
 MIN_LOSS = 0.001  # Extend's own threshold: a move worth less than 0.1% of the workload cost is not made
 
@@ -56,6 +56,7 @@ def prune(problem: IndexProblem, config: list[IndexChange], min_loss: float = MI
     while config:
         current = frozenset(config)
         best = None  # (loss per byte, index)
+        prefetch(w, ((q, relevant(q, current - {ix})) for ix in config for q in readers.get((ix.schema, ix.table), ())))
         for ix in config:
             table = (ix.schema, ix.table)
             loss = table_cost(table, current - {ix}) - table_cost(table, current)
