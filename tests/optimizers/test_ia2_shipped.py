@@ -88,6 +88,8 @@ def test_a_first_ia2_run_starts_from_the_shipped_agent_and_only_adapts(problem, 
     assert ia2.ADAPT_EPISODES * 4 <= registry.create("indexes", "ia2", problem).episodes  # a small share
 
 
+@pytest.mark.slow  # two whole `advisor train` runs (about 70 s on 2 loaded cores): in `make test-slow`; IA2's
+# determinism under a seed is in the default run (test_conformance: the same seed and tells give the same asks)
 def test_advisor_train_writes_the_same_ia2_weights_from_the_same_seed(tmp_path):
     from tests.test_cli import advisor
 
@@ -103,6 +105,8 @@ def test_advisor_train_writes_the_same_ia2_weights_from_the_same_seed(tmp_path):
     assert (tmp_path / "a" / "ia2.pt").read_bytes() == (tmp_path / "b" / "ia2.pt").read_bytes()
 
 
+@pytest.mark.slow  # a bench run (about 20 s on 2 loaded cores: IA2 trained from scratch per held-out workload): in
+# `make test-slow`, as the other benches; the shipped agent's loading and adapting have their tests above
 def test_the_models_bench_compares_ia2_shipped_adapted_and_from_scratch_on_held_out_workloads():
     from advisor.bench import models_ia2
     from advisor.tuning.indexes import shipped
