@@ -266,6 +266,9 @@ def test_on_reads_only_a_pass_builds_its_set_once_and_the_baseline_hides_it(pg, 
     checked = validate_indexes(shadow, [LOOKUP, FIRST], [GOOD, IDLE], {GOOD: 1, IDLE: 3},
                                options=ValidationOptions(rounds=4), say=lines.append)
     assert checked.kept == (GOOD,) and "lookup" in {v.index: v for v in checked.verdicts}[GOOD].helped, lines
+    # switching arms is free with the set held: the baseline runs first, so the candidate's first pass has its caps
+    assert [line.split(":")[0] for line in lines if line.startswith("round 1 ")] == \
+        ["round 1 (at most 4) baseline", "round 1 (at most 4) candidate"], lines
     builds = scalar(db, "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query LIKE 'CREATE INDEX%'")
     assert builds == 2  # GOOD and IDLE, each created once for the one pass (IDLE stays built, used by no plan)
     assert scalar(db, "SELECT count(*) FROM pg_indexes WHERE tablename = 'u'") == 1  # left as found: its key
