@@ -73,9 +73,10 @@ def recommendation(console: Console, rec: Recommendation, reasons: dict[str, str
     rejected = rec.state == "rejected"
     if rejected:
         console.print("[bold]what was tried[/] (rejected: nothing to apply)")
-    table = Table("change", "reason")
-    for c in rec.changes:
-        table.add_row(escape(knob_label(rec, c) or change_label(c)), reasons.get(getattr(c, "name", ""), ""))
+    why = [reasons.get(getattr(c, "name", ""), "") for c in rec.changes]
+    table = Table("change", *(["reason"] if any(why) else []))
+    for c, reason in zip(rec.changes, why):
+        table.add_row(escape(knob_label(rec, c) or change_label(c)), *([reason] if any(why) else []))
     console.print(table)
     ev = rec.evidence
     head = summarize(rec, predicted)
@@ -107,8 +108,8 @@ def recommendation(console: Console, rec: Recommendation, reasons: dict[str, str
         console.print(f"measured with the run's other changes: {rec.details['bundle_verdict']}", markup=False)
     dropped(console, (rec.details or {}).get("dropped") or [])
     if rejected:
-        if rec.note:
-            console.print(f"rejected: {rec.note}", markup=False)
+        if head.why_rejected:
+            console.print(f"rejected: {head.why_rejected}", markup=False)
         return
     if not rec.apply_sql:  # handed over (a rewrite): nothing runs on the database
         return

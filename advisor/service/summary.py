@@ -94,6 +94,7 @@ class Summary:
     rare_slower: tuple[Moved, ...]
     unit: str = WORKLOAD_TIME
     symbol: str = "ms"  # the unit of baseline_ms / candidate_ms (a learned index's evidence: ns per operation)
+    why_rejected: str = ""  # a rejected one: why (the run's bundle verdict where it rejected a validated change)
 
     @property
     def figures(self) -> dict[str, str]:
@@ -134,7 +135,25 @@ def summarize(rec: Recommendation, predicted: float | None = None) -> Summary:
         helped=tuple(_moved(s) for s in (ev.statements if ev else ()) if s.faster),
         regressed=tuple(map(_moved, ev.regressions if ev else ())),
         rare_slower=tuple(map(_moved, ev.rare_slower if ev else ())),
+        why_rejected=rejected_because(rec) if rec.state == "rejected" else "",
         **_unit_of(rec))
+
+
+def rejected_because(rec: Recommendation) -> str:
+    """Why ``rec`` was rejected, as every face says it: the whole run's bundle verdict where the bundle rejected a
+    change its own validation accepted (its note then still reads "validated"), else its note.
+
+    >>> from types import SimpleNamespace as R
+    >>> rejected_because(R(note="measured gain +14.7%; validated", evidence=R(accepted=True),
+    ...                    details={"bundle_verdict": "in the bundle with knobs it does not pay"}))
+    'in the bundle with knobs it does not pay (on its own: measured gain +14.7%; validated)'
+    >>> rejected_because(R(note="2 statement(s) regressed", evidence=None, details={}))
+    '2 statement(s) regressed'
+    """
+    bundle = (rec.details or {}).get("bundle_verdict")
+    if not bundle:
+        return rec.note or ""
+    return f"{bundle} (on its own: {rec.note})" if rec.note else str(bundle)
 
 
 def _unit_of(rec: Recommendation) -> dict:

@@ -5,9 +5,12 @@ per-statement regressions. Pure functions over latency samples (ms); no I/O.
 - gain = 1 - W(candidate) / W(baseline), where W sums calls x (each statement's median over rounds), kept as
   ``Evidence.baseline_ms`` / ``candidate_ms``; its 95% interval comes from a paired bootstrap over rounds
   (baseline and candidate of one round share the server's state and drift).
-- A statement regresses when its median ratio candidate/baseline is at least 1 + ``regression_threshold``, the
-  lower end of its bootstrap interval is above 1, and it got slower by at least ``min_abs_ms`` (sub-millisecond
-  jitter on tiny statements is not a regression). A statement that fails only under the candidate regresses.
+- A statement regresses when its median ratio candidate/baseline is at least 1 + ``regression_threshold``, it is
+  slower past doubt by its bootstrap, and it got slower by at least ``min_abs_ms`` (sub-millisecond jitter on tiny
+  statements is not a regression). "Past doubt" counts every statement judged in the same comparison (Bonferroni
+  over the family: with one statement, the 95% interval's lower end above 1), so that a workload of thirty
+  statements on a busy machine does not find one slower by chance in most comparisons. A statement that fails
+  only under the candidate regresses.
 - A regression blocks the change only when the statement matters (``Evidence.blocks``): its share of the
   baseline's weighted time (calls x median, over the replayed statements) is at least ``min_time_share``, or its
   share of the calls at least ``min_call_share``, or the time its slowdown adds is itself ``min_time_share`` of the
@@ -39,17 +42,36 @@ def _median(values: Sequence[float]) -> float:
     return float(np.median(np.asarray(values, dtype=float))) if len(values) else float("nan")
 
 
-def _ratio_ci(a: np.ndarray, b: np.ndarray, rng: np.random.Generator, n_boot: int) -> tuple[float, float]:
+def _ratio_ci(a: np.ndarray, b: np.ndarray, rng: np.random.Generator, n_boot: int,
+              tested: int = 1) -> tuple[tuple[float, float], bool]:
+    """The 95% bootstrap interval of the ratio of medians b/a, and whether b is slower past doubt when ``tested``
+    statements are judged at once: the share of bootstrap ratios at or below 1 is under 2.5% / ``tested``
+    (Bonferroni). With one statement that is the interval's lower end above 1; with thirty, a statement that is
+    slower only by chance (which one in forty would be, beside a busy CPU) no longer blocks its change.
+
+    >>> rng = np.random.default_rng(0)
+    >>> a = np.array([10.0, 10.6, 11, 10.2, 10.8, 10.4, 11.4, 9.8])
+    >>> b = np.array([11.5, 11, 12.5, 10.9, 12, 11.6, 10.7, 12.2])
+    >>> _ratio_ci(a, b, rng, 2000)[1], _ratio_ci(a, b, rng, 2000, tested=30)[1]
+    (True, False)
+    >>> _ratio_ci(a, a * 1.3, rng, 2000, tested=30)[1]
+    True
+    """
     if len(a) < 2 or len(b) < 2:
         r = float(np.median(b) / np.median(a)) if np.median(a) > 0 else float("nan")
-        return r, r
+        return (r, r), r > 1.0
     ia = rng.integers(0, len(a), size=(n_boot, len(a)))
     ib = rng.integers(0, len(b), size=(n_boot, len(b)))
     ma = np.median(a[ia], axis=1)
     mb = np.median(b[ib], axis=1)
     ratios = mb / np.maximum(ma, 1e-9)
     lo, hi = np.percentile(ratios, [2.5, 97.5])
-    return float(lo), float(hi)
+    slower = float(np.mean(ratios <= 1.0)) < 0.025 / max(tested, 1)
+    return (float(lo), float(hi)), slower
+
+
+def _samples_both(baseline: Sequence[ArmRound], candidate: Sequence[ArmRound], k: str) -> bool:
+    return any(r.samples.get(k) for r in baseline) and any(r.samples.get(k) for r in candidate)
 
 
 def compare(baseline: Sequence[ArmRound], candidate: Sequence[ArmRound], weights: Mapping[str, float],
@@ -93,6 +115,7 @@ def compare(baseline: Sequence[ArmRound], candidate: Sequence[ArmRound], weights
 
     time_share, call_share = shares(baseline, weights)
     per_statement: list[StatementEvidence] = []
+    tested = sum(1 for k in weights if _samples_both(baseline, candidate, k))  # judged at once, one family
     for k, w in weights.items():
         a = np.array([x for r in baseline for x in r.samples.get(k, ())], dtype=float)
         b = np.array([x for r in candidate for x in r.samples.get(k, ())], dtype=float)
@@ -106,8 +129,8 @@ def compare(baseline: Sequence[ArmRound], candidate: Sequence[ArmRound], weights
             continue
         ma, mb = float(np.median(a)), float(np.median(b))
         ratio = mb / ma if ma > 0 else float("nan")
-        ci = _ratio_ci(a, b, rng, n_boot)
-        regressed = (ratio >= 1.0 + regression_threshold and ci[0] > 1.0 and mb - ma >= min_abs_ms) \
+        ci, slower = _ratio_ci(a, b, rng, n_boot, tested)
+        regressed = (ratio >= 1.0 + regression_threshold and slower and mb - ma >= min_abs_ms) \
             or cand_err > base_err
         per_statement.append(StatementEvidence(k, sql.get(k, ""), w, ma, mb, ratio, ci, regressed, cand_err,
                                                **share))

@@ -32,3 +32,24 @@ def test_errors_only_under_the_candidate_count_as_regression():
     cand = [ArmRound({}, {"a": 1}) for _ in range(3)]
     ev = compare(base, cand, {"a": 1})
     assert ev.regressions and ev.regressions[0].errors == 3
+
+
+def _busy_rounds(rng, means, n=8):
+    """Rounds as beside a busy CPU: each execution up to 40% slower at random, the same for every arm."""
+    return [ArmRound({k: [m * (1 + rng.uniform(0, 0.4))] for k, m in means.items()}, {}) for _ in range(n)]
+
+
+def test_thirty_unchanged_statements_on_a_busy_machine_are_not_found_slower_by_chance():
+    # the same statements in both arms: any regression found is a false alarm. Judged one by one at 95%, one
+    # statement in forty is "slower" by chance, so most comparisons of thirty statements would block; judged as
+    # one family (Bonferroni), none of these 20 does, while a statement planted 1.5x slower is found in every one.
+    means = {f"q{i}": 10.0 + i for i in range(30)}
+    weights = dict.fromkeys(means, 1.0)
+    false_alarms = caught = 0
+    for seed in range(20):
+        rng = random.Random(seed)
+        ev = compare(_busy_rounds(rng, means), _busy_rounds(rng, means), weights)
+        false_alarms += bool(ev.regressions)
+        planted = compare(_busy_rounds(rng, means), _busy_rounds(rng, {**means, "q29": 39.0 * 1.5}), weights)
+        caught += [s.queryid for s in planted.regressions] == ["q29"]
+    assert false_alarms == 0 and caught == 20

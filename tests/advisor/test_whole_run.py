@@ -81,6 +81,14 @@ def test_a_part_the_bundle_leaves_out_is_rejected_and_says_why(pg, tmp_path):
     assert knob_rec.details["bundle_verdict"].startswith("in the bundle with indexes it does not pay: it adds -")
     assert store.audit_log(knob_rec.id)[-1]["detail"]["note"] == knob_rec.details["bundle_verdict"]
     assert [d["kind"] for d in dropped] == ["knobs"] and not knob_rec.details["bundle"]["kept"]
+    # the CLI says why it was rejected: the bundle's verdict, not the note of its own validation alone
+    from rich.console import Console
+
+    from advisor.cli.render import recommendation
+    console = Console(record=True, width=400)
+    recommendation(console, knob_rec)
+    shown = console.export_text()
+    assert f"rejected: {knob_rec.details['bundle_verdict']} (on its own: validated in a test)" in shown
     # the bundle's own budget is 8 rounds, though the plan asks 3; both questions are clear, so it may stop sooner
     assert index_rec.details["bundle"]["kept"] and 3 <= result.kept.rounds <= 8
 

@@ -75,6 +75,13 @@ def test_the_pages_show_what_was_tried_and_why_not(app_client, tokens):
     log_in(client, tokens["viewer"]["Authorization"].split()[1])
     page = client.get(f"/recommendations/{rec.id}").text
     assert "What was tried" in page and 'id="nothing-to-apply"' in page
+    hint = page[page.index('id="nothing-to-apply"'):page.index("</p>", page.index('id="nothing-to-apply"'))]
+    assert "the interval does not clear the minimum gain of 2%" in hint
+    # rejected by a whole run's bundle after its own validation: the page says the bundle's why first
+    service.store.add_details(rec.id, {"bundle_verdict": "in the bundle with indexes it does not pay"})
+    page = client.get(f"/recommendations/{rec.id}").text
+    hint = page[page.index('id="nothing-to-apply"'):page.index("</p>", page.index('id="nothing-to-apply"'))]
+    assert "in the bundle with indexes it does not pay (on its own: measured gain +3.1%" in hint
     assert 'id="apply-sql"' not in page and "ALTER SYSTEM" not in page
     table = page[page.index('id="dropped"'):page.index("</table>", page.index('id="dropped"'))]
     assert "Not recommended" in table and "shared_buffers = 2GB" in table and "paid less than its restart" in table
