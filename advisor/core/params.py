@@ -23,13 +23,15 @@ Traceback (most recent call last):
 advisor.core.errors.InvalidKnobValue: fanout: 5000 is outside [2, 1024]
 
 Parameters that must keep an order (a minimum below a maximum) say so with ``below``: a decoded point keeps it
-(the chain's values are sorted onto its parameters), so a search never spends a trial on an ordering the index
-refuses, and ``validate`` refuses a configuration that breaks it.
+(the chain's values are sorted onto its parameters, a tie moved just below the value above it), so a search never
+spends a trial on an ordering the index refuses, nor asks for one ``validate`` refuses.
 
 >>> ordered = ParamSpace((ParamSpec("min_density", 0.1, 0.9, default="0.6", below="max_density"),
 ...                       ParamSpec("max_density", 0.3, 0.99, default="0.8")))
 >>> ordered.decode([0.9, 0.1])
 {'min_density': '0.369', 'max_density': '0.82'}
+>>> ParamSpace((ParamSpec("low", 0.0, 1.0, below="high"), ParamSpec("high", 0.0, 1.0))).decode([0.5, 0.5])
+{'low': '0.4995', 'high': '0.5'}
 >>> ordered.validate({"min_density": "0.85", "max_density": "0.5"})
 Traceback (most recent call last):
 ...
@@ -151,9 +153,16 @@ class ParamSpace:
         config = {p.name: p.from_unit(u) for p, u in zip(self.params, x, strict=True)}
         for chain in self.chains:
             values = sorted(float(config[name]) for name in chain)
-            for name, value in zip(chain, values):
+            above = math.inf
+            for name, value in reversed(list(zip(chain, values))):  # from the top: each strictly below the next
                 spec = self.by_name[name]
-                config[name] = spec.check(_fmt(min(max(value, spec.low), spec.high), spec.integer))
+                value = min(max(value, spec.low), spec.high)
+                if not spec.integer and value >= above:  # a tie (rounded or clamped alike): just below it
+                    value = max(spec.low, float(f"{above * (1 - 1e-3):.4g}"))
+                elif spec.integer:
+                    value = min(value, above)
+                config[name] = spec.check(_fmt(value, spec.integer))
+                above = float(config[name])
         return config
 
     def default_config(self) -> dict[str, str]:
