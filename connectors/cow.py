@@ -131,6 +131,11 @@ def release(base: Path) -> None:
             break
         for at in targets:
             _unmount(Path(at))
+    else:
+        left = [at for source, at in _mounts() if at == str(mount.resolve()) or source in loops]
+        if left:
+            raise CowUnavailable(f"the volume under {base} is still mounted at {', '.join(left)} after 8 tries to "
+                                 f"unmount it; run: umount -l {' '.join(left)}")
     for device in _loops_of(image):  # a loop device the kernel did not free with the unmount (mounted by hand)
         with contextlib.suppress(subprocess.SubprocessError, OSError):
             subprocess.run(["losetup", "-d", device], capture_output=True, timeout=30)

@@ -26,7 +26,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from advisor.core.domain import IndexChange, IndexInfo, Snapshot
-from advisor.core.errors import BadStatement
+from advisor.core.errors import AdvisorError, BadStatement
 from connectors.base import Connector, WhatIf
 from optimizers.indexes.candidates import column_uses, generate, statement_shapes
 from optimizers.indexes.costing import CachedWhatIf
@@ -149,7 +149,10 @@ class _Sessions:
         try:
             if getattr(self.main, "independent", False):
                 for _ in range(max(0, count - 1)):
-                    self.helpers.append(connector.whatif())
+                    try:
+                        self.helpers.append(connector.whatif())
+                    except (AdvisorError, OSError):  # e.g. no connection slot left: plan on those open
+                        break
         except BaseException:
             self.close()
             raise

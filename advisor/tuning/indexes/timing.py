@@ -9,6 +9,8 @@ through as often as not; the longer measurement decides.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -129,7 +131,7 @@ def diagnose(shadow: Shadow, statements: Sequence[BoundStatement], live: Sequenc
             try:
                 for ix in ixs:
                     found = [t for t in times.values() if t == t]
-                    limit = min(cap, max(1, int(BEST_MARGIN * min(found)))) if found else cap
+                    limit = min(cap, max(1, math.ceil(BEST_MARGIN * min(found)))) if found else cap
                     runs = shadow.connector.timings_without(reads[qid].sql, [ix], 3, limit, warmup=0)
                     times[ix] = float(np.median(runs))
                     if limit < cap and times[ix] >= limit:  # slower than the best by the margin: not the one

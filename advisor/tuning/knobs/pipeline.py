@@ -300,7 +300,7 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
             row = Dropped(f"{knob} = {next(s.proposed for s in cut.shares if s.knob == knob)}", "knob",
                           f"taken out after validation: {blame(evidence)}")
             fixed = without(cut, knob, run.space.default_config()[knob], row.why)
-            say(f"repairing {label}: {row.why}; validating it without {knob}")
+            say(f"repairing {label}, rejected only for its regressions: validating it without {knob}")
             rec, again, why = attempt(f"{label} without {knob}", fixed.config, fixed.details(), fixed,
                                       [*left_out, row])
             if again is not None and again.accepted:
@@ -308,6 +308,8 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
                 findings.append(f"repair: {label} was rejected for its regressions; without {knob} it is validated")
                 return accept(rec, why, i, cand, earlier)
             say(f"{label} without {knob} rejected: {why}")
+            if again is None or not repairable(again):  # the regressions are gone, or the gain went with it
+                break
     if first is None:  # no candidate measurably beat the current settings
         return done(None, keep["why_first"] if keep else "no candidate could be measured",
                     keep=keep or {})
