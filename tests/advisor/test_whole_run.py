@@ -197,3 +197,28 @@ def test_a_lone_part_that_does_not_pay_on_a_fresh_shadow_is_rejected(pg, tmp_pat
     assert result.parts[0].contribution.gain < 0 and not result.parts[0].kept and result.kept is None
     assert stored.state == "rejected" and [d["kind"] for d in dropped] == ["knobs"]
     assert stored.details["bundle_verdict"].startswith("measured again on a fresh shadow it does not pay: it adds -")
+
+
+def test_a_read_an_index_part_leaves_on_its_plan_takes_the_same_times_in_both_arms_of_its_contribution(pg, tmp_path):
+    """Reads of the index part's table by another column keep their seq scan with the index: in the index's
+    contribution (and alone) they take the base arm's times in both arms, named with their plan, so their noise
+    cannot drown the part's gain; the lookups the index serves are measured in both arms."""
+    dsn = _lookups(pg)
+    with factory.connect(dsn) as conn:
+        for i in range(50):
+            conn.execute("SELECT count(*) FROM u WHERE a = %s", [i % 100])
+    connector = factory.connector(dsn)
+    store = open_store(tmp_path / "s.duckdb")
+    bound, _ = bind(connector, observe(store, connector), 10)
+    parts = [("indexes", (IndexChange("public", "u", ("pad",)),), 0.9),
+             ("knobs", (KnobChange("work_mem", "8MB"),), 0.0)]
+    with factory.clone(connector) as shadow:
+        result = measure_bundle(shadow, bound, parts, ValidationOptions(rounds=3))
+    index = result.parts[0]
+    for ev in (index.alone, index.contribution):
+        by_sql = {s.sql.split(" WHERE ")[1].split()[0]: s for s in ev.statements}
+        assert by_sql["a"].same_plan.startswith("Aggregate") and by_sql["a"].ratio == 1.0
+        assert not by_sql["pad"].same_plan and by_sql["pad"].ratio < 0.5
+    # a comparison across the knob part: nothing is taken as unmoved (a knob acts without changing a plan)
+    assert not any(s.same_plan for s in result.parts[1].contribution.statements)
+    assert not any(s.same_plan for s in result.bundle.statements)

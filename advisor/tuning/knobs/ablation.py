@@ -61,15 +61,17 @@ class _Path:
     def config(self, full: Mapping[str, str], without: set[str]) -> dict[str, str]:
         return {n: (self.baseline[n] if n in without else v) for n, v in full.items()}
 
-    def compare(self, a: Mapping[str, str], b: Mapping[str, str]) -> ObjectiveComparison | None:
-        """A against B, interleaved; None when B cannot be run (it breaks a constraint, fails or times out)."""
+    def compare(self, a: Mapping[str, str], b: Mapping[str, str],
+                rounds: int | None = None) -> ObjectiveComparison | None:
+        """A against B, interleaved, at most ``rounds`` (the options' by default); None when B cannot be run (it
+        breaks a constraint, fails or times out)."""
         if self.trials.space.violations(b):
             return None
+        rounds = rounds or self.options.rounds
         try:
-            cmp = compare_configs(self.trials, a, b, rounds=self.options.rounds, say=self.say,
-                                  min_gain=self.options.min_gain)
+            cmp = compare_configs(self.trials, a, b, rounds=rounds, say=self.say, min_gain=self.options.min_gain)
         except AdvisorError as e:
-            self.passes += 2 * self.options.rounds  # at most
+            self.passes += 2 * rounds  # at most
             self.say(f"ablation: a configuration failed ({e}); its knobs stay")
             return None
         self.passes += 2 * (len(cmp.baseline) + (cmp.measured.noise_rounds if cmp.measured else 0))
@@ -97,9 +99,10 @@ def ablate(trials: TrialRunner, baseline: Mapping[str, str], full: Mapping[str, 
     if not changed:
         out.keep_current, out.why = True, "the best configuration changes nothing"
         return out
+    reference_rounds = max(options.rounds, options.reference_rounds)
     say(f"ablation: the best configuration changes {len(changed)} knob(s); measuring it against the current "
-        f"settings ({options.rounds} interleaved rounds)")
-    ref = path.compare(baseline, full)
+        f"settings (at most {reference_rounds} interleaved rounds)")
+    ref = path.compare(baseline, full, reference_rounds)
     out.reference = ref
     if ref is None:
         raise AdvisorError("the best configuration failed when measured again against the current settings")
