@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -98,7 +99,7 @@ def test_ablation_keeps_the_knobs_that_matter_with_their_shares_and_drops_the_ot
     assert rec.details["ablation"]["changed"] == 7
     # how each knob verdict was measured (the engine's line: rounds, why it stopped, load) is stored with it
     measured = rec.details["ablation"]["measured"]
-    assert measured.startswith("3 rounds (") and "; load " in measured
+    assert re.match(r"[3-8] rounds \(", measured) and "; load " in measured  # a clear case: from 3 rounds
     assert all("; load " in d["measured"] for d in rec.details["ablation"]["dropped"]
                if not d["why"].startswith("not among"))  # left out by the budget: not measured
     assert "; load " in shares["work_mem"]["measured"] and "; load " in shares["random_page_cost"]["measured"]
@@ -129,7 +130,8 @@ def test_keep_current_settings_when_the_best_does_not_measurably_gain(shadow, tm
     assert result.recommendation is None and result.message.startswith(KEEP)
     assert "not measurably better" in result.message
     assert result.summary["keep_current"]["gain_ci"][0] < 0.02
-    assert result.summary["keep_current"]["measured"].startswith("3 rounds (")  # with its verdict
+    # with its verdict, from 3 rounds up to the reference's budget (the engine stops once it cannot clear)
+    assert re.match(r"[3-8] rounds \(", result.summary["keep_current"]["measured"])
     assert "; load " in result.message
     store.close()
 
