@@ -83,11 +83,11 @@ def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequ
                     min_gain=options.min_gain)
     try:
         same = _same_plans(shadow, statements, changes, state, say, before if built else None) \
-            if _through_plans(changes, options) and (before is not None or not built) else {}
+            if through_plans(changes, options) and (before is not None or not built) else {}
         timed = [s for s in statements if s.queryid not in same]
         once = _time_once(shadow, [s for s in statements if s.queryid in same], warm, say, built)
         left: dict[str, dict[str, list[float]]] = {}  # a settled statement's samples per arm, for later rounds
-        cut = _Caps() if _through_plans(changes, options) else None
+        cut = _Caps() if through_plans(changes, options) else None
 
         def run(arm: str, i: int) -> ArmRound:
             # held built by the caller (``built``): hidden in the baseline arm, nothing built or dropped here
@@ -284,7 +284,9 @@ class _Caps:
             self.cut.update(q for q, n in result.timeouts.items() if n and q in self.baseline)
 
 
-def _through_plans(changes: Sequence[Change], options: ValidationOptions) -> bool:
+def through_plans(changes: Sequence[Change], options: ValidationOptions) -> bool:
+    """Whether ``changes`` act only through plans (index builds and drops), so that a read whose plan they leave
+    the same is not moved by them (validation and the whole run's bundle time or count it once)."""
     return options.same_plans_once and bool(changes) and all(getattr(c, "acts_through_plans", False)
                                                              for c in changes)
 

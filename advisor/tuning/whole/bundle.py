@@ -33,7 +33,7 @@ from advisor.core.errors import AdvisorError, BadStatement, SandboxError
 from advisor.core.progress import Say, silent
 from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.measure import StopRule, interleave
-from advisor.tuning.validation import ShadowCrashed, ValidationOptions
+from advisor.tuning.validation import ShadowCrashed, ValidationOptions, through_plans
 from connectors.base import Shadow
 from workloads.binding import BoundStatement
 from workloads.replay import ReplayOptions, replay
@@ -136,9 +136,7 @@ def same_plans(shadow: Shadow, statements: Sequence[BoundStatement], subsets: li
     """For two arms, the reads whose plan shape is the same in both, where every part that differs between them
     acts only through plans (else none). Each arm's plans are read once, its changes applied and reverted; none
     when a read cannot be planned or no part acts through plans."""
-    through = {i for i, (_n, changes, _g) in enumerate(parts)
-               if options.same_plans_once and changes and all(getattr(c, "acts_through_plans", False)
-                                                              for c in changes)}
+    through = {i for i, (_n, changes, _g) in enumerate(parts) if through_plans(changes, options)}
     reads = [s for s in statements if not s.is_write]
     none: SamePlans = lambda base, cand: {}  # noqa: E731
     if not through or not reads:
