@@ -1,7 +1,7 @@
 """A learned index's benchmark harness as a trial target (``advisor.tuning.target.TrialTarget``).
 
 ``apply(config)`` builds the index over the initial keys with the configuration (a build is cached for the last
-two configurations: validation alternates two); ``measure(rounds)`` runs the operation streams in order on a
+``KEPT_BUILDS`` configurations: validation alternates two, the finalists' re-measure rotates four); ``measure(rounds)`` runs the operation streams in order on a
 fresh copy of that build each round (inserts stay in for the next phase, never for the next round);
 ``warm_up`` runs a round that is not measured (the compiled loops' first call loads them). A round's
 ``ArmRound`` holds, per phase (an operation stream: ``phases()`` names them), the thread CPU time of the phase in ns
@@ -32,6 +32,7 @@ from advisor.tuning.evidence import ArmRound
 from advisor.tuning.target import TrialFailed
 
 UNSAFE = "unsafe: over {:.3g}x the defaults' CPU time per operation"
+KEPT_BUILDS = 4  # builds kept for the configurations applied last (the defaults and three finalists)
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ class HarnessTarget:
                 raise TrialFailed(f"infeasible: {e}", status="infeasible") from None
             except (ValueError, ArithmeticError, MemoryError) as e:  # a bug of the engine's on these parameters
                 raise TrialFailed(f"the index could not be built: {e}") from None
-            self._builds = {**dict(list(self._builds.items())[-1:]), key: built}
+            self._builds = {**dict(list(self._builds.items())[1 - KEPT_BUILDS:]), key: built}
         self.config = full
 
     last_ms = None  # no per-statement medians: a trial's figures are its metrics (``TrialResult.metrics``)

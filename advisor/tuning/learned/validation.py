@@ -15,6 +15,9 @@ through the one measurement engine (``advisor.tuning.measure.interleave``), deci
   interval of the per-round gains): a measurement the round budget ended unsettled is not accepted on a bootstrap
   interval narrower than the stop rule's (``settled``). Before, five rounds "not settled within the round budget"
   were accepted at +2.8% .. +24.2% beside other work: such verdicts flip between a quiet and a busy run.
+- The arms run through ``Arms`` (a harness and a configuration each, warmed up, every pass's figures kept for the
+  medians) and are decided by ``deciding`` (the phases as statements): the finalists' re-measure before the
+  validation (``advisor.tuning.learned.finalists``) measures through both too.
 - Wall-time throughput, p99 and memory stay reported beside it: each arm's medians over the kept rounds
   (``median_figures``), and in the Evidence's ``measured`` line, which says how the measurement went (rounds, why
   it stopped, noise rounds, load).
@@ -23,14 +26,14 @@ through the one measurement engine (``advisor.tuning.measure.interleave``), deci
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from advisor.core.domain import Evidence
 from advisor.core.progress import Say, silent
 from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.learned.target import HarnessTarget, RoundFigures
-from advisor.tuning.measure import StopRule, interleave, settled_interval
+from advisor.tuning.measure import Measured, StopRule, interleave, settled_interval
 
 MIN_ABS_NS = 5.0  # a per-operation slowdown smaller than this (ns) is timer noise, not a regression
 MIN_GAIN = 0.02  # the CPU time per operation the candidate must save (a fraction), its interval's lower end
@@ -44,37 +47,61 @@ def validate(target: HarnessTarget, baseline: Mapping[str, str], candidate: Mapp
     module's text): the evidence per phase with its ``measured`` line, and each arm's median figures over the kept
     rounds. ``min_gain``: the share of CPU time per operation the candidate must save. TrialFailed when an arm
     fails."""
-    target.max_cpu_ns_per_op = None
-    for config in (baseline, candidate):  # warm-up, excluded
-        target.warm_up(config)
-    configs = {"A": baseline, "B": candidate}
-    names = {"A": "defaults", "B": "tuned"}
-    passes: list[tuple[ArmRound, RoundFigures]] = []  # every pass's figures, noise rounds' too
+    arms = Arms({"A": (target, baseline), "B": (target, candidate)}, {"A": "defaults", "B": "tuned"},
+                lambda i: f"validation round {i + 1} (at most {rounds})", say)
+    decide = deciding(target, "A", min_gain, seed)
+    rule = StopRule(min_rounds=min(3, rounds), max_rounds=rounds, min_gain=min_gain)
+    measured = interleave(arms.run, ("A", "B"), rule, lambda kept: decide(kept, "B"), order="abba", seed=seed,
+                          say=say)
+    figures = arms.medians(measured)
+    assert measured.evidence is not None
+    evidence = replace(settled(measured.evidence), measured=measured_line(measured.line(), figures["A"], figures["B"]))
+    return evidence, figures["A"], figures["B"]
 
-    def run(arm: str, i: int) -> ArmRound:
-        target.apply(configs[arm])
+
+class Arms:
+    """Arms on harnesses for the engine (``interleave``'s ``run``): each arm a harness and a configuration, warmed
+    up once (a round not measured) and run without the safety cut, one measured round per pass (said with
+    ``heading(round)`` and the arm's name); every pass's figures kept, so that each arm's medians over the rounds
+    the engine kept can be had (``medians``). The validation and the finalists' re-measure measure through it."""
+
+    def __init__(self, arms: Mapping[str, tuple[HarnessTarget, Mapping[str, str]]], names: Mapping[str, str],
+                 heading: Callable[[int], str], say: Say = silent) -> None:
+        self.arms, self.names, self.heading, self.say = dict(arms), dict(names), heading, say
+        self.passes: list[tuple[ArmRound, RoundFigures]] = []  # every pass's figures, noise rounds' too
+        for target, config in self.arms.values():  # warm-up, excluded
+            target.max_cpu_ns_per_op = None
+            target.warm_up(config)
+
+    def run(self, arm: str, i: int) -> ArmRound:
+        target, config = self.arms[arm]
+        target.apply(config)
         p = target.measure(1)[0]
         figures = target.last
         assert figures is not None
-        passes.append((p, figures))
-        say(f"validation round {i + 1} (at most {rounds}), {names[arm]}: {figures.cpu_ns_per_op:,.0f} {UNIT}, "
-            f"{figures.throughput_ops:,.0f} ops/s")
+        self.passes.append((p, figures))
+        self.say(f"{self.heading(i)}, {self.names[arm]}: {figures.cpu_ns_per_op:,.0f} {UNIT}, "
+                 f"{figures.throughput_ops:,.0f} ops/s")
         return p
 
+    def medians(self, measured: Measured) -> dict[str, dict[str, float]]:
+        """Each arm's median figures over the rounds the engine kept (``median_figures``)."""
+        return {arm: median_figures([f for r in kept for p, f in self.passes if p is r])
+                for arm, kept in measured.rounds.items()}
+
+
+def deciding(target: HarnessTarget, baseline: str, min_gain: float = MIN_GAIN, seed: int = 0
+             ) -> Callable[[Mapping[str, list[ArmRound]], str], Evidence]:
+    """The decision on the harness's phases: ``decide(kept, arm)`` is the evidence of ``arm`` against the
+    ``baseline`` arm over the kept rounds, each phase weighted by its share of the operations."""
     phases = target.phases()
     weights = {phase: share for phase, (share, _text) in phases.items()}
     texts = {phase: f"{text} ({UNIT})" for phase, (_share, text) in phases.items()}
 
-    def decide(kept: dict[str, list[ArmRound]]) -> Evidence:
-        return compare(kept["A"], kept["B"], weights, texts, min_gain=min_gain, min_abs=MIN_ABS_NS, seed=seed)
+    def decide(kept: Mapping[str, list[ArmRound]], arm: str) -> Evidence:
+        return compare(kept[baseline], kept[arm], weights, texts, min_gain=min_gain, min_abs=MIN_ABS_NS, seed=seed)
 
-    rule = StopRule(min_rounds=min(3, rounds), max_rounds=rounds, min_gain=min_gain)
-    measured = interleave(run, ("A", "B"), rule, decide, order="abba", seed=seed, say=say)
-    figures = {arm: median_figures([f for r in measured.rounds[arm] for p, f in passes if p is r])
-               for arm in ("A", "B")}
-    assert measured.evidence is not None
-    evidence = replace(settled(measured.evidence), measured=measured_line(measured.line(), figures["A"], figures["B"]))
-    return evidence, figures["A"], figures["B"]
+    return decide
 
 
 def settled(evidence: Evidence) -> Evidence:
