@@ -2,7 +2,8 @@
 source, an operation mix), validated against the defaults and handed over (``AdvisorService.tune`` with the
 ``learned-index`` kind). A thin adapter: parse flags, call the service, print a table or one JSON document
 (``--json``: index, parameters, default and tuned {throughput_ops, cpu_ns_per_op, p99_ns, memory_bytes},
-evaluations, unsafe_evaluations, the recommendation's id and state, and ``measured``: how the validation went).
+evaluations, unsafe_evaluations, the recommendation's id and state, ``measured``: how the validation went, and
+``finalists`` / ``picked``: the search's best few re-measured beside the defaults, and why the pick).
 The validation decides on thread CPU time per operation; wall-time throughput is shown beside it."""
 
 from __future__ import annotations
@@ -85,6 +86,11 @@ def show(console: Console, doc: dict) -> None:
     console.print(f"{doc['index']}: " + ", ".join(f"{escape(k)}={escape(v)}" for k, v in doc["parameters"].items()))
     console.print(f"{doc['evaluations']} evaluations, {doc['unsafe_evaluations']} unsafe")
     console.print(doc["message"], markup=False)
+    if doc.get("finalists"):
+        arms = ", ".join(f"{'defaults' if f['trial'] == 0 else 'evaluation ' + str(f['trial'] + 1)} "
+                         f"{f['cpu_ns_per_op']:,.0f}" for f in doc["finalists"])
+        console.print(f"finalists over {doc['finalists'][0]['rounds']} rounds (median CPU ns/op): {arms}; picked "
+                      f"{doc['picked']}", markup=False)
     if doc.get("measured"):
         console.print(f"measured: {doc['measured']}", markup=False)
     if doc["recommendation"]:

@@ -69,6 +69,9 @@ def test_a_run_stores_every_evaluation_and_a_handed_over_recommendation(service,
     assert service.store.run(result.run_id)["result"]["objective_unit"] == "thread CPU ns per operation"
     run_row = service.store.run(result.run_id)
     assert run_row["kind"] == "learned-index" and run_row["state"] == "done"
+    assert doc["finalists"] == [f.doc() for f in result.result.finalists]  # the pick's re-measure, when there was one
+    assert not doc["finalists"] or (doc["finalists"][0]["trial"] == 0 and doc["picked"]
+                                    and sum(f["chosen"] for f in doc["finalists"]) == 1)
     rec = result.recommendation
     if rec is None:  # the defaults stayed best: said so, nothing stored as a recommendation
         assert "no configuration beat the defaults" in result.message
@@ -83,6 +86,7 @@ def test_a_run_stores_every_evaluation_and_a_handed_over_recommendation(service,
     assert all(s.baseline_ms > 0 for s in ev.statements)  # CPU ns per operation
     assert "decided on thread CPU time" in ev.measured and "wall-time throughput" in ev.measured
     assert details["measured"] == ev.measured and details["tuned"]["cpu_ns_per_op"] > 0
+    assert details["finalists"] == doc["finalists"] and details["picked"] == doc["picked"]
     assert doc["measured"] == ev.measured and "on thread CPU time per operation, measured gain" in result.message
     assert service.store.recommendation(rec.id).details["index"] == INDEX
 

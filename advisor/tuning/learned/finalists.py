@@ -40,7 +40,7 @@ TIE = 0.02  # medians within this fraction of the lowest are a tie (the validati
 
 @dataclass(frozen=True)
 class Finalist:
-    """One arm of the re-measure: its search trial (the defaults' is 0), its configuration, how many parameters it
+    """One arm of the re-measure: its search trial's number (the defaults' is 0; evaluation ``trial + 1``), its configuration, how many parameters it
     changes, its CPU ns per operation in the search's one round, its medians over the re-measure's kept rounds
     (thread CPU ns per operation, wall-time throughput) and their number, and whether it was picked."""
 
@@ -91,8 +91,8 @@ def choose(medians: Sequence[float], changes: Sequence[int], names: Sequence[str
 
     >>> choose([100.0, 80.0, 120.0], [0, 2, 1])
     (1, 'the lowest median, the others over 2% higher')
-    >>> choose([100.0, 80.0, 81.0], [0, 3, 1], ["defaults", "trial 4", "trial 2"])
-    (2, "within 2% of the lowest median (trial 4's) with fewer changes")
+    >>> choose([100.0, 80.0, 81.0], [0, 3, 1], ["defaults", "evaluation 4", "evaluation 2"])
+    (2, "within 2% of the lowest median (evaluation 4's) with fewer changes")
     >>> choose([100.0, 99.0, 150.0], [0, 1, 2])
     (0, "within 2% of the lowest median (arm 1's) with fewer changes")
     >>> choose([100.0, 80.0, 79.5], [0, 2, 2])
@@ -142,4 +142,5 @@ def remeasure(target: HarnessTarget, base: TrialRecord, finalists: Sequence[Tria
 
 
 def name_of(t: TrialRecord) -> str:
-    return "defaults" if t.number == 0 or t.source == "default" else f"trial {t.number}"
+    """An arm's name in progress and reasons: "defaults", or the evaluation it was (1-based, as progress counts)."""
+    return "defaults" if t.number == 0 or t.source == "default" else f"evaluation {t.number + 1}"

@@ -2,7 +2,8 @@
 (``workload``), the index engine (``index``) -> the pipeline (``pipeline.search``) -> a handed-over
 recommendation (parameters for the index's owners; never applied to a database), with the evidence (thread CPU
 time per operation, per phase of the workload; ``advisor.tuning.learned.validation``) and details {index,
-parameters, default, tuned, evaluations, unsafe_evaluations, measured}. Its verdict line (the recommendation's note,
+parameters, default, tuned, evaluations, unsafe_evaluations, measured, finalists, picked} (the search's best few
+re-measured beside the defaults before the pick: ``advisor.tuning.learned.finalists``). Its verdict line (the recommendation's note,
 the CLI's message) says the gain in CPU time with its interval; ``measured`` (the Evidence's, in the details and
 the JSON document) how it was measured.
 
@@ -40,8 +41,9 @@ class LearnedIndexTuneResult:
     def document(self) -> dict:
         """The run as the issue's JSON document: index, parameters, default and tuned figures, evaluations, and
         how the validation went (``measured``: rounds, why they stopped, noise rounds, the machine's load, the CPU
-        time decided on and the wall-time throughput beside it; "" when not validated), and every trial
-        (``trial_doc``)."""
+        time decided on and the wall-time throughput beside it; "" when not validated), the finalists re-measured
+        before the pick (each one's trial, configuration, changes, search and median CPU ns per operation, rounds,
+        whether picked; [] when none were) and why the pick (``picked``), and every trial (``trial_doc``)."""
         r = self.result
         return {"index": r.index if r else None, "parameters": r.best if r else {},
                 "default": r.default if r else {}, "tuned": r.tuned if r else {},
@@ -50,6 +52,7 @@ class LearnedIndexTuneResult:
                 "state": self.recommendation.state if self.recommendation else None,
                 "run_id": self.run_id, "message": self.message,
                 "measured": r.evidence.measured if r and r.evidence else "",
+                "finalists": [f.doc() for f in r.finalists] if r else [], "picked": r.picked if r else "",
                 "trials": [trial_doc(t) for t in self.trials]}
 
 
@@ -145,8 +148,9 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
                            store=ctx.store, run_id=run_id, target_id=obs.target_id, resume=bool(resume))
     base = dict(keys=len(keys), run_id=run_id, trials=tuple(found.trials), result=found)
     if not found.changes:
+        again = f" (re-measured beside its best: {found.picked})" if found.picked else ""
         return LearnedIndexTuneResult(None, f"{plan.optimizer}: no configuration beat the defaults of {engine.name} "
-                                            f"in {found.evaluations} evaluations", **base)
+                                            f"in {found.evaluations} evaluations{again}", **base)
     gain = found.tuned["throughput_ops"] / found.default["throughput_ops"] - 1.0
     ev = found.evidence
     accepted = None if ev is None else ev.accepted
@@ -159,6 +163,7 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
                "keys": plan.keys, "key_count": len(keys), "workload": plan.workload,
                "unit": "thread CPU time per operation (ns, each phase weighted by its operations)", "unit_symbol": "ns",
                "measured": ev.measured if ev is not None else "",
+               "finalists": [f.doc() for f in found.finalists], "picked": found.picked,
                "note": "parameters handed to the index's owners; nothing is applied to the database"}
     changes = tuple(LearnedIndexParam(c.name, c.value) for c in found.changes)
     rec = recommend(ctx.store, target_id=obs.target_id, kind=KIND_NAME, optimizer=plan.optimizer, plan=None,
