@@ -43,6 +43,11 @@ def test_the_json_document(tiny):
         assert r["reach95"] is None or 1 <= r["reach95"] <= r["evaluations"]
         assert r["gain"] == pytest.approx(r["tuned"]["throughput_ops"] / r["default"]["throughput_ops"], rel=1e-3)
         assert r["verdict"] == {True: "accepted", False: "rejected", None: "unchanged"}[r["accepted"]]
+        if r["finalists"]:  # the pick re-measured: the defaults first, 4 rotating rounds each, one picked
+            assert r["finalists"][0]["trial"] == 0 and all(f["rounds"] == 4 for f in r["finalists"])
+            assert sum(f["chosen"] for f in r["finalists"]) == 1 and r["picked"]
+            chosen = next(f for f in r["finalists"] if f["chosen"])
+            assert chosen["config"] == r["best"] and f"picked {r['picked']}" in table(doc)
         if r["accepted"] is not None:  # validated: the CPU-time gain it decided on, inside its interval
             lo, hi = r["cpu_gain_ci"]
             assert lo <= r["cpu_gain"] <= hi and 1 <= r["rounds"] <= 2 and "decided on thread CPU time" in r["measured"]

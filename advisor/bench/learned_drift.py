@@ -76,10 +76,12 @@ def run_drift(o, model_dir: Path, say: Say) -> dict:
         else:
             online.online(feats)
             budget = o.online_budget
-        lt = tune_index(engine, keys, [stream], online, budget, seed=seed, rounds=o.rounds)
+        lt = tune_index(engine, keys, [stream], online, budget, seed=seed, rounds=o.rounds,
+                        finalists=o.finalists, finalist_rounds=o.finalist_rounds)
         fresh = registry.create("learned_index", o.drift_tuner, problem(space, engine.name, feats), seed=seed,
                                 strict=False)
-        rt = tune_index(engine, keys, [stream], fresh, o.drift_budget, seed=seed, rounds=o.rounds)
+        rt = tune_index(engine, keys, [stream], fresh, o.drift_budget, seed=seed, rounds=o.rounds,
+                        finalists=o.finalists, finalist_rounds=o.finalist_rounds)
         if one_shot is None:
             one_shot = dict(rt.best)
         configs = {"online": lt.best, "one_shot": one_shot, "retuned": rt.best, "defaults": space.default_config()}

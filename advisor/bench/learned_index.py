@@ -4,8 +4,9 @@ sorted-array binary search on the same streams, LITune meta-trained once on held
 The grid: ``datasets`` (synthetic key sets, ``keys`` each) x ``workloads`` (named mixes) x ``seeds`` x index
 (``indexes``, ALEX-like by default; PGM, read-only, on the read-only workload). Per cell, each tuner runs through
 the pipeline's own entry point (``advisor.tuning.learned.pipeline.tune_index``: the defaults' trial, ``budget``
-evaluations with the safety cut, then ``rounds`` interleaved validation rounds of the best against the defaults),
-so the cell reports per tuner: validated tuned and default throughput (ops/s) and p99 (ns), the gain (tuned over
+evaluations with the safety cut, the best ``finalists`` re-measured beside the defaults in ``finalist_rounds``
+rotating rounds for the pick, then ``rounds`` interleaved validation rounds of the pick against the defaults),
+so the cell reports per tuner (with ``finalists``, each arm's median CPU ns/op and rounds, and ``picked``, why): validated tuned and default throughput (ops/s) and p99 (ns), the gain (tuned over
 defaults, one interleaved run), evaluations to reach 95% of the cell's best trial throughput, unsafe evaluations,
 and ``below_defaults`` where the validated tuned figure is under the defaults' (flagged, never hidden). The
 sorted array (``connectors.factory.binary_search_baseline``) runs the same stream in rounds interleaved with the
@@ -30,6 +31,7 @@ from advisor.core.errors import InvalidInput
 from advisor.core.hardware import detect
 from advisor.core.params import ParamSpace
 from advisor.core.progress import Say, silent
+from advisor.tuning.learned import finalists as picking
 from advisor.tuning.learned.pipeline import operations, problem, tune_index
 from advisor.tuning.learned.target import HarnessTarget
 from advisor.tuning.learned.training import features
@@ -52,6 +54,8 @@ class LearnedBenchOptions:
     indexes: tuple[str, ...] = ("alex",)  # pgm joins on read-only workloads (it is read-only)
     pgm_read_only: bool = True
     rounds: int = 3  # interleaved validation rounds per tuner (and for the sorted array)
+    finalists: int = picking.FINALISTS  # the search's best configurations re-measured beside the defaults ...
+    finalist_rounds: int = picking.ROUNDS  # ... in this many rotating rounds, for the pick (0: the search's best)
     episodes: int = 60  # LITune's meta-training episodes
     device: str = "auto"  # LITune's training device: auto, cpu, cuda
     drift: bool = True
@@ -83,6 +87,8 @@ class LearnedBenchOptions:
             raise InvalidInput(f"unknown device {self.device!r}: choose auto, cpu or cuda")
         if self.keys < 2_000 or self.budget < 2 or self.rounds < 1 or not self.seeds:
             raise InvalidInput("the bench needs --keys >= 2000, --budget >= 2, --rounds >= 1 and a seed")
+        if self.finalists < 0 or self.finalist_rounds < 0:
+            raise InvalidInput("the bench needs --finalists >= 0 and --finalist-rounds >= 0")
 
 
 @dataclass(frozen=True)
@@ -131,6 +137,10 @@ class TunerRow:
     min_gain: float | None = None
     rounds: int = 0
     measured: str = ""
+    # the pick's re-measure (``advisor.tuning.learned.finalists``): each arm (the defaults first) with its search
+    # and median CPU ns/op, rounds and whether picked; and why the pick ([] and "": none, the search's best)
+    finalists: list = field(default_factory=list)
+    picked: str = ""
 
     @property
     def verdict(self) -> str:
@@ -198,7 +208,8 @@ class LearnedIndexBench:
             opt = create(name, prob, cell.seed, device=o.device, episodes=o.episodes)
             opt.prepare(self.out / "models", self.say)
             start = time.perf_counter()
-            found = tune_index(engine, initial, [stream], opt, o.budget, seed=cell.seed, rounds=o.rounds)
+            found = tune_index(engine, initial, [stream], opt, o.budget, seed=cell.seed, rounds=o.rounds,
+                               finalists=o.finalists, finalist_rounds=o.finalist_rounds)
             rows.append(row_of(name, found, time.perf_counter() - start))
             self.say(f"  {name}: {rows[-1].tuned['throughput_ops']:,.0f} ops/s tuned vs "
                      f"{rows[-1].default['throughput_ops']:,.0f} defaults ({rows[-1].gain:.2f}x), "
@@ -240,6 +251,7 @@ def row_of(name: str, found, seconds: float) -> TunerRow:
     row = TunerRow(name, default, tuned, round(gain, 4), found.evaluations, found.unsafe_evaluations, None,
                    accepted, tuned["throughput_ops"] < default["throughput_ops"], dict(found.best), trace,
                    objectives, round(seconds, 2))
+    row.finalists, row.picked = [f.doc() for f in found.finalists], found.picked
     if ev is not None:
         row.cpu_gain, row.cpu_gain_ci = round(ev.gain, 4), [round(v, 4) for v in ev.gain_ci]
         row.min_gain, row.rounds, row.measured = ev.min_gain, ev.rounds, ev.measured
@@ -278,6 +290,9 @@ def table(doc: dict) -> str:
                          f"{r['tuned']['throughput_ops']:>11,.0f} {r['gain']:>5.2f}x {r['tuned']['p99_ns']:>8,.0f} "
                          f"{r['reach95'] if r['reach95'] is not None else '-':>7} {r['unsafe']:>6}  {verdict:9} "
                          f"{interval(r):30} {r.get('rounds') or '-'}{flag}")
+            if r.get("picked"):
+                lines.append(f"{'':34} {'':8} picked {r['picked']} (the defaults and {len(r['finalists']) - 1} "
+                             f"finalists re-measured in {r['finalists'][0]['rounds']} rotating rounds)")
         sa = c["sorted_array"]
         lines.append(f"{c['cell']:34} {'sorted':8} {'':>11} {sa['throughput_ops']:>11,.0f} {'':>6} "
                      f"{sa['p99_ns']:>8,.0f}   (binary search; {sa['index_tuner']}'s configuration "

@@ -247,6 +247,11 @@ def bench_learned_index(
         rounds: Annotated[int, typer.Option(help="the validation's round budget per tuner (a clear case stops at 3; "
                                                  "beside a busy CPU a gain near the minimum needs ~12 to settle)",
                                             min=1)] = 12,
+        finalists: Annotated[int, typer.Option(help="the search's best configurations re-measured beside the "
+                                                    "defaults for the pick (fewer than 2: the search's best)",
+                                               min=0)] = 3,
+        finalist_rounds: Annotated[int, typer.Option(help="rotating rounds of that re-measure (0: none)",
+                                                     min=0)] = 4,
         episodes: Annotated[int, typer.Option(help="LITune's meta-training episodes", min=1)] = 60,
         device: Annotated[str, typer.Option(help="LITune's training device: auto, cpu, cuda")] = "auto",
         drift: Annotated[bool, typer.Option(help="run the drift part (online vs one-shot vs re-tuned)")] = True,
@@ -278,7 +283,8 @@ def bench_learned_index(
         return
     options = LearnedBenchOptions(
         datasets=_names([datasets]), workloads=_names([workloads]), seeds=_seeds(seeds), keys=keys, budget=budget,
-        tuners=_names([tuners]), indexes=_names([indexes]), rounds=rounds, episodes=episodes, device=device,
+        tuners=_names([tuners]), indexes=_names([indexes]), rounds=rounds, finalists=finalists,
+        finalist_rounds=finalist_rounds, episodes=episodes, device=device,
         drift=drift, drift_dataset=drift_dataset, drift_from=drift_from, drift_to=drift_to, drift_phases=drift_phases,
         drift_ops=drift_ops, drift_budget=drift_budget, online_budget=online_budget, out_dir=out)
     if meta_train_only:
