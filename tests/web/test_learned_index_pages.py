@@ -92,7 +92,7 @@ def test_the_run_form_offers_the_kind_and_its_page_shows_parameters_and_measurem
                "tuned": {"throughput_ops": 1_500_000.0, "p99_ns": 700.0, "memory_bytes": 5_000_000.0,
                          "cpu_ns_per_op": 543.0},
                "evaluations": 6, "unsafe_evaluations": 1, "keys": "synthetic:books:20000",
-               "workload": "read-heavy",
+               "workload": "read-heavy", "picked": "evaluation 4: the lowest median, the others over 2% higher",
                "unit": "thread CPU time per operation (ns, each phase weighted by its operations)", "unit_symbol": "ns"}
     rec = recommend(service.store, target_id=target_id, kind="learned-index", optimizer="hibo", plan=None,
                     changes=(LearnedIndexParam("density", "0.9"),), details=details, why="tuned")
@@ -107,4 +107,5 @@ def test_the_run_form_offers_the_kind_and_its_page_shows_parameters_and_measurem
     assert "1,000,000" in figures and "1,500,000" in figures and "900" in figures and "700" in figures
     assert "CPU time per operation" in figures and "812" in figures and "543" in figures
     assert "6 evaluations, 1 stopped as unsafe" in page
+    assert "re-measured beside the defaults; picked evaluation 4: the lowest median, the others over 2% higher." in page
     assert 'id="apply"' not in page

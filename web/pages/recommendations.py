@@ -80,8 +80,9 @@ FIGURES = (("cpu_ns_per_op", "CPU time per operation", "ns, thread CPU clock: wh
 
 
 def _learned(rec) -> dict | None:
-    """A learned index's recommendation (``details``: index, parameters, default and tuned figures, evaluations):
-    its parameters and each figure under the defaults and tuned; None for other recommendations."""
+    """A learned index's recommendation (``details``: index, parameters, default and tuned figures, evaluations,
+    why the pick among the re-measured finalists): its parameters and each figure under the defaults and tuned;
+    None for other recommendations."""
     d = rec.details or {}
     if not isinstance(d.get("parameters"), dict) or not isinstance(d.get("tuned"), dict):
         return None
@@ -90,7 +91,7 @@ def _learned(rec) -> dict | None:
              "tuned": d["tuned"].get(key)} for key, label, unit in FIGURES]
     return {"index": d.get("index"), "parameters": [(k, v, k in changed) for k, v in d["parameters"].items()],
             "figures": rows, "evaluations": d.get("evaluations"), "unsafe": d.get("unsafe_evaluations"),
-            "keys": d.get("keys"), "workload": d.get("workload")}
+            "keys": d.get("keys"), "workload": d.get("workload"), "picked": d.get("picked") or ""}
 
 
 @router.get("/recommendations/{rec_id}")
