@@ -27,53 +27,74 @@ from advisor.tuning.validation import ValidationOptions
 from connectors.base import Shadow
 from workloads.binding import BoundStatement
 
-CONFIRM_BLOCKS = 3  # alternating blocks per arm when a statement slower in the rounds is re-timed
-CONFIRM_REPEATS = 3  # timed runs per block (after one unmeasured run)
+CONFIRM_BLOCKS = 3  # alternating blocks per arm at most when a statement slower in the rounds is re-timed
+CONFIRM_REPEATS = 3  # timed runs per block at most (after one unmeasured run, for a statement under WARM_BELOW_MS)
+# the runs of one arm's blocks take about this long in all: a long statement runs fewer times per block (one, at
+# least): on JOB a 15 s join flagged at 1.97x was re-timed 9 times per arm, with a warm-up each block, for 7 min
+CONFIRM_BUDGET_MS = 6_000.0
+CONFIRM_CAP = 2.0  # a run this many times the other arm's slowest so far is cut there: which side it is on is known
+WARM_BELOW_MS = 100.0  # a block of a statement this fast starts with an unmeasured run; a longer one's is wasted
 CONFIRM_BELOW = 2.0  # a flagged regression this many times slower is not re-timed
 MIN_SLOWER_MS = 1.0  # a statement slower by less is not a regression (evidence.compare's floor)
 BEST_MARGIN = 1.25  # in a diagnosis, a suspect's runs are cut at this many times the best median so far
-RULE = StopRule(min_rounds=CONFIRM_BLOCKS, max_rounds=CONFIRM_BLOCKS)  # the blocks, through the measurement engine
 
 
 def confirm_regressions(shadow: Shadow, statements: Sequence[BoundStatement], live: Sequence[IndexChange],
                         evidence: Evidence, options: ValidationOptions, say: Say,
                         which: Sequence[str] | None = None) -> Evidence:
     """``evidence`` with each read in ``which`` (default: each the rounds measured slower by the regression
-    threshold, except one flagged at ``CONFIRM_BELOW``x or more) re-timed: ``live`` built, ``CONFIRM_BLOCKS``
-    blocks of ``CONFIRM_REPEATS`` runs with the set and as many without it (every index of ``live`` dropped inside a
-    rolled-back transaction), the arms alternating (``measure.interleave``: a block slow for both arms at once is
-    run again). Its medians, ratio and interval become the longer
-    measurement's, and it is a regression when that median ratio is still over the threshold (``_slower``)."""
+    threshold, except one flagged at ``CONFIRM_BELOW``x or more) re-timed: ``live`` built, blocks of runs with the
+    set and as many without it (every index of ``live`` dropped inside a rolled-back transaction), the arms
+    alternating, the baseline first (``measure.interleave``: a block slow for both arms at once is run again).
+    Its medians, ratio and interval become the longer measurement's, and it is a regression when that median
+    ratio is still over the threshold (``_slower``).
+
+    The re-timing costs what the question needs, not what the statement takes: ``CONFIRM_REPEATS`` runs per
+    block, fewer for a long statement (``CONFIRM_BUDGET_MS`` per arm in all, one at least); a run past
+    ``CONFIRM_CAP`` x the other arm's slowest so far is cut there (its side of the threshold is known: a cut
+    candidate is a regression, a cut baseline is not one); and after two blocks it stops when the Student t
+    interval of the blocks' ratios lies on one side of the threshold (``measure.decision`` with the threshold as
+    the minimum gain), else it takes ``CONFIRM_BLOCKS``."""
     reads = {st.queryid: st for st in statements if not st.is_write}
     wanted = set(screened(evidence, options) if which is None else which)
     todo = [s for s in evidence.statements if s.queryid in wanted and s.queryid in reads]
     if not todo:
         return evidence
     out: dict[str, StatementEvidence] = {}
+    rule = StopRule(min_rounds=2, max_rounds=CONFIRM_BLOCKS, min_gain=-options.regression_threshold)
     with held(shadow, live):
         hidden = list(held_set(shadow))  # the whole set held (it may hold more than ``live``): none in the baseline
         for s in todo:
-            cap = int(min(options.statement_timeout_ms, max(100.0, 3 * max(s.baseline_ms, s.candidate_ms))))
+            longest = max(s.baseline_ms, s.candidate_ms)
+            longest = longest if longest == longest else CONFIRM_BUDGET_MS
+            cap = int(min(options.statement_timeout_ms, max(100.0, 3 * longest)))
+            repeats = max(1, min(CONFIRM_REPEATS, int(CONFIRM_BUDGET_MS // (CONFIRM_BLOCKS * max(longest, 1.0)))))
             q, sql = s.queryid, reads[s.queryid].sql
+            seen: dict[str, list[float]] = {"without": [], "with": []}
 
-            def run(arm: str, _i: int, q=q, sql=sql, cap=cap) -> ArmRound:
-                return ArmRound({q: shadow.connector.timings_without(sql, [] if arm == "with" else hidden,
-                                                                     CONFIRM_REPEATS, cap)}, {})
+            def run(arm: str, _i: int, q=q, sql=sql, cap=cap, repeats=repeats, seen=seen,
+                    warm=int(longest < WARM_BELOW_MS)) -> ArmRound:
+                other = seen["with" if arm == "without" else "without"]
+                limit = int(min(cap, max(100.0, CONFIRM_CAP * max(other)))) if other else cap
+                times = shadow.connector.timings_without(sql, [] if arm == "with" else hidden, repeats, limit,
+                                                         warmup=warm)
+                seen[arm].extend(times)
+                return ArmRound({q: times}, {})
 
             def decide(rounds: dict[str, list[ArmRound]], q=q, weight=s.weight) -> Evidence:
                 return compare(rounds["without"], rounds["with"], {q: weight}, min_gain=options.min_gain,
                                regression_threshold=options.regression_threshold,
                                min_time_share=options.min_time_share, min_call_share=options.min_call_share)
 
-            try:  # fixed blocks (the question is the statement's ratio, not a gain to stop on), noise blocks again
-                measured = interleave(run, ("without", "with"), RULE, decide, order="baab")
+            try:  # the question is which side of the threshold its ratio is on; noise blocks run again
+                measured = interleave(run, ("without", "with"), rule, decide, order="abba")
             except AdvisorError as e:  # the flag stands as measured
                 say(f"{named(s.sql, s.queryid)}: not re-timed ({e})")
                 continue
             again = measured.evidence.statements[0]
             out[q] = replace(s, baseline_ms=again.baseline_ms, candidate_ms=again.candidate_ms, ratio=again.ratio,
                              ratio_ci=again.ratio_ci, regressed=_slower(again, options))
-            n = CONFIRM_BLOCKS * CONFIRM_REPEATS
+            n = len(seen["with"])
             say(f"{named(s.sql, q)}: {s.ratio:.2f}x in the rounds, {again.ratio:.2f}x re-timed ({n} runs per arm): "
                 + ("a regression" if out[q].regressed else "not a regression"))
     return replace(evidence, statements=tuple(out.get(s.queryid, s) for s in evidence.statements))
@@ -98,7 +119,8 @@ def diagnose(shadow: Shadow, statements: Sequence[BoundStatement], live: Sequenc
              suspects: dict[IndexChange, list[StatementEvidence]], by_stmt: dict[str, StatementEvidence],
              options: ValidationOptions, say: Say, cured_only: bool = False) -> dict[str, IndexChange]:
     """Per regressed read with several suspects, the suspect whose absence makes it fastest (``live`` built,
-    each suspect dropped in turn inside a rolled-back transaction, median of 3 timed runs cut at 0.9x its time
+    each suspect dropped in turn inside a rolled-back transaction, median of 3 timed runs (fewer for a long statement,
+    as in ``confirm_regressions``) cut at 0.9x its time
     with the set or 3x its time with no new index, whichever is less (at least 100 ms), the remaining runs
     skipped once one is cut), when that is at least 10% faster than with the whole set (with ``cured_only``, the
     last pruning pass, only when it is also no slower than with no new index beyond the regression threshold);
@@ -124,6 +146,8 @@ def diagnose(shadow: Shadow, statements: Sequence[BoundStatement], live: Sequenc
             # than with no new index (the statement would still regress): it is cut there
             base = by_stmt[qid].baseline_ms
             cap = int(min(options.statement_timeout_ms, max(100.0, min(0.9 * with_all, 3 * base))))
+            # three runs each, fewer for a long statement (``CONFIRM_BUDGET_MS``' runs per suspect, one at least)
+            repeats = max(1, min(3, int(CONFIRM_BUDGET_MS // (CONFIRM_BLOCKS * max(cap, 1)))))
             text = named(reads[qid].normalized if qid in reads else None, qid)
             say(f"{text}: timing it without each of its {len(ixs)} suspect indexes (runs cut at {cap} ms)")
             times: dict[IndexChange, float] = {}
@@ -132,7 +156,7 @@ def diagnose(shadow: Shadow, statements: Sequence[BoundStatement], live: Sequenc
                 for ix in ixs:
                     found = [t for t in times.values() if t == t]
                     limit = min(cap, max(1, math.ceil(BEST_MARGIN * min(found)))) if found else cap
-                    runs = shadow.connector.timings_without(reads[qid].sql, [ix], 3, limit, warmup=0)
+                    runs = shadow.connector.timings_without(reads[qid].sql, [ix], repeats, limit, warmup=0)
                     times[ix] = float(np.median(runs))
                     if limit < cap and times[ix] >= limit:  # slower than the best by the margin: not the one
                         times[ix] = float("nan")

@@ -28,6 +28,10 @@ faster, without proof, are re-timed the same way (``hinted_benefits``): the same
 of its 9 indexes, the difference being indexes whose benefit three rounds had not proven.
 An index dropped for misleading a read's plan is replaced, in a pass that a later one checks, by a wider candidate
 with its leading column that covers that read, when the optimizer left one (``index_repair``).
+A later pass times only the reads whose plans the drops changed: a read whose plan with the set is one an earlier
+pass measured keeps that measurement and its verdict, re-timings included (``validation.Reused``; the baseline,
+no new index, is the same in every pass). On JOB each pass had timed the whole workload again, ~40 s per arm and
+round, after dropping two or three of fourteen indexes.
 A regression in a statement that no kept index can affect (its plan uses none, it writes none of their tables)
 is measurement noise: it is reported, and does not block the recommendation. Nor does the regression of a statement
 too rare to matter (``Evidence.blocks``: under the guard's shares of the workload's time and calls): it condemns no
@@ -58,7 +62,7 @@ from advisor.tuning.indexes.problem import written_tables
 from advisor.storage.codec import evidence_from
 from advisor.tuning.recommend import how_much
 from advisor.tuning.trials import Ledger, workload_digest
-from advisor.tuning.validation import ValidationOptions, validate
+from advisor.tuning.validation import ValidationOptions, measure_changes
 from connectors.base import Shadow
 from workloads.binding import BoundStatement
 
@@ -133,6 +137,7 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
     before = _plans_without(shadow, statements) if hold and options.same_plans_once else None
     sizes: dict = {}
     all_used: dict[str, set[str]] | None = None
+    reuse: dict = {}  # (read, its plan with the set) -> its measurement in an earlier pass (``validation.Reused``)
     verdicts: dict[IndexChange, IndexVerdict] = {}
     live = list(indexes)
     evidence: Evidence | None = None
@@ -163,7 +168,7 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
                 started = time.perf_counter()
                 evidence, judged = _measure_pass(shadow, statements, live, serves, writers, reads, options, say,
                                                  round_no, sizes, estimated, budget_bytes, final,
-                                                 held_set(shadow), before)
+                                                 held_set(shadow), before, reuse)
                 ledger.record(key, "validation", TrialResult(evidence.candidate_ms, metrics=_judged_doc(judged, index_name)),
                               changes=live, evidence=evidence, duration_s=time.perf_counter() - started)
             if final:
@@ -203,17 +208,24 @@ def _measure_pass(shadow: Shadow, statements: Sequence[BoundStatement], live: li
                   serves: dict[IndexChange, tuple[str, ...]], writers: dict[tuple[str, str], list[str]],
                   reads: set[str], options: ValidationOptions, say: Say, round_no: int, sizes: dict, estimated: dict,
                   budget_bytes: int | None, final: bool, built: Sequence[IndexChange] = (),
-                  before: Sequence[Plan] | None = None) -> tuple[Evidence, "_Judged"]:
+                  before: Sequence[Plan] | None = None,
+                  reuse: dict | None = None) -> tuple[Evidence, "_Judged"]:
     """One pass's measurement of ``live`` (the rounds, then the re-timings: flagged regressions, hinted benefits,
     the audit) and what it drops (nothing in the ``final`` pass, which only measures). ``built``: the set held
-    built on the shadow (``built.held``; ``before``: the reads' plans without it), hidden in the baseline."""
+    built on the shadow (``built.held``; ``before``: the reads' plans without it), hidden in the baseline.
+    ``reuse``: the earlier passes' measurements by read and plan (``validation.Reused``): a read whose plan under
+    ``live`` one of them measured is not timed nor re-timed again, and its verdict stands; this pass's own are
+    added to it, re-timings included."""
+    reuse = {} if reuse is None else reuse
     say(f"validating {len(live)} index(es) on the shadow (pass {round_no}): {options.rounds} interleaved rounds")
-    evidence = validate(shadow, statements, live, replace(options, warm_once=True), say=say,  # no restart
-                        built=built, before=before)
+    measured = measure_changes(shadow, statements, live, replace(options, warm_once=True), say=say,  # no restart
+                               built=built, before=before, reuse=reuse)
+    evidence = measured.evidence
+    known = {q for q, shape in measured.plans.items() if (q, shape) in reuse}  # an earlier pass's verdict stands
     served = {q for ix in live for q in serves[ix]}  # a statement no index of the set serves is not re-timed
-    flagged = [q for q in screened(evidence, options) if q in served]
+    flagged = [q for q in screened(evidence, options) if q in served and q not in known]
     evidence = confirm_regressions(shadow, statements, live, evidence, options, say, flagged)
-    hinted = hinted_benefits(evidence, live, serves, reads, flagged)
+    hinted = hinted_benefits(evidence, live, serves, reads, [*flagged, *known])
     if hinted:
         say(f"re-timing {len(hinted)} statement(s) the rounds showed faster but not surely, the only ones "
             "some index serves: it goes as of no measurable benefit unless the longer measurement shows one")
@@ -222,7 +234,7 @@ def _measure_pass(shadow: Shadow, statements: Sequence[BoundStatement], live: li
     judged = _Judged({}, {}, set())
     for audit in (False, True):  # judged as measured; when that drops nothing, judged again after the audit
         if audit:
-            todo = unproven(evidence, served, reads, flagged)
+            todo = unproven(evidence, served, reads, [*flagged, *known])
             if not todo:
                 break
             say(f"auditing {len(todo)} statement(s) whose plans use the set and that the rounds did not show "
@@ -233,6 +245,9 @@ def _measure_pass(shadow: Shadow, statements: Sequence[BoundStatement], live: li
                             sizes, estimated, budget_bytes)
             if judged.dropped:
                 break
+    final = {st.queryid: st for st in evidence.statements}
+    reuse.update({key: replace(r, evidence=final[key[0]]) for key, r in measured.reusable().items()
+                  if key[0] not in known and key[0] in final})
     return evidence, judged
 
 
