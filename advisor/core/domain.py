@@ -88,6 +88,9 @@ class KnobSpec:
     description: str = ""
     source: str = "default"
     sourcefile: str | None = None
+    # only the planner reads it (a cost constant, a method switch, a search limit): it changes a statement's time
+    # only by changing its plan, which the engine's catalog says (``connectors``)
+    plans_only: bool = False
 
     @property
     def needs_restart(self) -> bool:
@@ -182,9 +185,14 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class KnobChange:
+    """A setting's new value. ``acts_through_plans``: the setting is one only the planner reads
+    (``KnobSpec.plans_only``, set when the connector checks the change), so a read whose plan it leaves the same is
+    not moved by it (validation times such a read once, as for an index); not part of the change's identity."""
+
     name: str
     value: str
     kind: str = field(default="knob", init=False)
+    acts_through_plans: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)

@@ -147,7 +147,7 @@ class UnitGrammar:
         spec = catalog.get(change.name)
         if spec is None:
             raise UnknownKnob(f"unknown setting {change.name!r}: the target's {self.catalog} has no such name")
-        return KnobChange(spec.name, self.check(spec, change.value))
+        return KnobChange(spec.name, self.check(spec, change.value), acts_through_plans=spec.plans_only)
 
     # --- writing -------------------------------------------------------------------------------------------------
 

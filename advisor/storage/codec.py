@@ -25,7 +25,7 @@ def plain(obj: Any) -> Any:
 
 def change_from(d: dict) -> Change:
     if d.get("kind") == "knob":
-        return KnobChange(d["name"], d["value"])
+        return KnobChange(d["name"], d["value"], acts_through_plans=bool(d.get("acts_through_plans", False)))
     if d.get("kind") == "index":
         return IndexChange(d["schema"], d["table"], tuple(d["columns"]), d.get("method", "btree"), d.get("name"),
                            include=tuple(d.get("include") or ()), where=d.get("where"))

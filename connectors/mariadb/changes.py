@@ -92,7 +92,7 @@ def knob_sql(catalog: dict[str, KnobSpec], change: KnobChange) -> tuple[KnobChan
         raise UnknownKnob(f"unknown MariaDB variable {change.name!r}")
     value = knob_value(spec, change.value)
     old = knob_value(spec, spec.setting) if spec.setting != "" else spec.setting
-    checked = KnobChange(spec.name, value)
+    checked = KnobChange(spec.name, value, acts_through_plans=spec.plans_only)
     if spec.needs_restart:
         return checked, f"{OPTION_FILE}{spec.name}={value}", f"{OPTION_FILE}{spec.name}={old}", True
     return (checked, f"SET GLOBAL {spec.name} = {_literal(spec, value)}",

@@ -92,6 +92,11 @@ def _rows(conn: pymysql.connections.Connection, query: str, args: tuple = ()) ->
         return list(cur.fetchall())
 
 
+# variables only the optimizer reads: they change a statement's time only by changing its plan
+PLANNER_VARIABLES = frozenset({"optimizer_search_depth", "optimizer_prune_level", "optimizer_use_condition_selectivity",
+                               "eq_range_index_dive_limit"})
+
+
 def knob_spec(name: str, vartype: str, value: str | None, default: str | None, lo: str | None, hi: str | None,
               enums: str | None, read_only: str, scope: str, origin: str | None, comment: str | None) -> KnobSpec:
     """One row of information_schema.SYSTEM_VARIABLES as a ``KnobSpec``: integers whose name says size or
@@ -124,7 +129,7 @@ def knob_spec(name: str, vartype: str, value: str | None, default: str | None, l
         max_value=float(hi) if hi not in (None, "") and kind in ("integer", "real") else None,
         enum_values=tuple(v for v in (enums or "").split(",") if v) if kind in ("enum", "bool") else (),
         context=context, category=name.split("_", 1)[0], description=comment or "",
-        source=_ORIGINS.get(origin or "", "default"), sourcefile=None)
+        source=_ORIGINS.get(origin or "", "default"), sourcefile=None, plans_only=name in PLANNER_VARIABLES)
 
 
 def read_catalog(conn: pymysql.connections.Connection) -> dict[str, KnobSpec]:

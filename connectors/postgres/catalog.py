@@ -13,6 +13,22 @@ SELECT name, vartype, unit, setting, boot_val, min_val, max_val, enumvals, conte
 FROM pg_settings ORDER BY name"""
 
 
+# the categories of settings only the planner reads, less JIT's and the parallel costs and sizes (a JIT-compiled
+# plan, or one with more workers, runs differently under the same plan shape)
+PLANNER_CATEGORIES = ("Query Tuning / Planner Cost Constants", "Query Tuning / Planner Method Configuration",
+                      "Query Tuning / Genetic Query Optimizer", "Query Tuning / Other Planner Options")
+
+
+def plans_only(name: str, category: str) -> bool:
+    """Whether only the planner reads the setting, so it changes a statement's time only through its plan.
+
+    >>> plans_only("random_page_cost", "Query Tuning / Planner Cost Constants"), plans_only("jit_above_cost",
+    ...     "Query Tuning / Planner Cost Constants"), plans_only("work_mem", "Resource Usage / Memory")
+    (True, False, False)
+    """
+    return category.startswith(PLANNER_CATEGORIES) and not name.startswith(("jit", "parallel_", "min_parallel_"))
+
+
 def read_catalog(conn: psycopg.Connection) -> dict[str, KnobSpec]:
     out: dict[str, KnobSpec] = {}
     for (name, vartype, unit, setting, boot, lo, hi, enums, context, category, desc, source,
@@ -21,6 +37,6 @@ def read_catalog(conn: psycopg.Connection) -> dict[str, KnobSpec]:
             name=name, vartype=vartype, unit=unit, setting=setting, boot_value=boot,
             min_value=float(lo) if lo is not None else None, max_value=float(hi) if hi is not None else None,
             enum_values=tuple(enums or ()), context=context, category=category, description=desc,
-            source=source, sourcefile=sourcefile,
+            source=source, sourcefile=sourcefile, plans_only=plans_only(name, category or ""),
         )
     return out

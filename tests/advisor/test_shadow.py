@@ -125,3 +125,19 @@ def test_a_gain_measured_on_a_sampled_copy_says_the_error_its_sample_implies(eve
     assert "on the sampled copy the gain is" in ev.measured and "the sampling implies an error of" in ev.measured
     with clone(connector(events)) as shadow:
         assert "sampled" not in validate(shadow, observed, index, QUICK).measured
+
+
+def test_a_planner_only_setting_times_a_read_whose_plan_it_leaves_the_same_once(events):
+    """Only the planner reads enable_seqscan (the catalog says so): the count over the table switches from a scan
+    to the primary key's index, the lookup by id keeps its plan and is timed once. work_mem is read by the
+    executor: every read is timed in every round, whatever its plan."""
+    with clone(connector(events)) as shadow:
+        planner = shadow.connector.plan_changes([KnobChange("enable_seqscan", "off")]).changes
+        executor = shadow.connector.plan_changes([KnobChange("work_mem", "64MB")]).changes
+        assert planner[0].acts_through_plans and not executor[0].acts_through_plans
+        statements = [_stmt("count", "SELECT count(*) FROM events"), WORKLOAD[1]]
+        by = {s.queryid: s for s in validate(shadow, statements, planner, QUICK).statements}
+        assert by["by_id"].same_plan and not by["count"].same_plan
+        by = {s.queryid: s for s in validate(shadow, statements, executor, QUICK).statements}
+        assert not by["by_id"].same_plan and not by["count"].same_plan
+        assert scalar(shadow.dsn, "SHOW enable_seqscan") == "on"  # left as it was

@@ -264,3 +264,10 @@ def test_the_workload_rules_read_the_counters_a_real_snapshot_gives(server):
     assert config["tmp_table_size"] == config["max_heap_table_size"] == 64 * MB  # 2x 16MB, at least 64MB on 8GB
     assert config["sort_buffer_size"] == 8 * MB and any("merge passes per sort" in w for w in why)
     assert any("temporary tables went to disk" in w for w in why)
+
+
+def test_the_catalog_marks_the_variables_only_the_optimizer_reads(catalog):
+    """Validation times a read whose plan such a variable leaves the same once (``KnobChange.acts_through_plans``);
+    a buffer size is read by the executor."""
+    assert catalog["optimizer_search_depth"].plans_only and catalog["eq_range_index_dive_limit"].plans_only
+    assert not catalog["sort_buffer_size"].plans_only and not catalog["innodb_buffer_pool_size"].plans_only
