@@ -20,7 +20,7 @@ EARLY_FAR = 0.5  # after two rounds, a statement leaves only at this ratio or be
 
 
 def leaving(evidence: Evidence, rounds: dict[str, list[ArmRound]], skip: set[str],
-            min_gain: float = 0.02, regression_threshold: float = 0.10
+            min_gain: float = 0.02, regression_threshold: float = 0.10, retimed: bool = False
             ) -> dict[StatementEvidence, dict[str, list[float]]]:
     """The statements (not in ``skip``) that leave the later rounds, each with its median per arm (A, B) over the
     rounds so far: those whose ratio is clearly away from no change round after round (the Student t interval of
@@ -32,6 +32,9 @@ def leaving(evidence: Evidence, rounds: dict[str, list[ArmRound]], skip: set[str
     baseline time) whose t interval (12.7 standard errors each side) also clears: two rounds alike by chance must
     not let a statement of no real change go as settled, its frozen medians then narrowing the gain's interval. On
     JOB, where one pass takes half a minute, that is most of a third round's time.
+    With ``retimed`` (the caller re-times every statement the rounds show slower by the threshold, and that longer
+    measurement decides: the index validation), a statement slower by the threshold in each of two or more rounds
+    leaves too: more rounds of it would only be replaced (on JOB, a pass's third round was mostly such joins).
 
     >>> from advisor.tuning.evidence import compare
     >>> a = [ArmRound({"fast": [10.0, 10.2, 9.9], "same": [5.0, 5.3, 4.8]}, {}) for _ in range(3)]
@@ -49,6 +52,10 @@ def leaving(evidence: Evidence, rounds: dict[str, list[ArmRound]], skip: set[str
     >>> [list(leaving(compare(two, b, {"q": 1.0}, min_time_share=0.0, min_call_share=0.0), {"A": two, "B": b},
     ...               set()).values()) for b in (tenth, most, alike)]
     [[{'A': [10.2], 'B': [1.05]}], [], []]
+    >>> slower = [ArmRound({"q": [x]}, {}) for x in (13.0, 12.0)]  # 1.3x and 1.15x: the re-timing will judge it
+    >>> [list(leaving(compare(two, slower, {"q": 1.0}, min_time_share=0.0, min_call_share=0.0),
+    ...               {"A": two, "B": slower}, set(), retimed=flag)) != [] for flag in (False, True)]
+    [False, True]
     """
     from scipy.stats import t as student
 
@@ -59,6 +66,10 @@ def leaving(evidence: Evidence, rounds: dict[str, list[ArmRound]], skip: set[str
         pairs = [(_median(ra, s.queryid), _median(rb, s.queryid)) for ra, rb in zip(rounds["A"], rounds["B"])]
         ratios = [b / a for a, b in pairs if a and b and a > 0]
         if len(ratios) < 2:
+            continue
+        if retimed and min(ratios) >= 1 + regression_threshold:
+            out[s] = {arm: [statistics.median(x for r in rounds[arm] for x in r.samples.get(s.queryid, ()))]
+                      for arm in ("A", "B")}
             continue
         if len(ratios) == 2 and not (max(ratios) <= EARLY_FAR or min(ratios) >= 1 / EARLY_FAR):
             continue  # two rounds judge only a statement far from no change in each of them

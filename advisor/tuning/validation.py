@@ -54,6 +54,9 @@ class ValidationOptions:
     same_plans_once: bool = True
     # a statement whose own interval is settled leaves the later rounds (its medians stand for it there)
     settled_leave: bool = True
+    # the caller re-times each statement the rounds show slower by the threshold, and that decides (the index
+    # validation): one slower so in every round of two or more leaves the later rounds (``statement_rounds.leaving``)
+    retime_flagged: bool = False
 
 
 def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequence[Change],
@@ -172,13 +175,14 @@ def measure_changes(shadow: Shadow, statements: Sequence[BoundStatement], change
             if not options.settled_leave or len(timed) < 2 or len(rounds["A"]) < 2:
                 return
             going = leaving(decide(rounds), rounds, set(same) | set(left) | set(reused), options.min_gain,
-                            options.regression_threshold)
+                            options.regression_threshold, options.retime_flagged)
             if len(left) + len(going) >= len(timed):  # every one settled: the measurement's own rule decides;
                 going = {}                            # rounds of frozen medians alone would invent certainty
             for s, medians in going.items():
                 left[s.queryid] = medians
                 say(f"{shorten(s.sql, 50)}: settled at {s.ratio:.2f}x round after round; it leaves the later "
-                    "rounds, its medians stand for them")
+                    "rounds, its medians stand for them" + ("" if s.ratio < 1 + options.regression_threshold or
+                                                            not options.retime_flagged else " (and it is re-timed)"))
 
         # the candidate first only when it is applied already (switching would cost a revert and an apply); a held
         # set switches for free, and its baseline first gives the candidate's first pass its caps (CAP_FACTOR x the

@@ -218,7 +218,8 @@ def _measure_pass(shadow: Shadow, statements: Sequence[BoundStatement], live: li
     added to it, re-timings included."""
     reuse = {} if reuse is None else reuse
     say(f"validating {len(live)} index(es) on the shadow (pass {round_no}): {options.rounds} interleaved rounds")
-    measured = measure_changes(shadow, statements, live, replace(options, warm_once=True), say=say,  # no restart
+    measured = measure_changes(shadow, statements, live, replace(options, warm_once=True, retime_flagged=True),
+                               say=say,  # no restart; the flagged are re-timed below
                                built=built, before=before, reuse=reuse)
     evidence = measured.evidence
     known = {q for q, shape in measured.plans.items() if (q, shape) in reuse}  # an earlier pass's verdict stands
