@@ -6,6 +6,9 @@ measurement engine's ABBA rounds of the search's own objective, into Evidence wi
 line, kept with each verdict), or, for the screening, one pass. The path from the best configuration F back
 towards the current one B:
 
+0. **Plans** (before the reference): a changed knob only the planner reads (``KnobSpec.plans_only``) that leaves
+   every statement's plan the same beside the others is dropped without a timing (``_plan_inert``): it cannot move
+   the workload's time. When every change is such a knob, the advice is to keep the current settings.
 1. **Reference**: F against B. When the interval's lower end does not clear the minimum gain, there is nothing to
    reduce: the advice is to keep the current settings.
 2. **Screening** (only when F changes more than ``max_knobs`` knobs): one pass of F without each knob (that knob
@@ -99,6 +102,16 @@ def ablate(trials: TrialRunner, baseline: Mapping[str, str], full: Mapping[str, 
     if not changed:
         out.keep_current, out.why = True, "the best configuration changes nothing"
         return out
+    inert = _plan_inert(path, full, changed)
+    if inert:  # known without a timing: they change no plan, so no statement's time
+        out.dropped += [DroppedKnob(n, _shown(path, n, baseline[n]), _shown(path, n, full[n]), PLAN_INERT)
+                        for n in inert]
+        full, changed = path.config(full, set(inert)), [n for n in changed if n not in inert]
+        say(f"ablation: {len(inert)} planner-only knob(s) change no statement's plan beside the others; dropped "
+            f"without a timing: {', '.join(inert)}")
+        if not changed:
+            out.keep_current, out.why = True, f"its changes are planner settings, and {PLAN_INERT}"
+            return out
     reference_rounds = max(options.rounds, options.reference_rounds)
     say(f"ablation: the best configuration changes {len(changed)} knob(s); measuring it against the current "
         f"settings (at most {reference_rounds} interleaved rounds)")
@@ -133,9 +146,40 @@ def ablate(trials: TrialRunner, baseline: Mapping[str, str], full: Mapping[str, 
         out.keep_current = True
         out.why = (f"none of its {len(changed)} changes pays on its own (the last measured: "
                    + "; ".join(f"{d.knob}: {d.why}" for d in out.dropped[-3:]) + ")")
-    say(f"ablation: {len(out.shares)} of {len(changed)} knob(s) kept after {path.passes} passes"
+    say(f"ablation: {len(out.shares)} of {out.changed} knob(s) kept after {path.passes} passes"
         + (": " + ", ".join(f"{s.knob} ({s.share:.0%} of the gain)" for s in out.shares)
            if out.shares and not out.fallback else ""))
+    return out
+
+
+PLAN_INERT = "it changes no statement's plan (only the planner reads it), so it cannot change the workload's time"
+
+
+def _plan_inert(path: _Path, full: dict[str, str], changed: list[str]) -> list[str]:
+    """The changed knobs only the planner reads (``KnobSpec.plans_only``) that change no statement's plan beside
+    the others: ``full`` and ``full`` without them (one at a time, each kept out once it passes) plan every
+    statement of the replay the same way (``Plan.shape``), so they cannot move its time and need no timing (a
+    planner setting's share of a gain is otherwise measured in whole-workload passes, at the machine's noise).
+    [] where the runner replays no statements, a configuration cannot be set, or a statement cannot be planned."""
+    statements = getattr(path.trials.runner, "statements", None)
+    catalog = path.trials.space.catalog
+    planner = [n for n in changed if catalog[n].plans_only]
+    if not statements or not planner:
+        return []
+    sql = [s.sql for s in statements]
+
+    def shapes(config: dict[str, str]) -> list[str]:
+        path.trials.apply(config)
+        return [p.shape() for p in path.trials.shadow.connector.plans(sql)]
+
+    out: list[str] = []
+    try:
+        with_all = shapes(full)
+        for name in planner:
+            if shapes(path.config(full, {*out, name})) == with_all:
+                out.append(name)
+    except AdvisorError:
+        return []
     return out
 
 
