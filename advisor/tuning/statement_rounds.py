@@ -162,7 +162,7 @@ class Reused:
 
     >>> r = Reused(StatementEvidence("q", "", 1.0, 10.0, 5.0, 0.5, (0.4, 0.6), False), (10.0, 11.0), (5.0, 6.0))
     >>> [r.round("A", i) for i in range(3)], r.round("B", 2)
-    ([10.0, 11.0, 10.0], 5.0)
+    ([10.0, 11.0, 10.5], 5.5)
     """
 
     evidence: StatementEvidence
@@ -170,6 +170,8 @@ class Reused:
     candidate: tuple[float, ...]
 
     def round(self, arm: str, i: int) -> float:
-        """Its median in round ``i`` of ``arm`` (A: the baseline), the earlier rounds in turn."""
+        """Its median in kept round ``i`` of ``arm`` (A: the baseline); past the rounds it was measured in, its
+        median over them (as a settled statement's medians stand in later rounds: replaying its rounds again
+        would pass for new, independent ones)."""
         values = self.baseline if arm == "A" else self.candidate
-        return values[i % len(values)]
+        return values[i] if i < len(values) else statistics.median(values)

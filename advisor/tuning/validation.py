@@ -127,6 +127,7 @@ def measure_changes(shadow: Shadow, statements: Sequence[BoundStatement], change
         once = _time_once(shadow, [s for s in statements if s.queryid in same and s.queryid not in reused], warm,
                           say, built)
         left: dict[str, dict[str, list[float]]] = {}  # a settled statement's samples per arm, for later rounds
+        kept = {"rounds": 0}  # rounds kept so far (noise rounds run again do not count): a reused read's index
         cut = Caps() if through_plans(changes, options) else None
 
         def run(arm: str, i: int) -> ArmRound:
@@ -157,7 +158,7 @@ def measure_changes(shadow: Shadow, statements: Sequence[BoundStatement], change
                     f"{result.wall_ms / 1000:.1f}s")
             samples, errors = dict(once.samples), {k: len(v) for k, v in once.errors.items()}
             samples.update({q: by_arm[arm] for q, by_arm in left.items()})
-            samples.update({q: [r.round(arm, i)] for q, r in reused.items()})
+            samples.update({q: [r.round(arm, kept["rounds"])] for q, r in reused.items()})
             if result is not None:
                 samples.update(result.samples)
                 errors.update({k: len(v) for k, v in result.errors.items()})
@@ -172,6 +173,7 @@ def measure_changes(shadow: Shadow, statements: Sequence[BoundStatement], change
 
         def between(rounds: dict[str, list[ArmRound]]) -> None:
             """Statements settled round after round leave the later rounds (from the second round on)."""
+            kept["rounds"] = len(rounds["A"])
             if not options.settled_leave or len(timed) < 2 or len(rounds["A"]) < 2:
                 return
             going = leaving(decide(rounds), rounds, set(same) | set(left) | set(reused), options.min_gain,
@@ -197,8 +199,10 @@ def measure_changes(shadow: Shadow, statements: Sequence[BoundStatement], change
         evidence = replace(evidence, statements=tuple(
             reused[s.queryid].evidence if s.queryid in reused else replace(s, same_plan=same.get(s.queryid, ""))
             for s in evidence.statements))
-    rounds = {q: tuple(tuple(statistics.median(r.samples[q]) for r in measured.rounds[arm] if r.samples.get(q))
-                       for arm in ("A", "B")) for q in weights}
+    paired = {q: [(statistics.median(a.samples[q]), statistics.median(b.samples[q]))
+                  for a, b in zip(measured.rounds["A"], measured.rounds["B"]) if a.samples.get(q) and b.samples.get(q)]
+              for q in weights}  # only the rounds both arms timed it in, so a reused read's rounds stay paired
+    rounds = {q: (tuple(a for a, _ in p), tuple(b for _, b in p)) for q, p in paired.items()}
     line = measured.line() + (f"; {len(same)} of {len(statements)} statements kept their plan and were timed once"
                               if same else "") + (f"; {len(left)} left the later rounds settled" if left else "") \
         + (f"; {len(reused)} kept a plan an earlier pass measured (not timed again)" if reused else "") \
@@ -208,8 +212,9 @@ def measure_changes(shadow: Shadow, statements: Sequence[BoundStatement], change
 
 
 def through_plans(changes: Sequence[Change], options: ValidationOptions) -> bool:
-    """Whether ``changes`` act only through plans (index builds and drops), so that a read whose plan they leave
-    the same is not moved by them (validation and the whole run's bundle time or count it once)."""
+    """Whether ``changes`` act only through plans (index builds and drops, settings only the planner reads:
+    ``KnobChange.acts_through_plans``), so that a read whose plan they leave the same is not moved by them
+    (validation and the whole run's bundle time or count it once)."""
     return options.same_plans_once and bool(changes) and all(getattr(c, "acts_through_plans", False)
                                                              for c in changes)
 

@@ -92,9 +92,10 @@ def _rows(conn: pymysql.connections.Connection, query: str, args: tuple = ()) ->
         return list(cur.fetchall())
 
 
-# variables only the optimizer reads: they change a statement's time only by changing its plan
-PLANNER_VARIABLES = frozenset({"optimizer_search_depth", "optimizer_prune_level", "optimizer_use_condition_selectivity",
-                               "eq_range_index_dive_limit"})
+# variables only the optimizer reads that change a statement's time only by changing its plan (its estimates);
+# not the search limits (optimizer_search_depth, optimizer_prune_level, eq_range_index_dive_limit): they are tuned
+# for the optimizer's own time, which a statement's time includes, often with the same plan
+PLANNER_VARIABLES = frozenset({"optimizer_use_condition_selectivity"})
 
 
 def knob_spec(name: str, vartype: str, value: str | None, default: str | None, lo: str | None, hi: str | None,

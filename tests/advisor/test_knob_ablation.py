@@ -36,7 +36,7 @@ from tests.advisor.items import cheap_space, stmt
 from tests.conftest import run
 
 NOISE = {"effective_io_concurrency": "200", "checkpoint_completion_target": "0.5", "bgwriter_delay": "50ms",
-         "commit_delay": "100", "geqo_threshold": "6"}
+         "commit_delay": "100", "cpu_tuple_cost": "0.02"}
 # a sort of 30k rows that spills to disk at work_mem = 64kB (about 2x slower), and a statement that waits 100 ms
 # whenever work_mem is under 16MB (a spill made large and certain: the shared test machine's noise is far larger
 # than a small sort's); a statement that waits 40 ms while random_page_cost is above 2. work_mem carries most of
@@ -106,10 +106,10 @@ def test_ablation_keeps_the_knobs_that_matter_with_their_shares_and_drops_the_ot
     assert re.match(r"[3-8] rounds \(", measured) and "; load " in measured  # a clear case: from 3 rounds
     assert all("; load " in d["measured"] for d in rec.details["ablation"]["dropped"]
                if not d["why"].startswith(("not among", PLAN_INERT)))  # left out by the budget: not measured
-    # geqo_threshold is read by the planner alone and changes no plan here: dropped before any timing
-    geqo = next(d for d in rec.details["ablation"]["dropped"] if d["knob"] == "geqo_threshold")
-    assert geqo["why"] == PLAN_INERT and geqo["measured"] == ""
-    assert any("dropped without a timing: geqo_threshold" in line for line in said)
+    # cpu_tuple_cost is read by the planner alone and changes no plan here: dropped before any timing
+    inert = next(d for d in rec.details["ablation"]["dropped"] if d["knob"] == "cpu_tuple_cost")
+    assert inert["why"] == PLAN_INERT and inert["measured"] == ""
+    assert any("dropped without a timing: cpu_tuple_cost" in line for line in said)
     assert "; load " in shares["work_mem"]["measured"] and "; load " in shares["random_page_cost"]["measured"]
     assert any("screening" in line for line in said) and any("2 of 7 knob(s) kept" in line for line in said)
     assert {d["change"].split(" = ")[0] for d in result.dropped} == set(NOISE)

@@ -60,10 +60,10 @@ def confirm_regressions(shadow: Shadow, statements: Sequence[BoundStatement], li
     wanted = set(screened(evidence, options) if which is None else which)
     todo = [s for s in evidence.statements if s.queryid in wanted and s.queryid in reads]
     out: dict[str, StatementEvidence] = {}
-    for s in [s for s in todo if _timed_long(s, evidence.rounds)]:  # the rounds were as long a measurement
+    for s in [s for s in todo if _timed_long(s)]:  # the rounds were as long a measurement
         out[s.queryid] = replace(s, regressed=_slower(s, options) or bool(s.errors))
-        say(f"{named(s.sql, s.queryid)}: {s.ratio:.2f}x in the rounds, not re-timed (its rounds ran "
-            f"{s.baseline_ms * evidence.rounds / 1000:.0f} s per arm already): "
+        say(f"{named(s.sql, s.queryid)}: {s.ratio:.2f}x in the rounds, not re-timed (its rounds ran at least "
+            f"{LONG_ROUNDS * min(s.baseline_ms, s.candidate_ms) / 1000:.0f} s per arm already): "
             + ("a regression" if out[s.queryid].regressed else "not a regression"))
     todo = [s for s in todo if s.queryid not in out]
     if not todo:
@@ -101,17 +101,21 @@ def confirm_regressions(shadow: Shadow, statements: Sequence[BoundStatement], li
             again = measured.evidence.statements[0]
             out[q] = replace(s, baseline_ms=again.baseline_ms, candidate_ms=again.candidate_ms, ratio=again.ratio,
                              ratio_ci=again.ratio_ci, regressed=_slower(again, options))
-            n = len(seen["with"])
+            n = sum(len(r.samples.get(q, ())) for r in measured.rounds["with"])  # the kept blocks' runs
             say(f"{named(s.sql, q)}: {s.ratio:.2f}x in the rounds, {again.ratio:.2f}x re-timed ({n} runs per arm): "
                 + ("a regression" if out[q].regressed else "not a regression"))
     return replace(evidence, statements=tuple(out.get(s.queryid, s) for s in evidence.statements))
 
 
-def _timed_long(s: StatementEvidence, rounds: int) -> bool:
-    """The rounds timed the statement for twice a re-timing's budget per arm or more: a re-timing would measure
-    nothing they did not (on JOB a 16 s join flagged at 1.94x was re-timed for 100 s)."""
+LONG_ROUNDS = 2  # the fewest rounds a statement is timed in (one leaves the later rounds after two at the earliest)
+
+
+def _timed_long(s: StatementEvidence) -> bool:
+    """The rounds timed the statement for twice a re-timing's budget per arm or more, counting the fewest rounds
+    it can have run in (``LONG_ROUNDS``): a re-timing would measure nothing they did not (on JOB a 16 s join
+    flagged at 1.94x was re-timed for 100 s)."""
     shortest = min(s.baseline_ms, s.candidate_ms)
-    return shortest == shortest and shortest * rounds >= 2 * CONFIRM_BUDGET_MS
+    return shortest == shortest and shortest * LONG_ROUNDS >= 2 * CONFIRM_BUDGET_MS
 
 
 def screened(evidence: Evidence, options: ValidationOptions) -> list[str]:

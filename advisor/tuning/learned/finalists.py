@@ -9,7 +9,7 @@ wins, so a quiet run and a busy one pick different configurations. So, before th
   ranking); with fewer than two, nothing is re-measured (the validation alone decides).
 - *The re-measure* (``remeasure``): the defaults (the reference, the engine's baseline arm) and the finalists, each
   warmed up once, in ``rounds`` rounds whose order rotates (A B C D, B C D A, ...: with three finalists and four
-  rounds every arm runs once in each position), through ``advisor.tuning.measure.interleave`` (a round slower for
+  rounds every arm runs once in each position, unless a noise round run again shifts the rotation), through ``advisor.tuning.measure.interleave`` (a round slower for
   every arm at once is machine noise and runs again; the machine's load is recorded). The rounds are a fixed
   number: nothing stops them early, the question being which is best, not whether one clears the defaults.
 - *The pick* (``choose``): the lowest median CPU ns per operation over the kept rounds; every arm whose median is

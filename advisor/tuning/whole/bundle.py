@@ -13,7 +13,8 @@ contribution to it are settled, at most the budget). From the same rounds:
   it was validated with, the share of the gain that holds when redeployed (the MLOS team's TUNA found "best"
   configurations that lose much of it); and each part alone.
 
-Where the parts that differ between two arms act only through plans (index builds and drops), a read whose plan
+Where the parts that differ between two arms act only through plans (index builds and drops, settings only the
+planner reads), a read whose plan
 shape is the same in both arms is not moved by them: in that comparison it takes the same times in both arms (the
 base arm's), as validation times such a statement once (``same_plans``). Beside a busy CPU, the noise of the
 statements a part cannot touch otherwise drowns its contribution (the demo's indexes: +7.3%, -4.5% .. +19.4%
@@ -153,8 +154,8 @@ def same_plans(shadow: Shadow, statements: Sequence[BoundStatement], subsets: li
                     shadow.connector.revert(applied)
     except BadStatement:
         return none
-    say(f"planned {len(reads)} reads in each of the bundle's {len(subsets)} arms: a read whose plan the index "
-        "parts leave the same takes the same times in both arms of that comparison")
+    say(f"planned {len(reads)} reads in each of the bundle's {len(subsets)} arms: a read whose plan the parts "
+        "that act through plans leave the same takes the same times in both arms of that comparison")
 
     def same(base: frozenset, cand: frozenset) -> dict[str, str]:
         if not (base ^ cand) <= through:
