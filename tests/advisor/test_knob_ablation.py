@@ -338,3 +338,32 @@ def test_cli_targets_add_stores_the_hardware_given(db, tmp_path):
                          timeout=120)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["hardware"] == {"memory_bytes": 16 * 1024**3, "cores": 4}
+
+
+# random_page_cost carries most of the gain (a 300 ms wait while it is above 2) and slows "hurt" when at most 2;
+# work_mem carries the rest (the spill's 100 ms)
+ONE_KNOB_REGRESSES = [WORKLOAD[1], stmt("costed", "SELECT pg_sleep(CASE WHEN current_setting('random_page_cost')"
+                                                  "::float > 2 THEN 0.3 ELSE 0 END)"), HURT]
+
+
+def test_a_single_kept_knob_that_regresses_is_repaired_by_the_candidates_other_changes(shadow, tmp_path):
+    """The ablation may keep one knob (here at most one, ``max_knobs=1``): random_page_cost, which slows "hurt".
+    Nothing is left to take out of a set of one, so the repair validates the candidate's other changes without it
+    (work_mem alone), instead of abandoning the candidate."""
+    best = {"work_mem": "60MB", "random_page_cost": "1.1"}
+    store, obs, knob_run = finished_search(shadow, tmp_path, [({}, 500.0), (best, 30.0)], ONE_KNOB_REGRESSES)
+    said: list[str] = []
+    every_regression_blocks = ValidationOptions(rounds=3, min_time_share=0.0, min_call_share=0.0)
+    result = validate_best(store, knob_run, obs, shadow.connector, shadow, ONE_KNOB_REGRESSES,
+                           every_regression_blocks, said.append, AblationOptions(rounds=3, max_knobs=1))
+    rec = result.recommendation
+    assert rec is not None and rec.state == "validated", result.message
+    assert [(c.name, c.value) for c in rec.changes] == [("work_mem", "60MB")]
+    rejected = [r for r in store.recommendations() if r.state == "rejected"]
+    assert [[c.name for c in r.changes] for r in rejected] == [["random_page_cost"]]
+    assert any("its one kept knob, random_page_cost, regressed statements" in line for line in said)
+    row = next(d for d in result.dropped if d["change"].startswith("random_page_cost"))
+    assert "taken out after validation" in row["why"] and "pg_sleep" in row["why"]
+    assert not any(d["change"].startswith("work_mem") for d in result.dropped)  # recommended, not left out
+    assert any(f.startswith("repair: candidate 1") and "one kept knob random_page_cost" in f for f in result.findings), result.findings
+    store.close()

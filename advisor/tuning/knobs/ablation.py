@@ -45,10 +45,10 @@ from dataclasses import dataclass
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
 from advisor.tuning.knobs.repair import fall_back
-from advisor.tuning.knobs.shares import Ablation, AblationOptions, DroppedKnob, KnobShare, verdict
+from advisor.tuning.knobs.shares import PLAN_INERT, Ablation, AblationOptions, DroppedKnob, KnobShare, verdict
 from advisor.tuning.knobs.trials import ObjectiveComparison, TrialRunner, compare_configs
 
-__all__ = ["Ablation", "AblationOptions", "DroppedKnob", "KnobShare", "ablate", "verdict"]
+__all__ = ["PLAN_INERT", "Ablation", "AblationOptions", "DroppedKnob", "KnobShare", "ablate", "verdict"]
 
 SCREEN_REFERENCE_EVERY = 4  # a pass of F after every this many screening passes (the server's drift)
 
@@ -150,9 +150,6 @@ def ablate(trials: TrialRunner, baseline: Mapping[str, str], full: Mapping[str, 
         + (": " + ", ".join(f"{s.knob} ({s.share:.0%} of the gain)" for s in out.shares)
            if out.shares and not out.fallback else ""))
     return out
-
-
-PLAN_INERT = "it changes no statement's plan (only the planner reads it), so it cannot change the workload's time"
 
 
 def _plan_inert(path: _Path, full: dict[str, str], changed: list[str]) -> list[str]:

@@ -22,8 +22,8 @@ from advisor.storage.store import Store
 from advisor.tuning.observe import Observation, bind
 from advisor.tuning.recommend import Dropped, dropped_rows, recommend, verdict_note
 from advisor.tuning.shadows import Shadows
-from advisor.tuning.knobs.ablation import Ablation, AblationOptions, ablate
-from advisor.tuning.knobs.repair import MAX_REPAIRS, blame, repairable, to_take_out, without
+from advisor.tuning.knobs.ablation import PLAN_INERT, Ablation, AblationOptions, ablate
+from advisor.tuning.knobs.repair import MAX_REPAIRS, blame, repairable, to_take_out, widened, without
 from advisor.tuning.knobs.trials import ReplayRunner, TrialRecord, TrialRunner, TuningOptions, TuningRun
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors.base import Connector, Shadow
@@ -284,7 +284,7 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
                 keep = keep or {"why_first": cut.why, "gain": ref.gain if ref else None,
                                 "gain_ci": list(ref.ci) if ref else None, "measured": ref.line if ref else None}
                 continue
-            config, details = cut.config, cut.details()
+            unreduced, (config, details) = config, (cut.config, cut.details())
             if cut.fallback:
                 findings.append(f"ablation: {label}: {cut.why}")
         rec, evidence, why = attempt(label, config, details, cut, left_out)
@@ -310,6 +310,23 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
             say(f"{label} without {knob} rejected: {why}")
             if again is None or not repairable(again):  # the regressions are gone, or the gain went with it
                 break
+        if repairable_now and len(cut.shares) == 1 and repairs_left > 0:  # its one knob regressed: the others
+            knob, proposed = cut.shares[0].knob, cut.shares[0].proposed
+            wider = widened(unreduced, cut, run.space.default_config(), knob)
+            if wider is not None:
+                repairs_left -= 1
+                row = Dropped(f"{knob} = {proposed}", "knob", f"taken out after validation: {blame(evidence)}")
+                inert = [r for r in left_out if r.why == PLAN_INERT]
+                say(f"repairing {label}: its one kept knob, {knob}, regressed statements; validating the "
+                    "candidate's other changes without it")
+                rec, again, why = attempt(f"{label}'s other changes without {knob}", wider,
+                                          _shares_unmeasured(run.space, wider), None, [*inert, row])
+                if again is not None and again.accepted:
+                    dropped[:] = [d for d in dropped if d not in left_out or d in inert] + [row]
+                    findings.append(f"repair: {label}'s one kept knob {knob} regressed statements; its other "
+                                    f"changes without it are validated")
+                    return accept(rec, why, i, cand, earlier)
+                say(f"{label}'s other changes without {knob} rejected: {why}")
     if first is None:  # no candidate measurably beat the current settings
         return done(None, keep["why_first"] if keep else "no candidate could be measured",
                     keep=keep or {})

@@ -11,6 +11,10 @@ if TYPE_CHECKING:
     from advisor.tuning.knobs.trials import ObjectiveComparison
 
 
+# why the ablation drops a planner-only knob before any timing (``ablation._plan_inert``)
+PLAN_INERT = "it changes no statement's plan (only the planner reads it), so it cannot change the workload's time"
+
+
 @dataclass(frozen=True)
 class AblationOptions:
     rounds: int = 3  # ABBA rounds of each comparison
