@@ -367,3 +367,24 @@ def test_a_single_kept_knob_that_regresses_is_repaired_by_the_candidates_other_c
     assert not any(d["change"].startswith("work_mem") for d in result.dropped)  # recommended, not left out
     assert any(f.startswith("repair: candidate 1") and "one kept knob random_page_cost" in f for f in result.findings), result.findings
     store.close()
+
+
+def test_a_read_the_knob_rounds_showed_slower_is_re_timed_with_the_setting_applied_and_reverted(shadow):
+    """Both reads were flagged by (imagined) noisy rounds. Re-timed with random_page_cost 1.1 applied and
+    reverted in turn, "hurt" (30 ms at 2 or less, nothing above) is a regression and "costed" (40 ms above 2) is
+    not; the shadow is left at its own setting."""
+    from advisor.core.domain import Evidence, KnobChange, StatementEvidence
+    from advisor.tuning.knobs.retime import confirm_knob_regressions
+
+    flagged = tuple(StatementEvidence(q, sql, 1.0, 10.0, 13.0, 1.3, (1.1, 1.5), True, 0, 0.5, 0.5)
+                    for q, sql in (("hurt", HURT.sql), ("costed", WORKLOAD[2].sql)))
+    evidence = Evidence(3, (20.0,) * 3, (26.0,) * 3, -0.3, (-0.4, -0.2), flagged, 0.02, 0.10)
+    said: list[str] = []
+    out = {s.queryid: s for s in confirm_knob_regressions(
+        shadow, [HURT, WORKLOAD[2]], [KnobChange("random_page_cost", "1.1")], evidence, ValidationOptions(),
+        said.append).statements}
+    assert out["hurt"].regressed and out["hurt"].candidate_ms > 25.0 > out["hurt"].baseline_ms
+    assert not out["costed"].regressed and out["costed"].baseline_ms > 35.0 > out["costed"].candidate_ms
+    assert len(said) == 2 and all("the setting applied and reverted in turn" in m for m in said)
+    with shadow.connector.connect() as conn:
+        assert conn.execute("SHOW random_page_cost").fetchone()[0] == "4"

@@ -47,8 +47,8 @@ def confirm_regressions(shadow: Shadow, statements: Sequence[BoundStatement], li
     set and as many without it (every index of ``live`` dropped inside a rolled-back transaction), the arms
     alternating, the baseline first (``measure.interleave``: a block slow for both arms at once is run again).
     Its medians, ratio and interval become the longer measurement's, and it is a regression when that median
-    ratio is still over the threshold (``_slower``). A statement the rounds already timed for twice the budget per
-    arm is judged so on the rounds' medians instead (``_timed_long``).
+    ratio is still over the threshold (``slower_by_threshold``). A statement the rounds already timed for twice the
+    budget per arm is judged so on the rounds' medians instead (``_timed_long``).
 
     The re-timing costs what the question needs, not what the statement takes: ``CONFIRM_REPEATS`` runs per
     block, fewer for a long statement (``CONFIRM_BUDGET_MS`` per arm in all, one at least); a run past
@@ -61,7 +61,7 @@ def confirm_regressions(shadow: Shadow, statements: Sequence[BoundStatement], li
     todo = [s for s in evidence.statements if s.queryid in wanted and s.queryid in reads]
     out: dict[str, StatementEvidence] = {}
     for s in [s for s in todo if _timed_long(s)]:  # the rounds were as long a measurement
-        out[s.queryid] = replace(s, regressed=_slower(s, options) or bool(s.errors))
+        out[s.queryid] = replace(s, regressed=slower_by_threshold(s, options) or bool(s.errors))
         say(f"{named(s.sql, s.queryid)}: {s.ratio:.2f}x in the rounds, not re-timed (its rounds ran at least "
             f"{LONG_ROUNDS * min(s.baseline_ms, s.candidate_ms) / 1000:.0f} s per arm already): "
             + ("a regression" if out[s.queryid].regressed else "not a regression"))
@@ -100,7 +100,7 @@ def confirm_regressions(shadow: Shadow, statements: Sequence[BoundStatement], li
                 continue
             again = measured.evidence.statements[0]
             out[q] = replace(s, baseline_ms=again.baseline_ms, candidate_ms=again.candidate_ms, ratio=again.ratio,
-                             ratio_ci=again.ratio_ci, regressed=_slower(again, options))
+                             ratio_ci=again.ratio_ci, regressed=slower_by_threshold(again, options))
             n = sum(len(r.samples.get(q, ())) for r in measured.rounds["with"])  # the kept blocks' runs
             say(f"{named(s.sql, q)}: {s.ratio:.2f}x in the rounds, {again.ratio:.2f}x re-timed ({n} runs per arm): "
                 + ("a regression" if out[q].regressed else "not a regression"))
@@ -121,11 +121,11 @@ def _timed_long(s: StatementEvidence) -> bool:
 def screened(evidence: Evidence, options: ValidationOptions) -> list[str]:
     """The statements the rounds measured slower by the threshold, except those flagged at ``CONFIRM_BELOW``x or
     more (and those that failed): the ones to re-time."""
-    return [s.queryid for s in evidence.statements if _slower(s, options) and not s.errors
+    return [s.queryid for s in evidence.statements if slower_by_threshold(s, options) and not s.errors
             and not (s.regressed and s.ratio >= CONFIRM_BELOW)]
 
 
-def _slower(s: StatementEvidence, options: ValidationOptions) -> bool:
+def slower_by_threshold(s: StatementEvidence, options: ValidationOptions) -> bool:
     """Slower by the threshold or more (median ratio) and by at least a millisecond: what the rounds screen for
     re-timing, and the verdict of the re-timed runs (the interval test of the rounds misses a real 1.4x on a 17 ms
     join, JOB's job.02, as often as not)."""

@@ -23,6 +23,7 @@ from advisor.tuning.observe import Observation, bind
 from advisor.tuning.recommend import Dropped, dropped_rows, recommend, verdict_note
 from advisor.tuning.shadows import Shadows
 from advisor.tuning.knobs.ablation import PLAN_INERT, Ablation, AblationOptions, ablate
+from advisor.tuning.knobs.retime import confirm_knob_regressions
 from advisor.tuning.knobs.repair import MAX_REPAIRS, blame, repairable, to_take_out, widened, without
 from advisor.tuning.knobs.trials import ReplayRunner, TrialRecord, TrialRunner, TuningOptions, TuningRun
 from advisor.tuning.validation import ValidationOptions, validate
@@ -233,6 +234,9 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
             f"{validation.rounds} interleaved rounds")
         try:
             evidence = validate(shadow, bound, plan.changes, validation, say=say)
+            # a read the rounds showed slower is timed longer, the setting applied and reverted in turn (beside a
+            # busy CPU the rounds' intervals let a real 1.2x through)
+            evidence = confirm_knob_regressions(shadow, bound, plan.changes, evidence, validation, say)
         except AdvisorError as e:
             why = f"validation failed: {e}"
             return recommend(store, **common, details=details, accepted=False, why=why), None, why
