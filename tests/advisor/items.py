@@ -40,3 +40,17 @@ def cheap_space(shadow: Shadow, keep=("work_mem", "random_page_cost", "jit", "ef
     space = KnobSpace.build(catalog, HW, profile, SpaceOptions(exclude=exclude))
     assert sorted(space.names) == sorted(keep) and not space.restart_mask().any()
     return space
+
+
+def alex_balanced(n: int):
+    """The learned-index harness of the validation and pick tests: ALEX over ``n`` uniform keys on a balanced mix
+    (the pipeline's operations per round)."""
+    from advisor.tuning.learned.pipeline import operations
+    from advisor.tuning.learned.target import HarnessTarget
+    from connectors import factory
+    from workloads.learned import keysets, mixes
+
+    keys = keysets.synthetic("uniform", n, 0)
+    mix = mixes.parse_mix("balanced")
+    initial, stream = mixes.workload(keys, mix, operations(n, mix.insert), 0)
+    return HarnessTarget(factory.learned_index("alex"), initial, [stream])

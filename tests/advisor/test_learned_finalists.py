@@ -12,12 +12,11 @@ import pytest
 
 from advisor.core.domain import LearnedIndexParam, TrialResult
 from advisor.tuning.learned.finalists import Finalist, candidates, choose, remeasure
-from advisor.tuning.learned.pipeline import operations, problem, search
+from advisor.tuning.learned.pipeline import problem, search
 from advisor.tuning.learned.target import HarnessTarget
 from advisor.tuning.trials import TrialRecord
-from connectors import factory
 from optimizers.learned_index.problem import LearnedIndexOptimizer
-from workloads.learned import keysets, mixes
+from tests.advisor.items import alex_balanced
 
 N = 20_000
 DENSE = {"max_density": "0.99", "init_density": "0.95", "min_density": "0.9"}
@@ -42,10 +41,7 @@ class Scripted(LearnedIndexOptimizer):
 
 @pytest.fixture(scope="module")
 def target() -> HarnessTarget:
-    keys = keysets.synthetic("uniform", N, 0)
-    mix = mixes.parse_mix("balanced")
-    initial, stream = mixes.workload(keys, mix, operations(N, mix.insert), 0)
-    return HarnessTarget(factory.learned_index("alex"), initial, [stream])
+    return alex_balanced(N)
 
 
 def record(number: int, config: dict, objective: float | None, status: str = "measured") -> TrialRecord:

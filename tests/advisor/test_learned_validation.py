@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.tuning.learned.pipeline import operations
 from advisor.tuning.learned.target import HarnessTarget
 from advisor.tuning.learned.validation import validate
 from connectors import factory
-from workloads.learned import keysets, mixes
+from tests.advisor.items import alex_balanced
 
 N = 20_000
 DENSE = {"max_density": "0.99", "init_density": "0.95", "min_density": "0.9"}
@@ -24,10 +23,7 @@ SPARSE = {"max_density": "0.3", "init_density": "0.2", "min_density": "0.1"}
 
 @pytest.fixture(scope="module")
 def target() -> HarnessTarget:
-    keys = keysets.synthetic("uniform", N, 0)
-    mix = mixes.parse_mix("balanced")
-    initial, stream = mixes.workload(keys, mix, operations(N, mix.insert), 0)
-    return HarnessTarget(factory.learned_index("alex"), initial, [stream])
+    return alex_balanced(N)
 
 
 def test_a_clearly_better_configuration_is_accepted_and_stops_early(target):

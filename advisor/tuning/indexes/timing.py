@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -68,43 +68,57 @@ def confirm_regressions(shadow: Shadow, statements: Sequence[BoundStatement], li
     todo = [s for s in todo if s.queryid not in out]
     if not todo:
         return replace(evidence, statements=tuple(out.get(s.queryid, s) for s in evidence.statements))
-    rule = StopRule(min_rounds=2, max_rounds=CONFIRM_BLOCKS, min_gain=-options.regression_threshold)
     with held(shadow, live):
         hidden = list(held_set(shadow))  # the whole set held (it may hold more than ``live``): none in the baseline
         for s in todo:
-            longest = max(s.baseline_ms, s.candidate_ms)
-            longest = longest if longest == longest else CONFIRM_BUDGET_MS
-            cap = int(min(options.statement_timeout_ms, max(100.0, 3 * longest)))
-            repeats = max(1, min(CONFIRM_REPEATS, int(CONFIRM_BUDGET_MS // (CONFIRM_BLOCKS * max(longest, 1.0)))))
-            q, sql = s.queryid, reads[s.queryid].sql
-            seen: dict[str, list[float]] = {"without": [], "with": []}
+            sql = reads[s.queryid].sql
 
-            def run(arm: str, _i: int, q=q, sql=sql, cap=cap, repeats=repeats, seen=seen,
-                    warm=int(longest < WARM_BELOW_MS)) -> ArmRound:
-                other = seen["with" if arm == "without" else "without"]
-                limit = int(min(cap, max(100.0, CONFIRM_CAP * max(other)))) if other else cap
-                times = shadow.connector.timings_without(sql, [] if arm == "with" else hidden, repeats, limit,
-                                                         warmup=warm)
-                seen[arm].extend(times)
-                return ArmRound({q: times}, {})
-
-            def decide(rounds: dict[str, list[ArmRound]], q=q, weight=s.weight) -> Evidence:
-                return compare(rounds["without"], rounds["with"], {q: weight}, min_gain=options.min_gain,
-                               regression_threshold=options.regression_threshold,
-                               min_time_share=options.min_time_share, min_call_share=options.min_call_share)
+            def timed(arm: str, repeats: int, limit: int, warmup: int, sql=sql) -> list[float]:
+                return shadow.connector.timings_without(sql, [] if arm == "with" else hidden, repeats, limit,
+                                                        warmup=warmup)
 
             try:  # the question is which side of the threshold its ratio is on; noise blocks run again
-                measured = interleave(run, ("without", "with"), rule, decide, order="abba")
+                (_blocks, n), again = retime(s, timed, options)
             except AdvisorError as e:  # the flag stands as measured
                 say(f"{named(s.sql, s.queryid)}: not re-timed ({e})")
                 continue
-            again = measured.evidence.statements[0]
-            out[q] = replace(s, baseline_ms=again.baseline_ms, candidate_ms=again.candidate_ms, ratio=again.ratio,
-                             ratio_ci=again.ratio_ci, regressed=slower_by_threshold(again, options))
-            n = sum(len(r.samples.get(q, ())) for r in measured.rounds["with"])  # the kept blocks' runs
-            say(f"{named(s.sql, q)}: {s.ratio:.2f}x in the rounds, {again.ratio:.2f}x re-timed ({n} runs per arm): "
-                + ("a regression" if out[q].regressed else "not a regression"))
+            out[s.queryid] = replace(s, baseline_ms=again.baseline_ms, candidate_ms=again.candidate_ms,
+                                     ratio=again.ratio, ratio_ci=again.ratio_ci,
+                                     regressed=slower_by_threshold(again, options))
+            say(f"{named(s.sql, s.queryid)}: {s.ratio:.2f}x in the rounds, {again.ratio:.2f}x re-timed ({n} runs "
+                "per arm): " + ("a regression" if out[s.queryid].regressed else "not a regression"))
     return replace(evidence, statements=tuple(out.get(s.queryid, s) for s in evidence.statements))
+
+
+def retime(s: StatementEvidence, timed: Callable[[str, int, int, int], list[float]],
+           options: ValidationOptions) -> tuple[tuple[int, int], StatementEvidence]:
+    """One flagged statement re-timed in alternating blocks, the baseline ("without") first, through the engine:
+    ``timed(arm, repeats, limit_ms, warmup)`` times it in one arm (arms "without" and "with"; the caller puts the
+    shadow in that state). Runs per block within ``CONFIRM_BUDGET_MS`` per arm, a run cut at ``CONFIRM_CAP`` x the
+    other arm's slowest so far, two blocks when they agree on the threshold's side, else ``CONFIRM_BLOCKS``.
+    Returns ((kept blocks, runs per arm), its evidence from those blocks); AdvisorError when a run fails."""
+    longest = max(s.baseline_ms, s.candidate_ms)
+    longest = longest if longest == longest else CONFIRM_BUDGET_MS
+    cap = int(min(options.statement_timeout_ms, max(100.0, 3 * longest)))
+    repeats = max(1, min(CONFIRM_REPEATS, int(CONFIRM_BUDGET_MS // (CONFIRM_BLOCKS * max(longest, 1.0)))))
+    seen: dict[str, list[float]] = {"without": [], "with": []}
+
+    def run(arm: str, _i: int) -> ArmRound:
+        other = seen["with" if arm == "without" else "without"]
+        limit = int(min(cap, max(100.0, CONFIRM_CAP * max(other)))) if other else cap
+        times = timed(arm, repeats, limit, int(longest < WARM_BELOW_MS))
+        seen[arm].extend(times)
+        return ArmRound({s.queryid: times}, {})
+
+    def decide(rounds: dict[str, list[ArmRound]]) -> Evidence:
+        return compare(rounds["without"], rounds["with"], {s.queryid: s.weight}, min_gain=options.min_gain,
+                       regression_threshold=options.regression_threshold, min_time_share=options.min_time_share,
+                       min_call_share=options.min_call_share)
+
+    rule = StopRule(min_rounds=2, max_rounds=CONFIRM_BLOCKS, min_gain=-options.regression_threshold)
+    measured = interleave(run, ("without", "with"), rule, decide, order="abba")
+    kept = measured.rounds["with"]
+    return (len(kept), sum(len(r.samples.get(s.queryid, ())) for r in kept)), measured.evidence.statements[0]
 
 
 LONG_ROUNDS = 2  # the fewest rounds a statement is timed in (one leaves the later rounds after two at the earliest)

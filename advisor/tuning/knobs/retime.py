@@ -19,10 +19,7 @@ from advisor.core.domain import Applied, Change, Evidence, StatementEvidence
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say
 from advisor.core.sqltext import named
-from advisor.tuning.evidence import ArmRound, compare
-from advisor.tuning.indexes.timing import (CONFIRM_BLOCKS, CONFIRM_BUDGET_MS, CONFIRM_CAP, CONFIRM_REPEATS,
-                                           WARM_BELOW_MS, screened, slower_by_threshold)
-from advisor.tuning.measure import StopRule, interleave
+from advisor.tuning.indexes.timing import retime, screened, slower_by_threshold
 from advisor.tuning.validation import ValidationOptions
 from connectors.base import Shadow
 from workloads.binding import BoundStatement
@@ -42,12 +39,11 @@ def confirm_knob_regressions(shadow: Shadow, statements: Sequence[BoundStatement
     if shadow.connector.plan_changes(list(changes)).needs_restart:
         say(f"{len(todo)} statement(s) slower in the rounds are not re-timed: the change needs a restart")
         return evidence
-    rule = StopRule(min_rounds=2, max_rounds=CONFIRM_BLOCKS, min_gain=-options.regression_threshold)
     state: dict[str, Applied | None] = {"applied": None}
     out: dict[str, StatementEvidence] = {}
     try:
         for s in todo:
-            again = _retime(shadow, reads[s.queryid], s, changes, options, rule, state)
+            again = _retime(shadow, reads[s.queryid], s, changes, options, state)
             if again is None:
                 say(f"{named(s.sql, s.queryid)}: not re-timed (it failed in a block); the rounds' verdict stands")
                 continue
@@ -65,38 +61,22 @@ def confirm_knob_regressions(shadow: Shadow, statements: Sequence[BoundStatement
 
 
 def _retime(shadow: Shadow, st: BoundStatement, s: StatementEvidence, changes: Sequence[Change],
-            options: ValidationOptions, rule: StopRule,
+            options: ValidationOptions,
             state: dict[str, Applied | None]) -> tuple[tuple[int, int], StatementEvidence] | None:
-    """((blocks, runs per arm), the re-timed statement's evidence), or None when a run failed."""
-    longest = max(s.baseline_ms, s.candidate_ms)
-    longest = longest if longest == longest else CONFIRM_BUDGET_MS
-    cap = int(min(options.statement_timeout_ms, max(100.0, 3 * longest)))
-    repeats = max(1, min(CONFIRM_REPEATS, int(CONFIRM_BUDGET_MS // (CONFIRM_BLOCKS * max(longest, 1.0)))))
-    seen: dict[str, list[float]] = {"without": [], "with": []}
-
-    def run(arm: str, _i: int) -> ArmRound:
+    """((blocks, runs per arm), the re-timed statement's evidence), or None when a run failed
+    (``indexes.timing.retime``, the setting applied for "with" and reverted for "without")."""
+    def timed(arm: str, repeats: int, limit: int, warmup: int) -> list[float]:
         if arm == "with" and state["applied"] is None:
             state["applied"] = shadow.connector.apply(list(changes))
         elif arm == "without" and state["applied"] is not None:
             shadow.connector.revert(state["applied"])
             state["applied"] = None
-        other = seen["with" if arm == "without" else "without"]
-        limit = int(min(cap, max(100.0, CONFIRM_CAP * max(other)))) if other else cap
-        result = replay(shadow.connector, [st], ReplayOptions(1, repeats, int(longest < WARM_BELOW_MS), limit))
+        result = replay(shadow.connector, [st], ReplayOptions(1, repeats, warmup, limit))
         if result.errors:
             raise AdvisorError("a run failed")
-        times = result.samples.get(st.queryid, [])
-        seen[arm].extend(times)
-        return ArmRound({st.queryid: times}, {})
-
-    def decide(rounds: dict[str, list[ArmRound]]) -> Evidence:
-        return compare(rounds["without"], rounds["with"], {st.queryid: s.weight}, min_gain=options.min_gain,
-                       regression_threshold=options.regression_threshold, min_time_share=options.min_time_share,
-                       min_call_share=options.min_call_share)
+        return result.samples.get(st.queryid, [])
 
     try:
-        measured = interleave(run, ("without", "with"), rule, decide, order="abba")
+        return retime(s, timed, options)
     except AdvisorError:
         return None
-    kept = measured.rounds["with"]
-    return (len(kept), sum(len(r.samples.get(st.queryid, ())) for r in kept)), measured.evidence.statements[0]
