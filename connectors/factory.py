@@ -1,6 +1,7 @@
 """The one factory from a target to its engine's parts: connector, sandbox and shadow cloning; and
-``reap_orphans(base_dir=None)``, which stops and removes the sandboxes of every engine (each engine's package
-registers its stopper when imported here) whose owner process was killed, and returns their directories.
+``reap_orphans(base_dir=None)``, which stops and removes the sandboxes of every engine (each engine's stopper is
+registered here, its sandbox module imported when an orphan is found) whose owner process was killed, and returns
+their directories. An engine's modules (and its driver) are imported on first use (``Engine``).
 
 Code above ``connectors`` (pipelines, the service, benches, workloads) asks this module, and only this module, for
 engine-specific objects; it then talks to them through the protocols of ``connectors.base``. Supporting another
@@ -24,60 +25,76 @@ engines (numba, pygm) load on first use.
 from __future__ import annotations
 
 import contextvars
+import importlib
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say
 from connectors.base import TAG, Connector, Sandbox, Shadow, scrub
-from connectors.learned.base import LearnedIndexEngine, Measurement
-from connectors.learned.ops import INSERT, LOOKUP, OP_NAMES, RANGE, OpStream
-from connectors.local import free_port, reap_orphans, stop_all
+from connectors.local import free_port, reap_orphans, register_engine, stop_all
 from connectors.replica import Replica, ReplicaUnavailable
-from connectors.mariadb.connection import uses_local_identity as mariadb_local_identity
-from connectors.mariadb.connector import MariaDBConnector
-from connectors.mariadb.replica import MariaDBReplica
-from connectors.mariadb.sandbox import MariaDBSandbox
-from connectors.mariadb.shadow import create_shadow as clone_mariadb
-from connectors.postgres.connection import uses_local_identity as postgres_local_identity
-from connectors.postgres.connector import PostgresConnector
-from connectors.postgres.replica import PostgresReplica
-from connectors.postgres.sandbox import PostgresSandbox
-from connectors.postgres.shadow import create_shadow as clone_postgres
 
-__all__ = ["DEFAULT_ENGINE", "ENGINES", "INSERT", "LOOKUP", "OP_NAMES", "RANGE", "SCHEMES", "TAG", "Connector",
-           "Engine", "LearnedIndexEngine", "Measurement", "OpStream", "Sandbox", "Shadow", "binary_search_baseline",
+if TYPE_CHECKING:
+    from connectors.learned.base import LearnedIndexEngine
+
+__all__ = ["DEFAULT_ENGINE", "ENGINES", "SCHEMES", "TAG", "Connector",  # and the learned-index names (__getattr__)
+           "Engine", "Sandbox", "Shadow", "binary_search_baseline",
            "build_replica", "client_tool", "clone", "connect", "connector", "engine_of", "free_port", "learned_index",
            "learned_indexes", "open_replica", "reap_orphans", "replica_notes", "redact", "sandbox", "stop_all", "store_dsn_problem", "store_session",
            "supported", "target_name", "uses_local_identity"]
 
 
-@dataclass(frozen=True)
 class Engine:
     """One engine's parts: ``connector(dsn, restart=None)``; ``sandbox(name, settings=None, ...)``, a class with a
     static ``client_tool(name)``; ``clone(connector, *, sample_percent, sample_min_rows, extra_settings, say)``;
     ``local_identity(dsn)``: whether the DSN logs in by the advisor's own OS identity (``uses_local_identity``);
     ``replica``: the class of its warm replicas (``build(target, directory, say)``, ``open(directory)``, and where
     it has any, ``notes(target)``: what its build would do without, said, no blocker), None where the engine has
-    none yet."""
+    none yet. ``stop_orphan(root, owner_record)``: how ``reap_orphans`` stops a server of the engine whose owner
+    was killed (its sandbox module's).
 
-    connector: Callable[..., Connector]
-    sandbox: Any  # the sandbox class
-    clone: Callable[..., Shadow]
-    local_identity: Callable[[str], bool]
-    replica: Any = None
+    Each part is given as ``"module:name"`` and imported on first use: the engines' drivers (psycopg, pymysql,
+    sqlglot) take most of a second to import, which commands that only read the store (and ``--help``) skip."""
+
+    def __init__(self, connector: str, sandbox: str, clone: str, local_identity: str, replica: str | None = None):
+        self._where = {"connector": connector, "sandbox": sandbox, "clone": clone, "local_identity": local_identity,
+                       "replica": replica, "stop_orphan": sandbox.partition(":")[0] + ":stop_orphan"}
+
+    def __getattr__(self, part: str) -> Any:
+        where = self.__dict__.get("_where", {})
+        if part not in where:
+            raise AttributeError(part)
+        value = None
+        if where[part] is not None:
+            module, _, name = where[part].partition(":")
+            value = getattr(importlib.import_module(module), name)
+        setattr(self, part, value)  # imported once
+        return value
 
 
 DEFAULT_ENGINE = "postgres"  # the engine of the servers the advisor starts for itself (demo, benches) unless told
 
 ENGINES: dict[str, Engine] = {
-    "postgres": Engine(PostgresConnector, PostgresSandbox, clone_postgres, postgres_local_identity, PostgresReplica),
-    "mariadb": Engine(MariaDBConnector, MariaDBSandbox, clone_mariadb, mariadb_local_identity, MariaDBReplica),
+    "postgres": Engine("connectors.postgres.connector:PostgresConnector", "connectors.postgres.sandbox:PostgresSandbox",
+                       "connectors.postgres.shadow:create_shadow", "connectors.postgres.connection:uses_local_identity",
+                       "connectors.postgres.replica:PostgresReplica"),
+    "mariadb": Engine("connectors.mariadb.connector:MariaDBConnector", "connectors.mariadb.sandbox:MariaDBSandbox",
+                      "connectors.mariadb.shadow:create_shadow", "connectors.mariadb.connection:uses_local_identity",
+                      "connectors.mariadb.replica:MariaDBReplica"),
 }
+
+
+
+def _stopper(engine: str) -> Callable[[Path, dict], None]:
+    return lambda root, record: ENGINES[engine].stop_orphan(root, record)
+
+
+for _name in ENGINES:  # reap_orphans stops any engine's orphans, its sandbox module imported only when one is found
+    register_engine(_name, _stopper(_name))
 
 # URL schemes of every engine the advisor knows of, supported or not yet
 SCHEMES = {"postgresql": "postgres", "postgres": "postgres", "mysql": "mariadb", "mariadb": "mariadb"}
@@ -250,6 +267,16 @@ def store_dsn_problem(location: str) -> str | None:
 
 
 LEARNED_INDEXES = ("alex", "pgm")
+_LEARNED_NAMES = {"LearnedIndexEngine": "base", "Measurement": "base", "INSERT": "ops", "LOOKUP": "ops",
+                  "OP_NAMES": "ops", "RANGE": "ops", "OpStream": "ops"}
+
+
+def __getattr__(name: str) -> Any:
+    """The learned-index names this module gives (``OpStream``, the op codes, ``Measurement``...), imported on
+    first use: they need numpy, which a command that only reads the store does not."""
+    if name not in _LEARNED_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"connectors.learned.{_LEARNED_NAMES[name]}"), name)
 
 
 def learned_indexes() -> tuple[str, ...]:

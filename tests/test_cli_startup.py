@@ -2,6 +2,7 @@
 PyTorch took a second of each call here (2.8 s -> 1.1 s for ``advisor tokens list``). The optimizers that use
 it (IA2's TD3, Aurora, the GP of HiBO and GP-BO) import it when they first work (their own tests run them)."""
 
+import os
 import subprocess
 import sys
 
@@ -29,3 +30,27 @@ def test_the_cli_lists_kinds_and_optimizers_without_their_pipelines_or_egglog():
     assert "advisor.tuning.rewrites.kind" in loaded and "optimizers.rewrites.plugins" in loaded  # listed
     pipelines = {f"advisor.tuning.{k}.pipeline" for k in ("indexes", "knobs", "rewrites", "whole")}
     assert not pipelines & loaded and "egglog" not in loaded
+
+
+LAZY = {"torch", "botorch", "egglog", "optuna", "sqlglot", "fastapi", "starlette", "uvicorn", "psycopg", "pymysql",
+        "pandas", "sklearn", "smac", "numba"}
+
+
+def test_help_and_the_reading_commands_import_no_driver_parser_or_web_framework(tmp_path):
+    """``advisor --help`` and the commands that read the store (runs, recommendations, targets list) import
+    none of the heavy packages: the engines' drivers and sqlglot come with an engine's first use
+    (``connectors.factory.Engine``), the web framework with ``serve`` (1.9 s -> 1.1 s for ``runs list`` here,
+    side by side on a busy machine). The commands run in one process against a store of their own (and an empty
+    temp directory: no orphaned sandbox to reap there)."""
+    code = ("import sys\nfrom advisor.cli.main import main\n"
+            "for argv in (['--help'], ['runs', 'list'], ['recommendations', 'list'], ['targets', 'list']):\n"
+            "    sys.argv = ['advisor', *argv]\n"
+            "    assert main() == 0, argv\n"
+            "print('LOADED', ' '.join(sys.modules))")
+    env = {**os.environ, "ADVISOR_STORE": str(tmp_path / "store.duckdb"), "TMPDIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    loaded = {m.split(".")[0] for m in out.stdout.split("LOADED", 1)[1].split()}
+    assert "advisor" in loaded and "duckdb" in loaded  # the store was read
+    assert not loaded & LAZY, sorted(loaded & LAZY)
+

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from advisor.core.domain import Snapshot, Statement, Workload
 from advisor.core.errors import AdvisorError, OtherDatabase
@@ -16,9 +17,11 @@ from advisor.core.identity import describe, mismatch
 from advisor.core.progress import Say, silent
 from advisor.storage.store import Store
 from connectors.base import Connector
-from workloads.binding import BoundStatement, bind_workload
 from workloads.capture import workload_delta
 from workloads.shape import classify
+
+if TYPE_CHECKING:  # binding reads statements with sqlglot: imported when a run binds, not for every command
+    from workloads.binding import BoundStatement
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,8 @@ def top(statements: Sequence[Statement], n: int) -> tuple[Statement, ...]:
 def bind(connector: Connector, obs: Observation, max_statements: int,
          say: Say = silent) -> tuple[list[BoundStatement], tuple[tuple[str, str], ...]]:
     """The heaviest ``max_statements`` statements bound to constants, and (sql, why) for those that cannot be."""
+    from workloads.binding import bind_workload
+
     bound, skipped = bind_workload(connector, Workload(top(obs.workload.statements, max_statements)))
     for _st, why in skipped:
         say(f"cannot replay a statement ({why}); left out")

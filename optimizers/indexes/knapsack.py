@@ -25,8 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 
 def best_within(values: Sequence[float], sizes: Sequence[float], capacity: float) -> list[int]:
     """The positions of the items to keep: the largest total value whose total size is at most ``capacity``
@@ -46,6 +44,7 @@ def _solve(values: list[float], sizes: list[float], capacity: float) -> list[int
     """max sum(v x) s.t. sum(s x) <= capacity, x binary; then, at that value, the smallest sum(s x). Positions
     into ``values``."""
     import highspy
+    import numpy as np  # here, not at the top: the CLI lists this optimizer on every call
 
     n = len(values)
     idx = np.arange(n, dtype=np.int32)
@@ -70,6 +69,8 @@ def _solve(values: list[float], sizes: list[float], capacity: float) -> list[int
 def _run(h, n: int, sizes: list[float], capacity: float) -> list[int]:
     """Solve ``h`` (row 0: the capacity) and return the binaries at 1; a binary within the integrality tolerance
     of 1 may round over the capacity: the row is tightened and the model solved again."""
+    import numpy as np
+
     for _ in range(3):
         h.run()
         if h.getInfo().primal_solution_status != 2:

@@ -84,6 +84,25 @@ def test_reap_orphans_stops_and_removes_the_sandbox_of_a_killed_owner_only(base,
         assert reap_orphans(base) == []
 
 
+REAP_FRESH = """
+import sys
+from connectors.factory import reap_orphans
+assert "connectors.postgres.sandbox" not in sys.modules, "imported before an orphan was found"
+print(" ".join(reap_orphans(sys.argv[1])))
+"""
+
+
+def test_a_process_that_never_imported_an_engine_reaps_its_orphans(base, tmp_path):
+    """The factory imports an engine's modules (and driver) on first use, so that a command reading the store
+    starts fast; every command reaps orphans first, and the stopper of an orphan's engine is then imported."""
+    root, postmaster = start_orphan(base, tmp_path)
+    out = subprocess.run([sys.executable, "-c", REAP_FRESH, str(base)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(root)]
+    assert not local.pid_alive(postmaster) and not root.exists()
+
+
 def test_an_owner_record_of_a_reused_pid_is_an_orphan_and_a_kept_sandbox_has_none(base):
     me = os.getpid()
     dirs = {}

@@ -5,10 +5,6 @@ before any is checked; the text's length is capped by the plan (``plan.SQL_MAX``
 
 from __future__ import annotations
 
-from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import TokenError
-from sqlglot.tokens import TokenType
-
 from advisor.core.errors import AdvisorError, BadStatement, parser_message
 
 MAX_STATEMENTS = 1_000  # the plan's max_statements bound (advisor.tuning.plan.OPTIONS)
@@ -26,6 +22,10 @@ def split_statements(text: str, dialect: str) -> tuple[str, ...]:
     >>> split_statements("SELECT `a;b` FROM t; SELECT 2", dialect="mysql")
     ('SELECT `a;b` FROM t', 'SELECT 2')
     """
+    from sqlglot.dialects.dialect import Dialect  # sqlglot takes a tenth of a second to import: not for --help
+    from sqlglot.errors import TokenError
+    from sqlglot.tokens import TokenType
+
     try:
         tokens = Dialect.get_or_raise(dialect).tokenize(text)
     except TokenError as e:
