@@ -18,6 +18,7 @@ import pytest
 
 from advisor.core.domain import Hardware, TrialResult
 from advisor.core.hardware import detect, given
+from advisor.core.wording import headline
 from advisor.service.factory import build_service
 from advisor.storage.store import open_store
 from advisor.tuning.knobs.ablation import PLAN_INERT, Ablation, AblationOptions, DroppedKnob, KnobShare, verdict
@@ -141,7 +142,19 @@ def test_keep_current_settings_when_the_best_does_not_measurably_gain(shadow, tm
     # with its verdict, from 3 rounds up to the reference's budget (the engine stops once it cannot clear)
     assert re.match(r"[3-8] rounds \(", result.summary["keep_current"]["measured"])
     assert "; load " in result.message
+    # a whole run's outcome line takes the first sentence of this message: it ends after the bracket, whole
+    line = headline(result.message)
+    assert "not measurably better" in line and line.count("(") == line.count(")")
     store.close()
+
+
+def test_a_knob_verdict_folds_the_sign_into_a_word():
+    """Issue 44: "without it the workload took -20.1%" read twice; it says what the knob did instead: without it
+    the kept set took 20.1% less time, so with it the workload was 1 / 0.799 - 1 = 25.2% slower."""
+    assert verdict(-0.201, True, 0.5, restart=False)[2] == "does not pay: with it the workload was 25.2% slower"
+    assert verdict(0.01, False, 0.5, restart=False)[2] == ("within noise: with it the workload was 1.0% faster "
+                                                           "(not significant)")
+    assert "took" not in verdict(-0.05, False, 0.3, restart=False)[2]
 
 
 # a statement that waits 30 ms while random_page_cost is at most 2: the knob still pays on the whole workload

@@ -14,6 +14,7 @@ from advisor.tuning.observe import bind, observe
 from advisor.tuning.plan import RunPlan
 from advisor.tuning.validation import ValidationOptions
 from advisor.tuning.whole.bundle import keep_parts, measure_bundle
+from advisor.tuning.whole.pipeline import Step, _message
 from connectors import factory
 
 LOOKUPS = 300
@@ -222,3 +223,17 @@ def test_a_read_an_index_part_leaves_on_its_plan_takes_the_same_times_in_both_ar
     # a comparison across the knob part: nothing is taken as unmoved (a knob acts without changing a plan)
     assert not any(s.same_plan for s in result.parts[1].contribution.statements)
     assert not any(s.same_plan for s in result.bundle.statements)
+
+
+def test_the_outcome_line_takes_each_step_s_first_sentence_whole():
+    """Issue 44: the outcome line of ``advisor tune all``, ``runs list`` and the run pages ended mid-bracket
+    ("... (the last measured: random_page_cost: does not pay: ...; together +87.3% ..."): a step's first sentence
+    is cut at its first "; " or ". " outside brackets, never inside one."""
+    keep = ("keep your current settings: the best configuration (2 changes) measured +1.2% (95% CI -0.4% .. +2.9%; "
+            "5 rounds (the interval cannot clear the minimum); load 1.3) against the current settings: not measurably "
+            "better (the minimum is 2%); first: more")
+    line = _message([Step("indexes", None, "nothing recommended. No candidate paid"), Step("knobs", None, keep)],
+                    None, ())
+    assert line == ("indexes: nothing recommended; knobs: keep your current settings: the best configuration "
+                    "(2 changes) measured +1.2% (95% CI -0.4% .. +2.9%; 5 rounds (the interval cannot clear the "
+                    "minimum); load 1.3) against the current settings: not measurably better (the minimum is 2%)")

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
+from advisor.core.wording import slower_faster, with_it
 from advisor.tuning.knobs.repair import fall_back
 from advisor.tuning.knobs.shares import PLAN_INERT, Ablation, AblationOptions, DroppedKnob, KnobShare, verdict
 from advisor.tuning.knobs.trials import ObjectiveComparison, TrialRunner, compare_configs
@@ -144,8 +145,10 @@ def ablate(trials: TrialRunner, baseline: Mapping[str, str], full: Mapping[str, 
     out.passes = path.passes
     if not out.shares:
         out.keep_current = True
-        out.why = (f"none of its {len(changed)} changes pays on its own (the last measured: "
-                   + "; ".join(f"{d.knob}: {d.why}" for d in out.dropped[-3:]) + ")")
+        # a headline, short by construction: what each change measured is its own row (``out.dropped``), shown
+        # under "not recommended"
+        out.why = (f"none of its {len(changed)} changes pays on its own (each one's figures: under "
+                   '"not recommended")')
     say(f"ablation: {len(out.shares)} of {out.changed} knob(s) kept after {path.passes} passes"
         + (": " + ", ".join(f"{s.knob} ({s.share:.0%} of the gain)" for s in out.shares)
            if out.shares and not out.fallback else ""))
@@ -204,7 +207,9 @@ def _screen(path: _Path, full: dict[str, str], changed: list[str],
             passes += [after] if after else []
             settle(after or before)
             before = after or before
-    path.say("ablation: screening: " + ", ".join(f"{n} {losses[n]:+.0%}" for n in sorted(changed, key=losses.get)))
+    path.say("ablation: screening (the workload with each knob against without it): "
+             + ", ".join(f"{n} {slower_faster(1.0 / (1.0 + losses[n]) - 1.0, 0)}"
+                         for n in sorted(changed, key=losses.get)))
     return losses, passes
 
 
@@ -239,11 +244,12 @@ def _walk(path: _Path, full: dict[str, str], order: list[str], losses: dict[str,
         if cmp is not None and _holds(cmp, room, limit):
             dropped, lost = set(order[:m]), max(-cmp.gain, 0.0)
             lines = dict.fromkeys(dropped, cmp.line)
-            path.say(f"ablation: dropping the {m} cheapest knob(s) keeps the gain (loss {-cmp.gain:+.1%}, "
-                     f"95% CI {-cmp.ci[1]:+.1%} .. {-cmp.ci[0]:+.1%})")
+            path.say(f"ablation: dropping the {m} cheapest knob(s) keeps the gain (without them the workload was "
+                     f"{slower_faster(-cmp.gain)}, 95% CI {-cmp.ci[1]:+.1%} .. {-cmp.ci[0]:+.1%} of its time)")
             break
         path.say(f"ablation: dropping the {m} cheapest knob(s) costs too much"
-                 + (f" (loss {-cmp.gain:+.1%})" if cmp is not None else " (that configuration failed)"))
+                 + (f" (without them the workload was {slower_faster(-cmp.gain)})" if cmp is not None
+                    else " (that configuration failed)"))
         if not tries and m > 1:
             tries.append(m // 2)
     # then one at a time, while more than max_knobs are left, until the loss leaves the noise band
@@ -260,10 +266,10 @@ def _walk(path: _Path, full: dict[str, str], order: list[str], losses: dict[str,
     capped = order[len(dropped):len(order) - options.max_knobs]  # the budget ended with too many left
     for name in order:
         if name in dropped or name in capped:
-            why = (f"within noise: the reduced set keeps the gain without it (screened loss {losses[name]:+.1%} of "
-                   "the time)" if name in dropped else
-                   f"not among the {options.max_knobs} knobs that screened most valuable (screened loss "
-                   f"{losses[name]:+.1%} of the time): its part of the gain could not be told from noise")
+            why = (f"within noise: the reduced set keeps the gain without it (one screening pass: "
+                   f"{with_it(losses[name])})" if name in dropped else
+                   f"not among the {options.max_knobs} knobs that screened most valuable (one screening pass: "
+                   f"{with_it(losses[name])}): its part of the gain could not be told from noise")
             out.dropped.append(DroppedKnob(name, _shown(path, name, path.baseline[name]),
                                            _shown(path, name, full[name]), why, lines.get(name, "")))
     if capped:

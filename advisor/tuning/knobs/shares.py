@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from advisor.core.wording import with_it
+
 if TYPE_CHECKING:
     from advisor.tuning.knobs.trials import ObjectiveComparison
 
@@ -116,16 +118,18 @@ def verdict(loss: float, significant: bool, gain: float, restart: bool,
     >>> verdict(1.0, True, 0.5, False)  # without it the kept set takes twice as long: all of the gain is its
     (1.0, 0.5, None)
     >>> verdict(0.01, False, 0.5, False)[2]
-    'within noise: without it the workload took +1.0% (not significant)'
+    'within noise: with it the workload was 1.0% faster (not significant)'
+    >>> verdict(-0.201, True, 0.5, False)[2]  # without it 20.1% less time: with it 25.2% more
+    'does not pay: with it the workload was 25.2% slower'
     >>> verdict(0.08, True, 0.5, True)[2]  # 8% of the gain, but 4% of the time: not worth a restart
     'pays less than its restart: saves 4.0% of the workload time, a restart needs 5%'
     """
     share = loss * (1.0 - gain) / gain if gain > 0 else 0.0
     saves = loss * (1.0 - gain)
     if loss <= 0:
-        return share, saves, f"does not pay: without it the workload took {loss:+.1%}"
+        return share, saves, f"does not pay: {with_it(loss)}"
     if not significant:
-        return share, saves, f"within noise: without it the workload took {loss:+.1%} (not significant)"
+        return share, saves, f"within noise: {with_it(loss)} (not significant)"
     if share < options.min_share:
         return share, saves, f"pays too little: {share:.0%} of the gain (needs {options.min_share:.0%})"
     if restart and saves < options.restart_min_gain:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from advisor.core.domain import Recommendation
 from advisor.core.errors import AdvisorError
+from advisor.core.wording import headline
 from advisor.tuning.indexes.kind import KIND as INDEXES
 from advisor.tuning.kind import Context
 from advisor.tuning.knobs.kind import KIND as KNOBS
@@ -171,7 +172,7 @@ def _message(steps: list[Step], bundle: BundleResult | None, recs: tuple[Recomme
     parts = []
     for s in steps:
         if s.recommendation is None:  # its first sentence (the step's own result has the rest)
-            parts.append(f"{s.kind}: {(s.message or 'nothing recommended').split('. ')[0].split('; ')[0]}")
+            parts.append(f"{s.kind}: {headline(s.message or 'nothing recommended')}")
         else:
             parts.append(f"{s.kind}: {states.get(s.recommendation.id, s.recommendation.state)}")
     if bundle is not None and bundle.kept is not None:
