@@ -8,6 +8,7 @@ The validation decides on thread CPU time per operation; wall-time throughput is
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -16,12 +17,20 @@ from rich.markup import escape
 from rich.table import Table
 
 from advisor.core.errors import AdvisorError
-from advisor.cli.common import JsonFlag, RegisterOpt, StoreOpt, emit, names, open_service, optimizer_choice, \
-    parse_plan, resolve_dsn
-from advisor.cli.common import TargetDsn as Target
+from advisor.cli.common import TARGET_ENV, DSN_FORMS, JsonFlag, RegisterOpt, StoreOpt, emit, names, open_service, \
+    optimizer_choice, parse_plan, resolve_dsn
 
 KIND = "learned-index"
 LearnedIndexOptimizer = optimizer_choice(KIND)  # the registry's
+Target = Annotated[str | None, typer.Option("--target", "-t", help=f"the database, for keys from its column: a "
+                                                                  f"registered target's name, or {DSN_FORMS} "
+                                                                  f"(default: {TARGET_ENV}); keys from a synthetic "
+                                                                  "set or a file need none: the run is stored under "
+                                                                  "a target of its own, 'keys SOURCE'")]
+OPTIMIZER_HELP = ("the search. hibo is the default: in the benches that ran all six searches "
+                  "(docs/bench/learned-index-2026-11-27*.txt) LITune was not ahead: geometric-mean gain over the "
+                  "defaults 1.29x HiBO vs 1.30x LITune on a quiet machine (30 cells; picks below the defaults 2 vs "
+                  "5) and 1.30x vs 1.11x on a shared one (15 cells), and HiBO needs no model trained or shipped")
 
 
 def tune_learned_index(
@@ -36,7 +45,7 @@ def tune_learned_index(
         target: Target = None,
         budget: Annotated[int, typer.Option(help="evaluations of the search (the defaults' included)", min=2)] = 20,
         index: Annotated[str, typer.Option(help="the learned index: alex (updatable) or pgm (read-only)")] = "alex",
-        optimizer: Annotated[LearnedIndexOptimizer, typer.Option(help="the search")] = "hibo",
+        optimizer: Annotated[LearnedIndexOptimizer, typer.Option(help=OPTIMIZER_HELP)] = "hibo",
         range_: Annotated[list[str], typer.Option("--range", help="narrow a parameter's range: NAME=LOW:HIGH "
                                                                    "(repeat or comma-separate)")] = [],  # noqa: B006
         rounds: Annotated[int, typer.Option(help="interleaved rounds of the validation against the defaults",
@@ -51,7 +60,8 @@ def tune_learned_index(
     """Tune a learned index's parameters for keys and an operation mix: a search over a benchmark harness with a
     safety cut (a configuration using over twice the defaults' CPU time per operation is stopped), the best
     validated against the defaults in interleaved rounds; every trial is judged on thread CPU time per operation,
-    wall-time throughput shown beside it. The parameters are handed over; nothing is applied to the database."""
+    wall-time throughput shown beside it. The parameters are handed over; nothing is applied to the database.
+    Keys from a synthetic set or a file need no --target."""
     service = open_service(store)
     if resume:
         plan = service.resumed_plan(resume, KIND)
@@ -61,7 +71,9 @@ def tune_learned_index(
         plan = parse_plan({"kind": KIND, "optimizer": optimizer.value, "keys": keys, "workload": workload,
                            "budget": budget, "index": index, "range": names(range_), "rounds": rounds,
                            "validate": validate, "seed": seed, "retrain": retrain})
-    target = resolve_dsn(target)
+    # keys from a synthetic set or a file need no database: without a target the service stores the run under a
+    # target of its own (the kind says so); keys from a column are refused there without one
+    target = resolve_dsn(target) if (target or os.environ.get(TARGET_ENV, "").strip()) else None
     result = service.tune(KIND, target, plan, register=register, by_hand=False, resume=resume)
     if json_out:
         emit(result.document())

@@ -102,7 +102,7 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
 
     # --- tune -----------------------------------------------------------------------------------------------
 
-    def tune(self, kind: str, dsn: str, plan: RunPlan | None = None, *, name: str | None = None,
+    def tune(self, kind: str, dsn: str | None, plan: RunPlan | None = None, *, name: str | None = None,
              run_id: str | None = None, register: str | None = None, by_hand: bool = True, **inputs) -> object:
         """Tune ``dsn`` (shown as ``name``) with the pipeline of ``kind`` (a name in the kind registry,
         ``advisor.tuning.kinds``): observe, propose, validate on a shadow, store the recommendation(s); the result
@@ -112,7 +112,9 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
         for another kind, an unknown kind or optimizer fails before anything is
         touched. Without ``name``, the DSN means the registered target of its database (``observe``), or the one
         registered as ``register``; an unregistered database is then refused unless ``by_hand`` (a target of
-        its own, unregistered, for library callers and benches)."""
+        its own, unregistered, for library callers and benches). A plan its kind runs without a database
+        (``Kind.own_target``: a learned index's keys from a synthetic set or a file) takes ``dsn`` None and is
+        stored under that target of its own; given a target, it is stored under it, which is not observed."""
         entry = kinds.get(kind)
         misplaced = sorted(set(inputs) & MOVED_TO_PLAN)
         if misplaced:
@@ -123,14 +125,24 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
             raise AdvisorError(f"a {plan.kind} plan cannot run as a {kind} run")
         if self.store.read_only:  # before any work: its trials and recommendations could not be stored
             raise self.store.in_use()
-        dsn, name = self._named_or_dsn(dsn, name)
-        connector = factory.connector(dsn)  # the run's one connector: the pipelines take it, never the DSN
+        own = entry.target_of_its_own(plan)  # a plan that needs no database: the target of its own it goes under
+        if dsn is None and own is None:
+            raise AdvisorError(f"this {kind} run needs a target database: give one (--target: a registered "
+                               "target's name or a DSN)")
+        connector, target_id = None, None
+        if dsn is not None:
+            dsn, name = self._named_or_dsn(dsn, name)
+            connector = factory.connector(dsn)  # the run's one connector: the pipelines take it, never the DSN
         self.check_plan_on(connector, plan)  # before anything is stored: given SQL the target refuses, say
-        if name is None:
+        if connector is None:  # stored under its own target; no database is opened
+            name, target_id = own, self.store.own_target(own, entry.own_target_engine)
+        elif name is None:
             name = self._registered(connector, dsn, register)
             if name is None and not by_hand:
                 raise NotRegistered(f"{connector.target_name} is not a registered target: register it to tune it "
                                     "(add --register NAME, or first `advisor targets add --name NAME --dsn ...`)")
+        if own is not None and target_id is None and name is not None:
+            target_id = self._stored_id(name)  # the target given, not observed: this plan does not read it
         from advisor.core.settings import get_settings
 
         device = inputs.pop("device", None) or get_settings().device
@@ -149,7 +161,7 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
             # first episodes, a solver, a screening pass) is said to be still at work
             with heartbeat(self.say, f"tuning ({kind})") as say:
                 ctx = Context(self.store, connector, name, run_id, say, self.model_dir, device, dict(inputs),
-                              open_run, shadows=shadows)
+                              open_run, shadows=shadows, target_id=target_id)
                 result = entry.run(ctx, plan)
             rec = result.recommendation
             if plan.recheck and rec is not None and rec.state == "validated" and not entry.handed_over:
@@ -177,6 +189,13 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
         for rid in opened:
             self.store.update_run(rid, state="done", result=self.outcome(entry, result))
         return result
+
+    def _stored_id(self, name: str) -> str | None:
+        """The id of the stored target called ``name``, or None (a database observed by hand, not stored yet)."""
+        try:
+            return self.store.target(name)["id"]
+        except NotFound:
+            return None
 
     def _shadows(self, entry, connector, name: str | None, plan: RunPlan):
         """Where the run's shadows come from (a thin clone of the target's warm replica, a full or a sampled

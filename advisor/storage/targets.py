@@ -1,6 +1,7 @@
 """The store's targets: the databases the advisor tunes, by id and by name (a name never reads as an id, and a
 reference that could mean two targets is an error), each with its redacted DSN, its encrypted credentials once
-registered, and its last observation. A database's identity (``advisor.core.identity``) finds its target whatever
+registered, and its last observation; a target of its own (``own_target``) holds runs that need no database
+(no DSN). A database's identity (``advisor.core.identity``) finds its target whatever
 DSN reached it (``target_with_identity``), and targets once observed by hand for it join the registered one
 (``adopt_targets``). A mixin of ``advisor.storage.store.Store`` (it uses its ``db`` and ``lock``).
 """
@@ -30,6 +31,18 @@ class TargetTables:
                     self.db.execute("UPDATE targets SET dsn = ?, engine = ? WHERE id = ?", [dsn_redacted, engine, row[0]])
                 return row[0]
             return self._insert_target(name, engine, dsn_redacted, None)
+
+    @changes_lists
+    def own_target(self, name: str, engine: str) -> str:
+        """The id of the target of its own called ``name`` (runs that need no database: a learned index's keys
+        from a synthetic set or a file), created when new: no DSN, no credentials, ``engine`` saying what it
+        is. ``Conflict`` when a database's target holds that name."""
+        with self.lock:
+            row = self.db.execute("SELECT id, engine, dsn FROM targets WHERE name = ?", [name]).fetchone()
+            if row and (row[1] != engine or row[2]):
+                raise Conflict(f"target {name!r} is a database's target; runs that need no database cannot be "
+                               "stored under it: rename that target")
+            return row[0] if row else self._insert_target(name, engine, "", None)
 
     @changes_lists
     def register_target(self, name: str, engine: str, dsn_redacted: str, credentials: str) -> str:

@@ -22,7 +22,10 @@ class Context:
     the run comes from (a thin clone of the target's warm replica, a full or a sampled copy), the service's choice.
     ``open_run(target_id, kind, optimizer, options, resume, existing)``: the run row a pipeline stores its
     trials under: ``existing`` (the context's ``run_id``) with the options added, ``resume`` taken over, or a new
-    one; the service records how a row it opened ends."""
+    one; the service records how a row it opened ends. ``target_id``: the stored target the run goes under when
+    the service knows it without observing (a plan its kind runs without the database, ``Kind.own_target``);
+    None: the pipeline's observation of the target says.
+    ``connector`` is None for a plan run without any database."""
 
     store: object
     connector: object  # connectors.base.Connector: the run's one connector to the target
@@ -35,6 +38,11 @@ class Context:
     open_run: Callable[..., str] | None = None
     observation: object = None  # taken already (a whole run's, shared by its steps); None: each run observes
     shadows: Shadows = field(default_factory=Shadows)  # where its shadows come from (advisor.tuning.shadows)
+    target_id: str | None = None  # the run's stored target, when known without observing
+
+    def stored_target(self, connector) -> str | None:
+        """The id of the target the run is stored under: the context's own, else the observation's."""
+        return self.target_id if self.target_id is not None else self.observed(connector).target_id
 
     def observed(self, connector):
         """The target's observation: the one this context carries, else a new snapshot (stored)."""
@@ -49,7 +57,11 @@ class Kind:
     ``handed_over``: its recommendations go to people (never applied to a database); ``check_target``: what it
     checks of a plan against the target's connector before any work (a rewrite run's given SQL); ``confine``: the
     plan a remote face (REST, the web UI, a schedule: the server acts as its own OS user) may run, its inputs
-    confined to what the server's settings allow (a learned index's key file), AdvisorError for what they refuse."""
+    confined to what the server's settings allow (a learned index's key file), AdvisorError for what they refuse.
+    ``own_target``: for a kind some of whose plans need no target database, the name of the target of its own
+    that a run of ``plan`` is stored under (no DSN, engine ``own_target_engine``; ``targets list`` shows it so),
+    or None when that plan needs the database; without it every plan needs one. The service honours it for
+    every face: no database is opened for such a plan unless one is given, and none is observed."""
 
     name: str
     summary: str
@@ -67,6 +79,12 @@ class Kind:
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # the values a "names" option may hold
     title: str = ""  # what people call one of its recommendations ("Index recommendation")
     uses_shadows: bool = True  # its runs measure on shadows of the target (advisor.tuning.shadows)
+    own_target: Callable[[object], str | None] | None = None  # see the docstring: plans needing no database
+    own_target_engine: str = ""  # what ``targets list`` shows as the engine of such a target
+
+    def target_of_its_own(self, plan) -> str | None:
+        """The name of the target of its own a run of ``plan`` goes under (it needs no database), else None."""
+        return self.own_target(plan) if self.own_target is not None else None
 
     def outcome(self, result) -> dict:
         """What a run's row records of this kind's result (``summarize``, else ``default_outcome``)."""

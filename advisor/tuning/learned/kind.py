@@ -7,8 +7,10 @@ re-measured beside the defaults before the pick: ``advisor.tuning.learned.finali
 the CLI's message) says the gain in CPU time with its interval; ``measured`` (the Evidence's, in the details and
 the JSON document) how it was measured.
 
-The target database is the run's owner in the store (and the source of ``table.column`` keys); nothing is changed
-there."""
+Keys from a synthetic set or a file need no database: such a run is stored under a target of its own, named after
+the key source (``own_target``: ``keys synthetic:books:20000``, ``keys /path/keys.txt``; no DSN, engine ``keys``),
+or under the target given, which is then neither observed nor changed. Keys from a ``table.column`` are read from
+the target database (observed first, as every kind observes); nothing is changed there."""
 
 from __future__ import annotations
 
@@ -109,6 +111,18 @@ def check_target(connector, plan) -> None:
         connector.column_keys(table, column, 1)  # AdvisorError naming what the target says
 
 
+def own_target(plan) -> str | None:
+    """The target of its own a run of ``plan`` goes under: ``keys SOURCE`` for keys from a synthetic set or a file
+    (an absolute path), None for keys from a column (the run needs the target database)."""
+    import os
+
+    kind = key_sources.kind_of(plan.keys)
+    if kind == "column":
+        return None
+    source = plan.keys.strip()
+    return f"keys {os.path.abspath(source) if kind == 'file' else source}"
+
+
 def space_of(plan) -> ParamSpace:
     """The searched space: the index's parameters, narrowed by the plan's ``range`` items (NAME=LOW:HIGH)."""
     from connectors import factory
@@ -126,7 +140,7 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
     mix = parse_mix(plan.workload)
     engine = factory.learned_index(plan.index)
     connector = ctx.connector
-    obs = ctx.observed(connector)
+    target_id = ctx.stored_target(connector)
     ctx.say(f"reading keys from {plan.keys}")
     with heartbeat(ctx.say, f"reading keys from {plan.keys}"):
         keys = key_sources.read(plan.keys, connector, plan.seed)
@@ -137,15 +151,15 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
     optimizer = registry.create("learned_index", plan.optimizer, prob, seed=plan.seed, strict=False,
                                 retrain=plan.retrain)  # LITune's: meta-train from scratch, not the shipped model
     with heartbeat(ctx.say, f"preparing {plan.optimizer}") as say:
-        optimizer.prepare(ctx.model_dir(obs.target_id) if ctx.model_dir else None, say)
+        optimizer.prepare(ctx.model_dir(target_id) if ctx.model_dir else None, say)
     resume = ctx.inputs.get("resume")
-    run_id = ctx.open_run(obs.target_id, KIND_NAME, plan.optimizer, plan.to_dict(), resume, ctx.run_id)
+    run_id = ctx.open_run(target_id, KIND_NAME, plan.optimizer, plan.to_dict(), resume, ctx.run_id)
 
     ctx.say(f"building {engine.name} over {len(initial):,} keys (its first build compiles it) and evaluating")
     with heartbeat(ctx.say, f"tuning {engine.name}") as say:  # a compile or a slow evaluation is not silent
         found = tune_index(engine, initial, [stream], optimizer, plan.budget,
                            rounds=plan.rounds if plan.validate else 0, seed=plan.seed, say=say,
-                           store=ctx.store, run_id=run_id, target_id=obs.target_id, resume=bool(resume))
+                           store=ctx.store, run_id=run_id, target_id=target_id, resume=bool(resume))
     base = dict(keys=len(keys), run_id=run_id, trials=tuple(found.trials), result=found)
     if not found.changes:
         again = f" (re-measured beside its best: {found.picked})" if found.picked else ""
@@ -166,7 +180,7 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
                "finalists": [f.doc() for f in found.finalists], "picked": found.picked,
                "note": "parameters handed to the index's owners; nothing is applied to the database"}
     changes = tuple(LearnedIndexParam(c.name, c.value) for c in found.changes)
-    rec = recommend(ctx.store, target_id=obs.target_id, kind=KIND_NAME, optimizer=plan.optimizer, plan=None,
+    rec = recommend(ctx.store, target_id=target_id, kind=KIND_NAME, optimizer=plan.optimizer, plan=None,
                     changes=changes, evidence=found.evidence, accepted=accepted, why=why, details=details,
                     run_id=run_id)
     return LearnedIndexTuneResult(rec, why, **base)
@@ -183,4 +197,4 @@ KIND = Kind(KIND_NAME, "a learned index's parameters (ALEX-like, PGM): a search 
             options=("keys", "workload", "budget", "index", "range", "retrain"), required=("keys", "workload"),
             handed_over=True, default_optimizer="hibo", check_plan=_check, check_target=check_target, confine=confine,
             summarize=summarize,
-            title="Learned index", uses_shadows=False)
+            title="Learned index", uses_shadows=False, own_target=own_target, own_target_engine="keys")
