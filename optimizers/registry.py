@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 
 from advisor.core.errors import NotFound
+from advisor.core.names import did_you_mean
 from optimizers import indexes, knobs, learned_index, rewrites
 from optimizers.base import Optimizer
 
@@ -28,7 +29,8 @@ def get(kind: str, name: str) -> type[Optimizer]:
         if cls.name == name:
             return cls
     names = ", ".join(c.name for c in OPTIMIZERS[kind]) or "none"
-    raise NotFound(f"no {kind} optimizer named {name!r} (available: {names})")
+    raise NotFound(f"no {kind} optimizer named {name!r}{did_you_mean(name, [c.name for c in OPTIMIZERS[kind]])} "
+                   f"(available: {names})")
 
 
 def create(kind: str, name: str, problem, *, seed: int = 0, strict: bool = True, **options) -> Optimizer:

@@ -87,6 +87,7 @@ def test_tune_knobs_search_stores_every_trial(busy_db, tmp_path):
 
 @pytest.mark.parametrize("extra, message, code", [
     (["--include", "turbo_mode"], "unknown setting 'turbo_mode'", 1),  # the target's catalog refuses it
+    (["--exclude", "shared_bufers"], "did you mean 'shared_buffers'?", 1),  # a typo: the closest name suggested
     (["--include", "fsync"], "durability", 1),
     (["--range", "work_mem=64MB:4MB"], "is empty", 1),
     (["--range", "work_mem=4MB"], "expected NAME=LOW:HIGH", 2),  # a malformed option value: a usage error
@@ -95,6 +96,10 @@ def test_bad_space_options_are_refused_before_any_trial(busy_db, tmp_path, extra
     res = advisor("tune", "knobs", "--target", busy_db, "--register", "busy", *extra, store=tmp_path / "s.duckdb")
     assert res.returncode == code and message in res.stderr and "trial 1" not in res.stderr
     assert "Traceback" not in res.stderr
+    if (tmp_path / "s.duckdb").exists():  # refused before any work: no failed run is left behind
+        from advisor.storage.store import Store
+        with Store(str(tmp_path / "s.duckdb")) as st:
+            assert st.runs() == []
 
 
 @pytest.mark.parametrize("args, message", [

@@ -70,6 +70,9 @@ def test_an_unknown_optimizer_is_a_usage_error_naming_the_registrys_choices(tmp_
     (["runs", "start", "--target", "t", "--kind", "knobs", "--range", "work_mem"], "expected NAME=LOW:HIGH"),
     (["runs", "start", "--target", "t", "--kind", "knobs", "--objective", "fast"], "objective 'fast'"),
     (["tune", "--target", "host=x", "--kinds", "vacuum"], "cannot be part of a whole run"),
+    (["tune", "--target", "host=x", "--kinds", "indexs"], "'indexs' cannot be part of a whole run; did you mean "
+                                                          "'indexes'?"),
+    (["runs", "start", "--target", "t", "--kind", "knobs", "--optimizer", "hibos"], "did you mean 'hibo'?"),
     (["runs", "start", "--target", "t", "--kind", "nope"], "Invalid value for '--kind'"),
     (["runs", "list", "--state", "nope"], "'nope' is not one of 'queued', 'running', 'done'"),
     (["bench", "knobs", "--workloads", "joins,nope"], "unknown workloads ['nope']: choose from joins"),

@@ -15,6 +15,7 @@ plus its pipeline.
 from __future__ import annotations
 
 from advisor.core.errors import AdvisorError
+from advisor.core.names import did_you_mean
 from advisor.tuning.kind import Context, Kind
 
 __all__ = ["Context", "Kind", "get", "kinds", "names", "register"]
@@ -51,7 +52,8 @@ def get(name: str) -> Kind:
     for kind in kinds():
         if kind.name == name:
             return kind
-    raise AdvisorError(f"unknown run kind {name!r}; expected one of {', '.join(names())}")
+    raise AdvisorError(f"unknown run kind {name!r}{did_you_mean(name, names())}; expected one of "
+                       f"{', '.join(names())}")
 
 
 def register(kind: Kind) -> None:

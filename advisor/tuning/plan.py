@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from advisor.core.errors import AdvisorError
+from advisor.core.names import did_you_mean
 from advisor.core.inputs import RANGE_ITEM
 
 BUDGET_MB_MAX = 10_000_000
@@ -158,7 +159,8 @@ class RunPlan:
         optimizer = self.optimizer or kind.default_optimizer
         names = kind.optimizer_names()
         if names and optimizer not in names:
-            raise AdvisorError(f"no {self.kind} optimizer named {optimizer!r}; choose one of {', '.join(names)}")
+            raise AdvisorError(f"no {self.kind} optimizer named {optimizer!r}{did_you_mean(str(optimizer), names)}; "
+                               f"choose one of {', '.join(names)}")
         for name, (low, high) in LIMITS.items():
             if not low <= getattr(self, name) <= high:
                 raise AdvisorError(f"{name} must be between {low} and {high}, got {getattr(self, name)}")
@@ -180,7 +182,17 @@ class RunPlan:
         return plan
 
     def to_dict(self) -> dict:
-        return {**dataclasses.asdict(self), **{name: list(getattr(self, name)) for name in NAMES}}
+        """The plan as stored and shown: its kind and the options that kind takes (``Kind.options`` and
+        ``COMMON``), never another kind's defaults; ``from_dict`` fills those back in.
+
+        >>> sorted(RunPlan(kind="rewrites").to_dict())
+        ['kind', 'max_statements', 'optimizer', 'recheck', 'rounds', 'sample_percent', 'seed', 'sql', 'validate']
+        """
+        from advisor.tuning import kinds
+
+        taken = ("kind", *COMMON, *kinds.get(self.kind).options)
+        return {name: list(getattr(self, name)) if name in NAMES else getattr(self, name)
+                for name in (f.name for f in dataclasses.fields(self)) if name in taken}
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunPlan":

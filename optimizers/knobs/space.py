@@ -21,6 +21,7 @@ from advisor.core.domain import Hardware, KnobChange, KnobSpec
 from advisor.core.knobprofile import KnobProfile, Range
 from advisor.core.knobvalues import UnitGrammar
 from advisor.core.errors import InvalidKnobValue, UnknownKnob
+from advisor.core.names import did_you_mean
 
 MB = 1024**2
 GB = 1024**3
@@ -131,6 +132,21 @@ def check_flags(profile: KnobProfile, options: SpaceOptions) -> None:
                                    "named with allow_unsafe (--allow-unsafe)")
 
 
+def check_options(catalog: Mapping[str, KnobSpec], profile: KnobProfile, options: SpaceOptions) -> None:
+    """UnknownKnob for a name in ``include``, ``exclude`` or ``ranges`` that ``catalog`` lacks (the closest names
+    suggested); InvalidKnobValue for a numeric range that is empty, or a knob named without its flag
+    (``check_flags``). What a run checks before any work; ``KnobSpace.build`` checks it again."""
+    for name in (*options.include, *options.exclude, *options.ranges):
+        if name not in catalog:
+            raise UnknownKnob(f"unknown setting {name!r}: the server's {profile.catalog_source} has no such name"
+                              f"{did_you_mean(name, catalog)}")
+    for name, (low, high) in options.ranges.items():
+        spec = catalog[name]
+        if spec.vartype in {"integer", "real"} and profile.units.to_base(spec, low) > profile.units.to_base(spec, high):
+            raise InvalidKnobValue(f"{name}: range {low}..{high} is empty")
+    check_flags(profile, options)
+
+
 @dataclass(frozen=True)
 class Violation:
     rule: str
@@ -155,13 +171,10 @@ class KnobSpace:
         ranges = profile.ranges(hardware)
         if options.allow_durability:
             ranges.update(profile.durability)
-        for name in (*options.include, *options.exclude, *options.ranges):
-            if name not in catalog:
-                raise UnknownKnob(f"unknown setting {name!r}: the server's {profile.catalog_source} has no such name")
+        check_options(catalog, profile, options)
         names = [n for n in ranges if n in catalog and n not in profile.unsafe]  # unsafe: only by name, below
         if options.max_knobs:
             names = names[:options.max_knobs]
-        check_flags(profile, options)
         for name in options.include:
             if name not in names:
                 names.append(name)

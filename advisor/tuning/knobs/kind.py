@@ -13,7 +13,7 @@ from advisor.core.inputs import RANGE_ITEM
 from advisor.tuning.kind import Context, Kind, default_outcome
 from advisor.tuning.kind import validation_of as _validation
 from optimizers import knobs
-from optimizers.knobs.space import SpaceOptions, check_flags
+from optimizers.knobs.space import SpaceOptions, check_options
 
 
 def run(ctx: Context, plan) -> object:
@@ -68,9 +68,12 @@ def space_of(plan) -> SpaceOptions:
 
 
 def check_target(connector, plan) -> None:
-    """Before any work: a knob named in ``include`` without the flag the engine's profile asks for it (unsafe,
-    durability) is refused."""
-    check_flags(connector.knob_profile(), space_of(plan))
+    """Before any work (no run is recorded): a knob name the server does not have (in ``include``, ``exclude`` or
+    ``range``; the closest names suggested), an empty range, or a knob named in ``include`` without the flag the
+    engine's profile asks for it (unsafe, durability), is refused (``space.check_options``)."""
+    space = space_of(plan)
+    named = (*space.include, *space.exclude, *space.ranges)
+    check_options(connector.knob_catalog() if named else {}, connector.knob_profile(), space)
 
 
 def _check(plan) -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from advisor.core.errors import AdvisorError
+from advisor.core.names import did_you_mean
 from advisor.tuning.kind import Kind
 from advisor.tuning.whole import ORDER
 
@@ -40,8 +41,8 @@ def _summary(result) -> dict:
 def _check(plan) -> None:
     unknown = [k for k in plan.kinds if k not in ORDER]
     if unknown:
-        raise AdvisorError(f"kinds: {', '.join(map(repr, unknown))} cannot be part of a whole run; choose among "
-                           f"{', '.join(ORDER)}")
+        raise AdvisorError(f"kinds: {', '.join(map(repr, unknown))} cannot be part of a whole run"
+                           f"{did_you_mean(unknown[0], ORDER)}; choose among {', '.join(ORDER)}")
 
 
 KIND = Kind("all", "the whole advisor: indexes, then rewrites of what is still slow, then knobs, each on a "
