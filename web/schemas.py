@@ -215,10 +215,12 @@ class Run(BaseModel):
     progress: Details | None
     result: Details | None
     error: str | None
-    started_by: str | None
+    started_by: str | None = Field(description="who started it: a token's holder (token:NAME), a schedule "
+                                               "(schedule:ID), or the command line (cli (user@host))")
     schedule_id: str | None
     created_at: Timestamp
     updated_at: Timestamp
+    target_name: str | None = Field(None, description="its target's name (none for a target removed)")
     trials_done: int = 0
     outcome: str = Field("", description="what the run came to: its state until it is done, then its "
                                          "recommendation's state (validated, rejected, ...) or done when it made none")
@@ -338,6 +340,10 @@ class Schedule(BaseModel):
     created_by: str | None
     last_fire_at: Timestamp | None
     next_fire_at: Timestamp | None
+    next_fire_text: str = Field("-", description="the next firing as the CLI and the page show it: in the "
+                                                 "schedule's time zone, named, with UTC beside it")
+    last_fire_text: str = Field("-", description="the last firing, shown as next_fire_text")
+    target_name: str | None = Field(None, description="its target's name (none for a target removed)")
 
 
 class AuditEntry(BaseModel):

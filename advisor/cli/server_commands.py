@@ -144,23 +144,23 @@ def schedule_add(target: Annotated[str, typer.Option("--target", "-t", help="tar
                                                      auto_apply=auto_apply.value,
                                                      auto_apply_knobs=names(auto_apply_knob),
                                                      max_regression=max_regression)
-    emit(s) if json_out else print(f"schedule {s['id']}: {s['cron']} ({s['timezone']}), next {when(s['next_fire_at'])}")
+    emit(s) if json_out else print(f"schedule {s['id']}: {s['cron']} ({s['timezone']}), next {s['next_fire_text']}")
 
 
 @schedule_app.command("list")
 def schedule_list(target: Annotated[str | None, typer.Option("--target", "-t", help="target id or name")] = None,
                   json_out: JsonFlag = False, store: StoreOpt = None) -> None:
-    """Schedules with their next firing time."""
+    """Schedules with their next firing time (in each schedule's own time zone, UTC beside it)."""
     rows = open_service(store, quiet=True).schedules(target)
     if json_out:
         emit({"schedules": rows})
         return
-    table = Table("id", "target", "cron", "runs", "auto-apply", "last fired", "next")
-    for s in rows:
-        table.add_row(s["id"], s["target_id"], f"{s['cron']} {s['timezone']}",
-                      ", ".join(p["kind"] for p in s["plan"]["runs"]), s["plan"]["auto_apply"],
-                      when(s["last_fire_at"]), when(s["next_fire_at"]))
-    Console().print(table)
+    if not rows:
+        print("no schedules" + (f" for target {target}" if target else "") + " (advisor schedule add makes one)")
+    for s in rows:  # a block per schedule: its times whole at 80 columns, never cut by a table's cell
+        print(f"schedule {s['id']}: {s['target_name'] or s['target_id']}, runs "
+              f"{', '.join(p['kind'] for p in s['plan']['runs'])}, auto-apply {s['plan']['auto_apply']}\n"
+              f"  cron  {s['cron']} ({s['timezone']})\n  next  {s['next_fire_text']}\n  last  {s['last_fire_text']}")
 
 
 @schedule_app.command("remove")

@@ -225,7 +225,8 @@ def runs_list(target: Annotated[str | None, typer.Option(help="target id or name
         return
     table = Table("id", "target", "kind", "optimizer", "state", "started", "by", "outcome")
     for r in rows:
-        table.add_row(r["id"], r["target_id"], r["kind"], r["optimizer"], run_outcome(r), when(r["created_at"]),
+        table.add_row(r["id"], r["target_name"] or r["target_id"], r["kind"], r["optimizer"], run_outcome(r),
+                      when(r["created_at"]),
                       r["started_by"] or "-", (r.get("result") or {}).get("message") or r.get("error") or "")
     Console().print(table)
 

@@ -100,6 +100,10 @@ class OperationsMixin:
         """Every target, each with its replica's status and lag (``replica``, ``replica_status``)."""
         return [self.with_replica(t) for t in self.store.targets()]
 
+    def target_names(self) -> dict[str, str]:
+        """Target id -> name, for the lists that show a target by its name (runs, schedules)."""
+        return {t["id"]: t["name"] for t in self.store.targets()}
+
     def target(self, ref: str | None = None, *, target_id: str | None = None) -> dict:
         """A target by a user's reference (id or name), or by its id only (``target_id``), with its replica."""
         return self.with_replica(self.store.target_by_id(target_id) if target_id is not None
@@ -235,8 +239,11 @@ class OperationsMixin:
 
     def runs(self, target: str | None = None, state: str | None = None, limit: int | None = None,
              offset: int = 0, *, target_id: str | None = None) -> list[dict]:
-        return self.store.runs(self._target_id(target, target_id), state=state, limit=limit, offset=offset,
+        """Runs, newest first, each with its target's name (``target_name``; None for a target removed)."""
+        rows = self.store.runs(self._target_id(target, target_id), state=state, limit=limit, offset=offset,
                                newest_first=True)
+        names = self.target_names()
+        return [{**r, "target_name": names.get(r["target_id"])} for r in rows]
 
     def count_runs(self, target: str | None = None, state: str | None = None) -> int:
         return self.store.count_runs(self.store.target(target)["id"] if target else None, state)

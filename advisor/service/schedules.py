@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from advisor.core.errors import AdvisorError
 from advisor.service.auth import ADMIN, Principal
 from advisor.service.runs import RunPlan
-from advisor.service.scheduling import AUTO_APPLY, check_cron, next_fire, refuse_unsafe, run_scheduled
+from advisor.service.scheduling import AUTO_APPLY, check_cron, fire_text, next_fire, refuse_unsafe, run_scheduled
 from connectors import factory
 
 
@@ -55,12 +55,23 @@ class SchedulesMixin:
     reaper = None  # the server's timer thread that removes orphaned sandboxes (advisor.service.factory)
 
     def schedules(self, target: str | None = None) -> list[dict]:
+        """The schedules (of ``target``), each as ``schedule`` gives it."""
         rows = self.store.schedules(self.store.target(target)["id"] if target else None)
-        return [{**s, "next_fire_at": next_fire(s["cron"], s["timezone"])} for s in rows]
+        names = self.target_names()
+        return [self._shown(s, names) for s in rows]
 
     def schedule(self, schedule_id: str) -> dict:
-        s = self.store.schedule(schedule_id)
-        return {**s, "next_fire_at": next_fire(s["cron"], s["timezone"])}
+        """A schedule with its target's name (``target_name``; None for a target removed), its next firing
+        (``next_fire_at``), and its next and last firings as every face shows them (``next_fire_text``,
+        ``last_fire_text``: in the schedule's own time zone, named, with UTC beside it)."""
+        return self._shown(self.store.schedule(schedule_id), self.target_names())
+
+    @staticmethod
+    def _shown(s: dict, names: dict[str, str]) -> dict:
+        at = next_fire(s["cron"], s["timezone"])
+        return {**s, "target_name": names.get(s["target_id"]), "next_fire_at": at,
+                "next_fire_text": fire_text(at, s["timezone"]),
+                "last_fire_text": fire_text(s["last_fire_at"], s["timezone"])}
 
     def remove_schedule(self, schedule_id: str, who: Principal = ADMIN) -> None:
         who.require("operator")

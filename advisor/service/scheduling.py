@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from datetime import datetime, timedelta, timezone as tz
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -50,6 +51,32 @@ def next_fire(cron: str, timezone: str = "UTC", after: float | None = None) -> f
     start = datetime.fromtimestamp(after if after is not None else time.time(), tz.utc) + timedelta(seconds=1)
     when = trigger(cron, timezone).get_next_fire_time(None, start)
     return when.timestamp() if when else None
+
+
+def fire_text(at: float | None, timezone: str = "UTC") -> str:
+    """A schedule's fire time as every face shows it: in the schedule's own time zone, named, with UTC beside it
+    (its date too when that differs); "-" for none.
+
+    >>> fire_text(1796000400.0, "Europe/Berlin")  # 2026-11-30 01:00 UTC
+    '2026-11-30 02:00 Europe/Berlin (01:00 UTC)'
+    >>> fire_text(1795991400.0, "Europe/Berlin")  # 2026-11-29 22:30 UTC
+    '2026-11-29 23:30 Europe/Berlin (22:30 UTC)'
+    >>> fire_text(1795995000.0, "Asia/Tokyo")  # 2026-11-29 23:30 UTC
+    '2026-11-30 08:30 Asia/Tokyo (2026-11-29 23:30 UTC)'
+    >>> fire_text(1796000400.0)
+    '2026-11-30 01:00 UTC'
+    """
+    if not at:
+        return "-"
+    when_utc = datetime.fromtimestamp(at, tz.utc)
+    try:
+        local = when_utc.astimezone(ZoneInfo(timezone))
+    except (ZoneInfoNotFoundError, ValueError):  # a zone this machine does not know: UTC only, said so
+        return f"{when_utc:%Y-%m-%d %H:%M} UTC"
+    if timezone.upper() in ("UTC", "ETC/UTC"):
+        return f"{when_utc:%Y-%m-%d %H:%M} UTC"
+    utc_part = f"{when_utc:%H:%M}" if local.date() == when_utc.date() else f"{when_utc:%Y-%m-%d %H:%M}"
+    return f"{local:%Y-%m-%d %H:%M} {timezone} ({utc_part} UTC)"
 
 
 def refuse_unsafe(profile, names) -> None:

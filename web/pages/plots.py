@@ -4,7 +4,8 @@ Content-Security-Policy allows no inline styles). Every text that comes from dat
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
@@ -109,11 +110,29 @@ def paired_bars(labels: Sequence[str], baseline: Sequence[float], candidate: Seq
     return _svg(height, "baseline vs candidate latency per statement", body)
 
 
+@dataclass
+class Frame:
+    """A line/point chart's axes and grid (``body``), its scales (``x``, ``y``: data to pixels), its height
+    and the left edge of its plot area."""
+
+    body: list[str]
+    x: Callable[[float], float]
+    y: Callable[[float], float]
+    height: float
+    left: float
+
+
 def _xy_frame(xs: Sequence[float], ys: Sequence[float], height: float, margins, *, y_from_zero: bool,
-              x_label: str, y_label: str, x_integer: bool = True):
-    """Axes and grid for a line/point chart; returns (body, x(), y())."""
+              x_label: str, y_label: str, x_integer: bool = True) -> Frame:
+    """Axes and grid for a line/point chart. The vertical axis label gets the room it needs: the chart grows
+    taller for a label longer than its plot area's two columns hold, and the plot area moves right for a
+    second column (``_y_label``)."""
     left, right, top, bottom = margins
-    plot_w, plot_h = WIDTH - left - right, height - top - bottom
+    height = max(height, top + bottom + y_label_height(y_label))
+    plot_h = height - top - bottom
+    columns = len(label_lines(y_label, plot_h))
+    left += 13 * (columns - 1)
+    plot_w = WIDTH - left - right
     x_lo, x_hi = min(xs), max(xs)
     if x_hi == x_lo:
         x_lo, x_hi = x_lo - 1, x_hi + 1
@@ -152,9 +171,45 @@ def _xy_frame(xs: Sequence[float], ys: Sequence[float], height: float, margins, 
                 f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}"/>'
                 f'<text class="axis-label" x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle">'
                 f'{escape(x_label)}</text>'
-                f'<text class="axis-label" x="14" y="{top + plot_h / 2:.1f}" text-anchor="middle" '
-                f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">{escape(y_label)}</text>')
-    return body, fx, fy
+                + _y_label(y_label, top + plot_h / 2, plot_h))
+    return Frame(body, fx, fy, height, left)
+
+
+AXIS_LABEL_EM = 0.62 * 11.5  # pixels: a generous width of one character of an axis label (style.css: 11.5px)
+
+
+def label_lines(label: str, room: float) -> list[str]:
+    """``label`` broken at spaces into lines that each fit ``room`` pixels of axis label (a word longer than
+    that stands alone).
+
+    >>> label_lines("objective, workload ms (calls x median) (lower is better)", 220)
+    ['objective, workload ms (calls', 'x median) (lower is better)']
+    """
+    most = max(1, int(room // AXIS_LABEL_EM))
+    lines: list[str] = []
+    for word in label.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= most:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def y_label_height(label: str, lines: int = 2) -> float:
+    """The pixels the vertical axis label needs at most ``lines`` lines: what a chart's plot area is at least."""
+    room = 120.0
+    while len(label_lines(label, room)) > lines:
+        room += 20.0
+    return room
+
+
+def _y_label(label: str, middle: float, room: float) -> str:
+    """The vertical axis label, rotated, centred on ``middle`` (the plot area's, ``room`` pixels tall), in one
+    column or two left of the tick labels: never longer than the plot area, so never cut at the chart's ends."""
+    lines = label_lines(label, room)
+    return "".join(f'<text class="axis-label" x="{14 + 13 * i}" y="{middle:.1f}" text-anchor="middle" '
+                   f'transform="rotate(-90 {14 + 13 * i} {middle:.1f})">{escape(line)}</text>'
+                   for i, line in enumerate(lines))
 
 
 def round_totals(baseline: Sequence[float], candidate: Sequence[float]) -> Markup:
@@ -164,9 +219,10 @@ def round_totals(baseline: Sequence[float], candidate: Sequence[float]) -> Marku
         return Markup("")
     n = max(len(baseline), len(candidate))
     height = 230
-    body, fx, fy = _xy_frame(list(range(1, n + 1)), ys, height, (70, 24, 34, 44), y_from_zero=True,
-                             x_label="validation round", y_label="workload ms (calls × median)")
-    body += _legend([("bar-base", "baseline"), ("bar-cand", "candidate")], 70, 16)
+    frame = _xy_frame(list(range(1, n + 1)), ys, height, (70, 24, 34, 44), y_from_zero=True,
+                      x_label="validation round", y_label="workload ms (calls × median)")
+    body, fx, fy = frame.body, frame.x, frame.y
+    body += _legend([("bar-base", "baseline"), ("bar-cand", "candidate")], frame.left, 16)
     for cls, series in (("base", baseline), ("cand", candidate)):
         pts = [(fx(i + 1), fy(v), v) for i, v in enumerate(series) if _ok(v)]
         if len(pts) > 1:
@@ -174,7 +230,7 @@ def round_totals(baseline: Sequence[float], candidate: Sequence[float]) -> Marku
         for a, b, v in pts:
             body.append(f'<circle class="point-{cls}" cx="{a:.1f}" cy="{b:.1f}" r="4">'
                         f'<title>{tick_label(v)} ms</title></circle>')
-    return _svg(height, "weighted total time per validation round", body)
+    return _svg(frame.height, "weighted total time per validation round", body)
 
 
 def _seed(source: str | None) -> bool:
@@ -190,12 +246,13 @@ def convergence(trials: Sequence[tuple[int, float, str]], baseline: float | None
         return Markup("")
     ys = [v for _, v, _ in pts] + ([baseline] if _ok(baseline) else [])
     height = 280
-    body, fx, fy = _xy_frame([n for n, _, _ in pts], ys, height, (70, 24, 34, 44), y_from_zero=False,
-                             x_label="trial", y_label=y_label)
+    frame = _xy_frame([n for n, _, _ in pts], ys, height, (70, 24, 34, 44), y_from_zero=False,
+                      x_label="trial", y_label=y_label)
+    body, fx, fy = frame.body, frame.x, frame.y
     seeded = any(_seed(s) for _, _, s in pts)
     body += _legend([("point-trial", "trial")] + ([("point-seed", "seed (initial design)")] if seeded else [])
                     + [("line-best-key", "best so far")]
-                    + ([("line-baseline-key", "current configuration")] if _ok(baseline) else []), 70, 16)
+                    + ([("line-baseline-key", "current configuration")] if _ok(baseline) else []), frame.left, 16)
     best, path = math.inf, []
     for n, v, _ in pts:
         if v < best:
@@ -206,11 +263,11 @@ def convergence(trials: Sequence[tuple[int, float, str]], baseline: float | None
     path.append(f"L{fx(pts[-1][0]):.1f},{fy(best):.1f}")
     body.append(f'<path class="line-best" d="{" ".join(path)}"/>')
     if _ok(baseline):  # over the best-so-far line: often the same level (the first trial is the current config)
-        body.append(f'<line class="line-baseline" x1="70" y1="{fy(baseline):.1f}" x2="{WIDTH - 24}" '
+        body.append(f'<line class="line-baseline" x1="{frame.left}" y1="{fy(baseline):.1f}" x2="{WIDTH - 24}" '
                     f'y2="{fy(baseline):.1f}"/>')
     for n, v, source in pts:
         cls = "point-seed" if _seed(source) else "point-trial"
         body.append(f'<circle class="{cls}" cx="{fx(n):.1f}" cy="{fy(v):.1f}" r="4">'
                     f'<title>trial {n}: {tick_label(v)}{" (" + str(escape(source)) + ")" if source else ""}</title>'
                     f'</circle>')
-    return _svg(height, "convergence: objective per trial and best so far", body)
+    return _svg(frame.height, "convergence: objective per trial and best so far", body)
