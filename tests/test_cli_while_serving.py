@@ -1,20 +1,23 @@
-"""The CLI while ``advisor serve`` holds the DuckDB store (issue 29): DuckDB lets no other process open a file that
-one holds read-write (not even read-only), so the CLI reads the store through the server (a local socket of the
-same user, ``advisor.storage.remote``): reading commands work and show what the server holds; a change is
-refused in one line that names the server and the way to go on, never with a traceback."""
+"""The CLI while ``advisor serve`` holds the DuckDB store (issue 29, issue 44 item 1): DuckDB lets no other process
+open a file that one holds read-write (not even read-only), so the CLI uses the store through the server (a local
+socket of the same user, ``advisor.storage.remote``): reading commands show what the server holds, and changing
+ones (observe, tune, reject, a token) work as they would alone, the server seeing each change at once; only a
+second server is refused, in one line naming the first, never with DuckDB's own lock message."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
+import urllib.request
 
 import pytest
 
 from advisor.bench.playground import create_shop
 from connectors.postgres.sandbox import free_port
 from tests.test_cli_service import cli, environ, ok, serving
-from tests.test_cli_target_identity import one_line_error, other_text
+from tests.test_cli_target_identity import other_text
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +44,7 @@ def served(tmp_path, shop):
         proc.communicate(timeout=60)
 
 
-def test_reads_work_and_changes_say_how_to_proceed(tmp_path, shop, served):
+def test_reads_and_changes_go_through_the_server(tmp_path, shop, served):
     port, pid, recommended = served
     (target,) = ok(cli(tmp_path, "targets", "list", "--json"))["targets"]
     assert target["name"] == "shop" and target["registered"] and target["last_observed_at"]
@@ -54,22 +57,25 @@ def test_reads_work_and_changes_say_how_to_proceed(tmp_path, shop, served):
     shown = ok(cli(tmp_path, "recommendations", "show", recommended[0]["id"], "--json"))
     assert shown["recommendation"] == recommended[0] and shown["history"]
 
-    # observe reads the database and resolves its target through the server; the snapshot cannot be stored
+    # observe stores its snapshot through the server, by DSN or by the registered name
     observed = ok(cli(tmp_path, "observe", "--target", other_text(shop), "--json"))
-    assert observed["target_id"] == target["id"] and observed["snapshot_id"] is None
+    assert observed["target_id"] == target["id"] and observed["snapshot_id"]
     by_name = ok(cli(tmp_path, "observe", "--target", "shop", "--json"))  # the quick start's way: its stored DSN
-    assert by_name["target_id"] == target["id"] and by_name["snapshot_id"] is None
-    assert observed["workload"]["statements"]
-    shown = cli(tmp_path, "observe", "--target", shop)
-    assert shown.returncode == 0 and "not stored" in shown.stderr and "advisor serve" in shown.stderr
+    assert by_name["target_id"] == target["id"] and by_name["snapshot_id"] not in (None, observed["snapshot_id"])
 
-    where = [f"in use by `advisor serve` (pid {pid})", f"http://127.0.0.1:{port}/"]
-    one_line_error(cli(tmp_path, "targets", "remove", "shop"), *where)
-    one_line_error(cli(tmp_path, "recommendations", "reject", recommended[0]["id"]), *where)
-    one_line_error(cli(tmp_path, "tune", "knobs", "--target", shop, "--optimizer", "rules", "--no-validate"), *where)
-    one_line_error(cli(tmp_path, "tokens", "create", "--name", "x", "--role", "viewer"), *where)
-    assert [t["name"] for t in ok(cli(tmp_path, "targets", "list", "--json"))["targets"]] == ["shop"]
+    # changes: a rejection, a tuning run, a token; the server sees each at once (its REST API, with the token)
+    rejected = ok(cli(tmp_path, "recommendations", "reject", recommended[0]["id"], "--json"))["recommendation"]
+    assert rejected["state"] == "rejected"
+    tuned = cli(tmp_path, "tune", "knobs", "--target", "shop", "--optimizer", "rules", "--no-validate", "--json")
+    assert tuned.returncode == 0, tuned.stderr
+    secret = ok(cli(tmp_path, "tokens", "create", "--name", "x", "--role", "viewer", "--json"))["secret"]
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/runs", headers={"Authorization": f"Bearer {secret}"})
+    with urllib.request.urlopen(request, timeout=30) as r:
+        runs = json.loads(r.read())
+    assert sorted(r["kind"] for r in runs["items"]) == ["indexes", "knobs"], runs
+    assert "Conflicting lock" not in tuned.stderr and "IO Error" not in tuned.stderr
 
-    # a second server on the same store is refused outright: it needs the store itself
+    # a second server is refused outright: it needs the file itself, and says which process holds it
     res = cli(tmp_path, "serve", "--port", str(free_port()))
     assert res.returncode == 1 and "Traceback" not in res.stderr and "cannot open the store" in res.stderr
+    assert f"process {pid}" in res.stderr and "Conflicting lock" not in res.stderr

@@ -61,16 +61,12 @@ class StoreError(AdvisorError):
 
 
 class StoreLocked(StoreError):
-    """A DuckDB store file another process holds (DuckDB lets one process open it)."""
+    """A DuckDB store file another process holds (DuckDB lets one process open it); ``pid``: that process, when
+    the file's lock names it. ``open_store`` turns it into the holder's answers (``advisor.storage.remote``)."""
 
-    def __init__(self, message: str, path: str):
+    def __init__(self, message: str, path: str, pid: int | None = None):
         super().__init__(message)
-        self.path = path
-
-
-class StoreInUse(StoreError):
-    """A change asked of a store that a running ``advisor serve`` holds: this process reads it through the
-    server, and only the server (its web UI and REST API) changes it."""
+        self.path, self.pid = path, pid
 
 
 class InvalidTransition(StoreError):

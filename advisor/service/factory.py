@@ -26,7 +26,6 @@ from advisor.service.runs import RunExecutor
 from advisor.service.scheduling import Scheduler
 from advisor.service.service import AdvisorService
 from advisor.service.watch import Watcher
-from advisor.storage.remote import StoreServer
 from advisor.storage.store import open_store
 from connectors import factory
 
@@ -96,13 +95,11 @@ def build_service(store_path: str | Path | None = None, *, say: Say | None = Non
     executor (``max_parallel_runs`` at once, default ADVISOR_MAX_PARALLEL_RUNS) and, if ``scheduler``, the
     scheduler, both still stopped (``start``). The caller closes the store (``stop``, or ``service.store``).
     First the sandboxes of killed advisor processes are reaped and their runs marked interrupted.
-    A DuckDB store that a running ``advisor serve`` holds is read through that server (reads only: a change says,
-    in one line, to stop the server or use its web UI / REST API; ``advisor.storage.remote``), unless
+    A DuckDB store that another process holds (``advisor serve``, or another command) is used through that
+    process, which answers every call, and taken over when it ends (``advisor.storage.remote``), unless
     ``remote`` is False (and never for a background service: a server needs the store itself)."""
     reap_orphans(say)
-    service = AdvisorService(open_store(store_path, remote=remote and not background), say)
-    if service.store.read_only:
-        return service  # the server holding the store recovers its runs itself
+    service = AdvisorService(open_store(store_path, remote=remote and not background, say=say), say)
     recover_runs(service)  # the runs of the processes whose shadows were just reaped (or reaped before)
     if background:
         if max_parallel_runs is None:
@@ -119,13 +116,14 @@ def start(service: AdvisorService, reap_interval_s: float = REAP_INTERVAL_S, url
     """Start a background service: mark the runs a previous process left unfinished as interrupted (their
     shadows were reaped when the service was built), start reaping orphans (and marking their runs) every
     ``reap_interval_s`` and checking the watches of applied changes, then start the scheduler (which catches up on
-    missed fire times); a DuckDB store's reads are answered to the CLI of the same user meanwhile
-    (``StoreServer``, which tells a CLI asking for a change the server's ``url``). Returns the ids of the runs
-    marked interrupted here (those of killed processes were marked when the service was built)."""
-    if not service.store.shared and service.store.path != ":memory:":  # first: the CLI's reads are answered at once
-        service.store_server = StoreServer(service.store, url).start()
-        if service.store_server.taken:
-            service.say("another process holds this store's socket name: the command line cannot read the store "
+    missed fire times). A DuckDB store answers the other processes of the same user from the moment it opened
+    (``Store.serve``); they learn the server's ``url`` from it. Returns the ids of the runs marked interrupted
+    here (those of killed processes were marked when the service was built)."""
+    server = service.store.server
+    if server is not None:
+        server.url = url
+        if server.taken:
+            service.say("another process holds this store's socket name: the command line cannot use the store "
                         "through this server (it refuses a process of another user)")
     interrupted = service.recover_runs()
     if interrupted:
@@ -143,8 +141,6 @@ def start(service: AdvisorService, reap_interval_s: float = REAP_INTERVAL_S, url
 def stop(service: AdvisorService) -> None:
     """Stop the scheduler, cancel the runs and wait for them to stop their shadows, close the store."""
     try:
-        if getattr(service, "store_server", None) is not None:
-            service.store_server.stop()
         if service.reaper is not None:
             service.reaper.stop()
         if getattr(service, "watcher", None) is not None:

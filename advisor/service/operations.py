@@ -4,6 +4,7 @@ production, and schedules. A mixin of ``advisor.service.service.AdvisorService``
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from advisor.service.auth import ADMIN, Principal, refuse_borrowed_identity
@@ -256,9 +257,10 @@ class OperationsMixin:
         """Mark runs left queued or running by a process that stopped as interrupted, with the reason; their ids.
         A run whose owner process is gone (``processes.alive`` is False: killed, say with ``kill -9``) always is.
         On a store shared by several processes, no other is (one of a live process, or of another host, is left
-        to that process or that host). A DuckDB store has one process at a time: a run there with no owner
-        recorded was cut, and so, at a server start (``gone_only`` False), was every run still going (this
-        process's previous server's, too). The service calls it with ``gone_only`` whenever it is built and on the
+        to that process or that host). A DuckDB store is held by one process, which the others ask
+        (``advisor.storage.remote``): a run there with no owner recorded was cut, and so, at a server start
+        (``gone_only`` False), was every run still going but those of other live processes (this process's
+        previous server's, too). The service calls it with ``gone_only`` whenever it is built and on the
         server's reaper timer, right after the shadows of gone processes were stopped and removed
         (``factory.reap_orphans``), and without it when a server starts. Each mark is conditional on the run's row
         being as it was read (``Store.interrupt_run``): a run resumed meanwhile by another process is left alone."""
@@ -266,9 +268,8 @@ class OperationsMixin:
         for run in [r for st in ACTIVE for r in self.store.runs(state=st)]:
             owner = run.get("owner")
             alive = processes.alive(owner)
-            if gone_only and (alive is not False and (self.store.shared or owner)):
-                continue
-            if not gone_only and alive is not False and self.store.shared:
+            mine = bool(owner) and owner.get("pid") == os.getpid()
+            if alive is not False and (self.store.shared or (owner and (gone_only or not mine))):
                 continue
             pid = (owner or {}).get("pid")
             who = f"the process running it (pid {pid})" if alive is False and pid else "the process running it"

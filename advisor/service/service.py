@@ -123,8 +123,6 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
         plan = (plan or RunPlan(kind=kind)).checked()
         if plan.kind != kind:
             raise AdvisorError(f"a {plan.kind} plan cannot run as a {kind} run")
-        if self.store.read_only:  # before any work: its trials and recommendations could not be stored
-            raise self.store.in_use()
         own = entry.target_of_its_own(plan)  # a plan that needs no database: the target of its own it goes under
         if dsn is None and own is None:
             raise AdvisorError(f"this {kind} run needs a target database: give one (--target: a registered "

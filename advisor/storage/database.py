@@ -1,5 +1,5 @@
-"""Where the store's SQL runs: an embedded DuckDB file (the default, one process at a time: DuckDB's file lock) or a
-PostgreSQL database shared by any number of advisor processes (``postgresql://`` or ``postgres://`` URLs, or libpq
+"""Where the store's SQL runs: an embedded DuckDB file (the default, one process at a time: DuckDB's file lock; the
+others ask that process, ``advisor.storage.remote``) or a PostgreSQL database shared by any number of advisor processes (``postgresql://`` or ``postgres://`` URLs, or libpq
 keyword DSNs: ``host=... dbname=...``). A value that is neither a DSN nor a plausible path is refused (``store_kind``).
 
 ``Store`` writes one SQL for both: ``?`` placeholders, types and statements both engines accept; what differs (JSON
@@ -22,7 +22,7 @@ from advisor.core.inputs import control_character
 from connectors import factory
 from connectors.base import scrub
 
-__all__ = ["Database", "DuckDatabase", "PostgresDatabase", "connect", "is_postgres", "redacted"]
+__all__ = ["Database", "DuckDatabase", "PostgresDatabase", "connect", "holder_text", "is_postgres", "redacted"]
 
 # the key of the advisory lock held while a PostgreSQL store migrates (any 64-bit number no one else uses)
 _MIGRATION_LOCK = 0x0AD715E5
@@ -178,8 +178,11 @@ class DuckDatabase(Database):
         except duckdb.IOException as e:
             first = str(e).splitlines()[0]
             holder = _lock_holder_pid(path)  # asked of the file's lock, not read from DuckDB's message
-            if holder is not None:
-                raise StoreLocked(f"cannot open the store {path}: {first}{_lock_holder(holder)}", path) from None
+            if holder is not None or "lock" in first.lower():  # DuckDB's own words about its lock never shown
+                raise StoreLocked(f"cannot open the store {path}: {holder_text(holder)} holds it (DuckDB lets one "
+                                  "process open the file): wait for it to end, or keep the store on PostgreSQL "
+                                  "(ADVISOR_STORE=postgresql://user@host/db), which any number of processes share",
+                                  path, holder) from None
             raise StoreError(f"cannot open the store {path}: {first}") from None
 
     def _new_session(self):
@@ -225,20 +228,20 @@ def _lock_holder_pid(path: str) -> int | None:
         os.close(fd)
 
 
-def _lock_holder(pid: int) -> str:
-    """What to tell someone whose store process ``pid`` holds: that process (its id and command line) and the
-    ways out."""
+def holder_text(pid: int | None) -> str:
+    """The process ``pid`` in words: its id and command line (no password), for a line naming who holds the
+    store."""
+    if pid is None:
+        return "another process"
     who = f"process {pid}"
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
         command = " ".join(a.decode(errors="replace") for a in raw.split(b"\0") if a)
         if command:
-            who += f" ({redacted(command)[:500]})"
+            who += f" ({redacted(command)[:300]})"
     except OSError:
         pass
-    return (f"; {who} holds it (DuckDB lets one process open the file). Use that server's REST API if it is "
-            "`advisor serve`, or stop it, or share one store between processes on PostgreSQL: "
-            "ADVISOR_STORE=postgresql://user@host/db")
+    return who
 
 
 class PostgresDatabase(Database):

@@ -1,104 +1,81 @@
-"""Reading a DuckDB store that a running ``advisor serve`` holds.
+"""A DuckDB store shared by the processes of one user: the process that holds the file answers the others.
 
 DuckDB lets one process open a file read-write, and while it does, no other process may open it at all, not even
-read-only (measured with DuckDB 1.5.5: ``read_only=True`` fails with "Conflicting lock is held"; several read-only
-processes may share a file only while no process holds it read-write). So the process that holds the store (the
-server) answers the read methods of its ``Store`` to other processes of the same user (``StoreServer``: a Unix
+read-only (measured with DuckDB 1.5.5: ``read_only=True`` fails with "Conflicting lock is held"). So whichever
+process opens the file (``advisor serve``, or any command: a long ``advisor tune``, ``rewrite``, the demo) answers
+every ``Store`` method, reads and changes alike, to the other processes of the same user (``StoreServer``: a Unix
 socket in Linux's abstract namespace named after the store's path; a peer of another user is refused by its
-``SO_PEERCRED``), and ``open_store`` gives a process that finds the file locked a ``RemoteStore``: the same read
-methods, one request each; a change raises ``StoreInUse``, one line that names the server and the way to go on.
+``SO_PEERCRED``, and a client never asks a holder of another user). A change runs in the holder under the store's
+``lock``, serialized with the holder's own. ``open_store`` gives a process that finds the file locked a
+``RemoteStore``, which forwards each call; when the holder exits while the client still works (no holder answers,
+or it closes before it answers), the client takes over (``reach``): it opens the file itself, and answers the
+others from then on, or finds the new holder, retrying for up to ``TAKEOVER_S`` seconds before one line that
+names the holder. DuckDB's own lock message never reaches a user. What cannot cross processes (``db``, a live
+session) is refused in one line; the services never need it.
 
-The protocol is one JSON line each way: ``{"method", "args", "kwargs"}`` -> ``{"value"}`` or ``{"error": [type,
-message]}``; recommendations travel as ``{"__recommendation__": plain(rec)}``.
+A holder stopping (``Store.close``) first stops taking requests and lets those it took finish, so a client whose
+request was taken always gets its answer; only a holder killed mid-request leaves a change's fate unknown, which
+the client says rather than repeating the change.
+
+The protocol, one JSON line each way per connection (``advisor.storage.wire``): the holder greets
+``{"ready": pid}``; the client asks ``{"method", "args", "kwargs"}``; the holder answers ``{"value"}`` or
+``{"error": [type, message]}``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import inspect
 import os
 import socket
-import struct
 import threading
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from advisor.core import errors
-from advisor.core.domain import Recommendation
-from advisor.core.errors import StoreError, StoreInUse
-from advisor.storage import codec
+from advisor.core import errors, processes
+from advisor.core.errors import StoreError, StoreLocked
+from advisor.storage import wire
+from advisor.storage.wire import address
 
-__all__ = ["READS", "RemoteStore", "StoreServer", "address"]
+__all__ = ["READS", "RemoteStore", "StoreServer", "address", "forwardable", "reach"]
 
-# the Store methods and properties that only read (never the credentials: a reader does not need them)
+# the Store methods and properties that only read: a holder answers them without its lock, and a client asks one
+# again when its holder went away before answering
 READS = frozenset({
     "version", "schema_version", "snapshots", "count_snapshots", "trials", "run", "runs", "count_runs",
     "cached_seeds", "recommendations", "recommendation_summaries", "count_recommendations", "recommendation",
     "audit_log", "targets", "target", "target_by_id", "target_with_identity", "target_identity", "tokens", "token",
-    "token_by_id", "schedules", "schedule", "current_claim", "replica", "replicas",
-    # a target's credentials as stored, encrypted: ``--target NAME`` needs them, and only this user's processes
-    # (which hold the key file) are answered
+    "token_by_id", "token_by_hash", "session", "schedules", "schedule", "current_claim", "replica", "replicas",
+    "targets_of_database",
+    # a target's credentials as stored, encrypted: only this user's processes (which hold the key file) are asked
     "target_credentials"})
-_REC = "__recommendation__"
-_TIMEOUT_S = 60.0
-_MAX_REQUEST = 1 << 20  # bytes: a read's request is a method name and a few arguments
+# what cannot cross processes: a live session, the process's own lock, the store's life
+LIVE = frozenset({"db", "lock", "close", "serve", "server"})
+# keyword arguments that record the calling process: a forwarded call gives the client's, not the holder's
+_CALLER = {"add_run": "owner"}
+TAKEOVER_S = 30.0  # how long a client looks for a holder (or for the file to be free) before it gives up
+ANSWER_S = 600.0  # how long a client waits for an answer: longer than any write the holder serializes it behind
+_GREET_S = 10.0
+_MAX_REQUEST = 64 << 20  # bytes: a request carries at most a snapshot's workload
 
 
-def address(path: str) -> str:
-    """The abstract socket name of the server of the store at ``path`` (its absolute path's hash)."""
-    digest = hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:32]
-    return f"\0db-advisor-store-{digest}"
-
-
-def _encode(value: Any) -> Any:
-    if isinstance(value, Recommendation):
-        return {_REC: codec.plain(value)}
-    if isinstance(value, list):
-        return [_encode(v) for v in value]
-    return codec.plain(value)
-
-
-def _decode(value: Any) -> Any:
-    if isinstance(value, dict) and _REC in value:
-        return codec.recommendation_from(value[_REC])
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
-    return value
-
-
-def _send(sock: socket.socket, doc: dict) -> None:
-    sock.sendall(json.dumps(doc, default=str).encode() + b"\n")
-
-
-def _receive(sock: socket.socket, limit: int | None = None) -> dict | None:
-    chunks, size = [], 0
-    while True:
-        chunk = sock.recv(1 << 16)
-        if not chunk:
-            return json.loads(b"".join(chunks)) if chunks else None
-        chunks.append(chunk)
-        size += len(chunk)
-        if limit is not None and size > limit:
-            raise ValueError(f"a request of more than {limit} bytes")
-        if chunk.endswith(b"\n"):
-            return json.loads(b"".join(chunks))
-
-
-def _peer_uid(sock: socket.socket) -> tuple[int, int]:
-    """(pid, uid) of the process at the other end of a Unix socket (``SO_PEERCRED``)."""
-    pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                         struct.calcsize("3i")))
-    return pid, uid
+def forwardable(cls: type, name: str) -> bool:
+    """Whether ``name`` of the store class ``cls`` is a method or property another process may call."""
+    if name.startswith("_") or name in LIVE:
+        return False
+    found = inspect.getattr_static(cls, name, None)
+    return isinstance(found, property) or inspect.isfunction(found)
 
 
 class StoreServer:
-    """Answers other processes' reads of ``store`` while this process holds it (``start``, ``stop``). ``url``:
-    where the server's web UI and REST API listen, said to a process that asks for a change."""
+    """Answers other processes' calls of ``store`` while this process holds it (``start``, ``stop``). ``url``:
+    where this process's web UI and REST API listen, if it is ``advisor serve`` (said in error lines)."""
 
     def __init__(self, store, url: str | None = None):
         self.store, self.url = store, url
         self._sock: socket.socket | None = None
-        self._stopped = threading.Event()
+        self._busy = threading.Condition()
+        self._active, self._stopped = 0, False
         self.taken = False  # another process answers for this store's name (see ``start``)
 
     def start(self) -> "StoreServer":
@@ -107,131 +84,230 @@ class StoreServer:
             sock.bind(address(self.store.path))
         except OSError:  # the name is taken: no process of ours can hold the file too, so it is not ours
             sock.close()
-            self.taken = True  # the CLI refuses a server of another user (``_ask``); reads wait for this one
+            self.taken = True  # a client refuses a holder of another user (``_ask``)
             return self
-        sock.listen(16)
+        sock.listen(64)
         self._sock = sock
         threading.Thread(target=self._accept, name="advisor-store-server", daemon=True).start()
         return self
 
-    def stop(self) -> None:
-        self._stopped.set()
+    def stop(self, wait_s: float = 60.0) -> None:
+        """Take no more requests, and wait (up to ``wait_s``) for those taken to be answered."""
+        with self._busy:
+            self._stopped = True
         if self._sock is not None:
             try:
                 self._sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
             self._sock.close()
+        with self._busy:
+            self._busy.wait_for(lambda: self._active == 0, timeout=wait_s)
 
     def _accept(self) -> None:
-        while not self._stopped.is_set():
+        while True:
             try:
                 conn, _ = self._sock.accept()
             except OSError:
                 return
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+            threading.Thread(target=self._answer, args=(conn,), name="advisor-store-answer", daemon=True).start()
 
     def _answer(self, conn: socket.socket) -> None:
         with conn:
-            conn.settimeout(_TIMEOUT_S)
-            if _peer_uid(conn)[1] not in (os.getuid(), 0):
+            if wire.peer(conn)[1] not in (os.getuid(), 0):
                 return  # another user's process: the store is this user's
+            with self._busy:
+                if self._stopped:
+                    return  # closed without a greeting: the client looks for the next holder
+                self._active += 1
             try:
-                request = _receive(conn, _MAX_REQUEST)
+                conn.settimeout(_GREET_S)
+                wire.send(conn, {"ready": os.getpid()})
+                request = wire.receive(conn, _MAX_REQUEST)
                 if request is not None:
-                    _send(conn, self._do(request))
+                    conn.settimeout(ANSWER_S)
+                    wire.send(conn, self._do(request))
             except (OSError, ValueError):
                 return
+            finally:
+                with self._busy:
+                    self._active -= 1
+                    self._busy.notify_all()
 
     def _do(self, request: dict) -> dict:
         method = request.get("method")
         if method == "hello":
-            return {"value": {"pid": os.getpid(), "url": self.url, "path": self.store.path}}
-        if method not in READS:
-            return {"error": ["StoreInUse", f"{method!r} is not a read of the store"]}
+            return {"value": {"pid": os.getpid(), "url": self.url, "path": str(Path(self.store.path).resolve())}}
+        if not isinstance(method, str) or not forwardable(type(self.store), method):
+            return {"error": ["StoreError", f"{method!r} is not a method of the store another process may call"]}
         try:
-            found = getattr(self.store, method)
-            value = found(*request.get("args", []), **request.get("kwargs", {})) if callable(found) else found
-            return {"value": _encode(value)}
+            args, kwargs = wire.decode(request.get("args", [])), wire.decode(request.get("kwargs", {}))
+            if method in READS:
+                value = self._call(method, args, kwargs)
+            else:
+                with self.store.lock:  # serialized with this process's own read-check-write sequences
+                    value = self._call(method, args, kwargs)
+            return {"value": wire.encode(value)}
         except errors.AdvisorError as e:
             return {"error": [type(e).__name__, e.message]}
-        except Exception as e:  # noqa: BLE001 - the reader gets one line, never the server's traceback
-            return {"error": ["StoreError", f"the server could not read the store ({type(e).__name__}: {e})"]}
+        except Exception as e:  # noqa: BLE001 - the client gets one line, never the holder's traceback
+            return {"error": ["StoreError", f"the process holding the store could not do {method} "
+                                            f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"]}
+
+    def _call(self, method: str, args: list, kwargs: dict) -> Any:
+        found = getattr(self.store, method)
+        return found(*args, **kwargs) if callable(found) else found
+
+
+class _Gone(Exception):
+    """No holder answered; ``sent``: the request had been taken (so a change may or may not have been made)."""
+
+    def __init__(self, sent: bool):
+        super().__init__()
+        self.sent = sent
 
 
 def _ask(path: str, method: str, args: tuple = (), kwargs: dict | None = None) -> Any:
+    """One call answered by the holder of the store at ``path``; ``_Gone`` when none answers."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(_TIMEOUT_S)
-        sock.connect(address(path))
-        pid, uid = _peer_uid(sock)
+        sock.settimeout(_GREET_S)
+        try:
+            sock.connect(address(path))
+        except OSError:
+            raise _Gone(sent=False) from None
+        pid, uid = wire.peer(sock)
         if uid not in (os.getuid(), 0):  # a process of another user took the name: never read from or tell it
             raise StoreError(f"the process answering for the store {path} (pid {pid}) belongs to another user; "
                              "not asking it")
-        _send(sock, {"method": method, "args": list(args), "kwargs": kwargs or {}})
-        answer = _receive(sock)
+        try:
+            if wire.receive(sock) is None:
+                raise _Gone(sent=False)
+            wire.send(sock, {"method": method, "args": wire.encode(list(args)),
+                             "kwargs": wire.encode(kwargs or {})})
+        except OSError:
+            raise _Gone(sent=False) from None
+        sock.settimeout(ANSWER_S)
+        try:
+            answer = wire.receive(sock)
+        except TimeoutError:
+            raise StoreError(f"the process holding the store {path} (pid {pid}) did not answer {method} within "
+                             f"{ANSWER_S:g} s") from None
+        except OSError:
+            answer = None
     if answer is None:
-        raise StoreError(f"the server holding the store {path} closed the connection without an answer")
+        raise _Gone(sent=True)
     if "error" in answer:
         kind, message = answer["error"]
         error = getattr(errors, kind, None)
-        raise (error if isinstance(error, type) and issubclass(error, errors.AdvisorError)
-               and kind not in ("StoreLocked",) else StoreError)(message)
-    return _decode(answer["value"])
+        if isinstance(error, type) and issubclass(error, errors.AdvisorError):
+            try:
+                raise error(message)
+            except TypeError:  # an error class that takes more than a message
+                pass
+        raise StoreError(message)
+    return wire.decode(answer["value"])
+
+
+def _hello(path: str) -> dict | None:
+    """Who holds the store at ``path`` (``{"pid", "url", "path"}``), None when no holder answers."""
+    try:
+        hello = _ask(path, "hello")
+    except _Gone:
+        return None
+    if not isinstance(hello, dict) or hello.get("path") is None or \
+            Path(hello["path"]).resolve() != Path(path).resolve():
+        raise StoreError(f"the process answering for the store {path} serves another store; not asking it")
+    return hello
+
+
+def reach(path: str, opener: Callable[[], Any], say: Callable[[str], None] | None = None,
+          holder: int | None = None) -> tuple[Any, dict | None]:
+    """(the store, None) when this process could open the file (``opener``), else (None, its holder's hello).
+    Retries while the file is held by a process that does not answer (one starting, or one stopping) for up to
+    ``TAKEOVER_S`` seconds, then one line that names that process."""
+    deadline, told = time.monotonic() + TAKEOVER_S, False
+    while True:
+        try:
+            return opener(), None
+        except StoreLocked as e:
+            holder = e.pid or holder
+        hello = _hello(path)
+        if hello is not None:
+            return None, hello
+        who = f"process {holder}" if holder else "another process"
+        if time.monotonic() > deadline:
+            raise StoreError(f"the store {path} is held by {who}, which does not answer other advisor processes "
+                             f"(waited {TAKEOVER_S:g} s): let it finish or stop it, or keep the store on PostgreSQL "
+                             "(ADVISOR_STORE=postgresql://...), which any number of processes share")
+        if not told and say is not None and time.monotonic() > deadline - TAKEOVER_S + 3:
+            say(f"waiting for {who}, which holds the store {path}, to answer or to end")
+            told = True
+        time.sleep(0.2)
 
 
 class RemoteStore:
-    """The store that a running server holds, read through it: ``READS`` answered by the server, every other
-    ``Store`` method raises ``StoreInUse`` (one line: the server's pid and URL, and how to proceed)."""
+    """The store another process holds, every call forwarded to it (``StoreServer``); when that process ends, this
+    one takes over (``reach``: it opens the file itself, or follows the new holder). ``like``: the store class
+    whose methods are forwarded; ``opener``: opens the file in this process (raising ``StoreLocked``)."""
 
-    read_only = True
-    shared = False
+    shared = False  # the store's files are beside the holder's path, as a holder's are
 
-    def __init__(self, path: str, server: dict, like: type):
-        self.path, self.server, self._like = path, server, like
+    def __init__(self, path: str, server: dict, like: type, opener: Callable[[], Any],
+                 say: Callable[[str], None] | None = None):
+        self.path, self.server, self._like, self._opener, self._say = path, server, like, opener, say
+        self._local = None  # the store itself, once this process took it over
+        self._switch = threading.Lock()
         self.lock = threading.RLock()
-
-    @classmethod
-    def find(cls, path: str, like: type) -> "RemoteStore | None":
-        """The store at ``path`` read through the server holding it, None when no server answers for it.
-        ``like``: the store class whose other methods are changes (refused)."""
-        try:
-            hello = _ask(path, "hello")
-        except (OSError, ValueError):
-            return None
-        if not isinstance(hello, dict) or hello.get("path") is None or \
-                Path(hello["path"]).resolve() != Path(path).resolve():
-            raise StoreError(f"the process answering for the store {path} serves another store; not asking it")
-        return cls(path, hello, like)
-
-    def in_use(self) -> StoreInUse:
-        url = self.server.get("url")
-        where = f"the web UI / REST API at {url}" if url else "the web UI / REST API of that server"
-        return StoreInUse(f"the store {self.path} is in use by `advisor serve` (pid {self.server.get('pid')}); "
-                          f"stop it to change things from the command line, or use {where}")
 
     @property
     def version(self) -> int:
-        return self._read("version")
+        return self._call("version", (), {})
 
     @property
     def schema_version(self) -> int:
-        return self._read("schema_version")
+        return self._call("schema_version", (), {})
 
     @property
     def db(self):
-        raise self.in_use()
+        if self._local is not None:
+            return self._local.db
+        raise StoreError(f"the store {self.path} is held by process {self.server.get('pid')}: a live database "
+                         "session cannot be used from another process")
 
-    def _read(self, method: str, *args, **kwargs) -> Any:
-        try:
-            return _ask(self.path, method, args, kwargs)
-        except StoreInUse:
-            raise self.in_use() from None
-        except (OSError, ValueError) as e:
-            raise StoreError(f"cannot read the store {self.path} through `advisor serve` (pid "
-                             f"{self.server.get('pid')}): {getattr(e, 'strerror', None) or e}") from None
+    def _call(self, name: str, args: tuple, kwargs: dict) -> Any:
+        if name in _CALLER and kwargs.get(_CALLER[name]) is None:
+            kwargs = {**kwargs, _CALLER[name]: processes.this_process()}
+        while True:
+            local = self._local
+            if local is not None:
+                found = getattr(local, name)
+                return found(*args, **kwargs) if callable(found) else found
+            try:
+                return _ask(self.path, name, args, kwargs)
+            except _Gone as gone:
+                if gone.sent and name not in READS:
+                    raise StoreError(f"process {self.server.get('pid')}, which held the store {self.path}, ended "
+                                     f"while doing {name} for this one; whether it was stored is unknown: look, "
+                                     "then try again") from None
+                self._take_over()
+
+    def _take_over(self) -> None:
+        with self._switch:
+            if self._local is not None:
+                return
+            store, hello = reach(self.path, self._opener, self._say, self.server.get("pid"))
+            if store is not None:
+                self._local = store
+                if self._say is not None:
+                    self._say(f"process {self.server.get('pid')} ended; this process holds the store now")
+            else:
+                self.server = hello
 
     def close(self) -> None:
-        """Nothing to close: each read is its own connection."""
+        """Close the store if this process took it over; else nothing to close (each call is its own
+        connection)."""
+        if self._local is not None:
+            self._local.close()
 
     def __enter__(self) -> "RemoteStore":
         return self
@@ -240,11 +316,6 @@ class RemoteStore:
         self.close()
 
     def __getattr__(self, name: str):
-        if name in READS:
-            return lambda *args, **kwargs: self._read(name, *args, **kwargs)
-        if not name.startswith("_") and callable(getattr(self.__dict__.get("_like"), name, None)):
-            def refused(*_args, **_kwargs):
-                raise self.in_use()
-
-            return refused
+        if forwardable(self.__dict__.get("_like") or object, name):
+            return lambda *args, **kwargs: self._call(name, args, kwargs)
         raise AttributeError(name)

@@ -5,8 +5,8 @@ Rules: rows are only appended, except a recommendation's state (and its ``update
 along ``domain.TRANSITIONS`` and is audited; JSON columns hold ``codec.plain`` dicts; credentials are never
 stored (DSNs are redacted); ``meta.schema_version`` says which migrations ran, and a store written by a newer
 version is refused rather than guessed at. A DuckDB file is opened by one process at a time (DuckDB's file lock;
-while ``advisor serve`` holds it, other processes read it through the server: ``advisor.storage.remote``);
-a PostgreSQL store (``postgresql://`` URL) by any number, which is why a transition is one conditional UPDATE and
+the process that holds it answers the others' calls, reads and changes: ``advisor.storage.remote``); a
+PostgreSQL store (``postgresql://`` URL) by any number, which is why a transition is one conditional UPDATE and
 ``version`` is a counter in the database (``advisor.storage.database`` runs the same SQL on both).
 """
 
@@ -21,19 +21,20 @@ from advisor.core import processes
 from advisor.storage import codec
 from advisor.storage.database import connect
 from advisor.storage.access import AccessTables
-from advisor.storage.remote import RemoteStore
+from advisor.storage.remote import RemoteStore, StoreServer, reach
 from advisor.storage.claims import ClaimTables
 from advisor.storage.replicas import ReplicaTables
 from advisor.storage.targets import TargetTables
 from advisor.storage.schema import MIGRATIONS, SCHEMA_VERSION, changes_lists, new_id
 from advisor.core.domain import TRANSITIONS, Evidence, Recommendation, Snapshot, Workload
-from advisor.core.errors import Conflict, InvalidTransition, NotFound, StoreError, StoreLocked
+from advisor.core.errors import Conflict, InvalidTransition, NotFound, StoreError
 from advisor.core.inputs import check_text
 
 __all__ = ["SCHEMA_VERSION", "Store", "new_id", "open_store"]
 
 class Store(TargetTables, AccessTables, ClaimTables, ReplicaTables):
-    read_only = False  # a RemoteStore (a store a server holds, read through it) is
+    server: StoreServer | None = None  # answering other processes' calls while this one holds the file (``serve``)
+
     def __init__(self, path: str | Path):
         # a DuckDB file path, or a postgresql:// URL (then ``path`` shows it without its password)
         self._database = connect(str(path))
@@ -57,7 +58,16 @@ class Store(TargetTables, AccessTables, ClaimTables, ReplicaTables):
         """This thread's session on the database (``execute(sql, params)`` with ``?`` placeholders)."""
         return self._database.session
 
+    def serve(self) -> "Store":
+        """Answer the calls of this user's other processes while this process holds the DuckDB file (a
+        ``StoreServer``; nothing for a PostgreSQL or in-memory store, which need none). Stopped by ``close``."""
+        if self.server is None and not self.shared and self.path != ":memory:":
+            self.server = StoreServer(self).start()
+        return self
+
     def close(self) -> None:
+        if self.server is not None:  # first: the requests it took are answered before the file closes
+            self.server.stop()
         self._database.close()
 
     def __enter__(self) -> "Store":
@@ -136,13 +146,15 @@ class Store(TargetTables, AccessTables, ClaimTables, ReplicaTables):
 
     @changes_lists
     def add_run(self, run_id: str, target_id: str, kind: str, optimizer: str, options: dict, *,
-                state: str = "running", started_by: str | None = None, schedule_id: str | None = None) -> None:
-        """Record a run; its owner is this process (the one that executes it)."""
+                state: str = "running", started_by: str | None = None, schedule_id: str | None = None,
+                owner: dict | None = None) -> None:
+        """Record a run; its owner is the process that executes it (``owner``, default this one: a call forwarded
+        from another process gives that process, ``advisor.storage.remote``)."""
         now = time.time()
         self.db.execute("INSERT INTO tuning_runs (id, target_id, kind, optimizer, options, state, created_at, "
                         "updated_at, started_by, schedule_id, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         [run_id, target_id, kind, optimizer, json.dumps(options), state, now, now, started_by,
-                         schedule_id, json.dumps(processes.this_process())])
+                         schedule_id, json.dumps(owner or processes.this_process())])
 
     def update_run(self, run_id: str, *, state: str | None = None, optimizer_state: dict | None = None,
                    result: dict | None = None, progress: dict | None = None, error: str | None = None,
@@ -354,21 +366,24 @@ def _page(limit: int | None, offset: int) -> tuple[int, int]:
     return (cap if limit is None else min(max(int(limit), 0), cap)), min(max(int(offset), 0), cap)
 
 
-def open_store(path: str | Path | None = None, *, remote: bool = False) -> Store:
+def open_store(path: str | Path | None = None, *, remote: bool = False, say=None) -> Store:
     """The store at ``path`` (a DuckDB file, or a ``postgresql://`` URL), or at ADVISOR_STORE, or the default
-    location. ``remote``: a DuckDB file that a running ``advisor serve`` holds is read through that server (a
-    ``RemoteStore``: reads only, ``advisor.storage.remote``) rather than refused."""
+    location. A DuckDB file this process opens answers the calls of this user's other processes while it is open
+    (``Store.serve``). ``remote``: a DuckDB file another process holds is used through that process (a
+    ``RemoteStore``, which forwards every call and takes the file over when that process ends:
+    ``advisor.storage.remote``), waiting up to ``remote.TAKEOVER_S`` for a holder that does not answer yet, with
+    one line on ``say`` while it waits; without it, such a file is refused in one line that names its holder."""
     if path is None:
         from advisor.core.settings import get_settings
 
         path = get_settings().store
-    if not remote:
-        return Store(path)
-    try:
-        return Store(path)
-    except StoreLocked as e:  # a DuckDB file another process holds: read it through that server, if it is one
 
-        found = RemoteStore.find(e.path, Store)
-        if found is None:
-            raise
-        return found
+    def opener() -> Store:
+        return Store(path).serve()
+
+    if not remote:
+        return opener()
+    store, holder = reach(str(path), opener, say)
+    if store is not None:
+        return store
+    return RemoteStore(str(path), holder, Store, opener, say)

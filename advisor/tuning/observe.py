@@ -43,8 +43,8 @@ def observe(store: Store, connector: Connector, name: str | None = None, interva
     """Snapshot the target and store it under the target ``name``, or (no name: a DSN given by hand) under the
     target recorded for the same database (its identity, whatever the DSN's text), or, when there is none and
     ``by_hand``, under a new unregistered target named after the DSN. Without ``by_hand`` a DSN counts only as a
-    registered target's: another database is observed but not stored (``target_id`` and ``snapshot_id`` None), as
-    nothing is while the store is read through the server that holds it. The workload is the delta over
+    registered target's: another database is observed but not stored (``target_id`` and ``snapshot_id`` None).
+    The workload is the delta over
     ``interval_s`` seconds, or everything since the last statistics reset when 0."""
     say(f"observing {connector.display_name}")
     before = connector.observe() if interval_s > 0 else None
@@ -56,13 +56,11 @@ def observe(store: Store, connector: Connector, name: str | None = None, interva
     identity = connector.identity()
     found = store.target_with_identity(identity, registered_only=not by_hand) if name is None else None
     name = found["name"] if found else name
-    if store.read_only or (name is None and not by_hand):
-        why = "the store is read through `advisor serve`, which holds it" if store.read_only else \
-            f"{connector.target_name} ({describe(identity)}) is not a registered target; register it to keep its " \
+    if name is None and not by_hand:
+        why = f"{connector.target_name} ({describe(identity)}) is not a registered target; register it to keep its " \
             "history (--register NAME)"
         say(f"observed, not stored: {why}")
-        known = {t["name"]: t["id"] for t in store.targets()} if name else {}
-        return Observation(known.get(name), None, snap, workload, classify(workload))
+        return Observation(None, None, snap, workload, classify(workload))
     target_id = store.upsert_target(name or connector.target_name, connector.engine, connector.display_name)
     _check_identity(store, target_id, identity, say)
     snapshot_id = store.add_snapshot(target_id, snap, workload)

@@ -141,7 +141,9 @@ def test_a_bad_postgres_store_fails_clearly_without_its_password(url, tmp_path, 
 
 
 def test_the_duckdb_lock_error_names_the_process_holding_the_store(tmp_path):
-    """A second process on a DuckDB store is told which process holds it (id and command line) and what to do."""
+    """A second process opening a DuckDB store itself (``Store``: ``advisor serve`` does) is told which process
+    holds it (id and command line) and what to do, never DuckDB's own lock message (``open_store(remote=True)``,
+    which every command uses, asks the holder instead: tests/advisor/test_store_holder.py)."""
     path, ready = tmp_path / "held.duckdb", tmp_path / "ready"
     holder = subprocess.Popen([sys.executable, "-c", "import pathlib, sys, threading; "
                                "from advisor.storage.store import Store; s = Store(sys.argv[2]); "
@@ -157,7 +159,8 @@ def test_the_duckdb_lock_error_names_the_process_holding_the_store(tmp_path):
         holder.wait()
     message = str(err.value)
     assert f"process {holder.pid}" in message and "--marker-holding-the-store" in message, message
-    assert "REST API" in message and "ADVISOR_STORE=postgresql://" in message
+    assert "ADVISOR_STORE=postgresql://" in message and err.value.pid == holder.pid
+    assert "Conflicting lock" not in message and "IO Error" not in message
     with Store(path) as s:  # free again once the holder is gone
         assert s.schema_version == SCHEMA_VERSION
 

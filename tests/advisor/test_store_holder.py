@@ -1,0 +1,216 @@
+"""A DuckDB store used by several processes at once (issue 44 item 1, ``advisor.storage.remote``): the process that
+holds the file answers the others' calls, reads and changes alike; a client's calls come back as a local call
+returns them; when the holder ends (or is killed) the client takes the file over and answers others in turn;
+DuckDB's own lock message never reaches anyone. Real processes throughout: a small script holding the store
+through ``open_store``, or the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from advisor.bench.playground import create_shop
+from advisor.core.domain import KnobChange, Recommendation
+from advisor.core.errors import InvalidTransition, NotFound, StoreError
+from advisor.storage.remote import RemoteStore
+from advisor.storage.store import Store, open_store
+from tests.advisor.test_store import _rec
+from tests.advisor.test_store_postgres import _wait_for
+from tests.test_cli_service import cli, environ, ok
+
+# holds the store at argv[1] until the file argv[3] exists; then prints what it sees and exits (closing the store)
+HOLDER = """
+import json, pathlib, sys, time
+from advisor.storage.store import Store, open_store
+store = Store(sys.argv[1]) if sys.argv[4] == "raw" else open_store(sys.argv[1], remote=True)
+pathlib.Path(sys.argv[2]).write_text(type(store).__name__)
+while not pathlib.Path(sys.argv[3]).exists():
+    time.sleep(0.05)
+print(json.dumps({"targets": sorted(t["name"] for t in store.targets()),
+                  "runs": [[r["id"], r["owner"]["pid"]] for r in store.runs()],
+                  "recommendations": [r.id for r in store.recommendations()],
+                  "snapshots": sum(store.count_snapshots(t["id"]) for t in store.targets())}))
+store.close()
+"""
+RAW_LOCK = ("Conflicting lock", "IO Error", "Could not set lock")
+
+
+class Holder:
+    def __init__(self, proc: subprocess.Popen, go: Path):
+        self.proc, self.go = proc, go
+
+    def finish(self) -> dict:
+        """Let the holder print what it sees and exit."""
+        self.go.touch()
+        out, err = self.proc.communicate(timeout=120)
+        assert self.proc.returncode == 0, err
+        return json.loads(out)
+
+
+@contextmanager
+def holding(path: Path, tmp_path: Path, raw: bool = False):
+    """Another process holding the store at ``path`` (``raw``: a bare ``Store``, which answers no one)."""
+    ready, go = tmp_path / "holder.ready", tmp_path / "holder.go"
+    ready.unlink(missing_ok=True)
+    go.unlink(missing_ok=True)
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), str(ready), str(go), "raw" if raw else "-"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: ready.exists() or proc.poll() is not None, "the holder to open the store")
+        assert proc.poll() is None, proc.communicate()
+        assert ready.read_text() == "Store"
+        yield Holder(proc, go)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def _reads(store) -> dict:
+    """What a set of reads returns (to compare a forwarded call with a local one)."""
+    (target,) = store.targets()
+    return {"targets": store.targets(), "target": store.target("t1"), "runs": store.runs(), "run": store.run("run1"),
+            "trials": store.trials("run1"), "recommendations": store.recommendations(),
+            "recommendation": store.recommendation("r1"), "summaries": store.recommendation_summaries(),
+            "audit": store.audit_log(), "identity": store.target_identity(target["id"]),
+            "claim": store.current_claim("r1"), "schedules": store.schedules(), "tokens": store.tokens()}
+
+
+def test_every_call_goes_through_the_holder_and_the_client_takes_over_when_it_ends(tmp_path):
+    path = tmp_path / "s.duckdb"
+    with holding(path, tmp_path) as holder:
+        client = open_store(path, remote=True)
+        assert isinstance(client, RemoteStore)
+        tid = client.upsert_target("t1", "postgres", "postgresql://u@h/db")
+        client.set_target_identity(tid, {"system": "x", "database": "db"})
+        rec = Recommendation(**{**_rec().__dict__, "target_id": tid})
+        assert client.add_recommendation(rec) is None
+        assert client.recommendation("r1") == rec  # the dataclass whole: tuples, evidence, changes
+        validated = client.transition("r1", "validated", "advisor")
+        assert isinstance(validated, Recommendation) and validated.state == "validated"
+        with pytest.raises(InvalidTransition):
+            client.transition("r1", "applied", "bob")  # the holder's error, as its own type
+        with pytest.raises(NotFound):
+            client.recommendation("nope")
+        client.add_run("run1", tid, "knobs", "rules", {"plan": {"kind": "knobs"}})
+        assert client.run("run1")["owner"]["pid"] == os.getpid()  # the run is this process's, not the holder's
+        trial = client.add_trial(tid, "run1", "rules", [KnobChange("work_mem", "64MB")], rec.evidence, "ok",
+                                 objective=1.5, config={"work_mem": "64MB"}, statements={"q": 4.0})
+        assert isinstance(trial, str)
+        assert client.claim("r1", "validated", "c1") is True and client.current_claim("r1")[0] == "c1"
+        client.release("r1", "c1")
+        assert client.version >= 3
+        with pytest.raises(StoreError, match="cannot be used from another process"):
+            client.db  # noqa: B018 - a live session does not cross processes
+        forwarded = _reads(client)
+
+        seen = holder.finish()  # the holder sees every change, and exits
+        assert seen == {"targets": ["t1"], "runs": [["run1", os.getpid()]], "recommendations": ["r1"],
+                        "snapshots": 0}
+        # the holder is gone: the next call opens the file here, and every read returns what it returned through
+        # the holder (the same types and values as a local call)
+        assert _reads(client) == forwarded
+        assert client.db.execute("SELECT count(*) FROM trials").fetchone()[0] == 1  # the file itself now
+
+        # and this process answers the next one
+        third = subprocess.run([sys.executable, "-c", "import sys; from advisor.storage.store import open_store; "
+                                "s = open_store(sys.argv[1], remote=True); s.upsert_target('t2', 'postgres', 'x'); "
+                                "print(type(s).__name__, sorted(t['name'] for t in s.targets()))", str(path)],
+                               capture_output=True, text=True, timeout=120)
+        assert third.returncode == 0 and third.stdout.split() == ["RemoteStore", "['t1',", "'t2']"], third.stderr
+        client.close()
+    with Store(path) as s:
+        assert sorted(t["name"] for t in s.targets()) == ["t1", "t2"]
+
+
+def test_a_client_takes_the_store_over_when_its_holder_is_killed(tmp_path):
+    path = tmp_path / "s.duckdb"
+    with holding(path, tmp_path) as holder:
+        client = open_store(path, remote=True)
+        client.upsert_target("t1", "postgres", "x")
+        holder.proc.kill()  # kill -9: no goodbye
+        holder.proc.wait()
+        client.upsert_target("t2", "postgres", "x")  # no holder answers: this process opens the file
+        assert sorted(t["name"] for t in client.targets()) == ["t1", "t2"]
+        assert client.db is not None
+        client.close()
+
+
+def test_a_holder_that_answers_no_one_is_waited_for_with_a_line_said(tmp_path):
+    """A process that holds the file without answering (a bare ``Store``: a library user, or an advisor of
+    before) is waited for, with one line said, and the file taken when it ends."""
+    path = tmp_path / "s.duckdb"
+    with holding(path, tmp_path, raw=True) as holder:
+        said = []
+
+        def say(line: str) -> None:
+            said.append(line)
+            holder.go.touch()  # told to wait: now let the holder end
+
+        store = open_store(path, remote=True, say=say)
+        assert isinstance(store, Store)
+        assert len(said) == 1 and f"process {holder.proc.pid}" in said[0], said
+        assert not any(raw in said[0] for raw in RAW_LOCK)
+        store.close()
+
+
+def test_serve_needs_the_file_and_says_who_holds_it_without_duckdbs_words(tmp_path):
+    with holding(tmp_path / "advisor.duckdb", tmp_path) as holder:
+        res = cli(tmp_path, "serve", "--port", "1")
+        assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+        assert f"process {holder.proc.pid}" in res.stderr and not any(raw in res.stderr for raw in RAW_LOCK)
+        holder.finish()
+
+
+@pytest.fixture(scope="module")
+def shop(pg):
+    return create_shop(pg, "holder_shop")
+
+
+def test_commands_at_once_while_another_holds_the_store(tmp_path, shop):
+    """While a script holds the store, two CLI commands run at the same time (an observe that registers and
+    stores, a list); then one CLI holds it (an observe waiting for its workload) while another observes: all
+    succeed, the holder sees what they stored, and no DuckDB lock message is printed."""
+    store = tmp_path / "advisor.duckdb"
+    with holding(store, tmp_path) as holder:
+        results = {}
+
+        def run(name, *args):
+            results[name] = cli(tmp_path, *args)
+
+        threads = [threading.Thread(target=run, args=("observe", "observe", "--target", shop, "--register", "shop",
+                                                      "--json")),
+                   threading.Thread(target=run, args=("list", "runs", "list", "--json"))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert ok(results["observe"])["snapshot_id"] and ok(results["list"])["runs"] == []
+        seen = holder.finish()
+        assert seen["targets"] == ["shop"] and seen["snapshots"] >= 1  # registering observes too
+
+    # a CLI holds the store while it waits for the workload; another observes meanwhile
+    first = subprocess.Popen([sys.executable, "-m", "advisor", "observe", "--target", "shop", "--interval", "3",
+                              "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=environ(tmp_path))
+    waiting = []
+    for line in first.stderr:
+        waiting.append(line)
+        if "waiting" in line:
+            break
+    second = cli(tmp_path, "observe", "--target", "shop", "--json")
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, "".join(waiting) + err
+    assert ok(second)["snapshot_id"] and json.loads(out)["snapshot_id"]
+    for text in [second.stderr, err, *waiting]:
+        assert not any(raw in text for raw in RAW_LOCK), text
+    with Store(store) as s:
+        (target,) = s.targets()
+        assert s.count_snapshots(target["id"]) == seen["snapshots"] + 2
