@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from advisor.cli.pasting import commands, id_table
 from advisor.core.domain import DropIndexChange, IndexChange, KnobChange, QueryRewrite, Recommendation
 from advisor.service.summary import summarize
 from advisor.core.sqltext import one_line, shorten
@@ -251,7 +252,7 @@ def index_explain(console: Console, rows: list[dict]) -> None:
 def recommendations(console: Console, recs: list[Recommendation]) -> None:
     """The list: each recommendation's verdict and measured gain (``advisor.service.summary``); a gain is green
     only for one that stands, never for a rejected one."""
-    table = Table("id", "kind", "optimizer", "state", "verdict", "changes", "gain", "95% CI")
+    table = id_table("id", "kind", "optimizer", "state", "verdict", "changes", "gain", "95% CI")
     for r in recs:
         head = summarize(r)
         f = head.figures
@@ -368,9 +369,9 @@ def whole_result(console: Console, result) -> None:
     ready = [r for r in result.recommendations if r.state == "validated"]
     if ready:
         console.print("\n[bold]next[/]: review, then approve and apply each (a rewrite goes to the statement's owners):")
-        for r in ready:
-            console.print(f"  advisor recommendations approve {r.id} && advisor recommendations apply {r.id}"
-                          if r.apply_sql else f"  advisor recommendations approve {r.id}", markup=False)
+        for r in ready:  # each command on its own line, never wrapped: pasting a line runs one whole command
+            commands(console, [f"advisor recommendations approve {r.id}"]
+                     + ([f"advisor recommendations apply {r.id}"] if r.apply_sql else []))
     elif not any(r.state == "validated" for r in result.recommendations):
         console.print("\nnothing to change: no candidate paid on the shadow (each step above says what it tried)")
     console.print(f"\n{escape(result.message)}")

@@ -12,8 +12,8 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from advisor.cli.pasting import id_table
 from advisor.cli.common import (EngineOpt, JsonFlag, Kind, StoreOpt, emit, names, open_service, parse_plan,
                                plan_options, when)
 from advisor.core.errors import AdvisorError
@@ -198,7 +198,7 @@ def tokens_list(json_out: JsonFlag = False, store: StoreOpt = None) -> None:
     if json_out:
         emit({"tokens": rows})
         return
-    table = Table("id", "name", "role", "created", "revoked")
+    table = id_table("id", "name", "role", "created", "revoked")
     for t in rows:
         table.add_row(t["id"], t["name"], t["role"], when(t["created_at"]), when(t["revoked_at"]))
     Console().print(table)

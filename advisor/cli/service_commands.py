@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from advisor.cli import render, server_commands
+from advisor.cli.pasting import id_table
 from advisor.cli.common import (DSN_FORMS, TARGET_ENV, JsonFlag, Kind, StoreOpt, emit, observation_doc, open_service,
                                 parse_plan, plan_options, rec_doc, resolve_dsn, when)
 from advisor.core.errors import AdvisorError
@@ -120,7 +121,7 @@ def targets_list(json_out: JsonFlag = False, store: StoreOpt = None) -> None:
     if json_out:
         emit({"targets": rows})
         return
-    table = Table("id", "name", "engine", "dsn (no password)", "registered", "last observed", "replica (lag)")
+    table = id_table("id", "name", "engine", "dsn (no password)", "registered", "last observed", "replica (lag)")
     for t in rows:
         table.add_row(t["id"], t["name"], t["engine"], t["dsn"], "yes" if t["registered"] else "no",
                       when(t["last_observed_at"]), _replica_cell(t.get("replica")))
@@ -223,7 +224,7 @@ def runs_list(target: Annotated[str | None, typer.Option(help="target id or name
     if json_out:
         emit({"runs": rows})
         return
-    table = Table("id", "target", "kind", "optimizer", "state", "started", "by", "outcome")
+    table = id_table("id", "target", "kind", "optimizer", "state", "started", "by", "outcome")
     for r in rows:
         table.add_row(r["id"], r["target_name"] or r["target_id"], r["kind"], r["optimizer"], run_outcome(r),
                       when(r["created_at"]),
@@ -270,8 +271,8 @@ def recs_show(rec_id: str, json_out: JsonFlag = False, store: StoreOpt = None,
                                                  "line")] = False) -> None:
     """A recommendation with its evidence, the SQL to apply and to revert, and its history."""
     service = open_service(store, quiet=True)
-    rec = service.recommendation(rec_id)
-    history = service.audit_log(rec_id)
+    rec = service.recommendation(rec_id)  # its id or a unique prefix
+    history = service.audit_log(rec.id)
     head = service.headline(rec)
     if json_out:
         from advisor.service.watch import watch_of

@@ -8,6 +8,7 @@ import os
 from typing import TYPE_CHECKING
 
 from advisor.service.auth import ADMIN, Principal, refuse_borrowed_identity
+from advisor.service.ids import full_id
 from advisor.core import processes
 from advisor.core.domain import Recommendation
 from advisor.core.errors import AdvisorError, Conflict, OtherDatabase
@@ -224,12 +225,13 @@ class OperationsMixin:
         return self.tune(plan.kind, dsn, plan, name=name, run_id=run_id)
 
     def run(self, run_id: str) -> dict:
-        return self.store.run(run_id)
+        return self.store.run(full_id(self.store, "tuning run", run_id))
 
     def cancel_run(self, run_id: str, who: Principal = ADMIN) -> dict:
         """Ask a queued or running run to stop (it stops at its next step and stops its shadow)."""
         who.require("operator")
-        run = self.store.run(run_id)
+        run = self.run(run_id)
+        run_id = run["id"]
         if run["state"] not in ACTIVE:
             raise Conflict(f"tuning run {run_id} is {run['state']}; only a queued or running run can be cancelled")
         if self.executor is None:
@@ -250,8 +252,7 @@ class OperationsMixin:
         return self.store.count_runs(self.store.target(target)["id"] if target else None, state)
 
     def trials(self, run_id: str) -> list[dict]:
-        self.store.run(run_id)
-        return self.store.trials(run_id)
+        return self.store.trials(self.run(run_id)["id"])
 
     def recover_runs(self, *, gone_only: bool = False) -> list[str]:
         """Mark runs left queued or running by a process that stopped as interrupted, with the reason; their ids.
@@ -309,7 +310,9 @@ class OperationsMixin:
         return self.store.count_recommendations(state, self._target_id(target, target_id), kind, run_id)
 
     def recommendation(self, rec_id: str) -> Recommendation:
-        return self.store.recommendation(rec_id)
+        """A recommendation by its id or a unique prefix of it (``advisor.service.ids``), as every method here
+        that takes a recommendation's, a run's or a schedule's id."""
+        return self.store.recommendation(full_id(self.store, "recommendation", rec_id))
 
     def run_of(self, rec: Recommendation) -> dict | None:
         """The tuning run that produced ``rec``, when it is known and still stored."""
@@ -328,10 +331,12 @@ class OperationsMixin:
 
     def approve(self, rec_id: str, who: Principal = ADMIN, note: str = "") -> Recommendation:
         who.require("operator")
+        rec_id = full_id(self.store, "recommendation", rec_id)
         return self.store.transition(rec_id, "approved", who.actor, note or "approved", expect="validated")
 
     def reject(self, rec_id: str, who: Principal = ADMIN, note: str = "") -> Recommendation:
         who.require("operator")
+        rec_id = full_id(self.store, "recommendation", rec_id)
         return self.store.transition(rec_id, "rejected", who.actor, note or "rejected by an operator")
 
     def connector_for(self, rec: Recommendation) -> Connector:
@@ -342,7 +347,7 @@ class OperationsMixin:
         """Apply an approved, validated recommendation to its production target (see ``advisor.service.production``:
         no store lock is held meanwhile; a claim on the recommendation keeps a second apply out)."""
         who.require("operator")
-        rec = self.store.recommendation(rec_id)
+        rec = self.recommendation(rec_id)
         check_applicable(rec)  # before the target's credentials are read: the state and kind decide first
         settings = get_settings()
         return apply_recommendation(self.store, self.connector_for(rec), rec, who,
@@ -352,7 +357,7 @@ class OperationsMixin:
     def rollback(self, rec_id: str, who: Principal = ADMIN, why: str = "") -> Recommendation:
         who.require("operator")
         check_text("note", why)  # before production is touched: the note is stored only after the rollback ran
-        rec = self.store.recommendation(rec_id)
+        rec = self.recommendation(rec_id)
         settings = get_settings()
         return rollback_recommendation(self.store, self.connector_for(rec), rec, who, why,
                                        lock_timeout_s=settings.production_lock_timeout_s,

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from advisor.core.errors import AdvisorError
 from advisor.service.auth import ADMIN, Principal
+from advisor.service.ids import full_id
 from advisor.service.runs import RunPlan
 from advisor.service.scheduling import AUTO_APPLY, check_cron, fire_text, next_fire, refuse_unsafe, run_scheduled
 from connectors import factory
@@ -64,7 +65,7 @@ class SchedulesMixin:
         """A schedule with its target's name (``target_name``; None for a target removed), its next firing
         (``next_fire_at``), and its next and last firings as every face shows them (``next_fire_text``,
         ``last_fire_text``: in the schedule's own time zone, named, with UTC beside it)."""
-        return self._shown(self.store.schedule(schedule_id), self.target_names())
+        return self._shown(self.store.schedule(full_id(self.store, "schedule", schedule_id)), self.target_names())
 
     @staticmethod
     def _shown(s: dict, names: dict[str, str]) -> dict:
@@ -75,6 +76,7 @@ class SchedulesMixin:
 
     def remove_schedule(self, schedule_id: str, who: Principal = ADMIN) -> None:
         who.require("operator")
+        schedule_id = full_id(self.store, "schedule", schedule_id)
         self.store.remove_schedule(schedule_id)
         self.store.audit(who.actor, "remove_schedule", schedule_id, {})
         if self.scheduler is not None:
@@ -83,7 +85,7 @@ class SchedulesMixin:
     def fire_schedule(self, schedule_id: str, who: Principal = ADMIN) -> None:
         """Run a schedule's job now: in the background on the server's scheduler, else here."""
         who.require("operator")
-        self.store.schedule(schedule_id)
+        schedule_id = self.store.schedule(full_id(self.store, "schedule", schedule_id))["id"]
         self.store.audit(who.actor, "fire_schedule", schedule_id, {})
         if self.scheduler is not None:
             self.scheduler.fire_now(schedule_id)

@@ -23,6 +23,7 @@ from advisor.storage.database import connect
 from advisor.storage.access import AccessTables
 from advisor.storage.remote import RemoteStore, StoreServer, reach
 from advisor.storage.claims import ClaimTables
+from advisor.storage.ids import IdTables
 from advisor.storage.replicas import ReplicaTables
 from advisor.storage.targets import TargetTables
 from advisor.storage.schema import MIGRATIONS, SCHEMA_VERSION, changes_lists, new_id
@@ -32,7 +33,7 @@ from advisor.core.inputs import check_text
 
 __all__ = ["SCHEMA_VERSION", "Store", "new_id", "open_store"]
 
-class Store(TargetTables, AccessTables, ClaimTables, ReplicaTables):
+class Store(TargetTables, AccessTables, ClaimTables, ReplicaTables, IdTables):
     server: StoreServer | None = None  # answering other processes' calls while this one holds the file (``serve``)
 
     def __init__(self, path: str | Path):
