@@ -84,9 +84,9 @@ def click_context():
 def open_service(store: str | None, quiet: bool = False, remote: bool = True):
     """The service over the store (runs execute in this process), its progress on stderr unless ``quiet`` (for
     commands that only read the store; a command that observes or tunes reports progress also under ``--json``,
-    whose document alone goes to stdout). While ``advisor serve`` holds a DuckDB store, the service reads it
-    through the server and refuses changes in one line (``advisor.service.factory.build_service``); ``remote``
-    False refuses the store outright then."""
+    whose document alone goes to stdout). While another process holds a DuckDB store, the service uses it through
+    that process (``advisor.service.factory.build_service``); ``remote`` False refuses the store then, in one
+    line naming that process."""
     from advisor.service.factory import build_service
 
     return build_service(store, say=reporter(quiet=quiet), remote=remote)

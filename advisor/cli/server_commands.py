@@ -75,7 +75,7 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
 
     say = reporter()
     say("loading the web app")
-    probe = open_service(store, quiet=True, remote=False)  # fails here, clearly, when another process holds it
+    probe = open_service(store, quiet=True, remote=False)  # the server needs the file: one line naming its holder
     try:
         has_tokens = any(t["revoked_at"] is None for t in probe.tokens())
     finally:
@@ -90,8 +90,8 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
     else:
         print(f"web UI:   {url}\nAPI docs: {url}api/docs", flush=True)
     if not has_tokens:
-        say("no API token yet: create one with `advisor tokens create --name NAME --role operator` (stop the "
-            "server first: it holds the store)")
+        say("no API token yet: create one with `advisor tokens create --name NAME --role operator` (in another "
+            "terminal: this server answers it)")
     if allow_remote and not _loopback(host):
         say(f"listening on {host} without TLS: put a TLS proxy in front of it")
     say(f"serving on {url} (scheduler {'off' if no_scheduler else 'on'}); Ctrl-C stops")

@@ -2,9 +2,8 @@
 service group to the app, these and ``server_commands``').
 
 Thin adapters like the rest of the CLI: parse flags, call one ``AdvisorService`` method, render (rich) or print
-one JSON document (``--json``). The CLI acts as the local admin (it holds the store file); while ``advisor serve``
-holds a DuckDB store, the reading commands read it through the server and the changing ones say, in one line, to
-stop it or use its web UI / REST API (``advisor.storage.remote``).
+one JSON document (``--json``). The CLI acts as the local admin; while another process (``advisor serve``, another
+command) holds a DuckDB store, every command uses it through that process (``advisor.storage.remote``).
 """
 
 from __future__ import annotations
