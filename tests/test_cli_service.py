@@ -93,10 +93,21 @@ def test_target_run_approve_apply_rollback(tmp_path, shop):
     history = ok(cli(tmp_path, "recommendations", "show", rid, "--json"))["history"]
     assert [(h["action"], h["actor"]) for h in history][-3:] == [("approved", "admin"), ("applied", "admin"),
                                                                  ("rolled_back", "admin")]
+    # a rollback is not final: `apply` re-applies it in one step (approved again: its evidence is fresh)
+    assert ok(cli(tmp_path, "recommendations", "apply", rid, "--json"))["recommendation"]["state"] == "applied"
+    assert index_names(shop) - before == {"orders_customer_advisor_idx"}
+    assert ok(cli(tmp_path, "recommendations", "rollback", rid, "--json"))["recommendation"]["state"] == "rolled_back"
+    assert index_names(shop) == before
+    history = ok(cli(tmp_path, "recommendations", "show", rid, "--json"))["history"]
+    assert [h["action"] for h in history][-4:] == ["rolled_back", "approved", "applied", "rolled_back"]
 
     bad = cli(tmp_path, "schedule", "add", "--target", "shop", "--cron", "nightly", "--kind", "indexes",
               "--budget-mb", "10")
     assert bad.returncode == 1 and "invalid cron schedule" in bad.stderr
+    zone = cli(tmp_path, "schedule", "add", "--target", "shop", "--cron", "0 2 * * *", "--timezone", "Europe/Berlinn",
+               "--kind", "indexes", "--budget-mb", "10")  # the zone is named, not the cron fields
+    assert zone.returncode == 1 and "unknown time zone 'Europe/Berlinn'; did you mean 'Europe/Berlin'?" in zone.stderr
+    assert "cron" not in zone.stderr
     sched = ok(cli(tmp_path, "schedule", "add", "--target", "shop", "--cron", "0 2 * * *", "--kind", "knobs,indexes",
                    "--budget-mb", "10", "--json"))
     assert [p["kind"] for p in sched["plan"]["runs"]] == ["knobs", "indexes"] and sched["next_fire_at"]

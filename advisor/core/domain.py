@@ -314,14 +314,26 @@ StatementEvidence = _measured.StatementEvidence
 
 RecommendationState = Literal["proposed", "validated", "rejected", "approved", "applied", "rolled_back"]
 
+# rolled_back -> approved: a rolled-back change approved again to be re-applied, while its evidence is fresh
+# (``advisor.service.production.reapproval``); then applied, watched and rolled back as the first time
 TRANSITIONS: dict[str, frozenset[str]] = {
     "proposed": frozenset({"validated", "rejected"}),
     "validated": frozenset({"approved", "rejected"}),
     "rejected": frozenset(),
     "approved": frozenset({"applied", "rejected"}),
     "applied": frozenset({"rolled_back"}),
-    "rolled_back": frozenset(),
+    "rolled_back": frozenset({"approved"}),
 }
+
+
+def state_word(state: str | None) -> str:
+    """A state (of a recommendation, a run, a watch) as people read it, on every face that shows one to people
+    (the JSON and the API keep the identifier).
+
+    >>> state_word("rolled_back"), state_word("validated"), state_word(None)
+    ('rolled back', 'validated', '')
+    """
+    return (state or "").replace("_", " ")
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,10 @@ class Settings(BaseSettings):
     # An apply or rollback marks its recommendation as claimed while it runs; a claim whose process is gone
     # (same host) or older than this may be taken over.
     apply_claim_ttl_s: float = 6 * 3600.0  # ADVISOR_APPLY_CLAIM_TTL_S
+    # A rolled-back recommendation is approved and applied again (`recommendations apply ID`, one step) while its
+    # evidence is fresh: validated at most this many days ago, and not rolled back by its watch (production found it
+    # slower). Older, the target is tuned again for a fresh validation.
+    reapply_max_age_days: float = 7.0  # ADVISOR_REAPPLY_MAX_AGE_DAYS
     # ADVISOR_MAX_PARALLEL_RUNS: tuning runs the server executes at once, each of another target (a target has one
     # run at a time): a target that stopped answering holds one of them until the target timeout below ends its run,
     # never the others (with 1, every run waits behind it)

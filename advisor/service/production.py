@@ -1,6 +1,11 @@
 """Changing production: apply an approved, validated recommendation (which starts its watch,
 ``advisor.service.watch``); roll it back.
 
+A rolled-back recommendation is applied again in one step while its evidence is fresh (``reapprove``: approved
+again, audited, then applied as the first time: watched, and rolled back again by hand or by its watch); older
+than ``reapply_max_age_days``, or rolled back by its watch (production measured it slower), it is refused with
+one line saying to tune again for a fresh validation.
+
 Apply first checks that the DSN reaches the very database the change was validated for (its identity, recorded
 on the recommendation), then re-plans the recommendation's changes against the target as it is now. The SQL must
 be the SQL that was approved (else the target changed and the recommendation is refused with ``Conflict``); the
@@ -24,7 +29,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 
 from advisor.core import processes
-from advisor.core.domain import Applied, IndexChange, Recommendation
+from advisor.core.domain import Applied, IndexChange, Recommendation, state_word
 from advisor.core.errors import AdvisorError, AlreadyExists, Conflict, InvalidTransition, OtherDatabase
 from advisor.core.identity import describe, mismatch
 from advisor.core.settings import get_settings
@@ -87,10 +92,43 @@ def _same_database(store, connector: Connector, rec: Recommendation, expected: d
 def apply_recommendation(store, connector: Connector, rec: Recommendation, who: Principal, *,
                          lock_timeout_s: float | None = None, claim_ttl_s: float = 6 * 3600.0) -> Recommendation:
     check_applicable(rec)
+    if rec.state == "rolled_back":  # re-applied in one step: approved again (its evidence is fresh), audited
+        rec = reapprove(store, rec, who)
     with production_claim(store, rec, "approved", who, "apply", claim_ttl_s) as claim:
         rec = store.recommendation(rec.id)  # as it is now that it is ours
         check_applicable(rec)
         return _apply(store, connector, rec, who, lock_timeout_s, claim)
+
+
+def reapproval(rec: Recommendation, max_age_days: float, now: float | None = None) -> str:
+    """The audit note of approving the rolled-back ``rec`` again, to re-apply it; ``InvalidTransition`` saying
+    what to do instead when its evidence is old: validated over ``max_age_days`` ago, or contradicted by its
+    watch, which rolled it back because production got slower.
+
+    >>> rec = Recommendation("r1", "t", "indexes", "ia2", (), (), (), False, "rolled_back", created_at=0.0)
+    >>> reapproval(rec, 7, now=2 * 86400.0)
+    'approved again to re-apply it after its rollback (its evidence is 2.0 days old)'
+    >>> reapproval(rec, 1, now=2 * 86400.0)
+    Traceback (most recent call last):
+    ...
+    advisor.core.errors.InvalidTransition: recommendation r1 was rolled back and its evidence is 2.0 days old, older than 1 day(s) (ADVISOR_REAPPLY_MAX_AGE_DAYS): tune the target again for a fresh validation
+    """
+    age = ((time.time() if now is None else now) - rec.created_at) / 86400.0
+    if ((rec.applied or {}).get("watch") or {}).get("state") == "rolled_back":
+        raise InvalidTransition(f"recommendation {rec.id} was rolled back by its watch (its statements got slower in "
+                                "production), so its evidence no longer stands: tune the target again for a fresh "
+                                "validation")
+    if age > max_age_days:
+        raise InvalidTransition(f"recommendation {rec.id} was rolled back and its evidence is {age:.1f} days old, "
+                                f"older than {max_age_days:g} day(s) (ADVISOR_REAPPLY_MAX_AGE_DAYS): tune the target "
+                                "again for a fresh validation")
+    return f"approved again to re-apply it after its rollback (its evidence is {age:.1f} days old)"
+
+
+def reapprove(store, rec: Recommendation, who: Principal, note: str = "") -> Recommendation:
+    """rolled_back -> approved, audited, when its evidence is fresh (``reapproval``)."""
+    why = reapproval(rec, get_settings().reapply_max_age_days)
+    return store.transition(rec.id, "approved", who.actor, f"{note}; {why}" if note else why, expect="rolled_back")
 
 
 def handed_over(rec: Recommendation) -> bool:
@@ -100,13 +138,17 @@ def handed_over(rec: Recommendation) -> bool:
 
 
 def check_applicable(rec: Recommendation) -> None:
+    """Refuse what cannot be applied: a handed-over kind, a state other than approved (or rolled back, with fresh
+    evidence: ``reapproval``), evidence that was not accepted."""
     if handed_over(rec):
         raise Conflict(f"recommendation {rec.id} is a {rec.kind} recommendation: it is handed to its owners "
                        "(the statements' or the index's) and never applied to the database; its lifecycle ends at "
                        "approved")
-    if rec.state != "approved":
-        raise InvalidTransition(f"recommendation {rec.id} is {rec.state}; only an approved recommendation can be "
-                                "applied" + (" (approve it first)" if rec.state == "validated" else ""))
+    if rec.state == "rolled_back":
+        reapproval(rec, get_settings().reapply_max_age_days)  # InvalidTransition when its evidence is old
+    elif rec.state != "approved":
+        raise InvalidTransition(f"recommendation {rec.id} is {state_word(rec.state)}; only an approved recommendation "
+                                "can be applied" + (" (approve it first)" if rec.state == "validated" else ""))
     # the validation's own verdict: a significant gain, and no regression but those it recorded as noise (slower
     # statements whose plans use none of the kept indexes and that write none of their tables)
     noise = set((rec.details or {}).get("unexplained_slowdowns") or ())
@@ -156,8 +198,8 @@ def rollback_recommendation(store, connector: Connector, rec: Recommendation, wh
 
 def _check_applied(rec: Recommendation) -> None:
     if rec.state != "applied" or not rec.applied:
-        raise InvalidTransition(f"recommendation {rec.id} is {rec.state}; only an applied recommendation can be "
-                                "rolled back")
+        raise InvalidTransition(f"recommendation {rec.id} is {state_word(rec.state)}; only an applied recommendation "
+                                "can be rolled back")
 
 
 def _rollback(store, connector: Connector, rec: Recommendation, who: Principal, why: str,
