@@ -11,7 +11,8 @@ from rich.table import Table
 
 from advisor.cli.pasting import commands, id_table
 from advisor.core.domain import DropIndexChange, IndexChange, KnobChange, QueryRewrite, Recommendation
-from advisor.service.summary import summarize
+from advisor.core.wording import ratio
+from advisor.service.summary import slowdown, summarize
 from advisor.core.sqltext import one_line, shorten
 
 if TYPE_CHECKING:  # the service pulls in the optimizers (torch): not needed to render, nor for `advisor --help`
@@ -70,7 +71,9 @@ def recommendation(console: Console, rec: Recommendation, reasons: dict[str, str
     instead of SQL (there is nothing to apply), and every one lists what was not recommended and why.
     ``predicted``: the optimizer's predicted gain, shown as an estimate beside a measurement that stands."""
     reasons = reasons or {}
-    console.print(f"\n[bold]Recommendation {rec.id}[/] ({rec.kind}, by {rec.optimizer}): state [bold]{rec.state}[/]")
+    head = summarize(rec, predicted)
+    console.print(f"\n[bold]Recommendation {rec.id}[/] ({rec.kind}, {escape(head.author)}): state "
+                  f"[bold]{rec.state}[/]")
     rejected = rec.state == "rejected"
     if rejected:
         console.print("[bold]what was tried[/] (rejected: nothing to apply)")
@@ -80,13 +83,12 @@ def recommendation(console: Console, rec: Recommendation, reasons: dict[str, str
         table.add_row(escape(knob_label(rec, c) or change_label(c)), *([reason] if any(why) else []))
     console.print(table)
     ev = rec.evidence
-    head = summarize(rec, predicted)
     figures = head.figures
     console.print(f"[{TONES[head.tone]}]{escape(figures['line'])}[/]" if ev is not None else escape(figures["line"]))
     if head.predicted_gain is not None and ev is not None and not rejected:
         console.print(f"predicted before measuring: {figures['predicted']} ({head.predicted_basis})", markup=False)
     if head.helped:
-        console.print("measured faster: " + ", ".join(f"{escape(shorten(m.sql or m.queryid, 40))} ({m.ratio:.2f}x)"
+        console.print("measured faster: " + ", ".join(f"{escape(shorten(m.sql or m.queryid, 40))} ({ratio(m.ratio)})"
                                                       for m in head.helped[:5])
                       + (f" and {len(head.helped) - 5} more" if len(head.helped) > 5 else ""))
     if ev is not None:
@@ -95,7 +97,7 @@ def recommendation(console: Console, rec: Recommendation, reasons: dict[str, str
             if rows:
                 reg = Table("baseline ms", "candidate ms", "ratio", "share of time", "statement", title=title)
                 for s in rows:
-                    reg.add_row(f"{s.baseline_ms:.1f}", f"{s.candidate_ms:.1f}", f"{s.ratio:.2f}", _share(s),
+                    reg.add_row(f"{s.baseline_ms:.1f}", f"{s.candidate_ms:.1f}", ratio(s.ratio), _share(s),
                                 escape(shorten(s.sql)))
                 console.print(reg)
     again = (rec.details or {}).get("bundle")
@@ -267,14 +269,16 @@ def recommendation_page(console: Console, rec: Recommendation, history: list[dic
     ``explain``, an index recommendation's explanation table; with ``full``, each statement's whole SQL."""
     recommendation(console, rec, predicted=predicted)
     ev = rec.evidence
+    head = summarize(rec, predicted)
+    symbol = head.symbol
     if ev is not None:
         table = Table("calls", "share of time", "baseline ms", "candidate ms", "ratio", "95% CI", "regressed",
                       "statement", title="per statement (medians over rounds)")
         for s in ev.statements:
             table.add_row(f"{s.weight:.0f}", _share(s), f"{s.baseline_ms:.2f}", f"{s.candidate_ms:.2f}",
-                          f"{s.ratio:.2f}", f"{s.ratio_ci[0]:.2f} .. {s.ratio_ci[1]:.2f}" if not s.same_plan
+                          ratio(s.ratio), f"{ratio(s.ratio_ci[0])} .. {ratio(s.ratio_ci[1])}" if not s.same_plan
                           else "same plan, timed once",
-                          "yes" if ev.blocks(s) else "rare, not blocking" if s.regressed else "",
+                          escape(slowdown(ev, s, symbol)),
                           escape(shorten(s.sql, 60)))
         console.print(table)
         if ev.measured:
@@ -286,11 +290,8 @@ def recommendation_page(console: Console, rec: Recommendation, history: list[dic
     for ix in rec.details.get("indexes", []):
         console.print(f"index {ix['index']}: estimated {_mb(ix['estimated_bytes'])}, built {_mb(ix['built_bytes'])}, "
                       f"{'kept' if ix['kept'] else 'dropped'} ({ix['reason']})", markup=False)
-    if rec.details.get("fallback"):
-        f = rec.details["fallback"]
-        console.print(f"fallback: {f['from']}'s set was worse in what-if cost than {f['to']}'s; {f['to']}'s set is "
-                      f"recommended (costs: " + ", ".join(f"{k} {v:,.1f}" for k, v in f["costs"].items()) + ")",
-                      markup=False)
+    if head.fallback:
+        console.print(f"fallback: {head.fallback}", markup=False)
     if explain:
         if rec.details.get("explain"):
             index_explain(console, rec.details["explain"])
@@ -317,7 +318,7 @@ def watch_line(console: Console, rec: Recommendation) -> None:
         console.print("not watched (applied before applies were watched)")
         return
     last = w.get("last") or {}
-    figures = (f"; last check: {last['statements']} statement(s) judged, {last['ratio']:.2f}x their time before"
+    figures = (f"; last check: {last['statements']} statement(s) judged, {ratio(last['ratio'])} their time before"
                if last.get("ratio") is not None else "; no watched statement judged yet" if w["state"] == "watching"
                else "")
     ends = time.strftime("%Y-%m-%d %H:%M", time.gmtime(w["ends_at"]))
@@ -335,7 +336,7 @@ def watches(console: Console, rows: list[dict]) -> None:
         table.add_column(name, no_wrap=True)
     table.add_column("note")
     for r in rows:
-        table.add_row(r["id"], r["kind"], r["state"], f"{r['ratio']:.2f}x" if r["ratio"] is not None else "-",
+        table.add_row(r["id"], r["kind"], r["state"], ratio(r["ratio"]),
                       str(r["statements"]), time.strftime("%Y-%m-%d %H:%M", time.gmtime(r["ends_at"])),
                       escape(shorten(r["note"] or "", 60)))
     console.print(table)

@@ -9,16 +9,18 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer._click.exceptions import UsageError  # typer >= 0.20 vendors click
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from advisor.cli import render
-from advisor.cli.common import (JsonFlag, RegisterOpt, StoreOpt, emit, open_service, optimizer_choice, parse_plan,
-                                resolve_dsn)
+from advisor.cli.common import (JsonFlag, RegisterOpt, StoreOpt, click_context, emit, open_service, optimizer_choice,
+                                parse_plan, resolve_dsn)
 from advisor.cli.common import TargetDsn as Target
 from advisor.core.errors import AdvisorError
 from advisor.core.sqltext import shorten
+from advisor.core.wording import ratio
 
 RewriteOptimizer = optimizer_choice("rewrites")  # the registry's
 
@@ -51,6 +53,10 @@ def rewrite(target: Target = None,
             sql = file.read_text()
         except OSError as e:
             raise AdvisorError(f"cannot read {file}: {e.strerror}") from None
+    if sql is not None and not sql.strip():  # blank is not "the workload": that is --workload, said explicitly
+        where = f"--file {file}" if file is not None else "--sql"
+        raise UsageError(f"{where} holds no SQL: give the statements to rewrite, or --workload for the observed "
+                         f"workload's heaviest", ctx=click_context())
     target = resolve_dsn(target)
     service = open_service(store)  # progress on stderr, also with --json
     if resume:
@@ -69,7 +75,7 @@ def rewrite(target: Target = None,
 def show(console: Console, result) -> None:
     table = Table("statement", "rewritten", "speedup (95% CI)", "rules", "reason")
     for o in result.statements:
-        speed = f"{o.speedup:.2f}x ({o.ci[0]:.2f}..{o.ci[1]:.2f})" if o.speedup and o.ci else "-"
+        speed = f"{ratio(o.speedup)} ({ratio(o.ci[0], times='')}..{ratio(o.ci[1], times='')})" if o.speedup and o.ci else "-"
         table.add_row(escape(shorten(o.original, 60)), "yes" if o.rewritten else "no", speed,
                       ", ".join(o.rules) or "-", escape(o.reason or "-"))
     console.print(table)

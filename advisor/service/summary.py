@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 
 from advisor.core.domain import Evidence, Recommendation, StatementEvidence
+from advisor.core.wording import ratio
 
 STANDING = frozenset({"validated", "approved", "applied"})  # states in which a measured gain reads as a success
 WORKLOAD_TIME = "workload time (calls x median ms, summed over statements)"
@@ -95,6 +96,8 @@ class Summary:
     unit: str = WORKLOAD_TIME
     symbol: str = "ms"  # the unit of baseline_ms / candidate_ms (a learned index's evidence: ns per operation)
     why_rejected: str = ""  # a rejected one: why (the run's bundle verdict where it rejected a validated change)
+    author: str = ""  # whose changes it holds (``author``): "by ia2", or "dexter's set, in place of ia2's"
+    fallback: str = ""  # where a baseline's set replaced the optimizer's, the sentence that says so (``fallback``)
 
     @property
     def figures(self) -> dict[str, str]:
@@ -136,7 +139,42 @@ def summarize(rec: Recommendation, predicted: float | None = None) -> Summary:
         regressed=tuple(map(_moved, ev.regressions if ev else ())),
         rare_slower=tuple(map(_moved, ev.rare_slower if ev else ())),
         why_rejected=rejected_because(rec) if rec.state == "rejected" else "",
-        **_unit_of(rec))
+        author=author(rec), fallback=fallback(rec), **_unit_of(rec))
+
+
+def _fallback_of(rec: Recommendation) -> dict | None:
+    fb = (rec.details or {}).get("fallback")
+    return fb if isinstance(fb, dict) and fb.get("from") and fb.get("to") else None
+
+
+def author(rec: Recommendation) -> str:
+    """Whose changes ``rec`` holds, as its label says it: ``by ia2``; where the index pipeline's fallback replaced
+    the optimizer's set by a baseline's (lower what-if cost), the set it holds, in whichever state it is.
+
+    >>> from types import SimpleNamespace as R
+    >>> author(R(optimizer="ia2", details={})), author(R(optimizer="ia2", details={"fallback": {"from": "ia2",
+    ...                                                                                          "to": "dexter"}}))
+    ('by ia2', "dexter's set, in place of ia2's")
+    """
+    fb = _fallback_of(rec)
+    return f"{fb['to']}'s set, in place of {fb['from']}'s" if fb else f"by {rec.optimizer}"
+
+
+def fallback(rec: Recommendation) -> str:
+    """The sentence saying that a baseline's set replaced the optimizer's, with the what-if costs; it says which
+    set the recommendation holds, never that it is recommended (it may be rejected); "" without a fallback.
+
+    >>> from types import SimpleNamespace as R
+    >>> fallback(R(details={"fallback": {"from": "ia2", "to": "dexter", "costs": {"ia2": 154441.4,
+    ...                                                                         "dexter": 152136.3}}}))
+    "ia2's set had a higher what-if cost than dexter's for the same budget (ia2 154,441.4, dexter 152,136.3), so this recommendation holds dexter's set"
+    """
+    fb = _fallback_of(rec)
+    if not fb:
+        return ""
+    costs = ", ".join(f"{k} {v:,.1f}" for k, v in (fb.get("costs") or {}).items() if isinstance(v, (int, float)))
+    return (f"{fb['from']}'s set had a higher what-if cost than {fb['to']}'s for the same budget"
+            + (f" ({costs})" if costs else "") + f", so this recommendation holds {fb['to']}'s set")
 
 
 def rejected_because(rec: Recommendation) -> str:
@@ -175,6 +213,50 @@ def workload_ms(ev: Evidence) -> tuple[float | None, float | None]:
     base = sum(parts) if parts else None
     gain = _finite(ev.gain)
     return base, (base * (1.0 - gain) if base is not None and gain is not None else None)
+
+
+MIN_SLOWER_MS = 1.0  # ``advisor.tuning.evidence.compare``'s floor: a statement slower by less never regresses
+
+
+def slowdown(ev: Evidence, s: StatementEvidence, symbol: str = "ms") -> str:
+    """Whether ``s`` regressed, naming the rule that decided it, as every face prints it in its "regressed"
+    column: ``regressed``; ``slower, too rare to block: ...`` (the guard's shares); for a statement whose median
+    ratio is over the regression threshold and still did not regress, which rule let it pass; ``same plan`` for one
+    the change left on the same plan (timed once, for both arms); else ``no``. ``symbol``: the unit of its times
+    (``Summary.symbol``; the floor of a slowdown is known in ms only).
+
+    >>> from advisor.core.domain import StatementEvidence as S
+    >>> ev = Evidence(3, (), (), 0.1, (0.05, 0.15), (), 0.02, 0.1, min_time_share=0.01, min_call_share=0.01)
+    >>> st = lambda ratio, ci, regressed=False, share=0.5, **kw: S("q", "select", 1, 1.87, 1.87 * ratio, ratio, ci,
+    ...                                                         regressed, 0, share, share, **kw)
+    >>> slowdown(ev, st(1.54, (0.92, 2.71)))
+    'no: within noise (the 95% CI of its ratio, 0.920x .. 2.71x, reaches 1x)'
+    >>> slowdown(ev, st(1.54, (1.2, 1.9), True, 0.002))
+    'slower, too rare to block: 0.2% of the time and 0.2% of the calls'
+    >>> slowdown(ev, st(1.54, (1.2, 1.9), True)), slowdown(ev, st(0.98, (0.9, 1.05))), slowdown(ev, st(1.3, (1.2, 1.4)))
+    ('regressed', 'no', 'no: slower by only 0.56 ms, under the 1 ms a regression needs')
+    >>> slowdown(ev, st(2.0, (1.02, 2.9)))  # its own interval clears 1x, not with every statement judged at once
+    'no: within noise when 1 statement(s) are judged at once (its own 95% CI 1.02x .. 2.90x)'
+    >>> slowdown(ev, st(1.0, (1.0, 1.0), same_plan="Seq Scan on t"))
+    'no: same plan, timed once for both arms'
+    """
+    if ev.blocks(s):
+        return "regressed"
+    if s.regressed:
+        return (f"slower, too rare to block: {s.time_share or 0.0:.1%} of the time and {s.call_share or 0.0:.1%} "
+                "of the calls")
+    if s.same_plan:
+        return "no: same plan, timed once for both arms"
+    if not (s.ratio == s.ratio and s.ratio >= 1.0 + ev.regression_threshold):
+        return "no"
+    lo, hi = s.ratio_ci
+    if lo <= 1.0:
+        return f"no: within noise (the 95% CI of its ratio, {ratio(lo)} .. {ratio(hi)}, reaches 1x)"
+    if symbol == "ms" and s.candidate_ms - s.baseline_ms < MIN_SLOWER_MS:
+        return (f"no: slower by only {s.candidate_ms - s.baseline_ms:.2f} ms, under the {MIN_SLOWER_MS:g} ms a "
+                "regression needs")
+    return (f"no: within noise when {len(ev.statements) or 1} statement(s) are judged at once (its own 95% CI "
+            f"{ratio(lo)} .. {ratio(hi)})")
 
 
 def _moved(s: StatementEvidence) -> Moved:

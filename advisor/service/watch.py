@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping
 
 from advisor.core.domain import Recommendation
 from advisor.core.errors import AdvisorError, NotFound
+from advisor.core.wording import ratio
 from advisor.service.auth import Principal
 from connectors.base import Connector
 from workloads.capture import is_workload_statement
@@ -228,7 +229,7 @@ def _check(service, rec: Recommendation, current: dict, now: float, connector: C
     share = _lock_share(connector) if slower else None
     if slower and not attributed(figures["ratio"], limit, share):
         detail["lock_waits"] = share
-        why = (f"{figures['ratio']:.2f}x slower, but other sessions were waiting for locks in {share:.0%} of the "
+        why = (f"{ratio(figures['ratio'])} slower, but other sessions were waiting for locks in {share:.0%} of the "
                "samples: not held against the change")
         w["last"]["note"] = why
         store.audit(WATCHER.actor, "watch_deferred", rec.id, detail)
@@ -240,7 +241,7 @@ def _check(service, rec: Recommendation, current: dict, now: float, connector: C
     elif slower:
         store.audit(WATCHER.actor, "watch_rollback", rec.id, detail)
         why = (f"automatic rollback: the {figures['statements']} watched statement(s) that ran since the apply took "
-               f"{figures['ratio']:.2f}x their time before it (limit {limit:.2f}x)")
+               f"{ratio(figures['ratio'])} their time before it (limit {ratio(limit)})")
         try:
             service.rollback(rec.id, WATCHER, why)
             w["state"], w["note"], w["ended_at"] = "rolled_back", why, now

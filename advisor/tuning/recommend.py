@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from advisor.core.domain import Applied, Change, Evidence, Recommendation, StatementEvidence
 from advisor.core.sqltext import shorten
+from advisor.core.wording import ratio
 from advisor.storage.store import Store, new_id
 
 
@@ -127,7 +128,7 @@ def slower(s: StatementEvidence) -> str:
 
 def how_much(s: StatementEvidence) -> str:
     """``1.38x, 0.2% of the time``: by how much ``s`` got slower and its share of the workload's time."""
-    how = f"failed {s.errors} time(s)" if s.errors and not s.ratio == s.ratio else f"{s.ratio:.2f}x"
+    how = f"failed {s.errors} time(s)" if s.errors and not s.ratio == s.ratio else ratio(s.ratio)
     return how + (f", {share(s.time_share)} of the time" if s.time_share is not None else "")
 
 

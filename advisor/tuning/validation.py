@@ -18,6 +18,7 @@ from advisor.core.domain import Applied, Change, Evidence
 from advisor.core.plans import Plan
 from advisor.core.sqltext import shorten
 from advisor.core.errors import AdvisorError, BadStatement, SandboxError
+from advisor.core.wording import ratio
 from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.measure import StopRule, interleave
 from advisor.tuning.statement_rounds import CAP_FACTOR, Caps, Reused, leaving, sampling_error
@@ -182,7 +183,7 @@ def measure_changes(shadow: Shadow, statements: Sequence[BoundStatement], change
                 going = {}                            # rounds of frozen medians alone would invent certainty
             for s, medians in going.items():
                 left[s.queryid] = medians
-                say(f"{shorten(s.sql, 50)}: settled at {s.ratio:.2f}x round after round; it leaves the later "
+                say(f"{shorten(s.sql, 50)}: settled at {ratio(s.ratio)} round after round; it leaves the later "
                     "rounds, its medians stand for them" + ("" if s.ratio < 1 + options.regression_threshold or
                                                             not options.retime_flagged else " (and it is re-timed)"))
 

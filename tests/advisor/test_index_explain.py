@@ -182,10 +182,10 @@ def test_an_ia2_set_worse_than_extends_is_replaced_by_extends_visibly(many_table
     assert result.whatif["cost_after"] == pytest.approx(fb["costs"]["extend"])
     assert result.whatif["cost_after"] <= extend.whatif["cost_after"] * (1 + 1e-9)
     assert set(result.chosen) == set(extend.chosen)
-    assert "ia2's choice had what-if cost" in result.message and "extend's set is recommended" in result.message
+    assert "ia2's choice had what-if cost" in result.message and "extend's set was taken in its place" in result.message
     rec = result.recommendation
     assert rec.details["fallback"]["to"] == "extend" and rec.optimizer == "ia2"
-    assert all("extend's set is recommended" in r["fallback"] for r in rec.details["explain"]
+    assert all("extend's set was taken in its place" in r["fallback"] for r in rec.details["explain"]
                if r["status"] == "costed")
     assert all(c["reason"] == "chosen by extend" for r in rec.details["explain"] for c in r["candidates"])
     held = result.training["held_out"]  # IA2 also trained on, and was checked on, mixes unlike the workload

@@ -52,7 +52,7 @@ def test_a_timed_rewrite_reports_its_speedup_with_an_interval(shop, service):
     result = service.tune("rewrites", shop, RunPlan("rewrites", "greedy", rounds=2, sql=CORRELATED))
     (o,) = result.statements
     if o.rewritten is None:  # timing decides; either way the answer says why
-        assert o.reason.startswith("not faster") and o.equivalent
+        assert o.reason.startswith(("not faster", "not proven faster")) and o.equivalent
     else:
         assert o.ci[0] <= o.speedup <= o.ci[1] and o.speedup > 1
         rec = result.recommendation

@@ -30,6 +30,10 @@ def test_a_noisy_rewrite_whose_executions_straddle_the_original_loses():
     r = race(original, noisy)
     assert r.evidence[0].significant  # what the round-level test alone would accept
     assert r.best is None and "candidate 1" in r.summary()
+    # issue 44: "not faster: ... (82.9% faster, ...)" contradicted itself; the verdict names the rule that decided
+    text = r.summary()
+    assert text.startswith("not proven faster: candidate 1: 10.0 ms -> 9.1 ms (9.0% faster")
+    assert "the 95% CI of its latency ratio over all executions is" in text and "the rule needs it under 1x" in text
 
 
 def test_a_rewrite_that_times_out_regresses():
@@ -43,6 +47,8 @@ def test_a_slower_rewrite_is_described_as_slower_never_as_a_gain():
     e = r.evidence[0]
     assert e.gain < 0 and e.gain == 1 - e.candidate_ms / e.baseline_ms
     text = r.summary()
+    assert text.startswith("not faster: ") and "its gain is within noise" in text
+    text = text.removeprefix("not faster: ")
     assert "927.3 ms -> 930.0 ms (0.3% slower" in text and "gain +" not in text and "faster" not in text
     assert "faster" in race([(100, 101, 99)] * 3, [(50, 51, 49)] * 3).summary()
 

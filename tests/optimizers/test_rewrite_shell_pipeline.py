@@ -57,4 +57,4 @@ def test_with_an_index_on_the_correlation_column_no_slower_form_is_recommended(d
     the timing keeps the statement as written (or, if the join wins after all, it is faster)."""
     run(db, *TABLES, "CREATE INDEX ON orders (cust)", "ANALYZE")
     (o,) = service.tune("rewrites", db, RunPlan("rewrites", "greedy", rounds=3, sql=ORM)).statements
-    assert o.rewritten is None and o.reason.startswith("not faster") or o.speedup > 1, (o.reason, o.speedup)
+    assert o.rewritten is None and o.reason.startswith(("not faster", "not proven faster")) or o.speedup > 1, (o.reason, o.speedup)

@@ -7,6 +7,7 @@ import json
 import math
 from datetime import datetime
 
+from advisor.core import wording
 from advisor.core.errors import AdvisorError
 from web.times import utc
 from advisor.core.sqltext import one_line, shorten
@@ -54,11 +55,13 @@ def mb(n: float | None) -> str:
 
 
 def ratio(x: float | None) -> str:
-    return DASH if _missing(x) else f"{x:.2f}×"
+    """A latency ratio as every face prints it (``advisor.core.wording.ratio``: three significant digits, never
+    0.00×)."""
+    return wording.ratio(x, times="×", missing=DASH)
 
 
 def ratio_interval(ci) -> str:
-    return interval(ci, lambda v: DASH if _missing(v) else f"{v:.2f}")
+    return interval(ci, lambda v: wording.ratio(v, times="", missing=DASH))
 
 
 def ts(t: float | datetime | None) -> str:

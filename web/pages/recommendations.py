@@ -12,6 +12,7 @@ from fastapi import APIRouter, Request
 from advisor.core.domain import TRANSITIONS
 from advisor.core.errors import NotFound
 from advisor.service.runs import kinds
+from advisor.service.summary import slowdown, summarize
 from web import views
 from web.deps import PageSession, Service
 from web.pages import diff, plots
@@ -48,7 +49,10 @@ def _evidence(rec) -> dict | None:
         return None
     statements = sorted(ev.statements, key=lambda s: -s.weight)
     labels = [f"S{i + 1}" for i in range(len(statements))]
+    symbol = summarize(rec).symbol
     return {"ev": ev, "statements": list(zip(labels, statements)),
+            # whether each regressed, with the rule that decided it (the CLI's "regressed" column says the same)
+            "slowdown": {s.queryid: slowdown(ev, s, symbol) for s in statements},
             "labels": dict(zip((s.queryid for s in statements), labels)),
             "sql": {s.queryid: s.sql for s in statements},
             "bars": plots.paired_bars(labels, [s.baseline_ms for s in statements],

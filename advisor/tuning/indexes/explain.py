@@ -202,7 +202,8 @@ def note_fallback(rows: list[dict], fallback: dict) -> list[dict]:
     """``rows`` with the fallback (the optimizer's set replaced by a baseline's) said on every costed row."""
     costs = fallback.get("costs", {})
     line = (f"{fallback['from']}'s set (what-if cost {costs.get(fallback['from'], 0):,.1f}) was worse than "
-            f"{fallback['to']}'s ({costs.get(fallback['to'], 0):,.1f}); {fallback['to']}'s set is recommended")
+            f"{fallback['to']}'s ({costs.get(fallback['to'], 0):,.1f}); {fallback['to']}'s set was taken in its "
+            "place")
     for row in rows:
         if row["status"] == "costed":
             row["fallback"] = line

@@ -189,8 +189,8 @@ def fallback_note(fallback: dict) -> str:
     """One line saying that a baseline's set replaced the optimizer's, with both what-if costs."""
     c = fallback["costs"]
     return (f"{fallback['from']}'s choice had what-if cost {c[fallback['from']]:,.1f}, worse than "
-            f"{fallback['to']}'s {c[fallback['to']]:,.1f} for the same budget: {fallback['to']}'s set is recommended "
-            f"instead")
+            f"{fallback['to']}'s {c[fallback['to']]:,.1f} for the same budget: {fallback['to']}'s set was taken in its "
+            "place")
 
 
 def propose(problem: IndexProblem, optimizer: str, *, seed: int = 0, model_dir: Path | None = None,
@@ -271,7 +271,7 @@ def better_baseline(problem: IndexProblem, optimizer: str, chosen: tuple, *, see
     if not costs[best] < costs[optimizer] * (1 - 1e-9):
         return None
     say(f"{optimizer}'s set (what-if cost {costs[optimizer]:,.1f}) is worse than {best}'s ({costs[best]:,.1f}); "
-        f"recommending {best}'s set")
+        f"taking {best}'s set in its place")
     return {"from": optimizer, "to": best, "costs": costs, "indexes": sets[best]}
 
 

@@ -20,6 +20,7 @@ from advisor.core.domain import Evidence, IndexChange, StatementEvidence
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say
 from advisor.core.sqltext import named
+from advisor.core.wording import ratio
 from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.indexes.built import held, held_set
 from advisor.tuning.measure import StopRule, interleave
@@ -62,7 +63,7 @@ def confirm_regressions(shadow: Shadow, statements: Sequence[BoundStatement], li
     out: dict[str, StatementEvidence] = {}
     for s in [s for s in todo if _timed_long(s)]:  # the rounds were as long a measurement
         out[s.queryid] = replace(s, regressed=slower_by_threshold(s, options) or bool(s.errors))
-        say(f"{named(s.sql, s.queryid)}: {s.ratio:.2f}x in the rounds, not re-timed (its rounds ran at least "
+        say(f"{named(s.sql, s.queryid)}: {ratio(s.ratio)} in the rounds, not re-timed (its rounds ran at least "
             f"{LONG_ROUNDS * min(s.baseline_ms, s.candidate_ms) / 1000:.0f} s per arm already): "
             + ("a regression" if out[s.queryid].regressed else "not a regression"))
     todo = [s for s in todo if s.queryid not in out]
@@ -85,7 +86,7 @@ def confirm_regressions(shadow: Shadow, statements: Sequence[BoundStatement], li
             out[s.queryid] = replace(s, baseline_ms=again.baseline_ms, candidate_ms=again.candidate_ms,
                                      ratio=again.ratio, ratio_ci=again.ratio_ci,
                                      regressed=slower_by_threshold(again, options))
-            say(f"{named(s.sql, s.queryid)}: {s.ratio:.2f}x in the rounds, {again.ratio:.2f}x re-timed ({n} runs "
+            say(f"{named(s.sql, s.queryid)}: {ratio(s.ratio)} in the rounds, {ratio(again.ratio)} re-timed ({n} runs "
                 "per arm): " + ("a regression" if out[s.queryid].regressed else "not a regression"))
     return replace(evidence, statements=tuple(out.get(s.queryid, s) for s in evidence.statements))
 

@@ -19,6 +19,7 @@ from advisor.core.domain import Applied, Change, Evidence, StatementEvidence
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say
 from advisor.core.sqltext import named
+from advisor.core.wording import ratio
 from advisor.tuning.indexes.timing import retime, screened, slower_by_threshold
 from advisor.tuning.validation import ValidationOptions
 from connectors.base import Shadow
@@ -51,7 +52,7 @@ def confirm_knob_regressions(shadow: Shadow, statements: Sequence[BoundStatement
             out[s.queryid] = replace(s, baseline_ms=fresh.baseline_ms, candidate_ms=fresh.candidate_ms,
                                      ratio=fresh.ratio, ratio_ci=fresh.ratio_ci,
                                      regressed=slower_by_threshold(fresh, options))
-            say(f"{named(s.sql, s.queryid)}: {s.ratio:.2f}x in the rounds, {fresh.ratio:.2f}x re-timed ({n} runs "
+            say(f"{named(s.sql, s.queryid)}: {ratio(s.ratio)} in the rounds, {ratio(fresh.ratio)} re-timed ({n} runs "
                 f"per arm in {blocks} blocks, the setting applied and reverted in turn): "
                 + ("a regression" if out[s.queryid].regressed else "not a regression"))
     finally:

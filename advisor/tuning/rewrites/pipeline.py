@@ -21,6 +21,7 @@ from advisor.core.domain import Evidence, QueryRewrite, Recommendation
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
 from advisor.core.sqltext import named, shorten
+from advisor.core.wording import ratio
 from advisor.storage.store import Store
 from advisor.tuning.rewrites import equivalence as rewrite_equivalence
 from advisor.tuning.rewrites import timing as rewrite_timing
@@ -300,7 +301,7 @@ def _race(shadow, scratch, problem: RewriteProblem, st: BoundStatement, forms: l
     timed = rewrite_timing.race(shadow.connector, st, [f.rewritten for _, f, _ in equal], plan.validation, say)
     best = timed.best
     if best is None:
-        return Outcome(st.queryid, st.sql, equivalent=True, reason=f"not faster: {timed.summary()}",
+        return Outcome(st.queryid, st.sql, equivalent=True, reason=timed.summary(),
                        rejected=tuple(rejected))
     cost, form, checked = equal[best]
     return Outcome(st.queryid, st.sql, form.rewritten, form.rules, timed.speedups[best], timed.cis[best], True,
@@ -340,7 +341,7 @@ def _recommend(store: Store, obs: Observation, plan: RewritePlan, outcomes: tupl
     timed = [o for o in kept if o.speedup is not None]
     head = f"{len(kept)} of {len(outcomes)} statement(s) rewritten"
     if timed:
-        head += ": " + ", ".join(f"{named(o.original, o.queryid)} {o.speedup:.2f}x faster" for o in timed)
+        head += ": " + ", ".join(f"{named(o.original, o.queryid)} {ratio(o.speedup)} faster" for o in timed)
     details = {"statements": list(rows), "training": training, "created_at": time.time(),
                "note": "a rewrite is handed to the statement's owners; it is never applied to the database"}
     evidence = _evidence(timed, by_id, plan.validation) if timed else None

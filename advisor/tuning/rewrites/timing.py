@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from advisor.core.domain import Evidence
 from advisor.core.progress import Say, silent
 from advisor.core.sqltext import named
+from advisor.core.wording import ratio
 from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.measure import StopRule, interleave
 from advisor.tuning.validation import ValidationOptions
@@ -58,18 +59,48 @@ class Race:
         """The fastest candidate that is measurably faster (its gain's interval clears the minimum gain, and the
         latency ratio's interval lies below 1) and regresses nothing, or None."""
         winners = [i for i, e in enumerate(self.evidence)
-                   if e.accepted and _speedup(e) is not None and e.statements[0].ratio_ci[1] < 1.0]
+                   if _speedup(e) is not None and rule(e) is None]
         return max(winners, key=lambda i: _speedup(self.evidence[i]) or 0.0) if winners else None
 
     def summary(self) -> str:
-        parts = []
+        """Why no candidate won, each candidate's timing with the rule that decided it (``rule``), headed "not
+        faster" when none measured faster, else "not proven faster"."""
+        parts, faster = [], False
         for i, e in enumerate(self.evidence):
             s = e.statements[0] if e.statements else None
             if s is None or s.errors:
                 parts.append(f"candidate {i + 1} failed or timed out on the shadow")
                 continue
-            parts.append(f"candidate {i + 1}: {describe(e)}{', regressed' if e.regressions else ''}")
-        return "; ".join(parts) + (f" ({self.measured})" if self.measured else "")
+            faster = faster or e.significant
+            parts.append(f"candidate {i + 1}: {describe(e)}: {rule(e) or 'faster'}")
+        head = "not proven faster" if faster else "not faster"
+        return f"{head}: " + "; ".join(parts) + (f" ({self.measured})" if self.measured else "")
+
+
+def rule(e: Evidence) -> str | None:
+    """The rule a candidate's timing against the original failed (``Race.best``), by name; None when it wins.
+
+    >>> from advisor.core.domain import StatementEvidence as S
+    >>> s = S("q1", "select 1", 1, 5.2, 0.9, 0.17, (0.05, 1.1), False)
+    >>> rule(Evidence(5, (), (), 0.829, (0.469, 0.834), (s,), 0.02, 0.1, baseline_ms=5.2, candidate_ms=0.9))
+    'its time per execution is not below the original every time: the 95% CI of its latency ratio over all executions is 0.0500x .. 1.10x, and the rule needs it under 1x'
+    >>> rule(Evidence(5, (), (), 0.01, (-0.01, 0.03), (s,), 0.02, 0.1))
+    'its gain is within noise: its 95% CI starts at -1.0%, under the minimum gain of +2%'
+    """
+    s = e.statements[0] if e.statements else None
+    if s is None or s.errors:
+        return "it failed or timed out on the shadow"
+    if e.regressions:
+        return (f"it regressed: {ratio(s.ratio)} the original's time, slower by more than the regression threshold "
+                f"(+{e.regression_threshold:.0%})")
+    if not e.significant:
+        return (f"its gain is within noise: its 95% CI starts at {e.gain_ci[0]:+.1%}, under the minimum gain of "
+                f"{e.min_gain:+.0%}")
+    if not s.ratio_ci[1] < 1.0:
+        return (f"its time per execution is not below the original every time: the 95% CI of its latency ratio "
+                f"over all executions is {ratio(s.ratio_ci[0])} .. {ratio(s.ratio_ci[1])}, and the rule needs it "
+                "under 1x")
+    return None
 
 
 def describe(e: Evidence) -> str:
