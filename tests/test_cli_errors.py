@@ -43,6 +43,33 @@ def test_bad_sql_is_refused_before_any_work(shop, tmp_path, sql, message):
     assert Store(str(store)).targets() == []  # not even observed: no target, no snapshot, no shadow
 
 
+@pytest.mark.parametrize("given, text", [("--sql", ""), ("--sql", "  \n "), ("--file", ""), ("--file", " \n\t\n")])
+def test_blank_sql_is_refused_in_one_line_before_anything(tmp_path, given, text):
+    """Issue 44, item 7: ``--sql ""`` or an empty ``--file`` once rewrote the workload's heaviest statements for
+    minutes; blank is not "the workload" (``--workload`` says so): a usage error before the target is even read."""
+    value = text
+    if given == "--file":
+        value = str(tmp_path / "empty.sql")
+        (tmp_path / "empty.sql").write_text(text)
+    store = tmp_path / "s.duckdb"
+    res = advisor("rewrite", "--target", "host=127.0.0.1 port=1", "--register", "shop", given, value, store=store)
+    where = f"--file {value}" if given == "--file" else "--sql"
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr.splitlines() == [f"error: {where} holds no SQL: give the statements to rewrite, or --workload "
+                                       f"for the observed workload's heaviest (see advisor rewrite --help)"]
+    assert not store.exists()  # nothing opened, observed or started
+
+
+def test_sql_of_comments_only_is_refused_before_any_work(shop, tmp_path):
+    (tmp_path / "comments.sql").write_text("-- the report query, to do\n/* later */ ;\n")
+    store = tmp_path / "s.duckdb"
+    res = advisor("rewrite", "--target", shop, "--register", "shop", "--file", str(tmp_path / "comments.sql"),
+                  store=store)
+    assert res.returncode == 1 and res.stdout == ""
+    assert res.stderr.splitlines() == ["error: no SQL statement in the text given"]
+    assert Store(str(store)).targets() == []  # not observed: no target, no snapshot, no shadow
+
+
 def test_a_statement_the_target_takes_goes_on_with_progress_on_stderr_under_json(shop, tmp_path):
     res = advisor("rewrite", "--target", shop, "--register", "shop", "--sql", "SELECT id FROM orders WHERE total > 5",
                   "--json", "--optimizer", "greedy", "--no-validate", store=tmp_path / "s.duckdb")

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, Union
 
-from pydantic import (BaseModel, ConfigDict, Field, SecretStr, StringConstraints, ValidationInfo, create_model,
-                      field_validator)
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, SecretStr, StringConstraints, ValidationInfo,
+                      create_model, field_validator)
+from pydantic_core import PydanticCustomError
 
 from advisor.core.inputs import CONTROL, control_character
 from advisor.service.runs import COMMON, OPTIONS, RUN_STATES, kinds
@@ -174,7 +175,16 @@ def _option_field(name: str, required: bool = False, choices: tuple[str, ...] = 
         return Literal[choices], Field(o.default, description=o.help)  # type: ignore[valid-type]
     if required:  # a text the kind cannot default: one line, with a character that is not a space
         return str, Field(..., min_length=1, max_length=10_000, pattern=REQUIRED_TEXT, description=o.help)
-    return str | None, Field(o.default, max_length=1_000_000 if o.multiline else 10_000, description=o.help)
+    if o.multiline:  # a script (a rewrite run's SQL): left out means the default, but given it holds something
+        return Annotated[str, AfterValidator(_not_blank)] | None, Field(o.default, max_length=1_000_000,
+                                                                         description=o.help)
+    return str | None, Field(o.default, max_length=10_000, description=o.help)
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise PydanticCustomError("blank", "holds no text: leave it out for its default")
+    return text
 
 
 def _run_spec(kind, with_target: bool) -> type[BaseModel]:

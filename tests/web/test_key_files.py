@@ -142,3 +142,17 @@ def test_a_100000_statement_rewrite_request_is_refused_at_once(server):
     assert r.status_code == 400 and "holds 1,001 statements; a rewrite run takes at most 1,000" in \
         r.json()["message"], r.text
     assert client.get("/api/runs", headers=viewer).json()["total"] == 0
+
+
+@pytest.mark.parametrize("sql", ["", "  \n\t ", "-- nothing here;\n/* nor here */"])
+def test_a_rewrite_request_with_no_sql_is_refused_not_run_on_the_workload(server, sql):
+    """Issue 44, item 7: given SQL that is blank or only comments never means "the workload's heaviest"
+    (leaving sql out does): refused at once, in one line, no run started."""
+    client, service, op, viewer, _ = server
+    r = client.post("/api/runs", json={"target": "keys", "kind": "rewrites", "optimizer": "greedy", "sql": sql},
+                    headers=op)
+    message = r.json()["message"]
+    assert r.status_code in (400, 422) and "\n" not in message, r.text
+    assert message in ("rewrites.sql: holds no text: leave it out for its default",
+                       "no SQL statement in the text given"), message
+    assert client.get("/api/runs", headers=viewer).json()["total"] == 0
