@@ -81,15 +81,14 @@ def click_context():
     return get_current_context(silent=True)
 
 
-def open_service(store: str | None, quiet: bool = False, remote: bool = True):
+def open_service(store: str | None, quiet: bool = False):
     """The service over the store (runs execute in this process), its progress on stderr unless ``quiet`` (for
     commands that only read the store; a command that observes or tunes reports progress also under ``--json``,
     whose document alone goes to stdout). While another process holds a DuckDB store, the service uses it through
-    that process (``advisor.service.factory.build_service``); ``remote`` False refuses the store then, in one
-    line naming that process."""
+    that process (``advisor.service.factory.build_service``)."""
     from advisor.service.factory import build_service
 
-    return build_service(store, say=reporter(quiet=quiet), remote=remote)
+    return build_service(store, say=reporter(quiet=quiet))
 
 
 def rec_doc(service, rec, head=None) -> dict | None:

@@ -75,7 +75,7 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
 
     say = reporter()
     say("loading the web app")
-    probe = open_service(store, quiet=True, remote=False)  # the server needs the file: one line naming its holder
+    probe = open_service(store, quiet=True)  # another process may hold the store: this server asks it, then takes over
     try:
         has_tokens = any(t["revoked_at"] is None for t in probe.tokens())
     finally:

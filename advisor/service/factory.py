@@ -97,9 +97,9 @@ def build_service(store_path: str | Path | None = None, *, say: Say | None = Non
     First the sandboxes of killed advisor processes are reaped and their runs marked interrupted.
     A DuckDB store that another process holds (``advisor serve``, or another command) is used through that
     process, which answers every call, and taken over when it ends (``advisor.storage.remote``), unless
-    ``remote`` is False (and never for a background service: a server needs the store itself)."""
+    ``remote`` is False (then refused in one line naming that process)."""
     reap_orphans(say)
-    service = AdvisorService(open_store(store_path, remote=remote and not background, say=say), say)
+    service = AdvisorService(open_store(store_path, remote=remote, say=say), say)
     recover_runs(service)  # the runs of the processes whose shadows were just reaped (or reaped before)
     if background:
         if max_parallel_runs is None:
@@ -116,12 +116,12 @@ def start(service: AdvisorService, reap_interval_s: float = REAP_INTERVAL_S, url
     """Start a background service: mark the runs a previous process left unfinished as interrupted (their
     shadows were reaped when the service was built), start reaping orphans (and marking their runs) every
     ``reap_interval_s`` and checking the watches of applied changes, then start the scheduler (which catches up on
-    missed fire times). A DuckDB store answers the other processes of the same user from the moment it opened
-    (``Store.serve``); they learn the server's ``url`` from it. Returns the ids of the runs marked interrupted
-    here (those of killed processes were marked when the service was built)."""
-    server = service.store.server
+    missed fire times). A DuckDB store this process holds answers the other processes of the same user from the
+    moment it opened (``Store.serve``), or from the moment this process takes it over; they learn the server's
+    ``url`` from it. Returns the ids of the runs marked interrupted here (those of killed processes were marked
+    when the service was built; a run of another live process is left to it)."""
+    server = getattr(service.store.serve(url), "server", None)
     if server is not None:
-        server.url = url
         if server.taken:
             service.say("another process holds this store's socket name: the command line cannot use the store "
                         "through this server (it refuses a process of another user)")

@@ -246,16 +246,18 @@ def reach(path: str, opener: Callable[[], Any], say: Callable[[str], None] | Non
 
 
 class RemoteStore:
-    """The store another process holds, every call forwarded to it (``StoreServer``); when that process ends, this
-    one takes over (``reach``: it opens the file itself, or follows the new holder). ``like``: the store class
-    whose methods are forwarded; ``opener``: opens the file in this process (raising ``StoreLocked``)."""
+    """The store another process holds (``holder``: its hello, ``{"pid", "url", "path"}``), every call forwarded to
+    it (``StoreServer``); when that process ends, this one takes over (``reach``: it opens the file itself, or
+    follows the new holder). ``like``: the store class whose methods are forwarded; ``opener``: opens the file in
+    this process (raising ``StoreLocked``)."""
 
     shared = False  # the store's files are beside the holder's path, as a holder's are
 
-    def __init__(self, path: str, server: dict, like: type, opener: Callable[[], Any],
+    def __init__(self, path: str, holder: dict, like: type, opener: Callable[[], Any],
                  say: Callable[[str], None] | None = None):
-        self.path, self.server, self._like, self._opener, self._say = path, server, like, opener, say
+        self.path, self.holder, self._like, self._opener, self._say = path, holder, like, opener, say
         self._local = None  # the store itself, once this process took it over
+        self._url: str | None = None  # this process's web UI, said to others once it holds the store (``serve``)
         self._switch = threading.Lock()
         self.lock = threading.RLock()
 
@@ -271,7 +273,7 @@ class RemoteStore:
     def db(self):
         if self._local is not None:
             return self._local.db
-        raise StoreError(f"the store {self.path} is held by process {self.server.get('pid')}: a live database "
+        raise StoreError(f"the store {self.path} is held by process {self.holder.get('pid')}: a live database "
                          "session cannot be used from another process")
 
     def _call(self, name: str, args: tuple, kwargs: dict) -> Any:
@@ -286,7 +288,7 @@ class RemoteStore:
                 return _ask(self.path, name, args, kwargs)
             except _Gone as gone:
                 if gone.sent and name not in READS:
-                    raise StoreError(f"process {self.server.get('pid')}, which held the store {self.path}, ended "
+                    raise StoreError(f"process {self.holder.get('pid')}, which held the store {self.path}, ended "
                                      f"while doing {name} for this one; whether it was stored is unknown: look, "
                                      "then try again") from None
                 self._take_over()
@@ -295,13 +297,20 @@ class RemoteStore:
         with self._switch:
             if self._local is not None:
                 return
-            store, hello = reach(self.path, self._opener, self._say, self.server.get("pid"))
+            store, hello = reach(self.path, self._opener, self._say, self.holder.get("pid"))
             if store is not None:
-                self._local = store
+                self._local = store.serve(self._url)
                 if self._say is not None:
-                    self._say(f"process {self.server.get('pid')} ended; this process holds the store now")
+                    self._say(f"process {self.holder.get('pid')} ended; this process holds the store now")
             else:
-                self.server = hello
+                self.holder = hello
+
+    def serve(self, url: str | None = None) -> "RemoteStore":
+        """``url``: where this process's web UI listens, said to the others once it holds the store."""
+        self._url = url
+        if self._local is not None:
+            self._local.serve(url)
+        return self
 
     def close(self) -> None:
         """Close the store if this process took it over; else nothing to close (each call is its own

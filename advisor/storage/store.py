@@ -59,11 +59,14 @@ class Store(TargetTables, AccessTables, ClaimTables, ReplicaTables, IdTables):
         """This thread's session on the database (``execute(sql, params)`` with ``?`` placeholders)."""
         return self._database.session
 
-    def serve(self) -> "Store":
+    def serve(self, url: str | None = None) -> "Store":
         """Answer the calls of this user's other processes while this process holds the DuckDB file (a
-        ``StoreServer``; nothing for a PostgreSQL or in-memory store, which need none). Stopped by ``close``."""
+        ``StoreServer``; nothing for a PostgreSQL or in-memory store, which need none). Stopped by ``close``.
+        ``url``: where this process's web UI listens (``advisor serve``), said to them."""
         if self.server is None and not self.shared and self.path != ":memory:":
             self.server = StoreServer(self).start()
+        if self.server is not None and url is not None:
+            self.server.url = url
         return self
 
     def close(self) -> None:

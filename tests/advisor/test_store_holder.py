@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
+import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -23,7 +25,8 @@ from advisor.storage.remote import RemoteStore
 from advisor.storage.store import Store, open_store
 from tests.advisor.test_store import _rec
 from tests.advisor.test_store_postgres import _wait_for
-from tests.test_cli_service import cli, environ, ok
+from connectors.postgres.sandbox import free_port
+from tests.test_cli_service import cli, environ, ok, serving
 
 # holds the store at argv[1] until the file argv[3] exists; then prints what it sees and exits (closing the store)
 HOLDER = """
@@ -161,12 +164,33 @@ def test_a_holder_that_answers_no_one_is_waited_for_with_a_line_said(tmp_path):
         store.close()
 
 
-def test_serve_needs_the_file_and_says_who_holds_it_without_duckdbs_words(tmp_path):
-    with holding(tmp_path / "advisor.duckdb", tmp_path) as holder:
-        res = cli(tmp_path, "serve", "--port", "1")
-        assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
-        assert f"process {holder.proc.pid}" in res.stderr and not any(raw in res.stderr for raw in RAW_LOCK)
-        holder.finish()
+def _api(port: int, secret: str, route: str) -> dict:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{route}", headers={"Authorization": f"Bearer {secret}"})
+    with urllib.request.urlopen(request, timeout=60) as r:
+        return json.loads(r.read())
+
+
+def test_serve_starts_while_another_process_holds_the_store_and_takes_it_over(tmp_path):
+    """``advisor serve`` started while a command holds the store (the demo, a long tune) serves through it, and
+    holds the store itself once that command ends; the CLI then asks the server."""
+    path = tmp_path / "advisor.duckdb"
+    with holding(path, tmp_path) as holder:
+        secret = ok(cli(tmp_path, "tokens", "create", "--name", "me", "--role", "viewer", "--json"))["secret"]
+        port = free_port()
+        proc = subprocess.Popen([sys.executable, "-m", "advisor", "serve", "--port", str(port), "--no-scheduler"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ(tmp_path))
+        try:
+            serving(proc, port)
+            assert _api(port, secret, "/api/runs")["items"] == []  # the token the holder stored lets us in
+            assert holder.finish()["targets"] == []  # the holder ends; the server takes the store over
+            assert _api(port, secret, "/api/runs")["items"] == []
+            assert [t["name"] for t in ok(cli(tmp_path, "tokens", "list", "--json"))["tokens"]] == ["me"]
+        finally:
+            proc.send_signal(signal.SIGINT)
+            _out, err = proc.communicate(timeout=60)
+        assert "Traceback" not in err and not any(raw in err for raw in RAW_LOCK), err
+    with Store(path) as s:  # the server let it go
+        assert [t["name"] for t in s.tokens()] == ["me"]
 
 
 @pytest.fixture(scope="module")

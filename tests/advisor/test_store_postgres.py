@@ -141,9 +141,9 @@ def test_a_bad_postgres_store_fails_clearly_without_its_password(url, tmp_path, 
 
 
 def test_the_duckdb_lock_error_names_the_process_holding_the_store(tmp_path):
-    """A second process opening a DuckDB store itself (``Store``: ``advisor serve`` does) is told which process
-    holds it (id and command line) and what to do, never DuckDB's own lock message (``open_store(remote=True)``,
-    which every command uses, asks the holder instead: tests/advisor/test_store_holder.py)."""
+    """A second process opening a DuckDB store itself (a bare ``Store``) is told which process holds it (id and
+    command line) and what to do, never DuckDB's own lock message (``open_store(remote=True)``, which every
+    command and the server use, asks the holder instead: tests/advisor/test_store_holder.py)."""
     path, ready = tmp_path / "held.duckdb", tmp_path / "ready"
     holder = subprocess.Popen([sys.executable, "-c", "import pathlib, sys, threading; "
                                "from advisor.storage.store import Store; s = Store(sys.argv[2]); "
