@@ -14,7 +14,7 @@ from advisor.core.domain import Recommendation
 from advisor.core.errors import AdvisorError, Conflict, OtherDatabase
 from advisor.core.identity import describe, mismatch
 from advisor.core.inputs import check_name, check_text
-from advisor.service.production import apply_recommendation, check_applicable, rollback_recommendation
+from advisor.service.production import apply_recommendation, check_applicable, reapprove, rollback_recommendation
 from advisor.service.runs import ACTIVE, ProgressLog, RunCancelled, RunPlan
 from advisor.service.summary import Summary, predicted_gain, summarize, tone
 from advisor.service import watch
@@ -27,6 +27,11 @@ from connectors.base import Connector
 
 if TYPE_CHECKING:
     from advisor.tuning.observe import Observation
+
+
+def is_own_target(target: dict) -> bool:
+    """Whether ``target`` is a target of its own (``Store.own_target``): no DSN, never registered."""
+    return not target["dsn"] and not target["registered"]
 
 
 class OperationsMixin:
@@ -124,8 +129,15 @@ class OperationsMixin:
         self.store.remove_target(target["id"])
         self.store.audit(who.actor, "remove_target", target["id"], {"name": target["name"]})
 
+    def _database_dsn(self, target: dict) -> str | None:
+        """``_dsn``, or None for a target of its own (no database: runs that need none, ``Kind.own_target``)."""
+        return None if is_own_target(target) else self._dsn(target)
+
     def _dsn(self, target: dict) -> str:
         creds = self.store.target_credentials(target["id"])
+        if creds is None and is_own_target(target):
+            raise AdvisorError(f"target {target['name']} holds runs that need no database ({target['engine']}): it "
+                               "has no database to observe or change")
         if creds is None:
             raise AdvisorError(f"target {target['name']} was only observed with a DSN given on the command line; "
                                "register it (advisor targets add) so that its credentials are stored")
@@ -163,10 +175,21 @@ class OperationsMixin:
         who.require("operator")
         remote = who.remote or schedule_id is not None
         plan = plan.checked()
-        target = self.target(ref, target_id=target_id)
+        entry = kinds.get(plan.kind)
+        target = self.target(ref, target_id=target_id) if ref or target_id else None
         if remote:  # after the target: an unknown target is a 404 whatever the plan asks
             plan = plan.checked(remote=True)
-        self.check_plan_on(factory.connector(self._dsn(target)), plan)  # registered, its credentials decrypt, and it takes the plan
+        if target is None:  # a plan that needs no database goes under its kind's target of its own (Kind.own_target)
+            own = entry.target_of_its_own(plan)
+            if own is None:
+                raise AdvisorError(f"this {plan.kind} run needs a target database: give a target")
+            self.check_plan_on(None, plan)
+            target = self.target(target_id=self.store.own_target(own, entry.own_target_engine))
+        else:  # registered, its credentials decrypt, and it takes the plan
+            dsn = self._database_dsn(target)
+            if dsn is None and entry.target_of_its_own(plan) is None:
+                raise AdvisorError(f"target {target['name']} has no database; this {plan.kind} run needs one")
+            self.check_plan_on(factory.connector(dsn) if dsn else None, plan)
         with self.store.lock:
             # keyed by the database, not the name: two targets of one database (a store from before PATCH checked
             # it) never run on it at once
@@ -204,7 +227,7 @@ class OperationsMixin:
             target = self.store.target_by_id(run["target_id"])
             if run["options"].get("remote"):  # what a remote face asked for, confined again as it starts
                 plan = plan.checked(remote=True)
-            result = worker._tune_plan(self._dsn(target), target["name"], plan, run_id)
+            result = worker._tune_plan(self._database_dsn(target), target["name"], plan, run_id)
         except Exception as e:  # noqa: BLE001 - every failure ends the run with its message, never silently
             message = str(e) if isinstance(e, (AdvisorError, RunCancelled)) \
                 else f"internal error ({type(e).__name__}: {e})"
@@ -330,8 +353,13 @@ class OperationsMixin:
         return summarize(rec, self.predicted_gain(rec, run))
 
     def approve(self, rec_id: str, who: Principal = ADMIN, note: str = "") -> Recommendation:
+        """validated -> approved; rolled_back -> approved, to re-apply it, while its evidence is fresh
+        (``production.reapprove``)."""
         who.require("operator")
         rec_id = full_id(self.store, "recommendation", rec_id)
+        rec = self.store.recommendation(rec_id)
+        if rec.state == "rolled_back":
+            return reapprove(self.store, rec, who, note)
         return self.store.transition(rec_id, "approved", who.actor, note or "approved", expect="validated")
 
     def reject(self, rec_id: str, who: Principal = ADMIN, note: str = "") -> Recommendation:

@@ -56,6 +56,13 @@ def test_apply_roll_back_apply_again_and_roll_back_again(db, service):
     reapproved = [a for a in service.audit_log(rec.id) if a["detail"].get("from") == "rolled_back"]
     assert "approved again to re-apply it after its rollback" in reapproved[0]["detail"]["note"]
 
+    # or in two steps, as the first time: approve (again), then apply
+    assert service.approve(rec.id, note="once more").state == "approved"
+    assert service.apply(rec.id).state == "applied" and db.indexes() - before == made
+    assert service.rollback(rec.id).state == "rolled_back" and db.indexes() == before
+    notes = [a["detail"]["note"] for a in service.audit_log(rec.id) if a["detail"].get("from") == "rolled_back"]
+    assert len(notes) == 2 and notes[1].startswith("once more; approved again to re-apply it")
+
 
 def test_old_evidence_is_not_applied_again(db, service, monkeypatch):
     change = IndexChange(db.schema, "orders", ("customer_id",))

@@ -109,3 +109,32 @@ def test_the_run_form_offers_the_kind_and_its_page_shows_parameters_and_measurem
     assert "6 evaluations, 1 stopped as unsafe" in page
     assert "re-measured beside the defaults; picked evaluation 4: the lowest median, the others over 2% higher." in page
     assert 'id="apply"' not in page
+
+
+def test_the_run_form_tunes_keys_with_no_database(app_client, tokens):
+    """Issue 44, item 8: with no target chosen, a learned index's synthetic keys need no database: the run goes
+    under the keys' own target (no DSN), as on the command line; a kind that needs a database is refused in one
+    line and nothing is queued."""
+    import html
+    import re
+
+    client, service = app_client
+    op = tokens["operator"]
+    log_in(client, op)
+    page = client.get("/runs").text
+    assert '<option value="">no database' in page  # offered with no target registered at all
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    form = {"target": "", "csrf": csrf, **{k: str(v) for k, v in RUN.items()}, "keys": "synthetic:books:5000",
+            "budget": "2"}
+    r = client.post("/runs", data=form, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    run_id = r.headers["location"].rsplit("/", 1)[1]
+    done = wait_run(client, op, run_id, timeout_s=300)
+    assert done["state"] == "done", done
+    (target,) = client.get("/api/targets", headers=op).json()["items"]
+    assert target["name"] == "keys synthetic:books:5000" and target["id"] == done["target_id"]
+    assert "keys synthetic:books:5000" in client.get("/runs").text
+    r = client.post("/runs", data={"target": "", "csrf": csrf, "kind": "indexes", "budget_mb": "10"},
+                    follow_redirects=False)
+    assert r.status_code == 400 and "this indexes run needs a target database: give a target" in html.unescape(r.text)
+    assert client.get("/api/runs", headers=op).json()["total"] == 1
