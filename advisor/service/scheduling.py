@@ -21,6 +21,7 @@ from apscheduler.triggers.cron import CronTrigger
 
 from advisor.service.auth import Principal
 from advisor.core.domain import KnobChange
+from advisor.core.names import did_you_mean
 from advisor.core.errors import AdvisorError
 from advisor.service.watch import check_watches, set_limit
 from advisor.service.runs import RunPlan, lower_priority
@@ -31,7 +32,27 @@ AUTO_APPLY = ("none", "reload_knobs")
 log = logging.getLogger("advisor.scheduler")
 
 
+def check_timezone(timezone: str) -> None:
+    """AdvisorError for a name that is not an IANA time zone (``Europe/Berlin``, ``UTC``), naming the zone and the
+    closest names, not the cron fields.
+
+    >>> check_timezone("Europe/Berlin")
+    >>> check_timezone("Europe/Berlinn")
+    Traceback (most recent call last):
+    advisor.core.errors.AdvisorError: unknown time zone 'Europe/Berlinn'; did you mean 'Europe/Berlin'? (an IANA name such as 'Europe/Berlin' or 'UTC')
+    """
+    import zoneinfo
+
+    try:
+        zoneinfo.ZoneInfo(timezone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
+        close = did_you_mean(str(timezone), zoneinfo.available_timezones(), limit=1)
+        raise AdvisorError(f"unknown time zone {timezone!r}{close} (an IANA name such as 'Europe/Berlin' or "
+                           "'UTC')") from None
+
+
 def trigger(cron: str, timezone: str = "UTC") -> CronTrigger:
+    check_timezone(timezone)
     try:
         return CronTrigger.from_crontab(cron, timezone=timezone)
     except (ValueError, KeyError, LookupError) as e:
