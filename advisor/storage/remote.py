@@ -55,7 +55,7 @@ LIVE = frozenset({"db", "lock", "close", "serve", "server"})
 _CALLER = {"add_run": "owner"}
 TAKEOVER_S = 30.0  # how long a client looks for a holder (or for the file to be free) before it gives up
 ANSWER_S = 600.0  # how long a client waits for an answer: longer than any write the holder serializes it behind
-_GREET_S = 10.0
+_GREET_S = 30.0  # how long a holder may take to greet (a busy one, on shared cores)
 _MAX_REQUEST = 64 << 20  # bytes: a request carries at most a snapshot's workload
 
 
@@ -259,7 +259,13 @@ class RemoteStore:
         self._local = None  # the store itself, once this process took it over
         self._url: str | None = None  # this process's web UI, said to others once it holds the store (``serve``)
         self._switch = threading.Lock()
-        self.lock = threading.RLock()
+        self._lock = threading.RLock()
+
+    @property
+    def lock(self) -> threading.RLock:
+        """Serializes this process's read-check-write sequences: once it holds the store, the store's own lock,
+        which the calls it answers for others take too."""
+        return self._local.lock if self._local is not None else self._lock
 
     @property
     def version(self) -> int:

@@ -164,6 +164,43 @@ def test_a_holder_that_answers_no_one_is_waited_for_with_a_line_said(tmp_path):
         store.close()
 
 
+# holds the store at argv[1] and its lock until a request of another process waits for that lock; prints the
+# targets seen then (under the lock) and after the lock is let go
+UNDER_LOCK = """
+import json, pathlib, sys, time
+from advisor.storage.store import open_store
+store = open_store(sys.argv[1], remote=True)
+with store.lock:
+    pathlib.Path(sys.argv[2]).write_text("locked")
+    while store.server._active == 0:
+        time.sleep(0.05)
+    inside = [t["name"] for t in store.targets()]
+while not store.targets():
+    time.sleep(0.05)
+print(json.dumps({"inside": inside, "after": [t["name"] for t in store.targets()]}))
+store.close()
+"""
+
+
+def test_a_change_waits_for_the_holders_lock(tmp_path):
+    """A change asked of the holder while one of its own read-check-write sequences holds the store's lock waits
+    for it (the client's socket timeout is longer than any such sequence), then is made: never in the middle."""
+    path, ready = tmp_path / "s.duckdb", tmp_path / "locked"
+    proc = subprocess.Popen([sys.executable, "-c", UNDER_LOCK, str(path), str(ready)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: ready.exists() or proc.poll() is not None, "the holder to take its lock")
+        client = open_store(path, remote=True)
+        client.upsert_target("t1", "postgres", "x")  # answered once the holder lets its lock go
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert json.loads(out) == {"inside": [], "after": ["t1"]}
+
+
 def _api(port: int, secret: str, route: str) -> dict:
     request = urllib.request.Request(f"http://127.0.0.1:{port}{route}", headers={"Authorization": f"Bearer {secret}"})
     with urllib.request.urlopen(request, timeout=60) as r:
