@@ -1,10 +1,14 @@
-"""What `schedule list` tells a DBA at 80 columns: a schedule's target by its name, its next firing in its own time
-zone (named, UTC beside it), and only the options of its kind."""
+"""What the lists tell a DBA at 80 columns: a schedule's target by its name, its next firing in its own time zone
+(named, UTC beside it), and only the options of its kind; a run started with `advisor tune`, by its target's name
+and who started it, with its log recorded as a server-started run's is (its page shows it)."""
 
 from __future__ import annotations
 
+import getpass
+import html
 import json
 import os
+import socket
 import subprocess
 import sys
 import uuid
@@ -43,3 +47,35 @@ def test_schedule_list_names_the_target_and_the_zone_of_its_next_firing(tmp_path
     assert all(len(line) <= 80 for line in shown.splitlines())
     assert f"schedule {s['id']}: shop, runs all" in shown and s["target_id"] not in shown
     assert f"  next  {s['next_fire_text']}\n" in shown and "  cron  0 2 * * * (Europe/Berlin)\n" in shown
+
+
+def test_a_run_started_with_tune_records_its_log_and_who_started_it(tmp_path, shop, monkeypatch):
+    cli(tmp_path, "targets", "add", "--name", "shop", env={"ADVISOR_TARGET_DSN": shop})
+    tuned = cli(tmp_path, "tune", "knobs", "--target", "shop", "--optimizer", "rules", "--no-validate",
+                "--memory-gb", "4", "--cores", "2")
+    said = [line.strip() for line in tuned.stderr.splitlines() if line.strip()]
+    (run,) = json.loads(cli(tmp_path, "runs", "list", "--json").stdout)["runs"]
+    assert run["started_by"] == f"cli ({getpass.getuser()}@{socket.gethostname()})"
+    assert run["target_name"] == "shop"
+    log = json.loads(cli(tmp_path, "runs", "show", run["id"], "--json").stdout)["run"]["progress"]["log"]
+    logged = [line.split("] ", 1)[1] for line in log]
+    # what the command said, from its first line (before the run's row existed) to its last, in order
+    assert logged and logged[0] in said[0] and logged[-1] in said[-1], (logged, said)
+    assert [m for m in logged if any(m in s for s in said)] == logged
+    listed = cli(tmp_path, "runs", "list").stdout
+    assert all(len(line) <= 80 for line in listed.splitlines())
+    assert "shop" in listed and run["target_id"] not in listed and "cli" in listed
+
+    # the run's page shows that log, and the list of runs who started it
+    from web.main import create_app
+    from fastapi.testclient import TestClient
+    from tests.web.logins import log_in
+
+    monkeypatch.setenv("ADVISOR_KEY_FILE", str(tmp_path / "k.key"))
+    app = create_app(str(tmp_path / "advisor.duckdb"))
+    with TestClient(app) as client:
+        _, secret = app.state.service.create_token("viewer", "viewer")
+        assert log_in(client, secret).status_code == 303
+        page = client.get(f"/runs/{run['id']}").text
+        assert "(nothing logged yet)" not in page and html.escape(logged[-1], quote=False) in page
+        assert html.escape(run["started_by"], quote=False) in client.get("/runs").text

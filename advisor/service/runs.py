@@ -9,7 +9,9 @@ with ``Conflict``), so scheduled and manual runs never overlap on one target.
 
 from __future__ import annotations
 
+import getpass
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +22,7 @@ from advisor.tuning import kinds
 from advisor.tuning.plan import BUDGET_MB_MAX, COMMON, LIMITS, NAMES, OPTIONS, RunPlan
 
 __all__ = ["ACTIVE", "RUN_STATES", "BUDGET_MB_MAX", "COMMON", "LIMITS", "NAMES", "OPTIONS", "ProgressLog", "RunCancelled", "RunExecutor",
-           "RunPlan", "default_optimizers", "kinds", "optimizer_names"]
+           "RunPlan", "default_optimizers", "kinds", "local_actor", "optimizer_names"]
 
 
 class RunCancelled(Exception):
@@ -43,9 +45,12 @@ def default_optimizers() -> dict[str, str | None]:
 
 class ProgressLog:
     """A run's ``say``: every message goes to the run's row (last message, recent lines, elapsed seconds) and on
-    to ``echo``. Writes are throttled to one per ``min_interval_s`` except the first and the last."""
+    to ``echo``. Writes are throttled to one per ``min_interval_s`` except the first and the last. Every run
+    records its log so, whoever starts it: a run the service executes (``run_id`` known from the start), and a
+    run that ``AdvisorService.tune`` opens for the command line, whose lines before its row exists (observing,
+    the shadows' plan) are kept until ``attach`` names the row."""
 
-    def __init__(self, store, run_id: str, echo: Say, min_interval_s: float = 0.2,
+    def __init__(self, store, run_id: str | None, echo: Say, min_interval_s: float = 0.2,
                  cancelled: Callable[[], str | None] = lambda: None):
         self.store, self.run_id, self.echo = store, run_id, echo
         self.cancelled = cancelled
@@ -64,7 +69,14 @@ class ProgressLog:
         if time.monotonic() - self._last_write >= self.min_interval_s:
             self.flush()
 
+    def attach(self, run_id: str) -> None:
+        """Record into the run ``run_id`` from now on, the lines said so far included."""
+        self.run_id = run_id
+        self.flush()
+
     def flush(self) -> None:
+        if self.run_id is None:  # no row yet: the lines wait for ``attach``
+            return
         self._last_write = time.monotonic()
         try:
             self.store.update_run(self.run_id, progress=self.snapshot())
@@ -75,6 +87,15 @@ class ProgressLog:
     def snapshot(self) -> dict:
         return {"message": self.lines[-1].split("] ", 1)[1] if self.lines else "", "log": self.lines,
                 "elapsed_s": round(time.monotonic() - self.started, 1)}
+
+
+def local_actor() -> str:
+    """Who starts a run from the command line, as its row's ``started_by`` says: ``cli (user@host)``."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no login name (a container's bare uid)
+        user = f"uid {os.getuid()}"
+    return f"cli ({user}@{socket.gethostname()})"
 
 
 RUN_NICE = 10  # how much lower than the server's the CPU priority of background tuning is

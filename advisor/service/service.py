@@ -22,7 +22,7 @@ from advisor.service.auth import Principal
 from advisor.service.operations import OperationsMixin
 from advisor.service.replicas import ReplicasMixin
 from advisor.service.schedules import SchedulesMixin
-from advisor.service.runs import RunCancelled
+from advisor.service.runs import ProgressLog, RunCancelled, local_actor
 from advisor.storage.store import Store, new_id
 from advisor.tuning import kinds
 from advisor.tuning.kind import Context
@@ -145,19 +145,25 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
 
         device = inputs.pop("device", None) or get_settings().device
         opened: list[str] = []  # the run rows opened for this call: their ends are recorded here
+        # a run the service executes records its log already (``execute_run``); one opened here (the command
+        # line's) records it the same way, from its first line, once the pipeline opens its row
+        progress = ProgressLog(self.store, None, self.say) if run_id is None else None
+        tell = progress or self.say
 
         def open_run(target_id: str, kind: str, optimizer: str | None, options: dict, resume: str | None = None,
                      existing: str | None = None) -> str:
             found = self.open_run(target_id, kind, optimizer, options, run_id=existing, resume=resume)
             if found != run_id and found not in opened:
                 opened.append(found)
+            if progress is not None and progress.run_id is None:
+                progress.attach(found)
             return found
 
-        shadows = self._shadows(entry, connector, name, plan)
+        shadows = self._shadows(entry, connector, name, plan, tell)
         try:
             # no step of any pipeline silent past the heartbeat: one that does not report on its own (a model's
             # first episodes, a solver, a screening pass) is said to be still at work
-            with heartbeat(self.say, f"tuning ({kind})") as say:
+            with heartbeat(tell, f"tuning ({kind})") as say:
                 ctx = Context(self.store, connector, name, run_id, say, self.model_dir, device, dict(inputs),
                               open_run, shadows=shadows, target_id=target_id)
                 result = entry.run(ctx, plan)
@@ -166,11 +172,12 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
                 try:
                     from advisor.tuning.whole.pipeline import recheck
 
-                    recheck(dataclasses.replace(ctx, say=self.say), rec, plan)
+                    recheck(dataclasses.replace(ctx, say=tell), rec, plan)
                     result = dataclasses.replace(result, recommendation=self.store.recommendation(rec.id))
                 except AdvisorError as e:  # the recommendation stands as validated; the re-check says why it is missing
-                    self.say(f"could not re-measure recommendation {rec.id} on a fresh shadow: {e}")
+                    tell(f"could not re-measure recommendation {rec.id} on a fresh shadow: {e}")
         except (KeyboardInterrupt, SystemExit, RunCancelled):
+            _flush(progress)
             for rid in opened:
                 self.store.update_run(rid, state="interrupted")
             raise
@@ -178,12 +185,14 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
             missing = unsupported(e, f"tuning ({kind})")
             message = (missing or e).message if isinstance(missing or e, AdvisorError) \
                 else f"internal error ({type(e).__name__}: {e})"
+            _flush(progress)
             for rid in opened:
                 self.store.update_run(rid, state="failed", error=message)
             if missing is not None:
                 raise missing from e
             raise
         self.last_shadow = shadows.doc(plan.sample_percent) if entry.uses_shadows else None
+        _flush(progress)
         for rid in opened:
             self.store.update_run(rid, state="done", result=self.outcome(entry, result))
         return result
@@ -195,15 +204,15 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
         except NotFound:
             return None
 
-    def _shadows(self, entry, connector, name: str | None, plan: RunPlan):
+    def _shadows(self, entry, connector, name: str | None, plan: RunPlan, say: Say):
         """Where the run's shadows come from (a thin clone of the target's warm replica, a full or a sampled
         copy), said first in the run's header; the replica's position is read here, before the run observes."""
         from advisor.tuning.shadows import Shadows
 
         if not entry.uses_shadows:
             return Shadows()
-        shadows = self.shadows_for(name, connector, self.say)
-        self.say(f"shadows: {shadows.planned(plan.sample_percent)['line']}")
+        shadows = self.shadows_for(name, connector, say)
+        say(f"shadows: {shadows.planned(plan.sample_percent)['line']}")
         return shadows
 
     def outcome(self, entry, result) -> dict:
@@ -240,8 +249,8 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
         if run_id and self.store.runs(run_id=run_id):  # its row exists: record the pipeline's own options
             self.store.update_run(run_id, options={**self.store.run(run_id)["options"], **options})
             return run_id
-        run_id = run_id or new_id()
-        self.store.add_run(run_id, target_id, kind, optimizer or kind, options)
+        run_id = run_id or new_id()  # a run of this process's caller (the command line): started by its user
+        self.store.add_run(run_id, target_id, kind, optimizer or kind, options, started_by=local_actor())
         return run_id
 
     def resumed_plan(self, run_id: str, kind: str) -> RunPlan:
@@ -260,6 +269,12 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
         else:
             root = Path(self.store.path).parent / "models"
         return root / target_id
+
+
+def _flush(progress: ProgressLog | None) -> None:
+    """Write a run's last log lines (a log that never found its row, a run that failed first, writes none)."""
+    if progress is not None:
+        progress.flush()
 
 
 def unsupported(e: BaseException, action: str) -> EngineUnsupported | None:
