@@ -19,6 +19,7 @@ from advisor.cli import render, server_commands
 from advisor.cli.pasting import id_table
 from advisor.cli.common import (DSN_FORMS, TARGET_ENV, JsonFlag, Kind, StoreOpt, emit, observation_doc, open_service,
                                 parse_plan, plan_options, rec_doc, resolve_dsn, when)
+from advisor.core.domain import state_word
 from advisor.core.errors import AdvisorError
 from advisor.service.runs import RUN_STATES
 from advisor.service.summary import run_outcome
@@ -223,12 +224,13 @@ def runs_list(target: Annotated[str | None, typer.Option(help="target id or name
     if json_out:
         emit({"runs": rows})
         return
-    table = id_table("id", "target", "kind", "optimizer", "state", "started", "by", "outcome")
-    for r in rows:
-        table.add_row(r["id"], r["target_name"] or r["target_id"], r["kind"], r["optimizer"], run_outcome(r),
-                      when(r["created_at"]),
-                      r["started_by"] or "-", (r.get("result") or {}).get("message") or r.get("error") or "")
-    Console().print(table)
+    if not rows:
+        print("no tuning runs" + (" match these filters" if target or state else ""))
+    for r in rows:  # a block per run: its id, who started it and its outcome whole at 80 columns, never cut
+        message = (r.get("result") or {}).get("message") or r.get("error")
+        print(f"run {r['id']}: {r['target_name'] or r['target_id']}, {r['kind']} / {r['optimizer']}, "
+              f"{run_outcome(r)}\n  started {when(r['created_at'])} by {r['started_by'] or '-'}"
+              + (f"\n  {message}" if message else ""))
 
 
 # --- recommendations ---------------------------------------------------------------------------------------------
@@ -292,14 +294,19 @@ def _transition(verb: str):
         if json_out:
             emit({"recommendation": rec_doc(service, rec)})
         else:
-            print(f"recommendation {rec.id} is now {rec.state}")
+            print(f"recommendation {rec.id} is now {state_word(rec.state)}")
             if verb == "apply" and rec.applied and rec.applied.get("needs_restart"):
                 print("restart the server for the changes to take full effect")
             if verb == "apply":
                 render.watch_line(Console(), rec)
-    command.__doc__ = {"approve": "validated -> approved.", "reject": "Reject a recommendation.",
-                       "apply": "approved -> applied: run the SQL on the production target; the revert is recorded.",
-                       "rollback": "applied -> rolled_back: run the revert recorded at apply time."}[verb]
+    command.__doc__ = {"approve": "validated -> approved (or rolled back -> approved, to apply it again while its "
+                                  "evidence is fresh).",
+                       "reject": "Reject a recommendation.",
+                       "apply": "approved -> applied: run the SQL on the production target; the revert is recorded. "
+                                "A rolled-back one is applied again in this one step (approved again, audited, "
+                                "watched) while its evidence is fresh: validated at most ADVISOR_REAPPLY_MAX_AGE_DAYS "
+                                "(7) days ago and not rolled back by its watch; else tune again.",
+                       "rollback": "applied -> rolled back: run the revert recorded at apply time."}[verb]
     return command
 
 

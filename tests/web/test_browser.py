@@ -193,10 +193,10 @@ def test_approve_apply_rollback_in_the_browser(site, browser):
     page.once("dialog", lambda d: d.accept())
     with page.expect_navigation(url=rec_url):
         page.click("#rollback")
-    assert page.inner_text("#state") == "rolled_back"
+    assert page.inner_text("#state") == "rolled back"
     assert indexes_on(site.prod, "orders") == before
     history = page.inner_text("#history")
-    for step in ("approved", "applied", "rolled_back", "token:op", "checked the evidence"):
+    for step in ("approved", "applied", "rolled back", "token:op", "checked the evidence"):
         assert step in history, step
     expect(page.locator("#approve, #apply, #rollback, #reject")).to_have_count(0)
     site.shot(page, "rolled-back")

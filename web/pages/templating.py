@@ -9,6 +9,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
+from advisor.core.domain import state_word
 from advisor.service.auth import Principal
 from web.pages.formats import FILTERS
 
@@ -16,6 +17,7 @@ TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 templates = Jinja2Templates(directory=str(TEMPLATES))
 templates.env.autoescape = True  # every template, whatever its name
 templates.env.filters.update(FILTERS)
+templates.env.filters["word"] = state_word  # a state as people read it ("rolled back"): the CLI's mapping too
 templates.env.trim_blocks = True
 templates.env.lstrip_blocks = True
 
