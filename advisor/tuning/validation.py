@@ -62,7 +62,7 @@ class ValidationOptions:
 
 def validate(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequence[Change],
              options: ValidationOptions = ValidationOptions(), say: Say | None = None,
-             built: Sequence[Change] = (), before: Sequence[Plan] | None = None) -> Evidence:
+             built: Sequence[Change] = (), before: Sequence[Plan | None] | None = None) -> Evidence:
     """``measure_changes``' Evidence (see there)."""
     return measure_changes(shadow, statements, changes, options, say, built, before).evidence
 
@@ -86,7 +86,7 @@ class Measurement:
 
 def measure_changes(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequence[Change],
                     options: ValidationOptions = ValidationOptions(), say: Say | None = None,
-                    built: Sequence[Change] = (), before: Sequence[Plan] | None = None,
+                    built: Sequence[Change] = (), before: Sequence[Plan | None] | None = None,
                     reuse: Mapping[tuple[str, str], Reused] | None = None) -> Measurement:
     """Measure ``changes`` against the shadow's current state in interleaved rounds (``advisor.tuning.measure``:
     ABBA, noise rounds run again, from ``min_rounds`` to ``rounds`` rounds until the gain's interval settles); the
@@ -222,25 +222,42 @@ def through_plans(changes: Sequence[Change], options: ValidationOptions) -> bool
 
 def _same_plans(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequence[Change],
                 state: dict[str, Applied | None], say: Say,
-                before: Sequence[Plan] | None = None) -> tuple[dict[str, str], dict[str, str]]:
+                before: Sequence[Plan | None] | None = None) -> tuple[dict[str, str], dict[str, str]]:
     """(queryid -> plan shape of each read whose plan is the same with ``changes`` as without, queryid -> plan
     shape of each read with them); the shadow is left with the changes applied (``state``), so the first round
     starts with the candidate. With ``before`` (the reads' plans without them, the changes being held built
-    already), nothing is applied. ({}, {}) when a read cannot be planned (every statement is then timed)."""
+    already; None for one that could not be planned), nothing is applied. A read that cannot be planned in
+    either arm is timed in every round; the others are compared all the same (one statement EXPLAIN refused
+    used to leave every read timed in both arms, a primary-key lookup the index cannot serve among them)."""
     reads = [s for s in statements if not s.is_write]
     if not reads:
         return {}, {}
+    if before is None:
+        before = plans_each(shadow.connector, [s.sql for s in reads])
+        state["applied"] = _apply(shadow, changes)
+    after = plans_each(shadow.connector, [s.sql for s in reads])
+    same = {s.queryid: a.shape() for s, a, b in zip(reads, before, after)
+            if a is not None and b is not None and a.shape() == b.shape()}
+    unplanned = sum(1 for a, b in zip(before, after) if a is None or b is None)
+    say(f"planned {len(reads)} reads with and without the change: {len(reads) - len(same) - unplanned} plans differ, "
+        f"{len(same)} the same (timed once)" + (f", {unplanned} could not be planned (timed)" if unplanned else ""))
+    return same, {s.queryid: b.shape() for s, b in zip(reads, after) if b is not None}
+
+
+def plans_each(connector, sql: Sequence[str]) -> list[Plan | None]:
+    """Each statement's plan on ``connector``, None for one that cannot be planned (``BadStatement``): the others
+    are planned all the same (one at a time, once the batch has failed)."""
     try:
-        if before is None:
-            before = shadow.connector.plans([s.sql for s in reads])
-            state["applied"] = _apply(shadow, changes)
-        after = shadow.connector.plans([s.sql for s in reads])
+        return list(connector.plans(list(sql)))
     except BadStatement:
-        return {}, {}
-    same = {s.queryid: a.shape() for s, a, b in zip(reads, before, after) if a.shape() == b.shape()}
-    say(f"planned {len(reads)} reads with and without the change: {len(reads) - len(same)} plans differ, "
-        f"{len(same)} the same (timed once)")
-    return same, {s.queryid: b.shape() for s, b in zip(reads, after)}
+        pass
+    out: list[Plan | None] = []
+    for text in sql:
+        try:
+            out.append(connector.plans([text])[0])
+        except BadStatement:
+            out.append(None)
+    return out
 
 
 def _time_once(shadow: Shadow, statements: Sequence[BoundStatement], options: ReplayOptions, say: Say,

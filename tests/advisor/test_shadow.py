@@ -77,6 +77,21 @@ def test_a_read_whose_plan_the_index_leaves_the_same_is_timed_once(events, once)
     assert ("1 of 3 statements kept their plan" in ev.measured) == once
 
 
+def test_a_read_that_cannot_be_planned_leaves_the_other_reads_compared_by_plan(events):
+    """Issue 44: one read the server will not EXPLAIN (here ``SHOW``) left every read timed in both arms, and a
+    primary-key lookup the index cannot serve was shown "measured faster". Now only that read is timed; the
+    lookup by id keeps its plan, is timed once and reads unchanged (ratio 1, never a gain or a loss)."""
+    odd = _stmt("odd", "SHOW work_mem")
+    said: list[str] = []
+    with clone(connector(events)) as shadow:
+        ev = validate(shadow, [*WORKLOAD, odd], [IndexChange("public", "events", ("account",))],
+                      ValidationOptions(rounds=3, repeats=3, warmup=1, settled_leave=False), say=said.append)
+    by = {s.queryid: s for s in ev.statements}
+    assert "events_pkey" in by["by_id"].same_plan and by["by_id"].ratio == 1.0 and not by["by_id"].faster
+    assert not by["odd"].same_plan and not by["by_account"].same_plan and by["by_account"].faster
+    assert any("1 the same (timed once), 1 could not be planned (timed)" in line for line in said), said
+
+
 def test_a_statement_far_from_no_change_leaves_the_later_rounds_from_the_second_on(events):
     """The lookup by account runs many times faster with an index on account: settled after two rounds (or three,
     on a very busy machine), it is not timed again, while the write beside it is timed in every round. Counted by

@@ -52,7 +52,6 @@ from dataclasses import dataclass, replace
 
 from advisor.core.progress import Say
 from advisor.core.domain import Evidence, IndexChange, StatementEvidence, TrialResult
-from advisor.core.errors import BadStatement
 from advisor.core.plans import Plan
 from advisor.core.sqltext import named
 from advisor.tuning.indexes import repair as index_repair
@@ -62,7 +61,7 @@ from advisor.tuning.indexes.problem import written_tables
 from advisor.storage.codec import evidence_from
 from advisor.tuning.recommend import how_much
 from advisor.tuning.trials import Ledger, workload_digest
-from advisor.tuning.validation import ValidationOptions, measure_changes
+from advisor.tuning.validation import ValidationOptions, measure_changes, plans_each
 from connectors.base import Shadow
 from workloads.binding import BoundStatement
 
@@ -208,7 +207,7 @@ def _measure_pass(shadow: Shadow, statements: Sequence[BoundStatement], live: li
                   serves: dict[IndexChange, tuple[str, ...]], writers: dict[tuple[str, str], list[str]],
                   reads: set[str], options: ValidationOptions, say: Say, round_no: int, sizes: dict, estimated: dict,
                   budget_bytes: int | None, final: bool, built: Sequence[IndexChange] = (),
-                  before: Sequence[Plan] | None = None,
+                  before: Sequence[Plan | None] | None = None,
                   reuse: dict | None = None) -> tuple[Evidence, "_Judged"]:
     """One pass's measurement of ``live`` (the rounds, then the re-timings: flagged regressions, hinted benefits,
     the audit) and what it drops (nothing in the ``final`` pass, which only measures). ``built``: the set held
@@ -252,13 +251,10 @@ def _measure_pass(shadow: Shadow, statements: Sequence[BoundStatement], live: li
     return evidence, judged
 
 
-def _plans_without(shadow: Shadow, statements: Sequence[BoundStatement]) -> list[Plan] | None:
-    """The reads' plans with no new index (what every pass's baseline plans), or None when one cannot be planned
-    (then every statement is timed)."""
-    try:
-        return shadow.connector.plans([st.sql for st in statements])
-    except BadStatement:
-        return None
+def _plans_without(shadow: Shadow, statements: Sequence[BoundStatement]) -> list[Plan | None]:
+    """The reads' plans with no new index (what every pass's baseline plans); None for a read that cannot be
+    planned (that one is timed in every round, ``validation.plans_each``)."""
+    return plans_each(shadow.connector, [st.sql for st in statements])
 
 
 def _judged_doc(judged: "_Judged", index_name) -> dict:
