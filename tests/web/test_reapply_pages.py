@@ -26,10 +26,16 @@ def test_apply_again_over_rest_and_the_badges_read_as_words(app_client, tokens, 
     actions = [a["action"] for a in service.audit_log(rec.id)]
     assert actions[-4:] == ["rolled_back", "approved", "applied", "rolled_back"]
 
-    log_in(client, op)
+    csrf = log_in(client, op)
     page = client.get(f"/recommendations/{rec.id}").text
-    assert 'id="state">rolled back</span>' in page and ">rolled_back<" not in page
+    assert 'id="state">rolled back</span>' in page and "rolled_back" not in page.replace("s-rolled_back", "")
     assert ">rolled back</span>" in client.get("/recommendations").text
+    assert 'id="apply"' in page and ">Apply again</button>" in page  # the UI's button: the same one step
+    r = client.post(f"/recommendations/{rec.id}/apply", data={"csrf": csrf}, follow_redirects=False)
+    assert r.status_code == 303 and service.recommendation(rec.id).state == "applied" and db.indexes() != before
+    r = client.post(f"/recommendations/{rec.id}/rollback", data={"csrf": csrf}, follow_redirects=False)
+    assert r.status_code == 303 and db.indexes() == before
+    assert '<span class="muted">rolled back →</span>' in client.get(f"/recommendations/{rec.id}").text
 
     monkeypatch.setenv("ADVISOR_REAPPLY_MAX_AGE_DAYS", "0")  # its evidence is old now: one line, nothing changed
     r = client.post(f"/api/recommendations/{rec.id}/apply", headers=op)

@@ -110,7 +110,10 @@ def detail_page(request: Request, rec_id: str, service: Service, session: PageSe
     out = views.recommendation(rec, head.predicted_gain)
     nexts = TRANSITIONS.get(rec.state, frozenset())
     # a rewrite is never applied (out.applicable False): its lifecycle ends at approved, so no apply or roll back
-    actions = {"approve": rec.state == "validated", "apply": out.applicable and rec.state == "approved",
+    # a rolled-back one is applied again in one step (the service approves it again while its evidence is fresh,
+    # else says in one line to tune again)
+    actions = {"approve": rec.state == "validated",
+               "apply": out.applicable and rec.state in ("approved", "rolled_back"),
                "rollback": out.applicable and rec.state == "applied", "reject": "rejected" in nexts}
     evidence = _evidence(rec)
     return render(request, "recommendation.html", session, section="recommendations", rec=rec, out=out, run=run,
