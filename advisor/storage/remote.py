@@ -29,6 +29,7 @@ import os
 import socket
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Callable
 
@@ -69,10 +70,11 @@ def forwardable(cls: type, name: str) -> bool:
 
 class StoreServer:
     """Answers other processes' calls of ``store`` while this process holds it (``start``, ``stop``). ``url``:
-    where this process's web UI and REST API listen, if it is ``advisor serve`` (said in error lines)."""
+    where this process's web UI and REST API listen, if it is ``advisor serve`` (said in error lines). It keeps
+    no store alive: a store dropped unclosed stops answering, as its file closes."""
 
     def __init__(self, store, url: str | None = None):
-        self.store, self.url = store, url
+        self._store, self.path, self.url = weakref.ref(store), store.path, url
         self._sock: socket.socket | None = None
         self._busy = threading.Condition()
         self._active, self._stopped = 0, False
@@ -81,13 +83,14 @@ class StoreServer:
     def start(self) -> "StoreServer":
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            sock.bind(address(self.store.path))
+            sock.bind(address(self.path))
         except OSError:  # the name is taken: no process of ours can hold the file too, so it is not ours
             sock.close()
             self.taken = True  # a client refuses a holder of another user (``_ask``)
             return self
         sock.listen(64)
         self._sock = sock
+        weakref.finalize(self._store(), _shut, sock)
         threading.Thread(target=self._accept, name="advisor-store-server", daemon=True).start()
         return self
 
@@ -96,11 +99,7 @@ class StoreServer:
         with self._busy:
             self._stopped = True
         if self._sock is not None:
-            try:
-                self._sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            self._sock.close()
+            _shut(self._sock)
         with self._busy:
             self._busy.wait_for(lambda: self._active == 0, timeout=wait_s)
 
@@ -137,16 +136,19 @@ class StoreServer:
     def _do(self, request: dict) -> dict:
         method = request.get("method")
         if method == "hello":
-            return {"value": {"pid": os.getpid(), "url": self.url, "path": str(Path(self.store.path).resolve())}}
-        if not isinstance(method, str) or not forwardable(type(self.store), method):
+            return {"value": {"pid": os.getpid(), "url": self.url, "path": str(Path(self.path).resolve())}}
+        store = self._store()
+        if store is None:
+            return {"error": ["StoreError", f"the store {self.path} was closed in the process that held it"]}
+        if not isinstance(method, str) or not forwardable(type(store), method):
             return {"error": ["StoreError", f"{method!r} is not a method of the store another process may call"]}
         try:
             args, kwargs = wire.decode(request.get("args", [])), wire.decode(request.get("kwargs", {}))
             if method in READS:
-                value = self._call(method, args, kwargs)
+                value = _call(store, method, args, kwargs)
             else:
-                with self.store.lock:  # serialized with this process's own read-check-write sequences
-                    value = self._call(method, args, kwargs)
+                with store.lock:  # serialized with this process's own read-check-write sequences
+                    value = _call(store, method, args, kwargs)
             return {"value": wire.encode(value)}
         except errors.AdvisorError as e:
             return {"error": [type(e).__name__, e.message]}
@@ -154,9 +156,20 @@ class StoreServer:
             return {"error": ["StoreError", f"the process holding the store could not do {method} "
                                             f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"]}
 
-    def _call(self, method: str, args: list, kwargs: dict) -> Any:
-        found = getattr(self.store, method)
-        return found(*args, **kwargs) if callable(found) else found
+
+
+def _call(store, method: str, args: list, kwargs: dict) -> Any:
+    found = getattr(store, method)
+    return found(*args, **kwargs) if callable(found) else found
+
+
+def _shut(sock: socket.socket) -> None:
+    """Stop listening (the accept loop ends): the store it answered for is gone."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    sock.close()
 
 
 class _Gone(Exception):

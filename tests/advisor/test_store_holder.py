@@ -275,3 +275,18 @@ def test_commands_at_once_while_another_holds_the_store(tmp_path, shop):
     with Store(store) as s:
         (target,) = s.targets()
         assert s.count_snapshots(target["id"]) == seen["snapshots"] + 2
+
+
+def test_a_store_dropped_unclosed_stops_answering_and_lets_the_file_go(tmp_path):
+    """Answering others keeps no store alive: one dropped without ``close`` frees its file, as it did before."""
+    import gc
+
+    path = tmp_path / "s.duckdb"
+    store = open_store(path)
+    store.upsert_target("t1", "postgres", "x")
+    del store
+    gc.collect()
+    other = subprocess.run([sys.executable, "-c", "import sys; from advisor.storage.store import Store; "
+                            "print(type(Store(sys.argv[1])).__name__)", str(path)],
+                           capture_output=True, text=True, timeout=120)
+    assert other.returncode == 0 and other.stdout.strip() == "Store", other.stderr
