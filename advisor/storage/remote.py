@@ -10,8 +10,11 @@ socket in Linux's abstract namespace named after the store's path; a peer of ano
 ``RemoteStore``, which forwards each call; when the holder exits while the client still works (no holder answers,
 or it closes before it answers), the client takes over (``reach``): it opens the file itself, and answers the
 others from then on, or finds the new holder, retrying for up to ``TAKEOVER_S`` seconds before one line that
-names the holder. DuckDB's own lock message never reaches a user. What cannot cross processes (``db``, a live
-session) is refused in one line; the services never need it.
+names the holder (one line is said after 3 s of waiting). ``advisor serve`` is no exception: started while a
+command holds the store, it serves through that command and takes the store over when it ends. DuckDB's own lock
+message never reaches a user. What cannot cross processes (``db``, a live session) is refused in one line; the
+services never need it. The server keeps no store alive (a store dropped unclosed frees its file, as before), and
+a request is at most ``_MAX_REQUEST`` bytes (refused in one line by the client before it is sent).
 
 A holder stopping (``Store.close``) first stops taking requests and lets those it took finish, so a client whose
 request was taken always gets its answer; only a holder killed mid-request leaves a change's fate unknown, which
@@ -182,6 +185,10 @@ class _Gone(Exception):
 
 def _ask(path: str, method: str, args: tuple = (), kwargs: dict | None = None) -> Any:
     """One call answered by the holder of the store at ``path``; ``_Gone`` when none answers."""
+    request = wire.dumps({"method": method, "args": wire.encode(list(args)), "kwargs": wire.encode(kwargs or {})})
+    if len(request) > _MAX_REQUEST:
+        raise StoreError(f"{method} is too large to hand to the process holding the store {path} "
+                         f"({len(request) >> 20} MiB; at most {_MAX_REQUEST >> 20} MiB)")
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(_GREET_S)
         try:
@@ -195,8 +202,7 @@ def _ask(path: str, method: str, args: tuple = (), kwargs: dict | None = None) -
         try:
             if wire.receive(sock) is None:
                 raise _Gone(sent=False)
-            wire.send(sock, {"method": method, "args": wire.encode(list(args)),
-                             "kwargs": wire.encode(kwargs or {})})
+            sock.sendall(request)
         except OSError:
             raise _Gone(sent=False) from None
         sock.settimeout(ANSWER_S)
@@ -298,11 +304,13 @@ class RemoteStore:
     def _call(self, name: str, args: tuple, kwargs: dict) -> Any:
         if name in _CALLER and kwargs.get(_CALLER[name]) is None:
             kwargs = {**kwargs, _CALLER[name]: processes.this_process()}
-        while True:
+        for attempt in range(6):  # a holder gone, then the next one gone too: enough to follow a few
             local = self._local
             if local is not None:
                 found = getattr(local, name)
                 return found(*args, **kwargs) if callable(found) else found
+            if attempt == 5:
+                break
             try:
                 return _ask(self.path, name, args, kwargs)
             except _Gone as gone:
@@ -311,6 +319,7 @@ class RemoteStore:
                                      f"while doing {name} for this one; whether it was stored is unknown: look, "
                                      "then try again") from None
                 self._take_over()
+        raise StoreError(f"the store {self.path} changed hands five times during one call ({name}); try again")
 
     def _take_over(self) -> None:
         with self._switch:

@@ -23,7 +23,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-__all__ = ["address", "decode", "encode", "peer", "receive", "send"]
+__all__ = ["address", "decode", "dumps", "encode", "peer", "receive", "send"]
 
 _DATACLASS, _TUPLE, _PAIRS = "__dataclass__", "__tuple__", "__pairs__"
 _TAGS = frozenset({_DATACLASS, _TUPLE, _PAIRS})
@@ -97,8 +97,13 @@ def _dataclass(name: str, fields: dict) -> Any:
     return obj
 
 
+def dumps(doc: dict) -> bytes:
+    """One message as it goes on the wire (a JSON line)."""
+    return json.dumps(doc).encode() + b"\n"
+
+
 def send(sock: socket.socket, doc: dict) -> None:
-    sock.sendall(json.dumps(doc).encode() + b"\n")
+    sock.sendall(dumps(doc))
 
 
 def receive(sock: socket.socket, limit: int | None = None) -> dict | None:
