@@ -63,8 +63,9 @@ def test_a_run_started_with_tune_records_its_log_and_who_started_it(tmp_path, sh
     assert logged and logged[0] in said[0] and logged[-1] in said[-1], (logged, said)
     assert [m for m in logged if any(m in s for s in said)] == logged
     listed = cli(tmp_path, "runs", "list").stdout
-    assert all(len(line) <= 80 for line in listed.splitlines())
-    assert "shop" in listed and run["target_id"] not in listed and "cli" in listed
+    assert all(len(line) <= 80 for line in listed.splitlines()), listed
+    assert f"run {run['id']}: shop, knobs / rules, " in listed and run["target_id"] not in listed
+    assert f" by {run['started_by']}\n" in listed  # whole, never cut to fit a column
 
     # the run's page shows that log, and the list of runs who started it
     from web.main import create_app

@@ -8,6 +8,8 @@ command) holds a DuckDB store, every command uses it through that process (``adv
 
 from __future__ import annotations
 
+import shutil
+import textwrap
 from enum import Enum
 from typing import Annotated
 
@@ -226,11 +228,14 @@ def runs_list(target: Annotated[str | None, typer.Option(help="target id or name
         return
     if not rows:
         print("no tuning runs" + (" match these filters" if target or state else ""))
-    for r in rows:  # a block per run: its id, who started it and its outcome whole at 80 columns, never cut
+    width = shutil.get_terminal_size().columns
+    for r in rows:  # a block per run: its id, who started it and its outcome whole at any width, never cut
         message = (r.get("result") or {}).get("message") or r.get("error")
         print(f"run {r['id']}: {r['target_name'] or r['target_id']}, {r['kind']} / {r['optimizer']}, "
-              f"{run_outcome(r)}\n  started {when(r['created_at'])} by {r['started_by'] or '-'}"
-              + (f"\n  {message}" if message else ""))
+              f"{run_outcome(r)}\n  started {when(r['created_at'])} by {r['started_by'] or '-'}")
+        if message:
+            print(textwrap.fill(message, width, initial_indent="  ", subsequent_indent="  ",
+                                break_long_words=False, break_on_hyphens=False))
 
 
 # --- recommendations ---------------------------------------------------------------------------------------------
