@@ -276,7 +276,7 @@ def recommendation_page(console: Console, rec: Recommendation, history: list[dic
                       "statement", title="per statement (medians over rounds)")
         for s in ev.statements:
             table.add_row(f"{s.weight:.0f}", _share(s), f"{s.baseline_ms:.2f}", f"{s.candidate_ms:.2f}",
-                          ratio(s.ratio), f"{ratio(s.ratio_ci[0])} .. {ratio(s.ratio_ci[1])}" if not s.same_plan
+                          ratio(s.ratio), f"{ratio(s.ratio_ci[0], times='')} .. {ratio(s.ratio_ci[1], times='')}" if not s.same_plan
                           else "same plan, timed once",
                           escape(slowdown(ev, s, symbol)),
                           escape(shorten(s.sql, 60)))

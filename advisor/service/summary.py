@@ -22,7 +22,6 @@ import math
 from dataclasses import dataclass
 
 from advisor.core.domain import Evidence, Recommendation, StatementEvidence
-from advisor.core.wording import ratio
 
 STANDING = frozenset({"validated", "approved", "applied"})  # states in which a measured gain reads as a success
 WORKLOAD_TIME = "workload time (calls x median ms, summed over statements)"
@@ -221,42 +220,39 @@ MIN_SLOWER_MS = 1.0  # ``advisor.tuning.evidence.compare``'s floor: a statement 
 def slowdown(ev: Evidence, s: StatementEvidence, symbol: str = "ms") -> str:
     """Whether ``s`` regressed, naming the rule that decided it, as every face prints it in its "regressed"
     column: ``regressed``; ``slower, too rare to block: ...`` (the guard's shares); for a statement whose median
-    ratio is over the regression threshold and still did not regress, which rule let it pass; ``same plan`` for one
-    the change left on the same plan (timed once, for both arms); else ``no``. ``symbol``: the unit of its times
-    (``Summary.symbol``; the floor of a slowdown is known in ms only).
+    ratio is over the regression threshold and still did not regress, which rule let it pass (its interval is in
+    the faces' 95% CI column); ``same plan`` for one the change left on the same plan (timed once, for both arms);
+    else ``no``. ``symbol``: the unit of its times (``Summary.symbol``; the floor is known in ms only).
 
     >>> from advisor.core.domain import StatementEvidence as S
     >>> ev = Evidence(3, (), (), 0.1, (0.05, 0.15), (), 0.02, 0.1, min_time_share=0.01, min_call_share=0.01)
     >>> st = lambda ratio, ci, regressed=False, share=0.5, **kw: S("q", "select", 1, 1.87, 1.87 * ratio, ratio, ci,
     ...                                                         regressed, 0, share, share, **kw)
     >>> slowdown(ev, st(1.54, (0.92, 2.71)))
-    'no: within noise (the 95% CI of its ratio, 0.920x .. 2.71x, reaches 1x)'
+    'no: within noise (its 95% CI reaches 1x)'
     >>> slowdown(ev, st(1.54, (1.2, 1.9), True, 0.002))
-    'slower, too rare to block: 0.2% of the time and 0.2% of the calls'
+    'slower, too rare to block (0.2% of the time, 0.2% of the calls)'
     >>> slowdown(ev, st(1.54, (1.2, 1.9), True)), slowdown(ev, st(0.98, (0.9, 1.05))), slowdown(ev, st(1.3, (1.2, 1.4)))
-    ('regressed', 'no', 'no: slower by only 0.56 ms, under the 1 ms a regression needs')
+    ('regressed', 'no', 'no: slower by 0.56 ms, under the 1 ms floor')
     >>> slowdown(ev, st(2.0, (1.02, 2.9)))  # its own interval clears 1x, not with every statement judged at once
-    'no: within noise when 1 statement(s) are judged at once (its own 95% CI 1.02x .. 2.90x)'
+    'no: not past doubt with 1 statement(s) judged at once'
     >>> slowdown(ev, st(1.0, (1.0, 1.0), same_plan="Seq Scan on t"))
-    'no: same plan, timed once for both arms'
+    'no: same plan, timed once'
     """
     if ev.blocks(s):
         return "regressed"
     if s.regressed:
-        return (f"slower, too rare to block: {s.time_share or 0.0:.1%} of the time and {s.call_share or 0.0:.1%} "
-                "of the calls")
+        return (f"slower, too rare to block ({s.time_share or 0.0:.1%} of the time, {s.call_share or 0.0:.1%} of "
+                "the calls)")
     if s.same_plan:
-        return "no: same plan, timed once for both arms"
+        return "no: same plan, timed once"
     if not (s.ratio == s.ratio and s.ratio >= 1.0 + ev.regression_threshold):
         return "no"
-    lo, hi = s.ratio_ci
-    if lo <= 1.0:
-        return f"no: within noise (the 95% CI of its ratio, {ratio(lo)} .. {ratio(hi)}, reaches 1x)"
+    if s.ratio_ci[0] <= 1.0:
+        return "no: within noise (its 95% CI reaches 1x)"
     if symbol == "ms" and s.candidate_ms - s.baseline_ms < MIN_SLOWER_MS:
-        return (f"no: slower by only {s.candidate_ms - s.baseline_ms:.2f} ms, under the {MIN_SLOWER_MS:g} ms a "
-                "regression needs")
-    return (f"no: within noise when {len(ev.statements) or 1} statement(s) are judged at once (its own 95% CI "
-            f"{ratio(lo)} .. {ratio(hi)})")
+        return f"no: slower by {s.candidate_ms - s.baseline_ms:.2f} ms, under the {MIN_SLOWER_MS:g} ms floor"
+    return f"no: not past doubt with {len(ev.statements) or 1} statement(s) judged at once"
 
 
 def _moved(s: StatementEvidence) -> Moved:

@@ -79,7 +79,9 @@ def test_a_part_the_bundle_leaves_out_is_rejected_and_says_why(pg, tmp_path):
     result, dropped = _validate_bundle(ctx, connector, obs, [Step(r.kind, r, "") for r in recs], plan)
     index_rec, knob_rec = (store.recommendation(r.id) for r in recs)
     assert index_rec.state == "validated" and knob_rec.state == "rejected"
-    assert knob_rec.details["bundle_verdict"].startswith("in the bundle with indexes it does not pay: it adds -")
+    verdict = knob_rec.details["bundle_verdict"]
+    assert verdict.startswith("in the bundle with indexes it does not pay: with it the workload was ") \
+        and "% slower (its gain's 95% CI -" in verdict  # the sign folded into a word (issue 44)
     assert store.audit_log(knob_rec.id)[-1]["detail"]["note"] == knob_rec.details["bundle_verdict"]
     assert [d["kind"] for d in dropped] == ["knobs"] and not knob_rec.details["bundle"]["kept"]
     # the CLI says why it was rejected: the bundle's verdict, not the note of its own validation alone
@@ -197,7 +199,8 @@ def test_a_lone_part_that_does_not_pay_on_a_fresh_shadow_is_rejected(pg, tmp_pat
     stored = store.recommendation(rec.id)
     assert result.parts[0].contribution.gain < 0 and not result.parts[0].kept and result.kept is None
     assert stored.state == "rejected" and [d["kind"] for d in dropped] == ["knobs"]
-    assert stored.details["bundle_verdict"].startswith("measured again on a fresh shadow it does not pay: it adds -")
+    assert stored.details["bundle_verdict"].startswith("measured again on a fresh shadow it does not pay: with it the "
+                                                       "workload was ")
 
 
 def test_a_read_an_index_part_leaves_on_its_plan_takes_the_same_times_in_both_arms_of_its_contribution(pg, tmp_path):

@@ -96,7 +96,7 @@ def test_the_pages_show_what_was_tried_and_why_not(app_client, tokens):
                      why=verdict_note(ev))
     page = client.get(f"/recommendations/{good.id}").text
     assert good.state == "validated" and 'id="apply-sql"' in page and "ALTER SYSTEM SET work_mem" in page
-    assert '<span id="rare-count">1 rare slower</span>' in page and "slower, too rare to block: 0.1% of the time" in page
+    assert '<span id="rare-count">1 rare slower</span>' in page and "slower, too rare to block (0.1% of the time" in page
     assert 'class="rare-slower"' in page and "0.1%" in page
     run_page = client.get(f"/runs/{run_id}").text
     assert 'id="dropped"' in run_page and "paid less than its restart" in run_page

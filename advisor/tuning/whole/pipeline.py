@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from advisor.core.domain import Recommendation
 from advisor.core.errors import AdvisorError
-from advisor.core.wording import headline
+from advisor.core.wording import headline, slower_faster
 from advisor.tuning.indexes.kind import KIND as INDEXES
 from advisor.tuning.kind import Context
 from advisor.tuning.knobs.kind import KIND as KNOBS
@@ -133,8 +133,10 @@ def _validate_bundle(ctx: Context, connector, obs, parts: list[Step], plan) -> t
         c = part.contribution
         others = ", ".join(s.kind for s in parts if s is not step)
         where = f"in the bundle with {others}" if others else "measured again on a fresh shadow"
-        why = (f"{where} it does not pay: it adds {c.gain:+.1%} (95% CI {c.gain_ci[0]:+.1%} .. "
-               f"{c.gain_ci[1]:+.1%})" + (f" and slows {len(c.regressions)} statement(s)" if c.regressions else ""))
+        # the contribution's gain is 1 - with / without: with it, the workload took -gain more time
+        why = (f"{where} it does not pay: with it the workload was {slower_faster(-c.gain)} (its gain's 95% CI "
+               f"{c.gain_ci[0]:+.1%} .. {c.gain_ci[1]:+.1%})"
+               + (f" and slows {len(c.regressions)} statement(s)" if c.regressions else ""))
         ctx.store.add_details(rec.id, {"bundle_verdict": why})  # shown with the recommendation
         try:
             ctx.store.transition(rec.id, "rejected", "advisor", why, expect="validated")
