@@ -1,6 +1,7 @@
 """Where the store's SQL runs: an embedded DuckDB file (the default, one process at a time: DuckDB's file lock; the
-others ask that process, ``advisor.storage.remote``) or a PostgreSQL database shared by any number of advisor processes (``postgresql://`` or ``postgres://`` URLs, or libpq
-keyword DSNs: ``host=... dbname=...``). A value that is neither a DSN nor a plausible path is refused (``store_kind``).
+others ask that process, ``advisor.storage.remote``) or a PostgreSQL database shared by any number of advisor
+processes (``postgresql://`` or ``postgres://`` URLs, or libpq keyword DSNs: ``host=... dbname=...``). A value that
+is neither a DSN nor a plausible path is refused (``store_kind``).
 
 ``Store`` writes one SQL for both: ``?`` placeholders, types and statements both engines accept; what differs (JSON
 paths) is a method here. Each thread gets its own cursor (DuckDB) or connection (PostgreSQL, autocommit: the store
