@@ -70,3 +70,25 @@ def test_a_fallback_set_is_named_as_the_set_it_holds_in_the_label_and_the_senten
     page = html.unescape(client.get(f"/recommendations/{rec.id}").text)
     assert "(holds dexter's set, in place of ia2's)" in page and "so this recommendation holds dexter's set" in page
     assert "is recommended" not in page
+
+
+def test_a_whole_run_s_outcome_line_is_whole_on_the_runs_pages(app_client, tokens):
+    """Issue 44, item 2: the outcome line ended mid-bracket ("... (the last measured: random_page_cost: does not
+    pay: ...; together +87.3% ..."). The line the run stores (``whole.pipeline._message``) takes each step's
+    first sentence whole, and the runs list and the run's page show it as stored."""
+    from advisor.storage.store import new_id
+    from advisor.tuning.whole.pipeline import Step, _message
+
+    client, service = app_client
+    target_id = service.store.upsert_target("shop", "postgres", "host=127.0.0.1 dbname=shop")
+    knobs = ("keep your current settings: the best configuration (2 changes) measured +1.2% (95% CI -0.4% .. +2.9%; "
+             "5 rounds (the interval cannot clear the minimum); load 1.3) against the current settings: not "
+             "measurably better (the minimum is 2%)")
+    message = _message([Step("knobs", None, knobs + "; first: more")], None, ())
+    assert message == f"knobs: {knobs}"
+    run_id = new_id()
+    service.store.add_run(run_id, target_id, "all", "", {}, state="done")
+    service.store.update_run(run_id, result={"recommendation": None, "message": message})
+    log_in(client, tokens["viewer"]["Authorization"].split()[1])
+    for path in ("/runs", f"/runs/{run_id}"):
+        assert message in html.unescape(client.get(path).text), path
