@@ -9,7 +9,7 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, SecretStr, S
                       create_model, field_validator)
 from pydantic_core import PydanticCustomError
 
-from advisor.core.inputs import CONTROL, control_character
+from advisor.core.inputs import CONTROL, CONTROL_IN_TEXT, control_character
 from advisor.service.runs import COMMON, OPTIONS, RUN_STATES, kinds
 from web.times import Details, Timestamp
 
@@ -20,6 +20,8 @@ RunState = Literal[RUN_STATES]  # type: ignore[valid-type]
 
 
 REQUIRED_TEXT = f"^[^{CONTROL}]*[^\\s{CONTROL}][^{CONTROL}]*$"  # no control character (as web.guards), not blank
+# the same for a script (line breaks and tabs allowed), as the document states it; ``_not_blank`` says why in words
+REQUIRED_SCRIPT = f"^[^{CONTROL_IN_TEXT}]*[^\\s{CONTROL_IN_TEXT}][^{CONTROL_IN_TEXT}]*$"
 
 
 class Strict(BaseModel):
@@ -176,8 +178,8 @@ def _option_field(name: str, required: bool = False, choices: tuple[str, ...] = 
     if required:  # a text the kind cannot default: one line, with a character that is not a space
         return str, Field(..., min_length=1, max_length=10_000, pattern=REQUIRED_TEXT, description=o.help)
     if o.multiline:  # a script (a rewrite run's SQL): left out means the default, but given it holds something
-        return Annotated[str, AfterValidator(_not_blank)] | None, Field(o.default, max_length=1_000_000,
-                                                                         description=o.help)
+        script = Annotated[str, Field(json_schema_extra={"pattern": REQUIRED_SCRIPT}), AfterValidator(_not_blank)]
+        return script | None, Field(o.default, max_length=1_000_000, description=o.help)
     return str | None, Field(o.default, max_length=10_000, description=o.help)
 
 
@@ -199,7 +201,11 @@ def _run_spec(kind, with_target: bool) -> type[BaseModel]:
             # "validate" would shadow pydantic's BaseModel.validate: the attribute is validate_, the field validate
             fields[name + "_" if name == "validate" else name] = _option_field(name, name in kind.required,
                                                                                kind.choices.get(name, ()))
-    if with_target:
+    if with_target and kind.own_target is not None:  # some of its plans need no database (Kind.own_target)
+        fields["target"] = (str | None, Field(None, description="target id or name; left out for a plan that needs "
+                                                                "no database (a learned index's synthetic keys): "
+                                                                "the run goes under a target of its own"))
+    elif with_target:
         fields["target"] = (str, Field(description="target id or name"))
     title = "".join(part.capitalize() for part in kind.name.replace("-", "_").split("_"))
     model = create_model(f"{title}Run{'In' if with_target else 'Spec'}", __base__=Strict, __doc__=kind.summary,

@@ -176,7 +176,7 @@ class OperationsMixin:
         remote = who.remote or schedule_id is not None
         plan = plan.checked()
         entry = kinds.get(plan.kind)
-        target = self.target(ref, target_id=target_id) if ref or target_id else None
+        target = self.target(ref, target_id=target_id) if ref is not None or target_id is not None else None
         if remote:  # after the target: an unknown target is a 404 whatever the plan asks
             plan = plan.checked(remote=True)
         if target is None:  # a plan that needs no database goes under its kind's target of its own (Kind.own_target)

@@ -138,3 +138,19 @@ def test_the_run_form_tunes_keys_with_no_database(app_client, tokens):
                     follow_redirects=False)
     assert r.status_code == 400 and "this indexes run needs a target database: give a target" in html.unescape(r.text)
     assert client.get("/api/runs", headers=op).json()["total"] == 1
+
+
+def test_a_learned_index_run_over_rest_needs_no_target(app_client, tokens):
+    """Issue 44, item 8, over REST: no target for synthetic keys (the keys' own target); a column's keys need one."""
+    client, _ = app_client
+    op = tokens["operator"]
+    r = client.post("/api/runs", json={**RUN, "keys": "synthetic:books:5000", "budget": 2}, headers=op)
+    assert r.status_code == 202, r.text
+    done = wait_run(client, op, r.json()["id"], timeout_s=300)
+    (target,) = client.get("/api/targets", headers=op).json()["items"]
+    assert done["state"] == "done" and done["target_id"] == target["id"], done
+    assert (target["name"], target["engine"], target["registered"]) == ("keys synthetic:books:5000", "keys", False)
+    r = client.post("/api/runs", json={**RUN, "keys": "public.orders.o_orderkey"}, headers=op)
+    assert r.status_code == 400 and "needs a target database" in r.json()["message"], r.text
+    r = client.post("/api/runs", json={"kind": "indexes", "budget_mb": 10}, headers=op)
+    assert r.status_code == 422, r.text  # a kind whose runs all need a database: the schema asks for a target
