@@ -340,6 +340,18 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
 KEEP = "keep your current settings"
 
 
+def seed_line(name: str, change: float) -> str:
+    """How a seed's one pass compares with the current configuration's, ``change`` being its objective over
+    theirs - 1 (lower is better), the sign folded into a word.
+
+    >>> seed_line("workload-rules", -0.29), seed_line("rules", -0.004)
+    ('workload-rules configuration is better than the current one (its objective 29% lower, one pass)', 'rules configuration is about the same as the current one (its objective the same, one pass)')
+    """
+    verdict = "worse than" if change > 0.05 else "better than" if change < -0.05 else "about the same as"
+    moved = f"{abs(change):.0%} {'higher' if change > 0 else 'lower'}" if round(abs(change), 2) else "the same"
+    return f"{name} configuration is {verdict} the current one (its objective {moved}, one pass)"
+
+
 def _shares_unmeasured(space: KnobSpace, config: dict[str, str]) -> dict:
     """Details of a configuration not reduced by ablation: each change current -> proposed, share unknown."""
     base = space.default_config()
@@ -391,9 +403,7 @@ def findings_of(run: TuningRun):
         if r.result.objective is None:
             yield f"{r.source[5:]} configuration failed: {r.result.reason}"
             continue
-        change = r.result.objective / base.result.objective - 1.0
-        verdict = "worse than" if change > 0.05 else "better than" if change < -0.05 else "about the same as"
-        yield f"{r.source[5:]} configuration is {verdict} the current one ({change:+.0%} objective, one pass)"
+        yield seed_line(r.source[5:], r.result.objective / base.result.objective - 1.0)
     failed = [r for r in run.records if r.result.status != "measured"]
     if failed:
         yield f"{len(failed)} trial(s) failed or were infeasible; first: {failed[0].result.reason}"
