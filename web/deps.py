@@ -7,7 +7,8 @@ import asyncio
 import ipaddress
 from typing import Annotated
 
-from fastapi import Depends, Query, Request
+from fastapi import Depends, Query, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from advisor.service.auth import Principal
 from advisor.core.errors import Unauthorized
@@ -113,7 +114,16 @@ async def hold_failed_login(service: AdvisorService, client: str, secret: str | 
     return delay
 
 
-async def api_principal(request: Request, service: Service) -> Principal:
+# the API's one security scheme, declared in the OpenAPI document on every route that needs a token (so /api/docs
+# has an Authorize button); the token itself is read and checked by ``api_principal``, with this service's answers
+BEARER = HTTPBearer(auto_error=False, scheme_name="token", bearerFormat="API token",
+                    description="an API token (`advisor tokens create --name NAME --role viewer|operator|admin`), sent "
+                                "as `Authorization: Bearer <token>`; on /api/docs: Authorize, paste it. The web UI's "
+                                "login session does not authorize the API")
+
+
+async def api_principal(request: Request, service: Service,
+                        _declared: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)]) -> Principal:
     """The token's principal. The token is checked at once, and a valid one is answered at once; the answer to an
     unknown or revoked one is held (``hold_failed_login``); failures are audited by the service."""
     client, secret = client_of(request), bearer(request)

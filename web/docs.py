@@ -35,7 +35,8 @@ def install_docs(app: FastAPI, docs_url: str = "/api/docs", redoc_url: str = "/a
                                           swagger_js_url=f"{ASSETS_URL}/swagger-ui-bundle.js",
                                           swagger_css_url=f"{ASSETS_URL}/swagger-ui.css",
                                           swagger_favicon_url=FAVICON_URL,
-                                          swagger_ui_parameters={"validatorUrl": None},  # no call to swagger.io
+                                          # no call to swagger.io; a token given to Authorize outlives a reload
+                                          swagger_ui_parameters={"validatorUrl": None, "persistAuthorization": True},
                                           oauth2_redirect_url=oauth2_redirect))
 
     @app.get(oauth2_redirect, include_in_schema=False)
@@ -46,7 +47,7 @@ def install_docs(app: FastAPI, docs_url: str = "/api/docs", redoc_url: str = "/a
     def redoc() -> HTMLResponse:
         return _local(get_redoc_html(openapi_url=openapi_url, title=f"{app.title} · REST API reference",
                                      redoc_js_url=f"{ASSETS_URL}/redoc.standalone.js", redoc_favicon_url=FAVICON_URL,
-                                     with_google_fonts=False))
+                                     with_google_fonts=False), docs_url)
 
     @app.get("/docs", include_in_schema=False)
     def docs() -> RedirectResponse:
@@ -57,6 +58,16 @@ def install_docs(app: FastAPI, docs_url: str = "/api/docs", redoc_url: str = "/a
         return FileResponse(FAVICON, media_type="image/svg+xml")
 
 
-def _local(page: HTMLResponse) -> HTMLResponse:
-    page.headers["Content-Security-Policy"] = CSP
-    return page
+# above each docs page: the way back to the web UI, and how "Try it out" gets a token (the UI's session is not one)
+BAR = ('<nav id="advisor-bar" style="font: 14px sans-serif; padding: 8px 20px; background: #f4f4f4; '
+       'border-bottom: 1px solid #ddd"><a href="/">&larr; db-advisor web UI</a> &middot; to try a route: '
+       '<b>Authorize</b> with an API token (<code>advisor tokens create --name NAME --role viewer</code>); the '
+       'web UI\'s login does not authorize the API{other}</nav>')
+
+
+def _local(page: HTMLResponse, docs_url: str | None = None) -> HTMLResponse:
+    """The page with the bar above it (``docs_url``: the Swagger page, linked from ReDoc's bar), served under the
+    docs' content security policy."""
+    other = f' &middot; <a href="{docs_url}">try the routes</a>' if docs_url else ""
+    body = page.body.decode().replace("<body>", "<body>\n" + BAR.format(other=other), 1)
+    return HTMLResponse(body, headers={"Content-Security-Policy": CSP})

@@ -53,6 +53,29 @@ def test_docs_redirect_and_favicon(app_client):
     assert '<link rel="icon" href="/favicon.ico"' in login and 'href="/api/docs"' in login
 
 
+def test_the_api_declares_its_bearer_token_and_the_docs_try_routes_with_one(app_client, tokens):
+    """Issue 44, item 10: /api/docs had no Authorize button (no security scheme in the OpenAPI document), so "Try
+    it out" answered 401; every route but the health check declares the bearer token now, the docs keep a token
+    given to Authorize over a reload, and both docs pages lead back to the web UI."""
+    client, _ = app_client
+    doc = client.get("/api/openapi.json").json()
+    scheme = doc["components"]["securitySchemes"]["token"]
+    assert (scheme["type"], scheme["scheme"]) == ("http", "bearer") and "advisor tokens create" in scheme["description"]
+    operations = {(path, method): op for path, ops in doc["paths"].items() for method, op in ops.items()}
+    open_ones = [key for key, op in operations.items() if op.get("security") != [{"token": []}]]
+    assert open_ones == [("/api/health", "get")]
+    assert ("/api/recommendations/{rec_id}/approve", "post") in operations
+    # what Swagger sends once authorized: the declared scheme, as a header
+    assert client.get("/api/targets", headers=tokens["viewer"]).status_code == 200
+    assert client.get("/api/targets").status_code == 401
+    swagger, redoc = client.get("/api/docs").text, client.get("/api/redoc").text
+    assert '"persistAuthorization": true' in swagger
+    for page in (swagger, redoc):
+        bar = page[page.index('<nav id="advisor-bar"'):page.index("</nav>")]
+        assert '<a href="/">&larr; db-advisor web UI</a>' in bar and "Authorize" in bar
+    assert '<a href="/api/docs">try the routes</a>' in redoc
+
+
 def time_fields(schema: dict) -> list[tuple[str, str, dict]]:
     """(model, field, property schema) of every property named at or *_at in the document's components."""
     out = []
