@@ -80,3 +80,8 @@ def test_a_run_started_with_tune_records_its_log_and_who_started_it(tmp_path, sh
         page = client.get(f"/runs/{run['id']}").text
         assert "(nothing logged yet)" not in page and html.escape(logged[-1], quote=False) in page
         assert html.escape(run["started_by"], quote=False) in client.get("/runs").text
+
+    # a run of a registered target started from the command line (the server's path) is the CLI user's too
+    started = json.loads(cli(tmp_path, "runs", "start", "--target", "shop", "--kind", "knobs", "--optimizer",
+                             "rules", "--no-validate", "--json").stdout)["run"]
+    assert started["started_by"] == run["started_by"] and started["progress"]["log"]

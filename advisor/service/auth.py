@@ -11,8 +11,11 @@ from that client (with that token prefix) is answered later and later.
 
 from __future__ import annotations
 
+import getpass
 import hashlib
+import os
 import secrets
+import socket
 import threading
 import time
 from collections import deque
@@ -24,17 +27,34 @@ ROLES = ("viewer", "operator", "admin")
 TOKEN_PREFIX = "dba_"
 
 
+def local_actor() -> str:
+    """Who acts on the command line, as a run it starts records it (``started_by``): ``cli (user@host)``."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no login name (a container's bare uid)
+        user = f"uid {os.getuid()}"
+    return f"cli ({user}@{socket.gethostname()})"
+
+
 @dataclass(frozen=True)
 class Principal:
-    """Who is acting: a token's name and role (``advisor`` and ``scheduler`` act for themselves)."""
+    """Who is acting: a token's name and role (``advisor`` and ``scheduler`` act for themselves). ``local``: the
+    command line's own user (``ADMIN``)."""
 
     name: str
     role: str
     token_id: str | None = None
+    local: bool = False
 
     @property
     def actor(self) -> str:
         return f"token:{self.name}" if self.token_id else self.name
+
+    @property
+    def starter(self) -> str:
+        """Who a run this principal starts was started by (a run's ``started_by``): a token's holder, a schedule,
+        or for the command line its OS user and host (``local_actor``)."""
+        return local_actor() if self.local else self.actor
 
     def require(self, role: str) -> None:
         if ROLES.index(self.role) < ROLES.index(role):
@@ -62,7 +82,7 @@ def refuse_borrowed_identity(who: Principal, dsn: str) -> None:
                            "may register such a target)")
 
 
-ADMIN = Principal("admin", "admin")  # the local admin command (it holds the store file)
+ADMIN = Principal("admin", "admin", local=True)  # the local admin command (it holds the store file)
 SCHEDULER = Principal("scheduler", "operator")
 
 

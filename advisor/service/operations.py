@@ -204,7 +204,7 @@ class OperationsMixin:
             # a kind that runs other kinds (all) has no optimizer of its own: the row names the kind
             self.store.add_run(run_id, target["id"], plan.kind, plan.optimizer or plan.kind,
                                {"plan": plan.to_dict(), **({"remote": True} if remote else {})},
-                               state="queued", started_by=who.actor, schedule_id=schedule_id)
+                               state="queued", started_by=who.starter, schedule_id=schedule_id)
         self.store.audit(who.actor, "start_run", run_id, {"target": target["name"], "plan": plan.to_dict()})
         if self.executor is not None and not wait:
             self.executor.submit(run_id)

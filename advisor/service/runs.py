@@ -9,9 +9,7 @@ with ``Conflict``), so scheduled and manual runs never overlap on one target.
 
 from __future__ import annotations
 
-import getpass
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -22,7 +20,7 @@ from advisor.tuning import kinds
 from advisor.tuning.plan import BUDGET_MB_MAX, COMMON, LIMITS, NAMES, OPTIONS, RunPlan
 
 __all__ = ["ACTIVE", "RUN_STATES", "BUDGET_MB_MAX", "COMMON", "LIMITS", "NAMES", "OPTIONS", "ProgressLog", "RunCancelled", "RunExecutor",
-           "RunPlan", "default_optimizers", "kinds", "local_actor", "optimizer_names"]
+           "RunPlan", "default_optimizers", "kinds", "optimizer_names"]
 
 
 class RunCancelled(Exception):
@@ -87,15 +85,6 @@ class ProgressLog:
     def snapshot(self) -> dict:
         return {"message": self.lines[-1].split("] ", 1)[1] if self.lines else "", "log": self.lines,
                 "elapsed_s": round(time.monotonic() - self.started, 1)}
-
-
-def local_actor() -> str:
-    """Who starts a run from the command line, as its row's ``started_by`` says: ``cli (user@host)``."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # no login name (a container's bare uid)
-        user = f"uid {os.getuid()}"
-    return f"cli ({user}@{socket.gethostname()})"
 
 
 RUN_NICE = 10  # how much lower than the server's the CPU priority of background tuning is

@@ -18,11 +18,11 @@ from advisor.core import processes
 from advisor.core.errors import AdvisorError, EngineUnsupported, NotFound, NotRegistered
 from advisor.core.progress import Say, heartbeat, silent
 from advisor.service.access import AccessMixin
-from advisor.service.auth import Principal
+from advisor.service.auth import Principal, local_actor
 from advisor.service.operations import OperationsMixin
 from advisor.service.replicas import ReplicasMixin
 from advisor.service.schedules import SchedulesMixin
-from advisor.service.runs import ProgressLog, RunCancelled, local_actor
+from advisor.service.runs import ProgressLog, RunCancelled
 from advisor.storage.store import Store, new_id
 from advisor.tuning import kinds
 from advisor.tuning.kind import Context
