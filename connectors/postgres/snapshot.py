@@ -31,7 +31,7 @@ SELECT checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_clean, bu
 BGWRITER_NAMES = ("checkpoints_timed", "checkpoints_req", "buffers_checkpoint", "buffers_clean", "buffers_backend")
 
 TABLES_SQL = TAG + """
-SELECT n.nspname, c.relname, GREATEST(c.reltuples, 0)::float8, pg_total_relation_size(c.oid),
+SELECT n.nspname, c.relname, (CASE WHEN c.reltuples < 0 THEN COALESCE(s.n_live_tup, 0) ELSE c.reltuples END)::float8, pg_total_relation_size(c.oid),
        COALESCE(s.seq_scan, 0), COALESCE(s.idx_scan, 0), COALESCE(s.n_tup_ins, 0), COALESCE(s.n_tup_upd, 0),
        COALESCE(s.n_tup_del, 0)
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace

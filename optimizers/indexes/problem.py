@@ -97,6 +97,10 @@ class IndexProblem:
     # cost units each index on a table adds to the workload: the index entries its writes must maintain (the
     # planner does not cost index maintenance, so a write-heavy table would otherwise get every index for free)
     maintenance: tuple[tuple[TableRef, float], ...] = ()
+    # why a table's columns got no candidate, for the explanation: the tables too small to index (table, rows),
+    # and the existing indexes' key columns (table, columns, index name)
+    small: tuple[tuple[TableRef, float], ...] = ()
+    existing: tuple[tuple[TableRef, tuple[str, ...], str], ...] = ()
 
     @cached_property
     def upkeep(self) -> dict[TableRef, float]:

@@ -93,6 +93,9 @@ def test_every_observed_statement_is_explained_and_every_candidate_not_chosen_ha
     assert gone["status"] == "not bound" and "gone" in gone["why"]
     small = next(r for t, r in by_text.items() if "FROM small" in t)
     assert small["status"] == "costed" and small["candidates"] == [] and "no candidate index" in small["why"]
+    assert "small is a small table (10 rows" in small["why"]  # which rule, with the table's rows
+    by_key = next(r for t, r in by_text.items() if "FROM orders WHERE id =" in t)
+    assert by_key["candidates"] == [] and "orders.id already leads the existing index orders_pkey" in by_key["why"]
     lookup = next(r for t, r in by_text.items() if "customer = $1 AND" in t)
     assert lookup["source"] in ("qualstats", "statistics") and set(lookup["params"]) == {"$1", "$2"}
     assert lookup["cost_chosen"] < lookup["cost_without"]

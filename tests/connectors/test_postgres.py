@@ -1,3 +1,5 @@
+import time
+
 import psycopg
 import pytest
 
@@ -23,6 +25,20 @@ def test_snapshot_delta_counts_exactly_the_statements_run_in_between(db):
     assert by_sql["UPDATE items SET kind = $1 WHERE id = $2"].calls == 1
     assert all("db-advisor" not in s.sql and "pg_stat" not in s.sql for s in w.statements)
     assert w.write_share() == pytest.approx(1 / 6)
+
+
+def test_a_table_never_analyzed_is_observed_with_its_live_rows(db):
+    """pg_class.reltuples is -1 until the first ANALYZE: the rows the statistics counted stand in for it (a 20,000
+    row table was otherwise a "small table" that got no index candidate)."""
+    run(db, "CREATE TABLE fresh (id int, a int)", "INSERT INTO fresh SELECT g, g % 7 FROM generate_series(1, 20000) g")
+    c = PostgresConnector(db)
+    deadline = time.monotonic() + 30  # the inserting session's counts reach the statistics when it ends
+    while True:
+        rows = next(t.rows for t in c.observe().tables if t.name == "fresh")
+        if rows >= 20000 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert rows == 20000 and scalar(db, "SELECT reltuples FROM pg_class WHERE relname = 'fresh'") < 1
 
 
 def test_snapshot_has_schema_stats_indexes_and_metrics(tpch_dsn):

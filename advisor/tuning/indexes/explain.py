@@ -149,10 +149,33 @@ def _why_not(problem: IndexProblem, q: Query, ix: IndexChange, mine, chosen, wit
 
 
 def _no_candidate(problem: IndexProblem, q: Query) -> str:
-    if not any(qid == q.queryid for qid, _u in problem.uses):
+    """Why a statement got no candidate, column by column: its table is too small to index (with its rows), or an
+    existing index already leads with the column (named).
+
+    >>> from optimizers.indexes.problem import ColumnUse
+    >>> p = IndexProblem((), (), 0, None, (("q", ColumnUse(("public", "t"), "id", "equality")),
+    ...                  ("q", ColumnUse(("public", "k"), "v", "join"))), small=((("public", "k"), 12.0),),
+    ...                  existing=((("public", "t"), ("id",), "t_pkey"),))
+    >>> _no_candidate(p, Query("q", "", 1.0, frozenset()))
+    'no candidate index: t.id already leads the existing index t_pkey; k is a small table (12 rows, under the 1,000 a candidate needs)'
+    """
+    uses = [u for qid, u in problem.uses if qid == q.queryid]
+    if not uses:
         return "no candidate index: it compares, joins, groups or orders by no column an index could serve"
-    return ("no candidate index: the columns it uses are on small tables (under 1000 rows) or already lead an "
-            "existing index")
+    small, led, why = dict(problem.small), {}, []
+    for table, columns, name in problem.existing:
+        led.setdefault((table, columns[0]), name)
+    for u in uses:
+        if u.table in small:
+            line = f"{u.table[1]} is a small table ({small[u.table]:,.0f} rows, under the 1,000 a candidate needs)"
+        elif (u.table, u.column) in led:
+            line = f"{u.table[1]}.{u.column} already leads the existing index {led[(u.table, u.column)]}"
+        else:
+            continue
+        if line not in why:
+            why.append(line)
+    return "no candidate index: " + ("; ".join(why) if why else
+                                     "no index on the columns it uses would be narrower than the ones there are")
 
 
 def add_verdicts(rows: list[dict], verdicts: Iterable, name: Name = _default_name) -> list[dict]:

@@ -110,7 +110,9 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
             session.close()
             raise
     problem = IndexProblem(tuple(queries), candidates, int(budget_bytes), whatif,
-                           tuple((qid, u) for qid, us in uses.items() for u in us), maintenance)
+                           tuple((qid, u) for qid, us in uses.items() for u in us), maintenance,
+                           small=tuple((t, n) for t, n in rows.items() if n < min_rows),
+                           existing=tuple(((i.schema, i.table), i.columns, i.name or "") for i in existing))
     return problem, session
 
 
