@@ -1,5 +1,5 @@
 """The server-drawn charts' vertical axis labels are whole and inside the chart: the convergence chart with each
-objective unit a run records, and the per-round totals."""
+objective unit a run records (its SVG, and as Chromium lays it out), and the per-round totals."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from tests.web.browser import browser  # noqa: F401  (the fixture: headless Chromium)
 from web.pages import plots
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -52,3 +53,34 @@ def test_the_round_totals_y_label_is_whole_and_inside_the_chart():
     assert " ".join(text for _, _, text in columns) == "workload ms (calls × median)"
     for _, y, text in columns:
         assert 0 <= y - CHAR_PX * len(text) / 2 and y + CHAR_PX * len(text) / 2 <= height
+
+
+MEASURE = """() => {
+  const svg = document.querySelector('svg.plot').getBoundingClientRect();
+  const box = e => { const r = e.getBoundingClientRect(); return {left: r.left, right: r.right, top: r.top,
+                                                                  bottom: r.bottom}; };
+  return {svg: box(document.querySelector('svg.plot')),
+          labels: [...document.querySelectorAll('text.axis-label[transform]')].map(box),
+          ticks: [...document.querySelectorAll('text.tick[text-anchor=end]')].map(box)};
+}"""
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_in_chromium_the_y_label_is_inside_the_chart_and_clear_of_the_ticks(label, browser):  # noqa: F811
+    from pathlib import Path
+
+    css = (Path(__file__).parents[2] / "web" / "static" / "style.css").read_text()
+    svg = plots.convergence([(1, 1234.5, "seed"), (2, 987.0, None), (3, 12345.0, None)], 1300.0, label)
+    page = browser.new_page(viewport={"width": 1024, "height": 800})
+    try:
+        page.set_content(f"<html><head><style>{css}</style></head><body><div style='width: 760px'>{svg}</div>"
+                         "</body></html>")
+        facts = page.evaluate(MEASURE)
+    finally:
+        page.close()
+    box, labels, ticks = facts["svg"], facts["labels"], facts["ticks"]
+    assert labels and ticks
+    for r in labels:  # the drawn text, as the browser laid it out with the page's font
+        assert box["left"] <= r["left"] and r["right"] <= box["right"], (r, box)
+        assert box["top"] <= r["top"] and r["bottom"] <= box["bottom"], (r, box)
+    assert max(r["right"] for r in labels) <= min(t["left"] for t in ticks), (labels, ticks)
