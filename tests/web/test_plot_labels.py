@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from tests.web.browser import browser  # noqa: F401  (the fixture: headless Chromium)
+from tests.web import browser as rig
 from web.pages import plots
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -55,6 +55,8 @@ def test_the_round_totals_y_label_is_whole_and_inside_the_chart():
         assert 0 <= y - CHAR_PX * len(text) / 2 and y + CHAR_PX * len(text) / 2 <= height
 
 
+browser = rig.browser  # the fixture: headless Chromium, as the page tour drives it
+
 MEASURE = """() => {
   const svg = document.querySelector('svg.plot').getBoundingClientRect();
   const box = e => { const r = e.getBoundingClientRect(); return {left: r.left, right: r.right, top: r.top,
@@ -66,7 +68,7 @@ MEASURE = """() => {
 
 
 @pytest.mark.parametrize("label", LABELS)
-def test_in_chromium_the_y_label_is_inside_the_chart_and_clear_of_the_ticks(label, browser):  # noqa: F811
+def test_in_chromium_the_y_label_is_inside_the_chart_and_clear_of_the_ticks(label, browser):
     from pathlib import Path
 
     css = (Path(__file__).parents[2] / "web" / "static" / "style.css").read_text()
