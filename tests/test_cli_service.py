@@ -101,6 +101,10 @@ def test_target_run_approve_apply_rollback(tmp_path, shop):
     assert index_names(shop) == before
     history = ok(cli(tmp_path, "recommendations", "show", rid, "--json"))["history"]
     assert [h["action"] for h in history][-4:] == ["rolled_back", "approved", "applied", "rolled_back"]
+    for args in (("show", rid), ("list",)):  # the state, the history's steps, the watch: words, not identifiers
+        human = cli(tmp_path, "recommendations", *args, env={"COLUMNS": "200"})
+        assert human.returncode == 0 and "rolled back" in human.stdout and "rolled_back" not in human.stdout, \
+            human.stdout
 
     bad = cli(tmp_path, "schedule", "add", "--target", "shop", "--cron", "nightly", "--kind", "indexes",
               "--budget-mb", "10")

@@ -9,8 +9,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from advisor.cli.pasting import commands, id_table
-from advisor.core.domain import DropIndexChange, IndexChange, KnobChange, QueryRewrite, Recommendation
+from advisor.cli.closing import closing
+from advisor.cli.pasting import id_table
+from advisor.core.domain import DropIndexChange, IndexChange, KnobChange, QueryRewrite, Recommendation, state_word
 from advisor.core.wording import ratio
 from advisor.service.summary import slowdown, summarize
 from advisor.core.sqltext import one_line, shorten
@@ -73,7 +74,7 @@ def recommendation(console: Console, rec: Recommendation, reasons: dict[str, str
     reasons = reasons or {}
     head = summarize(rec, predicted)
     console.print(f"\n[bold]Recommendation {rec.id}[/] ({rec.kind}, {escape(head.author)}): state "
-                  f"[bold]{rec.state}[/]")
+                  f"[bold]{state_word(rec.state)}[/]")
     rejected = rec.state == "rejected"
     if rejected:
         console.print("[bold]what was tried[/] (rejected: nothing to apply)")
@@ -258,7 +259,7 @@ def recommendations(console: Console, recs: list[Recommendation]) -> None:
     for r in recs:
         head = summarize(r)
         f = head.figures
-        table.add_row(r.id, r.kind, r.optimizer, r.state, head.verdict, str(len(r.changes)),
+        table.add_row(r.id, r.kind, r.optimizer, state_word(r.state), head.verdict, str(len(r.changes)),
                       f"[{TONES[head.tone]}]{f['gain']}[/]", f["gain_ci"])
     console.print(table)
 
@@ -304,7 +305,7 @@ def recommendation_page(console: Console, rec: Recommendation, history: list[dic
         watch_line(console, rec)
     table = Table("when (UTC)", "who", "what", "note", title="history")
     for h in history:
-        table.add_row(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(h["at"])), h["actor"], h["action"],
+        table.add_row(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(h["at"])), h["actor"], state_word(h["action"]),
                       str(h["detail"].get("note", "")))
     console.print(table)
 
@@ -322,7 +323,7 @@ def watch_line(console: Console, rec: Recommendation) -> None:
                if last.get("ratio") is not None else "; no watched statement judged yet" if w["state"] == "watching"
                else "")
     ends = time.strftime("%Y-%m-%d %H:%M", time.gmtime(w["ends_at"]))
-    console.print(f"watch: {w['state']} (window ends {ends} UTC, rolled back above {w['max_regression']:+.0%})"
+    console.print(f"watch: {state_word(w['state'])} (window ends {ends} UTC, rolled back above {w['max_regression']:+.0%})"
                   f"{figures}" + (f"; {w['note']}" if w.get("note") else ""), markup=False)
 
 
@@ -336,16 +337,16 @@ def watches(console: Console, rows: list[dict]) -> None:
         table.add_column(name, no_wrap=True)
     table.add_column("note")
     for r in rows:
-        table.add_row(r["id"], r["kind"], r["state"], ratio(r["ratio"]),
+        table.add_row(r["id"], r["kind"], state_word(r["state"]), ratio(r["ratio"]),
                       str(r["statements"]), time.strftime("%Y-%m-%d %H:%M", time.gmtime(r["ends_at"])),
                       escape(shorten(r["note"] or "", 60)))
     console.print(table)
 
 
-def whole_result(console: Console, result) -> None:
+def whole_result(console: Console, result, *, demo: bool = False) -> None:
     """A whole-advisor run: each step's recommendation (or why there is none), the bundle measured together on
-    a fresh shadow (each part's contribution and the share of its gain that held), what was dropped, and the
-    commands to approve and apply what is validated."""
+    a fresh shadow (each part's contribution and the share of its gain that held), what was dropped; then the
+    last screen (``closing``: what to apply, with its commands, what was left out, where the details are)."""
     for step in result.steps:
         console.print(f"\n[bold]{step.kind}[/]: {escape(step.message or '')}")
         rec = step.recommendation and next((r for r in result.recommendations if r.id == step.recommendation.id),
@@ -367,12 +368,4 @@ def whole_result(console: Console, result) -> None:
                           "-" if p.held is None else f"{p.held:.0%}", "pays" if p.kept else "dropped")
         console.print(table)
     dropped(console, list(result.dropped))
-    ready = [r for r in result.recommendations if r.state == "validated"]
-    if ready:
-        console.print("\n[bold]next[/]: review, then approve and apply each (a rewrite goes to the statement's owners):")
-        for r in ready:  # each command on its own line, never wrapped: pasting a line runs one whole command
-            commands(console, [f"advisor recommendations approve {r.id}"]
-                     + ([f"advisor recommendations apply {r.id}"] if r.apply_sql else []))
-    elif not any(r.state == "validated" for r in result.recommendations):
-        console.print("\nnothing to change: no candidate paid on the shadow (each step above says what it tried)")
-    console.print(f"\n{escape(result.message)}")
+    closing(console, result, demo=demo)

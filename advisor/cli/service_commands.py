@@ -125,7 +125,7 @@ def targets_list(json_out: JsonFlag = False, store: StoreOpt = None) -> None:
         return
     table = id_table("id", "name", "engine", "dsn (no password)", "registered", "last observed", "replica (lag)")
     for t in rows:
-        table.add_row(t["id"], t["name"], t["engine"], t["dsn"], "yes" if t["registered"] else "no",
+        table.add_row(t["id"], t["name"], t["engine"], t["dsn"] or "(no database)", "yes" if t["registered"] else "no",
                       when(t["last_observed_at"]), _replica_cell(t.get("replica")))
     Console().print(table)
 

@@ -27,7 +27,7 @@ from advisor.storage.ids import IdTables
 from advisor.storage.replicas import ReplicaTables
 from advisor.storage.targets import TargetTables
 from advisor.storage.schema import MIGRATIONS, SCHEMA_VERSION, changes_lists, new_id
-from advisor.core.domain import TRANSITIONS, Evidence, Recommendation, Snapshot, Workload
+from advisor.core.domain import TRANSITIONS, Evidence, Recommendation, Snapshot, Workload, state_word
 from advisor.core.errors import Conflict, InvalidTransition, NotFound, StoreError
 from advisor.core.inputs import check_text
 
@@ -326,9 +326,11 @@ class Store(TargetTables, AccessTables, ClaimTables, ReplicaTables, IdTables):
         with self.lock:
             rec = self.recommendation(rec_id)
             if expect is not None and rec.state != expect:
-                raise InvalidTransition(f"recommendation {rec_id} is {rec.state}, not {expect}")
+                raise InvalidTransition(f"recommendation {rec_id} is {state_word(rec.state)}, not "
+                                        f"{state_word(expect)}")
             if new_state not in TRANSITIONS.get(rec.state, frozenset()):
-                raise InvalidTransition(f"recommendation {rec_id} is {rec.state}; it cannot become {new_state}")
+                raise InvalidTransition(f"recommendation {rec_id} is {state_word(rec.state)}; it cannot become "
+                                        f"{state_word(new_state)}")
             with self._database.transaction():
                 # conditional on the state just read: of two processes moving it at once, one changes the row
                 changed = self.db.execute(
@@ -342,8 +344,8 @@ class Store(TargetTables, AccessTables, ClaimTables, ReplicaTables, IdTables):
                                f"become {new_state}")
             if not changed:
                 now = self.recommendation(rec_id).state
-                raise InvalidTransition(f"recommendation {rec_id} was {rec.state} but another process made it {now} "
-                                        f"meanwhile; it did not become {new_state}")
+                raise InvalidTransition(f"recommendation {rec_id} was {state_word(rec.state)} but another process made "
+                                        f"it {state_word(now)} meanwhile; it did not become {state_word(new_state)}")
             self._bump()
             return self.recommendation(rec_id)
 

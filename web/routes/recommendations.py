@@ -52,7 +52,7 @@ def get_recommendation(rec_id: str, service: Service, _: Viewer):
 
 @router.post("/{rec_id}/approve", response_model=schemas.Recommendation)
 def approve(rec_id: str, service: Service, who: Operator, body: schemas.Note | None = None):
-    """validated -> approved."""
+    """validated -> approved; rolled_back -> approved, to apply it again while its evidence is fresh."""
     return _out(service, service.approve(rec_id, who, body.note if body else ""))
 
 
@@ -63,7 +63,9 @@ def reject(rec_id: str, service: Service, who: Operator, body: schemas.Note | No
 
 @router.post("/{rec_id}/apply", response_model=schemas.Recommendation)
 def apply(rec_id: str, service: Service, who: Operator):
-    """approved -> applied: runs apply_sql on the production target and records how to revert."""
+    """approved -> applied: runs apply_sql on the production target and records how to revert. A rolled-back one
+    is applied again in this one step (approved again, audited, watched) while its evidence is fresh (at most
+    ADVISOR_REAPPLY_MAX_AGE_DAYS old, not rolled back by its watch); else 409, saying to tune again."""
     return _out(service, service.apply(rec_id, who))
 
 
