@@ -238,10 +238,7 @@ def demo(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.0
     if json_out:
         _emit_json(_whole_doc(service, result))
     else:
-        render.whole_result(Console(), result)
-        Console().print("(the demo's own servers are stopped now, so its recommendations stay in the store to read: "
-                        "`advisor recommendations list`; on your database, `advisor targets add` it and run "
-                        "`advisor tune --target DSN`, and the approve and apply commands above act on it)")
+        render.whole_result(Console(), result, demo=True)
 
 
 rewrite_commands.register(app)

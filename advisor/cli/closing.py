@@ -1,0 +1,69 @@
+"""The last screen of a whole run (``advisor tune``, ``advisor demo``), after the details have scrolled by: it fits
+one terminal (80 x 24). What to apply, with its commands one per line; what was left out and why, one line per step;
+where the details are; and when nothing validated, why (each measurement's own account: its rounds, why it stopped,
+the machine's load) and what to try."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.console import Console
+
+from advisor.cli.pasting import commands
+from advisor.core.wording import headline
+from advisor.service.summary import summarize
+
+TRY = ("to try: run it again when the machine is quieter, or give it more rounds (--rounds 10); each step's "
+       "measurement is in `advisor recommendations show ID`")
+
+
+def _line(console: Console, text: str) -> None:
+    console.print(text, markup=False, highlight=False)
+
+
+def closing(console: Console, result, *, demo: bool = False) -> None:
+    """The last screen of ``result`` (a ``WholeResult``). ``demo``: the demo's servers are stopped by now, so
+    nothing can be applied: its validated recommendations are shown to read, and the way to one's own database."""
+    recs = {r.id: r for r in result.recommendations}
+    ready = [r for r in result.recommendations if r.state == "validated"]
+    left = []
+    for step in result.steps:
+        rec = step.recommendation and recs.get(step.recommendation.id, step.recommendation)
+        if rec is None or rec.state != "validated":
+            left.append((step, rec))
+    console.rule("what to do", style="bold")
+    if ready:
+        _line(console, "validated on a shadow, to read" + (" (the demo's servers are stopped now):" if demo else
+                                                            ", approve and apply:"))
+        for rec in ready:
+            f = summarize(rec).figures
+            _line(console, f"  {rec.kind}: {len(rec.changes)} change(s), measured gain {f['gain']} "
+                           f"(95% CI {f['gain_ci']})")
+            commands(console, [f"advisor recommendations show {rec.id}"] + ([] if demo else (
+                [f"advisor recommendations approve {rec.id}"]
+                + ([f"advisor recommendations apply {rec.id}"] if rec.apply_sql else []))), indent="    ")
+    else:
+        _line(console, "nothing validated: no change proved itself on the shadow")
+    if result.bundle is not None and result.bundle.kept is not None:
+        k = result.bundle.kept
+        _line(console, f"  together: measured gain {k.gain:+.1%} (95% CI {k.gain_ci[0]:+.1%} .. "
+                       f"{k.gain_ci[1]:+.1%}), on a freshly built shadow")
+    if left:
+        _line(console, "left out:")
+        for step, rec in left:
+            why = headline(step.message or "nothing recommended")
+            if rec is not None and rec.evidence is not None and rec.evidence.measured:
+                why += f" (measured: {rec.evidence.measured})"
+            _line(console, f"  {step.kind}: " + (f"{rec.state}: " if rec is not None and rec.state not in why
+                                                  else "") + why)
+    tried = Counter(str(d.get("kind", "")) for d in result.dropped)
+    if tried:
+        _line(console, f"  {sum(tried.values())} change(s) tried and not recommended ("
+                       + ", ".join(f"{n} {kind}" for kind, n in tried.most_common())
+                       + "): the 'not recommended' table above says why, one row each")
+    if not ready:
+        _line(console, TRY)
+    if demo:
+        _line(console, "on your own database: advisor targets add --name NAME --dsn DSN --replica, then "
+                       "advisor tune --target NAME")
+    _line(console, "details: the tables above; `advisor recommendations list`; `advisor serve` for the web UI")
