@@ -78,7 +78,8 @@ def test_a_run_started_with_tune_records_its_log_and_who_started_it(tmp_path, sh
         _, secret = app.state.service.create_token("viewer", "viewer")
         assert log_in(client, secret).status_code == 303
         page = client.get(f"/runs/{run['id']}").text
-        assert "(nothing logged yet)" not in page and html.escape(logged[-1], quote=False) in page
+        assert "(nothing logged yet)" not in page and "(no log was recorded" not in page
+        assert html.escape(logged[-1], quote=False) in page
         assert html.escape(run["started_by"], quote=False) in client.get("/runs").text
 
     # a run of a registered target started from the command line (the server's path) is the CLI user's too

@@ -50,3 +50,6 @@ def test_a_schedule_shows_its_target_by_name_and_its_next_firing_in_its_own_zone
     row = page.text[page.text.index(f'href="/runs/{skipped["id"]}"') - 1500:page.text.index(
         f'href="/runs/{skipped["id"]}"')]
     assert "<td>prod</td>" in row and f"schedule:{s['id']}" in row
+    # a run's Log says whether its lines are still to come or none were recorded (a skipped firing runs nothing)
+    assert "(no log was recorded for this run)" in client.get(f"/runs/{skipped['id']}").text
+    assert "(nothing logged yet)" in client.get(f"/runs/{busy}").text
