@@ -35,6 +35,13 @@ def test_observe_json_is_one_document(busy_db, tmp_path):
     assert st["calls"] == 3 and "$1" in st["sql"]
 
 
+def test_observe_of_an_empty_workload_says_so_in_a_sentence(db, tmp_path):
+    run(db, "SELECT pg_stat_statements_reset()")
+    res = advisor("observe", "--target", db, store=tmp_path / "s.duckdb")
+    assert res.returncode == 0, res.stderr
+    assert "no statement of the workload ran" in res.stdout and "top 10 statements" not in res.stdout
+
+
 def test_tune_knobs_json_and_recommendations(busy_db, tmp_path):
     store = tmp_path / "s.duckdb"
     # the rules alone (no seeds): their one configuration is measured; when it beat the current settings it is

@@ -30,6 +30,10 @@ def observation(console: Console, obs: Observation, top: int = 10) -> None:
     w = obs.workload
     console.print(f"workload: {len(w.statements)} statements, {w.total_calls} calls, {w.total_ms / 1000:.2f} s "
                   f"total, kind [bold]{obs.workload_kind}[/], writes {w.write_share():.0%}")
+    if not w.statements:
+        console.print("no statement of the workload ran since the statement statistics began (or were last reset): "
+                      "run the application's workload, then observe again", markup=False)
+        return
     table = Table("calls", "total ms", "mean ms", "statement", title=f"top {top} statements by total time")
     for st in w.statements[:top]:
         table.add_row(str(st.calls), f"{st.total_ms:.1f}", f"{st.mean_ms:.2f}", escape(shorten(st.sql)))
