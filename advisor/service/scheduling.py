@@ -16,7 +16,6 @@ from datetime import datetime, timedelta, timezone as tz
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED
-from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 
 from advisor.service.auth import Principal
@@ -179,6 +178,8 @@ class Scheduler:
     """The server's scheduler: one APScheduler job per stored schedule."""
 
     def __init__(self, service, misfire_grace_s: float = 6 * 3600.0):
+        from apscheduler.schedulers.background import BackgroundScheduler  # a server's: not for every CLI command
+
         self.service = service
         self.grace_s = misfire_grace_s
         self._aps = BackgroundScheduler(timezone="UTC", job_defaults={
