@@ -149,3 +149,13 @@ def test_a_second_run_of_the_same_keys_joins_their_target_and_a_column_needs_a_d
     res = cli(tmp_path, *NO_DB, "--keys", "public.orders.o_orderkey", "--json")
     assert res.returncode == 1 and "needs a target database" in res.stderr and "Traceback" not in res.stderr
     assert res.stdout == ""
+
+
+def test_a_schedule_of_synthetic_keys_needs_no_target(tmp_path):
+    res = cli(tmp_path, "schedule", "add", "--cron", "0 2 * * *", "--kind", "learned-index", "--keys",
+              "synthetic:books:5000", "--workload", "read-only", "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["target_name"] == "keys synthetic:books:5000"
+    res = cli(tmp_path, "schedule", "add", "--cron", "0 2 * * *", "--kind", "indexes", "--budget-mb", "10")
+    assert res.returncode == 1 and "a schedule without a target database takes only runs that need none" in \
+        res.stderr and "Traceback" not in res.stderr

@@ -122,11 +122,13 @@ schedule_app = typer.Typer(no_args_is_help=True, help="Nightly tuning: cron sche
 
 @schedule_app.command("add")
 @plan_options
-def schedule_add(target: Annotated[str, typer.Option("--target", "-t", help="target id or name")],
-                 cron: Annotated[str, typer.Option(help="5 cron fields, e.g. '0 2 * * *' (02:00 daily)")],
+def schedule_add(cron: Annotated[str, typer.Option(help="5 cron fields, e.g. '0 2 * * *' (02:00 daily)")],
                  kind: Annotated[list[str], typer.Option(help="what each firing tunes, in order: knobs, indexes, "
                                                               "rewrites, all (repeat, or a comma list: knobs,indexes)")],
                  plan_fields: dict,
+                 target: Annotated[str | None, typer.Option("--target", "-t", help="target id or name; left out for "
+                                                                          "runs that need no database (a learned "
+                                                                          "index's synthetic keys)")] = None,
                  timezone_: Annotated[str, typer.Option("--timezone", help="of the cron fields")] = "UTC",
                  auto_apply: Annotated[AutoApply, typer.Option(help="reload_knobs: apply validated knob changes "
                                                                     "that need no restart")] = AutoApply.none,

@@ -12,23 +12,29 @@ from advisor.service.auth import ADMIN, Principal
 from advisor.service.ids import full_id
 from advisor.service.runs import RunPlan
 from advisor.service.scheduling import AUTO_APPLY, check_cron, fire_text, next_fire, refuse_unsafe, run_scheduled
+from advisor.tuning import kinds
 from connectors import factory
 
 
 class SchedulesMixin:
     # --- schedules ------------------------------------------------------------------------------------------
 
-    def add_schedule(self, ref: str, cron: str, plans: Sequence[RunPlan], who: Principal = ADMIN, *,
+    def add_schedule(self, ref: str | None, cron: str, plans: Sequence[RunPlan], who: Principal = ADMIN, *,
                      timezone: str = "UTC", auto_apply: str = "none", auto_apply_knobs: Sequence[str] = (),
                      max_regression: float = 0.10) -> dict:
         """Tune ``ref`` by itself on a cron schedule (5 fields, e.g. ``0 2 * * *``): observe, run each plan,
         leave recommendations for approval; with ``auto_apply="reload_knobs"``, apply a validated knob
         recommendation whose changes all take effect on reload (and, when given, are all in
-        ``auto_apply_knobs``), and roll it back at the next run if statements got ``max_regression`` slower."""
+        ``auto_apply_knobs``), and roll it back at the next run if statements got ``max_regression`` slower.
+        ``ref`` None (or a target of its own): runs that need no database, all under one target of its own
+        (``Kind.own_target``: a learned index's synthetic keys), created once the schedule is checked."""
         who.require("operator")
-        target = self.store.target(ref)
-        connector = factory.connector(self._dsn(target))  # opened once: the knob checks and the plan checks
+        target = self.store.target(ref) if ref is not None else None
+        dsn = self._database_dsn(target) if target is not None else None
+        connector = factory.connector(dsn) if dsn else None  # opened once: the knob checks and the plan checks
         check_cron(cron, timezone)
+        if auto_apply_knobs and connector is None:
+            raise AdvisorError("auto_apply_knobs needs a target database")
         if auto_apply_knobs:
             catalog = connector.knob_catalog()
             unknown = [k for k in auto_apply_knobs if k not in catalog]
@@ -44,6 +50,13 @@ class SchedulesMixin:
         plans = [p.checked(remote=True) for p in plans]  # the server runs them: a remote face's plans, whoever asks
         for plan in plans:  # what the target refuses (a rewrite run's SQL) is refused now, not at a firing
             self.check_plan_on(connector, plan)
+        if connector is None:  # no database: every run goes under the one target of its own they share
+            owns = {kinds.get(p.kind).target_of_its_own(p) for p in plans}
+            if None in owns or len(owns) != 1 or (target is not None and target["name"] not in owns):
+                raise AdvisorError("a schedule without a target database takes only runs that need none, all of one "
+                                   "source (a learned index's synthetic keys); give a target for the others")
+            entry = kinds.get(plans[0].kind)
+            target = target or self.store.target_by_id(self.store.own_target(owns.pop(), entry.own_target_engine))
         doc = {"runs": [p.to_dict() for p in plans], "auto_apply": auto_apply,
                "auto_apply_knobs": list(auto_apply_knobs), "max_regression": max_regression}
         schedule_id = self.store.add_schedule(target["id"], cron, timezone, doc, who.actor)

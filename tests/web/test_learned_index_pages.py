@@ -154,3 +154,29 @@ def test_a_learned_index_run_over_rest_needs_no_target(app_client, tokens):
     assert r.status_code == 400 and "needs a target database" in r.json()["message"], r.text
     r = client.post("/api/runs", json={"kind": "indexes", "budget_mb": 10}, headers=op)
     assert r.status_code == 422, r.text  # a kind whose runs all need a database: the schema asks for a target
+
+
+def test_a_schedule_of_synthetic_keys_needs_no_target(app_client, tokens):
+    """Issue 44, item 8, for schedules: the schedule form without a target takes runs that need no database; its
+    firing runs under the keys' own target; one that needs a database is refused in one line."""
+    import html
+    import re
+
+    client, service = app_client
+    op = tokens["operator"]
+    log_in(client, op)
+    page = client.get("/schedules").text
+    assert '<option value="">no database' in page
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    form = {"target": "", "csrf": csrf, "cron": "0 2 * * *", **{k: str(v) for k, v in RUN.items()},
+            "keys": "synthetic:books:5000", "budget": "2"}
+    assert client.post("/schedules", data=form, follow_redirects=False).status_code == 303
+    (schedule,) = service.schedules()
+    assert schedule["target_name"] == "keys synthetic:books:5000"
+    (run,) = service.run_schedule(schedule["id"])
+    assert run["state"] == "done" and run["kind"] == "learned-index" and run["target_id"] == schedule["target_id"]
+    r = client.post("/schedules", data={**form, "kind": "indexes", "optimizer": "extend", "budget_mb": "10"},
+                    follow_redirects=False)
+    assert r.status_code == 400 and "a schedule without a target database takes only runs that need none" in \
+        html.unescape(r.text)
+    assert len(service.schedules()) == 1

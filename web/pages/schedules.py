@@ -31,12 +31,11 @@ def schedules_page(request: Request, service: Service, session: PageSession):
 @router.post("/schedules")
 def add_schedule(service: Service, checked: Checked, fields: PlanFields, target: Field = "", cron: Field = "",
                  timezone: Field = "", auto_apply: Field = ""):
-    if not target.strip():
-        raise AdvisorError("choose a target")
     if not cron.strip():
         raise AdvisorError("a schedule needs a cron expression, e.g. '0 2 * * *' (02:00 every day)")
     plan = plan_from_form(fields)
-    service.add_schedule(target.strip(), " ".join(cron.split()), [plan], checked[0],
+    # no target: runs that need no database (a learned index's synthetic keys), under their target of its own
+    service.add_schedule(target.strip() or None, " ".join(cron.split()), [plan], checked[0],
                          timezone=timezone.strip() or "UTC",
                          auto_apply=choice("auto_apply", auto_apply, AUTO_APPLY, "none"))
     return see_other("/schedules")
