@@ -144,3 +144,8 @@ def parser_message(e: Exception) -> str:
         return f"{text}{near}{where}"
     line = (str(e).strip().splitlines() or [type(e).__name__])[0]
     return re.sub(r"\x1b\[[0-9;]*m", "", re.sub(r"<class '(?:[\w]+\.)*(\w+)'>", r"\1", line))
+
+
+class NothingToReplay(AdvisorError):
+    """The workload has no statement that can be replayed (none could be bound to values): every kind that
+    measures on a shadow fails the same way, so a whole run stops at the first."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from advisor.core.domain import Snapshot, Statement, Workload
-from advisor.core.errors import AdvisorError, OtherDatabase
+from advisor.core.errors import AdvisorError, NothingToReplay, OtherDatabase
 from advisor.core.identity import describe, mismatch
 from advisor.core.progress import Say, silent
 from advisor.storage.store import Store
@@ -113,5 +113,5 @@ def bind(connector: Connector, obs: Observation, max_statements: int,
     for _st, why in skipped:
         say(f"cannot replay a statement ({why}); left out")
     if not bound:
-        raise AdvisorError("nothing to replay: no statement of the workload could be bound to values")
+        raise NothingToReplay("nothing to replay: no statement of the workload could be bound to values")
     return bound, tuple((s.sql, w) for s, w in skipped)

@@ -17,7 +17,7 @@ from advisor.core.progress import Say
 from advisor.core.domain import Applied, Change, Evidence
 from advisor.core.plans import Plan
 from advisor.core.sqltext import shorten
-from advisor.core.errors import AdvisorError, BadStatement, SandboxError
+from advisor.core.errors import AdvisorError, BadStatement, NothingToReplay, SandboxError
 from advisor.core.wording import ratio
 from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.measure import StopRule, interleave
@@ -107,7 +107,7 @@ def measure_changes(shadow: Shadow, statements: Sequence[BoundStatement], change
     (on JOB, each pass timed the whole workload again: ~40 s per arm and round)."""
     say = say or (lambda _m: None)
     if not statements:
-        raise AdvisorError("nothing to replay: the workload has no replayable statements")
+        raise NothingToReplay("nothing to replay: the workload has no replayable statements")
     if built and any(s.is_write for s in statements):
         raise ValueError("a held index set is measured on reads only (a write must maintain what it hides)")
     warm = ReplayOptions(options.concurrency, options.repeats, options.warmup, options.statement_timeout_ms)

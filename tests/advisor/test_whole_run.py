@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from advisor.core.domain import Evidence, IndexChange, KnobChange
+from advisor.core.errors import NothingToReplay
 from advisor.service.service import AdvisorService
 from advisor.storage.store import open_store
 from advisor.tuning.observe import bind, observe
@@ -240,3 +241,21 @@ def test_the_outcome_line_takes_each_step_s_first_sentence_whole():
     assert line == ("indexes: nothing recommended; knobs: keep your current settings: the best configuration "
                     "(2 changes) measured +1.2% (95% CI -0.4% .. +2.9%; 5 rounds (the interval cannot clear the "
                     "minimum); load 1.3) against the current settings: not measurably better (the minimum is 2%)")
+
+
+def test_a_workload_with_nothing_to_replay_stops_the_whole_run_in_one_line(pg, tmp_path):
+    """Every statement the workload ran is on a table dropped since: none can be bound, so every step would fail
+    alike; the run stops at the first with one reason, not one "failed: nothing to replay" per step."""
+    dsn = pg.create_database("whole_" + uuid.uuid4().hex[:8])
+    with factory.connect(dsn) as conn:
+        conn.execute("CREATE TABLE gone (x int)")
+        conn.execute("SELECT pg_stat_statements_reset()")
+        for k in range(5):
+            conn.execute("SELECT x FROM gone WHERE x = %s", [k])
+        conn.execute("DROP TABLE gone")
+    lines: list[str] = []
+    service = AdvisorService(open_store(tmp_path / "s.duckdb"), say=lines.append)
+    with pytest.raises(NothingToReplay, match="nothing to replay"):
+        service.tune("all", dsn, RunPlan("all", trials=2, rounds=2, budget_mb=5))
+    assert not [line for line in lines if "failed: nothing to replay" in line]
+    assert [r["state"] for r in service.store.runs()] == ["failed"]

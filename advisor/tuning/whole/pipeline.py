@@ -19,7 +19,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from advisor.core.domain import Recommendation
-from advisor.core.errors import AdvisorError
+from advisor.core.errors import AdvisorError, NothingToReplay
 from advisor.core.wording import headline, slower_faster
 from advisor.tuning.indexes.kind import KIND as INDEXES
 from advisor.tuning.kind import Context
@@ -77,6 +77,8 @@ def tune_all(ctx: Context, plan) -> WholeResult:
         try:
             with factory.shadows_start_from(base):
                 result = STEPS[name].run(ctx, sub)
+        except NothingToReplay:  # the workload's, not the step's: every later step would fail the same way
+            raise
         except AdvisorError as e:
             ctx.say(f"{name}: failed: {e}")
             steps.append(Step(name, None, f"failed: {e}", failed=True))
