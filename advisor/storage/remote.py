@@ -74,13 +74,15 @@ def forwardable(cls: type, name: str) -> bool:
 class StoreServer:
     """Answers other processes' calls of ``store`` while this process holds it (``start``, ``stop``). ``url``:
     where this process's web UI and REST API listen, if it is ``advisor serve`` (said in error lines). It keeps
-    no store alive: a store dropped unclosed stops answering, as its file closes."""
+    no store alive: a store dropped unclosed stops answering, as its file closes; at this process's exit it stops
+    as at ``close``."""
 
     def __init__(self, store, url: str | None = None):
         self._store, self.path, self.url = weakref.ref(store), store.path, url
         self._sock: socket.socket | None = None
         self._busy = threading.Condition()
         self._active, self._stopped = 0, False
+        self._threads: set[threading.Thread] = set()  # the accept loop and the answering threads, joined at stop
         self.taken = False  # another process answers for this store's name (see ``start``)
 
     def start(self) -> "StoreServer":
@@ -93,9 +95,17 @@ class StoreServer:
             return self
         sock.listen(64)
         self._sock = sock
-        weakref.finalize(self._store(), _shut, sock)
-        threading.Thread(target=self._accept, name="advisor-store-server", daemon=True).start()
+        # when the store is dropped, or at this process's exit (a command ends without closing it): stop, letting
+        # the requests taken be answered first
+        weakref.finalize(self._store(), self.stop)
+        self._spawn(self._accept, "advisor-store-server")
         return self
+
+    def _spawn(self, target, name: str, *args) -> None:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        with self._busy:
+            self._threads = {t for t in self._threads if t.is_alive()} | {thread}
+        thread.start()
 
     def stop(self, wait_s: float = 60.0) -> None:
         """Take no more requests, and wait (up to ``wait_s``) for those taken to be answered."""
@@ -105,6 +115,12 @@ class StoreServer:
             _shut(self._sock)
         with self._busy:
             self._busy.wait_for(lambda: self._active == 0, timeout=wait_s)
+            threads = set(self._threads)
+        # and for their threads to end: one that ends frees its database session, which must not outlive the
+        # store (at this process's exit, DuckDB aborts on a session freed while the interpreter finalizes)
+        for t in threads:
+            if t is not threading.current_thread():
+                t.join(timeout=5.0)
 
     def _accept(self) -> None:
         while True:
@@ -112,7 +128,7 @@ class StoreServer:
                 conn, _ = self._sock.accept()
             except OSError:
                 return
-            threading.Thread(target=self._answer, args=(conn,), name="advisor-store-answer", daemon=True).start()
+            self._spawn(self._answer, "advisor-store-answer", conn)
 
     def _answer(self, conn: socket.socket) -> None:
         with conn:

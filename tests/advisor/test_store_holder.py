@@ -164,6 +164,35 @@ def test_a_holder_that_answers_no_one_is_waited_for_with_a_line_said(tmp_path):
         store.close()
 
 
+def test_a_command_that_ends_without_closing_answers_what_it_took_and_hands_the_store_over(tmp_path):
+    """A command holding the store ends (no ``close``: its process exits) while another writes to it call after
+    call: every write is made exactly once, and the writer holds the store afterwards."""
+    path, ready = tmp_path / "s.duckdb", tmp_path / "ready"
+    ends = subprocess.Popen([sys.executable, "-c", "import pathlib, sys, time; from advisor.storage.store import "
+                             "open_store; s = open_store(sys.argv[1], remote=True); s.upsert_target('t0', "
+                             "'postgres', 'x'); pathlib.Path(sys.argv[2]).write_text('ok'); time.sleep(1)",
+                             str(path), str(ready)], stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: ready.exists() or ends.poll() is not None, "the holder to open the store")
+        client = open_store(path, remote=True)
+        assert isinstance(client, RemoteStore)
+        (target,) = client.targets()
+        client.add_run("run1", target["id"], "knobs", "rules", {})
+        written, after = 0, 0
+        while after < 20:  # call after call, until 20 went after the holder had ended
+            gone = ends.poll() is not None
+            client.add_trial(target["id"], "run1", "rules", [], None, "ok", number=written)
+            written, after = written + 1, after + gone
+        assert ends.returncode == 0, ends.stderr.read()
+    finally:
+        if ends.poll() is None:
+            ends.kill()
+        ends.communicate()
+    assert [t["number"] for t in client.trials("run1")] == list(range(written))  # each once, none lost
+    assert client.db is not None  # the file is this process's now
+    client.close()
+
+
 # holds the store at argv[1] and its lock until a request of another process waits for that lock; prints the
 # targets seen then (under the lock) and after the lock is let go
 UNDER_LOCK = """
