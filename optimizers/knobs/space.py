@@ -265,8 +265,9 @@ class KnobSpace:
 
     def repair(self, config: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
         """The nearest configuration that meets the constraints (ordered knobs put in order: the searched one of
-        the pair moves to the other; then the memory model's ``shrink`` knobs lowered in order) and what was
-        changed."""
+        the pair moves to the other; then the memory model's ``shrink`` knobs lowered in order), its values
+        written as a DBA writes them (``rounded``), and what was changed. A trial runs this configuration, so the
+        value a trial ran is the value the recommendation and its "not recommended" rows show."""
         fixed = dict(config)
         notes: list[str] = []
         for o in self.profile.orderings:
@@ -291,22 +292,32 @@ class KnobSpace:
                 shrunk = self._value(fixed, name) * 0.8
                 if spec.min_value is not None and shrunk / size < spec.min_value:
                     break
-                fixed[name] = _text(self.units, spec, shrunk / size)
+                fixed[name] = self.units.readable(spec, _text(self.units, spec, shrunk / size))  # as noted
             notes.append(f"{name} lowered to {fixed[name]} to fit the memory budget")
-        return fixed, notes
+        return self.rounded(fixed), notes
 
     def rounded(self, config: Mapping[str, str]) -> dict[str, str]:
         """``config`` with every changed value rounded as a DBA would write it (the engine's
-        ``UnitGrammar.readable``); a rounding that would break the constraints (the memory budget) is left
-        unrounded. What is measured is then what is recommended."""
+        ``UnitGrammar.readable``); a rounding that would leave the searched range or break the constraints (the
+        memory budget) is left unrounded, unless another value's rounding makes room for it (a pass again, until nothing moves). What
+        is measured is then what is recommended."""
         out = dict(config)
         base = self.default_config()
-        for name, value in config.items():
-            if self.units.same_value(self.catalog[name], base.get(name, ""), value):
-                continue
-            trial = {**out, name: self.units.readable(self.catalog[name], value)}
-            if not self.violations(trial) or self.violations(out):
-                out = trial
+        ranges = {d.name: d for d in self.dimensions if not d.categorical}
+        for _ in range(len(out) + 1):
+            before = dict(out)
+            for name, value in before.items():
+                if self.units.same_value(self.catalog[name], base.get(name, ""), value):
+                    continue
+                text = self.units.readable(self.catalog[name], value)
+                d = ranges.get(name)
+                if d is not None and _outside(d, text) > _outside(d, value):
+                    continue
+                trial = {**out, name: text}
+                if not self.violations(trial) or self.violations(out):
+                    out = trial
+            if out == before:
+                break
         return out
 
     def describe(self) -> list[dict]:
@@ -314,6 +325,15 @@ class KnobSpace:
                  "high": d.from_unit(1.0), "scale": d.scale if not d.categorical else "choice",
                  "special": _special_text(d.special) if d.special is not None else None,
                  "choices": list(d.choices), "restart": d.restart} for d in self.dimensions]
+
+
+def _outside(d: Dimension, text: str) -> float:
+    """How far ``text`` lies outside ``d``'s searched range, in catalog units (0 inside it or at its special
+    value)."""
+    base = d.units.to_base(d.spec, text)
+    if d.special is not None and math.isclose(base, d.special):
+        return 0.0
+    return max(d.low - base, base - d.high, 0.0)
 
 
 def _special_text(value: float) -> str:

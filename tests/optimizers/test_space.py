@@ -277,3 +277,23 @@ def test_memory_footprint_grows_with_active_connections(catalog):
     # the same configuration can fit for few connections and not for many
     config = {**config, "work_mem": "64MB"}
     assert few.violations(config) == [] and [v.rule for v in many.violations(config)] == ["memory"]
+
+
+def test_a_trial_runs_the_values_a_dba_reads_so_the_trial_and_the_recommendation_show_one_value(space):
+    # issue 44: "wal_buffers = 5296kB" under "not recommended" where its trial had run 5272kB: the trial loop runs
+    # what repair returns, so repair writes the values as they are recommended (KnobSpace.rounded) and shown
+    rng = np.random.default_rng(7)
+    wal = space.units.readable(space.catalog["wal_buffers"], "5272kB")
+    assert wal == "5296kB"
+    fixed, _ = space.repair({**space.default_config(), "wal_buffers": "5272kB"})
+    assert fixed["wal_buffers"] == wal
+    rounded_some = False
+    for _ in range(40):
+        config = space.decode(rng.random(len(space.names)))
+        fixed, _ = space.repair(config)
+        assert space.violations(fixed) == []
+        assert space.rounded(fixed) == fixed  # what validation rounds is what the trial ran
+        rounded_some = rounded_some or fixed != config
+        for c in space.changes(fixed):
+            assert space.units.shown(space.catalog[c.name], c.value) == c.value, c  # one text for one value
+    assert rounded_some
