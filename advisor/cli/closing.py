@@ -13,8 +13,8 @@ from advisor.cli.pasting import commands
 from advisor.core.wording import headline
 from advisor.service.summary import summarize
 
-TRY = ("to try: run it again when the machine is quieter, or give it more rounds (--rounds 10); each step's "
-       "measurement is in `advisor recommendations show ID`")
+TRY = ("to try: run it again when the machine is quieter, or give it more rounds (--rounds 10); "
+       "`advisor recommendations show ID` has each step's measurement")
 
 
 def _line(console: Console, text: str) -> None:
@@ -64,6 +64,7 @@ def closing(console: Console, result, *, demo: bool = False) -> None:
     if not ready:
         _line(console, TRY)
     if demo:
-        _line(console, "on your own database: advisor targets add --name NAME --dsn DSN --replica, then "
-                       "advisor tune --target NAME")
-    _line(console, "details: the tables above; `advisor recommendations list`; `advisor serve` for the web UI")
+        _line(console, "on your own database (its DSN in ADVISOR_TARGET_DSN):")
+        commands(console, ["advisor targets add --name NAME --replica", "advisor tune --target NAME"])
+    _line(console, "details: the tables above, and:")
+    commands(console, ["advisor recommendations list", "advisor serve   # the web UI"])

@@ -244,8 +244,9 @@ def playground(password: Annotated[str | None, typer.Option(
         dsn = create_shop(sandbox, password=password, scale=scale, login=user)
         emit({"dsn": dsn}) if json_out else print(dsn)
         sys.stdout.flush()
-        say("next: advisor targets add --name shop --dsn '<the DSN above>', then advisor observe --target shop; "
-            "Ctrl-C stops")
+        say("next, in another terminal: export ADVISOR_TARGET_DSN='<the DSN above>', then advisor targets add "
+            "--name shop (it reads the DSN from there: no password on a command line), then advisor observe "
+            "--target shop; Ctrl-C stops")
         end = time.monotonic() + seconds if seconds else None
         rounds = 0
         while end is None or time.monotonic() < end:
