@@ -207,9 +207,10 @@ def _y_label(label: str, middle: float, room: float) -> str:
     """The vertical axis label, rotated, centred on ``middle`` (the plot area's, ``room`` pixels tall), in one
     column or two left of the tick labels: never longer than the plot area, so never cut at the chart's ends."""
     lines = label_lines(label, room)
-    return "".join(f'<text class="axis-label" x="{14 + 13 * i}" y="{middle:.1f}" text-anchor="middle" '
-                   f'transform="rotate(-90 {14 + 13 * i} {middle:.1f})">{escape(line)}</text>'
-                   for i, line in enumerate(lines))
+    return (f"<g><title>{escape(label)}</title>"  # the label whole, for a reader (and a search) of the page
+            + "".join(f'<text class="axis-label" x="{14 + 13 * i}" y="{middle:.1f}" text-anchor="middle" '
+                      f'transform="rotate(-90 {14 + 13 * i} {middle:.1f})">{escape(line)}</text>'
+                      for i, line in enumerate(lines)) + "</g>")
 
 
 def round_totals(baseline: Sequence[float], candidate: Sequence[float]) -> Markup:
