@@ -300,6 +300,15 @@ class Headline(BaseModel):
     regressed: list[Moved] = Field(description="statements whose slowdown blocks the change")
     rare_slower: list[Moved] = Field(description="statements slower but too rare to block")
     unit: str
+    baseline_with: str = Field("", description="what the measured baseline includes besides the database as it "
+                                               "is (a whole run's later step: the earlier steps' changes); empty "
+                                               "when nothing")
+    sizes: list[dict[str, str]] = Field([], description="an index recommendation's sizes per index, as every face "
+                                                       "prints them: estimated (what-if, counted against the "
+                                                       "budget) and built (on the shadow), in MB")
+    figures: dict[str, str] = Field({}, description="the texts every face prints for these numbers: baseline, "
+                                                    "candidate, gain, gain_ci, predicted, verdict, baseline_label, "
+                                                    "line")
 
 
 class Recommendation(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from advisor.core.domain import Recommendation
 from advisor.service.production import handed_over
-from advisor.service.summary import run_outcome, summarize
+from advisor.service.summary import document, run_outcome, summarize
 from advisor.service.watch import watch_of
 from advisor.storage import codec
 from web import schemas
@@ -19,7 +19,7 @@ def recommendation(rec: Recommendation, predicted_gain: float | None) -> schemas
         needs_restart=rec.needs_restart, created_at=rec.created_at, run_id=rec.run_id,
         gain=codec.plain(ev.gain) if ev else None, gain_ci=codec.plain(list(ev.gain_ci)) if ev else None,
         predicted_gain=predicted_gain, evidence=d["evidence"], details=d["details"], applied=rec.applied,
-        watch=watch_of(rec), applicable=not handed_over(rec), summary=codec.plain(summarize(rec, predicted_gain)))
+        watch=watch_of(rec), applicable=not handed_over(rec), summary=document(summarize(rec, predicted_gain)))
 
 
 def page(rows: list, limit: int, offset: int) -> dict:

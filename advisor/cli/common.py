@@ -19,6 +19,7 @@ import typer
 from typer._click.exceptions import UsageError  # typer >= 0.20 vendors click
 
 from advisor.core.progress import reporter
+from advisor.service import summary
 from advisor.storage import codec
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="print one JSON document on stdout")]
@@ -96,7 +97,7 @@ def rec_doc(service, rec, head=None) -> dict | None:
     API's, the predicted gain included); ``head``: those numbers when the caller has them. None for None."""
     if rec is None:
         return None
-    return {**codec.recommendation_dict(rec), "summary": codec.plain(head or service.headline(rec))}
+    return {**codec.recommendation_dict(rec), "summary": summary.document(head or service.headline(rec))}
 
 
 def observation_doc(obs) -> dict:

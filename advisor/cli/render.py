@@ -13,7 +13,7 @@ from advisor.cli.closing import closing
 from advisor.cli.pasting import id_table
 from advisor.core.domain import DropIndexChange, IndexChange, KnobChange, QueryRewrite, Recommendation, state_word
 from advisor.core.wording import ratio
-from advisor.service.summary import slowdown, summarize
+from advisor.service.summary import size, slowdown, summarize
 from advisor.core.sqltext import one_line, shorten
 
 if TYPE_CHECKING:  # the service pulls in the optimizers (torch): not needed to render, nor for `advisor --help`
@@ -175,14 +175,10 @@ def tune_result(console: Console, result: TuneResult) -> None:
         console.print(f"[yellow]not replayed[/]: {shorten(sql)} ({why})")
 
 
-def _mb(n) -> str:
-    return "-" if n is None else f"{n / 1024**2:.1f}"
-
-
 def index_result(console: Console, result: IndexTuneResult) -> None:
     w = result.whatif
     console.print(f"what-if: relative cost [bold]{w.get('relative_cost', 1.0):.3f}[/] of the current indexes' cost, "
-                  f"{w.get('estimated_bytes', 0) / 1024**2:.1f} of {w.get('budget_bytes', 0) / 1024**2:.1f} MB, "
+                  f"estimated {size(w.get('estimated_bytes', 0))} of a {size(w.get('budget_bytes', 0))} budget, "
                   f"{w.get('candidates', 0)} candidates, {w.get('whatif_calls', 0)} what-if calls "
                   f"({w.get('cache_hits', 0)} cache hits), selection {w.get('selection_s', 0):.2f}s")
     if result.training:
@@ -195,10 +191,10 @@ def index_result(console: Console, result: IndexTuneResult) -> None:
         console.print(result.message or "no index to recommend", markup=False)
         dropped(console, list(result.dropped))
         return
-    table = Table("index", "columns", "estimated MB", "built MB", "statements helped", "verdict")
-    for ix in rec.details.get("indexes", []):
-        table.add_row(ix["index"], f"{ix['table']} ({', '.join(ix['columns'])})", _mb(ix["estimated_bytes"]),
-                      _mb(ix["built_bytes"]), _statements(ix),
+    table = Table("index", "columns", "estimated (what-if)", "built (shadow)", "statements helped", "verdict")
+    for ix, sz in zip(rec.details.get("indexes", []), summarize(rec).sizes):
+        table.add_row(ix["index"], f"{ix['table']} ({', '.join(ix['columns'])})", sz.estimated, sz.built,
+                      _statements(ix),
                       escape(("kept" if ix["kept"] else "dropped: ") + ("" if ix["kept"] else ix["reason"])
                              if ix["kept"] is not None else ix["reason"]))
     console.print(table)
@@ -247,9 +243,9 @@ def index_explain(console: Console, rows: list[dict]) -> None:
             head.add_row("fallback", escape(row["fallback"]))
         console.print(head)
         if row["candidates"]:
-            table = Table("candidate", "MB", "cost with it alone", "gain", "fate", "reason")
+            table = Table("candidate", "size (what-if)", "cost with it alone", "gain", "fate", "reason")
             for c in row["candidates"]:
-                table.add_row(escape(c["index"]), _mb(c["bytes"]), _cost(c["cost_with"]), f"{c['gain']:+.1%}",
+                table.add_row(escape(c["index"]), size(c["bytes"]), _cost(c["cost_with"]), f"{c['gain']:+.1%}",
                               c["fate"], escape(c["reason"]))
             console.print(table)
         if row.get("more_candidates"):
@@ -292,8 +288,8 @@ def recommendation_page(console: Console, rec: Recommendation, history: list[dic
             for i, s in enumerate(ev.statements):
                 console.print(f"statement {i + 1} of the table (queryid {s.queryid}):\n  {one_line(s.sql)}",
                               markup=False, soft_wrap=True)
-    for ix in rec.details.get("indexes", []):
-        console.print(f"index {ix['index']}: estimated {_mb(ix['estimated_bytes'])}, built {_mb(ix['built_bytes'])}, "
+    for ix, sz in zip(rec.details.get("indexes", []), head.sizes):
+        console.print(f"index {sz.index}: estimated {sz.estimated} (what-if), built {sz.built} (on the shadow), "
                       f"{'kept' if ix['kept'] else 'dropped'} ({ix['reason']})", markup=False)
     if head.fallback:
         console.print(f"fallback: {head.fallback}", markup=False)

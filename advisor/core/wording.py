@@ -1,7 +1,8 @@
 """How measured figures read in sentences, the same on every face: a latency ratio (``ratio``: enough digits that
 a large speed-up never prints as ``0.00x``), a relative change with its sign folded into a word (``slower_faster``:
 ``25.2% slower``, never ``took -20.1%``), what a change did to the workload from a leave-one-out measurement
-(``with_it``), and the headline of a sentence that never cuts inside a bracket (``headline``)."""
+(``with_it``), the headline of a sentence that never cuts inside a bracket (``headline``), and what a measured
+baseline includes besides the database as it is (``baseline_with``)."""
 
 from __future__ import annotations
 
@@ -73,3 +74,19 @@ def headline(text: str) -> str:
         elif depth == 0 and ch in ".;" and text[i + 1:i + 2] == " ":
             return text[:i]
     return text
+
+
+def baseline_with(rows) -> str:
+    """What a measured baseline includes besides the database as it is: ``rows`` of ``{"kind", "recommendation",
+    "changes"}``, the earlier steps of a whole run whose validated changes the shadow started from; "" for none.
+
+    >>> baseline_with([{"kind": "indexes", "recommendation": "9f2c41d0e5", "changes": 1}])
+    "with the indexes step's 1 change applied (recommendation 9f2c41d0e5)"
+    >>> baseline_with([])
+    ''
+    """
+    rows = [r for r in rows or () if isinstance(r, dict) and r.get("kind")]
+    return ("with " + " and ".join(
+        f"the {r['kind']} step's {r.get('changes', 0)} change{'s' if r.get('changes', 0) != 1 else ''} applied"
+        + (f" (recommendation {r['recommendation']})" if r.get("recommendation") else "") for r in rows)
+        if rows else "")

@@ -13,7 +13,13 @@
   (validated, approved, applied), ``bad`` for a measured slowdown, ``neutral`` otherwise (a rejected one never
   reads as a success).
 
-``figures`` formats the numbers once, so that every face prints the same text for them.
+- baseline: what the baseline measured includes where it is not the database as it is (``baseline_with``: a
+  whole run's later step is validated on a shadow that has the earlier steps' validated changes).
+- index sizes (``sizes``): per index one estimate (the what-if size the selection counted against the budget) and
+  the size built on the shadow, each in MB (``size``), labelled (``SIZE_LABELS``).
+
+``figures`` formats the numbers once, so that every face prints the same text for them; ``document`` is the
+JSON of the headline (the CLI's ``--json`` and the REST API), with those texts under ``figures``.
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from advisor.core import wording
 from advisor.core.domain import Evidence, Recommendation, StatementEvidence
+from advisor.storage import codec
 
 STANDING = frozenset({"validated", "approved", "applied"})  # states in which a measured gain reads as a success
 WORKLOAD_TIME = "workload time (calls x median ms, summed over statements)"
@@ -78,6 +86,20 @@ class Moved:
 
 
 @dataclass(frozen=True)
+class IndexSize:
+    """An index's sizes as every face prints them (``size``): ``estimated`` (what-if, as the selection counted it
+    against the budget) and ``built`` (on the shadow; ``-`` when it was not built)."""
+
+    index: str
+    estimated: str
+    built: str
+
+
+SIZE_LABELS = {"estimated": "estimated size (what-if, counted against the budget)",
+               "built": "built size (on the shadow)"}
+
+
+@dataclass(frozen=True)
 class Summary:
     state: str
     verdict: str  # validated | not validated | rejected | unmeasured
@@ -97,21 +119,28 @@ class Summary:
     why_rejected: str = ""  # a rejected one: why (the run's bundle verdict where it rejected a validated change)
     author: str = ""  # whose changes it holds (``author``): "by ia2", or "dexter's set, in place of ia2's"
     fallback: str = ""  # where a baseline's set replaced the optimizer's, the sentence that says so (``fallback``)
+    baseline_with: str = ""  # what the baseline includes besides the database as it is (``baseline_with``)
+    sizes: tuple[IndexSize, ...] = ()  # an index recommendation's sizes (``index_sizes``)
 
     @property
     def figures(self) -> dict[str, str]:
         """The numbers as every face prints them: ``baseline``, ``candidate``, ``gain``, ``gain_ci``,
-        ``predicted`` (with "estimate"), ``verdict`` and one ``line`` that says them all."""
+        ``predicted`` (with "estimate"), ``verdict``, ``baseline_label`` (what the baseline is) and one ``line``
+        that says them all."""
         measured = self.gain is not None
         amount = ms if self.symbol == "ms" else (lambda x: "-" if x is None else f"{x:,.1f} {self.symbol}")
         out = {"baseline": amount(self.baseline_ms), "candidate": amount(self.candidate_ms), "gain": pct(self.gain),
                "gain_ci": (f"{pct(self.gain_ci[0])} .. {pct(self.gain_ci[1])}" if self.gain_ci else "-"),
                "predicted": (f"{pct(self.predicted_gain)} estimate" if self.predicted_gain is not None else "-"),
-               "verdict": self.verdict}
+               "verdict": self.verdict,
+               "baseline_label": (f"baseline, {self.baseline_with}" if self.baseline_with
+                                  else "baseline (current configuration)")}
         if measured:
             change = "faster" if self.gain > 0 else "slower" if self.gain < 0 else "no change"
             what = "workload time (calls x median)" if self.unit == WORKLOAD_TIME else self.unit
-            out["line"] = (f"{self.verdict}: measured {out['baseline']} -> {out['candidate']} of {what}, gain {out['gain']} (95% CI {out['gain_ci']}, {change}) over "
+            out["line"] = (f"{self.verdict}: measured {out['baseline']} -> {out['candidate']} of {what}"
+                           + (f" (baseline {self.baseline_with})" if self.baseline_with else "")
+                           + f", gain {out['gain']} (95% CI {out['gain_ci']}, {change}) over "
                            f"{self.rounds} interleaved rounds")
         else:
             out["line"] = ("rejected, " if self.verdict == "rejected" else "") + "not measured on a shadow" + (
@@ -138,7 +167,40 @@ def summarize(rec: Recommendation, predicted: float | None = None) -> Summary:
         regressed=tuple(map(_moved, ev.regressions if ev else ())),
         rare_slower=tuple(map(_moved, ev.rare_slower if ev else ())),
         why_rejected=rejected_because(rec) if rec.state == "rejected" else "",
-        author=author(rec), fallback=fallback(rec), **_unit_of(rec))
+        author=author(rec), fallback=fallback(rec), baseline_with=baseline_with(rec), sizes=index_sizes(rec),
+        **_unit_of(rec))
+
+
+def document(head: Summary) -> dict:
+    """The headline as JSON, as the CLI's ``--json`` and the REST API give it: its fields, and under ``figures``
+    the texts every face prints (``Summary.figures``)."""
+    return {**codec.plain(head), "figures": head.figures}
+
+
+def baseline_with(rec: Recommendation) -> str:
+    """What ``rec``'s measured baseline includes besides the database as it is (``details["baseline_with"]``, a
+    whole run's: the earlier steps' validated changes its shadow started from); "" when nothing.
+
+    >>> from types import SimpleNamespace as R
+    >>> baseline_with(R(details={"baseline_with": [{"kind": "indexes", "recommendation": "9f2c41d0e5", "changes": 1}]}))
+    "with the indexes step's 1 change applied (recommendation 9f2c41d0e5)"
+    """
+    return wording.baseline_with((rec.details or {}).get("baseline_with"))
+
+
+def index_sizes(rec: Recommendation) -> tuple[IndexSize, ...]:
+    """Each index of an index recommendation (``details["indexes"]``) with its two sizes: the estimate the
+    selection counted against the budget (``calibrated_bytes``; details from before it: ``estimated_bytes``) and
+    the size built on the shadow.
+
+    >>> from types import SimpleNamespace as R
+    >>> index_sizes(R(details={"indexes": [{"index": "i", "estimated_bytes": 5221908, "calibrated_bytes": 1897000,
+    ...                                     "built_bytes": 1892352}]}))
+    (IndexSize(index='i', estimated='1.81 MB', built='1.80 MB'),)
+    """
+    rows = [ix for ix in (rec.details or {}).get("indexes") or () if isinstance(ix, dict)]
+    return tuple(IndexSize(str(ix.get("index", "")), size(ix.get("calibrated_bytes", ix.get("estimated_bytes"))),
+                           size(ix.get("built_bytes"))) for ix in rows)
 
 
 def _fallback_of(rec: Recommendation) -> dict | None:
@@ -268,6 +330,18 @@ def ms(x: float | None) -> str:
     if x is None:
         return "-"
     return f"{x:,.0f} ms" if abs(x) >= 1000 else f"{x:.1f} ms" if abs(x) >= 10 else f"{x:.2f} ms"
+
+
+def size(n: float | None) -> str:
+    """Bytes as MB (MiB, as the budgets are given): ``1.81 MB``, ``12.3 MB``, ``1,024.0 MB``; ``-`` when unknown.
+
+    >>> size(1897000), size(12.3 * 1024**2), size(None)
+    ('1.81 MB', '12.3 MB', '-')
+    """
+    if n is None or not isinstance(n, (int, float)) or not math.isfinite(n):
+        return "-"
+    v = n / 1024**2
+    return f"{v:.2f} MB" if abs(v) < 10 else f"{v:,.1f} MB"
 
 
 def pct(x: float | None) -> str:

@@ -10,6 +10,7 @@ import pytest
 from advisor.core.domain import Evidence, IndexChange, KnobChange
 from advisor.core.errors import NothingToReplay
 from advisor.service.service import AdvisorService
+from advisor.service.summary import summarize
 from advisor.storage.store import open_store
 from advisor.tuning.observe import bind, observe
 from advisor.tuning.plan import RunPlan
@@ -126,6 +127,14 @@ def test_a_whole_run_tunes_indexes_then_knobs_on_a_shadow_with_the_new_index(pg,
     # the knob step's shadow started from the validated index (the knob search measures the database as it will be)
     knob_at = next(i for i, line in enumerate(lines) if line == "[2/2] knobs")
     assert "shadow: applying 1 change(s) validated earlier in this run" in lines[knob_at:]
+    # and its figures say so, beside the index step's own figures of the same label (issue 44, item 3)
+    with_index = f"with the indexes step's 1 change applied (recommendation {index_rec.id})"
+    knob_step = result.steps[1]
+    assert knob_step.message.endswith(f"[measured {with_index}]"), knob_step.message
+    if knob_step.recommendation is not None:
+        head = summarize(service.recommendation(knob_step.recommendation.id))
+        assert head.baseline_with == with_index and f"(baseline {with_index})" in head.figures["line"]
+    assert summarize(service.recommendation(index_rec.id)).baseline_with == ""
     assert result.bundle is not None and "indexes" in [p.name for p in result.bundle.parts]
     stored = service.recommendation(index_rec.id)
     assert stored.details["bundle"]["held"] is not None and stored.details["bundle"]["alone_gain"] > 0.5

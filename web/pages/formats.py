@@ -9,6 +9,7 @@ from datetime import datetime
 
 from advisor.core import wording
 from advisor.core.errors import AdvisorError
+from advisor.service import summary
 from web.times import utc
 from advisor.core.sqltext import one_line, shorten
 
@@ -47,11 +48,8 @@ def ms(x: float | None) -> str:
 
 
 def mb(n: float | None) -> str:
-    """Bytes as MB (MiB, as the budgets are given)."""
-    if _missing(n):
-        return DASH
-    v = n / (1024 * 1024)
-    return f"{v:.2f} MB" if v < 10 else f"{v:,.1f} MB"
+    """Bytes as MB (MiB, as the budgets are given), as every face prints a size (``advisor.service.summary.size``)."""
+    return DASH if _missing(n) else summary.size(n)
 
 
 def ratio(x: float | None) -> str:

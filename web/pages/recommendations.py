@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request
 from advisor.core.domain import TRANSITIONS
 from advisor.core.errors import NotFound
 from advisor.service.runs import kinds
-from advisor.service.summary import slowdown, summarize
+from advisor.service.summary import SIZE_LABELS, slowdown, summarize
 from web import views
 from web.deps import PageSession, Service
 from web.pages import diff, plots
@@ -119,7 +119,7 @@ def detail_page(request: Request, rec_id: str, service: Service, session: PageSe
     return render(request, "recommendation.html", session, section="recommendations", rec=rec, out=out, run=run,
                   target=target, evidence=evidence, history=service.audit_log(rec.id), actions=actions,
                   details=rec.details or {}, rewrites=_rewrites(rec, evidence), learned=_learned(rec), kind_title=_title(rec.kind),
-                  head=head, figures=head.figures)
+                  head=head, figures=head.figures, size_labels=SIZE_LABELS)
 
 
 def _title(kind: str) -> str:

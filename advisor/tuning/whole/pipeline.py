@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from advisor.core.domain import Recommendation
 from advisor.core.errors import AdvisorError, NothingToReplay
-from advisor.core.wording import headline, slower_faster
+from advisor.core.wording import baseline_with, headline, slower_faster
 from advisor.tuning.indexes.kind import KIND as INDEXES
 from advisor.tuning.kind import Context
 from advisor.tuning.knobs.kind import KIND as KNOBS
@@ -71,6 +71,7 @@ def tune_all(ctx: Context, plan) -> WholeResult:
                                                                         {"plan": plan.to_dict()}, None, ctx.run_id))
     steps: list[Step] = []
     base: list = []  # the validated database changes so far: later steps' shadows start from them
+    based_on: list[dict] = []  # and whose they are: a later step's baseline includes them (``baseline_with``)
     for i, name in enumerate(order, 1):
         ctx.say(f"[{i}/{len(order)}] {name}")
         sub = _sub_plan(plan, name, obs.data_bytes)
@@ -83,10 +84,16 @@ def tune_all(ctx: Context, plan) -> WholeResult:
             ctx.say(f"{name}: failed: {e}")
             steps.append(Step(name, None, f"failed: {e}", failed=True))
             continue
-        rec = result.recommendation
-        steps.append(Step(name, rec, result.message, result=result))
+        rec, message = result.recommendation, result.message
+        if based_on:  # its figures say that their baseline has the earlier steps' changes
+            message = f"{message} [measured {baseline_with(based_on)}]" if message else message
+            if rec is not None:
+                ctx.store.add_details(rec.id, {"baseline_with": list(based_on)})
+                rec = ctx.store.recommendation(rec.id)
+        steps.append(Step(name, rec, message, result=result))
         if rec is not None and rec.state == "validated" and not STEPS[name].handed_over:
             base.extend(rec.changes)
+            based_on.append({"kind": name, "recommendation": rec.id, "changes": len(rec.changes)})
     parts = [s for s in steps if s.recommendation is not None and s.recommendation.state == "validated"
              and not STEPS[s.kind].handed_over]
     bundle, dropped = None, []
