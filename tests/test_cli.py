@@ -55,6 +55,13 @@ def test_tune_knobs_json_and_recommendations(busy_db, tmp_path):
     assert doc["objective_unit"] == "workload ms (calls x median)"  # estimated workload time, not a trial's wall time
     listed = json.loads(advisor("recommendations", "list", "--json", store=store).stdout)["recommendations"]
     rules, default = doc["trials"][1]["objective"], doc["trials"][0]["objective"]
+    # a knob value shown is the value its trial ran (issue 44, item 3): the proposed values and the "not
+    # recommended" rows name the rules trial's own values
+    ran = doc["trials"][1]["config"]
+    shown = [row["change"].split(" = ", 1) for row in [*doc["dropped"], *((rec or {}).get("details") or {}).get(
+        "dropped", [])] if row["kind"] == "knob" and " = " in row["change"]]
+    shown += [(s["knob"], s["proposed"]) for s in ((rec or {}).get("details") or {}).get("knob_shares", [])]
+    assert all(value == ran[name] for name, value in shown), (shown, ran)
     if rec is None:  # not better in its pass, or not measurably when measured again
         assert doc["message"].startswith("keep your current settings") and listed == []
         return

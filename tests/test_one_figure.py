@@ -1,7 +1,8 @@
 """One figure, one source (issue 44, item 3): one recommendation made by the real index pipeline on a PostgreSQL
 fixture, then read by every face over the same store: the CLI (``recommendations show``), its ``--json``, the REST
-API and the web page show the same gain, interval, baseline and candidate workload times, verdict and per index
-the same estimated (what-if) and built sizes, each with its unit (``advisor.service.summary``: computed once)."""
+API and the web page show the same gain, interval, baseline and candidate workload times, verdict, the snapshot
+its calls come from, and per index the same estimated (what-if) and built sizes, each with its unit
+(``advisor.service.summary``: computed once); `observe` and the targets page name their snapshot the same way."""
 
 from __future__ import annotations
 
@@ -47,6 +48,15 @@ def test_the_cli_its_json_the_api_and_the_page_show_one_recommendations_figures(
     for s in sizes:  # one line per index: both sizes, labelled, with their unit
         assert f"index {s['index']}: estimated {s['estimated']} (what-if), built {s['built']} (on the shadow)" in text
 
+    # the calls it shows say which snapshot they are from; `observe` and the targets page say theirs the same way
+    assert figures["observed"].startswith("snapshot ") and " UTC: " in figures["observed"]
+    assert f"calls from the {figures['observed']}" in text
+    looked = cli(tmp_path, "observe", "--target", "shop", env={"COLUMNS": "250", "TERM": "dumb"})
+    assert looked.returncode == 0, looked.stderr
+    now = re.search(r"workload of (snapshot \S+, observed \d{4}-\d\d-\d\d \d\d:\d\d UTC: [\d,]+ calls), [\d.,]+ s in all: ",
+                    _flat(looked.stdout))
+    assert now, looked.stdout
+
     app = create_app(str(tmp_path / "advisor.duckdb"))
     with TestClient(app) as client:
         _, token = app.state.service.create_token("viewer-1", "viewer")
@@ -58,6 +68,9 @@ def test_the_cli_its_json_the_api_and_the_page_show_one_recommendations_figures(
 
         log_in(client, token)
         page = html.unescape(client.get(f"/recommendations/{rec_id}").text)
+        targets = html.unescape(client.get("/").text)
+    assert f'<span class="muted observed">({now.group(1)})</span>' in targets
+    assert f'id="observed">Calls from the {figures["observed"]}.<' in page
     assert re.search(rf'id="baseline-ms">{re.escape(figures["baseline"])}<', page)
     assert re.search(rf'id="candidate-ms">{re.escape(figures["candidate"])}<', page)
     assert re.search(rf'id="gain-ci">{re.escape(figures["gain_ci"])}<', page)

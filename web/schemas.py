@@ -306,9 +306,11 @@ class Headline(BaseModel):
     sizes: list[dict[str, str]] = Field([], description="an index recommendation's sizes per index, as every face "
                                                        "prints them: estimated (what-if, counted against the "
                                                        "budget) and built (on the shadow), in MB")
+    observed: str = Field("", description="the snapshot the statements' calls come from (its id, when it was "
+                                          "taken, its calls and total time); empty when not recorded")
     figures: dict[str, str] = Field({}, description="the texts every face prints for these numbers: baseline, "
                                                     "candidate, gain, gain_ci, predicted, verdict, baseline_label, "
-                                                    "line")
+                                                    "observed, line")
 
 
 class Recommendation(BaseModel):

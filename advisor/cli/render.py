@@ -13,7 +13,7 @@ from advisor.cli.closing import closing
 from advisor.cli.pasting import id_table
 from advisor.core.domain import DropIndexChange, IndexChange, KnobChange, QueryRewrite, Recommendation, state_word
 from advisor.core.wording import ratio
-from advisor.service.summary import size, slowdown, summarize
+from advisor.service.summary import observed, size, slowdown, summarize
 from advisor.core.sqltext import one_line, shorten
 
 if TYPE_CHECKING:  # the service pulls in the optimizers (torch): not needed to render, nor for `advisor --help`
@@ -28,8 +28,8 @@ def observation(console: Console, obs: Observation, top: int = 10) -> None:
     console.print(f"[bold]{s.database}[/] on {escape(s.server or s.server_version)}: {len(s.tables)} tables, "
                   f"{len(s.indexes)} indexes, {s.metrics.get('database_bytes', 0) / 1024**2:.1f} MB")
     w = obs.workload
-    console.print(f"workload: {len(w.statements)} statements, {w.total_calls} calls, {w.total_ms / 1000:.2f} s "
-                  f"total, kind [bold]{obs.workload_kind}[/], writes {w.write_share():.0%}")
+    console.print(f"workload of {escape(observed(obs.snapshot_id, s.taken_at, w.total_calls, w.total_ms))}: "
+                  f"{len(w.statements)} statements, kind [bold]{obs.workload_kind}[/], writes {w.write_share():.0%}")
     if not w.statements:
         console.print("no statement of the workload ran since the statement statistics began (or were last reset): "
                       "run the application's workload, then observe again", markup=False)
@@ -273,6 +273,8 @@ def recommendation_page(console: Console, rec: Recommendation, history: list[dic
     head = summarize(rec, predicted)
     symbol = head.symbol
     if ev is not None:
+        if head.observed:
+            console.print(f"calls from the {head.observed}", markup=False)
         table = Table("calls", "share of time", "baseline ms", "candidate ms", "ratio", "95% CI", "regressed",
                       "statement", title="per statement (medians over rounds)")
         for s in ev.statements:

@@ -15,6 +15,9 @@
 
 - baseline: what the baseline measured includes where it is not the database as it is (``baseline_with``: a
   whole run's later step is validated on a shadow that has the earlier steps' validated changes).
+- observed (``observed``): which snapshot a workload's calls come from (the run's: its id, when it was taken, its
+  calls and total time), said the same way wherever calls are shown (``observed``: `observe`, a recommendation, a
+  target's last snapshot).
 - index sizes (``sizes``): per index one estimate (the what-if size the selection counted against the budget) and
   the size built on the shadow, each in MB (``size``), labelled (``SIZE_LABELS``).
 
@@ -25,6 +28,7 @@ JSON of the headline (the CLI's ``--json`` and the REST API), with those texts u
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 from advisor.core import wording
@@ -121,6 +125,7 @@ class Summary:
     fallback: str = ""  # where a baseline's set replaced the optimizer's, the sentence that says so (``fallback``)
     baseline_with: str = ""  # what the baseline includes besides the database as it is (``baseline_with``)
     sizes: tuple[IndexSize, ...] = ()  # an index recommendation's sizes (``index_sizes``)
+    observed: str = ""  # the snapshot its statements' calls come from (``observed``); "" when not recorded
 
     @property
     def figures(self) -> dict[str, str]:
@@ -134,7 +139,8 @@ class Summary:
                "predicted": (f"{pct(self.predicted_gain)} estimate" if self.predicted_gain is not None else "-"),
                "verdict": self.verdict,
                "baseline_label": (f"baseline, {self.baseline_with}" if self.baseline_with
-                                  else "baseline (current configuration)")}
+                                  else "baseline (current configuration)"),
+               "observed": self.observed or "-"}
         if measured:
             change = "faster" if self.gain > 0 else "slower" if self.gain < 0 else "no change"
             what = "workload time (calls x median)" if self.unit == WORKLOAD_TIME else self.unit
@@ -168,7 +174,28 @@ def summarize(rec: Recommendation, predicted: float | None = None) -> Summary:
         rare_slower=tuple(map(_moved, ev.rare_slower if ev else ())),
         why_rejected=rejected_because(rec) if rec.state == "rejected" else "",
         author=author(rec), fallback=fallback(rec), baseline_with=baseline_with(rec), sizes=index_sizes(rec),
-        **_unit_of(rec))
+        observed=_observed_of(rec), **_unit_of(rec))
+
+
+def observed(snapshot_id: str | None, taken_at: float, calls: float | None = None,
+             total_ms: float | None = None) -> str:
+    """Which snapshot a workload's figures come from, as every face says it beside them.
+
+    >>> observed("5d1c0a9e", 1796040060.0, 95, 2510.0), observed(None, 1796040060.0, 390)
+    ('snapshot 5d1c0a9e, observed 2026-11-30 12:01 UTC: 95 calls, 2.51 s in all', 'a snapshot not stored, observed 2026-11-30 12:01 UTC: 390 calls')
+    """
+    text = (f"snapshot {snapshot_id}" if snapshot_id else "a snapshot not stored") + \
+        f", observed {time.strftime('%Y-%m-%d %H:%M', time.gmtime(taken_at))} UTC"
+    if calls is not None:
+        text += f": {calls:,.0f} calls" + (f", {total_ms / 1000:,.2f} s in all" if total_ms is not None else "")
+    return text
+
+
+def _observed_of(rec: Recommendation) -> str:
+    o = (rec.details or {}).get("observed")
+    if not isinstance(o, dict) or not isinstance(o.get("taken_at"), (int, float)):
+        return ""
+    return observed(o.get("snapshot"), o["taken_at"], o.get("calls"), o.get("total_ms"))
 
 
 def document(head: Summary) -> dict:

@@ -56,14 +56,22 @@ def dropped_rows(items: Iterable[Dropped | dict]) -> list[dict]:
     return out
 
 
-def recommend(store: Store, *, target_id: str, kind: str, optimizer: str, plan: Applied | None,
+def recommend(store: Store, *, target_id: str | None = None, kind: str, optimizer: str, plan: Applied | None,
               changes: tuple[Change, ...] = (), evidence: Evidence | None = None, accepted: bool | None = None,
               why: str = "", details: dict | None = None, run_id: str | None = None,
-              dropped: Sequence[Dropped | dict] = ()) -> Recommendation:
+              dropped: Sequence[Dropped | dict] = (), observed=None) -> Recommendation:
     """Store the recommendation of ``plan`` (its checked changes with the SQL to apply and to revert; None when
     there is nothing to apply, then ``changes`` are what was proposed). ``accepted`` True -> validated, False ->
     rejected with ``why``, None -> proposed (not validated). ``dropped``: the candidates tried and left out, with
-    why (``details["dropped"]``)."""
+    why (``details["dropped"]``). ``observed``: the run's ``Observation`` (its target is the recommendation's):
+    the snapshot its workload's calls come from (``details["observed"]``: id, when, calls, total ms), so every
+    face says which snapshot the calls it shows are from."""
+    if observed is not None:
+        target_id = target_id or observed.target_id
+        w = observed.workload
+        details = {**(details or {}), "observed": {"snapshot": observed.snapshot_id,
+                                                   "taken_at": observed.snapshot.taken_at,
+                                                   "calls": w.total_calls, "total_ms": w.total_ms}}
     # the database the change is validated for: an apply must reach this one (advisor.core.identity)
     details = {**(details or {}), "target_identity": store.target_identity(target_id)}
     if dropped:

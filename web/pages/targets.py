@@ -6,6 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from advisor.core.errors import AdvisorError
+from advisor.service import summary
 from web import views
 from web.deps import PageSession, Service
 from web.pages.forms import Checked, Field, see_other
@@ -23,6 +24,9 @@ def targets_page(request: Request, service: Service, session: PageSession):
         active = [r for st in ("running", "queued") for r in service.runs(target_id=t["id"], state=st, limit=1)]
         rows.append({"target": t, "summary": t["last_summary"] or {}, "statements": last.statements if last else None,
                      "calls": last.total_calls if last else None, "active_run": active[0] if active else None,
+                     # which snapshot those calls are from, as every face says it (advisor.service.summary.observed)
+                     "observed": (summary.observed(snaps[0]["id"], snaps[0]["taken_at"], last.total_calls)
+                                  if last else None),
                      "waiting": service.count_recommendations("validated", target_id=t["id"])})
     return render(request, "targets.html", session, section="targets", rows=rows)
 

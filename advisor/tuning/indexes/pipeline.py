@@ -130,7 +130,7 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
     if checked is not None:
         rows = add_verdicts(rows, checked.verdicts, connector.index_name)
     tried = not_recommended(rows, checked.verdicts if checked else (), drops.verdicts)  # and why not
-    common = dict(target_id=obs.target_id, kind="indexes", optimizer=plan.optimizer, run_id=run_id, dropped=tried)
+    common = dict(observed=obs, kind="indexes", optimizer=plan.optimizer, run_id=run_id, dropped=tried)
     result = dict(observation=obs, whatif=whatif, training=training, skipped=tuple(unparsed),
                   explain=tuple(rows), fallback=fallback, chosen=chosen, validation=checked,
                   dropped=tuple(dropped_rows(tried)))

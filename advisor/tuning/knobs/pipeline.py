@@ -228,7 +228,7 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
     def attempt(label: str, config: dict, details: dict, cut: Ablation | None, left_out: list):
         """Validate ``config`` and store it as a recommendation: (it, its evidence or None, why)."""
         plan = connector.plan_changes(run.space.changes(config), catalog)
-        common = dict(target_id=obs.target_id, kind="knobs", optimizer=run.optimizer.name, plan=plan,
+        common = dict(observed=obs, kind="knobs", optimizer=run.optimizer.name, plan=plan,
                       run_id=run.run_id, dropped=left_out)
         say(f"validating {label}: {len(plan.changes)} change(s) against the current configuration, "
             f"{validation.rounds} interleaved rounds")
@@ -261,7 +261,7 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
         config = run.space.rounded(cand.config)
         if validation is None:
             plan = connector.plan_changes(run.space.changes(config), catalog)
-            return done(recommend(store, target_id=obs.target_id, kind="knobs", optimizer=run.optimizer.name,
+            return done(recommend(store, observed=obs, kind="knobs", optimizer=run.optimizer.name,
                                   plan=plan, run_id=run.run_id, details=_shares_unmeasured(run.space, config)),
                         "not validated (validation was switched off)")
         label = f"candidate {i + 1} (trial {cand.number + 1}, {cand.source})"

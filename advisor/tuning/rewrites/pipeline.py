@@ -345,7 +345,7 @@ def _recommend(store: Store, obs: Observation, plan: RewritePlan, outcomes: tupl
     details = {"statements": list(rows), "training": training, "created_at": time.time(),
                "note": "a rewrite is handed to the statement's owners; it is never applied to the database"}
     evidence = _evidence(timed, by_id, plan.validation) if timed else None
-    rec = recommend(store, target_id=obs.target_id, kind="rewrites", optimizer=plan.optimizer, plan=None,
+    rec = recommend(store, observed=obs, kind="rewrites", optimizer=plan.optimizer, plan=None,
                     changes=changes, evidence=evidence, accepted=True if timed else None, why=head, details=details,
                     run_id=run_id, dropped=tried)
     return RewriteTuneResult(rec, message=head, **result)
