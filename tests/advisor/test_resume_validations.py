@@ -98,10 +98,10 @@ def test_a_resumed_index_run_over_another_workload_measures_its_pass_again(pg, t
     pass over the same index set is measured again, not reused."""
     dsn = _shop(pg)
 
-    def another_statement():
+    def another_statement():  # one no index serves (no predicate): the set stays, the workload does not
         with factory.connect(dsn) as conn:
-            for k in range(30):
-                conn.execute("SELECT count(*) FROM orders WHERE customer = %s AND amount > 3", [k * 11])
+            for _k in range(30):
+                conn.execute("SELECT count(*) FROM o")
 
     store = Store(str(tmp_path / "advisor.duckdb"))
     plan = RunPlan.parse({"kind": "indexes", "optimizer": "extend", "budget_mb": 50, "rounds": 3})
@@ -109,7 +109,9 @@ def test_a_resumed_index_run_over_another_workload_measures_its_pass_again(pg, t
     assert not any(x.startswith("pass 1: these 1 index(es) were measured before") for x in lines), lines
     stored = [t for t in store.trials(row["id"]) if t["config"]["pass"] == "1"]
     assert len(stored) == 2 and stored[0]["id"] == first[0]["id"]  # the first pass measured again
-    assert stored[0]["config"]["indexes"] == stored[1]["config"]["indexes"]  # the same set: only the workload
+    # the same index keys (Extend may pick the plain index or its INCLUDE variant: a near tie of what-if costs);
+    # what makes the pass measured again is the workload
+    assert [c["columns"] for c in stored[0]["changes"]] == [c["columns"] for c in stored[1]["changes"]]
     assert stored[0]["config"]["workload"] != stored[1]["config"]["workload"]
     assert any(x.startswith("validating") and "(pass 1)" in x for x in lines), lines
 
