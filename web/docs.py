@@ -35,8 +35,9 @@ def install_docs(app: FastAPI, docs_url: str = "/api/docs", redoc_url: str = "/a
                                           swagger_js_url=f"{ASSETS_URL}/swagger-ui-bundle.js",
                                           swagger_css_url=f"{ASSETS_URL}/swagger-ui.css",
                                           swagger_favicon_url=FAVICON_URL,
-                                          # no call to swagger.io; a token given to Authorize outlives a reload
-                                          swagger_ui_parameters={"validatorUrl": None, "persistAuthorization": True},
+                                          # no call to swagger.io; a token given to Authorize lives in the page
+                                          # only (never in the browser's storage, where an admin token would stay)
+                                          swagger_ui_parameters={"validatorUrl": None, "persistAuthorization": False},
                                           oauth2_redirect_url=oauth2_redirect))
 
     @app.get(oauth2_redirect, include_in_schema=False)

@@ -146,7 +146,7 @@ def schedule_add(cron: Annotated[str, typer.Option(help="5 cron fields, e.g. '0 
                                                      auto_apply=auto_apply.value,
                                                      auto_apply_knobs=names(auto_apply_knob),
                                                      max_regression=max_regression)
-    emit(s) if json_out else print(f"schedule {s['id']}: {s['cron']} ({s['timezone']}), next {s['next_fire_text']}")
+    emit(s) if json_out else print(f"schedule {s['id']}: {s['cron']} ({s['timezone']})\n  next {s['next_fire_text']}")
 
 
 @schedule_app.command("list")

@@ -92,12 +92,19 @@ def _same_database(store, connector: Connector, rec: Recommendation, expected: d
 def apply_recommendation(store, connector: Connector, rec: Recommendation, who: Principal, *,
                          lock_timeout_s: float | None = None, claim_ttl_s: float = 6 * 3600.0) -> Recommendation:
     check_applicable(rec)
-    if rec.state == "rolled_back":  # re-applied in one step: approved again (its evidence is fresh), audited
+    again = rec.state == "rolled_back"
+    if again:  # re-applied in one step: approved again (its evidence is fresh), audited
         rec = reapprove(store, rec, who)
-    with production_claim(store, rec, "approved", who, "apply", claim_ttl_s) as claim:
-        rec = store.recommendation(rec.id)  # as it is now that it is ours
-        check_applicable(rec)
-        return _apply(store, connector, rec, who, lock_timeout_s, claim)
+    try:
+        with production_claim(store, rec, "approved", who, "apply", claim_ttl_s) as claim:
+            rec = store.recommendation(rec.id)  # as it is now that it is ours
+            check_applicable(rec)
+            return _apply(store, connector, rec, who, lock_timeout_s, claim)
+    except AdvisorError as e:
+        if again:  # the approval stands (audited): say so, never leave it unsaid
+            e.message = f"{e.message}; it was approved again for this apply and stays approved"
+            e.args = (e.message,)
+        raise
 
 
 def reapproval(rec: Recommendation, max_age_days: float, now: float | None = None) -> str:

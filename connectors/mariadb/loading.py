@@ -25,6 +25,7 @@ from typing import Any
 import pymysql
 
 from advisor.core.errors import AdvisorError, StatementFailed, StatementTimeout, TargetUnreachable
+from advisor.core.sqltext import shorten
 from connectors.mariadb.connection import TAG, connect, error_code, error_text, parse_dsn, quote
 from connectors import deadlines
 from connectors.mariadb.session import GONE, STOPPED, MariaDBSession
@@ -333,7 +334,7 @@ def run_parameterized(dsn: str, calls: Iterable[tuple[str, Sequence[Any]]], time
             except pymysql.Error as e:
                 message = error_text(e, session._password)
                 if error_code(e) in STOPPED:
-                    raise StatementTimeout(f"statement stopped after {timeout_ms} ms: {statement[:80]}") from None
+                    raise StatementTimeout(f"statement stopped after {timeout_ms} ms: {shorten(statement, 80)}") from None
                 if error_code(e) in GONE:
                     raise TargetUnreachable(f"connection lost: {message}") from None
                 raise StatementFailed(message, reason=message) from None

@@ -23,6 +23,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from advisor.core.errors import AdvisorError, StatementFailed, StatementTimeout, TargetUnreachable
+from advisor.core.sqltext import shorten
 from connectors.postgres.binaries import pg_bin_dir
 from connectors import deadlines
 from connectors.postgres.connection import TAG, connect
@@ -208,7 +209,7 @@ def run_parameterized(dsn: str, calls: Iterable[tuple[str, Sequence[Any]]], time
                     cur.execute(query, order)  # type: ignore[arg-type]  # the workload's own text
                     cur.fetchall()
             except psycopg.errors.QueryCanceled:
-                raise StatementTimeout(f"statement stopped after {timeout_ms} ms: {statement[:80]}") from None
+                raise StatementTimeout(f"statement stopped after {timeout_ms} ms: {shorten(statement, 80)}") from None
             except psycopg.OperationalError as e:
                 raise TargetUnreachable(f"connection lost: {_line(e)}") from None
             except psycopg.Error as e:

@@ -93,3 +93,18 @@ def test_a_change_its_watch_rolled_back_is_not_applied_again():
 def test_states_read_as_words():
     assert [state_word(s) for s in ("rolled_back", "applied", "validated")] == ["rolled back", "applied",
                                                                                   "validated"]
+
+
+def test_a_re_apply_that_is_refused_says_the_recommendation_stays_approved(db, service):
+    """The one step approves again first; when the apply is then refused (here: an index of the same name was
+    made on the target meanwhile, and a change touches only what it created), the line says the approval stands."""
+    change = IndexChange(db.schema, "orders", ("customer_id",))
+    rec = recommend(service, db, (change,))
+    before = db.indexes()
+    service.apply(rec.id)
+    (name,) = db.indexes() - before
+    service.rollback(rec.id)
+    db.sql(f'CREATE INDEX "{name.split(".")[-1]}" ON orders (customer_id)')  # someone else's, same name
+    with pytest.raises(Exception, match="it was approved again for this apply and stays approved"):
+        service.apply(rec.id)
+    assert service.recommendation(rec.id).state == "approved"

@@ -69,7 +69,7 @@ def test_the_api_declares_its_bearer_token_and_the_docs_try_routes_with_one(app_
     assert client.get("/api/targets", headers=tokens["viewer"]).status_code == 200
     assert client.get("/api/targets").status_code == 401
     swagger, redoc = client.get("/api/docs").text, client.get("/api/redoc").text
-    assert '"persistAuthorization": true' in swagger
+    assert '"persistAuthorization": false' in swagger  # a token is never kept in the browser's storage
     for page in (swagger, redoc):
         bar = page[page.index('<nav id="advisor-bar"'):page.index("</nav>")]
         assert '<a href="/">&larr; db-advisor web UI</a>' in bar and "Authorize" in bar
