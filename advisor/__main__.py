@@ -1,3 +1,6 @@
+"""``python -m advisor``: the advisor's command line (``advisor.cli.main``)."""
+
 from advisor.cli.main import run
 
-run()
+if __name__ == "__main__":
+    run()

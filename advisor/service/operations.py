@@ -190,21 +190,14 @@ class OperationsMixin:
             if dsn is None and entry.target_of_its_own(plan) is None:
                 raise AdvisorError(f"target {target['name']} has no database; this {plan.kind} run needs one")
             self.check_plan_on(factory.connector(dsn) if dsn else None, plan)
-        with self.store.lock:
-            # keyed by the database, not the name: two targets of one database (a store from before PATCH checked
-            # it) never run on it at once
-            active = [r for tid in self.store.targets_of_database(target["id"]) for st in ACTIVE
-                      for r in self.store.runs(tid, state=st)]
-            if active:
-                other = self.store.target_by_id(active[0]["target_id"])["name"]
-                whose = "" if other == target["name"] else f" on its database, as target {other!r}"
-                raise Conflict(f"target {target['name']} already has tuning run {active[0]['id']} "
-                               f"({active[0]['state']}){whose}; runs of one database never overlap")
-            run_id = new_id()
-            # a kind that runs other kinds (all) has no optimizer of its own: the row names the kind
-            self.store.add_run(run_id, target["id"], plan.kind, plan.optimizer or plan.kind,
-                               {"plan": plan.to_dict(), **({"remote": True} if remote else {})},
-                               state="queued", started_by=who.starter, schedule_id=schedule_id)
+        run_id = new_id()
+        # one store call checks and records (a DuckDB store's holder does it under its lock for every process): runs
+        # of one database never overlap; a kind that runs other kinds (all) has no optimizer of its own: the row
+        # names the kind
+        self.store.add_run_unless_active(run_id, target["id"], plan.kind, plan.optimizer or plan.kind,
+                                         {"plan": plan.to_dict(), **({"remote": True} if remote else {})},
+                                         active=ACTIVE, state="queued", started_by=who.starter,
+                                         schedule_id=schedule_id)
         self.store.audit(who.actor, "start_run", run_id, {"target": target["name"], "plan": plan.to_dict()})
         if self.executor is not None and not wait:
             self.executor.submit(run_id)

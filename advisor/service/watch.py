@@ -263,9 +263,7 @@ def _check(service, rec: Recommendation, current: dict, now: float, connector: C
 
 
 def _save(store, rec_id: str, w: dict) -> None:
-    with store.lock:
-        applied = store.recommendation(rec_id).applied or {}
-        store.set_applied(rec_id, {**applied, "watch": w})
+    store.merge_applied(rec_id, {"watch": w})  # one store call: another process's change to applied is kept
 
 
 def set_limit(store, rec: Recommendation, max_regression: float) -> None:

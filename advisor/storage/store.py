@@ -21,6 +21,7 @@ from advisor.core import processes
 from advisor.storage import codec
 from advisor.storage.database import connect
 from advisor.storage.access import AccessTables
+from advisor.storage.atomic import AtomicChanges
 from advisor.storage.remote import RemoteStore, StoreServer, reach
 from advisor.storage.claims import ClaimTables
 from advisor.storage.ids import IdTables
@@ -33,7 +34,7 @@ from advisor.core.inputs import check_text
 
 __all__ = ["SCHEMA_VERSION", "Store", "new_id", "open_store"]
 
-class Store(TargetTables, AccessTables, ClaimTables, ReplicaTables, IdTables):
+class Store(TargetTables, AccessTables, ClaimTables, ReplicaTables, IdTables, AtomicChanges):
     server: StoreServer | None = None  # answering other processes' calls while this one holds the file (``serve``)
 
     def __init__(self, path: str | Path):

@@ -6,9 +6,12 @@ through ``open_store``, or the real CLI."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -20,7 +23,8 @@ import pytest
 
 from advisor.bench.playground import create_shop
 from advisor.core.domain import KnobChange, Recommendation
-from advisor.core.errors import InvalidTransition, NotFound, StoreError
+from advisor.core.errors import Conflict, InvalidTransition, NotFound, StoreError
+from advisor.storage import remote, wire
 from advisor.storage.remote import RemoteStore
 from advisor.storage.store import Store, open_store
 from tests.advisor.test_store import _rec
@@ -319,3 +323,153 @@ def test_a_store_dropped_unclosed_stops_answering_and_lets_the_file_go(tmp_path)
                             "print(type(Store(sys.argv[1])).__name__)", str(path)],
                            capture_output=True, text=True, timeout=120)
     assert other.returncode == 0 and other.stdout.strip() == "Store", other.stderr
+
+
+# --- the holder's protocol, one store call at a time (issue 44 item 1, review) --------------------------------
+
+
+def _client(path: Path) -> RemoteStore:
+    """A client of the holder of ``path`` in this process (the holder answers on its socket all the same)."""
+    hello = remote._hello(str(path))
+    assert hello is not None
+    return RemoteStore(str(path), hello, Store, lambda: Store(path).serve())
+
+
+def _raw(path: Path, line: bytes) -> dict | None:
+    """Send one raw line to the holder of ``path``, after its greeting; its answer."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(60)
+        sock.connect(wire.address(str(path)))
+        assert "ready" in wire.receive(sock)
+        sock.sendall(line)
+        return wire.receive(sock)
+
+
+@contextmanager
+def fake_holder(path: Path, *answers):
+    """Something answering on the holder's socket of ``path``: for each connection in turn, its (greeting, answer)
+    lines; then it stops listening."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(wire.address(str(path)))
+    listener.listen(8)
+
+    def serve():
+        for i, (greeting, answer) in enumerate(answers):
+            conn, _ = listener.accept()
+            if i == len(answers) - 1:
+                listener.close()
+            with conn:
+                conn.sendall(greeting)
+                if wire.receive(conn) is not None:  # a client that refused the greeting asks nothing
+                    conn.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join(timeout=60)
+        listener.close()
+
+
+def test_starting_a_run_checks_and_records_in_one_call_of_the_holder(tmp_path):
+    """Two processes starting a run on one database: the check for a run going on and the insert are one store
+    call, done under the holder's lock, so the second is refused (as the service's Conflict), and two merges into
+    a recommendation's applied record both stay."""
+    path = tmp_path / "s.duckdb"
+    holder = open_store(path)
+    try:
+        one, two = _client(path), _client(path)
+        tid = one.upsert_target("t1", "postgres", "x")
+        one.add_run_unless_active("run1", tid, "knobs", "rules", {}, active=("queued", "running"))
+        with pytest.raises(Conflict, match=r"target t1 already has tuning run run1 \(queued\)"):
+            two.add_run_unless_active("run2", tid, "knobs", "rules", {}, active=("queued", "running"))
+        assert [r["id"] for r in holder.runs()] == ["run1"]
+        assert holder.run("run1")["owner"]["pid"] == os.getpid()
+        holder.add_recommendation(Recommendation(**{**_rec().__dict__, "target_id": tid}))
+        one.merge_applied("r1", {"watch": {"state": "watching"}})
+        two.merge_applied("r1", {"reverted": True})
+        assert holder.recommendation("r1").applied == {"watch": {"state": "watching"}, "reverted": True}
+    finally:
+        holder.close()
+
+
+def test_a_class_outside_the_wire_table_is_refused_and_nothing_is_imported(tmp_path):
+    """A value tagged with a class that is not one of ``wire.CLASSES`` (here the CLI's entry point, which would
+    run a command when imported) is refused in one line; no module is imported from a name on the wire."""
+    assert "advisor.__main__" not in sys.modules
+    path = tmp_path / "s.duckdb"
+    holder = open_store(path)
+    try:
+        request = {"method": "targets", "args": [{"__dataclass__": "advisor.__main__:run", "fields": {}}],
+                   "kwargs": {}}
+        answer = _raw(path, wire.dumps(request))
+        kind, message = answer["error"]
+        assert kind == "StoreError" and "\n" not in message
+        assert "'advisor.__main__:run' is not a class that travels between advisor processes" in message
+        assert "advisor.__main__" not in sys.modules
+        with pytest.raises(ValueError, match="is not a class"):
+            wire.decode({"__dataclass__": "os:system", "fields": {}})
+    finally:
+        holder.close()
+
+
+def test_every_read_only_store_method_is_a_read_and_no_writer_is():
+    """``READS`` (answered without the lock, asked again when the holder went away) lists exactly the forwardable
+    Store methods and properties that do not write: a writer is decorated ``changes_lists`` or runs INSERT,
+    UPDATE or DELETE."""
+    writes = re.compile(r"@changes_lists|\b(INSERT|UPDATE|DELETE)\b")
+    found = {}
+    for name in dir(Store):
+        if wire.forwardable(Store, name):
+            member = inspect.getattr_static(Store, name)
+            found[name] = not writes.search(inspect.getsource(member.fget if isinstance(member, property)
+                                                              else member))
+    assert "ids_starting" in found and found["add_run_unless_active"] is False
+    assert {n for n, reads in found.items() if reads} == set(wire.READS)
+
+
+def test_a_request_that_is_not_an_object_is_answered_with_one_line(tmp_path):
+    """A JSON request that is not an object (a list) gets one error line, and the holder goes on answering; a
+    greeting that is not a holder's is no holder at all (the client takes the file)."""
+    path = tmp_path / "s.duckdb"
+    holder = open_store(path)
+    try:
+        assert _raw(path, b"[]\n") == {"error": ["StoreError", "a request to the process holding the store must be "
+                                                               "a JSON object"]}
+        assert _raw(path, wire.dumps({"method": "targets", "args": {}, "kwargs": []}))["error"][0] == "StoreError"
+        assert _client(path).targets() == []
+    finally:
+        holder.close()
+    other = tmp_path / "o.duckdb"
+    with fake_holder(other, (b"[1, 2]\n", b"\n")):
+        assert remote._hello(str(other)) is None
+    with fake_holder(other, (b'{"ready": 1}\n', b'{"valu": 3}\n')):
+        with pytest.raises(StoreError, match="answered hello with something this process cannot read"):
+            remote._hello(str(other))
+
+
+def test_a_holder_closed_before_doing_a_change_hands_the_store_over(tmp_path):
+    """'Closed in the process that held it' means not done: the client takes the store over and makes the change
+    itself, rather than stopping on an error."""
+    path = tmp_path / "s.duckdb"
+    with fake_holder(path, (b'{"ready": 1}\n', b'{"gone": true}\n')):
+        client = RemoteStore(str(path), {"pid": 1}, Store, lambda: Store(path).serve())
+        client.upsert_target("t1", "postgres", "x")
+    try:
+        assert client._local is not None and [t["name"] for t in client.targets()] == ["t1"]
+    finally:
+        client.close()
+
+
+def test_a_holder_of_another_version_is_refused_in_one_line(tmp_path):
+    """The hello says the holder's store schema and advisor version; a client of another refuses it, naming both."""
+    path = tmp_path / "s.duckdb"
+    hello = {"value": {"pid": 7, "url": None, "path": str(path.resolve()), "schema": 1, "advisor": "0.0.1"}}
+    ours = wire.versions()
+    with fake_holder(path, (b'{"ready": 7}\n', wire.dumps(hello))):
+        with pytest.raises(StoreError) as e:
+            remote._hello(str(path))
+    assert "\n" not in e.value.message
+    assert (f"runs advisor 0.0.1 (store schema 1), this one advisor {ours['advisor']} (store schema "
+            f"{ours['schema']})") in e.value.message
