@@ -108,7 +108,7 @@ def test_a_harmful_apply_is_rolled_back_by_the_servers_watcher_within_its_window
     actor, _, transition = next(h for h in history if h[1] == "rolled_back")
     assert actor == "watcher" and transition["note"].startswith("automatic rollback")
     assert scalar(shop, "SHOW enable_indexscan") == "on" and "Index Scan" in lookup_plan(shop)  # plan restored
-    assert 'id="watch-state">rolled_back<' in page and "automatic rollback" in page
+    assert 'id="watch-state">rolled back<' in page and "automatic rollback" in page
     table = page[page.index('id="watch-statements"'):]
     assert f">{html.escape(shorten(LOOKUP, 60))}</code>" in table[:table.index("</table>")]  # by its SQL
 
