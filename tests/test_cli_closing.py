@@ -80,3 +80,20 @@ def test_when_nothing_validated_the_last_screen_says_why_and_what_to_try():
     indexes = next(line for line in screen if line.strip().startswith("indexes:"))
     assert "not validated" in indexes and "load 2.4, cores 97% busy" in text
     assert "--rounds 10" in text
+
+
+def test_a_set_rejected_for_slowed_statements_says_so_in_its_line():
+    from advisor.core.domain import StatementEvidence
+
+    slowed = StatementEvidence("q1", "SELECT 1", 1.0, 10.0, 13.0, 1.3, (1.1, 1.5), True, 0, 0.5, 0.5)
+    result = _result("rejected")
+    index = result.recommendations[0]
+    index = Recommendation(index.id, index.target_id, index.kind, index.optimizer, index.changes, index.apply_sql,
+                           index.revert_sql, False, "rejected", index.created_at,
+                           evidence=Evidence(5, (100.0,) * 5, (80.0,) * 5, 0.2, (0.18, 0.22), (slowed,), 0.05, 0.10,
+                                             measured=MEASURED))
+    screen = _last_screen(WholeResult(result.steps, dropped=result.dropped,
+                                      recommendations=(index, result.recommendations[1])), demo=False)
+    text = " ".join(line.strip() for line in screen)
+    assert "indexes: rejected: measured gain +20.0% (95% CI +18.0% .. +22.0%), but 1 statement(s) slower by more " \
+           "than 10%" in text

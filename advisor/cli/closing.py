@@ -11,7 +11,8 @@ from rich.console import Console
 
 from advisor.cli.pasting import commands
 from advisor.core.wording import headline
-from advisor.service.summary import summarize
+from advisor.core.domain import state_word
+from advisor.service.summary import rejected_because, summarize
 
 TRY = ("to try: run it again when the machine is quieter, or give it more rounds (--rounds 10); "
        "`advisor recommendations show ID` has each step's measurement")
@@ -19,6 +20,26 @@ TRY = ("to try: run it again when the machine is quieter, or give it more rounds
 
 def _line(console: Console, text: str) -> None:
     console.print(text, markup=False, highlight=False)
+
+
+def _why_left(step, rec) -> str:
+    """Why a step's recommendation is not among those to apply, in a line: the bundle's verdict that left it out,
+    else the statements it slowed, else its note or the step's first sentence; with the measurement's account."""
+    if rec is None:
+        return headline(step.message or "nothing recommended")
+    s = summarize(rec)
+    bundle = (rec.details or {}).get("bundle_verdict")
+    if bundle:
+        why = headline(str(bundle))
+    elif s.regressed and rec.evidence is not None:
+        f = s.figures
+        why = (f"measured gain {f['gain']} (95% CI {f['gain_ci']}), but {len(s.regressed)} statement(s) slower by "
+               f"more than {rec.evidence.regression_threshold:.0%}")
+    else:
+        why = headline(rejected_because(rec) or step.message or "not validated")
+    if rec.evidence is not None and rec.evidence.measured:
+        why += f" (measured: {rec.evidence.measured})"
+    return why
 
 
 def closing(console: Console, result, *, demo: bool = False) -> None:
@@ -51,11 +72,9 @@ def closing(console: Console, result, *, demo: bool = False) -> None:
     if left:
         _line(console, "left out:")
         for step, rec in left:
-            why = headline(step.message or "nothing recommended")
-            if rec is not None and rec.evidence is not None and rec.evidence.measured:
-                why += f" (measured: {rec.evidence.measured})"
-            _line(console, f"  {step.kind}: " + (f"{rec.state}: " if rec is not None and rec.state not in why
-                                                  else "") + why)
+            why = _why_left(step, rec)
+            _line(console, f"  {step.kind}: " + (f"{state_word(rec.state)}: " if rec is not None and
+                                                  state_word(rec.state) not in why else "") + why)
     tried = Counter(str(d.get("kind", "")) for d in result.dropped)
     if tried:
         _line(console, f"  {sum(tried.values())} change(s) tried and not recommended ("
