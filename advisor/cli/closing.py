@@ -12,7 +12,7 @@ from rich.console import Console
 from advisor.cli.pasting import commands
 from advisor.core.wording import headline
 from advisor.core.domain import state_word
-from advisor.service.summary import rejected_because, summarize
+from advisor.service.summary import held_back, summarize
 
 TRY = ("to try: run it again when the machine is quieter, or give it more rounds (--rounds 10); "
        "`advisor recommendations show ID` has each step's measurement")
@@ -23,22 +23,18 @@ def _line(console: Console, text: str) -> None:
 
 
 def _why_left(step, rec) -> str:
-    """Why a step's recommendation is not among those to apply, in a line: the bundle's verdict that left it out,
-    else the statements it slowed, else its note or the step's first sentence; with the measurement's account."""
+    """Why a step's recommendation is not among those to apply, in a line (``summary.held_back``: the bundle's
+    verdict, else the statements it slowed, else its note; the step's first sentence where it made none), with
+    its measured gain and the measurement's own account."""
     if rec is None:
         return headline(step.message or "nothing recommended")
-    s = summarize(rec)
-    bundle = (rec.details or {}).get("bundle_verdict")
-    if bundle:
-        why = headline(str(bundle))
-    elif s.regressed and rec.evidence is not None:
-        f = s.figures
-        why = (f"measured gain {f['gain']} (95% CI {f['gain_ci']}), but {len(s.regressed)} statement(s) slower by "
-               f"more than {rec.evidence.regression_threshold:.0%}")
-    else:
-        why = headline(rejected_because(rec) or step.message or "not validated")
-    if rec.evidence is not None and rec.evidence.measured:
-        why += f" (measured: {rec.evidence.measured})"
+    f = summarize(rec).figures
+    why = held_back(rec) or headline(step.message or "not validated")
+    if rec.evidence is not None:
+        why = f"measured gain {f['gain']} (95% CI {f['gain_ci']}), but {why}" if rec.evidence.regressions and \
+            not (rec.details or {}).get("bundle_verdict") else why
+        if rec.evidence.measured:
+            why += f" (measured: {rec.evidence.measured})"
     return why
 
 

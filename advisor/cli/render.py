@@ -10,10 +10,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from advisor.cli.closing import closing
-from advisor.cli.pasting import id_table
 from advisor.core.domain import DropIndexChange, IndexChange, KnobChange, QueryRewrite, Recommendation, state_word
 from advisor.core.wording import ratio
-from advisor.service.summary import observed, size, slowdown, summarize
+from advisor.service.summary import author, held_back, observed, size, slowdown, summarize
 from advisor.core.sqltext import one_line, shorten
 
 if TYPE_CHECKING:  # the service pulls in the optimizers (torch): not needed to render, nor for `advisor --help`
@@ -255,13 +254,20 @@ def index_explain(console: Console, rows: list[dict]) -> None:
 def recommendations(console: Console, recs: list[Recommendation]) -> None:
     """The list: each recommendation's verdict and measured gain (``advisor.service.summary``); a gain is green
     only for one that stands, never for a rejected one."""
-    table = id_table("id", "kind", "optimizer", "state", "verdict", "changes", "gain", "95% CI")
-    for r in recs:
+    if not recs:
+        console.print("no recommendations")
+        return
+    for r in recs:  # a block each, its id first and whole: nothing cut at any width
         head = summarize(r)
         f = head.figures
-        table.add_row(r.id, r.kind, r.optimizer, state_word(r.state), head.verdict, str(len(r.changes)),
-                      f"[{TONES[head.tone]}]{f['gain']}[/]", f["gain_ci"])
-    console.print(table)
+        console.print(f"{r.id}  {escape(r.kind)}, {escape(author(r))}: [bold]{state_word(r.state)}[/], "
+                      f"{len(r.changes)} change(s)")
+        verdict = "" if head.verdict == state_word(r.state) else f", {head.verdict}"
+        measured = (f"measured gain [{TONES[head.tone]}]{f['gain']}[/] (95% CI {f['gain_ci']}){verdict}"
+                    if head.gain is not None else escape(f["line"]))
+        console.print(f"  {measured}")
+        if r.state == "rejected":
+            console.print(f"  why: {escape(held_back(r))}")
 
 
 def recommendation_page(console: Console, rec: Recommendation, history: list[dict], explain: bool = False,

@@ -265,6 +265,24 @@ def fallback(rec: Recommendation) -> str:
             + (f" ({costs})" if costs else "") + f", so this recommendation holds {fb['to']}'s set")
 
 
+def held_back(rec: Recommendation) -> str:
+    """Why ``rec`` does not stand, in one short sentence for a list: the bundle's verdict that left it out, else
+    the statements it slowed past the threshold, else the first sentence of its note.
+
+    >>> from types import SimpleNamespace as R
+    >>> held_back(R(details={"bundle_verdict": "in the bundle it does not pay; more"}, evidence=None, note=""))
+    'in the bundle it does not pay'
+    """
+    bundle = (rec.details or {}).get("bundle_verdict")
+    if bundle:
+        return wording.headline(str(bundle))
+    ev = rec.evidence
+    slowed = ev.regressions if ev is not None else ()
+    if slowed:
+        return f"{len(slowed)} statement(s) slower by more than {ev.regression_threshold:.0%}"
+    return wording.headline(rec.note or "")
+
+
 def rejected_because(rec: Recommendation) -> str:
     """Why ``rec`` was rejected, as every face says it: the whole run's bundle verdict where the bundle rejected a
     change its own validation accepted (its note then still reads "validated"), else its note.
