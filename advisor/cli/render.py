@@ -261,13 +261,13 @@ def recommendations(console: Console, recs: list[Recommendation]) -> None:
         head = summarize(r)
         f = head.figures
         console.print(f"{r.id}  {escape(r.kind)}, {escape(author(r))}: [bold]{state_word(r.state)}[/], "
-                      f"{len(r.changes)} change(s)")
+                      f"{len(r.changes)} change(s)", highlight=False)
         verdict = "" if head.verdict == state_word(r.state) else f", {head.verdict}"
         measured = (f"measured gain [{TONES[head.tone]}]{f['gain']}[/] (95% CI {f['gain_ci']}){verdict}"
                     if head.gain is not None else escape(f["line"]))
-        console.print(f"  {measured}")
+        console.print(f"  {measured}", highlight=False)  # colour says only the gain's tone
         if r.state == "rejected":
-            console.print(f"  why: {escape(held_back(r))}")
+            console.print(f"  why: {escape(held_back(r))}", highlight=False)
 
 
 def recommendation_page(console: Console, rec: Recommendation, history: list[dict], explain: bool = False,
