@@ -47,6 +47,8 @@ def test_on_mariadb_a_killed_cli_run_is_interrupted_and_a_target_stopped_during_
     assert "run interrupted: the process running it (pid" in killed["detected_how"], table(doc)
 
 
+@pytest.mark.slow  # about 30 s; the default run has it on PostgreSQL (test_bench_faults.py), and a stopped MariaDB server
+# in tests/connectors/test_hung_target.py
 def test_on_mariadb_a_hung_target_ends_its_own_run_in_one_line_and_holds_no_other_targets_run(tmp_path):
     """Issue 42 item 10 on MariaDB (a PyMySQL connection had no read timeout: observe and the run waited for
     minutes, and a run of another target stayed queued behind them)."""
@@ -59,6 +61,7 @@ def test_on_mariadb_a_hung_target_ends_its_own_run_in_one_line_and_holds_no_othe
     assert all("did not answer within" in line for line in hung["details"]["said"].values()), table(doc)
 
 
+@pytest.mark.slow  # about 15 s; the default run has it on PostgreSQL (test_bench_faults.py)
 def test_on_mariadb_two_recommendations_of_one_index_the_second_is_refused_and_the_first_index_stays(tmp_path):
     """Issue 42 item 1 on MariaDB (the fault bench's collision case)."""
     doc = run_fault_bench(FaultBenchOptions(faults=("prod_collision",), out_dir=str(tmp_path), engine="mariadb"))
