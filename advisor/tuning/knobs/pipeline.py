@@ -21,6 +21,7 @@ from advisor.core.sqltext import shorten
 from advisor.storage.store import Store
 from advisor.tuning.observe import Observation, bind
 from advisor.tuning.recommend import Dropped, dropped_rows, recommend, verdict_note
+from advisor.tuning.knobs.shares import seed_line
 from advisor.tuning.shadows import Shadows
 from advisor.tuning.knobs.ablation import PLAN_INERT, Ablation, AblationOptions, ablate
 from advisor.tuning.knobs.retime import confirm_knob_regressions
@@ -338,18 +339,6 @@ def validate_best(store: Store, run: TuningRun, obs: Observation, connector: Con
 
 
 KEEP = "keep your current settings"
-
-
-def seed_line(name: str, change: float) -> str:
-    """How a seed's one pass compares with the current configuration's, ``change`` being its objective over
-    theirs - 1 (lower is better), the sign folded into a word.
-
-    >>> seed_line("workload-rules", -0.29), seed_line("rules", -0.004)
-    ('workload-rules configuration is better than the current one (its objective 29% lower, one pass)', 'rules configuration is about the same as the current one (its objective the same, one pass)')
-    """
-    verdict = "worse than" if change > 0.05 else "better than" if change < -0.05 else "about the same as"
-    moved = f"{abs(change):.0%} {'higher' if change > 0 else 'lower'}" if round(abs(change), 2) else "the same"
-    return f"{name} configuration is {verdict} the current one (its objective {moved}, one pass)"
 
 
 def _shares_unmeasured(space: KnobSpace, config: dict[str, str]) -> dict:

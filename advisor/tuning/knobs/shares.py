@@ -142,3 +142,13 @@ def _known(x: float) -> float | None:
     return x if x == x else None
 
 
+def seed_line(name: str, change: float) -> str:
+    """How a seed's one pass compares with the current configuration's, ``change`` being its objective over
+    theirs - 1 (lower is better), the sign folded into a word.
+
+    >>> seed_line("workload-rules", -0.29), seed_line("rules", -0.004)
+    ('workload-rules configuration is better than the current one (its objective 29% lower, one pass)', 'rules configuration is about the same as the current one (its objective the same, one pass)')
+    """
+    verdict = "worse than" if change > 0.05 else "better than" if change < -0.05 else "about the same as"
+    moved = f"{abs(change):.0%} {'higher' if change > 0 else 'lower'}" if round(abs(change), 2) else "the same"
+    return f"{name} configuration is {verdict} the current one (its objective {moved}, one pass)"
