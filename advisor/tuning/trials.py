@@ -258,6 +258,13 @@ class Ledger:
         want = dict(config)
         return next((r for r in reversed(self.rows) if r["config"] == want), None) if self.reusable else None
 
+    def changes_of(self, **config: str) -> list[dict] | None:
+        """The stored changes of the last candidate whose key holds ``config`` (a resumed run continues the set it
+        was validating), or None."""
+        row = next((r for r in reversed(self.rows) if all(r["config"].get(k) == v for k, v in config.items())),
+                   None) if self.reusable else None
+        return None if row is None else list(row.get("changes") or ())
+
     def evidence(self, config: Mapping[str, str], source: str, changes: Sequence, measure: Callable[[], Any],
                  what: str):
         """The evidence of the candidate ``config`` (``changes``) whose verdict follows from its evidence alone:

@@ -34,6 +34,8 @@ ORDER BY p.ID"""
 SESSIONS_SQL = SESSIONS.format(program=PROGRAM)
 PLAIN_SESSIONS_SQL = SESSIONS.format(program="''")  # a login that may not read the program names
 
+KILLED_SQL = TAG + "SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = %s AND COMMAND = 'Killed'"
+
 BYTES_SQL = TAG + """
 SELECT COALESCE(SUM(DATA_LENGTH + INDEX_LENGTH), 0) FROM information_schema.TABLES
 WHERE TABLE_SCHEMA = DATABASE() AND TABLE_TYPE = 'BASE TABLE'"""
@@ -67,6 +69,10 @@ class MariaDBProbe:
                 for pid, app, active, waiting, info in rows]
 
     def terminate(self, session_id: int) -> bool:
+        """End the session (True), or False when it is gone or already ending (a killed session stays listed as
+        'Killed' while it unwinds; a second KILL of it would end nothing)."""
+        if self._query(KILLED_SQL, (int(session_id),)):
+            return False
         try:
             self._query(TAG + "KILL CONNECTION %s", (int(session_id),))
         except pymysql.Error as e:

@@ -14,6 +14,7 @@ from advisor.core.domain import Recommendation
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
 from advisor.core.sqltext import named
+from advisor.storage.codec import change_from
 from advisor.storage.store import Store
 from advisor.tuning.indexes import drops as index_drops
 from advisor.tuning.indexes import repair as index_repair
@@ -24,7 +25,7 @@ from advisor.tuning.indexes.problem import build_problem
 from advisor.tuning.observe import Observation, bind, top
 from advisor.tuning.recommend import dropped_rows, rare_note, recommend, verdict_note
 from advisor.tuning.shadows import Shadows
-from advisor.tuning.trials import Ledger
+from advisor.tuning.trials import Ledger, workload_digest
 from advisor.tuning.validation import ValidationOptions
 from connectors.base import Connector
 from optimizers import registry
@@ -79,6 +80,22 @@ class IndexTuneResult:
     dropped: tuple[dict, ...] = ()
 
 
+def _resumed(ledger: Ledger | None, problem: IndexProblem, chosen: tuple, bound: list,
+             options: ValidationOptions | None, say: Say) -> tuple:
+    """A resumed run continues the index set its first validation pass measured over the same workload (proposing
+    again on a fresh shadow may pick another of a near tie, and measure a pass again), when every index of it is
+    still a candidate; ``chosen`` otherwise."""
+    stored = ledger.changes_of(validation="index set", **{"pass": "1"}, workload=workload_digest(bound, options)) \
+        if ledger is not None and options is not None else None
+    candidates = {c.index for c in problem.candidates}
+    was = tuple(change_from(d) for d in stored or ())
+    if not was or not set(was) <= candidates or set(was) == set(chosen):
+        return chosen
+    say(f"continuing the {len(was)} index(es) the interrupted run was validating (proposed again: "
+        f"{len(chosen)})")
+    return was
+
+
 def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: IndexPlan, *,
                  model_dir: Path | None = None, run_id: str | None = None, say: Say = silent,
                  shadows: Shadows | None = None, ledger: Ledger | None = None) -> IndexTuneResult:
@@ -101,6 +118,8 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
                 f"budget {plan.budget_mb:g} MB")
             chosen, training, whatif = propose(problem, plan.optimizer, seed=plan.seed, model_dir=model_dir,
                                                options={**plan.options, "data_bytes": obs.data_bytes}, say=say)
+            chosen = _resumed(ledger, problem, chosen, [b for b in bound if b.queryid not in dict(unparsed)],
+                              plan.validation, say)
             estimated = {ix: problem.whatif.size(ix) for ix in chosen}
             spares = index_repair.spares(problem, chosen) if plan.validation is not None else ()
             raw = index_sizing.raw_estimates(problem.whatif, chosen)  # HypoPG's, before calibration
