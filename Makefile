@@ -10,10 +10,10 @@ ENGINE ?= postgres
 demo: bootstrap
 	.venv/bin/advisor demo --engine $(ENGINE)
 
-# the import-linter contracts ([tool.importlinter] in pyproject.toml) are checked first; a broken one fails the target.
+# the import-linter contracts ([tool.importlinter] in pyproject.toml) are a test (tests/test_layers.py): a broken one
+# fails the target, and plain pytest checks them too.
 # Two workers (pytest-xdist), each test file on one worker with its own servers: most tests wait on PostgreSQL
 test: bootstrap
-	.venv/bin/lint-imports --no-cache
 	.venv/bin/python -m pytest -n 2 --dist loadfile
 
 test-slow: bootstrap

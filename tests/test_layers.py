@@ -1,10 +1,11 @@
-"""The import-linter gate in `make test` really catches a layer violation.
+"""The import-linter contracts of pyproject.toml hold for this repository, checked by pytest itself.
 
-`make test` runs `.venv/bin/lint-imports` (contracts in [tool.importlinter] of pyproject.toml) before
-pytest. This test proves the tool is live: on a tiny fake package tree in a temporary directory, with a
-temporary config shaped like ours (a layer of independent siblings joined by `|`), lint-imports passes
-while the tree is clean, and fails naming the contract and the offending import once a module in a
-lower layer imports a higher one.
+`test_the_repository_keeps_every_import_contract` runs `lint-imports` (contracts in [tool.importlinter] of
+pyproject.toml) over this checkout and fails naming each broken contract, so plain `pytest` (and `make test`,
+which runs only pytest) checks the layers. `test_lint_imports_fails_on_a_lower_layer_importing_a_higher_one`
+proves the tool is live: on a tiny fake package tree in a temporary directory, with a temporary config shaped
+like ours (a layer of independent siblings joined by `|`), lint-imports passes while the tree is clean, and
+fails naming the contract and the offending import once a module in a lower layer imports a higher one.
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 # A name nothing installed uses, so the copy in the temporary directory is the one found.
+REPO = Path(__file__).resolve().parents[1]
+
 PKG = "layerfake_app"
 CONTRACT_NAME = "Fake layers: top > left | right > bottom"
 
@@ -65,7 +69,7 @@ def _write_tree(root: Path, files: dict[str, str]) -> None:
 def _lint(root: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FORCE_COLOR")}
     # wide, colourless output so the contract name and import lines are never wrapped or styled
-    env.update(COLUMNS="250", NO_COLOR="1", TERM="dumb", PYTHONPATH=str(root))
+    env.update(COLUMNS="1000", NO_COLOR="1", TERM="dumb", PYTHONPATH=str(root))
     return subprocess.run(
         [_lint_imports_exe(), "--no-cache", "--no-logo", "--config", str(root / "pyproject.toml")],
         cwd=root,
@@ -101,3 +105,20 @@ def test_lint_imports_fails_on_a_lower_layer_importing_a_higher_one(tmp_path: Pa
     assert f"{PKG}.bottom.util -> {PKG}.top.api (l.2)" in out
     assert f"{PKG}.left is not allowed to import {PKG}.right" in out
     assert f"{PKG}.left.views -> {PKG}.right.jobs (l.2)" in out
+
+
+def test_the_repository_keeps_every_import_contract() -> None:
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    names = [c["name"] for c in contracts]
+    assert names, "pyproject.toml lists no import-linter contracts"
+
+    run = _lint(REPO)
+    out = run.stdout + run.stderr
+    lines = [line.strip() for line in out.splitlines()]
+    broken = [name for name in names if f"{name} BROKEN" in lines]
+    assert not broken, "import contracts broken: " + "; ".join(broken) + f"\n\n{out}"
+    # every contract was checked and kept, not skipped or misread
+    unchecked = [name for name in names if f"{name} KEPT" not in lines]
+    assert not unchecked, "import contracts not reported kept: " + "; ".join(unchecked) + f"\n\n{out}"
+    assert run.returncode == 0, out
+    assert f"Contracts: {len(names)} kept, 0 broken." in out
