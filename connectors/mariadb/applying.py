@@ -5,8 +5,8 @@ set again after the restart."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import pymysql
 
@@ -18,14 +18,25 @@ from connectors.mariadb import snapshot
 from connectors.mariadb.connection import TAG, error_code, error_text
 from connectors.mariadb.session import GONE
 
-if TYPE_CHECKING:
-    from connectors.mariadb.connector import MariaDBConnector
+
+class Host(Protocol):
+    """What these functions use of the connector they serve (``MariaDBConnector`` is one): stated here, so this
+    module never imports the connector that imports it."""
+
+    _params: dict[str, Any]
+    _restart: Callable[[], None] | None
+    _persist: Callable[[dict[str, str]], None] | None
+
+    def _guarded(self, fn: Callable[[pymysql.connections.Connection], Any], answer_s: float | None = None) -> Any: ...
+
+    def knob_catalog(self) -> dict[str, KnobSpec]: ...
+
 
 LOCK_WAIT_TIMEOUT = 1205  # ER_LOCK_WAIT_TIMEOUT
 DUPLICATE_KEY_NAME = 1061  # ER_DUP_KEYNAME
 
 
-def plan_changes(self: MariaDBConnector, changes: Sequence[Change], catalog: dict[str, KnobSpec] | None = None) -> Applied:
+def plan_changes(self: Host, changes: Sequence[Change], catalog: dict[str, KnobSpec] | None = None) -> Applied:
     """Check every change and render what applies and reverts it, without running anything."""
     catalog = catalog if catalog is not None else self.knob_catalog()
     existing = self._guarded(snapshot.index_columns) \
@@ -50,7 +61,7 @@ def plan_changes(self: MariaDBConnector, changes: Sequence[Change], catalog: dic
     return Applied(tuple(checked), tuple(apply_sql), tuple(reversed(revert_sql)), needs_restart)
 
 
-def apply(self: MariaDBConnector, changes: Sequence[Change], lock_timeout_s: float | None = None) -> Applied:
+def apply(self: Host, changes: Sequence[Change], lock_timeout_s: float | None = None) -> Applied:
     """Apply the changes (all checked first); DDL is not transactional in MariaDB, so on a failure midway
     what was done is reverted statement by statement before the error is raised."""
     plan = plan_changes(self, changes)
@@ -67,12 +78,12 @@ def apply(self: MariaDBConnector, changes: Sequence[Change], lock_timeout_s: flo
     return Applied(plan.changes, plan.apply_sql, plan.revert_sql, plan.needs_restart, restarted)
 
 
-def revert(self: MariaDBConnector, applied: Applied, lock_timeout_s: float | None = None) -> None:
+def revert(self: Host, applied: Applied, lock_timeout_s: float | None = None) -> None:
     _run(self, list(applied.revert_sql), lock_timeout_s)
     _restart_if_needed(self, applied.needs_restart, applied.revert_sql, lock_timeout_s)
 
 
-def _restart_if_needed(self: MariaDBConnector, needed: bool, lines: Sequence[str] = (), lock_timeout_s: float | None = None) -> bool:
+def _restart_if_needed(self: Host, needed: bool, lines: Sequence[str] = (), lock_timeout_s: float | None = None) -> bool:
     """Restart when a change needs it and this connector can; a restart forgets what SET GLOBAL did, so the
     ``lines`` that set a variable run again after it."""
     if needed and self._restart is not None and self._persist is not None:
@@ -82,7 +93,7 @@ def _restart_if_needed(self: MariaDBConnector, needed: bool, lines: Sequence[str
     return False
 
 
-def _run(self: MariaDBConnector, statements: list[str], lock_timeout_s: float | None) -> None:
+def _run(self: Host, statements: list[str], lock_timeout_s: float | None) -> None:
     """Run SQL lines; option-file lines are persisted (when this connector can) or left pending."""
     sql_lines = [s for s in statements if not s.startswith(change_sql.OPTION_FILE)]
     option_lines = [s.removeprefix(change_sql.OPTION_FILE) for s in statements if s not in sql_lines]

@@ -9,8 +9,8 @@ database waited for a table, metadata or row lock (``PROCESSLIST`` states, ``INN
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import pymysql
 
@@ -20,8 +20,14 @@ from connectors.mariadb import changes as change_sql
 from connectors.mariadb import snapshot
 from connectors.mariadb.connection import TAG
 
-if TYPE_CHECKING:
-    from connectors.mariadb.connector import MariaDBConnector
+
+class Host(Protocol):
+    """What these functions use of the connector they serve (``MariaDBConnector`` is one): ``fn`` on a connection
+    of its own, driver errors as one line. Stated here, so this module never imports the connector that imports
+    it."""
+
+    def _guarded(self, fn: Callable[[pymysql.connections.Connection], Any], answer_s: float | None = None) -> Any: ...
+
 
 # sessions of this database only (as PostgreSQL's datname): a lock wait in another database of the server slows
 # none of this one's statements
@@ -43,7 +49,7 @@ def _object(change: Change) -> tuple[str, str, str] | None:
     return None
 
 
-def ownership(self: MariaDBConnector, changes: Sequence[Change]) -> list[tuple[str, str | None]]:
+def ownership(self: Host, changes: Sequence[Change]) -> list[tuple[str, str | None]]:
     def read(conn: pymysql.connections.Connection) -> list[tuple[str, str | None]]:
         existing = snapshot.index_columns(conn) if any(_object(c) for c in changes) else {}
         out: list[tuple[str, str | None]] = []
@@ -62,7 +68,7 @@ def ownership(self: MariaDBConnector, changes: Sequence[Change]) -> list[tuple[s
     return self._guarded(read)
 
 
-def lock_waits(self: MariaDBConnector, samples: int = 5, interval_s: float = 0.2) -> float:
+def lock_waits(self: Host, samples: int = 5, interval_s: float = 0.2) -> float:
     def read(conn: pymysql.connections.Connection) -> float:
         with conn.cursor() as cur:
             def waiting() -> bool:

@@ -5,8 +5,8 @@ change is waited for until a new session sees it."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import psycopg
 from psycopg import sql
@@ -17,13 +17,24 @@ from connectors import deadlines
 from connectors.postgres import changes as change_sql
 from connectors.postgres.knobs import UNITS
 
-if TYPE_CHECKING:
-    from connectors.postgres.connector import PostgresConnector
+
+class Host(Protocol):
+    """What these functions use of the connector they serve (``PostgresConnector`` is one): stated here, so this
+    module never imports the connector that imports it."""
+
+    _restart: Callable[[], None] | None
+
+    def connect(self, autocommit: bool = True, answer_s: float | None = None) -> psycopg.Connection: ...
+
+    def knob_catalog(self) -> dict[str, KnobSpec]: ...
+
+    def plan_changes(self, changes: Sequence[Change], catalog: dict[str, KnobSpec] | None = None) -> Applied: ...
+
 
 RELOAD = "SELECT pg_reload_conf()"
 
 
-def plan_changes(self: PostgresConnector, changes: Sequence[Change], catalog: dict[str, KnobSpec] | None = None) -> Applied:
+def plan_changes(self: Host, changes: Sequence[Change], catalog: dict[str, KnobSpec] | None = None) -> Applied:
     """Check every change and render the SQL that applies and reverts it, without running anything."""
     catalog = catalog if catalog is not None else self.knob_catalog()
     checked: list[Change] = []
@@ -54,7 +65,7 @@ def plan_changes(self: PostgresConnector, changes: Sequence[Change], catalog: di
     return Applied(tuple(checked), tuple(apply_sql) + reload, tuple(reversed(revert_sql)) + reload, needs_restart)
 
 
-def apply(self: PostgresConnector, changes: Sequence[Change], lock_timeout_s: float | None = None) -> Applied:
+def apply(self: Host, changes: Sequence[Change], lock_timeout_s: float | None = None) -> Applied:
     """Apply the changes (all checked first); on a failure midway, undo what was done and raise."""
     plan = self.plan_changes(changes)
     done: list[str] = []
@@ -84,7 +95,7 @@ def apply(self: PostgresConnector, changes: Sequence[Change], lock_timeout_s: fl
     return Applied(plan.changes, plan.apply_sql, plan.revert_sql, plan.needs_restart, restarted)
 
 
-def revert(self: PostgresConnector, applied: Applied, lock_timeout_s: float | None = None) -> None:
+def revert(self: Host, applied: Applied, lock_timeout_s: float | None = None) -> None:
     with self.connect(answer_s=deadlines.long_s()) as conn:
         _set_lock_timeout(conn, lock_timeout_s)
         loaded = _conf_loaded(conn) if RELOAD in applied.revert_sql else None
@@ -96,7 +107,7 @@ def revert(self: PostgresConnector, applied: Applied, lock_timeout_s: float | No
         _wait_loaded(self, loaded, 10.0)
 
 
-def _drop_if_index(self: PostgresConnector, plan: Applied, failed: str, lock_timeout_s: float | None) -> None:
+def _drop_if_index(self: Host, plan: Applied, failed: str, lock_timeout_s: float | None) -> None:
     """A CREATE INDEX CONCURRENTLY that fails midway leaves an invalid index behind: drop it. Never called when
     the name was taken already (``AlreadyExists``): that index is someone else's."""
     i = plan.apply_sql.index(failed)
@@ -112,7 +123,7 @@ def _drop_if_index(self: PostgresConnector, plan: Applied, failed: str, lock_tim
                            f"have left could not be dropped ({e}); drop it by hand") from None
 
 
-def _undo_partial(self: PostgresConnector, plan: Applied, done: list[str], lock_timeout_s: float | None = None) -> None:
+def _undo_partial(self: Host, plan: Applied, done: list[str], lock_timeout_s: float | None = None) -> None:
     """Revert the first ``len(done)`` changes of ``plan`` (those whose apply statement ran)."""
     reverts = [s for s in plan.revert_sql if s != RELOAD]
     n_done = sum(1 for s in done if s != RELOAD)
@@ -126,7 +137,7 @@ def _undo_partial(self: PostgresConnector, plan: Applied, done: list[str], lock_
             conn.execute(RELOAD)
 
 
-def wait_visible(self: PostgresConnector, knobs: list[KnobChange], restart_pending: bool, timeout_s: float = 10.0,
+def wait_visible(self: Host, knobs: list[KnobChange], restart_pending: bool, timeout_s: float = 10.0,
                  loaded_before: object = None) -> None:
     """pg_reload_conf() only signals the postmaster: wait until a new session sees the new values. With
     ``loaded_before`` (``pg_conf_load_time()`` read before the reload), until a new session's configuration was
@@ -152,7 +163,7 @@ def _conf_loaded(conn: psycopg.Connection) -> object:
     return conn.execute("SELECT pg_conf_load_time()").fetchone()[0]
 
 
-def _wait_loaded(self: PostgresConnector, before: object, timeout_s: float) -> None:
+def _wait_loaded(self: Host, before: object, timeout_s: float) -> None:
     """Wait until a new session's configuration was loaded after ``before`` (the postmaster took the reload)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

@@ -9,16 +9,22 @@ old name: the OID is no identity of what the change made).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from advisor.core.domain import Change, DropIndexChange, IndexChange
 from connectors.owned import sampled_share, setting_entry
 from connectors.base import TAG
 from connectors.postgres import changes as change_sql
 
-if TYPE_CHECKING:
-    from connectors.postgres.connector import PostgresConnector
+
+class Host(Protocol):
+    """What these functions use of the connector they serve (``PostgresConnector`` is one): ``fn`` on a connection
+    of its own, driver errors as one line. Stated here, so this module never imports the connector that imports
+    it."""
+
+    def _guarded(self, fn: Callable[[Any], Any]) -> Any: ...
+
 
 INDEX_DEFINITION = (TAG + "SELECT pg_get_indexdef(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
              "WHERE n.nspname = %s AND c.relname = %s AND c.relkind IN ('i', 'I')")
@@ -35,7 +41,7 @@ def _object(change: Change) -> tuple[str, str] | None:
     return None
 
 
-def ownership(self: PostgresConnector, changes: Sequence[Change]) -> list[tuple[str, str | None]]:
+def ownership(self: Host, changes: Sequence[Change]) -> list[tuple[str, str | None]]:
     def read(conn) -> list[tuple[str, str | None]]:
         out: list[tuple[str, str | None]] = []
         for change in changes:
@@ -49,6 +55,6 @@ def ownership(self: PostgresConnector, changes: Sequence[Change]) -> list[tuple[
     return self._guarded(read)
 
 
-def lock_waits(self: PostgresConnector, samples: int = 5, interval_s: float = 0.2) -> float:
+def lock_waits(self: Host, samples: int = 5, interval_s: float = 0.2) -> float:
     return self._guarded(lambda conn: sampled_share(lambda: conn.execute(LOCK_WAITERS).fetchone()[0] > 0,
                                                     samples, interval_s))

@@ -17,22 +17,42 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from advisor.core.errors import AdvisorError
-from advisor.core.progress import Say
+from advisor.core.progress import Say, silent
 from connectors import local
 from connectors.base import Shadow
 from connectors.postgres.connection import TAG
 from connectors.postgres.sandbox import PostgresSandbox
-from connectors.replica import CLONES, ReplicaUnavailable, cut_clone
+from connectors.replica import CLONES, Lag, ReplicaUnavailable, cut_clone
 
-if TYPE_CHECKING:
-    from connectors.postgres.replica_standby import StandbyReplica
+
+class Standby(Protocol):
+    """What a clone uses of the replica it is cut from (``replica_standby.StandbyReplica`` and its logical
+    subclass are ones): stated here, so this module never imports the replica that imports it."""
+
+    CLONE_SETTINGS: dict[str, str]
+    directory: Path
+    dbname: str | None
+    volume: Path
+    data: Path
+
+    def _user(self) -> str: ...
+
+    def ensure_running(self, say: Say = silent) -> None: ...
+
+    def stop(self, mode: str = "fast") -> None: ...
+
+    def lag(self) -> Lag: ...
+
+    def detach_clone(self, clone: PostgresClone) -> None: ...
+
 
 
 def _quoted(value: str) -> str:
@@ -42,7 +62,7 @@ def _quoted(value: str) -> str:
 class PostgresClone(PostgresSandbox):
     """A sandbox made from a replica's data instead of ``initdb`` (``connectors.base.Sandbox``)."""
 
-    def __init__(self, replica: StandbyReplica, settings: dict[str, str]):
+    def __init__(self, replica: Standby, settings: dict[str, str]):
         super().__init__("clone", settings={**settings, **replica.CLONE_SETTINGS},
                          base_dir=str(replica.volume / CLONES))
         self.replica = replica
@@ -119,7 +139,7 @@ class PostgresClone(PostgresSandbox):
         return super().connector(dbname or self.default_db)
 
 
-def start_clone(replica: StandbyReplica, say: Say, settings: dict[str, str]) -> Shadow:
+def start_clone(replica: Standby, say: Say, settings: dict[str, str]) -> Shadow:
     """A running thin clone of ``replica`` as a shadow of the target's database."""
     replica.ensure_running(say)
     clones = replica.volume / CLONES

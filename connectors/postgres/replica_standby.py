@@ -36,6 +36,7 @@ from connectors.base import Shadow
 from connectors.postgres import replica_check
 from connectors.postgres.binaries import pg_bin_dir
 from connectors.postgres.connection import TAG, connect, parse_dsn
+from connectors.postgres.replica_clone import start_clone
 from connectors.postgres.replica_slot import LINK_KEYS, drop_slot
 from connectors.postgres.sandbox import PRELOAD
 from connectors.postgres.server_control import halt, lock_pid, pg_ctl
@@ -339,8 +340,6 @@ class StandbyReplica:
     # --- clones and removal ------------------------------------------------------------------------------------
 
     def clone(self, say: Say | None = None, settings: dict[str, str] | None = None) -> Shadow:
-        from connectors.postgres.replica_clone import start_clone
-
         return start_clone(self, say or silent, settings or {})
 
     def detach_clone(self, clone) -> None:
