@@ -1,10 +1,8 @@
-"""Where and how models run: the device (``auto``: CUDA when present, else CPU) and the CPU thread pool; a
-model's blob (what ``torch.save`` writes) as text for an optimizer's JSON state."""
+"""Where and how models run: the device (``auto``: CUDA when present, else CPU) and the CPU thread pool (a model's
+blob as a file or text: ``optimizers.rl.persistence``)."""
 
 from __future__ import annotations
 
-import base64
-import io
 from contextlib import contextmanager, nullcontext
 
 import torch
@@ -39,14 +37,3 @@ def cpu_threads(device: torch.device):
     """``one_thread()`` on the CPU, nothing on an accelerator."""
     return one_thread() if device.type == "cpu" else nullcontext()
 
-
-def blob_to_text(blob: dict) -> str:
-    """``blob`` (tensors, numbers, strings, lists and dicts of them) as base64 of ``torch.save``'s bytes."""
-    out = io.BytesIO()
-    torch.save(blob, out)
-    return base64.b64encode(out.getvalue()).decode()
-
-
-def text_to_blob(text: str) -> dict:
-    """What ``blob_to_text`` wrote, on the CPU (tensors only: nothing is unpickled beyond torch's safe set)."""
-    return torch.load(io.BytesIO(base64.b64decode(text)), map_location="cpu", weights_only=True)

@@ -13,7 +13,7 @@ and budget, one index per step.
 - Reward: the relative what-if cost reduction ``(C_prev - C_new) / C_0`` (``Step.relative``; an episode's return
   is then its total reduction), and IA2's reward, that reduction per unit of storage
   ``/ (extra bytes / budget)`` with the storage term floored at 1% of the budget (``Step.reward``). The agent
-  trains on either (``TD3Options.reward``); the bench measured the first better on TPC-H.
+  trains on either (``IA2Options.reward``); the bench measured the first better on TPC-H.
 
 Costs come from the problem's what-if coster (cached), so revisiting a configuration is free; a step's statements
 (and the solo benefits) are planned at once (``prefetch``).

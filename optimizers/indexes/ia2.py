@@ -181,7 +181,7 @@ class IA2(IndexOptimizer):
     def _train(self, say: Say) -> Callable[[np.random.Generator], IndexProblem]:
         """Train the agent from scratch; returns the sampler of mixes unlike the workload (for ``_check_unlike``)."""
         problem, td3 = self.problem, _td3()
-        self.agent = td3.TD3Agent(problem.candidates, td3.TD3Options(episodes=self.episodes, reward=self.reward),
+        self.agent = td3.TD3Agent(problem.candidates, td3.IA2Options(episodes=self.episodes, reward=self.reward),
                                   self.device, self.seed)
         templates = self.templates or problem.queries
         say(f"IA2: training on {len(templates)} statement templates, {self.episodes} episodes on {self.agent.device}")

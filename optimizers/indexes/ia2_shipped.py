@@ -14,8 +14,6 @@ weights (``fingerprint``).
 from __future__ import annotations
 
 import hashlib
-import json
-import pickle
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -49,12 +47,12 @@ def train_shared(problems: Sequence[IndexProblem], episodes: int, seed: int = 0,
                  say: Say = silent):
     """One IA2 agent trained across ``problems`` in turns (``episodes`` in all); returns (the agent, bound to the
     first problem's candidates, and its statistics as a dict with per-problem mean relative costs)."""
-    from optimizers.indexes.td3 import TD3Agent, TD3Options
+    from optimizers.indexes.td3 import IA2Options, TD3Agent
     from optimizers.torch_runtime import cpu_threads
 
     if not problems:
         raise ValueError("no problem to train IA2's shared agent on")
-    main = TD3Agent(problems[0].candidates, TD3Options(episodes=episodes), device, seed)
+    main = TD3Agent(problems[0].candidates, IA2Options(episodes=episodes), device, seed)
     agents = [main] + [main.bound(p.candidates) for p in problems[1:]]
     buffers = [a.new_buffer() for a in agents]
     samplers = [sampler(p) for p in problems]
@@ -91,29 +89,21 @@ def fingerprint(weights: dict) -> str:
 
 def save(agent, path: Path, manifest: dict) -> Path:
     """The weights (``.pt``, bound to no candidates) and the manifest (``.json``, with the weights' fingerprint)."""
-    import torch
+    from optimizers.rl import persistence
 
     weights = agent.weights()
     manifest = {**manifest, "fingerprint": fingerprint(weights)}
-    path.parent.mkdir(parents=True, exist_ok=True)
     timed = {"seconds"}  # left out of the weights' file, so that the same seed writes the same bytes
-    torch.save({**weights, "manifest": {k: v for k, v in manifest.items() if k not in timed}}, path)
-    path.with_suffix(".json").write_text(json.dumps(manifest, indent=1) + "\n")
-    return path
+    return persistence.save({**weights, "manifest": {k: v for k, v in manifest.items() if k not in timed}}, path,
+                            manifest)
 
 
 def load(path: Path | None = None) -> dict | None:
     """The shipped weights (with their ``manifest``), or None when there are none or they cannot be read."""
-    import torch
+    from optimizers.rl import persistence
 
-    path = path or DIR / FILE
-    if not path.exists():
-        return None
-    try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-        return blob if {"actor", "critics", "options"} <= set(blob) else None
-    except (ValueError, KeyError, RuntimeError, OSError, TypeError, pickle.UnpicklingError):
-        return None
+    blob = persistence.stored(path or DIR / FILE)
+    return blob if isinstance(blob, dict) and {"actor", "critics", "options"} <= set(blob) else None
 
 
 def shipped(candidates: Sequence[Candidate], device: str = "auto", seed: int | None = None,

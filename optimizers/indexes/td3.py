@@ -1,6 +1,6 @@
 """The TD3 agent behind IA2 (``optimizers.indexes.ia2``): actor and twin critics over per-candidate features,
-training on sampled workload mixes (its replay buffer in ``optimizers.indexes.replay``), greedy and sampled
-rollouts, and saving the model.
+training on sampled workload mixes, greedy and sampled rollouts, and saving the model; its networks, replay
+buffer, update and persistence are the shared RL core's (``optimizers.rl``).
 
 Actions are discrete (a candidate), so the actor scores every candidate from its features and the state, and
 the action is the best-scoring *valid* candidate; the critic values a (state, action) pair from the global
@@ -30,69 +30,68 @@ from advisor.core.domain import IndexChange
 from advisor.core.progress import Say
 from optimizers.indexes.env import CANDIDATE_FEATURES, GLOBAL_FEATURES, IndexEnv
 from optimizers.indexes.problem import Candidate, IndexProblem
-from optimizers.indexes.replay import Buffer
-from optimizers.torch_runtime import blob_to_text, cpu_threads, one_thread, resolve_device, text_to_blob
+from optimizers.rl import persistence
+from optimizers.rl import td3 as rl
+from optimizers.rl.networks import INVALID, masked, mlp
+from optimizers.rl.replay import ReplayBuffer
+from optimizers.torch_runtime import cpu_threads, one_thread, resolve_device
 
 
 @dataclass(frozen=True)
-class TD3Options:
-    episodes: int = 300
-    gamma: float = 0.9
-    hidden: int = 64
-    lr_actor: float = 3e-4
+class IA2Options(rl.TD3Options):
+    """TD3's shared hyper-parameters with IA2's defaults, and IA2's own: exploration, rewards, updates per step."""
+
+    gamma: float = 0.9  # the shared hyper-parameters IA2 sets otherwise than TD3's defaults
     lr_critic: float = 1e-3
-    batch: int = 64
     tau: float = 0.01
-    policy_delay: int = 2
-    target_noise: float = 0.2
-    noise_clip: float = 0.5
-    temperature: float = 0.3
+    buffer: int = 8000
+    reward_clip: float = 20.0
+    episodes: int = 300
+    temperature: float = 0.3  # of the actor's softmax over candidates, the expected action its gradient reads
     explore_start: float = 1.0  # chance of a random valid action, decaying linearly to explore_end
     explore_end: float = 0.05
     score_noise: float = 0.1  # Gaussian noise on the actor's scores when not acting at random
     updates_per_step: int = 2
     warmup_steps: int = 64
-    reward_clip: float = 20.0
     reward_scale: float = 0.1
-    buffer: int = 8000
     # relative: the step's relative cost reduction, so an episode's return is its total reduction (measured better
     # here); per_storage: that reduction per unit of storage, IA2's own reward (it favours many small indexes)
     reward: str = "relative"
 
 
-def _mlp(inp: int, hidden: int, out: int) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(inp, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                         nn.Linear(hidden, out))
-
-
 class Actor(nn.Module):
     def __init__(self, hidden: int):
         super().__init__()
-        self.net = _mlp(CANDIDATE_FEATURES + GLOBAL_FEATURES, hidden, 1)
+        self.net = mlp(CANDIDATE_FEATURES + GLOBAL_FEATURES, hidden, 1)
 
     def forward(self, g: torch.Tensor, phi: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """Scores [batch, n] from global features [batch, G] and candidate features [batch, n, F]. With ``mask``
-        [batch, n], only the valid candidates are scored (the rest get -1e9, what every caller masks them to):
+        [batch, n], only the valid candidates are scored (the rest get ``INVALID``, what every caller masks them to):
         most of a target's candidates are invalid in any one state, so this is most of the training's work saved."""
         gx = g.unsqueeze(1).expand(-1, phi.shape[1], -1)
         if mask is None:
             return self.net(torch.cat([phi, gx], dim=-1)).squeeze(-1)
-        scores = torch.full(mask.shape, -1e9, dtype=phi.dtype, device=phi.device)
+        scores = torch.full(mask.shape, INVALID, dtype=phi.dtype, device=phi.device)
         return scores.masked_scatter(mask, self.net(torch.cat([phi[mask], gx[mask]], dim=-1)).squeeze(-1))
 
 
 class Critic(nn.Module):
     def __init__(self, hidden: int):
         super().__init__()
-        self.net = _mlp(GLOBAL_FEATURES + 3 * CANDIDATE_FEATURES, hidden, 1)
+        self.net = mlp(GLOBAL_FEATURES + 3 * CANDIDATE_FEATURES, hidden, 1)
 
     def forward(self, g, pooled, action_phi) -> torch.Tensor:
         """Values [batch] from global features, the state's ``pool``ed candidate features and the action's."""
         return self.net(torch.cat([g, pooled, action_phi], dim=-1)).squeeze(-1)
 
 
-def _masked(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    return scores.masked_fill(~mask, -1e9)
+def pool(phi: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The critic's view of the valid candidates of a state: their mean and peak features [2 F] (zeros and -1
+    when none is valid). Computed once per transition, when it enters the replay buffer."""
+    valid = phi[mask]
+    if not len(valid):
+        return np.concatenate([np.zeros(CANDIDATE_FEATURES), -np.ones(CANDIDATE_FEATURES)]).astype(np.float32)
+    return np.concatenate([valid.mean(0), valid.max(0)]).astype(np.float32)
 
 
 @dataclass
@@ -117,7 +116,7 @@ class TrainStats:
 class TD3Agent:
     """The IA2 policy over a fixed list of candidates (the target's action space)."""
 
-    def __init__(self, candidates: Sequence[Candidate], options: TD3Options = TD3Options(), device: str = "auto",
+    def __init__(self, candidates: Sequence[Candidate], options: IA2Options = IA2Options(), device: str = "auto",
                  seed: int = 0):
         self.candidates = tuple(candidates)
         if options.reward not in ("per_storage", "relative"):
@@ -228,11 +227,16 @@ class TD3Agent:
         self.stats.whatif_calls += calls() - calls0
         return self.stats
 
-    def new_buffer(self) -> Buffer:
-        """A replay buffer over this agent's candidates."""
-        return Buffer(self.options.buffer, len(self.candidates))
+    def new_buffer(self) -> ReplayBuffer:
+        """A replay buffer over this agent's candidates: per state its global features, the critic's ``pool``ed
+        view, the candidates' features and the valid ones; the action (a candidate), the reward and whether done."""
+        n, g, f, pooled = len(self.candidates), (GLOBAL_FEATURES,), (CANDIDATE_FEATURES,), (2 * CANDIDATE_FEATURES,)
+        state = {"g": (g, np.float32), "pooled": (pooled, np.float32), "phi": ((n, *f), np.float32),
+                 "mask": ((n,), bool)}
+        return ReplayBuffer(self.options.buffer, {**state, "a": ((), np.int64), "r": ((), np.float32),
+                                                  **{f"{k}2": v for k, v in state.items()}, "done": ((), np.float32)})
 
-    def episode(self, problem: IndexProblem, explore: float, buffer: Buffer) -> None:
+    def episode(self, problem: IndexProblem, explore: float, buffer: ReplayBuffer) -> None:
         """One training episode on ``problem``, acting with exploration ``explore`` and learning from ``buffer``
         (of this agent's candidates) as it goes."""
         o, env = self.options, self.env
@@ -246,7 +250,7 @@ class TD3Agent:
             g2, phi2 = env.features()
             raw = step.reward if o.reward == "per_storage" else step.relative / o.reward_scale
             r = float(np.clip(raw, -o.reward_clip, o.reward_clip)) * o.reward_scale
-            buffer.add(g, phi, mask, a, r, g2, phi2, mask2, step.done)
+            buffer.add(g, pool(phi, mask), phi, mask, a, r, g2, pool(phi2, mask2), phi2, mask2, step.done)
             self.stats.steps += 1
             if buffer.size >= o.warmup_steps:
                 for _ in range(o.updates_per_step):
@@ -255,34 +259,28 @@ class TD3Agent:
         self.stats.episodes += 1
         self.stats.final_rc.append(env.cost / env.cost0 if env.cost0 else 1.0)
 
-    def _update(self, buffer: Buffer) -> None:
+    def _update(self, buffer: ReplayBuffer) -> None:
+        """One TD3 update (``optimizers.rl.td3.update``): the target's next action is the target actor's best valid
+        candidate under smoothing noise, and the actor's loss values the expected action of its softmax."""
         o = self.options
         g, pooled, phi, mask, a, r, g2, pooled2, phi2, mask2, done = buffer.sample(o.batch, self.rng, self.device)
         rows = torch.arange(len(a), device=self.device)
-        with torch.no_grad():
-            noise = (torch.randn(mask2.shape, device=self.device) * o.target_noise).clamp(-o.noise_clip, o.noise_clip)
-            a2 = _masked(self.actor_t(g2, phi2, mask2) + noise, mask2).argmax(1)
-            q2 = torch.min(*(c(g2, pooled2, phi2[rows, a2]) for c in self.critics_t))
-            has_next = mask2.any(1).float()
-            y = r + o.gamma * (1.0 - done) * has_next * q2
-        q1, q2c = (c(g, pooled, phi[rows, a]) for c in self.critics)
-        loss = ((q1 - y) ** 2).mean() + ((q2c - y) ** 2).mean()
-        self.opt_critic.zero_grad()
-        loss.backward()
-        self.opt_critic.step()
-        self.stats.updates += 1
-        if self.stats.updates % o.policy_delay:
-            return
-        weights = torch.softmax(self.actor(g, phi, mask) / o.temperature, dim=1)
-        soft_action = (weights.unsqueeze(-1) * phi).sum(1)
-        actor_loss = -self.critics[0](g, pooled, soft_action).mean()
-        self.opt_actor.zero_grad()
-        actor_loss.backward()
-        self.opt_actor.step()
-        with torch.no_grad():
-            for net, target in ((self.actor, self.actor_t), (self.critics, self.critics_t)):
-                for p, pt in zip(net.parameters(), target.parameters()):
-                    pt.mul_(1.0 - o.tau).add_(p, alpha=o.tau)
+
+        def target() -> torch.Tensor:
+            noise = rl.smoothing_noise(mask2.shape, o, self.device)
+            a2 = masked(self.actor_t(g2, phi2, mask2) + noise, mask2).argmax(1)
+            q2 = rl.twin_min(c(g2, pooled2, phi2[rows, a2]) for c in self.critics_t)
+            return rl.bellman(r, done, q2, o.gamma, alive=mask2.any(1).float())
+
+        def actor_loss() -> torch.Tensor:
+            weights = torch.softmax(self.actor(g, phi, mask) / o.temperature, dim=1)
+            soft_action = (weights.unsqueeze(-1) * phi).sum(1)
+            return -self.critics[0](g, pooled, soft_action).mean()
+
+        self.stats.updates = rl.update(
+            o, self.stats.updates, target=target, values=lambda: [c(g, pooled, phi[rows, a]) for c in self.critics],
+            actor_loss=actor_loss, critic_optimizer=self.opt_critic, actor_optimizer=self.opt_actor,
+            pairs=((self.actor, self.actor_t), (self.critics, self.critics_t)))
 
     # --- persistence ----------------------------------------------------------------------------------------
 
@@ -290,31 +288,29 @@ class TD3Agent:
         return action_space_key(self.candidates)
 
     def _blob(self, meta: dict | None = None) -> dict:
-        return {"actor": self.actor.state_dict(), "critics": self.critics.state_dict(),
-                "options": asdict(self.options), "key": self.fingerprint(), "stats": self.stats.to_dict(),
-                "seed": self.seed, "candidates": [_plain(c) for c in self.candidates], "meta": meta or {}}
+        return {**persistence.weights(actor=self.actor, critics=self.critics), "options": asdict(self.options),
+                "key": self.fingerprint(), "stats": self.stats.to_dict(), "seed": self.seed,
+                "candidates": [_plain(c) for c in self.candidates], "meta": meta or {}}
 
     def save(self, path: Path, meta: dict | None = None) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(self._blob(meta), path)
+        persistence.save(self._blob(meta), path)
 
     def to_text(self) -> str:
         """The model as text (base64 of what ``save`` writes), for an optimizer's JSON state."""
-        return blob_to_text(self._blob())
+        return persistence.to_text(self._blob())
 
     @classmethod
     def from_text(cls, text: str, candidates: Sequence[Candidate], device: str = "auto") -> "TD3Agent":
-        return cls._from_blob(text_to_blob(text), candidates, device, "the saved state")
+        return cls._from_blob(persistence.from_text(text), candidates, device, "the saved state")
 
     @classmethod
     def load(cls, path: Path, candidates: Sequence[Candidate], device: str = "auto") -> "TD3Agent":
-        return cls._from_blob(torch.load(path, map_location="cpu", weights_only=True), candidates, device,
-                              f"model {path}")
+        return cls._from_blob(persistence.load(path), candidates, device, f"model {path}")
 
     @staticmethod
     def action_space(path: Path) -> tuple[Candidate, ...] | None:
         """The candidates the model at ``path`` was trained over (None for a model saved without them)."""
-        blob = torch.load(path, map_location="cpu", weights_only=True)
+        blob = persistence.load(path)
         return tuple(_candidate(c) for c in blob["candidates"]) if "candidates" in blob else None
 
     @classmethod
@@ -327,8 +323,8 @@ class TD3Agent:
 
     def weights(self) -> dict:
         """The networks and options alone, bound to no candidate list (``from_weights`` binds them to one)."""
-        return {"actor": self.actor.state_dict(), "critics": self.critics.state_dict(),
-                "options": asdict(self.options), "seed": self.seed}
+        return {**persistence.weights(actor=self.actor, critics=self.critics), "options": asdict(self.options),
+                "seed": self.seed}
 
     @classmethod
     def from_weights(cls, weights: dict, candidates: Sequence[Candidate], device: str = "auto",
@@ -336,12 +332,10 @@ class TD3Agent:
         """An agent over ``candidates`` with the networks of ``weights`` (``weights()``, or a saved model's blob),
         whatever candidates they were trained over: the actor scores each candidate from its own features and the
         state's, so one set of weights serves any schema. Target networks start equal to the weights."""
-        agent = cls(candidates, TD3Options(**weights["options"]), device,
+        agent = cls(candidates, IA2Options(**weights["options"]), device,
                     int(weights.get("seed", 0)) if seed is None else seed)
-        agent.actor.load_state_dict(weights["actor"])
-        agent.critics.load_state_dict(weights["critics"])
-        agent.actor_t.load_state_dict(weights["actor"])
-        agent.critics_t.load_state_dict(weights["critics"])
+        persistence.restore(weights, actor=agent.actor, critics=agent.critics)
+        persistence.restore(weights, actor=agent.actor_t, critics=agent.critics_t)
         return agent
 
     def bound(self, candidates: Sequence[Candidate]) -> "TD3Agent":

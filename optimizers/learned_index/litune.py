@@ -264,18 +264,18 @@ class LITune(LearnedIndexOptimizer):
                 "unsafe_evaluations": sum(s["unsafe"] for s in self.steps), "trained": self.trained}
 
     def _state(self) -> dict:
-        from optimizers.torch_runtime import blob_to_text
+        from optimizers.rl import persistence
 
-        return {"agent": blob_to_text(self.agent.to_blob()) if self.agent is not None else None,
+        return {"agent": persistence.to_text(self.agent.to_blob()) if self.agent is not None else None,
                 "rng": self.rng.bit_generator.state, "features": list(self.features), "steps": self.steps,
                 "phase": self.phase, "reference": self.reference, "anchor": self.anchor, "trained": self.trained,
                 "training": self.training, "last": self.last, "prior": self.prior}
 
     def _restore(self, state: dict) -> None:
         agent_mod, _ = _parts()
-        from optimizers.torch_runtime import text_to_blob
+        from optimizers.rl import persistence
 
-        self.agent = agent_mod.Agent.from_blob(text_to_blob(state["agent"]), self.device) if state.get("agent") \
+        self.agent = agent_mod.Agent.from_blob(persistence.from_text(state["agent"]), self.device) if state.get("agent") \
             else None
         self.rng = np.random.default_rng(self.seed)
         self.rng.bit_generator.state = state["rng"]

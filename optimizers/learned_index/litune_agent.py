@@ -8,10 +8,10 @@ with the dataset + workload descriptor (``FEATURES`` numbers, signed log1p, padd
 [0, 1]^d (a sigmoid head), decoded by the problem's space. Reward: log(reference ns/op / trial ns/op), clipped,
 or ``unsafe_reward`` for an unsafe or failed trial (the reference is the default's outcome).
 
-TD3's parts: twin critics with the minimum in the target, target networks (encoder included) with Polyak
-averaging, clipped target-policy noise, delayed actor updates. The encoder learns through the critics' loss; the
-actor reads it detached. Every random draw (exploration, batches, target noise) comes from one numpy generator
-held by the caller, so a restored agent continues exactly.
+TD3's parts (the shared RL core's, ``optimizers.rl``): twin critics with the minimum in the target, target
+networks (encoder included) with Polyak averaging, clipped target-policy noise, delayed actor updates. The encoder
+learns through the critics' loss; the actor reads it detached. Every random draw (exploration, batches, target
+noise) comes from one numpy generator held by the caller, so a restored agent continues exactly.
 """
 
 from __future__ import annotations
@@ -26,6 +26,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from optimizers.rl import persistence
+from optimizers.rl import td3 as rl
+from optimizers.rl.networks import mlp
+from optimizers.rl.replay import ReplayBuffer
 from optimizers.torch_runtime import resolve_device
 
 STATS = 8  # hashed buckets for the structure statistics (their names are the engine's)
@@ -35,20 +39,20 @@ METRIC_KEYS = ("throughput_ops", "p99_ns", "memory_bytes", "unsafe", "cpu_ns_per
 
 
 @dataclass(frozen=True)
-class AgentOptions:
-    context: int = 5  # steps the encoder reads
-    hidden: int = 64
-    encoder: int = 32
+class AgentOptions(rl.TD3Options):
+    """TD3's shared hyper-parameters with LITune's defaults, and LITune's own: the context encoder, the unsafe
+    reward."""
+
     gamma: float = 0.3
     lr_actor: float = 1e-3
     lr_critic: float = 2e-3
     tau: float = 0.02
-    policy_delay: int = 2
     target_noise: float = 0.1
     noise_clip: float = 0.25
-    batch: int = 64
     buffer: int = 4000
     reward_clip: float = 3.0
+    context: int = 5  # steps the encoder reads
+    encoder: int = 32  # the encoder's hidden state
     unsafe_reward: float = -2.0
 
 
@@ -119,55 +123,12 @@ class Encoder(nn.Module):
         return torch.cat([h[-1], feats], dim=-1)
 
 
-def _mlp(inp: int, hidden: int, out: int) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(inp, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                         nn.Linear(hidden, out))
-
-
-class Buffer:
-    """Transitions (context, features, action, reward, next context, next features, done), a ring of float32."""
-
-    FIELDS = ("ctx", "feats", "a", "r", "ctx2", "feats2", "done")
-
-    def __init__(self, capacity: int, k: int, s: int, d: int):
-        f = np.float32
-        self.capacity, self.size, self.pos = capacity, 0, 0
-        self.ctx, self.ctx2 = np.zeros((capacity, k, s), f), np.zeros((capacity, k, s), f)
-        self.feats, self.feats2 = np.zeros((capacity, FEATURES), f), np.zeros((capacity, FEATURES), f)
-        self.a, self.r, self.done = np.zeros((capacity, d), f), np.zeros(capacity, f), np.zeros(capacity, f)
-
-    def add(self, ctx, feats, a, r, ctx2, feats2, done) -> None:
-        i = self.pos
-        self.ctx[i], self.feats[i], self.a[i], self.r[i] = ctx, feats, a, r
-        self.ctx2[i], self.feats2[i], self.done[i] = ctx2, feats2, float(done)
-        self.pos = (i + 1) % self.capacity
-        self.size = min(self.size + 1, self.capacity)
-
-    def sample(self, n: int, rng: np.random.Generator, device, recent: int = 0) -> list[torch.Tensor]:
-        """``n`` transitions drawn uniformly; with ``recent`` > 0, half of them from the last ``recent`` ones
-        (online fine-tuning weighs what the current phase just showed)."""
-        idx = rng.integers(0, self.size, size=n)
-        if recent > 0:
-            back = rng.integers(1, min(recent, self.size) + 1, size=n // 2)
-            idx[: n // 2] = (self.pos - back) % self.capacity
-        return [torch.as_tensor(getattr(self, f)[idx], device=device) for f in self.FIELDS]
-
-    def to_blob(self) -> dict:
-        return {"size": self.size, "pos": self.pos, "capacity": self.capacity,
-                **{f: torch.from_numpy(getattr(self, f)[: self.size].copy()) for f in self.FIELDS}}
-
-    def recent(self, n: int) -> "Buffer":
-        """A buffer of capacity ``n`` holding the last ``n`` transitions of this one (oldest first)."""
-        out = Buffer(n, *self.ctx.shape[1:], self.a.shape[1])
-        order = [(self.pos - self.size + i) % self.capacity for i in range(self.size)][-n:]
-        for i in order:
-            out.add(*(getattr(self, f)[i] for f in self.FIELDS))
-        return out
-
-    def load_blob(self, blob: dict) -> None:
-        self.size, self.pos = int(blob["size"]), int(blob["pos"])
-        for f in self.FIELDS:
-            getattr(self, f)[: self.size] = blob[f].numpy()
+def new_buffer(capacity: int, k: int, d: int) -> ReplayBuffer:
+    """A replay buffer of ``capacity`` transitions (context, features, action, reward, next context, next features,
+    done) for contexts of ``k`` steps over ``d`` parameters."""
+    ctx, feats = ((k, step_dim(d)), np.float32), ((FEATURES,), np.float32)
+    return ReplayBuffer(capacity, {"ctx": ctx, "feats": feats, "a": ((d,), np.float32), "r": ((), np.float32),
+                                   "ctx2": ctx, "feats2": feats, "done": ((), np.float32)})
 
 
 class Agent:
@@ -181,14 +142,14 @@ class Agent:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             self.encoder = Encoder(s, o.encoder)
-            self.actor = nn.Sequential(_mlp(o.encoder + FEATURES, o.hidden, d), nn.Sigmoid())
-            self.critics = nn.ModuleList([_mlp(o.encoder + FEATURES + d, o.hidden, 1) for _ in range(2)])
+            self.actor = nn.Sequential(mlp(o.encoder + FEATURES, o.hidden, d), nn.Sigmoid())
+            self.critics = nn.ModuleList([mlp(o.encoder + FEATURES + d, o.hidden, 1) for _ in range(2)])
         self.nets = nn.ModuleDict({"encoder": self.encoder, "actor": self.actor, "critics": self.critics})
         self.nets.to(self.device)
         self.targets = copy.deepcopy(self.nets)
         self.opt_actor = torch.optim.Adam(self.actor.parameters(), lr=o.lr_actor)
         self.opt_critic = torch.optim.Adam([*self.encoder.parameters(), *self.critics.parameters()], lr=o.lr_critic)
-        self.buffer = Buffer(o.buffer, o.context, s, d)
+        self.buffer = new_buffer(o.buffer, o.context, d)
         self.updates = 0
 
     def act(self, ctx: np.ndarray, feats: np.ndarray) -> np.ndarray:
@@ -199,56 +160,46 @@ class Agent:
             return self.actor(self.encoder(c, f)).squeeze(0).cpu().numpy().astype(float)
 
     def update(self, rng: np.random.Generator, recent: int = 0) -> None:
-        """One TD3 step on a batch from the buffer (the actor and targets every ``policy_delay`` steps); ``recent``:
-        see ``Buffer.sample``."""
+        """One TD3 update (``optimizers.rl.td3.update``) on a batch from the buffer (the actor and targets every
+        ``policy_delay`` updates); ``recent``: see ``ReplayBuffer.sample``."""
         o = self.options
         if self.buffer.size < 2:
             return
         ctx, feats, a, r, ctx2, feats2, done = self.buffer.sample(o.batch, rng, self.device, recent)
-        noise = torch.as_tensor(np.clip(rng.normal(0.0, o.target_noise, size=a.shape), -o.noise_clip, o.noise_clip),
-                                dtype=a.dtype, device=self.device)
-        with torch.no_grad():
+        noise = rl.smoothing_noise(a.shape, o, self.device, rng, a.dtype)
+
+        def target() -> torch.Tensor:
             t = self.targets
             s2 = t["encoder"](ctx2, feats2)
             a2 = (t["actor"](s2) + noise).clamp(0.0, 1.0)
-            q2 = torch.min(*(c(torch.cat([s2, a2], -1)).squeeze(-1) for c in t["critics"]))
-            y = r + o.gamma * (1.0 - done) * q2
+            return rl.bellman(r, done, rl.twin_min(c(torch.cat([s2, a2], -1)).squeeze(-1) for c in t["critics"]),
+                              o.gamma)
+
         s = self.encoder(ctx, feats)
-        q = [c(torch.cat([s, a], -1)).squeeze(-1) for c in self.critics]
-        loss = sum(((qi - y) ** 2).mean() for qi in q)
-        self.opt_critic.zero_grad()
-        loss.backward()
-        self.opt_critic.step()
-        self.updates += 1
-        if self.updates % o.policy_delay:
-            return
-        s = s.detach()
-        actor_loss = -self.critics[0](torch.cat([s, self.actor(s)], -1)).mean()
-        self.opt_actor.zero_grad()
-        actor_loss.backward()
-        self.opt_actor.step()
-        with torch.no_grad():
-            for p, pt in zip(self.nets.parameters(), self.targets.parameters()):
-                pt.mul_(1.0 - o.tau).add_(p, alpha=o.tau)
+        state = s.detach()  # the actor reads the encoder without teaching it
+        self.updates = rl.update(
+            o, self.updates, target=target,
+            values=lambda: [c(torch.cat([s, a], -1)).squeeze(-1) for c in self.critics],
+            actor_loss=lambda: -self.critics[0](torch.cat([state, self.actor(state)], -1)).mean(),
+            critic_optimizer=self.opt_critic, actor_optimizer=self.opt_actor, pairs=((self.nets, self.targets),))
 
     # --- persistence: one blob of tensors (torch.save, weights_only loadable) ---------------------------------
 
     def to_blob(self, buffer: bool = True) -> dict:
-        return {"d": self.d, "options": asdict(self.options), "nets": self.nets.state_dict(),
-                "targets": self.targets.state_dict(), "opt_actor": self.opt_actor.state_dict(),
-                "opt_critic": self.opt_critic.state_dict(), "updates": self.updates,
-                "buffer": self.buffer.to_blob() if buffer else None}
+        return {"d": self.d, "options": asdict(self.options),
+                **persistence.weights(nets=self.nets, targets=self.targets),
+                "opt_actor": self.opt_actor.state_dict(), "opt_critic": self.opt_critic.state_dict(),
+                "updates": self.updates, "buffer": self.buffer.to_blob() if buffer else None}
 
     @classmethod
     def from_blob(cls, blob: dict, device: str = "auto") -> "Agent":
         agent = cls(int(blob["d"]), AgentOptions(**blob["options"]), device)
-        agent.nets.load_state_dict(blob["nets"])
-        agent.targets.load_state_dict(blob["targets"])
+        persistence.restore(blob, nets=agent.nets, targets=agent.targets)
         agent.opt_actor.load_state_dict(blob["opt_actor"])
         agent.opt_critic.load_state_dict(blob["opt_critic"])
         agent.updates = int(blob["updates"])
         if blob.get("buffer"):
             capacity = max(int(blob["buffer"]["capacity"]), 1)
-            agent.buffer = Buffer(capacity, *agent.buffer.ctx.shape[1:], agent.d)
+            agent.buffer = new_buffer(capacity, agent.options.context, agent.d)
             agent.buffer.load_blob(blob["buffer"])
         return agent

@@ -11,7 +11,6 @@ the last ``KEEP`` transitions of its buffer and the last ``PRIOR`` visits of the
 from __future__ import annotations
 
 import json
-import pickle
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -58,34 +57,31 @@ def save(agent, stats, prior: list, path: Path, manifest: dict, compact: bool = 
     """The model (``.pt``: agent, meta-training statistics, prior) and its manifest (``.json``). ``compact`` (a
     shipped model) leaves out the target networks (they restart equal to the weights) and the optimizer's moments
     (they restart at zero when the model adapts)."""
-    import torch
+    from optimizers.rl import persistence
 
     blob = agent.to_blob()
     if compact:
         blob = {**blob, "targets": None, "opt_actor": None, "opt_critic": None}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"agent": blob, "meta": stats.to_dict(), "prior": prior, "manifest": manifest}, path)
-    path.with_suffix(".json").write_text(json.dumps({**manifest, "meta": stats.to_dict()}, indent=1) + "\n")
-    return path
+    return persistence.save({"agent": blob, "meta": stats.to_dict(), "prior": prior, "manifest": manifest}, path,
+                            {**manifest, "meta": stats.to_dict()})
 
 
 def load(path: Path, device: str = "auto"):
     """(agent, the stored blob) from a model file, or None when there is none or it cannot be read."""
-    import torch
-
     from optimizers.learned_index.litune_agent import Agent, AgentOptions
+    from optimizers.rl import persistence
 
-    if path is None or not path.exists():
+    blob = persistence.stored(path)
+    if blob is None:
         return None
     try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
         agent = dict(blob["agent"])
         if agent["targets"] is None:  # compact: fresh moments, targets equal to the weights
             fresh = Agent(int(agent["d"]), AgentOptions(**agent["options"]), "cpu", 0)
             agent.update(targets=agent["nets"], opt_actor=fresh.opt_actor.state_dict(),
                          opt_critic=fresh.opt_critic.state_dict())
         return Agent.from_blob(agent, device), blob
-    except (ValueError, KeyError, RuntimeError, OSError, TypeError, pickle.UnpicklingError):
+    except persistence.UNREADABLE:
         return None
 
 

@@ -11,7 +11,7 @@ from optimizers.indexes.base import BudgetExceeded, IndexOptimizer
 from optimizers.indexes.costing import CachedWhatIf
 from optimizers.indexes.env import IndexEnv
 from optimizers.indexes.mixes import mix_sampler
-from optimizers.indexes.td3 import TD3Agent, TD3Options
+from optimizers.indexes.td3 import IA2Options, TD3Agent
 from optimizers.indexes.problem import Candidate, ColumnUse, IndexProblem, Query
 
 O, L = ("public", "orders"), ("public", "lineitem")
@@ -80,9 +80,9 @@ def test_reward_is_relative_cost_reduction_per_storage(problem):
 
 def test_ia2_never_exceeds_the_budget_and_is_reproducible(problem):
     sampler = mix_sampler(problem, [q.queryid for q in QUERIES], (1 << 20, 16 << 20))
-    a = TD3Agent(CANDIDATES, TD3Options(episodes=25, warmup_steps=16), "cpu", seed=3)
+    a = TD3Agent(CANDIDATES, IA2Options(episodes=25, warmup_steps=16), "cpu", seed=3)
     a.train(sampler)
-    b = TD3Agent(CANDIDATES, TD3Options(episodes=25, warmup_steps=16), "cpu", seed=3)
+    b = TD3Agent(CANDIDATES, IA2Options(episodes=25, warmup_steps=16), "cpu", seed=3)
     b.train(sampler)
     for budget in (1, 300_000, 2 << 20, 64 << 20):
         p = problem.with_weights({q.queryid: 1.0 for q in QUERIES}, budget)
@@ -94,14 +94,14 @@ def test_ia2_never_exceeds_the_budget_and_is_reproducible(problem):
 
 
 def test_a_large_budget_finds_the_big_wins(problem):
-    agent = TD3Agent(CANDIDATES, TD3Options(episodes=40, warmup_steps=16), "cpu", seed=0)
+    agent = TD3Agent(CANDIDATES, IA2Options(episodes=40, warmup_steps=16), "cpu", seed=0)
     agent.train(mix_sampler(problem, [q.queryid for q in QUERIES], (4 << 20, 64 << 20)))
     p = problem.with_weights({q.queryid: 1.0 for q in QUERIES}, 64 << 20)
     assert p.cost(agent.rollout(p)) < 0.1 * p.cost()
 
 
 def test_saved_model_gives_the_same_answers(problem, tmp_path):
-    agent = TD3Agent(CANDIDATES, TD3Options(episodes=10, warmup_steps=8), "cpu", seed=1)
+    agent = TD3Agent(CANDIDATES, IA2Options(episodes=10, warmup_steps=8), "cpu", seed=1)
     agent.train(mix_sampler(problem, ["cust", "part"], (1 << 20, 8 << 20)))
     agent.save(tmp_path / "m.pt")
     again = TD3Agent.load(tmp_path / "m.pt", CANDIDATES, "cpu")
