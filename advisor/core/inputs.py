@@ -87,3 +87,20 @@ def check_name(kind: str, value: str, *, max_length: int = 200) -> str:
         raise InvalidInput(f"a {kind} name cannot look like an id ({ID_LENGTH} hexadecimal digits): {value!r}; "
                            "choose another name")
     return value
+
+
+def ranges(items: tuple[str, ...]) -> dict[str, tuple[str, str]]:
+    """``NAME=LOW:HIGH`` items (a plan's ``range``: knobs, a learned index's parameters) as {name: (low, high)},
+    their text, read against the knob catalog or the parameter space later.
+
+    >>> ranges(("work_mem=4MB:256MB",))
+    {'work_mem': ('4MB', '256MB')}
+    """
+    out = {}
+    for item in items:
+        name, _, bounds = item.partition("=")
+        low, _, high = bounds.partition(":")
+        if not re.match(RANGE_ITEM, item):
+            raise InvalidInput(f"range {item!r}: expected NAME=LOW:HIGH, e.g. work_mem=4MB:256MB")
+        out[name.strip()] = (low.strip(), high.strip())
+    return out

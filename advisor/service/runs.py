@@ -17,10 +17,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from advisor.core.progress import Say
 from advisor.tuning import kinds
-from advisor.tuning.plan import BUDGET_MB_MAX, COMMON, LIMITS, NAMES, OPTIONS, RunPlan
+from advisor.tuning.kinds import all_options
+from advisor.tuning.plan import COMMON, RunPlan
 
-__all__ = ["ACTIVE", "RUN_STATES", "BUDGET_MB_MAX", "COMMON", "LIMITS", "NAMES", "OPTIONS", "ProgressLog", "RunCancelled", "RunExecutor",
-           "RunPlan", "default_optimizers", "kinds", "optimizer_names"]
+__all__ = ["ACTIVE", "RUN_STATES", "COMMON", "ProgressLog", "RunCancelled", "RunExecutor",
+           "RunPlan", "all_options", "default_optimizers", "kinds", "optimizer_names"]
 
 
 class RunCancelled(Exception):

@@ -47,7 +47,7 @@ class SchedulesMixin:
             raise AdvisorError("a schedule needs at least one run")
         if not 0 < max_regression < 10:
             raise AdvisorError(f"max_regression must be a fraction in (0, 10), got {max_regression:g}")
-        plans = [p.checked(remote=True) for p in plans]  # the server runs them: a remote face's plans, whoever asks
+        plans = [kinds.checked(p, remote=True) for p in plans]  # the server runs them: a remote face's plans, whoever asks
         for plan in plans:  # what the target refuses (a rewrite run's SQL) is refused now, not at a firing
             self.check_plan_on(connector, plan)
         if connector is None:  # no database: every run goes under the one target of its own they share

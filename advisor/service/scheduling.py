@@ -23,7 +23,7 @@ from advisor.core.domain import KnobChange
 from advisor.core.names import did_you_mean
 from advisor.core.errors import AdvisorError
 from advisor.service.watch import check_watches, set_limit
-from advisor.service.runs import RunPlan, lower_priority
+from advisor.service.runs import kinds, lower_priority
 from advisor.storage.store import new_id
 from connectors import factory
 
@@ -144,7 +144,7 @@ def run_scheduled(service, schedule: dict, fired_at: float, by_cron: bool = Fals
     runs = []
     for p in plan["runs"]:
         try:
-            run = service.start_run(None, RunPlan.from_dict(p), who, schedule_id=schedule["id"], wait=True,
+            run = service.start_run(None, kinds.stored_plan(p), who, schedule_id=schedule["id"], wait=True,
                                     target_id=schedule["target_id"])
         except AdvisorError as e:
             runs.append(_record_skip(store, schedule, who, p, str(e)))

@@ -3,12 +3,16 @@ pipeline gets from the service (``Context``). Each kind's package holds its entr
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from advisor.core.errors import AdvisorError
+from advisor.core.names import did_you_mean
 from advisor.core.progress import Say, silent
 from advisor.tuning.observe import observe
+from advisor.tuning.plan import COMMON, RunPlan
 from advisor.tuning.shadows import Shadows
 
 
@@ -52,8 +56,9 @@ class Context:
 
 @dataclass(frozen=True)
 class Kind:
-    """One kind of tuning. ``options``: the plan options it takes besides ``plan.COMMON``; ``required``: those
-    it cannot default; ``optimizers``: its listed optimizer classes (none for a kind that runs other kinds);
+    """One kind of tuning. ``plan``: its plan class (``plan.RunPlan`` with the kind's own options, declared in the
+    kind's folder); ``options`` the names of those besides ``plan.COMMON``, ``required`` those it cannot default;
+    ``optimizers``: its listed optimizer classes (none for a kind that runs other kinds);
     ``handed_over``: its recommendations go to people (never applied to a database); ``check_target``: what it
     checks of a plan against the target's connector before any work (a rewrite run's given SQL); ``confine``: the
     plan a remote face (REST, the web UI, a schedule: the server acts as its own OS user) may run, its inputs
@@ -68,8 +73,7 @@ class Kind:
     run: Callable[[Context, object], object]
     optimizers: tuple[type, ...] = ()
     change_types: tuple[type, ...] = ()
-    options: tuple[str, ...] = ()
-    required: tuple[str, ...] = ()
+    plan: type = RunPlan
     handed_over: bool = False
     default_optimizer: str | None = None
     check_plan: Callable[[object], None] | None = None
@@ -81,6 +85,14 @@ class Kind:
     uses_shadows: bool = True  # its runs measure on shadows of the target (advisor.tuning.shadows)
     own_target: Callable[[object], str | None] | None = None  # see the docstring: plans needing no database
     own_target_engine: str = ""  # what ``targets list`` shows as the engine of such a target
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return tuple(name for name in self.plan.options() if name not in COMMON)
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        return self.plan.required()
 
     def target_of_its_own(self, plan) -> str | None:
         """The name of the target of its own a run of ``plan`` goes under (it needs no database), else None."""
@@ -97,10 +109,24 @@ class Kind:
     def optimizer_names(self) -> tuple[str, ...]:
         return tuple(sorted(cls.name for cls in self.optimizers))
 
-    def check(self, plan) -> None:
-        """AdvisorError when ``plan`` fails the kind's own check (``plan.RunPlan.checked`` checks the rest)."""
+    def checked(self, plan: RunPlan, *, remote: bool = False) -> RunPlan:
+        """``plan`` with its defaults filled in (the kind's default optimizer); AdvisorError naming the first bad
+        field, an optimizer the kind does not list, or what the kind's own check refuses. ``remote``: the plan comes
+        from a remote face (REST, the web UI, a schedule), which the server runs as its own OS user: its inputs are
+        confined to what the server's settings allow (``confine``: a key file only from ``key_files_dir``), the plan
+        that comes back holding them as resolved."""
+        optimizer = plan.optimizer or self.default_optimizer
+        listed = self.optimizer_names()
+        if listed and optimizer not in listed:
+            raise AdvisorError(f"no {self.name} optimizer named {optimizer!r}"
+                               f"{did_you_mean(str(optimizer), listed)}; choose one of {', '.join(listed)}")
+        plan.check_values()
+        plan = dataclasses.replace(plan, optimizer=optimizer)
         if self.check_plan is not None:
             self.check_plan(plan)
+        if remote and self.confine is not None:
+            plan = self.confine(plan)
+        return plan
 
 def default_outcome(result) -> dict:
     """What a run's row records of a pipeline's result: its recommendation, its state, the message, and when

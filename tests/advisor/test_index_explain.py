@@ -16,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from advisor.core.sqltext import named
-from advisor.tuning.plan import RunPlan
+from advisor.tuning import kinds
 from advisor.service.service import AdvisorService
 from advisor.storage.store import open_store
 from connectors import factory
@@ -85,7 +85,7 @@ def _statements(service: AdvisorService, dsn: str) -> set[str]:
 def test_every_observed_statement_is_explained_and_every_candidate_not_chosen_has_a_reason(shop, tmp_path):
     service = _service(tmp_path)
     observed = _statements(service, shop)
-    result = service.tune("indexes", shop, RunPlan("indexes", "extend", budget_mb=20, rounds=2))
+    result = service.tune("indexes", shop, kinds.plan_of("indexes", optimizer="extend", budget_mb=20, rounds=2))
     rows = result.explain
     assert {r["queryid"] for r in rows} == observed  # 100% of the workload's statements
     by_text = {r["statement"]: r for r in rows}
@@ -117,7 +117,7 @@ def test_every_observed_statement_is_explained_and_every_candidate_not_chosen_ha
 def test_a_run_that_chooses_nothing_still_says_why_per_statement(shop, tmp_path):
     service = _service(tmp_path)
     observed = _statements(service, shop)
-    result = service.tune("indexes", shop, RunPlan("indexes", "extend", budget_mb=0.001, validate=False))  # 1 kB: no index fits
+    result = service.tune("indexes", shop, kinds.plan_of("indexes", optimizer="extend", budget_mb=0.001, validate=False))  # 1 kB: no index fits
     assert result.recommendation is None and result.chosen == ()
     assert {r["queryid"] for r in result.explain} == observed
     assert all(r["why"] for r in result.explain)
@@ -161,7 +161,7 @@ def test_the_recommendation_page_shows_the_table(shop, tmp_path, monkeypatch):
     monkeypatch.setenv("ADVISOR_KEY_FILE", str(tmp_path / "secret.key"))
     with TestClient(create_app(str(tmp_path / "web.duckdb"), scheduler=False)) as client:
         service = client.app.state.service
-        rec = service.tune("indexes", shop, RunPlan("indexes", "extend", budget_mb=20, validate=False)).recommendation
+        rec = service.tune("indexes", shop, kinds.plan_of("indexes", optimizer="extend", budget_mb=20, validate=False)).recommendation
         _, secret = service.create_token("viewer-1", "viewer")
         assert log_in(client, secret).status_code == 303
         page = client.get(f"/recommendations/{rec.id}").text
@@ -174,10 +174,10 @@ def test_the_recommendation_page_shows_the_table(shop, tmp_path, monkeypatch):
 
 def test_an_ia2_set_worse_than_extends_is_replaced_by_extends_visibly(many_tables, tmp_path):
     service = _service(tmp_path)
-    extend = service.tune("indexes", many_tables, RunPlan("indexes", "extend", budget_mb=20, validate=False), max_statements=MANY)
+    extend = service.tune("indexes", many_tables, kinds.plan_of("indexes", optimizer="extend", budget_mb=20, validate=False), max_statements=MANY)
     assert len(extend.chosen) == MANY
     # trained from scratch (not the shipped agent adapted): a training from scratch is checked on unlike mixes
-    plan = RunPlan("indexes", "ia2", budget_mb=20, validate=False, episodes=1, samples=0, retrain=True)
+    plan = kinds.plan_of("indexes", optimizer="ia2", budget_mb=20, validate=False, episodes=1, samples=0, retrain=True)
     result = service.tune("indexes", many_tables, plan, max_statements=MANY)
     fb = result.fallback
     assert fb is not None and fb["from"] == "ia2" and fb["to"] == "extend"

@@ -11,7 +11,7 @@ from advisor.core.domain import Snapshot
 from advisor.service.service import AdvisorService
 from advisor.storage.store import open_store
 from advisor.tuning.indexes.problem import build_problem
-from advisor.tuning.plan import RunPlan
+from advisor.tuning import kinds
 from connectors import factory
 from tests.connectors.mariadb.conftest import _conn, mrun
 from workloads.binding import BoundStatement
@@ -48,7 +48,7 @@ def test_a_bulk_insert_and_an_unplannable_statement_do_not_fail_a_mariadb_index_
                 pass
     lines: list[str] = []
     service = AdvisorService(open_store(tmp_path / "s.duckdb"), say=lines.append)
-    result = service.tune("indexes", dsn, RunPlan.parse(PLAN), by_hand=True)
+    result = service.tune("indexes", dsn, kinds.parse_plan(PLAN), by_hand=True)
     bulk = _left_out(result, "INSERT INTO `log`")
     assert bulk["why"].startswith("left out of index selection: cannot parse"), bulk
     assert bulk["sql"].endswith("..."), bulk["sql"][-40:]  # performance_schema's truncated digest text
@@ -73,7 +73,7 @@ def test_an_unparseable_statement_is_left_out_of_a_postgres_index_run(pg, tmp_pa
             conn.execute("SELECT id, a FROM u WHERE pad = %s", [f"{i:032x}"])
             conn.execute("SELECT COLLATION FOR (pad) FROM u WHERE a = %s", [i])
     service = AdvisorService(open_store(tmp_path / "s.duckdb"))
-    result = service.tune("indexes", dsn, RunPlan.parse(PLAN), by_hand=True)
+    result = service.tune("indexes", dsn, kinds.parse_plan(PLAN), by_hand=True)
     row = _left_out(result, "COLLATION FOR")
     assert "cannot parse" in row["why"], row
     assert [c.columns for c in result.chosen] == [("pad",)]

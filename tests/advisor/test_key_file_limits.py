@@ -12,7 +12,8 @@ import pytest
 
 from advisor.core.errors import AdvisorError
 from advisor.tuning.learned import keys as key_sources
-from advisor.tuning.plan import OPTIONS, SQL_MAX, RunPlan
+from advisor.tuning import kinds
+from advisor.tuning.rewrites.plan import SQL_MAX, RewritesPlan
 from advisor.tuning.rewrites.given import MAX_STATEMENTS, statements
 
 
@@ -85,9 +86,9 @@ def test_a_special_file_is_refused(tmp_path):
 
 def test_rewrite_sql_is_capped_before_it_is_read():
     with pytest.raises(AdvisorError) as e:
-        RunPlan.parse({"kind": "rewrites", "sql": "SELECT 1;" * 100_000})
+        kinds.parse_plan({"kind": "rewrites", "sql": "SELECT 1;" * 100_000})
     assert e.value.message == f"sql holds 900,000 characters; at most {SQL_MAX:,} are taken"
     with pytest.raises(AdvisorError, match=f"holds {MAX_STATEMENTS + 1:,} statements; a rewrite run takes at most"):
         statements("SELECT 1;" * (MAX_STATEMENTS + 1), "postgres")
     assert len(statements("SELECT 1;" * MAX_STATEMENTS, "postgres")) == MAX_STATEMENTS
-    assert MAX_STATEMENTS == OPTIONS["max_statements"].bounds[1]  # as many as a run may rewrite
+    assert MAX_STATEMENTS == RewritesPlan.options()["max_statements"].bounds[1]  # as many as a run may rewrite

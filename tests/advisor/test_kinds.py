@@ -13,7 +13,8 @@ import pytest
 
 from advisor.core.errors import AdvisorError
 from advisor.tuning import kinds
-from advisor.tuning.plan import OPTIONS, RunPlan
+from advisor.tuning.kinds import all_options
+from advisor.tuning.plan import RunPlan
 
 # a fake kind, registered in a fresh interpreter before any adapter is imported (adapters build their schemas,
 # choices and forms from the registry when they are loaded)
@@ -31,7 +32,15 @@ SCRIPT = textwrap.dedent("""
     def run(ctx, plan):
         return Done(message=f"widgets tuned {ctx.connector.dsn} with {plan.trials} trials")
 
-    kinds.register(Kind("widgets", "a fake kind for the registry's test", run, options=("trials",)))
+    from advisor.tuning.knobs.plan import KnobsPlan
+    from advisor.tuning.plan import RunPlan, borrowed
+
+    @dataclass(frozen=True)
+    class WidgetsPlan(RunPlan):
+        kind: str = "widgets"
+        trials: int = borrowed(KnobsPlan, "trials")
+
+    kinds.register(Kind("widgets", "a fake kind for the registry's test", run, plan=WidgetsPlan))
 
     def quiet(ctx, plan):  # a pipeline step that says nothing for longer than the heartbeat waits
         import time
@@ -51,7 +60,7 @@ SCRIPT = textwrap.dedent("""
     from web.pages.runs import FORM
 
     out = {}
-    out["tuned"] = AdvisorService(Store(":memory:")).tune("widgets", "host=nowhere", RunPlan.parse(
+    out["tuned"] = AdvisorService(Store(":memory:")).tune("widgets", "host=nowhere", kinds.parse_plan(
         {"kind": "widgets", "trials": "7", "budget_mb": "3"}), name="widgets").message  # named: not resolved
     lines = []
     AdvisorService(Store(":memory:"), say=lines.append).tune("quiet", "host=nowhere", name="quiet")
@@ -88,17 +97,24 @@ def test_a_kind_added_to_the_registry_appears_in_every_adapter(tmp_path):
 def test_the_listed_kinds_and_what_they_take():
     assert kinds.names() == ("knobs", "indexes", "rewrites", "all", "learned-index")
     assert [k.lifecycle for k in kinds.kinds()] == ["applied", "applied", "handed over", "applied", "handed over"]
+    everything = all_options()
     for kind in kinds.kinds():
-        assert set(kind.options) <= set(OPTIONS), kind.name
+        assert issubclass(kind.plan, RunPlan) and kind.plan().kind == kind.name, kind.name  # its own plan class
+        assert set(kind.options) <= set(everything), kind.name
         assert kind.default_optimizer is None or kind.default_optimizer in kind.optimizer_names()
-    # the plan's defaults are the options table's (the REST schema and the forms show the table's)
-    assert {f.name: f.default for f in dataclasses.fields(RunPlan) if f.name in OPTIONS} == \
-        {name: o.default for name, o in OPTIONS.items()}
-    whole = RunPlan.parse({"kind": "all", "kinds": "knobs, indexes", "budget_mb": "", "max_statements": "4"})
+        # each option's default is its field's (stated once; the REST schema and the forms show the option's),
+        # and one name has one type in every kind that takes it (the CLI's runs start has one flag for it)
+        options = kind.plan.options()
+        assert {f.name: f.default for f in dataclasses.fields(kind.plan) if f.name in options} == \
+            {name: o.default for name, o in options.items()}
+        assert all(o.type == everything[name].type for name, o in options.items()), kind.name
+    assert kinds.plan_of("all").trials == kinds.plan_of("knobs").trials  # a whole run's option is its part's
+    assert kinds.plan_of("all").budget_mb is None and "budget_mb" in kinds.plan_of("indexes").required()
+    whole = kinds.parse_plan({"kind": "all", "kinds": "knobs, indexes", "budget_mb": "", "max_statements": "4"})
     assert whole.kinds == ("knobs", "indexes") and whole.budget_mb is None and whole.optimizer is None
     with pytest.raises(AdvisorError, match="'views' cannot be part of a whole run"):
-        RunPlan.parse({"kind": "all", "kinds": "indexes,views"})
+        kinds.parse_plan({"kind": "all", "kinds": "indexes,views"})
     with pytest.raises(AdvisorError, match="an indexes run needs budget_mb"):
-        RunPlan.parse({"kind": "indexes"})
+        kinds.parse_plan({"kind": "indexes"})
     with pytest.raises(AdvisorError, match="registered already"):
         kinds.register(kinds.get("knobs"))

@@ -19,6 +19,7 @@ from advisor.tuning.learned.pipeline import evaluate, problem, search, tune_inde
 from advisor.tuning.learned.target import HarnessTarget
 from advisor.tuning.plan import RunPlan
 from connectors import factory
+from advisor.tuning import kinds
 from optimizers import registry
 from tests.conftest import run
 from workloads.learned import keysets, mixes
@@ -42,7 +43,7 @@ def service(tmp_path):
 
 
 def plan(**fields) -> RunPlan:
-    return RunPlan.parse({"kind": "learned-index", "keys": KEYS, "workload": MIX, "index": INDEX, "budget": 5,
+    return kinds.parse_plan({"kind": "learned-index", "keys": KEYS, "workload": MIX, "index": INDEX, "budget": 5,
                           "optimizer": "random", "rounds": 3, **fields})
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
-from advisor.tuning.plan import RunPlan
+from advisor.tuning import kinds
 from connectors import factory
 from connectors.postgres.sandbox import PostgresSandbox
 from tests.conftest import FAST, run, scalar
@@ -83,7 +83,7 @@ def test_a_run_on_a_target_with_a_replica_takes_a_thin_clone_holding_the_latest_
         run(dsn, "CREATE TABLE fresh (id int PRIMARY KEY, score numeric NOT NULL)",
             "INSERT INTO fresh SELECT x, x % 97 FROM generate_series(1, 500) x")
         lines.clear()
-        result = service.tune("rewrites", "shop", RunPlan("rewrites", "greedy", validate=False, sql=CORRELATED))
+        result = service.tune("rewrites", "shop", kinds.plan_of("rewrites", optimizer="greedy", validate=False, sql=CORRELATED))
         (o,) = result.statements
         assert o.equivalent and "the shadow" in o.checked_on, o.reason  # ran on the clone, which had the table
         assert service.last_shadow["method"] == "thin clone", "\n".join(lines)
@@ -110,10 +110,10 @@ def test_without_a_replica_a_run_names_its_full_copy(primary, tmp_path, env):
     target = service.add_target("plain", dsn)
     assert target["replica"] is None
     run(dsn, "CREATE TABLE IF NOT EXISTS fresh (id int PRIMARY KEY, score numeric NOT NULL)")
-    service.tune("rewrites", "plain", RunPlan("rewrites", "greedy", validate=False, sql=CORRELATED))
+    service.tune("rewrites", "plain", kinds.plan_of("rewrites", optimizer="greedy", validate=False, sql=CORRELATED))
     assert service.last_shadow == {"method": "full copy", "line": "full copy (no replica)"}
     assert "shadows: full copy (no replica)" in lines
-    service.tune("rewrites", "plain", RunPlan("rewrites", "greedy", validate=False, sql=CORRELATED,
+    service.tune("rewrites", "plain", kinds.plan_of("rewrites", optimizer="greedy", validate=False, sql=CORRELATED,
                                               sample_percent=10))
     assert service.last_shadow["line"] == "sampled copy 10%: figures carry the sampling error"
 
@@ -222,7 +222,7 @@ def test_a_run_on_a_mariadb_target_with_a_replica_takes_a_thin_clone_holding_the
             cur.execute("CREATE TABLE fresh (id int PRIMARY KEY, score decimal(10, 2) NOT NULL)")
             cur.execute("INSERT INTO fresh SELECT seq, seq % 97 FROM seq_1_to_500")
         lines.clear()
-        result = service.tune("rewrites", "shop", RunPlan("rewrites", "greedy", validate=False, sql=CORRELATED))
+        result = service.tune("rewrites", "shop", kinds.plan_of("rewrites", optimizer="greedy", validate=False, sql=CORRELATED))
         (o,) = result.statements
         assert o.equivalent and "the shadow" in o.checked_on, o.reason  # ran on the clone, which had the table
         assert service.last_shadow["method"] == "thin clone", "\n".join(lines)

@@ -16,6 +16,7 @@ from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
 from advisor.tuning.plan import RunPlan
 from connectors import factory
+from advisor.tuning import kinds
 from tests.conftest import run
 
 
@@ -75,7 +76,7 @@ def _interrupted_then_resumed(store: Store, kind: str, dsn: str, plan: RunPlan,
 
 def test_a_killed_index_run_resumes_without_measuring_its_stored_pass_again(shop, tmp_path):
     store = Store(str(tmp_path / "advisor.duckdb"))
-    plan = RunPlan.parse({"kind": "indexes", "optimizer": "extend", "budget_mb": 50, "rounds": 3})
+    plan = kinds.parse_plan({"kind": "indexes", "optimizer": "extend", "budget_mb": 50, "rounds": 3})
     row, first, lines, result = _interrupted_then_resumed(store, "indexes", shop, plan)
     assert first[0]["config"]["pass"] == "1" and first[0]["evidence"]["rounds"] >= 3
     assert [c["columns"] for c in first[0]["changes"]] == [["customer"]]
@@ -88,7 +89,7 @@ def test_a_killed_index_run_resumes_without_measuring_its_stored_pass_again(shop
     assert result.validation is not None and result.validation.evidence is not None
     with pytest.raises(AdvisorError, match="is a indexes run; resume it as one"):
         AdvisorService(store).resumed_plan(row["id"], "rewrites")
-    rewrites = RunPlan("rewrites", "greedy", validate=False, sql="SELECT 1")
+    rewrites = kinds.plan_of("rewrites", optimizer="greedy", validate=False, sql="SELECT 1")
     with pytest.raises(AdvisorError, match="is a indexes run; resume it as one"):
         AdvisorService(store).tune("rewrites", shop, rewrites, by_hand=True, resume=row["id"])
 
@@ -104,7 +105,7 @@ def test_a_resumed_index_run_over_another_workload_measures_its_pass_again(pg, t
                 conn.execute("SELECT count(*) FROM o")
 
     store = Store(str(tmp_path / "advisor.duckdb"))
-    plan = RunPlan.parse({"kind": "indexes", "optimizer": "extend", "budget_mb": 50, "rounds": 3})
+    plan = kinds.parse_plan({"kind": "indexes", "optimizer": "extend", "budget_mb": 50, "rounds": 3})
     row, first, lines, _result = _interrupted_then_resumed(store, "indexes", dsn, plan, another_statement)
     assert not any(x.startswith("pass 1: these 1 index(es) were measured before") for x in lines), lines
     stored = [t for t in store.trials(row["id"]) if t["config"]["pass"] == "1"]
@@ -143,7 +144,7 @@ NOT_IN = "SELECT c.id FROM c WHERE c.id NOT IN (SELECT o.cid FROM o WHERE o.amou
 
 def test_a_killed_rewrite_run_resumes_without_racing_its_stored_statement_again(shop, tmp_path):
     store = Store(str(tmp_path / "advisor.duckdb"))
-    plan = RunPlan.parse({"kind": "rewrites", "optimizer": "greedy", "rounds": 2,
+    plan = kinds.parse_plan({"kind": "rewrites", "optimizer": "greedy", "rounds": 2,
                           "sql": f"{CORRELATED}; {NOT_IN}"})
     row, first, lines, result = _interrupted_then_resumed(store, "rewrites", shop, plan)
     raced = first[0]["config"]["statement"]

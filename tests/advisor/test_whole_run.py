@@ -13,7 +13,7 @@ from advisor.service.service import AdvisorService
 from advisor.service.summary import summarize
 from advisor.storage.store import open_store
 from advisor.tuning.observe import bind, observe
-from advisor.tuning.plan import RunPlan
+from advisor.tuning import kinds
 from advisor.tuning.validation import ValidationOptions
 from advisor.tuning.whole.bundle import keep_parts, measure_bundle
 from advisor.tuning.whole.pipeline import Step, _message
@@ -77,7 +77,7 @@ def test_a_part_the_bundle_leaves_out_is_rejected_and_says_why(pg, tmp_path):
         changes), accepted=True, why="validated in a test") for kind, changes in
         (("indexes", (IndexChange("public", "u", ("pad",)),)), ("knobs", (KnobChange("random_page_cost", "10000"),)))]
     ctx = Context(store, dsn)
-    plan = RunPlan.parse({"kind": "all", "rounds": 3})
+    plan = kinds.parse_plan({"kind": "all", "rounds": 3})
     result, dropped = _validate_bundle(ctx, connector, obs, [Step(r.kind, r, "") for r in recs], plan)
     index_rec, knob_rec = (store.recommendation(r.id) for r in recs)
     assert index_rec.state == "validated" and knob_rec.state == "rejected"
@@ -117,7 +117,7 @@ def test_a_whole_run_tunes_indexes_then_knobs_on_a_shadow_with_the_new_index(pg,
     dsn = _lookups(pg)
     lines: list[str] = []
     service = AdvisorService(open_store(tmp_path / "s.duckdb"), say=lines.append)
-    plan = RunPlan.parse({"kind": "all", "kinds": "knobs,indexes", "trials": 2, "seeds": 0, "repeats": 1,
+    plan = kinds.parse_plan({"kind": "all", "kinds": "knobs,indexes", "trials": 2, "seeds": 0, "repeats": 1,
                           "rounds": 3, "optimizer": None})
     result = service.tune("all", dsn, plan)
     assert [s.kind for s in result.steps] == ["indexes", "knobs"]  # the advisor's order, not the order given
@@ -145,13 +145,13 @@ def test_a_whole_run_tunes_indexes_then_knobs_on_a_shadow_with_the_new_index(pg,
 
 def test_a_whole_run_refuses_a_kind_it_does_not_run():
     with pytest.raises(Exception, match="cannot be part of a whole run"):
-        RunPlan.parse({"kind": "all", "kinds": "indexes,learned-index"})
+        kinds.parse_plan({"kind": "all", "kinds": "indexes,learned-index"})
 
 
 def test_a_validated_recommendation_is_re_measured_on_a_fresh_shadow_when_asked(pg, tmp_path):
     dsn = _lookups(pg)
     service = AdvisorService(open_store(tmp_path / "s.duckdb"))
-    result = service.tune("indexes", dsn, RunPlan.parse({"kind": "indexes", "optimizer": "extend", "budget_mb": 20,
+    result = service.tune("indexes", dsn, kinds.parse_plan({"kind": "indexes", "optimizer": "extend", "budget_mb": 20,
                                                          "rounds": 3, "recheck": True}))
     rec = result.recommendation
     assert rec.state == "validated" and [c.columns for c in rec.changes] == [("pad",)]
@@ -205,7 +205,7 @@ def test_a_lone_part_that_does_not_pay_on_a_fresh_shadow_is_rejected(pg, tmp_pat
     rec = recommend(store, target_id=obs.target_id, kind="knobs", optimizer="test",
                     plan=connector.plan_changes(changes), accepted=True, why="validated in a test")
     result, dropped = _validate_bundle(Context(store, dsn), connector, obs, [Step("knobs", rec, "")],
-                                       RunPlan.parse({"kind": "all", "rounds": 3}))
+                                       kinds.parse_plan({"kind": "all", "rounds": 3}))
     stored = store.recommendation(rec.id)
     assert result.parts[0].contribution.gain < 0 and not result.parts[0].kept and result.kept is None
     assert stored.state == "rejected" and [d["kind"] for d in dropped] == ["knobs"]
@@ -265,6 +265,6 @@ def test_a_workload_with_nothing_to_replay_stops_the_whole_run_in_one_line(pg, t
     lines: list[str] = []
     service = AdvisorService(open_store(tmp_path / "s.duckdb"), say=lines.append)
     with pytest.raises(NothingToReplay, match="nothing to replay"):
-        service.tune("all", dsn, RunPlan("all", trials=2, rounds=2, budget_mb=5))
+        service.tune("all", dsn, kinds.plan_of("all", trials=2, rounds=2, budget_mb=5))
     assert not [line for line in lines if "failed: nothing to replay" in line]
     assert [r["state"] for r in service.store.runs()] == ["failed"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.tuning.plan import RunPlan
+from advisor.tuning import kinds
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
 from advisor.tuning.rewrites.equivalence import column_names
@@ -37,7 +37,7 @@ def service():
 
 
 def test_the_orm_column_is_decorrelated_proven_and_priced_far_lower(shop, service):
-    (o,) = service.tune("rewrites", shop, RunPlan("rewrites", "greedy", validate=False, sql=ORM)).statements
+    (o,) = service.tune("rewrites", shop, kinds.plan_of("rewrites", optimizer="greedy", validate=False, sql=ORM)).statements
     assert o.rewritten is not None and AGGREGATE in o.rules, o.reason
     assert "LEFT JOIN (SELECT o.cust AS k1, MAX(o.placed) AS v FROM orders AS o GROUP BY o.cust) AS dc1" in o.rewritten
     assert o.equivalent and o.checked_on[-1] == "the shadow" and "nulls" in o.checked_on
@@ -46,7 +46,7 @@ def test_the_orm_column_is_decorrelated_proven_and_priced_far_lower(shop, servic
 
 
 def test_the_orm_column_is_timed_faster_by_a_wide_margin(shop, service):
-    (o,) = service.tune("rewrites", shop, RunPlan("rewrites", "greedy", rounds=3, sql=ORM)).statements
+    (o,) = service.tune("rewrites", shop, kinds.plan_of("rewrites", optimizer="greedy", rounds=3, sql=ORM)).statements
     assert o.rewritten is not None and AGGREGATE in o.rules, o.reason
     assert o.speedup > 5 and o.ci[0] > 1, (o.speedup, o.ci)
     assert o.equivalent
@@ -56,5 +56,5 @@ def test_with_an_index_on_the_correlation_column_no_slower_form_is_recommended(d
     """An index on orders(cust) makes each correlated run a few index probes: the grouped join reads every order, so
     the timing keeps the statement as written (or, if the join wins after all, it is faster)."""
     run(db, *TABLES, "CREATE INDEX ON orders (cust)", "ANALYZE")
-    (o,) = service.tune("rewrites", db, RunPlan("rewrites", "greedy", rounds=3, sql=ORM)).statements
+    (o,) = service.tune("rewrites", db, kinds.plan_of("rewrites", optimizer="greedy", rounds=3, sql=ORM)).statements
     assert o.rewritten is None and o.reason.startswith(("not faster", "not proven faster")) or o.speedup > 1, (o.reason, o.speedup)

@@ -21,7 +21,7 @@ import psycopg
 import pytest
 
 from advisor.bench.playground import run_shop_workload
-from advisor.service.runs import RunPlan
+from advisor.service.runs import kinds
 from tests.web.browser import (CHROMIUM, LAYOUT, RUN_TIMEOUT_MS, _get, _login_form, artifacts, browser,  # noqa: F401
                                docs_offline, expect, indexes_on, log_in, new_page, site, wait_done)
 from tests.web.conftest import INDEX_RUN
@@ -227,7 +227,7 @@ def test_knob_run_convergence_and_schedules(site, browser):
         conn.execute("SELECT pg_stat_statements_reset()")
     run_shop_workload(site.prod)
     who = site.service.authenticate(site.operator)
-    run = site.service.start_run("prod", RunPlan(kind="knobs", optimizer="random", trials=5, seeds=1, repeats=1,
+    run = site.service.start_run("prod", kinds.plan_of("knobs", optimizer="random", trials=5, seeds=1, repeats=1,
                                                  rounds=2), who)
     page = new_page(browser)
     log_in(site, page, site.operator, f"/runs/{run['id']}")
@@ -341,7 +341,7 @@ def _tour(site) -> list[tuple[str, str]]:
     """(name, path) of the main pages: lists, the runs and a recommendation of every kind the earlier tests made."""
     service = site.service
     if not service.schedules():  # the schedule test removed its own: one to show
-        service.add_schedule("prod", "15 4 * * 1-5", [RunPlan(**INDEX_RUN)], service.authenticate(site.operator))
+        service.add_schedule("prod", "15 4 * * 1-5", [kinds.plan_of(**INDEX_RUN)], service.authenticate(site.operator))
     pages = [("targets", "/"), ("runs", "/runs"), ("recommendations", "/recommendations"), ("schedules", "/schedules")]
     for run in service.runs():
         pages.append((f"run-{run['kind']}", f"/runs/{run['id']}"))

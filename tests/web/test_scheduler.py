@@ -155,11 +155,11 @@ def test_watch_rolls_back_what_the_schedule_applied_when_statements_regress(own_
     dsn = own_server
     service = AdvisorService(Store(tmp_path / "advisor.duckdb"))
     service.add_target("shop", dsn)
-    from advisor.service.runs import RunPlan
+    from advisor.service.runs import kinds
 
     # a wide limit (4x): a primary-key lookup takes microseconds, so on a loaded machine its mean moves by tens of
     # percent without any change, while scanning the table instead is a hundred times slower
-    schedule = service.add_schedule("shop", "0 2 * * *", [RunPlan(**INDEX_RUN)], auto_apply="reload_knobs",
+    schedule = service.add_schedule("shop", "0 2 * * *", [kinds.plan_of(**INDEX_RUN)], auto_apply="reload_knobs",
                                     max_regression=3.0)
     who = Principal(f"schedule:{schedule['id']}", "operator")
     lookups(dsn)  # the statements' mean before the change
@@ -189,11 +189,11 @@ def test_watch_rolls_back_what_the_schedule_applied_when_statements_regress(own_
 
 def test_a_schedule_that_never_fires_or_names_unknown_knobs_is_refused(own_server, tmp_path):
     from advisor.core.errors import AdvisorError
-    from advisor.service.runs import RunPlan
+    from advisor.service.runs import kinds
 
     service = AdvisorService(Store(tmp_path / "advisor.duckdb"))
     service.add_target("shop", own_server)
-    plans = [RunPlan(**INDEX_RUN)]
+    plans = [kinds.plan_of(**INDEX_RUN)]
     with pytest.raises(AdvisorError, match="never fires"):
         service.add_schedule("shop", "0 2 30 2 *", plans)  # February 30
     with pytest.raises(AdvisorError, match="no_such_knob"):
@@ -212,12 +212,12 @@ def test_a_firing_while_the_previous_one_runs_is_recorded_as_skipped(own_server,
 
     from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobSubmissionEvent
 
-    from advisor.service.runs import RunPlan
+    from advisor.service.runs import kinds
     from advisor.service.scheduling import Scheduler
 
     service = AdvisorService(Store(tmp_path / "advisor.duckdb"))
     service.add_target("shop", own_server)
-    schedule = service.add_schedule("shop", "0 2 * * *", [RunPlan(**INDEX_RUN)])
+    schedule = service.add_schedule("shop", "0 2 * * *", [kinds.plan_of(**INDEX_RUN)])
     scheduler = Scheduler(service)
     scheduler._on_event(JobSubmissionEvent(EVENT_JOB_MAX_INSTANCES, schedule["id"], "default",
                                            [datetime.now(timezone.utc)]))

@@ -30,10 +30,10 @@ Field = Annotated[str, Form()]
 
 async def _plan_fields(request: Request) -> dict[str, str]:
     """A run or schedule form's plan fields (``kind`` and the plan options it holds), as the strings it sent."""
-    from advisor.service.runs import OPTIONS
+    from advisor.service.runs import all_options
 
     form = await request.form()
-    return {name: str(form[name]) for name in ("kind", *OPTIONS) if name in form}
+    return {name: str(form[name]) for name in ("kind", *all_options()) if name in form}
 
 
 PlanFields = Annotated[dict[str, str], Depends(_plan_fields)]

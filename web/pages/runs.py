@@ -8,7 +8,7 @@ import typing
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from advisor.service.runs import ACTIVE, OPTIONS, RunPlan, default_optimizers, kinds
+from advisor.service.runs import ACTIVE, RunPlan, all_options, default_optimizers, kinds
 from advisor.service.summary import run_outcome
 from web import schemas
 from web.deps import PageSession, Service
@@ -25,7 +25,7 @@ def _form_fields() -> list[dict]:
     """The plan options the run and schedule forms show (``Option.form``), each with the kinds that take it
     (``data-for-kind``; none listed: every kind)."""
     fields = []
-    for o in (o for o in OPTIONS.values() if o.form):
+    for o in (o for o in all_options().values() if o.form):
         name = o.name
         takers = [k.name for k in kinds.kinds() if name in k.options]
         low, high = o.bounds or (None, None)
@@ -51,7 +51,7 @@ def target_names(service) -> dict[str, str]:
 def plan_from_form(fields: dict[str, str]) -> RunPlan:
     """A checked RunPlan from a form's fields (blank ones take their defaults; the options the kind does not take
     are left out by ``RunPlan.parse``); AdvisorError naming the first bad one."""
-    return RunPlan.parse(fields)
+    return kinds.parse_plan(fields)
 
 
 @router.get("/runs")

@@ -3,6 +3,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query, status
 
 from advisor.service.runs import RunPlan
+from advisor.service.runs import kinds
 from web import schemas, views
 from web.deps import Limit, Offset, Operator, Service, Viewer
 
@@ -11,7 +12,7 @@ router = APIRouter(prefix="/api/runs", tags=["tuning runs"], responses=schemas.E
 
 def plan_of(body) -> RunPlan:
     """The plan of a validated body, through the one parser every adapter uses."""
-    return RunPlan.parse(body.model_dump(by_alias=True, exclude={"target"}))
+    return kinds.parse_plan(body.model_dump(by_alias=True, exclude={"target"}))
 
 
 @router.post("", response_model=schemas.Run, status_code=status.HTTP_202_ACCEPTED)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from advisor.core.domain import DropIndexChange, IndexChange
 from advisor.tuning.kind import Context, Kind, ledger_of
 from advisor.tuning.kind import validation_of as _validation
+from advisor.tuning.indexes.plan import IndexesPlan
 from optimizers import indexes
 
 
@@ -29,6 +30,4 @@ def run(ctx: Context, plan) -> object:
 
 KIND = Kind("indexes", "new indexes within a storage budget (and unused ones to drop): what-if costs, the "
             "optimizer's set, each index built and measured on a shadow", run, optimizers=indexes.OPTIMIZERS,
-            change_types=(IndexChange, DropIndexChange), options=("budget_mb", "max_width", "episodes", "samples",
-                                                                    "retrain"),
-            required=("budget_mb",), default_optimizer="ia2", title="Index")
+            change_types=(IndexChange, DropIndexChange), plan=IndexesPlan, default_optimizer="ia2", title="Index")

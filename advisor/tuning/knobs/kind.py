@@ -5,12 +5,12 @@ caller knows it), ``llm`` (a seeder; default: the one configured), ``resume`` (a
 
 from __future__ import annotations
 
-import re
 
 from advisor.core.domain import KnobChange
 from advisor.core.errors import AdvisorError
-from advisor.core.inputs import RANGE_ITEM
+from advisor.core.inputs import ranges
 from advisor.tuning.kind import Context, Kind, default_outcome
+from advisor.tuning.knobs.plan import KnobsPlan
 from advisor.tuning.kind import validation_of as _validation
 from optimizers import knobs
 from optimizers.knobs.space import SpaceOptions, check_options
@@ -45,22 +45,6 @@ def run(ctx: Context, plan) -> object:
 OBJECTIVES = ("latency", "throughput")
 
 
-def ranges(items: tuple[str, ...]) -> dict[str, tuple[str, str]]:
-    """``NAME=LOW:HIGH`` items as {name: (low, high)} (knob text, read against the catalog later).
-
-    >>> ranges(("work_mem=4MB:256MB",))
-    {'work_mem': ('4MB', '256MB')}
-    """
-    out = {}
-    for item in items:
-        name, _, bounds = item.partition("=")
-        low, _, high = bounds.partition(":")
-        if not re.match(RANGE_ITEM, item):
-            raise AdvisorError(f"range {item!r}: expected NAME=LOW:HIGH, e.g. work_mem=4MB:256MB")
-        out[name.strip()] = (low.strip(), high.strip())
-    return out
-
-
 def space_of(plan) -> SpaceOptions:
     """What the plan asks of the knob space."""
     return SpaceOptions(include=plan.include, exclude=plan.exclude, ranges=ranges(plan.range),
@@ -90,7 +74,6 @@ def _summary(result) -> dict:
 
 KIND = Kind("knobs", "server settings: a search on a shadow (HiBO, GP-BO, TPE, random) or one rule-based "
             "configuration, validated against the current settings", run, optimizers=knobs.OPTIMIZERS,
-            change_types=(KnobChange,), options=("trials", "seeds", "repeats", "include", "exclude", "range", "allow_durability",
-                                             "allow_unsafe", "objective"),
+            change_types=(KnobChange,), plan=KnobsPlan,
             default_optimizer="hibo", check_plan=_check, check_target=check_target, choices={"objective": OBJECTIVES}, summarize=_summary,
             title="Knob")

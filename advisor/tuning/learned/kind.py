@@ -21,8 +21,9 @@ from advisor.core.errors import AdvisorError
 from advisor.core.progress import heartbeat
 from advisor.core.params import ParamSpace
 from advisor.tuning.kind import Context, Kind, default_outcome
-from advisor.tuning.knobs.kind import ranges  # NAME=LOW:HIGH items, read the same way for every kind
+from advisor.core.inputs import ranges  # NAME=LOW:HIGH items, read the same way for every kind
 from advisor.tuning.learned import keys as key_sources
+from advisor.tuning.learned.plan import LearnedIndexPlan
 from advisor.tuning.learned.pipeline import LearnedIndexResult, Trial, operations, problem, tune_index
 from advisor.tuning.recommend import recommend, verdict_note
 from optimizers import learned_index
@@ -194,7 +195,7 @@ def summarize(result: LearnedIndexTuneResult) -> dict:
 KIND = Kind(KIND_NAME, "a learned index's parameters (ALEX-like, PGM): a search over a benchmark harness on keys "
             "and a workload mix, validated against the defaults; handed over, never applied", run,
             optimizers=learned_index.OPTIMIZERS, change_types=(LearnedIndexParam,),
-            options=("keys", "workload", "budget", "index", "range", "retrain"), required=("keys", "workload"),
+            plan=LearnedIndexPlan,
             handed_over=True, default_optimizer="hibo", check_plan=_check, check_target=check_target, confine=confine,
             summarize=summarize,
             title="Learned index", uses_shadows=False, own_target=own_target, own_target_engine="keys")

@@ -10,6 +10,7 @@ from advisor.core.domain import QueryRewrite
 from advisor.tuning.kind import Context, Kind, ledger_of
 from advisor.tuning.rewrites import given
 from advisor.tuning.kind import validation_of as _validation
+from advisor.tuning.rewrites.plan import RewritesPlan
 from optimizers import rewrites
 
 
@@ -38,5 +39,5 @@ def run(ctx: Context, plan) -> object:
 
 KIND = Kind("rewrites", "faster SQL for the heaviest statements (equality saturation), each proven to return "
             "the same rows and timed on a shadow; handed to the statements' owners, never applied", run,
-            optimizers=rewrites.OPTIMIZERS, change_types=(QueryRewrite,), options=("max_statements", "sql"),
+            optimizers=rewrites.OPTIMIZERS, change_types=(QueryRewrite,), plan=RewritesPlan,
             check_target=check_target, handed_over=True, default_optimizer="aurora", title="Query rewrite")

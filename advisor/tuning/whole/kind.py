@@ -6,7 +6,8 @@ from __future__ import annotations
 from advisor.core.errors import AdvisorError
 from advisor.core.names import did_you_mean
 from advisor.tuning.kind import Kind
-from advisor.tuning.whole import ORDER
+from advisor.tuning.whole.plan import ORDER
+from advisor.tuning.whole.plan import AllPlan
 
 
 def run(ctx, plan):
@@ -47,6 +48,5 @@ def _check(plan) -> None:
 
 KIND = Kind("all", "the whole advisor: indexes, then rewrites of what is still slow, then knobs, each on a "
             "shadow with the changes before it; finally the changes measured together, each kept only if it pays",
-            run, options=("kinds", "trials", "seeds", "repeats", "budget_mb", "episodes", "samples",
-                               "max_statements"), check_plan=_check, summarize=_summary, choices={"kinds": ORDER},
+            run, plan=AllPlan, check_plan=_check, summarize=_summary, choices={"kinds": ORDER},
             title="Whole-advisor")

@@ -28,12 +28,10 @@ from advisor.tuning.observe import bind, observe, require_workload
 from advisor.tuning.rewrites.kind import KIND as REWRITES
 from advisor.tuning.validation import ValidationOptions
 from advisor.tuning.whole.bundle import BundleResult, measure_bundle
-from advisor.tuning.whole import ORDER
+from advisor.tuning.whole.plan import ORDER
 from connectors import factory
 
 STEPS = {k.name: k for k in sorted((INDEXES, REWRITES, KNOBS), key=lambda k: ORDER.index(k.name))}  # in order
-MIN_BUDGET_MB = 16.0
-BUDGET_SHARE = 0.25  # an index budget left unset: this share of the database's size (at least MIN_BUDGET_MB)
 # the bundle's round budget at least (its parts are kept on the t-widened interval, so a clear bundle stops at 3
 # rounds; a budget of 5 gave verdicts that flipped between demo runs where it was not clear)
 MIN_BUNDLE_ROUNDS = 8
@@ -112,12 +110,11 @@ def _connector(ctx: Context):
 
 
 def _sub_plan(plan, kind: str, data_bytes: int):
-    """The plan of one step: the whole run's options, with an index budget when none was given."""
-    budget = plan.budget_mb
-    if kind == "indexes" and budget is None:
-        budget = max(MIN_BUDGET_MB, round(BUDGET_SHARE * data_bytes / 2**20))
-    sub = dataclasses.replace(plan, kind=kind, optimizer=None, kinds=(), budget_mb=budget)
-    return sub.checked()
+    """The plan of one step: its kind's plan with the options the whole run shares with it, and the defaults that
+    kind derives from the target's size (``RunPlan.sized_for``: an index budget when none was given)."""
+    part = STEPS[kind].plan
+    shared = {name: getattr(plan, name) for name in part.options() if name != "optimizer" and hasattr(plan, name)}
+    return STEPS[kind].checked(part(kind=kind, **shared).sized_for(data_bytes))
 
 
 def _validate_bundle(ctx: Context, connector, obs, parts: list[Step], plan) -> tuple[BundleResult | None, list[dict]]:
