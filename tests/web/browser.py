@@ -16,6 +16,7 @@ from pathlib import Path
 import psycopg
 import pytest
 import uvicorn
+from playwright import sync_api
 
 from connectors.postgres.sandbox import free_port
 from tests.web.conftest import PASSWORD
@@ -24,7 +25,6 @@ from web.main import create_app
 CHROMIUM = "/usr/bin/chromium"
 RUN_TIMEOUT_MS = 300_000
 
-sync_api = pytest.importorskip("playwright.sync_api")
 expect = sync_api.expect
 
 
@@ -149,6 +149,8 @@ def site(tmp_path_factory, prod):
 
 @pytest.fixture(scope="module")
 def browser():
+    # Debian's chromium is what scripts/bootstrap.sh installs: its absence is a failure, never a skipped page tour
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: scripts/bootstrap.sh installs Debian's chromium"
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
         yield b
