@@ -36,8 +36,8 @@ def bench_knobs(workloads: Annotated[str, typer.Option(help="comma-separated: jo
                 engine: EngineOpt = "postgres", json_out: JsonFlag = False) -> None:
     """Every knob optimizer with the same budget on a real server of --engine (G* workloads and safety workloads), then
     many seeds on a surrogate fitted to the real trials (or, with --mode surrogate, to a measured design)."""
-    from advisor.bench.knob_table import table
-    from advisor.bench.knobs import DEFAULT_WORKLOADS, BenchOptions, KnobBench
+    from advisor.bench.knobs.bench import DEFAULT_WORKLOADS, BenchOptions, KnobBench
+    from advisor.bench.knobs.table import table
 
     if mode not in ("real", "surrogate"):
         raise typer.BadParameter("--mode is real or surrogate")
@@ -102,10 +102,10 @@ def bench_indexes(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
     Supabase-style and all-foreign-keys peers through the real pipeline on workloads nobody tuned for, with real
     runtimes. With `gen`: a generated application workload per schema and seed (`gen-<schema>.s<seed>`), the
     ILP and Extend among the peers, and IA2's median and worst runtime ratio to the best peer over them."""
-    from advisor.bench.indexes import IndexBench, IndexBenchOptions, table
-    from advisor.bench.index_sources import SCHEMAS, generated_names, is_known
-    from advisor.bench.index_workloads import ADVISORS, GENERATED_ADVISORS, WorkloadBench, WorkloadBenchOptions
-    from advisor.bench.index_workloads import table as workloads_table
+    from advisor.bench.indexes.bench import IndexBench, IndexBenchOptions, table
+    from advisor.bench.indexes.sources import SCHEMAS, generated_names, is_known
+    from advisor.bench.indexes.workloads import ADVISORS, GENERATED_ADVISORS, WorkloadBench, WorkloadBenchOptions
+    from advisor.bench.indexes.workloads import table as workloads_table
     from advisor.core.settings import get_settings
 
     device = device or get_settings().device
@@ -189,8 +189,8 @@ def bench_rewrite(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
     server of --engine (the statements transpiled to its SQL; one it cannot run is reported as skipped). With
     `--generated N`: the same flow (without the strategies) on N generated statements per schema and seed,
     reported per shape family."""
-    from advisor.bench.rewrite_report import table
-    from advisor.bench.rewrites import RewriteBench, RewriteBenchOptions
+    from advisor.bench.rewrites.bench import RewriteBench, RewriteBenchOptions
+    from advisor.bench.rewrites.report import table
 
     options = RewriteBenchOptions(scale=scale, optimizer=optimizer.value, rounds=rounds, episodes=episodes, held_out=held_out,
                                   statement_timeout_ms=statement_timeout_ms, seed=seed, out_dir=out,
@@ -199,8 +199,8 @@ def bench_rewrite(scale: Annotated[float, typer.Option(help="TPC-H scale factor"
         _bench_report(RewriteBench(options, say=reporter(watch=True)).run(), json_out, table, out, "rewrite.json",
                       "rewrite.png")
         return
-    from advisor.bench.rewrite_corpus import REWRITE_FAMILIES, CorpusOptions, GeneratedRewriteBench
-    from advisor.bench.rewrite_corpus import table as corpus_table
+    from advisor.bench.rewrites.corpus import REWRITE_FAMILIES, CorpusOptions, GeneratedRewriteBench
+    from advisor.bench.rewrites.corpus import table as corpus_table
 
     seed_list = _seeds(seeds)
     corpus = CorpusOptions(statements=generated, schemas=_names([schemas]), seeds=seed_list,
@@ -274,9 +274,9 @@ def bench_learned_index(
     """Learned-index tuners at the same budget per dataset x workload (defaults, random, grid, TPE, GP-BO, HiBO,
     LITune; the sorted-array binary search on the same stream), LITune meta-trained once on held-out tasks, drift
     (LITune online vs a one-shot configuration vs re-tuning from scratch), and the issue's targets."""
-    from advisor.bench.learned_index import LearnedBenchOptions, LearnedIndexBench, meta_train_only as time_meta
-    from advisor.bench.learned_index import summarize as resummarize
-    from advisor.bench.learned_index import table
+    from advisor.bench.learned.bench import LearnedBenchOptions, LearnedIndexBench, meta_train_only as time_meta
+    from advisor.bench.learned.bench import summarize as resummarize
+    from advisor.bench.learned.bench import table
 
     if summarize:
         _bench_report(resummarize(summarize, out), json_out, table, out, "learned-index.json", "learned-index.png")
@@ -312,12 +312,12 @@ def bench_service(clients: Annotated[int, typer.Option(help="concurrent API clie
     doc: dict = {}
     say = reporter(watch=True)
     if api:
-        from advisor.bench.api import ApiBenchOptions, run_api_bench, table as api_table
+        from advisor.bench.service.api import ApiBenchOptions, run_api_bench, table as api_table
 
         doc["api"] = run_api_bench(ApiBenchOptions(clients=clients, duration_s=duration, out_dir=out, engine=engine),
                                    say)
     if observation:
-        from advisor.bench.observation import ObservationBenchOptions, run_observation_bench, table as obs_table
+        from advisor.bench.service.observation import ObservationBenchOptions, run_observation_bench, table as obs_table
 
         doc["observation"] = run_observation_bench(ObservationBenchOptions(
             scale=scale, blocks=blocks, block_s=block_s, interval_s=interval, out_dir=out, engine=engine), say)
@@ -344,7 +344,7 @@ def bench_faults(faults: Annotated[str, typer.Option(help="comma-separated subse
     connections, a full disk, a bad LLM endpoint, a production lock, a race of two clients) and report per fault:
     injected, detected, recovered or refused, rows lost, orphaned servers, seconds to recover. Exit 1 unless every
     fault was recovered or refused with a reason, with nothing lost."""
-    from advisor.bench.faults import FaultBenchOptions, run_fault_bench, table
+    from advisor.bench.faults.bench import FaultBenchOptions, run_fault_bench, table
 
     options = FaultBenchOptions(faults=_names([faults]), out_dir=out, keep=keep, engine=engine)
     doc = run_fault_bench(options, say=reporter(watch=True))
@@ -371,7 +371,7 @@ def bench_latency(engines: Annotated[str, typer.Option(help="comma-separated: po
                   json_out: JsonFlag = False) -> None:
     """Seconds until a shadow answers, by how it is made: a thin clone of a warm replica beside a full copy
     (pg_dump | pg_restore, mariadb-dump) and a sampled copy, on TPC-H databases of each scale, both in one run."""
-    from advisor.bench.latency import LatencyBenchOptions, run, table
+    from advisor.bench.latency.bench import LatencyBenchOptions, run, table
 
     try:
         sizes = tuple(float(s) for s in _names([scales]))
@@ -394,7 +394,7 @@ def bench_models(scratch_episodes: Annotated[int, typer.Option(help="episodes of
     """The shipped models (Aurora's rule policy, LITune's models, IA2's agent) on held-out generated schemas, key
     sets and index workloads: as shipped, adapted as a run adapts them, and against one trained from scratch per
     target (quality and seconds before the first answer)."""
-    from advisor.bench.models import ModelBenchOptions, run, table
+    from advisor.bench.models.bench import ModelBenchOptions, run, table
 
     doc = run(ModelBenchOptions(scratch_episodes=scratch_episodes, ia2_scratch_episodes=ia2_episodes, out_dir=out),
               say=reporter(watch=True))

@@ -108,14 +108,14 @@ def test_advisor_train_writes_the_same_ia2_weights_from_the_same_seed(tmp_path):
 @pytest.mark.slow  # a bench run (about 20 s on 2 loaded cores: IA2 trained from scratch per held-out workload): in
 # `make test-slow`, as the other benches; the shipped agent's loading and adapting have their tests above
 def test_the_models_bench_compares_ia2_shipped_adapted_and_from_scratch_on_held_out_workloads():
-    from advisor.bench import models_ia2
+    from advisor.bench.models import ia2
     from advisor.tuning.indexes import shipped
 
-    rows = models_ia2.run(adapt_episodes=3, scratch_episodes=5, seeds=(1001,))
+    rows = ia2.run(adapt_episodes=3, scratch_episodes=5, seeds=(1001,))
     assert [r["workload"] for r in rows] == [f"gen-{s}.s1001" for s in shipped.SCALES]
     assert not {r["workload"] for r in rows} & set(json.loads((ia2_shipped.DIR / "ia2.json").read_text())["problems"])
     for r in rows:
-        assert all(r[f"{v}_vs_extend"] is not None and r[f"{v}_vs_extend"] > 0 for v in models_ia2.VARIANTS)
+        assert all(r[f"{v}_vs_extend"] is not None and r[f"{v}_vs_extend"] > 0 for v in ia2.VARIANTS)
         assert (r["shipped_episodes"], r["adapted_episodes"], r["scratch_episodes"]) == (0, 3, 5)
-    table = models_ia2.table(rows)
+    table = ia2.table(rows)
     assert "scratch" in table and len(table.splitlines()) == len(rows) + 4

@@ -193,11 +193,11 @@ def test_advisor_train_writes_litune_models_and_manifests(tmp_path):
 
 
 def test_the_models_bench_compares_litune_shipped_adapted_and_from_scratch_on_held_out_key_sets():
-    from advisor.bench import models_litune
+    from advisor.bench.models import litune
     from connectors import factory
 
-    rows = models_litune.run(budget=4, episodes=2, seed=0)
+    rows = litune.run(budget=4, episodes=2, seed=0)
     assert [(r["index"], r["keys"]) for r in rows] == [(i, f"{k}/{s}") for i in factory.learned_indexes()
-                                                       for k, s in models_litune.HELD_OUT]
+                                                       for k, s in litune.HELD_OUT]
     assert all(r["shipped_ratio"] is not None and r["adapted_ratio"] is not None for r in rows)
-    assert "scratch" in models_litune.table(rows) and len(models_litune.table(rows).splitlines()) == len(rows) + 4
+    assert "scratch" in litune.table(rows) and len(litune.table(rows).splitlines()) == len(rows) + 4

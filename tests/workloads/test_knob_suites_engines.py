@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from advisor.bench.knobs import BenchWorkload, Skipped, _check_client
+from advisor.bench.knobs.bench import BenchWorkload, Skipped, _check_client
 from connectors import factory
 from workloads import knob_suites, suites
 from workloads.replay import ReplayOptions, replay

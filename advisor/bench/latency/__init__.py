@@ -1,0 +1,1 @@
+"""``advisor bench latency``: seconds until a shadow answers, by how it is made (``bench``)."""
