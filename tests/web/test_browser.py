@@ -15,21 +15,17 @@ from __future__ import annotations
 import re
 import time
 import urllib.parse
-from pathlib import Path
 
 import psycopg
-import pytest
 
 from advisor.bench.playground import run_shop_workload
 from advisor.service.runs import kinds
-from tests.web.browser import (CHROMIUM, LAYOUT, RUN_TIMEOUT_MS, _get, _login_form, artifacts, browser,  # noqa: F401
+from tests.web.browser import (LAYOUT, RUN_TIMEOUT_MS, _get, _login_form, artifacts, browser,  # noqa: F401
                                docs_offline, expect, indexes_on, log_in, new_page, site, wait_done)
 from tests.web.conftest import INDEX_RUN
 from tests.web.test_rewrite_runs import REWRITE_RUN, reports  # noqa: F401  (reports: the fixture)
 from web.deps import SESSION_COOKIE
 from web.pages.auth import LOGIN_CSRF_COOKIE
-
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
 
 
 # --- tests, in order: each builds on what the previous one left ---------------------------------------------
