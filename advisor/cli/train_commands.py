@@ -14,7 +14,9 @@ from advisor.cli.common import JsonFlag
 from advisor.cli.common import emit as _emit_json
 from advisor.cli.common import names as _names
 from advisor.core.progress import reporter
-from advisor.tuning.pretrained import KINDS
+from advisor.tuning.pretrained import shipped_kinds
+
+KINDS = shipped_kinds()  # the kinds with a shipped model (the registry's)
 
 
 

@@ -111,9 +111,14 @@ def refuse_unsafe(profile, names) -> None:
 
 def _auto_applicable(rec, schedule_plan: dict, profile) -> bool:
     allowed = set(schedule_plan.get("auto_apply_knobs") or ())
-    return (rec.state == "validated" and rec.kind == "knobs" and not rec.needs_restart and rec.changes
+    return (rec.state == "validated" and _auto_applies(rec.kind) and not rec.needs_restart and rec.changes
             and all(isinstance(c, KnobChange) and (not allowed or c.name in allowed) for c in rec.changes)
             and not profile.never_auto_applied([c.name for c in rec.changes]))
+
+
+def _auto_applies(kind: str) -> bool:
+    """Whether a schedule may apply a recommendation of ``kind`` by itself (``Kind.auto_applies``)."""
+    return kind in kinds.names() and kinds.get(kind).auto_applies
 
 
 def _record_skip(store, schedule: dict, who: Principal, plan: dict, why: str, state: str = "skipped") -> dict:

@@ -5,8 +5,8 @@
 - measured workload time, in ms: W = sum over statements of calls x the statement's median latency over the
   interleaved rounds, for the baseline and the candidate (``Evidence.baseline_ms`` / ``candidate_ms``); the gain
   is 1 - W(candidate) / W(baseline) of those same two numbers, with its 95% bootstrap interval.
-- predicted gain: what the optimizer expected before any measurement (what-if planner cost for indexes, the best
-  search trial against the baseline trial for knobs), always labelled an estimate and never shown as a success.
+- predicted gain: what the optimizer expected before any measurement (each kind says from what:
+  ``Kind.predicted_basis``), always labelled an estimate and never shown as a success.
 - statements helped (``StatementEvidence.faster``: the whole interval of their latency ratio below 1), regressed
   (blocking) and rare-slower (slower, too rare to block). A statement that got slower is never among the helped.
 - tone: how a face colours the measured gain: ``good`` only for a positive gain of a recommendation that stands
@@ -33,7 +33,9 @@ from dataclasses import dataclass
 
 from advisor.core import wording
 from advisor.core.domain import Evidence, Recommendation, StatementEvidence
+from advisor.core.errors import AdvisorError
 from advisor.storage import codec
+from advisor.tuning import kinds
 
 STANDING = frozenset({"validated", "approved", "applied"})  # states in which a measured gain reads as a success
 WORKLOAD_TIME = "workload time (calls x median ms, summed over statements)"
@@ -63,8 +65,11 @@ def predicted_gain(relative_cost: float | None, best_objective: float | None,
 
 
 def predicted_basis(kind: str) -> str:
-    """What a predicted gain of a ``kind`` recommendation is an estimate from."""
-    return "what-if planner cost" if kind == "indexes" else "best search trial vs the baseline trial, one pass"
+    """What a predicted gain of a ``kind`` recommendation is an estimate from (``Kind.predicted_basis``)."""
+    try:
+        return kinds.get(kind).predicted_basis
+    except AdvisorError:  # a stored recommendation of a kind this version no longer has
+        return "an estimate made before measuring"
 
 
 def tone(state: str, gain: float | None, accepted: bool | None = None) -> str:

@@ -85,6 +85,11 @@ class Kind:
     uses_shadows: bool = True  # its runs measure on shadows of the target (advisor.tuning.shadows)
     own_target: Callable[[object], str | None] | None = None  # see the docstring: plans needing no database
     own_target_engine: str = ""  # what ``targets list`` shows as the engine of such a target
+    # its shipped model's training (``advisor train``): (seed, episodes or None, out dir or None, device, say) -> what
+    # was trained, with a one-line ``summary``; None: the kind ships no model (``advisor.tuning.pretrained``)
+    train_shipped: Callable[..., dict] | None = None
+    predicted_basis: str = "best search trial vs the baseline trial, one pass"  # what its predicted gain estimates
+    auto_applies: bool = False  # a schedule may apply its validated recommendations by itself (knobs a DBA lists)
 
     @property
     def options(self) -> tuple[str, ...]:

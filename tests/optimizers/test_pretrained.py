@@ -6,7 +6,7 @@ import json
 
 import torch
 
-from advisor.tuning.pretrained import dialects
+from advisor.tuning.rewrites.shipped import dialects
 from optimizers import registry
 from optimizers.rewrites.pretrain import HELD_OUT, SHIPPED, generated_problem, makers, shipped, train_policy
 from optimizers.rewrites.rules import RULES
@@ -90,7 +90,7 @@ def _litune_problem(name, tasks=None, calls=None):
 
 def test_litune_ships_a_small_model_per_learned_index_that_says_how_it_was_trained():
     from advisor.core.params import ParamSpace
-    from advisor.tuning.pretrained import LITUNE_SETS
+    from advisor.tuning.learned.shipped import LITUNE_SETS
     from connectors import factory
     from optimizers.learned_index import litune_shipped
     from optimizers.learned_index.problem import OBJECTIVE
@@ -131,7 +131,7 @@ def test_a_first_litune_run_starts_from_the_shipped_model_and_adapts_it_without_
 
 
 def test_litune_retrain_meta_trains_from_scratch_instead_of_the_shipped_model(tmp_path):
-    from advisor.tuning.pretrained import litune_tasks
+    from advisor.tuning.learned.shipped import litune_tasks
     from connectors import factory
 
     calls = []

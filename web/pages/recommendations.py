@@ -67,8 +67,9 @@ STATEMENT = {"queryid": "", "original": "", "rewritten": None, "rules": [], "spe
 
 def _rewrites(rec, evidence: dict | None) -> list[dict] | None:
     """A rewrite recommendation's statements (``details["statements"]``), the rewritten first, each with its
-    side-by-side diff and the evidence table's label; None for other kinds."""
-    if rec.kind != "rewrites":
+    side-by-side diff and the evidence table's label; None for a recommendation without statements of its own
+    (those of the other kinds: their details' statements are per change)."""
+    if not isinstance((rec.details or {}).get("statements"), list):
         return None
     labels = evidence["labels"] if evidence else {}
     rows = [s for s in (rec.details or {}).get("statements") or [] if isinstance(s, dict)]

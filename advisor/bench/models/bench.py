@@ -52,7 +52,7 @@ def run(o: ModelBenchOptions = ModelBenchOptions(), say: Say = silent) -> dict:
 
     started = time.monotonic()
     rows = []
-    from advisor.tuning.pretrained import dialects
+    from advisor.tuning.rewrites.shipped import dialects
 
     for k, s in enumerate(o.schemas):
         problem = generated_problem(s, dialects()[k % len(dialects())], statements=o.statements)

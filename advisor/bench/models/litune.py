@@ -2,7 +2,7 @@
 part of ``advisor bench models``).
 
 For each learned index and each held-out key set (``HELD_OUT``: distributions and seeds outside the shipped
-models' training, ``advisor.tuning.pretrained.LITUNE_SETS``), ``budget`` trials are asked and told by three
+models' training, ``advisor.tuning.learned.shipped.LITUNE_SETS``), ``budget`` trials are asked and told by three
 LITunes: the shipped model as it is (no updates after its tells), the shipped model adapting online (a run's
 default), and one meta-trained from scratch with ``episodes`` on the house's training tasks (what a first question
 cost before the models shipped; trained once per index, its seconds reported on each row). Reported per row: the

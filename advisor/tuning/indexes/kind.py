@@ -28,6 +28,14 @@ def run(ctx: Context, plan) -> object:
                         run_id=run_id, say=ctx.say, shadows=ctx.shadows, ledger=ledger)
 
 
+
+def _train_shipped(*args) -> dict:
+    from advisor.tuning.indexes import shipped  # on use: the CLI lists kinds
+
+    return shipped.train(*args)
+
+
 KIND = Kind("indexes", "new indexes within a storage budget (and unused ones to drop): what-if costs, the "
             "optimizer's set, each index built and measured on a shadow", run, optimizers=indexes.OPTIMIZERS,
-            change_types=(IndexChange, DropIndexChange), plan=IndexesPlan, default_optimizer="ia2", title="Index")
+            change_types=(IndexChange, DropIndexChange), plan=IndexesPlan, default_optimizer="ia2", title="Index",
+            train_shipped=_train_shipped, predicted_basis="what-if planner cost")

@@ -76,4 +76,4 @@ KIND = Kind("knobs", "server settings: a search on a shadow (HiBO, GP-BO, TPE, r
             "configuration, validated against the current settings", run, optimizers=knobs.OPTIMIZERS,
             change_types=(KnobChange,), plan=KnobsPlan,
             default_optimizer="hibo", check_plan=_check, check_target=check_target, choices={"objective": OBJECTIVES}, summarize=_summary,
-            title="Knob")
+            title="Knob", auto_applies=True)

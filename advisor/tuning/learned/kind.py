@@ -192,10 +192,18 @@ def summarize(result: LearnedIndexTuneResult) -> dict:
     return {**default_outcome(result), "objective_unit": OBJECTIVE}
 
 
+
+def _train_shipped(*args) -> dict:
+    from advisor.tuning.learned import shipped  # on use: the CLI lists kinds
+
+    return shipped.train(*args)
+
+
 KIND = Kind(KIND_NAME, "a learned index's parameters (ALEX-like, PGM): a search over a benchmark harness on keys "
             "and a workload mix, validated against the defaults; handed over, never applied", run,
             optimizers=learned_index.OPTIMIZERS, change_types=(LearnedIndexParam,),
             plan=LearnedIndexPlan,
             handed_over=True, default_optimizer="hibo", check_plan=_check, check_target=check_target, confine=confine,
             summarize=summarize,
-            title="Learned index", uses_shadows=False, own_target=own_target, own_target_engine="keys")
+            title="Learned index", uses_shadows=False, own_target=own_target, own_target_engine="keys",
+            train_shipped=_train_shipped)

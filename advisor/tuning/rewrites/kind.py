@@ -37,7 +37,15 @@ def run(ctx: Context, plan) -> object:
                          run_id=run_id, say=ctx.say, shadows=ctx.shadows, ledger=ledger)
 
 
+
+def _train_shipped(*args) -> dict:
+    from advisor.tuning.rewrites import shipped  # on use: the CLI lists kinds
+
+    return shipped.train(*args)
+
+
 KIND = Kind("rewrites", "faster SQL for the heaviest statements (equality saturation), each proven to return "
             "the same rows and timed on a shadow; handed to the statements' owners, never applied", run,
             optimizers=rewrites.OPTIMIZERS, change_types=(QueryRewrite,), plan=RewritesPlan,
-            check_target=check_target, handed_over=True, default_optimizer="aurora", title="Query rewrite")
+            check_target=check_target, handed_over=True, default_optimizer="aurora", title="Query rewrite",
+            train_shipped=_train_shipped)

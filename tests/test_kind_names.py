@@ -1,0 +1,58 @@
+"""No code branches on a kind's name outside the kind's own folders (issue 45): what differs between kinds is the
+kind's registry entry (``advisor.tuning.kinds``: its plan, its hooks and attributes), not an ``if kind ==
+"indexes"`` somewhere else. An AST walk over the five packages finds every comparison with a kind's name (``==``,
+``!=``, ``in`` a literal holding one) and every table keyed by two kinds' names or more; each is allowed only in
+a module under a folder of that kind (``advisor/tuning/indexes/``, ``advisor/bench/indexes/``,
+``optimizers/indexes/``, ...) or in the registries that list the kinds."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("advisor", "web", "connectors", "workloads", "optimizers")
+FOLDERS = {"knobs": {"knobs"}, "indexes": {"indexes"}, "rewrites": {"rewrites"}, "all": {"whole"},
+           "learned-index": {"learned", "learned_index"}, "learned_index": {"learned", "learned_index"}}
+REGISTRIES = {"advisor/tuning/kinds.py", "optimizers/registry.py"}  # the lists of the kinds, by design
+
+
+def _names(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Constant) and node.value in FOLDERS:
+        return [node.value]
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [n for e in node.elts for n in _names(e)]
+    return []
+
+
+def branches(source: str) -> list[tuple[int, str]]:
+    """(line, kind) of each comparison with a kind's name, and each table keyed by two kinds' names or more.
+
+    >>> branches('if kind == "knobs": pass')
+    [(1, 'knobs')]
+    >>> branches('x = {"indexes": 1, "rewrites": 2}; y = {"indexes": s.indexes}; z = kind in ("all", "knobs")')
+    [(1, 'indexes'), (1, 'rewrites'), (1, 'all'), (1, 'knobs')]
+    """
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            found += [(node.lineno, n) for side in (node.left, *node.comparators) for n in _names(side)]
+        elif isinstance(node, ast.Dict):
+            keyed = [n for k in node.keys if k is not None for n in _names(k)]
+            if len(set(keyed)) >= 2:
+                found += [(node.lineno, n) for n in keyed]
+    return sorted(found, key=lambda f: f[0])
+
+
+def test_no_module_branches_on_a_kind_name_outside_its_folders():
+    outside = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel in REGISTRIES:
+                continue
+            folders = set(path.relative_to(ROOT).parts[:-1])
+            outside += [f"{rel}:{line}: {kind!r}" for line, kind in branches(path.read_text())
+                        if not folders & FOLDERS[kind]]
+    assert not outside, "a kind's name outside its folders (give its registry entry the attribute instead):\n" + \
+        "\n".join(outside)
