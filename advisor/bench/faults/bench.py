@@ -37,8 +37,7 @@ from connectors.factory import DEFAULT_ENGINE, supported
 def _cases() -> tuple[type[Fault], ...]:
     from advisor.bench.faults import api_cases as api
     from advisor.bench.faults import cases as local
-    from advisor.bench.faults import disk as disk
-    from advisor.bench.faults import hang as hang
+    from advisor.bench.faults import disk, hang
     from advisor.bench.faults import prod_cases as prod
     from advisor.bench.faults import stop_cases as stop
 
