@@ -10,7 +10,7 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, SecretStr, S
 from pydantic_core import PydanticCustomError
 
 from advisor.core.inputs import CONTROL, CONTROL_IN_TEXT, control_character
-from advisor.service.runs import COMMON, OPTIONS, RUN_STATES, kinds
+from advisor.service.runs import COMMON, RUN_STATES, kinds
 from web.times import Details, Timestamp
 
 T = TypeVar("T")
@@ -158,9 +158,10 @@ class Snapshot(BaseModel):
     total_calls: int
 
 
-def _option_field(name: str, required: bool = False, choices: tuple[str, ...] = ()) -> tuple[Any, Any]:
-    """A run plan option as a pydantic field: its type, default, bounds and help (``advisor.tuning.plan``)."""
-    o = OPTIONS[name]
+def _option_field(o, required: bool = False, choices: tuple[str, ...] = ()) -> tuple[Any, Any]:
+    """A run plan option (``advisor.tuning.plan.Option``) as a pydantic field: its type, default, bounds and
+    help."""
+    name = o.name
     low, high = o.bounds or (None, None)
     if o.type == "int":
         return int, Field(o.default, ge=low, le=high, description=o.help)
@@ -196,10 +197,11 @@ def _run_spec(kind, with_target: bool) -> type[BaseModel]:
     if names:
         fields["optimizer"] = (Literal[names], Field(kind.default_optimizer,  # type: ignore[valid-type]
                                                      description="the optimizer (one of the kind's listed)"))
+    options = kind.plan.options()
     for name in (*kind.options, *COMMON):
         if name != "optimizer":
             # "validate" would shadow pydantic's BaseModel.validate: the attribute is validate_, the field validate
-            fields[name + "_" if name == "validate" else name] = _option_field(name, name in kind.required,
+            fields[name + "_" if name == "validate" else name] = _option_field(options[name], name in kind.required,
                                                                                kind.choices.get(name, ()))
     if with_target and kind.own_target is not None:  # some of its plans need no database (Kind.own_target)
         fields["target"] = (str | None, Field(None, description="target id or name; left out for a plan that needs "
@@ -210,7 +212,7 @@ def _run_spec(kind, with_target: bool) -> type[BaseModel]:
     title = "".join(part.capitalize() for part in kind.name.replace("-", "_").split("_"))
     model = create_model(f"{title}Run{'In' if with_target else 'Spec'}", __base__=Strict, __doc__=kind.summary,
                          **fields)
-    model.MULTILINE = frozenset(n for n in kind.options if OPTIONS[n].multiline)  # a SQL script's line breaks
+    model.MULTILINE = frozenset(n for n in kind.options if options[n].multiline)  # a SQL script's line breaks
     return model
 
 

@@ -67,10 +67,10 @@ def parse_plan(fields: dict):
     """The run plan of a command's options (``RunPlan.parse``, the one parser of every adapter); a value it
     refuses is a usage error (exit 2), named as the plan names it."""
     from advisor.core.errors import AdvisorError
-    from advisor.service.runs import RunPlan
+    from advisor.service.runs import kinds
 
     try:
-        return RunPlan.parse(fields)
+        return kinds.parse_plan(fields)
     except AdvisorError as e:
         raise UsageError(e.message, ctx=click_context()) from None
 
@@ -190,18 +190,20 @@ def _read_file(option: str, path: str) -> str:
 
 
 def plan_options(command):
-    """Give a Typer command one ``--option`` per run plan option (``advisor.tuning.plan.OPTIONS``, each with the
+    """Give a Typer command one ``--option`` per run plan option (``advisor.tuning.plan.all_options``, each with the
     kinds that take it in its help), derived from the kind registry like the REST schema and the web forms. The
     command receives them as ``plan_fields``: a dict for ``RunPlan.parse`` (None: the kind's default)."""
     import functools
     import inspect
 
-    from advisor.service.runs import NAMES, OPTIONS, kinds
+    from advisor.service.runs import all_options, kinds
+
+    options = all_options()
 
     types = {"int": int | None, "float": float | None, "bool": bool | None, "text": str | None,
              "names": list[str] | None}
     added = []
-    for o in OPTIONS.values():
+    for o in options.values():
         takers = [k.name for k in kinds.kinds() if o.name in k.options]
         flag = f"--{o.name.replace('_', '-')}"
         decls = (f"{flag}/--no-{o.name.replace('_', '-')}",) if o.type == "bool" else (flag,)
@@ -214,8 +216,8 @@ def plan_options(command):
 
     @functools.wraps(command)
     def with_plan(**values):
-        fields = {name: values.pop(name) for name in OPTIONS}
-        for name in NAMES:  # repeatable, and each may be a comma list
+        fields = {name: values.pop(name) for name in options}
+        for name in (n for n, o in options.items() if o.type == "names"):  # repeatable, each may be a comma list
             if fields.get(name) is not None:
                 fields[name] = names(fields[name])
         return command(plan_fields=fields, **values)

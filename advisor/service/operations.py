@@ -170,15 +170,15 @@ class OperationsMixin:
                   wait: bool | None = None, target_id: str | None = None) -> dict:
         """Queue a tuning run of a registered target (a user's ``ref``, or its id: ``target_id``); it runs on the
         executor (or here when there is none, or ``wait``). ``Conflict`` when the target already has a run going
-        on. A token's holder or a schedule gets the plan a remote face may run (``RunPlan.checked(remote=True)``:
+        on. A token's holder or a schedule gets the plan a remote face may run (``kinds.checked(plan, remote=True)``:
         a key file only from the server's key files directory), checked again when the run starts."""
         who.require("operator")
         remote = who.remote or schedule_id is not None
-        plan = plan.checked()
+        plan = kinds.checked(plan)
         entry = kinds.get(plan.kind)
         target = self.target(ref, target_id=target_id) if ref is not None or target_id is not None else None
         if remote:  # after the target: an unknown target is a 404 whatever the plan asks
-            plan = plan.checked(remote=True)
+            plan = kinds.checked(plan, remote=True)
         if target is None:  # a plan that needs no database goes under its kind's target of its own (Kind.own_target)
             own = entry.target_of_its_own(plan)
             if own is None:
@@ -211,7 +211,7 @@ class OperationsMixin:
         run = self.store.run(run_id)
         if run["state"] != "queued":
             raise Conflict(f"tuning run {run_id} is {run['state']}, not queued")
-        plan = RunPlan.from_dict(run["options"]["plan"])
+        plan = kinds.stored_plan(run["options"]["plan"])
         cancelled = (lambda: self.executor.cancelled(run_id)) if self.executor is not None else (lambda: None)
         progress = ProgressLog(self.store, run_id, self.say, cancelled=cancelled)
         self.store.update_run(run_id, state="running")
@@ -219,7 +219,7 @@ class OperationsMixin:
         try:
             target = self.store.target_by_id(run["target_id"])
             if run["options"].get("remote"):  # what a remote face asked for, confined again as it starts
-                plan = plan.checked(remote=True)
+                plan = kinds.checked(plan, remote=True)
             result = worker._tune_plan(self._database_dsn(target), target["name"], plan, run_id)
         except Exception as e:  # noqa: BLE001 - every failure ends the run with its message, never silently
             message = str(e) if isinstance(e, (AdvisorError, RunCancelled)) \

@@ -120,7 +120,7 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
         if misplaced:
             raise AdvisorError(f"{', '.join(misplaced)}: run plan options, give them in the plan (RunPlan), not as "
                                "inputs")
-        plan = (plan or RunPlan(kind=kind)).checked()
+        plan = kinds.checked(plan or kinds.plan_of(kind))
         if plan.kind != kind:
             raise AdvisorError(f"a {plan.kind} plan cannot run as a {kind} run")
         own = entry.target_of_its_own(plan)  # a plan that needs no database: the target of its own it goes under
@@ -258,7 +258,7 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
         run = self.store.run(run_id)
         if run["kind"] != kind:
             raise AdvisorError(f"tuning run {run_id} is a {run['kind']} run; resume it as one")
-        return RunPlan.from_dict({**run["options"], "kind": kind}).checked()
+        return kinds.checked(kinds.stored_plan({**run["options"], "kind": kind}))
 
     def model_dir(self, target_id: str) -> Path:
         """Where the target's trained models live: beside the store (a temporary folder for an in-memory one)."""

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from advisor.tuning.plan import RunPlan
+from advisor.tuning import kinds
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
 from advisor.tuning.rewrites import pipeline as rewrites
@@ -106,7 +106,7 @@ def facts(db):
 def test_a_select_list_aggregate_over_another_fact_table_does_not_block_a_rewrite(facts):
     """The issue's shape: the select list holds a correlated aggregate over another fact table (r) while the
     WHERE clause's subquery is decorrelated; the rewrite is checked on databases that hold r, and kept."""
-    result = AdvisorService(Store(":memory:")).tune("rewrites", facts, RunPlan("rewrites", "greedy", validate=False, sql=FACT))
+    result = AdvisorService(Store(":memory:")).tune("rewrites", facts, kinds.plan_of("rewrites", optimizer="greedy", validate=False, sql=FACT))
     (o,) = result.statements
     assert o.rewritten is not None and o.equivalent, o.reason
     assert "decorrelate_scalar_aggregate" in o.rules and "nulls" in o.checked_on
@@ -125,7 +125,7 @@ def test_the_pipeline_reports_an_original_failing_on_a_check_database_as_not_che
     equivalent."""
     monkeypatch.setattr(rewrites, "tables_read", lambda problem, queryid: {
         t: cols for t, cols in problem.schema.items() if t in ("c", "o")})
-    (o,) = AdvisorService(Store(":memory:")).tune("rewrites", facts, RunPlan("rewrites", "greedy", validate=False, sql=FACT)).statements
+    (o,) = AdvisorService(Store(":memory:")).tune("rewrites", facts, kinds.plan_of("rewrites", optimizer="greedy", validate=False, sql=FACT)).statements
     assert o.rewritten is None and o.equivalent is None
     assert o.reason.startswith("equivalence not checked: the equivalence check could not run the original on a "
                                "check database ("), o.reason

@@ -17,7 +17,7 @@ import pytest
 
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
-from advisor.tuning.plan import RunPlan
+from advisor.tuning import kinds
 from advisor.tuning.rewrites.equivalence import check
 from connectors import factory
 
@@ -81,7 +81,7 @@ def test_equivalence_by_execution_on_mariadb_rejects_a_rewrite_that_is_not(maria
 
 def test_a_rewrite_run_on_mariadb_recommends_a_faster_decorrelated_form(shop):
     service = AdvisorService(Store(":memory:"))
-    result = service.tune("rewrites", shop, RunPlan("rewrites", "greedy", rounds=2, sql=CORRELATED))
+    result = service.tune("rewrites", shop, kinds.plan_of("rewrites", optimizer="greedy", rounds=2, sql=CORRELATED))
     (o,) = result.statements
     assert o.rewritten is not None, o.reason
     assert "decorrelate_scalar_aggregate" in o.rules and "GROUP BY s.order_id" in o.rewritten

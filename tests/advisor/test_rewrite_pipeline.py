@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from advisor.tuning.plan import RunPlan
+from advisor.tuning import kinds
 from advisor.core.errors import AdvisorError, BadStatement, Conflict
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
@@ -37,7 +37,7 @@ def service():
 
 
 def test_a_correlated_subquery_is_decorrelated_proven_and_recommended(shop, service):
-    result = service.tune("rewrites", shop, RunPlan("rewrites", "greedy", validate=False, sql=CORRELATED + ";"))
+    result = service.tune("rewrites", shop, kinds.plan_of("rewrites", optimizer="greedy", validate=False, sql=CORRELATED + ";"))
     (o,) = result.statements
     assert o.rewritten is not None and "decorrelate_scalar_aggregate" in o.rules
     assert "GROUP BY" in o.rewritten and "(SELECT 2 * avg" not in o.rewritten.lower()
@@ -49,7 +49,7 @@ def test_a_correlated_subquery_is_decorrelated_proven_and_recommended(shop, serv
 
 
 def test_a_timed_rewrite_reports_its_speedup_with_an_interval(shop, service):
-    result = service.tune("rewrites", shop, RunPlan("rewrites", "greedy", rounds=2, sql=CORRELATED))
+    result = service.tune("rewrites", shop, kinds.plan_of("rewrites", optimizer="greedy", rounds=2, sql=CORRELATED))
     (o,) = result.statements
     if o.rewritten is None:  # timing decides; either way the answer says why
         assert o.reason.startswith(("not faster", "not proven faster")) and o.equivalent
@@ -78,7 +78,7 @@ def test_a_block_inside_a_statement_outside_the_subset_is_rewritten_in_place(sho
     low = lower_block(sql, {"c": {"id": "int", "score": "numeric", "name": "text"},
                             "o": {"id": "int", "cid": "int", "amount": "numeric"}}, dialect="postgres")
     assert (low.nested.what if low.nested is not None else None) == block
-    result = service.tune("rewrites", shop, RunPlan("rewrites", "greedy", validate=False, sql=sql))
+    result = service.tune("rewrites", shop, kinds.plan_of("rewrites", optimizer="greedy", validate=False, sql=sql))
     (o,) = result.statements
     assert o.rewritten is not None and "decorrelate_scalar_aggregate" in o.rules, o.reason
     assert "GROUP BY" in o.rewritten and "(select 2 * avg" not in o.rewritten.lower()
@@ -90,7 +90,7 @@ def test_a_block_inside_a_statement_outside_the_subset_is_rewritten_in_place(sho
 
 def test_statements_left_alone_say_why(shop, service):
     script = "SELECT id FROM c WHERE score > 5; SELECT * FROM c WHERE id = $1; WITH x AS (SELECT 1) SELECT * FROM x"
-    result = service.tune("rewrites", shop, RunPlan("rewrites", "greedy", validate=False, sql=script))
+    result = service.tune("rewrites", shop, kinds.plan_of("rewrites", optimizer="greedy", validate=False, sql=script))
     reasons = [o.reason for o in result.statements]
     assert reasons[0].startswith("no rule applied")
     assert "parameters" in reasons[1]
@@ -98,14 +98,14 @@ def test_statements_left_alone_say_why(shop, service):
     assert result.recommendation is None and all(o.rewritten is None for o in result.statements)
     # SQL the target's parser refuses is no statement left alone but an error, before any work (issue 29)
     with pytest.raises(BadStatement, match=r'^statement 4: syntax error at or near "SELEC" \(position 1\)$'):
-        service.tune("rewrites", shop, RunPlan("rewrites", "greedy", validate=False, sql=script + "; SELEC oops"))
+        service.tune("rewrites", shop, kinds.plan_of("rewrites", optimizer="greedy", validate=False, sql=script + "; SELEC oops"))
 
 
 def test_empty_sql_is_a_clear_error(shop, service):
     with pytest.raises(AdvisorError, match="no SQL statement"):
-        service.tune("rewrites", shop, RunPlan("rewrites", "greedy", sql=" ; -- nothing\n"))
+        service.tune("rewrites", shop, kinds.plan_of("rewrites", optimizer="greedy", sql=" ; -- nothing\n"))
     with pytest.raises(AdvisorError, match="no rewrites optimizer named .nope."):
-        service.tune("rewrites", shop, RunPlan("rewrites", "nope", sql=CORRELATED))
+        service.tune("rewrites", shop, kinds.plan_of("rewrites", optimizer="nope", sql=CORRELATED))
 
 
 def test_cli_json_has_exactly_the_documented_keys(shop, tmp_path):
@@ -150,7 +150,7 @@ def test_a_rewrite_keeps_the_names_postgres_gives_functions_sqlglot_writes_other
     item by its function, so the rewrite's items are named as the original's before they are checked."""
     sql = ("SELECT c.id, substr(c.name, 1, 2), char_length(c.name) FROM c "
            "WHERE c.score > (SELECT 2 * avg(o.amount) FROM o WHERE o.cid = c.id)")
-    (o,) = service.tune("rewrites", shop, RunPlan("rewrites", "greedy", validate=False, sql=sql + ";")).statements
+    (o,) = service.tune("rewrites", shop, kinds.plan_of("rewrites", optimizer="greedy", validate=False, sql=sql + ";")).statements
     assert o.rewritten is not None and o.equivalent and "SUBSTRING" in o.rewritten
     assert column_names(factory.connector(shop), o.rewritten) == column_names(factory.connector(shop), sql) == ["id", "substr", "char_length"]
 
@@ -158,7 +158,7 @@ def test_a_rewrite_keeps_the_names_postgres_gives_functions_sqlglot_writes_other
 def test_a_statement_that_changes_data_is_refused_before_any_copy(shop):
     said = []
     service = AdvisorService(Store(":memory:"), say=said.append)
-    result = service.tune("rewrites", shop, RunPlan("rewrites", "greedy", sql="DELETE FROM o WHERE amount > 5"))
+    result = service.tune("rewrites", shop, kinds.plan_of("rewrites", optimizer="greedy", sql="DELETE FROM o WHERE amount > 5"))
     (o,) = result.statements
     assert o.rewritten is None and o.reason.startswith("it changes data (DELETE)")
     assert not any("copying" in line or "starting shadow" in line for line in said)  # no copy was made for it
