@@ -1,12 +1,16 @@
 """The engine seam: what code above ``connectors`` may rely on, whatever the engine.
 
-- ``Connector``: one live database (observe, settings catalog, what-if costs and plans, apply/revert, connections).
+- ``Connector``: one live database, what a pipeline needs of it (connections and sessions, observe, plans and
+  what-if costs, the knob profile, index facts, parameter binding, apply/revert, replica requirements); the two other
+  roles, each reached by one accessor: ``loader()``, a ``connectors.loader.Loader`` (what data-set loaders use), and
+  ``bench()``, a ``connectors.probing.BenchProbe`` (what benches and fault injection use).
 - ``WhatIf``: a hypothetical-index planning session on one database (HypoPG for PostgreSQL).
 - ``BindingSource``: what a database knows about the constants of its normalized statements (parameter binding).
 - ``Sandbox``: a throwaway local server the advisor starts itself (shadows, benches, the demo, tests).
 - ``Shadow``: a sandbox loaded with a copy of a target's database, and a connector to that copy.
-- ``Session``, ``BindingSource``, ``WhatIf`` (``connectors.sessions``) and ``TAG``, ``scrub``, ``tool_error``
-  (``connectors.text``) are re-exported here, so that ``connectors.base`` names the whole seam.
+- ``Session``, ``BindingSource``, ``WhatIf`` (``connectors.sessions``), ``Loader``, ``BenchProbe``, ``Probe``,
+  ``SQLGLOT`` (``connectors.dialects``: our dialect keys, registered with sqlglot on import) and ``TAG``, ``scrub``,
+  ``tool_error`` (``connectors.text``) are re-exported here, so that ``connectors.base`` names the whole seam.
 
 Each engine implements these in its own package (``connectors/postgres``, ``connectors/mariadb``);
 ``connectors.factory`` is the one place that maps an engine (or a DSN) to those classes. Units: sizes in bytes,
@@ -15,21 +19,22 @@ planner costs in the engine's own cost units, times in seconds unless a name end
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from advisor.core.domain import Applied, Change, Hardware, IndexChange, KnobSpec, Snapshot, StatementStat
 from advisor.core.indexfacts import IndexFacts
 from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
-from connectors.probing import Probe
+from connectors.dialects import SQLGLOT  # importing it registers our dialect keys with sqlglot
+from connectors.loader import Loader
+from connectors.probing import BenchProbe, Probe
 from connectors.sessions import BindingSource, Session, TableRef, WhatIf
 from connectors.text import TAG, scrub, tool_error
 
-__all__ = ["TAG", "BindingSource", "Connector", "Sandbox", "Session", "Shadow", "TableRef", "WhatIf", "scrub",
-           "tool_error"]
+__all__ = ["SQLGLOT", "TAG", "BenchProbe", "BindingSource", "Connector", "Loader", "Probe", "Sandbox", "Session",
+           "Shadow", "TableRef", "WhatIf", "scrub", "tool_error"]
 
 
 @runtime_checkable
@@ -38,7 +43,8 @@ class Connector(Protocol):
     the target is only read, except by ``apply`` / ``revert`` (and ``reset_statement_stats``)."""
 
     engine: str  # "postgres", "mariadb": for the factory and for people; nothing above connectors branches on it
-    dialect: str  # the engine's SQL dialect as sqlglot names it ("postgres", "mysql"): passed down as data
+    dialect: str  # the engine's SQL dialect, our key ("postgres", "mariadb": ``connectors.dialects``), which sqlglot
+    # reads too: passed down as data (to sqlglot, the rewriter, the rules' ``DIALECTS``)
     dsn: str  # as given, password included: never print or store it (see ``display_name``)
 
     @property
@@ -180,62 +186,14 @@ class Connector(Protocol):
         """The share of ``samples`` (taken ``interval_s`` apart) in which another session of this database was
         waiting for a lock: what tells a slowdown other sessions' locks caused from one a change caused."""
 
-    # --- binding (issue 30) ---
+    # --- binding -----------------------------------------------------------------------------------------------
 
     def binding_source(self) -> BindingSource:
         """What the database knows about real and plausible constants of its normalized statements (examples of
         real calls, their constants, parameter types, column statistics, literals) on a connection of its own
         (closing the source closes it); TargetUnreachable with the server's reason when it cannot connect."""
 
-    # --- loaders (issue 30) --------------------------------------------------------------------------------------
-    # The built-in workloads' loaders and generators (workloads/): their DDL and queries are written once in the
-    # workload's own dialect and transpiled to ``dialect`` by the caller; these methods do what is the engine's.
-
-    def run_script(self, statements: Sequence[str], before: Callable[[int, str], None] | None = None) -> None:
-        """Run a loader's own statements (DDL, generated INSERT ... SELECT, setup) one at a time, each committed,
-        in ONE session (a setting one makes, such as a random seed, holds for the ones after it); ``before``
-        hears (1-based number, statement) before each runs. ``StatementFailed`` with the server's message for
-        the first one that fails; the rest are not run."""
-
-    def load_rows(self, table: str, columns: Sequence[str] | None, rows: Path | Iterable[Sequence[Any]]) -> int:
-        """Append rows to ``table`` (one transaction): from a CSV file (a header line, comma-separated, an empty
-        unquoted field is NULL) or from rows of Python values (None is NULL), into ``columns`` (all, in order,
-        when None). PostgreSQL: COPY. Returns the rows loaded."""
-
-    def analyze(self, tables: Sequence[str] | None = None, statistics_target: int | None = None) -> None:
-        """Bring the planner's statistics (and the engine's own upkeep: PostgreSQL's VACUUM) up to date for
-        ``tables`` (every table when None). ``statistics_target``: how detailed, in the engine's own measure
-        (PostgreSQL: default_statistics_target, ANALYZE samples 300 x target rows); the engine's default when
-        None."""
-
-    def vacuum(self, tables: Sequence[str] | None = None) -> None:
-        """Reclaim the space of rows that updates and deletes left behind in ``tables`` (every table when None),
-        planner statistics untouched; nothing where the engine needs no such upkeep."""
-
-    def column_statistics(self) -> dict[tuple[str, str, str], tuple]:
-        """The planner's statistics of every user column, per (schema, table, column): (fraction of NULLs,
-        distinct values: > 0 a count, < 0 minus a fraction of the rows, 0 unknown; average width in bytes;
-        most common values as text; their frequencies as fractions of the rows; bounds of equal-population
-        histogram buckets as text); a value list is None where the engine keeps none for that type."""
-
-    def table_rows(self) -> dict[TableRef, float]:
-        """The planner's estimate of every user table's rows (0 before statistics were gathered)."""
-
-    def reserved_words(self) -> frozenset[str]:
-        """The key words of the engine's SQL that cannot be a bare identifier (lower case)."""
-
-    def run_parameterized(self, calls: Iterable[tuple[str, Sequence[Any]]], timeout_ms: int | None = None) -> int:
-        """Run each (statement with ``$1 .. $n`` placeholders, its values) in ONE session with the values bound
-        server-side, as an application's driver sends them (the engine records the parameterized text); rows
-        are fetched and dropped; ``timeout_ms`` per statement (None: none). Returns the statements run; the first
-        failure stops it: StatementTimeout, StatementFailed."""
-
-    def client_command(self, tool: str, args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
-        """The command line that runs the engine's installed client program ``tool`` (e.g. ``pgbench``) with
-        ``args`` against this database, and the environment to run it in: the connection's secrets go there,
-        never on the command line. AdvisorError when the engine has no such program installed."""
-
-    # --- knobs as engine data (issue 30) ---
+    # --- knobs -------------------------------------------------------------------------------------------------
 
     def knob_profile(self) -> KnobProfile:
         """The engine's knob facts (``advisor.core.knobprofile``): the knobs worth tuning and their ranges for a
@@ -243,7 +201,7 @@ class Connector(Protocol):
         memory model a configuration must fit in RAM, orderings between knobs, rule-of-thumb seeds and the
         engine's words for prompts. Reads nothing from the server."""
 
-    # --- indexes (issue 30) ---
+    # --- index facts -------------------------------------------------------------------------------------------
 
     def index_facts(self) -> IndexFacts:
         """What the engine's indexes are like (page size in bytes, deduplication, INCLUDE and partial indexes,
@@ -267,25 +225,19 @@ class Connector(Protocol):
         """(schema, table, column) -> the column's standard type name (information_schema's ``data_type``:
         ``integer``, ``numeric``, ``character varying``, ...), for grouping index sizes by key type."""
 
-    # --- benches (issue 30) ------------------------------------------------------------------------------------
-
-    def database_bytes(self) -> int:
-        """The connected database's size on disk in bytes: its tables, indexes and the engine's own files of it
-        (PostgreSQL: ``pg_database_size``)."""
-
-    def table_bytes(self, table: str, schema: str | None = None) -> int:
-        """Bytes of ``table``'s rows on disk, without its indexes (``schema`` None: the connection's default)."""
-
-    def invalid_indexes(self) -> list[str]:
-        """Names of the indexes an interrupted or failed online build left unusable (engines whose builds leave
-        nothing behind: none)."""
+    # --- replicas ----------------------------------------------------------------------------------------------
 
     def replica_requirements(self) -> list[tuple[str, str]]:
         """What this server lacks to feed a warm replica (``connectors.replica``): (what is missing, the one line
         that fixes it) each, [] when one can follow it. Read-only: the target's configuration is never changed."""
 
-    def probe(self) -> Probe:
-        """An operator's connection to the server (closing it releases what it holds)."""
+    # --- the other roles ----------------------------------------------------------------------------------------
+
+    def loader(self) -> Loader:
+        """What the built-in workloads' loaders ask of this database (``connectors.loader.Loader``)."""
+
+    def bench(self) -> BenchProbe:
+        """What the benches and fault injection read and disturb of it (``connectors.probing.BenchProbe``)."""
 
 
 @runtime_checkable
@@ -340,7 +292,7 @@ class Sandbox(Protocol):
     def log_tail(self, lines: int = 5) -> str:
         """The server log's last lines, joined by `` | ``."""
 
-    # --- benches (issue 30) ------------------------------------------------------------------------------------
+    # --- for benches and fault injection ------------------------------------------------------------------------
 
     default_db: str  # the database every new server has (PostgreSQL: "postgres"): ``dsn()``'s and ``connector()``'s
 

@@ -18,7 +18,7 @@ engines (numba, pygm) load on first use.
 'postgres'
 >>> engine_of("host=db.example dbname=shop user=bob")
 'postgres'
->>> engine_of("mysql://bob:secret@db.example/shop"), engine_of("mariadb://db.example/shop")
+>>> engine_of("mariadb://bob:secret@db.example/shop"), engine_of("mysql://db.example/shop")
 ('mariadb', 'mariadb')
 """
 
@@ -44,7 +44,8 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_ENGINE", "ENGINES", "SCHEMES", "TAG", "Connector",  # and the learned-index names (__getattr__)
            "Engine", "Sandbox", "Shadow", "binary_search_baseline",
            "build_replica", "client_tool", "clone", "connect", "connector", "engine_of", "free_port", "learned_index",
-           "learned_indexes", "open_replica", "reap_orphans", "replica_notes", "redact", "sandbox", "stop_all", "store_dsn_problem", "store_session",
+           "learned_indexes", "open_replica", "reap_orphans", "replica_notes", "redact", "sandbox", "scheme_notice",
+           "stop_all", "store_dsn_problem", "store_session",
            "supported", "target_name", "uses_local_identity"]
 
 
@@ -97,14 +98,18 @@ for _name in ENGINES:  # reap_orphans stops any engine's orphans, its sandbox mo
     register_engine(_name, _stopper(_name))
 
 # URL schemes of every engine the advisor knows of, supported or not yet
-SCHEMES = {"postgresql": "postgres", "postgres": "postgres", "mysql": "mariadb", "mariadb": "mariadb"}
+SCHEMES = {"postgresql": "postgres", "postgres": "postgres", "mariadb": "mariadb", "mysql": "mariadb"}
+# schemes read as another engine's for now, with the line said when one is given (``scheme_notice``)
+DEPRECATED_SCHEMES = {"mysql": "mysql:// is read as MariaDB for now and will mean MySQL once MySQL is supported: "
+                               "write mariadb:// for a MariaDB target"}
 _SCHEME = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]*)://")
 _KEYWORD = re.compile(r"^\s*[A-Za-z_]+\s*=")
 
 
 def engine_of(dsn: str) -> str:
     """The engine a DSN is for: ``postgresql://`` / ``postgres://`` URLs and libpq ``key=value`` strings are
-    PostgreSQL; ``mysql://`` / ``mariadb://`` are MariaDB. AdvisorError for an engine not supported (yet) or a
+    PostgreSQL; ``mariadb://`` is MariaDB, and so is ``mysql://`` until MySQL is supported (``scheme_notice``).
+    AdvisorError for an engine not supported (yet) or a
     DSN of no known form; the message never repeats the DSN (it may hold a password)."""
     m = _SCHEME.match(dsn or "")
     if m:
@@ -120,6 +125,17 @@ def engine_of(dsn: str) -> str:
                            "postgresql://user@host:5432/dbname or libpq key=value pairs (host=... dbname=...)")
     _engine(name)  # refuses an engine that is known but not supported yet
     return name
+
+
+def scheme_notice(dsn: str) -> str | None:
+    """The one line to say about a DSN whose URL scheme will change meaning (``DEPRECATED_SCHEMES``); None for
+    any other DSN. The DSN still opens as before (a stored ``mysql://`` target included).
+
+    >>> scheme_notice("mysql://bob:secret@db/shop")[:36], scheme_notice("mariadb://bob@db/shop")
+    ('mysql:// is read as MariaDB for now ', None)
+    """
+    m = _SCHEME.match(dsn or "")
+    return DEPRECATED_SCHEMES.get(m.group(1).lower()) if m else None
 
 
 def _engine(name: str) -> Engine:

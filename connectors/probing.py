@@ -1,6 +1,8 @@
-"""What the fault benches see of a server, as an operator would (issue 30): ``ServerSession`` (another client session
-of it) and the ``Probe`` protocol (a connection of its own that lists sessions, ends one and holds a table lock),
-which ``Connector.probe()`` returns. Each engine implements it in its package (PostgreSQL: ``postgres/activity``)."""
+"""The ``BenchProbe`` role: what the benches and fault injection see of a server, as an operator would, reached from
+a connector by ``Connector.bench()``: the database's and a table's size on disk, the indexes a failed build left
+unusable, and ``probe()``, a ``Probe`` (a connection of its own that lists the other client sessions, a
+``ServerSession`` each, ends one and holds a table lock). Each engine implements them in its package
+(``connectors/postgres/roles.py`` and ``activity.py``, the same under ``connectors/mariadb/``)."""
 
 from __future__ import annotations
 
@@ -44,3 +46,23 @@ class Probe(Protocol):
     def __enter__(self) -> Probe: ...
 
     def __exit__(self, *exc: object) -> None: ...
+
+
+@runtime_checkable
+class BenchProbe(Protocol):
+    """What a bench measures of a database and how fault injection disturbs its server. Every method opens its
+    own connection, except ``probe``, whose connection is the caller's to close."""
+
+    def database_bytes(self) -> int:
+        """The connected database's size on disk in bytes: its tables, indexes and the engine's own files of it
+        (PostgreSQL: ``pg_database_size``)."""
+
+    def table_bytes(self, table: str, schema: str | None = None) -> int:
+        """Bytes of ``table``'s rows on disk, without its indexes (``schema`` None: the connection's default)."""
+
+    def invalid_indexes(self) -> list[str]:
+        """Names of the indexes an interrupted or failed online build left unusable (engines whose builds leave
+        nothing behind: none)."""
+
+    def probe(self) -> Probe:
+        """An operator's connection to the server (closing it releases what it holds)."""

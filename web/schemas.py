@@ -97,9 +97,9 @@ class Health(BaseModel):
 class TargetIn(Strict):
     name: str = Field(min_length=1, max_length=200, examples=["orders-prod"])
     dsn: SecretStr = Field(description="the database: a PostgreSQL DSN (postgresql:// URL or libpq key=value "
-                           "pairs) or a MariaDB/MySQL URL (mysql:// or mariadb://); stored encrypted, never returned",
+                           "pairs) or a MariaDB URL (mariadb://); stored encrypted, never returned",
                            examples=["postgresql://advisor:...@10.0.0.5:5432/orders",
-                                     "mysql://advisor:...@10.0.0.6:3306/shop"])
+                                     "mariadb://advisor:...@10.0.0.6:3306/shop"])
     memory_gb: float | None = Field(None, gt=0, le=1_000_000, allow_inf_nan=False,
                                     description="the server's RAM in GiB, for knob sizes (default: read from the "
                                     "server when it lets the advisor read /proc/meminfo)")

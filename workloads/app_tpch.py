@@ -136,7 +136,7 @@ def prepare(target: Connector, scale: float = SCALE, progress: Callable[[str], N
     analyzed."""
     connector = loader_connector(target)
     tpch.load(connector, scale, progress=progress)
-    connector.analyze()
+    connector.loader().analyze()
 
 
 def drive(target: Connector, rounds: int = 5, seed: int = 0, scale: float = SCALE,
@@ -148,4 +148,4 @@ def drive(target: Connector, rounds: int = 5, seed: int = 0, scale: float = SCAL
     texts = {t.key: to_dialect(t.text, tpch.SOURCE_DIALECT, connector.dialect) for t in TEMPLATES}
     calls = [(texts[t.key], [str(v) if isinstance(v, date) else v for v in t.draw(rng, scale)])
              for _ in range(rounds) for t in TEMPLATES]
-    return connector.run_parameterized(calls, timeout_ms)
+    return connector.loader().run_parameterized(calls, timeout_ms)

@@ -146,10 +146,10 @@ def load(target: Connector, schema: Schema, variant: Variant,
         columns = ", ".join(f"{identifier(c)} {_type(t)}{' NOT NULL' if (table, c) in not_null else ''}"
                             for c, t in cols.items())
         ddl += [f"DROP TABLE IF EXISTS {identifier(table)} CASCADE", f"CREATE TABLE {identifier(table)} ({columns})"]
-    connector.run_script(all_to_dialect(ddl, SOURCE_DIALECT, connector.dialect))
+    connector.loader().run_script(all_to_dialect(ddl, SOURCE_DIALECT, connector.dialect))
     for table in schema:
         if variant.rows[table]:
-            connector.load_rows(table, None, variant.rows[table])
+            connector.loader().load_rows(table, None, variant.rows[table])
 
 
 def _type(typ: str) -> str:

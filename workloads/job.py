@@ -161,10 +161,10 @@ def load(target: Connector, scale: float = SCALE, seed: int = 0,
         if statement.startswith("INSERT"):
             say(f"JOB data {i - 1}/{len(statements)}: {statement.split()[2]}")
 
-    connector.run_script(all_to_dialect(script, SOURCE_DIALECT, connector.dialect), before=before)
+    connector.loader().run_script(all_to_dialect(script, SOURCE_DIALECT, connector.dialect), before=before)
     stats_target = whole_table_target(n)
     say(f"analyzing every row (statistics target {stats_target})")
-    connector.analyze(statistics_target=stats_target)
+    connector.loader().analyze(statistics_target=stats_target)
     return n
 
 

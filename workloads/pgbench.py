@@ -1,6 +1,6 @@
 """The write-heavy benchmark workload: PostgreSQL's own pgbench (its built-in TPC-B-like scripts).
 
-pgbench gets the connection from the connector (``Connector.client_command``): host, port, user and database on its
+pgbench gets the connection from the connector (``Connector.loader().client_command``): host, port, user and database on its
 command line, every other parameter (the password included) through its environment, so no secret is on a command
 line; a database whose engine has no pgbench is refused there.
 
@@ -52,7 +52,7 @@ def command(dsn: str, args: list[str]) -> tuple[list[str], dict[str, str]]:
     """The command line that runs pgbench with ``args`` against ``dsn``, and the environment to run it in (the
     connection's secrets are there, never on the command line): for callers that run pgbench themselves, e.g. to
     read its ``--progress`` lines as they come."""
-    return factory.connector(dsn).client_command("pgbench", args)
+    return factory.connector(dsn).loader().client_command("pgbench", args)
 
 
 def _failure_reason(stderr: str) -> str:
@@ -126,7 +126,7 @@ def restore(connector: Connector) -> None:
     if not any(table == "pgbench_history" for _, table in connector.table_columns()):
         raise AdvisorError("the pgbench tables do not exist: initialize() them first")
     try:
-        connector.run_script([f"TRUNCATE {connector.quote('pgbench_history')}"])
-        connector.vacuum(TABLES)
+        connector.loader().run_script([f"TRUNCATE {connector.quote('pgbench_history')}"])
+        connector.loader().vacuum(TABLES)
     except BadStatement as e:
         raise AdvisorError(f"cannot restore the pgbench tables: {e.reason}") from None

@@ -355,10 +355,10 @@ def prepare(target: Connector, suite: Suite, scale: float | None = None,
     setup = all_to_dialect(suite.setup_sql, tpch.SOURCE_DIALECT, connector.dialect)
     for i, statement in enumerate(setup, 1):
         say(f"setup {i}/{len(setup)}")
-        connector.run_script([statement])
+        connector.loader().run_script([statement])
     target = exact_statistics_target(max(counts.values(), default=0))
     say("analyzing" + (" every row" if target else ""))
-    connector.analyze(statistics_target=target)
+    connector.loader().analyze(statistics_target=target)
 
 
 def exact_statistics_target(rows: int, most: int = 300_000) -> int | None:

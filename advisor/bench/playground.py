@@ -73,7 +73,7 @@ def create_shop(sandbox: Sandbox, dbname: str = "shop", password: str | None = N
     with connector.session() as session:
         session.run(SHOP_TABLE)
         session.run(SHOP_ROWS.format(orders=int(orders), customers=int(customers), numbers=numbers(int(orders))))
-    connector.analyze(["orders"])
+    connector.loader().analyze(["orders"])
     connector.reset_statement_stats()
     run_shop_workload(dsn, orders=orders, customers=customers)
     if login:

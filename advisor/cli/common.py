@@ -30,8 +30,8 @@ EngineOpt = Annotated[str, typer.Option("--engine", help="the database engine of
                                                         "postgres, or mariadb once the advisor supports it")]
 
 TARGET_ENV = "ADVISOR_TARGET_DSN"
-DSN_FORMS = (f"a PostgreSQL DSN (postgresql://user@host:5432/db or libpq key=value pairs) or a MariaDB/MySQL URL "
-             f"(mysql://user@host:3306/db), or where to read it so that a password stays out of argv (ps): "
+DSN_FORMS = (f"a PostgreSQL DSN (postgresql://user@host:5432/db or libpq key=value pairs) or a MariaDB URL "
+             f"(mariadb://user@host:3306/db), or where to read it so that a password stays out of argv (ps): "
              f"env:VAR (an environment variable), file:PATH (its first line; the file must not be readable by "
              f"others: chmod 600), - (stdin); a PostgreSQL service (service=NAME) uses PGSERVICEFILE and PGPASSFILE")
 TargetDsn = Annotated[str | None, typer.Option("--target", "-t", help=f"the database: a registered target's "
@@ -98,6 +98,35 @@ def rec_doc(service, rec, head=None) -> dict | None:
     if rec is None:
         return None
     return {**codec.recommendation_dict(rec), "summary": summary.document(head or service.headline(rec))}
+
+
+def expanded(service, doc):
+    """``doc`` with each ``Recommendation`` in it as JSON with its headline numbers (``rec_doc``)."""
+    from advisor.core.domain import Recommendation
+
+    if isinstance(doc, Recommendation):
+        return rec_doc(service, doc)
+    if isinstance(doc, dict):
+        return {k: expanded(service, v) for k, v in doc.items()}
+    if isinstance(doc, (list, tuple)):
+        return [expanded(service, v) for v in doc]
+    return doc
+
+
+def show_result(service, kind: str, result, json_out: bool, **drawn) -> None:
+    """A run's result as its kind's faces say (``Kind.document`` with ``--json``, with how its shadows were made;
+    else ``Kind.report``, drawn by ``render.report``; ``drawn``: what that takes besides, e.g. ``demo``)."""
+    from rich.console import Console
+
+    from advisor.cli import render
+    from advisor.service.runs import kinds
+
+    entry = kinds.get(kind)
+    if json_out:
+        doc = expanded(service, entry.documented(result))
+        emit({**doc, "shadow": service.last_shadow} if entry.uses_shadows else doc)
+    else:
+        render.report(Console(), entry.shown(result), result=result, **drawn)
 
 
 def observation_doc(obs) -> dict:

@@ -49,6 +49,7 @@ class OperationsMixin:
         check_name("target", name)  # before any connection: a name that cannot be stored fails first
         refuse_borrowed_identity(who, dsn)  # a Unix socket over REST or the UI: the server's OS user is no credential
         connector = factory.connector(dsn)  # an engine not supported fails here, before anything is stored
+        self._notice_scheme(dsn)
         connector.observe()  # reachable, with statement statistics: fails here with a clear message otherwise
         identity = connector.identity()  # one database is one target, whatever DSN reaches it
         self._check_one_target(identity, name)
@@ -78,6 +79,7 @@ class OperationsMixin:
         target = self.store.target(ref)
         refuse_borrowed_identity(who, dsn)
         connector = factory.connector(dsn)
+        self._notice_scheme(dsn)
         if connector.engine != target["engine"]:
             raise AdvisorError(f"target {target['name']} is a {target['engine']} database; the new DSN is "
                                f"{connector.engine}")

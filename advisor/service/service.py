@@ -81,6 +81,8 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
         """``target`` as (DSN, target name): a registered target's name or id (a word: no ``=``, no ``://``) means
         that target's stored DSN; anything else is a DSN, named as given."""
         if name is not None or "=" in target or "://" in target:
+            if name is None:
+                self._notice_scheme(target)
             return target, name
         try:
             found = self.store.target(target.strip())
@@ -89,6 +91,13 @@ class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin
             raise NotFound("the target given is neither a DSN nor a registered target's name (advisor targets list "
                            "shows the names)") from None
         return self._dsn(found), found["name"]
+
+    def _notice_scheme(self, dsn: str) -> None:
+        """Say the one-line notice of a DSN given by the user whose URL scheme will change meaning (``mysql://``:
+        MariaDB until MySQL is supported; ``connectors.factory.scheme_notice``); the DSN opens as before."""
+        notice = factory.scheme_notice(dsn)
+        if notice:
+            self.say(f"note: {notice}")
 
     def _registered(self, connector, dsn: str, register: str | None) -> str | None:
         """The name of the registered target of the database ``connector`` reaches (its identity, not the DSN's

@@ -1,8 +1,9 @@
-"""Connections to a MariaDB target: DSN parsing (``mysql://`` and ``mariadb://`` URLs), redaction, the short
+"""Connections to a MariaDB target: DSN parsing (``mariadb://`` URLs, and ``mysql://``, MariaDB's scheme until MySQL
+is supported: ``connectors.factory.DEPRECATED_SCHEMES``), redaction, the short
 name for people, PyMySQL connections whose errors become one clear line without the password, and ``quote``,
 the one way an identifier is quoted.
 
-A DSN is ``mysql://user:password@host:port/database?option=value``: the password percent-encoded, port 3306 and
+A DSN is ``mariadb://user:password@host:port/database?option=value``: the password percent-encoded, port 3306 and
 host ``localhost`` when not named; query options: ``connect_timeout`` (seconds), ``unix_socket``, ``charset``.
 """
 
@@ -22,7 +23,7 @@ from connectors.text import check_dsn_parts
 
 __all__ = ["TAG", "connect", "error_text", "parse_dsn", "quote", "redact", "target_name", "uses_local_identity"]
 
-SCHEMES = ("mysql", "mariadb")
+SCHEMES = ("mariadb", "mysql")  # mysql://: read as MariaDB until MySQL is supported (a notice says so)
 OPTIONS = {"connect_timeout", "unix_socket", "charset", "read_timeout", "write_timeout"}
 DEFAULT_PORT = 3306
 MAX_TIMEOUT_S = 7 * 24 * 3600  # a DSN's timeout options: a week at most (a bigger number is a typo)
@@ -41,9 +42,9 @@ def quote(name: str) -> str:
 
 def parse_dsn(dsn: str) -> dict[str, Any]:
     """The DSN's parts: ``user``, ``password``, ``host``, ``port`` (int), ``database`` and the query options.
-    TargetUnreachable (without any part of the DSN) for one that is not a mysql:// or mariadb:// URL.
+    TargetUnreachable (without any part of the DSN) for one that is not a mariadb:// (or mysql://) URL.
 
-    >>> p = parse_dsn("mysql://bob:s%40cret@db.example:3307/shop?connect_timeout=3")
+    >>> p = parse_dsn("mariadb://bob:s%40cret@db.example:3307/shop?connect_timeout=3")
     >>> p["user"], p["password"], p["host"], p["port"], p["database"], p["connect_timeout"]
     ('bob', 's@cret', 'db.example', 3307, 'shop', '3')
     >>> parse_dsn("mariadb://db/x")["port"], parse_dsn("mysql://bob@db")["database"]
@@ -59,7 +60,7 @@ def parse_dsn(dsn: str) -> dict[str, Any]:
         raise TargetUnreachable("invalid DSN: the port is not a number (percent-encode the characters / ? # @ : "
                                 "of the password: / is %2F, ? is %3F, # is %23)") from None
     if url.scheme.lower() not in SCHEMES:
-        raise TargetUnreachable("invalid DSN: expected a URL such as mysql://user:password@host:3306/database")
+        raise TargetUnreachable("invalid DSN: expected a URL such as mariadb://user:password@host:3306/database")
     if "@" in url.path or "@" in url.query:
         raise TargetUnreachable("invalid DSN: the URL's user:password@ part was not understood; percent-encode "
                                 "the characters / ? # @ : of the password (/ is %2F, ? is %3F, # is %23)")
@@ -93,19 +94,19 @@ def uses_local_identity(dsn: str) -> bool:
     (MariaDB's socket authentication logs OS user root in as MariaDB's root). Over TCP, PyMySQL and the client
     programs the advisor runs (``--protocol=TCP``) use only the DSN's user and password.
 
-    >>> uses_local_identity("mysql://root@localhost/mysql?unix_socket=/run/mysqld/mysqld.sock")
+    >>> uses_local_identity("mariadb://root@localhost/mysql?unix_socket=/run/mysqld/mysqld.sock")
     True
-    >>> uses_local_identity("mysql://bob:pw@localhost/shop"), uses_local_identity("mysql://bob@db/shop?unix_socket=")
+    >>> uses_local_identity("mariadb://bob:pw@localhost/shop"), uses_local_identity("mariadb://bob@db/shop?unix_socket=")
     (False, False)
     """
     return bool(parse_dsn(dsn).get("unix_socket"))
 
 
 def redact(dsn: str) -> str:
-    """The DSN without its password, safe to print or store.
+    """The DSN without its password, safe to print or store; its scheme as given (a stored ``mysql://`` stays one).
 
-    >>> redact("mysql://bob:secret@db:3306/shop")
-    'mysql://bob@db:3306/shop'
+    >>> redact("mariadb://bob:secret@db:3306/shop"), redact("mysql://bob:secret@db/shop")
+    ('mariadb://bob@db:3306/shop', 'mysql://bob@db:3306/shop')
     """
     try:
         p = parse_dsn(dsn)
@@ -120,7 +121,7 @@ def redact(dsn: str) -> str:
 def target_name(dsn: str) -> str:
     """``host:port/database`` for people.
 
-    >>> target_name("mysql://bob:secret@db/shop")
+    >>> target_name("mariadb://bob:secret@db/shop")
     'db:3306/shop'
     """
     p = parse_dsn(dsn)

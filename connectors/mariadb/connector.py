@@ -1,6 +1,6 @@
-"""MariaDBConnector: ``connectors.base.Connector`` for MariaDB 10.11 over PyMySQL (engine "mariadb", sqlglot
-dialect "mysql"). One short-lived connection per operation; the advisor's own connections switch off their
-performance_schema instrumentation where the login may (so that observe() never sees them), and every statement
+"""MariaDBConnector: ``connectors.base.Connector`` for MariaDB 10.11 over PyMySQL (engine and dialect "mariadb",
+read by sqlglot as its "mysql": ``connectors.dialects``). One short-lived connection per operation; the advisor's
+own connections switch off their performance_schema instrumentation where the login may (so that observe() never sees them), and every statement
 they send starts with ``TAG`` as on PostgreSQL.
 
 What-if indexes (``whatif``, ``explain_cost`` with hypothetical indexes, ``timings_without``) build and toggle
@@ -21,14 +21,15 @@ from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, Ta
 from advisor.core.indexfacts import IndexFacts
 from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
-from connectors.mariadb import activity, applying, owning
+from connectors.mariadb import applying, owning
 from connectors.mariadb import changes as change_sql
 from connectors.mariadb import indexes as index_catalog
-from connectors.mariadb import knobs, loading
+from connectors.mariadb import knobs
 from connectors.mariadb import snapshot
 from connectors.mariadb.connection import (TAG, connect, error_code, error_text, parse_dsn, quote, redact,
                                            target_name, to_question_marks)
 from connectors.mariadb.plans import to_plan
+from connectors.mariadb.roles import MariaDBBench, MariaDBLoader
 from connectors.mariadb.binding import MariaDBBindingSource
 from connectors.mariadb.session import GONE, MariaDBSession
 from connectors.mariadb.whatif import IgnoredIndexes, explained
@@ -47,7 +48,7 @@ class MariaDBConnector:
     file, when the caller can (a sandbox can); without them a read-only variable's change is reported pending."""
 
     engine = "mariadb"
-    dialect = "mysql"
+    dialect = "mariadb"
 
     def __init__(self, dsn: str, restart: Callable[[], None] | None = None,
                  persist: Callable[[dict[str, str]], None] | None = None):
@@ -172,10 +173,6 @@ class MariaDBConnector:
     def foreign_keys(self) -> tuple[tuple[str, str, tuple[str, ...], str, tuple[str, ...]], ...]:
         return self._guarded(snapshot.foreign_keys)
 
-    def table_rows(self) -> dict[tuple[str, str], float]:
-        """Each base table of the database, as (database, table), with the engine's estimate of its rows."""
-        return self._guarded(loading.table_rows)
-
     def reset_statement_stats(self) -> None:
         """Empty the digest summary and the statement histories (the sampled parameters go with them)."""
         def reset(conn: pymysql.connections.Connection) -> None:
@@ -256,10 +253,12 @@ class MariaDBConnector:
     def lock_waits(self, samples: int = 5, interval_s: float = 0.2) -> float:
         return owning.lock_waits(self, samples, interval_s)
 
+    # --- knobs -------------------------------------------------------------------------------------------------
+
     def knob_profile(self) -> KnobProfile:
         return knobs.PROFILE
 
-    # --- indexes (issue 30) ---
+    # --- index facts -------------------------------------------------------------------------------------------
 
     @property
     def on_sandbox(self) -> bool:
@@ -313,51 +312,14 @@ class MariaDBConnector:
     def column_data_types(self) -> dict[tuple[str, str, str], str]:
         return self._guarded(index_catalog.column_data_types)
 
-    # --- workloads (issue 30) ---
-    # loaders, capture's parameters and replay (``connectors.mariadb.loading``, ``connectors.mariadb.binding``)
+    # --- binding -----------------------------------------------------------------------------------------------
 
     def binding_source(self) -> MariaDBBindingSource:
         """The statement history's examples, parameter types read from the columns they are compared with,
         mysql.column_stats histograms or sampled values (``connectors.mariadb.binding``)."""
         return MariaDBBindingSource(self.dsn)
 
-    def run_script(self, statements: Sequence[str], before: Callable[[int, str], None] | None = None) -> None:
-        loading.run_script(self.dsn, statements, before)
-
-    def load_rows(self, table: str, columns: Sequence[str] | None, rows) -> int:
-        return loading.load_rows(self.dsn, table, columns, rows)
-
-    def analyze(self, tables: Sequence[str] | None = None, statistics_target: int | None = None) -> None:
-        loading.analyze(self.dsn, tables, statistics_target)
-
-    def vacuum(self, tables: Sequence[str] | None = None) -> None:
-        loading.vacuum(self.dsn, tables)
-
-    def column_statistics(self) -> dict[tuple[str, str, str], tuple]:
-        return self._guarded(loading.column_statistics)
-
-    def reserved_words(self) -> frozenset[str]:
-        return self._guarded(loading.reserved_words)
-
-    def run_parameterized(self, calls, timeout_ms: int | None = None) -> int:
-        return loading.run_parameterized(self.dsn, calls, timeout_ms)
-
-    def client_command(self, tool: str, args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
-        return loading.client_command(self.dsn, tool, args)
-
-    # --- benches (issue 30) ------------------------------------------------------------------------------------
-
-    def database_bytes(self) -> int:
-        """Data and index bytes of the database's base tables (``information_schema.TABLES``; InnoDB's are its
-        statistics)."""
-        return self._guarded(activity.database_bytes)
-
-    def table_bytes(self, table: str, schema: str | None = None) -> int:
-        return self._guarded(lambda conn: activity.table_bytes(conn, table, schema))
-
-    def invalid_indexes(self) -> list[str]:
-        """None: a failed or interrupted MariaDB index build leaves no index behind."""
-        return []
+    # --- replicas ----------------------------------------------------------------------------------------------
 
     def replica_requirements(self) -> list[tuple[str, str]]:
         """What this server lacks to feed a warm replica (``connectors.mariadb.replica_check``)."""
@@ -365,8 +327,13 @@ class MariaDBConnector:
 
         return requirements(self.dsn)
 
-    def probe(self) -> activity.MariaDBProbe:
-        return activity.MariaDBProbe(self.dsn)
+    # --- the other roles ----------------------------------------------------------------------------------------
+
+    def loader(self) -> MariaDBLoader:
+        return MariaDBLoader(self.dsn, self._guarded)
+
+    def bench(self) -> MariaDBBench:
+        return MariaDBBench(self.dsn, self._guarded)
 
 
 def _explain(conn: pymysql.connections.Connection, statement: str) -> tuple[dict, float, dict[str, str]]:

@@ -1,5 +1,6 @@
 """Loading a MariaDB database for the built-in workloads and generators: the engine SQL behind
-``Connector.run_script`` (the loader's own statements in one session), ``load_rows`` (batched multi-row INSERTs
+``connectors.loader.Loader``'s ``run_script`` (the loader's own statements in one session),
+``load_rows`` (batched multi-row INSERTs
 from a CSV file or from rows of values), ``analyze`` (``ANALYZE TABLE ... PERSISTENT FOR ALL``: InnoDB's index
 statistics and the engine-independent column statistics with JSON histograms), ``vacuum`` (nothing: InnoDB purges
 old row versions itself), ``column_statistics`` / ``table_rows`` / ``reserved_words`` (mysql.column_stats,

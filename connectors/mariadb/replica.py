@@ -102,7 +102,7 @@ class MariaDBReplica:
         if not dbname:
             raise ReplicaUnavailable("a MariaDB target's DSN must name its database for a replica")
         directory.mkdir(parents=True, exist_ok=True)
-        size = target.database_bytes()
+        size = target.bench().database_bytes()
         tag = uuid.uuid4().hex[:12]
         try:
             volume = cow.cow_dir(directory, volume_bytes(size), say,
@@ -146,7 +146,7 @@ class MariaDBReplica:
     def notes(cls, target) -> list[str]:
         """What a physical seed needs and ``target`` lacks, one line each with its fix: no blocker, the dump seeds
         the replica then (``connectors.factory.replica_notes``)."""
-        missing, _source = physical_seed.blockers(target.dsn, volume_bytes(target.database_bytes()))
+        missing, _source = physical_seed.blockers(target.dsn, volume_bytes(target.bench().database_bytes()))
         return [f"the replica will be seeded by mariadb-dump, not {physical_seed.TOOL}: {what} (fix: {fix})"
                 for what, fix in missing]
 

@@ -280,17 +280,17 @@ class MariaDBSandbox:
         """Path of a client program of the installed MariaDB (mariadb, mariadb-dump, mariadb-admin)."""
         return binary(name)
 
-    # --- benches (issue 30) ------------------------------------------------------------------------------------
+    # --- for benches and fault injection ------------------------------------------------------------------------
 
     default_db = DEFAULT_DB
 
     def login_dsn(self, dbname: str, user: str | None = None, password: str | None = None) -> str:
-        """A ``mysql://`` URL of ``dbname`` over TCP as ``user`` (default: the sandbox's ``advisor``, with the
+        """A ``mariadb://`` URL of ``dbname`` over TCP as ``user`` (default: the sandbox's ``advisor``, with the
         sandbox's own password unless another is given), with ``password`` percent-encoded when given."""
         if user in (None, self.user) and password is None:
             password = self.password
         secret = f":{url_quote(password, safe='')}" if password else ""
-        return (f"mysql://{url_quote(user or self.user, safe='')}{secret}@{self.host}:{self.port}/"
+        return (f"mariadb://{url_quote(user or self.user, safe='')}{secret}@{self.host}:{self.port}/"
                 f"{url_quote(dbname, safe='')}")
 
     def server_pid(self) -> int | None:
@@ -355,7 +355,7 @@ def find_server(root: Path) -> local.RunningServer | None:
         return None
     secret = local.read_secret(root)
     return local.RunningServer(MariaDBSandbox.engine, root, root / "data", pid, port,
-                               f"mysql://{LOGIN}{':' + url_quote(secret, safe='') if secret else ''}@127.0.0.1:"
+                               f"mariadb://{LOGIN}{':' + url_quote(secret, safe='') if secret else ''}@127.0.0.1:"
                                f"{port}/{DEFAULT_DB}")
 
 

@@ -117,7 +117,7 @@ def create_shadow(target: MariaDBConnector, *, sample_percent: float | None = No
     params = parse_dsn(target.dsn)
     dbname = params["database"]
     if not dbname:
-        raise AdvisorError("a MariaDB target's DSN must name its database (mysql://user@host:3306/database)")
+        raise AdvisorError("a MariaDB target's DSN must name its database (mariadb://user@host:3306/database)")
     settings = copied_settings(target.knob_catalog())
     settings.update(extra_settings or {})
     say(f"starting shadow server ({len(settings)} settings copied from the target)")
@@ -135,7 +135,7 @@ def create_shadow(target: MariaDBConnector, *, sample_percent: float | None = No
                 say(f"copying the target's schema and a {sample_percent:g}% sample of large tables")
                 _dump(sandbox, credentials, params, dump, "--no-data", names=(dbname,))
                 _load(sandbox, dbname, dump)
-                for (_db, table), rows in target.table_rows().items():
+                for (_db, table), rows in target.loader().table_rows().items():
                     where = [f"--where=RAND(42) < {sample_percent / 100:.6f}"] if rows > sample_min_rows else []
                     _dump(sandbox, credentials, params, dump, "--no-create-info", *where, names=(dbname, table))
                     _load(sandbox, dbname, dump)

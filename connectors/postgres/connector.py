@@ -13,13 +13,14 @@ from advisor.core.errors import AdvisorError, BadStatement, TargetUnreachable
 from advisor.core.indexfacts import IndexFacts
 from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
-from connectors.postgres import activity, applying, loading, owning, samples, upkeep
+from connectors.postgres import applying, owning, samples
 from connectors.postgres import changes as change_sql
 from connectors.postgres import indexes as index_catalog
 from connectors.postgres.knobs import PROFILE
 from connectors.postgres.binding import PostgresBindingSource
 from connectors.postgres.catalog import read_catalog
 from connectors.postgres.plans import to_plan
+from connectors.postgres.roles import PostgresBench, PostgresLoader
 from connectors.postgres.session import PostgresSession
 from connectors.postgres.hardware import read_hardware
 from connectors.postgres.connection import TAG, connect, execute_one, parse_dsn, redact, target_name
@@ -258,48 +259,19 @@ class PostgresConnector:
     def lock_waits(self, samples: int = 5, interval_s: float = 0.2) -> float:
         return owning.lock_waits(self, samples, interval_s)
 
-    # --- binding (issue 30) ---
+    # --- binding -----------------------------------------------------------------------------------------------
 
     def binding_source(self) -> PostgresBindingSource:
         """pg_qualstats' examples and constants, PREPARE's parameter types, pg_stats
         (``connectors.postgres.binding``)."""
         return PostgresBindingSource(self.dsn)
 
-    # --- loaders (issue 30) --------------------------------------------------------------------------------------
-
-    def run_script(self, statements: Sequence[str], before: Callable[[int, str], None] | None = None) -> None:
-        loading.run_script(self.dsn, statements, before)
-
-    def load_rows(self, table: str, columns: Sequence[str] | None, rows) -> int:
-        return loading.load_rows(self.dsn, table, columns, rows)
-
-    def analyze(self, tables: Sequence[str] | None = None, statistics_target: int | None = None) -> None:
-        loading.analyze(self.dsn, tables, statistics_target)
-
-    def vacuum(self, tables: Sequence[str] | None = None) -> None:
-        loading.vacuum(self.dsn, tables)
-
-    def column_statistics(self) -> dict[tuple[str, str, str], tuple]:
-        return self._guarded(loading.column_statistics)
-
-    def table_rows(self) -> dict[tuple[str, str], float]:
-        return self._guarded(loading.table_rows)
-
-    def reserved_words(self) -> frozenset[str]:
-        return self._guarded(loading.reserved_words)
-
-    def run_parameterized(self, calls, timeout_ms: int | None = None) -> int:
-        return loading.run_parameterized(self.dsn, calls, timeout_ms)
-
-    def client_command(self, tool: str, args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
-        return loading.client_command(self.dsn, tool, args)
-
-    # --- knobs as engine data (issue 30) ---
+    # --- knobs -------------------------------------------------------------------------------------------------
 
     def knob_profile(self) -> KnobProfile:
         return PROFILE
 
-    # --- indexes (issue 30) ---
+    # --- index facts -------------------------------------------------------------------------------------------
 
     def index_facts(self) -> IndexFacts:
         return self._guarded(index_catalog.index_facts)
@@ -319,16 +291,7 @@ class PostgresConnector:
     def column_data_types(self) -> dict[tuple[str, str, str], str]:
         return self._guarded(index_catalog.column_data_types)
 
-    # --- benches (issue 30) ------------------------------------------------------------------------------------
-
-    def database_bytes(self) -> int:
-        return upkeep.database_bytes(self.dsn)
-
-    def table_bytes(self, table: str, schema: str | None = None) -> int:
-        return activity.table_bytes(self.dsn, table, schema)
-
-    def invalid_indexes(self) -> list[str]:
-        return activity.invalid_indexes(self.dsn)
+    # --- replicas ----------------------------------------------------------------------------------------------
 
     def replica_requirements(self) -> list[tuple[str, str]]:
         """What this server lacks to feed a warm replica (``connectors.postgres.replica_check``)."""
@@ -336,5 +299,10 @@ class PostgresConnector:
 
         return requirements(self.dsn)
 
-    def probe(self) -> activity.PostgresProbe:
-        return activity.PostgresProbe(self.dsn)
+    # --- the other roles ----------------------------------------------------------------------------------------
+
+    def loader(self) -> PostgresLoader:
+        return PostgresLoader(self.dsn, self._guarded)
+
+    def bench(self) -> PostgresBench:
+        return PostgresBench(self.dsn)

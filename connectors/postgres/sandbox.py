@@ -290,7 +290,7 @@ class PostgresSandbox:
         """Path of a client program (pgbench, pg_dump, psql) of the newest installed server."""
         return str(pg_bin_dir() / name)
 
-    # --- benches (issue 30) ------------------------------------------------------------------------------------
+    # --- for benches and fault injection ------------------------------------------------------------------------
 
     def login_dsn(self, dbname: str, user: str | None = None, password: str | None = None) -> str:
         """A libpq ``key=value`` DSN of ``dbname`` over TCP as ``user`` (default: ``postgres``, with the sandbox's

@@ -193,8 +193,9 @@ def _text_name(item: exp.Expression, dialect: str) -> str:
     return item.name if isinstance(item, exp.Column) else item.sql(dialect=dialect)[:256]
 
 
-# how each dialect (sqlglot's name) names a select list's unaliased item; a dialect not listed names as PostgreSQL
-OUTPUT_NAMING = {"postgres": _postgres_name, "mysql": _text_name}
+# how each dialect (a connector's dialect key) names a select list's unaliased item; one not listed names as
+# PostgreSQL does
+OUTPUT_NAMING = {"postgres": _postgres_name, "mariadb": _text_name, "mysql": _text_name}
 
 
 def output_name(item: exp.Expression, dialect: str) -> str:

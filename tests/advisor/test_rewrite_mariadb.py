@@ -43,16 +43,16 @@ def maria():
 def shop(maria):
     dsn = maria.create_database("shop")
     c = factory.connector(dsn)
-    c.run_script([
+    c.loader().run_script([
         "CREATE TABLE customers (id INT PRIMARY KEY, name VARCHAR(40) NOT NULL, credit DECIMAL(10,2))",
         "CREATE TABLE orders (id INT PRIMARY KEY, customer_id INT NOT NULL, amount DECIMAL(10,2) NOT NULL, "
         "CONSTRAINT fk_customer FOREIGN KEY (customer_id) REFERENCES customers (id))",
         "CREATE TABLE shipments (id INT PRIMARY KEY, order_id INT NOT NULL, weight INT NOT NULL)"])
     rng = random.Random(5)
-    c.load_rows("customers", None, [(i, f"Cust{i}", round(rng.uniform(0, 900), 2)) for i in range(1, 401)])
-    c.load_rows("orders", None, [(i, rng.randint(1, 400), round(rng.uniform(1, 1000), 2)) for i in range(1, 1201)])
-    c.load_rows("shipments", None, [(i, rng.randint(1, 1200), rng.randint(1, 50)) for i in range(1, 2401)])
-    c.analyze()
+    c.loader().load_rows("customers", None, [(i, f"Cust{i}", round(rng.uniform(0, 900), 2)) for i in range(1, 401)])
+    c.loader().load_rows("orders", None, [(i, rng.randint(1, 400), round(rng.uniform(1, 1000), 2)) for i in range(1, 1201)])
+    c.loader().load_rows("shipments", None, [(i, rng.randint(1, 1200), rng.randint(1, 50)) for i in range(1, 2401)])
+    c.loader().analyze()
     return dsn
 
 

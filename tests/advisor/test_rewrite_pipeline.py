@@ -163,4 +163,4 @@ def test_a_statement_that_changes_data_is_refused_before_any_copy(shop):
     assert o.rewritten is None and o.reason.startswith("it changes data (DELETE)")
     assert not any("copying" in line or "starting shadow" in line for line in said)  # no copy was made for it
     assert result.recommendation is None
-    assert factory.connector(shop).table_rows()[("public", "o")] > 0
+    assert factory.connector(shop).loader().table_rows()[("public", "o")] > 0

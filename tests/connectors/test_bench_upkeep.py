@@ -20,10 +20,10 @@ ODD = 'order "lines" it\'s'  # quotes and spaces in a table's name
 
 def test_database_bytes_is_the_size_on_disk_and_grows_with_the_data(db):
     connector = PostgresConnector(db)
-    empty = connector.database_bytes()
+    empty = connector.bench().database_bytes()
     assert empty == scalar(db, "SELECT pg_database_size(current_database())") and empty > 0
     run(db, "CREATE TABLE t (id int, note text)", "INSERT INTO t SELECT x, repeat('x', 100) FROM generate_series(1, 50000) x")
-    assert connector.database_bytes() - empty >= 50000 * 100  # at least the rows' text
+    assert connector.bench().database_bytes() - empty >= 50000 * 100  # at least the rows' text
 
 
 def test_analyze_refreshes_the_statistics_of_the_tables_named_or_of_all(db):
@@ -32,10 +32,10 @@ def test_analyze_refreshes_the_statistics_of_the_tables_named_or_of_all(db):
         "INSERT INTO a SELECT generate_series(1, 3000)", f"INSERT INTO {quoted} SELECT generate_series(1, 2000)")
     analyzed = "SELECT count(*) FROM pg_stat_user_tables WHERE relname = %s AND last_analyze IS NOT NULL"
     connector = PostgresConnector(db)
-    connector.analyze([ODD])
+    connector.loader().analyze([ODD])
     assert scalar(db, analyzed, (ODD,)) == 1 and scalar(db, analyzed, ("a",)) == 0
     assert scalar(db, "SELECT reltuples FROM pg_class WHERE relname = %s", (ODD,)) == 2000
-    connector.analyze()
+    connector.loader().analyze()
     assert scalar(db, analyzed, ("a",)) == 1
     assert scalar(db, "SELECT reltuples FROM pg_class WHERE relname = 'a'") == 3000
 
@@ -57,7 +57,7 @@ def test_a_probe_sees_a_session_wait_on_its_lock_and_ends_that_session(db):
     quoted = psycopg.sql.Identifier(ODD).as_string(None)
     run(db, f"CREATE TABLE {quoted} (id int)", f"INSERT INTO {quoted} VALUES (1)")
     connector = PostgresConnector(db)
-    with connector.probe() as holder, connector.probe() as watcher:
+    with connector.bench().probe() as holder, connector.bench().probe() as watcher:
         taken = holder.lock(ODD, "public", readers_wait=True)
         assert taken == f'LOCK TABLE "public".{quoted} IN ACCESS EXCLUSIVE MODE'
         # the simple query protocol: the server shows the statement before it parses it (and waits in parsing)
@@ -77,7 +77,7 @@ def test_a_probe_sees_a_session_wait_on_its_lock_and_ends_that_session(db):
         assert holder.lock(ODD, readers_wait=False).endswith("IN SHARE UPDATE EXCLUSIVE MODE")  # reads pass it:
         reader.close()
         assert scalar(db, f"SELECT count(*) FROM {quoted}") == 1
-    assert connector.invalid_indexes() == []
+    assert connector.bench().invalid_indexes() == []
 
 
 def _read(conn, quoted):
@@ -92,15 +92,15 @@ def test_table_bytes_counts_the_rows_without_the_indexes(db):
     run(db, "CREATE TABLE t (id int PRIMARY KEY, note text)",
         "INSERT INTO t SELECT x, repeat('y', 200) FROM generate_series(1, 20000) x")
     connector = PostgresConnector(db)
-    assert connector.table_bytes("t") == scalar(db, "SELECT pg_relation_size('t')") >= 20000 * 200
-    assert connector.table_bytes("t", "public") == connector.table_bytes("t")
+    assert connector.bench().table_bytes("t") == scalar(db, "SELECT pg_relation_size('t')") >= 20000 * 200
+    assert connector.bench().table_bytes("t", "public") == connector.bench().table_bytes("t")
 
 
 def test_an_interrupted_concurrent_build_is_listed_as_an_invalid_index(db):
     run(db, "CREATE TABLE t (id int)", "INSERT INTO t VALUES (1), (1)")
     with pytest.raises(psycopg.errors.UniqueViolation):
         run(db, "CREATE UNIQUE INDEX CONCURRENTLY t_id_unique ON t (id)")
-    assert PostgresConnector(db).invalid_indexes() == ["t_id_unique"]
+    assert PostgresConnector(db).bench().invalid_indexes() == ["t_id_unique"]
 
 
 def test_a_sandbox_not_durable_trades_crash_safety_for_speed_unless_its_settings_say_otherwise():

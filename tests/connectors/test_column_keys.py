@@ -37,7 +37,7 @@ def test_mariadb_reads_distinct_sorted_keys_through_quoted_identifiers(maria):
     name = "keys_" + uuid.uuid4().hex[:8]
     maria.create_database(name)
     connector = maria.connector(name)
-    connector.run_script(["CREATE TABLE `Key Table` (`k-1` BIGINT, note TEXT)",
+    connector.loader().run_script(["CREATE TABLE `Key Table` (`k-1` BIGINT, note TEXT)",
                           "INSERT INTO `Key Table` SELECT (seq * 7) % 5003, CONCAT('n', seq) FROM seq_1_to_6000",
                           "INSERT INTO `Key Table` VALUES (NULL, 'none')"])
     keys = connector.column_keys("Key Table", "k-1", 100_000)

@@ -31,8 +31,19 @@ def test_mariadb_dsns_reach_the_mariadb_connector_without_echoing_the_password(d
     # issue 30: mysql:// and mariadb:// were refused ("not supported yet"); now they are MariaDB targets
     assert factory.engine_of(dsn) == "mariadb"
     c = factory.connector(dsn)
-    assert c.engine == "mariadb" and c.dialect == "mysql" and SECRET not in c.display_name
+    assert c.engine == "mariadb" and c.dialect == "mariadb" and SECRET not in c.display_name
     assert SECRET not in factory.target_name(dsn) and SECRET not in factory.redact(dsn)
+
+
+def test_mysql_urls_still_mean_mariadb_with_a_notice_and_mariadb_urls_without_one():
+    """``mariadb://`` is MariaDB's scheme; ``mysql://`` opens MariaDB as before (a stored target's DSN included)
+    and has a one-line notice, for the service to say, that it will mean MySQL once MySQL is supported."""
+    old, new = f"mysql://bob:{SECRET}@db/shop", f"mariadb://bob:{SECRET}@db/shop"
+    assert factory.engine_of(old) == factory.engine_of(new) == "mariadb"
+    assert factory.scheme_notice(new) is None and factory.scheme_notice("postgresql://db/shop") is None
+    notice = factory.scheme_notice(old)
+    assert notice.count("\n") == 0 and "MySQL" in notice and "mariadb://" in notice and SECRET not in notice
+    assert factory.redact(old).startswith("mysql://bob@") and factory.redact(new).startswith("mariadb://bob@")
 
 
 @pytest.mark.parametrize("dsn", [f"oracle://scott:{SECRET}@db/orcl", f"{SECRET}", "", f"db.example:5432 {SECRET}"])

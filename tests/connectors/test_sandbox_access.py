@@ -112,14 +112,14 @@ def test_no_password_is_on_a_command_line_of_a_shadow_or_a_client_program(engine
     name = "acc_" + uuid.uuid4().hex[:8]
     dsn = sandbox.create_database(name)
     target = factory.connector(dsn)
-    target.run_script(["CREATE TABLE t (id int PRIMARY KEY, v int)", "INSERT INTO t VALUES (1, 2), (3, 4)"])
+    target.loader().run_script(["CREATE TABLE t (id int PRIMARY KEY, v int)", "INSERT INTO t VALUES (1, 2), (3, 4)"])
     seen = _spy(monkeypatch)
     with factory.clone(target) as shadow:
         secrets = {sandbox.password, shadow.sandbox.password}
         with shadow.connector.session() as session:
             session.run("SELECT v FROM t WHERE id = 3")
         tool = "psql" if engine == "postgres" else "mariadb"
-        argv, env = shadow.connector.client_command(tool, ["-e" if engine == "mariadb" else "-c", "SELECT 1"])
+        argv, env = shadow.connector.loader().client_command(tool, ["-e" if engine == "mariadb" else "-c", "SELECT 1"])
         done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
     programs = {os.path.basename(arg) for a in seen for arg in a}

@@ -50,7 +50,7 @@ def test_register_and_observe_a_mariadb_target(app_client, tokens, mshop):
     assert page.status_code == 200
     card = page.text[page.text.index('id="target-mshop"'):]
     assert ">mariadb<" in card and "<dd" in card and "MariaDB 10." in card.split("</dl>")[0]
-    assert "performance_schema" in page.text and "mysql://" in page.text  # the form's hint shows both engines
+    assert "performance_schema" in page.text and "mariadb://" in page.text  # the form's hint shows both engines
 
 
 @pytest.mark.parametrize("wrong, status, says", [

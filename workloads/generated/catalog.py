@@ -182,7 +182,8 @@ def read_schema(target: Connector) -> Schema:
     connector = loader_connector(target)
     types = connector.column_types()
     keys = connector.unique_keys()
-    stats, rows, reserved = connector.column_statistics(), connector.table_rows(), connector.reserved_words()
+    loader = connector.loader()
+    stats, rows, reserved = loader.column_statistics(), loader.table_rows(), loader.reserved_words()
     tables: list[Table] = []
     for (schema, name), cols in sorted(types.items()):
         columns = []

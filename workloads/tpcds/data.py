@@ -56,7 +56,7 @@ def load(target: Connector, scale: float = SCALE, tables: Sequence[str] = DEFAUL
     connector = loader_connector(target)
 
     def run(*statements: str) -> None:
-        connector.run_script(all_to_dialect(statements, SOURCE_DIALECT, connector.dialect))
+        connector.loader().run_script(all_to_dialect(statements, SOURCE_DIALECT, connector.dialect))
 
     with tempfile.TemporaryDirectory(prefix="advisor-tpcds-") as tmp:
         say(f"generating TPC-DS data at scale {scale} ({len(chosen)} tables)")
@@ -65,7 +65,7 @@ def load(target: Connector, scale: float = SCALE, tables: Sequence[str] = DEFAUL
         for table in chosen:
             say(f"loading {table}")
             run(f"CREATE TABLE {identifier(table)} ({DDL[table]})")
-            counts[table] = connector.load_rows(table, None, Path(tmp) / f"{table}.csv")
+            counts[table] = connector.loader().load_rows(table, None, Path(tmp) / f"{table}.csv")
             run(f"ALTER TABLE {identifier(table)} ADD PRIMARY KEY ({', '.join(map(identifier, PRIMARY_KEYS[table]))})")
         if foreign_keys:
             say("adding foreign keys")
@@ -73,5 +73,5 @@ def load(target: Connector, scale: float = SCALE, tables: Sequence[str] = DEFAUL
                   f"REFERENCES {identifier(ref)} ({identifier(PRIMARY_KEYS[ref][0])})"
                   for table, column, ref in FOREIGN_KEYS if table in loaded and ref in loaded))
     say("analyzing")
-    connector.analyze()
+    connector.loader().analyze()
     return counts

@@ -49,11 +49,11 @@ def load(target: Connector, scale: float = 0.01,
         say(f"generating TPC-H data at scale {scale}")
         generate(scale, Path(tmp))
         counts: dict[str, int] = {}
-        connector.run_script(all_to_dialect(script(DDL), SOURCE_DIALECT, connector.dialect))
+        connector.loader().run_script(all_to_dialect(script(DDL), SOURCE_DIALECT, connector.dialect))
         for table in TABLES:
             say(f"loading {table}")
-            counts[table] = connector.load_rows(table, None, Path(tmp) / f"{table}.csv")
-        connector.run_script(all_to_dialect(script(PRIMARY_KEYS), SOURCE_DIALECT, connector.dialect))
+            counts[table] = connector.loader().load_rows(table, None, Path(tmp) / f"{table}.csv")
+        connector.loader().run_script(all_to_dialect(script(PRIMARY_KEYS), SOURCE_DIALECT, connector.dialect))
     say("analyzing")
-    connector.analyze()
+    connector.loader().analyze()
     return counts

@@ -57,7 +57,7 @@ def _poll(find, dsn, alive, what: str, timeout_s: float = 300.0) -> ServerSessio
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            with factory.connector(dsn() if callable(dsn) else dsn).probe() as probe:
+            with factory.connector(dsn() if callable(dsn) else dsn).bench().probe() as probe:
                 while time.monotonic() < deadline:
                     found = find(probe.sessions())
                     if found is not None:
@@ -242,7 +242,7 @@ class TargetDrops(Fault):
     title = "the target drops the advisor's connection during an observation"
 
     def setup(self, env) -> None:
-        self.holder = factory.connector(env.dsn).probe()
+        self.holder = factory.connector(env.dsn).bench().probe()
 
     def inject(self, env) -> None:
         # an ACCESS EXCLUSIVE lock on orders holds the observation at its table statistics (a deterministic moment
@@ -265,7 +265,7 @@ class TargetDrops(Fault):
                       f"locked by {self.holder.held}: this engine reads what it observes without that lock, so "
                       "there is no certain moment in the observation to drop its connection")
             return
-        with factory.connector(env.dsn).probe() as probe:
+        with factory.connector(env.dsn).bench().probe() as probe:
             probe.terminate(row.id)
         self.dropped_at = time.monotonic()
         self.injected(f"the server terminated the observation's connection (session {row.id}) while it read table "

@@ -73,7 +73,7 @@ class DiskFull(Fault):
         """No filesystem can be mounted here: the advisor (and so its shadow's server) runs with RLIMIT_FSIZE of
         one WAL segment (which must fit), below the orders table, so loading the shadow cannot grow that table's
         file (EFBIG, where a full disk gives ENOSPC)."""
-        table = factory.connector(env.dsn).table_bytes("orders")
+        table = factory.connector(env.dsn).bench().table_bytes("orders")
         limit = 16 << 20  # exactly one WAL segment, which must fit
         if table <= limit:
             self.outcome.details["not_injected"] = f"orders ({table >> 20} MB) fits under the file size limit"

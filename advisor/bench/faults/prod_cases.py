@@ -39,7 +39,7 @@ class ProductionLock(Fault):
             self.other = index_recommendation(service)  # a second validated one, rejected while the apply waits
             service.approve(self.rec.id, note="fault bench")
         self.change = self.rec.changes[0]
-        self.holder = factory.connector(env.dsn).probe()
+        self.holder = factory.connector(env.dsn).bench().probe()
 
     def inject(self, env) -> None:
         self.server = env.server()
@@ -51,7 +51,7 @@ class ProductionLock(Fault):
         self.apply_thread, self.apply = threaded(post, base, auth, f"/api/recommendations/{self.rec.id}/apply")
         self.bound = bound = getattr(get_settings(), "production_lock_timeout_s", 30.0) + 60.0
         waiting = None
-        with factory.connector(env.dsn).probe() as probe:
+        with factory.connector(env.dsn).bench().probe() as probe:
             while self.apply_thread.is_alive() and waiting is None and time.monotonic() - self.locked_at < bound:
                 waiting = building(probe.sessions())
                 time.sleep(0.01)
@@ -88,7 +88,7 @@ class ProductionLock(Fault):
             self.apply_thread.join(300)
         waited = self.apply.get("ended", time.monotonic()) - self.locked_at
         ok = not still and self.apply.get("status") == 409 and "lock" in _message(self.apply).lower()
-        invalid = len(factory.connector(env.dsn).invalid_indexes())
+        invalid = len(factory.connector(env.dsn).bench().invalid_indexes())
         state = self.server.client.get(f"/api/recommendations/{self.rec.id}").json().get("state")
         self.outcome.details.update(apply_status=self.apply.get("status"), apply_waited_s=round(waited, 1),
                                     invalid_indexes=invalid, state_after=state)
@@ -175,7 +175,7 @@ class ConcurrentApprove(Fault):
         actions = [a["action"] for a in audit]
         change = self.rec.changes[0]
         connector = factory.connector(env.dsn)
-        invalid = set(connector.invalid_indexes())
+        invalid = set(connector.bench().invalid_indexes())
         built = sum(1 for ix in connector.observe().indexes
                     if ix.table == change.table and not ix.is_primary and ix.name not in invalid)
         state = self.server.client.get(f"/api/recommendations/{self.rec.id}").json().get("state")
@@ -212,7 +212,7 @@ class Collision(Fault):
         """name -> definition of the valid indexes on the change's table besides its key."""
         change = self.rec.changes[0]
         connector = factory.connector(env.dsn)
-        invalid = set(connector.invalid_indexes())
+        invalid = set(connector.bench().invalid_indexes())
         return {ix.name: ix.definition for ix in connector.observe().indexes
                 if ix.table == change.table and not ix.is_primary and ix.name not in invalid}
 

@@ -92,7 +92,7 @@ class TargetStopped(Fault):
     PLAN = kinds.plan_of("knobs", optimizer="random", trials=2, seeds=0, repeats=1, validate=False)
 
     def setup(self, env) -> None:
-        self.holder = factory.connector(env.dsn).probe()
+        self.holder = factory.connector(env.dsn).bench().probe()
         self.locked = False
 
     def say(self, message: str) -> None:

@@ -115,7 +115,7 @@ class IndexBench:
             self.say(f"loading TPC-H at scale {o.scale:g}")
             tpch.load(factory.connector(dsn), o.scale, progress=self.say)
             connector = sandbox.connector("tpch")
-            connector.analyze()
+            connector.loader().analyze()
             snapshot = connector.observe()
             bound = [BoundStatement(f"q{n}", q, q, 1.0, "literal", False) for n, q in tpch.stream(rng, o.scale)]
             data_bytes = sum(t.total_bytes for t in snapshot.tables)

@@ -212,7 +212,7 @@ class KnobBench:
             workload = Workload(tuple(Statement(b.queryid, b.sql, 1, 1.0) for b in runner.statements))
         shadow = Shadow.of(sandbox, "bench")
         space = KnobSpace.build(shadow.connector.knob_catalog(), self.hw, shadow.connector.knob_profile())
-        data_bytes = shadow.connector.database_bytes()
+        data_bytes = shadow.connector.bench().database_bytes()
         features = extract(workload, data_bytes, "oltp" if wl.kind == "pgbench" else "dw",
                            dialect=shadow.connector.dialect)
         return shadow, runner, workload, space, features
@@ -371,7 +371,7 @@ def _check_client(connector: Connector, wl: BenchWorkload) -> None:
     """Skipped when ``wl`` is driven by a client program (pgbench) that the connector's engine has not."""
     if wl.kind == "pgbench":
         try:
-            connector.client_command("pgbench", ["--version"])
+            connector.loader().client_command("pgbench", ["--version"])
         except AdvisorError as e:
             raise Skipped(f"needs the pgbench client: {e}") from None
 

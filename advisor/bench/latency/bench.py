@@ -81,7 +81,7 @@ def _ready(make: Callable[[], Shadow]) -> float:
     started = time.monotonic()
     shadow = make()
     try:
-        shadow.connector.table_rows()  # the catalog answers: the server is up and the data is there
+        shadow.connector.loader().table_rows()  # the catalog answers: the server is up and the data is there
         return time.monotonic() - started
     finally:
         shadow.close()
@@ -167,7 +167,7 @@ def _tune(target: Connector, dsn: str, scale: float, row: Row, say: Say, log: Pa
         say(f"  running the application's {len(app_tpch.TEMPLATES)} statements {TUNE_ROUNDS} times on the target")
         app_tpch.drive(target, rounds=TUNE_ROUNDS, scale=scale)
 
-    budget_mb = TUNE_BUDGET * target.database_bytes() / 2**20
+    budget_mb = TUNE_BUDGET * target.bench().database_bytes() / 2**20
     _as_new_user(dsn, row, say, "tune indexes", ("tune", "indexes", "--target", "bench", "--budget-mb",
                                                  f"{budget_mb:.0f}", "--json"), workload, log)
 
@@ -180,7 +180,7 @@ def measure(engine: str, scale: float, o: LatencyBenchOptions, say: Say) -> list
         production.create_database("tpch")
         target = production.connector("tpch")
         tpch.load(target, scale, progress=lambda m: say(f"  {m}"))
-        size = target.database_bytes()
+        size = target.bench().database_bytes()
         say(f"  the database holds {size / 2**30:.2f} GiB")
 
         def row_of(method: str) -> Row:

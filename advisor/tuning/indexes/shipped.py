@@ -47,7 +47,7 @@ def generated_problems(chosen: Sequence[tuple[str, int]], data_seed: int = 0, sa
                 dsn = sandbox.create_database(schema)
                 rows = _load(schema, factory.connector(dsn), data_seed, say)
                 connector = sandbox.connector(schema)
-                connector.analyze(statistics_target=job.whole_table_target(rows))
+                connector.loader().analyze(statistics_target=job.whole_table_target(rows))
                 loaded[schema] = (connector, connector.observe())
             connector, snapshot = loaded[schema]
             drawn = generated.statements(connector, statements, seed, generated.INDEX_FAMILIES, timeout_ms=5_000)

@@ -9,11 +9,11 @@ golden tests: ``tests/optimizers/test_rewrite_decorrelate*.py``).
 
 Dialects: a rule keeps a statement's meaning under one engine's semantics, which another's may break (how NULLs
 and strings compare, what a GROUP BY may select). Every rule module declares ``DIALECTS`` (``base.Dialects``: the
-dialects, sqlglot's names, it holds in, or why it does not hold in one); ``for_dialect(dialect)`` is ``RULES`` less
+dialects, by the connectors' dialect keys, it holds in, or why it does not hold in one); ``for_dialect(dialect)`` is ``RULES`` less
 the rules of the modules that do not hold in ``dialect``, and ``left_out(dialect)`` says which rules (of the e-graph,
 the expanding and the statement-level ones) are left out and why, for the optimizers' why-not. The problem's
 dialect (``RewriteProblem.dialect``, the target's ``connector.dialect``) picks them. Every rule holds in
-``postgres``; in ``mysql`` (MySQL and MariaDB) the view rules (``rules.views``) and the folding of constant
+``postgres``; in ``mariadb`` and ``mysql`` the view rules (``rules.views``) and the folding of constant
 comparisons (``rules.simplify``) do not: strings compare under a collation there (by default without case or
 trailing spaces), and a string compared with a number compares as numbers. The reasons of the others, checked
 against MySQL's semantics, are in ``tests/optimizers/test_rewrite_mysql.py``.
@@ -49,7 +49,7 @@ MODULES: tuple[tuple[ModuleType, tuple[str, ...]], ...] = (
 
 
 def left_out(dialect: str, modules=MODULES) -> dict[str, str]:
-    """The rules that do not hold in ``dialect`` (sqlglot's name), each with why (its module's ``DIALECTS``);
+    """The rules that do not hold in ``dialect`` (a connector's dialect key), each with why (its module's ``DIALECTS``);
     ``modules``: (module, its rules' names) pairs, ``MODULES`` unless given."""
     out = {}
     for module, names in modules:

@@ -12,7 +12,8 @@ from egglog import Ruleset, ruleset
 
 @dataclass(frozen=True)
 class Dialects:
-    """Where a rule module's rules hold: in the dialects ``valid`` (sqlglot's names; None: in every dialect the
+    """Where a rule module's rules hold: in the dialects ``valid`` (the connectors' dialect keys, ``postgres``,
+    ``mariadb``, ``mysql``: ``connectors.dialects``, so MariaDB and MySQL can differ; None: in every dialect the
     rewriter reads), less those ``refused``, each with why its semantics break the rules (e.g. how NULLs compare,
     what a GROUP BY may select)."""
 
@@ -24,6 +25,8 @@ class Dialects:
 
         >>> Dialects(refused=(("mysql", "NULLs sort first"),)).why_not("mysql"), Dialects().why_not("mysql")
         ('NULLs sort first', None)
+        >>> Dialects(refused=(("mysql", "NULLs sort first"),)).why_not("mariadb") is None  # keys, not sqlglot's
+        True
         >>> Dialects(frozenset({"postgres"})).why_not("mysql")
         'its rules are stated for postgres semantics only'
         """

@@ -27,9 +27,9 @@ from optimizers.rewrites.rules.base import Dialects
 if TYPE_CHECKING:
     from optimizers.rewrites.rules.statement import Facts
 
-DIALECTS = Dialects(refused=(("mysql", "sqlglot folds string comparisons by bytes ('a' = 'A' is FALSE), MySQL "
-                                       "compares under the collation, by default without case or trailing spaces "
-                                       "('a' = 'A' is TRUE)"),))
+WHY = ("sqlglot folds string comparisons by bytes ('a' = 'A' is FALSE), MariaDB and MySQL compare under the "
+       "collation, by default without case or trailing spaces ('a' = 'A' is TRUE)")
+DIALECTS = Dialects(refused=(("mariadb", WHY), ("mysql", WHY)))  # keyed by the connectors' dialect keys
 
 
 def simplify_predicates(tree: exp.Select, facts: Facts) -> exp.Select | None:

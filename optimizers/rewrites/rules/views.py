@@ -17,11 +17,10 @@ from optimizers.rewrites.rules.base import Dialects, Rule
 # group and shows any one row's spelling, so a filter that reads the spelling (BINARY, LENGTH, a _bin collation)
 # keeps other groups below the grouping than above it; and a string key compared with a number compares as numbers
 # ('1' and '01' both equal 1), so a key unique as text may meet one row twice when a semi-join becomes a join.
-DIALECTS = Dialects(refused=(("mysql", "GROUP BY and DISTINCT compare strings under the collation (by default "
-                                       "without case or trailing spaces) and show any one spelling of a group, so "
-                                       "a filter moved into a view may keep other groups; a key compared with a "
-                                       "number compares as a number, so a key unique as text may match a row "
-                                       "twice as a join"),))
+WHY = ("GROUP BY and DISTINCT compare strings under the collation (by default without case or trailing spaces) "
+       "and show any one spelling of a group, so a filter moved into a view may keep other groups; a key compared "
+       "with a number compares as a number, so a key unique as text may match a row twice as a join")
+DIALECTS = Dialects(refused=(("mariadb", WHY), ("mysql", WHY)))  # keyed by the connectors' dialect keys
 
 a, b, i, r = vars_("a b i r", Rel)
 p, q = vars_("p q", Pred)

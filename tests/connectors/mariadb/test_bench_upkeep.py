@@ -38,18 +38,18 @@ def db(server):
 def test_sizes_on_disk_grow_with_the_data_and_a_table_s_leaves_its_indexes_out(db):
     connector = factory.connector(db)
     mrun(db, f"CREATE TABLE {QUOTED} (id int PRIMARY KEY, customer int, note varchar(300))")
-    empty = connector.database_bytes()
+    empty = connector.bench().database_bytes()
     assert empty > 0
     mrun(db, f"INSERT INTO {QUOTED} SELECT seq, seq % 100, REPEAT('x', 200) FROM seq_1_to_20000",
          f"CREATE INDEX by_customer ON {QUOTED} (customer)", f"ANALYZE TABLE {QUOTED}")
     data, index = mrows(db, "SELECT DATA_LENGTH, INDEX_LENGTH FROM information_schema.TABLES "
                             "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s", (ODD,))[0]
-    assert connector.table_bytes(ODD) == data >= 20000 * 200  # at least the rows' text, and not the index
-    assert index > 0 and connector.database_bytes() == data + index > empty
-    assert connector.table_bytes(ODD, parse_dsn(db)["database"]) == data
+    assert connector.bench().table_bytes(ODD) == data >= 20000 * 200  # at least the rows' text, and not the index
+    assert index > 0 and connector.bench().database_bytes() == data + index > empty
+    assert connector.bench().table_bytes(ODD, parse_dsn(db)["database"]) == data
     with pytest.raises(AdvisorError, match="does not exist"):
-        connector.table_bytes("no_such_table")
-    assert connector.invalid_indexes() == []
+        connector.bench().table_bytes("no_such_table")
+    assert connector.bench().invalid_indexes() == []
 
 
 def _read(dsn: str, box: dict) -> None:
@@ -69,7 +69,7 @@ def test_a_probe_sees_a_session_wait_on_its_lock_and_ends_that_session(db):
     mrun(db, f"CREATE TABLE {QUOTED} (id int)", f"INSERT INTO {QUOTED} VALUES (1)")
     connector = factory.connector(db)
     schema = parse_dsn(db)["database"]
-    with connector.probe() as holder, connector.probe() as watcher:
+    with connector.bench().probe() as holder, connector.bench().probe() as watcher:
         assert holder.lock(ODD, schema, readers_wait=True) == f"LOCK TABLES `{schema}`.{QUOTED} WRITE"
         box: dict = {}
         thread = threading.Thread(target=_read, args=(db, box), daemon=True)
@@ -113,10 +113,10 @@ def test_the_sandbox_names_its_default_database_and_a_login_dsn_that_works_as_pr
     dsn = server.login_dsn(server.default_db, "bench_login", password)
     assert password not in dsn and parse_dsn(dsn)["password"] == password
     assert mrows(dsn, "SELECT CURRENT_USER()") == [("bench_login@127.0.0.1",)]
-    assert factory.connector(dsn).database_bytes() >= 0  # the advisor's own connections log in with it too
+    assert factory.connector(dsn).bench().database_bytes() >= 0  # the advisor's own connections log in with it too
     wrong = server.login_dsn(server.default_db, "bench_login", "not it")
     with pytest.raises(TargetUnreachable, match="Access denied") as refused:
-        factory.connector(wrong).database_bytes()
+        factory.connector(wrong).bench().database_bytes()
     assert "not it" not in str(refused.value)
 
 

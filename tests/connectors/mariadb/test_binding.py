@@ -27,20 +27,20 @@ SLOW = "SELECT SLEEP($1) FROM orders WHERE o_id = $2"
 def shop():
     with factory.sandbox("mariadb", "test-mbind") as sandbox:
         connector = factory.connector(sandbox.create_database("shop"))
-        connector.run_script([
+        connector.loader().run_script([
             "CREATE TABLE orders (o_id int PRIMARY KEY, cust int NOT NULL, placed date NOT NULL, "
             "status varchar(10) NOT NULL, note text)",
             "INSERT INTO orders SELECT seq, seq % 97, '2020-01-01' + INTERVAL (seq % 700) DAY, "
             "ELT(1 + seq % 3, 'open', 'paid', 'sent'), CONCAT('n', seq) FROM seq_1_to_3000",
             "CREATE TABLE `we``ird` (`the key` int, `it's` varchar(20))",
             "INSERT INTO `we``ird` SELECT seq, CONCAT('w', seq) FROM seq_1_to_50"])
-        connector.analyze(["orders"])  # `we``ird` keeps no statistics: its values are sampled
+        connector.loader().analyze(["orders"])  # `we``ird` keeps no statistics: its values are sampled
         yield sandbox, connector
 
 
 def _captured(connector, calls):
     connector.reset_statement_stats()
-    connector.run_parameterized(calls)
+    connector.loader().run_parameterized(calls)
     return workload_delta(connector.observe())
 
 

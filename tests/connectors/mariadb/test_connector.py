@@ -31,7 +31,7 @@ def shop(mdb):
 def test_it_satisfies_the_protocol_and_knows_its_schema(shop):
     c = factory.connector(shop)
     db = parse_dsn(shop)["database"]
-    assert isinstance(c, Connector) and c.engine == "mariadb" and c.dialect == "mysql"
+    assert isinstance(c, Connector) and c.engine == "mariadb" and c.dialect == "mariadb"
     assert c.table_columns()[(db, "orders")] == ("id", "customer_id", "total")
     assert c.column_types()[(db, "orders")][1] == ("customer_id", "int(11)", True)
     assert c.unique_keys()[(db, "customers")] == (("id",),)

@@ -21,7 +21,7 @@ def target(maria, mdb):
          "INSERT INTO small VALUES (1, 'it''s'), (2, 'b`q')",
          "INSERT INTO big SELECT seq, seq % 13 FROM seq_1_to_5000", "ANALYZE TABLE big")
     maria.add_login("shadow_reader", SECRET)
-    return mdb.replace("mysql://advisor@", f"mysql://shadow_reader:{SECRET}@")
+    return mdb.replace("mariadb://advisor@", f"mariadb://shadow_reader:{SECRET}@")
 
 
 def test_a_whole_copy_has_the_same_rows_indexes_and_settings(target, monkeypatch):

@@ -1,4 +1,4 @@
-"""The whole index pipeline on a MariaDB target (as ``advisor tune indexes --target mysql://...`` runs it): the
+"""The whole index pipeline on a MariaDB target (as ``advisor tune indexes --target mariadb://...`` runs it): the
 workload from the target's statement digests, a shadow copied by mariadb-dump, what-if costs from IGNORED indexes
 built on the shadow, the optimizer's choice validated by real executions there, and the drops from MariaDB's own
 index usage counts. A selective statement gets its index recommended and validated; an unused index is dropped;

@@ -2,8 +2,7 @@
 clients racing on one recommendation, a CLI run killed with kill -9, the target stopped while mariadb-dump copies
 it) on a MariaDB production server and its MariaDB shadows. Only outcomes are checked, never seconds.
 
-They need MariaDB's loaders, knob profile and what-if (issue 30, phase 2: ``run_script`` / ``analyze``,
-``knob_profile``, ``index_facts``); where the connector has not got them yet they are skipped, saying which."""
+They need MariaDB's loaders, knob profile and what-if (``loader()``, ``knob_profile``, ``index_facts``); where the connector has not got them yet they are skipped, saying which."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from advisor.bench.faults.bench import FaultBenchOptions, run_fault_bench, table
 from connectors import factory
 from tests.advisor.bench.faults.test_bench import check
 
-NEEDED = ("analyze", "knob_profile", "index_facts")
+NEEDED = ("loader", "knob_profile", "index_facts")
 MISSING = [name for name in NEEDED if not hasattr(factory.ENGINES["mariadb"].connector, name)]
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"the MariaDB connector has no {', '.join(MISSING)} yet")
 
