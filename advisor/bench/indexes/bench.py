@@ -62,7 +62,7 @@ class IndexBenchOptions:
     rounds: int = 3  # interleaved rounds of the real runs
     statement_timeout_ms: int = 60_000
     real: bool = True
-    reward: str = "relative"  # IA2's training reward (see TD3Options)
+    reward: str = "relative"  # IA2's training reward (see IA2Options)
     # without an index on l_partkey these two take 20-45 s each at SF 0.1 (their correlated subqueries scan
     # lineitem per outer row): in the real runs they run once per arm instead of in every interleaved round
     slow: tuple[str, ...] = ("q17", "q20")
