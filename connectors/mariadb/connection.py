@@ -96,7 +96,7 @@ def uses_local_identity(dsn: str) -> bool:
 
     >>> uses_local_identity("mariadb://root@localhost/mysql?unix_socket=/run/mysqld/mysqld.sock")
     True
-    >>> uses_local_identity("mariadb://bob:pw@localhost/shop"), uses_local_identity("mariadb://bob@db/shop?unix_socket=")
+    >>> uses_local_identity("mariadb://bob:pw@localhost/shop"), uses_local_identity("mariadb://bob@db/x?unix_socket=")
     (False, False)
     """
     return bool(parse_dsn(dsn).get("unix_socket"))

@@ -1,7 +1,7 @@
 """MariaDBConnector: ``connectors.base.Connector`` for MariaDB 10.11 over PyMySQL (engine and dialect "mariadb",
 read by sqlglot as its "mysql": ``connectors.dialects``). One short-lived connection per operation; the advisor's
-own connections switch off their performance_schema instrumentation where the login may (so that observe() never sees them), and every statement
-they send starts with ``TAG`` as on PostgreSQL.
+own connections switch off their performance_schema instrumentation where the login may (so that observe() never
+sees them), and every statement they send starts with ``TAG`` as on PostgreSQL.
 
 What-if indexes (``whatif``, ``explain_cost`` with hypothetical indexes, ``timings_without``) build and toggle
 IGNORED indexes, so they run on a sandbox (a shadow) only (``connectors.mariadb.whatif``). ``table_sample`` and

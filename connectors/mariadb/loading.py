@@ -1,11 +1,11 @@
-"""Loading a MariaDB database for the built-in workloads and generators: the engine SQL behind
-``connectors.loader.Loader``'s ``run_script`` (the loader's own statements in one session),
-``load_rows`` (batched multi-row INSERTs
-from a CSV file or from rows of values), ``analyze`` (``ANALYZE TABLE ... PERSISTENT FOR ALL``: InnoDB's index
-statistics and the engine-independent column statistics with JSON histograms), ``vacuum`` (nothing: InnoDB purges
-old row versions itself), ``column_statistics`` / ``table_rows`` / ``reserved_words`` (mysql.column_stats,
-information_schema.TABLES, information_schema.KEYWORDS), ``run_parameterized`` and ``client_command`` (the
-``mariadb`` client, its password in an option file's environment, never on its command line).
+"""Loading a MariaDB database for the built-in workloads and generators: the engine SQL behind the
+``connectors.loader.Loader`` role (``connectors.mariadb.roles``): ``run_script`` (the loader's own statements in one
+session), ``load_rows`` (batched multi-row INSERTs from a CSV file or from rows of values), ``analyze`` (``ANALYZE
+TABLE ... PERSISTENT FOR ALL``: InnoDB's index statistics and the engine-independent column statistics with JSON
+histograms), ``vacuum`` (nothing: InnoDB purges old row versions itself), ``column_statistics`` / ``table_rows`` /
+``reserved_words`` (mysql.column_stats, information_schema.TABLES, information_schema.KEYWORDS),
+``run_parameterized`` and ``client_command`` (the ``mariadb`` client, its password in an option file's environment,
+never on its command line).
 
 The loader's connections switch off their performance_schema instrumentation where the login may and tag their
 statements (``TAG``), so that loading is no part of an observed workload. Errors arrive as the advisor's:

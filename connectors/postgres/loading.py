@@ -1,9 +1,8 @@
-"""Loading a PostgreSQL database for the built-in workloads and generators: the engine SQL behind
-``connectors.loader.Loader``'s ``run_script`` (the loader's own statements in one session),
-``load_rows`` (COPY from a CSV file or
-from rows of values), ``analyze`` (VACUUM ANALYZE, optionally under a statistics target), ``vacuum``, ``run_parameterized``
-(statements with values bound server-side, as an application sends them),
-``column_statistics`` / ``table_rows`` / ``reserved_words`` (pg_stats, pg_class, pg_get_keywords) and
+"""Loading a PostgreSQL database for the built-in workloads and generators: the engine SQL behind the
+``connectors.loader.Loader`` role (``connectors.postgres.roles``): ``run_script`` (the loader's own statements in one
+session), ``load_rows`` (COPY from a CSV file or from rows of values), ``analyze`` (VACUUM ANALYZE, optionally under
+a statistics target), ``vacuum``, ``run_parameterized`` (statements with values bound server-side, as an application
+sends them), ``column_statistics`` / ``table_rows`` / ``reserved_words`` (pg_stats, pg_class, pg_get_keywords) and
 ``client_command`` (a client program such as pgbench, its secrets in the environment, never on its command line).
 
 Errors arrive as the advisor's: ``StatementFailed`` with the server's one-line message, ``TargetUnreachable`` when

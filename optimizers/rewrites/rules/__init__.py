@@ -9,8 +9,8 @@ golden tests: ``tests/optimizers/test_rewrite_decorrelate*.py``).
 
 Dialects: a rule keeps a statement's meaning under one engine's semantics, which another's may break (how NULLs
 and strings compare, what a GROUP BY may select). Every rule module declares ``DIALECTS`` (``base.Dialects``: the
-dialects, by the connectors' dialect keys, it holds in, or why it does not hold in one); ``for_dialect(dialect)`` is ``RULES`` less
-the rules of the modules that do not hold in ``dialect``, and ``left_out(dialect)`` says which rules (of the e-graph,
+dialects, by the connectors' dialect keys, it holds in, or why it does not hold in one); ``for_dialect(dialect)``
+is ``RULES`` less the rules of the modules that do not hold in ``dialect``, and ``left_out(dialect)`` says which rules (of the e-graph,
 the expanding and the statement-level ones) are left out and why, for the optimizers' why-not. The problem's
 dialect (``RewriteProblem.dialect``, the target's ``connector.dialect``) picks them. Every rule holds in
 ``postgres``; in ``mariadb`` and ``mysql`` the view rules (``rules.views``) and the folding of constant

@@ -2,7 +2,8 @@
 clients racing on one recommendation, a CLI run killed with kill -9, the target stopped while mariadb-dump copies
 it) on a MariaDB production server and its MariaDB shadows. Only outcomes are checked, never seconds.
 
-They need MariaDB's loaders, knob profile and what-if (``loader()``, ``knob_profile``, ``index_facts``); where the connector has not got them yet they are skipped, saying which."""
+They need MariaDB's loaders, knob profile and what-if (``loader()``, ``knob_profile``, ``index_facts``); where the
+connector has not got them yet they are skipped, saying which."""
 
 from __future__ import annotations
 
