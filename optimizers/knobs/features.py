@@ -24,7 +24,7 @@ from advisor.core.knobprofile import WorkloadFeatures
 
 
 def _shape(text: str, dialect: str) -> tuple[int, bool, bool]:
-    """(relations, aggregates, sorts) of one statement read in ``dialect`` (sqlglot's name, the connector's);
+    """(relations, aggregates, sorts) of one statement read in ``dialect`` (the connector's key, which sqlglot reads);
     (0, False, False) when it does not parse."""
     try:
         tree = sqlglot.parse_one(text, dialect=dialect)
@@ -40,7 +40,7 @@ def _shape(text: str, dialect: str) -> tuple[int, bool, bool]:
 
 def extract(workload: Workload, data_bytes: int = 0, kind: str = "mixed", *, dialect: str,
             metrics: Mapping[str, float] | None = None) -> WorkloadFeatures:
-    """The workload's features, its statements read in ``dialect`` (sqlglot's name, ``Connector.dialect``), with
+    """The workload's features, its statements read in ``dialect`` (``Connector.dialect``, a key sqlglot reads), with
     the server's counters (``Snapshot.metrics``) for the engine's workload rules."""
     total_ms = workload.total_ms or 1.0
     join = agg = sort = 0.0

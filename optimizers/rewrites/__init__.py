@@ -4,8 +4,9 @@ the extracted core written back as SQL (``emit``). The optimizers, listed in ``O
 they choose the next rule: capped saturation, greedy, random order, and Aurora's learned policy. The pipeline
 (equivalence by execution on the shadow, timing), the CLI, run kind and bench come next.
 
-The SQL dialect is data, never an engine's name: ``RewriteProblem.dialect`` (sqlglot's name, set from the target's
-``connector.dialect`` by ``advisor.tuning.rewrites.pipeline``) is carried by every lowered statement
+The SQL dialect is data, never an engine's name: ``RewriteProblem.dialect`` (the target's
+``connector.dialect``, a key sqlglot reads, set by ``advisor.tuning.rewrites.pipeline``) is carried by every
+lowered statement
 (``Lowered.dialect``) and the catalog's facts (``Facts.dialect``), and every parse, qualification, simplification,
 emission and extraction reads it there. Each rule module declares the dialects its rules hold in (``DIALECTS``, a
 ``rules.base.Dialects``: valid ones, or why not in one); the rules a problem's searches use are those of its dialect

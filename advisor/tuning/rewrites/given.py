@@ -12,7 +12,7 @@ MAX_STATEMENTS = 1_000  # the plan's max_statements bound (advisor.tuning.plan.O
 
 def split_statements(text: str, dialect: str) -> tuple[str, ...]:
     r"""The statements of a SQL script, as written: split at semicolons outside strings, quoted identifiers and
-    comments as the engine's SQL ``dialect`` (sqlglot's name, the connector's ``dialect``) reads them, e.g.
+    comments as the engine's SQL ``dialect`` (the connector's ``dialect`` key, which sqlglot reads) reads them, e.g.
     PostgreSQL's dollar quotes or MySQL's backquoted names.
 
     >>> split_statements("SELECT 1; SELECT ';' AS x;\n-- done;\n", dialect="postgres")
