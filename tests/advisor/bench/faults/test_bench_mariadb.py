@@ -2,20 +2,15 @@
 clients racing on one recommendation, a CLI run killed with kill -9, the target stopped while mariadb-dump copies
 it) on a MariaDB production server and its MariaDB shadows. Only outcomes are checked, never seconds.
 
-They need MariaDB's loaders, knob profile and what-if (``loader()``, ``knob_profile``, ``index_facts``); where the
-connector has not got them yet they are skipped, saying which."""
+They need MariaDB's loaders, knob profile and what-if (``loader()``, ``knob_profile``, ``index_facts``): a
+connector without one fails them, never skips them."""
 
 from __future__ import annotations
 
 import pytest
 
 from advisor.bench.faults.bench import FaultBenchOptions, run_fault_bench, table
-from connectors import factory
 from tests.advisor.bench.faults.test_bench import check
-
-NEEDED = ("loader", "knob_profile", "index_facts")
-MISSING = [name for name in NEEDED if not hasattr(factory.ENGINES["mariadb"].connector, name)]
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"the MariaDB connector has no {', '.join(MISSING)} yet")
 
 
 @pytest.mark.slow  # about 1.5 min, as its PostgreSQL twin
