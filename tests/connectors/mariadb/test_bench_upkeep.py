@@ -113,7 +113,10 @@ def test_the_sandbox_names_its_default_database_and_a_login_dsn_that_works_as_pr
     dsn = server.login_dsn(server.default_db, "bench_login", password)
     assert password not in dsn and parse_dsn(dsn)["password"] == password
     assert mrows(dsn, "SELECT CURRENT_USER()") == [("bench_login@127.0.0.1",)]
-    assert factory.connector(dsn).bench().database_bytes() >= 0  # the advisor's own connections log in with it too
+    own = factory.connector(dsn)  # the advisor's own connections log in with it too, into the database printed
+    with own.session(10_000) as session:
+        assert session.run("SELECT CURRENT_USER(), DATABASE()") == [("bench_login@127.0.0.1", server.default_db)]
+    assert own.bench().database_bytes() == factory.connector(server.dsn(server.default_db)).bench().database_bytes()
     wrong = server.login_dsn(server.default_db, "bench_login", "not it")
     with pytest.raises(TargetUnreachable, match="Access denied") as refused:
         factory.connector(wrong).bench().database_bytes()

@@ -16,7 +16,6 @@ from advisor.tuning.validation import ValidationOptions
 from connectors import factory
 from tests.connectors.mariadb.conftest import mrows, mrun
 
-pytest.importorskip("connectors.mariadb.binding", reason="needs the MariaDB binding source (issue 30, p2-mload)")
 pytestmark = pytest.mark.slow  # about 30 s: a shadow server, a dump and three validation rounds
 
 SCHEMA = ("CREATE TABLE customers (id int PRIMARY KEY, region int)",
