@@ -1,8 +1,17 @@
-"""The query rewriter (issue 15, in progress): SQL lowered into a relational algebra held in an egglog e-graph
-(``algebra``, ``lower``, ``term``), rewrite rules (``rules``), the moves a search strategy makes (``search``), and
-the extracted core written back as SQL (``emit``). The optimizers, listed in ``OPTIMIZERS``, differ only in how
-they choose the next rule: capped saturation, greedy, random order, and Aurora's learned policy. The pipeline
-(equivalence by execution on the shadow, timing), the CLI, run kind and bench come next.
+"""The query rewriter: a statement's SQL lowered into a relational algebra held in an egglog e-graph, rewritten by
+named rules under a node budget, and the cheapest form written back as SQL. The optimizers, listed in
+``OPTIMIZERS`` (``plugins``, over ``base``: the one optimizer contract), differ only in how they choose the next
+rule: capped saturation, greedy, random order, and Aurora's learned policy (``aurora``, trained ahead by
+``pretrain``).
+
+Below the optimizers, four layers, each a sub-package; a layer imports only the layers below it (the
+``rewrites-layers`` import-linter contract in pyproject.toml), and no sub-package has an import cycle inside:
+
+- ``search``: the rewrite problem, the term a statement's search starts from, its e-graph, the strategies;
+- ``rules``: the rewrite rules (over the algebra's terms, over a lowered statement: the expanding ones, over a
+  statement's syntax tree: the statement-level ones) and which hold in a dialect;
+- ``sql``: the SQL front end: parsing, lowering a statement into the algebra, emitting a term back as SQL;
+- ``algebra``: the algebra itself: its terms and what is known of them.
 
 The SQL dialect is data, never an engine's name: ``RewriteProblem.dialect`` (the target's
 ``connector.dialect``, a key sqlglot reads, set by ``advisor.tuning.rewrites.pipeline``) is carried by every

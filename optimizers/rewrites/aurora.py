@@ -5,7 +5,7 @@ and the statement's shape (tables, subqueries). The policy is a small MLP traine
 a value baseline) in PyTorch, on CUDA when present; the reward of a step is the relative cost it removed minus a
 price on the nodes it added, so the policy learns to reach the best plan with few nodes.
 
->>> from optimizers.rewrites.lower import lower
+>>> from optimizers.rewrites.sql.lower import lower
 >>> low = lower("SELECT 1 FROM t JOIN u ON t.a = u.c WHERE t.b > 1", {"t": {"a": "int", "b": "int"},
 ...             "u": {"c": "int"}}, dialect="postgres")
 >>> make = lambda: Search(low, {"t": 1e5, "u": 1e5}, lambda a: 1e-5 if len(a.refs) > 1 else 0.1)
@@ -27,8 +27,8 @@ import torch
 from torch import nn
 
 from optimizers.rewrites.rules import RULES
-from optimizers.rewrites.search import Search
-from optimizers.rewrites.strategies import Result, _result
+from optimizers.rewrites.search.egraph import Search
+from optimizers.rewrites.search.strategies import Result, _result
 from optimizers.torch_runtime import one_thread, resolve_device
 
 MAX_STEPS = 24

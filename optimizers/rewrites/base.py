@@ -15,9 +15,9 @@ from advisor.core.domain import QueryRewrite
 from optimizers.base import Config, ContractViolation, Optimizer
 
 if TYPE_CHECKING:  # the e-graph's modules (egglog) load when a search first runs: listing optimizers needs none
-    from optimizers.rewrites.problem import RewriteProblem
-    from optimizers.rewrites.search import Search
-    from optimizers.rewrites.strategies import Result
+    from optimizers.rewrites.search.egraph import Search
+    from optimizers.rewrites.search.problem import RewriteProblem
+    from optimizers.rewrites.search.strategies import Result
 
 
 class RewriteOptimizer(Optimizer["RewriteProblem"]):
@@ -28,8 +28,9 @@ class RewriteOptimizer(Optimizer["RewriteProblem"]):
         """``n`` configs: the i-th holds each statement's i-th candidate, for the statements that have one: the
         distinct forms the search reached, cheapest (estimated) first, then the statement as written, each after the
         statement-level rules (``rules.statement``; an alternative rule adds its form beside)."""
-        from optimizers.rewrites.emit import expanded, to_sql
+        from optimizers.rewrites.rules.shown import shown
         from optimizers.rewrites.rules.statement import variants
+        from optimizers.rewrites.sql.emit import to_sql
 
         problem = self.problem
         self._why: dict[str, str] = dict(problem.unsupported)
@@ -43,7 +44,7 @@ class RewriteOptimizer(Optimizer["RewriteProblem"]):
             result, search = self.run_search(qid)
             forms = search.alternatives(n) if result.cost < result.initial_cost else []
             base = max(result.initial_cost, 1)
-            written = [(to_sql(term, low), tuple(dict.fromkeys(expanded(term, low) + result.rules)), cost / base)
+            written = [(to_sql(term, low), tuple(dict.fromkeys(shown(term, low) + result.rules)), cost / base)
                        for cost, term in forms] + [(sql, (), 1.0)]
             seen, candidates = {sql}, []
             for text, rules, estimated in written:  # each form, then the statement as written, after the

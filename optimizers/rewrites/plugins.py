@@ -1,4 +1,4 @@
-"""The rewrite optimizers: one per search strategy over the same rules (``optimizers.rewrites.strategies``,
+"""The rewrite optimizers: one per search strategy over the same rules (``optimizers.rewrites.search.strategies``,
 ``optimizers.rewrites.aurora``). Aurora's module and PyTorch are imported when Aurora first needs them (``_torch``):
 every CLI call lists the optimizers, and PyTorch alone takes a second to import."""
 
@@ -16,14 +16,14 @@ from advisor.core.progress import Say
 from optimizers.rewrites.base import RewriteOptimizer
 if TYPE_CHECKING:
     from optimizers.rewrites.aurora import Aurora
-    from optimizers.rewrites.search import Search
-    from optimizers.rewrites.strategies import Result
+    from optimizers.rewrites.search.egraph import Search
+    from optimizers.rewrites.search.strategies import Result
 
 
 def _strategies():
-    """``optimizers.rewrites.strategies``, imported when a search first runs (it loads egglog: listing the
+    """``optimizers.rewrites.search.strategies``, imported when a search first runs (it loads egglog: listing the
     optimizers, as every CLI call does, needs none of it)."""
-    from optimizers.rewrites import strategies
+    from optimizers.rewrites.search import strategies
 
     return strategies
 
@@ -77,7 +77,7 @@ class AuroraRewriter(RewriteOptimizer):
     (``optimizers.rewrites.pretrain``: trained ahead on generated schemas) and adapts it with ``adapt`` episodes
     on the problem's own statements; only without a shipped policy (or with ``retrain``) does it train one from
     scratch for ``episodes`` on the problem's statements (unless ``own`` is False) and ``corpus`` statements
-    generated from its schema (``optimizers.rewrites.corpus``), each episode under row estimates scaled at random
+    generated from its schema (``optimizers.rewrites.search.corpus``), each episode under row estimates scaled at random
     per table (so the policy learns shapes, not one set of statistics). It stores what it made; the policy is kept
     in the state so a restored optimizer answers the same."""
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from advisor.core.progress import Say, silent
-from optimizers.rewrites.problem import RewriteProblem
+from optimizers.rewrites.search.problem import RewriteProblem
 
 SHIPPED = Path(__file__).resolve().parents[1] / "pretrained" / "aurora.pt"
 TRAINING_SCHEMAS = tuple(range(1, 9))  # the generated schemas the shipped policy was trained on
@@ -61,7 +61,7 @@ def generated_problem(seed: int, dialect: str, statements: int = 0) -> RewritePr
     problem = RewriteProblem((), schema, rows, frozenset(not_null), keys=keys, foreign_keys=tuple(fks),
                              dialect=dialect)
     if statements:
-        from optimizers.rewrites.corpus import generate
+        from optimizers.rewrites.search.corpus import generate
 
         sqls = generate(schema, keys, tuple(fks), frozenset(not_null), n=statements, seed=seed)
         problem = RewriteProblem(tuple((f"q{k}", s) for k, s in enumerate(sqls)), schema, rows,

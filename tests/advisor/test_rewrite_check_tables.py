@@ -14,7 +14,7 @@ from advisor.tuning.rewrites import pipeline as rewrites
 from advisor.tuning.rewrites.equivalence import check
 from advisor.tuning.rewrites.tables import constraints, tables_named, tables_read
 from connectors import factory
-from optimizers.rewrites.problem import RewriteProblem
+from optimizers.rewrites.search.problem import RewriteProblem
 from tests.conftest import run
 
 SCHEMA = {"customers": {"id": "integer", "name": "text"},

@@ -14,7 +14,7 @@ from advisor.storage.store import Store
 from advisor.tuning.rewrites.equivalence import column_names
 from advisor.tuning.rewrites.stats import planner_groups
 from connectors import factory
-from optimizers.rewrites.problem import RewriteProblem
+from optimizers.rewrites.search.problem import RewriteProblem
 from tests.conftest import run
 from tests.test_cli import advisor
 
@@ -73,7 +73,7 @@ def test_a_block_inside_a_statement_outside_the_subset_is_rewritten_in_place(sho
     UNION branch (a set operation of the term), a CTE (inlined as PostgreSQL would: a view) or a MATERIALIZED CTE
     (the statement is outside the subset, the block is not): it is decorrelated in place and the whole statement
     proven equivalent."""
-    from optimizers.rewrites.blocks import lower_block
+    from optimizers.rewrites.sql.blocks import lower_block
 
     low = lower_block(sql, {"c": {"id": "int", "score": "numeric", "name": "text"},
                             "o": {"id": "int", "cid": "int", "amount": "numeric"}}, dialect="postgres")

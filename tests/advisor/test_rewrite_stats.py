@@ -2,7 +2,7 @@
 fraction, a filter that keeps every row gets 1, a join condition the planner's join estimate; a predicate with a
 subquery keeps the default."""
 
-from optimizers.rewrites.problem import RewriteProblem, default_selectivity
+from optimizers.rewrites.search.problem import RewriteProblem, default_selectivity
 from tests.conftest import run
 
 SCHEMA = {"t": {"id": "integer", "g": "integer"}, "u": {"tid": "integer", "w": "integer"}}

@@ -30,7 +30,7 @@ from optimizers.indexes.problem import IndexProblem
 from optimizers.knobs.problem import KnobProblem
 from optimizers.knobs.space import KnobSpace, SpaceOptions
 from optimizers.learned_index.problem import LearnedIndexProblem
-from optimizers.rewrites.problem import RewriteProblem
+from optimizers.rewrites.search.problem import RewriteProblem
 from tests.optimizers.test_index_baselines import CANDIDATES, QUERIES
 from workloads.sqlsource import to_dialect
 

@@ -47,8 +47,9 @@ from advisor.tuning.validation import ValidationOptions
 from connectors import factory
 from connectors.base import Connector
 from optimizers import registry
-from optimizers.rewrites.emit import to_sql
-from optimizers.rewrites.lower import Unsupported, lower
+from optimizers.rewrites.sql.emit import to_sql
+from optimizers.rewrites.sql.lower import lower
+from optimizers.rewrites.sql.parsing import Unsupported
 from workloads import tpch
 from workloads.binding import BoundStatement
 from workloads.rewrite_suite import SUITE

@@ -5,7 +5,7 @@ rows; a join condition: the rows of ``SELECT 1 FROM t AS a, u AS b WHERE p`` ove
 a GROUP BY's groups: the planner's rows of ``SELECT 1 FROM <the tables its keys read> GROUP BY <keys>`` (its
 distinct-value statistics). So the e-graph's extraction prefers what the planner would cost lower, with its
 statistics rather than fixed guesses. Predicates with a subquery, or that the planner cannot plan alone, keep the
-default (``optimizers.rewrites.problem.default_selectivity``).
+default (``optimizers.rewrites.search.problem.default_selectivity``).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from sqlglot import exp
 
 from advisor.core.errors import AdvisorError
 from connectors.base import Connector
-from optimizers.rewrites.lower import VIEW, Atom, Lowered
-from optimizers.rewrites.problem import default_selectivity
-from optimizers.rewrites.shell import Groups, group_keys
+from optimizers.rewrites.sql.lowered import VIEW, Atom, Lowered
+from optimizers.rewrites.search.problem import default_selectivity
+from optimizers.rewrites.sql.shell_operators import Groups, group_keys
 
 
 def planner_selectivity(connector: Connector, lowered: dict[str, Lowered],
@@ -52,7 +52,7 @@ def planner_selectivity(connector: Connector, lowered: dict[str, Lowered],
 
 
 def planner_groups(connector: Connector, lowered: dict[str, Lowered]) -> Groups:
-    """A function from a GROUP BY's keys (``optimizers.rewrites.shell.group_keys``) to the groups the planner
+    """A function from a GROUP BY's keys (``optimizers.rewrites.sql.shell_operators.group_keys``) to the groups the planner
     estimates they make over the base tables they read, on ``connector`` (a shadow); None where it cannot say (a
     key over a view's column or an outer query's, a plan that fails)."""
     dialect = connector.dialect

@@ -8,8 +8,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from optimizers.rewrites.problem import RewriteProblem
-from optimizers.rewrites.scopes import folded
+from optimizers.rewrites.search.problem import RewriteProblem
+from optimizers.rewrites.sql.scopes import folded
 
 
 def constraints(problem: RewriteProblem, tables: dict) -> dict:

@@ -1,11 +1,11 @@
 """The rewrite rules, each a small named unit (``Rule``: a name, what it does, and its egglog ruleset), listed in
 one ordered tuple as sqlglot lists its optimizer rules. A rule's guard reads the analyses of
-``optimizers.rewrites.algebra`` (aliases a relation carries, aliases a predicate reads or whose NULLs it
+``optimizers.rewrites.algebra.analyses`` (aliases a relation carries, aliases a predicate reads or whose NULLs it
 rejects), so a rewrite is only made where it keeps the statement's meaning. Golden tests:
-``tests/optimizers/test_rewrite_rules.py``. Expanding rules (``decorrelate``: a WHERE clause's comparison with a
+``tests/optimizers/rewrites/rules/test_rules.py``. Expanding rules (``decorrelate``: a WHERE clause's comparison with a
 correlated scalar aggregate; ``decorrelate_shell``: the subqueries of a select list, CASE, ORDER BY or HAVING) run in
-Python when a statement's term is built and add their form as equal to the written one (``optimizers.rewrites.term``;
-golden tests: ``tests/optimizers/test_rewrite_decorrelate*.py``).
+Python when a statement's term is built and add their form as equal to the written one (``optimizers.rewrites.search.term``;
+golden tests: ``tests/optimizers/rewrites/rules/test_decorrelate*.py``).
 
 Dialects: a rule keeps a statement's meaning under one engine's semantics, which another's may break (how NULLs
 and strings compare, what a GROUP BY may select). Every rule module declares ``DIALECTS`` (``base.Dialects``: the
@@ -16,7 +16,7 @@ dialect (``RewriteProblem.dialect``, the target's ``connector.dialect``) picks t
 ``postgres``; in ``mariadb`` and ``mysql`` the view rules (``rules.views``) and the folding of constant
 comparisons (``rules.simplify``) do not: strings compare under a collation there (by default without case or
 trailing spaces), and a string compared with a number compares as numbers. The reasons of the others, checked
-against MySQL's semantics, are in ``tests/optimizers/test_rewrite_mysql.py``.
+against MySQL's semantics, are in ``tests/optimizers/rewrites/rules/test_mysql.py``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from optimizers.rewrites.rules.views import VIEW_RULES
 
 RULES: tuple[Rule, ...] = (*PUSHDOWN_RULES, *ON_RULES, *JOIN_RULES, *VIEW_RULES, *NULL_RULES, *SHELL_RULES)
 
-# each rule module with the names of the rules it holds (an expanding module's names are those ``expanded`` reports)
+# each rule module with the names of the rules it holds (an expanding module's names are those ``rules.shown`` reports)
 MODULES: tuple[tuple[ModuleType, tuple[str, ...]], ...] = (
     (pushdown, tuple(r.name for r in (*PUSHDOWN_RULES, *ON_RULES))),
     (joins, tuple(r.name for r in JOIN_RULES)),

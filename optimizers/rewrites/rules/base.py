@@ -1,11 +1,12 @@
-"""A rewrite rule: a name, a sentence on what it does and why it keeps the meaning, and its egglog ruleset; and
+"""A rewrite rule: a name, a sentence on what it does and why it keeps the meaning, and its egglog ruleset;
 ``Dialects``: the SQL dialects a rule module's rules keep a statement's meaning in (each rule module declares its
 own as ``DIALECTS``; ``optimizers.rewrites.rules.for_dialect`` leaves out the rules of a module that does not hold in
-a problem's dialect, with the reason)."""
+a problem's dialect, with the reason); and ``Facts``: what the catalog says, which the statement-level rules read
+(``rules.statement``, ``rules.simplify``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from egglog import Ruleset, ruleset
 
@@ -51,3 +52,19 @@ class Rule:
     @classmethod
     def of(cls, name: str, doc: str, *rewrites, repeat: int = 1) -> "Rule":
         return cls(name, doc, ruleset(*rewrites, name=name), repeat)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the catalog says: columns by table, (table, column) pairs declared NOT NULL, unique keys by table (primary
+    key and unique indexes), foreign keys as (table, columns, referenced table, referenced columns), and the SQL
+    dialect (sqlglot's name) the statements are read and written in."""
+
+    schema: dict[str, dict[str, str]]
+    not_null: frozenset[tuple[str, str]]
+    keys: dict[str, tuple[tuple[str, ...], ...]]
+    foreign_keys: tuple[tuple[str, tuple[str, ...], str, tuple[str, ...]], ...] = ()
+    dialect: str = field(kw_only=True)
+
+    def not_null_keys(self, table: str) -> list[tuple[str, ...]]:
+        return [k for k in self.keys.get(table, ()) if all((table, c) in self.not_null for c in k)]

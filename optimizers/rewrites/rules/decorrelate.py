@@ -18,7 +18,7 @@ Guards that keep the meaning:
   correlated;
 - an aggregate that reads the order of its rows (``string_agg``, ``array_agg``...) is left correlated: the two
   forms may feed it its rows in another order.
-This is an expanding rule: applied when the statement's term is built (``optimizers.rewrites.term``), it adds its
+This is an expanding rule: applied when the statement's term is built (``optimizers.rewrites.search.term``), it adds its
 form as equal to the written one, and extraction and the shadow's measurements choose. The shared core
 (``correlation``, ``empty_value``, ``derived_sql``, ``join_on``) also serves the subqueries of a SELECT's shell
 (``rules.decorrelate_shell``). (``x NOT IN (SELECT y ...)`` -> NOT EXISTS is a rule of the e-graph, ``rules.nulls``,
@@ -33,22 +33,19 @@ guarded by the nullability analysis.)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import sqlglot
 from sqlglot import exp
 
-from optimizers.rewrites.predicates import NULL_PROPAGATING, Atom
-from optimizers.rewrites.views import ORDER_FREE
 from optimizers.rewrites.rules.base import EVERY_DIALECT
+from optimizers.rewrites.sql.expressions import ORDER_FREE
+from optimizers.rewrites.sql.lowered import Atom, Lowered
+from optimizers.rewrites.sql.predicates import NULL_PROPAGATING
 
 DIALECTS = EVERY_DIALECT  # the dialects this rule keeps a statement's meaning in (``rules.base.Dialects``)
 
-if TYPE_CHECKING:
-    from optimizers.rewrites.lower import Lowered
-
 NAME = "decorrelate_scalar_aggregate"
-# functions that return NULL whenever an argument is NULL (beyond ``predicates.NULL_PROPAGATING``): a value built of
+# functions that return NULL whenever an argument is NULL (beyond ``sql.predicates.NULL_PROPAGATING``): a value built of
 # these over non-COUNT aggregates is NULL on an empty group, as the join's missing row is
 STRICT_FUNCTIONS = (exp.Round, exp.Floor, exp.Ceil, exp.Sqrt, exp.Ln, exp.Log, exp.Exp, exp.Pow, exp.DPipe,
                     exp.Trim, exp.DateTrunc, exp.TimestampTrunc, exp.Sign)
@@ -66,7 +63,7 @@ class Decorrelated:
 
 
 def scalar_aggregate(atom: Atom, alias: str) -> Decorrelated | str:
-    """The decorrelated form of a ``scalar`` atom (see ``optimizers.rewrites.lower``), or why there is none."""
+    """The decorrelated form of a ``scalar`` atom (see ``optimizers.rewrites.sql.lower``), or why there is none."""
     op, outer_sql, _, select = atom.detail
     sub = atom.sub
     empty = empty_value(select)

@@ -1,4 +1,4 @@
-"""Decorrelating the subqueries of a SELECT's shell (``optimizers.rewrites.subqueries``: the select list, HAVING and
+"""Decorrelating the subqueries of a SELECT's shell (``optimizers.rewrites.sql.subqueries``: the select list, HAVING and
 ORDER BY, inside CASE branches, comparisons and other expressions too). PostgreSQL runs such a subquery once per
 row (an ORM's "last order per customer" column); joined once with a derived table of its rows by the correlation
 keys, it runs once. The outer row must survive a missing match, so every join is a LEFT JOIN, and each subquery is
@@ -24,15 +24,15 @@ table has one row per key (grouped by the keys, or the keys cover a unique key),
 nor drops a row, and a NULL key matches nothing, as the subquery over ``o.c = NULL`` finds nothing. In a grouped
 SELECT the value is added to the GROUP BY (the keys are grouping expressions, so it is one value per group); not
 under ROLLUP / CUBE / GROUPING SETS, nor in a SELECT that aggregates without GROUP BY. Output names stay: an item
-that was the subquery is named as the dialect named it (``views.output_name``). Identical subqueries share one
+that was the subquery is named as the dialect named it (``sql.expressions.output_name``). Identical subqueries share one
 derived table; each other gets its own alias.
 
-Like the WHERE clause's, these are expanding rules: the statement's term (``optimizers.rewrites.term``) holds the
+Like the WHERE clause's, these are expanding rules: the statement's term (``optimizers.rewrites.search.term``) holds the
 shell with them applied, over its core LEFT JOINed with the derived tables, as equal to the shell as written; the
-shell's correlated subqueries are priced per row they run for (``algebra.per_row``), and extraction, the planner's
+shell's correlated subqueries are priced per row they run for (``algebra.analyses.per_row``), and extraction, the planner's
 re-ranking and the shadow's timing choose.
 
->>> from optimizers.rewrites.lower import lower
+>>> from optimizers.rewrites.sql.lower import lower
 >>> schema = {"c": {"id": "int"}, "o": {"cid": "int"}}
 >>> form = unnest(lower("SELECT c.id, (SELECT count(*) FROM o WHERE o.cid = c.id) AS n FROM c", schema,
 ...                      dialect="postgres"), lambda: "dc1")
@@ -50,20 +50,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from optimizers.rewrites.lower import VIEW
-from optimizers.rewrites.predicates import Atom
 from optimizers.rewrites.rules.base import EVERY_DIALECT
 from optimizers.rewrites.rules.decorrelate import correlation, derived_sql, empty_value, join_on
-from optimizers.rewrites.scopes import identifier
-from optimizers.rewrites.subqueries import ShellSubquery, candidates
-from optimizers.rewrites.views import aggregates, has_aggregate, output_name, set_returning, volatile
-
-if TYPE_CHECKING:
-    from optimizers.rewrites.lower import Lowered
+from optimizers.rewrites.sql.expressions import aggregates, has_aggregate, output_name, set_returning, volatile
+from optimizers.rewrites.sql.lowered import VIEW, Atom, Lowered, ShellSubquery
+from optimizers.rewrites.sql.scopes import identifier
+from optimizers.rewrites.sql.subqueries import candidates
 
 AGGREGATE, LOOKUP, EXISTS = "decorrelate_shell_aggregate", "decorrelate_shell_lookup", "decorrelate_shell_exists"
 NAMES = (AGGREGATE, LOOKUP, EXISTS)
@@ -280,7 +275,7 @@ def _replace(node: exp.Expression, value: exp.Expression) -> None:
 
 
 def _keep_names(out: exp.Select, written: exp.Select, dialect: str) -> None:
-    """The select items of ``out`` that changed named as ``dialect`` named them in ``written`` (``views.output_name``:
+    """The select items of ``out`` that changed named as ``dialect`` named them in ``written`` (``sql.expressions.output_name``:
     in PostgreSQL an item that was ``(SELECT max(...) ...)`` is ``max``, ``EXISTS (...)`` is ``exists``; in MySQL
     the item's text)."""
     items = []

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from egglog import Set, String, eq, ne, rewrite, rule, union, vars_
 
-from optimizers.rewrites.algebra import Pred, Rel, aliases, rejects, refs
+from optimizers.rewrites.algebra.analyses import aliases, refs, rejects
+from optimizers.rewrites.algebra.terms import Pred, Rel
 from optimizers.rewrites.rules.base import EVERY_DIALECT, Rule
 
 DIALECTS = EVERY_DIALECT  # the dialects these rules keep a statement's meaning in (``rules.base.Dialects``)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from egglog import String, eq, rule, union, vars_
 
-from optimizers.rewrites.algebra import Pred, Rel, nonnull, notin_keys, notin_on, notin_sub
+from optimizers.rewrites.algebra.analyses import nonnull, notin_keys, notin_on, notin_sub
+from optimizers.rewrites.algebra.terms import Pred, Rel
 from optimizers.rewrites.rules.base import EVERY_DIALECT, Rule
 
 DIALECTS = EVERY_DIALECT  # the dialects these rules keep a statement's meaning in (``rules.base.Dialects``)

@@ -1,4 +1,4 @@
-"""Rules over a SELECT's shell operators (``optimizers.rewrites.shell``), guarded by the keys, nullability and
+"""Rules over a SELECT's shell operators (``optimizers.rewrites.sql.shell_operators``), guarded by the keys, nullability and
 output-column analyses: a DISTINCT whose select list shows a key of the rows below it (a column no two rows
 share and none has NULL, or the one column they are grouped by) removes nothing; an ORDER BY inside a view without
 LIMIT orders rows the query around it does not keep in order (an IN subquery's, or a derived table's under a query
@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from egglog import Set, String, eq, rule, union, var, vars_
 
-from optimizers.rewrites.algebra import Rel, columns, group_key, nonnull, row_by_row, unique_on, unordered
+from optimizers.rewrites.algebra.analyses import columns, group_key, nonnull, row_by_row, unique_on, unordered
+from optimizers.rewrites.algebra.terms import Rel
 from optimizers.rewrites.rules.base import EVERY_DIALECT, Rule
 
 DIALECTS = EVERY_DIALECT  # the dialects these rules keep a statement's meaning in (``rules.base.Dialects``)

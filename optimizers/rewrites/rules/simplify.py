@@ -16,16 +16,11 @@ condition could keep or drop other rows.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from sqlglot import exp
 from sqlglot.optimizer.simplify import simplify
 from sqlglot.tokens import Tokenizer
 
-from optimizers.rewrites.rules.base import Dialects
-
-if TYPE_CHECKING:
-    from optimizers.rewrites.rules.statement import Facts
+from optimizers.rewrites.rules.base import Dialects, Facts
 
 WHY = ("sqlglot folds string comparisons by bytes ('a' = 'A' is FALSE), MariaDB and MySQL compare under the "
        "collation, by default without case or trailing spaces ('a' = 'A' is TRUE)")
@@ -49,10 +44,6 @@ def simplify_predicates(tree: exp.Select, facts: Facts) -> exp.Select | None:
             node.set(key, after)
             changed = True
     return new if changed else None
-
-
-def _tokens(node: exp.Expression, dialect: str) -> list[str]:
-    return sorted(t.text for t in Tokenizer(dialect=dialect).tokenize(node.sql(dialect=dialect)))
 
 
 def _tokens(node: exp.Expression, dialect: str) -> list[str]:

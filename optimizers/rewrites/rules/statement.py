@@ -17,33 +17,16 @@ replace it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from optimizers.rewrites.rules import simplify as simplify_module
-from optimizers.rewrites.rules.base import EVERY_DIALECT, Dialects
-from optimizers.rewrites.rules.simplify import simplify_predicates
+from optimizers.rewrites.rules.base import EVERY_DIALECT, Dialects, Facts
+from optimizers.rewrites.rules.simplify import DIALECTS as SIMPLIFY_DIALECTS, simplify_predicates
 
 DIALECTS = EVERY_DIALECT  # the dialects these rules keep a statement's meaning in (``rules.base.Dialects``)
-
-
-@dataclass(frozen=True)
-class Facts:
-    """What the catalog says: columns by table, (table, column) pairs declared NOT NULL, unique keys by table (primary
-    key and unique indexes), foreign keys as (table, columns, referenced table, referenced columns), and the SQL
-    dialect (sqlglot's name) the statements are read and written in."""
-
-    schema: dict[str, dict[str, str]]
-    not_null: frozenset[tuple[str, str]]
-    keys: dict[str, tuple[tuple[str, ...], ...]]
-    foreign_keys: tuple[tuple[str, tuple[str, ...], str, tuple[str, ...]], ...] = ()
-    dialect: str = field(kw_only=True)
-
-    def not_null_keys(self, table: str) -> list[tuple[str, ...]]:
-        return [k for k in self.keys.get(table, ()) if all((table, c) in self.not_null for c in k)]
 
 
 @dataclass(frozen=True)
@@ -230,7 +213,7 @@ def or_to_union_all(tree: exp.Select, facts: Facts) -> exp.Union | None:
 
 STATEMENT_RULES: tuple[StatementRule, ...] = (
     StatementRule("simplify_predicates", simplify_predicates.__doc__ or "", simplify_predicates,
-                  dialects=simplify_module.DIALECTS),
+                  dialects=SIMPLIFY_DIALECTS),
     StatementRule("prune_derived_columns", prune_derived_columns.__doc__ or "", prune_derived_columns),
     StatementRule("drop_join_on_foreign_key", drop_join_on_foreign_key.__doc__ or "", drop_join_on_foreign_key),
     StatementRule("join_on_key_to_exists", join_on_key_to_exists.__doc__ or "", join_on_key_to_exists,

@@ -1,4 +1,4 @@
-"""Rules over views (derived tables and grouped IN subqueries, ``optimizers.rewrites.views``) and keys: a filter
+"""Rules over views (derived tables and grouped IN subqueries, ``optimizers.rewrites.sql.derived``) and keys: a filter
 above a view moves into it where its shape allows (the translation into the view's own columns is made when the
 statement is lowered, kept as the ``pushed`` fact), then down through the view's shell operators (select list,
 grouping, DISTINCT, ORDER BY: never a LIMIT) to its core, where the pushdown rules take it on; a semi-join whose
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from egglog import Set, String, eq, rule, union, vars_
 
-from optimizers.rewrites.algebra import Pred, Rel, aliases, equal_to, pushed, sinks, unique_on
+from optimizers.rewrites.algebra.analyses import aliases, equal_to, pushed, sinks, unique_on
+from optimizers.rewrites.algebra.terms import Pred, Rel
 from optimizers.rewrites.rules.base import Dialects, Rule
 
 # the dialects these rules keep a statement's meaning in (``rules.base.Dialects``). In MySQL a GROUP BY or DISTINCT

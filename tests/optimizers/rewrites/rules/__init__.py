@@ -1,0 +1,1 @@
+"""Tests of the rewrite rules (``optimizers.rewrites.rules``): golden pairs, guards, dialects."""

@@ -1,0 +1,1 @@
+"""Tests of the rewriter's search (``optimizers.rewrites.search``)."""

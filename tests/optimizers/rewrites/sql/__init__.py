@@ -1,0 +1,1 @@
+"""Tests of the rewriter's SQL front end (``optimizers.rewrites.sql``)."""
