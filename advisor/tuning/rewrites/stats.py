@@ -52,9 +52,9 @@ def planner_selectivity(connector: Connector, lowered: dict[str, Lowered],
 
 
 def planner_groups(connector: Connector, lowered: dict[str, Lowered]) -> Groups:
-    """A function from a GROUP BY's keys (``optimizers.rewrites.sql.shell_operators.group_keys``) to the groups the planner
-    estimates they make over the base tables they read, on ``connector`` (a shadow); None where it cannot say (a
-    key over a view's column or an outer query's, a plan that fails)."""
+    """A function from a GROUP BY's keys (``optimizers.rewrites.sql.shell_operators.group_keys``) to the groups the
+    planner estimates they make over the base tables they read, on ``connector`` (a shadow); None where it cannot say
+    (a key over a view's column or an outer query's, a plan that fails)."""
     dialect = connector.dialect
     known: dict[str, float] = {}
     for low in lowered.values():

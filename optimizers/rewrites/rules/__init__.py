@@ -1,11 +1,11 @@
-"""The rewrite rules, each a small named unit (``Rule``: a name, what it does, and its egglog ruleset), listed in
-one ordered tuple as sqlglot lists its optimizer rules. A rule's guard reads the analyses of
+"""The rewrite rules, each a small named unit (``Rule``: a name, what it does, and its egglog ruleset), listed in one
+ordered tuple as sqlglot lists its optimizer rules. A rule's guard reads the analyses of
 ``optimizers.rewrites.algebra.analyses`` (aliases a relation carries, aliases a predicate reads or whose NULLs it
 rejects), so a rewrite is only made where it keeps the statement's meaning. Golden tests:
-``tests/optimizers/rewrites/rules/test_rules.py``. Expanding rules (``decorrelate``: a WHERE clause's comparison with a
-correlated scalar aggregate; ``decorrelate_shell``: the subqueries of a select list, CASE, ORDER BY or HAVING) run in
-Python when a statement's term is built and add their form as equal to the written one (``optimizers.rewrites.search.term``;
-golden tests: ``tests/optimizers/rewrites/rules/test_decorrelate*.py``).
+``tests/optimizers/rewrites/rules/test_rules.py``. Expanding rules (``decorrelate``: a WHERE clause's comparison with
+a correlated scalar aggregate; ``decorrelate_shell``: the subqueries of a select list, CASE, ORDER BY or HAVING) run
+in Python when a statement's term is built and add their form as equal to the written one
+(``optimizers.rewrites.search.term``; golden tests: ``tests/optimizers/rewrites/rules/test_decorrelate*.py``).
 
 Dialects: a rule keeps a statement's meaning under one engine's semantics, which another's may break (how NULLs
 and strings compare, what a GROUP BY may select). Every rule module declares ``DIALECTS`` (``base.Dialects``: the

@@ -27,10 +27,10 @@ under ROLLUP / CUBE / GROUPING SETS, nor in a SELECT that aggregates without GRO
 that was the subquery is named as the dialect named it (``sql.expressions.output_name``). Identical subqueries share one
 derived table; each other gets its own alias.
 
-Like the WHERE clause's, these are expanding rules: the statement's term (``optimizers.rewrites.search.term``) holds the
-shell with them applied, over its core LEFT JOINed with the derived tables, as equal to the shell as written; the
-shell's correlated subqueries are priced per row they run for (``algebra.analyses.per_row``), and extraction, the planner's
-re-ranking and the shadow's timing choose.
+Like the WHERE clause's, these are expanding rules: the statement's term (``optimizers.rewrites.search.term``) holds
+the shell with them applied, over its core LEFT JOINed with the derived tables, as equal to the shell as written; the
+shell's correlated subqueries are priced per row they run for (``algebra.analyses.per_row``), and extraction, the
+planner's re-ranking and the shadow's timing choose.
 
 >>> from optimizers.rewrites.sql.lower import lower
 >>> schema = {"c": {"id": "int"}, "o": {"cid": "int"}}
@@ -275,9 +275,9 @@ def _replace(node: exp.Expression, value: exp.Expression) -> None:
 
 
 def _keep_names(out: exp.Select, written: exp.Select, dialect: str) -> None:
-    """The select items of ``out`` that changed named as ``dialect`` named them in ``written`` (``sql.expressions.output_name``:
-    in PostgreSQL an item that was ``(SELECT max(...) ...)`` is ``max``, ``EXISTS (...)`` is ``exists``; in MySQL
-    the item's text)."""
+    """The select items of ``out`` that changed named as ``dialect`` named them in ``written``
+    (``sql.expressions.output_name``: in PostgreSQL an item that was ``(SELECT max(...) ...)`` is ``max``, ``EXISTS
+    (...)`` is ``exists``; in MySQL the item's text)."""
     items = []
     for new, old in zip(out.expressions, written.expressions):
         if new.sql(dialect=dialect) != old.sql(dialect=dialect) and output_name(new, dialect) != output_name(old, dialect):

@@ -1,8 +1,9 @@
-"""Rules over a SELECT's shell operators (``optimizers.rewrites.sql.shell_operators``), guarded by the keys, nullability and
-output-column analyses: a DISTINCT whose select list shows a key of the rows below it (a column no two rows
-share and none has NULL, or the one column they are grouped by) removes nothing; an ORDER BY inside a view without
-LIMIT orders rows the query around it does not keep in order (an IN subquery's, or a derived table's under a query
-that reads no order: no LIMIT, window or order-sensitive aggregate there; ``unordered``, stated by the lowering)."""
+"""Rules over a SELECT's shell operators (``optimizers.rewrites.sql.shell_operators``), guarded by the keys,
+nullability and output-column analyses: a DISTINCT whose select list shows a key of the rows below it (a column no two
+rows share and none has NULL, or the one column they are grouped by) removes nothing; an ORDER BY inside a view
+without LIMIT orders rows the query around it does not keep in order (an IN subquery's, or a derived table's under a
+query that reads no order: no LIMIT, window or order-sensitive aggregate there; ``unordered``, stated by the
+lowering)."""
 
 from __future__ import annotations
 

@@ -40,7 +40,8 @@ class Search:
     not_null: frozenset = frozenset()  # (table, column) pairs declared NOT NULL
     keys: dict = field(default_factory=dict)  # unique keys by table
     schema: dict = field(default_factory=dict)  # columns by table (the scans' output columns)
-    groups: object = None  # a GROUP BY's keys -> its groups, where known (``optimizers.rewrites.sql.shell_operators.Groups``)
+    # a GROUP BY's keys -> its groups, where known (``optimizers.rewrites.sql.shell_operators.Groups``)
+    groups: object = None
     rules: tuple[Rule, ...] | None = None
     steps: list[Step] = field(default_factory=list)
 

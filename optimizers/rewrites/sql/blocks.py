@@ -21,13 +21,13 @@ from optimizers.rewrites.sql.parsing import Unsupported, parse
 from optimizers.rewrites.sql.setops import lower_query
 
 def lower_block(sql: str, schema: Schema, *, dialect: str) -> Lowered:
-    """``sql`` (in ``dialect``) lowered (a SELECT or a set operation of SELECTs: ``setops.lower_query``); when the statement is
-    outside the subset but is a query (a SELECT or a set operation)
-    holding a block inside it (a derived table's or a CTE's SELECT, or a UNION / INTERSECT / EXCEPT branch), that
-    block, the one of most tables (the first of them), with ``nested`` saying where it goes back. A derived table
-    in FROM cannot see the enclosing query's columns (LATERAL is outside the subset), nor can a CTE or a branch, so
-    each is a statement of its own (a derived table of a statement inside the subset is a view of its term
-    instead: ``optimizers.rewrites.sql.derived``). ``Unsupported`` (the statement's reason) when no block is in the subset."""
+    """``sql`` (in ``dialect``) lowered (a SELECT or a set operation of SELECTs: ``setops.lower_query``); when the
+    statement is outside the subset but is a query (a SELECT or a set operation) holding a block inside it (a derived
+    table's or a CTE's SELECT, or a UNION / INTERSECT / EXCEPT branch), that block, the one of most tables (the first
+    of them), with ``nested`` saying where it goes back. A derived table in FROM cannot see the enclosing query's
+    columns (LATERAL is outside the subset), nor can a CTE or a branch, so each is a statement of its own (a derived
+    table of a statement inside the subset is a view of its term instead: ``optimizers.rewrites.sql.derived``).
+    ``Unsupported`` (the statement's reason) when no block is in the subset."""
     try:
         return lower_query(sql, schema, dialect=dialect)
     except Unsupported as e:

@@ -1,6 +1,7 @@
-"""The algebra back to SQL in the statement's dialect (``Lowered.dialect``): an extracted term (``optimizers.rewrites.algebra.terms``) becomes the
-statement: its core a FROM tree and a WHERE, put into the statement's shell as written, less the clauses whose
-operators (``optimizers.rewrites.sql.shell_operators``) a rule removed (a DISTINCT over a key, an ORDER BY a view need not keep).
+"""The algebra back to SQL in the statement's dialect (``Lowered.dialect``): an extracted term
+(``optimizers.rewrites.algebra.terms``) becomes the statement: its core a FROM tree and a WHERE, put into the
+statement's shell as written, less the clauses whose operators (``optimizers.rewrites.sql.shell_operators``) a rule
+removed (a DISTINCT over a key, an ORDER BY a view need not keep).
 
 Inner joins are written ``JOIN ... ON`` (``CROSS JOIN`` for no condition), a join whose right side is itself a
 join is parenthesised, a LEFT JOIN takes its right side's filters into its ON (the same rows: they only filter the

@@ -1,9 +1,9 @@
-"""SQL into the algebra (``optimizers.rewrites.algebra.terms``): parse with sqlglot (in the target's dialect, passed in as
-data: ``Lowered.dialect``, which emission writes back in), qualify the
-columns of a copy with the schema so each predicate knows the relations it reads, and take the statement apart:
-its tables, joins and WHERE conditions (the core) and its shell (SELECT list, GROUP BY, HAVING, ORDER BY, LIMIT,
-DISTINCT), kept from the original text so output names and positional ORDER BY stay as written
-(``optimizers.rewrites.search.term`` makes the term: the core under the shell's operators, ``optimizers.rewrites.sql.shell_operators``).
+"""SQL into the algebra (``optimizers.rewrites.algebra.terms``): parse with sqlglot (in the target's dialect, passed
+in as data: ``Lowered.dialect``, which emission writes back in), qualify the columns of a copy with the schema so each
+predicate knows the relations it reads, and take the statement apart: its tables, joins and WHERE conditions (the
+core) and its shell (SELECT list, GROUP BY, HAVING, ORDER BY, LIMIT, DISTINCT), kept from the original text so output
+names and positional ORDER BY stay as written (``optimizers.rewrites.search.term`` makes the term: the core under the
+shell's operators, ``optimizers.rewrites.sql.shell_operators``).
 
 The subset: one SELECT over base tables and derived tables (comma joins, [INNER] JOIN ... ON, LEFT JOIN ... ON),
 a WHERE of conjuncts, and among them [NOT] EXISTS (SELECT ... FROM base tables WHERE ...) subqueries (correlated

@@ -25,8 +25,8 @@ from optimizers.rewrites.sql.derived import settle_order
 
 
 def lower_query(sql: str, schema: Schema, *, dialect: str) -> Lowered:
-    """``sql`` (in ``dialect``) lowered: a SELECT (``optimizers.rewrites.sql.lower``) or a set operation of SELECTs, after a WITH's CTEs
-    are inlined where PostgreSQL would inline them (``optimizers.rewrites.sql.ctes``)."""
+    """``sql`` (in ``dialect``) lowered: a SELECT (``optimizers.rewrites.sql.lower``) or a set operation of SELECTs,
+    after a WITH's CTEs are inlined where PostgreSQL would inline them (``optimizers.rewrites.sql.ctes``)."""
     tree = parse(sql, dialect=dialect)
     if not isinstance(tree, (exp.Select, exp.SetOperation)):
         raise Unsupported(f"{tree.key.upper()} statements are not rewritten (only queries)")

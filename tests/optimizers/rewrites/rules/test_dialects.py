@@ -34,7 +34,7 @@ def test_the_optimizers_rewrite_in_the_problems_dialect():
     (config,) = opt.ask(1)
     (change,) = config
     assert "`order`" in change.rewritten and "JOIN" in change.rewritten
-    # the rules that do not hold in MySQL's semantics are left out, each with why (tests/optimizers/rewrites/rules/test_mysql.py)
+    # the rules that do not hold in MySQL's semantics are left out, each with why (test_mysql.py beside this file)
     assert set(opt.report()["rules_left_out"]) == {"filter_into_view", "semi_join_to_join_on_key",
                                                    "simplify_predicates"}
 
