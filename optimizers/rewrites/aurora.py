@@ -2,8 +2,10 @@
 to stop, under the node budget. The state: the graph's size against the budget, the steps taken, the best cost
 so far against the initial one and its last change, per rule the matches of its last run and how often it ran,
 and the statement's shape (tables, subqueries). The policy is a small MLP trained with PPO (clipped surrogate,
-a value baseline) in PyTorch, on CUDA when present; the reward of a step is the relative cost it removed minus a
-price on the nodes it added, so the policy learns to reach the best plan with few nodes.
+a value baseline) in PyTorch, on CUDA when present (its trunk, masking and saved state from the shared RL core,
+``optimizers.rl``; PPO learns on-policy, from each batch of episodes once, so it keeps no replay buffer); the reward of
+a step is the relative cost it removed minus a price on the nodes it added, so the policy learns to reach the best
+plan with few nodes.
 
 >>> from optimizers.rewrites.sql.lower import lower
 >>> low = lower("SELECT 1 FROM t JOIN u ON t.a = u.c WHERE t.b > 1", {"t": {"a": "int", "b": "int"},
@@ -29,6 +31,8 @@ from torch import nn
 from optimizers.rewrites.rules import RULES
 from optimizers.rewrites.search.egraph import Search
 from optimizers.rewrites.search.strategies import Result, _result
+from optimizers.rl import persistence
+from optimizers.rl.networks import masked, trunk
 from optimizers.torch_runtime import one_thread, resolve_device
 
 MAX_STEPS = 24
@@ -69,7 +73,7 @@ def features(search: Search, counts: np.ndarray, last: np.ndarray, steps: int, m
 class Policy(nn.Module):
     def __init__(self, inputs: int, actions: int, hidden: int):
         super().__init__()
-        self.body = nn.Sequential(nn.Linear(inputs, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh())
+        self.body = trunk(inputs, hidden, nn.Tanh)
         self.pi, self.v = nn.Linear(hidden, actions), nn.Linear(hidden, 1)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -165,7 +169,7 @@ class Aurora:
         allowed = torch.as_tensor(np.stack([b[4] for b in batch]), device=self.device)
         for _ in range(o.epochs):
             logits, v = self.policy(x)
-            logits = logits.masked_fill(~allowed, -1e9)
+            logits = masked(logits, allowed)
             logp_all = torch.log_softmax(logits, -1)
             logp = logp_all.gather(1, a[:, None]).squeeze(1)
             adv = (g - v).detach()
@@ -183,9 +187,9 @@ class Aurora:
         return _result("aurora", search)
 
     def state_dict(self) -> dict:
-        return {"rules": [r.name for r in self.rules], "policy": self.policy.state_dict()}
+        return {"rules": [r.name for r in self.rules], **persistence.weights(policy=self.policy)}
 
     def load_state_dict(self, state: dict) -> None:
         if state["rules"] != [r.name for r in self.rules]:
             raise ValueError("the stored policy was trained for another rule list: train again")
-        self.policy.load_state_dict(state["policy"])
+        persistence.restore(state, policy=self.policy)

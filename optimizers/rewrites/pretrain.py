@@ -15,7 +15,6 @@ writes its result with ``save``, ``shipped()`` reads it back.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Sequence
 from pathlib import Path
@@ -106,30 +105,24 @@ def train_policy(dialects: Sequence[str], schemas: Sequence[int] = TRAINING_SCHE
 
 def save(agent, stats: dict, path: Path = SHIPPED) -> Path:
     """The policy (``aurora.pt``) and a manifest beside it (``aurora.json``: seed, schemas, episodes, rules)."""
-    import torch
+    from optimizers.rl import persistence
 
-    path.parent.mkdir(parents=True, exist_ok=True)
     state = agent.state_dict()
-    torch.save({"state": state, "training": stats}, path)
-    path.with_suffix(".json").write_text(json.dumps({**stats, "rules": state["rules"]}, indent=1) + "\n")
-    return path
+    return persistence.save({"state": state, "training": stats}, path, {**stats, "rules": state["rules"]})
 
 
 def shipped(seed: int = 0, device: str = "auto", path: Path = SHIPPED):
     """(the shipped policy as an Aurora agent, its training statistics), or None when there is none or it was
     trained for another rule list."""
-    import pickle
-
-    import torch
-
     from optimizers.rewrites.aurora import Aurora
+    from optimizers.rl import persistence
 
-    if not path.exists():
+    blob = persistence.stored(path)
+    if blob is None:
         return None
     try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
         agent = Aurora(seed=seed, device=device)
         agent.load_state_dict(blob["state"])
-    except (ValueError, KeyError, RuntimeError, OSError, pickle.UnpicklingError):
+    except persistence.UNREADABLE:
         return None
     return agent, dict(blob.get("training", {}))
