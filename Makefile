@@ -10,8 +10,8 @@ ENGINE ?= postgres
 demo: bootstrap
 	.venv/bin/advisor demo --engine $(ENGINE)
 
-# the import-linter contracts ([tool.importlinter] in pyproject.toml) are a test (tests/test_layers.py): a broken one
-# fails the target, and plain pytest checks them too.
+# the import-linter contracts ([tool.importlinter] in pyproject.toml) are a test (tests/test_layers.py), and so is
+# the import-cycle check (tests/test_import_cycles.py): a broken one fails the target, and plain pytest checks them.
 # Two workers (pytest-xdist), each test file on one worker with its own servers: most tests wait on PostgreSQL
 test: bootstrap
 	.venv/bin/python -m pytest -n 2 --dist loadfile
