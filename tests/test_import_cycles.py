@@ -5,7 +5,7 @@ It replaces import-linter's ``acyclic_siblings`` contract, which left out import
 the class of the module importing it was a cycle it never saw. This check walks the AST of every module of the root packages (those of
 ``[tool.importlinter] root_packages``) and counts every ``import`` / ``from ... import`` statement wherever it
 stands: at the top, under ``if TYPE_CHECKING:``, inside a function. For every package it joins its children (a
-module or a sub-package, with everything under it) by the imports between them, as ``acyclic_siblings`` does, and
+module or a sub-package, with everything under it) by the imports between them, as ``acyclic_siblings`` did, and
 fails on each group of children that import one another in a ring, naming the modules and the import lines.
 Imports by a computed name (``importlib.import_module(name)``) are not seen.
 
