@@ -9,7 +9,7 @@
 - ``Sandbox``: a throwaway local server the advisor starts itself (shadows, benches, the demo, tests).
 - ``Shadow``: a sandbox loaded with a copy of a target's database, and a connector to that copy.
 - ``Session``, ``BindingSource``, ``WhatIf`` (``connectors.sessions``), ``Loader``, ``BenchProbe``, ``Probe``,
-  ``SQLGLOT`` (``connectors.dialects``: our dialect keys, registered with sqlglot on import) and ``TAG``, ``scrub``,
+  ``SQLGLOT`` (``connectors.dialects``: our dialect keys, each one sqlglot reads as a plugin of ours) and ``TAG``, ``scrub``,
   ``tool_error`` (``connectors.text``) are re-exported here, so that ``connectors.base`` names the whole seam.
 
 Each engine implements these in its own package (``connectors/postgres``, ``connectors/mariadb``);
@@ -27,7 +27,7 @@ from advisor.core.domain import Applied, Change, Hardware, IndexChange, KnobSpec
 from advisor.core.indexfacts import IndexFacts
 from advisor.core.knobprofile import KnobProfile
 from advisor.core.plans import Plan
-from connectors.dialects import SQLGLOT  # importing it registers our dialect keys with sqlglot
+from connectors.dialects import SQLGLOT
 from connectors.loader import Loader
 from connectors.probing import BenchProbe, Probe
 from connectors.sessions import BindingSource, Session, TableRef, WhatIf

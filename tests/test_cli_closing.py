@@ -11,6 +11,7 @@ import time
 from rich.console import Console
 
 from advisor.cli import render
+from advisor.tuning import kinds
 from advisor.core.domain import IndexChange, KnobChange, Recommendation
 from advisor.core.measured import Evidence
 from advisor.tuning.whole.pipeline import Step, WholeResult
@@ -45,7 +46,7 @@ def _result(index_state: str) -> WholeResult:
 
 def _last_screen(result: WholeResult, demo: bool) -> list[str]:
     console = Console(width=80, record=True, force_terminal=False)
-    render.whole_result(console, result, demo=demo)
+    render.report(console, kinds.get("all").shown(result), result=result, demo=demo)
     lines = console.export_text().splitlines()
     return lines[max(i for i, line in enumerate(lines) if "what to do" in line):]
 

@@ -15,6 +15,7 @@ import pytest
 from rich.console import Console
 
 from advisor.cli import render
+from advisor.tuning import kinds
 from advisor.core.domain import IndexChange, Recommendation
 from advisor.storage.store import Store
 from advisor.tuning.whole.pipeline import WholeResult
@@ -88,7 +89,8 @@ def test_suggested_commands_are_each_on_one_line_at_any_width(width):
     """The whole advisor's last lines: approve, then apply, each a command of its own, whole on its line."""
     recs = (_rec(ONE, "validated"), _rec(OTHER, "validated"))
     console = Console(width=width, record=True, force_terminal=False)
-    render.whole_result(console, WholeResult(steps=(), recommendations=recs, message="done"))
+    whole = WholeResult(steps=(), recommendations=recs, message="done")
+    render.report(console, kinds.get("all").shown(whole), result=whole)
     lines = [line.strip() for line in console.export_text().splitlines()]
     for rec_id in (ONE, OTHER):
         assert f"advisor recommendations approve {rec_id}" in lines

@@ -10,7 +10,8 @@ import random
 from dataclasses import dataclass
 
 from advisor.core.progress import Say, silent
-from advisor.service.service import AdvisorService, RunPlan, WholeResult
+from advisor.service.service import AdvisorService, WholeResult
+from advisor.tuning import kinds
 from connectors import factory
 from workloads import suites, tpch
 from workloads.binding import BoundStatement
@@ -59,7 +60,7 @@ def run_demo(service: AdvisorService, options: DemoOptions = DemoOptions(), say:
         reports = [st for i in range(options.streams) for st in joins.statements(options.seed + i)]
         replay(connector, reports, ReplayOptions(concurrency=2, repeats=1, warmup=0))
         say(f"workload done: {ran + len(reports)} statements ran")
-        plan = RunPlan("all", trials=options.trials, seed=options.seed, repeats=1, rounds=options.rounds,
+        plan = kinds.plan_of("all", trials=options.trials, seed=options.seed, repeats=1, rounds=options.rounds,
                        max_statements=8)
         result = service.tune("all", dsn, plan, name="demo-production")
         say("stopping the demo's servers")

@@ -113,9 +113,10 @@ def expanded(service, doc):
     return doc
 
 
-def show_result(service, kind: str, result, json_out: bool, **drawn) -> None:
+def show_result(service, kind: str, result, json_out: bool, *, demo: bool = False, **displays) -> None:
     """A run's result as its kind's faces say (``Kind.document`` with ``--json``, with how its shadows were made;
-    else ``Kind.report``, drawn by ``render.report``; ``drawn``: what that takes besides, e.g. ``demo``)."""
+    else ``Kind.report`` with ``displays`` (``Kind.displays``: an index run's ``explain``), drawn by
+    ``render.report``; ``demo``: the demo's last screen)."""
     from rich.console import Console
 
     from advisor.cli import render
@@ -126,7 +127,7 @@ def show_result(service, kind: str, result, json_out: bool, **drawn) -> None:
         doc = expanded(service, entry.documented(result))
         emit({**doc, "shadow": service.last_shadow} if entry.uses_shadows else doc)
     else:
-        render.report(Console(), entry.shown(result), result=result, **drawn)
+        render.report(Console(), entry.shown(result, **displays), result=result, demo=demo)
 
 
 def observation_doc(obs) -> dict:

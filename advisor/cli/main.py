@@ -9,17 +9,16 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
-from enum import Enum
 from typing import Annotated
 
 import typer
 from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer >= 0.20 vendors click
 from rich.console import Console
 
-from advisor.cli import learned_commands, render, rewrite_commands, train_commands
+from advisor.cli import render, rewrite_commands, train_commands, tune_commands
 from advisor.cli.bench_commands import bench_app
-from advisor.cli.common import (EngineOpt, JsonFlag, RegisterOpt, StoreOpt, observation_doc, optimizer_choice,
-                               parse_plan, rec_doc, resolve_dsn)
+from advisor.cli.common import (EngineOpt, JsonFlag, RegisterOpt, StoreOpt, observation_doc,
+                               parse_plan, resolve_dsn, show_result)
 from advisor.cli.common import TargetDsn as Target
 from advisor.cli.common import emit as _emit_json
 from advisor.cli.common import names as _names
@@ -32,18 +31,9 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                        "validates them on a shadow instance, and recommends.")
 tune_app = typer.Typer(help="Propose and validate changes for a target: `advisor tune --target DSN` runs the whole "
                             "advisor (indexes, rewrites, knobs, then the changes measured together); `advisor tune "
-                            "knobs|indexes` runs one kind with all its options.")
+                            "KIND` runs one kind with all its options.")
 app.add_typer(tune_app, name="tune")
 app.add_typer(bench_app, name="bench")
-
-KnobOptimizer, IndexOptimizer = optimizer_choice("knobs"), optimizer_choice("indexes")  # the registry's
-
-
-class Storage(str, Enum):
-    ssd = "ssd"
-    hdd = "hdd"
-    san = "san"
-
 
 @app.command()
 def observe(target: Target = None, json_out: JsonFlag = False, interval: Annotated[float, typer.Option(
@@ -60,15 +50,6 @@ def observe(target: Target = None, json_out: JsonFlag = False, interval: Annotat
         _emit_json(observation_doc(obs))
     else:
         render.observation(Console(), obs, top)
-
-
-def _objectives() -> type[Enum]:
-    from advisor.service.runs import kinds
-
-    return Enum("Objective", {o: o for o in kinds.get("knobs").choices["objective"]}, type=str)  # type: ignore
-
-
-Objective = _objectives()  # the knob kind's objectives, as REST lists them
 
 
 @tune_app.callback(invoke_without_command=True)
@@ -94,132 +75,7 @@ def tune_all(ctx: typer.Context, target: Target = None,
     target = resolve_dsn(target)
     service = _service(store)  # progress on stderr, also with --json
     result = service.tune("all", target, plan, register=register, by_hand=False)
-    if json_out:
-        _emit_json(_whole_doc(service, result))
-    else:
-        render.whole_result(Console(), result)
-
-
-def _whole_doc(service, result) -> dict:
-    from advisor.service.runs import kinds
-
-    return {**kinds.get("all").outcome(result),
-            "recommendations": [rec_doc(service, r) for r in result.recommendations], "shadow": service.last_shadow}
-
-
-@tune_app.command("knobs")
-def tune_knobs(target: Target = None,
-               optimizer: Annotated[KnobOptimizer, typer.Option(
-                   help="knob optimizer: a search run on a shadow, or rules (one configuration)")] = "hibo",
-               json_out: JsonFlag = False,
-               trials: Annotated[int, typer.Option(help="trials of a search run (baseline and seeds included)", min=2)] = 30,
-               seeds: Annotated[int, typer.Option(help="seed configurations tried first (LLM or rules); 0 = none", min=0)] = 3,
-               include: Annotated[list[str], typer.Option(help="knobs to add to the searched space (repeat or comma-separate)")] = [],  # noqa: B006
-               exclude: Annotated[list[str], typer.Option(help="knobs to leave out of the searched space")] = [],  # noqa: B006
-               range_: Annotated[list[str], typer.Option("--range", help="narrow a knob's range: NAME=LOW:HIGH")] = [],  # noqa: B006
-               allow_durability: Annotated[bool, typer.Option(help="also search fsync, synchronous_commit, full_page_writes")] = False,
-               allow_unsafe: Annotated[bool, typer.Option("--allow-unsafe", "--allow-unsafe-knobs", help="let --include name knobs that change correctness (autovacuum, session_replication_role, foreign_key_checks, ...)")] = False,
-               objective: Annotated[Objective, typer.Option(help="minimize weighted latency, or maximize throughput")] = Objective.latency,
-               repeats: Annotated[int, typer.Option(help="executions of each statement per trial (median)", min=1)] = 3,
-               seed: Annotated[int, typer.Option(help="random seed of the search")] = 0,
-               resume: Annotated[str | None, typer.Option(help="continue an interrupted tuning run by its id")] = None,
-               rounds: Annotated[int, typer.Option(help="interleaved A/B rounds of the final validation", min=1)] = 5,
-               validate: Annotated[bool, typer.Option(help="validate on a shadow before recommending")] = True,
-               sample_percent: Annotated[float | None, typer.Option(
-                   help="load the shadow with this percentage of large tables", min=0.001, max=100)] = None,
-               recheck: Annotated[bool, typer.Option(help="re-measure a validated recommendation on a freshly built "
-                                                          "shadow: the share of its gain that holds")] = False,
-               memory_gb: Annotated[float | None, typer.Option(help="server RAM for this run (default: stored with the target, else read from the server)", min=0.1)] = None,
-               cores: Annotated[int | None, typer.Option(help="server cores for this run (default: as for --memory-gb)", min=1)] = None,
-               storage: Annotated[Storage | None, typer.Option(help="server storage kind")] = None,
-               register: RegisterOpt = None, store: StoreOpt = None) -> None:
-    """Recommend settings for a target: a search on a shadow instance (or one rule-based configuration),
-    validated against the current settings before it is recommended."""
-    from advisor.core.hardware import resolve
-    plan = parse_plan({"kind": "knobs", "optimizer": optimizer.value, "trials": trials, "seeds": seeds, "seed": seed,
-                       "repeats": repeats, "rounds": rounds, "validate": validate,
-                       "sample_percent": sample_percent, "recheck": recheck, "include": _names(include),
-                       "exclude": _names(exclude), "range": _names(range_), "allow_durability": allow_durability,
-                       "allow_unsafe": allow_unsafe, "objective": objective.value})
-    target = resolve_dsn(target)
-    service = _service(store)
-    hw = resolve(memory_gb, cores, storage.value if storage else None)
-    result = service.tune("knobs", target, plan, register=register, by_hand=False, hardware=hw, resume=resume)
-    if json_out:
-        _emit_json(_tune_doc(service, result))
-    else:
-        render.tune_result(Console(), result)
-
-
-def _tune_doc(service, result) -> dict:
-    rec = result.recommendation
-    return {"recommendation": rec_doc(service, rec), "reasons": result.reasons,
-            "message": result.message, "workload_kind": result.observation.workload_kind,
-            "not_replayed": [{"statement": s, "reason": r} for s, r in result.skipped],
-            "run_id": result.run_id, "findings": list(result.findings), "dropped": list(result.dropped),
-            "objective_unit": result.summary.get("objective_unit"),  # what each trial's objective is measured in
-            "trials": [{"number": t.number, "source": t.source, "config": t.config, "status": t.result.status,
-                        "objective": t.result.objective, "reason": t.result.reason,
-                        "duration_s": round(t.duration_s, 3)} for t in result.trials],
-            "shadow": service.last_shadow}  # how its shadows were made: thin clone, full or sampled copy
-
-
-@tune_app.command("indexes")
-def tune_indexes(budget_mb: Annotated[float | None, typer.Option("--budget-mb", help="storage for new indexes, "
-                                                                 "MiB; needed unless --resume", min=0.001)] = None,
-                 target: Target = None,
-                 optimizer: Annotated[IndexOptimizer, typer.Option(help="index optimizer")] = "ia2",
-                 json_out: JsonFlag = False,
-                 device: Annotated[str | None, typer.Option(help="IA2 training device: auto (CUDA when present), cpu, "
-                                                               "cuda (default: ADVISOR_DEVICE)")] = None,
-                 episodes: Annotated[int, typer.Option(help="IA2 training episodes (when no model is stored)", min=1)] = 300,
-                 retrain: Annotated[bool, typer.Option(help="train IA2 again even if this target has a model")] = False,
-                 samples: Annotated[int, typer.Option(help="IA2 rollouts sampled from the policy besides the greedy "
-                                                           "one (more: closer to optimal, slower)", min=0)] = 48,
-                 max_width: Annotated[int, typer.Option(help="columns per candidate index", min=1, max=3)] = 3,
-                 seed: Annotated[int, typer.Option(help="random seed")] = 0,
-                 rounds: Annotated[int, typer.Option(help="interleaved A/B rounds of the validation", min=1)] = 5,
-                 validate: Annotated[bool, typer.Option(help="build and measure the indexes on a shadow")] = True,
-                 sample_percent: Annotated[float | None, typer.Option(
-                     help="load the shadow with this percentage of large tables", min=0.001, max=100)] = None,
-                 recheck: Annotated[bool, typer.Option(help="re-measure a validated recommendation on a freshly "
-                                                            "built shadow: the share of its gain that holds")] = False,
-                 explain: Annotated[bool, typer.Option("--explain", help="print, per observed statement, its bound "
-                                                       "constants, candidates, what-if costs and why each candidate "
-                                                       "was or was not chosen")] = False,
-                 resume: Annotated[str | None, typer.Option(help="continue an interrupted index run by its id, with "
-                                                                 "the options it was started with: the validation "
-                                                                 "passes it finished are reused, not measured "
-                                                                 "again")] = None,
-                 register: RegisterOpt = None, store: StoreOpt = None) -> None:
-    """Recommend indexes within a storage budget: what-if costs on a shadow (HypoPG; MariaDB: IGNORED indexes
-    built there), the optimizer's choice, then each index built and measured on the shadow; an index that slows a
-    statement or helps none is dropped. `--explain` prints why, per statement (the JSON output always has it)."""
-    target = resolve_dsn(target)
-    service = _service(store)
-    if resume:
-        plan = service.resumed_plan(resume, "indexes")
-    elif budget_mb is None:
-        raise typer.BadParameter("--budget-mb is needed (unless --resume continues a stored run)")
-    else:
-        plan = parse_plan({"kind": "indexes", "optimizer": optimizer.value, "budget_mb": budget_mb,
-                           "episodes": episodes, "samples": samples, "seed": seed, "rounds": rounds,
-                           "validate": validate, "sample_percent": sample_percent, "recheck": recheck,
-                           "max_width": max_width, "retrain": retrain})
-    result = service.tune("indexes", target, plan, register=register, by_hand=False, device=device, resume=resume)
-    if json_out:
-        rec = result.recommendation
-        texts = {row["queryid"]: row["statement"] for row in result.explain}
-        _emit_json({"recommendation": rec_doc(service, rec), "message": result.message,
-                    "chosen": [{"table": f"{ix.schema}.{ix.table}", "columns": list(ix.columns)} for ix in result.chosen],
-                    "whatif": result.whatif, "training": result.training,
-                    "not_parsed": [{"queryid": q, "sql": texts.get(q), "reason": r} for q, r in result.skipped],
-                    "explain": list(result.explain), "fallback": result.fallback,
-                    "dropped": list(result.dropped), "shadow": service.last_shadow})
-    else:
-        render.index_result(Console(), result)
-        if explain:
-            render.index_explain(Console(), list(result.explain))
+    show_result(service, "all", result, json_out)
 
 
 @app.command()
@@ -235,15 +91,12 @@ def demo(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.0
     service = _service(store)
     result = run_demo(service, DemoOptions(scale=scale, streams=streams, rounds=rounds, trials=trials, engine=engine),
                       say=service.say)
-    if json_out:
-        _emit_json(_whole_doc(service, result))
-    else:
-        render.whole_result(Console(), result, demo=True)
+    show_result(service, "all", result, json_out, demo=True)
 
 
 rewrite_commands.register(app)
 train_commands.register(app)
-learned_commands.register(tune_app)
+tune_commands.register(tune_app)
 register(app)  # the service's groups: serve, playground, targets, runs, recommendations, schedule, tokens
 
 

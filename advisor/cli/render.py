@@ -10,13 +10,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from advisor.cli.closing import closing
+from advisor.core import report as rp
 from advisor.core.domain import DropIndexChange, IndexChange, KnobChange, QueryRewrite, Recommendation, state_word
 from advisor.core.wording import ratio
-from advisor.service.summary import author, held_back, observed, size, slowdown, summarize
+from advisor.service.runs import kinds
+from advisor.service.summary import author, held_back, observed, slowdown, summarize
 from advisor.core.sqltext import one_line, shorten
 
 if TYPE_CHECKING:  # the service pulls in the optimizers (torch): not needed to render, nor for `advisor --help`
-    from advisor.service.service import IndexTuneResult, Observation, TuneResult
+    from advisor.service.service import Observation
 
 
 TONES = {"good": "green", "bad": "red", "neutral": "default"}  # a summary's tone as rich colours
@@ -128,127 +130,8 @@ def recommendation(console: Console, rec: Recommendation, reasons: dict[str, str
         console.print(f"  {line};", markup=False)
 
 
-def dropped(console: Console, rows: list[dict]) -> None:
-    """The "not recommended" table: each candidate tried and left out, and why (``advisor.tuning.recommend``)."""
-    if not rows:
-        return
-    table = Table("change", "kind", "why", title="not recommended")
-    for d in rows:
-        table.add_row(escape(str(d.get("change", ""))), escape(str(d.get("kind", ""))), escape(str(d.get("why", ""))))
-    console.print(table)
-
-
 def _share(s) -> str:
     return "-" if s.time_share is None else f"{s.time_share:.1%}"
-
-
-def trials(console: Console, result: TuneResult) -> None:
-    if not result.trials:
-        return
-    unit = result.summary.get("objective_unit")  # the runner's (latency: calls x median ms, summed)
-    table = Table("#", "source", f"objective, {unit}" if unit else "objective", "best so far", "status",
-                  title=f"tuning run {result.run_id} (objective: lower is better)")
-    best = float("inf")
-    for t in result.trials:
-        obj = t.result.objective
-        if obj is not None and t.result.status == "measured":
-            best = min(best, obj)
-        table.add_row(str(t.number + 1), t.source, f"{obj:,.1f}" if obj is not None else "-",
-                      f"{best:,.1f}" if best < float("inf") else "-",
-                      t.result.status if t.result.status == "measured" else f"{t.result.status}: {shorten(t.result.reason, 50)}")
-    console.print(table)
-    for f in result.findings:
-        console.print(f"[bold]finding[/]: {f}")
-
-
-def tune_result(console: Console, result: TuneResult) -> None:
-    trials(console, result)
-    if result.recommendation is None:
-        console.print(result.message or "nothing to recommend", markup=False)
-        dropped(console, list(result.dropped))
-        return
-    recommendation(console, result.recommendation, result.reasons)
-    if result.message:
-        console.print(f"verdict: {result.message}", markup=False)
-    for sql, why in result.skipped:
-        console.print(f"[yellow]not replayed[/]: {shorten(sql)} ({why})")
-
-
-def index_result(console: Console, result: IndexTuneResult) -> None:
-    w = result.whatif
-    console.print(f"what-if: relative cost [bold]{w.get('relative_cost', 1.0):.3f}[/] of the current indexes' cost, "
-                  f"estimated {size(w.get('estimated_bytes', 0))} of a {size(w.get('budget_bytes', 0))} budget, "
-                  f"{w.get('candidates', 0)} candidates, {w.get('whatif_calls', 0)} what-if calls "
-                  f"({w.get('cache_hits', 0)} cache hits), selection {w.get('selection_s', 0):.2f}s")
-    if result.training:
-        t = result.training
-        how = "reused" if t.get("reused") else "shipped, adapted" if t.get("started_from") else "trained"
-        console.print(f"IA2 model: {how} ({t.get('episodes')} episodes, "
-                      f"{t.get('seconds', 0):.0f}s on {t.get('device')})")
-    rec = result.recommendation
-    if rec is None:
-        console.print(result.message or "no index to recommend", markup=False)
-        dropped(console, list(result.dropped))
-        return
-    table = Table("index", "columns", "estimated (what-if)", "built (shadow)", "statements helped", "verdict")
-    for ix, sz in zip(rec.details.get("indexes", []), summarize(rec).sizes):
-        table.add_row(ix["index"], f"{ix['table']} ({', '.join(ix['columns'])})", sz.estimated, sz.built,
-                      _statements(ix),
-                      escape(("kept" if ix["kept"] else "dropped: ") + ("" if ix["kept"] else ix["reason"])
-                             if ix["kept"] is not None else ix["reason"]))
-    console.print(table)
-    recommendation(console, rec)
-    console.print(f"verdict: {result.message}", markup=False)
-    for name in rec.details.get("unused_existing_indexes", []):
-        console.print(f"[yellow]existing index never used by the workload[/]: {name}")
-
-
-def _statements(ix: dict) -> str:
-    """The statements an index was measured to help (all it serves, for details from before ``helped``), by their
-    SQL (by queryid where its details predate the SQL)."""
-    sql = dict(zip(ix.get("statements") or [], ix.get("statements_sql") or []))
-    ids = ix["helped"] if "helped" in ix else (ix.get("statements") or [] if ix.get("kept") else [])
-    texts = [sql.get(q) or q for q in ids]
-    return escape("; ".join(shorten(t, 40) for t in texts[:3]) + (f" and {len(texts) - 3} more" if len(texts) > 3
-                                                                   else ""))
-
-
-def _cost(x) -> str:
-    return "-" if x is None else f"{x:,.1f}"
-
-
-def index_explain(console: Console, rows: list[dict]) -> None:
-    """The explanation table of an index run: one block per observed statement (``advisor.tuning.indexes.explain``):
-    how it was bound, its what-if cost without new indexes and with the chosen set, and per candidate its cost
-    alone, its fate and why."""
-    if not rows:
-        console.print("no statement to explain")
-        return
-    console.print(f"\n[bold]Why, per statement[/] ({len(rows)} observed statements)")
-    for row in rows:
-        head = Table.grid(padding=(0, 1))
-        head.add_row("[bold]statement[/]", escape(f"{shorten(row['statement'] or '', 110)} ({row['status']})"))
-        head.add_row("queryid", escape(str(row["queryid"])))
-        if row.get("sql"):
-            params = ", ".join(f"{k} = {v}" for k, v in row["params"].items()) or "none"
-            head.add_row("bound", escape(shorten(row["sql"], 110)))
-            head.add_row("constants", escape(f"{shorten(params, 110)} (from {row['source']}"
-                                             + (f", {row['samples']} more samples)" if row.get("samples") else ")")))
-        if row.get("cost_without") is not None:
-            head.add_row("what-if cost", f"{_cost(row['cost_without'])} without new indexes, "
-                                         f"{_cost(row['cost_chosen'])} with the chosen set (per call)")
-        head.add_row("why", escape(row["why"]))
-        if row.get("fallback"):
-            head.add_row("fallback", escape(row["fallback"]))
-        console.print(head)
-        if row["candidates"]:
-            table = Table("candidate", "size (what-if)", "cost with it alone", "gain", "fate", "reason")
-            for c in row["candidates"]:
-                table.add_row(escape(c["index"]), size(c["bytes"]), _cost(c["cost_with"]), f"{c['gain']:+.1%}",
-                              c["fate"], escape(c["reason"]))
-            console.print(table)
-        if row.get("more_candidates"):
-            console.print(f"  and {row['more_candidates']} more candidate(s) not costed here")
 
 
 def recommendations(console: Console, recs: list[Recommendation]) -> None:
@@ -302,8 +185,9 @@ def recommendation_page(console: Console, rec: Recommendation, history: list[dic
     if head.fallback:
         console.print(f"fallback: {head.fallback}", markup=False)
     if explain:
-        if rec.details.get("explain"):
-            index_explain(console, rec.details["explain"])
+        why = kinds.get(rec.kind).explain if rec.kind in kinds.names() else None
+        if why is not None and rec.details.get("explain"):
+            report(console, why(rec.details["explain"]))
         else:
             console.print("this recommendation has no per-statement explanation (made before it was recorded, or "
                           "not an index recommendation)")
@@ -351,29 +235,31 @@ def watches(console: Console, rows: list[dict]) -> None:
     console.print(table)
 
 
-def whole_result(console: Console, result, *, demo: bool = False) -> None:
-    """A whole-advisor run: each step's recommendation (or why there is none), the bundle measured together on
-    a fresh shadow (each part's contribution and the share of its gain that held), what was dropped; then the
-    last screen (``closing``: what to apply, with its commands, what was left out, where the details are)."""
-    for step in result.steps:
-        console.print(f"\n[bold]{step.kind}[/]: {escape(step.message or '')}")
-        rec = step.recommendation and next((r for r in result.recommendations if r.id == step.recommendation.id),
-                                           step.recommendation)
-        if rec is not None:
-            recommendation(console, rec)
-    if result.bundle is not None:
-        b, k = result.bundle.bundle, result.bundle.kept
-        console.print(f"\n[bold]together[/], on a freshly built shadow ({b.rounds} rounds): every part "
-                      f"{b.gain:+.1%} (95% CI {b.gain_ci[0]:+.1%} .. {b.gain_ci[1]:+.1%})"
-                      + (f"; the parts that pay [bold]{k.gain:+.1%}[/] (95% CI {k.gain_ci[0]:+.1%} .. "
-                         f"{k.gain_ci[1]:+.1%})" if k is not None else "; no part pays"))
-        table = Table("part", "alone", "on top of the parts before it", "its contribution", "gain that held",
-                      "verdict")
-        for p in result.bundle.parts:
-            lo, hi = p.contribution.gain_ci
-            table.add_row(p.name, f"{p.alone.gain:+.1%}", f"{p.atop.gain:+.1%}",
-                          f"{p.contribution.gain:+.1%} ({lo:+.1%} .. {hi:+.1%})",
-                          "-" if p.held is None else f"{p.held:.0%}", "pays" if p.kept else "dropped")
-        console.print(table)
-    dropped(console, list(result.dropped))
-    closing(console, result, demo=demo)
+def dropped(console: Console, rows: list[dict]) -> None:
+    """The "not recommended" table: each candidate tried and left out, and why (``advisor.tuning.recommend``)."""
+    report(console, rp.Report(rp.dropped(rows)))
+
+
+def report(console: Console, rep: rp.Report, *, result=None, demo: bool = False) -> None:
+    """Draw what a kind's face says a result shows (``advisor.core.report``): lines, tables, name: value blocks,
+    each recommendation (``recommendation``, as the run left it) and the last
+    screen of a whole run (``closing``, of ``result``; ``demo``: the demo's servers are stopped by then)."""
+    for block in rep.blocks:
+        if isinstance(block, rp.Text):
+            head = f"[{'yellow' if block.warn else 'bold'}]{escape(block.label)}[/]: " if block.label else ""
+            text = f"[bold]{escape(block.text)}[/]" if block.strong and not head else escape(block.text)
+            console.print(("\n" if block.strong else "") + head + text, highlight=False)
+        elif isinstance(block, rp.Table):
+            table = Table(*block.columns, title=block.title or None)
+            for row in block.rows:
+                table.add_row(*(escape(cell) for cell in row))
+            console.print(table)
+        elif isinstance(block, rp.Fields):
+            grid = Table.grid(padding=(0, 1))
+            for name, value in block.pairs:
+                grid.add_row(f"[bold]{escape(name)}[/]", escape(value))
+            console.print(grid)
+        elif isinstance(block, rp.Recommendation):
+            recommendation(console, block.rec, block.reasons or None)
+        elif isinstance(block, rp.Closing) and result is not None:
+            closing(console, result, demo=demo)

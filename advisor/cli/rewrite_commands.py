@@ -10,17 +10,11 @@ from typing import Annotated
 
 import typer
 from typer._click.exceptions import UsageError  # typer >= 0.20 vendors click
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from advisor.cli import render
-from advisor.cli.common import (JsonFlag, RegisterOpt, StoreOpt, click_context, emit, open_service, optimizer_choice,
-                                parse_plan, resolve_dsn)
+from advisor.cli.common import (JsonFlag, RegisterOpt, StoreOpt, click_context, open_service, optimizer_choice,
+                                parse_plan, resolve_dsn, show_result)
 from advisor.cli.common import TargetDsn as Target
 from advisor.core.errors import AdvisorError
-from advisor.core.sqltext import shorten
-from advisor.core.wording import ratio
 
 RewriteOptimizer = optimizer_choice("rewrites")  # the registry's
 
@@ -66,25 +60,7 @@ def rewrite(target: Target = None,
                            "seed": seed, "rounds": rounds, "validate": validate, "sql": sql})
     # given SQL the target refuses: refused before any work
     result = service.tune("rewrites", target, plan, register=register, by_hand=False, resume=resume)
-    if json_out:
-        emit({"statements": [o.public() for o in result.statements], "shadow": service.last_shadow})
-        return
-    show(Console(), result)
-
-
-def show(console: Console, result) -> None:
-    table = Table("statement", "rewritten", "speedup (95% CI)", "rules", "reason")
-    for o in result.statements:
-        speed = f"{ratio(o.speedup)} ({ratio(o.ci[0], times='')}..{ratio(o.ci[1], times='')})" if o.speedup and o.ci else "-"
-        table.add_row(escape(shorten(o.original, 60)), "yes" if o.rewritten else "no", speed,
-                      ", ".join(o.rules) or "-", escape(o.reason or "-"))
-    console.print(table)
-    render.dropped(console, list(result.dropped))  # each candidate form discarded, and why
-    for i, o in enumerate(result.statements):
-        if o.rewritten:
-            console.print(f"[bold]statement {i + 1}[/] original:\n  {escape(o.original)}\n[bold]statement {i + 1}[/] "
-                          f"rewritten:\n  {escape(o.rewritten)}")
-    console.print(result.message, markup=False)
+    show_result(service, "rewrites", result, json_out)
 
 
 def register(app: typer.Typer) -> None:

@@ -90,3 +90,15 @@ def baseline_with(rows) -> str:
         f"the {r['kind']} step's {r.get('changes', 0)} change{'s' if r.get('changes', 0) != 1 else ''} applied"
         + (f" (recommendation {r['recommendation']})" if r.get("recommendation") else "") for r in rows)
         if rows else "")
+
+
+def size(n: float | None) -> str:
+    """Bytes as MB (MiB, as the budgets are given): ``1.81 MB``, ``12.3 MB``, ``1,024.0 MB``; ``-`` when unknown.
+
+    >>> size(1897000), size(12.3 * 1024**2), size(None)
+    ('1.81 MB', '12.3 MB', '-')
+    """
+    if n is None or not isinstance(n, (int, float)) or not math.isfinite(n):
+        return "-"
+    v = n / 1024**2
+    return f"{v:.2f} MB" if abs(v) < 10 else f"{v:,.1f} MB"

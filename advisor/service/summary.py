@@ -36,6 +36,7 @@ from advisor.core.domain import Evidence, Recommendation, StatementEvidence
 from advisor.core.errors import AdvisorError
 from advisor.storage import codec
 from advisor.tuning import kinds
+from advisor.tuning.indexes.face import IndexSize, index_sizes
 
 STANDING = frozenset({"validated", "approved", "applied"})  # states in which a measured gain reads as a success
 WORKLOAD_TIME = "workload time (calls x median ms, summed over statements)"
@@ -92,20 +93,6 @@ class Moved:
     queryid: str
     sql: str
     ratio: float | None
-
-
-@dataclass(frozen=True)
-class IndexSize:
-    """An index's sizes as every face prints them (``size``): ``estimated`` (what-if, as the selection counted it
-    against the budget) and ``built`` (on the shadow; ``-`` when it was not built)."""
-
-    index: str
-    estimated: str
-    built: str
-
-
-SIZE_LABELS = {"estimated": "estimated size (what-if, counted against the budget)",
-               "built": "built size (on the shadow)"}
 
 
 @dataclass(frozen=True)
@@ -218,21 +205,6 @@ def baseline_with(rec: Recommendation) -> str:
     "with the indexes step's 1 change applied (recommendation 9f2c41d0e5)"
     """
     return wording.baseline_with((rec.details or {}).get("baseline_with"))
-
-
-def index_sizes(rec: Recommendation) -> tuple[IndexSize, ...]:
-    """Each index of an index recommendation (``details["indexes"]``) with its two sizes: the estimate the
-    selection counted against the budget (``calibrated_bytes``; details from before it: ``estimated_bytes``) and
-    the size built on the shadow.
-
-    >>> from types import SimpleNamespace as R
-    >>> index_sizes(R(details={"indexes": [{"index": "i", "estimated_bytes": 5221908, "calibrated_bytes": 1897000,
-    ...                                     "built_bytes": 1892352}]}))
-    (IndexSize(index='i', estimated='1.81 MB', built='1.80 MB'),)
-    """
-    rows = [ix for ix in (rec.details or {}).get("indexes") or () if isinstance(ix, dict)]
-    return tuple(IndexSize(str(ix.get("index", "")), size(ix.get("calibrated_bytes", ix.get("estimated_bytes"))),
-                           size(ix.get("built_bytes"))) for ix in rows)
 
 
 def _fallback_of(rec: Recommendation) -> dict | None:
@@ -380,18 +352,6 @@ def ms(x: float | None) -> str:
     if x is None:
         return "-"
     return f"{x:,.0f} ms" if abs(x) >= 1000 else f"{x:.1f} ms" if abs(x) >= 10 else f"{x:.2f} ms"
-
-
-def size(n: float | None) -> str:
-    """Bytes as MB (MiB, as the budgets are given): ``1.81 MB``, ``12.3 MB``, ``1,024.0 MB``; ``-`` when unknown.
-
-    >>> size(1897000), size(12.3 * 1024**2), size(None)
-    ('1.81 MB', '12.3 MB', '-')
-    """
-    if n is None or not isinstance(n, (int, float)) or not math.isfinite(n):
-        return "-"
-    v = n / 1024**2
-    return f"{v:.2f} MB" if abs(v) < 10 else f"{v:,.1f} MB"
 
 
 def pct(x: float | None) -> str:

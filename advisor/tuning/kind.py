@@ -90,6 +90,19 @@ class Kind:
     train_shipped: Callable[..., dict] | None = None
     predicted_basis: str = "best search trial vs the baseline trial, one pass"  # what its predicted gain estimates
     auto_applies: bool = False  # a schedule may apply its validated recommendations by itself (knobs a DBA lists)
+    # its faces, as data (its folder's ``face`` module): what a result shows a person (``advisor.core.report``), and
+    # its JSON document (a face expands each ``Recommendation`` in it with its headline numbers)
+    report: Callable[[object], object] | None = None
+    document: Callable[[object], dict] | None = None
+    explain: Callable[[list], object] | None = None  # why, per statement, from a recommendation's details["explain"]
+    # what a run takes besides its plan from a person's command line (``plan.Option`` each: a knob run's hardware, an
+    # index run's training device), and how they become the service's ``inputs`` (``take``: values by name -> inputs;
+    # None: as they are, the unset ones left out); ``displays``: switches of what its report shows (``report``'s
+    # keywords: an index run's ``explain``)
+    composite: bool = False  # it runs other kinds (the whole advisor): ``advisor tune`` itself, not a sub-command
+    inputs: tuple = ()
+    take: Callable[[dict], dict] | None = None
+    displays: tuple = ()
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -102,6 +115,26 @@ class Kind:
     def target_of_its_own(self, plan) -> str | None:
         """The name of the target of its own a run of ``plan`` goes under (it needs no database), else None."""
         return self.own_target(plan) if self.own_target is not None else None
+
+    def taken(self, values: dict) -> dict:
+        """The service's ``inputs`` of a command line's ``values`` of ``inputs`` (``take``)."""
+        if self.take is not None:
+            return self.take(values)
+        return {name: v for name, v in values.items() if v is not None}
+
+    def shown(self, result, **displays):
+        """What ``result`` shows a person (``report``, with ``displays``; without one: its recommendation, else its
+        message)."""
+        from advisor.core import report as r
+
+        if self.report is not None:
+            return self.report(result, **displays)
+        rec = getattr(result, "recommendation", None)
+        return r.Report((r.Recommendation(rec),) if rec is not None else (r.Text(result.message or ""),))
+
+    def documented(self, result) -> dict:
+        """``result`` as JSON (``document``; without one: the run row's outcome)."""
+        return self.document(result) if self.document is not None else self.outcome(result)
 
     def outcome(self, result) -> dict:
         """What a run's row records of this kind's result (``summarize``, else ``default_outcome``)."""

@@ -67,6 +67,7 @@ SCRIPT = textwrap.dedent("""
     out["quiet_lines"] = lines
     # the CLI's run kinds: a wrong one is refused with the choices named
     out["cli_help"] = CliRunner().invoke(cli, ["runs", "start", "--target", "t", "--kind", "nope"]).output
+    out["tune_help"] = CliRunner().invoke(cli, ["tune", "widgets", "--help"]).output  # its own command
     with TestClient(create_app(sys.argv[1], scheduler=False)) as client:
         out["openapi"] = client.get("/api/openapi.json").json()
     out["form_kinds"] = [k["name"] for k in FORM["kinds"]]
@@ -86,11 +87,15 @@ def test_a_kind_added_to_the_registry_appears_in_every_adapter(tmp_path):
     assert any(x.startswith("still tuning (quiet)") for x in out["quiet_lines"]) and out["quiet_lines"][-1] == \
         "quiet done"
     assert "'widgets'" in out["cli_help"] and "'all'" in out["cli_help"]
+    # `advisor tune widgets`, generated from the entry: its summary and its plan's options (and no other kind's)
+    assert "A fake kind for the registry's test" in out["tune_help"] and "--trials" in out["tune_help"]
+    assert "--budget-mb" not in out["tune_help"]
     schemas = out["openapi"]["components"]["schemas"]
     assert "WidgetsRunIn" in schemas and set(schemas["WidgetsRunIn"]["properties"]) >= {"kind", "trials", "target"}
     assert "budget_mb" not in schemas["WidgetsRunIn"]["properties"]
     start = out["openapi"]["paths"]["/api/runs"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert {"$ref": "#/components/schemas/WidgetsRunIn"} in start["oneOf"]
+    assert "WidgetsRunSpec" in schemas  # a schedule's runs may be of it
     assert "widgets" in out["form_kinds"] and "widgets" in out["form_trials_for"]
 
 

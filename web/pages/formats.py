@@ -9,7 +9,6 @@ from datetime import datetime
 
 from advisor.core import wording
 from advisor.core.errors import AdvisorError
-from advisor.service import summary
 from web.times import utc
 from advisor.core.sqltext import one_line, shorten
 
@@ -48,8 +47,8 @@ def ms(x: float | None) -> str:
 
 
 def mb(n: float | None) -> str:
-    """Bytes as MB (MiB, as the budgets are given), as every face prints a size (``advisor.service.summary.size``)."""
-    return DASH if _missing(n) else summary.size(n)
+    """Bytes as MB (MiB, as the budgets are given), as every face prints a size (``advisor.core.wording.size``)."""
+    return DASH if _missing(n) else wording.size(n)
 
 
 def ratio(x: float | None) -> str:

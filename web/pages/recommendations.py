@@ -12,7 +12,8 @@ from fastapi import APIRouter, Request
 from advisor.core.domain import TRANSITIONS
 from advisor.core.errors import NotFound
 from advisor.service.runs import kinds
-from advisor.service.summary import SIZE_LABELS, slowdown, summarize
+from advisor.service.summary import slowdown, summarize
+from advisor.tuning.indexes.face import SIZE_LABELS
 from web import views
 from web.deps import PageSession, Service
 from web.pages import diff, plots

@@ -6,8 +6,10 @@ passes stored as trial records are reused, ``Context``'s ``ledger_of``)."""
 from __future__ import annotations
 
 from advisor.core.domain import DropIndexChange, IndexChange
+from advisor.tuning.indexes import face
 from advisor.tuning.kind import Context, Kind, ledger_of
 from advisor.tuning.kind import validation_of as _validation
+from advisor.tuning.indexes import plan as plan_inputs
 from advisor.tuning.indexes.plan import IndexesPlan
 from optimizers import indexes
 
@@ -38,4 +40,6 @@ def _train_shipped(*args) -> dict:
 KIND = Kind("indexes", "new indexes within a storage budget (and unused ones to drop): what-if costs, the "
             "optimizer's set, each index built and measured on a shadow", run, optimizers=indexes.OPTIMIZERS,
             change_types=(IndexChange, DropIndexChange), plan=IndexesPlan, default_optimizer="ia2", title="Index",
-            train_shipped=_train_shipped, predicted_basis="what-if planner cost")
+            train_shipped=_train_shipped, predicted_basis="what-if planner cost",
+            report=face.report, document=face.document, explain=face.per_statement,
+            inputs=plan_inputs.INPUTS, displays=plan_inputs.DISPLAYS)

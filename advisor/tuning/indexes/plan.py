@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from advisor.tuning.plan import RunPlan, option
+from advisor.tuning.plan import Option, RunPlan, option
 
 BUDGET_MB_MAX = 10_000_000
 MIN_BUDGET_MB = 16.0
@@ -37,3 +37,10 @@ class IndexesPlan(RunPlan):
         if self.budget_mb is not None:
             return self
         return replace(self, budget_mb=float(max(MIN_BUDGET_MB, round(BUDGET_SHARE * data_bytes / 2**20))))
+
+
+# what an index run takes besides its plan on a command line, and what its report can show besides
+INPUTS = (Option("device", "text", None, "IA2 training device: auto (CUDA when present), cpu, cuda (default: "
+                 "ADVISOR_DEVICE)"),)
+DISPLAYS = (Option("explain", "bool", False, "print, per observed statement, its bound constants, candidates, what-if "
+                   "costs and why each candidate was or was not chosen"),)

@@ -9,7 +9,9 @@ from __future__ import annotations
 from advisor.core.domain import KnobChange
 from advisor.core.errors import AdvisorError
 from advisor.core.inputs import ranges
+from advisor.tuning.knobs import face
 from advisor.tuning.kind import Context, Kind, default_outcome
+from advisor.tuning.knobs import plan as plan_inputs
 from advisor.tuning.knobs.plan import KnobsPlan
 from advisor.tuning.kind import validation_of as _validation
 from optimizers import knobs
@@ -75,5 +77,7 @@ def _summary(result) -> dict:
 KIND = Kind("knobs", "server settings: a search on a shadow (HiBO, GP-BO, TPE, random) or one rule-based "
             "configuration, validated against the current settings", run, optimizers=knobs.OPTIMIZERS,
             change_types=(KnobChange,), plan=KnobsPlan,
-            default_optimizer="hibo", check_plan=_check, check_target=check_target, choices={"objective": OBJECTIVES}, summarize=_summary,
-            title="Knob", auto_applies=True)
+            default_optimizer="hibo", check_plan=_check, check_target=check_target, choices={"objective": OBJECTIVES, "storage": plan_inputs.STORAGE}, summarize=_summary,
+            title="Knob", auto_applies=True,
+            report=face.report, document=face.document,
+            inputs=plan_inputs.INPUTS, take=plan_inputs.take)

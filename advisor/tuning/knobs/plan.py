@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.core.inputs import RANGE_ITEM
-from advisor.tuning.plan import RunPlan, option
+from advisor.tuning.plan import Option, RunPlan, option
 
 
 @dataclass(frozen=True)
@@ -31,3 +31,18 @@ class KnobsPlan(RunPlan):
                                 "e.g. autovacuum, session_replication_role, foreign_key_checks); never applied by a "
                                 "schedule by itself", label="Unsafe knobs")
     objective: str = option("latency", "minimize weighted latency, or maximize throughput", label="Objective")
+
+
+# what a knob run takes besides its plan on a command line: the server's hardware, when the target's is not known
+INPUTS = (Option("memory_gb", "float", None, "server RAM for this run (default: stored with the target, else read "
+                 "from the server)", (0.1, 1e6)),
+          Option("cores", "int", None, "server cores for this run (default: as for --memory-gb)", (1, 100_000)),
+          Option("storage", "text", None, "server storage kind: ssd, hdd or san"))
+STORAGE = ("ssd", "hdd", "san")
+
+
+def take(values: dict) -> dict:
+    """The service's inputs of ``INPUTS``' values: the hardware given (``hardware``; None: the target's own)."""
+    from advisor.core.hardware import resolve
+
+    return {"hardware": resolve(values.get("memory_gb"), values.get("cores"), values.get("storage"))}

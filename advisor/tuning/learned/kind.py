@@ -20,6 +20,7 @@ from advisor.core.domain import LearnedIndexParam, Recommendation
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import heartbeat
 from advisor.core.params import ParamSpace
+from advisor.tuning.learned import face
 from advisor.tuning.kind import Context, Kind, default_outcome
 from advisor.core.inputs import ranges  # NAME=LOW:HIGH items, read the same way for every kind
 from advisor.tuning.learned import keys as key_sources
@@ -206,4 +207,5 @@ KIND = Kind(KIND_NAME, "a learned index's parameters (ALEX-like, PGM): a search 
             handed_over=True, default_optimizer="hibo", check_plan=_check, check_target=check_target, confine=confine,
             summarize=summarize,
             title="Learned index", uses_shadows=False, own_target=own_target, own_target_engine="keys",
-            train_shipped=_train_shipped)
+            train_shipped=_train_shipped,
+            report=face.report, document=face.document)

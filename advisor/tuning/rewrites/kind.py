@@ -7,6 +7,7 @@ any work when the target's parser refuses a statement (``check_target``, called 
 from __future__ import annotations
 
 from advisor.core.domain import QueryRewrite
+from advisor.tuning.rewrites import face
 from advisor.tuning.kind import Context, Kind, ledger_of
 from advisor.tuning.rewrites import given
 from advisor.tuning.kind import validation_of as _validation
@@ -48,4 +49,5 @@ KIND = Kind("rewrites", "faster SQL for the heaviest statements (equality satura
             "the same rows and timed on a shadow; handed to the statements' owners, never applied", run,
             optimizers=rewrites.OPTIMIZERS, change_types=(QueryRewrite,), plan=RewritesPlan,
             check_target=check_target, handed_over=True, default_optimizer="aurora", title="Query rewrite",
-            train_shipped=_train_shipped)
+            train_shipped=_train_shipped,
+            report=face.report, document=face.document)
