@@ -4,8 +4,9 @@ load a data set ask of a database, reached from a connector by ``Connector.loade
 Their DDL and queries are written once in the workload's own dialect and transpiled to the connector's ``dialect``
 by the caller; a loader does what is the engine's: run a script in one session, bulk-load rows, bring statistics up
 to date, read the planner's statistics and key words, replay parameterized calls as a driver sends them, and give
-the command line of the engine's client programs. Each engine implements it in its package
-(``connectors/postgres/roles.py``, ``connectors/mariadb/roles.py``)."""
+the command line of the engine's client programs. ``ModuleLoader`` is the one implementation: it runs the functions
+of an engine's ``loading`` module (``connectors/postgres/loading.py``, ``connectors/mariadb/loading.py``), which
+say how the engine does each."""
 
 from __future__ import annotations
 
@@ -64,3 +65,42 @@ class Loader(Protocol):
         """The command line that runs the engine's installed client program ``tool`` (e.g. ``pgbench``) with
         ``args`` against this database, and the environment to run it in: the connection's secrets go there,
         never on the command line. AdvisorError when the engine has no such program installed."""
+
+
+class ModuleLoader:
+    """``Loader`` over an engine's ``loading`` module: a function per method, named as the method; those that load
+    take the DSN first (each opens its own session), the readers (``column_statistics``, ``table_rows``,
+    ``reserved_words``) take a connection, run through the connector's ``guarded`` (one connection per call,
+    driver errors said in one line)."""
+
+    def __init__(self, dsn: str, guarded: Callable[[Callable], Any], loading: Any):
+        self.dsn = dsn
+        self._guarded = guarded
+        self._loading = loading
+
+    def run_script(self, statements: Sequence[str], before: Callable[[int, str], None] | None = None) -> None:
+        self._loading.run_script(self.dsn, statements, before)
+
+    def load_rows(self, table: str, columns: Sequence[str] | None, rows) -> int:
+        return self._loading.load_rows(self.dsn, table, columns, rows)
+
+    def analyze(self, tables: Sequence[str] | None = None, statistics_target: int | None = None) -> None:
+        self._loading.analyze(self.dsn, tables, statistics_target)
+
+    def vacuum(self, tables: Sequence[str] | None = None) -> None:
+        self._loading.vacuum(self.dsn, tables)
+
+    def column_statistics(self) -> dict[tuple[str, str, str], tuple]:
+        return self._guarded(self._loading.column_statistics)
+
+    def table_rows(self) -> dict[TableRef, float]:
+        return self._guarded(self._loading.table_rows)
+
+    def reserved_words(self) -> frozenset[str]:
+        return self._guarded(self._loading.reserved_words)
+
+    def run_parameterized(self, calls, timeout_ms: int | None = None) -> int:
+        return self._loading.run_parameterized(self.dsn, calls, timeout_ms)
+
+    def client_command(self, tool: str, args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+        return self._loading.client_command(self.dsn, tool, args)

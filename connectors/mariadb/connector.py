@@ -16,7 +16,7 @@ from typing import Any
 
 import pymysql
 
-from advisor.core.domain import Applied, Change, Hardware, IndexChange, KnobSpec, Snapshot, StatementStat
+from advisor.core.domain import Hardware, IndexChange, KnobSpec, Snapshot, StatementStat
 from advisor.core.errors import AdvisorError, BadStatement, ProductionLocked, TargetUnreachable
 from advisor.core.indexfacts import IndexFacts
 from advisor.core.knobprofile import KnobProfile
@@ -29,7 +29,10 @@ from connectors.mariadb import snapshot
 from connectors.mariadb.connection import (TAG, connect, error_code, error_text, parse_dsn, quote, redact,
                                            target_name, to_question_marks)
 from connectors.mariadb.plans import to_plan
-from connectors.mariadb.roles import MariaDBBench, MariaDBLoader
+from connectors.changing import Changing
+from connectors.loader import ModuleLoader
+from connectors.mariadb import loading
+from connectors.mariadb.roles import MariaDBBench
 from connectors.mariadb.binding import MariaDBBindingSource
 from connectors.mariadb.session import GONE, MariaDBSession
 from connectors.mariadb.whatif import IgnoredIndexes, explained
@@ -43,9 +46,14 @@ def _not_yet(what: str) -> AdvisorError:
     return AdvisorError(f"{what} is not supported on MariaDB yet")
 
 
-class MariaDBConnector:
+class MariaDBConnector(Changing):
     """A live MariaDB database. ``restart`` restarts its server and ``persist`` writes settings into its option
     file, when the caller can (a sandbox can); without them a read-only variable's change is reported pending."""
+
+    # how it changes a database (``connectors.changing.Changing``: plan_changes, apply, revert, ownership,
+    # lock_waits): its engine's two modules
+    applying = applying
+    owning = owning
 
     engine = "mariadb"
     dialect = "mariadb"
@@ -234,25 +242,6 @@ class MariaDBConnector:
 
         return self._guarded(read)
 
-    # --- changing ----------------------------------------------------------------------------------------------
-
-    def plan_changes(self, changes: Sequence[Change], catalog: dict[str, KnobSpec] | None = None) -> Applied:
-        """Check every change and render what applies and reverts it, without running anything."""
-        return applying.plan_changes(self, changes, catalog)
-
-    def apply(self, changes: Sequence[Change], lock_timeout_s: float | None = None) -> Applied:
-        """Apply the changes (all checked first), undoing what was done when one fails midway."""
-        return applying.apply(self, changes, lock_timeout_s)
-
-    def revert(self, applied: Applied, lock_timeout_s: float | None = None) -> None:
-        applying.revert(self, applied, lock_timeout_s)
-
-    def ownership(self, changes: Sequence[Change]) -> list[tuple[str, str | None]]:
-        return owning.ownership(self, changes)
-
-    def lock_waits(self, samples: int = 5, interval_s: float = 0.2) -> float:
-        return owning.lock_waits(self, samples, interval_s)
-
     # --- knobs -------------------------------------------------------------------------------------------------
 
     def knob_profile(self) -> KnobProfile:
@@ -329,8 +318,8 @@ class MariaDBConnector:
 
     # --- the other roles ----------------------------------------------------------------------------------------
 
-    def loader(self) -> MariaDBLoader:
-        return MariaDBLoader(self.dsn, self._guarded)
+    def loader(self) -> ModuleLoader:
+        return ModuleLoader(self.dsn, self._guarded, loading)
 
     def bench(self) -> MariaDBBench:
         return MariaDBBench(self.dsn, self._guarded)

@@ -1,51 +1,13 @@
-"""The roles of a MariaDB database beyond a pipeline's (``connectors.base.Connector.loader`` and ``.bench``):
-``MariaDBLoader`` (``connectors.loader.Loader``, over ``connectors.mariadb.loading``) and ``MariaDBBench``
-(``connectors.probing.BenchProbe``, over ``connectors.mariadb.activity``). Each holds the DSN and the connector's
-``guarded`` (one connection per call, driver errors said in one line)."""
+"""The bench role of a MariaDB database (``connectors.base.Connector.bench``): ``MariaDBBench``
+(``connectors.probing.BenchProbe``, over ``connectors.mariadb.activity``). Its loader role is the shared
+``connectors.loader.ModuleLoader`` over ``connectors.mariadb.loading``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from connectors.mariadb import activity, loading
-
-
-class MariaDBLoader:
-    """``connectors.loader.Loader`` for MariaDB: LOAD DATA or multi-row INSERTs, ANALYZE TABLE ... PERSISTENT FOR
-    ALL, mysql.column_stats, information_schema.KEYWORDS, the mariadb client programs."""
-
-    def __init__(self, dsn: str, guarded: Callable[[Callable], Any]):
-        self.dsn = dsn
-        self._guarded = guarded
-
-    def run_script(self, statements: Sequence[str], before: Callable[[int, str], None] | None = None) -> None:
-        loading.run_script(self.dsn, statements, before)
-
-    def load_rows(self, table: str, columns: Sequence[str] | None, rows) -> int:
-        return loading.load_rows(self.dsn, table, columns, rows)
-
-    def analyze(self, tables: Sequence[str] | None = None, statistics_target: int | None = None) -> None:
-        loading.analyze(self.dsn, tables, statistics_target)
-
-    def vacuum(self, tables: Sequence[str] | None = None) -> None:
-        loading.vacuum(self.dsn, tables)
-
-    def column_statistics(self) -> dict[tuple[str, str, str], tuple]:
-        return self._guarded(loading.column_statistics)
-
-    def table_rows(self) -> dict[tuple[str, str], float]:
-        """Each base table of the database, as (database, table), with the engine's estimate of its rows."""
-        return self._guarded(loading.table_rows)
-
-    def reserved_words(self) -> frozenset[str]:
-        return self._guarded(loading.reserved_words)
-
-    def run_parameterized(self, calls, timeout_ms: int | None = None) -> int:
-        return loading.run_parameterized(self.dsn, calls, timeout_ms)
-
-    def client_command(self, tool: str, args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
-        return loading.client_command(self.dsn, tool, args)
+from connectors.mariadb import activity
 
 
 class MariaDBBench:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 import psycopg
 from psycopg import sql
 
-from advisor.core.domain import Applied, Change, Hardware, IndexChange, KnobSpec, Snapshot, StatementStat
+from advisor.core.domain import Hardware, IndexChange, KnobSpec, Snapshot, StatementStat
 from advisor.core.errors import AdvisorError, BadStatement, TargetUnreachable
 from advisor.core.indexfacts import IndexFacts
 from advisor.core.knobprofile import KnobProfile
@@ -20,7 +20,10 @@ from connectors.postgres.knobs import PROFILE
 from connectors.postgres.binding import PostgresBindingSource
 from connectors.postgres.catalog import read_catalog
 from connectors.postgres.plans import to_plan
-from connectors.postgres.roles import PostgresBench, PostgresLoader
+from connectors.changing import Changing
+from connectors.loader import ModuleLoader
+from connectors.postgres import loading
+from connectors.postgres.roles import PostgresBench
 from connectors.postgres.session import PostgresSession
 from connectors.postgres.hardware import read_hardware
 from connectors.postgres.connection import TAG, connect, execute_one, parse_dsn, redact, target_name
@@ -36,9 +39,14 @@ SELECT current_database(), d.oid::bigint,
 FROM pg_database d WHERE d.datname = current_database()"""
 
 
-class PostgresConnector:
+class PostgresConnector(Changing):
     """A live PostgreSQL database. ``restart`` is how to restart its server, when the caller can (sandboxes
     can; for a remote production server a restart is left to the DBA and reported as pending)."""
+
+    # how it changes a database (``connectors.changing.Changing``: plan_changes, apply, revert, ownership,
+    # lock_waits): its engine's two modules
+    applying = applying
+    owning = owning
 
     engine = "postgres"
     dialect = "postgres"
@@ -240,25 +248,6 @@ class PostgresConnector:
 
         return self._guarded(read)
 
-    # --- changing ----------------------------------------------------------------------------------------------
-
-    def plan_changes(self, changes: Sequence[Change], catalog: dict[str, KnobSpec] | None = None) -> Applied:
-        """Check every change and render the SQL that applies and reverts it, without running anything."""
-        return applying.plan_changes(self, changes, catalog)
-
-    def apply(self, changes: Sequence[Change], lock_timeout_s: float | None = None) -> Applied:
-        """Apply the changes (all checked first); on a failure midway, undo what was done and raise."""
-        return applying.apply(self, changes, lock_timeout_s)
-
-    def revert(self, applied: Applied, lock_timeout_s: float | None = None) -> None:
-        applying.revert(self, applied, lock_timeout_s)
-
-    def ownership(self, changes: Sequence[Change]) -> list[tuple[str, str | None]]:
-        return owning.ownership(self, changes)
-
-    def lock_waits(self, samples: int = 5, interval_s: float = 0.2) -> float:
-        return owning.lock_waits(self, samples, interval_s)
-
     # --- binding -----------------------------------------------------------------------------------------------
 
     def binding_source(self) -> PostgresBindingSource:
@@ -301,8 +290,8 @@ class PostgresConnector:
 
     # --- the other roles ----------------------------------------------------------------------------------------
 
-    def loader(self) -> PostgresLoader:
-        return PostgresLoader(self.dsn, self._guarded)
+    def loader(self) -> ModuleLoader:
+        return ModuleLoader(self.dsn, self._guarded, loading)
 
     def bench(self) -> PostgresBench:
         return PostgresBench(self.dsn)

@@ -17,6 +17,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from advisor.bench.models import cell, text_table
 from advisor.core.progress import Say, silent
 
 VARIANTS = ("shipped", "adapted", "scratch")
@@ -69,15 +70,12 @@ def run(adapt_episodes: int | None = None, scratch_episodes: int = 300, seed: in
 def table(rows: list[dict]) -> str:
     head = (f"{'workload':>14} {'stmts':>5} {'cands':>5}  {'shipped':>8} {'s':>5}  {'adapted':>8} {'s':>5}  "
             f"{'scratch':>8} {'s':>5}")
-    lines = [head, "-" * len(head)]
-    fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
-    for r in rows:
-        lines.append(f"{r['workload']:>14} {r['statements']:>5} {r['candidates']:>5}  "
-                     + "  ".join(f"{fmt(r[f'{v}_vs_extend']):>8} {r[f'{v}_s']:>5.1f}" for v in VARIANTS))
-    lines.append("\nIA2: what-if cost of its own set over Extend's (lower is better; the pipeline recommends "
-                 "Extend's when it is lower); s: seconds to the first recommendation (training or adapting, then "
-                 "the answer)")
-    return "\n".join(lines)
+    return text_table(head, [f"{r['workload']:>14} {r['statements']:>5} {r['candidates']:>5}  "
+                             + "  ".join(f"{cell(r[f'{v}_vs_extend']):>8} {r[f'{v}_s']:>5.1f}" for v in VARIANTS)
+                             for r in rows],
+                      "\nIA2: what-if cost of its own set over Extend's (lower is better; the pipeline recommends "
+                      "Extend's when it is lower); s: seconds to the first recommendation (training or adapting, "
+                      "then the answer)")
 
 
 def plot(rows: list[dict], path: Path) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 
+from advisor.bench.models import cell, text_table
 from advisor.core.progress import Say, silent
 
 HELD_OUT = (("normal", 1001), ("uniform", 1002))  # (key set, seed): never in the shipped models' training
@@ -83,12 +84,8 @@ def run(budget: int = 12, episodes: int = 60, seed: int = 0, say: Say = silent) 
 def table(rows: list[dict]) -> str:
     head = (f"{'index':>6} {'keys':>13} {'mix':>10}  {'shipped':>8} {'adapted':>8} {'load s':>6}  "
             f"{'scratch':>8} {'train s':>7}")
-    lines = [head, "-" * len(head)]
-    fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
-    for r in rows:
-        lines.append(f"{r['index']:>6} {r['keys']:>13} {r['mix']:>10}  {fmt(r['shipped_ratio']):>8} "
-                     f"{fmt(r['adapted_ratio']):>8} {r['adapted_s']:>6.1f}  {fmt(r['scratch_ratio']):>8} "
-                     f"{r['scratch_s']:>7.1f}")
-    lines.append(f"\nLITune: best safe ns/op in {rows[0]['budget'] if rows else 0} trials over the defaults' (lower "
-                 "is better); s: seconds before the first trial (loading, or meta-training from scratch)")
-    return "\n".join(lines)
+    return text_table(head, [f"{r['index']:>6} {r['keys']:>13} {r['mix']:>10}  {cell(r['shipped_ratio']):>8} "
+                             f"{cell(r['adapted_ratio']):>8} {r['adapted_s']:>6.1f}  {cell(r['scratch_ratio']):>8} "
+                             f"{r['scratch_s']:>7.1f}" for r in rows],
+                      f"\nLITune: best safe ns/op in {rows[0]['budget'] if rows else 0} trials over the defaults' "
+                      "(lower is better); s: seconds before the first trial (loading, or meta-training from scratch)")
