@@ -13,7 +13,7 @@ from optimizers.base import Optimizer
 
 OPTIMIZERS: dict[str, tuple[type[Optimizer], ...]] = {"knobs": knobs.OPTIMIZERS, "indexes": indexes.OPTIMIZERS,
                                                      "rewrites": rewrites.OPTIMIZERS,
-                                                     "learned_index": learned_index.OPTIMIZERS}
+                                                     "learned-index": learned_index.OPTIMIZERS}
 
 
 def available(kind: str | None = None) -> list[type[Optimizer]]:

@@ -61,7 +61,7 @@ class LearnedIndexProblem:
 
 
 class LearnedIndexOptimizer(Optimizer[LearnedIndexProblem]):
-    kind = "learned_index"
+    kind = "learned-index"
     change_types = (LearnedIndexParam,)
 
     def _check(self, config: Config) -> None:

@@ -119,7 +119,7 @@ def test_the_search_bounds_its_trials_by_the_defaults_cpu_time():
     from advisor.core.params import ParamSpace
 
     prob = problem(ParamSpace(engine.parameters()), engine.name, safety=0.25)
-    found = search(target, registry.create("learned_index", "random", prob, seed=3), 2, rounds=0)
+    found = search(target, registry.create("learned-index", "random", prob, seed=3), 2, rounds=0)
     base = found.trials[0].result
     assert target.max_cpu_ns_per_op == pytest.approx(base.metrics["cpu_ns_per_op"] / 0.25)
     assert all(t.result.objective == (t.result.metrics or {}).get("cpu_ns_per_op") for t in found.trials
@@ -132,7 +132,7 @@ def test_search_on_the_updatable_index_counts_unsafe_evaluations_and_validates()
     from advisor.core.params import ParamSpace
 
     prob = problem(ParamSpace(engine.parameters()), engine.name, safety=0.999999)  # almost any dip is unsafe
-    opt = registry.create("learned_index", "grid", prob, seed=1)
+    opt = registry.create("learned-index", "grid", prob, seed=1)
     found = search(target, opt, 4, rounds=2)
     assert found.evaluations == 4 and len(found.trials) == 4
     unsafe = [t for t in found.trials if (t.result.metrics or {}).get("unsafe")]
@@ -198,7 +198,7 @@ def test_the_bench_entry_point_runs_an_engine_over_streams():
     initial, stream = mixes.workload(keys, mixes.parse_mix(MIX), 20_000, 2)
     from advisor.core.params import ParamSpace
 
-    opt = registry.create("learned_index", "random", problem(ParamSpace(engine.parameters()), engine.name), seed=2)
+    opt = registry.create("learned-index", "random", problem(ParamSpace(engine.parameters()), engine.name), seed=2)
     found = tune_index(engine, initial, [stream, stream], opt, 3, rounds=0)
     assert found.evaluations == 3 and found.evidence is None and found.default["throughput_ops"] > 0
     assert [t.source for t in found.trials] == ["default", "random", "random"]

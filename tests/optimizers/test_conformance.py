@@ -132,7 +132,7 @@ def learned_index_problem():
 @pytest.fixture
 def problem_of(knob_problem, index_problem, rewrite_problem, learned_index_problem):
     return {"knobs": knob_problem, "indexes": index_problem, "rewrites": rewrite_problem,
-            "learned_index": learned_index_problem}.__getitem__
+            "learned-index": learned_index_problem}.__getitem__
 
 
 def make(cls: type[Optimizer], problem, seed: int = 0) -> Optimizer:
@@ -172,7 +172,7 @@ def assert_valid(cls, problem, config) -> None:
             for change in config:
                 assert change.name in dims, f"{cls.name} changed {change.name}, which is not searched"
                 assert 0.0 <= dims[change.name].to_unit(change.value) <= 1.0
-    elif cls.kind == "learned_index":
+    elif cls.kind == "learned-index":
         assert all(isinstance(c, LearnedIndexParam) for c in config)
         assert len({c.name for c in config}) == len(config)
         assert problem.space.validate({c.name: c.value for c in config}) == {c.name: c.value for c in config}
@@ -190,7 +190,7 @@ def assert_valid(cls, problem, config) -> None:
 
 
 def test_every_kind_lists_unique_names():
-    assert {"knobs", "indexes", "rewrites", "learned_index"} <= set(registry.OPTIMIZERS)
+    assert {"knobs", "indexes", "rewrites", "learned-index"} <= set(registry.OPTIMIZERS)
     for kind in registry.OPTIMIZERS:
         names = [cls.name for cls in registry.available(kind)]
         assert names and len(names) == len(set(names))

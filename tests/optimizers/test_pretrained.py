@@ -114,7 +114,7 @@ def test_a_first_litune_run_starts_from_the_shipped_model_and_adapts_it_without_
 
     calls, said = [], []
     engine, keys, prob = _litune_problem("pgm", calls=calls)
-    opt = registry.create("learned_index", "litune", prob, seed=0, device="cpu")
+    opt = registry.create("learned-index", "litune", prob, seed=0, device="cpu")
     training = opt.prepare(tmp_path, said.append)  # an empty model directory: a new target
     assert training["shipped"] and training["loaded"] and not training["trained"] and not calls
     assert any("shipped model" in line for line in said)
@@ -137,10 +137,10 @@ def test_litune_retrain_meta_trains_from_scratch_instead_of_the_shipped_model(tm
     calls = []
     tasks = litune_tasks(factory.learned_index("pgm"), 0, sets=("uniform",), n_keys=5_000)
     _, _, prob = _litune_problem("pgm", tasks=tasks, calls=calls)
-    trained = registry.create("learned_index", "litune", prob, seed=0, device="cpu", episodes=2, steps=2,
+    trained = registry.create("learned-index", "litune", prob, seed=0, device="cpu", episodes=2, steps=2,
                               retrain=True).prepare(tmp_path, lambda _m: None)
     assert trained["trained"] and not trained["shipped"] and trained["meta"]["episodes"] == 2 and calls
-    again = registry.create("learned_index", "litune", prob, seed=0, device="cpu").prepare(tmp_path, lambda _m: None)
+    again = registry.create("learned-index", "litune", prob, seed=0, device="cpu").prepare(tmp_path, lambda _m: None)
     assert again["loaded"] and not again["shipped"] and len(calls) == 1  # this target's own model, now stored
 
 
@@ -153,7 +153,7 @@ def test_litune_refuses_a_model_rewarded_on_another_unit_and_says_so(tmp_path):
     agent, stats, prior = litune_shipped.meta_trained(prob.space, [], 0, 1, 7, "cpu")
     stored = litune_shipped.file_name("pgm", prob.space)  # this target's model, its manifest without a reward:
     litune_shipped.save(agent, stats, prior, tmp_path / stored, {"index": "pgm", "seed": 7}, compact=True)  # wall
-    training = registry.create("learned_index", "litune", prob, seed=0, device="cpu").prepare(tmp_path, said.append)
+    training = registry.create("learned-index", "litune", prob, seed=0, device="cpu").prepare(tmp_path, said.append)
     assert training["refused"] == [str(tmp_path / stored)] and training["shipped"] and not calls
     assert any("not using the model" in line and EARLIER in line for line in said)
     assert training["reward"] != EARLIER

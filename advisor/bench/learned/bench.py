@@ -153,8 +153,8 @@ def create(name: str, prob, seed: int, **options):
     the others left out: the searches take ``**options`` through to their base, which refuses unknown ones."""
     import inspect
 
-    named = inspect.signature(registry.get("learned_index", name)._setup).parameters
-    return registry.create("learned_index", name, prob, seed=seed,
+    named = inspect.signature(registry.get("learned-index", name)._setup).parameters
+    return registry.create("learned-index", name, prob, seed=seed,
                            **{k: v for k, v in options.items() if k in named and named[k].kind != named[k].VAR_KEYWORD})
 
 

@@ -69,7 +69,7 @@ def run_drift(o, model_dir: Path, say: Say) -> dict:
         say(f"drift phase {p + 1}/{o.drift_phases}: {len(keys):,} keys, lookup {mix.lookup:.2f} insert "
             f"{mix.insert:.2f}")
         if online is None:
-            online = registry.create("learned_index", "litune", problem(space, engine.name, feats), seed=seed,
+            online = registry.create("learned-index", "litune", problem(space, engine.name, feats), seed=seed,
                                      device=o.device, episodes=o.episodes)
             online.prepare(model_dir, say)
             budget = o.drift_budget
@@ -78,7 +78,7 @@ def run_drift(o, model_dir: Path, say: Say) -> dict:
             budget = o.online_budget
         lt = tune_index(engine, keys, [stream], online, budget, seed=seed, rounds=o.rounds,
                         finalists=o.finalists, finalist_rounds=o.finalist_rounds)
-        fresh = registry.create("learned_index", o.drift_tuner, problem(space, engine.name, feats), seed=seed,
+        fresh = registry.create("learned-index", o.drift_tuner, problem(space, engine.name, feats), seed=seed,
                                 strict=False)
         rt = tune_index(engine, keys, [stream], fresh, o.drift_budget, seed=seed, rounds=o.rounds,
                         finalists=o.finalists, finalist_rounds=o.finalist_rounds)

@@ -47,7 +47,7 @@ def meta_train(options, model_dir: Path, say: Say, indexes: tuple[str, ...]) -> 
         prob = problem(ParamSpace(engine.parameters()), engine.name, (),
                        training=lambda e=engine: training_tasks(e, seed, sets=sets, mixes=mixes.MIXES,
                                                                 n_keys=TRAINING_KEYS, n_ops=TRAINING_OPS))
-        opt = registry.create("learned_index", "litune", prob, seed=seed, device=options.device,
+        opt = registry.create("learned-index", "litune", prob, seed=seed, device=options.device,
                               episodes=options.episodes, retrain=True)
         training = opt.prepare(model_dir, say) or {}
         meta = training.get("meta", {})

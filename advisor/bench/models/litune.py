@@ -62,11 +62,11 @@ def run(budget: int = 12, episodes: int = 60, seed: int = 0, say: Say = silent) 
             row = {"index": name, "keys": f"{key_set}/{key_seed}", "mix": "read-only" if engine.read_only
                    else "balanced", "budget": budget}
             for label, options in (("shipped", {"updates_per_tell": 0}), ("adapted", {})):
-                opt = registry.create("learned_index", "litune", prob, seed=seed, device="cpu", **options)
+                opt = registry.create("learned-index", "litune", prob, seed=seed, device="cpu", **options)
                 training = opt.prepare(None, say)
                 row[f"{label}_ratio"] = _best_ratio(opt, target, budget) if training.get("shipped") else None
                 row[f"{label}_s"] = training.get("seconds", 0.0)
-            opt = registry.create("learned_index", "litune", prob, seed=seed, device="cpu", episodes=episodes,
+            opt = registry.create("learned-index", "litune", prob, seed=seed, device="cpu", episodes=episodes,
                                   retrain=True)
             if scratch_blob is None:
                 t = time.monotonic()

@@ -150,7 +150,7 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
     initial, stream = workload(keys, mix, operations(len(keys), mix.insert), plan.seed)
     prob = problem(space_of(plan), engine.name, features(keys, mix),
                    training=lambda: training_tasks(engine, plan.seed))
-    optimizer = registry.create("learned_index", plan.optimizer, prob, seed=plan.seed, strict=False,
+    optimizer = registry.create("learned-index", plan.optimizer, prob, seed=plan.seed, strict=False,
                                 retrain=plan.retrain)  # LITune's: meta-train from scratch, not the shipped model
     with heartbeat(ctx.say, f"preparing {plan.optimizer}") as say:
         optimizer.prepare(ctx.model_dir(target_id) if ctx.model_dir else None, say)
