@@ -1,13 +1,14 @@
 """The query rewriter: a statement's SQL lowered into a relational algebra held in an egglog e-graph, rewritten by
 named rules under a node budget, and the cheapest form written back as SQL. The optimizers, listed in
 ``OPTIMIZERS`` (``plugins``, over ``base``: the one optimizer contract), differ only in how they choose the next
-rule: capped saturation, greedy, random order, and Aurora's learned policy (``aurora``, trained ahead by
-``pretrain``).
+rule: capped saturation, greedy, random order, and Aurora's learned policy (``search.aurora``, trained ahead by
+``search.pretrain``).
 
 Below the optimizers, four layers, each a sub-package; a layer imports only the layers below it (the
 ``rewrites-layers`` import-linter contract in pyproject.toml), and no sub-package has an import cycle inside:
 
-- ``search``: the rewrite problem, the term a statement's search starts from, its e-graph, the strategies;
+- ``search``: the rewrite problem, the term a statement's search starts from, its e-graph, the strategies (Aurora's
+  learned one and its training ahead of time among them);
 - ``rules``: the rewrite rules (over the algebra's terms, over a lowered statement: the expanding ones, over a
   statement's syntax tree: the statement-level ones) and which hold in a dialect;
 - ``sql``: the SQL front end: parsing, lowering a statement into the algebra, emitting a term back as SQL;

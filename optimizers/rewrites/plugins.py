@@ -1,6 +1,6 @@
 """The rewrite optimizers: one per search strategy over the same rules (``optimizers.rewrites.search.strategies``,
-``optimizers.rewrites.aurora``). Aurora's module and PyTorch are imported when Aurora first needs them (``_torch``):
-every CLI call lists the optimizers, and PyTorch alone takes a second to import."""
+``optimizers.rewrites.search.aurora``). Aurora's module and PyTorch are imported when Aurora first needs them
+(``_torch``): every CLI call lists the optimizers, and PyTorch alone takes a second to import."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 from advisor.core.progress import Say
 from optimizers.rewrites.base import RewriteOptimizer
 if TYPE_CHECKING:
-    from optimizers.rewrites.aurora import Aurora
+    from optimizers.rewrites.search.aurora import Aurora
     from optimizers.rewrites.search.egraph import Search
     from optimizers.rewrites.search.strategies import Result
 
@@ -32,7 +32,7 @@ def _torch():
     """(the Aurora class, the torch module), imported on first use."""
     import torch
 
-    from optimizers.rewrites.aurora import Aurora
+    from optimizers.rewrites.search.aurora import Aurora
 
     return Aurora, torch
 
@@ -74,7 +74,7 @@ class RandomOrder(_Stepped):
 class AuroraRewriter(RewriteOptimizer):
     """Aurora: a PPO policy picks the next rule and when to stop. ``prepare(model_dir)`` loads the policy stored
     there (``aurora.pt``, trained for the same rule list); else it starts from the policy shipped with the package
-    (``optimizers.rewrites.pretrain``: trained ahead on generated schemas) and adapts it with ``adapt`` episodes
+    (``optimizers.rewrites.search.pretrain``: trained ahead on generated schemas) and adapts it with ``adapt`` episodes
     on the problem's own statements; only without a shipped policy (or with ``retrain``) does it train one from
     scratch for ``episodes`` on the problem's statements (unless ``own`` is False) and ``corpus`` statements
     generated from its schema (``optimizers.rewrites.search.corpus``), each episode under row estimates scaled at random
@@ -118,7 +118,7 @@ class AuroraRewriter(RewriteOptimizer):
 
     def _from_shipped(self, say: Say) -> dict | None:
         """The shipped policy, adapted with ``adapt`` episodes on the problem's own statements; None without one."""
-        from optimizers.rewrites.pretrain import makers, shipped
+        from optimizers.rewrites.search.pretrain import makers, shipped
 
         found = shipped(seed=self.seed, device=self.device)
         if found is None:

@@ -8,7 +8,7 @@ import torch
 
 from advisor.tuning.rewrites.shipped import dialects
 from optimizers import registry
-from optimizers.rewrites.pretrain import HELD_OUT, SHIPPED, generated_problem, makers, shipped, train_policy
+from optimizers.rewrites.search.pretrain import HELD_OUT, SHIPPED, generated_problem, makers, shipped, train_policy
 from optimizers.rewrites.rules import RULES
 
 

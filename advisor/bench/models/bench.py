@@ -1,6 +1,6 @@
 """The shipped models against training per target, on schemas no model was trained on (``advisor bench models``).
 
-For Aurora's rule policy: on each held-out generated schema (``optimizers.rewrites.pretrain.HELD_OUT``), its
+For Aurora's rule policy: on each held-out generated schema (``optimizers.rewrites.search.pretrain.HELD_OUT``), its
 generated statements are searched (greedily, as a run does) by three policies: the shipped one as it is; the
 shipped one adapted with a run's default episodes on the schema's statements; and one trained from scratch on
 them with ``scratch_episodes`` (what a first question cost before the policy shipped). Reported per schema: the
@@ -47,8 +47,8 @@ def _mean_rc(agent, problem, searches) -> float:
 
 
 def run(o: ModelBenchOptions = ModelBenchOptions(), say: Say = silent) -> dict:
-    from optimizers.rewrites.aurora import Aurora
-    from optimizers.rewrites.pretrain import generated_problem, makers, shipped
+    from optimizers.rewrites.search.aurora import Aurora
+    from optimizers.rewrites.search.pretrain import generated_problem, makers, shipped
 
     started = time.monotonic()
     rows = []

@@ -1,5 +1,5 @@
 """Aurora's shipped rule policy, trained ahead of time (``advisor train --kinds rewrites``;
-``optimizers.rewrites.pretrain``) on generated statements in the SQL dialects of the engines the advisor runs;
+``optimizers.rewrites.search.pretrain``) on generated statements in the SQL dialects of the engines the advisor runs;
 reproduced bit for bit from its seed on the CPU (its rewards are estimated costs)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from advisor.core.progress import Say
 
 
 def train(seed: int, episodes: int | None, out: Path | None, device: str, say: Say) -> dict:
-    from optimizers.rewrites import pretrain
+    from optimizers.rewrites.search import pretrain
 
     path = out / pretrain.SHIPPED.name if out else pretrain.SHIPPED
     started = time.monotonic()

@@ -69,7 +69,7 @@ def test_aurora_stores_its_policy_and_reuses_it(tmp_path):
 def test_aurora_asks_every_rule_it_could_and_stops_at_a_fixed_point():
     """Adaptive action masking: a rule that changed nothing is not chosen again until the graph changes, and the
     first step never stops."""
-    from optimizers.rewrites.aurora import Aurora
+    from optimizers.rewrites.search.aurora import Aurora
 
     agent = Aurora(seed=0)
     s = search()

@@ -2,7 +2,7 @@
 (``optimizers/pretrained/aurora.pt``), so that a first rewrite question never waits for a training from scratch.
 
 The policy's state is schema-free (the e-graph's size, steps, costs, per rule its matches and runs, the statement's
-shape: ``optimizers.rewrites.aurora.features``), so a policy trained on other schemas applies to any; it only has
+shape: ``optimizers.rewrites.search.aurora.features``), so a policy trained on other schemas applies to any; it only has
 to be trained for the same rule list (a shipped file for another list is refused and training starts over).
 
 ``generated_problem(seed, dialect)``: a random schema of 3 to 6 linked tables (keys, foreign keys, NOT NULL
@@ -24,7 +24,7 @@ import numpy as np
 from advisor.core.progress import Say, silent
 from optimizers.rewrites.search.problem import RewriteProblem
 
-SHIPPED = Path(__file__).resolve().parents[1] / "pretrained" / "aurora.pt"
+SHIPPED = Path(__file__).resolve().parents[2] / "pretrained" / "aurora.pt"
 TRAINING_SCHEMAS = tuple(range(1, 9))  # the generated schemas the shipped policy was trained on
 HELD_OUT = tuple(range(1001, 1005))  # never trained on: what the shipped policy is compared on
 TYPES = ("int", "int", "numeric", "text", "date", "bigint")
@@ -88,7 +88,7 @@ def train_policy(dialects: Sequence[str], schemas: Sequence[int] = TRAINING_SCHE
     one of ``dialects`` in turn."""
     import torch
 
-    from optimizers.rewrites.aurora import Aurora
+    from optimizers.rewrites.search.aurora import Aurora
 
     torch.manual_seed(seed)
     work = []
@@ -114,7 +114,7 @@ def save(agent, stats: dict, path: Path = SHIPPED) -> Path:
 def shipped(seed: int = 0, device: str = "auto", path: Path = SHIPPED):
     """(the shipped policy as an Aurora agent, its training statistics), or None when there is none or it was
     trained for another rule list."""
-    from optimizers.rewrites.aurora import Aurora
+    from optimizers.rewrites.search.aurora import Aurora
     from optimizers.rl import persistence
 
     blob = persistence.stored(path)
