@@ -5,8 +5,10 @@ report shows (``Kind.displays``: an index run's ``--explain``); ``--resume`` con
 plan it was started with. The result is drawn by the kind's faces (``common.show_result``). A kind registered by a
 plugin gets its command the same way; the whole run (``all``) is ``advisor tune`` itself.
 
->>> [p.name for p in _parameters(__import__("advisor.tuning.kinds").tuning.kinds.get("knobs"))][:4]
-['target', 'json_out', 'register', 'store']
+>>> from advisor.service.runs import kinds
+>>> names = [p.name for p in _parameters(kinds.get("knobs"))]
+>>> names[:5], "trials" in names, "memory_gb" in names, "budget_mb" in names
+(['target', 'json_out', 'register', 'store', 'resume'], True, True, False)
 """
 
 from __future__ import annotations
