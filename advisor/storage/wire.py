@@ -42,7 +42,7 @@ CLASSES = {f"{cls.__module__}:{cls.__qualname__}": cls for module in (domain, me
 
 
 # the Store methods and properties that only read: a holder answers them without its lock, and a client asks one
-# again when its holder went away before answering (tests/advisor/test_store_holder.py checks it against Store's
+# again when its holder went away before answering (tests/advisor/storage/test_store_holder.py checks it against Store's
 # methods: a method that writes is one decorated ``changes_lists`` or running INSERT, UPDATE or DELETE)
 READS = frozenset({
     "version", "schema_version", "snapshots", "count_snapshots", "trials", "run", "runs", "count_runs",

@@ -1,6 +1,6 @@
 """The conformance suite's share of the default run: on engines other than the default, a rewrite search's checks
 (seconds of e-graph saturation per ask, over statements in that engine's dialect) run with ``-m slow``; the
-rewrite pipeline's own MariaDB tests (tests/advisor/test_rewrite_mariadb.py) stay in the default run."""
+rewrite pipeline's own MariaDB tests (tests/advisor/tuning/rewrites/test_rewrite_mariadb.py) stay in the default run."""
 
 import pytest
 

@@ -11,7 +11,7 @@ from cryptography.fernet import Fernet
 from fastapi.testclient import TestClient
 
 from advisor.core.domain import IndexChange, Recommendation
-from tests.advisor.test_store import pg_url
+from tests.advisor.storage.test_store import pg_url
 from tests.web.logins import log_in
 from web.main import create_app
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 
 from advisor.core.domain import IndexChange
-from tests.advisor.test_change_ownership import Postgres, recommend
+from tests.advisor.service.test_change_ownership import Postgres, recommend
 from tests.web.test_rewrite_pages import log_in
 
 

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from advisor.cli.main import main
 from advisor.core.domain import IndexChange
-from tests.advisor.test_change_ownership import db, recommend  # noqa: F401
+from tests.advisor.service.test_change_ownership import db, recommend  # noqa: F401
 from web.main import create_app
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from advisor.core.domain import IndexChange, KnobChange
 from advisor.core.errors import Conflict
-from tests.advisor.test_change_ownership import MariaDB, db, recommend, service  # noqa: F401
+from tests.advisor.service.test_change_ownership import MariaDB, db, recommend, service  # noqa: F401
 
 
 def test_one_index_definition_under_another_name_collides_with_the_applied_one(db, service):

@@ -27,8 +27,8 @@ from advisor.core.errors import Conflict, InvalidTransition, NotFound, StoreErro
 from advisor.storage import remote, wire
 from advisor.storage.remote import RemoteStore
 from advisor.storage.store import Store, open_store
-from tests.advisor.test_store import _rec
-from tests.advisor.test_store_postgres import _wait_for
+from tests.advisor.storage.test_store import _rec
+from tests.advisor.storage.test_store_postgres import _wait_for
 from connectors.postgres.sandbox import free_port
 from tests.test_cli_service import cli, environ, ok, serving
 

@@ -16,7 +16,7 @@ import pytest
 
 from advisor.core.errors import InvalidTransition, StoreError
 from advisor.storage.store import SCHEMA_VERSION, Store
-from tests.advisor.test_store import STORE_PASSWORD, _rec, pg_schema_version, pg_url
+from tests.advisor.storage.test_store import STORE_PASSWORD, _rec, pg_schema_version, pg_url
 
 WAIT_S = 60.0  # an upper bound for a condition polled for, never a delay
 
@@ -143,7 +143,7 @@ def test_a_bad_postgres_store_fails_clearly_without_its_password(url, tmp_path, 
 def test_the_duckdb_lock_error_names_the_process_holding_the_store(tmp_path):
     """A second process opening a DuckDB store itself (a bare ``Store``) is told which process holds it (id and
     command line) and what to do, never DuckDB's own lock message (``open_store(remote=True)``, which every
-    command and the server use, asks the holder instead: tests/advisor/test_store_holder.py)."""
+    command and the server use, asks the holder instead: tests/advisor/storage/test_store_holder.py)."""
     path, ready = tmp_path / "held.duckdb", tmp_path / "ready"
     holder = subprocess.Popen([sys.executable, "-c", "import pathlib, sys, threading; "
                                "from advisor.storage.store import Store; s = Store(sys.argv[2]); "

@@ -129,7 +129,7 @@ def test_the_servers_reaper_marks_a_killed_cli_run_of_a_shared_store_interrupted
                                                                                   shop):
     """On a PostgreSQL store that a server and a CLI share, the server's reaper removes the killed CLI's shadow and
     marks its run interrupted; while the CLI lives, its run is left alone."""
-    from tests.advisor.test_store import pg_url
+    from tests.advisor.storage.test_store import pg_url
 
     url = pg_url(pg)
     monkeypatch.setattr(tempfile, "tempdir", str(base))
@@ -153,7 +153,7 @@ def test_the_servers_reaper_marks_a_killed_cli_run_of_a_shared_store_interrupted
 def test_a_resumed_run_is_running_again_and_owned_by_the_process_that_resumed_it(base, tmp_path, pg, shop):
     """A killed CLI run, marked interrupted by the next command, resumed with ``--resume``: it is ``running`` again
     and its owner is the new process, so a failure is recorded on it and the next reaper leaves it alone."""
-    from tests.advisor.test_store import pg_url
+    from tests.advisor.storage.test_store import pg_url
 
     url = pg_url(pg)
     proc, run_id, _ = start_a_cli_run(tmp_path, base, url, shop)

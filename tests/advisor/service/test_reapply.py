@@ -15,7 +15,7 @@ from advisor.core.errors import InvalidTransition
 from advisor.service.production import reapproval
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
-from tests.advisor.test_change_ownership import Postgres, recommend
+from tests.advisor.service.test_change_ownership import Postgres, recommend
 
 _n = iter(range(10_000))
 

@@ -14,7 +14,7 @@ import psycopg
 
 from advisor.core.domain import IndexChange
 from connectors import factory
-from tests.advisor.test_change_ownership import LOOKUP, MariaDB, db, lookups, recommend, service  # noqa: F401
+from tests.advisor.service.test_change_ownership import LOOKUP, MariaDB, db, lookups, recommend, service  # noqa: F401
 from tests.connectors.mariadb.conftest import _conn, mrows
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from advisor.core.errors import AdvisorError, Ambiguous, InvalidInput, NotFound, StoreError
 from advisor.storage.store import Store
-from tests.advisor.test_store import STORE_LOGIN, STORE_PASSWORD, _rec, location, pg_schema_version, pg_url  # noqa: F401
+from tests.advisor.storage.test_store import STORE_LOGIN, STORE_PASSWORD, _rec, location, pg_schema_version, pg_url  # noqa: F401
 
 NUL = "\x00"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from advisor.core.domain import IndexChange
 from connectors import factory
-from tests.advisor.test_change_ownership import MariaDB, db, recommend, service  # noqa: F401
+from tests.advisor.service.test_change_ownership import MariaDB, db, recommend, service  # noqa: F401
 
 
 def test_a_rollback_after_the_table_was_rebuilt_drops_the_index_its_apply_built(db, service):

@@ -1,0 +1,1 @@
+"""Tests of the service (advisor/service): applying, ownership, watches, replicas, reaping."""

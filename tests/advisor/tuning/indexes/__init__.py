@@ -1,0 +1,1 @@
+"""Tests of the index kind (advisor/tuning/indexes)."""

@@ -1,0 +1,1 @@
+"""Tests of the knob kind (advisor/tuning/knobs)."""

@@ -1,0 +1,1 @@
+"""Tests of the rewrite kind (advisor/tuning/rewrites)."""
