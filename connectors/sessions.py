@@ -74,7 +74,7 @@ class Session(Protocol):
 @runtime_checkable
 class BindingSource(Protocol):
     """What one database knows about the constants of its normalized statements (``$1, $2 ...``: the neutral
-    placeholders above connectors), for ``workloads.binding`` to turn them into executable SQL, on one open
+    placeholders above connectors), for ``workloads.statements.binding`` to turn them into executable SQL, on one open
     connection of its own: close it (or leave its ``with`` block) when done. Values are text: ``real_constants``
     gives SQL literals as the engine saw them, ``column_values`` and ``default_value`` raw values that
     ``literal`` renders. An engine that keeps no such fact answers "none" (``None``, ``{}``, ``()``, "unknown")."""

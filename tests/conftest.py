@@ -13,7 +13,7 @@ from connectors import factory
 from connectors.mariadb.sandbox import MariaDBSandbox
 from connectors.postgres import PostgresConnector
 from connectors.postgres.sandbox import PostgresSandbox
-from workloads import tpch
+from workloads.datasets import tpch
 
 FAST = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
 

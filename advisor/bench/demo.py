@@ -13,9 +13,9 @@ from advisor.core.progress import Say, silent
 from advisor.service.service import AdvisorService, WholeResult
 from advisor.tuning import kinds
 from connectors import factory
-from workloads import suites, tpch
-from workloads.binding import BoundStatement
-from workloads.replay import ReplayOptions, replay
+from workloads.datasets import suites, tpch
+from workloads.statements.binding import BoundStatement
+from workloads.statements.replay import ReplayOptions, replay
 
 # all 22 queries: Q17 and Q20 are correlated subqueries over lineitem that an index on l_partkey (the index
 # step's to find) makes much faster

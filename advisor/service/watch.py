@@ -37,7 +37,7 @@ from advisor.core.errors import AdvisorError, NotFound
 from advisor.core.wording import ratio
 from advisor.service.auth import Principal
 from connectors.base import Connector
-from workloads.capture import is_workload_statement
+from workloads.statements.capture import is_workload_statement
 
 WATCHER = Principal("watcher", "operator")
 ACTIVE = ("watching", "failed")

@@ -17,11 +17,11 @@ from advisor.core.identity import describe, mismatch
 from advisor.core.progress import Say, silent
 from advisor.storage.store import Store
 from connectors.base import Connector
-from workloads.capture import workload_delta
-from workloads.shape import classify
+from workloads.statements.capture import workload_delta
+from workloads.statements.shape import classify
 
 if TYPE_CHECKING:  # binding reads statements with sqlglot: imported when a run binds, not for every command
-    from workloads.binding import BoundStatement
+    from workloads.statements.binding import BoundStatement
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Observation:
     snapshot_id: str | None
     snapshot: Snapshot
     workload: Workload
-    workload_kind: str  # web | oltp | dw | desktop | mixed (``workloads.shape.classify``, engine-neutral)
+    workload_kind: str  # web | oltp | dw | desktop | mixed (``workloads.statements.shape.classify``, engine-neutral)
 
     @property
     def data_bytes(self) -> int:
@@ -107,7 +107,7 @@ def top(statements: Sequence[Statement], n: int) -> tuple[Statement, ...]:
 def bind(connector: Connector, obs: Observation, max_statements: int,
          say: Say = silent) -> tuple[list[BoundStatement], tuple[tuple[str, str], ...]]:
     """The heaviest ``max_statements`` statements bound to constants, and (sql, why) for those that cannot be."""
-    from workloads.binding import bind_workload
+    from workloads.statements.binding import bind_workload
 
     bound, skipped = bind_workload(connector, Workload(top(obs.workload.statements, max_statements)))
     for _st, why in skipped:

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from advisor.core.domain import Evidence, StatementEvidence
 from advisor.tuning.evidence import ArmRound
 from connectors.base import Shadow
-from workloads.binding import BoundStatement
-from workloads.replay import ReplayResult
+from workloads.statements.binding import BoundStatement
+from workloads.statements.replay import ReplayResult
 
 
 EARLY_FAR = 0.5  # after two rounds, a statement leaves only at this ratio or below (or its inverse or above) in both
@@ -127,7 +127,7 @@ class Caps:
     (a censored time) and it counts as failing under the candidate, so it is a regression that blocks whatever
     its share (a censored time cannot say how much it adds); ``cut`` names the statements cut.
 
-    >>> from workloads.binding import BoundStatement
+    >>> from workloads.statements.binding import BoundStatement
     >>> caps = Caps()
     >>> caps.caps()
     {}

@@ -23,8 +23,8 @@ from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.measure import StopRule, interleave
 from advisor.tuning.statement_rounds import CAP_FACTOR, Caps, Reused, leaving, sampling_error
 from connectors.base import Shadow
-from workloads.binding import BoundStatement
-from workloads.replay import ReplayOptions, ReplayResult, replay
+from workloads.statements.binding import BoundStatement
+from workloads.statements.replay import ReplayOptions, ReplayResult, replay
 
 __all__ = ["Measurement", "Reused", "ShadowCrashed", "ValidationOptions", "measure_changes", "validate"]
 

@@ -1,5 +1,5 @@
 """``MariaDBBindingSource``: what MariaDB 10.11 knows about the constants of its captured statements
-(``connectors.base.BindingSource``), for ``workloads.binding`` to bind ``$1, $2 ...`` to executable SQL.
+(``connectors.base.BindingSource``), for ``workloads.statements.binding`` to bind ``$1, $2 ...`` to executable SQL.
 
 - examples: ``performance_schema.events_statements_history_long``, the last calls of each statement DIGEST with
   their text as sent (drivers escape the constants into it), the advisor's own (``TAG``) last; the history is a

@@ -1,5 +1,5 @@
 """``PostgresBindingSource``: what PostgreSQL 15 knows about the constants of normalized statements
-(``connectors.base.BindingSource``), for ``workloads.binding`` to bind ``$1, $2 ...`` to executable SQL.
+(``connectors.base.BindingSource``), for ``workloads.statements.binding`` to bind ``$1, $2 ...`` to executable SQL.
 
 - examples: ``pg_qualstats_example_query(queryid)``, one real call of the statement with its constants (the text
   it was first seen in, so an EXPLAIN, PREPARE ... AS or DECLARE ... CURSOR FOR around it is removed: ``unwrap``);

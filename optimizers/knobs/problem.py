@@ -14,7 +14,7 @@ from optimizers.knobs.space import KnobSpace
 @dataclass(frozen=True)
 class KnobProblem:
     """A knob space (knobs, ranges, constraints; the catalog, hardware and the engine's knob profile inside) and
-    what rules need besides: the workload's kind (web | oltp | dw | desktop | mixed, ``workloads.shape``) and the
+    what rules need besides: the workload's kind (web | oltp | dw | desktop | mixed, ``workloads.statements.shape``) and the
     connection count to plan for (None: the server's own)."""
 
     space: KnobSpace

@@ -10,7 +10,7 @@ from connectors.base import Shadow
 from connectors.postgres.sandbox import PostgresSandbox
 from optimizers.knobs.space import KnobSpace, SpaceOptions
 from tests.conftest import run
-from workloads.binding import BoundStatement
+from workloads.statements.binding import BoundStatement
 
 HW = Hardware(8 * 1024**3, 4, "ssd")
 ROWS = 2000
@@ -48,7 +48,7 @@ def alex_balanced(n: int):
     from advisor.tuning.learned.pipeline import operations
     from advisor.tuning.learned.target import HarnessTarget
     from connectors import factory
-    from workloads.learned import keysets, mixes
+    from workloads.datasets.learned import keysets, mixes
 
     keys = keysets.synthetic("uniform", n, 0)
     mix = mixes.parse_mix("balanced")

@@ -12,7 +12,7 @@ from connectors import factory
 from connectors.dialects import SQLGLOT, sqlglot_name
 from optimizers.rewrites.rules import left_out
 from optimizers.rewrites.rules.base import Dialects
-from workloads import tpch
+from workloads.datasets import tpch
 
 
 def _dialect(engine: str) -> str:

@@ -12,7 +12,7 @@ import pytest
 from advisor.core.params import ParamSpace
 from connectors import factory
 from connectors.learned.ops import INSERT, OpStream
-from workloads.learned import keysets, mixes
+from workloads.datasets.learned import keysets, mixes
 
 KEYSETS = ("books", "fb", "osm", "uniform", "normal")
 N_KEYS, N_OPS, CONFIGS = 20_000, 10_000, 4

@@ -8,7 +8,7 @@ from advisor.core.errors import BadStatement, InvalidKnobValue, MissingExtension
 from connectors.postgres import PostgresConnector, applying
 from connectors.postgres.sandbox import free_port
 from tests.conftest import run, scalar
-from workloads.capture import workload_delta
+from workloads.statements.capture import workload_delta
 
 
 def test_snapshot_delta_counts_exactly_the_statements_run_in_between(db):

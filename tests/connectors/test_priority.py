@@ -16,8 +16,8 @@ from advisor.core import priority
 from advisor.tuning.evidence import ArmRound
 from advisor.tuning.measure import Measured, RoundLoad
 from connectors import factory
-from workloads.binding import BoundStatement
-from workloads.replay import ReplayOptions, replay
+from workloads.statements.binding import BoundStatement
+from workloads.statements.replay import ReplayOptions, replay
 
 WANTED = priority.wanted()
 RAISED = WANTED < 0 and priority.permitted(WANTED)

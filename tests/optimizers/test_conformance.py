@@ -32,7 +32,7 @@ from optimizers.knobs.space import KnobSpace, SpaceOptions
 from optimizers.learned_index.problem import LearnedIndexProblem
 from optimizers.rewrites.search.problem import RewriteProblem
 from tests.optimizers.test_index_baselines import CANDIDATES, QUERIES
-from workloads.sqlsource import to_dialect
+from workloads.datasets.sqlsource import to_dialect
 
 # small settings of the same algorithms, so the suite stays quick
 FAST = {"hibo": {"sweep": 256, "local": 128, "sparse": 128},  # by name: the same algorithm in every kind

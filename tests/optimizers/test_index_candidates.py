@@ -87,7 +87,7 @@ def test_dexter_style_on_real_postgres(db):
     from advisor.tuning.indexes.problem import build_problem
     from connectors.postgres import PostgresConnector
     from tests.conftest import run
-    from workloads.binding import BoundStatement
+    from workloads.statements.binding import BoundStatement
 
     run(db, "CREATE TABLE t (id int PRIMARY KEY, a int, b text)",
         "INSERT INTO t SELECT x, x % 5000, md5(x::text) FROM generate_series(1, 50000) x", "ANALYZE t")
@@ -107,7 +107,7 @@ def test_indexes_on_written_tables_carry_maintenance(db):
     from connectors.postgres.indexes import INDEX_ENTRY_COST
     from connectors.postgres import PostgresConnector
     from tests.conftest import run
-    from workloads.binding import BoundStatement
+    from workloads.statements.binding import BoundStatement
 
     run(db, "CREATE TABLE w (id int, a int)", "INSERT INTO w SELECT x, x % 100 FROM generate_series(1, 20000) x",
         "CREATE TABLE r (id int, a int)", "INSERT INTO r SELECT x, x % 100 FROM generate_series(1, 20000) x",
@@ -145,7 +145,7 @@ def test_statements_weigh_by_their_observed_time_not_the_planners_units(db):
     from connectors.postgres import PostgresConnector
     from optimizers import registry
     from tests.conftest import run
-    from workloads.binding import BoundStatement
+    from workloads.statements.binding import BoundStatement
 
     run(db, "CREATE TABLE big (id int, a int, pad text)", "CREATE TABLE small (id int, a int, pad text)",
         "INSERT INTO big SELECT x, x % 20000, md5(x::text) FROM generate_series(1, 200000) x",

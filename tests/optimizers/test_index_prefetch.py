@@ -84,7 +84,7 @@ def test_build_problem_plans_on_several_sessions_and_closes_them(db):
     from advisor.tuning.indexes.problem import build_problem
     from connectors.postgres import PostgresConnector
     from tests.conftest import run, scalar
-    from workloads.binding import BoundStatement
+    from workloads.statements.binding import BoundStatement
 
     # no autovacuum: its own ANALYZE between the two builds would give them other statistics, so other costs
     run(db, "CREATE TABLE t (id int PRIMARY KEY, a int, b int) WITH (autovacuum_enabled = false)",

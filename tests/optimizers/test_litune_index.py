@@ -20,7 +20,7 @@ from advisor.tuning.learned.target import HarnessTarget
 from advisor.tuning.learned.training import features, training_tasks
 from connectors import factory
 from optimizers.learned_index.litune import LITune
-from workloads.learned import keysets, mixes
+from workloads.datasets.learned import keysets, mixes
 
 pytestmark = pytest.mark.slow
 

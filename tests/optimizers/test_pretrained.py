@@ -76,7 +76,7 @@ def _litune_problem(name, tasks=None, calls=None):
     from advisor.tuning.learned.pipeline import problem
     from advisor.tuning.learned.training import features
     from connectors import factory
-    from workloads.learned import keysets, mixes
+    from workloads.datasets.learned import keysets, mixes
 
     engine = factory.learned_index(name)
     keys = keysets.synthetic("normal", 5_000, 1001)  # a distribution and seed the shipped models never saw
@@ -110,7 +110,7 @@ def test_a_first_litune_run_starts_from_the_shipped_model_and_adapts_it_without_
     from advisor.tuning.learned.target import HarnessTarget
     from advisor.tuning.learned.pipeline import evaluate
     from optimizers.learned_index import litune_shipped
-    from workloads.learned import mixes
+    from workloads.datasets.learned import mixes
 
     calls, said = [], []
     engine, keys, prob = _litune_problem("pgm", calls=calls)

@@ -4,7 +4,7 @@ pg_stat_statements with the ``$n::date`` shapes, and the literal copies run too.
 import psycopg
 
 from connectors import factory
-from workloads import app_tpch
+from workloads.datasets import app_tpch
 
 
 def test_app_templates_run_as_parameters_and_as_literals(tpch_dsn):

@@ -9,9 +9,9 @@ import pytest
 import sqlglot
 
 from connectors import factory
-from workloads import generated, tpcds
-from workloads.binding import BoundStatement
-from workloads.generated import FAMILIES, INDEX_FAMILIES, REWRITE_FAMILIES
+from workloads.datasets import synthetic as generated, tpcds
+from workloads.statements.binding import BoundStatement
+from workloads.datasets.synthetic import FAMILIES, INDEX_FAMILIES, REWRITE_FAMILIES
 
 # the store channel with its dimensions at the smallest scale (store_sales 120k rows), about 4 s to load
 TPCDS_TABLES = ("date_dim", "income_band", "household_demographics", "customer_address", "customer", "item",

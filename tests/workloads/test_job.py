@@ -4,7 +4,7 @@ every template parses and runs at a tiny scale."""
 import psycopg
 
 from connectors import factory
-from workloads import job
+from workloads.datasets import job
 
 
 def test_job_schema_data_and_every_template_runs(db):

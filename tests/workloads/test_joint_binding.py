@@ -8,7 +8,7 @@ from advisor.core.domain import IndexChange, Statement, Workload
 from advisor.tuning.indexes.problem import build_problem
 from connectors.postgres import PostgresConnector
 from tests.conftest import scalar
-from workloads.binding import bind_workload
+from workloads.statements.binding import bind_workload
 
 DATE = re.compile(r"'(\d{4}-\d{2}-\d{2})'")
 

@@ -9,8 +9,8 @@ import pytest
 
 from advisor.bench.knobs.bench import BenchWorkload, Skipped, _check_client
 from connectors import factory
-from workloads import knob_suites, suites
-from workloads.replay import ReplayOptions, replay
+from workloads.datasets import knob_suites, suites
+from workloads.statements.replay import ReplayOptions, replay
 
 TINY = 0.01
 ENGINES = ("pg", "maria")

@@ -9,8 +9,8 @@ import pytest
 
 from advisor.core.errors import AdvisorError
 from connectors.factory import INSERT, LOOKUP, RANGE
-from workloads.learned.keysets import SYNTHETIC, describe, read_keys, synthetic
-from workloads.learned.mixes import MIXES, Mix, drifting, parse_mix, workload
+from workloads.datasets.learned.keysets import SYNTHETIC, describe, read_keys, synthetic
+from workloads.datasets.learned.mixes import MIXES, Mix, drifting, parse_mix, workload
 
 
 @pytest.mark.parametrize("name", SYNTHETIC)

@@ -11,9 +11,9 @@ import pytest
 from connectors.postgres import PostgresConnector
 from tests.conftest import run
 from tests.test_cli import advisor
-from workloads.binding import bind_workload
-from workloads.capture import workload_delta
-from workloads.replay import ReplayOptions, replay
+from workloads.statements.binding import bind_workload
+from workloads.statements.capture import workload_delta
+from workloads.statements.replay import ReplayOptions, replay
 from connectors import factory
 
 LOOKUP = "SELECT total FROM orders WHERE id = $1"

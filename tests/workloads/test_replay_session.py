@@ -8,9 +8,9 @@ import pytest
 from advisor.core.errors import TargetUnreachable
 from connectors.postgres.sandbox import free_port
 from tests.conftest import run, scalar
-from workloads import tpch
-from workloads.binding import BoundStatement
-from workloads.replay import ReplayOptions, replay
+from workloads.datasets import tpch
+from workloads.statements.binding import BoundStatement
+from workloads.statements.replay import ReplayOptions, replay
 from connectors import factory
 
 

@@ -1,8 +1,8 @@
-"""``workloads.sampling.analyze`` reads a statement in the dialect it is given (the connector's ``dialect``, passed
+"""``workloads.statements.sampling.analyze`` reads a statement in the dialect it is given (the connector's ``dialect``, passed
 down as data): MySQL's backquoted identifiers are understood in "mysql" and not in "postgres"."""
 
-from workloads.binding import substitute
-from workloads.sampling import ParamUse, analyze, mark
+from workloads.statements.binding import substitute
+from workloads.statements.sampling import ParamUse, analyze, mark
 
 MYSQL = ("SELECT 1 FROM `order items` o WHERE o.`ship date` BETWEEN CAST($1 AS DATE) AND $2 AND o.qty = $3 "
          "LIMIT $4")

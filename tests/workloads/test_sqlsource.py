@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from advisor.core.errors import BadStatement
-from workloads import edge_data, job, tpcds, tpch
-from workloads.sqlsource import all_to_dialect, identifier, script, to_dialect
-from workloads.tpcds.schema import DDL as TPCDS_DDL
-from workloads.tpch.schema import DDL, PRIMARY_KEYS
+from workloads.datasets import edge_data, job, tpcds, tpch
+from workloads.datasets.sqlsource import all_to_dialect, identifier, script, to_dialect
+from workloads.datasets.tpcds.schema import DDL as TPCDS_DDL
+from workloads.datasets.tpch.schema import DDL, PRIMARY_KEYS
 
 
 def test_the_same_dialect_leaves_the_text_as_it_is():

@@ -7,9 +7,9 @@ from psycopg import sql
 from advisor.core.errors import AdvisorError, NotFound
 from connectors import factory
 from tests.conftest import scalar
-from workloads import pgbench, suites
-from workloads.binding import parameters
-from workloads.replay import ReplayOptions, replay
+from workloads.datasets import pgbench, suites
+from workloads.statements.binding import parameters
+from workloads.statements.replay import ReplayOptions, replay
 
 TINY = 0.01
 

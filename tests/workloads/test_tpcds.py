@@ -6,7 +6,7 @@ import pytest
 
 from advisor.core.errors import AdvisorError
 from connectors import factory
-from workloads import tpcds
+from workloads.datasets import tpcds
 
 # six tables (a fact and five dimensions, about 1.5 s to load): tpcgen-cli's row counts at scale 0.01
 TABLES = ("income_band", "household_demographics", "store", "reason", "item", "store_returns")

@@ -7,10 +7,10 @@ from advisor.core.domain import Statement, Workload
 from advisor.core.errors import StatementFailed
 from connectors.postgres import PostgresConnector
 from tests.conftest import run, scalar
-from workloads import tpch
-from workloads.binding import BoundStatement, bind_workload, parameters, substitute
-from workloads.capture import is_workload_statement, workload_delta
-from workloads.replay import ReplayOptions, replay
+from workloads.datasets import tpch
+from workloads.statements.binding import BoundStatement, bind_workload, parameters, substitute
+from workloads.statements.capture import is_workload_statement, workload_delta
+from workloads.statements.replay import ReplayOptions, replay
 from connectors import factory
 
 

@@ -41,9 +41,9 @@ from advisor.tuning.indexes.pipeline import choose
 from optimizers import registry
 from optimizers.indexes.costing import CachedWhatIf
 from optimizers.indexes.problem import IndexProblem
-from workloads import tpch
-from workloads.binding import BoundStatement
-from workloads.replay import ReplayOptions, replay
+from workloads.datasets import tpch
+from workloads.statements.binding import BoundStatement
+from workloads.statements.replay import ReplayOptions, replay
 
 ADVISORS = ("noindex", "dexter", "extend", "ilp", "ia2")
 

@@ -5,9 +5,9 @@ pg_stat_statements and pg_qualstats fill before the advisors observe), and gives
 measure. Three kinds:
 
 - ``app``: TPC-H data with primary keys only and an application's 14 parameterised statements
-  (``workloads.app_tpch``), measured with fresh constants;
-- ``job``: a synthetic IMDB and 33 JOB-style joins with literal constants (``workloads.job``);
-- ``gen-<schema>.s<seed>``: a random application workload (``workloads.generated``, the index families: lookups,
+  (``workloads.datasets.app_tpch``), measured with fresh constants;
+- ``job``: a synthetic IMDB and 33 JOB-style joins with literal constants (``workloads.datasets.job``);
+- ``gen-<schema>.s<seed>``: a random application workload (``workloads.datasets.synthetic``, the index families: lookups,
   composite equality + range + ORDER BY, date windows written with casts and arithmetic, LIKE prefixes, joins
   with residual filters, aggregates; calls drawn) over TPC-H (at the ``app`` scale), the synthetic IMDB (the
   ``job`` scale) or a TPC-DS subset, drawn from the loaded data with that seed; statements nobody wrote the
@@ -23,8 +23,8 @@ from typing import Protocol
 
 from advisor.core.progress import Say
 from connectors import factory
-from workloads import app_tpch, generated, job, tpcds, tpch
-from workloads.binding import BoundStatement
+from workloads.datasets import app_tpch, synthetic as generated, job, tpcds, tpch
+from workloads.statements.binding import BoundStatement
 
 SCHEMAS = ("tpch", "job", "tpcds")
 _GENERATED = re.compile(r"gen-(\w+)\.s(\d+)")

@@ -45,7 +45,7 @@ from advisor.tuning.observe import Observation, require_workload
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors import factory
 from connectors.base import Shadow
-from workloads import app_tpch, job, tpcds
+from workloads.datasets import app_tpch, job, tpcds
 
 MB = 1024 * 1024
 WORKLOADS = ("app", "job")

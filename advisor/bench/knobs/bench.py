@@ -46,7 +46,7 @@ from optimizers.knobs.features import extract
 from optimizers.knobs.problem import KnobProblem
 from optimizers.knobs.seeding import rule_seeds
 from optimizers.knobs.space import KnobSpace
-from workloads import knob_suites, suites
+from workloads.datasets import knob_suites, suites
 
 # Runs per workload: name, optimizer, seeded. "hibo" is HiBO with rule seeds; the rest start from nothing.
 RUNS = (("hibo", "hibo", True), ("hibo-unseeded", "hibo", False), ("smac", "smac", False), ("gp", "gp", False),
@@ -199,7 +199,7 @@ class KnobBench:
         """Load ``wl``'s data into ``sandbox``: (shadow, runner, workload, space, features)."""
         dsn = sandbox.create_database("bench")
         if wl.kind == "pgbench":
-            from workloads import pgbench
+            from workloads.datasets import pgbench
 
             pgbench.initialize(dsn, PgbenchRunner.scale)
             runner = PgbenchRunner()

@@ -11,7 +11,7 @@ rewrite**: a fresh store, ``advisor targets add --replica`` (its time is the row
 the shipped policy is used). Nothing is asserted: the table says what was measured, the JSON and PNG keep it, and
 ``meets_target`` compares the thin clone's median with ``READY_TARGET_S`` (and the first rewrite with
 ``ONEOFF_TARGET_S``). And, the same way, **`advisor tune indexes`** (``tune``): a fresh store, ``targets add
---replica``, the order-management application's statements (``workloads.app_tpch``) run on the target so its
+--replica``, the order-management application's statements (``workloads.datasets.app_tpch``) run on the target so its
 statement statistics fill, then one ``advisor tune indexes --json`` (its budget ``TUNE_BUDGET`` of the database's
 size) timed end to end against ``TUNE_TARGET_S``
 (IA2 from its shipped model, validated on a thin clone).
@@ -35,7 +35,7 @@ from advisor.core.hardware import detect
 from advisor.core.progress import Say, silent
 from connectors import factory
 from connectors.base import Connector, Shadow
-from workloads import tpch
+from workloads.datasets import tpch
 
 READY_TARGET_S = 5.0  # issue 43: a shadow from a warm replica ready in at most 5 s, whatever the size
 ONEOFF_TARGET_S = 10.0  # issue 43: the first one-off rewrite after `targets add --replica`, at most 10 s
@@ -161,7 +161,7 @@ def _oneoff(dsn: str, row: Row, say: Say, log: Path | None = None) -> None:
 
 def _tune(target: Connector, dsn: str, scale: float, row: Row, say: Say, log: Path | None = None) -> None:
     """``advisor tune indexes`` as a new user runs it, after the application's statements ran on the target."""
-    from workloads import app_tpch
+    from workloads.datasets import app_tpch
 
     def workload() -> None:
         say(f"  running the application's {len(app_tpch.TEMPLATES)} statements {TUNE_ROUNDS} times on the target")

@@ -38,7 +38,7 @@ from advisor.tuning.learned.target import HarnessTarget
 from advisor.tuning.learned.training import features
 from connectors import factory
 from optimizers import registry
-from workloads.learned import keysets, mixes
+from workloads.datasets.learned import keysets, mixes
 
 TUNERS = ("random", "grid", "tpe", "gp", "hibo", "litune")
 REACH = 0.95  # evaluations to reach this fraction of the cell's best trial throughput

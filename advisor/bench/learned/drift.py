@@ -1,5 +1,5 @@
 """Drift for the learned-index bench: phases in which the key distribution and the mix change
-(``workloads.learned.mixes.drifting``), and four ways to run through them.
+(``workloads.datasets.learned.mixes.drifting``), and four ways to run through them.
 
 Each phase runs on the keys the live index holds by then (the initial keys plus every earlier phase's inserts)
 with that phase's stream. Per phase, validated throughput (ops/s, the pipeline's interleaved rounds) of:
@@ -31,7 +31,7 @@ from advisor.tuning.learned.target import HarnessTarget
 from advisor.tuning.learned.training import features
 from connectors import factory
 from optimizers import registry
-from workloads.learned import mixes
+from workloads.datasets.learned import mixes
 
 
 def phase_keys(initial: np.ndarray, streams) -> list[np.ndarray]:

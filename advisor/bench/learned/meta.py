@@ -17,7 +17,7 @@ from advisor.tuning.learned.pipeline import problem
 from advisor.tuning.learned.training import TRAINING_KEYS, TRAINING_OPS, training_tasks
 from connectors import factory
 from optimizers import registry
-from workloads.learned import keysets, mixes
+from workloads.datasets.learned import keysets, mixes
 
 FAR_SEED = 10_000  # training keys' seed when every dataset is evaluated (other keys of the same distributions)
 

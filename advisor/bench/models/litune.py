@@ -39,7 +39,7 @@ def _best_ratio(opt, target, budget: int) -> float | None:
 def run(budget: int = 12, episodes: int = 60, seed: int = 0, say: Say = silent) -> list[dict]:
     from connectors import factory
     from optimizers import registry
-    from workloads.learned import keysets, mixes
+    from workloads.datasets.learned import keysets, mixes
 
     from advisor.core.params import ParamSpace
     from advisor.tuning.learned.pipeline import operations, problem

@@ -1,5 +1,5 @@
 """``advisor bench rewrite``: the query rewriter on the 22 TPC-H queries and a suite of rewrite-prone statements
-(``workloads.rewrite_suite``), on a self-started server.
+(``workloads.datasets.rewrite_suite``), on a self-started server.
 
 1. The rewrite pipeline itself (``AdvisorService.tune``: candidates, the planner's re-ranking, equivalence
    by execution, timing against the original on a shadow), as a user runs it.
@@ -50,11 +50,11 @@ from optimizers import registry
 from optimizers.rewrites.sql.emit import to_sql
 from optimizers.rewrites.sql.lower import lower
 from optimizers.rewrites.sql.parsing import Unsupported
-from workloads import tpch
-from workloads.binding import BoundStatement
-from workloads.rewrite_suite import SUITE
-from workloads.sqlsource import to_dialect
-from workloads.tpch.queries import query
+from workloads.datasets import tpch
+from workloads.statements.binding import BoundStatement
+from workloads.datasets.rewrite_suite import SUITE
+from workloads.datasets.sqlsource import to_dialect
+from workloads.datasets.tpch.queries import query
 
 SOURCE_DIALECT = "postgres"  # the dialect the bench's statements (TPC-H's queries and the suite) are written in
 

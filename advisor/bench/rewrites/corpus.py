@@ -1,7 +1,7 @@
 """``advisor bench rewrite --generated N``: the query rewriter on a generated corpus, statements nobody wrote it for.
 
 For each schema (TPC-H, the synthetic IMDB of the JOB bench, a TPC-DS subset), loaded at a small scale on a bench
-sandbox, ``workloads.generated`` draws N statements per seed in the rewrite families (correlated scalar
+sandbox, ``workloads.datasets.synthetic`` draws N statements per seed in the rewrite families (correlated scalar
 subqueries, EXISTS, IN, DISTINCT derived tables, set operations, outer joins). They then go through the rewrite
 bench's own per-statement flow (``RewriteBench.measure``: the pipeline's answers, sqlglot's ``optimize()`` as the
 peer, both checked by execution and timed interleaved against the original on one shadow); the search strategies
@@ -27,8 +27,8 @@ from advisor.core.progress import Say, silent
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
 from connectors import factory
-from workloads import generated, job, tpcds, tpch
-from workloads.generated import REWRITE_FAMILIES
+from workloads.datasets import synthetic as generated, job, tpcds, tpch
+from workloads.datasets.synthetic import REWRITE_FAMILIES
 
 SCHEMAS = ("tpch", "job", "tpcds")
 VERDICTS = ("equivalent", "wrong", "invalid", "unchecked")  # a verdict's kind: its text up to the first colon

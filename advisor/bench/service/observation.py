@@ -103,7 +103,7 @@ def run_observation_bench(options: ObservationBenchOptions = ObservationBenchOpt
 
 def _bench(dsn: str, options: ObservationBenchOptions, say: Say) -> dict:
     from advisor.service.factory import build_service
-    from workloads import pgbench
+    from workloads.datasets import pgbench
 
     o = options
     say(f"pgbench --initialize --scale {o.scale}")

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 
 from advisor.core.domain import IndexChange
 from connectors.base import Shadow
-from workloads.binding import BoundStatement
+from workloads.statements.binding import BoundStatement
 
 
 _HELD: dict[int, tuple[IndexChange, ...]] = {}  # id(shadow) -> the index set held built on it now

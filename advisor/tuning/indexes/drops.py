@@ -24,7 +24,7 @@ from advisor.tuning.trials import Ledger, workload_digest
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors.base import Connector, Shadow
 from optimizers.indexes.existing import find_drops
-from workloads.binding import BoundStatement
+from workloads.statements.binding import BoundStatement
 
 MAX_ROUNDS = 3
 

@@ -20,7 +20,7 @@ from advisor.core.domain import IndexChange
 from advisor.core.sqltext import named
 from advisor.tuning.recommend import Dropped
 from optimizers.indexes.problem import IndexProblem, Query, relevant
-from workloads.binding import BoundStatement
+from workloads.statements.binding import BoundStatement
 
 MAX_CANDIDATES = 8  # candidates costed per statement (chosen ones first, then the narrowest)
 MIN_GAIN = 0.01  # a candidate saving less than this share of the statement's cost is "below threshold"

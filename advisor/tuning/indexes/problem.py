@@ -32,7 +32,7 @@ from optimizers.indexes.candidates import column_uses, generate, statement_shape
 from optimizers.indexes.costing import CachedWhatIf
 from optimizers.indexes.problem import ColumnUse, IndexProblem, Query, time_scales
 from optimizers.indexes.sizing import CalibratedSizes, SizeModel
-from workloads.binding import BoundStatement
+from workloads.statements.binding import BoundStatement
 
 MAX_SESSIONS = 8  # what-if sessions at most (one per core): a batch of planner calls is spread over them
 

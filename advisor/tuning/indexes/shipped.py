@@ -1,5 +1,5 @@
 """IA2's shipped agent, trained ahead of time (``advisor train --kinds indexes``) on index problems over generated
-workloads (``workloads.generated``, the index families) drawn from small TPC-H and synthetic IMDB databases in a
+workloads (``workloads.datasets.synthetic``, the index families) drawn from small TPC-H and synthetic IMDB databases in a
 throwaway sandbox server with what-if indexes; and the same problems on seeds never trained on, for
 ``advisor bench models``.
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from advisor.core.progress import Say, silent
 from advisor.tuning.indexes.problem import build_problem
 from connectors import factory
-from workloads import generated, job, tpch
+from workloads.datasets import synthetic as generated, job, tpch
 
 SCALES = {"tpch": 0.01, "job": 0.004}  # lineitem 60,000 rows, cast_info 20,000
 TRAIN_SEEDS = (1, 2, 3)  # the generated workloads' seeds the shipped agent trains on, per schema

@@ -26,7 +26,7 @@ from advisor.tuning.indexes.built import held, held_set
 from advisor.tuning.measure import StopRule, interleave
 from advisor.tuning.validation import ValidationOptions
 from connectors.base import Shadow
-from workloads.binding import BoundStatement
+from workloads.statements.binding import BoundStatement
 
 CONFIRM_BLOCKS = 3  # alternating blocks per arm at most when a statement slower in the rounds is re-timed
 CONFIRM_REPEATS = 3  # timed runs per block at most (after one unmeasured run, for a statement under WARM_BELOW_MS)

@@ -63,7 +63,7 @@ from advisor.tuning.recommend import how_much
 from advisor.tuning.trials import Ledger, workload_digest
 from advisor.tuning.validation import ValidationOptions, measure_changes, plans_each
 from connectors.base import Shadow
-from workloads.binding import BoundStatement
+from workloads.statements.binding import BoundStatement
 
 CAREFUL_PASSES = 2  # pruning passes that drop one suspect per regressed statement (and may try repairs)
 # pruning passes at most; from the third on, every suspect of a regression goes. On JOB a set still ran 1.5x

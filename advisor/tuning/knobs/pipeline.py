@@ -35,8 +35,8 @@ from optimizers.knobs.features import extract
 from optimizers.knobs.problem import KnobProblem
 from optimizers.knobs.seeding import Seed, seeds_for
 from optimizers.knobs.space import KnobSpace, SpaceOptions
-from workloads.binding import BoundStatement
-from workloads.replay import ReplayOptions, replay
+from workloads.statements.binding import BoundStatement
+from workloads.statements.replay import ReplayOptions, replay
 
 MAX_VALIDATIONS = 3
 

@@ -23,8 +23,8 @@ from advisor.core.wording import ratio
 from advisor.tuning.indexes.timing import retime, screened, slower_by_threshold
 from advisor.tuning.validation import ValidationOptions
 from connectors.base import Shadow
-from workloads.binding import BoundStatement
-from workloads.replay import ReplayOptions, replay
+from workloads.statements.binding import BoundStatement
+from workloads.statements.replay import ReplayOptions, replay
 
 
 def confirm_knob_regressions(shadow: Shadow, statements: Sequence[BoundStatement], changes: Sequence[Change],

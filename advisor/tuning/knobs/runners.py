@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from advisor.core.errors import AdvisorError, TargetUnreachable
-from workloads.binding import BoundStatement
-from workloads.replay import ReplayOptions, replay
+from workloads.statements.binding import BoundStatement
+from workloads.statements.replay import ReplayOptions, replay
 
 if TYPE_CHECKING:
     from connectors.base import Connector
@@ -105,7 +105,7 @@ class PgbenchRunner:
     unit: ClassVar[str] = "ms per transaction"
 
     def run(self, connector: Connector, timeout_s: float) -> Measured:
-        from workloads import pgbench
+        from workloads.datasets import pgbench
 
         result = pgbench.run(connector.dsn, pgbench.PgbenchOptions(scale=self.scale, clients=self.clients,
                                                          duration_s=self.duration_s))
@@ -114,7 +114,7 @@ class PgbenchRunner:
         return Measured(1000.0 / result.tps)
 
     def restore(self, connector: Connector) -> None:
-        from workloads import pgbench
+        from workloads.datasets import pgbench
 
         pgbench.restore(connector)
 

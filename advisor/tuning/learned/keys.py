@@ -1,5 +1,5 @@
 """Where a learned index's keys come from (``--keys SOURCE``): ``synthetic:NAME[:N]`` (a generated key set of
-``workloads.learned.keysets.SYNTHETIC``, N keys, default ``SYNTHETIC_KEYS``), ``[schema.]table.column`` (an integer
+``workloads.datasets.learned.keysets.SYNTHETIC``, N keys, default ``SYNTHETIC_KEYS``), ``[schema.]table.column`` (an integer
 column of the target, read through its connector, at most ``MAX_KEYS`` distinct values), or a file (one uint64 per
 line, or SOSD's binary format). Keys come back sorted, unique, uint64.
 
@@ -88,7 +88,7 @@ def check(source: str) -> None:
     if kind == "synthetic":
         _synthetic_args(source)
     elif kind == "file":
-        from workloads.learned.keysets import check_key_file
+        from workloads.datasets.learned.keysets import check_key_file
 
         path = Path(source.strip())
         if not path.is_file():
@@ -97,7 +97,7 @@ def check(source: str) -> None:
 
 
 def _synthetic_args(source: str) -> tuple[str, int]:
-    from workloads.learned.keysets import SYNTHETIC
+    from workloads.datasets.learned.keysets import SYNTHETIC
 
     _, name, *rest = source.strip().split(":")
     if name not in SYNTHETIC:
@@ -116,12 +116,12 @@ def read(source: str, connector=None, seed: int = 0) -> np.ndarray:
     kind = kind_of(source)
     text = source.strip()
     if kind == "synthetic":
-        from workloads.learned.keysets import synthetic
+        from workloads.datasets.learned.keysets import synthetic
 
         name, n = _synthetic_args(text)
         keys = synthetic(name, n, seed)
     elif kind == "file":
-        from workloads.learned.keysets import read_keys
+        from workloads.datasets.learned.keysets import read_keys
 
         check(text)
         try:

@@ -96,7 +96,7 @@ def check_target(connector, plan) -> None:
     is refused only for what it says about the target or the sources): the key source (a known synthetic set,
     an existing file, a column the target lets us read), the mix, the index and the parameters named in
     ``range``."""
-    from workloads.learned.mixes import parse_mix
+    from workloads.datasets.learned.mixes import parse_mix
 
     from connectors import factory
 
@@ -135,7 +135,7 @@ def space_of(plan) -> ParamSpace:
 def run(ctx: Context, plan) -> LearnedIndexTuneResult:
     from connectors import factory
     from optimizers import registry
-    from workloads.learned.mixes import parse_mix, workload
+    from workloads.datasets.learned.mixes import parse_mix, workload
 
     from advisor.tuning.learned.training import features, training_tasks
 

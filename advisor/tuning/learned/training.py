@@ -17,7 +17,7 @@ TRAINING_OPS = 20_000
 
 def features(keys, mix) -> tuple[float, ...]:
     """A dataset + workload descriptor: the key set's features (``keysets.describe``), then the mix's fractions."""
-    from workloads.learned.keysets import describe
+    from workloads.datasets.learned.keysets import describe
 
     return tuple(float(v) for v in describe(keys).values()) + (float(mix.lookup), float(mix.insert),
                                                                 float(mix.range))
@@ -25,8 +25,8 @@ def features(keys, mix) -> tuple[float, ...]:
 
 def training_tasks(engine, seed: int = 0, sets=TRAINING_SETS, mixes=TRAINING_MIXES,
                    n_keys: int = TRAINING_KEYS, n_ops: int = TRAINING_OPS) -> list[TrainingTask]:
-    from workloads.learned import keysets
-    from workloads.learned import mixes as mix_lib
+    from workloads.datasets.learned import keysets
+    from workloads.datasets.learned import mixes as mix_lib
 
     tasks = []
     for i, name in enumerate(sets):

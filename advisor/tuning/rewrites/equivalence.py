@@ -1,5 +1,5 @@
 """Equivalence by execution: a rewrite is kept only if it returns the same multiset of rows as the original on
-every small database of ``workloads.edge_data`` (every table empty, one empty at a time, NULLs, duplicates, a tiny
+every small database of ``workloads.datasets.edge_data`` (every table empty, one empty at a time, NULLs, duplicates, a tiny
 value domain) loaded into a scratch database, and on the shadow itself. A mismatch names the variant and keeps both
 SQL texts, so the discarded rewrite can be logged. An original that fails on a check database is an error of the
 check (``Verdict.error``), not a verdict on the rewrite: the rows it should have returned are unknown.
@@ -33,7 +33,7 @@ from sqlglot.errors import SqlglotError
 
 from advisor.core.errors import AdvisorError
 from connectors.base import Connector, Session
-from workloads import edge_data
+from workloads.datasets import edge_data
 
 
 @dataclass(frozen=True)

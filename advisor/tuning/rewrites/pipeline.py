@@ -39,7 +39,7 @@ from advisor.tuning.validation import ValidationOptions
 from connectors.base import Connector
 from optimizers import registry
 from optimizers.rewrites.search.problem import RewriteProblem
-from workloads.binding import BoundStatement, parameters
+from workloads.statements.binding import BoundStatement, parameters
 
 EXPLAIN_SLACK = 1.05  # a candidate the planner prices above this x the original's cost is not timed
 SCRATCH_DB = "advisor_rewrite_edges"  # on the shadow's server: the edge-case databases of the equivalence check

@@ -26,8 +26,8 @@ from advisor.core.wording import ratio
 from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.measure import StopRule, interleave
 from advisor.tuning.validation import ValidationOptions
-from workloads.binding import BoundStatement
-from workloads.replay import ReplayOptions, replay
+from workloads.statements.binding import BoundStatement
+from workloads.statements.replay import ReplayOptions, replay
 
 
 SLOW_MS = 1000.0  # an original slower than this runs once per pass, a faster one REPEATS times

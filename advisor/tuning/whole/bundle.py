@@ -36,8 +36,8 @@ from advisor.tuning.evidence import ArmRound, compare
 from advisor.tuning.measure import StopRule, interleave
 from advisor.tuning.validation import ShadowCrashed, ValidationOptions, through_plans
 from connectors.base import Shadow
-from workloads.binding import BoundStatement
-from workloads.replay import ReplayOptions, replay
+from workloads.statements.binding import BoundStatement
+from workloads.statements.replay import ReplayOptions, replay
 
 MAX_PARTS = 3  # 2**3 arms per round at most
 

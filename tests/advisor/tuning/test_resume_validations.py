@@ -122,7 +122,7 @@ def test_the_keys_of_stored_verdicts_tell_other_constants_and_options_apart():
     from advisor.tuning.rewrites.stored import race_key
     from advisor.tuning.trials import workload_digest
     from advisor.tuning.validation import ValidationOptions
-    from workloads.binding import BoundStatement
+    from workloads.statements.binding import BoundStatement
 
     def st(sql):
         return BoundStatement("q1", "SELECT * FROM t WHERE a = $1", sql, 1.0, "literal", False)

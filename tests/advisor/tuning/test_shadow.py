@@ -5,7 +5,7 @@ from advisor.core.domain import IndexChange, KnobChange
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors.factory import clone, connector
 from tests.conftest import run, scalar
-from workloads.binding import BoundStatement
+from workloads.statements.binding import BoundStatement
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ from connectors import factory
 from connectors.base import TAG
 from connectors.mariadb.binding import MariaDBBindingSource
 from tests.connectors.mariadb.conftest import mrows, mrun
-from workloads.binding import BoundStatement, bind_workload, parameters
-from workloads.capture import workload_delta
-from workloads.replay import ReplayOptions, replay
+from workloads.statements.binding import BoundStatement, bind_workload, parameters
+from workloads.statements.capture import workload_delta
+from workloads.statements.replay import ReplayOptions, replay
 
 LOOKUP = "SELECT o_id, note FROM orders WHERE cust = $1 AND placed >= $2 ORDER BY o_id LIMIT $3"
 SEGMENT = "SELECT count(*) FROM orders WHERE status IN ($1, $2)"

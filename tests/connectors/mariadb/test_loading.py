@@ -17,12 +17,12 @@ import pytest
 from advisor.core.errors import AdvisorError, StatementFailed, StatementTimeout
 from connectors import factory
 from tests.connectors.mariadb.conftest import mrows, mrun
-from workloads import app_tpch, generated, tpch
-from workloads.binding import bind_workload
-from workloads.capture import workload_delta
-from workloads.generated import FAMILIES
-from workloads.replay import ReplayOptions, replay
-from workloads.sqlsource import to_dialect
+from workloads.datasets import app_tpch, synthetic as generated, tpch
+from workloads.statements.binding import bind_workload
+from workloads.statements.capture import workload_delta
+from workloads.datasets.synthetic import FAMILIES
+from workloads.statements.replay import ReplayOptions, replay
+from workloads.datasets.sqlsource import to_dialect
 
 HOSTILE = 'odd `table`; 50% "name"'
 _names = itertools.count()

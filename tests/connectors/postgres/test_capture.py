@@ -4,7 +4,7 @@ the connector's snapshot leaves them out, so that no engine-specific filter live
 from connectors.postgres import PostgresConnector
 from connectors.postgres.internal import is_internal
 from tests.conftest import run
-from workloads.capture import workload_delta
+from workloads.statements.capture import workload_delta
 
 
 def test_catalog_and_tool_statements_are_the_engines_own():

@@ -70,7 +70,7 @@ def test_bench_generated_workload_through_the_pipeline_against_the_peers(tmp_pat
     """``--workloads gen``: a workload drawn from the loaded data (not written for the advisor), observed, advised
     by IA2 and its peers through the pipeline, measured for real, and summed up against the best peer."""
     from advisor.bench.indexes.workloads import WorkloadBench, WorkloadBenchOptions, table
-    from workloads.generated import INDEX_FAMILIES
+    from workloads.datasets.synthetic import INDEX_FAMILIES
 
     options = WorkloadBenchOptions(workloads=("gen-tpch.s3",), advisors=("ia2", "ilp", "supabase"), app_scale=0.01,
                                    generated_statements=6, fill_rounds=2, rounds=1, warmup=0, validation_rounds=1,

@@ -14,7 +14,7 @@ from advisor.tuning.indexes.problem import build_problem
 from advisor.tuning import kinds
 from connectors import factory
 from tests.connectors.mariadb.conftest import _conn, mrun
-from workloads.binding import BoundStatement
+from workloads.statements.binding import BoundStatement
 
 PLAN = {"kind": "indexes", "optimizer": "extend", "budget_mb": 50, "rounds": 3}
 

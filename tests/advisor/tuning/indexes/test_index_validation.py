@@ -10,7 +10,7 @@ from connectors.base import Shadow
 from connectors.postgres import PostgresConnector
 from connectors.postgres.connection import parse_dsn
 from tests.conftest import run, scalar
-from workloads.binding import BoundStatement
+from workloads.statements.binding import BoundStatement
 
 GOOD = IndexChange("public", "u", ("a",))
 HARMFUL = IndexChange("public", "t", ("pad",))  # serves a rare lookup, taxes a big insert into t

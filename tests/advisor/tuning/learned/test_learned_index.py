@@ -22,7 +22,7 @@ from connectors import factory
 from advisor.tuning import kinds
 from optimizers import registry
 from tests.conftest import run
-from workloads.learned import keysets, mixes
+from workloads.datasets.learned import keysets, mixes
 
 KEYS = "synthetic:books:20000"
 INDEX, MIX = "pgm", "read-only"  # the quick engine for most checks; the updatable one (alex) has its own test

@@ -61,7 +61,7 @@ def test_a_race_on_a_real_server_stops_once_every_candidate_is_settled(pg):
     from advisor.tuning.rewrites.timing import race as timed_race
     from advisor.tuning.validation import ValidationOptions
     from connectors import factory
-    from workloads.binding import BoundStatement
+    from workloads.statements.binding import BoundStatement
 
     dsn = pg.create_database("race_" + uuid.uuid4().hex[:8])
     st = BoundStatement("q1", "SELECT 1 FROM pg_sleep(0.04)", "SELECT 1 FROM pg_sleep(0.04)", 1.0, "literal", False)

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from advisor.core.errors import BadStatement
 from advisor.core.progress import Say
 from connectors.base import TAG, Connector, Session
-from workloads.target import loader_connector
-from workloads.binding import BoundStatement
-from workloads.generated import families, rewrites
-from workloads.generated.catalog import SOURCE_DIALECT, Schema, Table, read_schema
-from workloads.generated.draw import Ctx, Row, literal
-from workloads.sqlsource import to_dialect
+from workloads.statements.target import loader_connector
+from workloads.statements.binding import BoundStatement
+from workloads.datasets.synthetic import families, rewrites
+from workloads.datasets.synthetic.catalog import SOURCE_DIALECT, Schema, Table, read_schema
+from workloads.datasets.synthetic.draw import Ctx, Row, literal
+from workloads.datasets.sqlsource import to_dialect
 
 INDEX_FAMILIES = tuple(families.BUILDERS)
 REWRITE_FAMILIES = tuple(rewrites.BUILDERS)
@@ -171,7 +171,7 @@ def statements(target: Connector, n: int = 40, seed: int = 0, families: Iterable
 
 
 def rewrite_cases(generated: Iterable[Generated]) -> list[tuple[str, str, str]]:
-    """(name, what it exercises, SQL), the shape of ``workloads.rewrite_suite.SUITE``."""
+    """(name, what it exercises, SQL), the shape of ``workloads.datasets.rewrite_suite.SUITE``."""
     return [(g.queryid, f"generated {g.family.replace('_', ' ')}", g.sql) for g in generated]
 
 

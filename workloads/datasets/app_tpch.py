@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 
 from connectors.base import Connector
-from workloads.target import loader_connector
-from workloads import tpch
-from workloads.binding import BoundStatement, substitute
-from workloads.sqlsource import string_literal, to_dialect
+from workloads.statements.target import loader_connector
+from workloads.datasets import tpch
+from workloads.statements.binding import BoundStatement, substitute
+from workloads.datasets.sqlsource import string_literal, to_dialect
 
 Value = int | str | date
 SCALE = 0.05  # the bench's default scale factor

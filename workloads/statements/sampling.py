@@ -76,7 +76,7 @@ def mark(k: int) -> str:
 
 def analyze(marked: str, dialect: str) -> dict[int, ParamUse]:
     """Per parameter number, its use, in a statement whose ``$k`` are replaced by ``mark(k)`` (outside quotes and
-    comments: ``workloads.binding.substitute``), read in sqlglot's ``dialect`` (the connector's); parameters of no
+    comments: ``workloads.statements.binding.substitute``), read in sqlglot's ``dialect`` (the connector's); parameters of no
     recognized comparison are left out; casts are named as the dialect writes them."""
     try:
         tree = sqlglot.parse_one(marked, read=dialect)

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 from advisor.core.errors import StatementTimeout
 from connectors.base import Connector
-from workloads.target import loader_connector
-from workloads.binding import BoundStatement
-from workloads.sqlsource import all_to_dialect, to_dialect
+from workloads.statements.target import loader_connector
+from workloads.statements.binding import BoundStatement
+from workloads.datasets.sqlsource import all_to_dialect, to_dialect
 
 SOURCE_DIALECT = "postgres"  # the dialect of the data generator and the templates (transpiled where they run)
 

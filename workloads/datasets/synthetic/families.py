@@ -12,7 +12,7 @@ a unique key where the table has one, so results do not depend on the plan.
 - ``join``: along one or two edges (a star or a chain), filters on both sides, explicit or comma joins;
 - ``aggregate``: a filtered large table grouped by its own low-cardinality column or a joined table's.
 
->>> from workloads.generated.catalog import Schema, Table
+>>> from workloads.datasets.synthetic.catalog import Schema, Table
 >>> ids = Column("o_id", "integer", n_distinct=-1, histogram=tuple(map(str, range(0, 1001, 10))))
 >>> day = Column("o_day", "date", n_distinct=100, histogram=tuple(f"2000-01-{i:02d}" for i in range(1, 29)))
 >>> orders = Table("public", "orders", 1000, (ids, day), (("o_id",),))
@@ -25,8 +25,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from workloads.generated.catalog import Column, Edge, Table
-from workloads.generated.draw import (Ctx, alias, categorical, dates, days_between, like_prefix, literal, measures,
+from workloads.datasets.synthetic.catalog import Column, Edge, Table
+from workloads.datasets.synthetic.draw import (Ctx, alias, categorical, dates, days_between, like_prefix, literal, measures,
                                       order_key, pick_edge, pick_table, pick_value, rangeable, selective, snap_days,
                                       stats_row, texts, usable, value_range)  # stats_row: the doctest
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from advisor.core import priority
 from advisor.core.errors import AdvisorError, StatementFailed, StatementTimeout, TargetUnreachable
 from connectors.base import Connector, Session
-from workloads.binding import BoundStatement
+from workloads.statements.binding import BoundStatement
 
 
 @dataclass(frozen=True)

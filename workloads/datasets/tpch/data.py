@@ -13,9 +13,9 @@ from pathlib import Path
 
 from advisor.core.errors import AdvisorError
 from connectors.base import Connector
-from workloads.target import loader_connector
-from workloads.sqlsource import all_to_dialect, script
-from workloads.tpch.schema import DDL, PRIMARY_KEYS, SOURCE_DIALECT, TABLES
+from workloads.statements.target import loader_connector
+from workloads.datasets.sqlsource import all_to_dialect, script
+from workloads.datasets.tpch.schema import DDL, PRIMARY_KEYS, SOURCE_DIALECT, TABLES
 
 
 def _generator() -> str:

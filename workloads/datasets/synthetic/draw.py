@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from workloads.generated.catalog import DATE_KINDS, RANGE_KINDS, Column, Edge, Schema, Table
-from workloads.sqlsource import string_literal
+from workloads.datasets.synthetic.catalog import DATE_KINDS, RANGE_KINDS, Column, Edge, Schema, Table
+from workloads.datasets.sqlsource import string_literal
 
 Row = dict[str, str | None]
 RowSource = Callable[[Table, Sequence[str], random.Random, "dict[str, str] | None"], "Row | None"]

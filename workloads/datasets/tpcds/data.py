@@ -12,9 +12,9 @@ from pathlib import Path
 
 from advisor.core.errors import AdvisorError
 from connectors.base import Connector
-from workloads.target import loader_connector
-from workloads.sqlsource import all_to_dialect, identifier
-from workloads.tpcds.schema import DDL, DEFAULT_TABLES, FOREIGN_KEYS, PRIMARY_KEYS, SOURCE_DIALECT, TABLES
+from workloads.statements.target import loader_connector
+from workloads.datasets.sqlsource import all_to_dialect, identifier
+from workloads.datasets.tpcds.schema import DDL, DEFAULT_TABLES, FOREIGN_KEYS, PRIMARY_KEYS, SOURCE_DIALECT, TABLES
 SCALE = 0.3  # the benches' default: store_sales 841k rows, catalog_sales 450k, web_sales 216k
 MIN_SCALE = 0.01  # tpcgen-cli gives the same rows at any scale below this (store_sales 120k rows)
 

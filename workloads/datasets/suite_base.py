@@ -1,6 +1,6 @@
 """What a benchmark suite is (``Suite``, its ``Template``s) and how a template draws its parameters: TPC-H's value
 domains (regions, nations, brands, part types, containers, days) and the rendering of values as SQL literals. The
-suites themselves are in ``workloads.suites`` (and the knob bench's in ``workloads.knob_suites``).
+suites themselves are in ``workloads.datasets.suites`` (and the knob bench's in ``workloads.datasets.knob_suites``).
 
 >>> import random
 >>> t = template("t", "SELECT * FROM nation WHERE n_name = $1 AND n_nationkey < $2", lambda r: ("PERU", 7))
@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 
-from workloads import tpch
-from workloads.binding import BoundStatement, substitute
-from workloads.sqlsource import string_literal, to_dialect
-from workloads.tpch.queries import CONTAINER_1, CONTAINER_2, NATIONS, REGIONS, TYPE_1, TYPE_2, TYPE_3
+from workloads.datasets import tpch
+from workloads.statements.binding import BoundStatement, substitute
+from workloads.datasets.sqlsource import string_literal, to_dialect
+from workloads.datasets.tpch.queries import CONTAINER_1, CONTAINER_2, NATIONS, REGIONS, TYPE_1, TYPE_2, TYPE_3
 
 Value = int | float | str | date
 Render = Callable[[random.Random, float], str]

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 
 from connectors.base import Connector
-from workloads.target import loader_connector
-from workloads.sqlsource import all_to_dialect, identifier
+from workloads.statements.target import loader_connector
+from workloads.datasets.sqlsource import all_to_dialect, identifier
 
 SOURCE_DIALECT = "postgres"  # the dialect of the DDL written here and of the schema's type names
 Schema = dict[str, dict[str, str]]  # table -> column -> SQL type

@@ -11,8 +11,8 @@ set operations, outer joins). ``statements`` gives ``BoundStatement``s, ``rewrit
 (name, description, SQL) triples, ``drive`` runs them as an application would.
 """
 
-from workloads.generated.catalog import Column, Edge, Schema, Table, read_schema
-from workloads.generated.generator import (FAMILIES, INDEX_FAMILIES, REWRITE_FAMILIES, Generated, drive, generate,
+from workloads.datasets.synthetic.catalog import Column, Edge, Schema, Table, read_schema
+from workloads.datasets.synthetic.generator import (FAMILIES, INDEX_FAMILIES, REWRITE_FAMILIES, Generated, drive, generate,
                                            plan_families, rewrite_cases, statements)
 
 __all__ = ["FAMILIES", "INDEX_FAMILIES", "REWRITE_FAMILIES", "Column", "Edge", "Generated", "Schema", "Table", "drive",

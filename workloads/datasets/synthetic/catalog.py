@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 
 from connectors.base import Connector
-from workloads.target import loader_connector
-from workloads.sqlsource import identifier
+from workloads.statements.target import loader_connector
+from workloads.datasets.sqlsource import identifier
 
 SOURCE_DIALECT = "postgres"  # the dialect generated statements are written in (transpiled to the target's)
 

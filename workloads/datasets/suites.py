@@ -31,19 +31,19 @@ from datetime import date, timedelta
 
 from advisor.core.errors import NotFound
 from connectors.base import Connector
-from workloads.target import loader_connector
-from workloads import tpch
-from workloads.sqlsource import all_to_dialect
-from workloads.suite_base import Suite, Template, Value
-from workloads.suite_base import brand as _brand
-from workloads.suite_base import container as _container
-from workloads.suite_base import day as _day
-from workloads.suite_base import nation as _nation
-from workloads.suite_base import nationkey as _nationkey
-from workloads.suite_base import ptype as _ptype
-from workloads.suite_base import region as _region
-from workloads.suite_base import template as _template
-from workloads.tpch.queries import CONTAINER_1, SEGMENTS, SHIPMODES, TEMPLATES, TYPE_1, TYPE_3
+from workloads.statements.target import loader_connector
+from workloads.datasets import tpch
+from workloads.datasets.sqlsource import all_to_dialect
+from workloads.datasets.suite_base import Suite, Template, Value
+from workloads.datasets.suite_base import brand as _brand
+from workloads.datasets.suite_base import container as _container
+from workloads.datasets.suite_base import day as _day
+from workloads.datasets.suite_base import nation as _nation
+from workloads.datasets.suite_base import nationkey as _nationkey
+from workloads.datasets.suite_base import ptype as _ptype
+from workloads.datasets.suite_base import region as _region
+from workloads.datasets.suite_base import template as _template
+from workloads.datasets.tpch.queries import CONTAINER_1, SEGMENTS, SHIPMODES, TEMPLATES, TYPE_1, TYPE_3
 
 # --- joins --------------------------------------------------------------------------------------------------------
 

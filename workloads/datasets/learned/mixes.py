@@ -22,7 +22,7 @@ import numpy as np
 
 from advisor.core.errors import InvalidInput
 from connectors.factory import INSERT, RANGE, OpStream
-from workloads.learned.keysets import synthetic
+from workloads.datasets.learned.keysets import synthetic
 
 MIXES = ("read-only", "read-heavy", "balanced", "write-heavy")
 

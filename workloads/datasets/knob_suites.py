@@ -1,4 +1,4 @@
-"""Benchmark suites for the knob bench beyond ``workloads.suites``: workloads whose best configuration needs several
+"""Benchmark suites for the knob bench beyond ``workloads.datasets.suites``: workloads whose best configuration needs several
 knobs moved at once, and the one lookup the knob bench uses for every suite (``get``).
 
 * ``planner``: an application's reporting and lookups over TPC-H data (the foreign-key and date indexes of the
@@ -40,9 +40,9 @@ from __future__ import annotations
 import random
 from datetime import date, timedelta
 
-from workloads import suites
-from workloads.suite_base import Suite, Value, region, template
-from workloads.suites import JOINS, LOOKUPS
+from workloads.datasets import suites
+from workloads.datasets.suite_base import Suite, Value, region, template
+from workloads.datasets.suites import JOINS, LOOKUPS
 
 FROM_SUBSELECTS_1 = """SELECT oc.c_mktsegment, ls.n_name, count(*) AS lines,
   sum(ls.l_extendedprice * (1 - ls.l_discount)) AS revenue
@@ -135,5 +135,5 @@ SUITES: dict[str, Suite] = {**suites.SUITES, PLANNER.name: PLANNER, MEMORY.name:
 
 
 def get(name: str) -> Suite:
-    """A suite of ``workloads.suites`` or of this module, by name."""
+    """A suite of ``workloads.datasets.suites`` or of this module, by name."""
     return suites.get(name, SUITES)

@@ -8,7 +8,7 @@ preference:
    bound jointly;
 3. the example's parameters were bound by the driver (the example still has ``$n``, but its own constants, like
    the ``6`` in ``$2::date + 6``): the constants the engine saw for them in real calls;
-4. parameter types from the engine, values drawn jointly from the columns' statistics (``workloads.sampling``:
+4. parameter types from the engine, values drawn jointly from the columns' statistics (``workloads.statements.sampling``:
    casts and date arithmetic understood, a range's bounds drawn together), type defaults elsewhere (LIMIT 100).
 
 A statement gets several bindings (``SAMPLES``): the best one as ``sql`` (replayed and validated) and the others as
@@ -28,7 +28,7 @@ from advisor.core.domain import Statement, Workload
 from advisor.core.errors import BadStatement
 from advisor.core.sqltext import shorten
 from connectors.base import BindingSource, Connector
-from workloads.sampling import ParamUse, analyze, draw, mark, pair_real_values, same_span
+from workloads.statements.sampling import ParamUse, analyze, draw, mark, pair_real_values, same_span
 
 _PARAM = re.compile(r"\$(\d+)")
 SAMPLES = 3  # bindings per statement: the primary one and two more whose what-if costs are averaged with it

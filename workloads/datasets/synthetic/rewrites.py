@@ -16,10 +16,10 @@ checked by comparing results.
 
 from __future__ import annotations
 
-from workloads.generated.catalog import Edge, Table
-from workloads.generated.draw import (Ctx, alias, categorical, measures, pick_edge, pick_table, pick_value, rangeable,
+from workloads.datasets.synthetic.catalog import Edge, Table
+from workloads.datasets.synthetic.draw import (Ctx, alias, categorical, measures, pick_edge, pick_table, pick_value, rangeable,
                                       selective)
-from workloads.generated.families import (Builder, between, col, equality, key_cols, on_clause, order_by, parent_filter,
+from workloads.datasets.synthetic.families import (Builder, between, col, equality, key_cols, on_clause, order_by, parent_filter,
                                           shown)
 
 CORRELATED_BUDGET = 2_000_000  # rows an outer row count times the inner table's rows may reach

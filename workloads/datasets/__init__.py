@@ -1,0 +1,1 @@
+"""The data sets and benchmark workloads: TPC-H, TPC-DS, a JOB-style IMDB, pgbench, an application over TPC-H, the knob and rewrite suites, the edge-case databases of equivalence by execution, the learned index's key sets and mixes, and ``synthetic``: random application workloads drawn over any schema; ``sqlsource`` writes their SQL once, in one dialect."""

@@ -1,0 +1,1 @@
+"""The statement machinery every workload shares: binding normalized statements to constants (``binding``, ``sampling``), capturing a workload from statement-stat snapshots (``capture``), replaying bound statements and timing them (``replay``), the kind of a workload (``shape``) and what its loaders, drivers and replay are given (``target``)."""
