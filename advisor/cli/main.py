@@ -15,7 +15,8 @@ import typer
 from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer >= 0.20 vendors click
 from rich.console import Console
 
-from advisor.cli import render, rewrite_commands, train_commands, tune_commands
+from advisor.cli import (recommendations_commands, render, rewrite_commands, runs_commands, schedule_commands,
+                         server_commands, targets_commands, tokens_commands, train_commands, tune_commands)
 from advisor.cli.bench_commands import bench_app
 from advisor.cli.common import (EngineOpt, JsonFlag, RegisterOpt, StoreOpt, observation_doc,
                                parse_plan, resolve_dsn, show_result)
@@ -23,7 +24,6 @@ from advisor.cli.common import TargetDsn as Target
 from advisor.cli.common import emit as _emit_json
 from advisor.cli.common import names as _names
 from advisor.cli.common import open_service as _service
-from advisor.cli.service_commands import register
 from advisor.core.errors import AdvisorError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -97,7 +97,10 @@ def demo(scale: Annotated[float, typer.Option(help="TPC-H scale factor", min=0.0
 rewrite_commands.register(app)
 train_commands.register(app)
 tune_commands.register(tune_app)
-register(app)  # the service's groups: serve, playground, targets, runs, recommendations, schedule, tokens
+# one module per command group (each its ``register``): the server and the playground, then the service's records
+for group in (server_commands, targets_commands, runs_commands, recommendations_commands, schedule_commands,
+              tokens_commands):
+    group.register(app)
 
 
 def _exit_on_signals() -> None:

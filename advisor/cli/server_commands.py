@@ -1,5 +1,5 @@
-"""CLI commands around the server: serve (web UI, REST API, schedules), schedules, API tokens, and the playground
-database to try it all on. Adapters like ``service_commands``."""
+"""``advisor serve`` (the web UI, the REST API and the schedules) and ``advisor playground`` (a database to try it
+all on). Adapters like ``targets_commands``."""
 
 from __future__ import annotations
 
@@ -7,28 +7,13 @@ import ipaddress
 import secrets
 import sys
 import time
-from enum import Enum
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from advisor.cli.pasting import id_table
-from advisor.cli.common import (EngineOpt, JsonFlag, Kind, StoreOpt, emit, names, open_service, parse_plan,
-                               plan_options, when)
+from advisor.cli.common import EngineOpt, Kind, StoreOpt, emit, names, open_service
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import reporter
-
-
-class Role(str, Enum):
-    viewer = "viewer"
-    operator = "operator"
-    admin = "admin"
-
-
-class AutoApply(str, Enum):
-    none = "none"
-    reload_knobs = "reload_knobs"
 
 
 def _loopback(host: str) -> bool:
@@ -115,105 +100,6 @@ def _check_bind(host: str, port: int) -> None:
         raise AdvisorError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
 
 
-# --- schedules ---------------------------------------------------------------------------------------------------
-
-schedule_app = typer.Typer(no_args_is_help=True, help="Nightly tuning: cron schedules run by `advisor serve`.")
-
-
-@schedule_app.command("add")
-@plan_options
-def schedule_add(cron: Annotated[str, typer.Option(help="5 cron fields, e.g. '0 2 * * *' (02:00 daily)")],
-                 kind: Annotated[list[str], typer.Option(help="what each firing tunes, in order: knobs, indexes, "
-                                                              "rewrites, all (repeat, or a comma list: knobs,indexes)")],
-                 plan_fields: dict,
-                 target: Annotated[str | None, typer.Option("--target", "-t", help="target id or name; left out for "
-                                                                          "runs that need no database (a learned "
-                                                                          "index's synthetic keys)")] = None,
-                 timezone_: Annotated[str, typer.Option("--timezone", help="of the cron fields")] = "UTC",
-                 auto_apply: Annotated[AutoApply, typer.Option(help="reload_knobs: apply validated knob changes "
-                                                                    "that need no restart")] = AutoApply.none,
-                 auto_apply_knob: Annotated[list[str], typer.Option(
-                     help="with reload_knobs: only these knobs (repeat, or a comma list)")] = [],  # noqa: B006
-                 max_regression: Annotated[float, typer.Option(help="roll an auto-applied change back when "
-                                                                    "statements get this much slower")] = 0.10,
-                 json_out: JsonFlag = False, store: StoreOpt = None) -> None:
-    """Tune a target by itself on a cron schedule (run by `advisor serve`); recommendations wait for approval
-    unless --auto-apply reload_knobs."""
-    kinds = _kinds(kind)
-    optimizer = plan_fields.pop("optimizer") if len(kinds) == 1 else None  # one optimizer names one kind's
-    plans = [parse_plan({"kind": k.value, **plan_fields, "optimizer": optimizer}) for k in kinds]
-    s = open_service(store, quiet=True).add_schedule(target, cron, plans, timezone=timezone_,
-                                                     auto_apply=auto_apply.value,
-                                                     auto_apply_knobs=names(auto_apply_knob),
-                                                     max_regression=max_regression)
-    emit(s) if json_out else print(f"schedule {s['id']}: {s['cron']} ({s['timezone']})\n  next {s['next_fire_text']}")
-
-
-@schedule_app.command("list")
-def schedule_list(target: Annotated[str | None, typer.Option("--target", "-t", help="target id or name")] = None,
-                  json_out: JsonFlag = False, store: StoreOpt = None) -> None:
-    """Schedules with their next firing time (in each schedule's own time zone, UTC beside it)."""
-    rows = open_service(store, quiet=True).schedules(target)
-    if json_out:
-        emit({"schedules": rows})
-        return
-    if not rows:
-        print("no schedules" + (f" for target {target}" if target else "") + " (advisor schedule add makes one)")
-    for s in rows:  # a block per schedule: its times whole at 80 columns, never cut by a table's cell
-        print(f"schedule {s['id']}: {s['target_name'] or s['target_id']}, runs "
-              f"{', '.join(p['kind'] for p in s['plan']['runs'])}, auto-apply {s['plan']['auto_apply']}\n"
-              f"  cron  {s['cron']} ({s['timezone']})\n  next  {s['next_fire_text']}\n  last  {s['last_fire_text']}")
-
-
-@schedule_app.command("remove")
-def schedule_remove(schedule_id: Annotated[str, typer.Argument(help="schedule id")], json_out: JsonFlag = False,
-                    store: StoreOpt = None) -> None:
-    """Stop a schedule (its past runs stay)."""
-    open_service(store, quiet=True).remove_schedule(schedule_id)
-    emit({"removed": schedule_id}) if json_out else print(f"removed schedule {schedule_id}")
-
-
-# --- tokens ------------------------------------------------------------------------------------------------------
-
-tokens_app = typer.Typer(no_args_is_help=True, help="API tokens (admin: needs the store file, not a token).")
-
-
-@tokens_app.command("create")
-def tokens_create(name: Annotated[str, typer.Option(help="who or what the token is for")],
-                  role: Annotated[Role, typer.Option(help="viewer reads; operator also runs, approves, applies; "
-                                                          "admin also manages tokens over REST")],
-                  json_out: JsonFlag = False, store: StoreOpt = None) -> None:
-    """A new API token (send it as 'Authorization: Bearer <secret>'); its secret is printed once, here."""
-    token, secret = open_service(store, quiet=True).create_token(name, role.value)
-    if json_out:
-        emit({**token, "secret": secret})
-    else:
-        print(f"token {token['name']} ({token['role']}): {secret}")
-    print("warning: the secret is shown only now and cannot be shown again (only its hash is stored): keep it "
-          "somewhere safe", file=sys.stderr)
-
-
-@tokens_app.command("list")
-def tokens_list(json_out: JsonFlag = False, store: StoreOpt = None) -> None:
-    """API tokens (never their secrets: only a hash is stored)."""
-    rows = open_service(store, quiet=True).tokens()
-    if json_out:
-        emit({"tokens": rows})
-        return
-    table = id_table("id", "name", "role", "created", "revoked")
-    for t in rows:
-        table.add_row(t["id"], t["name"], t["role"], when(t["created_at"]), when(t["revoked_at"]))
-    Console().print(table)
-
-
-@tokens_app.command("revoke")
-def tokens_revoke(ref: Annotated[str, typer.Argument(help="token id or name")], json_out: JsonFlag = False,
-                  store: StoreOpt = None) -> None:
-    """Revoke a token: requests bearing it are refused from now on."""
-    token = open_service(store, quiet=True).revoke_token(ref)
-    emit(token) if json_out else print(f"revoked {token['name']}")
-
-
 # --- playground --------------------------------------------------------------------------------------------------
 
 
@@ -253,3 +139,8 @@ def playground(password: Annotated[str | None, typer.Option(
             time.sleep(5)
             rounds += 1
             run_shop_workload(sandbox.dsn("shop"), rounds=5, seed=rounds, orders=orders, customers=customers)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(serve)
+    app.command()(playground)
