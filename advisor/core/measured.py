@@ -47,10 +47,14 @@ class StatementEvidence:
         return self.time_share < min_time_share and self.call_share < min_call_share and added < min_time_share
 
 
+WORKLOAD_TIME = "workload time (calls x median ms, summed over statements)"  # a database's evidence's unit
+
+
 @dataclass(frozen=True)
 class Evidence:
     """Baseline vs candidate measured interleaved on one shadow. gain = 1 - candidate_ms / baseline_ms, where each
-    is the workload's estimated time W = sum over statements of calls x the statement's median over rounds (ms);
+    is the workload's estimated time W = sum over statements of calls x the statement's median over rounds (in
+    ``symbol``: ms for a database's statements; a learned index's harness measures ns per operation);
     ``*_totals_ms`` are the same sum per round. ``baseline_ms`` / ``candidate_ms`` are None in evidence stored
     before they were recorded (``advisor.service.summary`` derives them there)."""
 
@@ -68,6 +72,10 @@ class Evidence:
     baseline_ms: float | None = None  # W of the baseline, the gain's denominator
     candidate_ms: float | None = None  # W of the candidate
     measured: str = ""  # how the measurement went: rounds, why it stopped, noise rounds, the machine's load
+    # what the ``*_ms`` figures are in: a workload's time in ms (a database's statements), or what a harness
+    # measured (a learned index's thread CPU time per operation, ns): ``unit`` says it, ``symbol`` abbreviates it
+    unit: str = WORKLOAD_TIME
+    symbol: str = "ms"
 
     def blocks(self, s: StatementEvidence) -> bool:
         """``s`` regressed and matters enough to block the change."""

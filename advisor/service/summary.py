@@ -33,13 +33,13 @@ from dataclasses import dataclass
 
 from advisor.core import wording
 from advisor.core.domain import Evidence, Recommendation, StatementEvidence
+from advisor.core.measured import WORKLOAD_TIME
 from advisor.core.errors import AdvisorError
 from advisor.storage import codec
 from advisor.tuning import kinds
 from advisor.tuning.indexes.face import IndexSize, index_sizes
 
 STANDING = frozenset({"validated", "approved", "applied"})  # states in which a measured gain reads as a success
-WORKLOAD_TIME = "workload time (calls x median ms, summed over statements)"
 
 
 def run_outcome(run: dict) -> str:
@@ -278,9 +278,12 @@ def rejected_because(rec: Recommendation) -> str:
 
 
 def _unit_of(rec: Recommendation) -> dict:
-    """The evidence's unit where the recommendation names one (``details["unit"]``, ``details["unit_symbol"]``:
-    a learned index's ns per operation), else the workload time in ms."""
-    details = rec.details or {}
+    """The unit of the recommendation's evidence (``Evidence.unit``, ``symbol``: a learned index's ns per operation,
+    a database's workload time in ms); evidence stored before it carried one: the recommendation's
+    ``details["unit"]``/``["unit_symbol"]`` where it named one, else the workload time in ms."""
+    ev, details = rec.evidence, rec.details or {}
+    if ev is not None and ev.symbol and ev.unit != WORKLOAD_TIME:
+        return {"unit": ev.unit, "symbol": ev.symbol}
     if details.get("unit") and details.get("unit_symbol"):
         return {"unit": str(details["unit"]), "symbol": str(details["unit_symbol"])}
     return {}

@@ -62,7 +62,8 @@ def evidence_from(d: dict | None) -> Evidence | None:
                     _f(d["gain"]), (_f(d["gain_ci"][0]), _f(d["gain_ci"][1])), statements, _f(d["min_gain"]),
                     _f(d["regression_threshold"]), float(d.get("min_time_share") or 0.0),
                     float(d.get("min_call_share") or 0.0), _share(d.get("baseline_ms")),
-                    _share(d.get("candidate_ms")), str(d.get("measured") or ""))
+                    _share(d.get("candidate_ms")), str(d.get("measured") or ""),
+                    **({"unit": str(d["unit"]), "symbol": str(d.get("symbol") or "")} if d.get("unit") else {}))
 
 
 def recommendation_dict(rec: Recommendation) -> dict:

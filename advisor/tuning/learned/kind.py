@@ -177,7 +177,6 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
     details = {"index": engine.name, "parameters": found.best, "default": found.default, "tuned": found.tuned,
                "evaluations": found.evaluations, "unsafe_evaluations": found.unsafe_evaluations,
                "keys": plan.keys, "key_count": len(keys), "workload": plan.workload,
-               "unit": "thread CPU time per operation (ns, each phase weighted by its operations)", "unit_symbol": "ns",
                "measured": ev.measured if ev is not None else "",
                "finalists": [f.doc() for f in found.finalists], "picked": found.picked,
                "note": "parameters handed to the index's owners; nothing is applied to the database"}

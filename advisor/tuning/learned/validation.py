@@ -38,6 +38,8 @@ from advisor.tuning.measure import Measured, StopRule, interleave, settled_inter
 MIN_ABS_NS = 5.0  # a per-operation slowdown smaller than this (ns) is timer noise, not a regression
 MIN_GAIN = 0.02  # the CPU time per operation the candidate must save (a fraction), its interval's lower end
 UNIT = "CPU ns per operation"
+# what the evidence's figures are in (``Evidence.unit``/``symbol``), which every face prints beside them
+EVIDENCE_UNIT = "thread CPU time per operation (ns, each phase weighted by its operations)"
 
 
 def validate(target: HarnessTarget, baseline: Mapping[str, str], candidate: Mapping[str, str], rounds: int,
@@ -99,7 +101,8 @@ def deciding(target: HarnessTarget, baseline: str, min_gain: float = MIN_GAIN, s
     texts = {phase: f"{text} ({UNIT})" for phase, (_share, text) in phases.items()}
 
     def decide(kept: Mapping[str, list[ArmRound]], arm: str) -> Evidence:
-        return compare(kept[baseline], kept[arm], weights, texts, min_gain=min_gain, min_abs=MIN_ABS_NS, seed=seed)
+        return replace(compare(kept[baseline], kept[arm], weights, texts, min_gain=min_gain, min_abs=MIN_ABS_NS,
+                               seed=seed), unit=EVIDENCE_UNIT, symbol="ns")
 
     return decide
 

@@ -36,6 +36,11 @@ def test_a_clearly_better_configuration_is_accepted_and_stops_early(target):
     assert tuned["cpu_ns_per_op"] < default["cpu_ns_per_op"]
     assert [s.queryid for s in evidence.statements] == ["operations"]
     assert "CPU ns per operation" in evidence.statements[0].sql
+    # the evidence carries its unit (its *_ms fields hold ns per operation here), and the store keeps it
+    assert evidence.symbol == "ns" and evidence.unit.startswith("thread CPU time per operation")
+    from advisor.storage.codec import evidence_from, plain
+
+    assert (evidence_from(plain(evidence)).unit, evidence_from(plain(evidence)).symbol) == (evidence.unit, "ns")
     assert any("validation round 1 (at most 8), tuned:" in line and "ops/s" in line for line in said)
 
 
