@@ -1,6 +1,7 @@
 """AdvisorService's schedules: add, list, remove, fire and run a target's cron schedule. A mixin of
 ``advisor.service.service.AdvisorService`` (it uses its ``store``, ``scheduler``, ``_dsn`` and ``check_plan_on``),
-kept apart from ``advisor.service.operations`` so that each module stays readable."""
+one of its mixins by resource (``targets``, ``tuning_runs``, ``recommendations``, ``schedules``, ``access``,
+``replicas``)."""
 
 from __future__ import annotations
 

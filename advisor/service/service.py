@@ -19,7 +19,9 @@ from advisor.core.errors import AdvisorError, EngineUnsupported, NotFound, NotRe
 from advisor.core.progress import Say, heartbeat, silent
 from advisor.service.access import AccessMixin
 from advisor.service.auth import Principal, local_actor
-from advisor.service.operations import OperationsMixin
+from advisor.service.recommendations import RecommendationsMixin
+from advisor.service.targets import TargetsMixin
+from advisor.service.tuning_runs import TuningRunsMixin
 from advisor.service.replicas import ReplicasMixin
 from advisor.service.schedules import SchedulesMixin
 from advisor.service.runs import ProgressLog, RunCancelled
@@ -51,7 +53,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class AdvisorService(OperationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin):
+class AdvisorService(TargetsMixin, TuningRunsMixin, RecommendationsMixin, SchedulesMixin, AccessMixin, ReplicasMixin):
     """The tuning itself (observe, tune knobs, tune indexes) is here; registered targets, runs, the recommendation
     lifecycle and schedules are in ``operations``, tokens and sessions in ``access``. ``executor`` (a ``runs.RunExecutor``) runs started runs in the background; without one (the CLI),
     ``start_run`` runs them in the caller's thread. Actions that change anything take ``who`` (a Principal) and
