@@ -93,3 +93,13 @@ def changes_lists(method):
             self._bump()
 
     return wrapper
+
+
+def page(limit: int | None, offset: int) -> tuple[int, int]:
+    """LIMIT and OFFSET values DuckDB takes (BIGINT): none means all; an offset past any table means no rows.
+
+    >>> page(None, 10**20)
+    (4611686018427387904, 4611686018427387904)
+    """
+    cap = 2**62
+    return (cap if limit is None else min(max(int(limit), 0), cap)), min(max(int(offset), 0), cap)
