@@ -24,6 +24,7 @@ from advisor.service.targets import TargetsMixin
 from advisor.service.tuning_runs import TuningRunsMixin
 from advisor.service.replicas import ReplicasMixin
 from advisor.service.schedules import SchedulesMixin
+from advisor.service import run_state
 from advisor.service.runs import ProgressLog, RunCancelled
 from advisor.storage.store import Store, new_id
 from advisor.tuning import kinds
@@ -189,23 +190,20 @@ class AdvisorService(TargetsMixin, TuningRunsMixin, RecommendationsMixin, Schedu
                     tell(f"could not re-measure recommendation {rec.id} on a fresh shadow: {e}")
         except (KeyboardInterrupt, SystemExit, RunCancelled):
             _flush(progress)
-            for rid in opened:
-                self.store.update_run(rid, state="interrupted")
+            run_state.interrupted(self.store, opened)
             raise
         except Exception as e:
             missing = unsupported(e, f"tuning ({kind})")
             message = (missing or e).message if isinstance(missing or e, AdvisorError) \
                 else f"internal error ({type(e).__name__}: {e})"
             _flush(progress)
-            for rid in opened:
-                self.store.update_run(rid, state="failed", error=message)
+            run_state.failed(self.store, opened, message)
             if missing is not None:
                 raise missing from e
             raise
         self.last_shadow = shadows.doc(plan.sample_percent) if entry.uses_shadows else None
         _flush(progress)
-        for rid in opened:
-            self.store.update_run(rid, state="done", result=self.outcome(entry, result))
+        run_state.done(self.store, opened, self.outcome(entry, result))
         return result
 
     def _stored_id(self, name: str) -> str | None:
@@ -255,7 +253,7 @@ class AdvisorService(TargetsMixin, TuningRunsMixin, RecommendationsMixin, Schedu
                 raise AdvisorError(f"tuning run {resume} is {run['state']} in another process (pid "
                                    f"{(run.get('owner') or {}).get('pid', '?')}); it can be resumed once that ends")
             # running again, owned by this process (a killed owner's run was marked interrupted by whoever reaped it)
-            self.store.update_run(resume, state="running", owner=processes.this_process())
+            run_state.running(self.store, resume, owner=processes.this_process())
             return resume
         if run_id and self.store.runs(run_id=run_id):  # its row exists: record the pipeline's own options
             self.store.update_run(run_id, options={**self.store.run(run_id)["options"], **options})

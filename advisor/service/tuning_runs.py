@@ -10,6 +10,7 @@ from advisor.service.auth import ADMIN, Principal
 from advisor.service.ids import full_id
 from advisor.core import processes
 from advisor.core.errors import AdvisorError, Conflict
+from advisor.service import run_state
 from advisor.service.runs import ACTIVE, ProgressLog, RunCancelled, RunPlan
 from advisor.storage.store import new_id
 from advisor.tuning import kinds
@@ -67,7 +68,7 @@ class TuningRunsMixin:
         plan = kinds.stored_plan(run["options"]["plan"])
         cancelled = (lambda: self.executor.cancelled(run_id)) if self.executor is not None else (lambda: None)
         progress = ProgressLog(self.store, run_id, self.say, cancelled=cancelled)
-        self.store.update_run(run_id, state="running")
+        run_state.running(self.store, run_id)
         worker = type(self)(self.store, progress)
         try:
             target = self.store.target_by_id(run["target_id"])
@@ -80,14 +81,12 @@ class TuningRunsMixin:
             progress.cancelled = lambda: None
             progress(f"{'cancelled' if isinstance(e, RunCancelled) else 'failed'}: {message}")
             progress.flush()
-            self.store.update_run(run_id, state="cancelled" if isinstance(e, RunCancelled) else "failed",
-                                  error=message)
+            run_state.failed(self.store, [run_id], message, cancelled=isinstance(e, RunCancelled))
             return self.store.run(run_id)
         outcome = worker.outcome(kinds.get(plan.kind), result)
         progress(f"done: {outcome['message']}")
         progress.flush()
-        prior = self.store.run(run_id)["result"] or {}
-        self.store.update_run(run_id, state="done", result={**prior, **outcome})
+        run_state.done(self.store, [run_id], outcome)
         return self.store.run(run_id)
 
     def _tune_plan(self, dsn: str, name: str, plan: RunPlan, run_id: str):
