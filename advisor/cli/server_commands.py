@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from advisor.cli.common import EngineOpt, Kind, StoreOpt, emit, names, open_service
+from advisor.cli.common import EngineOpt, StoreOpt, emit, open_service
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import reporter
 
@@ -23,19 +23,6 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def _kinds(items: list[str]) -> list[Kind]:
-    kinds = []
-    for name in names(items):
-        if name not in Kind.__members__:
-            raise typer.BadParameter(f"{name!r} is not a run kind; expected {', '.join(Kind.__members__)}",
-                                     param_hint="--kind")
-        if Kind(name) not in kinds:
-            kinds.append(Kind(name))
-    if not kinds:
-        raise typer.BadParameter(f"give at least one run kind: {', '.join(Kind.__members__)}", param_hint="--kind")
-    return kinds
 
 
 # --- serve -------------------------------------------------------------------------------------------------------

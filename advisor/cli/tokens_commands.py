@@ -11,26 +11,13 @@ import typer
 from rich.console import Console
 
 from advisor.cli.pasting import id_table
-from advisor.cli.common import JsonFlag, Kind, StoreOpt, emit, names, open_service, when
+from advisor.cli.common import JsonFlag, StoreOpt, emit, open_service, when
 
 
 class Role(str, Enum):
     viewer = "viewer"
     operator = "operator"
     admin = "admin"
-
-
-def _kinds(items: list[str]) -> list[Kind]:
-    kinds = []
-    for name in names(items):
-        if name not in Kind.__members__:
-            raise typer.BadParameter(f"{name!r} is not a run kind; expected {', '.join(Kind.__members__)}",
-                                     param_hint="--kind")
-        if Kind(name) not in kinds:
-            kinds.append(Kind(name))
-    if not kinds:
-        raise typer.BadParameter(f"give at least one run kind: {', '.join(Kind.__members__)}", param_hint="--kind")
-    return kinds
 
 
 # --- tokens ------------------------------------------------------------------------------------------------------
