@@ -159,8 +159,7 @@ class Snapshot(BaseModel):
 
 
 def _option_field(o, required: bool = False, choices: tuple[str, ...] = ()) -> tuple[Any, Any]:
-    """A run plan option (``advisor.tuning.plan.Option``) as a pydantic field: its type, default, bounds and
-    help."""
+    """A run plan option (``advisor.tuning.plan.Option``) as a pydantic field: type, default, bounds, help."""
     name = o.name
     low, high = o.bounds or (None, None)
     if o.type == "int":
@@ -198,11 +197,10 @@ def _run_spec(kind, with_target: bool) -> type[BaseModel]:
         fields["optimizer"] = (Literal[names], Field(kind.default_optimizer,  # type: ignore[valid-type]
                                                      description="the optimizer (one of the kind's listed)"))
     options = kind.plan.options()
-    for name in (*kind.options, *COMMON):
-        if name != "optimizer":
-            # "validate" would shadow pydantic's BaseModel.validate: the attribute is validate_, the field validate
-            fields[name + "_" if name == "validate" else name] = _option_field(options[name], name in kind.required,
-                                                                               kind.choices.get(name, ()))
+    for name in (n for n in (*kind.options, *COMMON) if n != "optimizer"):
+        # "validate" would shadow pydantic's BaseModel.validate: the attribute is validate_, the field validate
+        fields[name + "_" if name == "validate" else name] = _option_field(options[name], name in kind.required,
+                                                                           kind.choices.get(name, ()))
     if with_target and kind.own_target is not None:  # some of its plans need no database (Kind.own_target)
         fields["target"] = (str | None, Field(None, description="target id or name; left out for a plan that needs "
                                                                 "no database (a learned index's synthetic keys): "

@@ -275,8 +275,7 @@ def bench_learned_index(
     LITune; the sorted-array binary search on the same stream), LITune meta-trained once on held-out tasks, drift
     (LITune online vs a one-shot configuration vs re-tuning from scratch), and the issue's targets."""
     from advisor.bench.learned.bench import LearnedBenchOptions, LearnedIndexBench, meta_train_only as time_meta
-    from advisor.bench.learned.bench import summarize as resummarize
-    from advisor.bench.learned.bench import table
+    from advisor.bench.learned.bench import summarize as resummarize, table
 
     if summarize:
         _bench_report(resummarize(summarize, out), json_out, table, out, "learned-index.json", "learned-index.png")
