@@ -259,7 +259,7 @@ def test_on_reads_only_a_pass_builds_its_set_once_and_the_baseline_hides_it(pg, 
     """Reads only: a pass holds its set built from its first look to its last re-timing, and the baseline is the set
     hidden inside a rolled-back transaction, so the index is built once (counted by pg_stat_statements: before,
     a pass built it four times: to read its plans and size, to compare plans, again in the second round, and to
-    re-time), and the verdict is the same: the lookup is measured faster and the index kept. A workload with a
+    re-time), and the lookup is measured faster (the verdict: below). A workload with a
     write still builds as it goes (the write must maintain what it measures)."""
     _tables(db)
     run(db, "SELECT pg_stat_statements_reset()")
@@ -267,7 +267,12 @@ def test_on_reads_only_a_pass_builds_its_set_once_and_the_baseline_hides_it(pg, 
     lines: list[str] = []
     checked = validate_indexes(shadow, [LOOKUP, FIRST], [GOOD, IDLE], {GOOD: 1, IDLE: 3},
                                options=ValidationOptions(rounds=4), say=lines.append)
-    assert checked.kept == (GOOD,) and "lookup" in {v.index: v for v in checked.verdicts}[GOOD].helped, lines
+    good = {v.index: v for v in checked.verdicts}[GOOD]
+    assert "lookup" in good.helped, lines  # ~200x faster: certain on any machine
+    # ``first`` takes generate_series' time either way: on a busy machine its re-timing may read noise as a 10%
+    # regression and drop the index (the guard's rule); which verdict it gets is timing, that it is one of these is not
+    assert checked.kept == (GOOD,) or (not good.kept and good.reason.startswith(
+        "statement `SELECT count(*) FROM generate_series(1, 300000)")), lines
     # switching arms is free with the set held: the baseline runs first, so the candidate's first pass has its caps
     assert [line.split(":")[0] for line in lines if line.startswith("round 1 ")] == \
         ["round 1 (at most 4) baseline", "round 1 (at most 4) candidate"], lines
