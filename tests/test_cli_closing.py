@@ -14,7 +14,7 @@ from advisor.cli import render
 from advisor.tuning import kinds
 from advisor.core.domain import IndexChange, KnobChange, Recommendation
 from advisor.core.measured import Evidence
-from advisor.tuning.whole.pipeline import Step, WholeResult
+from advisor.tuning.all.pipeline import Step, WholeResult
 
 MEASURED = "5 rounds (not settled within the round budget); load 2.4, cores 97% busy, nice -10"
 

@@ -18,7 +18,7 @@ from advisor.cli import render
 from advisor.tuning import kinds
 from advisor.core.domain import IndexChange, Recommendation
 from advisor.storage.store import Store
-from advisor.tuning.whole.pipeline import WholeResult
+from advisor.tuning.all.pipeline import WholeResult
 
 ONE, TWIN, OTHER = "272ce5a1b2c3", "272ce5ff0011", "9abc00000001"  # the first two share the prefix 272ce5
 RUN = "5e7d00a4b9c1"

@@ -28,7 +28,7 @@ def test_the_cli_lists_kinds_and_optimizers_without_their_pipelines_or_egglog():
                             "from advisor.service.runs import optimizer_names\n"
                             "assert 'saturate' in optimizer_names('rewrites')")
     assert "advisor.tuning.rewrites.kind" in loaded and "optimizers.rewrites.plugins" in loaded  # listed
-    pipelines = {f"advisor.tuning.{k}.pipeline" for k in ("indexes", "knobs", "rewrites", "whole")}
+    pipelines = {f"advisor.tuning.{k}.pipeline" for k in ("indexes", "knobs", "rewrites", "all")}
     assert not pipelines & loaded and "egglog" not in loaded
 
 

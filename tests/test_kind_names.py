@@ -12,8 +12,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("advisor", "web", "connectors", "workloads", "optimizers")
-FOLDERS = {"knobs": {"knobs"}, "indexes": {"indexes"}, "rewrites": {"rewrites"}, "all": {"whole"},
-           "learned-index": {"learned", "learned_index"}, "learned_index": {"learned", "learned_index"}}
+FOLDERS = {"knobs": {"knobs"}, "indexes": {"indexes"}, "rewrites": {"rewrites"}, "all": {"all"},
+           "learned-index": {"learned_index"}, "learned_index": {"learned_index"}}
 REGISTRIES = {"advisor/tuning/kinds.py", "optimizers/registry.py"}  # the lists of the kinds, by design
 
 

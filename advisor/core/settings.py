@@ -32,7 +32,7 @@ class Settings(BaseSettings):
     key_file: str | None = None  # ADVISOR_KEY_FILE: default <store dir>/secret.key
     session_ttl_s: float = 8 * 3600.0  # ADVISOR_SESSION_TTL_S: web login lifetime
     # The one directory whose files a learned-index run started over REST, the web UI or a schedule may read keys
-    # from (advisor.tuning.learned.keys.confined: resolved, links followed, it must lie inside). None (the
+    # from (advisor.tuning.learned_index.keys.confined: resolved, links followed, it must lie inside). None (the
     # default): those faces take only key columns and synthetic key sets; the command line reads its user's files.
     key_files_dir: str | None = None  # ADVISOR_KEY_FILES_DIR
     # The reverse proxies in front of `advisor serve` whose X-Forwarded-For and X-Forwarded-Proto are believed:

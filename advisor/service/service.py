@@ -43,7 +43,7 @@ __all__ = ["AdvisorService", "IndexTuneResult", "Observation", "RewriteTuneResul
 # the pipelines' result types, re-exported on first use: importing the pipelines (the optimizers, egglog) takes
 # about a second, which every CLI call would pay
 _RESULTS = {"IndexTuneResult": "advisor.tuning.indexes.pipeline", "TuneResult": "advisor.tuning.knobs.pipeline",
-            "RewriteTuneResult": "advisor.tuning.rewrites.pipeline", "WholeResult": "advisor.tuning.whole.pipeline"}
+            "RewriteTuneResult": "advisor.tuning.rewrites.pipeline", "WholeResult": "advisor.tuning.all.pipeline"}
 
 
 def __getattr__(name: str):
@@ -182,7 +182,7 @@ class AdvisorService(TargetsMixin, TuningRunsMixin, RecommendationsMixin, Schedu
             rec = result.recommendation
             if plan.recheck and rec is not None and rec.state == "validated" and not entry.handed_over:
                 try:
-                    from advisor.tuning.whole.pipeline import recheck
+                    from advisor.tuning.all.pipeline import recheck
 
                     recheck(dataclasses.replace(ctx, say=tell), rec, plan)
                     result = dataclasses.replace(result, recommendation=self.store.recommendation(rec.id))

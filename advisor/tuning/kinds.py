@@ -29,9 +29,9 @@ __all__ = ["Context", "Kind", "all_options", "checked", "get", "kinds", "names",
 def _registry() -> tuple[Kind, ...]:
     from advisor.tuning.indexes.kind import KIND as INDEXES
     from advisor.tuning.knobs.kind import KIND as KNOBS
-    from advisor.tuning.learned.kind import KIND as LEARNED_INDEX
+    from advisor.tuning.learned_index.kind import KIND as LEARNED_INDEX
     from advisor.tuning.rewrites.kind import KIND as REWRITES
-    from advisor.tuning.whole.kind import KIND as ALL
+    from advisor.tuning.all.kind import KIND as ALL
 
     return (KNOBS, INDEXES, REWRITES, ALL, LEARNED_INDEX)
 

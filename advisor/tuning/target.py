@@ -1,6 +1,6 @@
 """What a trial runs against (``TrialTarget``): a database shadow with its workload replay
 (``advisor.tuning.knobs.trials.ShadowTarget``) or a learned index's benchmark harness
-(``advisor.tuning.learned.target.HarnessTarget``). A trial loop and a validation talk to either through these
+(``advisor.tuning.learned_index.target.HarnessTarget``). A trial loop and a validation talk to either through these
 three verbs, so the searches tune both unchanged:
 
 - ``apply(config)``: set a configuration (a dict ``name -> text``); ``TrialFailed`` when it cannot run (the

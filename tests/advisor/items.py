@@ -45,8 +45,8 @@ def cheap_space(shadow: Shadow, keep=("work_mem", "random_page_cost", "jit", "ef
 def alex_balanced(n: int):
     """The learned-index harness of the validation and pick tests: ALEX over ``n`` uniform keys on a balanced mix
     (the pipeline's operations per round)."""
-    from advisor.tuning.learned.pipeline import operations
-    from advisor.tuning.learned.target import HarnessTarget
+    from advisor.tuning.learned_index.pipeline import operations
+    from advisor.tuning.learned_index.target import HarnessTarget
     from connectors import factory
     from workloads.datasets.learned import keysets, mixes
 

@@ -1,5 +1,5 @@
 """LITune on the real compiled learned index (``connectors.factory.learned_index("alex")``): meta-trained on small
-synthetic key sets x mixes (the house's ``advisor.tuning.learned.training.training_tasks``: 20k keys, 10k-op
+synthetic key sets x mixes (the house's ``advisor.tuning.learned_index.training.training_tasks``: 20k keys, 10k-op
 streams), then tuning keys and a mix it was not trained on through the pipeline's own loop (``pipeline.search``,
 the safety cut included), and the O2 online phase when the data and the mix drift. CPU only; slow (the index's
 first compile, meta-training).
@@ -15,9 +15,9 @@ import time
 import pytest
 
 from advisor.core.params import ParamSpace
-from advisor.tuning.learned.pipeline import evaluate, problem, search
-from advisor.tuning.learned.target import HarnessTarget
-from advisor.tuning.learned.training import features, training_tasks
+from advisor.tuning.learned_index.pipeline import evaluate, problem, search
+from advisor.tuning.learned_index.target import HarnessTarget
+from advisor.tuning.learned_index.training import features, training_tasks
 from connectors import factory
 from optimizers.learned_index.litune import LITune
 from workloads.datasets.learned import keysets, mixes

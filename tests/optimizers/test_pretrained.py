@@ -73,8 +73,8 @@ def test_advisor_train_writes_the_policy_and_its_manifest_from_a_seed(tmp_path):
 
 def _litune_problem(name, tasks=None, calls=None):
     from advisor.core.params import ParamSpace
-    from advisor.tuning.learned.pipeline import problem
-    from advisor.tuning.learned.training import features
+    from advisor.tuning.learned_index.pipeline import problem
+    from advisor.tuning.learned_index.training import features
     from connectors import factory
     from workloads.datasets.learned import keysets, mixes
 
@@ -90,7 +90,7 @@ def _litune_problem(name, tasks=None, calls=None):
 
 def test_litune_ships_a_small_model_per_learned_index_that_says_how_it_was_trained():
     from advisor.core.params import ParamSpace
-    from advisor.tuning.learned.shipped import LITUNE_SETS
+    from advisor.tuning.learned_index.shipped import LITUNE_SETS
     from connectors import factory
     from optimizers.learned_index import litune_shipped
     from optimizers.learned_index.problem import OBJECTIVE
@@ -107,8 +107,8 @@ def test_litune_ships_a_small_model_per_learned_index_that_says_how_it_was_train
 
 
 def test_a_first_litune_run_starts_from_the_shipped_model_and_adapts_it_without_training_from_scratch(tmp_path):
-    from advisor.tuning.learned.target import HarnessTarget
-    from advisor.tuning.learned.pipeline import evaluate
+    from advisor.tuning.learned_index.target import HarnessTarget
+    from advisor.tuning.learned_index.pipeline import evaluate
     from optimizers.learned_index import litune_shipped
     from workloads.datasets.learned import mixes
 
@@ -131,7 +131,7 @@ def test_a_first_litune_run_starts_from_the_shipped_model_and_adapts_it_without_
 
 
 def test_litune_retrain_meta_trains_from_scratch_instead_of_the_shipped_model(tmp_path):
-    from advisor.tuning.learned.shipped import litune_tasks
+    from advisor.tuning.learned_index.shipped import litune_tasks
     from connectors import factory
 
     calls = []

@@ -102,7 +102,7 @@ def test_a_key_file_in_the_directory_runs_and_its_content_is_never_quoted(server
 def test_an_oversize_sosd_file_in_the_directory_is_refused_before_the_run_is_queued(server, tmp_path, monkeypatch):
     import numpy as np
 
-    from advisor.tuning.learned.keys import MAX_KEYS
+    from advisor.tuning.learned_index.keys import MAX_KEYS
 
     client, service, op, viewer, _ = server
     keys_dir = tmp_path / "keys"

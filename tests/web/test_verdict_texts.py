@@ -77,7 +77,7 @@ def test_a_whole_run_s_outcome_line_is_whole_on_the_runs_pages(app_client, token
     pay: ...; together +87.3% ..."). The line the run stores (``whole.pipeline._message``) takes each step's
     first sentence whole, and the runs list and the run's page show it as stored."""
     from advisor.storage.store import new_id
-    from advisor.tuning.whole.pipeline import Step, _message
+    from advisor.tuning.all.pipeline import Step, _message
 
     client, service = app_client
     target_id = service.store.upsert_target("shop", "postgres", "host=127.0.0.1 dbname=shop")

@@ -3,7 +3,7 @@ sorted-array binary search on the same streams, LITune meta-trained once on held
 
 The grid: ``datasets`` (synthetic key sets, ``keys`` each) x ``workloads`` (named mixes) x ``seeds`` x index
 (``indexes``, ALEX-like by default; PGM, read-only, on the read-only workload). Per cell, each tuner runs through
-the pipeline's own entry point (``advisor.tuning.learned.pipeline.tune_index``: the defaults' trial, ``budget``
+the pipeline's own entry point (``advisor.tuning.learned_index.pipeline.tune_index``: the defaults' trial, ``budget``
 evaluations with the safety cut, the best ``finalists`` re-measured beside the defaults in ``finalist_rounds``
 rotating rounds for the pick, then ``rounds`` interleaved validation rounds of the pick against the defaults),
 so the cell reports per tuner (with ``finalists``, each arm's median CPU ns/op and rounds, and ``picked``, why): validated tuned and default throughput (ops/s) and p99 (ns), the gain (tuned over
@@ -32,10 +32,10 @@ from advisor.core.errors import InvalidInput
 from advisor.core.hardware import detect
 from advisor.core.params import ParamSpace
 from advisor.core.progress import Say, silent
-from advisor.tuning.learned import finalists as picking
-from advisor.tuning.learned.pipeline import operations, problem, tune_index
-from advisor.tuning.learned.target import HarnessTarget
-from advisor.tuning.learned.training import features
+from advisor.tuning.learned_index import finalists as picking
+from advisor.tuning.learned_index.pipeline import operations, problem, tune_index
+from advisor.tuning.learned_index.target import HarnessTarget
+from advisor.tuning.learned_index.training import features
 from connectors import factory
 from optimizers import registry
 from workloads.datasets.learned import keysets, mixes
@@ -138,7 +138,7 @@ class TunerRow:
     min_gain: float | None = None
     rounds: int = 0
     measured: str = ""
-    # the pick's re-measure (``advisor.tuning.learned.finalists``): each arm (the defaults first) with its search
+    # the pick's re-measure (``advisor.tuning.learned_index.finalists``): each arm (the defaults first) with its search
     # and median CPU ns/op, rounds and whether picked; and why the pick ([] and "": none, the search's best)
     finalists: list = field(default_factory=list)
     picked: str = ""

@@ -26,9 +26,9 @@ import numpy as np
 from advisor.core.params import ParamSpace
 from advisor.core.progress import Say
 from advisor.bench.learned.measure import side_by_side
-from advisor.tuning.learned.pipeline import problem, tune_index
-from advisor.tuning.learned.target import HarnessTarget
-from advisor.tuning.learned.training import features
+from advisor.tuning.learned_index.pipeline import problem, tune_index
+from advisor.tuning.learned_index.target import HarnessTarget
+from advisor.tuning.learned_index.training import features
 from connectors import factory
 from optimizers import registry
 from workloads.datasets.learned import mixes

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from advisor.tuning.learned.target import HarnessTarget
-from advisor.tuning.learned.validation import Arms, deciding
+from advisor.tuning.learned_index.target import HarnessTarget
+from advisor.tuning.learned_index.validation import Arms, deciding
 from advisor.tuning.measure import StopRule, interleave
 
 

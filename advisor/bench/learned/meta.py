@@ -13,8 +13,8 @@ from pathlib import Path
 
 from advisor.core.params import ParamSpace
 from advisor.core.progress import Say
-from advisor.tuning.learned.pipeline import problem
-from advisor.tuning.learned.training import TRAINING_KEYS, TRAINING_OPS, training_tasks
+from advisor.tuning.learned_index.pipeline import problem
+from advisor.tuning.learned_index.training import TRAINING_KEYS, TRAINING_OPS, training_tasks
 from connectors import factory
 from optimizers import registry
 from workloads.datasets.learned import keysets, mixes

@@ -2,7 +2,7 @@
 part of ``advisor bench models``).
 
 For each learned index and each held-out key set (``HELD_OUT``: distributions and seeds outside the shipped
-models' training, ``advisor.tuning.learned.shipped.LITUNE_SETS``), ``budget`` trials are asked and told by three
+models' training, ``advisor.tuning.learned_index.shipped.LITUNE_SETS``), ``budget`` trials are asked and told by three
 LITunes: the shipped model as it is (no updates after its tells), the shipped model adapting online (a run's
 default), and one meta-trained from scratch with ``episodes`` on the house's training tasks (what a first question
 cost before the models shipped; trained once per index, its seconds reported on each row). Reported per row: the
@@ -23,7 +23,7 @@ KEYS = 20_000
 
 def _best_ratio(opt, target, budget: int) -> float | None:
     """Ask and tell ``budget`` trials; the best safe ns/op over the first (the defaults: LITune's reference)."""
-    from advisor.tuning.learned.pipeline import evaluate
+    from advisor.tuning.learned_index.pipeline import evaluate
 
     seen = []
     for _ in range(budget):
@@ -42,9 +42,9 @@ def run(budget: int = 12, episodes: int = 60, seed: int = 0, say: Say = silent) 
     from workloads.datasets.learned import keysets, mixes
 
     from advisor.core.params import ParamSpace
-    from advisor.tuning.learned.pipeline import operations, problem
-    from advisor.tuning.learned.target import HarnessTarget
-    from advisor.tuning.learned.training import features, training_tasks
+    from advisor.tuning.learned_index.pipeline import operations, problem
+    from advisor.tuning.learned_index.target import HarnessTarget
+    from advisor.tuning.learned_index.training import features, training_tasks
 
     rows = []
     for name in factory.learned_indexes():

@@ -1,4 +1,4 @@
-"""A learned index's validation (``advisor.tuning.learned.validation``) on the real harness and the real index,
+"""A learned index's validation (``advisor.tuning.learned_index.validation``) on the real harness and the real index,
 through the one measurement engine, decided on thread CPU time per operation: a clearly better configuration is
 accepted and stops at the engine's minimum rounds; a configuration against itself is not accepted; the harness
 records each run's CPU time beside its wall time, and the figures and the measured line carry both.
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.tuning.learned.target import HarnessTarget
-from advisor.tuning.learned.validation import validate
+from advisor.tuning.learned_index.target import HarnessTarget
+from advisor.tuning.learned_index.validation import validate
 from connectors import factory
 from tests.advisor.items import alex_balanced
 

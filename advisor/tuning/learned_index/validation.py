@@ -17,7 +17,7 @@ through the one measurement engine (``advisor.tuning.measure.interleave``), deci
   were accepted at +2.8% .. +24.2% beside other work: such verdicts flip between a quiet and a busy run.
 - The arms run through ``Arms`` (a harness and a configuration each, warmed up, every pass's figures kept for the
   medians) and are decided by ``deciding`` (the phases as statements): the finalists' re-measure before the
-  validation (``advisor.tuning.learned.finalists``) measures through both too.
+  validation (``advisor.tuning.learned_index.finalists``) measures through both too.
 - Wall-time throughput, p99 and memory stay reported beside it: each arm's medians over the kept rounds
   (``median_figures``), and in the Evidence's ``measured`` line, which says how the measurement went (rounds, why
   it stopped, noise rounds, load).
@@ -32,7 +32,7 @@ from dataclasses import replace
 from advisor.core.domain import Evidence
 from advisor.core.progress import Say, silent
 from advisor.tuning.evidence import ArmRound, compare
-from advisor.tuning.learned.target import HarnessTarget, RoundFigures
+from advisor.tuning.learned_index.target import HarnessTarget, RoundFigures
 from advisor.tuning.measure import Measured, StopRule, interleave, settled_interval
 
 MIN_ABS_NS = 5.0  # a per-operation slowdown smaller than this (ns) is timer noise, not a regression

@@ -1,4 +1,4 @@
-"""The learned-index search's pick re-measured (``advisor.tuning.learned.finalists``): the best few safe
+"""The learned-index search's pick re-measured (``advisor.tuning.learned_index.finalists``): the best few safe
 configurations beside the defaults in rotating rounds through the measurement engine, the pick on their medians.
 
 Known answers that do not depend on timing: the choosing rule on synthetic medians; which trials are finalists;
@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 
 from advisor.core.domain import LearnedIndexParam, TrialResult
-from advisor.tuning.learned.finalists import Finalist, candidates, choose, remeasure
-from advisor.tuning.learned.pipeline import problem, search
-from advisor.tuning.learned.target import HarnessTarget
+from advisor.tuning.learned_index.finalists import Finalist, candidates, choose, remeasure
+from advisor.tuning.learned_index.pipeline import problem, search
+from advisor.tuning.learned_index.target import HarnessTarget
 from advisor.tuning.trials import TrialRecord
 from optimizers.learned_index.problem import LearnedIndexOptimizer
 from tests.advisor.items import alex_balanced

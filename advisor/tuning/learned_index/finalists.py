@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass
 
 from advisor.core.params import ParamSpace
 from advisor.core.progress import Say, silent
-from advisor.tuning.learned.target import HarnessTarget
-from advisor.tuning.learned.validation import Arms, deciding
+from advisor.tuning.learned_index.target import HarnessTarget
+from advisor.tuning.learned_index.validation import Arms, deciding
 from advisor.tuning.measure import StopRule, interleave
 from advisor.tuning.trials import TrialRecord
 

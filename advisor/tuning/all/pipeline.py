@@ -27,8 +27,8 @@ from advisor.tuning.knobs.kind import KIND as KNOBS
 from advisor.tuning.observe import bind, observe, require_workload
 from advisor.tuning.rewrites.kind import KIND as REWRITES
 from advisor.tuning.validation import ValidationOptions
-from advisor.tuning.whole.bundle import BundleResult, measure_bundle
-from advisor.tuning.whole.plan import ORDER
+from advisor.tuning.all.bundle import BundleResult, measure_bundle
+from advisor.tuning.all.plan import ORDER
 from connectors import factory
 
 STEPS = {k.name: k for k in sorted((INDEXES, REWRITES, KNOBS), key=lambda k: ORDER.index(k.name))}  # in order

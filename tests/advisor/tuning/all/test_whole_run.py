@@ -1,4 +1,4 @@
-"""The whole advisor in one run (``advisor.tuning.whole``): the steps in order, later steps' shadows starting from
+"""The whole advisor in one run (``advisor.tuning.all``): the steps in order, later steps' shadows starting from
 the changes validated before, and the bundle measured together, where interplay between parts shows."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from advisor.storage.store import open_store
 from advisor.tuning.observe import bind, observe
 from advisor.tuning import kinds
 from advisor.tuning.validation import ValidationOptions
-from advisor.tuning.whole.bundle import keep_parts, measure_bundle
-from advisor.tuning.whole.pipeline import Step, _message
+from advisor.tuning.all.bundle import keep_parts, measure_bundle
+from advisor.tuning.all.pipeline import Step, _message
 from connectors import factory
 
 LOOKUPS = 300
@@ -67,7 +67,7 @@ def test_a_part_the_bundle_leaves_out_is_rejected_and_says_why(pg, tmp_path):
     to rejected with the bundle's figures, the other stays validated, and both carry the bundle's details."""
     from advisor.tuning.kind import Context
     from advisor.tuning.recommend import recommend
-    from advisor.tuning.whole.pipeline import Step, _validate_bundle
+    from advisor.tuning.all.pipeline import Step, _validate_bundle
 
     dsn = _lookups(pg)
     store = open_store(tmp_path / "s.duckdb")
@@ -187,7 +187,7 @@ def test_a_lone_part_that_does_not_pay_on_a_fresh_shadow_is_rejected(pg, tmp_pat
     turned off where an index serves every lookup): it is rejected, saying why, not kept for being alone."""
     from advisor.tuning.kind import Context
     from advisor.tuning.recommend import recommend
-    from advisor.tuning.whole.pipeline import Step, _validate_bundle
+    from advisor.tuning.all.pipeline import Step, _validate_bundle
 
     dsn = pg.create_database("lone_" + uuid.uuid4().hex[:8])
     with factory.connect(dsn) as conn:

@@ -14,9 +14,9 @@ import pytest
 from advisor.core.errors import AdvisorError
 from advisor.service.service import AdvisorService
 from advisor.storage.store import Store
-from advisor.tuning.learned import keys as key_sources
-from advisor.tuning.learned.pipeline import evaluate, problem, search, tune_index
-from advisor.tuning.learned.target import HarnessTarget
+from advisor.tuning.learned_index import keys as key_sources
+from advisor.tuning.learned_index.pipeline import evaluate, problem, search, tune_index
+from advisor.tuning.learned_index.target import HarnessTarget
 from advisor.tuning.plan import RunPlan
 from connectors import factory
 from advisor.tuning import kinds

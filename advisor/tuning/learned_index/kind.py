@@ -1,9 +1,9 @@
 """The learned-index kind's registry entry: a run plan -> keys from a source (``keys``), a workload mix
 (``workload``), the index engine (``index``) -> the pipeline (``pipeline.search``) -> a handed-over
 recommendation (parameters for the index's owners; never applied to a database), with the evidence (thread CPU
-time per operation, per phase of the workload; ``advisor.tuning.learned.validation``) and details {index,
+time per operation, per phase of the workload; ``advisor.tuning.learned_index.validation``) and details {index,
 parameters, default, tuned, evaluations, unsafe_evaluations, measured, finalists, picked} (the search's best few
-re-measured beside the defaults before the pick: ``advisor.tuning.learned.finalists``). Its verdict line (the recommendation's note,
+re-measured beside the defaults before the pick: ``advisor.tuning.learned_index.finalists``). Its verdict line (the recommendation's note,
 the CLI's message) says the gain in CPU time with its interval; ``measured`` (the Evidence's, in the details and
 the JSON document) how it was measured.
 
@@ -20,12 +20,12 @@ from advisor.core.domain import LearnedIndexParam, Recommendation
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import heartbeat
 from advisor.core.params import ParamSpace
-from advisor.tuning.learned import face
+from advisor.tuning.learned_index import face
 from advisor.tuning.kind import Context, Kind, default_outcome
 from advisor.core.inputs import ranges  # NAME=LOW:HIGH items, read the same way for every kind
-from advisor.tuning.learned import keys as key_sources
-from advisor.tuning.learned.plan import LearnedIndexPlan
-from advisor.tuning.learned.pipeline import LearnedIndexResult, Trial, operations, problem, tune_index
+from advisor.tuning.learned_index import keys as key_sources
+from advisor.tuning.learned_index.plan import LearnedIndexPlan
+from advisor.tuning.learned_index.pipeline import LearnedIndexResult, Trial, operations, problem, tune_index
 from advisor.tuning.recommend import recommend, verdict_note
 from optimizers import learned_index
 from optimizers.learned_index.problem import OBJECTIVE
@@ -137,7 +137,7 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
     from optimizers import registry
     from workloads.datasets.learned.mixes import parse_mix, workload
 
-    from advisor.tuning.learned.training import features, training_tasks
+    from advisor.tuning.learned_index.training import features, training_tasks
 
     mix = parse_mix(plan.workload)
     engine = factory.learned_index(plan.index)
@@ -194,7 +194,7 @@ def summarize(result: LearnedIndexTuneResult) -> dict:
 
 
 def _train_shipped(*args) -> dict:
-    from advisor.tuning.learned import shipped  # on use: the CLI lists kinds
+    from advisor.tuning.learned_index import shipped  # on use: the CLI lists kinds
 
     return shipped.train(*args)
 

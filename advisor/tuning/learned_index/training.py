@@ -5,8 +5,8 @@ tuner asks (LITune's ``prepare``)."""
 
 from __future__ import annotations
 
-from advisor.tuning.learned.pipeline import evaluate, operations
-from advisor.tuning.learned.target import HarnessTarget
+from advisor.tuning.learned_index.pipeline import evaluate, operations
+from advisor.tuning.learned_index.target import HarnessTarget
 from optimizers.learned_index.problem import TrainingTask
 
 TRAINING_SETS = ("books", "fb", "osm", "uniform")

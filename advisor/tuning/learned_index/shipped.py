@@ -19,7 +19,7 @@ LITUNE_STEPS = 8
 
 def litune_tasks(engine, seed: int, sets=LITUNE_SETS, n_keys: int = LITUNE_KEYS) -> list:
     """The meta-training tasks of ``engine``: generated key sets (seeds from ``seed``) x the mixes it can run."""
-    from advisor.tuning.learned.training import training_tasks
+    from advisor.tuning.learned_index.training import training_tasks
 
     return training_tasks(engine, seed, sets=sets, mixes=LITUNE_MIXES, n_keys=n_keys, n_ops=n_keys)
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 from advisor.core.errors import AdvisorError
 from advisor.core.names import did_you_mean
 from advisor.tuning.kind import Kind
-from advisor.tuning.whole.plan import ORDER
-from advisor.tuning.whole import face
-from advisor.tuning.whole.plan import AllPlan
+from advisor.tuning.all.plan import ORDER
+from advisor.tuning.all import face
+from advisor.tuning.all.plan import AllPlan
 
 
 def run(ctx, plan):
-    from advisor.tuning.whole.pipeline import tune_all  # on use: the CLI lists kinds
+    from advisor.tuning.all.pipeline import tune_all  # on use: the CLI lists kinds
 
     return tune_all(ctx, plan)
 

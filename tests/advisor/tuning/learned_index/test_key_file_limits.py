@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from advisor.core.errors import AdvisorError
-from advisor.tuning.learned import keys as key_sources
+from advisor.tuning.learned_index import keys as key_sources
 from advisor.tuning import kinds
 from advisor.tuning.rewrites.plan import SQL_MAX, RewritesPlan
 from advisor.tuning.rewrites.given import MAX_STATEMENTS, statements

@@ -18,14 +18,14 @@ evaluations, how many were unsafe, every trial, the finalists re-measured, the e
   (``advisor.tuning.trials.TrialLoop``): it ends early when the optimizer asks again what it asked last (it has
   nothing new to try), and given a store it records each trial as it ends, so a killed run resumes.
 - Before the defaults' trial and before the validation, a warm-up round that is not measured.
-- The pick (``advisor.tuning.learned.finalists``): a trial is one round, and the lucky one wins a noisy
+- The pick (``advisor.tuning.learned_index.finalists``): a trial is one round, and the lucky one wins a noisy
   machine, so the ``finalists`` best safe configurations (distinct, changing the defaults) are measured again
   beside the defaults in ``finalist_rounds`` rotating rounds through the measurement engine, and the pick is the
   lowest median CPU ns per operation (within 2% of it: the fewest changes, then the search's ranking; the
   defaults, with none, win their ties, and the run then keeps them); ``finalists`` in the result records every
   arm's medians and rounds. With fewer than two such configurations (or ``finalists`` < 2, or no rounds) the
   search's best is the pick.
-- Validation (``advisor.tuning.learned.validation``): the defaults against the pick through
+- Validation (``advisor.tuning.learned_index.validation``): the defaults against the pick through
   the measurement engine, at most ``rounds`` rounds, decided on thread CPU time per operation (per phase, each
   weighted by its share of the operations), wall-time throughput beside it.
 """
@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 
 from advisor.core.domain import Evidence, TrialResult
 from advisor.core.progress import Say, silent
-from advisor.tuning.learned import finalists as picking
-from advisor.tuning.learned.finalists import Finalist
-from advisor.tuning.learned.target import HarnessTarget
-from advisor.tuning.learned.validation import validate
+from advisor.tuning.learned_index import finalists as picking
+from advisor.tuning.learned_index.finalists import Finalist
+from advisor.tuning.learned_index.target import HarnessTarget
+from advisor.tuning.learned_index.validation import validate
 from advisor.core.errors import AdvisorError
 from advisor.tuning.trials import TrialLoop, TrialRecord
 from optimizers.base import Optimizer

@@ -1,0 +1,1 @@
+"""Tests of the whole run (advisor/tuning/all)."""

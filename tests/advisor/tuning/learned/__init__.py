@@ -1,1 +1,0 @@
-"""Tests of the learned-index kind (advisor/tuning/learned)."""

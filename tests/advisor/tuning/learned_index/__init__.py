@@ -1,0 +1,1 @@
+"""Tests of the learned-index kind (advisor/tuning/learned_index)."""

@@ -1,1 +1,0 @@
-"""Tests of the whole run (advisor/tuning/whole)."""
