@@ -11,8 +11,9 @@ continues from its stored state when that covers every stored trial, else it is 
 The target is any ``SearchTarget``: the trial-target protocol (``advisor.tuning.target``) plus ``trial(config)``
 (one measured trial: its result, seconds, whether it restarted), ``last_ms`` (each statement's or operation type's
 median in the last trial, or None), ``display(objective)`` (the objective in words) and ``space`` (the
-configurations: ``default_config``, ``changes``, ``repair``, ``violations``). A trial's per-item medians are
-turned into ratios to the baseline trial's (``TrialResult.ratios``), so a constraint-aware search learns which
+configurations: ``default_config``, ``full`` (the defaults with some values on top), ``changes``, ``repair``,
+``violations``); the optimizer's problem makes an asked change list a full configuration (``problem.config``).
+A trial's per-item medians are turned into ratios to the baseline trial's (``TrialResult.ratios``), so a constraint-aware search learns which
 configurations slow something down as the guard would see it.
 
 A kind that does not search but validates candidates its optimizer chose (an index set pass by pass, a statement's
@@ -145,7 +146,7 @@ class TrialLoop:
         base = self.baseline()
         return base.statement_ms if base else None
 
-    def _record(self, config: dict[str, str], source: str, result: TrialResult, duration: float,
+    def _record(self, config: Mapping[str, str], source: str, result: TrialResult, duration: float,
                 restarted: bool, statement_ms: dict[str, float] | None = None) -> TrialRecord:
         if result.status == "measured" and statement_ms:
             reference = self.reference_ms() or (statement_ms if source == "default" else None)
@@ -170,7 +171,7 @@ class TrialLoop:
             self.on_trial(rec)
         return rec
 
-    def run_config(self, config: dict[str, str], source: str) -> TrialRecord:
+    def run_config(self, config: Mapping[str, str], source: str) -> TrialRecord:
         fixed, notes = self.space.repair(config)
         still = self.space.violations(fixed)
         if still:
@@ -193,7 +194,7 @@ class TrialLoop:
                 break
             if sum(1 for s in done_sources if s.startswith("seed:")) > i:
                 continue
-            self.run_config({**self.space.default_config(), **seed.config}, f"seed:{seed.source}")
+            self.run_config(self.space.full(seed.config), f"seed:{seed.source}")
         last = None
         while len(self.records) < self.budget:
             current = getattr(self.trials, "current", None)
@@ -203,8 +204,7 @@ class TrialLoop:
                          f"after {len(self.records)} of {self.budget} {self.label}s")
                 break
             last = config
-            self.run_config({**self.space.default_config(), **{c.name: c.value for c in config}},
-                            self.optimizer.name)
+            self.run_config(self.optimizer.problem.config(config), self.optimizer.name)
         return self.records
 
     def best(self) -> TrialRecord | None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from advisor.core.domain import KnobChange
 from advisor.core.errors import AdvisorError
+from advisor.core.knobconfig import KnobConfig
 from optimizers.base import Config, ContractViolation, Optimizer
 from optimizers.knobs.space import KnobSpace
 
@@ -21,9 +22,9 @@ class KnobProblem:
     workload_kind: str = "mixed"
     max_connections: int | None = None
 
-    def config(self, changes: Config) -> dict[str, str]:
+    def config(self, changes: Config) -> KnobConfig:
         """The full configuration of the searched knobs: the server's current values with ``changes`` on top."""
-        return {**self.space.default_config(), **{c.name: c.value for c in changes if isinstance(c, KnobChange)}}
+        return self.space.full(changes)
 
 
 class KnobOptimizer(Optimizer[KnobProblem]):

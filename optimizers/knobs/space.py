@@ -3,8 +3,10 @@ must meet before it is tried.
 
 Which knobs, their default ranges, the memory model and the orderings between knobs are the engine's facts, its
 ``KnobProfile`` (``advisor.core.knobprofile``, supplied by ``Connector.knob_profile()``); this module names no knob.
-A configuration is a dict ``name -> text`` in a form the server accepts (``'256MB'``, ``'1.1'``, ``'on'``).
-Search optimizers work in the unit cube: ``encode``/``decode`` map between the two. Sizes use a log scale; knobs
+A configuration is a ``KnobConfig`` (``advisor.core.knobconfig``): ``name -> text`` in a form the server accepts
+(``'256MB'``, ``'1.1'``, ``'on'``), frozen, with its units; the space makes every one (``decode``, ``default_config``,
+``full``, ``repair``) and reads any mapping of texts. Search optimizers work in the unit cube: ``encode``/``decode``
+map between the two. Sizes use a log scale; knobs
 whose range starts at 0 use log(1 + v); a knob with a special value (a range's ``special``, e.g. -1 for "auto")
 gives the bottom 10% of its axis to that value.
 """
@@ -18,12 +20,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from advisor.core.domain import Hardware, KnobChange, KnobSpec
+from advisor.core.knobconfig import MB, KnobConfig, current_text as _current, knob_text as _text
 from advisor.core.knobprofile import KnobProfile, Range
 from advisor.core.knobvalues import UnitGrammar
 from advisor.core.errors import InvalidKnobValue, UnknownKnob
 from advisor.core.names import did_you_mean
 
-MB = 1024**2
 GB = 1024**3
 
 SPECIAL_SHARE = 0.10  # the share of an axis given to a special value
@@ -89,21 +91,6 @@ class Dimension:
         a, b = self._forward(self.low), self._forward(self.high)
         base = self._inverse(a + u * (b - a))
         return _text(self.units, self.spec, min(max(base, self.low), self.high))
-
-
-def _text(units: UnitGrammar, spec: KnobSpec, base: float) -> str:
-    """Readable text for a value in catalog units: sizes rounded to a whole MB (or kB below 16MB)."""
-    family, size = units.unit_factor(spec.unit)
-    if family == "memory" and spec.vartype == "integer":
-        nbytes = base * size
-        step = MB if nbytes >= 16 * MB else 1024
-        nbytes = round(nbytes / step) * step
-        if base > 0:  # at least one unit; 0 (off) and -1 (use another setting) stay what they are
-            nbytes = max(nbytes, size)
-        return units.clamp(spec, math.floor(nbytes / size))
-    if spec.vartype == "real":
-        return units.clamp(spec, float(f"{base:.3g}"))
-    return units.clamp(spec, round(base))
 
 
 @dataclass(frozen=True)
@@ -206,21 +193,27 @@ class KnobSpace:
         return np.array([d.to_unit(config[d.name] if d.name in config else _current(self.units, d.spec))
                          for d in self.dimensions], dtype=float)
 
-    def decode(self, x: Iterable[float]) -> dict[str, str]:
-        return {d.name: d.from_unit(u) for d, u in zip(self.dimensions, x, strict=True)}
+    def decode(self, x: Iterable[float]) -> KnobConfig:
+        return self.config({d.name: d.from_unit(u) for d, u in zip(self.dimensions, x, strict=True)})
 
-    def default_config(self) -> dict[str, str]:
+    def default_config(self) -> KnobConfig:
         """The server's current values for the searched knobs (the baseline of a tuning run)."""
-        return {d.name: _current(self.units, d.spec) for d in self.dimensions}
+        return KnobConfig.current(self.catalog, self.units, self.names)
+
+    def config(self, values: Mapping[str, str]) -> KnobConfig:
+        """``values`` (knob texts, e.g. a stored JSON object) as a configuration of this space's catalog, as they
+        are (``values`` itself when it is one)."""
+        if isinstance(values, KnobConfig) and values.catalog is self.catalog:
+            return values
+        return KnobConfig(values, catalog=self.catalog, units=self.units)
+
+    def full(self, values: Mapping[str, str] | Iterable[KnobChange] = ()) -> KnobConfig:
+        """Every searched knob: the server's current values with ``values`` (texts, or changes) on top."""
+        return self.default_config().updated(values)
 
     def changes(self, config: Mapping[str, str]) -> list[KnobChange]:
         """The configuration as changes, left out where it equals the server's current value."""
-        out = []
-        for name, text in config.items():
-            spec = self.catalog[name]
-            if not self.units.same_value(spec, _current(self.units, spec), text):
-                out.append(KnobChange(name, text))
-        return out
+        return list(self.config(config).changes())
 
     # --- constraints ---------------------------------------------------------------------------------------------
 
@@ -263,7 +256,7 @@ class KnobSpace:
                 out.append(Violation(o.rule, f"{o.low} is above {o.high}" + (f" ({o.why})" if o.why else "")))
         return out
 
-    def repair(self, config: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    def repair(self, config: Mapping[str, str]) -> tuple[KnobConfig, list[str]]:
         """The nearest configuration that meets the constraints (ordered knobs put in order: the searched one of
         the pair moves to the other; then the memory model's ``shrink`` knobs lowered in order), its values
         written as a DBA writes them (``rounded``), and what was changed. A trial runs this configuration, so the
@@ -296,7 +289,7 @@ class KnobSpace:
             notes.append(f"{name} lowered to {fixed[name]} to fit the memory budget")
         return self.rounded(fixed), notes
 
-    def rounded(self, config: Mapping[str, str]) -> dict[str, str]:
+    def rounded(self, config: Mapping[str, str]) -> KnobConfig:
         """``config`` with every changed value rounded as a DBA would write it (the engine's
         ``UnitGrammar.readable``); a rounding that would leave the searched range or break the constraints (the
         memory budget) is left unrounded, unless another value's rounding makes room for it (a pass again, until nothing moves). What
@@ -318,7 +311,7 @@ class KnobSpace:
                     out = trial
             if out == before:
                 break
-        return out
+        return self.config(out)
 
     def describe(self) -> list[dict]:
         return [{"name": d.name, "low": d.from_unit(0.0 if d.special is None else SPECIAL_SHARE),
@@ -345,13 +338,6 @@ def human_bytes(n: float) -> str:
         if n >= size:
             return f"{n / size:.1f}{suffix}"
     return f"{n / 1024:.0f}kB"
-
-
-def _current(units: UnitGrammar, spec: KnobSpec) -> str:
-    """The server's current value as knob text (memory as a byte size)."""
-    if spec.vartype in {"integer", "real"}:
-        return units.format_base(spec, float(spec.setting))
-    return spec.setting
 
 
 def _dimension(units: UnitGrammar, spec: KnobSpec, default: Range | None, narrowed: tuple[str, str] | None,

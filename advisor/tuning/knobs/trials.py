@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
-from advisor.core.domain import Evidence, KnobChange, TrialResult
+from advisor.core.domain import Evidence, TrialResult
 from advisor.core.errors import AdvisorError, SandboxError, TargetUnreachable
 from advisor.core.progress import Say, silent
 from advisor.storage.store import Store
@@ -76,8 +76,8 @@ class ShadowTarget:
     timeout_factor: float = 3.0
     min_timeout_s: float = 5.0
     say: Say = silent
-    current: dict[str, str] = field(default_factory=dict)
-    good: dict[str, str] = field(default_factory=dict)
+    current: Mapping[str, str] = field(default_factory=dict)  # a KnobConfig once built
+    good: Mapping[str, str] = field(default_factory=dict)
     best_s: float | None = None  # wall time of the fastest successful pass
     last_ms: dict[str, float] | None = None  # per-statement medians of the last trial (None when it failed)
     measured: list[Measured] = field(default_factory=list)  # the last ``measure``'s passes
@@ -85,8 +85,8 @@ class ShadowTarget:
 
     def __post_init__(self) -> None:
         self.base = self.space.default_config()
-        self.current = dict(self.base)
-        self.good = dict(self.base)
+        self.current = self.base
+        self.good = self.base
 
     def display(self, objective: float) -> str:
         """An objective in words (``123.4 workload ms``)."""
@@ -100,22 +100,21 @@ class ShadowTarget:
 
     def _set(self, config: Mapping[str, str]) -> bool:
         """Set ``config`` on the shadow; True when that took a restart."""
-        delta = [KnobChange(n, v) for n, v in config.items()
-                 if not self.space.units.same_value(self.space.catalog[n], self.current.get(n, ""), v)]
+        config = self.space.config(config)
+        delta = config.delta(self.current)
         if not delta:
             return False
-        applied = self.shadow.connector.apply(delta)
-        self.current = dict(config)
+        applied = self.shadow.connector.apply(list(delta))
+        self.current = config
         return applied.restarted
 
     def recover(self) -> None:
         """Restart the shadow with the last configuration that worked."""
-        overrides = {n: v for n, v in self.good.items()
-                     if not self.space.units.same_value(self.space.catalog[n], self.base[n], v)}
+        overrides = {c.name: c.value for c in self.space.config(self.good).changes()}
         self.say("bringing the shadow back with the last working configuration")
         self.shadow.sandbox.recover(overrides)
         self.shadow.sandbox.wait_ready()
-        self.current = dict(self.good)
+        self.current = self.good
 
     def apply(self, config: Mapping[str, str]) -> None:
         """Set ``config`` (only what differs; a restart only when a restart-needing knob differs); TrialFailed
@@ -160,7 +159,7 @@ class ShadowTarget:
                 raise TrialFailed(str(e), self.restarted, error=type(e).__name__) from None
             if not isinstance(measured, Measured):
                 measured = Measured(float(measured))
-            self.good = dict(self.current)
+            self.good = self.current
             self.best_s = wall if self.best_s is None else min(self.best_s, wall)
             self.measured.append(measured)
             out.append(ArmRound({k: [v] for k, v in (measured.statement_ms or {}).items()}, {}))
@@ -184,7 +183,7 @@ class ShadowTarget:
         try:
             self._set(self.base)
         except AdvisorError:
-            self.good = dict(self.base)
+            self.good = self.base
             self.recover()
 
 
