@@ -3,8 +3,10 @@ choices, and a default. The learned index's parameters are one (``connectors.lea
 ``ParamSpec`` data); the search optimizers (random, TPE, GP-BO, HiBO) work on any space that offers ``dim``,
 ``encode``/``decode`` (the unit cube), ``default_config``, ``changes`` and ``restart_mask``, as ``KnobSpace`` does.
 
-A configuration is a dict ``name -> text`` (``'0.7'``, ``'16384'``, ``'true'``, ``'cost'``), like a knob
-configuration, so it stores, prints and compares the same way.
+A configuration is a ``LearnedParams``: ``name -> text`` (``'0.7'``, ``'16384'``, ``'true'``, ``'cost'``), checked
+once by the space that made it (``decode``, ``default_config``, ``validate``, ``full``) and frozen, so a space with
+the same parameters takes it as it is instead of checking it again; it stores, prints and compares as a dict, as
+a knob configuration does, and ``value`` reads a parameter typed (a number, or a choice's word).
 
 >>> space = ParamSpace((ParamSpec("density", 0.1, 1.0, default="0.7"),
 ...                     ParamSpec("fanout", 2, 1024, scale="log", integer=True, default="64"),
@@ -123,6 +125,41 @@ def _fmt(number: float, integer: bool = False) -> str:
     return f"{number:.6g}"
 
 
+class LearnedParams(dict):
+    """Parameter values checked by a space (``checked_by``: its parameters), frozen; see the module docstring.
+
+    >>> space = ParamSpace((ParamSpec("density", 0.1, 1.0, default="0.7"),
+    ...                     ParamSpec("fanout", 2, 1024, integer=True, default="64")))
+    >>> params = space.full({"fanout": "128"})
+    >>> params, params.value("density"), params.value("fanout"), space.validate(params) is params
+    ({'density': '0.7', 'fanout': '128'}, 0.7, 128, True)
+    """
+
+    __slots__ = ("checked_by",)
+
+    def __init__(self, values: Mapping[str, str], checked_by: tuple[ParamSpec, ...]):
+        super().__init__(values)
+        self.checked_by = checked_by
+
+    def value(self, name: str) -> float | int | str:
+        """``name``'s value typed: a whole number as an int, a number as a float, a choice as its word."""
+        spec = next(p for p in self.checked_by if p.name == name)
+        if spec.categorical:
+            return self[name]
+        return int(self[name]) if spec.integer else float(self[name])
+
+    def _frozen(self, *args, **kwargs):
+        raise TypeError("LearnedParams are frozen: make others with their space's full()")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _frozen  # type: ignore
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(frozenset(self.items()))
+
+    def __reduce__(self):
+        return LearnedParams, (dict(self), self.checked_by)
+
+
 class ParamSpace:
     """Parameters searched together; the coordinates the search optimizers work in."""
 
@@ -148,7 +185,7 @@ class ParamSpace:
         """A point in [0, 1]^d; parameters missing from ``config`` take their default."""
         return np.array([p.to_unit(config.get(p.name, p.default)) for p in self.params], dtype=float)
 
-    def decode(self, x: Iterable[float]) -> dict[str, str]:
+    def decode(self, x: Iterable[float]) -> LearnedParams:
         """The configuration at point ``x``; each ordered chain's values sorted onto its parameters."""
         config = {p.name: p.from_unit(u) for p, u in zip(self.params, x, strict=True)}
         for chain in self.chains:
@@ -163,19 +200,22 @@ class ParamSpace:
                     value = min(value, above)
                 config[name] = spec.check(_fmt(value, spec.integer))
                 above = float(config[name])
-        return config
+        return LearnedParams(config, self.params)
 
-    def default_config(self) -> dict[str, str]:
-        return {p.name: p.check(p.default) for p in self.params}
+    def default_config(self) -> LearnedParams:
+        return LearnedParams({p.name: p.check(p.default) for p in self.params}, self.params)
 
     def spec(self, name: str) -> ParamSpec:
         if name not in self.by_name:
             raise UnknownKnob(f"unknown parameter {name!r}; expected one of {', '.join(self.names)}")
         return self.by_name[name]
 
-    def validate(self, config: Mapping[str, str]) -> dict[str, str]:
+    def validate(self, config: Mapping[str, str]) -> LearnedParams:
         """``config`` in canonical form; UnknownKnob / InvalidKnobValue naming the first bad parameter, or the
-        first pair out of order (parameters missing from ``config`` take their default)."""
+        first pair out of order (parameters missing from ``config`` take their default). ``config`` itself when a
+        space with these parameters checked it already."""
+        if isinstance(config, LearnedParams) and config.checked_by == self.params:
+            return config
         checked = {name: self.spec(name).check(text) for name, text in config.items()}
         for spec in self.params:
             if spec.below and (spec.name in checked or spec.below in checked):
@@ -183,11 +223,13 @@ class ParamSpace:
                 high = checked.get(spec.below, self.by_name[spec.below].default)
                 if float(low) > float(high) or (float(low) == float(high) and not spec.integer):
                     raise InvalidKnobValue(f"{spec.name} ({low}) must be below {spec.below} ({high})")
-        return checked
+        return LearnedParams(checked, self.params)
 
-    def full(self, config: Mapping[str, str]) -> dict[str, str]:
+    def full(self, config: Mapping[str, str]) -> LearnedParams:
         """Every parameter: the defaults with ``config`` (validated) on top."""
-        return {**self.default_config(), **self.validate(config)}
+        if isinstance(config, LearnedParams) and config.checked_by == self.params and len(config) == self.dim:
+            return config
+        return LearnedParams({**self.default_config(), **self.validate(config)}, self.params)
 
     def narrowed(self, ranges: Mapping[str, tuple[str, str]]) -> "ParamSpace":
         """This space with numeric parameters' ranges narrowed to ``{name: (low, high)}`` (each end a value of
