@@ -3,11 +3,15 @@ kind's registry entry (``advisor.tuning.kinds``: its plan, its hooks and attribu
 "indexes"`` somewhere else. An AST walk over the five packages finds every comparison with a kind's name (``==``,
 ``!=``, ``in`` a literal holding one) and every table keyed by two kinds' names or more; each is allowed only in
 a module under a folder of that kind (``advisor/tuning/indexes/``, ``advisor/bench/indexes/``,
-``optimizers/indexes/``, ...) or in the registries that list the kinds."""
+``optimizers/indexes/``, ...) or in the registries that list the kinds. The same holds for the web UI's templates
+(every ``.html`` in the packages, ``web/templates`` among them): a comparison with a kind's name (``==``, ``!=``,
+``in`` a literal list) or a table keyed by one (``{'indexes': ...}``, ``x['indexes']``) belongs in that kind's page,
+its folder's ``page.html`` (``Kind.page``), which the generic templates import."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,3 +60,37 @@ def test_no_module_branches_on_a_kind_name_outside_its_folders():
                         if not folders & FOLDERS[kind]]
     assert not outside, "a kind's name outside its folders (give its registry entry the attribute instead):\n" + \
         "\n".join(outside)
+
+
+_KIND = "|".join(re.escape(k) for k in sorted(FOLDERS, key=len, reverse=True))
+_QUOTED = rf"""(?P<q>['"])(?P<kind>{_KIND})(?P=q)"""
+TEMPLATE_BRANCHES = (  # a kind's name compared, in a literal list compared with ``in``, or keying a table
+    re.compile(rf"(?:==|!=)\s*{_QUOTED}"), re.compile(rf"{_QUOTED}\s*(?:==|!=)"),
+    re.compile(rf"""\bin\s*[(\[][^)\]]*?{_QUOTED}"""), re.compile(rf"{_QUOTED}\s*:"),
+    re.compile(rf"\[\s*{_QUOTED}\s*\]"), re.compile(rf"\.get\(\s*{_QUOTED}"))
+
+
+def template_branches(source: str) -> list[tuple[int, str]]:
+    """(line, kind) of each comparison with a kind's name in a Jinja template, and each table keyed by one.
+
+    >>> template_branches("{% if run.kind == 'knobs' %}\\n{% if kind in ('all', 'x') %}{{ d['rewrites'] }}")
+    [(1, 'knobs'), (2, 'all'), (2, 'rewrites')]
+    >>> template_branches("{% if c.kind == 'knob' %}<p>the knobs and indexes</p>{{ {'learned-index': 1} }}")
+    [(1, 'learned-index')]
+    """
+    found = []
+    for number, line in enumerate(source.splitlines(), 1):
+        found += [(number, m.start(), m["kind"]) for pattern in TEMPLATE_BRANCHES for m in pattern.finditer(line)]
+    return [(number, kind) for number, _, kind in sorted(set(found))]
+
+
+def test_no_template_branches_on_a_kind_name_outside_its_folders():
+    pages = sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.html"))
+    assert ROOT / "web" / "templates" / "run.html" in pages  # the generic pages are scanned
+    outside = []
+    for path in pages:
+        folders = set(path.relative_to(ROOT).parts[:-1])
+        outside += [f"{path.relative_to(ROOT).as_posix()}:{line}: {kind!r}"
+                    for line, kind in template_branches(path.read_text()) if not folders & FOLDERS[kind]]
+    assert not outside, "a kind's name in a template outside its folders (put the piece in the kind's page.html, " \
+        "Kind.page):\n" + "\n".join(outside)

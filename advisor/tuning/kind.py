@@ -103,6 +103,12 @@ class Kind:
     inputs: tuple = ()
     take: Callable[[dict], dict] | None = None
     displays: tuple = ()
+    # its page in the web UI: ``page`` the Jinja file in its folder (``page.html``) whose macros fill slots of the
+    # generic run and recommendation pages (a slot it leaves out shows the generic piece; None: the generic pages
+    # only), ``page_data`` what those macros draw of a stored recommendation, as data (its details; None where
+    # they are not of the shape its page draws: the generic page then)
+    page: Path | None = None
+    page_data: Callable[[object], dict | None] | None = None
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -115,6 +121,13 @@ class Kind:
     def target_of_its_own(self, plan) -> str | None:
         """The name of the target of its own a run of ``plan`` goes under (it needs no database), else None."""
         return self.own_target(plan) if self.own_target is not None else None
+
+    def page_of(self, rec) -> dict | None:
+        """What its page draws of the recommendation ``rec`` (``page_data``; {} without it); None: the generic page
+        (the kind has no page, or ``rec``'s details are not of the shape it draws)."""
+        if self.page is None:
+            return None
+        return self.page_data(rec) if self.page_data is not None else {}
 
     def taken(self, values: dict) -> dict:
         """The service's ``inputs`` of a command line's ``values`` of ``inputs`` (``take``)."""

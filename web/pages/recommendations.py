@@ -1,6 +1,8 @@
 """Recommendations: the filtered, paged list, and one recommendation with its evidence, SQL, history and the
-operator's actions (approve, apply, roll back, reject). A query rewrite shows each statement as written and
-rewritten side by side; it is handed to the statements' owners, never applied (no apply or roll back). A rejected
+operator's actions (approve, apply, roll back, reject). What differs between kinds is the kind's page (its folder's
+``page.html``, ``Kind.page``, with what it draws of the details, ``Kind.page_of``): a query rewrite's statements
+as written and rewritten side by side, a learned index's parameters, an index run's table of indexes. One handed
+over (a rewrite, a learned index's parameters) is never applied (no apply or roll back). A rejected
 recommendation shows what was tried, never SQL to apply; every one lists what was not recommended and why
 (``details["dropped"]``, ``recommendation_dropped.html``), and its evidence tells a blocking regression from a rare
 statement's slowdown that is shown but does not block."""
@@ -13,10 +15,9 @@ from advisor.core.domain import TRANSITIONS
 from advisor.core.errors import NotFound
 from advisor.service.runs import kinds
 from advisor.service.summary import slowdown, summarize
-from advisor.tuning.indexes.face import SIZE_LABELS
 from web import views
 from web.deps import PageSession, Service
-from web.pages import diff, plots
+from web.pages import plots
 from web.pages.forms import Checked, Field, choice, integer, see_other
 from web.pages.formats import ms
 from web.pages.templating import render
@@ -61,45 +62,6 @@ def _evidence(rec) -> dict | None:
             "rounds": plots.round_totals(ev.baseline_totals_ms, ev.candidate_totals_ms)}
 
 
-# a rewritten statement's keys (advisor.tuning.rewrites.pipeline.Outcome.details), for one stored without some of them
-STATEMENT = {"queryid": "", "original": "", "rewritten": None, "rules": [], "speedup": None, "ci": None,
-             "equivalent": None, "reason": "", "rewrite_ms": None, "plan_cost": None, "checked_on": [], "rejected": []}
-
-
-def _rewrites(rec, evidence: dict | None) -> list[dict] | None:
-    """A rewrite recommendation's statements (``details["statements"]``), the rewritten first, each with its
-    side-by-side diff and the evidence table's label; None for a recommendation without statements of its own
-    (those of the other kinds: their details' statements are per change)."""
-    if not isinstance((rec.details or {}).get("statements"), list):
-        return None
-    labels = evidence["labels"] if evidence else {}
-    rows = [s for s in (rec.details or {}).get("statements") or [] if isinstance(s, dict)]
-    rows.sort(key=lambda s: s.get("rewritten") is None)  # stable: the pipeline's order within each group
-    return [{**STATEMENT, **s, "label": labels.get(s.get("queryid")),
-             "diff": diff.side_by_side(s.get("original") or "", s["rewritten"]) if s.get("rewritten") else None}
-            for s in rows]
-
-
-FIGURES = (("cpu_ns_per_op", "CPU time per operation", "ns, thread CPU clock: what the validation decides on"),
-           ("throughput_ops", "Throughput", "ops/s, wall time"), ("p99_ns", "p99 latency", "ns"),
-           ("memory_bytes", "Memory", "bytes"))
-
-
-def _learned(rec) -> dict | None:
-    """A learned index's recommendation (``details``: index, parameters, default and tuned figures, evaluations,
-    why the pick among the re-measured finalists): its parameters and each figure under the defaults and tuned;
-    None for other recommendations."""
-    d = rec.details or {}
-    if not isinstance(d.get("parameters"), dict) or not isinstance(d.get("tuned"), dict):
-        return None
-    changed = {c.name for c in rec.changes}
-    rows = [{"label": label, "unit": unit, "default": (d.get("default") or {}).get(key),
-             "tuned": d["tuned"].get(key)} for key, label, unit in FIGURES]
-    return {"index": d.get("index"), "parameters": [(k, v, k in changed) for k, v in d["parameters"].items()],
-            "figures": rows, "evaluations": d.get("evaluations"), "unsafe": d.get("unsafe_evaluations"),
-            "keys": d.get("keys"), "workload": d.get("workload"), "picked": d.get("picked") or ""}
-
-
 @router.get("/recommendations/{rec_id}")
 def detail_page(request: Request, rec_id: str, service: Service, session: PageSession):
     rec = service.recommendation(rec_id)
@@ -120,13 +82,19 @@ def detail_page(request: Request, rec_id: str, service: Service, session: PageSe
     evidence = _evidence(rec)
     return render(request, "recommendation.html", session, section="recommendations", rec=rec, out=out, run=run,
                   target=target, evidence=evidence, history=service.audit_log(rec.id), actions=actions,
-                  details=rec.details or {}, rewrites=_rewrites(rec, evidence), learned=_learned(rec), kind_title=_title(rec.kind),
-                  head=head, figures=head.figures, size_labels=SIZE_LABELS)
+                  details=rec.details or {}, page=_page(rec), kind_title=_title(rec.kind), head=head,
+                  figures=head.figures)
 
 
 def _title(kind: str) -> str:
     """What the registry calls a recommendation of ``kind`` (a kind it no longer lists: its name)."""
     return kinds.get(kind).title if kind in kinds.names() else kind.capitalize()
+
+
+def _page(rec) -> dict | None:
+    """What its kind's page draws of ``rec`` (``Kind.page_of``); None: the generic page (a kind the registry no
+    longer lists, one without a page, details its page does not draw)."""
+    return kinds.get(rec.kind).page_of(rec) if rec.kind in kinds.names() else None
 
 
 ACTIONS = ("approve", "apply", "rollback", "reject")

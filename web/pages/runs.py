@@ -23,7 +23,8 @@ OPTIMIZERS = {k.name: k.optimizer_names() for k in kinds.kinds() if k.optimizers
 
 def _form_fields() -> list[dict]:
     """The plan options the run and schedule forms show (``Option.form``), each with the kinds that take it
-    (``data-for-kind``; none listed: every kind)."""
+    (``data-for-kind``; none listed: every kind) and, for a list of names, the values it may hold (``Kind.choices``:
+    the field's placeholder)."""
     fields = []
     for o in (o for o in all_options().values() if o.form):
         name = o.name
@@ -33,7 +34,8 @@ def _form_fields() -> list[dict]:
                        "default": "" if o.default is None else (",".join(o.default) if o.type == "names"
                                                                  else o.default),
                        "min": low, "max": high, "for_kinds": " ".join(takers),  # empty: every kind
-                       "multiline": o.multiline})
+                       "multiline": o.multiline,
+                       "choices": ",".join(next((k.choices[name] for k in kinds.kinds() if name in k.choices), ()))})
     return fields
 
 

@@ -1,5 +1,8 @@
 """Rendering: Jinja2 templates (autoescaped), the number and time filters, and the headers every page gets
-(a strict Content-Security-Policy: scripts and styles only from /static, no framing; no caching)."""
+(a strict Content-Security-Policy: scripts and styles only from /static, no framing; no caching). Besides
+``web/templates``, each kind's page (``Kind.page``, a file of macros in the kind's folder) loads through the kind
+registry as ``kinds/<kind>.html`` (``kind_page``); a kind without one loads as an empty page, so the generic
+templates that import it show their generic pieces."""
 
 from __future__ import annotations
 
@@ -8,16 +11,43 @@ from pathlib import Path
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
+from jinja2 import ChoiceLoader, FunctionLoader
 
 from advisor.core.domain import state_word
 from advisor.service.auth import Principal
+from advisor.service.runs import kinds
+from web.pages.diff import side_by_side
 from web.pages.formats import FILTERS
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+KIND_PAGES = "kinds/"  # where the kinds' pages load (``kind_page``)
+
+
+def kind_page(kind: str | None) -> str:
+    """The template name of ``kind``'s page: every name loads (None, or a kind without a page: an empty one)."""
+    return f"{KIND_PAGES}{kind or ''}.html"
+
+
+def _load_kind_page(name: str):
+    """The source of ``kinds/<kind>.html``: the kind's page file (``Kind.page``); empty for a kind the registry
+    does not list or that has no page; None (not found) for any other name."""
+    if not (name.startswith(KIND_PAGES) and name.endswith(".html")):
+        return None
+    kind = name[len(KIND_PAGES):-len(".html")]
+    page = kinds.get(kind).page if kind in kinds.names() else None
+    if page is None:
+        return ""
+    mtime = page.stat().st_mtime
+    return page.read_text(), str(page), lambda: page.exists() and page.stat().st_mtime == mtime
+
+
 templates = Jinja2Templates(directory=str(TEMPLATES))
+templates.env.loader = ChoiceLoader([templates.env.loader, FunctionLoader(_load_kind_page)])
+templates.env.globals["kind_page"] = kind_page
 templates.env.autoescape = True  # every template, whatever its name
 templates.env.filters.update(FILTERS)
 templates.env.filters["word"] = state_word  # a state as people read it ("rolled back"): the CLI's mapping too
+templates.env.filters["side_by_side"] = side_by_side  # two SQL texts, aligned, the changes marked (web.pages.diff)
 templates.env.trim_blocks = True
 templates.env.lstrip_blocks = True
 

@@ -1,17 +1,21 @@
 """What an index run shows a person and a program (the kind's faces, as data): ``report`` (the what-if line, the
 model's line, the table of its indexes with their two sizes, its recommendation, the verdict), ``per_statement`` (why, per
-observed statement), ``document`` (its JSON); and each index's sizes as every face prints them (``index_sizes``: the
+observed statement), ``document`` (its JSON), ``page`` (what its web page, ``page.html``, draws besides a stored
+recommendation's details); and each index's sizes as every face prints them (``index_sizes``: the
 estimate the selection counted against the budget, and the size built on the shadow). Faces draw these
 (``advisor.core.report``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from advisor.core import report as r
 from advisor.core.domain import Recommendation
 from advisor.core.sqltext import shorten
 from advisor.core.wording import size
+
+PAGE = Path(__file__).with_name("page.html")  # its web page (``Kind.page``): the macros of its slots
 
 SIZE_LABELS = {"estimated": "estimated size (what-if, counted against the budget)",
                "built": "built size (on the shadow)"}
@@ -25,10 +29,6 @@ class IndexSize:
     index: str
     estimated: str
     built: str
-
-
-SIZE_LABELS = {"estimated": "estimated size (what-if, counted against the budget)",
-               "built": "built size (on the shadow)"}
 
 
 def index_sizes(rec: Recommendation) -> tuple[IndexSize, ...]:
@@ -133,3 +133,8 @@ def document(result) -> dict:
             "whatif": result.whatif, "training": result.training,
             "not_parsed": [{"queryid": q, "sql": texts.get(q), "reason": why} for q, why in result.skipped],
             "explain": list(result.explain), "fallback": result.fallback, "dropped": list(result.dropped)}
+
+
+def page(rec: Recommendation) -> dict:
+    """What its page draws besides a recommendation's details: what each of an index's two sizes is."""
+    return {"size_labels": SIZE_LABELS}

@@ -42,4 +42,4 @@ KIND = Kind("indexes", "new indexes within a storage budget (and unused ones to 
             change_types=(IndexChange, DropIndexChange), plan=IndexesPlan, default_optimizer="ia2", title="Index",
             train_shipped=_train_shipped, predicted_basis="what-if planner cost",
             report=face.report, document=face.document, explain=face.per_statement,
-            inputs=plan_inputs.INPUTS, displays=plan_inputs.DISPLAYS)
+            page=face.PAGE, page_data=face.page, inputs=plan_inputs.INPUTS, displays=plan_inputs.DISPLAYS)

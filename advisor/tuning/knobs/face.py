@@ -1,11 +1,15 @@
 """What a knob run shows a person and a program (the kind's faces, as data): ``report`` (its trials with the best
 so far, its findings, its recommendation with each knob's reason, the verdict, the statements not replayed) and
-``document`` (its JSON). Faces draw these (``advisor.core.report``)."""
+``document`` (its JSON); its web page is ``page.html`` (``PAGE``). Faces draw these (``advisor.core.report``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from advisor.core import report as r
 from advisor.core.sqltext import shorten
+
+PAGE = Path(__file__).with_name("page.html")  # its web page (``Kind.page``): the macros of its slots
 
 
 def _trials(result) -> tuple:

@@ -79,5 +79,5 @@ KIND = Kind("knobs", "server settings: a search on a shadow (HiBO, GP-BO, TPE, r
             change_types=(KnobChange,), plan=KnobsPlan,
             default_optimizer="hibo", check_plan=_check, check_target=check_target, choices={"objective": OBJECTIVES, "storage": plan_inputs.STORAGE}, summarize=_summary,
             title="Knob", auto_applies=True,
-            report=face.report, document=face.document,
+            report=face.report, document=face.document, page=face.PAGE,
             inputs=plan_inputs.INPUTS, take=plan_inputs.take)

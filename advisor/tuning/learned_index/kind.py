@@ -207,4 +207,4 @@ KIND = Kind(KIND_NAME, "a learned index's parameters (ALEX-like, PGM): a search 
             summarize=summarize,
             title="Learned index", uses_shadows=False, own_target=own_target, own_target_engine="keys",
             train_shipped=_train_shipped,
-            report=face.report, document=face.document)
+            report=face.report, document=face.document, page=face.PAGE, page_data=face.page)

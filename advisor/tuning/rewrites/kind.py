@@ -50,4 +50,4 @@ KIND = Kind("rewrites", "faster SQL for the heaviest statements (equality satura
             optimizers=rewrites.OPTIMIZERS, change_types=(QueryRewrite,), plan=RewritesPlan,
             check_target=check_target, handed_over=True, default_optimizer="aurora", title="Query rewrite",
             train_shipped=_train_shipped,
-            report=face.report, document=face.document)
+            report=face.report, document=face.document, page=face.PAGE, page_data=face.page)

@@ -1,5 +1,6 @@
 """The kind registry: every adapter derives its kinds from it, so a kind added in one place (a test's here)
-appears in the service's ``tune``, ``RunPlan``, the CLI's choices, the REST schema and the web forms."""
+appears in the service's ``tune``, ``RunPlan``, the CLI's choices, the REST schema, the web forms and (without a
+page of its own, ``Kind.page``) the web's generic run page."""
 
 from __future__ import annotations
 
@@ -72,6 +73,12 @@ SCRIPT = textwrap.dedent("""
         out["openapi"] = client.get("/api/openapi.json").json()
     out["form_kinds"] = [k["name"] for k in FORM["kinds"]]
     out["form_trials_for"] = next(f["for_kinds"] for f in FORM["fields"] if f["name"] == "trials").split()
+    from web.pages.templating import templates  # a run's page: a kind without a page of its own gets the generic
+    run = {"id": "r" * 32, "kind": "widgets", "target_id": "t", "state": "done", "optimizer": "", "created_at": 0,
+           "updated_at": 0}
+    out["run_page"] = templates.env.get_template("run.html").render(
+        run=run, trials=[], result={"message": "widgets tuned", "explain": [{"queryid": "q"}]}, recs=[], plan=None,
+        progress={}, active=False, target="t", schedule=None, plot=None, objective_unit=None, outcome="done")
     print(json.dumps(out))
 """)
 
@@ -97,6 +104,9 @@ def test_a_kind_added_to_the_registry_appears_in_every_adapter(tmp_path):
     assert {"$ref": "#/components/schemas/WidgetsRunIn"} in start["oneOf"]
     assert "WidgetsRunSpec" in schemas  # a schedule's runs may be of it
     assert "widgets" in out["form_kinds"] and "widgets" in out["form_trials_for"]
+    # its run's page is the generic one: no trial count (no trials), no kind's explanation of its result
+    assert "Widgets run on t" in out["run_page"] and "widgets tuned" in out["run_page"]
+    assert 'id="trials-done"' not in out["run_page"] and 'id="explain"' not in out["run_page"]
 
 
 def test_the_listed_kinds_and_what_they_take():
