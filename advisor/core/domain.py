@@ -2,7 +2,8 @@
 
 Units are in the field names or docstrings: ``*_ms`` milliseconds, ``*_bytes`` bytes. Knob values are kept as
 the strings the engine accepts (``'256MB'``, ``'0.9'``, ``'on'``); the engine's unit grammar
-(``advisor.core.knobvalues.UnitGrammar``) converts them.
+(``advisor.core.knobvalues.UnitGrammar``) converts them, and a whole configuration of them is one value
+(``advisor.core.knobconfig.KnobConfig``). A learned index's parameter values are typed (``LearnedIndexParam``).
 """
 
 from __future__ import annotations
@@ -250,11 +251,12 @@ class QueryRewrite:
 
 @dataclass(frozen=True)
 class LearnedIndexParam:
-    """One parameter of a learned index set to a value (text, as ``advisor.core.params.ParamSpace`` writes it).
-    Handed over to the index's owners: never applied to a database."""
+    """One parameter of a learned index set to a value, typed (``advisor.core.params.as_value``): a number (an int
+    when whole), or a choice's word; stored as a JSON number (rows stored before hold its text, read back as the
+    number). Handed over to the index's owners: never applied to a database."""
 
     name: str
-    value: str
+    value: float | int | str
     kind: str = field(default="learned_index_param", init=False)
 
 

@@ -27,8 +27,10 @@ JSON object (``full``), and repairs and rounds it.
 Traceback (most recent call last):
 ...
 TypeError: a KnobConfig is frozen: make another with updated()
->>> [knob_text(units, catalog["work_mem"], kb) for kb in (65432.1, 12345.6)], knob_text(units, catalog["random_page_cost"], 1.23456)
-(['64MB', '12346kB'], '1.23')
+>>> [knob_text(units, catalog["work_mem"], kb) for kb in (65432.1, 12345.6)]
+['64MB', '12346kB']
+>>> knob_text(units, catalog["random_page_cost"], 1.23456)
+'1.23'
 """
 
 from __future__ import annotations
@@ -69,10 +71,14 @@ class KnobConfig(dict):
     """Knob name -> value text, frozen, with the catalog and unit grammar that give the values their units (see
     the module docstring). Equal to any mapping with the same texts; a plain ``dict(config)`` is a mutable copy."""
 
+    catalog: Mapping[str, KnobSpec]
+    units: UnitGrammar
+
     __slots__ = ("catalog", "units")
 
     def __init__(self, values: Mapping[str, str] | Iterable[tuple[str, str]] = (), *,
-                 catalog: Mapping[str, KnobSpec], units: UnitGrammar):
+                 catalog: Mapping[str, KnobSpec] | None = None, units: UnitGrammar | None = None):
+        # without a catalog and grammar (a copy ``dataclasses.asdict`` makes) it is only the mapping of texts
         super().__init__(values)
         self.catalog = catalog
         self.units = units

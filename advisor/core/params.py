@@ -125,6 +125,38 @@ def _fmt(number: float, integer: bool = False) -> str:
     return f"{number:.6g}"
 
 
+def as_value(value: str | float) -> float | int | str:
+    """A parameter's value typed, as it is stored and handed over: a number's canonical text as the number (an int
+    when whole, so it prints as the text did), a choice's word as it is; a number stays one.
+
+    >>> [as_value(v) for v in ("0.7", "64", "1", "1e-05", "true", "bottom-up", 0.5)]
+    [0.7, 64, 1, 1e-05, 'true', 'bottom-up', 0.5]
+    """
+    if not isinstance(value, str):
+        return value
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    if not math.isfinite(number):
+        return value
+    return int(number) if number.is_integer() else number
+
+
+def as_text(value: str | float) -> str:
+    """A parameter's value as a configuration holds it (``as_value``'s inverse for canonical values).
+
+    >>> [as_text(v) for v in (0.7, 64, 1e-05, "true", "0.7")]
+    ['0.7', '64', '1e-05', 'true', '0.7']
+    """
+    return value if isinstance(value, str) else _fmt(float(value))
+
+
+def params_json(config: Mapping[str, str | float]) -> dict[str, float | int | str]:
+    """A configuration (any mapping of a learned index's parameter values) in its stored form (``as_value``)."""
+    return {name: as_value(value) for name, value in config.items()}
+
+
 class LearnedParams(dict):
     """Parameter values checked by a space (``checked_by``: its parameters), frozen; see the module docstring.
 
@@ -133,20 +165,26 @@ class LearnedParams(dict):
     >>> params = space.full({"fanout": "128"})
     >>> params, params.value("density"), params.value("fanout"), space.validate(params) is params
     ({'density': '0.7', 'fanout': '128'}, 0.7, 128, True)
+    >>> params.to_json(), space.full(params.to_json()) == params
+    ({'density': 0.7, 'fanout': 128}, True)
     """
 
     __slots__ = ("checked_by",)
 
-    def __init__(self, values: Mapping[str, str], checked_by: tuple[ParamSpec, ...]):
+    def __init__(self, values: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+                 checked_by: tuple[ParamSpec, ...] = ()):
+        # without ``checked_by`` (a copy ``dataclasses.asdict`` makes) no space takes it as checked
+
         super().__init__(values)
         self.checked_by = checked_by
 
     def value(self, name: str) -> float | int | str:
-        """``name``'s value typed: a whole number as an int, a number as a float, a choice as its word."""
-        spec = next(p for p in self.checked_by if p.name == name)
-        if spec.categorical:
-            return self[name]
-        return int(self[name]) if spec.integer else float(self[name])
+        """``name``'s value typed (``as_value``): a number (an int when whole), or a choice's word."""
+        return as_value(self[name])
+
+    def to_json(self) -> dict[str, float | int | str]:
+        """The stored form: JSON numbers, and words for choices (what ``ParamSpace.loaded`` reads back)."""
+        return {name: as_value(text) for name, text in self.items()}
 
     def _frozen(self, *args, **kwargs):
         raise TypeError("LearnedParams are frozen: make others with their space's full()")
@@ -263,8 +301,20 @@ class ParamSpace:
     def changes(self, config: Mapping[str, str]) -> list[LearnedIndexParam]:
         """The configuration as changes, left out where it equals the default."""
         defaults = self.default_config()
-        return [LearnedIndexParam(name, value) for name, value in self.validate(config).items()
+        return [LearnedIndexParam(name, as_value(value)) for name, value in self.validate(config).items()
                 if value != defaults[name]]
+
+    def stored(self, config: Mapping[str, str]) -> dict[str, float | int | str]:
+        """The stored form of a configuration: JSON numbers, and words for choices (``params_json``)."""
+        return params_json(config)
+
+    def loaded(self, stored: Mapping[str, str | float]) -> Mapping[str, str]:
+        """A stored configuration read back (texts in older rows, JSON numbers in newer ones) in canonical form;
+        as stored when it is not a configuration of this space (an infeasible trial's)."""
+        try:
+            return self.validate(stored)
+        except (InvalidKnobValue, UnknownKnob):
+            return dict(stored)
 
 
 def _chains(params: tuple[ParamSpec, ...]) -> tuple[tuple[str, ...], ...]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from advisor.core.domain import (Change, DropIndexChange, Evidence, IndexChange, KnobChange, LearnedIndexParam,
                                  QueryRewrite, Recommendation, StatementEvidence)
+from advisor.core.params import as_value
 
 
 def plain(obj: Any) -> Any:
@@ -35,7 +36,7 @@ def change_from(d: dict) -> Change:
         return QueryRewrite(d["queryid"], d["original"], d["rewritten"], tuple(d.get("rules") or ()),
                             float(d.get("estimated", 1.0)))
     if d.get("kind") == "learned_index_param":
-        return LearnedIndexParam(d["name"], d["value"])
+        return LearnedIndexParam(d["name"], as_value(d["value"]))  # text in rows stored before: the number
     raise ValueError(f"unknown change kind {d.get('kind')!r}")
 
 

@@ -12,9 +12,10 @@ The target is any ``SearchTarget``: the trial-target protocol (``advisor.tuning.
 (one measured trial: its result, seconds, whether it restarted), ``last_ms`` (each statement's or operation type's
 median in the last trial, or None), ``display(objective)`` (the objective in words) and ``space`` (the
 configurations: ``default_config``, ``full`` (the defaults with some values on top), ``changes``, ``repair``,
-``violations``); the optimizer's problem makes an asked change list a full configuration (``problem.config``).
-A trial's per-item medians are turned into ratios to the baseline trial's (``TrialResult.ratios``), so a constraint-aware search learns which
-configurations slow something down as the guard would see it.
+``violations``, ``stored``/``loaded``: a configuration's stored form and back); the optimizer's problem makes an
+asked change list a full configuration (``problem.config``). A trial's per-item medians are turned into ratios to
+the baseline trial's (``TrialResult.ratios``), so a constraint-aware search learns which configurations slow
+something down as the guard would see it.
 
 A kind that does not search but validates candidates its optimizer chose (an index set pass by pass, a statement's
 rewrites in a race) keeps its run's ``Ledger``: each validated candidate is a trial record of the run, stored as it
@@ -124,6 +125,7 @@ class TrialLoop:
             if row.get("config") is None:
                 continue
             rec = record_of(row)
+            rec.config = self.space.loaded(rec.config)  # older rows' texts, newer rows' numbers: one form
             self.records.append(rec)
             told.append(rec)
         reference = self.reference_ms()
@@ -156,7 +158,8 @@ class TrialLoop:
         self.optimizer.tell(tuple(self.space.changes(config)), result)
         if self.store is not None and self.run_id is not None:
             self.store.add_trial(self.target_id, self.run_id, self.optimizer.name, self.space.changes(config), None,
-                                 result.status, result.reason or None, number=rec.number, config=config,
+                                 result.status, result.reason or None, number=rec.number,
+                                 config=self.space.stored(config),
                                  objective=result.objective, source=source, duration_s=duration,
                                  statements=statement_ms, error=result.error or None,
                                  metrics=result.metrics or None)

@@ -211,6 +211,14 @@ class KnobSpace:
         """Every searched knob: the server's current values with ``values`` (texts, or changes) on top."""
         return self.default_config().updated(values)
 
+    def stored(self, config: Mapping[str, str]) -> dict[str, str]:
+        """The stored form of a configuration: the JSON object of its texts (``loaded`` reads it back)."""
+        return self.config(config).to_json()
+
+    def loaded(self, stored: Mapping[str, str]) -> KnobConfig:
+        """A stored configuration read back (the same texts in every row, old or new)."""
+        return self.config(stored)
+
     def changes(self, config: Mapping[str, str]) -> list[KnobChange]:
         """The configuration as changes, left out where it equals the server's current value."""
         return list(self.config(config).changes())

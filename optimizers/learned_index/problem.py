@@ -12,7 +12,7 @@ by the safety cut (CPU time per operation over the default's / ``safety``) is ``
 >>> from advisor.core.params import ParamSpec, ParamSpace
 >>> from advisor.core.domain import LearnedIndexParam
 >>> p = LearnedIndexProblem(ParamSpace((ParamSpec("density", 0.1, 1.0, default="0.7"),)), "alex", (0.5,))
->>> p.config((LearnedIndexParam("density", "0.9"),))
+>>> p.config((LearnedIndexParam("density", 0.9),))
 {'density': '0.9'}
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from advisor.core.domain import LearnedIndexParam, TrialResult
 from advisor.core.errors import AdvisorError
-from advisor.core.params import ParamSpace
+from advisor.core.params import ParamSpace, as_text
 from optimizers.base import Config, ContractViolation, Optimizer
 
 
@@ -55,9 +55,9 @@ class LearnedIndexProblem:
     training: Callable[[], Sequence[TrainingTask]] | None = None
 
     def config(self, changes: Config) -> dict[str, str]:
-        """Every parameter: the defaults with ``changes`` on top."""
+        """Every parameter: the defaults with ``changes`` (typed values) on top, as texts."""
         return {**self.space.default_config(),
-                **{c.name: c.value for c in changes if isinstance(c, LearnedIndexParam)}}
+                **{c.name: as_text(c.value) for c in changes if isinstance(c, LearnedIndexParam)}}
 
 
 class LearnedIndexOptimizer(Optimizer[LearnedIndexProblem]):

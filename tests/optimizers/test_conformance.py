@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from advisor.core.domain import Hardware, IndexChange, KnobChange, LearnedIndexParam, QueryRewrite, TrialResult
-from advisor.core.params import ParamSpace, ParamSpec
+from advisor.core.params import ParamSpace, ParamSpec, params_json
 from connectors import factory
 from optimizers import registry
 from optimizers.base import ContractViolation, Optimizer
@@ -175,8 +175,9 @@ def assert_valid(cls, problem, config) -> None:
     elif cls.kind == "learned-index":
         assert all(isinstance(c, LearnedIndexParam) for c in config)
         assert len({c.name for c in config}) == len(config)
-        assert problem.space.validate({c.name: c.value for c in config}) == {c.name: c.value for c in config}
-        assert all(problem.space.default_config()[c.name] != c.value for c in config)  # defaults left out
+        given = {c.name: c.value for c in config}  # typed values, each the canonical one (JSON numbers)
+        assert params_json(problem.space.validate(given)) == given
+        assert all(problem.space.default_config().value(c.name) != c.value for c in config)  # defaults left out
     elif cls.kind == "rewrites":
         assert all(isinstance(c, QueryRewrite) for c in config)
         statements = dict(problem.statements)

@@ -1,14 +1,17 @@
 """A learned index's parameter values are one checked value (``advisor.core.params.LearnedParams``): made by the
 space that checked them, frozen, typed on reading, taken as they are by a space with the same parameters (not
-checked again), and stored as the JSON object of texts they always were (older rows, and JSON numbers, load)."""
+checked again), handed over typed (``LearnedIndexParam.value``: a number, or a choice's word) and stored as JSON
+numbers; rows stored before, which hold text ('0.7'), load as the same values."""
 
 import json
 import pickle
 
 import pytest
 
+from advisor.core.domain import LearnedIndexParam
 from advisor.core.errors import InvalidKnobValue
 from advisor.core.params import LearnedParams, ParamSpace, ParamSpec
+from advisor.storage.codec import change_from, plain
 
 PARAMS = (ParamSpec("density", 0.1, 1.0, default="0.7"),
           ParamSpec("fanout", 2, 1024, scale="log", integer=True, default="64"),
@@ -46,3 +49,30 @@ def test_stored_texts_and_json_numbers_load_as_the_same_value():
     assert space.full({"density": "0.90"}) == space.full({"density": "0.9"})
     again = pickle.loads(pickle.dumps(params))
     assert again == params and again.checked_by == PARAMS and hash(again) == hash(params)
+
+
+def test_changes_carry_typed_values_and_store_as_json_numbers():
+    space = ParamSpace(PARAMS)
+    changes = space.changes({"density": "0.9", "fanout": "256", "policy": "always"})
+    assert changes == [LearnedIndexParam("density", 0.9), LearnedIndexParam("fanout", 256),
+                       LearnedIndexParam("policy", "always")]
+    assert json.loads(json.dumps(plain(changes))) == [
+        {"name": "density", "value": 0.9, "kind": "learned_index_param"},
+        {"name": "fanout", "value": 256, "kind": "learned_index_param"},
+        {"name": "policy", "value": "always", "kind": "learned_index_param"}]
+    assert [change_from(d) for d in json.loads(json.dumps(plain(changes)))] == changes
+
+
+def test_a_recommendation_stored_with_text_values_still_loads_as_typed_values():
+    old = {"name": "density", "value": "0.9", "kind": "learned_index_param"}
+    assert change_from(old) == LearnedIndexParam("density", 0.9)
+    assert change_from({**old, "value": "true"}).value == "true"
+
+
+def test_a_trial_configuration_stores_as_numbers_and_older_rows_of_text_load_the_same():
+    space = ParamSpace(PARAMS)
+    config = space.full({"density": "0.9"})
+    assert space.stored(config) == {"density": 0.9, "fanout": 64, "policy": "cost"}
+    assert space.loaded(space.stored(config)) == config == space.loaded(dict(config))  # new rows, old rows
+    assert isinstance(space.loaded(dict(config)), LearnedParams)
+    assert space.loaded({"density": 7}) == {"density": 7}  # not of this space (an infeasible trial's): as stored

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from advisor.core.params import ParamSpace
+from advisor.core.params import ParamSpace, params_json
 from advisor.core.progress import Say, silent
 from advisor.tuning.learned_index.target import HarnessTarget
 from advisor.tuning.learned_index.validation import Arms, deciding
@@ -54,7 +54,8 @@ class Finalist:
     chosen: bool = False
 
     def doc(self) -> dict:
-        return asdict(self)
+        """As stored and shown: the configuration's values typed (``advisor.core.params.params_json``)."""
+        return {**asdict(self), "config": params_json(self.config)}
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from advisor.core.domain import LearnedIndexParam, Recommendation
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import heartbeat
-from advisor.core.params import ParamSpace
+from advisor.core.params import ParamSpace, params_json
 from advisor.tuning.learned_index import face
 from advisor.tuning.kind import Context, Kind, default_outcome
 from advisor.core.inputs import ranges  # NAME=LOW:HIGH items, read the same way for every kind
@@ -49,7 +49,7 @@ class LearnedIndexTuneResult:
         before the pick (each one's trial, configuration, changes, search and median CPU ns per operation, rounds,
         whether picked; [] when none were) and why the pick (``picked``), and every trial (``trial_doc``)."""
         r = self.result
-        return {"index": r.index if r else None, "parameters": r.best if r else {},
+        return {"index": r.index if r else None, "parameters": params_json(r.best) if r else {},
                 "default": r.default if r else {}, "tuned": r.tuned if r else {},
                 "evaluations": r.evaluations if r else 0, "unsafe_evaluations": r.unsafe_evaluations if r else 0,
                 "recommendation": self.recommendation.id if self.recommendation else None,
@@ -65,7 +65,8 @@ def trial_doc(t: Trial) -> dict:
     decides on) and its wall-time throughput beside it."""
     m = t.result.metrics or {}
     return {"number": t.number, "source": t.source, "status": t.result.status, "reason": t.result.reason,
-            "config": t.config, "cpu_ns_per_op": t.result.objective, "throughput_ops": m.get("throughput_ops")}
+            "config": params_json(t.config), "cpu_ns_per_op": t.result.objective,
+            "throughput_ops": m.get("throughput_ops")}
 
 
 def _indexes() -> tuple[str, ...]:
@@ -174,15 +175,15 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
         f"on thread CPU time per operation, {verdict_note(ev)}"
     why = (f"{engine.name}: {found.tuned['throughput_ops']:,.0f} ops/s tuned vs {found.default['throughput_ops']:,.0f}"
            f" ops/s with the defaults ({gain:+.1%} wall time); {verdict}")
-    details = {"index": engine.name, "parameters": found.best, "default": found.default, "tuned": found.tuned,
+    details = {"index": engine.name, "parameters": params_json(found.best), "default": found.default,
+               "tuned": found.tuned,
                "evaluations": found.evaluations, "unsafe_evaluations": found.unsafe_evaluations,
                "keys": plan.keys, "key_count": len(keys), "workload": plan.workload,
                "measured": ev.measured if ev is not None else "",
                "finalists": [f.doc() for f in found.finalists], "picked": found.picked,
                "note": "parameters handed to the index's owners; nothing is applied to the database"}
-    changes = tuple(LearnedIndexParam(c.name, c.value) for c in found.changes)
     rec = recommend(ctx.store, target_id=target_id, kind=KIND_NAME, optimizer=plan.optimizer, plan=None,
-                    changes=changes, evidence=found.evidence, accepted=accepted, why=why, details=details,
+                    changes=tuple(found.changes), evidence=found.evidence, accepted=accepted, why=why, details=details,
                     run_id=run_id)
     return LearnedIndexTuneResult(rec, why, **base)
 
