@@ -10,19 +10,18 @@ Only the advisor gets in: root over the socket only, by socket authentication fo
 code and clients as the TCP login ``advisor`` at '127.0.0.1' with a random password per server
 (``connectors.local.write_secret``), which ``dsn()`` (of the database ``advisor`` every sandbox makes) carries:
 redact it before showing a DSN; client programs get it in their environment, never on their command line. As
-root the server runs as the ``mysql`` user. Cleanup is the PostgreSQL sandbox's: ``stop()``, the ``atexit`` hook
-of ``connectors.local``, and an owner record so that ``reap_orphans`` stops the server of a killed owner. Its
-programs and the options every ``my.cnf`` holds are in ``connectors.mariadb.server_options``.
+root the server runs as the ``mysql`` user. Its lifecycle and cleanup are every engine's
+(``connectors.server.LocalServer``: ``stop()``, the ``atexit`` hook of ``connectors.local``, and an owner record
+so that ``reap_orphans`` stops the server of a killed owner), with MariaDB's hooks here. Its programs and the
+options every ``my.cnf`` holds are in ``connectors.mariadb.server_options``.
 """
 
 from __future__ import annotations
 
 import os
 import pwd
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,70 +32,60 @@ import pymysql
 from advisor.core import priority
 from advisor.core.errors import SandboxError
 from connectors import local
-from connectors.local import free_port, pid_alive
+from connectors.local import pid_alive
 from connectors.mariadb.connection import quote
 from connectors.mariadb.server_options import (BASE_OPTIONS, FEEDS_REPLICAS, NOT_DURABLE, as_root, binary,
                                                option_lines)
+from connectors.server import LocalServer, read_pid, register_engine
 
 if TYPE_CHECKING:
     from connectors.mariadb.connector import MariaDBConnector
 
-__all__ = ["MariaDBSandbox", "option_lines", "stop_orphan"]
+__all__ = ["MariaDBSandbox", "find_server", "login_url", "option_lines", "stop_orphan"]
 
 LOGIN = "advisor"  # the sandbox's TCP login (all privileges; its password in the sandbox's ``password`` file)
 DEFAULT_DB = "advisor"  # the database every sandbox server has (created at its first start)
 
 
-class MariaDBSandbox:
+def login_url(host: str, port: int, dbname: str, user: str, password: str | None = None) -> str:
+    """A ``mariadb://`` URL of ``dbname`` as ``user``, with ``password`` percent-encoded when given.
+
+    >>> login_url("127.0.0.1", 3307, "shop", "advisor", "p@ss")
+    'mariadb://advisor:p%40ss@127.0.0.1:3307/shop'
+    """
+    secret = f":{url_quote(password, safe='')}" if password else ""
+    return f"mariadb://{url_quote(user, safe='')}{secret}@{host}:{port}/{url_quote(dbname, safe='')}"
+
+
+class MariaDBSandbox(LocalServer):
     """One local MariaDB server; a context manager, or ``start()`` and ``stop()``. ``settings`` in MariaDB's
     option syntax and units (``{"innodb_buffer_pool_size": "256M"}``); ``durable=False`` trades crash safety for
     speed (``NOT_DURABLE`` under the given settings); ``feeds_replicas=True`` writes binary logs a warm replica can
-    follow (``FEEDS_REPLICAS``). It satisfies ``connectors.base.Sandbox``."""
+    follow (``FEEDS_REPLICAS``). It satisfies ``connectors.base.Sandbox``; its lifecycle is
+    ``connectors.server.LocalServer``'s, with MariaDB's hooks: ``mariadb-install-db``, mariadbd started with its
+    option file, SIGTERM to stop it, readiness over its socket as root."""
 
     measured_on = True  # False for a warm replica: it only follows its target, at the usual priority
 
     engine = "mariadb"
+    default_db = DEFAULT_DB
+    user = LOGIN
+    log_name = "err.log"
+    pid_path = "run/my.pid"
+    dsn_form = staticmethod(login_url)  # login_dsn's: a ``mariadb://`` URL
 
     def __init__(self, name: str = "sandbox", settings: dict[str, str] | None = None, base_dir: str | None = None,
                  keep: bool = False, durable: bool = True, feeds_replicas: bool = False):
-        self.name = name
-        self.settings = {**({} if durable else NOT_DURABLE), **(FEEDS_REPLICAS if feeds_replicas else {}),
-                         **(settings or {})}
-        self.keep = keep
         self.server = binary("mariadbd")
-        self.root = Path(tempfile.mkdtemp(prefix=f"{local.PREFIX}{name}-", dir=base_dir))
-        local.write_owner(self.root, self.engine)
-        self.password = local.write_secret(self.root)  # the only way in for its TCP login (issue 42)
-        self.data = self.root / "data"
-        self.run_dir = self.root / "run"
+        super().__init__(name, {**({} if durable else NOT_DURABLE), **(FEEDS_REPLICAS if feeds_replicas else {}),
+                                **(settings or {})}, base_dir, keep)
         self.socket = self.run_dir / "my.sock"
         self.pid_file = self.run_dir / "my.pid"
-        self.log = self.run_dir / "err.log"
         self.options_file = self.root / "my.cnf"
         self.overrides_file = self.root / "overrides.cnf"
-        self.port = free_port()
-        self.host = "127.0.0.1"
-        self.user = LOGIN
         self._proc: subprocess.Popen | None = None
-        self._started = False
 
-    # --- lifecycle ----------------------------------------------------------------------------------------------
-
-    def start(self) -> MariaDBSandbox:
-        try:
-            self._init()
-            self._launch()
-            self._started = True
-            local.register(self)
-            self.wait_ready()
-            with self._root_conn() as conn, conn.cursor() as cur:
-                cur.execute("CREATE USER IF NOT EXISTS %s@'127.0.0.1' IDENTIFIED BY %s", (LOGIN, self.password))
-                cur.execute("GRANT ALL PRIVILEGES ON *.* TO %s@'127.0.0.1' WITH GRANT OPTION", (LOGIN,))
-                cur.execute(f"CREATE DATABASE IF NOT EXISTS {quote(DEFAULT_DB)}")
-        except BaseException:
-            self.stop()
-            raise
-        return self
+    # --- lifecycle hooks ----------------------------------------------------------------------------------------
 
     def _init(self) -> None:
         self.data.mkdir()
@@ -140,6 +129,13 @@ class MariaDBSandbox:
                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL, start_new_session=True)
 
+    def _provision(self) -> None:
+        """Its TCP login with the sandbox's password, and its default database."""
+        with self._root_conn() as conn, conn.cursor() as cur:
+            cur.execute("CREATE USER IF NOT EXISTS %s@'127.0.0.1' IDENTIFIED BY %s", (LOGIN, self.password))
+            cur.execute("GRANT ALL PRIVILEGES ON *.* TO %s@'127.0.0.1' WITH GRANT OPTION", (LOGIN,))
+            cur.execute(f"CREATE DATABASE IF NOT EXISTS {quote(DEFAULT_DB)}")
+
     def _halt(self, timeout_s: float = 30.0, graceful: bool = True) -> None:
         """Stop the server (SIGTERM: a clean shutdown; SIGKILL unless ``graceful``), SIGKILL what is left after
         ``timeout_s``, and wait until every process of it is gone; the pid file and socket of a dead server are
@@ -152,38 +148,11 @@ class MariaDBSandbox:
                 pass
             self._proc = None
 
-    def restart(self) -> None:
-        """Restart the server (clean shutdown, then start with the option file and its persisted overrides)."""
-        try:
-            self._halt()
-            self._launch()
-            self.wait_ready()
-        except SandboxError as e:
-            raise SandboxError(f"{e}{local.disk_note(self.root)}; last log lines: {self.log_tail()}") from None
-
-    def recover(self, settings: dict[str, str]) -> None:
-        """Bring back a server that crashed or will not start: end what is left of it, replace the persisted
-        overrides with ``settings`` and start it."""
-        self._halt()
-        try:
-            self.overrides_file.write_text("[mariadbd]\n" + "".join(f"{ln}\n" for ln in option_lines(
-                {k: str(v) for k, v in settings.items()})), encoding="utf-8")
-        except OSError as e:
-            raise SandboxError(f"cannot write the configuration of sandbox {self.name}: {e.strerror}"
-                               f"{local.disk_note(self.root)}") from None
-        self._launch()
-        self._started = True
-        try:
-            self.wait_ready()
-        except SandboxError as e:
-            raise SandboxError(f"{e}{local.disk_note(self.root)}; last log lines: {self.log_tail()}") from None
-
     def persist(self, settings: dict[str, str]) -> None:
         """Add ``settings`` to the persisted overrides (read at the next start; MariaDB has no SET PERSIST)."""
         current = self.persisted()
         current.update(settings)
-        self.overrides_file.write_text("[mariadbd]\n" + "".join(f"{ln}\n" for ln in option_lines(
-            {k: str(v) for k, v in current.items()})), encoding="utf-8")
+        self._write_overrides(current)
 
     def persisted(self) -> dict[str, str]:
         """The persisted overrides, by name."""
@@ -193,42 +162,30 @@ class MariaDBSandbox:
             out[key.strip()] = value.strip().strip('"')
         return out
 
-    def is_running(self) -> bool:
-        pid = _pid(self.root)
-        return self._started and pid is not None and pid_alive(pid)
+    def _write_overrides(self, settings: dict[str, str]) -> None:
+        """``settings`` as the persisted overrides (``overrides.cnf``, which ``my.cnf`` includes)."""
+        self.overrides_file.write_text("[mariadbd]\n" + "".join(f"{ln}\n" for ln in option_lines(
+            {k: str(v) for k, v in settings.items()})), encoding="utf-8")
 
-    def stop(self) -> None:
-        """Stop the server and remove its files unless ``keep``: a kept one shuts down cleanly, one whose files go
-        is killed at once (nothing of it is read again)."""
-        local.unregister(self)
-        if self.data.exists():
-            try:
-                self._halt(graceful=self.keep)
-            except SandboxError:
-                pass
-        self._started = False
-        if not self.keep:
-            shutil.rmtree(self.root, ignore_errors=True)
-        else:
-            (self.root / local.OWNER_FILE).unlink(missing_ok=True)
+    @classmethod
+    def _halt_orphan(cls, root: Path, owner: dict) -> None:
+        _halt(root, timeout_s=10.0)
 
-    def __enter__(self) -> MariaDBSandbox:
-        return self.start()
+    @classmethod
+    def _port_of(cls, root: Path) -> int | None:
+        """The port of its ``my.cnf``."""
+        try:
+            return next(int(line.split("=", 1)[1]) for line in (root / "my.cnf").read_text().splitlines()
+                        if line.startswith("port="))
+        except (OSError, ValueError, StopIteration):
+            return None
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    # --- use ----------------------------------------------------------------------------------------------------
 
-    # --- use --------------------------------------------------------------------------------------------------
-
-    def dsn(self, dbname: str = DEFAULT_DB) -> str:
-        """The DSN of ``dbname`` as the sandbox's own login, with its password: redact it before showing it."""
-        return self.login_dsn(dbname)
-
-    def connector(self, dbname: str = DEFAULT_DB) -> MariaDBConnector:
-        """A connector to one of this server's databases that restarts this server when a change needs it."""
+    def _connector(self, dsn: str) -> MariaDBConnector:
         from connectors.mariadb.connector import MariaDBConnector
 
-        return MariaDBConnector(self.dsn(dbname), restart=self.restart, persist=self.persist)
+        return MariaDBConnector(dsn, restart=self.restart, persist=self.persist)
 
     def _root_conn(self) -> pymysql.connections.Connection:
         return pymysql.connect(unix_socket=str(self.socket), user="root", autocommit=True, connect_timeout=5)
@@ -265,65 +222,20 @@ class MariaDBSandbox:
             cur.execute("ALTER USER %s@'127.0.0.1' IDENTIFIED BY %s", (user, password))
             cur.execute("GRANT ALL PRIVILEGES ON *.* TO %s@'127.0.0.1' WITH GRANT OPTION", (user,))
 
-    def log_tail(self, lines: int = 5) -> str:
-        try:
-            return " | ".join(self.log.read_text(errors="replace").strip().splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
-
-    def tool(self, name: str) -> str:
-        """Path of a client program (mariadb, mariadb-dump) of the installed server."""
-        return self.client_tool(name)
-
     @staticmethod
     def client_tool(name: str) -> str:
         """Path of a client program of the installed MariaDB (mariadb, mariadb-dump, mariadb-admin)."""
         return binary(name)
 
-    # --- for benches and fault injection ------------------------------------------------------------------------
-
-    default_db = DEFAULT_DB
-
-    def login_dsn(self, dbname: str, user: str | None = None, password: str | None = None) -> str:
-        """A ``mariadb://`` URL of ``dbname`` over TCP as ``user`` (default: the sandbox's ``advisor``, with the
-        sandbox's own password unless another is given), with ``password`` percent-encoded when given."""
-        if user in (None, self.user) and password is None:
-            password = self.password
-        secret = f":{url_quote(password, safe='')}" if password else ""
-        return (f"mariadb://{url_quote(user or self.user, safe='')}{secret}@{self.host}:{self.port}/"
-                f"{url_quote(dbname, safe='')}")
-
-    def server_pid(self) -> int | None:
-        """mariadbd's process while it runs."""
-        pid = _pid(self.root)
-        return pid if pid is not None and pid_alive(pid) else None
-
-    def interrupt(self) -> int | None:
-        """A shutdown now (SIGTERM to mariadbd: sessions are ended, InnoDB flushes and stops), not waited for."""
-        pid = self.server_pid()
-        if pid is not None:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        return pid
-
 
 # --- processes ----------------------------------------------------------------------------------------------
-
-
-def _pid(root: Path) -> int | None:
-    try:
-        return int((root / "run" / "my.pid").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def _halt(root: Path, timeout_s: float = 30.0, graceful: bool = True) -> None:
     """Whatever state the server of sandbox directory ``root`` is in, leave it stopped and startable (a clean
     shutdown, or with ``graceful=False`` SIGKILL: for a server whose files are removed next)."""
     data = root / "data"
-    pid = _pid(root)
+    pid = read_pid(root / MariaDBSandbox.pid_path)
     if pid is not None and pid_alive(pid):
         try:
             os.kill(pid, signal.SIGTERM if graceful else signal.SIGKILL)
@@ -337,27 +249,6 @@ def _halt(root: Path, timeout_s: float = 30.0, graceful: bool = True) -> None:
         stale.unlink(missing_ok=True)
 
 
-def stop_orphan(root: Path, owner: dict) -> None:
-    """Stop the server of a sandbox directory whose owner process is gone (``reap_orphans`` removes it after)."""
-    if (root / "data").is_dir():
-        _halt(root, timeout_s=10.0)
-
-
-def find_server(root: Path) -> local.RunningServer | None:
-    """The running server of sandbox directory ``root``: mariadbd of its pid file, the port of its ``my.cnf``."""
-    pid = _pid(root)
-    if pid is None or not pid_alive(pid):
-        return None
-    try:
-        port = next(int(line.split("=", 1)[1]) for line in (root / "my.cnf").read_text().splitlines()
-                    if line.startswith("port="))
-    except (OSError, ValueError, StopIteration):
-        return None
-    secret = local.read_secret(root)
-    return local.RunningServer(MariaDBSandbox.engine, root, root / "data", pid, port,
-                               f"mariadb://{LOGIN}{':' + url_quote(secret, safe='') if secret else ''}@127.0.0.1:"
-                               f"{port}/{DEFAULT_DB}")
-
-
-local.register_engine(MariaDBSandbox.engine, stop_orphan)
-local.register_server_finder(MariaDBSandbox.engine, find_server)
+stop_orphan = MariaDBSandbox.stop_orphan  # reap_orphans' stopper (``connectors.factory.Engine``)
+find_server = MariaDBSandbox.find_server  # mariadbd of a directory's pid file, the port of its ``my.cnf``
+register_engine(MariaDBSandbox)

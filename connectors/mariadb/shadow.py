@@ -3,7 +3,8 @@ consistent snapshot with ``--single-transaction``; or, with ``sample_percent``, 
 random sample of the rows of large tables through ``--where``), carrying the target's tuning-relevant settings.
 The target is only read. No password appears on a command line: the target's goes in a defaults-extra-file of
 mode 0600 inside the shadow's directory (removed with it), the shadow's own in the loading client's environment.
-A failed program's error is ``connectors.base.tool_error``.
+A failed program's error is ``connectors.base.tool_error``. Its skeleton is every engine's
+(``connectors.shadowing.ShadowCopy``); ``MariaDBCopy`` fills in its hooks.
 
 Code above ``connectors`` calls ``connectors.factory.clone``, which comes here for a MariaDB connector.
 """
@@ -11,26 +12,24 @@ Code above ``connectors`` calls ``connectors.factory.clone``, which comes here f
 from __future__ import annotations
 
 import os
-import subprocess
-import tempfile
 from pathlib import Path
 
 from advisor.core.domain import KnobSpec
-from advisor.core.errors import AdvisorError, SandboxError
+from advisor.core.errors import AdvisorError
 from advisor.core.inputs import control_character
 from advisor.core.progress import Say
-from connectors.base import Shadow, tool_error
+from connectors.base import Shadow
 from connectors.mariadb.connection import TAG, parse_dsn
 from connectors.mariadb.connector import MariaDBConnector
 from connectors.mariadb.loading import client_command
 from connectors.mariadb.sandbox import MariaDBSandbox
+from connectors.shadowing import DUMP_TIMEOUT_S, ShadowCopy, run_program
 
-__all__ = ["copied_settings", "create_shadow", "option_value"]
+__all__ = ["DUMP_TIMEOUT_S", "MariaDBCopy", "copied_settings", "create_shadow", "option_value"]
 
 COPIED_PREFIXES = ("innodb_", "sort_", "join_", "read_", "tmp_", "max_heap", "table_open", "table_definition",
                    "thread_cache", "optimizer_", "query_cache", "key_buffer", "aria_pagecache", "eq_range")
 NEVER_COPIED = ("dir", "file", "path", "socket", "port", "log_group", "data_home", "undo_directory", "plugin")
-DUMP_TIMEOUT_S = 3600.0
 
 
 def copied_settings(catalog: dict[str, KnobSpec]) -> dict[str, str]:
@@ -72,17 +71,6 @@ def _credentials(directory: Path, params: dict) -> Path:
     return path
 
 
-def _program(tool: str, args: list[str], **kwargs) -> subprocess.CompletedProcess:
-    try:
-        res = subprocess.run(args, capture_output=True, text=True, timeout=DUMP_TIMEOUT_S, **kwargs)
-    except subprocess.TimeoutExpired:
-        raise SandboxError(f"{tool} did not end within {DUMP_TIMEOUT_S:.0f} s") from None
-    if res.returncode != 0:
-        said = tool_error(tool, res.stderr) or f"it exited with status {res.returncode} and said nothing"
-        raise SandboxError(f"{tool} failed: {said}")
-    return res
-
-
 def _dump(sandbox: MariaDBSandbox, credentials: Path, params: dict, out: Path, *extra: str, names: tuple[str, ...]
           ) -> None:
     """mariadb-dump of ``names`` (the database, then tables of it) with the ``extra`` options; the names come
@@ -94,7 +82,7 @@ def _dump(sandbox: MariaDBSandbox, credentials: Path, params: dict, out: Path, *
         args += ["--socket", params["unix_socket"]]
     else:  # the host named "localhost" means the default socket to the client programs: TCP, as the driver does
         args += ["--protocol=TCP"]
-    _program("mariadb-dump", [*args, "--", *names])
+    run_program("mariadb-dump", [*args, "--", *names])
 
 
 def _load(sandbox: MariaDBSandbox, dbname: str, dump: Path) -> None:
@@ -102,7 +90,53 @@ def _load(sandbox: MariaDBSandbox, dbname: str, dump: Path) -> None:
     in the client's environment: ``connectors.mariadb.loading.client_command``)."""
     argv, env = client_command(sandbox.dsn(dbname), "mariadb", [])
     with open(dump, "rb") as f:
-        _program("mariadb", argv, stdin=f, env=env)
+        run_program("mariadb", argv, stdin=f, env=env)
+
+
+class MariaDBCopy(ShadowCopy):
+    """A shadow by mariadb-dump | mariadb; a sample's rows chosen by ``--where`` (``connectors.shadowing``)."""
+
+    sandbox_class = MariaDBSandbox
+    copy_tools = "mariadb-dump | mariadb"
+    parse_dsn = staticmethod(parse_dsn)
+
+    def database(self) -> str:
+        if not self.params["database"]:
+            raise AdvisorError("a MariaDB target's DSN must name its database (mariadb://user@host:3306/database)")
+        return self.params["database"]
+
+    def copied_settings(self, catalog: dict[str, KnobSpec]) -> dict[str, str]:
+        return copied_settings(catalog)
+
+    def prepare(self) -> None:
+        self.sandbox.create_database(self.dbname)
+
+    def copy_whole(self, tmp: Path) -> int:
+        credentials, dump = _credentials(tmp, self.params), tmp / "target.sql"
+        _dump(self.sandbox, credentials, self.params, dump, names=(self.dbname,))
+        _load(self.sandbox, self.dbname, dump)
+        return 0
+
+    def copy_sample(self, tmp: Path, percent: float, min_rows: int) -> int:
+        """Foreign keys are not checked while loading, so a sample may break them (not counted)."""
+        credentials, dump = _credentials(tmp, self.params), tmp / "target.sql"
+        _dump(self.sandbox, credentials, self.params, dump, "--no-data", names=(self.dbname,))
+        _load(self.sandbox, self.dbname, dump)
+        for (_db, table), rows in self.target.loader().table_rows().items():
+            where = [f"--where=RAND(42) < {percent / 100:.6f}"] if rows > min_rows else []
+            _dump(self.sandbox, credentials, self.params, dump, "--no-create-info", *where, names=(self.dbname, table))
+            _load(self.sandbox, self.dbname, dump)
+        return 0
+
+    def finish(self, whole: bool, warnings: int) -> Shadow:
+        sandbox, dbname = self.sandbox, self.dbname
+        connector = MariaDBConnector(sandbox.dsn(dbname), restart=sandbox.restart, persist=sandbox.persist)
+        self.say("analyzing the shadow (one statistics sample for baseline and candidate)")
+        with connector.session() as session:
+            for (_schema, table) in connector.table_columns():
+                session.run(TAG + f"ANALYZE TABLE {connector.quote(dbname)}.{connector.quote(table)}")
+        connector.reset_statement_stats()
+        return Shadow(sandbox, connector, dbname, warnings)
 
 
 def create_shadow(target: MariaDBConnector, *, sample_percent: float | None = None,
@@ -111,41 +145,5 @@ def create_shadow(target: MariaDBConnector, *, sample_percent: float | None = No
     """A running shadow of ``target``'s database. ``sample_percent`` (0-100] keeps that share of the rows of
     tables with more than ``sample_min_rows`` rows (the same rows each time); foreign keys are not checked while
     loading, so a sample may break them."""
-    say = say or (lambda _m: None)
-    if sample_percent is not None and not 0 < sample_percent <= 100:
-        raise AdvisorError(f"sample percent must be in (0, 100], got {sample_percent}")
-    params = parse_dsn(target.dsn)
-    dbname = params["database"]
-    if not dbname:
-        raise AdvisorError("a MariaDB target's DSN must name its database (mariadb://user@host:3306/database)")
-    settings = copied_settings(target.knob_catalog())
-    settings.update(extra_settings or {})
-    say(f"starting shadow server ({len(settings)} settings copied from the target)")
-    sandbox = MariaDBSandbox("shadow", settings=settings).start()
-    try:
-        sandbox.create_database(dbname)
-        with tempfile.TemporaryDirectory(prefix="dump-", dir=sandbox.root) as tmp:
-            credentials = _credentials(Path(tmp), params)
-            dump = Path(tmp) / "target.sql"
-            if sample_percent is None or sample_percent >= 100:
-                say("copying the target's database (mariadb-dump | mariadb)")
-                _dump(sandbox, credentials, params, dump, names=(dbname,))
-                _load(sandbox, dbname, dump)
-            else:
-                say(f"copying the target's schema and a {sample_percent:g}% sample of large tables")
-                _dump(sandbox, credentials, params, dump, "--no-data", names=(dbname,))
-                _load(sandbox, dbname, dump)
-                for (_db, table), rows in target.loader().table_rows().items():
-                    where = [f"--where=RAND(42) < {sample_percent / 100:.6f}"] if rows > sample_min_rows else []
-                    _dump(sandbox, credentials, params, dump, "--no-create-info", *where, names=(dbname, table))
-                    _load(sandbox, dbname, dump)
-        connector = MariaDBConnector(sandbox.dsn(dbname), restart=sandbox.restart, persist=sandbox.persist)
-        say("analyzing the shadow (one statistics sample for baseline and candidate)")
-        with connector.session() as session:
-            for (_schema, table) in connector.table_columns():
-                session.run(TAG + f"ANALYZE TABLE {connector.quote(dbname)}.{connector.quote(table)}")
-        connector.reset_statement_stats()
-        return Shadow(sandbox, connector, dbname, 0)
-    except BaseException:
-        sandbox.stop()
-        raise
+    return MariaDBCopy.create(target, sample_percent=sample_percent, sample_min_rows=sample_min_rows,
+                              extra_settings=extra_settings, say=say)

@@ -93,29 +93,18 @@ class PostgresClone(PostgresSandbox):
             for name in ("postgresql.auto.conf", "pg_hba.conf"):
                 os.chown(self.data / name, *owner)
 
-    def start(self) -> PostgresClone:
+    def _provision(self) -> None:
+        self._admit_advisor()
+        self.replica.detach_clone(self)
+        self.create_extensions(self.default_db)
+
+    def _start_failed(self, error: BaseException) -> BaseException | None:
         """ReplicaUnavailable (with the clone's last log lines) when it cannot be cut or does not start; nothing of
-        it is left then."""
-        try:
-            self._init()
-            self._pg_ctl("start")
-            self._started = True
-            local.register(self)
-            self._admit_advisor()
-            self.replica.detach_clone(self)
-            self.create_extensions(self.default_db)
-        except ReplicaUnavailable:
-            self.stop()
-            raise
-        except (AdvisorError, psycopg.Error) as e:
-            tail = self.log_tail(3)
-            self.stop()
-            raise ReplicaUnavailable(f"the thin clone did not start: {str(e).strip().splitlines()[0]}; last log "
-                                     f"lines: {tail}") from None
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        it is left then (``start`` stops it)."""
+        if isinstance(error, ReplicaUnavailable) or not isinstance(error, (AdvisorError, psycopg.Error)):
+            return None
+        return ReplicaUnavailable(f"the thin clone did not start: {str(error).strip().splitlines()[0]}; last log "
+                                  f"lines: {self.log_tail(3)}")
 
     def _socket(self, user: str, dbname: str) -> psycopg.Connection:
         return psycopg.connect(make_conninfo(host=str(self.run_dir), port=self.port, user=user, dbname=dbname),
@@ -131,12 +120,6 @@ class PostgresClone(PostgresSandbox):
             verb = "ALTER" if exists else "CREATE"
             conn.execute(sql.SQL(verb + " ROLE {} WITH LOGIN SUPERUSER PASSWORD {}").format(
                 sql.Identifier(self.user), sql.Literal(self.password)))
-
-    def dsn(self, dbname: str | None = None) -> str:
-        return super().dsn(dbname or self.default_db)
-
-    def connector(self, dbname: str | None = None):
-        return super().connector(dbname or self.default_db)
 
 
 def start_clone(replica: Standby, say: Say, settings: dict[str, str]) -> Shadow:

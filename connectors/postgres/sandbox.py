@@ -22,15 +22,12 @@ stopped, shared with the warm replicas).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pwd
-import shutil
 import signal
 import subprocess
-import tempfile
-from typing import TYPE_CHECKING
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from psycopg.conninfo import make_conninfo
 
@@ -41,11 +38,12 @@ from connectors.postgres.binaries import pg_bin_dir
 from connectors.postgres.connection import keyword_dsn
 from connectors.postgres.server_control import (as_server_user, halt, pg_ctl, run_tool, running_as_root,
                                                  wait_until_accepting)
+from connectors.server import LocalServer, read_pid, register_engine
 
 if TYPE_CHECKING:
     from connectors.postgres.connector import PostgresConnector
 
-__all__ = ["PostgresSandbox", "free_port", "pg_bin_dir", "pid_alive", "stop_all",
+__all__ = ["PostgresSandbox", "find_server", "free_port", "pg_bin_dir", "pid_alive", "stop_all", "stop_orphan",
            "wait_until_accepting"]
 
 PRELOAD = "pg_stat_statements,pg_qualstats"
@@ -54,55 +52,37 @@ NOT_DURABLE = {"fsync": "off", "synchronous_commit": "off"}  # a sandbox's ``dur
 HBA_KEYWORDS = frozenset({"all", "sameuser", "samerole", "samegroup", "replication"})  # pg_hba.conf's user words
 
 
-class PostgresSandbox:
+class PostgresSandbox(LocalServer):
     """One local cluster. Use as a context manager, or call ``start()`` and ``stop()``.
 
     ``settings`` go into postgresql.conf (e.g. ``{"shared_buffers": "256MB"}``); ``keep=True`` leaves the
     directory behind after stop (for post-mortems); ``durable=False`` trades crash safety for speed (fsync and
     synchronous_commit off, unless ``settings`` say otherwise). Every sandbox can feed a warm replica
     (``feeds_replicas``: initdb's defaults, wal_level replica and replication connections by password, do). It
-    satisfies ``connectors.base.Sandbox``.
+    satisfies ``connectors.base.Sandbox``; its lifecycle is ``connectors.server.LocalServer``'s, with PostgreSQL's
+    hooks: initdb, ``pg_ctl`` (whose start waits until the server accepts connections), ``halt``.
     """
 
     engine = "postgres"
     default_db = "postgres"  # the database initdb makes: ``dsn()``'s and ``connector()``'s
+    user = "postgres"
+    log_name = "postgres.log"
+    pid_path = "data/postmaster.pid"
+    interrupt_signal = signal.SIGINT  # a fast shutdown, as ``pg_ctl stop -m fast`` sends
+    launch_waits = True  # pg_ctl start -w
+    clean_recover = False  # a server that will not come back is stopped in immediate mode
+    dsn_form = staticmethod(keyword_dsn)  # login_dsn's: a libpq ``key=value`` DSN
 
     def __init__(self, name: str = "sandbox", settings: dict[str, str] | None = None, base_dir: str | None = None,
                  keep: bool = False, durable: bool = True, feeds_replicas: bool = True):
-        self.name = name
-        self.settings = {**({} if durable else NOT_DURABLE), **(settings or {})}
-        self.keep = keep
         self.bin = pg_bin_dir()
-        self.root = Path(tempfile.mkdtemp(prefix=f"{local.PREFIX}{name}-", dir=base_dir))
-        local.write_owner(self.root, self.engine, bin=str(self.bin))
-        self.password = local.write_secret(self.root)  # its login's (``postgres``) only way in (issue 42)
-        self.data = self.root / "data"
-        self.run_dir = self.root / "run"
-        self.log = self.run_dir / "postgres.log"
-        self.port = free_port()
-        self.host = "127.0.0.1"
-        self.user = "postgres"
-        self._started = False
+        super().__init__(name, {**({} if durable else NOT_DURABLE), **(settings or {})}, base_dir, keep,
+                         bin=str(self.bin))
 
-    # --- lifecycle ----------------------------------------------------------------------------------------------
-
-    def _cmd(self, *args: str) -> list[str]:
-        return as_server_user(*args)
+    # --- lifecycle hooks ----------------------------------------------------------------------------------------
 
     def _run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         return run_tool(self.name, *args, timeout=timeout)
-
-    def start(self) -> "PostgresSandbox":
-        try:
-            self._init()
-            self._pg_ctl("start")
-            self._started = True
-            local.register(self)
-            self.create_extensions("postgres")
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
     def _init(self) -> None:
         self.data.mkdir()
@@ -146,87 +126,73 @@ class PostgresSandbox:
     def _pg_ctl(self, action: str, *extra: str, timeout: float = 120) -> None:
         pg_ctl(self.name, self.bin, self.data, action, *extra, log=self.log, timeout=timeout)
 
-    def restart(self) -> None:
-        """Restart the server (fast shutdown), e.g. after a setting that needs one changed. A server that died
-        meanwhile is started (pg_ctl would wait for a killed, unreaped postmaster to stop)."""
-        try:
-            if self.is_running():
-                self._pg_ctl("restart", "-m", "fast")
-            else:
-                halt(self.name, self.bin, self.data, self.run_dir)
-                self._pg_ctl("start")
-        except SandboxError as e:
-            raise SandboxError(f"{e}{local.disk_note(self.root)}; last log lines: {self.log_tail()}") from None
+    def _launch(self) -> None:
+        self._pg_ctl("start")
 
-    def recover(self, settings: dict[str, str]) -> None:
-        """Bring a server back that will not start or has crashed: end what is left of it (waiting until its
-        processes are gone) and remove its stale lock files, replace postgresql.auto.conf (ALTER SYSTEM's file)
-        with ``settings``, and start it."""
-        halt(self.name, self.bin, self.data, self.run_dir)
+    def _provision(self) -> None:
+        self.create_extensions(self.default_db)
+
+    def _halt(self, graceful: bool = True) -> None:
+        """Stop what is left of the server (``server_control.halt``): fast, then immediate, then SIGKILL; with
+        ``graceful=False`` immediate at once (no shutdown checkpoint)."""
+        halt(self.name, self.bin, self.data, self.run_dir, modes=("fast", "immediate") if graceful else ("immediate",))
+
+    def _relaunch(self) -> None:
+        """A fast restart; a server that died meanwhile is started (pg_ctl would wait for a killed, unreaped
+        postmaster to stop)."""
+        if self.is_running():
+            self._pg_ctl("restart", "-m", "fast")
+        else:
+            self._halt(graceful=False)
+            self._launch()
+
+    def _write_overrides(self, settings: dict[str, str]) -> None:
+        """``settings`` as postgresql.auto.conf, ALTER SYSTEM's file."""
         auto = self.data / "postgresql.auto.conf"
         lines = ["# Do not edit this file manually!", "# It will be overwritten by the ALTER SYSTEM command."]
         for key, value in settings.items():
             lines.append(f"{key} = '{str(value).replace(chr(39), chr(39) * 2)}'")
-        try:
-            auto.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        except OSError as e:
-            raise SandboxError(f"cannot write the configuration of sandbox {self.name}: {e.strerror}"
-                               f"{local.disk_note(self.root)}") from None
+        auto.write_text("\n".join(lines) + "\n", encoding="utf-8")
         if running_as_root():
             pw = pwd.getpwnam("postgres")
             os.chown(auto, pw.pw_uid, pw.pw_gid)
-        try:
-            self._pg_ctl("start")
-        except SandboxError as e:
-            raise SandboxError(f"{e}{local.disk_note(self.root)}; last log lines: {self.log_tail()}") from None
 
-    def is_running(self) -> bool:
-        if not self._started:
-            return False
-        res = subprocess.run(self._cmd(str(self.bin / "pg_ctl"), "-D", str(self.data), "status"),
+    def _may_run(self) -> bool:
+        return (self.data / "postmaster.pid").exists()
+
+    def _runs(self) -> bool:
+        res = subprocess.run(as_server_user(str(self.bin / "pg_ctl"), "-D", str(self.data), "status"),
                              capture_output=True, text=True)
         pid = self.postmaster_pid()
         # pg_ctl counts a killed but unreaped (zombie) postmaster as running
         return res.returncode == 0 and (pid is None or pid_alive(pid))
 
     def postmaster_pid(self) -> int | None:
-        pid_file = self.data / "postmaster.pid"
+        return read_pid(self.data / "postmaster.pid")
+
+    @classmethod
+    def _halt_orphan(cls, root: Path, owner: dict) -> None:
+        """pg_ctl stop -m immediate, then SIGKILL of what is left."""
+        halt(root.name, Path(owner.get("bin") or pg_bin_dir()), root / "data", root / "run")
+
+    @classmethod
+    def _port_of(cls, root: Path) -> int | None:
         try:
-            return int(pid_file.read_text().splitlines()[0])
+            return int((root / "data" / "postmaster.pid").read_text().splitlines()[3])
         except (OSError, ValueError, IndexError):
             return None
 
-    def stop(self) -> None:
-        """Stop the server and remove its files unless ``keep``: a kept one stops cleanly (fast, then immediate,
-        then SIGKILL); one whose files go stops at once (immediate: no shutdown checkpoint to write for nothing)."""
-        local.unregister(self)
-        if self.data.exists() and (self.data / "postmaster.pid").exists():
-            with contextlib.suppress(SandboxError):
-                halt(self.name, self.bin, self.data, self.run_dir,
-                      modes=("fast", "immediate") if self.keep else ("immediate",))
-        self._started = False
-        if not self.keep:
-            shutil.rmtree(self.root, ignore_errors=True)
-        else:  # kept on purpose, for a post-mortem: no orphan for reap_orphans any more
-            (self.root / local.OWNER_FILE).unlink(missing_ok=True)
+    # --- use ----------------------------------------------------------------------------------------------------
 
-    def __enter__(self) -> "PostgresSandbox":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-    # --- use --------------------------------------------------------------------------------------------------
-
-    def dsn(self, dbname: str = "postgres") -> str:
+    def dsn(self, dbname: str | None = None) -> str:
         """The DSN of ``dbname`` as the sandbox's own login, with its password: redact it before showing it."""
-        return make_conninfo(host=self.host, port=self.port, user=self.user, password=self.password, dbname=dbname)
+        return make_conninfo(host=self.host, port=self.port, user=self.user, password=self.password,
+                             dbname=dbname or self.default_db)
 
-    def connector(self, dbname: str = "postgres") -> "PostgresConnector":
-        """A connector to one of this server's databases that restarts this server when a change needs it."""
+    def _connector(self, dsn: str) -> PostgresConnector:
         from connectors.postgres.connector import PostgresConnector
 
-        return PostgresConnector(self.dsn(dbname), restart=self.restart)
+        return PostgresConnector(dsn, restart=self.restart)
 
     def wait_ready(self, timeout_s: float = 30.0) -> None:
         """Block until the server accepts connections (SandboxError after ``timeout_s`` seconds)."""
@@ -275,12 +241,6 @@ class PostgresSandbox:
             hba.write_text(line + rules, encoding="utf-8")
         self._pg_ctl("reload")
 
-    def log_tail(self, lines: int = 5) -> str:
-        try:
-            return " | ".join(self.log.read_text(errors="replace").strip().splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
-
     def tool(self, name: str) -> str:
         """Path of a client tool (pg_dump, pg_restore, psql) matching this server's version."""
         return str(self.bin / name)
@@ -290,49 +250,7 @@ class PostgresSandbox:
         """Path of a client program (pgbench, pg_dump, psql) of the newest installed server."""
         return str(pg_bin_dir() / name)
 
-    # --- for benches and fault injection ------------------------------------------------------------------------
 
-    def login_dsn(self, dbname: str, user: str | None = None, password: str | None = None) -> str:
-        """A libpq ``key=value`` DSN of ``dbname`` over TCP as ``user`` (default: ``postgres``, with the sandbox's
-        own password unless another is given)."""
-        if user in (None, self.user) and password is None:
-            password = self.password
-        return keyword_dsn(self.host, self.port, dbname, user or self.user, password)
-
-    def server_pid(self) -> int | None:
-        """The postmaster's process while it runs."""
-        pid = self.postmaster_pid()
-        return pid if pid is not None and pid_alive(pid) else None
-
-    def interrupt(self) -> int | None:
-        """A fast shutdown (SIGINT to the postmaster, as ``pg_ctl stop -m fast`` sends), not waited for."""
-        pid = self.server_pid()
-        if pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGINT)
-        return pid
-
-
-def stop_orphan(root: Path, owner: dict) -> None:
-    """Stop the server of a sandbox directory whose owner process is gone (``connectors.local.reap_orphans``
-    removes the directory afterwards): pg_ctl stop -m immediate, then SIGKILL of what is left."""
-    bin_dir = Path(owner.get("bin") or pg_bin_dir())
-    if (root / "data").is_dir():
-        halt(root.name, bin_dir, root / "data", root / "run")
-
-
-def find_server(root: Path) -> local.RunningServer | None:
-    """The running server of sandbox directory ``root``: the postmaster and port of its ``postmaster.pid``."""
-    try:
-        lines = (root / "data" / "postmaster.pid").read_text().splitlines()
-        pid, port = int(lines[0]), int(lines[3])
-    except (OSError, ValueError, IndexError):
-        return None
-    if not pid_alive(pid):
-        return None
-    return local.RunningServer(PostgresSandbox.engine, root, root / "data", pid, port,
-                               keyword_dsn("127.0.0.1", port, "postgres", "postgres", local.read_secret(root)))
-
-
-local.register_engine(PostgresSandbox.engine, stop_orphan)
-local.register_server_finder(PostgresSandbox.engine, find_server)
+stop_orphan = PostgresSandbox.stop_orphan  # reap_orphans' stopper (``connectors.factory.Engine``)
+find_server = PostgresSandbox.find_server  # the postmaster and port of a directory's ``postmaster.pid``
+register_engine(PostgresSandbox)

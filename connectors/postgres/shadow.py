@@ -4,14 +4,13 @@ tuning-relevant settings. The target is only read. Statistics are gathered once 
 so baseline and candidate share one sample; a full copy then takes the target's own column statistics
 (``connectors.postgres.statistics``), so that it plans as the target does.
 
-Code above ``connectors`` calls ``connectors.factory.clone``, which comes here for a PostgreSQL connector.
+Its skeleton is every engine's (``connectors.shadowing.ShadowCopy``); ``PostgresCopy`` fills in its hooks. Code above
+``connectors`` calls ``connectors.factory.clone``, which comes here for a PostgreSQL connector.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-import tempfile
 from pathlib import Path
 
 import psycopg
@@ -19,16 +18,16 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from advisor.core.domain import KnobSpec
-from advisor.core.errors import AdvisorError, SandboxError
 from advisor.core.progress import Say
 from connectors import deadlines
-from connectors.base import Shadow, tool_error
+from connectors.base import Shadow
 from connectors.postgres.connection import TAG, parse_dsn
 from connectors.postgres import statistics
 from connectors.postgres.connector import PostgresConnector
 from connectors.postgres.sandbox import PostgresSandbox
+from connectors.shadowing import ShadowCopy, run_program
 
-__all__ = ["COPIED_CATEGORIES", "NEVER_COPIED", "Shadow", "copied_settings", "create_shadow"]
+__all__ = ["COPIED_CATEGORIES", "NEVER_COPIED", "PostgresCopy", "Shadow", "copied_settings", "create_shadow"]
 
 # settings copied from the target to the shadow: the tuning-relevant categories, never paths or networking
 COPIED_CATEGORIES = ("Resource Usage", "Query Tuning", "Write-Ahead Log", "Autovacuum", "Statistics / Planner")
@@ -57,18 +56,10 @@ def _tool_env(params: dict[str, str]) -> dict[str, str]:
     return env
 
 
-DUMP_TIMEOUT_S = 3600.0  # pg_dump of the target, or pg_restore into the shadow, gives up after this long
-
-
 def _dump(sandbox: PostgresSandbox, params: dict[str, str], out: Path, *extra: str) -> None:
     conninfo = make_conninfo(**{k: v for k, v in params.items() if k != "password"})
-    try:
-        subprocess.run([sandbox.tool("pg_dump"), "-Fc", "-d", conninfo, "-f", str(out), *extra], check=True,
-                       capture_output=True, text=True, env=_tool_env(params), timeout=DUMP_TIMEOUT_S)
-    except subprocess.CalledProcessError as e:
-        raise SandboxError(f"pg_dump of the target failed: {_said('pg_dump', e.stderr, e.returncode)}") from None
-    except subprocess.TimeoutExpired:
-        raise SandboxError(f"pg_dump of the target did not end within {DUMP_TIMEOUT_S:.0f} s") from None
+    run_program("pg_dump", [sandbox.tool("pg_dump"), "-Fc", "-d", conninfo, "-f", str(out), *extra],
+                "pg_dump of the target", env=_tool_env(params))
 
 
 def _restore(sandbox: PostgresSandbox, dbname: str, dump: Path, *extra: str, strict: bool = True) -> int:
@@ -77,66 +68,61 @@ def _restore(sandbox: PostgresSandbox, dbname: str, dump: Path, *extra: str, str
             "-U", sandbox.user, "-d", dbname, *extra, str(dump)]
     if strict:
         args.insert(1, "--exit-on-error")
-    try:
-        res = subprocess.run(args, capture_output=True, text=True, timeout=DUMP_TIMEOUT_S,
-                             env=_tool_env(parse_dsn(sandbox.dsn(dbname))))  # the shadow's password (issue 42)
-    except subprocess.TimeoutExpired:
-        raise SandboxError(f"pg_restore into the shadow did not end within {DUMP_TIMEOUT_S:.0f} s") from None
+    res = run_program("pg_restore", args, "pg_restore into the shadow", check=strict,
+                      env=_tool_env(parse_dsn(sandbox.dsn(dbname))))  # the shadow's password (issue 42)
     if res.returncode != 0:
-        if strict:
-            raise SandboxError(f"pg_restore into the shadow failed: {_said('pg_restore', res.stderr, res.returncode)}")
         return sum(ln.startswith("pg_restore: error:") for ln in res.stderr.splitlines())
     return 0
 
 
-def _said(tool: str, stderr: str | None, returncode: int) -> str:
-    """What a failed client program said went wrong (``connectors.base.tool_error``: its own error lines, not the
-    SQL it echoes), or its exit status when it said nothing."""
-    return tool_error(tool, stderr) or f"it exited with status {returncode} and said nothing"
+class PostgresCopy(ShadowCopy):
+    """A shadow by pg_dump | pg_restore; a sample's rows copied as a TABLESAMPLE (``connectors.shadowing``)."""
+
+    sandbox_class = PostgresSandbox
+    copy_tools = "pg_dump | pg_restore"
+    parse_dsn = staticmethod(parse_dsn)
+
+    def database(self) -> str:
+        return self.params.get("dbname") or self.params.get("user") or "postgres"
+
+    def copied_settings(self, catalog: dict[str, KnobSpec]) -> dict[str, str]:
+        return copied_settings(catalog)
+
+    def prepare(self) -> None:
+        sandbox = self.sandbox
+        self.shadow_dsn = (sandbox.create_database(self.dbname, extensions=False) if self.dbname != "postgres"
+                           else sandbox.dsn())
+
+    def copy_whole(self, tmp: Path) -> int:
+        dump = tmp / "target.dump"
+        _dump(self.sandbox, self.params, dump)
+        return _restore(self.sandbox, self.dbname, dump, "-j", "2")
+
+    def copy_sample(self, tmp: Path, percent: float, min_rows: int) -> int:
+        dump = tmp / "target.dump"
+        _dump(self.sandbox, self.params, dump, "--section=pre-data", "--section=post-data")
+        _restore(self.sandbox, self.dbname, dump, "--section=pre-data")
+        _copy_data(self.target, self.shadow_dsn, percent, min_rows)
+        return _restore(self.sandbox, self.dbname, dump, "--section=post-data", strict=False)
+
+    def finish(self, whole: bool, warnings: int) -> Shadow:
+        self.sandbox.create_extensions(self.dbname)
+        connector = PostgresConnector(self.shadow_dsn, restart=self.sandbox.restart)
+        with connector.connect(answer_s=deadlines.long_s()) as conn:  # VACUUM ANALYZE of a large copy
+            self.say("analyzing the shadow (one statistics sample for baseline and candidate)")
+            conn.execute(TAG + "VACUUM ANALYZE")
+            conn.execute(TAG + "SELECT pg_stat_statements_reset()")
+            if whole:  # a full copy: the target's statistics describe it
+                _take_statistics(self.target, conn, self.say)
+        return Shadow(self.sandbox, connector, self.dbname, warnings)
 
 
 def create_shadow(target: PostgresConnector, *, sample_percent: float | None = None, sample_min_rows: int = 100_000,
                   extra_settings: dict[str, str] | None = None, say: Say | None = None) -> Shadow:
     """A running shadow of ``target``'s database. ``sample_percent`` (0-100] samples tables with more than
     ``sample_min_rows`` rows; constraints the sample breaks (foreign keys) are counted in ``restore_warnings``."""
-    say = say or (lambda _m: None)
-    if sample_percent is not None and not 0 < sample_percent <= 100:
-        raise AdvisorError(f"sample percent must be in (0, 100], got {sample_percent}")
-    params = parse_dsn(target.dsn)
-    dbname = params.get("dbname") or params.get("user") or "postgres"
-    settings = copied_settings(target.knob_catalog())
-    settings.update(extra_settings or {})
-    say(f"starting shadow server ({len(settings)} settings copied from the target)")
-    sandbox = PostgresSandbox("shadow", settings=settings).start()
-    try:
-        shadow_dsn = sandbox.create_database(dbname, extensions=False) if dbname != "postgres" else sandbox.dsn()
-        warnings = 0
-        # the dump (a copy of the target's data) lives in the sandbox's directory, so that it goes with the
-        # sandbox, also when reap_orphans removes the sandbox of a killed advisor
-        with tempfile.TemporaryDirectory(prefix="dump-", dir=sandbox.root) as tmp:
-            dump = Path(tmp) / "target.dump"
-            if sample_percent is None or sample_percent >= 100:
-                say("copying the target's database (pg_dump | pg_restore)")
-                _dump(sandbox, params, dump)
-                _restore(sandbox, dbname, dump, "-j", "2")
-            else:
-                say(f"copying the target's schema and a {sample_percent:g}% sample of large tables")
-                _dump(sandbox, params, dump, "--section=pre-data", "--section=post-data")
-                _restore(sandbox, dbname, dump, "--section=pre-data")
-                _copy_data(target, shadow_dsn, sample_percent, sample_min_rows)
-                warnings = _restore(sandbox, dbname, dump, "--section=post-data", strict=False)
-        sandbox.create_extensions(dbname)
-        connector = PostgresConnector(shadow_dsn, restart=sandbox.restart)
-        with connector.connect(answer_s=deadlines.long_s()) as conn:  # VACUUM ANALYZE of a large copy
-            say("analyzing the shadow (one statistics sample for baseline and candidate)")
-            conn.execute(TAG + "VACUUM ANALYZE")
-            conn.execute(TAG + "SELECT pg_stat_statements_reset()")
-            if sample_percent is None or sample_percent >= 100:  # a full copy: the target's statistics describe it
-                _take_statistics(target, conn, say)
-        return Shadow(sandbox, connector, dbname, warnings)
-    except BaseException:
-        sandbox.stop()
-        raise
+    return PostgresCopy.create(target, sample_percent=sample_percent, sample_min_rows=sample_min_rows,
+                               extra_settings=extra_settings, say=say)
 
 
 def _take_statistics(target: PostgresConnector, shadow: psycopg.Connection, say: Say) -> None:

@@ -3,11 +3,12 @@ settings carried over, a failed dump said in one line without the password, and 
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from advisor.core.errors import SandboxError
 from connectors import factory
-from connectors.mariadb import shadow as maria_shadow
 from tests.connectors.mariadb.conftest import mrows, mrun
 
 SECRET = "sh4d0w-Pa55"
@@ -28,8 +29,8 @@ def test_a_whole_copy_has_the_same_rows_indexes_and_settings(target, monkeypatch
     source = factory.connector(target)
     source.reset_statement_stats()
     seen: list[list[str]] = []
-    real = maria_shadow.subprocess.run
-    monkeypatch.setattr(maria_shadow.subprocess, "run", lambda args, **kw: seen.append(args) or real(args, **kw))
+    real = subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda args, **kw: seen.append(args) or real(args, **kw))
     says: list[str] = []
     with factory.clone(factory.connector(target), extra_settings={"sort_buffer_size": "1M"}, say=says.append) as sh:
         # the dump's reads of the target (whole tables, its savepoints, variables, catalogs) are no workload there
