@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from advisor.bench.playground import create_shop
-from tests.test_cli_service import cli, ok
+from tests.advisor.cli.test_cli_service import cli, ok
 from tests.web.logins import log_in
 from web.main import create_app
 

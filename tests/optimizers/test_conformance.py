@@ -31,7 +31,7 @@ from optimizers.knobs.problem import KnobProblem
 from optimizers.knobs.space import KnobSpace, SpaceOptions
 from optimizers.learned_index.problem import LearnedIndexProblem
 from optimizers.rewrites.search.problem import RewriteProblem
-from tests.optimizers.test_index_baselines import CANDIDATES, QUERIES
+from tests.optimizers.indexes.test_index_baselines import CANDIDATES, QUERIES
 from workloads.datasets.sqlsource import to_dialect
 
 # small settings of the same algorithms, so the suite stays quick

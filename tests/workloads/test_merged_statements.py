@@ -10,7 +10,7 @@ import pytest
 
 from connectors.postgres import PostgresConnector
 from tests.conftest import run
-from tests.test_cli import advisor
+from tests.advisor.cli.test_cli import advisor
 from workloads.statements.binding import bind_workload
 from workloads.statements.capture import workload_delta
 from workloads.statements.replay import ReplayOptions, replay

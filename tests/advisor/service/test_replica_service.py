@@ -19,7 +19,7 @@ from advisor.tuning import kinds
 from connectors import factory
 from connectors.postgres.sandbox import PostgresSandbox
 from tests.conftest import FAST, run, scalar
-from tests.test_cli import advisor
+from tests.advisor.cli.test_cli import advisor
 
 READER_PASSWORD = "Reader-pw-never-shown-1"
 CORRELATED = "SELECT f.id FROM fresh f WHERE f.score > (SELECT 2 * avg(o.amount) FROM o WHERE o.cid = f.id)"

@@ -30,14 +30,16 @@ from advisor.storage.store import Store, open_store
 from tests.advisor.storage.test_store import _rec
 from tests.advisor.storage.test_store_postgres import _wait_for
 from connectors.postgres.sandbox import free_port
-from tests.test_cli_service import cli, environ, ok, serving
+from tests.advisor.cli.test_cli_service import cli, environ, ok, serving
 
 # holds the store at argv[1] until the file argv[3] exists; then prints what it sees and exits (closing the store)
 HOLDER = """
 import json, pathlib, sys, time
 from advisor.storage.store import Store, open_store
 store = Store(sys.argv[1]) if sys.argv[4] == "raw" else open_store(sys.argv[1], remote=True)
-pathlib.Path(sys.argv[2]).write_text(type(store).__name__)
+ready = pathlib.Path(sys.argv[2])  # written whole, then renamed: the test never reads it half written
+ready.with_suffix(".tmp").write_text(type(store).__name__)
+ready.with_suffix(".tmp").replace(ready)
 while not pathlib.Path(sys.argv[3]).exists():
     time.sleep(0.05)
 print(json.dumps({"targets": sorted(t["name"] for t in store.targets()),

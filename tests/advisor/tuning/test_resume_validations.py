@@ -164,7 +164,7 @@ def test_a_killed_rewrite_run_resumes_without_racing_its_stored_statement_again(
 def test_the_cli_resumes_index_and_rewrite_runs_by_id_and_refuses_another_kind(shop, tmp_path):
     """``tune indexes --resume RUN`` and ``rewrite --resume RUN`` take the stored plan (no --budget-mb, no SQL) and
     reach the same checks: a finished run is not resumed, an index run is not resumed as a rewrite run."""
-    from tests.test_cli_service import cli, ok
+    from tests.advisor.cli.test_cli_service import cli, ok
 
     doc = ok(cli(tmp_path, "tune", "indexes", "--target", shop, "--register", "shop", "--optimizer", "extend",
                  "--budget-mb", "50", "--no-validate", "--json"))

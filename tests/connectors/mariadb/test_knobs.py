@@ -22,7 +22,7 @@ from optimizers.knobs.rules import RulesOptimizer
 from optimizers.knobs.seeding import rule_seeds
 from optimizers.knobs.space import KnobSpace, SpaceOptions
 from tests.connectors.mariadb.conftest import mrun
-from tests.optimizers.test_llm_seeding import FakeLLM, answer
+from tests.optimizers.knobs.test_llm_seeding import FakeLLM, answer
 
 KB = 1024
 MB = 1024**2

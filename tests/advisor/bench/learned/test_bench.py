@@ -11,7 +11,7 @@ import pytest
 from advisor.bench.learned import compare, report
 from advisor.bench.learned.bench import LearnedBenchOptions, LearnedIndexBench, interval, summarize, table
 from advisor.core.errors import InvalidInput
-from tests.test_cli_service import cli
+from tests.advisor.cli.test_cli_service import cli
 
 TINY = dict(datasets=("books",), workloads=("balanced",), seeds=(1,), keys=20_000, budget=4,
             tuners=("random", "litune"), rounds=2, episodes=3, device="cpu", drift_phases=2, drift_ops=3_000, drift_budget=3, online_budget=2)

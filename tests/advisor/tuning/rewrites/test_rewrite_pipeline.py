@@ -16,7 +16,7 @@ from advisor.tuning.rewrites.stats import planner_groups
 from connectors import factory
 from optimizers.rewrites.search.problem import RewriteProblem
 from tests.conftest import run
-from tests.test_cli import advisor
+from tests.advisor.cli.test_cli import advisor
 
 CORRELATED = ("SELECT c.id FROM c WHERE c.score > (SELECT 2 * avg(o.amount) FROM o WHERE o.cid = c.id)")
 NOT_IN = "SELECT c.id FROM c WHERE c.id NOT IN (SELECT o.cid FROM o WHERE o.amount > 5)"

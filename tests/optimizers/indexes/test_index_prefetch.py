@@ -13,7 +13,7 @@ from connectors.postgres.whatif import HypoPG
 from optimizers import registry
 from optimizers.indexes.costing import CachedWhatIf
 from optimizers.indexes.problem import IndexProblem, Query
-from tests.optimizers.test_index_baselines import CANDIDATES, QUERIES
+from tests.optimizers.indexes.test_index_baselines import CANDIDATES, QUERIES
 
 
 class Counted:

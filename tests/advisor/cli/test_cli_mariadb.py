@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from tests.connectors.mariadb.conftest import mrun
-from tests.test_cli_service import cli, ok
+from tests.advisor.cli.test_cli_service import cli, ok
 
 SECRET = "cli-Pa55-never-printed"  # the password test_cli_service's ``cli`` checks never appears in any output
 

@@ -9,7 +9,7 @@ import typer
 
 from advisor.cli.main import app
 from connectors import factory
-from tests.test_cli import advisor
+from tests.advisor.cli.test_cli import advisor
 
 # the engines the advisor does not run (yet): MariaDB until its connector lands, and one it never knew
 UNSUPPORTED = [e for e in ("mariadb", "oracle") if e not in factory.ENGINES]

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from tests.test_cli_service import cli
+from tests.advisor.cli.test_cli_service import cli
 
 ARGS = ("tune", "learned-index", "--keys", "synthetic:books:20000", "--workload", "read-only", "--index", "pgm",
         "--budget", "3", "--optimizer", "grid", "--rounds", "2")
@@ -30,7 +30,9 @@ def test_the_json_document(tmp_path, keys_db):
     assert doc["index"] == "pgm" and doc["evaluations"] == 3 and 0 <= doc["unsafe_evaluations"] <= doc["evaluations"]
     for arm in ("default", "tuned"):
         assert doc[arm]["throughput_ops"] > 0 and doc[arm]["p99_ns"] > 0
-    assert doc["parameters"] and all(isinstance(v, str) for v in doc["parameters"].values())
+    # typed once at the edge: a number is a JSON number (pgm's epsilon an int), never its text
+    assert doc["parameters"] and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                     for v in doc["parameters"].values()), doc["parameters"]
     assert "run_id" in doc and ("recommendation" in doc)
     shown = cli(tmp_path, "runs", "show", doc["run_id"], "--json")  # the run, as any run
     assert shown.returncode == 0 and json.loads(shown.stdout), shown.stderr

@@ -91,7 +91,7 @@ def test_a_first_ia2_run_starts_from_the_shipped_agent_and_only_adapts(problem, 
 @pytest.mark.slow  # two whole `advisor train` runs (about 70 s on 2 loaded cores): in `make test-slow`; IA2's
 # determinism under a seed is in the default run (test_conformance: the same seed and tells give the same asks)
 def test_advisor_train_writes_the_same_ia2_weights_from_the_same_seed(tmp_path):
-    from tests.test_cli import advisor
+    from tests.advisor.cli.test_cli import advisor
 
     prints = []
     for name in ("a", "b"):

@@ -12,7 +12,7 @@ import pytest
 from advisor.bench.playground import create_shop
 from advisor.core.errors import Conflict
 from advisor.service.factory import build_service
-from tests.test_cli_service import cli, ok
+from tests.advisor.cli.test_cli_service import cli, ok
 
 
 @pytest.fixture(scope="module")

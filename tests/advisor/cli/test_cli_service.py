@@ -142,7 +142,7 @@ def test_tokens_and_errors(tmp_path, db):
     assert ok(cli(tmp_path, "targets", "remove", "piped", "--json")) == {"removed": "piped"}
     assert ok(cli(tmp_path, "targets", "list", "--json"))["targets"] == []
     res = cli(tmp_path, "targets", "add", "--name", "x")
-    assert res.returncode == 2 and "no DSN" in res.stderr  # a usage error (tests/test_cli_dsn.py: every source)
+    assert res.returncode == 2 and "no DSN" in res.stderr  # a usage error (tests/advisor/cli/test_cli_dsn.py: every source)
 
     # observed with a DSN on the command line, but never registered: nothing is stored (issue 29: no target
     # card for it), so there is no target to start a run of

@@ -15,7 +15,7 @@ from advisor.cli.main import app
 from advisor.storage.store import Store
 from advisor.tuning import kinds
 from tests.conftest import run
-from tests.test_cli import advisor
+from tests.advisor.cli.test_cli import advisor
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,8 @@ import pytest
 
 from advisor.bench.playground import create_shop
 from connectors.postgres.sandbox import free_port
-from tests.test_cli_service import cli, environ, ok, serving
-from tests.test_cli_target_identity import other_text
+from tests.advisor.cli.test_cli_service import cli, environ, ok, serving
+from tests.advisor.cli.test_cli_target_identity import other_text
 
 
 @pytest.fixture(scope="module")

@@ -55,7 +55,7 @@ def test_training_is_reproducible_from_its_seed():
 
 
 def test_advisor_train_writes_the_policy_and_its_manifest_from_a_seed(tmp_path):
-    from tests.test_cli import advisor
+    from tests.advisor.cli.test_cli import advisor
 
     res = advisor("train", "--kinds", "rewrites", "--episodes", "4", "--seed", "5", "--out", str(tmp_path), "--json",
                   store=tmp_path / "s.duckdb")
@@ -160,7 +160,7 @@ def test_litune_refuses_a_model_rewarded_on_another_unit_and_says_so(tmp_path):
 
 
 def test_litune_meta_training_is_reproducible_from_its_seed_and_a_compact_file_reloads_it(tmp_path):
-    from tests.optimizers.test_litune import SPACE, training_tasks
+    from tests.optimizers.learned_index.test_litune import SPACE, training_tasks
     from optimizers.learned_index import litune_shipped
 
     def weights(seed):
@@ -181,7 +181,7 @@ def test_litune_meta_training_is_reproducible_from_its_seed_and_a_compact_file_r
 
 
 def test_advisor_train_writes_litune_models_and_manifests(tmp_path):
-    from tests.test_cli import advisor
+    from tests.advisor.cli.test_cli import advisor
 
     res = advisor("train", "--kinds", "learned-index", "--episodes", "2", "--seed", "5", "--out", str(tmp_path),
                   "--json", store=tmp_path / "s.duckdb")

@@ -1,0 +1,1 @@
+"""Tests of the index optimizers (optimizers/indexes): IA2, the baselines, candidates, sizing, what-if."""

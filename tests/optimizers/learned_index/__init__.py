@@ -1,0 +1,1 @@
+"""Tests of the learned-index optimizers (optimizers/learned_index): LITune, its parameters."""

@@ -1,0 +1,1 @@
+"""Tests of the shipped, pretrained models (optimizers/pretrained)."""
