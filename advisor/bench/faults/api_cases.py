@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from datetime import datetime
 
 import httpx2 as httpx
 
@@ -48,6 +49,19 @@ def index_recommendation(service, attempts: int = 3):
         else:
             why.append(f"run {run['state']}: {run.get('error')}")
     raise BenchFailure(f"no validated index recommendation in {attempts} index runs: {'; '.join(why)}")
+
+
+def _seconds(stamp: str | float | None) -> float:
+    """Unix seconds of a REST time (ISO-8601 UTC, as the API writes times; 0 for none).
+
+    >>> _seconds("1970-01-01T00:01:00Z"), _seconds(None)
+    (60.0, 0.0)
+    """
+    if not stamp:
+        return 0.0
+    if isinstance(stamp, (int, float)):
+        return float(stamp)
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 class ServerRestarted(Fault):
@@ -93,14 +107,14 @@ class ServerRestarted(Fault):
         new = self.s2.wait_run(lambda r: r["state"] in ENDED,
                                find=lambda r: r["schedule_id"] == self.sid and r["id"] != self.run_id)
         runs = self.s2.client.get("/api/runs", params={"target": "shop", "limit": 100}).json()["items"]
-        fired = [r for r in runs if r["schedule_id"] == self.sid and r["created_at"] >= self.restart_wall
+        fired = [r for r in runs if r["schedule_id"] == self.sid and _seconds(r["created_at"]) >= self.restart_wall
                  and r["state"] not in ("skipped", "missed")]
         schedule = self.s2.client.get(f"/api/schedules/{self.sid}").json()
-        ok = new["state"] == "done" and len(fired) == 1 and (schedule.get("next_fire_at") or 0) > time.time()
+        ok = new["state"] == "done" and len(fired) == 1 and _seconds(schedule.get("next_fire_at")) > time.time()
         self.outcome.details.update(catch_up_run=new["id"], runs_after_restart=len(fired))
         self.recovered(ok, f"the pending fire time ran once at start (run {new['id']}: {new['state']}, "
                            f"{new['trials_done']} trials; {len(fired)} firing(s) after the restart); next fire "
-                           f"{time.strftime('%H:%M', time.localtime(schedule.get('next_fire_at') or 0))}; the killed "
+                           f"{time.strftime('%H:%M', time.localtime(_seconds(schedule.get('next_fire_at'))))}; the killed "
                            f"server's shadow {'STILL RAN after the restart (orphan)' if orphans else 'was gone'}",
                        self.up_s)
 
