@@ -107,7 +107,7 @@ def test_clones_of_a_killed_owner_are_reaped_the_replica_is_not(primary, replica
         time.sleep(600)
     """)
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                             cwd=Path(__file__).resolve().parents[2])
+                             cwd=Path(__file__).resolve().parents[3])
     try:
         root = Path(child.stdout.readline().strip())
         assert root.is_dir() and _processes_under(root / "data")
