@@ -102,6 +102,9 @@ def test_the_run_form_offers_the_kind_and_its_page_shows_parameters_and_measurem
     params = params[:params.index("</table>")]
     assert "<code>density</code>" in params and "<code>0.9</code> <span class=\"tag\">changed</span>" in params
     assert "<code>fanout</code>" in params and params.count("changed") == 2  # the class and the tag of one row
+    grid = page[page.index('id="changes"'):]
+    grid = grid[:grid.index("</div>\n  </div>")]
+    assert '<code class="name">density</code><code class="value">0.9</code>' in grid and "()" not in grid
     figures = page[page.index('id="learned-figures"'):]
     figures = figures[:figures.index("</table>")]
     assert "1,000,000" in figures and "1,500,000" in figures and "900" in figures and "700" in figures
