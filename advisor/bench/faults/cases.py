@@ -4,6 +4,7 @@ subprocess, and triggers its fault on a progress line or a state it polls for.""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -20,7 +21,7 @@ from advisor.core.hardware import detect
 from advisor.service.runs import kinds
 from connectors import factory
 from connectors.base import TAG
-from connectors.local import RunningServer, find_server
+from connectors.local import RunningServer, find_server, server_processes
 from connectors.probing import ServerSession
 
 
@@ -123,12 +124,19 @@ class ShadowKilled(Fault):
         self.first, _, _ = self.lines.wait(r"trial 1/", alive=self.thread.is_alive)
         shadow = _shadow(env)
         row = _poll(running, lambda: _now(shadow).dsn, self.thread.is_alive, "a workload statement ran on the shadow")
-        pid = _now(shadow).pid  # the server process that runs it (trials restart it)
-        os.kill(pid, signal.SIGKILL)
+        now = _now(shadow)  # the server as it runs now (trials restart it)
+        # its leader and every process of it at once, as a crash takes them: a leader killed alone leaves the
+        # sessions it had running (a PostgreSQL backend outlives its postmaster until it notices), so a trial could
+        # end its replay on them and be measured on a server already dead (1 run in 4 did so)
+        pids = list(dict.fromkeys([now.pid, *server_processes(now.data)]))
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
         self.killed_at = time.monotonic()
         self.kill_index = len(self.lines.items) - 1
-        self.injected(f"SIGKILL to the shadow's server (pid {pid}) while trial {len(self.lines.trials()) + 1} "
-                      f"replayed a statement ({' '.join(row.statement.split())[:50]}...) on it")
+        self.injected(f"SIGKILL to the shadow's server (pid {now.pid}, {len(pids)} process(es) in all) while trial "
+                      f"{len(self.lines.trials()) + 1} replayed a statement ({' '.join(row.statement.split())[:50]}...) "
+                      "on it")
 
     def detect(self, env) -> None:
         hit = next_line(self.lines, self.kill_index, TRIAL.pattern, self.thread.is_alive)

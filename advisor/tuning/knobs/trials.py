@@ -129,6 +129,21 @@ class ShadowTarget:
         except AdvisorError as e:
             raise TrialFailed(f"could not apply: {e}", error=type(e).__name__) from None
 
+    def _alive(self, timeout_s: float = 30.0) -> bool:
+        """Whether the shadow's server still runs after a lost connection: it accepts connections again (within
+        ``timeout_s``), or its process is gone, checked every second (a server killed a moment ago still counts as
+        running for a few milliseconds: waiting for it to answer for the whole timeout took 30 s per crash)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not self.shadow.sandbox.is_running():
+                return False
+            try:
+                self.shadow.sandbox.wait_ready(min(1.0, max(0.1, deadline - time.monotonic())))
+                return True
+            except AdvisorError:
+                continue
+        return False
+
     def measure(self, rounds: int = 1) -> list[ArmRound]:
         """``rounds`` passes (data restored before each): per statement, its median (ms) as the pass's sample;
         each pass's ``Measured`` in ``measured``. TrialFailed on a timeout, a crash (the shadow is recovered when
@@ -144,12 +159,7 @@ class ShadowTarget:
             except TrialTimeout as e:
                 raise TrialFailed(f"timeout: {e}", self.restarted, error=type(e).__name__) from None
             except TargetUnreachable as e:
-                alive = self.shadow.sandbox.is_running()
-                if alive:
-                    try:
-                        self.shadow.sandbox.wait_ready(30)
-                    except AdvisorError:
-                        alive = False
+                alive = self._alive()
                 if not alive:
                     self.recover()
                 why = "the server crashed during the run (killed, or out of memory)" if not alive \
