@@ -6,7 +6,7 @@ Training samples episodes from the target's templates with random frequencies an
 orders of magnitude, budgets from a quarter of the lowest to twice the highest, and a share (``own_mix``) on the
 target's own mix and budget. After training, the greedy policy
 is checked on a few such mixes against Extend (``training["held_out"]``); the recommendation path
-(``advisor.tuning.indexes.pipeline.propose``) falls back to the baselines' set whenever that is cheaper. A
+(``advisor.tuning.indexes.choice.propose``) falls back to the baselines' set whenever that is cheaper. A
 recommendation is the greedy rollout of the policy plus ``samples`` rollouts that draw actions from the policy's
 softmax, keeping the configuration with the lowest what-if cost (costs are cached, so shared prefixes are free).
 """

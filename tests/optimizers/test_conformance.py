@@ -309,7 +309,7 @@ def test_the_base_refuses_a_plugin_that_breaks_the_contract(index_problem):
 @on_every_engine
 @pytest.mark.parametrize("cls", [p for p in LISTED if p.values[0].kind == "indexes"])
 def test_only_learned_optimizers_fall_back_to_a_baselines_set(cls, index_problem):
-    from advisor.tuning.indexes.pipeline import better_baseline
+    from advisor.tuning.indexes.choice import better_baseline
 
     # an empty set loses to Extend's on this problem: a learned optimizer is replaced, visibly; a baseline, the
     # exact solver or a bench peer (supabase, fkeys) is answered as itself

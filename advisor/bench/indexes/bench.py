@@ -37,7 +37,7 @@ from advisor.tuning.validation import ValidationOptions, validate
 from connectors import factory
 from connectors.base import Shadow
 from advisor.core.errors import AdvisorError
-from advisor.tuning.indexes.pipeline import choose
+from advisor.tuning.indexes.choice import choose
 from optimizers import registry
 from optimizers.indexes.costing import CachedWhatIf
 from optimizers.indexes.problem import IndexProblem

@@ -176,8 +176,8 @@ class WorkloadBench:
         self.say(f"[{workload}] advising with {advisor} (budget {budget_mb:.1f} MB)")
         started = time.perf_counter()
         options = {"episodes": o.episodes, "device": o.device, "samples": o.samples, "retrain": False}
-        if advisor in PEERS:  # a peer is measured as itself: no swap to a baseline's set
-            options["fallback"] = False
+        if advisor in PEERS:  # a peer is measured as itself: no swap to a baseline's set, no second choice
+            options["fallback"] = options["correct"] = False
         plan = IndexPlan(advisor, budget_mb, o.seed, validation=ValidationOptions(
             rounds=o.validation_rounds, statement_timeout_ms=o.statement_timeout_ms), max_statements=60,
             options=options).check()

@@ -1,5 +1,6 @@
 """The index kind's registry entry: a run plan -> the index pipeline (``pipeline.tune_indexes``) on an observed
-target; its options (``max_width``: columns per candidate, ``retrain``, IA2's ``episodes`` and ``samples``) are
+target; its options (``max_width``: columns per candidate, ``retrain``, IA2's ``episodes`` and ``samples``, ``correct``:
+choose again on costs corrected by measured time) are
 the plan's, as over REST. ``Context.inputs["resume"]``: a stored, unfinished index run to continue (its validation
 passes stored as trial records are reused, ``Context``'s ``ledger_of``)."""
 
@@ -22,7 +23,7 @@ def run(ctx: Context, plan) -> object:
                            _validation(ctx, plan), plan.sample_percent,
                            ctx.inputs.get("max_statements", 30),
                            {"episodes": plan.episodes, "device": ctx.device, "samples": plan.samples,
-                            "retrain": plan.retrain}).check()
+                            "retrain": plan.retrain, "correct": plan.correct}).check()
     connector = ctx.connector
     obs = require_workload(ctx.observed(connector))
     run_id, ledger = ledger_of(ctx, obs.target_id, "indexes", plan)

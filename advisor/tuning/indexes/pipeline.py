@@ -6,7 +6,6 @@ these same functions (the bench asks ``propose`` for each workload mix and budge
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +18,8 @@ from advisor.storage.store import Store
 from advisor.tuning.indexes import drops as index_drops
 from advisor.tuning.indexes import repair as index_repair
 from advisor.tuning.indexes import sizing as index_sizing
+from advisor.tuning.indexes.choice import fallback_note, propose, refinement_note
+from advisor.tuning.indexes.correct import correct, correction_note
 from advisor.tuning.indexes.explain import add_verdicts, explain, not_recommended, note_fallback
 from advisor.tuning.indexes.validation import IndexValidation, validate_indexes
 from advisor.tuning.indexes.problem import build_problem
@@ -30,15 +31,8 @@ from advisor.tuning.validation import ValidationOptions
 from connectors.base import Connector
 from optimizers import registry
 from optimizers.indexes.problem import IndexProblem
-from optimizers.indexes.refine import refine
 
 MB = 1024 * 1024
-# the baselines a learned optimizer's choice is checked against (same problem and budget, see
-# IndexOptimizer.checked_against_baselines), with their options; the best set is recommended. The exact ILP is
-# kept small here, a check and not a second search: single-index atoms past 4,000 atoms, at most 5,000
-# branch-and-bound nodes (the same answer on any machine), 60 s as a last guard; one it refuses is skipped
-FALLBACK_TO = (("extend", {}), ("dexter", {}),
-               ("ilp", {"max_atoms": 4_000, "max_nodes": 5_000, "time_limit_s": 60.0}))
 
 
 @dataclass(frozen=True)
@@ -116,17 +110,23 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
                 say(f"{named(texts.get(qid), qid)}: {why}; left out of index selection")
             say(f"{len(problem.candidates)} candidate indexes from {len(problem.queries)} statements; "
                 f"budget {plan.budget_mb:g} MB")
+            options = {k: v for k, v in plan.options.items() if k != "correct"} | {"data_bytes": obs.data_bytes}
             chosen, training, whatif = propose(problem, plan.optimizer, seed=plan.seed, model_dir=model_dir,
-                                               options={**plan.options, "data_bytes": obs.data_bytes}, say=say)
+                                               options=options, say=say)
             chosen = _resumed(ledger, problem, chosen, [b for b in bound if b.queryid not in dict(unparsed)],
                               plan.validation, say)
             estimated = {ix: problem.whatif.size(ix) for ix in chosen}
             spares = index_repair.spares(problem, chosen) if plan.validation is not None else ()
             raw = index_sizing.raw_estimates(problem.whatif, chosen)  # HypoPG's, before calibration
             fallback = whatif.get("fallback")
-            rows = explain(problem, bound, chosen, not_bound=_not_bound(obs, not_bound), not_parsed=unparsed,
-                           left_out=_left_out(obs, plan.max_statements), name=connector.index_name,
-                           chooser=fallback["to"] if fallback else plan.optimizer)
+            asked = list(bound)
+
+            def rows_for(indexes: tuple, chooser: str) -> list[dict]:
+                return explain(problem, asked, indexes, not_bound=_not_bound(obs, not_bound), not_parsed=unparsed,
+                               left_out=_left_out(obs, plan.max_statements), name=connector.index_name,
+                               chooser=chooser)
+
+            rows = rows_for(chosen, fallback["to"] if fallback else plan.optimizer)
             if fallback:
                 note_fallback(rows, fallback)
         checked, drops = None, index_drops.DropValidation()  # validated outside the what-if session
@@ -141,11 +141,25 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
                 checked = validate_indexes(shadow, bound, chosen, estimated, existing, plan.validation, say=say,
                                            budget_bytes=budget, spares=spares, ledger=ledger)
                 index_sizing.learn_built(sizes, raw, {v.index: v.built_bytes for v in checked.verdicts}, model_dir)
+                if plan.options.get("correct", True):
+                    fixed = correct(shadow, problem, sizes, bound, checked, plan.optimizer, seed=plan.seed,
+                                    model_dir=model_dir, options=options, validation=plan.validation,
+                                    existing=existing, ledger=ledger, say=say,
+                                    rows_for=lambda s: rows_for(s, f"{plan.optimizer} on corrected costs"))
+                    whatif["correction"] = fixed.report
+                    if fixed.validation is not None:
+                        index_sizing.learn_built(sizes, fixed.raw,
+                                                 {v.index: v.built_bytes for v in fixed.validation.verdicts}, model_dir)
+                    if fixed.chosen is not None:
+                        chosen, checked, estimated, raw, rows = (fixed.chosen, fixed.validation, fixed.estimated,
+                                                                 fixed.raw, fixed.rows or rows)
             drops = index_drops.validate_drops(connector, shadow, bound, obs.snapshot, plan.validation, say=say,
                                                ledger=ledger)
     say(f"{plan.optimizer} chose {len(chosen)} index(es), what-if relative cost {whatif['relative_cost']:.3f}")
     head = f"{fallback_note(fallback)}; " if fallback else ""
     head += f"refined: {refinement_note(whatif['refined'])}; " if whatif.get("refined") else ""
+    head += f"{correction_note(whatif['correction'])}; " if whatif.get("correction", {}).get("taken") == "rechosen" \
+        else ""
     if checked is not None:
         rows = add_verdicts(rows, checked.verdicts, connector.index_name)
     tried = not_recommended(rows, checked.verdicts if checked else (), drops.verdicts)  # and why not
@@ -202,108 +216,6 @@ def _left_out(obs: Observation, max_statements: int) -> list[tuple[str, str]]:
     """(queryid, normalized SQL) of the statements beyond the ``max_statements`` heaviest."""
     kept = {st.queryid for st in top(obs.workload.statements, max_statements)}
     return [(st.queryid, st.sql) for st in obs.workload.statements if st.queryid not in kept]
-
-
-def fallback_note(fallback: dict) -> str:
-    """One line saying that a baseline's set replaced the optimizer's, with both what-if costs."""
-    c = fallback["costs"]
-    return (f"{fallback['from']}'s choice had what-if cost {c[fallback['from']]:,.1f}, worse than "
-            f"{fallback['to']}'s {c[fallback['to']]:,.1f} for the same budget: {fallback['to']}'s set was taken in its "
-            "place")
-
-
-def propose(problem: IndexProblem, optimizer: str, *, seed: int = 0, model_dir: Path | None = None,
-            options: dict | None = None, say: Say = silent) -> tuple[tuple, dict | None, dict]:
-    """The propose step: ``choose``, then, unless ``options["fallback"]`` is False, the same problem and budget
-    given to the baselines (``FALLBACK_TO``): when one's set has a lower what-if cost than the optimizer's, it is
-    recommended instead and ``whatif["fallback"]`` says so (an optimizer must never make the advice worse than the
-    baselines it is measured against); then, unless ``options["refine"]`` is False, the set loses its redundant
-    indexes and spends the space freed (``optimizers.indexes.refine``; ``whatif["refined"]`` says what changed).
-    Both apply to optimizers ``checked_against_baselines`` only. Returns (indexes, what prepare reported, what-if
-    figures)."""
-    options = dict(options or {})
-    check, polish = options.pop("fallback", True), options.pop("refine", True)
-    chosen, training, selection_s, why = choose(problem, optimizer, seed=seed, model_dir=model_dir,
-                                                options=options, say=say)
-    compared = compare_baselines(problem, optimizer, chosen, seed=seed, say=say) if check else ({}, {})
-    fallback = better_baseline(problem, optimizer, chosen, seed=seed, say=say, compared=compared)
-    if fallback is not None:
-        chosen = fallback.pop("indexes")
-    refined = None
-    if polish and registry.get("indexes", optimizer).checked_against_baselines:
-        out, report = refine(problem, chosen)
-        if report["dropped"] or report["added"]:
-            chosen, refined = tuple(out), report
-            say(f"refined the set: {refinement_note(report)}")
-    base_cost, cost = problem.cost(), problem.cost(chosen)
-    whatif = {"relative_cost": cost / base_cost if base_cost else 1.0, "cost_before": base_cost, "cost_after": cost,
-              **({"baselines": {n: c / base_cost for n, c in compared[0].items()}} if compared[0] and base_cost
-                 else {}),
-              "estimated_bytes": problem.size(chosen), "budget_bytes": problem.budget_bytes,
-              "candidates": len(problem.candidates), "selection_s": selection_s, **problem.whatif.counters(),
-              **({"explain": why} if why else {}), **({"fallback": fallback} if fallback else {}),
-              **({"refined": refined} if refined else {})}
-    return chosen, training, whatif
-
-
-def refinement_note(report: dict) -> str:
-    """What ``optimizers.indexes.refine`` changed, for a DBA.
-
-    >>> refinement_note({"dropped": ["t(a)"], "added": [], "cost": [120.0, 120.0]})
-    't(a) dropped (redundant next to the rest) (what-if cost 120.0 -> 120.0)'
-    """
-    parts = [f"{', '.join(report['dropped'])} dropped (redundant next to the rest)"] if report["dropped"] else []
-    parts += [f"{', '.join(report['added'])} added with the space freed"] if report["added"] else []
-    before, after = report["cost"]
-    return "; ".join(parts) + f" (what-if cost {before:,.1f} -> {after:,.1f})"
-
-
-def compare_baselines(problem: IndexProblem, optimizer: str, chosen: tuple, *, seed: int = 0,
-                      say: Say = silent) -> tuple[dict[str, float], dict[str, tuple]]:
-    """The what-if cost of ``chosen`` (``optimizer``'s set) and of each baseline's set on the same problem, and
-    those sets; both empty when ``optimizer`` is not ``checked_against_baselines`` (a baseline, the exact solver,
-    a peer). The baselines reuse the what-if cache; one that refuses the instance (the ILP: too large) is left out."""
-    if not registry.get("indexes", optimizer).checked_against_baselines:
-        return {}, {}
-    costs = {optimizer: problem.cost(chosen)}
-    sets: dict[str, tuple] = {}
-    for name, options in FALLBACK_TO:
-        try:
-            sets[name] = tuple(registry.create("indexes", name, problem, seed=seed, strict=False, **options).ask(1)[0])
-        except AdvisorError as e:
-            say(f"{name} left out of the comparison: {e}")
-            continue
-        costs[name] = problem.cost(sets[name])
-    return costs, sets
-
-
-def better_baseline(problem: IndexProblem, optimizer: str, chosen: tuple, *, seed: int = 0, say: Say = silent,
-                    compared: tuple[dict[str, float], dict[str, tuple]] | None = None) -> dict | None:
-    """{"from", "to", "costs", "indexes"} when a baseline's set for ``problem`` costs less (what-if) than
-    ``chosen``, the set of ``optimizer``; None when ``chosen`` is at least as good or ``optimizer`` is not
-    ``checked_against_baselines``. ``compared``: ``compare_baselines``' answer, when already asked."""
-    costs, sets = compared if compared is not None else compare_baselines(problem, optimizer, chosen, seed=seed,
-                                                                          say=say)
-    if not sets:
-        return None
-    best = min(sets, key=lambda n: costs[n])
-    if not costs[best] < costs[optimizer] * (1 - 1e-9):
-        return None
-    say(f"{optimizer}'s set (what-if cost {costs[optimizer]:,.1f}) is worse than {best}'s ({costs[best]:,.1f}); "
-        f"taking {best}'s set in its place")
-    return {"from": optimizer, "to": best, "costs": costs, "indexes": sets[best]}
-
-
-def choose(problem: IndexProblem, optimizer: str, *, seed: int = 0, model_dir: Path | None = None,
-           options: dict | None = None, say: Say = silent) -> tuple[tuple, dict | None, float, dict[str, str]]:
-    """The optimizer over ``problem``, prepared (a trained model loaded from ``model_dir``, or trained and saved
-    there) and asked once. ``options`` go to the optimizer when it takes them. Returns (indexes, what prepare
-    reported, seconds the ask took, the optimizer's explain())."""
-    opt = registry.create("indexes", optimizer, problem, seed=seed, strict=False, **(options or {}))
-    training = opt.prepare(model_dir, say)
-    started = time.perf_counter()
-    chosen = opt.ask(1)[0]
-    return chosen, training, time.perf_counter() - started, opt.explain()
 
 
 def details(connector: Connector, chosen, estimated, checked: IndexValidation | None, whatif, training,

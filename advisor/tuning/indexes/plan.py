@@ -27,6 +27,9 @@ class IndexesPlan(RunPlan):
     samples: int = option(48, "IA2 rollouts sampled besides the greedy one", (0, 10_000), "Samples")
     retrain: bool = option(False, "train IA2's model again from scratch, even if this target has one or one is "
                            "shipped", label="Retrain")
+    correct: bool = option(True, "after validation, choose again on what-if costs corrected by the times measured "
+                           "(learned per statement and index shape), and validate a set they rate better before it "
+                           "can replace the first", label="Correct by measured time")
 
     def sized_for(self, data_bytes: int) -> "IndexesPlan":
         """A budget left unset: ``BUDGET_SHARE`` of the database's size, at least ``MIN_BUDGET_MB``.

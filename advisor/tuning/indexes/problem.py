@@ -102,6 +102,9 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
     candidates = tuple(c for c in generate(uses, max_width=min(max_width, facts.max_key_columns), existing=existing,
                                            tables=big, shapes=shapes, unique=unique)
                        if facts.allows(c.index.include, c.index.where))
+    expect = getattr(session.main, "expect", None)  # MariaDB builds the candidates at once when first needed
+    if expect is not None:
+        expect(c.index for c in candidates)
     maintenance = tuple((t, rows_written * facts.entry_cost) for t, rows_written in sorted(written.items()))
     if by_time:
         try:
@@ -114,6 +117,18 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
                            small=tuple((t, n) for t, n in rows.items() if n < min_rows),
                            existing=tuple(((i.schema, i.table), i.columns, i.name or "") for i in existing))
     return problem, session
+
+
+def reopen(problem: IndexProblem, connector: Connector, sizes: SizeModel | None = None,
+           sessions: int | None = None) -> WhatIf:
+    """Fresh what-if sessions on ``connector`` under ``problem``'s cached coster (its cache kept: only what it has
+    not costed is planned), for a second search after the first session was closed (validation builds indexes for
+    real, which a MariaDB what-if session's own built indexes must not meet). Returns the session: close it."""
+    session = _Sessions(connector, default_sessions() if sessions is None else sessions)
+    whatif = problem.whatif
+    whatif.planner = session.main if sizes is None else CalibratedSizes(session.main, sizes)  # type: ignore[attr-defined]
+    whatif.helpers = tuple(session.helpers)  # type: ignore[attr-defined]
+    return session
 
 
 def _plannable(queries: list[Query], whatif: CachedWhatIf, skipped: list[tuple[str, str]]) -> list[Query]:

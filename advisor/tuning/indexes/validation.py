@@ -63,6 +63,7 @@ from advisor.tuning.recommend import how_much
 from advisor.tuning.trials import Ledger, workload_digest
 from advisor.tuning.validation import ValidationOptions, measure_changes, plans_each
 from connectors.base import Shadow
+from optimizers.indexes.corrected import Measured
 from workloads.statements.binding import BoundStatement
 
 CAREFUL_PASSES = 2  # pruning passes that drop one suspect per regressed statement (and may try repairs)
@@ -96,6 +97,9 @@ class IndexValidation:
     # statements measured slower by more than the threshold whose plans use no kept index and that write no
     # table with one: the kept indexes cannot have changed them, so this is measurement noise, reported only
     unexplained: tuple[str, ...] = ()
+    # every pass's statements, the new indexes their plans used and their times: what the what-if correction
+    # learns from (``optimizers.indexes.corrected``)
+    measured: tuple[Measured, ...] = ()
 
     @property
     def accepted(self) -> bool:
@@ -138,6 +142,7 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
     all_used: dict[str, set[str]] | None = None
     reuse: dict = {}  # (read, its plan with the set) -> its measurement in an earlier pass (``validation.Reused``)
     verdicts: dict[IndexChange, IndexVerdict] = {}
+    points: list[Measured] = []
     live = list(indexes)
     evidence: Evidence | None = None
     serves: dict[IndexChange, tuple[str, ...]] = {}
@@ -170,6 +175,7 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
                                                  held_set(shadow), before, reuse)
                 ledger.record(key, "validation", TrialResult(evidence.candidate_ms, metrics=_judged_doc(judged, index_name)),
                               changes=live, evidence=evidence, duration_s=time.perf_counter() - started)
+            points += measured_points(evidence, live, serves)
             if final:
                 break
             verdicts.update(judged.dropped)
@@ -200,7 +206,19 @@ def validate_indexes(shadow: Shadow, statements: Sequence[BoundStatement], index
                                 f"{index_name(ix)}, which misled the plan of {named(texts.get(qid), qid)})")
     unused = tuple(n for n in existing_names if n not in all_used)
     return IndexValidation(tuple(live), tuple(verdicts[ix] for ix in [*indexes, *repaired]), evidence, unused,
-                           unexplained)
+                           unexplained, tuple(points))
+
+
+def measured_points(evidence: Evidence, live: Sequence[IndexChange],
+                    serves: dict[IndexChange, tuple[str, ...]]) -> list[Measured]:
+    """A pass's statements with the indexes of ``live`` their plans used (none for most: their baseline times count
+    too) and the two arms' medians (a statement that failed is left out)."""
+    out = []
+    for s in evidence.statements:
+        used = frozenset(ix for ix in live if s.queryid in serves.get(ix, ()))
+        if not s.errors and s.baseline_ms == s.baseline_ms and s.candidate_ms == s.candidate_ms:
+            out.append(Measured(s.queryid, used, s.baseline_ms, s.candidate_ms))
+    return out
 
 
 def _measure_pass(shadow: Shadow, statements: Sequence[BoundStatement], live: list[IndexChange],

@@ -5,7 +5,7 @@ import psycopg
 import pytest
 
 from advisor.core.domain import IndexChange
-from advisor.tuning.indexes.pipeline import propose
+from advisor.tuning.indexes.choice import propose
 from connectors.postgres.whatif import HypoPG
 from optimizers import registry
 from optimizers.indexes.costing import CachedWhatIf

@@ -1,0 +1,40 @@
+"""The correction step of an index run on a real server (PostgreSQL): after validation, what was measured is
+learned, the choice is made again on corrected costs, and the run says what it learned and which set it took; what
+was learned is kept for the target's next run; the plan's ``correct`` option switches the step off."""
+
+from __future__ import annotations
+
+import json
+
+from advisor.service.service import AdvisorService
+from advisor.storage.store import open_store
+from advisor.tuning import kinds
+from advisor.tuning.indexes.correct import HISTORY
+from tests.advisor.tuning.indexes.test_index_explain import _workload_db
+
+
+def test_a_run_learns_from_its_validation_and_chooses_again(pg, tmp_path):
+    shop = _workload_db(pg)
+    service = AdvisorService(open_store(tmp_path / "s.duckdb"))
+    plan = kinds.plan_of("indexes", optimizer="extend", budget_mb=20, rounds=2)
+    first = service.tune("indexes", shop, plan, register="shop")
+    report = first.whatif["correction"]
+    assert report["applied"] and report["learned"]["statements"] >= 1  # the lookups' plans used the new index
+    assert report["taken"] in ("first", "rechosen") and report["first"]
+    if report["taken"] == "rechosen":  # validated before it replaced the first set, and the run says so
+        assert "gain" in report and "chosen again on what-if costs corrected" in first.message
+    else:
+        assert "chosen again" not in first.message
+    stored = list(tmp_path.rglob(HISTORY))
+    assert len(stored) == 1 and "points" in json.loads(stored[0].read_text())
+    again = service.tune("indexes", shop, plan)
+    assert again.whatif["correction"]["learned"]["points"] >= report["learned"]["points"]  # history carried over
+
+
+def test_the_step_can_be_switched_off(pg, tmp_path):
+    shop = _workload_db(pg)
+    service = AdvisorService(open_store(tmp_path / "s.duckdb"))
+    plan = kinds.plan_of("indexes", optimizer="extend", budget_mb=20, rounds=2, correct=False)
+    result = service.tune("indexes", shop, plan, register="shop")
+    assert "correction" not in result.whatif and not list(tmp_path.rglob(HISTORY))
+    assert result.recommendation is not None
