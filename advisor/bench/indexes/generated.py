@@ -6,7 +6,9 @@ single columns, all foreign keys, Extend and the exact ILP), the statements its 
 pipeline's fallback recommended a baseline's set instead of IA2's own, and IA2's own set's what-if cost against the
 ILP's on the same problem (the pipeline checks IA2's set against Extend's, Dexter's and a time-limited ILP's: the
 DRL advisor earning its place). Over all: the median and worst ratio, the statements slower, the fallback
-rate, the share of workloads where IA2's own set is within 2% of the ILP.
+rate, the share of workloads where IA2's own set is within 2% of the ILP; beside them the same ratios for IA2's
+pipeline without the correction step (``ia2-uncorrected``, same run) and how often a set chosen again on corrected
+costs was taken.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from pathlib import Path
 from statistics import median
 
 PREFIX = "gen-"
-TARGETS = {"median_ratio": 1.0, "worst_ratio": 1.5, "own_within_2pct_share": 0.8}
+TARGETS = {"median_ratio": 1.0, "worst_ratio": 1.2, "own_within_2pct_share": 0.8}
+UNCORRECTED = "ia2-uncorrected"  # IA2's pipeline without the correction step, in the same run
 ILP_TOLERANCE = 1.02
 
 
@@ -25,17 +28,21 @@ def summary(workloads: dict[str, dict]) -> dict | None:
     if not rows:
         return None
     ratios = [r["ratio"] for r in rows if r["ratio"] is not None and r["ratio"] == r["ratio"]]  # NaN: not measured
+    before = [r["uncorrected_ratio"] for r in rows if r["uncorrected_ratio"] is not None]
     vs_ilp = [r["own_vs_ilp"] for r in rows if r["own_vs_ilp"] is not None]
     within = [v <= ILP_TOLERANCE for v in vs_ilp]
     out = {"workloads": rows,
            "median_ratio": round(median(ratios), 3) if ratios else None,
            "worst_ratio": round(max(ratios), 3) if ratios else None,
+           "uncorrected_median_ratio": round(median(before), 3) if before else None,
+           "uncorrected_worst_ratio": round(max(before), 3) if before else None,
+           "rechosen": sum(r["correction"] == "rechosen" for r in rows),
            "slower_statements": sum(r["slower"] for r in rows),
            "fallback_rate": round(sum(bool(r["fallback"]) for r in rows) / len(rows), 3),
            "own_within_2pct_share": round(sum(within) / len(within), 3) if within else None}
     out["targets"] = {
         "median_ratio_at_most_1": _met(out["median_ratio"], TARGETS["median_ratio"]),
-        "worst_ratio_at_most_1.5": _met(out["worst_ratio"], TARGETS["worst_ratio"]),
+        "worst_ratio_at_most_1.2": _met(out["worst_ratio"], TARGETS["worst_ratio"]),
         "no_statement_10pct_slower": out["slower_statements"] == 0,
         "own_set_within_2pct_of_ilp_on_80pct": None if out["own_within_2pct_share"] is None
         else out["own_within_2pct_share"] >= TARGETS["own_within_2pct_share"]}
@@ -56,28 +63,39 @@ def _row(name: str, w: dict) -> dict:
     mine = runs.get(vs["ia2"]) if vs else ia2
     checked = (ia2 or {}).get("baselines", {})  # on the pipeline's own problem, so the costs compare exactly
     own, exact = checked.get("ia2"), checked.get("ilp")
+    plain, peer = runs.get(UNCORRECTED), runs.get(vs["peer"]) if vs else None
+    before = None
+    if plain and peer and peer["relative_runtime"] > 0 and plain["relative_runtime"] == plain["relative_runtime"]:
+        before = round(plain["relative_runtime"] / peer["relative_runtime"], 3)
     return {"workload": name, "statements": w["statements"], "peer": vs["peer"] if vs else None,
             "ia2": vs["ia2"] if vs else None, "ratio": ratio,
             "runtime": vs["runtime"] if vs else None, "storage_mb": vs["storage_mb"] if vs else None,
             "slower": len(set((ia2 or {}).get("slower", [])) | set((mine or {}).get("slower", []))),
             "fallback": (ia2 or {}).get("fallback", ""),
+            "uncorrected_ratio": before, "correction": (ia2 or {}).get("correction", ""),
             "own_vs_ilp": round(own / exact, 4) if own is not None and exact else None}
 
 
 def lines(s: dict) -> list[str]:
     """The table's part for the generated workloads."""
-    out = [f"\ngenerated workloads: IA2 against the best peer (runtime ratio at no more storage; < 1 is IA2 faster)",
+    out = ["\ngenerated workloads: IA2 against the best peer (runtime ratio at no more storage; < 1 is IA2 faster)",
            f"  {'workload':18} {'stmts':>5} {'best peer':>10} {'IA2 as':>14} {'ratio':>6} {'MB IA2/peer':>13} "
-           f"{'>10% slower':>11} {'fallback':>8} {'own/ILP RC':>10}"]
+           f"{'>10% slower':>11} {'fallback':>8} {'own/ILP RC':>10} {'uncorrected':>11} {'correction':>10}"]
     for r in s["workloads"]:
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.3f}"
         mb = "-" if r["storage_mb"] is None else f"{r['storage_mb'][0]:.1f}/{r['storage_mb'][1]:.1f}"
         ilp = "-" if r["own_vs_ilp"] is None else f"{r['own_vs_ilp']:.3f}"
         out.append(f"  {r['workload']:18} {r['statements']:5d} {r['peer'] or '-':>10} {r['ia2'] or '-':>14} "
-                   f"{ratio:>6} {mb:>13} {r['slower']:11d} {r['fallback'] or 'no':>8} {ilp:>10}")
+                   f"{ratio:>6} {mb:>13} {r['slower']:11d} {r['fallback'] or 'no':>8} {ilp:>10} "
+                   f"{'-' if r.get('uncorrected_ratio') is None else format(r['uncorrected_ratio'], '.3f'):>11} "
+                   f"{r.get('correction') or '-':>10}")
     out.append(f"  median ratio {s['median_ratio']}, worst {s['worst_ratio']}; statements >10% slower "
                f"{s['slower_statements']}; fallback rate {s['fallback_rate']:.0%}; IA2's own set within 2% of the "
                f"ILP's what-if cost on {_pct(s['own_within_2pct_share'])} of the workloads")
+    if s.get("uncorrected_median_ratio") is not None:
+        out.append(f"  without the correction step (same run): median ratio {s['uncorrected_median_ratio']}, worst "
+                   f"{s['uncorrected_worst_ratio']}; a set chosen again on corrected costs was taken on "
+                   f"{s['rechosen']} workload(s)")
     for key, met in s["targets"].items():
         out.append(f"  target {key}: {({True: 'met', False: 'NOT met', None: 'n/a'})[met]}")
     return out

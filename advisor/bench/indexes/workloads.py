@@ -50,7 +50,10 @@ from workloads.datasets import app_tpch, job, tpcds
 MB = 1024 * 1024
 WORKLOADS = ("app", "job")
 ADVISORS = ("ia2", "extend", "dexter", "supabase", "fkeys", "noindex")
-GENERATED_ADVISORS = ("ia2", "extend", "ilp", "supabase", "fkeys")  # a generated workload's default
+GENERATED_ADVISORS = ("ia2", "ia2-uncorrected", "extend", "ilp", "supabase", "fkeys")  # a generated workload's default
+# advisors that are an optimizer run with other options: IA2 without the correction step (the pipeline before it,
+# in the same run)
+VARIANTS = {"ia2-uncorrected": ("ia2", {"correct": False})}
 PEERS = ("supabase", "fkeys", "extend", "ilp")  # IA2 is held against the best of these that ran (Dexter is shown)
 RAW_PEERS = ("supabase", "fkeys")  # also measured as their own tools give them, unvalidated (``<peer>-raw``)
 SLOWER = 1.10  # a statement this much slower than with no index counts against an advisor
@@ -101,6 +104,7 @@ class AdvisorRun:
     baselines: dict[str, float] = field(default_factory=dict)  # what-if RC on the same problem: its own set (before
     # a fallback and the refinement) and each baseline's set it was checked against (Extend, Dexter, the ILP)
     fallback: str = ""  # the baseline whose set was recommended instead of the optimizer's (what-if cost lower)
+    correction: str = ""  # the correction step's verdict: "rechosen" (a set chosen on corrected costs won), "first"
 
 
 class WorkloadBench:
@@ -175,10 +179,11 @@ class WorkloadBench:
         o = self.options
         self.say(f"[{workload}] advising with {advisor} (budget {budget_mb:.1f} MB)")
         started = time.perf_counter()
-        options = {"episodes": o.episodes, "device": o.device, "samples": o.samples, "retrain": False}
+        optimizer, extra = VARIANTS.get(advisor, (advisor, {}))
+        options = {"episodes": o.episodes, "device": o.device, "samples": o.samples, "retrain": False, **extra}
         if advisor in PEERS:  # a peer is measured as itself: no swap to a baseline's set, no second choice
             options["fallback"] = options["correct"] = False
-        plan = IndexPlan(advisor, budget_mb, o.seed, validation=ValidationOptions(
+        plan = IndexPlan(optimizer, budget_mb, o.seed, validation=ValidationOptions(
             rounds=o.validation_rounds, statement_timeout_ms=o.statement_timeout_ms), max_statements=60,
             options=options).check()
         with heartbeat(self.say, f"advising with {advisor}") as say:  # a solver or a training is not silent
@@ -187,7 +192,8 @@ class WorkloadBench:
         run = AdvisorRun(advisor, advise_s=round(time.perf_counter() - started, 1), chosen=len(result.chosen),
                          whatif_rc=result.whatif.get("relative_cost"), message=result.message,
                          baselines={k: round(v, 5) for k, v in result.whatif.get("baselines", {}).items()},
-                         fallback=(result.whatif.get("fallback") or {}).get("to", ""))
+                         fallback=(result.whatif.get("fallback") or {}).get("to", ""),
+                         correction=(result.whatif.get("correction") or {}).get("taken", ""))
         rec, advised = result.recommendation, ()
         if result.validation is not None:
             self._built.update({v.index: v.built_bytes for v in result.validation.verdicts if v.built_bytes})
