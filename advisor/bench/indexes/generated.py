@@ -37,6 +37,8 @@ def summary(workloads: dict[str, dict]) -> dict | None:
            "uncorrected_median_ratio": round(median(before), 3) if before else None,
            "uncorrected_worst_ratio": round(max(before), 3) if before else None,
            "rechosen": sum(r["correction"] == "rechosen" for r in rows),
+           # whose set the pipeline recommended for IA2: its own, or the baseline's it fell back to
+           "recommended_from": _counts(r["fallback"] or "ia2" for r in rows),
            "slower_statements": sum(r["slower"] for r in rows),
            "fallback_rate": round(sum(bool(r["fallback"]) for r in rows) / len(rows), 3),
            "own_within_2pct_share": round(sum(within) / len(within), 3) if within else None}
@@ -47,6 +49,13 @@ def summary(workloads: dict[str, dict]) -> dict | None:
         "own_set_within_2pct_of_ilp_on_80pct": None if out["own_within_2pct_share"] is None
         else out["own_within_2pct_share"] >= TARGETS["own_within_2pct_share"]}
     return out
+
+
+def _counts(names) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for n in names:
+        out[n] = out.get(n, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _met(value: float | None, limit: float) -> bool | None:
@@ -92,6 +101,9 @@ def lines(s: dict) -> list[str]:
     out.append(f"  median ratio {s['median_ratio']}, worst {s['worst_ratio']}; statements >10% slower "
                f"{s['slower_statements']}; fallback rate {s['fallback_rate']:.0%}; IA2's own set within 2% of the "
                f"ILP's what-if cost on {_pct(s['own_within_2pct_share'])} of the workloads")
+    if s.get("recommended_from"):
+        out.append("  the set recommended came from: " + ", ".join(f"{n} {c}/{len(s['workloads'])}"
+                                                                for n, c in s["recommended_from"].items()))
     if s.get("uncorrected_median_ratio") is not None:
         out.append(f"  without the correction step (same run): median ratio {s['uncorrected_median_ratio']}, worst "
                    f"{s['uncorrected_worst_ratio']}; a set chosen again on corrected costs was taken on "

@@ -119,6 +119,7 @@ def test_the_generated_summary_takes_the_median_and_worst_over_workloads():
     assert s["median_ratio"] == 1.0 and s["worst_ratio"] == 1.5 and s["slower_statements"] == 1
     assert s["fallback_rate"] == pytest.approx(1 / 3, abs=1e-3) and s["own_within_2pct_share"] == pytest.approx(2 / 3, abs=1e-3)
     assert s["uncorrected_median_ratio"] == 2.0 and s["rechosen"] == 1  # the step's effect, side by side
+    assert s["recommended_from"] == {"ia2": 2, "ilp": 1}  # IA2's own set, or the baseline's it fell back to
     assert s["targets"] == {"median_ratio_at_most_1": True, "worst_ratio_at_most_1.2": False,
                             "no_statement_10pct_slower": False, "own_set_within_2pct_of_ilp_on_80pct": False}
     assert summary({"app": workload(0.1, 0.1)}) is None
