@@ -8,7 +8,9 @@ target's own mix and budget. After training, the greedy policy
 is checked on a few such mixes against Extend (``training["held_out"]``); the recommendation path
 (``advisor.tuning.indexes.choice.propose``) falls back to the baselines' set whenever that is cheaper. A
 recommendation is the greedy rollout of the policy plus ``samples`` rollouts that draw actions from the policy's
-softmax, keeping the configuration with the lowest what-if cost (costs are cached, so shared prefixes are free).
+softmax and a beam decoding of the policy (``beam``: the policy's few best actions per step, the cheapest partial
+configurations kept), keeping the configuration with the lowest what-if cost (costs are cached, so shared prefixes
+are free).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 from advisor.core.domain import IndexChange
 from advisor.core.progress import Say
 from optimizers.indexes.base import IndexOptimizer
+from optimizers.indexes import beam
 from optimizers.indexes.baselines import Extend
 from optimizers.indexes.mixes import training_sampler
 from optimizers.indexes.problem import IndexProblem
@@ -50,6 +53,9 @@ OWN_MIX = 0.3
 ADAPT_EPISODES = 40
 ADAPT_WHATIF_BUDGET = 1_000
 ADAPT_EXPLORE = 0.3
+# beam decoding of the policy (``optimizers.indexes.beam``): partial configurations kept per step (0: off); the
+# cheapest of the greedy rollout, the samples and the beam is IA2's set
+BEAM = 3
 
 
 def _td3():
@@ -74,8 +80,10 @@ class IA2(IndexOptimizer):
                templates: Sequence[str] | None = None, budgets: tuple[int, int] | None = None,
                data_bytes: int = 0, reward: str = "relative", retrain: bool = False, held_out: float = 0.3,
                whatif_budget: int = WHATIF_BUDGET, own_mix: float = OWN_MIX, shipped: bool = True,
-               adapt_episodes: int = ADAPT_EPISODES, adapt_whatif_budget: int = ADAPT_WHATIF_BUDGET) -> None:
+               adapt_episodes: int = ADAPT_EPISODES, adapt_whatif_budget: int = ADAPT_WHATIF_BUDGET,
+               beam: int = BEAM) -> None:
         self.agent, self.episodes, self.device, self.samples = agent, episodes, device, samples
+        self.beam = max(0, int(beam))
         # ``episodes`` bounds any training of this run, adapting the shipped model included (`--episodes 15`)
         self.shipped, self.adapt_episodes = shipped, max(0, min(int(adapt_episodes), int(episodes)))
         self.adapt_whatif_budget = max(0, int(adapt_whatif_budget))
@@ -221,7 +229,12 @@ class IA2(IndexOptimizer):
                                              self._adapt_shipped(lambda _m: None) is None):
             self._train(lambda _m: None)
         assert self.agent is not None
-        return self.agent.rollout(self.problem, self.samples, max_steps=SAMPLE_STEPS)
+        config = self.agent.rollout(self.problem, self.samples, max_steps=SAMPLE_STEPS)
+        if self.beam:
+            _cost, decoded = beam.decode(self.agent, self.problem, width=self.beam)
+            if self.problem.cost(decoded) < self.problem.cost(config) - 1e-9:
+                config = decoded
+        return config
 
     def _state(self) -> dict:
         return {"model": self.agent.to_text() if self.agent is not None else None}

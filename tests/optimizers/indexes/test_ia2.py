@@ -171,3 +171,17 @@ def test_training_stops_when_its_planner_call_budget_is_spent(problem, tmp_path)
     free = registry.create("indexes", "ia2", problem, episodes=5, samples=0, whatif_budget=0, retrain=True)
     stats = free.prepare(None, said.append)
     assert stats["stopped_by"] == "episode limit" and stats["held_out"]["checks"] > 0
+
+
+def test_beam_decoding_never_makes_ias_set_worse_and_stays_in_budget(problem):
+    from optimizers.indexes import beam
+
+    budget = problem.whatif.size(I_CUST) + problem.whatif.size(I_PART)
+    p = problem.with_weights({"cust": 5.0, "part": 1.0, "ship": 2.0}, budget)
+    agent = TD3Agent(CANDIDATES, IA2Options(episodes=2), "cpu", seed=3)  # untrained: the beam must still be sound
+    cost, config = beam.decode(agent, p, width=2, branch=3)
+    assert p.size(config) <= budget and cost == pytest.approx(p.cost(config))
+    plain = registry.create("indexes", "ia2", p, seed=3, agent=agent, samples=0, beam=0).ask(1)[0]
+    decoded = registry.create("indexes", "ia2", p, seed=3, agent=agent, samples=0, beam=2).ask(1)[0]
+    assert p.cost(decoded) <= p.cost(plain) + 1e-9  # the cheapest of the rollout and the beam
+    assert p.cost(decoded) <= cost + 1e-9
