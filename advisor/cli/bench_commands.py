@@ -12,44 +12,13 @@ from advisor.cli.common import emit as _emit_json
 from advisor.cli.common import names as _names
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import reporter
+from advisor.cli.bench_knobs import bench_knobs
 
 RewriteOptimizer = optimizer_choice("rewrites")  # the registry's
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks on self-started servers: print, save JSON and plots.")
 
 
-@bench_app.command("knobs")
-def bench_knobs(workloads: Annotated[str, typer.Option(help="comma-separated: joins, lookups, planner, tpch, "
-                                                           "memory, pgbench")] = "joins,lookups,planner,tpch,memory,pgbench",
-                trials: Annotated[int | None, typer.Option(help="trials per optimizer run (default: per workload, "
-                                                               "30 for joins/lookups/planner)", min=3)] = None,
-                repeats: Annotated[int, typer.Option(help="executions of each statement per trial", min=1)] = 2,
-                surrogate_seeds: Annotated[int, typer.Option(help="seeds per optimizer on the surrogate; 0 = skip",
-                                                             min=0)] = 3,
-                mode: Annotated[str, typer.Option(help="real: every optimizer on the server, then the surrogate; "
-                                                       "surrogate: a measured design and the surrogate only")] = "real",
-                design: Annotated[int, typer.Option(help="surrogate mode: Sobol points measured per workload",
-                                                    min=8)] = 48,
-                design_from: Annotated[str | None, typer.Option(help="surrogate mode: reuse the designs of this "
-                                                                     "knobs.json (no data loaded)")] = None,
-                seed: Annotated[int, typer.Option(help="random seed")] = 0,
-                out: Annotated[str, typer.Option(help="directory for knobs.json and the plot")] = "bench-results/knobs",
-                engine: EngineOpt = "postgres", json_out: JsonFlag = False) -> None:
-    """Every knob optimizer with the same budget on a real server of --engine (G* workloads and safety workloads), then
-    many seeds on a surrogate fitted to the real trials (or, with --mode surrogate, to a measured design)."""
-    from advisor.bench.knobs.bench import DEFAULT_WORKLOADS, BenchOptions, KnobBench
-    from advisor.bench.knobs.table import table
-
-    if mode not in ("real", "surrogate"):
-        raise typer.BadParameter("--mode is real or surrogate")
-    names = tuple(w.strip() for w in workloads.split(",") if w.strip())
-    known = tuple(w.name for w in DEFAULT_WORKLOADS)
-    unknown = [w for w in names if w not in known]
-    if unknown or not names:
-        raise typer.BadParameter(f"unknown workloads {unknown}: choose from {', '.join(known)}",
-                                 param_hint="--workloads")
-    options = BenchOptions(workloads=names, trials=trials, repeats=repeats, surrogate_seeds=surrogate_seeds,
-                           seed=seed, out_dir=out, mode=mode, design=design, design_from=design_from, engine=engine)
-    _bench_report(KnobBench(options, say=reporter(watch=True)).run(), json_out, table, out, "knobs.json", "knobs-convergence.png")
+bench_app.command("knobs")(bench_knobs)  # advisor.cli.bench_knobs
 
 
 @bench_app.command("indexes")

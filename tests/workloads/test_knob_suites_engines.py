@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from advisor.bench.knobs.bench import BenchWorkload, Skipped, _check_client
+from advisor.bench.knobs.workloads import BenchWorkload, Skipped, _check_client
 from connectors import factory
 from workloads.datasets import knob_suites, suites
 from workloads.statements.replay import ReplayOptions, replay

@@ -15,6 +15,12 @@ Two modes:
 - ``surrogate``: per workload, a space-filling design of real trials (the current settings, the rule seeds,
   ``design`` Sobol points), or a design saved by an earlier run (``design_from``), and only the surrogate part.
 
+Generated workloads (``gen-<schema>.s<seed>``, ``multi-<schema>.s<seed>``: ``advisor.bench.knobs.generated``) run
+every optimizer with ``opt_seeds`` seeds each (the same workload, the same budget), on every engine of
+``engine`` (comma-separated); each HiBO seeded run's recommendation (every run's with ``validate="every"``) is
+reduced by the pipeline's ablation to at most 5 knobs that carry its gain and validated, and the summary over
+seeds and engines (``generated.summary``) says whether HiBO seeded is at least as good as SMAC3, GP-BO and TPE.
+
 The surrogate part (labelled as such) runs each optimizer ``surrogate_seeds`` times at ``surrogate_trials``
 trials: the mean share of the pooled best feasible gain reached, how many seeds reached 90% of it, and how many
 runs' best-by-total trial would regress a statement (see ``surrogate``).
@@ -23,49 +29,44 @@ runs' best-by-total trial would regress a statement (see ``surrogate``).
 from __future__ import annotations
 
 import json
-import math
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from advisor.bench.knobs import generated
+from advisor.bench.knobs.hog import cpu_hogs
+from advisor.bench.knobs.plot import plot
+from advisor.bench.knobs.runs import Validated, WorkloadReport, gain_over, observed, recommendation, summarize
 from advisor.bench.knobs.surrogate import Observed, Surrogate, compare, measure_design
 from advisor.core.domain import Hardware, Statement, Workload
-from advisor.core.errors import AdvisorError, NotFound
+from advisor.core.errors import AdvisorError
 from advisor.core.hardware import detect
 from advisor.core.progress import Say, silent
 from advisor.storage.store import Store, new_id, open_store
+from advisor.tuning.knobs.ablation import AblationOptions, ablate
 from advisor.tuning.knobs.pipeline import search
+from advisor.tuning.knobs.retime import confirm_knob_regressions
 from advisor.tuning.knobs.runners import PgbenchRunner, ReplayRunner
-from advisor.tuning.knobs.trials import TrialRecord, TrialRunner, TuningOptions, best_so_far, compare_configs
+from advisor.tuning.knobs.trials import TrialRecord, TrialRunner, TuningOptions, compare_configs
+from advisor.tuning.recommend import verdict_note
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors import factory
-from connectors.base import Connector, Shadow
+from connectors.base import Shadow
 from optimizers import registry
 from optimizers.knobs.features import extract
 from optimizers.knobs.problem import KnobProblem
 from optimizers.knobs.seeding import rule_seeds
 from optimizers.knobs.space import KnobSpace
 from workloads.datasets import knob_suites, suites
+from advisor.bench.knobs.workloads import BenchWorkload, Skipped, _check_client, bench_workload, pgbench_texts
 
 # Runs per workload: name, optimizer, seeded. "hibo" is HiBO with rule seeds; the rest start from nothing.
 RUNS = (("hibo", "hibo", True), ("hibo-unseeded", "hibo", False), ("smac", "smac", False), ("gp", "gp", False),
         ("tpe", "tpe", False), ("random", "random", False))
+GENERATED_RUNS = (("hibo", "hibo", True), ("smac", "smac", False), ("gp", "gp", False), ("tpe", "tpe", False))
 MIN_GAIN = ValidationOptions().min_gain  # the same bar a recommendation must clear
 SAFETY_RUNS = (("hibo", "hibo", True), ("random", "random", False))
-
-
-@dataclass(frozen=True)
-class BenchWorkload:
-    name: str
-    kind: str  # replay | pgbench
-    full: bool  # all runs (a G* workload) or the safety runs only
-    trials: int
-
-
-DEFAULT_WORKLOADS = (BenchWorkload("joins", "replay", True, 30), BenchWorkload("lookups", "replay", True, 30),
-                     BenchWorkload("planner", "replay", True, 30), BenchWorkload("tpch", "replay", False, 12),
-                     BenchWorkload("memory", "replay", False, 12), BenchWorkload("pgbench", "pgbench", False, 10))
 
 
 @dataclass(frozen=True)
@@ -81,61 +82,17 @@ class BenchOptions:
     mode: str = "real"  # real | surrogate
     design: int = 48  # Sobol points of a surrogate-mode design
     design_from: str | None = None  # a knobs.json whose designs the surrogate mode reuses (no data loaded)
-    engine: str = factory.DEFAULT_ENGINE  # of the servers the workloads run on
+    engine: str = factory.DEFAULT_ENGINE  # of the servers the workloads run on; comma-separated: each in turn
+    opt_seeds: int = 1  # runs of each optimizer per workload, seeds seed, seed + 1, ...
+    statements: int = 8  # drawn per generated workload
+    scale: float | None = None  # of the generated workloads' data (None: generated.SCALES)
+    validate: str = "hibo"  # whose recommendations are reduced and validated: hibo (seeded) | every | none
+    cpu_hogs: int = 0  # busy processes beside the whole run (a loaded machine)
+    remeasure_rounds: int = 3  # each run's pick against the defaults (0: not re-measured)
 
-
-@dataclass
-class RunSummary:
-    label: str
-    optimizer: str
-    seeded: bool
-    trials: int
-    failed: int
-    best_objective: float | None
-    best_config: dict[str, str]
-    gain: float | None  # over the defaults, from the trials' single passes
-    share_of_gstar: float | None
-    trials_to_95: int | None
-    wall_s: float
-    curve: list[float] = field(default_factory=list)  # best-so-far gain over the defaults per trial
-    feasible_gain: float | None = None  # the best gain among trials that slowed no statement by 10% (one pass)
-
-
-@dataclass
-class WorkloadReport:
-    name: str
-    objective: str
-    default_objective: float
-    rules_objective: float | None
-    rules_gain: float | None
-    gstar: float
-    gstar_ci: tuple[float, float]
-    gstar_config: dict[str, str]
-    pooled_trials: int
-    hibo_validated_gain: float | None
-    hibo_validated_ci: tuple[float, float] | None
-    hibo_recommends: str
-    runs: list[RunSummary]
-    hibo_regressed: list[str] = field(default_factory=list)  # statements the guard found slower in validation
-
-
-def _gain(default: float, value: float | None) -> float | None:
-    return None if value is None else 1.0 - value / default
-
-
-def trials_to_fraction(curve: list[float], final: float, fraction: float = 0.95) -> int | None:
-    """First trial (1-based) whose best-so-far gain reaches ``fraction`` of ``final``."""
-    if final is None or final <= 0:
-        return 1 if curve else None
-    for i, g in enumerate(curve):
-        if g is not None and g >= fraction * final - 1e-12:
-            return i + 1
-    return None
-
-
-def observed(records: list[TrialRecord]) -> list[Observed]:
-    return [Observed(r.config, r.statement_ms, r.result.status != "measured") for r in records
-            if r.result.status != "infeasible"]
+    @property
+    def engines(self) -> tuple[str, ...]:
+        return tuple(e.strip() for e in self.engine.split(",") if e.strip())
 
 
 class KnobBench:
@@ -145,59 +102,87 @@ class KnobBench:
         self.hw = hardware or detect()
         self.out = Path(options.out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
+        self.engine = options.engines[0] if options.engines else factory.DEFAULT_ENGINE
 
     def run(self) -> dict:
-        started, _ = time.time(), factory.supported(self.options.engine)
-        by_name = {w.name: w for w in DEFAULT_WORKLOADS}
-        for name in self.options.workloads:
-            if name not in by_name:
-                raise NotFound(f"unknown bench workload {name!r} (available: {', '.join(by_name)})")
-        wanted = [by_name[n] for n in self.options.workloads]
+        started = time.time()
+        for engine in self.options.engines:
+            factory.supported(engine)
+        wanted = [bench_workload(n) for n in self.options.workloads]
         reports: list[WorkloadReport] = []
         skipped: list[dict[str, str]] = []  # workloads this engine cannot run, with the fact that says why
         designs: dict[str, dict] = {}
         surrogate: dict = {"label": "SURROGATE: per-statement random forests fitted to real trials; not a database",
                            "seeds": self.options.surrogate_seeds, "trials": self.options.surrogate_trials,
                            "workloads": {}}
-        if self.options.mode == "surrogate":
-            saved = json.loads(Path(self.options.design_from).read_text())["designs"] \
-                if self.options.design_from else {}
-            for wl in wanted:
-                if wl.kind == "replay" and wl.full:
-                    designs[wl.name] = saved[wl.name] if wl.name in saved else self._design(wl)
-                    if self.options.surrogate_seeds > 0:
-                        surrogate["workloads"][wl.name] = self._on_surrogate(wl.name, designs[wl.name])
-        else:
-            store = open_store(self.out / "bench.duckdb")
-            try:
+        with cpu_hogs(self.options.cpu_hogs) as load:
+            if self.options.mode == "surrogate":
+                saved = json.loads(Path(self.options.design_from).read_text())["designs"] \
+                    if self.options.design_from else {}
                 for wl in wanted:
+                    if wl.kind == "replay" and wl.full:
+                        designs[wl.name] = saved[wl.name] if wl.name in saved else self._design(wl)
+                        if self.options.surrogate_seeds > 0:
+                            surrogate["workloads"][wl.name] = self._on_surrogate(wl.name, designs[wl.name])
+            else:
+                store = open_store(self.out / "bench.duckdb")
+                try:
+                    for engine in self.options.engines:
+                        self.engine = engine
+                        self._on_servers(wanted, store, reports, skipped, designs, surrogate)
+                finally:
+                    store.close()
+        gen = generated.summary([asdict(r) for r in reports if generated.parse(r.name)])
+        doc = {"mode": self.options.mode,
+               "machine": {"cores": self.hw.cores, "memory_gb": round(self.hw.memory_bytes / 1024**3, 1),
+                           "storage": self.hw.storage, "cpu_hogs": self.options.cpu_hogs, "load": load},
+               "options": asdict(self.options), "wall_s": round(time.time() - started, 1),
+               "workloads": [asdict(r) for r in reports], "skipped": skipped, "surrogate": surrogate,
+               "generated": gen, "designs": designs}
+        (self.out / "knobs.json").write_text(json.dumps(doc, indent=2, default=str))
+        plot(reports, surrogate, self.out / "knobs-convergence.png")
+        return doc
+
+    def _on_servers(self, wanted: list[BenchWorkload], store: Store, reports: list, skipped: list, designs: dict,
+                    surrogate: dict) -> None:
+        """Every workload of ``wanted`` on a server of ``self.engine``: the generated ones of a schema on one."""
+        groups: dict[str, list[BenchWorkload]] = {}
+        for wl in wanted:
+            g = generated.parse(wl.name)
+            groups.setdefault(f"data-{g.schema}" if g else wl.name, []).append(wl)
+        for key, wls in groups.items():
+            self.say(f"[{self.engine} {key}] starting a server and loading the data")
+            with factory.sandbox(self.engine, f"bench-{key}") as sandbox:
+                dsn = None
+                if key.startswith("data-"):
+                    dsn = sandbox.create_database("bench")
                     try:
-                        report, design = self._workload(wl, store)
+                        generated.load(factory.connector(dsn), key[5:], self.options.scale,
+                                       say=lambda m, k=key: self.say(f"[{self.engine} {k}] {m}"))
+                    except AdvisorError as e:  # a data set this engine cannot load (JOB's generator is PostgreSQL's)
+                        self.say(f"[{self.engine} {key}] skipped: {e}")
+                        skipped += [{"name": wl.name, "engine": self.engine, "reason": f"data not loaded: {e}"}
+                                    for wl in wls]
+                        continue
+                for wl in wls:
+                    try:
+                        _check_client(Shadow.of(sandbox, sandbox.default_db).connector, wl)
+                        report, design = self._workload(wl, store, sandbox, dsn)
                     except Skipped as e:
                         self.say(f"[{wl.name}] skipped: {e}")
-                        skipped.append({"name": wl.name, "reason": str(e)})
+                        skipped.append({"name": wl.name, "engine": self.engine, "reason": str(e)})
                         continue
                     reports.append(report)
                     if design is not None:
                         designs[wl.name] = design
                         surrogate["workloads"][wl.name] = self._on_surrogate(wl.name, design)
-            finally:
-                store.close()
-        doc = {"mode": self.options.mode,
-               "machine": {"cores": self.hw.cores, "memory_gb": round(self.hw.memory_bytes / 1024**3, 1),
-                           "storage": self.hw.storage},
-               "options": asdict(self.options), "wall_s": round(time.time() - started, 1),
-               "workloads": [asdict(r) for r in reports], "skipped": skipped, "surrogate": surrogate,
-               "designs": designs}
-        (self.out / "knobs.json").write_text(json.dumps(doc, indent=2, default=str))
-        self._plot(reports, surrogate)
-        return doc
 
     # --- servers ----------------------------------------------------------------------------------------
 
-    def _server(self, sandbox, wl: BenchWorkload):
-        """Load ``wl``'s data into ``sandbox``: (shadow, runner, workload, space, features)."""
-        dsn = sandbox.create_database("bench")
+    def _server(self, sandbox, wl: BenchWorkload, dsn: str | None = None):
+        """``wl``'s data in ``sandbox`` (loaded here, or already in ``dsn``) and its statements: (shadow, runner,
+        workload, space, features)."""
+        dsn = dsn or sandbox.create_database("bench")
         if wl.kind == "pgbench":
             from workloads.datasets import pgbench
 
@@ -205,10 +190,18 @@ class KnobBench:
             runner = PgbenchRunner()
             workload = Workload(tuple(Statement(f"pgbench.{i}", q, 1, 1.0) for i, q in enumerate(pgbench_texts())))
         else:
-            suite = knob_suites.get(wl.name)
-            suites.prepare(factory.connector(dsn), suite)
-            runner = ReplayRunner(suite.statements(self.options.seed, factory.connector(dsn).dialect),
-                                  repeats=self.options.repeats)
+            if wl.kind == "generated":
+                name = generated.parse(wl.name)
+                bound = generated.statements(factory.connector(dsn), name, self.options.statements,
+                                             say=lambda m: self.say(f"[{wl.name}] {m}"))
+                if not bound:
+                    raise Skipped("no statement could be drawn from this schema")
+                self.say(f"[{wl.name}] {len(bound)} statements drawn")
+            else:
+                suite = knob_suites.get(wl.name)
+                suites.prepare(factory.connector(dsn), suite)
+                bound = suite.statements(self.options.seed, factory.connector(dsn).dialect)
+            runner = ReplayRunner(bound, repeats=self.options.repeats)
             workload = Workload(tuple(Statement(b.queryid, b.sql, 1, 1.0) for b in runner.statements))
         shadow = Shadow.of(sandbox, "bench")
         space = KnobSpace.build(shadow.connector.knob_catalog(), self.hw, shadow.connector.knob_profile())
@@ -220,7 +213,7 @@ class KnobBench:
     def _design(self, wl: BenchWorkload) -> dict:
         """A surrogate-mode design measured on a real server, in the form ``knobs.json`` keeps it."""
         self.say(f"[{wl.name}] starting a server and loading the data")
-        with factory.sandbox(self.options.engine, f"bench-{wl.name}") as sandbox:
+        with factory.sandbox(self.engine, f"bench-{wl.name}") as sandbox:
             shadow, runner, workload, space, features = self._server(sandbox, wl)
             seeds, _ = rule_seeds(space, features)
             trials = TrialRunner(shadow, runner, space, say=silent)
@@ -238,7 +231,7 @@ class KnobBench:
         """Every run of ``RUNS`` over seeds on a surrogate fitted to ``design`` (its space rebuilt from a server's
         catalog and the design's hardware)."""
         hw = Hardware(**design["hardware"])
-        with factory.sandbox(self.options.engine, f"bench-{name}-catalog") as sandbox:
+        with factory.sandbox(self.engine, f"bench-{name}-catalog") as sandbox:
             connector = Shadow.of(sandbox, sandbox.default_db).connector
             space = KnobSpace.build(connector.knob_catalog(), hw, connector.knob_profile())
         points = [Observed(t["config"], t["statement_ms"], t["failed"]) for t in design["trials"]]
@@ -251,143 +244,112 @@ class KnobBench:
 
     # --- one workload on a real server ------------------------------------------------------------------
 
-    def _workload(self, wl: BenchWorkload, store: Store) -> tuple[WorkloadReport, dict | None]:
+    def _workload(self, wl: BenchWorkload, store: Store, sandbox,
+                  dsn: str | None = None) -> tuple[WorkloadReport, dict | None]:
         trials_n = self.options.trials or wl.trials
-        self.say(f"[{wl.name}] starting a server and loading the data")
-        with factory.sandbox(self.options.engine, f"bench-{wl.name}") as sandbox:
-            _check_client(Shadow.of(sandbox, sandbox.default_db).connector, wl)
-            shadow, runner, workload, space, features = self._server(sandbox, wl)
-            seeds, _ = rule_seeds(space, features)
-            all_records: list[TrialRecord] = []
-            summaries: list[tuple[str, str, bool, list[TrialRecord], float]] = []
-            for label, optimizer, seeded in (RUNS if wl.full else SAFETY_RUNS):
-                self.say(f"[{wl.name}] {label}: {trials_n} trials")
-                opt = registry.create("knobs", optimizer, KnobProblem(space, features.kind), seed=self.options.seed)
+        shadow, runner, workload, space, features = self._server(sandbox, wl, dsn)
+        seeds, _ = rule_seeds(space, features)
+        all_records: list[TrialRecord] = []
+        summaries: list[tuple[str, str, bool, int, list[TrialRecord], float]] = []
+        runs = GENERATED_RUNS if wl.kind == "generated" else RUNS if wl.full else SAFETY_RUNS
+        for seed in range(self.options.seed, self.options.seed + max(1, self.options.opt_seeds)):
+            for label, optimizer, seeded in runs:
+                tag = f"[{self.engine} {wl.name}] {label}" + (f" seed {seed}" if self.options.opt_seeds > 1 else "")
+                self.say(f"{tag}: {trials_n} trials")
+                opt = registry.create("knobs", optimizer, KnobProblem(space, features.kind), seed=seed)
                 trials = TrialRunner(shadow, runner, space, say=silent)
                 run_id = new_id()
-                tuning = TuningOptions(optimizer=optimizer, trials=trials_n, seed=self.options.seed,
-                                       use_seeds=seeded)
+                tuning = TuningOptions(optimizer=optimizer, trials=trials_n, seed=seed, use_seeds=seeded)
                 store.add_run(run_id, "bench:" + wl.name, "knobs", label, {"tuning": tuning.to_dict()})
                 t0 = time.time()
                 records = search(store, run_id, "bench:" + wl.name, trials, opt, tuning, seeds if seeded else [],
-                                 say=lambda m, lab=label: self.say(f"[{wl.name}] {lab} {m}")).records
+                                 say=lambda m, t=tag: self.say(f"{t} {m}")).records
                 trials.reset()
                 store.update_run(run_id, state="done")
-                summaries.append((label, optimizer, seeded, records, time.time() - t0))
+                summaries.append((label, optimizer, seeded, seed, records, time.time() - t0))
                 all_records += records
-            # the reference: the best of all trials pooled, and the defaults, measured the same way
-            defaults = [r.result.objective for r in all_records if r.source == "default" and r.result.objective]
-            default_obj = statistics.median(defaults)
-            rules = [r.result.objective for r in all_records if r.source == "seed:rules" and r.result.objective]
-            rules_obj = statistics.median(rules) if rules else None
-            ok = [r for r in all_records if r.result.status == "measured" and r.result.objective is not None]
-            top = min(ok, key=lambda r: r.result.objective)  # type: ignore[arg-type, return-value]
-            trials = TrialRunner(shadow, runner, space, say=silent)
-            base_cfg = space.default_config()
-            self.say(f"[{wl.name}] re-measuring the pooled best against the defaults")
-            ref = compare_configs(trials, base_cfg, {**base_cfg, **top.config}, self.options.validation_rounds,
-                                  say=lambda m: self.say(f"[{wl.name}] G* {m}"))
-            trials.reset()
-            hibo = _recommendation(next(s[3] for s in summaries if s[0] == "hibo"))
-            evidence = None
-            if hibo is not None and isinstance(runner, ReplayRunner):
-                self.say(f"[{wl.name}] validating HiBO's recommendation as the pipeline does")
-                evidence = validate(shadow, runner.statements, space.changes(hibo.config),
-                                    ValidationOptions(rounds=self.options.validation_rounds),
-                                    say=lambda m: self.say(f"[{wl.name}] HiBO {m}"))
+        # the reference: the best of all trials pooled, and the defaults, measured the same way
+        defaults = [r.result.objective for r in all_records if r.source == "default" and r.result.objective]
+        default_obj = statistics.median(defaults)
+        rules = [r.result.objective for r in all_records if r.source == "seed:rules" and r.result.objective]
+        rules_obj = statistics.median(rules) if rules else None
+        ok = [r for r in all_records if r.result.status == "measured" and r.result.objective is not None]
+        top = min(ok, key=lambda r: r.result.objective)  # type: ignore[arg-type, return-value]
+        trials = TrialRunner(shadow, runner, space, say=silent)
+        base_cfg = space.default_config()
+        self.say(f"[{self.engine} {wl.name}] re-measuring the pooled best against the defaults")
+        ref = compare_configs(trials, base_cfg, {**base_cfg, **top.config}, self.options.validation_rounds,
+                              say=lambda m: self.say(f"[{wl.name}] G* {m}"))
+        trials.reset()
+        picks = [self._remeasured(wl.name, trials, base_cfg, s) for s in summaries] \
+            if self.options.remeasure_rounds > 0 else [None] * len(summaries)
+        validated = [self._validated(wl.name, shadow, runner, space, s[0], s[3], s[4]) for s in summaries
+                     if isinstance(runner, ReplayRunner) and (self.options.validate == "every" or
+                                                              (self.options.validate == "hibo" and s[0] == "hibo"))]
         gstar = max(ref.gain, 0.0)
-        run_summaries = [self._summary(default_obj, gstar, *s) for s in summaries]
-        if evidence is None:
-            recommends = "keep the current configuration (no trial beat it)" if hibo is None else \
-                "not validated (no per-statement replay)"
-        elif evidence.accepted:
-            recommends = f"HiBO's trial {hibo.number + 1} ({evidence.gain:+.1%}, no statement regressed)"
+        run_summaries = [summarize(default_obj, gstar, *s, remeasured=p) for s, p in zip(summaries, picks)]
+        first = next((v for v in validated if v.label == "hibo"), None)
+        if first is None:
+            recommends = "not validated (no per-statement replay)" if not isinstance(runner, ReplayRunner) \
+                else "not validated"
         else:
-            recommends = (f"keep the current configuration: HiBO's best rejected ({len(evidence.regressions)} "
-                          f"statement(s) regressed; interval {'clears' if evidence.significant else 'misses'} "
-                          f"{MIN_GAIN:.0%})")
-        report = WorkloadReport(wl.name, runner.objective, default_obj, rules_obj, _gain(default_obj, rules_obj),
+            recommends = first.verdict
+        report = WorkloadReport(wl.name, runner.objective, default_obj, rules_obj, gain_over(default_obj, rules_obj),
                                 ref.gain, ref.ci, top.config, len(all_records),
-                                evidence.gain if evidence else None, evidence.gain_ci if evidence else None,
-                                recommends, run_summaries,
-                                [s.queryid for s in evidence.regressions] if evidence else [])
+                                first.gain if first else None, first.ci if first else None, recommends,
+                                run_summaries, first.regressed if first else [], self.engine,
+                                len(workload.statements), validated)
         design = self._design_doc(runner, features.kind, seeds, observed(all_records)) \
             if wl.full and wl.kind == "replay" and self.options.surrogate_seeds > 0 else None
         return report, design
 
-    @staticmethod
-    def _summary(default_obj: float, gstar: float, label: str, optimizer: str, seeded: bool,
-                 records: list[TrialRecord], wall: float) -> RunSummary:
-        curve = [max(_gain(default_obj, b) or 0.0, 0.0) if math.isfinite(b) else 0.0 for b in best_so_far(records)]
-        measured = [r for r in records if r.result.objective is not None and r.result.status == "measured"]
-        best = min(measured, key=lambda r: r.result.objective, default=None)  # type: ignore[arg-type]
-        fine = [r.result.objective for r in measured if not r.slows_a_statement()]
-        final = curve[-1] if curve else 0.0
-        return RunSummary(label, optimizer, seeded, len(records), sum(r.result.status != "measured" for r in records),
-                          best.result.objective if best else None, best.config if best else {}, final,
-                          final / gstar if gstar > 0 else None, trials_to_fraction(curve, final), round(wall, 1),
-                          curve, max(_gain(default_obj, min(fine)) or 0.0, 0.0) if fine else None)
-
-    # --- the plot ------------------------------------------------------------------------------------------
-
-    def _plot(self, reports: list[WorkloadReport], surrogate: dict) -> None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        panels = [(r.name, r) for r in reports] + [(f"SURROGATE {n}", w) for n, w in surrogate["workloads"].items()]
-        if not panels:
-            return
-        fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
-        for ax, (title, item) in zip(axes[0], panels, strict=True):
-            if isinstance(item, WorkloadReport):
-                for run in item.runs:
-                    ax.plot(range(1, len(run.curve) + 1), [100 * g for g in run.curve], label=run.label,
-                            linewidth=2 if run.label == "hibo" else 1)
-                ax.axhline(100 * item.gstar, color="black", linestyle="--", linewidth=1, label="G* (pooled best)")
-                ax.set_ylabel("best-so-far gain over defaults (%)")
-            else:
-                for label, s in item["optimizers"].items():
-                    ax.plot(range(1, len(s["mean_curve"]) + 1), [100 * g for g in s["mean_curve"]], label=label,
-                            linewidth=2 if label == "hibo" else 1)
-                ax.axhline(100 * item["reference_gain"], color="black", linestyle="--", linewidth=1,
-                           label="pooled best feasible")
-                ax.set_ylabel("mean best feasible gain (%)")
-            ax.set_title(title)
-            ax.set_xlabel("trial")
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(self.out / "knobs-convergence.png", dpi=110)
-        plt.close(fig)
-
-
-class Skipped(Exception):
-    """A workload the engine under test cannot run; the message is the fact that says why."""
-
-
-def _check_client(connector: Connector, wl: BenchWorkload) -> None:
-    """Skipped when ``wl`` is driven by a client program (pgbench) that the connector's engine has not."""
-    if wl.kind == "pgbench":
+    def _remeasured(self, name: str, trials: TrialRunner, base_cfg: dict, run: tuple):
+        """The run's pick against the defaults, ``remeasure_rounds`` interleaved rounds (None: nothing beat them)."""
+        rec = recommendation(run[4])
+        if rec is None:
+            return None
+        self.say(f"[{self.engine} {name}] {run[0]} seed {run[3]}: re-measuring its pick against the defaults")
         try:
-            connector.loader().client_command("pgbench", ["--version"])
+            return compare_configs(trials, base_cfg, {**base_cfg, **rec.config}, self.options.remeasure_rounds)
         except AdvisorError as e:
-            raise Skipped(f"needs the pgbench client: {e}") from None
+            self.say(f"[{self.engine} {name}] {run[0]} seed {run[3]}: its pick failed again ({e})")
+            return None
+        finally:
+            trials.reset()
 
-
-def _recommendation(records: list[TrialRecord]) -> TrialRecord | None:
-    """What the pipeline would validate first: the best trial better than the baseline, those that slowed no
-    statement first (``pipeline.candidates``'s order); None when no trial beat the baseline."""
-    base = next((r for r in records if r.source == "default" and r.result.objective is not None), None)
-    better = [r for r in records if r.result.status == "measured" and r.result.objective is not None
-              and r.source != "default" and base is not None and r.result.objective < base.result.objective]
-    return min(better, key=lambda r: (r.slows_a_statement(), r.result.objective), default=None)  # type: ignore
-
-
-def pgbench_texts() -> list[str]:
-    return ["UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2",
-            "SELECT abalance FROM pgbench_accounts WHERE aid = $1",
-            "UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2",
-            "UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2",
-            "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)"]
+    def _validated(self, name: str, shadow: Shadow, runner: ReplayRunner, space: KnobSpace, label: str, seed: int,
+                   records: list[TrialRecord]) -> Validated:
+        """A run's recommendation as the pipeline makes it: its best trial rounded, reduced by ablation to at most
+        five knobs that carry its gain, validated against the defaults (the guard, regressions timed again)."""
+        say = (lambda m: self.say(f"[{self.engine} {name}] {label} seed {seed} {m}"))
+        rec = recommendation(records)
+        if rec is None:
+            return Validated(label, seed, {}, None, None, False, [], "keep the current configuration (no trial "
+                                                                     "beat it)")
+        trials = TrialRunner(shadow, runner, space, say=silent)
+        base = next(r for r in records if r.source == "default")
+        trials.timeout_factor *= max(1.0, base.result.objective / max(rec.result.objective, 1e-9))
+        say(f"reducing trial {rec.number + 1}'s configuration by ablation")
+        try:
+            cut = ablate(trials, space.default_config(), space.rounded(rec.config),
+                         AblationOptions(max_knobs=generated.MAX_KNOBS, min_gain=MIN_GAIN), say)
+        except AdvisorError as e:
+            return Validated(label, seed, {}, None, None, False, [], f"rejected: {e}")
+        finally:
+            trials.reset()
+        if cut.keep_current:
+            ref = cut.reference
+            return Validated(label, seed, {}, ref.gain if ref else None, ref.ci if ref else None, False, [],
+                             f"keep the current configuration: {cut.why}")
+        changes = space.changes(cut.config)
+        options = ValidationOptions(rounds=self.options.validation_rounds)
+        say(f"validating {len(changes)} change(s)")
+        try:
+            evidence = validate(shadow, runner.statements, changes, options, say=say)
+            evidence = confirm_knob_regressions(shadow, runner.statements, changes, evidence, options, say)
+        except AdvisorError as e:
+            return Validated(label, seed, {c.name: c.value for c in changes}, None, None, False, [],
+                             f"validation failed: {e}")
+        verdict = (f"trial {rec.number + 1} reduced to {len(changes)} knob(s): " + verdict_note(evidence))
+        return Validated(label, seed, {c.name: c.value for c in changes}, evidence.gain, evidence.gain_ci,
+                         evidence.accepted, [s.queryid for s in evidence.regressions], verdict)

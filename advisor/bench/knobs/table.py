@@ -1,7 +1,10 @@
-"""The knob bench's text table (``advisor bench knobs``): per workload, the defaults, the rules seed, G* and its
-interval, HiBO's validated recommendation, each optimizer's run, and the surrogate bench's summary."""
+"""The knob bench's text table (``advisor bench knobs``): per workload (and engine), the defaults, the rules seed, G*
+and its interval, the validated recommendations, each optimizer's run (every seed), the summary over seeds and
+engines of the generated workloads, and the surrogate bench's summary."""
 
 from __future__ import annotations
+
+from advisor.bench.knobs import generated
 
 
 def table(doc: dict) -> str:
@@ -10,24 +13,31 @@ def table(doc: dict) -> str:
     for w in doc["workloads"]:
         lo, hi = w["gstar_ci"]
         rules = f"{w['rules_gain']:+.1%}" if w["rules_gain"] is not None else "-"
-        lines.append(f"\n{w['name']} ({w['objective']}): defaults {w['default_objective']:.1f}, rules config {rules} "
-                     f"vs defaults; G* = {w['gstar']:+.1%} (95% CI {lo:+.1%} .. {hi:+.1%}) from "
-                     f"{w['pooled_trials']} pooled trials")
-        hv = w["hibo_validated_ci"]
-        validated = f"{w['hibo_validated_gain']:+.1%}" if w["hibo_validated_gain"] is not None else "-"
-        lines.append(f"  HiBO's recommendation validated: {validated}"
-                     + (f" (95% CI {hv[0]:+.1%} .. {hv[1]:+.1%})" if hv else "")
-                     + (f", regressed: {', '.join(w['hibo_regressed'])}" if w.get("hibo_regressed") else "")
-                     + f" -> {w['hibo_recommends']}")
-        lines.append(f"  {'optimizer':<14} {'trials':>6} {'failed':>6} {'best':>10} {'gain':>8} {'feasible':>8} "
-                     f"{'of G*':>6} {'to 95%':>6} {'wall s':>7}")
+        lines.append(f"\n{w['name']} on {w.get('engine', 'postgres')} ({w['objective']}, {w.get('statements', '?')} "
+                     f"statements): defaults {w['default_objective']:.1f}, rules config {rules} vs defaults; "
+                     f"G* = {w['gstar']:+.1%} (95% CI {lo:+.1%} .. {hi:+.1%}) from {w['pooled_trials']} pooled trials")
+        for v in w.get("validated") or []:
+            ci = f" (95% CI {v['ci'][0]:+.1%} .. {v['ci'][1]:+.1%})" if v["ci"] else ""
+            gain = f"{v['gain']:+.1%}" if v["gain"] is not None else "-"
+            lines.append(f"  validated {v['label']} seed {v['seed']}: {len(v['knobs'])} knob(s) {gain}{ci}"
+                         + (f", regressed: {', '.join(v['regressed'])}" if v["regressed"] else "")
+                         + f" -> {'ACCEPTED' if v['accepted'] else 'not accepted'}: {v['verdict']}")
+            if v["knobs"]:
+                lines.append("    " + ", ".join(f"{k} = {val}" for k, val in v["knobs"].items()))
+        if not w.get("validated"):
+            lines.append(f"  HiBO's recommendation: {w['hibo_recommends']}")
+        lines.append(f"  {'optimizer':<14} {'seed':>4} {'trials':>6} {'failed':>6} {'best':>10} {'gain':>8} "
+                     f"{'feasible':>8} {'of G*':>6} {'to 95%':>6} {'wall s':>7}")
         for r in w["runs"]:
             share = f"{r['share_of_gstar']:.0%}" if r["share_of_gstar"] is not None else "-"
             fine = f"{r['feasible_gain']:+.1%}" if r.get("feasible_gain") is not None else "-"
-            lines.append(f"  {r['label']:<14} {r['trials']:>6} {r['failed']:>6} {r['best_objective'] or 0:>10.1f} "
-                         f"{r['gain']:>+8.1%} {fine:>8} {share:>6} {r['trials_to_95'] or '-':>6} {r['wall_s']:>7.1f}")
+            lines.append(f"  {r['label']:<14} {r.get('seed', 0):>4} {r['trials']:>6} {r['failed']:>6} "
+                         f"{r['best_objective'] or 0:>10.1f} {r['gain']:>+8.1%} {fine:>8} {share:>6} "
+                         f"{r['trials_to_95'] or '-':>6} {r['wall_s']:>7.1f}")
     for w in doc.get("skipped") or []:
-        lines.append(f"\n{w['name']}: skipped ({w['reason']})")
+        lines.append(f"\n{w['name']}{' on ' + w['engine'] if w.get('engine') else ''}: skipped ({w['reason']})")
+    if doc.get("generated"):
+        lines += generated.lines(doc["generated"])
     sur = doc.get("surrogate") or {}
     for name, w in (sur.get("workloads") or {}).items():
         lines.append(f"\nSURROGATE {name} (per-statement random forests on {w['trained_on']} real trials; "
@@ -40,6 +50,10 @@ def table(doc: dict) -> str:
                          f"{s['reached_90pct']:>3}/{w['seeds']} {s['mean_feasible_gain']:>+7.1%} "
                          f"{s['mean_trials_to_90pct']:>6} {s['best_total_regresses']:>11}/{w['seeds']} "
                          f"{s['wall_s']:>7.0f}")
-    lines.append(f"\nwall time {doc['wall_s']:.0f} s on {doc['machine']['cores']} cores, "
-                 f"{doc['machine']['memory_gb']} GiB")
+    m = doc["machine"]
+    load = m.get("load") or {}
+    lines.append(f"\nwall time {doc['wall_s']:.0f} s on {m['cores']} cores, {m['memory_gb']} GiB"
+                 + (f", beside {m['cpu_hogs']} CPU hog(s)" if m.get("cpu_hogs") else "")
+                 + (f"; load average {load.get('loadavg_start')} at the start, {load.get('loadavg_end')} at the end"
+                    if load.get("loadavg_start") else ""))
     return "\n".join(lines)

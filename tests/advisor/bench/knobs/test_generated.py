@@ -1,0 +1,35 @@
+"""``advisor bench knobs`` over generated workloads: the workload names a command line expands to, and (slow) a
+generated multi-knob workload loaded, drawn and tuned by every optimizer on both engines at a tiny size, with the
+summary over seeds."""
+
+import pytest
+
+from advisor.bench.knobs.bench import BenchOptions, KnobBench
+from advisor.bench.knobs.workloads import expand
+from advisor.bench.knobs.generated import parse
+from advisor.core.errors import NotFound
+
+
+def test_gen_expands_to_every_schema_seed_and_kind_and_a_bad_name_is_refused():
+    assert expand(("joins", "gen"), ("tpch", "job"), ("1", "2"), ("multi",)) == \
+        ("joins", "multi-tpch.s1", "multi-tpch.s2", "multi-job.s1", "multi-job.s2")
+    assert parse("gen-tpcds.s3").schema == "tpcds"
+    with pytest.raises(NotFound):
+        expand(("gen-oracle.s1",), (), (), ())
+    with pytest.raises(ValueError):
+        expand(("gen",), ("oracle",), ("1",), ("gen",))
+
+
+@pytest.mark.slow  # a server, a load, 8 short runs and their re-measures per engine: minutes here
+@pytest.mark.parametrize("engine", ["postgres", "mariadb"])
+def test_a_generated_multi_knob_workload_runs_on_each_engine(engine, tmp_path):
+    options = BenchOptions(workloads=("multi-tpch.s1",), trials=3, repeats=1, surrogate_seeds=0, opt_seeds=2,
+                           statements=2, scale=0.01, validate="none", engine=engine, out_dir=str(tmp_path))
+    doc = KnobBench(options).run()
+    (w,) = doc["workloads"]
+    assert w["engine"] == engine and w["statements"] == 2 and w["pooled_trials"] == 2 * 4 * 3
+    assert sorted({(r["label"], r["seed"]) for r in w["runs"]}) == \
+        sorted((label, s) for label in ("hibo", "smac", "gp", "tpe") for s in (0, 1))
+    (row,) = doc["generated"]["workloads"]
+    assert row["seeds"] == 2 and set(row["optimizers"]) == {"hibo", "smac", "gp", "tpe"}
+    assert (tmp_path / "knobs.json").exists() and (tmp_path / "knobs-convergence.png").exists()
