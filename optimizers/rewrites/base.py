@@ -27,7 +27,8 @@ class RewriteOptimizer(Optimizer["RewriteProblem"]):
     def _ask(self, n: int, current: Config | None) -> list[Config]:
         """``n`` configs: the i-th holds each statement's i-th candidate, for the statements that have one: the
         distinct forms the search reached, cheapest (estimated) first, then the statement as written, each after the
-        statement-level rules (``rules.statement``; an alternative rule adds its form beside)."""
+        statement-level rules (``rules.statement``; an alternative rule adds its form beside); a statement outside
+        the e-graph's subset gets the statement-level rules' forms alone."""
         from optimizers.rewrites.rules.shown import shown
         from optimizers.rewrites.rules.statement import variants
         from optimizers.rewrites.sql.emit import to_sql
@@ -37,7 +38,10 @@ class RewriteOptimizer(Optimizer["RewriteProblem"]):
         out: list[list[QueryRewrite]] = [[] for _ in range(n)]
         self.seconds: dict[str, float] = {}
         for qid, sql in problem.statements:
-            if qid not in problem.lowered:
+            if qid not in problem.lowered:  # outside the e-graph's subset: the statement-level rules alone
+                for i, (variant, extra) in enumerate(v for v in variants(sql, problem.facts) if v[0] != sql):
+                    if i < n:
+                        out[i].append(QueryRewrite(qid, sql, variant, extra, 1.0))
                 continue
             started = time.perf_counter()
             low = problem.lowered[qid]

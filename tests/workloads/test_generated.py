@@ -81,7 +81,8 @@ def test_family_filter_and_bound_statements(tpch_dsn):
     assert all(isinstance(s, BoundStatement) and s.sql == s.normalized for s in index)
     assert {s.queryid.split(".")[2] for s in index} <= set(INDEX_FAMILIES)
     assert {s.queryid.split(".")[2] for s in index} >= set(INDEX_FAMILIES)  # 8 statements: each family once first
-    rewrites = generated.generate(factory.connector(tpch_dsn), 6, seed=5, families=REWRITE_FAMILIES)
+    n = len(REWRITE_FAMILIES)  # each family once
+    rewrites = generated.generate(factory.connector(tpch_dsn), n, seed=5, families=REWRITE_FAMILIES)
     assert {g.family for g in rewrites} == set(REWRITE_FAMILIES)
     cases = generated.rewrite_cases(rewrites)
     assert [name for name, _, _ in cases] == [g.queryid for g in rewrites] and all(c[2] for c in cases)

@@ -2,19 +2,24 @@
 
 For each schema (TPC-H, the synthetic IMDB of the JOB bench, a TPC-DS subset), loaded at a small scale on a bench
 sandbox, ``workloads.datasets.synthetic`` draws N statements per seed in the rewrite families (correlated scalar
-subqueries, EXISTS, IN, DISTINCT derived tables, set operations, outer joins). They then go through the rewrite
+subqueries, EXISTS, IN, DISTINCT derived tables, set operations, outer joins; and the shapes beyond decorrelation:
+NOT IN, correlated IN, OR-of-joins, joins aggregated on a key, CTEs read twice). They then go through the rewrite
 bench's own per-statement flow (``RewriteBench.measure``: the pipeline's answers, sqlglot's ``optimize()`` as the
 peer, both checked by execution and timed interleaved against the original on one shadow); the search strategies
 are not compared here. The report is per shape family (the generator's ``family``), per schema and overall. On
 any engine (``RewriteBenchOptions.engine``): the generator writes its statements in the server's dialect.
 
 Latencies are medians in ms; a total sums the statements' medians, an output that is wrong, invalid or not timed
-counted as the original (``summary``); speedups are original / other.
+counted as the original (``summary``); speedups are original / other. Per family the table says how many statements
+were rewritten, both totals' speedups, wrong and slower outputs, and the targets (our total speedup against
+sqlglot's, a gain in every family where sqlglot finds one); the machine's load average is recorded at the start
+and end of the run.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -75,7 +80,7 @@ class GeneratedRewriteBench:
         factory.supported(o.engine)
         self.out.mkdir(parents=True, exist_ok=True)
         doc: dict = {"machine": asdict(detect()), "options": asdict(o), "corpus": asdict(c), "schemas": {},
-                     "statements": []}
+                     "statements": [], "load": {"start": os.getloadavg()}}
         with factory.sandbox(o.engine, "bench-rewrite-generated") as production, \
                 tempfile.TemporaryDirectory(prefix="advisor-bench-store-") as tmp:
             service = AdvisorService(Store(Path(tmp) / "store.duckdb"), say=self.say)
@@ -104,6 +109,7 @@ class GeneratedRewriteBench:
                 doc["wall_s"] = round(time.time() - started, 1)  # saved after each schema: a long run keeps its part
                 self._save(doc)
         doc["wall_s"] = round(time.time() - started, 1)
+        doc["load"]["end"] = os.getloadavg()
         self._save(doc)
         plot(doc, self.out / "rewrite-generated.png")
         return doc
@@ -114,7 +120,7 @@ class GeneratedRewriteBench:
                            if any(r["family"] == f for r in rows)}
         doc["by_schema"] = {s: totals([r for r in rows if r["schema"] == s]) for s in doc["schemas"]}
         doc["overall"] = totals(rows)
-        doc["targets"] = targets(doc["overall"])
+        doc["targets"] = targets(doc["overall"], doc["families"])
         (self.out / "rewrite-generated.json").write_text(json.dumps(doc, indent=2, default=str))
 
 
@@ -174,11 +180,29 @@ def totals(rows: list[dict]) -> dict:
     return out
 
 
-def targets(overall: dict) -> dict[str, bool]:
+PEER_FACTOR = 1.5  # the issue's target: our total speedup at least this times sqlglot's, in the same run
+
+
+def missed(families: dict[str, dict]) -> list[str]:
+    """The families where sqlglot's outputs gained (their total more than 5% and 1 ms under the original's) and
+    our answers did not (ours under 1.05x): where a rewrite exists that the rewriter does not find.
+
+    >>> missed({"a": {"original_ms": 100.0, "sqlglot_ms": 50.0, "ours_ms": 99.0},
+    ...         "b": {"original_ms": 100.0, "sqlglot_ms": 99.5, "ours_ms": 100.0}})
+    ['a']
+    """
+    return [f for f, t in families.items() if t["original_ms"] > SLOWER * t["sqlglot_ms"]
+            and t["original_ms"] - t["sqlglot_ms"] >= MIN_ABS_MS and t["original_ms"] < SLOWER * t["ours_ms"]]
+
+
+def targets(overall: dict, families: dict[str, dict] | None = None) -> dict[str, bool]:
     """The issue's targets on the generated corpus (reported, never asserted)."""
     bad = overall["ours_verdicts"]["wrong"] + overall["ours_verdicts"]["invalid"]
     ours, peer = overall["ours_speedup"], overall["sqlglot_speedup"]
     return {"total speedup at least sqlglot's (same run)": bool(ours and peer and ours >= peer),
+            f"total speedup at least {PEER_FACTOR:g}x sqlglot's (same run)": bool(
+                ours and peer and ours >= PEER_FACTOR * peer),
+            "a gain in every family where sqlglot finds one": not missed(families or {}),
             "0 wrong and 0 invalid (ours)": bad == 0,
             "no statement > 5% (and >= 1 ms) slower than written": not overall["ours_slower"],
             "no statement > 5% slower than written, any size": not (overall["ours_slower"]
@@ -226,11 +250,20 @@ def table(doc: dict) -> str:
             ours, peer = r["ours_lat_ms"] or r["original_lat_ms"], r["sqlglot_lat_ms"]
             lines.append(f"    {n}: written {r['original_lat_ms']:.1f} ms, ours {ours:.1f} ms, sqlglot "
                          f"{'-' if peer is None else f'{peer:.1f}'} ms; ours: {r['reason'] or 'rewritten'}")
+    ours, peer = doc["overall"]["ours_speedup"], doc["overall"]["sqlglot_speedup"]
+    lines.append(f"  our total speedup over sqlglot's: {_x(ours / peer if ours and peer else None)}x; families "
+                 f"where sqlglot gains and we do not: {', '.join(missed(doc['families'])) or 'none'}")
     for key, met in doc["targets"].items():
         lines.append(f"  target {key}: {'met' if met else 'NOT met'}")
     lines.append(f"\nwall time {doc['wall_s']:.0f} s; machine: {m['cores']} cores, "
-                 f"{m['memory_bytes'] / 2 ** 30:.1f} GiB memory, {m['storage']} storage ({m['source']})")
+                 f"{m['memory_bytes'] / 2 ** 30:.1f} GiB memory, {m['storage']} storage ({m['source']}); load "
+                 f"average (1, 5, 15 min) at the start {_load(doc, 'start')}, at the end {_load(doc, 'end')}")
     return "\n".join(lines)
+
+
+def _load(doc: dict, when: str) -> str:
+    values = doc.get("load", {}).get(when)
+    return "-" if not values else "/".join(f"{v:.1f}" for v in values)
 
 
 def plot(doc: dict, path: Path) -> None:

@@ -23,9 +23,11 @@ def tables_read(problem: RewriteProblem, queryid: str) -> dict[str, dict[str, st
     base tables (and, for a statement searched over a block, the whole statement's) and every table its text
     names (``tables_named``): a subquery in the select list, ORDER BY, a CASE or HAVING is in neither lowered
     set, and a table missing from the check databases makes the original fail there."""
-    lowered = problem.lowered[queryid]
-    names = lowered.base_tables() | tables_named(dict(problem.statements)[queryid], dialect=problem.dialect)
-    if lowered.nested is not None:
+    names = tables_named(dict(problem.statements)[queryid], dialect=problem.dialect)
+    lowered = problem.lowered.get(queryid)  # None outside the e-graph's subset (the statement-level rules alone)
+    if lowered is not None:
+        names |= lowered.base_tables()
+    if lowered is not None and lowered.nested is not None:
         names |= lowered.nested.tables()
     return {t: problem.schema[t] for t in sorted(names) if t in problem.schema}
 

@@ -6,6 +6,12 @@ rejects), so a rewrite is only made where it keeps the statement's meaning. Gold
 a correlated scalar aggregate; ``decorrelate_shell``: the subqueries of a select list, CASE, ORDER BY or HAVING) run
 in Python when a statement's term is built and add their form as equal to the written one
 (``optimizers.rewrites.search.term``; golden tests: ``tests/optimizers/rewrites/rules/test_decorrelate*.py``).
+Statement-level rules (``rules.statement``) rewrite a whole statement's syntax tree; the shapes beyond decorrelation
+are each a module of them: ``semijoins`` (correlated IN as EXISTS, NOT IN as NOT EXISTS with its NULLs, an
+EXISTS under OR as a LEFT JOIN to its grouped subquery),
+``or_split`` (an OR in a join's ON as UNION ALL branches), ``eager`` (aggregation below a join on a key),
+``ctes`` (a CTE read twice: its readings' filters pushed into it, or written as derived tables); golden tests:
+``tests/optimizers/rewrites/rules/test_shapes.py``.
 
 Dialects: a rule keeps a statement's meaning under one engine's semantics, which another's may break (how NULLs
 and strings compare, what a GROUP BY may select). Every rule module declares ``DIALECTS`` (``base.Dialects``: the
@@ -23,8 +29,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from optimizers.rewrites.rules import (decorrelate, decorrelate_shell, joins, nulls, pushdown, shell, simplify,
-                                      statement, views)
+from optimizers.rewrites.rules import (ctes, decorrelate, decorrelate_shell, eager, joins, nulls, or_split,
+                                      pushdown, semijoins, shell, simplify, statement, views)
 from optimizers.rewrites.rules.base import Rule
 from optimizers.rewrites.rules.joins import JOIN_RULES
 from optimizers.rewrites.rules.nulls import NULL_RULES
@@ -45,6 +51,10 @@ MODULES: tuple[tuple[ModuleType, tuple[str, ...]], ...] = (
     (decorrelate_shell, decorrelate_shell.NAMES),
     (statement, tuple(r.name for r in statement.STATEMENT_RULES if r.dialects is statement.DIALECTS)),
     (simplify, ("simplify_predicates",)),
+    (semijoins, ("correlated_in_to_exists", "exists_to_left_join", "not_in_to_not_exists")),
+    (or_split, ("or_split",)),
+    (eager, ("eager_aggregate",)),
+    (ctes, ("push_into_ctes", "inline_ctes")),
 )
 
 

@@ -23,6 +23,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from optimizers.rewrites.rules import ctes, eager, or_split, semijoins
 from optimizers.rewrites.rules.base import EVERY_DIALECT, Dialects, Facts
 from optimizers.rewrites.rules.simplify import DIALECTS as SIMPLIFY_DIALECTS, simplify_predicates
 
@@ -219,22 +220,50 @@ STATEMENT_RULES: tuple[StatementRule, ...] = (
     StatementRule("join_on_key_to_exists", join_on_key_to_exists.__doc__ or "", join_on_key_to_exists,
                   alternative=True),
     StatementRule("or_to_union_all", or_to_union_all.__doc__ or "", or_to_union_all, alternative=True),
+    # the shapes beyond decorrelation, each its module: alternatives, which the planner's re-ranking and the race
+    # on the shadow take or leave
+    StatementRule("correlated_in_to_exists", semijoins.correlated_in_to_exists.__doc__ or "",
+                  semijoins.correlated_in_to_exists, alternative=True, dialects=semijoins.DIALECTS),
+    StatementRule("exists_to_left_join", semijoins.exists_to_left_join.__doc__ or "",
+                  semijoins.exists_to_left_join, alternative=True, dialects=semijoins.DIALECTS),
+    StatementRule("not_in_to_not_exists", semijoins.not_in_to_not_exists.__doc__ or "",
+                  semijoins.not_in_to_not_exists, alternative=True, dialects=semijoins.DIALECTS),
+    StatementRule("or_split", or_split.or_split.__doc__ or "", or_split.or_split, alternative=True,
+                  dialects=or_split.DIALECTS),
+    StatementRule("eager_aggregate", eager.eager_aggregate.__doc__ or "", eager.eager_aggregate, alternative=True,
+                  dialects=eager.DIALECTS),
 )
+
+# a statement's WITH (``rules.ctes``): the readings' filters pushed into a CTE read twice or more (an alternative
+# of its own), and the CTEs so read written as derived tables, which the rules above then take on (they see only
+# tables of the catalog in FROM)
+PUSH = StatementRule("push_into_ctes", ctes.push_into_ctes.__doc__ or "", ctes.push_into_ctes, alternative=True,
+                     dialects=ctes.DIALECTS)
+INLINE = StatementRule("inline_ctes", ctes.inline_ctes.__doc__ or "", ctes.inline_ctes,
+                       dialects=ctes.DIALECTS)
 
 
 def variants(sql: str, facts: Facts) -> list[tuple[str, tuple[str, ...]]]:
     """``sql`` after the replacing rules, then each alternative rule's form of that: (SQL, rules applied). A
-    statement with a WITH clause is left as it is: the rules take a name in FROM for the catalog's table, and a CTE
-    may shadow one (``WITH orders AS (...)``: its rows need not honour the table's keys). Read and written in
+    statement with a WITH clause gets the readings' filters pushed into its CTEs (``push_into_ctes``, beside) and its
+    CTEs read twice or more written as derived tables (``inline_ctes``); one with a WITH left is not rewritten
+    further: the rules take a name in FROM for the catalog's table, and a CTE may shadow one (``WITH orders AS
+    (...)``: its rows need not honour the table's keys). Read and written in
     ``facts.dialect``; a rule applies only in a dialect it holds in (its ``dialects``, its module's ``DIALECTS``)."""
     try:
         tree = sqlglot.parse_one(sql, read=facts.dialect)
     except SqlglotError:
         return [(sql, ())]
-    if tree.args.get("with_"):
-        return [(sql, ())]
     applied: tuple[str, ...] = ()
     alternatives = []
+    if tree.args.get("with_"):
+        pushed = PUSH.apply(tree, facts) if isinstance(tree, exp.Select) else None
+        if pushed is not None:
+            alternatives.append((pushed, (PUSH.name,)))
+        tree = INLINE.apply(tree, facts) if isinstance(tree, exp.Select) else None
+        if tree is None or tree.args.get("with_"):
+            return [(sql, ())] + [(t.sql(dialect=facts.dialect), names) for t, names in alternatives]
+        applied = (INLINE.name,)
     for rule in STATEMENT_RULES:
         if not isinstance(tree, exp.Select):
             break

@@ -20,15 +20,15 @@ from advisor.core.progress import Say
 from connectors.base import TAG, Connector, Session
 from workloads.statements.target import loader_connector
 from workloads.statements.binding import BoundStatement
-from workloads.datasets.synthetic import families, rewrites
+from workloads.datasets.synthetic import families, rewrite_shapes, rewrites
 from workloads.datasets.synthetic.catalog import SOURCE_DIALECT, Schema, Table, read_schema
 from workloads.datasets.synthetic.draw import Ctx, Row, literal
 from workloads.datasets.sqlsource import to_dialect
 
 INDEX_FAMILIES = tuple(families.BUILDERS)
-REWRITE_FAMILIES = tuple(rewrites.BUILDERS)
+REWRITE_FAMILIES = tuple(rewrites.BUILDERS) + tuple(rewrite_shapes.BUILDERS)
 FAMILIES = INDEX_FAMILIES + REWRITE_FAMILIES
-BUILDERS = {**families.BUILDERS, **rewrites.BUILDERS}
+BUILDERS = {**families.BUILDERS, **rewrites.BUILDERS, **rewrite_shapes.BUILDERS}
 # calls in an observed interval are drawn as BASE_CALLS x a Pareto variate: lookups are frequent, reports rare
 BASE_CALLS = {"lookup": 40, "composite": 20, "prefix": 10, "date_range": 10, "join": 5, "aggregate": 2}
 REWRITE_CALLS = 3
