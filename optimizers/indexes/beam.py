@@ -21,10 +21,10 @@ from optimizers.indexes.problem import IndexProblem
 if TYPE_CHECKING:
     from optimizers.indexes.td3 import TD3Agent
 
-MAX_NODES = 240  # configurations a beam decoding costs at most
+MAX_NODES = 600  # configurations a beam decoding costs at most
 
 
-def decode(agent: "TD3Agent", problem: IndexProblem, width: int = 3, branch: int = 4,
+def decode(agent: "TD3Agent", problem: IndexProblem, width: int = 6, branch: int = 6,
            max_nodes: int = MAX_NODES) -> tuple[float, list[IndexChange]]:
     """(cost, configuration) of the cheapest configuration the beam reached (the empty one when no action is
     valid); see the module docstring."""

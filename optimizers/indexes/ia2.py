@@ -53,9 +53,11 @@ OWN_MIX = 0.3
 ADAPT_EPISODES = 40
 ADAPT_WHATIF_BUDGET = 1_000
 ADAPT_EXPLORE = 0.3
-# beam decoding of the policy (``optimizers.indexes.beam``): partial configurations kept per step (0: off); the
-# cheapest of the greedy rollout, the samples and the beam is IA2's set
-BEAM = 3
+# beam decoding of the policy (``optimizers.indexes.beam``): partial configurations kept per step (0: off), each
+# grown by the policy's 6 best actions; the cheapest of the greedy rollout, the samples and the beam is IA2's set.
+# On 40 TPC-H instances (SF 0.05, 8 mixes x 5 budgets) IA2's set came within 2% of the ILP's what-if cost on 80%
+# (62-68% without the beam; a beam of 3 x 4: 70%)
+BEAM = 6
 
 
 def _td3():
