@@ -199,10 +199,20 @@ def _bench_report(doc: dict, json_out: bool, table, out: str, *saved: str) -> No
         print(f"saved {' and '.join(f'{out}/{name}' for name in saved)}")
 
 
+def _key_sets(text: str) -> tuple[str, ...]:
+    """The bench's key sets: names, or ``held-out`` for the families no shipped model is trained on."""
+    from advisor.tuning.learned_index.training import HELD_OUT_SETS
+
+    return tuple(n for name in _names([text]) for n in (HELD_OUT_SETS if name == "held-out" else (name,)))
+
+
 @bench_app.command("learned-index")
 def bench_learned_index(
         datasets: Annotated[str, typer.Option(help="comma-separated synthetic key sets: books, fb, osm, uniform, "
-                                                   "normal")] = "books,fb,osm,uniform,normal",
+                                                   "normal, lognormal, zipf-clustered, piecewise, bursty, sequential, "
+                                                   "mixture; or held-out (normal, zipf-clustered, bursty: the shapes "
+                                                   "no shipped model saw). LITune meta-trains on the families not "
+                                                   "evaluated")] = "books,fb,osm,uniform,normal",
         workloads: Annotated[str, typer.Option(help="comma-separated mixes: read-only, read-heavy, balanced, "
                                                     "write-heavy")] = "read-only,read-heavy,balanced,write-heavy",
         seeds: Annotated[str, typer.Option(help="comma-separated seeds (key sets and streams)")] = "1,2",
@@ -221,8 +231,12 @@ def bench_learned_index(
                                                min=0)] = 3,
         finalist_rounds: Annotated[int, typer.Option(help="rotating rounds of that re-measure (0: none)",
                                                      min=0)] = 4,
-        episodes: Annotated[int, typer.Option(help="LITune's meta-training episodes", min=1)] = 60,
+        episodes: Annotated[int, typer.Option(help="LITune's meta-training episodes", min=1)] = 300,
         device: Annotated[str, typer.Option(help="LITune's training device: auto, cpu, cuda")] = "auto",
+        litune_model: Annotated[str, typer.Option(help="LITune's model: trained (meta-trained here on the key "
+                                                       "families the grid does not evaluate) or shipped (advisor "
+                                                       "train's, refused if it saw an evaluated family)")] =
+        "trained",
         drift: Annotated[bool, typer.Option(help="run the drift part (online vs one-shot vs re-tuned)")] = True,
         drift_dataset: Annotated[str, typer.Option(help="drift: the key set whose distribution shifts")] = "books",
         drift_from: Annotated[str, typer.Option(help="drift: the first phase's mix")] = "read-heavy",
@@ -250,9 +264,9 @@ def bench_learned_index(
         _bench_report(resummarize(summarize, out), json_out, table, out, "learned-index.json", "learned-index.png")
         return
     options = LearnedBenchOptions(
-        datasets=_names([datasets]), workloads=_names([workloads]), seeds=_seeds(seeds), keys=keys, budget=budget,
+        datasets=_key_sets(datasets), workloads=_names([workloads]), seeds=_seeds(seeds), keys=keys, budget=budget,
         tuners=_names([tuners]), indexes=_names([indexes]), rounds=rounds, finalists=finalists,
-        finalist_rounds=finalist_rounds, episodes=episodes, device=device,
+        finalist_rounds=finalist_rounds, episodes=episodes, device=device, litune_model=litune_model,
         drift=drift, drift_dataset=drift_dataset, drift_from=drift_from, drift_to=drift_to, drift_phases=drift_phases,
         drift_ops=drift_ops, drift_budget=drift_budget, online_budget=online_budget, out_dir=out)
     if meta_train_only:

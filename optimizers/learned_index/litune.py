@@ -10,8 +10,14 @@
   tasks the agent starts untrained (it then searches locally around the best safe point until its own tells have trained
   it). ``ask`` without ``prepare`` uses the untrained agent.
 * ``ask``: LITune's first proposal of a phase is its reference (the defaults; after ``online`` the incumbent),
-  whose outcome every reward is relative to. Then the policy's point for the current state (the last steps and
-  the descriptor) plus Gaussian exploration noise decaying with safe evidence, clipped to the trust region
+  whose outcome every reward is relative to. A meta-trained agent then proposes its policy's own point for the
+  descriptor (the key set's shape and the mix), noise-free: meta-training cloned the actor onto the best
+  configuration of each training task, so this is where tasks of that shape did best. Its next ``portfolio``
+  proposals are the best configurations of the meta-training tasks nearest in descriptor (kept with the model,
+  ``elites``), a warm start learned across key families and mixes. Then the policy's point for
+  the current state (the last steps and the descriptor) plus Gaussian exploration noise decaying with safe evidence
+  (narrower once meta-trained: ``noise_trained``), or with ``local_share`` a point near the best safe one, clipped
+  to the trust region
   around the best safe point; a point the unsafe-region model predicts unsafe is drawn again with more noise,
   and after ``TRIES`` draws the proposal falls back to a small perturbation of the best safe point. Points told
   in this phase are not proposed again.
@@ -57,15 +63,17 @@ class LITune(LearnedIndexOptimizer):
     description = ("LITune: TD3 with a context encoder, meta-trained across datasets and workloads, safe exploration "
                    "(unsafe-region model, trust region), online adaptation under drift")
 
-    def _setup(self, episodes: int = 60, steps: int = 8, device: str = "auto", retrain: bool = False,
+    def _setup(self, episodes: int = 300, steps: int = 8, device: str = "auto", retrain: bool = False,
                updates_per_tell: int = 4, noise: float = 0.15, noise_end: float = 0.04, trust: float = 0.15,
-               trust_trained: float = 0.35, full_after: int = 12, radius: float = 0.12, online_buffer: int = 512,
-               online_warmup: int = 8, local_share: float = 0.3) -> None:
+               trust_trained: float = 0.5, full_after: int = 12, radius: float = 0.12, online_buffer: int = 512,
+               online_warmup: int = 8, local_share: float = 0.3, noise_trained: float = 0.06,
+               portfolio: int = 4) -> None:
         self.episodes, self.episode_steps, self.device, self.retrain = int(episodes), int(steps), device, retrain
         self.updates_per_tell, self.noise, self.noise_end = int(updates_per_tell), float(noise), float(noise_end)
         self.trust, self.trust_trained, self.full_after = float(trust), float(trust_trained), int(full_after)
         self.radius, self.online_buffer, self.online_warmup = float(radius), int(online_buffer), int(online_warmup)
-        self.local_share = float(local_share)
+        self.local_share, self.noise_trained, self.portfolio = float(local_share), float(noise_trained), int(portfolio)
+        self.elites: list = []  # [descriptor, best x] of each meta-training task (the portfolio's candidates)
         self.agent = None
         self.rng = np.random.default_rng(self.seed)
         self.features = tuple(float(f) for f in self.problem.features)
@@ -113,6 +121,7 @@ class LITune(LearnedIndexOptimizer):
                     "the shipped ones)")
                 continue
             self.agent, self.prior, self.trained = agent, [list(v) for v in blob.get("prior", [])], True
+            self.elites = list(blob["meta"].get("elites", []))
             self.training = {"trained": False, "loaded": True, "shipped": shipped, "model": str(where),
                              "device": str(self.agent.device), "seconds": round(time.perf_counter() - start, 3),
                              "meta": blob["meta"], "manifest": manifest, "reward": reward, "refused": refused}
@@ -132,7 +141,7 @@ class LITune(LearnedIndexOptimizer):
         self.agent, stats, self.prior = litune_shipped.meta_trained(
             self.problem.space, tasks, self.episodes, self.episode_steps, self.seed, self.device, say,
             self.problem.memory_limit_bytes, keep=self.online_buffer, prior=PRIOR)
-        self.trained = True
+        self.trained, self.elites = True, list(stats.elites)
         if path is not None:
             litune_shipped.save(self.agent, stats, self.prior, path,
                                 {"index": self.problem.index, "seed": self.seed, "episodes": self.episodes,
@@ -191,14 +200,26 @@ class LITune(LearnedIndexOptimizer):
         trust = TrustRegion(self.trust_trained if self.trained else self.trust, self.full_after)
         seen = {json.dumps(s["config"], sort_keys=True) for s in self._phase_steps()}
         progress = min(1.0, safe / self.full_after)
-        sigma = self.noise + (self.noise_end - self.noise) * progress
+        start = self.noise_trained if self.trained else self.noise  # a meta-trained point needs only refining
+        sigma = start + (min(self.noise_end, start) - start) * progress
         learned = self.trained or agent.buffer.size >= self.online_warmup
-        local = not learned or self.rng.random() < self.local_share
+        told = len(self._phase_steps()) - 1  # besides the reference
+        if self.trained and 1 <= told <= self.portfolio:
+            for x in self._nearest_elites():
+                if not unsafe(x) and json.dumps(space.decode(x), sort_keys=True) not in seen:
+                    self.last = {"*": "portfolio: the best configuration of a meta-training task of like shape"}
+                    return x
+        first = self.trained and told <= 0  # the meta-trained policy's own point, noise-free
+        local = not first and (not learned or self.rng.random() < self.local_share)
         if local:
             base = center
         else:
             ctx = agent_mod.context(self._phase_steps(), self.reference, d, agent.options.context)
             base = agent.act(ctx, agent_mod.feature_vector(self.features))
+            x = space.encode(space.decode(base))
+            if first and not unsafe(x) and json.dumps(space.decode(x), sort_keys=True) not in seen:
+                self.last = {"*": "policy: the meta-trained point for this key set's shape and mix"}
+                return x
         for attempt in range(2 * TRIES):
             fallback = attempt >= TRIES
             scale = 0.05 if fallback else sigma * (1 + attempt / 2)
@@ -215,6 +236,20 @@ class LITune(LearnedIndexOptimizer):
             if not unsafe(x):
                 return x
         return x
+
+    def _nearest_elites(self) -> list[np.ndarray]:
+        """The meta-training tasks' best configurations, nearest task first: distance between descriptors, each
+        number scaled by its spread over the tasks."""
+        if not self.elites:
+            return []
+        agent_mod, _ = _parts()
+        space = self.problem.space
+        feats = np.asarray([e[0] for e in self.elites], dtype=float)
+        spread = feats.std(axis=0) + 1e-6
+        here = agent_mod.feature_vector(self.features)
+        order = np.argsort(np.abs((feats - here) / spread).sum(axis=1), kind="stable")
+        return [space.encode(space.decode(np.asarray(self.elites[i][1], dtype=float))) for i in order
+                if len(self.elites[i][1]) == space.dim]
 
     def _region(self):
         """The veto: the k-NN over this run's visits, or the classifier over the prior and this run's visits."""
@@ -269,7 +304,8 @@ class LITune(LearnedIndexOptimizer):
         return {"agent": persistence.to_text(self.agent.to_blob()) if self.agent is not None else None,
                 "rng": self.rng.bit_generator.state, "features": list(self.features), "steps": self.steps,
                 "phase": self.phase, "reference": self.reference, "anchor": self.anchor, "trained": self.trained,
-                "training": self.training, "last": self.last, "prior": self.prior}
+                "training": self.training, "last": self.last, "prior": self.prior,
+                "elites": self.elites}
 
     def _restore(self, state: dict) -> None:
         agent_mod, _ = _parts()
@@ -284,4 +320,5 @@ class LITune(LearnedIndexOptimizer):
         self.phase, self.reference, self.anchor = int(state["phase"]), state["reference"], dict(state["anchor"])
         self.trained, self.training, self.last = bool(state["trained"]), state["training"], dict(state["last"])
         self.prior = [list(v) for v in state.get("prior", [])]
+        self.elites = list(state.get("elites", []))
         self._classifier = (-1, None)

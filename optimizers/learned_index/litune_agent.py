@@ -33,7 +33,7 @@ from optimizers.rl.replay import ReplayBuffer
 from optimizers.torch_runtime import resolve_device
 
 STATS = 8  # hashed buckets for the structure statistics (their names are the engine's)
-FEATURES = 16  # descriptor numbers the agent reads
+FEATURES = 24  # descriptor numbers the agent reads (the key set's shape and the mix: 18 today)
 METRIC_KEYS = ("throughput_ops", "p99_ns", "memory_bytes", "unsafe", "cpu_ns_per_op")  # not hashed as statistics
 # (the CPU time per operation is the objective, already in the state as its ratio to the reference's)
 
@@ -182,6 +182,26 @@ class Agent:
             values=lambda: [c(torch.cat([s, a], -1)).squeeze(-1) for c in self.critics],
             actor_loss=lambda: -self.critics[0](torch.cat([state, self.actor(state)], -1)).mean(),
             critic_optimizer=self.opt_critic, actor_optimizer=self.opt_actor, pairs=((self.nets, self.targets),))
+
+    def clone(self, ctx: np.ndarray, feats: np.ndarray, targets: np.ndarray, steps: int,
+              rng: np.random.Generator) -> float:
+        """Behaviour cloning onto the best configurations meta-training found (TD3+BC's term, Fujimoto and Gu
+        2021, as a phase of its own): ``steps`` Adam steps of the actor's mean squared distance to ``targets``
+        from states (``ctx``, ``feats``: one row each), on batches drawn with ``rng``; the encoder is read
+        detached, as the actor always reads it. Returns the last batch's loss."""
+        loss = torch.zeros(())
+        if not len(targets):
+            return 0.0
+        c, f, t = (torch.as_tensor(np.asarray(v, np.float32), device=self.device) for v in (ctx, feats, targets))
+        for _ in range(steps):
+            idx = torch.as_tensor(rng.integers(0, len(t), size=min(self.options.batch, len(t))), device=self.device)
+            with torch.no_grad():
+                state = self.encoder(c[idx], f[idx])
+            loss = ((self.actor(state) - t[idx]) ** 2).mean()
+            self.opt_actor.zero_grad()
+            loss.backward()
+            self.opt_actor.step()
+        return float(loss.detach())
 
     # --- persistence: one blob of tensors (torch.save, weights_only loadable) ---------------------------------
 

@@ -11,6 +11,12 @@ trials, each episode on the next task in turn and starting from the task's defau
 reference of its rewards), actions from the policy plus Gaussian noise decaying from ``noise_start`` to
 ``noise_end`` (the first ``warmup`` transitions uniform at random), TD3 updates after each step. The task's
 descriptor is part of the state, so one policy learns where good parameters lie for each kind of data and mix.
+Then each task's ``elites`` best safe configurations are measured ``remeasure`` times more and the one with the
+lowest median is the task's best; the actor is cloned onto those (``clone_steps`` steps of ``Agent.clone``, TD3+BC's
+term) from every state the task's episodes passed through, so its first point on a new key set is the best
+configuration of the tasks whose shape and mix it resembles, which the online updates and the search around the
+best safe point refine. The tasks' descriptors and best configurations are kept with the model (``elites``): after
+the policy's point LITune tries the best configurations of the training tasks nearest in shape and mix.
 """
 
 from __future__ import annotations
@@ -38,6 +44,10 @@ class MetaOptions:
     warmup: int = 48  # transitions drawn uniformly before the policy acts
     noise_start: float = 0.3
     noise_end: float = 0.05
+    elites: int = 3  # best configurations per task re-measured ...
+    remeasure: int = 2  # ... this many more times each, for the task's best
+    clone_steps: int = 400  # behaviour-cloning steps onto the tasks' best (0: none)
+    states: int = 64  # states kept per task for the cloning
 
 
 @dataclass
@@ -51,6 +61,11 @@ class MetaStats:
     tasks: list[str] = field(default_factory=list)
     # per task: the best ns/op the last episode on it found over its default's (lower is better)
     final_ratio: dict[str, float | None] = field(default_factory=dict)
+    # per task: its best configuration's median ns/op (re-measured) over the default's; the cloning's last loss
+    best_ratio: dict[str, float | None] = field(default_factory=dict)
+    clone_loss: float | None = None
+    # per task: [its descriptor (``feature_vector``), its best configuration in the unit cube]: LITune's portfolio
+    elites: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {**asdict(self), "seconds": round(self.seconds, 3)}
@@ -76,6 +91,8 @@ def meta_train(agent: Agent, space: ParamSpace, tasks: Sequence[TrainingTask], o
     start = time.perf_counter()
     k, d = agent.options.context, agent.d
     references: dict[str, dict | None] = {}
+    found_by: dict[str, list[dict]] = {}  # per task: its safe steps
+    states: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}  # per task: (context, features) seen
     total = max(1, options.episodes)
     with cpu_threads(agent.device):
         for ep in range(options.episodes):
@@ -106,6 +123,11 @@ def meta_train(agent: Agent, space: ParamSpace, tasks: Sequence[TrainingTask], o
                 stats.unsafe += int(step["unsafe"])
                 visits.append((step["x"], step["avoid"]))
                 steps.append(step)
+                if step["objective"] is not None and not step["unsafe"]:
+                    found_by.setdefault(task.name, []).append(step | {"config": dict(config)})
+                seen = states.setdefault(task.name, [])
+                if len(seen) < options.states:
+                    seen.append((ctx, feats))
                 agent.buffer.add(ctx, feats, x, reward(step, ref, agent.options), context(steps, ref, d, k), feats,
                                  t == options.steps - 1)
                 if agent.buffer.size >= min(options.warmup, agent.options.batch):
@@ -118,9 +140,49 @@ def meta_train(agent: Agent, space: ParamSpace, tasks: Sequence[TrainingTask], o
                 ratios = [v for v in stats.final_ratio.values() if v is not None]
                 say(f"LITune meta-training: episode {ep + 1}/{total}, mean best ns/op over defaults "
                     f"{np.mean(ratios) if ratios else float('nan'):.3f}, {time.perf_counter() - start:.0f}s")
+        if options.clone_steps > 0:
+            ctxs, featss, targets = [], [], []
+            for task in tasks:
+                best = _best_of(task, found_by.get(task.name, []), references.get(task.name), space, options,
+                                memory_limit_bytes, stats)
+                if best is None:
+                    continue
+                stats.elites.append([[round(float(v), 5) for v in feature_vector(task.features)],
+                                     [round(float(v), 5) for v in best]])
+                for ctx, feats in states.get(task.name, []):
+                    ctxs.append(ctx), featss.append(feats), targets.append(best)
+            if targets:
+                stats.clone_loss = round(agent.clone(np.stack(ctxs), np.stack(featss), np.stack(targets),
+                                                     options.clone_steps, rng), 5)
+                say(f"LITune meta-training: actor cloned onto the best of {len(stats.best_ratio)} tasks (loss "
+                    f"{stats.clone_loss:.4f}), {time.perf_counter() - start:.0f}s")
     stats.updates = agent.updates
     stats.seconds = time.perf_counter() - start
     return stats
+
+
+def _best_of(task: TrainingTask, found: list[dict], ref: dict | None, space: ParamSpace, options: MetaOptions,
+             memory_limit_bytes: int | None, stats: MetaStats) -> np.ndarray | None:
+    """The task's best configuration in the unit cube: its ``elites`` best safe steps, each measured ``remeasure``
+    more times, the lowest median (a single lucky round is not a best); None when it had no safe step."""
+    if ref is None or not found:
+        return None
+    unique: dict[str, dict] = {}
+    for s in sorted(found, key=lambda s: s["objective"]):
+        unique.setdefault(repr(sorted(s["config"].items())), s)
+    medians = []
+    for s in list(unique.values())[: options.elites]:
+        runs = [s["objective"]]
+        for _ in range(options.remeasure):
+            again = make_step(s["x"], task.evaluate(s["config"]), memory_limit_bytes)
+            stats.evaluations += 1
+            runs.append(again["objective"] if again["objective"] is not None and not again["unsafe"] else np.inf)
+        medians.append((float(np.median(runs)), s["x"]))
+    value, x = min(medians, key=lambda m: m[0])
+    if not np.isfinite(value):
+        return None
+    stats.best_ratio[task.name] = round(value / ref["objective"], 4)
+    return np.asarray(x, np.float32)
 
 
 def stats_from(data: Mapping) -> MetaStats:

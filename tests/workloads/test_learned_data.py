@@ -32,6 +32,16 @@ def test_the_families_differ_in_shape():
         synthetic("wiki", 10, seed=0)
 
 
+def test_the_generated_families_have_the_shapes_their_names_say():
+    f = {name: describe(synthetic(name, 20_000, seed=2)) for name in SYNTHETIC}
+    assert f["bursty"]["burstiness"] > f["uniform"]["burstiness"] + 1  # counts per window far from Poisson
+    assert f["bursty"]["gap_q90"] > f["uniform"]["gap_q90"] + 3  # quiet stretches: a long gap tail
+    assert f["sequential"]["min_gap_share"] > 0.3 > f["uniform"]["min_gap_share"]  # runs of consecutive ids
+    assert f["zipf-clustered"]["min_gap_share"] > 0.2
+    for name in ("piecewise", "lognormal", "mixture"):  # curved CDFs: a finer model fits far better
+        assert f[name]["cdf_err_1"] > f[name]["cdf_err_256"] + 4 and f[name]["cdf_err_1"] > f["uniform"]["cdf_err_1"]
+
+
 def test_read_keys_reads_sosd_binary_and_text(tmp_path):
     keys = np.array([5, 1, 9, 1, 2**63], dtype=np.uint64)
     binary = tmp_path / "books_5_uint64"

@@ -46,7 +46,7 @@ REACH = 0.95  # evaluations to reach this fraction of the cell's best trial thro
 
 @dataclass(frozen=True)
 class LearnedBenchOptions:
-    datasets: tuple[str, ...] = keysets.SYNTHETIC
+    datasets: tuple[str, ...] = keysets.SOSD_LIKE
     workloads: tuple[str, ...] = mixes.MIXES
     seeds: tuple[int, ...] = (1, 2)
     keys: int = 200_000
@@ -57,7 +57,8 @@ class LearnedBenchOptions:
     rounds: int = 3  # interleaved validation rounds per tuner (and for the sorted array)
     finalists: int = picking.FINALISTS  # the search's best configurations re-measured beside the defaults ...
     finalist_rounds: int = picking.ROUNDS  # ... in this many rotating rounds, for the pick (0: the search's best)
-    episodes: int = 60  # LITune's meta-training episodes
+    episodes: int = 300  # LITune's meta-training episodes
+    litune_model: str = "trained"  # trained: meta-trained here on the families not evaluated; shipped: advisor train's
     device: str = "auto"  # LITune's training device: auto, cpu, cuda
     drift: bool = True
     drift_dataset: str = "books"
@@ -84,6 +85,8 @@ class LearnedBenchOptions:
             raise InvalidInput(f"unknown drift dataset {self.drift_dataset!r}: choose from "
                                f"{', '.join(keysets.SYNTHETIC)}")
         mixes.parse_mix(self.drift_from), mixes.parse_mix(self.drift_to)
+        if self.litune_model not in ("trained", "shipped"):
+            raise InvalidInput(f"unknown LITune model {self.litune_model!r}: choose trained or shipped")
         if self.device not in ("auto", "cpu", "cuda"):
             raise InvalidInput(f"unknown device {self.device!r}: choose auto, cpu or cuda")
         if self.keys < 2_000 or self.budget < 2 or self.rounds < 1 or not self.seeds:

@@ -9,6 +9,8 @@
 - ``drift``: online (LITune O2) over re-tuned-from-scratch throughput per phase; met when every phase is >= 0.8.
 - ``sorted_array``: ALEX at the best tuner's configuration over the sorted array, on the same stream in interleaved
   rounds: at least 1/3 on read-only (pure lookups), above 1 on write-heavy.
+- ``leader``: the tuner the run shows ahead (the highest delivered speedup in CPU time over the cells), which the
+  kind's default optimizer should be.
 """
 
 from __future__ import annotations
@@ -20,14 +22,28 @@ from pathlib import Path
 BO = "gp"  # the project's BO the LITune target is measured against
 
 
+def cpu_speedup(r: dict) -> float:
+    """A row's delivered speedup in thread CPU time per operation: 1 / (1 - its CPU-time gain) where the validation
+    accepted it, else 1.0 (the defaults kept).
+
+    >>> cpu_speedup({"accepted": True, "cpu_gain": 0.5}), cpu_speedup({"accepted": False, "cpu_gain": 0.3})
+    (2.0, 1.0)
+    """
+    if not r.get("accepted") or r.get("cpu_gain") is None:
+        return 1.0
+    return 1.0 / max(1.0 - r["cpu_gain"], 1e-9)
+
+
 def gain_target(doc: dict) -> dict:
     """Per pair, the best gain the pipeline would deliver: a tuner's validated gain where the interleaved
     validation accepted it, 1.0 (the defaults kept) where it did not; ``measured`` is the best gain measured."""
     delivered: dict[str, list[float]] = defaultdict(list)
     measured: dict[str, list[float]] = defaultdict(list)
+    cpu: dict[str, list[float]] = defaultdict(list)
     for c in doc["cells"]:
         if c["index"] == "alex":
             pair = f"{c['dataset']}/{c['workload']}"
+            cpu[pair].append(max(cpu_speedup(r) for r in c["tuners"]))
             delivered[pair].append(max(r["gain"] if r["accepted"] else 1.0 for r in c["tuners"]))
             measured[pair].append(max(r["gain"] for r in c["tuners"]))
     gains = {p: round(statistics.median(v), 3) for p, v in delivered.items()}
@@ -38,6 +54,7 @@ def gain_target(doc: dict) -> dict:
     return {"target": "tuned >= 2x defaults on >= 2 pairs, never below defaults", "gains": gains,
             "measured": {p: round(statistics.median(v), 3) for p, v in measured.items()},
             "pairs_at_2x": at_2x, "below_defaults": below, "below_not_rejected": kept,
+            "cpu_speedups": {p: round(statistics.median(v), 3) for p, v in cpu.items()},
             "met": len(at_2x) >= 2 and not kept}
 
 
@@ -92,20 +109,44 @@ def sorted_target(doc: dict) -> dict:
             **({} if lookups and writes else {"why": "needs a read-only and a write-heavy ALEX cell for both"})}
 
 
+def leader(doc: dict) -> dict:
+    """Which tuner the run shows ahead (the kind's default should be it): per tuner, the geometric mean over cells
+    of the speedup the pipeline delivers in thread CPU time per operation, what the validation decides on (defaults'
+    over tuned, 1 / (1 - CPU-time gain), where accepted; 1.0 where the defaults were kept; wall time swings with the
+    machine's load), its worst cell, and the geometric mean of the best trial's ns/op over the defaults' trial;
+    ahead: the highest delivered speedup (ties: the lower trial ratio)."""
+    delivered: dict[str, list[float]] = defaultdict(list)
+    found: dict[str, list[float]] = defaultdict(list)
+    for c in doc["cells"]:
+        for r in c["tuners"]:
+            delivered[r["tuner"]].append(cpu_speedup(r))
+            safe = [v for v in r["objectives"] if v is not None]
+            if safe and r["objectives"][0]:
+                found[r["tuner"]].append(min(safe) / r["objectives"][0])
+    per = {t: {"delivered_gain": round(statistics.geometric_mean(v), 4), "worst": round(min(v), 4),
+               "best_trial_ratio": round(statistics.geometric_mean(found[t]), 4) if found[t] else None}
+           for t, v in delivered.items()}
+    ahead = min(per, key=lambda t: (-per[t]["delivered_gain"], per[t]["best_trial_ratio"] or 9.0)) if per else None
+    return {"tuners": per, "ahead": ahead}
+
+
 def targets(doc: dict) -> dict:
     return {"gain": gain_target(doc), "litune_vs_bo": bo_target(doc), "drift": drift_target(doc),
-            "sorted_array": sorted_target(doc)}
+            "sorted_array": sorted_target(doc), "leader": leader(doc)}
 
 
 def targets_table(doc: dict) -> str:
     t = doc["targets"]
     verdict = {True: "met", False: "NOT MET", None: "not measured"}
     g, b, d, s = t["gain"], t["litune_vs_bo"], t["drift"], t["sorted_array"]
+    lead = t.get("leader") or leader(doc)
     lines = ["\ntargets:",
              f"  {verdict[g['met']]:12} tuned >= 2x defaults on >= 2 pairs: best accepted gains "
              f"{', '.join(f'{p} {v:.2f}x' for p, v in g['gains'].items())}; below defaults: "
              f"{', '.join(g['below_defaults']) or 'none'}"
              f"{' (not rejected: ' + ', '.join(g['below_not_rejected']) + ')' if g['below_not_rejected'] else ''}",
+             "               in thread CPU time per operation (what the validation decides on), best accepted: " +
+             ", ".join(f"{p} {v:.2f}x" for p, v in g.get("cpu_speedups", {}).items()),
              f"  {verdict[b['met']]:12} LITune vs BO: " + (
                  f"{b['mean_litune_evaluations']} vs {b['mean_bo_evaluations']} evaluations (ratio {b['ratio']}, "
                  f"reached in {b['cells_reached']}/{len(b['cells'])} cells), unsafe {b['litune_unsafe']} vs "
@@ -114,7 +155,12 @@ def targets_table(doc: dict) -> str:
              f"{', '.join(f'{r:.2f}' for r in d.get('ratios', []) if r is not None) or d.get('why', '')}",
              f"  {verdict[s['met']]:12} vs binary search: read-only "
              f"{', '.join(f'{k} {v:.2f}' for k, v in s['read_only_ratio'].items()) or '-'}; write-heavy "
-             f"{', '.join(f'{k} {v:.2f}' for k, v in s['write_heavy_ratio'].items()) or '-'}"]
+             f"{', '.join(f'{k} {v:.2f}' for k, v in s['write_heavy_ratio'].items()) or '-'}",
+             f"  ahead: {lead['ahead']} (per tuner, geometric mean over cells of the delivered CPU-time speedup "
+             "(worst cell) / of the best trial's ns/op over the defaults' trial: " + ", ".join(
+                 f"{n} {v['delivered_gain']:.2f}x ({v.get('worst', 0):.2f}x) / "
+                 f"{v['best_trial_ratio'] if v['best_trial_ratio'] is not None else '-'}"
+                 for n, v in lead["tuners"].items()) + ")"]
     return "\n".join(lines)
 
 

@@ -24,7 +24,7 @@ from advisor.tuning.learned_index import face
 from advisor.tuning.kind import Context, Kind, default_outcome
 from advisor.core.inputs import ranges  # NAME=LOW:HIGH items, read the same way for every kind
 from advisor.tuning.learned_index import keys as key_sources
-from advisor.tuning.learned_index.plan import LearnedIndexPlan
+from advisor.tuning.learned_index.plan import DEFAULT_OPTIMIZER, LearnedIndexPlan
 from advisor.tuning.learned_index.pipeline import LearnedIndexResult, Trial, operations, problem, tune_index
 from advisor.tuning.recommend import recommend, verdict_note
 from optimizers import learned_index
@@ -204,7 +204,7 @@ KIND = Kind(KIND_NAME, "a learned index's parameters (ALEX-like, PGM): a search 
             "and a workload mix, validated against the defaults; handed over, never applied", run,
             optimizers=learned_index.OPTIMIZERS, change_types=(LearnedIndexParam,),
             plan=LearnedIndexPlan,
-            handed_over=True, default_optimizer="hibo", check_plan=_check, check_target=check_target, confine=confine,
+            handed_over=True, default_optimizer=DEFAULT_OPTIMIZER, check_plan=_check, check_target=check_target, confine=confine,
             summarize=summarize,
             title="Learned index", uses_shadows=False, own_target=own_target, own_target_engine="keys",
             train_shipped=_train_shipped,

@@ -1,5 +1,6 @@
-"""Meta-training environments for a learned tuner (``LearnedIndexProblem.training``): small synthetic key sets x
-workload mixes, each a ``TrainingTask`` whose ``evaluate`` runs one configuration on its own harness (objective:
+"""Meta-training environments for a learned tuner (``LearnedIndexProblem.training``): small generated key sets of
+many families (``TRAINING_SETS``; ``HELD_OUT_SETS`` are never trained on, so a bench can measure a tuner on shapes it
+has not seen) x workload mixes, each a ``TrainingTask`` whose ``evaluate`` runs one configuration on its own harness (objective:
 thread CPU ns per operation, as a trial's, the reward LITune trains on; metrics as a trial's). Built only when a
 tuner asks (LITune's ``prepare``)."""
 
@@ -9,14 +10,16 @@ from advisor.tuning.learned_index.pipeline import evaluate, operations
 from advisor.tuning.learned_index.target import HarnessTarget
 from optimizers.learned_index.problem import TrainingTask
 
-TRAINING_SETS = ("books", "fb", "osm", "uniform")
-TRAINING_MIXES = ("read-heavy", "balanced", "write-heavy")
+TRAINING_SETS = ("books", "fb", "osm", "uniform", "lognormal", "piecewise", "sequential", "mixture")
+HELD_OUT_SETS = ("normal", "zipf-clustered", "bursty")  # shapes no shipped model is trained on
+TRAINING_MIXES = ("read-only", "read-heavy", "balanced", "write-heavy")
 TRAINING_KEYS = 20_000
 TRAINING_OPS = 20_000
 
 
 def features(keys, mix) -> tuple[float, ...]:
-    """A dataset + workload descriptor: the key set's features (``keysets.describe``), then the mix's fractions."""
+    """A dataset + workload descriptor: the key set's shape (``keysets.describe``: gaps' quantiles, the CDF's fit
+    error at several scales, runs, burstiness, ...), then the mix's read, insert and range fractions."""
     from workloads.datasets.learned.keysets import describe
 
     return tuple(float(v) for v in describe(keys).values()) + (float(mix.lookup), float(mix.insert),

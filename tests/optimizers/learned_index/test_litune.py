@@ -74,7 +74,9 @@ def model_dir(tmp_path_factory):
     opt = LITune(problem(), seed=0, device="cpu", episodes=80)
     info = opt.prepare(path, lambda _m: None)
     assert info["trained"] and not info["loaded"] and info["device"] == "cpu"
-    assert info["meta"]["episodes"] == 80 and info["meta"]["evaluations"] == 8 + 80 * 8
+    # the defaults once per task, 80 episodes of 8 trials, then each task's 3 best measured twice more
+    assert info["meta"]["episodes"] == 80 and info["meta"]["evaluations"] == 8 + 80 * 8 + 8 * 3 * 2
+    assert len(info["meta"]["best_ratio"]) == 8 and info["meta"]["clone_loss"] is not None
     return path
 
 

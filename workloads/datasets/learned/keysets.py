@@ -2,7 +2,11 @@
 
 ``synthetic(name, n, seed)`` draws one of ``SYNTHETIC`` (shapes after SOSD's data sets, at any size):
 ``books`` lognormal (a smooth, strongly curved CDF), ``fb`` heavy-tailed (dense ids with a Pareto tail),
-``osm`` clustered (Zipf-sized clusters of cell ids), ``uniform`` and ``normal``.
+``osm`` clustered (Zipf-sized clusters of cell ids), ``uniform`` and ``normal``; and generated families of other
+shapes (``GENERATED``): ``lognormal`` (a wide one, sigma 2), ``zipf-clustered`` (Zipf-sized runs of nearly
+consecutive ids), ``piecewise`` (piecewise-linear segments of densities orders of magnitude apart), ``bursty``
+(event timestamps: quiet stretches and bursts a thousand times denser), ``sequential`` (ids counted up with gaps:
+deleted runs and jumps) and ``mixture`` (uniform, lognormal and clustered keys together). Each is drawn from a seed.
 ``read_keys(path)`` reads SOSD's binary format (uint64 count, then the keys, little endian) or text (one
 non-negative integer a line); ``describe(keys)`` gives the features a tuner is told about a key set.
 
@@ -10,7 +14,7 @@ non-negative integer a line); ``describe(keys)`` gives the features a tuner is t
 >>> len(k), k.dtype.name, bool((k[1:] > k[:-1]).all())
 (1000, 'uint64', True)
 >>> sorted(describe(k))[:3]
-['gap_cv', 'gap_log_std', 'key_skew']
+['burstiness', 'cdf_err_1', 'cdf_err_16']
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ import numpy as np
 
 from advisor.core.errors import InvalidInput
 
-SYNTHETIC = ("books", "fb", "osm", "uniform", "normal")
+SOSD_LIKE = ("books", "fb", "osm", "uniform", "normal")
+GENERATED = ("lognormal", "zipf-clustered", "piecewise", "bursty", "sequential", "mixture")
+SYNTHETIC = SOSD_LIKE + GENERATED
 RESERVED = np.uint64(2**64 - 1)
 
 
@@ -42,7 +48,39 @@ def _draw(name: str, m: int, rng: np.random.Generator) -> np.ndarray:
         return centers[which] + rng.normal(0, 1, m) * spread[which]
     if name == "uniform":
         return rng.uniform(0, 2.0**60, m)
-    return rng.normal(2.0**59, 2.0**55, m)
+    if name == "normal":
+        return rng.normal(2.0**59, 2.0**55, m)
+    return _generated(name, m, rng)
+
+
+def _generated(name: str, m: int, rng: np.random.Generator) -> np.ndarray:
+    """The ``GENERATED`` families' raw draws (floats; ``synthetic`` makes them unique keys)."""
+    if name == "lognormal":
+        return rng.lognormal(0.0, 2.0, m) * 2.0**40
+    if name == "zipf-clustered":
+        k = max(4, m // 2000)
+        sizes = rng.zipf(1.3, k).astype(float)
+        counts = np.maximum(1, np.round(m * sizes / sizes.sum())).astype(int)
+        starts = np.sort(rng.uniform(0, 2.0**50, k))
+        return np.concatenate([s + np.cumsum(rng.geometric(0.7, c)) for s, c in zip(starts, counts)])
+    if name == "piecewise":
+        k = int(rng.integers(8, 33))
+        density = 10.0 ** rng.uniform(0, 4, k)  # keys per unit of key space, per segment
+        counts = rng.multinomial(m, density / density.sum())
+        edges = np.concatenate([[0.0], np.cumsum(rng.uniform(1, 10, k))]) * 2.0**44
+        return np.concatenate([rng.uniform(edges[i], edges[i + 1], c) for i, c in enumerate(counts)])
+    if name == "bursty":
+        burst = np.cumsum(rng.random(m) < 0.002) % 2 == 1  # on/off bursts, a few hundred events each
+        gaps = rng.exponential(np.where(burst, 1.0, 1000.0)) * 2.0**16
+        return 2.0**50 + np.cumsum(gaps)
+    if name == "sequential":
+        steps = np.where(rng.random(m) < 0.01, rng.pareto(1.2, m) * 1000 + 2, 1.0)
+        return 2.0**32 + np.cumsum(np.floor(steps))
+    parts = rng.choice(3, m, p=[0.4, 0.4, 0.2])  # mixture
+    centers = rng.uniform(0, 2.0**56, 16)
+    return np.where(parts == 0, rng.uniform(0, 2.0**56, m),
+                    np.where(parts == 1, rng.lognormal(0.0, 1.0, m) * 2.0**50,
+                             centers[rng.integers(0, 16, m)] + rng.normal(0, 2.0**30, m)))
 
 
 def synthetic(name: str, n: int, seed: int) -> np.ndarray:
@@ -151,15 +189,21 @@ def _finish(name: str, keys: np.ndarray) -> np.ndarray:
 
 
 def describe(keys: np.ndarray) -> dict[str, float]:
-    """Features of a key set, all finite floats: ``log10_n``, ``log2_range`` (bits the keys span), ``gap_cv``
-    (coefficient of variation of the gaps), ``gap_log_std`` (spread of log gaps), ``key_skew`` (skewness of the
-    keys over their range), ``linear_r2`` (how well one line fits the CDF), ``top_gap_share`` (the largest gap
-    over the range)."""
+    """Features of a key set's shape, all finite floats: ``log10_n``, ``log2_range`` (bits the keys span),
+    ``gap_cv`` (coefficient of variation of the gaps), ``gap_log_std`` (spread of log gaps), ``key_skew``
+    (skewness of the keys over their range), ``linear_r2`` (how well one line fits the CDF), ``top_gap_share``
+    (the largest gap over the range); the gaps' quantiles ``gap_q10`` / ``gap_q90`` / ``gap_q99`` (log2 over the
+    median gap); ``cdf_err_<S>`` for S = 1, 16, 256 (log2 of 1 + the mean error, in positions, of S equal-count
+    linear pieces of the CDF: how well a learned model fits at that scale); ``min_gap_share`` (gaps equal to the
+    smallest: runs of near-duplicate or consecutive keys); ``burstiness`` (log10 of the index of dispersion of the
+    keys' counts in 1,024 equal-width windows: 0 for a Poisson-like spread, high for bursts)."""
     keys = np.asarray(keys, dtype=np.uint64)
     n = len(keys)
+    names = ("log10_n", "log2_range", "gap_cv", "gap_log_std", "key_skew", "linear_r2", "top_gap_share", "gap_q10",
+             "gap_q90", "gap_q99", "cdf_err_1", "cdf_err_16", "cdf_err_256", "min_gap_share", "burstiness")
     if n < 2:
-        return {"log10_n": float(np.log10(max(n, 1))), "log2_range": 0.0, "gap_cv": 0.0, "gap_log_std": 0.0,
-                "key_skew": 0.0, "linear_r2": 1.0, "top_gap_share": 0.0}
+        return {k: (float(np.log10(max(n, 1))) if k == "log10_n" else 1.0 if k == "linear_r2" else 0.0)
+                for k in names}
     x = (keys - keys[0]).astype(np.float64)
     span = max(x[-1], 1.0)
     gaps = np.diff(x)
@@ -168,8 +212,30 @@ def describe(keys: np.ndarray) -> dict[str, float]:
     skew = float(((u - u.mean()) ** 3).mean() / sd**3) if sd > 0 else 0.0
     rank = np.arange(n, dtype=np.float64)
     r = np.corrcoef(u, rank)[0, 1] if sd > 0 else 1.0
+    lg = np.log2(np.maximum(gaps, 1.0))
+    q10, q50, q90, q99 = np.quantile(lg, [0.1, 0.5, 0.9, 0.99])
+    counts = np.bincount(np.minimum((u * 1024).astype(np.int64), 1023), minlength=1024).astype(np.float64)
+    dispersion = counts.var() / max(counts.mean(), 1e-12)
     features = {"log10_n": float(np.log10(n)), "log2_range": float(np.log2(span + 1.0)),
-                "gap_cv": float(gaps.std() / max(gaps.mean(), 1e-12)),
-                "gap_log_std": float(np.log2(np.maximum(gaps, 1.0)).std()), "key_skew": skew,
-                "linear_r2": float(r * r), "top_gap_share": float(gaps.max() / span)}
-    return {k: (v if np.isfinite(v) else 0.0) for k, v in features.items()}
+                "gap_cv": float(gaps.std() / max(gaps.mean(), 1e-12)), "gap_log_std": float(lg.std()),
+                "key_skew": skew, "linear_r2": float(r * r), "top_gap_share": float(gaps.max() / span),
+                "gap_q10": float(q10 - q50), "gap_q90": float(q90 - q50), "gap_q99": float(q99 - q50),
+                **{f"cdf_err_{s}": _cdf_error(x, s) for s in (1, 16, 256)},
+                "min_gap_share": float(np.mean(gaps <= gaps.min())),
+                "burstiness": float(np.log10(max(dispersion, 1e-3)))}
+    return {k: (float(v) if np.isfinite(v) else 0.0) for k, v in features.items()}
+
+
+def _cdf_error(x: np.ndarray, pieces: int) -> float:
+    """log2(1 + mean |position error|) of ``pieces`` equal-count linear pieces through the CDF's points (each piece
+    the line between its first and last key), at most 65,536 keys sampled evenly."""
+    n = len(x)
+    step = max(1, n // 65_536)
+    pos = np.arange(0, n, step, dtype=np.float64)
+    xs = x[::step]
+    bounds = np.linspace(0, len(xs) - 1, min(pieces, max(len(xs) - 1, 1)) + 1).round().astype(np.int64)
+    which = np.clip(np.searchsorted(bounds, np.arange(len(xs)), side="right") - 1, 0, len(bounds) - 2)
+    lo, hi = bounds[which], bounds[which + 1]
+    width = np.maximum(xs[hi] - xs[lo], 1e-12)
+    predicted = pos[lo] + (xs - xs[lo]) / width * (pos[hi] - pos[lo])
+    return float(np.log2(1.0 + np.abs(predicted - pos).mean()))

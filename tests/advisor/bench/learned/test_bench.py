@@ -47,7 +47,8 @@ def test_the_json_document(tiny):
             assert r["finalists"][0]["trial"] == 0 and all(f["rounds"] == 4 for f in r["finalists"])
             assert sum(f["chosen"] for f in r["finalists"]) == 1 and r["picked"]
             chosen = next(f for f in r["finalists"] if f["chosen"])
-            assert chosen["config"] == r["best"] and f"picked {r['picked']}" in table(doc)
+            typed_as_text = {k: str(v) for k, v in chosen["config"].items()}  # finalists' values are typed
+            assert typed_as_text == r["best"] and f"picked {r['picked']}" in table(doc)
         if r["accepted"] is not None:  # validated: the CPU-time gain it decided on, inside its interval
             lo, hi = r["cpu_gain_ci"]
             assert lo <= r["cpu_gain"] <= hi and 1 <= r["rounds"] <= 2 and "decided on thread CPU time" in r["measured"]
@@ -85,7 +86,9 @@ def test_drift_phases(tiny):
 def test_targets_table_and_plots(tiny):
     out, doc = tiny
     t = doc["targets"]
-    assert set(t) == {"gain", "litune_vs_bo", "drift", "sorted_array"}
+    assert set(t) == {"gain", "litune_vs_bo", "drift", "sorted_array", "leader"}
+    assert t["leader"]["ahead"] in ("random", "litune") and set(t["leader"]["tuners"]) == {"random", "litune"}
+    assert "ahead: " in table(doc)
     rows = doc["cells"][0]["tuners"]
     assert t["gain"]["gains"] == {"books/balanced": pytest.approx(max(r["gain"] if r["accepted"] else 1.0
                                                                       for r in rows), abs=1e-3)}
@@ -174,9 +177,27 @@ def test_meta_train_only_times_the_training_alone(tmp_path):
     alex = doc["training"]["alex"]
     assert doc["requested_device"] == "cpu" and alex["device"] == "cpu" and alex["episodes"] == 2
     assert alex["seconds"] > 0 and alex["evaluations"] >= 2
-    assert {t.split("/")[0] for t in alex["tasks"]} == {"normal"}  # the one dataset the grid leaves out
+    from workloads.datasets.learned.keysets import SYNTHETIC  # the families the grid leaves out, and only those
+
+    assert {t.split("/")[0] for t in alex["tasks"]} == set(SYNTHETIC) - {"books", "fb", "osm", "uniform"}
     assert json.loads((tmp_path / "out" / "meta-train.json").read_text())["training"]["alex"]["episodes"] == 2
     assert not (tmp_path / "out" / "learned-index.json").exists()  # nothing else ran
+
+
+def test_the_shipped_model_stands_in_only_for_families_it_never_saw(tmp_path):
+    from advisor.bench.learned import meta
+    from advisor.tuning.learned_index.training import HELD_OUT_SETS
+
+    held = LearnedBenchOptions(**{**TINY, "datasets": HELD_OUT_SETS, "litune_model": "shipped"})
+    (tmp_path / "litune-alex-stale.pt").write_text("")
+    info = meta.meta_train(held, tmp_path, lambda _m: None, ("alex",))["alex"]
+    assert info["episodes"] > 0 and info["model"].endswith(".pt") and "bursty" in info["held_out"]
+    assert not {t.split("/")[0] for t in info["tasks"]} & set(HELD_OUT_SETS)  # none of the evaluated families
+    seen = LearnedBenchOptions(**{**TINY, "datasets": ("books", "normal"), "litune_model": "shipped"})
+    with pytest.raises(InvalidInput, match="shipped LITune model for alex was trained on books, which the grid"):
+        meta.meta_train(seen, tmp_path, lambda _m: None, ("alex",))
+    with pytest.raises(InvalidInput, match="unknown LITune model 'mine'"):
+        LearnedIndexBench(LearnedBenchOptions(**{**TINY, "litune_model": "mine"}, out_dir=str(tmp_path / "x")))
 
 
 @slow
