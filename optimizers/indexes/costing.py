@@ -13,7 +13,9 @@ the ``helpers`` (more sessions of the same planner, each on a connection of its 
 thread each: the costs are the same as asked one at a time (each is one EXPLAIN of one statement under its
 indexes), only the wall time falls with the server's cores. An optimizer prefetches what it is about to compare
 (Extend a step's moves, IA2 a step's statements, the ILP its atoms); a pair the planner refuses is left to
-``cost``, which raises as before.
+``cost``, which raises as before. A planner with ``plan_many`` (MariaDB's IGNORED indexes, whose sessions share
+the visible indexes and cannot plan side by side) plans the whole batch itself, ordered so that the configurations
+it toggles between are as few as it can (``connectors.mariadb.whatif``).
 
 >>> class Fake:
 ...     def plan(self, sql, indexes, tables): return Costed(100.0 - 10 * len(indexes))
@@ -96,9 +98,10 @@ class CachedWhatIf:
 
     def prefetch(self, pairs: Iterable[tuple[Query, Config]]) -> int:
         """Plan the planner calls that costing ``pairs`` would make and the cache lacks, all at once over the
-        planner and its ``helpers`` (a no-op without helpers); returns how many were planned. ``calls`` counts
-        them as ``cost`` would have."""
-        if not self.helpers:
+        planner and its ``helpers``, or through the planner's ``plan_many`` (a no-op with neither); returns how
+        many were planned. ``calls`` counts them as ``cost`` would have."""
+        many = getattr(self.planner, "plan_many", None)
+        if not self.helpers and many is None:
             return 0
         todo: dict[tuple[str, Config], tuple[str, Config, Query]] = {}
         for query, config in pairs:
@@ -112,6 +115,9 @@ class CachedWhatIf:
                         todo[(text, k)] = (text, k, query)
         if len(todo) < 2:
             return 0
+        if many is not None:
+            return self._keep(todo, many([(text, sorted(key, key=_order), query.tables)
+                                          for text, key, query in todo.values()]))
         idle: queue.SimpleQueue = queue.SimpleQueue()
         for planner in (self.planner, *self.helpers):
             idle.put(planner)
@@ -128,6 +134,9 @@ class CachedWhatIf:
 
         with ThreadPoolExecutor(max_workers=1 + len(self.helpers)) as pool:
             answers = list(pool.map(plan, todo.values()))
+        return self._keep(todo, answers)
+
+    def _keep(self, todo: dict, answers: Sequence[Costed | None]) -> int:
         planned = 0
         for (text, key, _q), found in zip(todo.values(), answers):
             if found is not None:
@@ -162,7 +171,8 @@ class CachedWhatIf:
     def counters(self) -> dict[str, int]:
         return {"whatif_calls": self.calls, "cache_hits": self.hits, "cached": len(self._costs),
                 "timeouts": sum(int(getattr(p, "timeouts", 0)) for p in (self.planner, *self.helpers)),
-                "refused_samples": len(self._refused), "sessions": 1 + len(self.helpers)}
+                "refused_samples": len(self._refused), "sessions": 1 + len(self.helpers),
+                **getattr(self.planner, "session_counters", dict)()}  # the planner's own (MariaDB: builds, toggles)
 
 
 def mean(costs: Sequence[Costed]) -> Costed:

@@ -226,6 +226,11 @@ class CalibratedSizes:
     def plan(self, sql, indexes, tables):
         return self.planner.plan(sql, indexes, tables)
 
+    def __getattr__(self, name: str):  # the planner's other abilities (``plan_many``, ``expect``) pass through
+        if name == "planner":
+            raise AttributeError(name)
+        return getattr(self.planner, name)
+
     def index_size(self, index: IndexChange) -> int:
         raw = self.raw[index] = int(self.planner.index_size(index))
         return self.model.calibrate(index, raw)

@@ -14,13 +14,19 @@ the shipped policy is used). Nothing is asserted: the table says what was measur
 --replica``, the order-management application's statements (``workloads.datasets.app_tpch``) run on the target so its
 statement statistics fill, then one ``advisor tune indexes --json`` (its budget ``TUNE_BUDGET`` of the database's
 size) timed end to end against ``TUNE_TARGET_S``
-(IA2 from its shipped model, validated on a thin clone).
+(IA2 from its shipped model, validated on a thin clone). With ``tune_peers``, the same advice is timed again in the
+same run with MariaDB's what-if one call at a time (``ADVISOR_WHATIF_BATCH=0``: each candidate built by its own
+ALTER when first needed, each configuration toggled on its own; ``connectors.mariadb.whatif``), the path the
+batched builds and plans replaced; each tune row keeps its phases (shadow, search, validation from the command's
+progress lines; what-if building, toggling and EXPLAIN seconds, built indexes, ALTERs and toggles from its JSON)
+and the index set it recommended, so the two are compared on time and on quality (what-if cost after).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -41,6 +47,7 @@ READY_TARGET_S = 5.0  # issue 43: a shadow from a warm replica ready in at most 
 ONEOFF_TARGET_S = 10.0  # issue 43: the first one-off rewrite after `targets add --replica`, at most 10 s
 ONEOFF = "first rewrite"
 TUNE = "tune indexes"
+TUNE_ONE = "tune, 1 at a time"  # the peer: MariaDB's what-if unbatched (ADVISOR_WHATIF_BATCH=0)
 TUNE_TARGET_S = 180.0  # issue 43: `advisor tune indexes` on the 3 GB database in at most 3 minutes
 TUNE_ROUNDS = 3  # times the application's statements run on the target before the advice
 TUNE_BUDGET = 0.1  # the index storage the advice may use, a share of the database's size
@@ -58,6 +65,7 @@ class LatencyBenchOptions:
     copies: bool = True  # time the full and sampled copies too (minutes at scale)
     oneoff: bool = True  # time the first one-off rewrite after `targets add --replica` (builds its own replica)
     tune: bool = False  # time `advisor tune indexes` after `targets add --replica` and the app's workload
+    tune_peers: bool = False  # also time it with MariaDB's what-if one call at a time, in the same run
     out_dir: str = "bench-results/latency"
 
 
@@ -70,6 +78,7 @@ class Row:
     ready_s: list[float] = field(default_factory=list)
     once_s: float | None = None  # the replica's one-time build
     error: str | None = None
+    phases: dict = field(default_factory=dict)  # a tune row's: seconds per phase, what-if counters, its index set
 
     @property
     def median_s(self) -> float | None:
@@ -119,12 +128,13 @@ def _thin(target: Connector, row: Row, o: LatencyBenchOptions, say: Say) -> None
 
 
 def _as_new_user(dsn: str, row: Row, say: Say, what: str, command: tuple[str, ...],
-                 before: Callable[[], None] = lambda: None, log: Path | None = None) -> None:
+                 before: Callable[[], None] = lambda: None, log: Path | None = None,
+                 env_extra: dict[str, str] | None = None) -> None:
     """``command`` as a new user runs it: a fresh store, the target added with its replica (the row's one-time
     cost), ``before`` (the workload the advice reads), then the ``advisor`` command, timed from start to exit; what
     it said on its way (its progress lines) is kept in ``log``."""
     with tempfile.TemporaryDirectory(prefix="advisor-bench-oneoff-") as home:
-        env = {**os.environ, "ADVISOR_STORE": f"{home}/store.duckdb", "BENCH_TARGET_DSN": dsn}
+        env = {**os.environ, "ADVISOR_STORE": f"{home}/store.duckdb", "BENCH_TARGET_DSN": dsn, **(env_extra or {})}
 
         def advisor(*args: str) -> subprocess.CompletedProcess:
             return subprocess.run([sys.executable, "-m", "advisor", *args], env=env, capture_output=True, text=True,
@@ -149,6 +159,8 @@ def _as_new_user(dsn: str, row: Row, say: Say, what: str, command: tuple[str, ..
                 row.error = f"{command[0]} failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
                 return
             row.ready_s.append(time.monotonic() - started)
+            if command[0] == "tune":
+                row.phases = tune_phases(done.stderr, done.stdout)
         finally:
             advisor("targets", "remove", "bench")
 
@@ -159,7 +171,40 @@ def _oneoff(dsn: str, row: Row, say: Say, log: Path | None = None) -> None:
                                                           "--json"), log=log)
 
 
-def _tune(target: Connector, dsn: str, scale: float, row: Row, say: Say, log: Path | None = None) -> None:
+def tune_phases(progress: str, out: str) -> dict:
+    """A tune run's phases from its progress lines (``[  12.3s] ...``): seconds until the search starts (shadow,
+    statistics, the statements planned), the search (to the first validation line), the validation and what follows
+    it; and from its JSON the what-if counters and the recommended index set.
+
+    >>> p = tune_phases("[    1.0s] shadow: x\\n[    4.0s] 9 candidate indexes from 3 statements\\n"
+    ...                 "[   20.5s] validating 2 index(es)\\n[   30.0s] ia2 chose 2\\n", '{"whatif": {"toggles": 3}}')
+    >>> p["shadow_s"], p["search_s"], p["validation_s"], p["toggles"]
+    (4.0, 16.5, 9.5, 3)
+    """
+    stamps = [(float(m.group(1)), m.group(2)) for m in re.finditer(r"^\[\s*([\d.]+)s\] (.*)$", progress, re.M)]
+    start = next((t for t, line in stamps if "candidate indexes from" in line), None)
+    checked = next((t for t, line in stamps if line.startswith("validating")), None)
+    end = stamps[-1][0] if stamps else None
+    out_doc: dict = {}
+    try:
+        out_doc = json.loads(out) if out.strip() else {}
+    except ValueError:
+        pass
+    w = out_doc.get("whatif") or {}
+    phases: dict = {"shadow_s": start, "search_s": (checked or end) - start if start is not None and end else None,
+                    "validation_s": end - checked if checked is not None and end is not None else None}
+    for key in ("build_s", "toggle_s", "explain_s", "size_s", "built", "build_statements", "toggles",
+                "whatif_calls", "cache_hits", "refused", "cost_before", "cost_after", "relative_cost"):
+        if key in w:
+            phases[key] = w[key]
+    rec = out_doc.get("recommendation") or {}
+    phases["indexes"] = sorted(str(c.get("table", "")) + "(" + ", ".join(c.get("columns", ())) + ")"
+                               for c in rec.get("changes", ()) if isinstance(c, dict) and c.get("columns"))
+    return phases
+
+
+def _tune(target: Connector, dsn: str, scale: float, row: Row, say: Say, log: Path | None = None,
+          env_extra: dict[str, str] | None = None) -> None:
     """``advisor tune indexes`` as a new user runs it, after the application's statements ran on the target."""
     from workloads.datasets import app_tpch
 
@@ -169,7 +214,7 @@ def _tune(target: Connector, dsn: str, scale: float, row: Row, say: Say, log: Pa
 
     budget_mb = TUNE_BUDGET * target.bench().database_bytes() / 2**20
     _as_new_user(dsn, row, say, "tune indexes", ("tune", "indexes", "--target", "bench", "--budget-mb",
-                                                 f"{budget_mb:.0f}", "--json"), workload, log)
+                                                 f"{budget_mb:.0f}", "--json"), workload, log, env_extra)
 
 
 def measure(engine: str, scale: float, o: LatencyBenchOptions, say: Say) -> list[Row]:
@@ -192,15 +237,20 @@ def measure(engine: str, scale: float, o: LatencyBenchOptions, say: Say) -> list
         if o.tune:
             _tune(target, production.dsn("tpch"), scale, row_of(TUNE), say,
                   Path(o.out_dir) / f"{engine}-sf{scale:g}-tune-indexes.log")
+        if o.tune and o.tune_peers and engine == "mariadb":
+            _tune(target, production.dsn("tpch"), scale, row_of(TUNE_ONE), say,
+                  Path(o.out_dir) / f"{engine}-sf{scale:g}-tune-indexes-one-at-a-time.log",
+                  {"ADVISOR_WHATIF_BATCH": "0"})
         if o.copies:
             _copies(target, row_of, o, say)
     return list(rows.values())
 
 
 def run(o: LatencyBenchOptions = LatencyBenchOptions(), say: Say = silent) -> dict:
-    started = time.monotonic()
+    started, load = time.monotonic(), [round(v, 2) for v in os.getloadavg()]
     rows = [r for engine in o.engines for scale in o.scales for r in measure(engine, scale, o, say)]
-    doc = {"machine": asdict(detect()), "options": asdict(o), "target_s": READY_TARGET_S,
+    doc = {"machine": asdict(detect()), "load": load, "options": asdict(o),
+           "target_s": READY_TARGET_S,
            "rows": [{**asdict(r), "median_s": r.median_s} for r in rows], "wall_s": time.monotonic() - started}
     thin = [r.median_s for r in rows if r.method == "thin clone" and r.median_s is not None]
     doc["meets_target"] = bool(thin) and max(thin) <= READY_TARGET_S
@@ -210,6 +260,7 @@ def run(o: LatencyBenchOptions = LatencyBenchOptions(), say: Say = silent) -> di
     if len(first) > 1:  # the issue's other target: at most 1.2x from the smallest database to the largest
         doc["oneoff_growth"] = first[-1] / first[0]
     tuned = [r.median_s for r in rows if r.method == TUNE and r.median_s is not None]
+    doc["load_after"] = [round(v, 2) for v in os.getloadavg()]
     doc["tune_target_s"] = TUNE_TARGET_S
     doc["tune_meets_target"] = (max(tuned) <= TUNE_TARGET_S) if tuned else None
     out = Path(o.out_dir)
@@ -225,7 +276,7 @@ def table(doc: dict) -> str:
     full = {(r["engine"], r["scale"]): r["median_s"] for r in doc["rows"] if r["method"] == "full copy"}
     for r in doc["rows"]:
         base = full.get((r["engine"], r["scale"]))
-        ratio = f"{base / r['median_s']:.0f}x" if base and r["median_s"] and r["method"] not in (ONEOFF, TUNE) \
+        ratio = f"{base / r['median_s']:.0f}x" if base and r["median_s"] and r["method"] not in (ONEOFF, TUNE, TUNE_ONE) \
             else "-"
         ready = f"{r['median_s']:.2f}" if r["median_s"] is not None else "-"
         once = f"{r['once_s']:.0f}" if r["once_s"] is not None else "-"
@@ -242,8 +293,34 @@ def table(doc: dict) -> str:
     if doc.get("tune_meets_target") is not None:
         lines.append(f"`advisor tune indexes` {'meets' if doc['tune_meets_target'] else 'does NOT meet'} the "
                      f"{doc['tune_target_s']:g} s target (after the application's statements ran on the target)")
-    lines.append(f"wall time {doc['wall_s']:.0f} s on {doc['machine']['cores']} cores")
+    lines.extend(phase_lines(doc))
+    lines.append(f"wall time {doc['wall_s']:.0f} s on {doc['machine']['cores']} cores, load "
+                 f"{doc.get('load', '?')} at the start, {doc.get('load_after', '?')} at the end")
     return "\n".join(lines)
+
+
+def phase_lines(doc: dict) -> list[str]:
+    """The tune rows' phases, one line each (seconds; what-if counters; the what-if cost of the set chosen relative
+    to no new index, which is what compares two runs: their absolute costs weigh statements by the times each run
+    observed; the index set recommended), for the table."""
+    rows = [r for r in doc["rows"] if r["method"] in (TUNE, TUNE_ONE) and r.get("phases")]
+    if not rows:
+        return []
+    head = (f"\n{'tune row':<18} {'shadow':>6} {'search':>6} {'valid.':>6} {'build':>6} {'toggle':>6} {'explain':>7} "
+            f"{'built':>5} {'ALTERs':>6} {'toggles':>7} {'rel.cost':>8}  index set")
+    out = [head, "-" * len(head)]
+
+    def f(v, spec=".1f") -> str:
+        return "-" if v is None else format(v, spec)
+
+    for r in rows:
+        p = r["phases"]
+        out.append(f"{r['method'][:18]:<18} {f(p.get('shadow_s')):>6} {f(p.get('search_s')):>6} "
+                   f"{f(p.get('validation_s')):>6} {f(p.get('build_s')):>6} {f(p.get('toggle_s')):>6} "
+                   f"{f(p.get('explain_s')):>7} {f(p.get('built'), 'd'):>5} {f(p.get('build_statements'), 'd'):>6} "
+                   f"{f(p.get('toggles'), 'd'):>7} {f(p.get('relative_cost'), '.3f'):>8}  "
+                   f"{', '.join(p.get('indexes', ())) or '-'}")
+    return out
 
 
 def plot(doc: dict, path: Path) -> None:
