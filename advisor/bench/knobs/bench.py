@@ -129,22 +129,30 @@ class KnobBench:
                 try:
                     for engine in self.options.engines:
                         self.engine = engine
-                        self._on_servers(wanted, store, reports, skipped, designs, surrogate)
+                        self._on_servers(wanted, store, reports, skipped, designs, surrogate,
+                                         lambda: self._document(started, reports, skipped, surrogate, designs, None))
                 finally:
                     store.close()
+        doc = self._document(started, reports, skipped, surrogate, designs, load)
+        plot(reports, surrogate, self.out / "knobs-convergence.png")
+        return doc
+
+    def _document(self, started: float, reports: list, skipped: list, surrogate: dict, designs: dict,
+                  load: dict | None) -> dict:
+        """The run's document, written to ``knobs.json`` (after every workload too: a run cut short keeps what
+        it measured, ``partial``)."""
         gen = generated.summary([asdict(r) for r in reports if generated.parse(r.name)])
         doc = {"mode": self.options.mode,
                "machine": {"cores": self.hw.cores, "memory_gb": round(self.hw.memory_bytes / 1024**3, 1),
                            "storage": self.hw.storage, "cpu_hogs": self.options.cpu_hogs, "load": load},
                "options": asdict(self.options), "wall_s": round(time.time() - started, 1),
                "workloads": [asdict(r) for r in reports], "skipped": skipped, "surrogate": surrogate,
-               "generated": gen, "designs": designs}
+               "generated": gen, "designs": designs, "partial": load is None}
         (self.out / "knobs.json").write_text(json.dumps(doc, indent=2, default=str))
-        plot(reports, surrogate, self.out / "knobs-convergence.png")
         return doc
 
     def _on_servers(self, wanted: list[BenchWorkload], store: Store, reports: list, skipped: list, designs: dict,
-                    surrogate: dict) -> None:
+                    surrogate: dict, saved=lambda: None) -> None:
         """Every workload of ``wanted`` on a server of ``self.engine``: the generated ones of a schema on one."""
         groups: dict[str, list[BenchWorkload]] = {}
         for wl in wanted:
@@ -173,6 +181,7 @@ class KnobBench:
                         skipped.append({"name": wl.name, "engine": self.engine, "reason": str(e)})
                         continue
                     reports.append(report)
+                    saved()
                     if design is not None:
                         designs[wl.name] = design
                         surrogate["workloads"][wl.name] = self._on_surrogate(wl.name, design)

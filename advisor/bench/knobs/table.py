@@ -27,17 +27,18 @@ def table(doc: dict) -> str:
         if not w.get("validated"):
             lines.append(f"  HiBO's recommendation: {w['hibo_recommends']}")
         lines.append(f"  {'optimizer':<14} {'seed':>4} {'trials':>6} {'failed':>6} {'best':>10} {'gain':>8} "
-                     f"{'feasible':>8} {'of G*':>6} {'to 95%':>6} {'wall s':>7}")
+                     f"{'feasible':>8} {'of G*':>6} {'to 95%':>6} {'wall s':>7}  pick re-measured (95% CI)")
         for r in w["runs"]:
             share = f"{r['share_of_gstar']:.0%}" if r["share_of_gstar"] is not None else "-"
             fine = f"{r['feasible_gain']:+.1%}" if r.get("feasible_gain") is not None else "-"
             lines.append(f"  {r['label']:<14} {r.get('seed', 0):>4} {r['trials']:>6} {r['failed']:>6} "
                          f"{r['best_objective'] or 0:>10.1f} {r['gain']:>+8.1%} {fine:>8} {share:>6} "
-                         f"{r['trials_to_95'] or '-':>6} {r['wall_s']:>7.1f}")
+                         f"{r['trials_to_95'] or '-':>6} {r['wall_s']:>7.1f}  {_again(r)}")
     for w in doc.get("skipped") or []:
         lines.append(f"\n{w['name']}{' on ' + w['engine'] if w.get('engine') else ''}: skipped ({w['reason']})")
-    if doc.get("generated"):
-        lines += generated.lines(doc["generated"])
+    over = generated.summary([w for w in doc["workloads"] if generated.parse(w["name"])])
+    if over:
+        lines += generated.lines(over)
     sur = doc.get("surrogate") or {}
     for name, w in (sur.get("workloads") or {}).items():
         lines.append(f"\nSURROGATE {name} (per-statement random forests on {w['trained_on']} real trials; "
@@ -52,8 +53,17 @@ def table(doc: dict) -> str:
                          f"{s['wall_s']:>7.0f}")
     m = doc["machine"]
     load = m.get("load") or {}
+    if doc.get("partial"):
+        lines.append("\nPARTIAL: the run was cut short; the workloads above are those it finished")
     lines.append(f"\nwall time {doc['wall_s']:.0f} s on {m['cores']} cores, {m['memory_gb']} GiB"
                  + (f", beside {m['cpu_hogs']} CPU hog(s)" if m.get("cpu_hogs") else "")
                  + (f"; load average {load.get('loadavg_start')} at the start, {load.get('loadavg_end')} at the end"
                     if load.get("loadavg_start") else ""))
     return "\n".join(lines)
+
+
+def _again(run: dict) -> str:
+    if run.get("remeasured_gain") is None:
+        return "-"
+    lo, hi = run["remeasured_ci"]
+    return f"{run['remeasured_gain']:+.1%} ({lo:+.1%} .. {hi:+.1%})"
