@@ -349,8 +349,11 @@ def bench_latency(engines: Annotated[str, typer.Option(help="comma-separated: po
                                                           "--replica` and the application's statements, as a new "
                                                           "user runs it")] = False,
                   tune_peers: Annotated[bool, typer.Option(help="with --tune on mariadb: time it again with the "
-                                                                "what-if one call at a time (the unbatched path), "
+                                                                "what-if search on the full shadow (not a sample), "
                                                                 "in the same run")] = False,
+                  tune_unbatched: Annotated[bool, typer.Option(help="with --tune on mariadb: and with the what-if "
+                                                                    "one call at a time (the unbatched path)")]
+                  = False,
                   out: Annotated[str, typer.Option(help="directory for latency.json and the plot")] =
                   "bench-results/latency",
                   json_out: JsonFlag = False) -> None:
@@ -363,7 +366,8 @@ def bench_latency(engines: Annotated[str, typer.Option(help="comma-separated: po
     except ValueError:
         raise typer.BadParameter(f"scales must be comma-separated numbers, got {scales!r}") from None
     options = LatencyBenchOptions(engines=_names([engines]), scales=sizes, clones=clones, copies=copies,
-                                  oneoff=oneoff, tune=tune, tune_peers=tune_peers, out_dir=out)
+                                  oneoff=oneoff, tune=tune, tune_peers=tune_peers,
+                                  tune_unbatched=tune_unbatched, out_dir=out)
     doc = run(options, say=reporter(watch=True))
     _bench_report(doc, json_out, table, out, "latency.json", "latency.png")
 

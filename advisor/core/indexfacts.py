@@ -23,7 +23,9 @@ class IndexFacts:
     the planner cost units one index entry written adds (a descent over mostly cached pages, a dirtied leaf
     written later): the upkeep of an index on a written table, which the planner leaves out of a write's cost;
     ``no_dedup_types``: the key types (standard type names, ``Connector.column_data_types``) whose B-trees the
-    engine never deduplicates even where it deduplicates others."""
+    engine never deduplicates even where it deduplicates others. ``whatif_builds``: the engine's what-if indexes are
+    built for real (MariaDB's IGNORED indexes, not HypoPG's hypothetical ones), so a search on a large database may
+    run on a sampled shadow (``advisor.tuning.indexes.sampled``)."""
 
     page_bytes: int
     deduplication: bool
@@ -34,6 +36,7 @@ class IndexFacts:
     cost_unit: str
     entry_cost: float
     no_dedup_types: tuple[str, ...]
+    whatif_builds: bool = False
 
     def allows(self, include: tuple[str, ...] = (), where: str | None = None) -> bool:
         """Whether an index with these INCLUDE columns and partial predicate can be built on the engine."""

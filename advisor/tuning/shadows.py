@@ -85,7 +85,7 @@ class Shadows:
     # --- a shadow --------------------------------------------------------------------------------------------
 
     def clone(self, connector: Connector, *, sample_percent: float | None = None, say: Say | None = None,
-              extra_settings: dict[str, str] | None = None) -> Shadow:
+              extra_settings: dict[str, str] | None = None, sample_min_rows: int = 100_000) -> Shadow:
         """A running shadow of ``connector``'s database by this run's method (``factory.clone``'s arguments)."""
         from connectors import factory  # on first use: the engines' packages take a moment to import
 
@@ -101,8 +101,8 @@ class Shadows:
                 say(f"shadow: {self.unavailable}; falling back to a full copy")
         method = self.planned(sample_percent)
         with heartbeat(say, f"making the shadow (a {method['method']})") as beating:  # a copy of a large database is long
-            shadow = factory.clone(connector, sample_percent=sample_percent, extra_settings=extra_settings,
-                                   say=beating)
+            shadow = factory.clone(connector, sample_percent=sample_percent, sample_min_rows=sample_min_rows,
+                                   extra_settings=extra_settings, say=beating)
         self.used = method
         return shadow
 

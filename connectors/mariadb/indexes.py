@@ -62,7 +62,7 @@ def index_facts(conn: pymysql.connections.Connection) -> IndexFacts:
     return IndexFacts(page_bytes=int(page), deduplication=False, include=False, partial=False,
                       max_key_columns=MAX_KEY_PARTS, name_limit=MAX_IDENTIFIER,
                       cost_unit="MariaDB optimizer cost units (Last_query_cost: a random page read = 1)",
-                      entry_cost=INDEX_ENTRY_COST, no_dedup_types=())
+                      entry_cost=INDEX_ENTRY_COST, no_dedup_types=(), whatif_builds=True)
 
 
 def constraint_indexes(conn: pymysql.connections.Connection) -> set[str]:

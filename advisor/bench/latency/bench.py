@@ -14,12 +14,14 @@ the shipped policy is used). Nothing is asserted: the table says what was measur
 --replica``, the order-management application's statements (``workloads.datasets.app_tpch``) run on the target so its
 statement statistics fill, then one ``advisor tune indexes --json`` (its budget ``TUNE_BUDGET`` of the database's
 size) timed end to end against ``TUNE_TARGET_S``
-(IA2 from its shipped model, validated on a thin clone). With ``tune_peers``, the same advice is timed again in the
-same run with MariaDB's what-if one call at a time (``ADVISOR_WHATIF_BATCH=0``: each candidate built by its own
-ALTER when first needed, each configuration toggled on its own; ``connectors.mariadb.whatif``), the path the
-batched builds and plans replaced; each tune row keeps its phases (shadow, search, validation from the command's
+(IA2 from its shipped model, validated on a thin clone; on MariaDB over 200 MB the what-if search runs on a ~50 MB
+sample, ``advisor.tuning.indexes.sampled``). With ``tune_peers``, the same advice is timed again in the same run with
+MariaDB's what-if search on the full shadow (``ADVISOR_WHATIF_SAMPLE_MB=0``); with ``tune_unbatched``, also one call
+at a time (``ADVISOR_WHATIF_BATCH=0``: each candidate built by its own ALTER when first needed, each configuration
+toggled on its own; ``connectors.mariadb.whatif``), the path the batched builds and plans replaced; each tune row keeps its phases (shadow, search, validation from the command's
 progress lines; what-if building, toggling and EXPLAIN seconds, built indexes, ALTERs and toggles from its JSON)
-and the index set it recommended, so the two are compared on time and on quality (what-if cost after).
+and the index set it recommended and its gain validated on the full shadow, so they are compared on time and on
+quality (the what-if relative cost is each search's own: on a sample, the sample's).
 """
 
 from __future__ import annotations
@@ -47,7 +49,9 @@ READY_TARGET_S = 5.0  # issue 43: a shadow from a warm replica ready in at most 
 ONEOFF_TARGET_S = 10.0  # issue 43: the first one-off rewrite after `targets add --replica`, at most 10 s
 ONEOFF = "first rewrite"
 TUNE = "tune indexes"
-TUNE_ONE = "tune, 1 at a time"  # the peer: MariaDB's what-if unbatched (ADVISOR_WHATIF_BATCH=0)
+TUNE_ONE = "tune, 1 at a time"  # a peer: MariaDB's what-if unbatched (ADVISOR_WHATIF_BATCH=0), on the full shadow
+TUNE_FULL = "tune, full what-if"  # the peer: the search on the full shadow (ADVISOR_WHATIF_SAMPLE_MB=0)
+TUNES = (TUNE, TUNE_FULL, TUNE_ONE)
 TUNE_TARGET_S = 180.0  # issue 43: `advisor tune indexes` on the 3 GB database in at most 3 minutes
 TUNE_ROUNDS = 3  # times the application's statements run on the target before the advice
 TUNE_BUDGET = 0.1  # the index storage the advice may use, a share of the database's size
@@ -65,7 +69,8 @@ class LatencyBenchOptions:
     copies: bool = True  # time the full and sampled copies too (minutes at scale)
     oneoff: bool = True  # time the first one-off rewrite after `targets add --replica` (builds its own replica)
     tune: bool = False  # time `advisor tune indexes` after `targets add --replica` and the app's workload
-    tune_peers: bool = False  # also time it with MariaDB's what-if one call at a time, in the same run
+    tune_peers: bool = False  # also time it with MariaDB's what-if search on the full shadow, in the same run
+    tune_unbatched: bool = False  # and with MariaDB's what-if one call at a time (on the full shadow)
     out_dir: str = "bench-results/latency"
 
 
@@ -198,6 +203,8 @@ def tune_phases(progress: str, out: str) -> dict:
         if key in w:
             phases[key] = w[key]
     rec = out_doc.get("recommendation") or {}
+    phases["sample_percent"] = (w.get("search") or {}).get("percent")  # the search on a sample (% of big tables)
+    phases["gain"] = (rec.get("evidence") or {}).get("gain")  # validated on the full shadow
     phases["indexes"] = sorted(str(c.get("table", "")) + "(" + ", ".join(c.get("columns", ())) + ")"
                                for c in rec.get("changes", ()) if isinstance(c, dict) and c.get("columns"))
     return phases
@@ -238,9 +245,13 @@ def measure(engine: str, scale: float, o: LatencyBenchOptions, say: Say) -> list
             _tune(target, production.dsn("tpch"), scale, row_of(TUNE), say,
                   Path(o.out_dir) / f"{engine}-sf{scale:g}-tune-indexes.log")
         if o.tune and o.tune_peers and engine == "mariadb":
+            _tune(target, production.dsn("tpch"), scale, row_of(TUNE_FULL), say,
+                  Path(o.out_dir) / f"{engine}-sf{scale:g}-tune-indexes-full-whatif.log",
+                  {"ADVISOR_WHATIF_SAMPLE_MB": "0"})
+        if o.tune and o.tune_unbatched and engine == "mariadb":
             _tune(target, production.dsn("tpch"), scale, row_of(TUNE_ONE), say,
                   Path(o.out_dir) / f"{engine}-sf{scale:g}-tune-indexes-one-at-a-time.log",
-                  {"ADVISOR_WHATIF_BATCH": "0"})
+                  {"ADVISOR_WHATIF_BATCH": "0", "ADVISOR_WHATIF_SAMPLE_MB": "0"})
         if o.copies:
             _copies(target, row_of, o, say)
     return list(rows.values())
@@ -276,7 +287,7 @@ def table(doc: dict) -> str:
     full = {(r["engine"], r["scale"]): r["median_s"] for r in doc["rows"] if r["method"] == "full copy"}
     for r in doc["rows"]:
         base = full.get((r["engine"], r["scale"]))
-        ratio = f"{base / r['median_s']:.0f}x" if base and r["median_s"] and r["method"] not in (ONEOFF, TUNE, TUNE_ONE) \
+        ratio = f"{base / r['median_s']:.0f}x" if base and r["median_s"] and r["method"] not in (ONEOFF, *TUNES) \
             else "-"
         ready = f"{r['median_s']:.2f}" if r["median_s"] is not None else "-"
         once = f"{r['once_s']:.0f}" if r["once_s"] is not None else "-"
@@ -303,11 +314,11 @@ def phase_lines(doc: dict) -> list[str]:
     """The tune rows' phases, one line each (seconds; what-if counters; the what-if cost of the set chosen relative
     to no new index, which is what compares two runs: their absolute costs weigh statements by the times each run
     observed; the index set recommended), for the table."""
-    rows = [r for r in doc["rows"] if r["method"] in (TUNE, TUNE_ONE) and r.get("phases")]
+    rows = [r for r in doc["rows"] if r["method"] in TUNES and r.get("phases")]
     if not rows:
         return []
     head = (f"\n{'tune row':<18} {'shadow':>6} {'search':>6} {'valid.':>6} {'build':>6} {'toggle':>6} {'explain':>7} "
-            f"{'built':>5} {'ALTERs':>6} {'toggles':>7} {'rel.cost':>8}  index set")
+            f"{'built':>5} {'ALTERs':>6} {'toggles':>7} {'rel.cost':>8} {'sample':>6} {'gain':>6}  index set")
     out = [head, "-" * len(head)]
 
     def f(v, spec=".1f") -> str:
@@ -318,7 +329,8 @@ def phase_lines(doc: dict) -> list[str]:
         out.append(f"{r['method'][:18]:<18} {f(p.get('shadow_s')):>6} {f(p.get('search_s')):>6} "
                    f"{f(p.get('validation_s')):>6} {f(p.get('build_s')):>6} {f(p.get('toggle_s')):>6} "
                    f"{f(p.get('explain_s')):>7} {f(p.get('built'), 'd'):>5} {f(p.get('build_statements'), 'd'):>6} "
-                   f"{f(p.get('toggles'), 'd'):>7} {f(p.get('relative_cost'), '.3f'):>8}  "
+                   f"{f(p.get('toggles'), 'd'):>7} {f(p.get('relative_cost'), '.3f'):>8} "
+                   f"{f(p.get('sample_percent'), '.1f'):>6} {f(p.get('gain'), '.1%'):>6}  "
                    f"{', '.join(p.get('indexes', ())) or '-'}")
     return out
 

@@ -76,15 +76,17 @@ def save_history(model_dir: Path | None, correction: Correction) -> None:
 def correct(shadow: Shadow, problem: IndexProblem, sizes, statements: Sequence[BoundStatement],
             checked: IndexValidation, optimizer: str, *, seed: int, model_dir: Path | None, options: dict,
             validation: ValidationOptions, existing: Sequence[str], ledger: Ledger | None,
-            rows_for: Callable[[tuple], list], say: Say) -> Corrected:
+            rows_for: Callable[[tuple], list], say: Say, search=None) -> Corrected:
     """The step (see the module docstring) after ``checked``, the validation of the first choice; ``options`` go
     to the optimizer as in the first choice; ``rows_for(set)`` explains a set (called while a what-if session is
-    open)."""
+    open); ``search`` (``advisor.tuning.indexes.sampled.Search``): where the first search planned, so that the
+    corrected costs are planned there too, in the same units (default: ``shadow``)."""
     used = sum(1 for m in checked.measured if m.used)
     if not used:
         return Corrected({"applied": False, "why": "no statement's plan used a new index: nothing to learn from"})
     kept = tuple(checked.kept)
-    with reopen(problem, shadow.connector, sizes):
+    on, wrap = (search.connector, search.planner) if search is not None else (shadow.connector, None)
+    with reopen(problem, on, sizes, wrap=wrap):
         correction = Correction.fit(checked.measured, problem.whatif, {q.queryid: q for q in problem.queries},
                                     problem.uses, history=load_history(model_dir))
         save_history(model_dir, correction)

@@ -17,6 +17,7 @@ from advisor.storage.codec import change_from
 from advisor.storage.store import Store
 from advisor.tuning.indexes import drops as index_drops
 from advisor.tuning.indexes import repair as index_repair
+from advisor.tuning.indexes import sampled
 from advisor.tuning.indexes import sizing as index_sizing
 from advisor.tuning.indexes.choice import fallback_note, propose, refinement_note
 from advisor.tuning.indexes.correct import correct, correction_note
@@ -99,11 +100,13 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
     plan.check()
     bound, not_bound = bind(connector, obs, plan.max_statements, say)
     budget = int(plan.budget_mb * MB)
-    with (shadows or Shadows()).clone(connector, sample_percent=plan.sample_percent, say=say) as shadow:
+    with (shadows or Shadows()).clone(connector, sample_percent=plan.sample_percent, say=say) as shadow, \
+            sampled.search_on(shadow.connector, obs.snapshot, obs.data_bytes, plan.sample_percent, say) as search:
         unparsed: list[tuple[str, str]] = []
         sizes = index_sizing.prepare(shadow.connector, obs.snapshot, model_dir, say)
-        problem, session = build_problem(shadow.connector, obs.snapshot, bound, budget, max_width=plan.max_width,
-                                         skipped=unparsed, sizes=sizes)
+        problem, session = build_problem(search.connector, obs.snapshot, bound, budget, max_width=plan.max_width,
+                                         skipped=unparsed, sizes=sizes, wrap=search.planner)
+        problem = search.fit(problem)
         with session:
             texts = {b.queryid: b.normalized for b in bound}
             for qid, why in unparsed:
@@ -144,7 +147,7 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
                 if plan.options.get("correct", True):
                     fixed = correct(shadow, problem, sizes, bound, checked, plan.optimizer, seed=plan.seed,
                                     model_dir=model_dir, options=options, validation=plan.validation,
-                                    existing=existing, ledger=ledger, say=say,
+                                    existing=existing, ledger=ledger, say=say, search=search,
                                     rows_for=lambda s: rows_for(s, f"{plan.optimizer} on corrected costs"))
                     whatif["correction"] = fixed.report
                     if fixed.validation is not None:
@@ -155,6 +158,7 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
                                                                  fixed.raw, fixed.rows or rows)
             drops = index_drops.validate_drops(connector, shadow, bound, obs.snapshot, plan.validation, say=say,
                                                ledger=ledger)
+        whatif["search"] = search.doc()
     say(f"{plan.optimizer} chose {len(chosen)} index(es), what-if relative cost {whatif['relative_cost']:.3f}")
     head = f"{fallback_note(fallback)}; " if fallback else ""
     head += f"refined: {refinement_note(whatif['refined'])}; " if whatif.get("refined") else ""

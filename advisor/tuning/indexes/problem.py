@@ -49,14 +49,16 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
                   budget_bytes: int, *, max_width: int = 3, min_rows: float = 1000,
                   skipped: list[tuple[str, str]] | None = None,
                   sizes: SizeModel | None = None, by_time: bool = True,
-                  sessions: int | None = None) -> tuple[IndexProblem, WhatIf]:
+                  sessions: int | None = None, wrap=None) -> tuple[IndexProblem, WhatIf]:
     """The problem for ``statements`` on the database behind ``connector`` (which must support what-if
     indexes: HypoPG for PostgreSQL; a shadow for MariaDB, which builds them); ``budget_bytes`` in bytes. Statements
     that sqlglot cannot parse or the server cannot plan (``_plannable``) are left out and listed in ``skipped`` as
     (queryid, why). ``sizes`` corrects the what-if index sizes (built vs estimated sizes seen before, see
     ``advisor.tuning.indexes.sizing``). With ``by_time``, each statement's cost weighs its calls
     times its observed time per cost unit (``_time_weighted``; statements observed without a time weigh their
-    calls). Returns the what-if session too: close it when done."""
+    calls). ``wrap`` (a planner -> a planner) sits between the session and the size model: on a sampled shadow it
+    scales sizes to the full tables (``advisor.tuning.indexes.sampled``). Returns the what-if session too: close it
+    when done."""
     schema = connector.table_columns()
     dialect, home, facts = connector.dialect, connector.default_schema(), connector.index_facts()
     rows = {(t.schema, t.name): t.rows for t in snapshot.tables}
@@ -80,7 +82,8 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
             pass
         queries.append(Query(st.queryid, st.sql, st.weight, tables, st.samples))
     session = _Sessions(connector, default_sessions() if sessions is None else sessions)
-    planner = session.main if sizes is None else CalibratedSizes(session.main, sizes)
+    main = session.main if wrap is None else wrap(session.main)
+    planner = main if sizes is None else CalibratedSizes(main, sizes)
     whatif = CachedWhatIf(planner, helpers=session.helpers)
     try:
         queries = _plannable(queries, whatif, skipped)
@@ -120,13 +123,15 @@ def build_problem(connector: Connector, snapshot: Snapshot, statements: Sequence
 
 
 def reopen(problem: IndexProblem, connector: Connector, sizes: SizeModel | None = None,
-           sessions: int | None = None) -> WhatIf:
+           sessions: int | None = None, wrap=None) -> WhatIf:
     """Fresh what-if sessions on ``connector`` under ``problem``'s cached coster (its cache kept: only what it has
     not costed is planned), for a second search after the first session was closed (validation builds indexes for
-    real, which a MariaDB what-if session's own built indexes must not meet). Returns the session: close it."""
+    real, which a MariaDB what-if session's own built indexes must not meet); ``wrap`` as ``build_problem``'s.
+    Returns the session: close it."""
     session = _Sessions(connector, default_sessions() if sessions is None else sessions)
     whatif = problem.whatif
-    whatif.planner = session.main if sizes is None else CalibratedSizes(session.main, sizes)  # type: ignore[attr-defined]
+    main = session.main if wrap is None else wrap(session.main)
+    whatif.planner = main if sizes is None else CalibratedSizes(main, sizes)  # type: ignore[attr-defined]
     whatif.helpers = tuple(session.helpers)  # type: ignore[attr-defined]
     return session
 
