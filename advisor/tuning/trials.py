@@ -2,8 +2,8 @@
 its one trial record, and the ledger of the kinds that validate candidates instead (``Ledger``: an index set's
 validation pass, a rewrite's race).
 
-A search (``TrialLoop``) runs the defaults first (the baseline every trial is compared with), then the seeds, then
-the optimizer's asks, until the budget of trials is spent, or early when the optimizer asks again what it asked
+A search (``TrialLoop``) runs the defaults first (the baseline every trial is compared with), then the seeds (a seed
+that combines earlier ones, its ``combines``, only when each of them beat the baseline), then the optimizer's asks, until the budget of trials is spent, or early when the optimizer asks again what it asked
 last (it has nothing new to try). Every trial is told to the optimizer and, when the loop has a store, stored as it
 ends with the optimizer's state, so a killed run resumes where it stopped (``resume_from_store``): the optimizer
 continues from its stored state when that covers every stored trial, else it is told the stored trials again.
@@ -197,6 +197,11 @@ class TrialLoop:
                 break
             if sum(1 for s in done_sources if s.startswith("seed:")) > i:
                 continue
+            lost = self.lost_part(seed)
+            if lost is not None:
+                self.say(f"seed {seed.source} not tried: it combines {lost}, which did not beat the current "
+                         "settings; its trial goes to the optimizer")
+                continue
             self.run_config(self.space.full(seed.config), f"seed:{seed.source}")
         last = None
         while len(self.records) < self.budget:
@@ -210,12 +215,40 @@ class TrialLoop:
             self.run_config(self.optimizer.problem.config(config), self.optimizer.name)
         return self.records
 
+    def lost_part(self, seed: Any) -> str | None:
+        return lost_part(seed, self.records)
+
     def best(self) -> TrialRecord | None:
         ok = [r for r in self.records if r.result.status == "measured" and r.result.objective is not None]
         return min(ok, key=lambda r: (r.result.objective, r.number)) if ok else None
 
     def baseline(self) -> TrialRecord | None:
         return next((r for r in self.records if r.source == "default" and r.result.status == "measured"), None)
+
+
+def lost_part(seed: Any, records: Sequence[TrialRecord]) -> str | None:
+    """The first seed that ``seed`` combines (its ``combines``: their sources) whose trial among ``records`` did not
+    beat the baseline trial (slower, failed, or slowing an item by the guard's threshold); None when every part
+    won, or it combines nothing. A combination of a losing seed spends a trial on what already lost.
+
+    >>> from types import SimpleNamespace as Seed
+    >>> rec = lambda i, source, objective, ratios=None: TrialRecord(i, {}, source, TrialResult(objective, "measured",
+    ...                                                                                   ratios=ratios), 1.0)
+    >>> runs = [rec(0, "default", 100.0), rec(1, "seed:workload-rules", 60.0, {"q": 0.5}), rec(2, "seed:rules", 120.0)]
+    >>> lost_part(Seed(combines=("workload-rules", "rules")), runs), lost_part(Seed(combines=()), runs)
+    ('rules', None)
+    >>> lost_part(Seed(combines=("workload-rules",)), runs[:2] + [rec(2, "seed:rules", 90.0, {"q": 1.3})])
+    >>> lost_part(Seed(combines=("workload-rules", "rules")), runs[:2] + [rec(2, "seed:rules", 90.0, {"q": 1.3})])
+    'rules'
+    """
+    base = next((r for r in records if r.source == "default" and r.result.status == "measured"), None)
+    for part in getattr(seed, "combines", ()) or ():
+        rec = next((r for r in records if r.source == f"seed:{part}"), None)
+        if rec is None or base is None:
+            continue
+        if rec.result.objective is None or rec.result.objective >= base.result.objective or rec.slows_a_statement():
+            return part
+    return None
 
 
 def record_of(row: Mapping[str, Any]) -> TrialRecord:

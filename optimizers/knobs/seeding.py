@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from advisor.core.domain import Hardware
 from advisor.core.errors import AdvisorError, InvalidKnobValue
@@ -28,6 +28,7 @@ class Seed:
     source: str  # rules | workload-rules | llm:<model>
     reason: str = ""
     notes: tuple[str, ...] = field(default=())  # what sanitizing changed
+    combines: tuple[str, ...] = ()  # the sources of the seeds this one is made of (tried only when they all won)
 
 
 def sanitize(space: KnobSpace, raw: Mapping[str, object], source: str, reason: str = "") -> tuple[Seed | None, list[str]]:
@@ -81,7 +82,9 @@ def _within(dim, text: str) -> bool:
 
 def rule_seeds(space: KnobSpace, features: WorkloadFeatures) -> tuple[list[Seed], list[str]]:
     """Up to three seeds: the engine's workload rules alone (small, targeted), its hardware rules (PGTune for
-    PostgreSQL), and both."""
+    PostgreSQL), and both (``combines`` the other two: the trial loop tries it only when both beat the baseline;
+    on the knob bench's generated workloads the hardware rules often lost, and their union then spent a trial of
+    eight on what had already lost)."""
     hw: Hardware = space.hardware
     profile = space.profile
     tuned = profile.hardware_rules(hw, features.kind, profile.max_connections(space.catalog))
@@ -105,7 +108,8 @@ def rule_seeds(space: KnobSpace, features: WorkloadFeatures) -> tuple[list[Seed]
                               source, reason)
         warnings += warn
         if seed is not None and all(seed.config != s.config for s in seeds):
-            seeds.append(seed)
+            made_of = tuple(s.source for s in seeds) if source == "rules+workload" else ()
+            seeds.append(replace(seed, combines=made_of) if len(made_of) > 1 else seed)
     return seeds, warnings
 
 
@@ -128,7 +132,7 @@ def seeds_for(space: KnobSpace, features: WorkloadFeatures, n: int = 3, llm=None
         if hit:  # checked again: the space's ranges and budget may be narrower than when it was cached
             fresh = [sanitize(space, s["config"], s["source"], s.get("reason", ""))[0] for s in hit]
             if all(f is not None for f in fresh):
-                return [f for f in fresh if f is not None]
+                return [replace(f, combines=tuple(s.get("combines") or ())) for f, s in zip(fresh, hit) if f]
     seeds: list[Seed] = []
     if llm is not None:
         try:
@@ -146,6 +150,6 @@ def seeds_for(space: KnobSpace, features: WorkloadFeatures, n: int = 3, llm=None
         key = f"{source}:{fingerprint(features, space.hardware, space.names)}"
     seeds = seeds[:max(n, 1)]
     if cache is not None and seeds:
-        cache[1](key, [{"config": s.config, "source": s.source, "reason": s.reason, "notes": list(s.notes)}
-                       for s in seeds])
+        cache[1](key, [{"config": s.config, "source": s.source, "reason": s.reason, "notes": list(s.notes),
+                        "combines": list(s.combines)} for s in seeds])
     return seeds
