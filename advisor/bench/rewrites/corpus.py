@@ -172,6 +172,10 @@ def totals(rows: list[dict]) -> dict:
         out[f"{who}_slower"] = [r["name"] for r in rows if _slower(r, who)]
         out[f"{who}_slower_under_1_ms"] = [r["name"] for r in rows if _slower(r, who, 0.0) and not _slower(r, who)]
     out["sqlglot_failed"] = sum(1 for r in rows if r["sqlglot_error"])
+    # sqlglot's total with an output the planner prices as our answer counted at our answer's time (the same plan:
+    # what differs is the timing's noise), which ``missed`` reads
+    out["sqlglot_ms_other_plans"] = round(sum((r["ours_lat_ms"] or r["original_lat_ms"]) if r.get("sqlglot_same_cost")
+                                              else (r["sqlglot_lat_ms"] or r["original_lat_ms"]) for r in timed), 2)
     ahead = [r for r in rows if r["sqlglot_lat_ms"] and (r["ours_lat_ms"] or r["original_lat_ms"])
              and (r["ours_lat_ms"] or r["original_lat_ms"]) > SLOWER * r["sqlglot_lat_ms"]
              and (r["ours_lat_ms"] or r["original_lat_ms"]) - r["sqlglot_lat_ms"] >= MIN_ABS_MS]
@@ -184,15 +188,17 @@ PEER_FACTOR = 1.5  # the issue's target: our total speedup at least this times s
 
 
 def missed(families: dict[str, dict]) -> list[str]:
-    """The families where sqlglot's outputs gained (their total more than 5% and 1 ms under the original's) and
-    our answers did not (ours under 1.05x): where a rewrite exists that the rewriter does not find.
+    """The families where sqlglot's outputs gained (their total more than 5% and 1 ms under the original's, an output
+    planned as our answer counted at our answer's time: ``sqlglot_ms_other_plans``) and our answers did not (ours
+    under 1.05x): where a rewrite exists that the rewriter does not find.
 
     >>> missed({"a": {"original_ms": 100.0, "sqlglot_ms": 50.0, "ours_ms": 99.0},
     ...         "b": {"original_ms": 100.0, "sqlglot_ms": 99.5, "ours_ms": 100.0}})
     ['a']
     """
-    return [f for f, t in families.items() if t["original_ms"] > SLOWER * t["sqlglot_ms"]
-            and t["original_ms"] - t["sqlglot_ms"] >= MIN_ABS_MS and t["original_ms"] < SLOWER * t["ours_ms"]]
+    peer = {f: t.get("sqlglot_ms_other_plans", t["sqlglot_ms"]) for f, t in families.items()}
+    return [f for f, t in families.items() if t["original_ms"] > SLOWER * peer[f]
+            and t["original_ms"] - peer[f] >= MIN_ABS_MS and t["original_ms"] < SLOWER * t["ours_ms"]]
 
 
 def targets(overall: dict, families: dict[str, dict] | None = None) -> dict[str, bool]:
