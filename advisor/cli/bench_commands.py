@@ -349,7 +349,7 @@ def bench_latency(engines: Annotated[str, typer.Option(help="comma-separated: po
                                                           "--replica` and the application's statements, as a new "
                                                           "user runs it")] = False,
                   tune_peers: Annotated[bool, typer.Option(help="with --tune on mariadb: time it again with the "
-                                                                "what-if search on the full shadow (not a sample), "
+                                                                "what-if search on a ~50 MB sample of the shadow, "
                                                                 "in the same run")] = False,
                   tune_unbatched: Annotated[bool, typer.Option(help="with --tune on mariadb: and with the what-if "
                                                                     "one call at a time (the unbatched path)")]
