@@ -64,8 +64,11 @@ def bench_knobs(workloads: Annotated[str, typer.Option(help="comma-separated: jo
         raise typer.BadParameter("--validate is hibo, every or none")
     try:
         expanded = expand(_names([workloads]), _names([schemas]), _names([seeds]), _names([kinds]))
-        engines = check_engines(_names([engine]))
     except (AdvisorError, ValueError) as e:
+        raise typer.BadParameter(str(e)) from None
+    try:  # an engine the advisor does not run is refused in one line, as by every bench (AdvisorError)
+        engines = check_engines(_names([engine]))
+    except ValueError as e:
         raise typer.BadParameter(str(e)) from None
     options = BenchOptions(workloads=expanded, trials=trials, repeats=repeats,
                            surrogate_seeds=surrogate_seeds, seed=seed, out_dir=out, mode=mode, design=design,

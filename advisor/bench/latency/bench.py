@@ -244,11 +244,12 @@ def measure(engine: str, scale: float, o: LatencyBenchOptions, say: Say) -> list
         if o.tune:
             _tune(target, production.dsn("tpch"), scale, row_of(TUNE), say,
                   Path(o.out_dir) / f"{engine}-sf{scale:g}-tune-indexes.log")
-        if o.tune and o.tune_peers and engine == "mariadb":
+        builds = target.index_facts().whatif_builds  # the peers time the search where it builds indexes for real
+        if o.tune and o.tune_peers and builds:
             _tune(target, production.dsn("tpch"), scale, row_of(TUNE_SAMPLED), say,
                   Path(o.out_dir) / f"{engine}-sf{scale:g}-tune-indexes-sampled-whatif.log",
                   {"ADVISOR_WHATIF_SAMPLE_MB": "50"})
-        if o.tune and o.tune_unbatched and engine == "mariadb":
+        if o.tune and o.tune_unbatched and builds:
             _tune(target, production.dsn("tpch"), scale, row_of(TUNE_ONE), say,
                   Path(o.out_dir) / f"{engine}-sf{scale:g}-tune-indexes-one-at-a-time.log",
                   {"ADVISOR_WHATIF_BATCH": "0", "ADVISOR_WHATIF_SAMPLE_MB": "0"})

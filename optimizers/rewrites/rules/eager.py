@@ -34,6 +34,9 @@ DIALECTS = EVERY_DIALECT  # the dialects these rules keep a statement's meaning 
 
 WHOLE = ("smallint", "integer", "int", "int2", "int4", "tinyint", "mediumint")  # sums of these are bigint (PG)
 EXACT = WHOLE + ("bigint", "int8", "numeric", "decimal")
+# the dialects (connector keys, as ``DIALECTS``) whose SUM of a WHOLE column is an integer (bigint): a sum of the
+# partial sums is then numeric there and is cast back; elsewhere (MariaDB, MySQL: DECIMAL either way) it is left
+INTEGER_SUMS = frozenset({"postgres"})
 ALIAS = "eager"
 
 
@@ -94,7 +97,7 @@ def eager_aggregate(tree: exp.Select, facts: Facts) -> exp.Select | None:
         if isinstance(node, (exp.Min, exp.Max)):
             return type(node)(this=ref)
         total = exp.Sum(this=ref)
-        whole = isinstance(node, exp.Count) or (kind in WHOLE and facts.dialect == "postgres")
+        whole = isinstance(node, exp.Count) or (kind in WHOLE and facts.dialect in INTEGER_SUMS)
         return exp.Cast(this=total, to=exp.DataType.build("BIGINT")) if whole else total
 
     def outside(node: exp.Expression) -> exp.Expression:

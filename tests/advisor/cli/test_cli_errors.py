@@ -102,7 +102,7 @@ def test_an_unknown_optimizer_is_a_usage_error_naming_the_registrys_choices(tmp_
     (["runs", "start", "--target", "t", "--kind", "knobs", "--optimizer", "hibos"], "did you mean 'hibo'?"),
     (["runs", "start", "--target", "t", "--kind", "nope"], "Invalid value for '--kind'"),
     (["runs", "list", "--state", "nope"], "'nope' is not one of 'queued', 'running', 'done'"),
-    (["bench", "knobs", "--workloads", "joins,nope"], "unknown workloads ['nope']: choose from joins"),
+    (["bench", "knobs", "--workloads", "joins,nope"], "unknown bench workload 'nope' (available: joins"),
     (["bench", "rewrite", "--optimizer", "nope"], "'nope' is not one of 'aurora'"),  # before any server starts
 ])
 def test_option_values_checked_late_are_usage_errors_too(tmp_path, args, message):
