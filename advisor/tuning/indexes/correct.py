@@ -1,8 +1,9 @@
 """The correction step of the index pipeline: after the chosen set was validated on the shadow, what the planner
 misjudged is learned from the times validation measured (``optimizers.indexes.corrected``), the choice is made
 again on corrected costs (the same optimizer, checked against the same baselines and refined, ``choice.propose``),
-and a different set that the corrected costs rate better is itself validated before it can replace the first:
-a candidate the planner misjudged wins or loses on measured time, never on estimates alone. Of the two validated
+and a different set that the corrected costs rate better, holding an index validation has not judged yet, is itself
+validated before it can replace the first: a candidate the planner misjudged wins or loses on measured time, never
+on estimates alone (a set made only of indexes validation already kept or dropped is not measured again). Of the two validated
 sets the one with the larger measured gain is recommended (gains within ``TIE``: the smaller set).
 
 Why: on a generated JOB workload the set cheapest in what-if cost ran 2x slower than Extend's. Validation dropped
@@ -97,9 +98,11 @@ def correct(shadow: Shadow, problem: IndexProblem, sizes, statements: Sequence[B
                                             say=say)
         now, new = fixed.cost(kept), fixed.cost(again)
         report.update({"rechosen": [ix.label() for ix in again], "corrected_cost": {"first": now, "rechosen": new}})
-        if set(again) <= set(kept) or not new < now * (1 - MIN_IMPROVEMENT):
+        judged = {v.index for v in checked.verdicts}  # every index validation measured, kept or dropped
+        if set(again) <= judged or not new < now * (1 - MIN_IMPROVEMENT):
             report["taken"] = "first"
-            say("the corrected costs choose no better set than the one validated")
+            say("the corrected costs choose no better set than the one validated" if not set(again) <= judged else
+                "the corrected costs choose among indexes validation already judged: the validated set stands")
             return Corrected(report)
         estimated = {ix: problem.whatif.size(ix) for ix in again}
         spares = index_repair.spares(problem, again)
