@@ -31,19 +31,22 @@ def fallback_note(fallback: dict) -> str:
 
 
 def propose(problem: IndexProblem, optimizer: str, *, seed: int = 0, model_dir: Path | None = None,
-            options: dict | None = None, say: Say = silent) -> tuple[tuple, dict | None, dict]:
+            options: dict | None = None, say: Say = silent,
+            sets: dict | None = None) -> tuple[tuple, dict | None, dict]:
     """The propose step: ``choose``, then, unless ``options["fallback"]`` is False, the same problem and budget
     given to the baselines (``FALLBACK_TO``): when one's set has a lower what-if cost than the optimizer's, it is
     recommended instead and ``whatif["fallback"]`` says so (an optimizer must never make the advice worse than the
     baselines it is measured against); then, unless ``options["refine"]`` is False, the set loses its redundant
     indexes and spends the space freed (``optimizers.indexes.refine``; ``whatif["refined"]`` says what changed).
     Both apply to optimizers ``checked_against_baselines`` only. Returns (indexes, what prepare reported, what-if
-    figures)."""
+    figures); ``sets``, when given, receives each baseline's set by name (the correction step's contenders)."""
     options = dict(options or {})
     check, polish = options.pop("fallback", True), options.pop("refine", True)
     chosen, training, selection_s, why = choose(problem, optimizer, seed=seed, model_dir=model_dir,
                                                 options=options, say=say)
     compared = compare_baselines(problem, optimizer, chosen, seed=seed, say=say) if check else ({}, {})
+    if sets is not None:
+        sets.update(compared[1])
     fallback = better_baseline(problem, optimizer, chosen, seed=seed, say=say, compared=compared)
     if fallback is not None:
         chosen = fallback.pop("indexes")

@@ -148,7 +148,7 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
                     fixed = correct(shadow, problem, sizes, bound, checked, plan.optimizer, seed=plan.seed,
                                     model_dir=model_dir, options=options, validation=plan.validation,
                                     existing=existing, ledger=ledger, say=say, search=search,
-                                    rows_for=lambda s: rows_for(s, f"{plan.optimizer} on corrected costs"))
+                                    rows_for=lambda s, who: rows_for(s, f"{who} on corrected costs"))
                     whatif["correction"] = fixed.report
                     if fixed.validation is not None:
                         index_sizing.learn_built(sizes, fixed.raw,
@@ -156,6 +156,10 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
                     if fixed.chosen is not None:
                         chosen, checked, estimated, raw, rows = (fixed.chosen, fixed.validation, fixed.estimated,
                                                                  fixed.raw, fixed.rows or rows)
+                        # the figures describe the set recommended (the planner's estimate for it, its size)
+                        whatif["relative_cost"] = fixed.report["relative_cost"]["rechosen"]
+                        whatif["cost_after"] = whatif["relative_cost"] * whatif["cost_before"]
+                        whatif["estimated_bytes"] = sum(estimated.values())
             drops = index_drops.validate_drops(connector, shadow, bound, obs.snapshot, plan.validation, say=say,
                                                ledger=ledger)
         whatif["search"] = search.doc()

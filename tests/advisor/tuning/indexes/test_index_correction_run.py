@@ -23,8 +23,13 @@ def test_a_run_learns_from_its_validation_and_chooses_again(pg, tmp_path):
     assert report["taken"] in ("first", "rechosen") and report["first"]
     if report["taken"] == "rechosen":  # validated before it replaced the first set, and the run says so
         assert "gain" in report and "chosen again on what-if costs corrected" in first.message
+        # the run's figures describe the set recommended, not the first choice
+        assert first.whatif["relative_cost"] == report["relative_cost"]["rechosen"]
+        assert {ix.label() for ix in first.chosen} == set(report["rechosen"])
     else:
         assert "chosen again" not in first.message
+    if "gain" in report:  # a second set was measured: whose, and why it was worth measuring
+        assert report["from"] == "extend" and report["why"] in ("rated better", "within the estimates' doubt")
     stored = list(tmp_path.rglob(HISTORY))
     assert len(stored) == 1 and "points" in json.loads(stored[0].read_text())
     again = service.tune("indexes", shop, plan)
