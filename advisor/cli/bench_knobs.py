@@ -46,6 +46,9 @@ def bench_knobs(workloads: Annotated[str, typer.Option(help="comma-separated: jo
                 validate: Annotated[str, typer.Option(help="recommendations reduced and validated: hibo (HiBO "
                                                            "seeded's), every (every run's), none")] = "hibo",
                 cpu_hogs: Annotated[int, typer.Option(help="busy processes beside the whole run", min=0)] = 0,
+                time_limit: Annotated[float | None, typer.Option(help="seconds; past them no optimizer run, "
+                                                                      "re-measure or validation starts, and the "
+                                                                      "table lists what was cut")] = None,
                 seed: Annotated[int, typer.Option(help="random seed")] = 0,
                 out: Annotated[str, typer.Option(help="directory for knobs.json and the plot")] = "bench-results/knobs",
                 engine: Annotated[str, typer.Option(help="postgres, mariadb, or both comma-separated (each in "
@@ -73,7 +76,8 @@ def bench_knobs(workloads: Annotated[str, typer.Option(help="comma-separated: jo
     options = BenchOptions(workloads=expanded, trials=trials, repeats=repeats,
                            surrogate_seeds=surrogate_seeds, seed=seed, out_dir=out, mode=mode, design=design,
                            design_from=design_from, engine=",".join(engines), opt_seeds=opt_seeds,
-                           statements=statements, scale=scale, validate=validate, cpu_hogs=cpu_hogs)
+                           statements=statements, scale=scale, validate=validate, cpu_hogs=cpu_hogs,
+                           time_limit_s=time_limit)
     doc = KnobBench(options, say=reporter(watch=True)).run()
     if json_out:
         emit(doc)

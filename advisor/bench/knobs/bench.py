@@ -24,6 +24,9 @@ seeds and engines (``generated.summary``) says whether HiBO seeded is at least a
 The surrogate part (labelled as such) runs each optimizer ``surrogate_seeds`` times at ``surrogate_trials``
 trials: the mean share of the pooled best feasible gain reached, how many seeds reached 90% of it, and how many
 runs' best-by-total trial would regress a statement (see ``surrogate``).
+
+With ``time_limit_s``, no optimizer run, re-measure or validation starts past the limit: the run ends with the table,
+JSON and plot of what it measured, and ``cut`` lists each workload, engine and step left out.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ RUNS = (("hibo", "hibo", True), ("hibo-unseeded", "hibo", False), ("smac", "smac
 GENERATED_RUNS = (("hibo", "hibo", True), ("smac", "smac", False), ("gp", "gp", False), ("tpe", "tpe", False))
 MIN_GAIN = ValidationOptions().min_gain  # the same bar a recommendation must clear
 SAFETY_RUNS = (("hibo", "hibo", True), ("random", "random", False))
+_CUT = object()  # a re-measure the time limit left out
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,7 @@ class BenchOptions:
     validate: str = "hibo"  # whose recommendations are reduced and validated: hibo (seeded) | every | none
     cpu_hogs: int = 0  # busy processes beside the whole run (a loaded machine)
     remeasure_rounds: int = 3  # each run's pick against the defaults (0: not re-measured)
+    time_limit_s: float | None = None  # past it, no run, re-measure or validation starts; what was cut is listed
 
     @property
     def engines(self) -> tuple[str, ...]:
@@ -103,9 +108,21 @@ class KnobBench:
         self.out = Path(options.out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         self.engine = options.engines[0] if options.engines else factory.DEFAULT_ENGINE
+        self.deadline = time.time() + options.time_limit_s if options.time_limit_s else None
+        self.cut: list[dict[str, str]] = []  # what the time limit left out: workload, engine, what
+
+    def _late(self, name: str, what: str) -> bool:
+        """Whether the time limit has passed; if so ``what`` of ``name`` is recorded as cut."""
+        if self.deadline is None or time.time() < self.deadline:
+            return False
+        self.cut.append({"name": name, "engine": self.engine, "what": what})
+        self.say(f"[{self.engine} {name}] time limit passed: {what} cut")
+        return True
 
     def run(self) -> dict:
         started = time.time()
+        if self.options.time_limit_s:
+            self.deadline = started + self.options.time_limit_s
         for engine in self.options.engines:
             factory.supported(engine)
         wanted = [bench_workload(n) for n in self.options.workloads]
@@ -147,7 +164,7 @@ class KnobBench:
                            "storage": self.hw.storage, "cpu_hogs": self.options.cpu_hogs, "load": load},
                "options": asdict(self.options), "wall_s": round(time.time() - started, 1),
                "workloads": [asdict(r) for r in reports], "skipped": skipped, "surrogate": surrogate,
-               "generated": gen, "designs": designs, "partial": load is None}
+               "generated": gen, "designs": designs, "partial": load is None, "cut": self.cut}
         (self.out / "knobs.json").write_text(json.dumps(doc, indent=2, default=str))
         return doc
 
@@ -159,6 +176,10 @@ class KnobBench:
             g = generated.parse(wl.name)
             groups.setdefault(f"data-{g.schema}" if g else wl.name, []).append(wl)
         for key, wls in groups.items():
+            if self.deadline is not None and time.time() >= self.deadline:
+                for wl in wls:
+                    self._late(wl.name, "the whole workload (not started)")
+                continue
             self.say(f"[{self.engine} {key}] starting a server and loading the data")
             with factory.sandbox(self.engine, f"bench-{key}") as sandbox:
                 dsn = None
@@ -173,6 +194,8 @@ class KnobBench:
                                     for wl in wls]
                         continue
                 for wl in wls:
+                    if self._late(wl.name, "the whole workload (not started)"):
+                        continue
                     try:
                         _check_client(Shadow.of(sandbox, sandbox.default_db).connector, wl)
                         report, design = self._workload(wl, store, sandbox, dsn)
@@ -263,6 +286,8 @@ class KnobBench:
         runs = GENERATED_RUNS if wl.kind == "generated" else RUNS if wl.full else SAFETY_RUNS
         for seed in range(self.options.seed, self.options.seed + max(1, self.options.opt_seeds)):
             for label, optimizer, seeded in runs:
+                if summaries and self._late(wl.name, f"run {label} seed {seed}"):
+                    continue
                 tag = f"[{self.engine} {wl.name}] {label}" + (f" seed {seed}" if self.options.opt_seeds > 1 else "")
                 self.say(f"{tag}: {trials_n} trials")
                 opt = registry.create("knobs", optimizer, KnobProblem(space, features.kind), seed=seed)
@@ -286,17 +311,26 @@ class KnobBench:
         top = min(ok, key=lambda r: r.result.objective)  # type: ignore[arg-type, return-value]
         trials = TrialRunner(shadow, runner, space, say=silent)
         base_cfg = space.default_config()
-        self.say(f"[{self.engine} {wl.name}] re-measuring the pooled best against the defaults")
-        ref = compare_configs(trials, base_cfg, {**base_cfg, **top.config}, self.options.validation_rounds,
-                              say=lambda m: self.say(f"[{wl.name}] G* {m}"))
-        trials.reset()
+        if self._late(wl.name, "G* re-measure (the pooled best's single pass instead)"):
+            single = gain_over(default_obj, top.result.objective) or 0.0
+            ref_gain, ref_ci = single, (single, single)
+        else:
+            self.say(f"[{self.engine} {wl.name}] re-measuring the pooled best against the defaults")
+            ref = compare_configs(trials, base_cfg, {**base_cfg, **top.config}, self.options.validation_rounds,
+                                  say=lambda m: self.say(f"[{wl.name}] G* {m}"))
+            ref_gain, ref_ci = ref.gain, ref.ci
+            trials.reset()
         picks = [self._remeasured(wl.name, trials, base_cfg, s) for s in summaries] \
             if self.options.remeasure_rounds > 0 else [None] * len(summaries)
         validated = [self._validated(wl.name, shadow, runner, space, s[0], s[3], s[4]) for s in summaries
                      if isinstance(runner, ReplayRunner) and (self.options.validate == "every" or
-                                                              (self.options.validate == "hibo" and s[0] == "hibo"))]
-        gstar = max(ref.gain, 0.0)
-        run_summaries = [summarize(default_obj, gstar, *s, remeasured=p) for s, p in zip(summaries, picks)]
+                                                              (self.options.validate == "hibo" and s[0] == "hibo"))
+                     and not self._late(wl.name, f"validation of {s[0]} seed {s[3]}")]
+        gstar = max(ref_gain, 0.0)
+        run_summaries = [summarize(default_obj, gstar, *s, remeasured=None if p is _CUT else p)
+                         for s, p in zip(summaries, picks)]
+        for r, p in zip(run_summaries, picks):
+            r.remeasure_cut = p is _CUT
         first = next((v for v in validated if v.label == "hibo"), None)
         if first is None:
             recommends = "not validated (no per-statement replay)" if not isinstance(runner, ReplayRunner) \
@@ -304,7 +338,7 @@ class KnobBench:
         else:
             recommends = first.verdict
         report = WorkloadReport(wl.name, runner.objective, default_obj, rules_obj, gain_over(default_obj, rules_obj),
-                                ref.gain, ref.ci, top.config, len(all_records),
+                                ref_gain, ref_ci, top.config, len(all_records),
                                 first.gain if first else None, first.ci if first else None, recommends,
                                 run_summaries, first.regressed if first else [], self.engine,
                                 len(workload.statements), validated)
@@ -317,6 +351,8 @@ class KnobBench:
         rec = recommendation(run[4])
         if rec is None:
             return None
+        if self._late(name, f"re-measure of {run[0]} seed {run[3]}'s pick"):
+            return _CUT
         self.say(f"[{self.engine} {name}] {run[0]} seed {run[3]}: re-measuring its pick against the defaults")
         try:
             return compare_configs(trials, base_cfg, {**base_cfg, **rec.config}, self.options.remeasure_rounds)

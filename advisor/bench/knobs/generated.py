@@ -10,7 +10,7 @@ seed's statements are drawn from it.
 
 ``summary`` (over the real runs of every engine): per workload and optimizer the mean over the optimizer's seeds
 of its pick's gain over the defaults re-measured in interleaved rounds (0 for a run that keeps the defaults; the
-best single pass where nothing was re-measured), of its best single pass's gain and of its share of G*; per engine and overall the mean over workloads; whether
+best single pass where nothing was re-measured; a run whose re-measure the time limit cut is left out), of its best single pass's gain and of its share of G*; per engine and overall the mean over workloads; whether
 HiBO seeded is at least as good as each peer (mean gain over workloads and seeds, within ``TIE`` of it); and every
 validated recommendation's knob count and regressed statements against the targets (at most ``MAX_KNOBS``, none).
 """
@@ -107,7 +107,8 @@ def summary(workloads: list[dict]) -> dict | None:
             row["optimizers"][label] = {"pass_gain": _mean([r["gain"] for r in runs]),
                                         "feasible_gain": _mean([r.get("feasible_gain") for r in runs]),
                                         "share_of_gstar": _mean([r["share_of_gstar"] for r in runs]),
-                                        "gain": _mean([r.get("remeasured_gain") or 0.0 for r in runs]) if again
+                                        "gain": _mean([r.get("remeasured_gain") or 0.0 for r in runs
+                                                       if not r.get("remeasure_cut")]) if again
                                         else _mean([r["gain"] for r in runs]),
                                         "measure": "re-measured" if again else "one pass"}
         row["validated"] = [{"label": v["label"], "seed": v["seed"], "knobs": len(v["knobs"]),

@@ -31,6 +31,7 @@ class RunSummary:
     # in interleaved rounds: the gain a user of this optimizer would see, not a lucky pass; None: not re-measured
     remeasured_gain: float | None = None
     remeasured_ci: tuple[float, float] | None = None
+    remeasure_cut: bool = False  # its pick was not re-measured: the bench's time limit had passed
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The knob bench's text table (``advisor bench knobs``): per workload (and engine), the defaults, the rules seed, G*
 and its interval, the validated recommendations, each optimizer's run (every seed), the summary over seeds and
-engines of the generated workloads, and the surrogate bench's summary."""
+engines of the generated workloads, the surrogate bench's summary, and what the time limit cut."""
 
 from __future__ import annotations
 
@@ -53,6 +53,9 @@ def table(doc: dict) -> str:
                          f"{s['wall_s']:>7.0f}")
     m = doc["machine"]
     load = m.get("load") or {}
+    if doc.get("cut"):
+        lines.append(f"\nCUT by the time limit ({doc['options'].get('time_limit_s')} s), not measured:")
+        lines += [f"  {c['name']} on {c['engine']}: {c['what']}" for c in doc["cut"]]
     if doc.get("partial"):
         lines.append("\nPARTIAL: the run was cut short; the workloads above are those it finished")
     lines.append(f"\nwall time {doc['wall_s']:.0f} s on {m['cores']} cores, {m['memory_gb']} GiB"

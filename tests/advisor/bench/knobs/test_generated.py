@@ -1,12 +1,13 @@
 """``advisor bench knobs`` over generated workloads: the workload names a command line expands to, and (slow) a
 generated multi-knob workload loaded, drawn and tuned by every optimizer on both engines at a tiny size, with the
-summary over seeds."""
+summary over seeds; a run past its time limit still writes its table, JSON and plot and lists what it cut."""
 
 import pytest
 
 from advisor.bench.knobs.bench import BenchOptions, KnobBench
 from advisor.bench.knobs.workloads import expand
-from advisor.bench.knobs.generated import parse
+from advisor.bench.knobs.generated import parse, summary
+from advisor.bench.knobs.table import table
 from advisor.core.errors import NotFound
 
 
@@ -33,3 +34,26 @@ def test_a_generated_multi_knob_workload_runs_on_each_engine(engine, tmp_path):
     (row,) = doc["generated"]["workloads"]
     assert row["seeds"] == 2 and set(row["optimizers"]) == {"hibo", "smac", "gp", "tpe"}
     assert (tmp_path / "knobs.json").exists() and (tmp_path / "knobs-convergence.png").exists()
+
+
+def test_a_run_past_its_time_limit_writes_what_it_has_and_lists_the_cut_workloads(tmp_path):
+    options = BenchOptions(workloads=("multi-tpch.s1", "multi-tpch.s2"), engine="postgres,mariadb",
+                           time_limit_s=1e-9, out_dir=str(tmp_path))
+    doc = KnobBench(options).run()  # the limit has passed before the first server would start
+    assert doc["workloads"] == [] and not doc["partial"]
+    assert {(c["name"], c["engine"]) for c in doc["cut"]} == \
+        {(n, e) for n in ("multi-tpch.s1", "multi-tpch.s2") for e in ("postgres", "mariadb")}
+    assert (tmp_path / "knobs.json").exists()
+    text = table(doc)
+    assert "CUT by the time limit" in text and "multi-tpch.s2 on mariadb: the whole workload" in text
+
+
+def test_a_run_whose_re_measure_was_cut_is_left_out_of_the_mean_not_counted_as_no_gain():
+    def run(label, seed, again, cut=False):
+        return {"label": label, "seed": seed, "gain": 0.3, "feasible_gain": 0.3, "share_of_gstar": 1.0,
+                "remeasured_gain": again, "remeasure_cut": cut}
+    w = {"name": "multi-tpch.s1", "engine": "postgres", "gstar": 0.3, "validated": [],
+         "runs": [run("hibo", 0, 0.2), run("hibo", 1, None, cut=True), run("smac", 0, 0.2), run("smac", 1, None)]}
+    s = summary([w])
+    assert s["overall"]["hibo"]["gain"] == 0.2  # the cut run is not a run that kept the defaults
+    assert s["overall"]["smac"]["gain"] == 0.1  # nothing to re-measure: it kept the defaults, 0
