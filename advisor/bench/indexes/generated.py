@@ -37,8 +37,9 @@ def summary(workloads: dict[str, dict]) -> dict | None:
            "uncorrected_median_ratio": round(median(before), 3) if before else None,
            "uncorrected_worst_ratio": round(max(before), 3) if before else None,
            "rechosen": sum(r["correction"] == "rechosen" for r in rows),
-           # whose set the pipeline recommended for IA2: its own, or the baseline's it fell back to
-           "recommended_from": _counts(r["fallback"] or "ia2" for r in rows),
+           # whose set the pipeline recommended for IA2: its own, the baseline's it fell back to, or the set the
+           # correction step took (the optimizer's or a baseline's, chosen on corrected costs)
+           "recommended_from": _counts(r["rechosen_from"] or r["fallback"] or "ia2" for r in rows),
            "slower_statements": sum(r["slower"] for r in rows),
            "fallback_rate": round(sum(bool(r["fallback"]) for r in rows) / len(rows), 3),
            "own_within_2pct_share": round(sum(within) / len(within), 3) if within else None}
@@ -82,6 +83,7 @@ def _row(name: str, w: dict) -> dict:
             "slower": len(set((ia2 or {}).get("slower", [])) | set((mine or {}).get("slower", []))),
             "fallback": (ia2 or {}).get("fallback", ""),
             "uncorrected_ratio": before, "correction": (ia2 or {}).get("correction", ""),
+            "rechosen_from": (ia2 or {}).get("rechosen_from", ""),
             "own_vs_ilp": round(own / exact, 4) if own is not None and exact else None}
 
 

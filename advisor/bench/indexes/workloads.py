@@ -105,6 +105,7 @@ class AdvisorRun:
     # a fallback and the refinement) and each baseline's set it was checked against (Extend, Dexter, the ILP)
     fallback: str = ""  # the baseline whose set was recommended instead of the optimizer's (what-if cost lower)
     correction: str = ""  # the correction step's verdict: "rechosen" (a set chosen on corrected costs won), "first"
+    rechosen_from: str = ""  # when "rechosen": whose set it was on corrected costs (the optimizer's or a baseline's)
 
 
 class WorkloadBench:
@@ -194,6 +195,8 @@ class WorkloadBench:
                          baselines={k: round(v, 5) for k, v in result.whatif.get("baselines", {}).items()},
                          fallback=(result.whatif.get("fallback") or {}).get("to", ""),
                          correction=(result.whatif.get("correction") or {}).get("taken", ""))
+        if run.correction == "rechosen":
+            run.rechosen_from = result.whatif["correction"].get("from", optimizer)
         rec, advised = result.recommendation, ()
         if result.validation is not None:
             self._built.update({v.index: v.built_bytes for v in result.validation.verdicts if v.built_bytes})

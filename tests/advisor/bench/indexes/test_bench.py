@@ -103,9 +103,9 @@ def test_bench_generated_workload_through_the_pipeline_against_the_peers(tmp_pat
 def test_the_generated_summary_takes_the_median_and_worst_over_workloads():
     from advisor.bench.indexes.generated import summary
 
-    def workload(mine, peer, slower=(), fallback="", own=None, plain=None, taken=""):
+    def workload(mine, peer, slower=(), fallback="", own=None, plain=None, taken="", by=""):
         return {"statements": 10, "advisors": [
-            {"advisor": "ia2", "slower": list(slower), "fallback": fallback, "correction": taken,
+            {"advisor": "ia2", "slower": list(slower), "fallback": fallback, "correction": taken, "rechosen_from": by,
              "baselines": {"ia2": own, "ilp": 0.5} if own else {}},
             *([{"advisor": "ia2-uncorrected", "relative_runtime": plain}] if plain else []),
             {"advisor": "ilp", "slower": [], "fallback": "", "baselines": {}, "relative_runtime": peer}],
@@ -114,12 +114,15 @@ def test_the_generated_summary_takes_the_median_and_worst_over_workloads():
 
     s = summary({"app": workload(0.1, 0.1), "gen-tpch.s1": workload(0.2, 0.25, own=0.505),
                  "gen-job.s1": workload(0.3, 0.2, slower=["q"], fallback="ilp", own=0.6, plain=0.4, taken="rechosen"),
-                 "gen-tpcds.s1": workload(0.1, 0.1, own=0.5)})
-    assert [r["workload"] for r in s["workloads"]] == ["gen-tpch.s1", "gen-job.s1", "gen-tpcds.s1"]  # app is not
+                 "gen-tpcds.s1": workload(0.1, 0.1, own=0.5),
+                 "gen-tpch.s2": workload(0.1, 0.1, fallback="ilp", own=0.5, taken="rechosen", by="extend")})
+    assert [r["workload"] for r in s["workloads"]] == ["gen-tpch.s1", "gen-job.s1", "gen-tpcds.s1",
+                                                       "gen-tpch.s2"]  # app is not generated
     assert s["median_ratio"] == 1.0 and s["worst_ratio"] == 1.5 and s["slower_statements"] == 1
-    assert s["fallback_rate"] == pytest.approx(1 / 3, abs=1e-3) and s["own_within_2pct_share"] == pytest.approx(2 / 3, abs=1e-3)
-    assert s["uncorrected_median_ratio"] == 2.0 and s["rechosen"] == 1  # the step's effect, side by side
-    assert s["recommended_from"] == {"ia2": 2, "ilp": 1}  # IA2's own set, or the baseline's it fell back to
+    assert s["fallback_rate"] == 0.5 and s["own_within_2pct_share"] == 0.75
+    assert s["uncorrected_median_ratio"] == 2.0 and s["rechosen"] == 2  # the step's effect, side by side
+    # IA2's own set, the baseline's it fell back to, or the set the correction step took (a baseline's here)
+    assert s["recommended_from"] == {"ia2": 2, "extend": 1, "ilp": 1}
     assert s["targets"] == {"median_ratio_at_most_1": True, "worst_ratio_at_most_1.2": False,
                             "no_statement_10pct_slower": False, "own_set_within_2pct_of_ilp_on_80pct": False}
     assert summary({"app": workload(0.1, 0.1)}) is None
