@@ -15,8 +15,10 @@ unspent, and a set the planner rated a little worse but that ran faster was neve
 workload the ILP's set (what-if 0.193 of the workload's cost) was taken over Extend's (0.204, 6% worse on estimates)
 and ran 1.34x slower than it.
 
-What was learned is kept per target (``HISTORY`` in the target's model directory, the newest
-``corrected.HISTORY_POINTS`` points): a later run's correction starts from it (``Correction.fit``'s ``history``).
+What was measured is kept per target (``HISTORY`` in the target's model directory: the newest ``HISTORY_MEASURED``
+statement measurements, each a statement, the new indexes its plan used and its two times): a later run's first
+choice is already made on costs corrected by them (``from_history``), and its correction step learns from them and
+its own (a file of an older version holds shape points only: they seed the shape exponents).
 """
 
 from __future__ import annotations
@@ -36,11 +38,13 @@ from advisor.tuning.indexes.validation import IndexValidation, validate_indexes
 from advisor.tuning.trials import Ledger
 from advisor.tuning.validation import ValidationOptions
 from connectors.base import Shadow
-from optimizers.indexes.corrected import Correction, CorrectedWhatIf
+from advisor.storage.codec import change_from, plain
+from optimizers.indexes.corrected import Correction, CorrectedWhatIf, Measured
 from optimizers.indexes.problem import IndexProblem
 from workloads.statements.binding import BoundStatement
 
 HISTORY = "index_corrections.json"
+HISTORY_MEASURED = 500  # statement measurements kept per target (the newest)
 MIN_IMPROVEMENT = 0.02  # a re-chosen set is validated when its corrected cost is this much under the kept set's
 TIE = 0.01  # measured gains this close (absolute): the set with fewer bytes built is recommended
 # a set whose corrected cost is at most this much above the kept set's is measured when none is rated better: on the
@@ -62,24 +66,52 @@ class Corrected:
     rows: list | None = None
 
 
-def load_history(model_dir: Path | None) -> list:
-    """The points earlier runs on this target learned from ([] when there are none or the file is unreadable)."""
+def load_history(model_dir: Path | None) -> tuple[list, list[Measured]]:
+    """What earlier runs on this target measured: (shape points, statement measurements, oldest first); empty when
+    there are none or the file is unreadable. A file from before statement measurements were kept has points only."""
     path = model_dir / HISTORY if model_dir is not None else None
     if path is None or not path.is_file():
-        return []
+        return [], []
     try:
-        return [((str(s[0]), bool(s[1])), float(x), float(y)) for s, x, y in json.loads(path.read_text())["points"]]
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
-        return []
+        doc = json.loads(path.read_text())
+        points = [((str(s[0]), bool(s[1])), float(x), float(y)) for s, x, y in doc.get("points", [])]
+        measured = [Measured(str(q), frozenset(change_from(d) for d in used), float(b), float(c))
+                    for q, used, b, c in doc.get("measured", [])]
+        return points, measured
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+        return [], []
 
 
-def save_history(model_dir: Path | None, correction: Correction) -> None:
+def save_history(model_dir: Path | None, correction: Correction, measured: Sequence[Measured] = ()) -> None:
+    """The correction's shape points and ``measured`` (earlier runs' and this run's: the latest per statement and
+    index set, the newest ``HISTORY_MEASURED``) into the target's ``HISTORY``."""
     if model_dir is None:
         return
+    by: dict = {}
+    for m in measured:  # the latest per statement and set, in the order last measured
+        by.pop((m.queryid, m.used), None)
+        by[(m.queryid, m.used)] = m
+    latest = list(by.values())[-HISTORY_MEASURED:]
     model_dir.mkdir(parents=True, exist_ok=True)
     tmp = model_dir / (HISTORY + ".tmp")
-    tmp.write_text(json.dumps({"points": [[list(s), x, y] for s, x, y in correction.points]}))
+    tmp.write_text(json.dumps({"points": [[list(s), x, y] for s, x, y in correction.points],
+                               "measured": [[m.queryid, [plain(ix) for ix in sorted(m.used, key=IndexChange.label)],
+                                             m.baseline_ms, m.candidate_ms] for m in latest]}))
     tmp.replace(model_dir / HISTORY)
+
+
+def from_history(problem: IndexProblem, model_dir: Path | None) -> Correction | None:
+    """The correction what earlier runs measured on this target makes for ``problem``'s first choice (the planner's
+    misjudgements seen before are not made again: on a second run within a smaller budget, the indexes that
+    misled plans in the first run's validation would otherwise be chosen and dropped again); None when no measured
+    statement of the history, with new indexes that are all candidates, is among the problem's."""
+    _points, measured = load_history(model_dir)
+    queries = {q.queryid: q for q in problem.queries}
+    known = {c.index for c in problem.candidates}  # an index no longer a candidate (the schema changed) is not planned
+    mine = [m for m in measured if m.queryid in queries and m.used <= known]
+    if not any(m.used for m in mine):
+        return None
+    return Correction.fit(mine, problem.whatif, queries, problem.uses)
 
 
 def correct(shadow: Shadow, problem: IndexProblem, sizes, statements: Sequence[BoundStatement],
@@ -96,9 +128,11 @@ def correct(shadow: Shadow, problem: IndexProblem, sizes, statements: Sequence[B
     kept = tuple(checked.kept)
     on, wrap = (search.connector, search.planner) if search is not None else (shadow.connector, None)
     with reopen(problem, on, sizes, wrap=wrap):
-        correction = Correction.fit(checked.measured, problem.whatif, {q.queryid: q for q in problem.queries},
-                                    problem.uses, history=load_history(model_dir))
-        save_history(model_dir, correction)
+        points, before = load_history(model_dir)  # earlier runs' statement measurements, else their shape points
+        measured = [*before, *checked.measured]  # this run's measurement of a statement and set replaces theirs
+        correction = Correction.fit(measured, problem.whatif, {q.queryid: q for q in problem.queries},
+                                    problem.uses, history=() if before else points)
+        save_history(model_dir, correction, measured)
         fixed = replace(problem, whatif=CorrectedWhatIf(problem.whatif, correction))
         report = {"applied": True, "learned": correction.report(), "first": [ix.label() for ix in kept]}
         say(f"what-if corrected by {used} statement time(s) measured with new indexes: choosing again")

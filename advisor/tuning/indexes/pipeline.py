@@ -6,7 +6,7 @@ these same functions (the bench asks ``propose`` for each workload mix and budge
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from advisor.core.domain import Recommendation
@@ -20,7 +20,7 @@ from advisor.tuning.indexes import repair as index_repair
 from advisor.tuning.indexes import sampled
 from advisor.tuning.indexes import sizing as index_sizing
 from advisor.tuning.indexes.choice import fallback_note, propose, refinement_note
-from advisor.tuning.indexes.correct import correct, correction_note
+from advisor.tuning.indexes.correct import correct, correction_note, from_history
 from advisor.tuning.indexes.explain import add_verdicts, explain, not_recommended, note_fallback
 from advisor.tuning.indexes.validation import IndexValidation, validate_indexes
 from advisor.tuning.indexes.problem import build_problem
@@ -31,6 +31,7 @@ from advisor.tuning.trials import Ledger, workload_digest
 from advisor.tuning.validation import ValidationOptions
 from connectors.base import Connector
 from optimizers import registry
+from optimizers.indexes.corrected import CorrectedWhatIf
 from optimizers.indexes.problem import IndexProblem
 
 MB = 1024 * 1024
@@ -114,8 +115,16 @@ def tune_indexes(store: Store, connector: Connector, obs: Observation, plan: Ind
             say(f"{len(problem.candidates)} candidate indexes from {len(problem.queries)} statements; "
                 f"budget {plan.budget_mb:g} MB")
             options = {k: v for k, v in plan.options.items() if k != "correct"} | {"data_bytes": obs.data_bytes}
-            chosen, training, whatif = propose(problem, plan.optimizer, seed=plan.seed, model_dir=model_dir,
-                                               options=options, say=say)
+            # what earlier runs measured on this target corrects the first choice's costs too (``correct``)
+            learned = from_history(problem, model_dir) if plan.options.get("correct", True) else None
+            if learned is not None:
+                say(f"what-if costs corrected by {len(learned.measured)} statement(s) measured in earlier runs on "
+                    "this target")
+            chosen, training, whatif = propose(
+                problem if learned is None else replace(problem, whatif=CorrectedWhatIf(problem.whatif, learned)),
+                plan.optimizer, seed=plan.seed, model_dir=model_dir, options=options, say=say)
+            if learned is not None:
+                whatif["from_history"] = learned.report()
             chosen = _resumed(ledger, problem, chosen, [b for b in bound if b.queryid not in dict(unparsed)],
                               plan.validation, say)
             estimated = {ix: problem.whatif.size(ix) for ix in chosen}

@@ -31,9 +31,28 @@ def test_a_run_learns_from_its_validation_and_chooses_again(pg, tmp_path):
     if "gain" in report:  # a second set was measured: whose, and why it was worth measuring
         assert report["from"] == "extend" and report["why"] in ("rated better", "within the estimates' doubt")
     stored = list(tmp_path.rglob(HISTORY))
-    assert len(stored) == 1 and "points" in json.loads(stored[0].read_text())
+    doc = json.loads(stored[0].read_text()) if len(stored) == 1 else {}
+    assert "points" in doc and any(used for _q, used, _b, _c in doc["measured"])  # statements with their indexes
     again = service.tune("indexes", shop, plan)
     assert again.whatif["correction"]["learned"]["points"] >= report["learned"]["points"]  # history carried over
+    # the second run's first choice is already made on costs corrected by what the first measured
+    assert again.whatif["from_history"]["statements"] >= 1
+
+
+def test_history_is_read_back_and_an_unreadable_one_is_ignored(tmp_path):
+    from advisor.core.domain import IndexChange
+    from advisor.tuning.indexes.correct import load_history, save_history
+    from optimizers.indexes.corrected import Correction, Measured
+
+    a, b = IndexChange("public", "t", ("a",)), IndexChange("public", "t", ("b",), include=("c",))
+    old, new = Measured("q1", frozenset({a}), 10.0, 9.0), Measured("q1", frozenset({a}), 10.0, 2.0)
+    save_history(tmp_path, Correction(points=[(("range", False), -1.0, -0.5)]),
+                 [old, Measured("q2", frozenset({a, b}), 5.0, 1.0), new])
+    points, measured = load_history(tmp_path)
+    assert points == [(("range", False), -1.0, -0.5)]
+    assert measured == [Measured("q2", frozenset({a, b}), 5.0, 1.0), new]  # the latest per statement and set
+    (tmp_path / HISTORY).write_text("{not json")
+    assert load_history(tmp_path) == ([], [])
 
 
 def test_the_step_can_be_switched_off(pg, tmp_path):
