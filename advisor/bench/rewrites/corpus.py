@@ -3,7 +3,8 @@
 For each schema (TPC-H, the synthetic IMDB of the JOB bench, a TPC-DS subset), loaded at a small scale on a bench
 sandbox, ``workloads.datasets.synthetic`` draws N statements per seed in the rewrite families (correlated scalar
 subqueries, EXISTS, IN, DISTINCT derived tables, set operations, outer joins; and the shapes beyond decorrelation:
-NOT IN, correlated IN, OR-of-joins, joins aggregated on a key, CTEs read twice). They then go through the rewrite
+NOT IN, correlated IN, OR-of-joins, joins aggregated on a key, CTEs read twice, grouped derived tables joined back
+to their own table, UNION ALLs filtered outside). They then go through the rewrite
 bench's own per-statement flow (``RewriteBench.measure``: the pipeline's answers, sqlglot's ``optimize()`` as the
 peer, both checked by execution and timed interleaved against the original on one shadow); the search strategies
 are not compared here. The report is per shape family (the generator's ``family``), per schema and overall. On

@@ -10,7 +10,10 @@ Statement-level rules (``rules.statement``) rewrite a whole statement's syntax t
 are each a module of them: ``semijoins`` (correlated IN as EXISTS, NOT IN as NOT EXISTS with its NULLs, an
 EXISTS under OR as a LEFT JOIN to its grouped subquery),
 ``or_split`` (an OR in a join's ON as UNION ALL branches), ``eager`` (aggregation below a join on a key),
-``ctes`` (a CTE read twice: its readings' filters pushed into it, or written as derived tables); golden tests:
+``ctes`` (a CTE read twice: its readings' filters pushed into it, or written as derived tables), ``windows`` (a
+grouped derived table joined back to its own table as a window function), ``unions`` (a filter on a UNION ALL
+derived table or CTE moved into each branch; a UNION of one table's filters as one scan under their OR); golden
+tests:
 ``tests/optimizers/rewrites/rules/test_shapes.py``.
 
 Dialects: a rule keeps a statement's meaning under one engine's semantics, which another's may break (how NULLs
@@ -30,7 +33,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from optimizers.rewrites.rules import (ctes, decorrelate, decorrelate_shell, eager, joins, nulls, or_split,
-                                      pushdown, semijoins, shell, simplify, statement, views)
+                                      pushdown, semijoins, shell, simplify, statement, unions, views, windows)
 from optimizers.rewrites.rules.base import Rule
 from optimizers.rewrites.rules.joins import JOIN_RULES
 from optimizers.rewrites.rules.nulls import NULL_RULES
@@ -55,6 +58,8 @@ MODULES: tuple[tuple[ModuleType, tuple[str, ...]], ...] = (
     (or_split, ("or_split",)),
     (eager, ("eager_aggregate",)),
     (ctes, ("push_into_ctes", "inline_ctes")),
+    (windows, ("window_joinback",)),
+    (unions, ("push_into_unions", "union_to_or")),
 )
 
 

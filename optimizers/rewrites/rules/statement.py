@@ -23,7 +23,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from optimizers.rewrites.rules import ctes, eager, or_split, semijoins
+from optimizers.rewrites.rules import ctes, eager, or_split, semijoins, unions, windows
 from optimizers.rewrites.rules.base import EVERY_DIALECT, Dialects, Facts
 from optimizers.rewrites.rules.simplify import DIALECTS as SIMPLIFY_DIALECTS, simplify_predicates
 
@@ -232,6 +232,10 @@ STATEMENT_RULES: tuple[StatementRule, ...] = (
                   dialects=or_split.DIALECTS),
     StatementRule("eager_aggregate", eager.eager_aggregate.__doc__ or "", eager.eager_aggregate, alternative=True,
                   dialects=eager.DIALECTS),
+    StatementRule("window_joinback", windows.window_joinback.__doc__ or "", windows.window_joinback,
+                  alternative=True, dialects=windows.DIALECTS),
+    StatementRule("push_into_unions", unions.push_into_unions.__doc__ or "", unions.push_into_unions,
+                  alternative=True, dialects=unions.DIALECTS),
 )
 
 # a statement's WITH (``rules.ctes``): the readings' filters pushed into a CTE read twice or more (an alternative
@@ -241,11 +245,17 @@ PUSH = StatementRule("push_into_ctes", ctes.push_into_ctes.__doc__ or "", ctes.p
                      dialects=ctes.DIALECTS)
 INLINE = StatementRule("inline_ctes", ctes.inline_ctes.__doc__ or "", ctes.inline_ctes,
                        dialects=ctes.DIALECTS)
+# the rules of a statement that is a set operation (the rules above take a SELECT)
+SET_OPERATION_RULES = (StatementRule("union_to_or", unions.union_to_or.__doc__ or "", unions.union_to_or,
+                                     alternative=True, dialects=unions.DIALECTS),)
+# the rules that also read a WITH themselves (a CTE joined back read once; a UNION CTE's readings' filters)
+WITH_ALTERNATIVES = tuple(r for r in STATEMENT_RULES if r.name in ("window_joinback", "push_into_unions"))
 
 
 def variants(sql: str, facts: Facts) -> list[tuple[str, tuple[str, ...]]]:
     """``sql`` after the replacing rules, then each alternative rule's form of that: (SQL, rules applied). A
-    statement with a WITH clause gets the readings' filters pushed into its CTEs (``push_into_ctes``, beside) and its
+    statement with a WITH clause gets the readings' filters pushed into its CTEs (``push_into_ctes``, and into a
+    UNION CTE's branches: ``push_into_unions``, beside; a CTE joined back, read once: ``window_joinback``) and its
     CTEs read twice or more written as derived tables (``inline_ctes``); one with a WITH left is not rewritten
     further: the rules take a name in FROM for the catalog's table, and a CTE may shadow one (``WITH orders AS
     (...)``: its rows need not honour the table's keys). Read and written in
@@ -260,10 +270,18 @@ def variants(sql: str, facts: Facts) -> list[tuple[str, tuple[str, ...]]]:
         pushed = PUSH.apply(tree, facts) if isinstance(tree, exp.Select) else None
         if pushed is not None:
             alternatives.append((pushed, (PUSH.name,)))
+        for rule in WITH_ALTERNATIVES if isinstance(tree, exp.Select) else ():
+            found = rule.apply(tree, facts) if rule.dialects.why_not(facts.dialect) is None else None
+            if found is not None:
+                alternatives.append((found, (rule.name,)))
         tree = INLINE.apply(tree, facts) if isinstance(tree, exp.Select) else None
         if tree is None or tree.args.get("with_"):
             return [(sql, ())] + [(t.sql(dialect=facts.dialect), names) for t, names in alternatives]
         applied = (INLINE.name,)
+    for rule in SET_OPERATION_RULES if isinstance(tree, exp.Union) else ():
+        found = rule.apply(tree, facts) if rule.dialects.why_not(facts.dialect) is None else None
+        if found is not None:
+            alternatives.append((found, applied + (rule.name,)))
     for rule in STATEMENT_RULES:
         if not isinstance(tree, exp.Select):
             break

@@ -8,7 +8,7 @@ weight, rows). ``INDEX_FAMILIES`` are what an index advisor should serve (lookup
 ... LIMIT, date windows written with casts and arithmetic, LIKE prefixes, joins along edges, aggregates);
 ``REWRITE_FAMILIES`` are what a rewriter meets (correlated scalar subqueries, EXISTS, IN, DISTINCT derived tables,
 set operations, outer joins: ``rewrites``; NOT IN, correlated IN, OR-of-joins, joins aggregated on a key, CTEs read
-twice: ``rewrite_shapes``). ``statements`` gives ``BoundStatement``s, ``rewrite_cases`` the rewrite bench's
+twice, grouped derived tables joined back, filtered UNION ALLs: ``rewrite_shapes``). ``statements`` gives ``BoundStatement``s, ``rewrite_cases`` the rewrite bench's
 (name, description, SQL) triples, ``drive`` runs them as an application would.
 """
 

@@ -11,7 +11,13 @@ function from a ``Ctx`` to SQL (written in ``catalog.SOURCE_DIALECT``) or None w
 - ``join_aggregate``: a large table joined to a referenced one on its key and grouped by the referenced table's
   columns: aggregating the large table by its edge's columns first (eager aggregation) joins far fewer rows;
 - ``cte_reuse``: a grouped CTE read twice (materialized, so a filter on its grouping column is applied after the
-  whole aggregation), each reading filtered on the grouping column (TPC-DS's customer_total_return shape).
+  whole aggregation), each reading filtered on the grouping column (TPC-DS's customer_total_return shape);
+- ``window_joinback``: rows compared with their group's aggregate through a grouped derived table (or CTE) of the
+  same table joined back on the grouping column, under the same filter (two scans, an aggregation and a join, where
+  a window function takes one scan);
+- ``union_filter``: a UNION ALL (sometimes UNION) of two tables' key columns along an edge, filtered on the key
+  outside the union: as a derived table, or as a CTE read twice (materialized, so filtered after both tables are
+  read whole; TPC-DS's channel unions).
 
 Every ``LIMIT`` follows an ``ORDER BY`` that ends in a unique key (or every selected column), so a rewrite can be
 checked by comparing results.
@@ -20,7 +26,8 @@ checked by comparing results.
 from __future__ import annotations
 
 from workloads.datasets.synthetic.catalog import Edge
-from workloads.datasets.synthetic.draw import Ctx, alias, categorical, measures, pick_edge, pick_value, rangeable
+from workloads.datasets.synthetic.draw import (Ctx, alias, categorical, measures, pick_edge, pick_table, pick_value,
+                                               rangeable)
 from workloads.datasets.synthetic.families import Builder, between, col, equality, on_clause, parent_filter, shown
 from workloads.datasets.synthetic.rewrites import _child_range, _keys, _pair, _tuple
 
@@ -176,5 +183,68 @@ def cte_reuse(ctx: Ctx) -> str | None:
             f"(SELECT avg(g2.n) FROM g g2 WHERE {again}) ORDER BY g1.k LIMIT 100")
 
 
+def window_joinback(ctx: Ctx) -> str | None:
+    """``t a JOIN (SELECT b.cat, avg(b.m) ... FROM t b [WHERE <range>] GROUP BY b.cat) g ON a.cat = g.cat WHERE
+    [<the same range on a> AND] a.m > g.avg_m``: a table's rows above (or at) their category's average (maximum),
+    the grouped table sometimes a CTE."""
+    rng = ctx.rng
+    t = pick_table(ctx, lambda t: bool(t.keys) and bool(categorical(t)) and bool(measures(ctx.schema, t)), power=1.0)
+    if t is None:
+        return None
+    taken: set[str] = set()
+    a, b = alias(t, taken, ctx.schema), alias(t, taken, ctx.schema)
+    cat, m = rng.choice(categorical(t)), rng.choice(measures(ctx.schema, t))
+    ranges = [c for c in rangeable(t) if c.name not in (cat.name, m.name)]
+    where = between(ctx, "@@", rng.choice(ranges), rng.choice((0.1, 0.3, 0.7))) \
+        if ranges and rng.random() < 0.75 else None
+    k, v = ctx.schema.ident(cat.name), ctx.schema.ident(m.name)
+    agg, test = rng.choice((("avg", ">"), ("avg", ">"), ("max", "="), ("min", "=")))
+    scale = "1.2 * " if agg == "avg" and rng.random() < 0.5 else ""
+    grouped = (f"SELECT {b}.{k}, {agg}({b}.{v}) AS {agg}_m FROM {ctx.schema.ref(t)} {b}" +
+               (f" WHERE {where.replace('@@', b)}" if where else "") + f" GROUP BY {b}.{k}")
+    what = shown(ctx, t, a, [m], 2)
+    outer = (f" WHERE {where.replace('@@', a)} AND" if where else " WHERE") + f" {a}.{v} {test} {scale}g.{agg}_m"
+    tail = f"{outer} {_keys(ctx, t, a, what)} LIMIT 100"
+    if rng.random() < 0.3:
+        return f"WITH g AS ({grouped}) SELECT {', '.join(what)} FROM {ctx.schema.ref(t)} {a} JOIN g ON " \
+               f"{a}.{k} = g.{k}{tail}"
+    return f"SELECT {', '.join(what)} FROM {ctx.schema.ref(t)} {a} JOIN ({grouped}) g ON {a}.{k} = g.{k}{tail}"
+
+
+def union_filter(ctx: Ctx) -> str | None:
+    """``(SELECT c.fk AS k, c.m AS v FROM child c UNION ALL SELECT p.key, p.m FROM parent p) u WHERE <range on
+    u.k>``, grouped by k: as a derived table, or a CTE read twice (the groups with at least 1% of the range's rows)."""
+    rng = ctx.rng
+    def fits(e: Edge) -> bool:
+        child, parent = ctx.schema.table(e.child), ctx.schema.table(e.parent)
+        return len(e.columns) == 1 and bool(measures(ctx.schema, child)) and \
+            child.column(e.columns[0]).type == parent.column(e.parent_columns[0]).type
+    e = pick_edge(ctx, fits, power=1.0)
+    if e is None:
+        return None
+    child, parent = ctx.schema.table(e.child), ctx.schema.table(e.parent)
+    pk = parent.column(e.parent_columns[0])
+    if pk.kind not in ("int", "num"):
+        return None
+    taken: set[str] = set()
+    ca, pa = alias(child, taken, ctx.schema), alias(parent, taken, ctx.schema)
+    theirs = measures(ctx.schema, parent)
+    v2 = col(ctx, pa, rng.choice(theirs)) if theirs else "0"
+    union = (f"SELECT {ca}.{ctx.schema.ident(e.columns[0])} AS k, {col(ctx, ca, rng.choice(measures(ctx.schema, child)))}"
+             f" AS v FROM {ctx.schema.ref(child)} {ca} UNION{' ALL' if rng.random() < 0.8 else ''} SELECT "
+             f"{pa}.{ctx.schema.ident(pk.name)}, {v2} FROM {ctx.schema.ref(parent)} {pa}")
+    where = between(ctx, "@@", pk, rng.choice((0.01, 0.05, 0.2)))
+    if where is None:
+        return None
+    where = where.replace(f"@@.{ctx.schema.ident(pk.name)}", "@@.k")
+    if rng.random() < 0.5:
+        return (f"SELECT u.k, count(*) AS n, sum(u.v) AS total FROM ({union}) u WHERE {where.replace('@@', 'u')} "
+                f"GROUP BY u.k ORDER BY u.k LIMIT 100")
+    return (f"WITH u AS ({union}) SELECT u1.k, count(*) AS n, sum(u1.v) AS total FROM u u1 WHERE "
+            f"{where.replace('@@', 'u1')} GROUP BY u1.k HAVING 100 * count(*) >= (SELECT count(*) FROM u u2 WHERE "
+            f"{where.replace('@@', 'u2')}) ORDER BY u1.k LIMIT 100")
+
+
 BUILDERS: dict[str, Builder] = {"not_in": not_in, "correlated_in": correlated_in, "or_join": or_join,
-                                "join_aggregate": join_aggregate, "cte_reuse": cte_reuse}
+                                "join_aggregate": join_aggregate, "cte_reuse": cte_reuse,
+                                "window_joinback": window_joinback, "union_filter": union_filter}

@@ -1,5 +1,5 @@
 """Golden tests of the statement-level rules for the shapes beyond decorrelation (``rules.semijoins``,
-``rules.or_split``, ``rules.eager``, ``rules.ctes``): per rule, inputs and the SQL they must become, inputs
+``rules.or_split``, ``rules.eager``, ``rules.ctes``, ``rules.windows``, ``rules.unions``): per rule, inputs and the SQL they must become, inputs
 their guards must leave alone (where the rewrite would change the rows or gains nothing), and every golden rewrite
 checked by execution on real PostgreSQL and MariaDB (edge-case databases whose rows honour the keys, NULLs in every
 nullable column). The NULL semantics of NOT IN are shown to matter: the plain anti-join is caught as wrong."""
@@ -75,6 +75,43 @@ GOLDEN += [
      "GROUP BY o.cid) SELECT g1.k, g1.n FROM g AS g1 WHERE g1.k < 5 AND g1.n >= (SELECT AVG(g2.n) FROM g AS g2 "
      "WHERE g2.k > 7) ORDER BY g1.k"),
 ]
+GOLDEN += [
+    ("window_joinback",  # the same filter in and out; cid nullable: its NULLs, which the join dropped, dropped
+     "SELECT o.id, o.v FROM o JOIN (SELECT p.cid, avg(p.v) AS m FROM o AS p WHERE p.w > 1 GROUP BY p.cid) AS g "
+     "ON o.cid = g.cid WHERE o.w > 1 AND o.v > g.m ORDER BY o.id",
+     "SELECT o.id, o.v FROM (SELECT o.id, o.cid, o.v, AVG(o.v) OVER (PARTITION BY o.cid) AS m FROM o WHERE o.w > 1 "
+     "AND NOT o.cid IS NULL) AS o WHERE o.m < o.v ORDER BY o.id"),
+    ("window_joinback",  # a CTE read once; its integer key read outside, under its name
+     "WITH g AS (SELECT p.ref AS r, max(p.w) AS top, count(*) AS n FROM o AS p GROUP BY p.ref) SELECT o.id, g.r, "
+     "g.n FROM o JOIN g ON g.r = o.ref WHERE o.w = g.top ORDER BY o.id",
+     "SELECT o.id, o.ref AS r, o.n FROM (SELECT o.id, o.ref, o.w, MAX(o.w) OVER (PARTITION BY o.ref) AS top, "
+     "COUNT(*) OVER (PARTITION BY o.ref) AS n FROM o WHERE NOT o.ref IS NULL) AS o WHERE o.w = o.top ORDER BY o.id"),
+    ("window_joinback",  # a key declared NOT NULL; the outer's own extra condition stays above the window
+     "SELECT a.id, a.w - g.m AS d FROM o AS a JOIN (SELECT b.id, sum(b.w) AS m FROM o AS b WHERE b.v BETWEEN 1 "
+     "AND 5 GROUP BY b.id) AS g ON a.id = g.id WHERE a.v BETWEEN 1 AND 5 AND a.cid > 2 ORDER BY d, a.id",
+     "SELECT a.id, a.w - a.m AS d FROM (SELECT a.id, a.cid, a.w, SUM(a.w) OVER (PARTITION BY a.id) AS m FROM o AS a "
+     "WHERE a.v BETWEEN 1 AND 5) AS a WHERE a.cid > 2 ORDER BY d, a.id"),
+    ("push_into_unions",  # by position: u.k is o.cid in one branch, c.id in the other
+     "SELECT u.k, count(*) AS n FROM (SELECT o.cid AS k, o.v FROM o UNION ALL SELECT c.id, c.seg FROM c) AS u "
+     "WHERE u.k BETWEEN 2 AND 5 GROUP BY u.k ORDER BY u.k",
+     "SELECT u.k, COUNT(*) AS n FROM (SELECT o.cid AS k, o.v FROM o WHERE o.cid <= 5 AND o.cid >= 2 UNION ALL "
+     "SELECT c.id, c.seg FROM c WHERE c.id <= 5 AND c.id >= 2) AS u GROUP BY u.k ORDER BY u.k"),
+    ("push_into_unions",  # a UNION ALL CTE read twice, both readings filtered: their OR in each branch
+     "WITH u AS (SELECT o.cid AS k, o.v FROM o UNION ALL SELECT c.id, c.seg FROM c) SELECT u1.k, count(*) AS n "
+     "FROM u AS u1 WHERE u1.k < 4 GROUP BY u1.k HAVING 10 * count(*) >= (SELECT count(*) FROM u AS u2 "
+     "WHERE u2.k > 1) ORDER BY u1.k",
+     "WITH u AS (SELECT o.cid AS k, o.v FROM o WHERE ((o.cid < 4) OR (o.cid > 1)) UNION ALL SELECT c.id, c.seg "
+     "FROM c WHERE ((c.id < 4) OR (c.id > 1))) SELECT u1.k, COUNT(*) AS n FROM u AS u1 WHERE u1.k < 4 GROUP BY "
+     "u1.k HAVING 10 * COUNT(*) >= (SELECT COUNT(*) FROM u AS u2 WHERE u2.k > 1) ORDER BY u1.k"),
+    ("push_into_unions",  # UNION (distinct): the plain column predicate moves, abs() of the value stays
+     "SELECT u.k, u.v FROM (SELECT o.cid AS k, o.v FROM o UNION SELECT c.id, c.seg FROM c) AS u "
+     "WHERE (u.k IS NULL OR u.k > 3) AND abs(u.v) > 2",
+     "SELECT u.k, u.v FROM (SELECT o.cid AS k, o.v FROM o WHERE (o.cid IS NULL OR o.cid > 3) UNION SELECT c.id, "
+     "c.seg FROM c WHERE (c.id IS NULL OR c.id > 3)) AS u WHERE ABS(u.v) > 2"),
+    ("union_to_or",
+     "SELECT o.cid, o.v FROM o WHERE o.w > 2 UNION SELECT p.cid, p.v FROM o AS p WHERE p.v IS NULL OR p.cid = 1",
+     "SELECT DISTINCT o.cid, o.v FROM o WHERE (o.w > 2) OR (o.v IS NULL OR o.cid = 1)"),
+]
 LEFT_ALONE = [  # (rule, input): its guard must refuse
     ("correlated_in_to_exists", "SELECT o.id FROM o WHERE o.v IN (SELECT c.seg FROM c)"),  # uncorrelated: a join
     ("correlated_in_to_exists",  # grouped: not a plain semi-join's right side
@@ -103,6 +140,37 @@ LEFT_ALONE = [  # (rule, input): its guard must refuse
     ("inline_ctes", "WITH g AS (SELECT o.cid FROM o) SELECT g.cid FROM g"),  # read once: inlined by the planner
     ("inline_ctes", "WITH g AS MATERIALIZED (SELECT o.cid FROM o) SELECT g1.cid FROM g AS g1, g AS g2"),
     ("inline_ctes", "WITH g AS (SELECT random() AS r FROM o) SELECT g1.r FROM g AS g1 JOIN g AS g2 ON g1.r = g2.r"),
+    ("window_joinback",  # a filter inside only: the outer rows need not be the grouped rows
+     "SELECT o.id FROM o JOIN (SELECT p.cid, avg(p.v) AS m FROM o AS p WHERE p.v > 1 GROUP BY p.cid) AS g "
+     "ON o.cid = g.cid WHERE o.v > g.m"),
+    ("window_joinback",  # joined on one of two grouping columns: a row meets several groups
+     "SELECT o.id FROM o JOIN (SELECT p.cid, p.ref, avg(p.v) AS m FROM o AS p GROUP BY p.cid, p.ref) AS g "
+     "ON o.cid = g.cid WHERE o.v > g.m"),
+    ("window_joinback",  # DISTINCT: no window takes it
+     "SELECT o.id FROM o JOIN (SELECT p.cid, count(DISTINCT p.v) AS m FROM o AS p GROUP BY p.cid) AS g "
+     "ON o.cid = g.cid WHERE o.v > g.m"),
+    ("window_joinback",  # an outer join keeps rows without a group
+     "SELECT o.id FROM o LEFT JOIN (SELECT p.cid, avg(p.v) AS m FROM o AS p GROUP BY p.cid) AS g "
+     "ON o.cid = g.cid WHERE o.v > g.m"),
+    ("window_joinback",  # another table
+     "SELECT o.id FROM o JOIN (SELECT c.id, avg(c.seg) AS m FROM c GROUP BY c.id) AS g ON o.cid = g.id "
+     "WHERE o.v > g.m"),
+    ("window_joinback",  # a numeric key read outside: the group shows one of 1.0 and 1.00
+     "SELECT o.id, g.w FROM o JOIN (SELECT p.w, count(*) AS n FROM o AS p GROUP BY p.w) AS g ON o.w = g.w "
+     "WHERE g.n > 1"),
+    ("push_into_unions",  # numeric in one branch, integer in the other
+     "SELECT u.x FROM (SELECT o.w AS x FROM o UNION ALL SELECT c.seg FROM c) AS u WHERE u.x > 1"),
+    ("push_into_unions",  # every branch holds the filter already: nothing to do
+     "SELECT u.k FROM (SELECT o.cid AS k FROM o WHERE o.cid > 1 UNION ALL SELECT c.id FROM c WHERE c.id > 1) AS u "
+     "WHERE u.k > 1"),
+    ("push_into_unions",  # UNION (distinct), a function of the value
+     "SELECT u.k FROM (SELECT o.cid AS k, o.v FROM o UNION SELECT c.id, c.seg FROM c) AS u WHERE abs(u.v) > 2"),
+    ("push_into_unions",  # a CTE reading without a filter needs every row
+     "WITH u AS (SELECT o.cid AS k FROM o UNION ALL SELECT c.id FROM c) SELECT u1.k FROM u AS u1 WHERE u1.k < 4 "
+     "AND u1.k IN (SELECT u2.k FROM u AS u2)"),
+    ("union_to_or", "SELECT o.cid FROM o WHERE o.w > 2 UNION ALL SELECT p.cid FROM o AS p WHERE p.v IS NULL"),
+    ("union_to_or", "SELECT o.cid FROM o WHERE o.w > 2 INTERSECT SELECT p.cid FROM o AS p WHERE p.v IS NULL"),
+    ("union_to_or", "SELECT o.cid FROM o WHERE o.w > 2 UNION SELECT p.ref FROM o AS p WHERE p.v IS NULL"),
 ]
 
 
@@ -132,6 +200,23 @@ def test_every_golden_rewrite_returns_the_same_rows_on_mariadb(maria, rule, sql,
     name = f"shape_{GOLDEN.index((rule, sql, expected))}"
     maria.create_database(name)
     original, rewritten = (to_dialect(s, "postgres", "mariadb") for s in (sql, expected))
+    verdict = check(maria.connector(name), SCHEMA, original, rewritten, not_null=NOT_NULL, keys=KEYS,
+                    foreign_keys=FKS)
+    assert verdict.equivalent, verdict.mismatch
+
+
+MINE = [g for g in GOLDEN if g[0] in ("window_joinback", "push_into_unions", "union_to_or")]
+
+
+@pytest.mark.parametrize("rule,sql,expected", MINE, ids=[f"{g[0]}-{i}" for i, g in enumerate(MINE)])
+def test_windows_and_unions_rewrite_in_mariadbs_own_dialect(maria, rule, sql, expected):
+    """Read and written as MariaDB (no predicate simplification there: its filters are compared as written), the
+    statement gets the rule's form, and that form returns the same rows on MariaDB."""
+    facts = Facts(SCHEMA, NOT_NULL, KEYS, FKS, dialect="mariadb")
+    original = to_dialect(sql, "postgres", "mariadb")
+    (rewritten,) = [text for text, rules in variants(original, facts) if rule in rules]
+    name = f"shape_maria_{MINE.index((rule, sql, expected))}"
+    maria.create_database(name)
     verdict = check(maria.connector(name), SCHEMA, original, rewritten, not_null=NOT_NULL, keys=KEYS,
                     foreign_keys=FKS)
     assert verdict.equivalent, verdict.mismatch
