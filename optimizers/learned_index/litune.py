@@ -14,13 +14,16 @@
   descriptor (the key set's shape and the mix), noise-free: meta-training cloned the actor onto the best
   configuration of each training task, so this is where tasks of that shape did best. Its next ``portfolio``
   proposals are the best configurations of the meta-training tasks nearest in descriptor (kept with the model,
-  ``elites``), a warm start learned across key families and mixes. Then the policy's point for
+  ``elites``), a warm start learned across key families and mixes: of the ``pool`` nearest tasks' not yet told, the
+  one the critic (meta-trained, fine-tuned online) rates highest in the current state. Then the policy's point for
   the current state (the last steps and the descriptor) plus Gaussian exploration noise decaying with safe evidence
   (narrower once meta-trained: ``noise_trained``), or with ``local_share`` a point near the best safe one, clipped
   to the trust region
   around the best safe point; a point the unsafe-region model predicts unsafe is drawn again with more noise,
-  and after ``TRIES`` draws the proposal falls back to a small perturbation of the best safe point. Points told
-  in this phase are not proposed again.
+  and after ``TRIES`` draws the proposal falls back to a small perturbation of the best safe point. A meta-trained
+  agent draws ``candidates`` such points and proposes the one its critic rates highest (the critic as the learned
+  surrogate, as BO's acquisition ranks candidates); an untrained one proposes its first. Points told in this phase
+  are not proposed again.
 * ``tell``: the step enters the history, the unsafe-region model and the replay buffer (the last
   ``online_buffer`` meta-training transitions stay in it), then ``updates_per_tell`` TD3 updates fine-tune the
   agent. Unsafe: a failed trial, ``metrics["unsafe"]``, or memory above ``problem.memory_limit_bytes``; an
@@ -67,12 +70,13 @@ class LITune(LearnedIndexOptimizer):
                updates_per_tell: int = 4, noise: float = 0.15, noise_end: float = 0.04, trust: float = 0.15,
                trust_trained: float = 0.5, full_after: int = 12, radius: float = 0.12, online_buffer: int = 512,
                online_warmup: int = 8, local_share: float = 0.3, noise_trained: float = 0.06,
-               portfolio: int = 4) -> None:
+               portfolio: int = 4, pool: int = 8, candidates: int = 16) -> None:
         self.episodes, self.episode_steps, self.device, self.retrain = int(episodes), int(steps), device, retrain
         self.updates_per_tell, self.noise, self.noise_end = int(updates_per_tell), float(noise), float(noise_end)
         self.trust, self.trust_trained, self.full_after = float(trust), float(trust_trained), int(full_after)
         self.radius, self.online_buffer, self.online_warmup = float(radius), int(online_buffer), int(online_warmup)
         self.local_share, self.noise_trained, self.portfolio = float(local_share), float(noise_trained), int(portfolio)
+        self.pool, self.candidates = max(int(pool), 1), max(int(candidates), 1)
         self.elites: list = []  # [descriptor, best x] of each meta-training task (the portfolio's candidates)
         self.agent = None
         self.rng = np.random.default_rng(self.seed)
@@ -205,10 +209,12 @@ class LITune(LearnedIndexOptimizer):
         learned = self.trained or agent.buffer.size >= self.online_warmup
         told = len(self._phase_steps()) - 1  # besides the reference
         if self.trained and 1 <= told <= self.portfolio:
-            for x in self._nearest_elites():
-                if not unsafe(x) and json.dumps(space.decode(x), sort_keys=True) not in seen:
-                    self.last = {"*": "portfolio: the best configuration of a meta-training task of like shape"}
-                    return x
+            pool = [x for x in self._nearest_elites()[: self.pool]
+                    if not unsafe(x) and json.dumps(space.decode(x), sort_keys=True) not in seen]
+            if pool:
+                self.last = {"*": "portfolio: the best configuration of a meta-training task of like shape, the one "
+                                  "the critic rates highest among the nearest tasks'"}
+                return self._ranked(pool)
         first = self.trained and told <= 0  # the meta-trained policy's own point, noise-free
         local = not first and (not learned or self.rng.random() < self.local_share)
         if local:
@@ -220,22 +226,44 @@ class LITune(LearnedIndexOptimizer):
             if first and not unsafe(x) and json.dumps(space.decode(x), sort_keys=True) not in seen:
                 self.last = {"*": "policy: the meta-trained point for this key set's shape and mix"}
                 return x
-        for attempt in range(2 * TRIES):
-            fallback = attempt >= TRIES
-            scale = 0.05 if fallback else sigma * (1 + attempt / 2)
+        drawn: list[np.ndarray] = []  # with a meta-trained critic, several draws ranked by it (one otherwise)
+        want = self.candidates if self.trained else 1
+        for attempt in range(2 * TRIES + want):
+            rejected = attempt - len(drawn)  # the spread widens with rejected draws only, as with one draw
+            fallback = not drawn and rejected >= TRIES
+            scale = 0.05 if fallback else sigma * (1 + min(rejected, TRIES) / 2)
             x = (center if fallback else base) + self.rng.normal(0.0, scale, d)
             x = space.encode(space.decode(trust.clip(x, center, safe)))
             if unsafe(x) or json.dumps(space.decode(x), sort_keys=True) in seen:
                 continue
             self.last = {"*": "fallback: near the best safe point" if fallback else
                          "local: near the best safe point" if local else "policy"}
-            return x
+            if fallback:
+                return x
+            drawn.append(x)
+            if len(drawn) >= want:
+                break
+        if drawn:
+            if len(drawn) > 1:
+                self.last = {"*": self.last["*"] + f" (the critic's pick of {len(drawn)} draws)"}
+            return self._ranked(drawn)
         self.last = {"*": "fallback: the best safe point's neighbourhood is exhausted; a random safe-predicted point"}
         for _ in range(4 * TRIES):
             x = space.encode(space.decode(self.rng.random(d)))
             if not unsafe(x):
                 return x
         return x
+
+    def _ranked(self, xs: list[np.ndarray]) -> np.ndarray:
+        """The point of ``xs`` the critic predicts the highest reward for in the current state (the first of
+        equals); the first one when there is only one."""
+        if len(xs) == 1:
+            return xs[0]
+        agent_mod, _ = _parts()
+        agent = self._agent()
+        ctx = agent_mod.context(self._phase_steps(), self.reference, self.problem.space.dim, agent.options.context)
+        q = agent.value(ctx, agent_mod.feature_vector(self.features), np.asarray(xs))
+        return xs[int(np.argmax(q))]
 
     def _nearest_elites(self) -> list[np.ndarray]:
         """The meta-training tasks' best configurations, nearest task first: distance between descriptors, each

@@ -159,6 +159,18 @@ class Agent:
             f = torch.as_tensor(feats, device=self.device).unsqueeze(0)
             return self.actor(self.encoder(c, f)).squeeze(0).cpu().numpy().astype(float)
 
+    def value(self, ctx: np.ndarray, feats: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """The critics' predicted value (the smaller of the twin critics, as TD3's target takes it) of each row of
+        ``actions`` (points of the unit cube) taken in one state: the learned surrogate LITune ranks its candidate
+        proposals by."""
+        with torch.no_grad():
+            c = torch.as_tensor(ctx, device=self.device).unsqueeze(0)
+            f = torch.as_tensor(feats, device=self.device).unsqueeze(0)
+            a = torch.as_tensor(np.asarray(actions, np.float32), device=self.device)
+            s = self.encoder(c, f).expand(len(a), -1)
+            q = rl.twin_min(critic(torch.cat([s, a], -1)).squeeze(-1) for critic in self.critics)
+            return q.cpu().numpy().astype(float)
+
     def update(self, rng: np.random.Generator, recent: int = 0) -> None:
         """One TD3 update (``optimizers.rl.td3.update``) on a batch from the buffer (the actor and targets every
         ``policy_delay`` updates); ``recent``: see ``ReplayBuffer.sample``."""

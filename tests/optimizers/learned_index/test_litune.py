@@ -124,6 +124,26 @@ def test_state_and_restore_continue_exactly_after_meta_training(model_dir):
         copy.tell(b[0], outcome)
 
 
+@pytest.mark.slow  # meta-training (about a minute on a quiet machine) is shared by these
+def test_a_meta_trained_agent_proposes_the_critics_best_of_its_draws(model_dir):
+    evaluate = analytic_env(HELD_OUT)
+    opt = LITune(problem(), seed=3, device="cpu", candidates=6)
+    opt.prepare(model_dir, lambda _m: None)
+    tune(opt, evaluate, 1 + 1 + opt.portfolio)  # the reference, the policy's point, the portfolio
+    assert opt.ask(1) and "the critic's pick of 6 draws" in opt.explain()["*"]
+    points = [np.full(SPACE.dim, v) for v in (0.1, 0.5, 0.9)]
+    from optimizers.learned_index import litune_agent
+
+    ctx = litune_agent.context(opt._phase_steps(), opt.reference, SPACE.dim, opt.agent.options.context)
+    values = opt.agent.value(ctx, litune_agent.feature_vector(opt.features), np.asarray(points))
+    assert values.shape == (3,)
+    assert opt._ranked(points) is points[int(np.argmax(values))]
+    untrained = LITune(problem(training=None), seed=3, device="cpu", candidates=6)
+    untrained.prepare(None, lambda _m: None)
+    tune(untrained, evaluate, 4)
+    assert "critic" not in untrained.explain()["*"]  # an untrained critic ranks nothing: one draw, as before
+
+
 def test_unsafe_region_vetoes_proposals_near_known_unsafe_points():
     region = UnsafeRegion(radius=0.15)
     for x in ([0.9, 0.9], [0.95, 0.85], [0.1, 0.1]):
