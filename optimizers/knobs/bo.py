@@ -36,6 +36,7 @@ def fit_gp(X: np.ndarray, y: np.ndarray, warm: dict | None = None):
     starting from ``warm`` (the previous fit's hyperparameters) when given, which makes refits short."""
     from botorch.fit import fit_gpytorch_mll
     from botorch.models import SingleTaskGP
+    from botorch.exceptions.warnings import InputDataWarning
     from botorch.models.transforms.outcome import Standardize
     from gpytorch.mlls import ExactMarginalLogLikelihood
     import torch
@@ -44,7 +45,9 @@ def fit_gp(X: np.ndarray, y: np.ndarray, warm: dict | None = None):
 
     train_x = torch.tensor(X, dtype=torch.double)
     train_y = torch.tensor(-y, dtype=torch.double).unsqueeze(-1)
-    model = SingleTaskGP(train_x, train_y, outcome_transform=Standardize(m=1))
+    with warnings.catch_warnings():  # equal outcomes (e.g. every trial so far failed alike) cannot be standardized:
+        warnings.simplefilter("ignore", InputDataWarning)  # botorch says so on the terminal; the flat GP still ranks
+        model = SingleTaskGP(train_x, train_y, outcome_transform=Standardize(m=1))
     if warm:
         try:
             model.load_state_dict(warm, strict=False)
