@@ -1,3 +1,5 @@
+import re
+
 import psycopg
 import pytest
 
@@ -46,11 +48,19 @@ def test_warm_once_warms_each_arm_in_the_first_round_only(events, warm_once, run
     marker = "SELECT count(*) FROM events WHERE account = 7 AND id > 0"
     with clone(connector(events)) as shadow:
         run(shadow.dsn, "SELECT pg_stat_statements_reset()")
-        validate(shadow, [_stmt("marked", marker)], [IndexChange("public", "events", ("account",))],
-                 ValidationOptions(rounds=3, repeats=2, warmup=1, warm_once=warm_once, settled_leave=False))
+        ev = validate(shadow, [_stmt("marked", marker)], [IndexChange("public", "events", ("account",))],
+                      ValidationOptions(rounds=3, repeats=2, warmup=1, warm_once=warm_once, settled_leave=False))
         calls = scalar(shadow.dsn, "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query LIKE "
                                    "'SELECT count(*) FROM events WHERE account = $1 AND id > $2%'")
-    assert calls == runs
+    # a round a busy machine spoiled is run again: a later round, so without a warm-up when the arms are warmed once
+    assert calls == runs + _reruns(ev) * 2 * (2 + (0 if warm_once else 1))
+
+
+def _reruns(ev) -> int:
+    """The rounds the measurement ran again because the machine's noise spoiled them (``advisor.tuning.measure``):
+    their statements ran again, which a count of executions must add."""
+    again = re.search(r"(\d+) noisy rounds? run again", ev.measured)
+    return int(again.group(1)) if again else 0
 
 
 @pytest.mark.parametrize("once", [True, False])
@@ -67,7 +77,7 @@ def test_a_read_whose_plan_the_index_leaves_the_same_is_timed_once(events, once)
         with psycopg.connect(shadow.dsn) as conn:
             calls = dict(conn.execute("SELECT query, sum(calls)::int FROM pg_stat_statements GROUP BY query"))
     by = {s.queryid: s for s in ev.statements}
-    every_round = 2 * 3 * (1 + 3)  # both arms, 3 rounds, a warm-up and 3 timed runs a pass
+    every_round = 2 * (3 + _reruns(ev)) * (1 + 3)  # both arms, 3 rounds (and any run again), a warm-up and 3 runs
     by_id = next(n for q, n in calls.items() if q.startswith("SELECT payload FROM events WHERE id"))
     by_account = next(n for q, n in calls.items() if q.startswith("SELECT count(*) FROM events WHERE account"))
     touched = next(n for q, n in calls.items() if q.startswith("UPDATE events SET payload"))
@@ -104,10 +114,11 @@ def test_a_statement_far_from_no_change_leaves_the_later_rounds_from_the_second_
                       ValidationOptions(rounds=4, min_rounds=4, repeats=3, warmup=1))
         with psycopg.connect(shadow.dsn) as conn:
             calls = dict(conn.execute("SELECT query, sum(calls)::int FROM pg_stat_statements GROUP BY query"))
-    every_round = 2 * 4 * (1 + 3)  # both arms, 4 rounds, a warm-up and 3 timed runs a pass
+    again = _reruns(ev)  # rounds a busy machine spoiled, run again
+    every_round = 2 * (4 + again) * (1 + 3)  # both arms, 4 rounds, a warm-up and 3 timed runs a pass
     by_account = next(n for q, n in calls.items() if q.startswith("SELECT count(*) FROM events WHERE account"))
     touched = next(n for q, n in calls.items() if q.startswith("UPDATE events SET payload"))
-    assert by_account <= 2 * 3 * (1 + 3) < every_round == touched
+    assert by_account <= 2 * (3 + again) * (1 + 3) < every_round == touched
     assert "1 left the later rounds settled" in ev.measured and ev.accepted
 
 
