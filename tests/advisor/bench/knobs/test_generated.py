@@ -6,7 +6,7 @@ import pytest
 
 from advisor.bench.knobs.bench import BenchOptions, KnobBench
 from advisor.bench.knobs.workloads import expand
-from advisor.bench.knobs.generated import parse, summary
+from advisor.bench.knobs.generated import lines, parse, summary
 from advisor.bench.knobs.table import table
 from advisor.core.errors import NotFound
 
@@ -57,3 +57,18 @@ def test_a_run_whose_re_measure_was_cut_is_left_out_of_the_mean_not_counted_as_n
     s = summary([w])
     assert s["overall"]["hibo"]["gain"] == 0.2  # the cut run is not a run that kept the defaults
     assert s["overall"]["smac"]["gain"] == 0.1  # nothing to re-measure: it kept the defaults, 0
+
+
+def test_a_workload_measured_in_single_passes_only_is_left_out_of_means_over_re_measured_ones():
+    def run(label, gain, again):
+        return {"label": label, "seed": 0, "gain": gain, "feasible_gain": gain, "share_of_gstar": 1.0,
+                "remeasured_gain": again, "remeasure_cut": again is None}
+    kept = {"name": "multi-tpch.s1", "engine": "mariadb", "gstar": 0.3, "validated": [],
+            "runs": [run("hibo", 0.3, 0.1), run("smac", 0.3, 0.2)]}
+    cut = {"name": "multi-tpch.s2", "engine": "mariadb", "gstar": 0.5, "validated": [],
+           "runs": [run("hibo", 0.5, None), run("smac", 0.1, None)]}  # every re-measure cut: single passes
+    s = summary([kept, cut])
+    assert s["per_engine"]["mariadb"] == {"hibo": 0.1, "smac": 0.2}  # not the single passes' 0.5 and 0.1 mixed in
+    assert s["left_out_of_means"] == ["mariadb/multi-tpch.s2"]
+    assert summary([cut])["per_engine"]["mariadb"] == {"hibo": 0.5, "smac": 0.1}  # alone, single passes compare
+    assert any("left out of the means" in line for line in lines(s))
