@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from advisor.bench.indexes import generated, sources
+from advisor.bench.indexes import generated, head_to_head, sources
 from advisor.core.domain import IndexChange
 from advisor.core.hardware import detect
 from advisor.core.progress import Say, heartbeat, silent
@@ -164,6 +164,7 @@ class WorkloadBench:
                 self._measure(shadow, name, [matched], measured)
                 advised.append(matched)
             runs = [run for run, _ in advised]
+            duel = self._head_to_head(shadow, name, advised, measured) if name.startswith(generated.PREFIX) else None
             self.say(f"[{name}] sizes: {len(self._built)} built indexes against a first run's estimates")
             sizes = index_sizing.size_errors(index_sizing.first_run_estimates(shadow.connector, self._built),
                                              self._built)
@@ -171,7 +172,22 @@ class WorkloadBench:
                   "statements": len(measured), "fill_statements": ran, "advisors": [asdict(r) for r in runs],
                   "sizes": sizes}
         result["targets"] = targets(result, name)
+        if duel is not None:
+            result["head_to_head"] = duel
         return result
+
+    def _head_to_head(self, shadow: Shadow, workload: str, advised: list[tuple[AdvisorRun, tuple]],
+                      statements) -> dict | None:
+        """IA2's set (``ia2@<peer>`` when it took more storage) against the best peer's, in the same rounds
+        (``head_to_head``); None without both."""
+        vs = targets({"advisors": [asdict(r) for r, _ in advised]}, workload).get("vs_best_peer")
+        sets = {run.advisor: config for run, config in advised}
+        if not vs or vs["ia2"] not in sets or vs["peer"] not in sets:
+            return None
+        found = head_to_head.measure(shadow, statements, sets[vs["ia2"]], sets[vs["peer"]],
+                                     rounds=self.options.rounds, timeout_ms=self.options.statement_timeout_ms,
+                                     say=lambda m: self.say(f"[{workload}] {m}"))
+        return {"ia2": vs["ia2"], "peer": vs["peer"], **found} if found else None
 
     def _advise(self, service: AdvisorService, dsn: str, obs: Observation, workload: str, advisor: str,
                 budget_mb: float) -> list[tuple[AdvisorRun, tuple]]:

@@ -92,8 +92,11 @@ def test_bench_generated_workload_through_the_pipeline_against_the_peers(tmp_pat
     assert row["workload"] == "gen-tpch.s3" and row["peer"] in ("ilp", "supabase")
     assert row["ratio"] is not None and row["ratio"] > 0
     assert row["own_vs_ilp"] == pytest.approx(ia2["baselines"]["ia2"] / ia2["baselines"]["ilp"], rel=1e-3)
+    duel = w.get("head_to_head")  # measured where IA2's set and the best peer's differ
+    assert duel is None or (duel["peer"] == row["peer"] and duel["ratio"] > 0 and row["head_to_head"] == duel["ratio"])
     assert set(g["targets"]) == {"median_ratio_at_most_1", "worst_ratio_at_most_1.2", "no_statement_10pct_slower",
-                                 "own_set_within_2pct_of_ilp_on_80pct"}
+                                 "own_set_within_2pct_of_ilp_on_80pct", "head_to_head_median_at_most_1",
+                                 "head_to_head_worst_at_most_1.2"}
     assert all(f in INDEX_FAMILIES for f in {q.split(".")[2] for q in ia2["statements"]})
     text = table(doc)
     assert "generated workloads" in text and "median ratio" in text
@@ -103,8 +106,8 @@ def test_bench_generated_workload_through_the_pipeline_against_the_peers(tmp_pat
 def test_the_generated_summary_takes_the_median_and_worst_over_workloads():
     from advisor.bench.indexes.generated import summary
 
-    def workload(mine, peer, slower=(), fallback="", own=None, plain=None, taken="", by=""):
-        return {"statements": 10, "advisors": [
+    def workload(mine, peer, slower=(), fallback="", own=None, plain=None, taken="", by="", duel=None):
+        return {"statements": 10, **({"head_to_head": {"ratio": duel}} if duel else {}), "advisors": [
             {"advisor": "ia2", "slower": list(slower), "fallback": fallback, "correction": taken, "rechosen_from": by,
              "baselines": {"ia2": own, "ilp": 0.5} if own else {}},
             *([{"advisor": "ia2-uncorrected", "relative_runtime": plain}] if plain else []),
@@ -112,8 +115,9 @@ def test_the_generated_summary_takes_the_median_and_worst_over_workloads():
             "targets": {"vs_best_peer": {"peer": "ilp", "ia2": "ia2", "runtime": [mine, peer],
                                          "storage_mb": [1.0, 1.0]}}}
 
-    s = summary({"app": workload(0.1, 0.1), "gen-tpch.s1": workload(0.2, 0.25, own=0.505),
-                 "gen-job.s1": workload(0.3, 0.2, slower=["q"], fallback="ilp", own=0.6, plain=0.4, taken="rechosen"),
+    s = summary({"app": workload(0.1, 0.1), "gen-tpch.s1": workload(0.2, 0.25, own=0.505, duel=0.9),
+                 "gen-job.s1": workload(0.3, 0.2, slower=["q"], fallback="ilp", own=0.6, plain=0.4, taken="rechosen",
+                                        duel=1.3),
                  "gen-tpcds.s1": workload(0.1, 0.1, own=0.5),
                  "gen-tpch.s2": workload(0.1, 0.1, fallback="ilp", own=0.5, taken="rechosen", by="extend")})
     assert [r["workload"] for r in s["workloads"]] == ["gen-tpch.s1", "gen-job.s1", "gen-tpcds.s1",
@@ -123,8 +127,11 @@ def test_the_generated_summary_takes_the_median_and_worst_over_workloads():
     assert s["uncorrected_median_ratio"] == 2.0 and s["rechosen"] == 2  # the step's effect, side by side
     # IA2's own set, the baseline's it fell back to, or the set the correction step took (a baseline's here)
     assert s["recommended_from"] == {"ia2": 2, "extend": 1, "ilp": 1}
+    # measured head to head where the bench did (two workloads here): the median of 0.9 and 1.3, the worst
+    assert (s["head_to_head_median"], s["head_to_head_worst"]) == (1.1, 1.3)
     assert s["targets"] == {"median_ratio_at_most_1": True, "worst_ratio_at_most_1.2": False,
-                            "no_statement_10pct_slower": False, "own_set_within_2pct_of_ilp_on_80pct": False}
+                            "no_statement_10pct_slower": False, "own_set_within_2pct_of_ilp_on_80pct": False,
+                            "head_to_head_median_at_most_1": False, "head_to_head_worst_at_most_1.2": False}
     assert summary({"app": workload(0.1, 0.1)}) is None
 
 
