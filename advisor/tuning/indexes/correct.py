@@ -130,8 +130,10 @@ def correct(shadow: Shadow, problem: IndexProblem, sizes, statements: Sequence[B
     with reopen(problem, on, sizes, wrap=wrap):
         points, before = load_history(model_dir)  # earlier runs' statement measurements, else their shape points
         measured = [*before, *checked.measured]  # this run's measurement of a statement and set replaces theirs
-        correction = Correction.fit(measured, problem.whatif, {q.queryid: q for q in problem.queries},
-                                    problem.uses, history=() if before else points)
+        known = {c.index for c in problem.candidates}  # an earlier run's index no longer a candidate is not planned
+        correction = Correction.fit([*(m for m in before if m.used <= known), *checked.measured], problem.whatif,
+                                    {q.queryid: q for q in problem.queries}, problem.uses,
+                                    history=() if before else points)
         save_history(model_dir, correction, measured)
         fixed = replace(problem, whatif=CorrectedWhatIf(problem.whatif, correction))
         report = {"applied": True, "learned": correction.report(), "first": [ix.label() for ix in kept]}
