@@ -31,7 +31,7 @@ def measure(shadow: Shadow, statements: Sequence[BoundStatement], mine: Sequence
     if not reads or not mine or not theirs or set(mine) == set(theirs):
         return None
     union = list(dict.fromkeys([*mine, *theirs]))
-    hide = {"mine": [ix for ix in union if ix not in set(mine)], "theirs": [ix for ix in union if ix not in set(theirs)]}
+    hide = {arm: [ix for ix in union if ix not in shown] for arm, shown in (("mine", set(mine)), ("theirs", set(theirs)))}
     connector = shadow.connector
     say(f"head to head: building both sets ({len(union)} indexes) and timing {len(reads)} reads under each, "
         f"{rounds} rounds")

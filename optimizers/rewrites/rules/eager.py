@@ -28,7 +28,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from optimizers.rewrites.rules.base import EVERY_DIALECT, Facts
-from optimizers.rewrites.rules.syntax import aliases_of, conjuncts, reads, with_conjuncts
+from optimizers.rewrites.rules.syntax import aliases_of, conjuncts, join_columns, reads, with_conjuncts
 
 DIALECTS = EVERY_DIALECT  # the dialects these rules keep a statement's meaning in (``rules.base.Dialects``)
 
@@ -38,22 +38,6 @@ EXACT = WHOLE + ("bigint", "int8", "numeric", "decimal")
 # partial sums is then numeric there and is cast back; elsewhere (MariaDB, MySQL: DECIMAL either way) it is left
 INTEGER_SUMS = frozenset({"postgres"})
 ALIAS = "eager"
-
-
-def _join_columns(on: exp.Expression, c: str, p: str) -> list[tuple[exp.Column, str]] | None:
-    """(c's column, p's column name) per equality of ``on``; None unless every conjunct is ``c.x = p.k``."""
-    out = []
-    for conj in on.flatten() if isinstance(on, exp.And) else [on]:
-        conj = conj.unnest()
-        if not isinstance(conj, exp.EQ) or not all(isinstance(s, exp.Column) for s in (conj.this, conj.expression)):
-            return None
-        left, right = conj.this, conj.expression
-        if left.table == p:
-            left, right = right, left
-        if left.table != c or right.table != p:
-            return None
-        out.append((left, right.name))
-    return out
 
 
 def _type(col: exp.Column, table: str, facts: Facts) -> str:
@@ -69,7 +53,7 @@ def eager_aggregate(tree: exp.Select, facts: Facts) -> exp.Select | None:
     if sources is None or len(sources) != 2 or len(joins) != 1 or joins[0].side or not joins[0].args.get("on"):
         return None
     c, p = list(sources)
-    pairs = _join_columns(joins[0].args["on"], c, p)
+    pairs = join_columns(joins[0].args["on"], c, p)
     if not pairs or not any(set(k) <= {name for _, name in pairs} for k in facts.keys.get(sources[p][0], ())):
         return None
     if ALIAS in sources or tree.find(exp.Window) or any(n is not tree for n in tree.find_all(exp.Select)):

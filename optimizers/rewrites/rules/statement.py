@@ -26,6 +26,7 @@ from sqlglot.errors import SqlglotError
 from optimizers.rewrites.rules import ctes, eager, or_split, semijoins, unions, windows
 from optimizers.rewrites.rules.base import EVERY_DIALECT, Dialects, Facts
 from optimizers.rewrites.rules.simplify import DIALECTS as SIMPLIFY_DIALECTS, simplify_predicates
+from optimizers.rewrites.rules.syntax import inside
 
 DIALECTS = EVERY_DIALECT  # the dialects these rules keep a statement's meaning in (``rules.base.Dialects``)
 
@@ -69,7 +70,7 @@ def _unused_join(tree: exp.Select, facts: Facts):
     for i, (table, alias, join) in enumerate(sources):
         if join is None or join.side or not join.args.get("on"):
             continue
-        used = [c for c in tree.find_all(exp.Column) if not _inside(c, join)]
+        used = [c for c in tree.find_all(exp.Column) if not inside(c, join)]
         if any(_owner(c, sources, facts) in (alias, None) for c in used):
             continue
         pairs = []
@@ -88,14 +89,6 @@ def _unused_join(tree: exp.Select, facts: Facts):
         if pairs:
             return sources, i, pairs
     return None
-
-
-def _inside(node: exp.Expression, ancestor: exp.Expression) -> bool:
-    while node is not None:
-        if node is ancestor:
-            return True
-        node = node.parent
-    return False
 
 
 def drop_join_on_foreign_key(tree: exp.Select, facts: Facts) -> exp.Select | None:
@@ -173,7 +166,7 @@ def prune_derived_columns(tree: exp.Select, facts: Facts) -> exp.Select | None:
                    *(o.this for o in (inner.args["order"].expressions if inner.args.get("order") else ()))]
         if any(isinstance(e, exp.Literal) for e in ordered):
             continue
-        around = [c for c in new.find_all(exp.Column) if not _inside(c, sub) and c.table in (alias.name, "")]
+        around = [c for c in new.find_all(exp.Column) if not inside(c, sub) and c.table in (alias.name, "")]
         if any(isinstance(c.this, exp.Star) or not c.table and c.name == alias.name for c in around):
             continue  # a whole-row reference (``to_json(s)``, ``s.*`` in a call) reads every column
         read = {c.name for c in around}

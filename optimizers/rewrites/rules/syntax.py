@@ -100,5 +100,30 @@ def correlated(sub: exp.Select) -> bool:
     return any(c.table and c.table not in own for c in sub.find_all(exp.Column))
 
 
+def inside(node: exp.Expression, ancestor: exp.Expression) -> bool:
+    """Whether ``node`` is ``ancestor`` or lies under it."""
+    while node is not None:
+        if node is ancestor:
+            return True
+        node = node.parent
+    return False
+
+
+def join_columns(on: exp.Expression, c: str, p: str) -> list[tuple[exp.Column, str]] | None:
+    """(c's column, p's column name) per equality of ``on``; None unless every conjunct is ``c.x = p.k``."""
+    out = []
+    for conj in on.flatten() if isinstance(on, exp.And) else [on]:
+        conj = conj.unnest()
+        if not isinstance(conj, exp.EQ) or not all(isinstance(s, exp.Column) for s in (conj.this, conj.expression)):
+            return None
+        left, right = conj.this, conj.expression
+        if left.table == p:
+            left, right = right, left
+        if left.table != c or right.table != p:
+            return None
+        out.append((left, right.name))
+    return out
+
+
 def parse(sql: str, dialect: str) -> exp.Expression:
     return sqlglot.parse_one(sql, read=dialect)

@@ -43,7 +43,7 @@ from sqlglot.optimizer.simplify import simplify
 from optimizers.rewrites.rules.base import EVERY_DIALECT, Facts
 from optimizers.rewrites.rules.eager import EXACT
 from optimizers.rewrites.rules.simplify import DIALECTS as SIMPLIFY
-from optimizers.rewrites.rules.syntax import conjuncts, not_null
+from optimizers.rewrites.rules.syntax import conjuncts, inside, join_columns, not_null
 
 # every engine the rewriter reads has window functions over these aggregates, with the same partitions as its
 # GROUP BY: PostgreSQL, MariaDB from 10.2, MySQL from 8.0 (an older server would refuse the form, not misread it)
@@ -188,21 +188,13 @@ def window_joinback(tree: exp.Select, facts: Facts) -> exp.Select | None:
     if g == a or any(n.lower() in columns for n in aggs):
         return None
     # the ON: a.k = g.k per grouping column
-    on, covered = join.args["on"], set()
-    for conj in on.flatten() if isinstance(on, exp.And) else [on]:
-        conj = conj.unnest()
-        if not isinstance(conj, exp.EQ) or not all(isinstance(s, exp.Column) for s in (conj.this, conj.expression)):
-            return None
-        left, right = conj.this, conj.expression
-        if left.table == g:
-            left, right = right, left
-        if left.table != a or right.table != g or keys.get(right.name) != left.name:
-            return None
-        covered.add(left.name)
-    if covered != set(keys.values()):
+    pairs = join_columns(join.args["on"], a, g)
+    if pairs is None or any(keys.get(name) != col.name for col, name in pairs):
+        return None
+    if {col.name for col, _ in pairs} != set(keys.values()):
         return None
     # the statement around: only a's and g's columns, no subquery, no star
-    outside = [n for n in tree.walk() if not _within(n, sub) and not _within(n, join.args["on"])]
+    outside = [n for n in tree.walk() if not inside(n, sub) and not inside(n, join.args["on"])]
     distinct = tree.args.get("distinct")
     if distinct is not None and distinct.args.get("on") is not None:
         return None
@@ -285,11 +277,3 @@ def _pieces(condition: exp.Expression, dialect: str) -> frozenset[str]:
         condition = simplify(condition.copy(), dialect=dialect)
     parts = condition.flatten() if isinstance(condition, exp.And) else [condition]
     return frozenset(p.unnest().sql(dialect=dialect) for p in parts)
-
-
-def _within(node: exp.Expression, ancestor: exp.Expression) -> bool:
-    while node is not None:
-        if node is ancestor:
-            return True
-        node = node.parent
-    return False
