@@ -10,7 +10,7 @@ No caller ever tests an optimizer's type or name::
         description: ClassVar[str]
 
         def __init__(self, problem: P, *, seed: int = 0, **options): ...
-        def ask(self, n=1, *, current: Config | None = None) -> list[Config]   # 1..n configurations; _ask
+        def ask(self, n=1, *, current=None, pending=()) -> list[Config]       # 1..n configurations; _ask
         def tell(self, config: Config, outcome: Outcome) -> None               # failed trials too; _tell
         def state(self) -> dict                                                # JSON-safe; _state
         def restore(self, state: dict) -> None                                 # exact resume; _restore
@@ -21,7 +21,10 @@ No caller ever tests an optimizer's type or name::
 
 A *configuration* (``Config``) is a tuple of changes of the optimizer's kind (``KnobChange`` for knobs,
 ``IndexChange`` for indexes): what to apply, all together. ``current`` is what the system under test holds now
-(a knob optimizer prefers not to change restart-needing knobs without cause). An optimizer that picks a whole set
+(a knob optimizer prefers not to change restart-needing knobs without cause). ``pending`` are configurations
+asked earlier whose trials still run (parallel trials): a search (``batches``) takes them into account by its own
+batch mode (BoTorch's pending points, Optuna's constant liar, SMAC's next challengers, a grid's next cells) and
+proposes none of them again, so N trials side by side stay N different ones. An optimizer that picks a whole set
 in one go (ILP, Extend, IA2's rollout) is the same contract asked once; telling it is allowed and changes nothing.
 
 ``state()`` holds everything the next ``ask`` depends on (history, seed, model hyperparameters, trained weights),
@@ -35,6 +38,7 @@ Optimizers never touch a database: every capability they need is in the problem.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar, Generic, TypeVar
 
@@ -55,6 +59,9 @@ class Optimizer(ABC, Generic[P]):
     kind: ClassVar[str]
     description: ClassVar[str] = ""
     change_types: ClassVar[tuple[type, ...]] = ()  # what its configurations hold (a kind's base class says)
+    # a search that proposes n different configurations per ask, none of them pending (parallel trials need it);
+    # a one-shot optimizer (a rule set, a whole index set) answers the same with or without pending ones
+    batches: ClassVar[bool] = False
 
     def __init__(self, problem: P, *, seed: int = 0, **options) -> None:
         self.problem = problem
@@ -63,11 +70,16 @@ class Optimizer(ABC, Generic[P]):
 
     # --- the contract (public: checks, then the plugin's hook) ----------------------------------------------
 
-    def ask(self, n: int = 1, *, current: Config | None = None) -> list[Config]:
-        """Between 1 and ``n`` configurations to try next, each valid for the problem."""
+    def ask(self, n: int = 1, *, current: Config | None = None, pending: Sequence[Config] = ()) -> list[Config]:
+        """Between 1 and ``n`` configurations to try next, each valid for the problem; ``pending``: those asked
+        before whose outcome is not told yet (a batch search proposes none of them again)."""
         if n < 1:
             raise ValueError("n must be at least 1")
-        configs = [tuple(c) for c in self._ask(n, tuple(current) if current is not None else None)][:n]
+        pending = tuple(tuple(c) for c in pending)
+        configs = [tuple(c) for c in self._ask(n, tuple(current) if current is not None else None, pending)][:n]
+        if self.batches:  # never one already running, never one twice in a batch (while something else is left)
+            kept = distinct(configs, pending)
+            configs = kept or configs[:1]
         if not configs:
             raise ContractViolation(f"{self.name} proposed nothing (an empty configuration is a proposal; "
                                     "no proposal is not)")
@@ -118,7 +130,7 @@ class Optimizer(ABC, Generic[P]):
             raise TypeError(f"{self.name} takes no option(s) {', '.join(sorted(options))}")
 
     @abstractmethod
-    def _ask(self, n: int, current: Config | None) -> list[Config]: ...
+    def _ask(self, n: int, current: Config | None, pending: tuple[Config, ...] = ()) -> list[Config]: ...
 
     def _tell(self, config: Config, outcome: Outcome) -> None:
         return None
@@ -132,3 +144,18 @@ class Optimizer(ABC, Generic[P]):
 
     def _restore(self, state: dict) -> None:
         return None
+
+
+def distinct(configs: Sequence[Config], pending: Sequence[Config] = ()) -> list[Config]:
+    """``configs`` without those among ``pending`` or earlier in ``configs`` (changes compared as sets).
+
+    >>> distinct([("a",), ("b",), ("a",), ("c",)], pending=[("c",)])
+    [('a',), ('b',)]
+    """
+    seen = {frozenset(c) for c in pending}
+    out = []
+    for config in configs:
+        if frozenset(config) not in seen:
+            seen.add(frozenset(config))
+            out.append(config)
+    return out

@@ -23,7 +23,7 @@ class IndexOptimizer(Optimizer[IndexProblem]):
     # recommends the best of them, saying so; a baseline, an exact solver or a peer is answered as itself
     checked_against_baselines: ClassVar[bool] = False
 
-    def _ask(self, n: int, current: Config | None) -> list[Config]:
+    def _ask(self, n: int, current: Config | None, pending: tuple[Config, ...] = ()) -> list[Config]:
         return [tuple(dict.fromkeys(self._select()))]
 
     def _check(self, config: Config) -> None:

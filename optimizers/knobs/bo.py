@@ -67,19 +67,40 @@ def hyperparameters(model) -> dict:
     return {k: v.detach().clone() for k, v in model.state_dict().items() if k.startswith(HYPER)}
 
 
-def log_ei(model, best_f: float):
+def log_ei(model, best_f: float, pending=None):
+    """qLogEI; with ``pending`` (points whose trials run now) BoTorch's own batch mode: a candidate's value is the
+    joint improvement of it and the pending points, so it is low where a pending point already looks."""
     from botorch.acquisition.logei import qLogExpectedImprovement
-    return qLogExpectedImprovement(model, best_f=best_f)
+    return qLogExpectedImprovement(model, best_f=best_f, X_pending=_pending(pending))
 
 
-def constrained_log_ei(model, constraint_model, best_f: float, max_log_ratio: float):
+def _pending(points):
+    import torch
+
+    if points is None or not len(points):
+        return None
+    return torch.tensor(np.asarray(points, dtype=float), dtype=torch.double)
+
+
+def constrained_log_ei(model, constraint_model, best_f: float, max_log_ratio: float, pending=None):
     """log EI of ``model`` (fitted on -objective) times the probability that ``constraint_model`` (fitted on
-    -log worst ratio, as ``fit_gp`` negates) stays under ``max_log_ratio``."""
-    from botorch.acquisition.analytic import LogConstrainedExpectedImprovement
+    -log worst ratio, as ``fit_gp`` negates) stays under ``max_log_ratio``. With ``pending`` points, the same in
+    BoTorch's Monte-Carlo batch form (qLogEI with the constraint as a sample-wise feasibility, pending points
+    joint with the candidate)."""
     from botorch.models import ModelListGP
 
-    return LogConstrainedExpectedImprovement(ModelListGP(model, constraint_model), best_f=best_f, objective_index=0,
-                                             constraints={1: (-max_log_ratio, None)})
+    models = ModelListGP(model, constraint_model)
+    if pending is None or not len(pending):
+        from botorch.acquisition.analytic import LogConstrainedExpectedImprovement
+
+        return LogConstrainedExpectedImprovement(models, best_f=best_f, objective_index=0,
+                                                 constraints={1: (-max_log_ratio, None)})
+    from botorch.acquisition.logei import qLogExpectedImprovement
+    from botorch.acquisition.objective import GenericMCObjective
+
+    # output 1 is -log(worst ratio): feasible (<= 0) where -Z1 - max_log_ratio <= 0
+    return qLogExpectedImprovement(models, best_f=best_f, objective=GenericMCObjective(lambda Z, X=None: Z[..., 0]),
+                                   constraints=[lambda Z: -Z[..., 1] - max_log_ratio], X_pending=_pending(pending))
 
 
 def _tensors_to_json(warm: dict | None) -> dict | None:
@@ -151,23 +172,23 @@ class ModelSearch(SpaceSearch):
         """Whether the constraint is modelled now: asked for, and some trial regressed, failed or was infeasible."""
         return self.constrained and not bool(self.feasible_mask().all())
 
-    def acquisition(self, X: np.ndarray, y: np.ndarray):
+    def acquisition(self, X: np.ndarray, y: np.ndarray, pending: list[np.ndarray] | None = None):
         """log EI on a GP over (X, y) (y = log objective, minimized); constrained by a GP on the worst log-ratio
-        once a trial has regressed (see the module's docstring)."""
+        once a trial has regressed (see the module's docstring); ``pending``: points whose trials run now."""
         import torch
 
         torch.manual_seed(self.seed + len(self.history))  # a fit that restarts draws from a seeded generator
         model = fit_gp(X, y, self._warm)
         self._warm = hyperparameters(model)
         if not self.models_constraint():
-            return log_ei(model, float((-y).max()))
+            return log_ei(model, float((-y).max()), pending)
         feasible = self.feasible_mask()
         best_f = float((-y[feasible]).max()) if feasible.any() else float((-y).max())
         Xc, c = self.constraint_data()
         torch.manual_seed(self.seed + len(self.history) + 1)
         cmodel = fit_gp(Xc, c, self._cwarm)
         self._cwarm = hyperparameters(cmodel)
-        return constrained_log_ei(model, cmodel, best_f, math.log(self.max_ratio))
+        return constrained_log_ei(model, cmodel, best_f, math.log(self.max_ratio), pending)
 
 
 class GPSpaceSearch(ModelSearch):
@@ -185,7 +206,7 @@ class GPSpaceSearch(ModelSearch):
 
         d = self.space.dim
         X, y = self.data()
-        acq = self.acquisition(X, y)
+        acq = self.acquisition(X, y, pending)
         bounds = torch.stack([torch.zeros(d, dtype=torch.double), torch.ones(d, dtype=torch.double)])
         torch.manual_seed(self.seed + len(self.history))
         with warnings.catch_warnings(), one_thread():

@@ -160,7 +160,7 @@ class HiBOSpaceSearch(ModelSearch):
         steps = [np.clip(b + rng.normal(0, 0.08, size=(self.local // len(best), d)), 0, 1) for b in best]
         candidates = np.vstack([sobol(d, self.sweep, self.seed + len(self.history)), *steps,
                                 *(sparse_moves(b, self.sparse // len(best), rng) for b in best)])
-        acq = self.acquisition(X, y)
+        acq = self.acquisition(X, y, pending)
 
         def value(points: np.ndarray) -> np.ndarray:
             return score(acq, points) + np.log(weights[route(root, points)])

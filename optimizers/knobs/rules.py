@@ -30,7 +30,7 @@ class RulesOptimizer(KnobOptimizer):
     def explain(self) -> dict[str, str]:
         return dict(self.reasons)
 
-    def _ask(self, n: int, current: Config | None) -> list[Config]:
+    def _ask(self, n: int, current: Config | None, pending: tuple[Config, ...] = ()) -> list[Config]:
         catalog = self.problem.space.catalog
         hw = self.problem.space.hardware
         profile = self.problem.space.profile

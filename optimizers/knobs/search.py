@@ -69,12 +69,35 @@ class SpaceSearch(Optimizer):
 
     # --- the contract -----------------------------------------------------------------------------------
 
-    def _ask(self, n: int, current: Config | None) -> list[Config]:
+    batches = True
+
+    def _ask(self, n: int, current: Config | None, pending: tuple[Config, ...] = ()) -> list[Config]:
         here = self.space.encode(self.problem.config(current)) if current is not None else None
+        running = [np.clip(self.space.encode(self.problem.config(c)), 0.0, 1.0) for c in pending]
+        taken = {frozenset(c) for c in pending}
         points: list[np.ndarray] = []
-        for _ in range(n):
-            points.append(np.clip(self._ask_one(here, pending=points), 0.0, 1.0))
-        return [tuple(self.space.changes(self.space.decode(x))) for x in points]
+        for i in range(n):
+            x = np.clip(self._ask_one(here, pending=running + points), 0.0, 1.0)
+            x = self._fresh(x, taken, np.random.default_rng([self.seed, len(self.history), len(pending), i]))
+            taken.add(frozenset(self._changes(x)))
+            points.append(x)
+        return [self._changes(x) for x in points]
+
+    def _changes(self, x: np.ndarray) -> Config:
+        return tuple(self.space.changes(self.space.decode(x)))
+
+    def _fresh(self, x: np.ndarray, taken: set, rng: np.random.Generator) -> np.ndarray:
+        """``x``, or where its configuration is running or already in the batch (a model may rank a pending
+        point's neighbourhood first, and a space's steps round nearby points to one configuration), the nearest
+        of some widening random steps from it whose configuration is new; ``x`` when none is."""
+        if not taken or frozenset(self._changes(x)) not in taken:
+            return x
+        for scale in (0.02, 0.05, 0.1, 0.2, 0.4):
+            for _ in range(8):
+                step = np.clip(x + rng.normal(0.0, scale, len(x)), 0.0, 1.0)
+                if frozenset(self._changes(step)) not in taken:
+                    return step
+        return x
 
     def _tell(self, config: Config, outcome: Outcome) -> None:
         x = np.clip(self.space.encode(self.problem.config(config)), 0.0, 1.0)
@@ -85,8 +108,8 @@ class SpaceSearch(Optimizer):
 
     @abstractmethod
     def _ask_one(self, current: np.ndarray | None, pending: list[np.ndarray]) -> np.ndarray:
-        """One point; ``current`` is the system's present point (or None), ``pending`` the points already chosen
-        for this batch."""
+        """One point; ``current`` is the system's present point (or None), ``pending`` the points whose trials run
+        now and those already chosen for this batch (the search's batch mode takes them into account)."""
 
     # --- data for models ------------------------------------------------------------------------------------
 
@@ -170,13 +193,19 @@ class TPESpaceSearch(SpaceSearch):
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         dists = {f"x{i}": optuna.distributions.FloatDistribution(0.0, 1.0) for i in range(self.space.dim)}
+        # the running trials (pending) enter as Optuna's RUNNING trials, which its constant liar scores as the
+        # worst so far: a batch spreads out instead of asking one point N times
         sampler = optuna.samplers.TPESampler(seed=self.seed + len(self.history) + len(pending), multivariate=True,
-                                             n_startup_trials=self.n_init)
+                                             n_startup_trials=self.n_init, constant_liar=True)
         study = optuna.create_study(direction="minimize", sampler=sampler)
         X, y = self.data()
         for xi, yi in zip(X, y, strict=True):
             study.add_trial(optuna.trial.create_trial(params={f"x{i}": float(v) for i, v in enumerate(xi)},
                                                       distributions=dists, value=float(yi)))
+        for p in pending:
+            study.add_trial(optuna.trial.create_trial(params={f"x{i}": float(v) for i, v in enumerate(p)},
+                                                      distributions=dists,
+                                                      state=optuna.trial.TrialState.RUNNING))
         trial = study.ask(dists)
         return np.array([trial.params[f"x{i}"] for i in range(self.space.dim)])
 

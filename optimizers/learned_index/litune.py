@@ -181,18 +181,29 @@ class LITune(LearnedIndexOptimizer):
         safe = [s for s in self._phase_steps() if not s["unsafe"] and s["objective"] is not None]
         return min(safe, key=lambda s: s["objective"]) if safe else None
 
-    def _ask(self, n: int, current: Config | None) -> list[Config]:
+    batches = True
+
+    def _ask(self, n: int, current: Config | None, pending: tuple[Config, ...] = ()) -> list[Config]:
         space = self.problem.space
         told = self._phase_steps()
-        if self.reference is None and not any(s["config"] == space.full(self.anchor) for s in told):
+        # running trials count as visited: a batch (parallel trials) never proposes one of them again
+        running = {json.dumps(space.decode(space.encode(self.problem.config(c))), sort_keys=True) for c in pending}
+        reference = space.full(self.anchor)
+        if (self.reference is None and not any(s["config"] == reference for s in told)
+                and json.dumps(space.decode(space.encode(reference)), sort_keys=True) not in running):
             self.last = {"*": "the phase's reference (rewards are relative to it)"}
-            return [tuple(space.changes(space.full(self.anchor)))]
+            return [tuple(space.changes(reference))]
         from optimizers.torch_runtime import one_thread
 
+        out = []
         with one_thread():  # small models and the unsafe-region fit: many threads only contend (10x slower here)
-            return [tuple(space.changes(space.decode(self._propose()))) for _ in range(n)]
+            for _ in range(n):
+                x = self._propose(running)
+                running.add(json.dumps(space.decode(x), sort_keys=True))
+                out.append(tuple(space.changes(space.decode(x))))
+        return out
 
-    def _propose(self) -> np.ndarray:
+    def _propose(self, running: set[str] = frozenset()) -> np.ndarray:
         agent_mod, _ = _parts()
         from optimizers.learned_index.litune_safety import TrustRegion
 
@@ -202,7 +213,7 @@ class LITune(LearnedIndexOptimizer):
         center = np.asarray(best["x"] if best is not None else space.encode(space.full(self.anchor)))
         safe = sum(1 for s in self.steps if not s["unsafe"] and s["objective"] is not None)
         trust = TrustRegion(self.trust_trained if self.trained else self.trust, self.full_after)
-        seen = {json.dumps(s["config"], sort_keys=True) for s in self._phase_steps()}
+        seen = {json.dumps(s["config"], sort_keys=True) for s in self._phase_steps()} | set(running)
         progress = min(1.0, safe / self.full_after)
         start = self.noise_trained if self.trained else self.noise  # a meta-trained point needs only refining
         sigma = start + (min(self.noise_end, start) - start) * progress

@@ -18,7 +18,7 @@ class Defaults(LearnedIndexOptimizer):
     name = "defaults"
     description = "the index's default parameters (asks them every time: the baseline)"
 
-    def _ask(self, n: int, current: Config | None) -> list[Config]:
+    def _ask(self, n: int, current: Config | None, pending: tuple[Config, ...] = ()) -> list[Config]:
         return [()]
 
 

@@ -24,7 +24,7 @@ class RewriteOptimizer(Optimizer["RewriteProblem"]):
     kind = "rewrites"
     change_types = (QueryRewrite,)
 
-    def _ask(self, n: int, current: Config | None) -> list[Config]:
+    def _ask(self, n: int, current: Config | None, pending: tuple[Config, ...] = ()) -> list[Config]:
         """``n`` configs: the i-th holds each statement's i-th candidate, for the statements that have one: the
         distinct forms the search reached, cheapest (estimated) first, then the statement as written, each after the
         statement-level rules (``rules.statement``; an alternative rule adds its form beside); a statement outside

@@ -249,6 +249,32 @@ def test_state_and_restore_reproduce_the_next_ask_exactly(cls, problem_of):
             o.tell(config[0], TrialResult(objective(problem, config[0])))
 
 
+@bookkeeping
+@pytest.mark.parametrize("cls", LISTED)
+def test_a_batch_search_proposes_different_configurations_none_of_them_pending(cls, problem_of):
+    """Parallel trials: asked for 3 while 2 run, a search (``batches``) proposes 3 valid configurations, different
+    from each other and from the running ones, by its own batch mode; their outcomes told in any order, it goes on.
+    A one-shot optimizer answers as without them."""
+    problem = problem_of(cls.kind)
+    opt = make(cls, problem)
+    drive(opt, problem)  # past every model's space-filling start
+    running = opt.ask(1)
+    running += opt.ask(1, pending=running)
+    batch = opt.ask(3, pending=running)
+    for config in batch:
+        assert_valid(cls, problem, config)
+    if not cls.batches:
+        assert batch == opt.ask(3)
+        return
+    assert len(running) == 2 and frozenset(running[0]) != frozenset(running[1])
+    assert len(batch) == 3
+    sets = [frozenset(c) for c in batch]
+    assert len(set(sets)) == 3 and not set(sets) & {frozenset(c) for c in running}
+    for config in running + batch:  # the outcomes arrive in any order; the search goes on
+        opt.tell(config, TrialResult(objective(problem, config)))
+    assert_valid(cls, problem, opt.ask(1)[0])
+
+
 @on_every_engine
 @pytest.mark.parametrize("cls", LISTED)
 def test_restore_refuses_another_optimizers_state(cls, problem_of):

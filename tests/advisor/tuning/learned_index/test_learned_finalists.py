@@ -33,7 +33,7 @@ class Scripted(LearnedIndexOptimizer):
     def _setup(self, configs=()) -> None:
         self.configs, self.asked = list(configs), 0
 
-    def _ask(self, n, current):
+    def _ask(self, n, current, pending=()):
         config = self.configs[min(self.asked, len(self.configs) - 1)]
         self.asked += 1
         return [tuple(LearnedIndexParam(k, v) for k, v in config.items())]
