@@ -18,6 +18,9 @@ class Settings(BaseSettings):
     # ADVISOR_STORE: path of the DuckDB file (one process at a time), or a postgresql:// URL of a database that
     # several advisor processes share (then set ADVISOR_SECRET_KEY, the same in each)
     store: str = _default_store()
+    # ADVISOR_RAY: where searches run their trials: a Ray cluster's address (host:port, ray://...), or auto (a
+    # local cluster on loopback, started on first use); unset or none: in the advisor's own process
+    ray: str | None = None
     device: str = "auto"  # ADVISOR_DEVICE: auto | cpu | cuda (model training)
     debug: bool = False  # ADVISOR_DEBUG: tracebacks on errors
     # An OpenAI-compatible chat completions server (llama.cpp, vLLM, OpenAI) that proposes the first knob

@@ -194,7 +194,7 @@ def ledger_of(ctx: Context, target_id: str, kind: str, plan):
     """(the run's id, its ``Ledger``) for a kind that validates candidates (indexes, rewrites): the run row opened
     as every kind opens it (``Context.open_run``: ``inputs["resume"]`` taken over, the context's run, or a new one),
     and with ``resume`` the candidates it stored read back, to be reused rather than measured again."""
-    from advisor.tuning.trials import Ledger
+    from advisor.tuning.ledger import Ledger
 
     resume = ctx.inputs.get("resume")
     if ctx.open_run is None:

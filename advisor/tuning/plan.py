@@ -56,6 +56,20 @@ def option(default: object, help: str, bounds: tuple[float, float] | None = None
     return dataclasses.field(default=default, metadata={"option": meta})
 
 
+def parallel_option():
+    """The searching kinds' ``parallel``: trials side by side, each on a target of its own."""
+    return option(1, "trials run side by side, each on its own target (a thin clone of the replica, a copy of the "
+                  "harness); the optimizer proposes that many at once, the running ones pending", (1, 64),
+                  "Parallel trials")
+
+
+def ray_option():
+    """The searching kinds' ``ray``: where the trials run."""
+    return option(None, "run the trials on a Ray cluster: its address (host:port, ray://...) or auto (a local one "
+                  "on loopback); default: the ADVISOR_RAY setting, else this process", label="Ray cluster",
+                  max_length=300)
+
+
 def borrowed(plan: type, name: str, *, required: bool = False):
     """Another kind's option ``name`` as a field of this plan, its default and meaning as stated there (a whole
     run takes its parts' options)."""

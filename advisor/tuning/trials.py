@@ -1,6 +1,5 @@
 """The one trial loop of every kind that searches (knobs on a shadow, a learned index's parameters on its harness),
-its one trial record, and the ledger of the kinds that validate candidates instead (``Ledger``: an index set's
-validation pass, a rewrite's race).
+its one trial record, and the ledger of the kinds that validate candidates instead (``advisor.tuning.ledger``).
 
 A search (``TrialLoop``) runs the defaults first (the baseline every trial is compared with), then the seeds (a seed
 that combines earlier ones, its ``combines``, only when each of them beat the baseline), then the optimizer's asks, until the budget of trials is spent, or early when the optimizer asks again what it asked
@@ -18,9 +17,12 @@ the baseline trial's (``TrialResult.ratios``), so a constraint-aware search lear
 something down as the guard would see it.
 
 A kind that does not search but validates candidates its optimizer chose (an index set pass by pass, a statement's
-rewrites in a race) keeps its run's ``Ledger``: each validated candidate is a trial record of the run, stored as it
-ends with its evidence and verdict, keyed by what was measured (``config``); a resumed run (``Ledger.of(...,
-resume=True)``) reads them back and reuses a stored verdict wherever it would measure the same candidate again.
+rewrites in a race) keeps its run's ``Ledger`` (``advisor.tuning.ledger``): each validated candidate a trial record
+of the run, stored as it ends with its evidence and verdict; a resumed run reuses a stored verdict.
+
+Where trials run is the loop's ``executor`` (``advisor.tuning.executors``): in this thread by default; over several
+slots (parallel clones, Ray workers) the loop keeps them all busy, asking the optimizer with the running
+configurations pending, and records each trial as it ends.
 """
 
 from __future__ import annotations
@@ -109,6 +111,7 @@ class TrialLoop:
     on_trial: Callable[[TrialRecord], None] | None = None
     after_default: Callable[[TrialRecord], None] | None = None
     label: str = "trial"
+    executor: Any = None  # where trials run (``advisor.tuning.executors``); None: in this thread, on ``trials``
 
     @property
     def space(self):
@@ -174,46 +177,98 @@ class TrialLoop:
             self.on_trial(rec)
         return rec
 
-    def run_config(self, config: Mapping[str, str], source: str) -> TrialRecord:
+    def _prepared(self, config: Mapping[str, str], source: str) -> Mapping[str, str] | None:
+        """``config`` repaired to fit the constraints (said), or None when it still breaks one: then it is recorded
+        as an infeasible trial, never run."""
         fixed, notes = self.space.repair(config)
         still = self.space.violations(fixed)
         if still:
-            return self._record(fixed, source, TrialResult(None, "infeasible", "; ".join(v.message for v in still)),
-                                0.0, False)
+            self._record(fixed, source, TrialResult(None, "infeasible", "; ".join(v.message for v in still)), 0.0,
+                         False)
+            return None
         if notes:
             self.say(f"adjusted to fit the constraints: {'; '.join(notes)}")
+        return fixed
+
+    def run_config(self, config: Mapping[str, str], source: str) -> TrialRecord:
+        """One trial of ``config`` on this loop's own target, in the calling thread."""
+        fixed = self._prepared(config, source)
+        if fixed is None:
+            return self.records[-1]
         result, duration, restarted = self.trials.trial(fixed)
         return self._record(fixed, source, result, duration, restarted, self.trials.last_ms)
 
     def execute(self) -> list[TrialRecord]:
-        """Run trials until the budget is spent; returns every trial of the run (resumed ones included)."""
+        """Run trials until the budget is spent; returns every trial of the run (resumed ones included). With an
+        ``executor`` of several slots, the baseline runs alone first, then the seeds and the optimizer's batches
+        keep every slot busy (the optimizer is asked with the running configurations pending); each trial is
+        recorded as it ends."""
+        from advisor.tuning.executors import InProcess
+
+        executor = self.executor or InProcess([self.trials])
+        self._running: dict[int, tuple[dict, str]] = {}
+        self._tickets = 0
         done_sources = [r.source for r in self.records]
         if "default" not in done_sources and len(self.records) < self.budget:
-            base = self.run_config(self.space.default_config(), "default")
+            self._start(executor, self.space.default_config(), "default")
+            self._collect(executor)
+            base = self.records[-1]
             if self.after_default is not None:
                 self.after_default(base)
-        for i, seed in enumerate(self.seeds):
-            if len(self.records) >= self.budget:
+        seeds = [seed for i, seed in enumerate(self.seeds)
+                 if sum(1 for s in done_sources if s.startswith("seed:")) <= i]
+        last, exhausted = None, False
+        while True:
+            while executor.free() and self._room() and not exhausted:
+                if seeds:
+                    if any(f"seed:{part}" in {src for _, src in self._running.values()}
+                           for part in getattr(seeds[0], "combines", ()) or ()):
+                        break  # a seed combining others waits until they are measured
+                    seed = seeds.pop(0)
+                    lost = self.lost_part(seed)
+                    if lost is not None:
+                        self.say(f"seed {seed.source} not tried: it combines {lost}, which did not beat the current "
+                                 "settings; its trial goes to the optimizer")
+                        continue
+                    self._start(executor, self.space.full(seed.config), f"seed:{seed.source}")
+                    continue
+                want = min(executor.free(), self.budget - len(self.records) - len(self._running))
+                current = getattr(self.trials, "current", None) if executor.slots == 1 else None
+                pending = [tuple(self.space.changes(c)) for c, _ in self._running.values()]
+                asked = self.optimizer.ask(want, current=tuple(self.space.changes(current)) if current else None,
+                                           **({"pending": pending} if pending else {}))
+                running = {frozenset(c) for c in pending}
+                for config in asked:
+                    if config == last or frozenset(config) in running:
+                        exhausted = True
+                        self.say(f"{self.optimizer.name} asks again what it asked last: nothing new to try, the run "
+                                 f"ends after {len(self.records) + len(self._running)} of {self.budget} "
+                                 f"{self.label}s")
+                        break
+                    last = config
+                    running.add(frozenset(config))
+                    self._start(executor, self.optimizer.problem.config(config), self.optimizer.name)
+            if not self._running:
                 break
-            if sum(1 for s in done_sources if s.startswith("seed:")) > i:
-                continue
-            lost = self.lost_part(seed)
-            if lost is not None:
-                self.say(f"seed {seed.source} not tried: it combines {lost}, which did not beat the current "
-                         "settings; its trial goes to the optimizer")
-                continue
-            self.run_config(self.space.full(seed.config), f"seed:{seed.source}")
-        last = None
-        while len(self.records) < self.budget:
-            current = getattr(self.trials, "current", None)
-            config = self.optimizer.ask(1, current=tuple(self.space.changes(current)) if current else None)[0]
-            if config == last:
-                self.say(f"{self.optimizer.name} asks again what it asked last: nothing new to try, the run ends "
-                         f"after {len(self.records)} of {self.budget} {self.label}s")
-                break
-            last = config
-            self.run_config(self.optimizer.problem.config(config), self.optimizer.name)
+            self._collect(executor)
         return self.records
+
+    def _room(self) -> bool:
+        return len(self.records) + len(self._running) < self.budget
+
+    def _start(self, executor, config: Mapping[str, str], source: str) -> None:
+        fixed = self._prepared(config, source)
+        if fixed is None:
+            return
+        self._tickets += 1
+        self._running[self._tickets] = (dict(fixed), source)
+        executor.start(self._tickets, fixed)
+
+    def _collect(self, executor) -> None:
+        """Record the trials that ended (at least one; in the order they were started)."""
+        for ended in executor.wait():
+            config, source = self._running.pop(ended.ticket)
+            self._record(config, source, ended.result, ended.duration_s, ended.restarted, ended.statement_ms)
 
     def lost_part(self, seed: Any) -> str | None:
         return lost_part(seed, self.records)
@@ -257,104 +312,3 @@ def record_of(row: Mapping[str, Any]) -> TrialRecord:
                          metrics=row.get("metrics") or None, error=row.get("error") or "")
     return TrialRecord(int(row["number"] or 0), dict(row["config"]), row.get("source") or "", result,
                        row.get("duration_s") or 0.0, statement_ms=row.get("statements"))
-
-
-@dataclass
-class Ledger:
-    """A validating run's trial records (see the module docstring): ``recall(config)`` the stored row of a
-    candidate measured before (its ``evidence`` and ``metrics``, the verdict, as stored), ``record`` one that was
-    just measured. Without a store or a run it stores nothing and recalls nothing."""
-
-    store: Any = None
-    run_id: str | None = None
-    target_id: str | None = None
-    optimizer: str = ""
-    say: Say = silent
-    rows: list[dict] = field(default_factory=list)
-    reusable: bool = False  # a resumed run: the stored rows' verdicts are reused
-
-    @classmethod
-    def of(cls, store, run_id: str | None, target_id: str | None, optimizer: str, *, resume: bool = False,
-           say: Say = silent) -> "Ledger":
-        ledger = cls(store, run_id, target_id, optimizer, say)
-        if store is not None and run_id is not None:  # numbered on after what the run holds (a whole run's steps)
-            ledger.rows = [r for r in store.trials(run_id) if r.get("config") is not None]
-            ledger.reusable = resume
-            if resume and ledger.rows:
-                say(f"resuming run {run_id}: {len(ledger.rows)} validated candidate(s) stored; each is reused, not "
-                    "measured again")
-        return ledger
-
-    @property
-    def stored(self) -> bool:
-        return self.store is not None and self.run_id is not None
-
-    def recall(self, config: Mapping[str, str]) -> dict | None:
-        """The stored row of the candidate ``config`` (the last one, should it have been stored twice), or None."""
-        want = dict(config)
-        return next((r for r in reversed(self.rows) if r["config"] == want), None) if self.reusable else None
-
-    def changes_of(self, **config: str) -> list[dict] | None:
-        """The stored changes of the last candidate whose key holds ``config`` (a resumed run continues the set it
-        was validating), or None."""
-        row = next((r for r in reversed(self.rows) if all(r["config"].get(k) == v for k, v in config.items())),
-                   None) if self.reusable else None
-        return None if row is None else list(row.get("changes") or ())
-
-    def evidence(self, config: Mapping[str, str], source: str, changes: Sequence, measure: Callable[[], Any],
-                 what: str):
-        """The evidence of the candidate ``config`` (``changes``) whose verdict follows from its evidence alone:
-        the stored one (a resumed run; said, not measured again), else ``measure()``'s, stored as it ends."""
-        row = self.recall(config)
-        if row is not None:
-            from advisor.storage.codec import evidence_from
-
-            self.say(f"{what}: measured before the run was interrupted; reusing stored trial {row['number'] + 1}, "
-                     "not measuring again")
-            return evidence_from(row["evidence"])
-        import time
-
-        started = time.perf_counter()
-        found = measure()
-        self.record(config, source, TrialResult(found.candidate_ms), changes=changes, evidence=found,
-                    duration_s=time.perf_counter() - started)
-        return found
-
-    def record(self, config: Mapping[str, str], source: str, result: TrialResult, *, changes: Sequence = (),
-               evidence=None, duration_s: float = 0.0) -> TrialRecord:
-        """Store a validated candidate as the run's next trial record (committed before this returns)."""
-        rec = TrialRecord(max((int(r["number"] or 0) + 1 for r in self.rows), default=0), dict(config), source,
-                          result, duration_s)
-        row = {"number": rec.number, "config": rec.config, "source": source, "objective": result.objective,
-               "status": result.status, "reason": result.reason, "metrics": result.metrics,
-               "evidence": _plain(evidence), "duration_s": duration_s}
-        self.rows.append(row)
-        if self.stored:
-            self.store.add_trial(self.target_id, self.run_id, self.optimizer, list(changes), evidence,
-                                 result.status, result.reason or None, number=rec.number, config=rec.config,
-                                 objective=result.objective, source=source, duration_s=duration_s,
-                                 metrics=result.metrics or None)
-        return rec
-
-
-def workload_digest(statements: Sequence, options: Any = None) -> str:
-    """A short digest of what decides a stored verdict besides its changes: the measured statements' (queryid,
-    sql: its constants) and the options that judge it (rounds, min_gain, regression_threshold). A key carrying it
-    makes a resumed run over another workload, or with other options, measure again instead of reusing.
-
-    >>> workload_digest([]) == workload_digest([], None) and len(workload_digest([]))
-    12
-    """
-    import hashlib
-
-    parts = sorted(f"{st.queryid}\t{st.sql}" for st in statements)
-    if options is not None:
-        parts.append(f"rounds={options.rounds} min_gain={options.min_gain} "
-                     f"regression={options.regression_threshold}")
-    return hashlib.sha1("\n".join(parts).encode()).hexdigest()[:12]
-
-
-def _plain(evidence) -> dict | None:
-    from advisor.storage import codec
-
-    return codec.plain(evidence) if evidence is not None else None

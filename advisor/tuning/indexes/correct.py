@@ -35,7 +35,7 @@ from advisor.tuning.indexes import sizing as index_sizing
 from advisor.tuning.indexes.choice import propose
 from advisor.tuning.indexes.problem import reopen
 from advisor.tuning.indexes.validation import IndexValidation, validate_indexes
-from advisor.tuning.trials import Ledger
+from advisor.tuning.ledger import Ledger
 from advisor.tuning.validation import ValidationOptions
 from connectors.base import Shadow
 from advisor.storage.codec import change_from, plain

@@ -20,7 +20,7 @@ from advisor.core.progress import Say, silent
 from advisor.core.sqltext import named
 from advisor.tuning.indexes.built import plans_use
 from advisor.tuning.recommend import how_much
-from advisor.tuning.trials import Ledger, workload_digest
+from advisor.tuning.ledger import Ledger, workload_digest
 from advisor.tuning.validation import ValidationOptions, validate
 from connectors.base import Connector, Shadow
 from optimizers.indexes.existing import find_drops

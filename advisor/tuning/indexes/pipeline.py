@@ -27,7 +27,7 @@ from advisor.tuning.indexes.problem import build_problem
 from advisor.tuning.observe import Observation, bind, top
 from advisor.tuning.recommend import dropped_rows, rare_note, recommend, verdict_note
 from advisor.tuning.shadows import Shadows
-from advisor.tuning.trials import Ledger, workload_digest
+from advisor.tuning.ledger import Ledger, workload_digest
 from advisor.tuning.validation import ValidationOptions
 from connectors.base import Connector
 from optimizers import registry

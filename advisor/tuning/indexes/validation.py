@@ -60,7 +60,7 @@ from advisor.tuning.indexes.timing import confirm_regressions, diagnose, screene
 from advisor.tuning.indexes.problem import written_tables
 from advisor.storage.codec import evidence_from
 from advisor.tuning.recommend import how_much
-from advisor.tuning.trials import Ledger, workload_digest
+from advisor.tuning.ledger import Ledger, workload_digest
 from advisor.tuning.validation import ValidationOptions, measure_changes, plans_each
 from connectors.base import Shadow
 from optimizers.indexes.corrected import Measured

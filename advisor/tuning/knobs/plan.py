@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.core.inputs import RANGE_ITEM
-from advisor.tuning.plan import Option, RunPlan, option
+from advisor.tuning.plan import Option, RunPlan, option, parallel_option, ray_option
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,8 @@ class KnobsPlan(RunPlan):
                                 "e.g. autovacuum, session_replication_role, foreign_key_checks); never applied by a "
                                 "schedule by itself", label="Unsafe knobs")
     objective: str = option("latency", "minimize weighted latency, or maximize throughput", label="Objective")
+    parallel: int = parallel_option()
+    ray: str | None = ray_option()
 
 
 # what a knob run takes besides its plan on a command line: the server's hardware, when the target's is not known

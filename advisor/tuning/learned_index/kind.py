@@ -162,7 +162,8 @@ def run(ctx: Context, plan) -> LearnedIndexTuneResult:
     with heartbeat(ctx.say, f"tuning {engine.name}") as say:  # a compile or a slow evaluation is not silent
         found = tune_index(engine, initial, [stream], optimizer, plan.budget,
                            rounds=plan.rounds if plan.validate else 0, seed=plan.seed, say=say,
-                           store=ctx.store, run_id=run_id, target_id=target_id, resume=bool(resume))
+                           store=ctx.store, run_id=run_id, target_id=target_id, resume=bool(resume),
+                           parallel=plan.parallel, ray=plan.ray)
     base = dict(keys=len(keys), run_id=run_id, trials=tuple(found.trials), result=found)
     if not found.changes:
         again = f" (re-measured beside its best: {found.picked})" if found.picked else ""

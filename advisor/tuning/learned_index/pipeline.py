@@ -39,9 +39,10 @@ from advisor.core.domain import Evidence, TrialResult
 from advisor.core.progress import Say, silent
 from advisor.tuning.learned_index import finalists as picking
 from advisor.tuning.learned_index.finalists import Finalist
-from advisor.tuning.learned_index.target import HarnessTarget
+from advisor.tuning.learned_index.target import HarnessRecipe, HarnessTarget
 from advisor.tuning.learned_index.validation import validate
 from advisor.core.errors import AdvisorError
+from advisor.tuning.executors import open_executor, ray_address
 from advisor.tuning.trials import TrialLoop, TrialRecord
 from optimizers.base import Optimizer
 from optimizers.learned_index.problem import LearnedIndexProblem
@@ -111,7 +112,7 @@ def tune_index(engine, initial_keys, streams: Sequence[object], optimizer: Optim
                on_trial: Callable[[Trial], None] | None = None, **stored) -> LearnedIndexResult:
     """``search`` over a harness of ``engine`` built over ``initial_keys`` running ``streams`` (the bench's entry
     point): the optimizer's problem gives the safety fraction and the memory bound. ``stored``: ``search``'s
-    store, run_id, target_id and resume."""
+    store, run_id, target_id and resume, and where the evaluations run (parallel, ray)."""
     prob: LearnedIndexProblem = optimizer.problem
     target = HarnessTarget(engine, initial_keys, list(streams), memory_limit_bytes=prob.memory_limit_bytes,
                            safety=prob.safety)
@@ -119,12 +120,23 @@ def tune_index(engine, initial_keys, streams: Sequence[object], optimizer: Optim
                   seed=seed, say=say, on_trial=on_trial, **stored)
 
 
+def _copies(target: HarnessTarget):
+    """``n`` more copies of ``target``'s harness, warmed up (nothing to close)."""
+    def make(n: int):
+        recipe = HarnessRecipe.of(target)
+        return [recipe.make() for _ in range(n)], lambda: None
+    return make
+
+
 def search(target: HarnessTarget, optimizer: Optimizer, budget: int, *, rounds: int = 5,
            finalists: int = picking.FINALISTS, finalist_rounds: int = picking.ROUNDS, seed: int = 0, say: Say = silent,
            on_trial: Callable[[Trial], None] | None = None, store=None, run_id: str | None = None,
-           target_id: str | None = None, resume: bool = False) -> LearnedIndexResult:
+           target_id: str | None = None, resume: bool = False, parallel: int = 1,
+           ray: str | None = None) -> LearnedIndexResult:
     """The one trial loop (``advisor.tuning.trials.TrialLoop``: ``budget`` evaluations, the defaults' first,
-    each stored under ``run_id`` when a ``store`` is given, and with ``resume`` the stored ones taken up again),
+    each stored under ``run_id`` when a ``store`` is given, and with ``resume`` the stored ones taken up again;
+    ``parallel`` evaluations side by side on copies of the harness, or on Ray workers with ``ray``: see
+    ``advisor.tuning.executors``),
     the pick (the ``finalists`` best safe configurations re-measured beside the defaults in ``finalist_rounds``
     rounds), then, with ``rounds`` > 0, the validation of the pick against the defaults; see the module
     docstring."""
@@ -138,13 +150,18 @@ def search(target: HarnessTarget, optimizer: Optimizer, budget: int, *, rounds: 
             raise AdvisorError("the stored run has no CPU time for its defaults (stored by an older version): "
                                "start a new run")
         target.max_cpu_ns_per_op = cpu / prob.safety
+        executor.configure(max_cpu_ns_per_op=target.max_cpu_ns_per_op)
 
-    loop = TrialLoop(store, run_id, target_id, target, optimizer, budget, say=say, on_trial=on_trial,
-                     after_default=bounded, label="evaluation")
     target.warm_up()
-    if resume:
-        loop.resume_from_store()
-    trials = loop.execute()
+    with open_executor(target, parallel=parallel, ray=ray_address(ray), copies=_copies(target),
+                       recipe=lambda: HarnessRecipe.of(target), say=say) as executor:
+        if executor.slots > 1 or ray_address(ray):
+            say(f"evaluations: {executor.describe()}")
+        loop = TrialLoop(store, run_id, target_id, target, optimizer, budget, say=say, on_trial=on_trial,
+                         after_default=bounded, label="evaluation", executor=executor)
+        if resume:
+            loop.resume_from_store()
+        trials = loop.execute()
     base = next(t for t in trials if t.source == "default")
     safe = [t for t in trials if t.result.status == "measured" and t.result.objective is not None]
     best = min(safe, key=lambda t: (t.result.objective, t.number))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.core.inputs import RANGE_ITEM
-from advisor.tuning.plan import RunPlan, option
+from advisor.tuning.plan import RunPlan, option, parallel_option, ray_option
 
 
 # The kind's default search: the one the learned-index bench shows ahead (``advisor bench learned-index --datasets
@@ -44,3 +44,5 @@ class LearnedIndexPlan(RunPlan):
                                     label="Ranges", pattern=RANGE_ITEM)
     retrain: bool = option(False, "train LITune's agent again from scratch instead of starting from the stored or "
                            "shipped one", label="Retrain")
+    parallel: int = parallel_option()
+    ray: str | None = ray_option()

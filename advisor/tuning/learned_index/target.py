@@ -185,5 +185,31 @@ class HarnessTarget:
         return ArmRound(cpu, {})
 
 
+@dataclass(frozen=True)
+class HarnessRecipe:
+    """How a worker elsewhere (``advisor.tuning.executors.on_ray``) builds a copy of a harness: the engine by name
+    (``connectors.factory.learned_index``), the keys, the streams and the bounds; the copy is warmed up, and its
+    safety cut arrives later (``Executor.configure``) once the defaults are measured."""
+
+    index: str
+    initial_keys: np.ndarray
+    streams: tuple
+    memory_limit_bytes: int | None = None
+    safety: float = 0.5
+
+    @classmethod
+    def of(cls, target: HarnessTarget) -> "HarnessRecipe":
+        return cls(target.engine.name, target.initial_keys, tuple(target.streams), target.memory_limit_bytes,
+                   target.safety)
+
+    def make(self) -> HarnessTarget:
+        from connectors import factory
+
+        target = HarnessTarget(factory.learned_index(self.index), self.initial_keys, list(self.streams),
+                               memory_limit_bytes=self.memory_limit_bytes, safety=self.safety)
+        target.warm_up()
+        return target
+
+
 def _phase(i: int, n: int) -> str:
     return "operations" if n == 1 else f"phase {i + 1}"

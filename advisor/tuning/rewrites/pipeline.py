@@ -33,7 +33,7 @@ from advisor.tuning.rewrites.tables import constraints, tables_read
 from advisor.tuning.recommend import Dropped, dropped_rows, recommend
 from advisor.tuning.rewrites import stored
 from advisor.tuning.shadows import Shadows
-from advisor.tuning.trials import Ledger
+from advisor.tuning.ledger import Ledger
 from advisor.tuning.validation import ValidationOptions
 
 from connectors.base import Connector

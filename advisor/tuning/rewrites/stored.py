@@ -13,7 +13,7 @@ from advisor.core.progress import Say
 from advisor.core.sqltext import named
 from advisor.storage import codec
 from advisor.tuning.evidence import ArmRound
-from advisor.tuning.trials import Ledger
+from advisor.tuning.ledger import Ledger
 
 
 def raced(ledger: Ledger, st, forms: list[QueryRewrite], outcome: type, say: Say, race: Callable[[], object]):

@@ -120,7 +120,7 @@ def test_a_resumed_index_run_over_another_workload_measures_its_pass_again(pg, t
 def test_the_keys_of_stored_verdicts_tell_other_constants_and_options_apart():
     from advisor.core.domain import QueryRewrite
     from advisor.tuning.rewrites.stored import race_key
-    from advisor.tuning.trials import workload_digest
+    from advisor.tuning.ledger import workload_digest
     from advisor.tuning.validation import ValidationOptions
     from workloads.statements.binding import BoundStatement
 

@@ -232,3 +232,17 @@ def test_a_killed_run_resumes_where_it_stopped(tmp_path, target_db):
     assert [x.split(" [")[0] for x in lines if x.startswith("evaluation ")] == ["evaluation 4/5", "evaluation 5/5"]
     with pytest.raises(AdvisorError, match="is a learned-index run; resume it as one"):
         service.resumed_plan(row["id"], "knobs")
+
+
+def test_a_run_with_parallel_evaluations_stores_every_one(service, target_db):
+    """``parallel=2``: the evaluations run two at a time on two copies of the harness (said in the run's progress),
+    every one stored and numbered in the order it ended, the defaults' first."""
+    lines: list[str] = []
+    service = AdvisorService(service.store, say=lines.append)
+    result = service.tune("learned-index", target_db, plan(parallel=2, budget=6, rounds=1), by_hand=True)
+    stored = service.store.trials(result.run_id)
+    assert [t["number"] for t in stored] == list(range(6)) and stored[0]["source"] == "default"
+    assert all(t["status"] in ("measured", "failed") for t in stored)
+    assert len({str(sorted(t["config"].items())) for t in stored}) == 6  # none run twice
+    assert any("evaluations: in-process, 2 trials side by side" in x for x in lines)
+    assert service.store.run(result.run_id)["options"]["parallel"] == 2
