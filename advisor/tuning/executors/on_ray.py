@@ -30,6 +30,10 @@ AUTO = "auto"
 OBJECT_STORE_BYTES = 128 << 20  # trials move kilobytes; Ray's default (30% of memory) would reserve gigabytes
 WAIT_S = 4.0  # a wait for a trial says how many are running this often (no step silent past 5 s)
 
+# Ray reads this once, when it is first imported (every import of it is below this module's): a local cluster's
+# node address is then 127.0.0.1, never the machine's network address
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
 _started: dict[str, Any] = {}  # the cluster this process connected to: {"address": ..., "local": bool}
 
 
@@ -46,7 +50,6 @@ def connect(address: str, slots: int = 2, say: Say = silent) -> str:
 
     if ray.is_initialized():
         return _started.get("address", "")
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # a local node's address is 127.0.0.1
     _quiet_driver()
     local = address == AUTO
     say("starting a local Ray cluster on loopback" if local else f"connecting to the Ray cluster at {address}")

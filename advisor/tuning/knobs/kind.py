@@ -32,7 +32,8 @@ def run(ctx: Context, plan) -> object:
         knob_plan = KnobPlan.from_run(ctx.store.run(resume)["options"], **rest)
     else:
         tuning = TuningOptions(optimizer=plan.optimizer, trials=plan.trials, seeds=plan.seeds, seed=plan.seed,
-                               use_seeds=plan.seeds > 0, objective=plan.objective)
+                               use_seeds=plan.seeds > 0, objective=plan.objective, parallel=plan.parallel,
+                               ray=plan.ray)
         knob_plan = KnobPlan(tuning, space_of(plan), repeats=plan.repeats, **rest)
     connector = ctx.connector
     obs = require_workload(ctx.observed(connector))

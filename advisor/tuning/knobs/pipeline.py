@@ -24,6 +24,7 @@ from advisor.tuning.recommend import Dropped, dropped_rows, recommend, verdict_n
 from advisor.tuning.knobs.shares import seed_line
 from advisor.tuning.shadows import Shadows
 from advisor.tuning.knobs.ablation import PLAN_INERT, Ablation, AblationOptions, ablate
+from advisor.tuning.knobs import slots
 from advisor.tuning.knobs.retime import confirm_knob_regressions
 from advisor.tuning.knobs.repair import MAX_REPAIRS, blame, repairable, to_take_out, widened, without
 from advisor.tuning.knobs.trials import ReplayRunner, TrialRecord, TrialRunner, TuningOptions, TuningRun
@@ -103,8 +104,9 @@ def tune_knobs(store: Store, connector: Connector, obs: Observation, plan: KnobP
         bound, failing = leave_out_failing(shadow, bound, say)
         trials = TrialRunner(shadow, ReplayRunner(bound, repeats=plan.repeats, objective=plan.tuning.objective),
                              problem.space, plan.tuning.timeout_factor, plan.tuning.min_timeout_s, say)
-        run = search(store, run_id, obs.target_id, trials, optimizer, plan.tuning, seeds, resume=bool(resume),
-                     say=say)
+        with slots.trial_executor(trials, plan, connector, shadows or Shadows(), bound, say) as executor:
+            run = search(store, run_id, obs.target_id, trials, optimizer, plan.tuning, seeds, resume=bool(resume),
+                         say=say, executor=executor)
         trials.reset()
         result = validate_best(store, run, obs, connector, shadow, bound, plan.validation, say, plan.ablation)
     return dataclasses.replace(result, skipped=skipped + failing,
@@ -169,9 +171,11 @@ def propose_seeds(store: Store, problem: KnobProblem, obs: Observation, tuning: 
 
 
 def search(store: Store, run_id: str, target_id: str, trials: TrialRunner, optimizer: Optimizer,
-           tuning: TuningOptions, seeds: list[Seed], *, resume: bool = False, say: Say = silent) -> TuningRun:
-    """The propose step: the baseline, the seeds, then the optimizer's asks, each trial stored as it ends."""
-    run = TuningRun(store, run_id, target_id, trials, optimizer, tuning, seeds, say)
+           tuning: TuningOptions, seeds: list[Seed], *, resume: bool = False, say: Say = silent,
+           executor=None) -> TuningRun:
+    """The propose step: the baseline, the seeds, then the optimizer's asks, each trial stored as it ends (on the
+    slots of ``executor`` when given: ``slots.trial_executor``)."""
+    run = TuningRun(store, run_id, target_id, trials, optimizer, tuning, seeds, say, executor=executor)
     if resume:
         run.resume_from_store()
     run.execute()

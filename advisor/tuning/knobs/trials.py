@@ -59,6 +59,8 @@ class TuningOptions:
     min_timeout_s: float = 5.0
     use_seeds: bool = True
     objective: str = "latency"  # latency | throughput
+    parallel: int = 1  # trials side by side, each on a thin clone of its own
+    ray: str | None = None  # a Ray cluster's address (or auto) the trials run on; None: the ADVISOR_RAY setting
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -188,6 +190,10 @@ class ShadowTarget:
         self.last_ms = measured.statement_ms
         return TrialResult(measured.objective), time.perf_counter() - start, self.restarted
 
+    def close(self) -> None:
+        """Stop the shadow's server (a target that owns its shadow: a Ray worker's clone)."""
+        self.shadow.close()
+
     def reset(self) -> None:
         """Put the shadow back to its own configuration."""
         try:
@@ -205,10 +211,12 @@ TrialRunner = ShadowTarget  # its name before the trial target protocol (benches
 
 def TuningRun(store: Store, run_id: str, target_id: str, trials: ShadowTarget, optimizer: Optimizer,  # noqa: N802
               options: TuningOptions, seeds: Sequence[Seed] = (), say: Say = silent,
-              on_trial: Callable[[TrialRecord], None] | None = None) -> TrialLoop:
-    """A knob tuning run: the one trial loop (``advisor.tuning.trials.TrialLoop``) over the shadow, within
-    ``options.trials`` trials (baseline and seeds included), each stored as it ends, resumable."""
-    return TrialLoop(store, run_id, target_id, trials, optimizer, options.trials, list(seeds), say, on_trial=on_trial)
+              on_trial: Callable[[TrialRecord], None] | None = None, executor=None) -> TrialLoop:
+    """A knob tuning run: the one trial loop (``advisor.tuning.trials.TrialLoop``) over the shadow (or the slots
+    of ``executor``), within ``options.trials`` trials (baseline and seeds included), each stored as it ends,
+    resumable."""
+    return TrialLoop(store, run_id, target_id, trials, optimizer, options.trials, list(seeds), say, on_trial=on_trial,
+                     executor=executor)
 
 
 # --- comparing two configurations on the shadow --------------------------------------------------------------

@@ -99,6 +99,27 @@ def test_tune_knobs_search_stores_every_trial(busy_db, tmp_path):
     assert again.returncode == 1 and "already finished" in again.stderr
 
 
+@pytest.mark.parametrize("where, said", [([], "trials: in-process, 2 trials side by side"),
+                                         (["--ray", "auto"], "trials: Ray at 127.0.0.1:")])
+def test_tune_knobs_runs_trials_side_by_side_in_process_and_on_ray(busy_db, tmp_path, where, said):
+    """``--parallel 2``: two trials at a time, each on its own shadow (a second clone made the run's way, or one
+    per Ray worker of a local cluster on loopback); every trial stored, none asked twice, no Ray console noise."""
+    store = tmp_path / "s.duckdb"
+    res = advisor("tune", "knobs", "--target", busy_db, "--register", "busy", "--optimizer", "random", "--trials", "5",
+                  "--seeds", "0", "--repeats", "1", "--no-validate", "--memory-gb", "4", "--cores", "2",
+                  "--parallel", "2", *where, "--json", store=store)
+    assert res.returncode == 0, res.stderr
+    assert said in res.stderr and "(raylet)" not in res.stderr and "Traceback" not in res.stderr, res.stderr
+    doc = json.loads(res.stdout)
+    assert [t["source"] for t in doc["trials"]][0] == "default" and len(doc["trials"]) == 5
+    assert len({json.dumps(t["config"], sort_keys=True) for t in doc["trials"]}) == 5
+    assert sum(t["status"] == "measured" for t in doc["trials"]) >= 4
+    from advisor.storage.store import Store
+    with Store(store) as st:
+        assert [t["number"] for t in st.trials(doc["run_id"])] == [0, 1, 2, 3, 4]
+        assert st.run(doc["run_id"])["options"]["tuning"]["parallel"] == 2
+
+
 @pytest.mark.parametrize("extra, message, code", [
     (["--include", "turbo_mode"], "unknown setting 'turbo_mode'", 1),  # the target's catalog refuses it
     (["--exclude", "shared_bufers"], "did you mean 'shared_buffers'?", 1),  # a typo: the closest name suggested

@@ -57,6 +57,7 @@ def target():
 def ray_executor(target):
     """Two Ray workers, each with its own copy of the harness, on a local cluster this module starts."""
     ex = open_executor(target, parallel=2, ray="auto", recipe=lambda: HarnessRecipe.of(target))
+    assert ex.address.startswith("127.0.0.1:")  # the cluster listens on loopback only
     yield ex
     ex.close()
 
