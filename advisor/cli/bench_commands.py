@@ -13,12 +13,14 @@ from advisor.cli.common import names as _names
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import reporter
 from advisor.cli.bench_knobs import bench_knobs
+from advisor.cli.bench_scale import bench_scale
 
 RewriteOptimizer = optimizer_choice("rewrites")  # the registry's
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks on self-started servers: print, save JSON and plots.")
 
 
 bench_app.command("knobs")(bench_knobs)  # advisor.cli.bench_knobs
+bench_app.command("scale")(bench_scale)  # advisor.cli.bench_scale
 
 
 @bench_app.command("indexes")

@@ -4,6 +4,7 @@ all on). Adapters like ``targets_commands``."""
 from __future__ import annotations
 
 import ipaddress
+import os
 import secrets
 import sys
 import time
@@ -35,8 +36,13 @@ def serve(host: Annotated[str, typer.Option(help="address to listen on")] = "127
                                                           "a TLS proxy in front)")] = False,
           json_out: Annotated[bool, typer.Option("--json", help="print the URLs as one JSON document on stdout "
                                                                "before serving")] = False,
+          ray: Annotated[str | None, typer.Option(help="run the searches' trials and the fleets' runs on this Ray "
+                                                       "cluster (host:port, ray://...), or auto (a local one on "
+                                                       "loopback); default: the ADVISOR_RAY setting")] = None,
           store: StoreOpt = None) -> None:
     """Run the web UI, the REST API (/api, docs at /api/docs) and the nightly schedules, until Ctrl-C."""
+    if ray is not None:  # the server's runs read it as their setting (a run's own ray option still wins)
+        os.environ["ADVISOR_RAY"] = ray
     if not _loopback(host) and not allow_remote:
         raise typer.BadParameter(f"{host} is not a loopback address; the server speaks plain HTTP (no TLS here), so "
                                  "API tokens would cross the network in clear. Use --allow-remote behind a TLS proxy.",

@@ -1,0 +1,1 @@
+"""`advisor bench scale`: parallel trials measured and projected (bench, simulate, report)."""
