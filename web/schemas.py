@@ -148,6 +148,7 @@ class Target(BaseModel):
     last_observed_at: Timestamp | None
     last_summary: Details | None
     replica: Replica | None = Field(None, description="its warm replica, when it has one")
+    tags: list[str] = Field(default_factory=list, description="what a fleet schedule's tag:NAME selects it by")
 
 
 class Snapshot(BaseModel):
@@ -234,6 +235,7 @@ class Run(BaseModel):
     started_by: str | None = Field(description="who started it: a token's holder (token:NAME), a schedule "
                                                "(schedule:ID), or the command line (cli (user@host))")
     schedule_id: str | None
+    job_id: str | None = Field(None, description="the fleet firing it belongs to (/api/schedules/jobs/JOB_ID)")
     created_at: Timestamp
     updated_at: Timestamp
     target_name: str | None = Field(None, description="its target's name (none for a target removed)")
@@ -370,7 +372,32 @@ class Schedule(BaseModel):
     next_fire_text: str = Field("-", description="the next firing as the CLI and the page show it: in the "
                                                  "schedule's time zone, named, with UTC beside it")
     last_fire_text: str = Field("-", description="the last firing, shown as next_fire_text")
-    target_name: str | None = Field(None, description="its target's name (none for a target removed)")
+    target_name: str | None = Field(None, description="its target's name (none for a target removed); a fleet's: "
+                                                      "fleet SELECTOR")
+    fleet: str | None = Field(None, description="a fleet schedule's selector ('all', 'tag:NAME'); none for one "
+                                                "target's")
+
+
+class FleetScheduleIn(Strict):
+    fleet: str = Field(pattern=r"^(all|tag:\S+)$", examples=["tag:nightly"],
+                       description="'all' (every registered target) or 'tag:NAME' (the targets tagged NAME, "
+                                   "PUT /api/targets/{ref}/tags); each firing one job of one run per target")
+    cron: str = Field(examples=["0 2 * * *"], description="5 cron fields")
+    timezone: str = "UTC"
+    runs: list[RunSpec] = Field(min_length=1, max_length=10, description="the runs of each firing, in order")
+    ray: str | None = Field(None, max_length=300, description="the Ray cluster its tasks run on (default: the "
+                                                              "server's ADVISOR_RAY; none: the server's threads)")
+
+
+class FleetJob(BaseModel):
+    job_id: str
+    schedule_id: str | None
+    states: dict[str, int] = Field(description="how many of its runs ended in each state")
+    runs: list[Run]
+
+
+class TagsIn(Strict):
+    tags: list[str] = Field(max_length=50, description="the target's tags, replacing the ones it had")
 
 
 class AuditEntry(BaseModel):

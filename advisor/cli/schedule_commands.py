@@ -50,12 +50,24 @@ def schedule_add(cron: Annotated[str, typer.Option(help="5 cron fields, e.g. '0 
                      help="with reload_knobs: only these knobs (repeat, or a comma list)")] = [],  # noqa: B006
                  max_regression: Annotated[float, typer.Option(help="roll an auto-applied change back when "
                                                                     "statements get this much slower")] = 0.10,
+                 fleet: Annotated[str | None, typer.Option(help="instead of --target: a fleet, 'all' or 'tag:NAME' "
+                                                                "(advisor targets tag), each firing one job of one "
+                                                                "run per target")] = None,
                  json_out: JsonFlag = False, store: StoreOpt = None) -> None:
-    """Tune a target by itself on a cron schedule (run by `advisor serve`); recommendations wait for approval
-    unless --auto-apply reload_knobs."""
+    """Tune a target (or a fleet of them) by itself on a cron schedule (run by `advisor serve`; a fleet's runs on
+    its Ray cluster with `advisor serve --ray`); recommendations wait for approval unless --auto-apply
+    reload_knobs (one target only)."""
     kinds = _kinds(kind)
     optimizer = plan_fields.pop("optimizer") if len(kinds) == 1 else None  # one optimizer names one kind's
     plans = [parse_plan({"kind": k.value, **plan_fields, "optimizer": optimizer}) for k in kinds]
+    if fleet is not None:
+        if target is not None or auto_apply.value != "none" or auto_apply_knob:
+            raise typer.BadParameter("a fleet schedule takes no --target and applies nothing by itself",
+                                     param_hint="--fleet")
+        s = open_service(store, quiet=True).add_fleet_schedule(fleet, cron, plans, timezone=timezone_)
+        emit(s) if json_out else print(f"schedule {s['id']}: {s['target_name']}, {s['cron']} ({s['timezone']})\n"
+                                       f"  next {s['next_fire_text']}")
+        return
     s = open_service(store, quiet=True).add_schedule(target, cron, plans, timezone=timezone_,
                                                      auto_apply=auto_apply.value,
                                                      auto_apply_knobs=names(auto_apply_knob),
@@ -77,6 +89,21 @@ def schedule_list(target: Annotated[str | None, typer.Option("--target", "-t", h
         print(f"schedule {s['id']}: {s['target_name'] or s['target_id']}, runs "
               f"{', '.join(p['kind'] for p in s['plan']['runs'])}, auto-apply {s['plan']['auto_apply']}\n"
               f"  cron  {s['cron']} ({s['timezone']})\n  next  {s['next_fire_text']}\n  last  {s['last_fire_text']}")
+
+
+@schedule_app.command("job")
+def schedule_job(job_id: Annotated[str, typer.Argument(help="a fleet firing's job id (its runs' job_id)")],
+                 json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+    """A fleet firing as one job: each target's run and how it ended."""
+    job = open_service(store, quiet=True).fleet_job(job_id)
+    if json_out:
+        emit(job)
+        return
+    states = ", ".join(f"{n} {state}" for state, n in sorted(job["states"].items())) or "no runs"
+    print(f"fleet job {job_id} (schedule {job['schedule_id'] or '-'}): {states}")
+    for r in job["runs"]:
+        print(f"  {r['target_name'] or r['target_id']}: run {r['id']} {r['kind']} {r['state']}"
+              + (f" ({r['error']})" if r.get("error") else ""))
 
 
 @schedule_app.command("remove")

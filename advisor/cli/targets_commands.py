@@ -12,7 +12,7 @@ from rich.console import Console
 from advisor.cli import render
 from advisor.cli.pasting import id_table
 from advisor.cli.common import (DSN_FORMS, TARGET_ENV, JsonFlag, StoreOpt, emit, observation_doc, open_service,
-                                resolve_dsn, when)
+                                names, resolve_dsn, when)
 
 
 # --- targets -----------------------------------------------------------------------------------------------------
@@ -111,11 +111,23 @@ def targets_list(json_out: JsonFlag = False, store: StoreOpt = None) -> None:
     if json_out:
         emit({"targets": rows})
         return
-    table = id_table("id", "name", "engine", "dsn (no password)", "registered", "last observed", "replica (lag)")
+    table = id_table("id", "name", "engine", "dsn (no password)", "registered", "tags", "last observed",
+                     "replica (lag)")
     for t in rows:
         table.add_row(t["id"], t["name"], t["engine"], t["dsn"] or "(no database)", "yes" if t["registered"] else "no",
-                      when(t["last_observed_at"]), _replica_cell(t.get("replica")))
+                      ", ".join(t.get("tags") or ()) or "-", when(t["last_observed_at"]), _replica_cell(t.get("replica")))
     Console().print(table)
+
+
+@targets_app.command("tag")
+def targets_tag(ref: Annotated[str, typer.Argument(help="target id or name")],
+                tags: Annotated[list[str] | None, typer.Argument(help="its tags (replacing the ones it had; none: "
+                                                                      "untag); a fleet schedule's --fleet tag:NAME "
+                                                                      "selects by them")] = None,
+                json_out: JsonFlag = False, store: StoreOpt = None) -> None:
+    """Tag a target: `advisor schedule add --fleet tag:NAME` tunes every target tagged NAME."""
+    t = open_service(store, quiet=True).tag_target(ref, names(tags or []))
+    emit(t) if json_out else print(f"{t['name']}: tags {', '.join(t['tags']) or '(none)'}")
 
 
 @targets_app.command("remove")

@@ -149,6 +149,9 @@ class KnobProfile:
     statistics_source: str = "statement statistics"
     skipped_choices: frozenset[str] = frozenset()  # enum values a search never picks unless current
     unsafe: Mapping[str, str] = field(default_factory=dict)
+    # the settings that keep each statement on one core (PostgreSQL's parallel query off; none where a statement
+    # never spreads): a bench that measures trials side by side sets them and leaves them out of the space
+    single_core: Mapping[str, str] = field(default_factory=dict)
 
     def never_auto_applied(self, names) -> list[str]:
         """Those of ``names`` that no schedule applies by itself: the unsafe and the durability knobs."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from advisor.core.errors import AdvisorError
+from advisor.core.errors import AdvisorError, NotFound
 from advisor.service.auth import ADMIN, Principal
 from advisor.service.ids import full_id
 from advisor.service.runs import RunPlan
@@ -66,6 +66,44 @@ class SchedulesMixin:
             self.scheduler.sync()
         return self.schedule(schedule_id)
 
+    def add_fleet_schedule(self, fleet: str, cron: str, plans: Sequence[RunPlan], who: Principal = ADMIN, *,
+                           timezone: str = "UTC", ray: str | None = None) -> dict:
+        """Tune a fleet on a cron schedule: the targets ``fleet`` selects at each firing (``all``, or ``tag:NAME``:
+        ``tag_target``), each firing one job of one task per target (``advisor.service.fleets``): on the Ray
+        cluster ``ray`` (default: the server's ``ADVISOR_RAY``), else on this process's threads. Recommendations
+        wait for approval (a fleet applies nothing by itself)."""
+        from advisor.service.fleets import check_selector, members
+
+        who.require("operator")
+        fleet = check_selector(fleet)
+        if not members(self.store, fleet):  # a selector that names nothing yet is a mistake, said before a firing
+            raise NotFound(f"no registered target is in fleet {fleet!r}" + (
+                f": tag some first (advisor targets tag NAME {fleet[4:]})" if fleet.startswith("tag:") else ""))
+        check_cron(cron, timezone)
+        if not plans:
+            raise AdvisorError("a schedule needs at least one run")
+        plans = [kinds.checked(p, remote=True) for p in plans]
+        for plan in plans:
+            if kinds.get(plan.kind).target_of_its_own(plan) is not None:
+                raise AdvisorError(f"a fleet tunes its targets' databases; this {plan.kind} run needs none")
+        doc = {"runs": [p.to_dict() for p in plans], "auto_apply": "none", "auto_apply_knobs": [],
+               "max_regression": 0.10, **({"ray": ray} if ray else {})}
+        schedule_id = self.store.add_schedule("", cron, timezone, doc, who.actor, fleet=fleet)
+        self.store.audit(who.actor, "add_schedule", schedule_id, {"fleet": fleet, "cron": cron, **doc})
+        if self.scheduler is not None:
+            self.scheduler.sync()
+        return self.schedule(schedule_id)
+
+    def fleet_job(self, job_id: str) -> dict:
+        """A fleet firing as one job: its runs (each with its target's name) and how many ended in each state."""
+        runs = self.store.runs(job_id=job_id)
+        names = self.target_names()
+        states: dict[str, int] = {}
+        for r in runs:
+            states[r["state"]] = states.get(r["state"], 0) + 1
+        return {"job_id": job_id, "schedule_id": runs[0]["schedule_id"] if runs else None,
+                "runs": [{**r, "target_name": names.get(r["target_id"])} for r in runs], "states": states}
+
     scheduler = None  # an advisor.service.scheduling.Scheduler when the server runs one
     reaper = None  # the server's timer thread that removes orphaned sandboxes (advisor.service.factory)
 
@@ -84,7 +122,8 @@ class SchedulesMixin:
     @staticmethod
     def _shown(s: dict, names: dict[str, str]) -> dict:
         at = next_fire(s["cron"], s["timezone"])
-        return {**s, "target_name": names.get(s["target_id"]), "next_fire_at": at,
+        name = f"fleet {s['fleet']}" if s.get("fleet") else names.get(s["target_id"])
+        return {**s, "target_name": name, "next_fire_at": at,
                 "next_fire_text": fire_text(at, s["timezone"]),
                 "last_fire_text": fire_text(s["last_fire_at"], s["timezone"])}
 

@@ -44,7 +44,7 @@ def check_timezone(timezone: str) -> None:
 
     try:
         zoneinfo.ZoneInfo(timezone)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError, OSError):  # OSError: a name too long for a path
         close = did_you_mean(str(timezone), zoneinfo.available_timezones(), limit=1)
         raise AdvisorError(f"unknown time zone {timezone!r}{close} (an IANA name such as 'Europe/Berlin' or "
                            "'UTC')") from None
@@ -91,7 +91,7 @@ def fire_text(at: float | None, timezone: str = "UTC") -> str:
     when_utc = datetime.fromtimestamp(at, tz.utc)
     try:
         local = when_utc.astimezone(ZoneInfo(timezone))
-    except (ZoneInfoNotFoundError, ValueError):  # a zone this machine does not know: UTC only, said so
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # a zone this machine does not know: UTC only, said so
         return f"{when_utc:%Y-%m-%d %H:%M} UTC"
     if timezone.upper() in ("UTC", "ETC/UTC"):
         return f"{when_utc:%Y-%m-%d %H:%M} UTC"
@@ -121,18 +121,37 @@ def _auto_applies(kind: str) -> bool:
     return kind in kinds.names() and kinds.get(kind).auto_applies
 
 
-def _record_skip(store, schedule: dict, who: Principal, plan: dict, why: str, state: str = "skipped") -> dict:
+def record_skip(store, schedule: dict, who: Principal, plan: dict, why: str, state: str = "skipped",
+                job_id: str | None = None) -> dict:
+    """A planned run that did not run (refused, missed, its fleet task lost), recorded with why, on the
+    schedule's target (a fleet's: on each member, ``skip_members``)."""
     run_id = new_id()
     store.add_run(run_id, schedule["target_id"], plan["kind"], plan.get("optimizer") or plan["kind"], {"plan": plan},
-                  state=state, started_by=who.actor, schedule_id=schedule["id"])
+                  state=state, started_by=who.actor, schedule_id=schedule["id"], job_id=job_id)
     store.update_run(run_id, error=why)
     return store.run(run_id)
 
 
-def run_scheduled(service, schedule: dict, fired_at: float, by_cron: bool = False) -> list[dict]:
+def skip_members(store, schedule: dict, who: Principal, why: str, state: str) -> None:
+    """``record_skip`` of each planned run on the schedule's target, or on each member of a fleet's."""
+    from advisor.service.fleets import members
+
+    ids = [t["id"] for t in members(store, schedule["fleet"])] if schedule.get("fleet") else [schedule["target_id"]]
+    for target_id in ids:
+        for plan in schedule["plan"]["runs"]:
+            record_skip(store, {**schedule, "target_id": target_id}, who, plan, why, state=state)
+
+
+def run_scheduled(service, schedule: dict, fired_at: float, by_cron: bool = False,
+                  job_id: str | None = None) -> list[dict]:
     """One firing: check the watches of the target's applied changes (roll back on regression), then each
     planned run, then auto-apply what the schedule allows (its watch judged by the schedule's max_regression). A
-    cron firing that another server sharing the store already took (the same slot) is left to it."""
+    cron firing that another server sharing the store already took (the same slot) is left to it. A fleet's
+    schedule fires its members (``advisor.service.fleets``), each this way, in one job (``job_id``)."""
+    if schedule.get("fleet"):
+        from advisor.service.fleets import run_fleet
+
+        return run_fleet(service, schedule, fired_at, by_cron, member_firing, member_failed)
     store = service.store
     who = Principal(f"schedule:{schedule['id']}", "operator")
     if by_cron and not store.claim_firing(schedule["id"], fired_at):
@@ -150,9 +169,9 @@ def run_scheduled(service, schedule: dict, fired_at: float, by_cron: bool = Fals
     for p in plan["runs"]:
         try:
             run = service.start_run(None, kinds.stored_plan(p), who, schedule_id=schedule["id"], wait=True,
-                                    target_id=schedule["target_id"])
+                                    target_id=schedule["target_id"], job_id=job_id)
         except AdvisorError as e:
-            runs.append(_record_skip(store, schedule, who, p, str(e)))
+            runs.append(record_skip(store, schedule, who, p, str(e), job_id=job_id))
             continue
         runs.append(run)
         result = run.get("result") or {}
@@ -167,6 +186,26 @@ def run_scheduled(service, schedule: dict, fired_at: float, by_cron: bool = Fals
                 except AdvisorError as e:
                     store.audit(who.actor, "auto_apply_failed", rec.id, {"error": str(e)})
     return runs
+
+
+def member_firing(service, schedule: dict, target_id: str, job_id: str, fired_at: float) -> int:
+    """What a one-target schedule's firing does, for one member of a fleet's job (``advisor.service.fleets``); the
+    number of runs it recorded. An error is recorded as the member's failed run, never raised (the other members
+    go on)."""
+    member = {**schedule, "target_id": target_id, "fleet": None}
+    try:
+        return len(run_scheduled(service, member, fired_at, job_id=job_id))
+    except AdvisorError as e:
+        member_failed(service.store, schedule, target_id, job_id, f"the fleet's task failed: {e}")
+        return 0
+
+
+def member_failed(store, schedule: dict, target_id: str, job_id: str, why: str) -> None:
+    """A fleet member whose firing could not run: each planned run recorded as failed, with why, in the job."""
+    who = Principal(f"schedule:{schedule['id']}", "operator")
+    for p in schedule["plan"]["runs"]:
+        record_skip(store, {**schedule, "target_id": target_id, "fleet": None}, who, p, why, state="failed",
+                    job_id=job_id)
 
 
 def watch(service, schedule: dict, who: Principal) -> list[dict]:
@@ -232,10 +271,9 @@ class Scheduler:
             else:
                 who = Principal(f"schedule:{s['id']}", "operator")
                 self.service.store.schedule_fired(s["id"], now)
-                for p in s["plan"]["runs"]:
-                    _record_skip(self.service.store, s, who, p, "missed: the server was down at "
-                                 f"{datetime.fromtimestamp(missed, tz.utc):%Y-%m-%d %H:%M} UTC, more than "
-                                 f"{self.grace_s / 3600:g} h ago", state="missed")
+                skip_members(self.service.store, s, who, "missed: the server was down at "
+                             f"{datetime.fromtimestamp(missed, tz.utc):%Y-%m-%d %H:%M} UTC, more than "
+                             f"{self.grace_s / 3600:g} h ago", state="missed")
         return fired
 
     def fire_now(self, schedule_id: str) -> None:
@@ -263,6 +301,5 @@ class Scheduler:
             except AdvisorError:  # removed meanwhile
                 return
             who = Principal(f"schedule:{schedule_id}", "operator")
-            for plan in schedule["plan"]["runs"]:
-                _record_skip(self.service.store, schedule, who, plan,
-                             "skipped: the schedule's previous firing was still running")
+            skip_members(self.service.store, schedule, who, "skipped: the schedule's previous firing was still "
+                         "running", state="skipped")

@@ -105,6 +105,17 @@ class TargetsMixin:
         return self.with_replica(self.store.target_by_id(target_id) if target_id is not None
                                  else self.store.target(ref or ""))
 
+    def tag_target(self, ref: str, tags: list[str], who: Principal = ADMIN) -> dict:
+        """Set a target's tags (a fleet schedule's ``tag:NAME`` selects by them), replacing the ones it had."""
+        who.require("operator")
+        from advisor.core.inputs import check_name
+
+        target = self.store.target(ref)
+        tags = [check_name("tag", t.strip()) for t in tags if t.strip()]
+        self.store.set_tags(target["id"], tags)
+        self.store.audit(who.actor, "tag_target", target["id"], {"name": target["name"], "tags": sorted(set(tags))})
+        return self.target(target_id=target["id"])
+
     def remove_target(self, ref: str, who: Principal = ADMIN) -> None:
         who.require("operator")
         target = self.store.target(ref)

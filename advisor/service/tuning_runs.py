@@ -21,11 +21,12 @@ class TuningRunsMixin:
     # --- tuning runs ----------------------------------------------------------------------------------------
 
     def start_run(self, ref: str | None, plan: RunPlan, who: Principal = ADMIN, *, schedule_id: str | None = None,
-                  wait: bool | None = None, target_id: str | None = None) -> dict:
+                  wait: bool | None = None, target_id: str | None = None, job_id: str | None = None) -> dict:
         """Queue a tuning run of a registered target (a user's ``ref``, or its id: ``target_id``); it runs on the
         executor (or here when there is none, or ``wait``). ``Conflict`` when the target already has a run going
         on. A token's holder or a schedule gets the plan a remote face may run (``kinds.checked(plan, remote=True)``:
-        a key file only from the server's key files directory), checked again when the run starts."""
+        a key file only from the server's key files directory), checked again when the run starts. ``job_id``: the
+        fleet firing it belongs to (``advisor.service.fleets``)."""
         who.require("operator")
         remote = who.remote or schedule_id is not None
         plan = kinds.checked(plan)
@@ -51,7 +52,7 @@ class TuningRunsMixin:
         self.store.add_run_unless_active(run_id, target["id"], plan.kind, plan.optimizer or plan.kind,
                                          {"plan": plan.to_dict(), **({"remote": True} if remote else {})},
                                          active=ACTIVE, state="queued", started_by=who.starter,
-                                         schedule_id=schedule_id)
+                                         schedule_id=schedule_id, job_id=job_id)
         self.store.audit(who.actor, "start_run", run_id, {"target": target["name"], "plan": plan.to_dict()})
         if self.executor is not None and not wait:
             self.executor.submit(run_id)

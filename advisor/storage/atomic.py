@@ -17,10 +17,11 @@ class AtomicChanges:
     @changes_lists
     def add_run_unless_active(self, run_id: str, target_id: str, kind: str, optimizer: str, options: dict, *,
                               active: tuple[str, ...], state: str = "queued", started_by: str | None = None,
-                              schedule_id: str | None = None, owner: dict | None = None) -> None:
+                              schedule_id: str | None = None, owner: dict | None = None,
+                              job_id: str | None = None) -> None:
         """``add_run``, unless a run in one of the ``active`` states is recorded on the target's database (under
         any of its targets): then ``Conflict``, naming that run."""
-        with self.lock:
+        with self.lock, self._database.exclusive():  # this process's threads, and every process sharing the store
             # keyed by the database, not the name: two targets of one database (a store from before PATCH checked
             # it) never run on it at once
             found = [r for tid in self.targets_of_database(target_id) for st in active
@@ -32,7 +33,7 @@ class AtomicChanges:
                 raise Conflict(f"target {name} already has tuning run {found[0]['id']} ({found[0]['state']})"
                                f"{whose}; runs of one database never overlap")
             self.add_run(run_id, target_id, kind, optimizer, options, state=state, started_by=started_by,
-                         schedule_id=schedule_id, owner=owner)
+                         schedule_id=schedule_id, owner=owner, job_id=job_id)
 
     @changes_lists
     def merge_applied(self, rec_id: str, applied: dict) -> None:

@@ -27,6 +27,8 @@ __all__ = ["Database", "DuckDatabase", "PostgresDatabase", "connect", "holder_te
 
 # the key of the advisory lock held while a PostgreSQL store migrates (any 64-bit number no one else uses)
 _MIGRATION_LOCK = 0x0AD715E5
+# and the one held while a run is admitted (its database has no other run going on), by whichever process
+_ADMISSION_LOCK = _MIGRATION_LOCK + 1
 
 
 def is_postgres(location: str) -> bool:
@@ -120,6 +122,13 @@ class Database:
 
     def _new_session(self):
         raise NotImplementedError
+
+    @contextlib.contextmanager
+    def exclusive(self):
+        """A transaction no other process sharing the store runs beside (a run's admission: one run per database
+        at a time); this process's own threads are kept apart by ``Store.lock``. A DuckDB file has one process."""
+        with self.transaction():
+            yield
 
     @contextlib.contextmanager
     def transaction(self):
@@ -266,6 +275,12 @@ class PostgresDatabase(Database):
     def migrating(self):
         with self.transaction():
             self.session.execute("SELECT pg_advisory_xact_lock(?)", [_MIGRATION_LOCK])
+            yield
+
+    @contextlib.contextmanager
+    def exclusive(self):
+        with self.transaction():
+            self.session.execute("SELECT pg_advisory_xact_lock(?)", [_ADMISSION_LOCK])
             yield
 
     # every process sharing the store counts its writes in one row of ``meta``, so that each sees the others'

@@ -68,14 +68,16 @@ class RunTables:
     @changes_lists
     def add_run(self, run_id: str, target_id: str, kind: str, optimizer: str, options: dict, *,
                 state: str = "running", started_by: str | None = None, schedule_id: str | None = None,
-                owner: dict | None = None) -> None:
+                owner: dict | None = None, job_id: str | None = None) -> None:
         """Record a run; its owner is the process that executes it (``owner``, default this one: a call forwarded
-        from another process gives that process, ``advisor.storage.remote``)."""
+        from another process gives that process, ``advisor.storage.remote``); ``job_id``: the fleet firing it
+        belongs to (``advisor.service.fleets``)."""
         now = time.time()
         self.db.execute("INSERT INTO tuning_runs (id, target_id, kind, optimizer, options, state, created_at, "
-                        "updated_at, started_by, schedule_id, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "updated_at, started_by, schedule_id, owner, job_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                        "?, ?)",
                         [run_id, target_id, kind, optimizer, json.dumps(options), state, now, now, started_by,
-                         schedule_id, json.dumps(owner or processes.this_process())])
+                         schedule_id, json.dumps(owner or processes.this_process()), job_id])
 
     def update_run(self, run_id: str, *, state: str | None = None, optimizer_state: dict | None = None,
                    result: dict | None = None, progress: dict | None = None, error: str | None = None,
@@ -110,17 +112,17 @@ class RunTables:
         return rows[0]
 
     _RUN_COLS = ("id", "target_id", "kind", "optimizer", "options", "state", "optimizer_state", "result",
-                 "created_at", "updated_at", "progress", "error", "started_by", "schedule_id", "owner")
+                 "created_at", "updated_at", "progress", "error", "started_by", "schedule_id", "owner", "job_id")
     _RUN_JSON = {"options", "optimizer_state", "result", "progress", "owner"}
 
     def runs(self, target_id: str | None = None, run_id: str | None = None, *, state: str | None = None,
              schedule_id: str | None = None, limit: int | None = None, offset: int = 0,
-             newest_first: bool = False) -> list[dict]:
+             newest_first: bool = False, job_id: str | None = None) -> list[dict]:
         rows = self.db.execute(
             f"SELECT {', '.join(self._RUN_COLS)} FROM tuning_runs WHERE (? IS NULL OR target_id = ?) "
             "AND (? IS NULL OR id = ?) AND (? IS NULL OR state = ?) AND (? IS NULL OR schedule_id = ?) "
-            f"ORDER BY created_at {'DESC' if newest_first else ''} LIMIT ? OFFSET ?",
-            [target_id, target_id, run_id, run_id, state, state, schedule_id, schedule_id,
+            f"AND (? IS NULL OR job_id = ?) ORDER BY created_at {'DESC' if newest_first else ''} LIMIT ? OFFSET ?",
+            [target_id, target_id, run_id, run_id, state, state, schedule_id, schedule_id, job_id, job_id,
              *page(limit, offset)]).fetchall()
         return [{c: (json.loads(v) if c in self._RUN_JSON and v else v) for c, v in zip(self._RUN_COLS, r)}
                 for r in rows]

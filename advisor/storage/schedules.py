@@ -13,13 +13,18 @@ from advisor.storage.schema import new_id
 class ScheduleTables:
     # --- schedules ------------------------------------------------------------------------------------------
 
-    def add_schedule(self, target_id: str, cron: str, timezone: str, plan: dict, created_by: str) -> str:
+    def add_schedule(self, target_id: str, cron: str, timezone: str, plan: dict, created_by: str,
+                     fleet: str | None = None) -> str:
+        """A schedule of one target, or with ``fleet`` (``all``, ``tag:NAME``) of the targets it selects at each
+        firing (``target_id`` is then empty)."""
         sid = new_id()
-        self.db.execute("INSERT INTO schedules VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL)",
-                        [sid, target_id, cron, timezone, json.dumps(plan), time.time(), created_by])
+        self.db.execute("INSERT INTO schedules (id, target_id, cron, timezone, plan, created_at, created_by, fleet) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        [sid, target_id, cron, timezone, json.dumps(plan), time.time(), created_by, fleet])
         return sid
 
-    _SCHEDULE_COLS = ("id", "target_id", "cron", "timezone", "plan", "created_at", "created_by", "last_fire_at")
+    _SCHEDULE_COLS = ("id", "target_id", "cron", "timezone", "plan", "created_at", "created_by", "last_fire_at",
+                      "fleet")
 
     def schedules(self, target_id: str | None = None) -> list[dict]:
         rows = self.db.execute(f"SELECT {', '.join(self._SCHEDULE_COLS)} FROM schedules WHERE removed_at IS NULL "

@@ -7,7 +7,7 @@ import functools
 
 from advisor.core.inputs import new_id
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -78,6 +78,11 @@ MIGRATIONS: dict[int, str] = {
     """,
     10: """
     ALTER TABLE trials ADD COLUMN metrics JSON;
+    """,
+    11: """
+    ALTER TABLE targets ADD COLUMN tags JSON;
+    ALTER TABLE schedules ADD COLUMN fleet VARCHAR;
+    ALTER TABLE tuning_runs ADD COLUMN job_id VARCHAR;
     """,
 }
 

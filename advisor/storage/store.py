@@ -42,6 +42,7 @@ class Store(TargetTables, RunTables, RecommendationTables, ScheduleTables, Acces
     def __init__(self, path: str | Path):
         # a DuckDB file path, or a postgresql:// URL (then ``path`` shows it without its password)
         self._database = connect(str(path))
+        self._location = str(path)
         self.path = self._database.name
         self.shared = self._database.shared  # other processes may write it at the same time (PostgreSQL)
         # serializes read-check-write sequences (state transitions, starting a run) between threads
@@ -71,6 +72,11 @@ class Store(TargetTables, RunTables, RecommendationTables, ScheduleTables, Acces
         if self.server is not None and url is not None:
             self.server.url = url
         return self
+
+    def location(self) -> str:
+        """Where another process of this machine opens this store (a fleet's Ray task): the DuckDB file's path, or
+        the PostgreSQL URL with its password. Kept in memory and handed to ``open_store`` only; never shown."""
+        return self._location
 
     def close(self) -> None:
         if self.server is not None:  # first: the requests it took are answered before the file closes

@@ -100,12 +100,18 @@ class TargetTables:
                 self.db.execute("DELETE FROM targets WHERE id = ?", [twin])
             return [name for _id, name in twins]
 
-    _TARGET_COLS = "t.id, t.name, t.engine, t.dsn, t.created_at, t.credentials IS NOT NULL, t.hardware"
+    _TARGET_COLS = "t.id, t.name, t.engine, t.dsn, t.created_at, t.credentials IS NOT NULL, t.hardware, t.tags"
 
     def _target(self, r: tuple) -> dict:
         return {"id": r[0], "name": r[1], "engine": r[2], "dsn": r[3], "created_at": r[4], "registered": bool(r[5]),
-                "hardware": json.loads(r[6]) if r[6] else None,
-                "last_observed_at": r[7], "last_summary": json.loads(r[8]) if r[8] else None}
+                "hardware": json.loads(r[6]) if r[6] else None, "tags": json.loads(r[7]) if r[7] else [],
+                "last_observed_at": r[8], "last_summary": json.loads(r[9]) if r[9] else None}
+
+    @changes_lists
+    def set_tags(self, target_id: str, tags: list[str]) -> None:
+        """A target's tags (what a fleet schedule selects it by), replacing the ones it had."""
+        self.target_by_id(target_id)
+        self.db.execute("UPDATE targets SET tags = ? WHERE id = ?", [json.dumps(sorted(set(tags))), target_id])
 
     @changes_lists
     def set_target_hardware(self, target_id: str, hardware: dict | None) -> None:

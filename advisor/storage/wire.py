@@ -49,7 +49,7 @@ READS = frozenset({
     "cached_seeds", "recommendations", "recommendation_summaries", "count_recommendations", "recommendation",
     "audit_log", "targets", "target", "target_by_id", "target_with_identity", "target_identity", "tokens", "token",
     "token_by_id", "token_by_hash", "session", "schedules", "schedule", "current_claim", "replica", "replicas",
-    "targets_of_database", "ids_starting",
+    "targets_of_database", "ids_starting", "location",
     # a target's credentials as stored, encrypted: only this user's processes (which hold the key file) are asked
     "target_credentials"})
 # what cannot cross processes: a live session, the process's own lock, the store's life

@@ -179,6 +179,7 @@ UNITS = UnitGrammar(BINARY_SIZES, DURATIONS, catalog="pg_settings")
 
 PROFILE = KnobProfile(
     engine="PostgreSQL", ranges=default_ranges, durability=DURABILITY, unsafe=UNSAFE, not_tunable=NOT_TUNABLE, memory=MEMORY,
+    single_core={"max_parallel_workers_per_gather": "0"},
     hardware_rules=pgtune, workload_rules=workload_rules, units=UNITS, orderings=ORDERINGS,
     connections=("max_connections", 100),
     rules_name="PGTune", catalog_source="pg_settings", statistics_source="pg_stat_statements",

@@ -8,6 +8,7 @@ import typing
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from advisor.core.errors import AdvisorError
 from advisor.service.runs import ACTIVE, RunPlan, all_options, default_optimizers, kinds
 from advisor.service.summary import run_outcome
 from web import schemas
@@ -70,6 +71,20 @@ def runs_page(request: Request, service: Service, session: PageSession, target: 
                   filters={"target": target or "", "state": state or ""}, states=RUN_STATES, targets=targets,
                   names={t["id"]: t["name"] for t in targets}, optimizers=OPTIMIZERS, form=FORM,
                   outcomes={r["id"]: run_outcome(r) for r in runs})
+
+
+@router.get("/jobs/{job_id}")
+def job_page(request: Request, service: Service, session: PageSession, job_id: str):
+    """A fleet firing as one job: each target's run (``AdvisorService.fleet_job``)."""
+    job = service.fleet_job(job_id)
+    schedule = None
+    if job["schedule_id"]:
+        try:
+            schedule = service.schedule(job["schedule_id"])
+        except AdvisorError:  # removed since
+            schedule = None
+    return render(request, "job.html", session, section="runs", job=job, schedule=schedule,
+                  outcomes={r["id"]: run_outcome(r) for r in job["runs"]})
 
 
 @router.post("/runs")

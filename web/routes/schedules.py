@@ -22,6 +22,20 @@ def add_schedule(body: schemas.ScheduleIn, service: Service, who: Operator):
                                 auto_apply_knobs=body.auto_apply_knobs, max_regression=body.max_regression)
 
 
+@router.post("/fleet", response_model=schemas.Schedule, status_code=status.HTTP_201_CREATED)
+def add_fleet_schedule(body: schemas.FleetScheduleIn, service: Service, who: Operator):
+    """A schedule over a fleet: the targets its selector names at each firing, one run per target per firing (on
+    the server's Ray cluster when it has one); it applies nothing by itself."""
+    return service.add_fleet_schedule(body.fleet, body.cron, [plan_of(r) for r in body.runs], who,
+                                      timezone=body.timezone, ray=body.ray)
+
+
+@router.get("/jobs/{job_id}", response_model=schemas.FleetJob)
+def get_job(job_id: str, service: Service, _: Viewer):
+    """A fleet firing as one job: its runs, one per target, and how many ended in each state."""
+    return service.fleet_job(job_id)
+
+
 @router.get("/{schedule_id}", response_model=schemas.Schedule)
 def get_schedule(schedule_id: str, service: Service, _: Viewer):
     return service.schedule(schedule_id)

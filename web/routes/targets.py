@@ -41,6 +41,12 @@ def remove_target(ref: str, service: Service, who: Operator) -> None:
     service.remove_target(ref, who)
 
 
+@router.put("/{ref}/tags", response_model=schemas.Target)
+def set_tags(ref: str, body: schemas.TagsIn, service: Service, who: Operator):
+    """Replace a target's tags (a fleet schedule's tag:NAME selects by them)."""
+    return service.tag_target(ref, body.tags, who)
+
+
 @router.post("/{ref}/replica", response_model=schemas.Target, status_code=status.HTTP_202_ACCEPTED)
 def build_replica(ref: str, service: Service, who: Operator):
     """Build the target's warm replica in the background (or start it, when it has one); 400 with the reason

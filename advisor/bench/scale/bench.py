@@ -1,7 +1,8 @@
 """``advisor bench scale``: what parallel trials buy a knob search, measured, and projected to many workers.
 
 For each workload (a knob suite such as ``planner``, or a generated ``gen-``/``multi-<schema>.s<seed>``) on a local
-"production" server of the engine: a warm replica of it (thin clones; full copies when the engine or the machine has
+"production" server of the engine, each statement kept on one core (``KnobProfile.single_core``, left out of the
+space): a warm replica of it (thin clones; full copies when the engine or the machine has
 none, said), then for each optimizer seed the same search (``optimizer``, ``trials`` in all, no seed configurations)
 with 1, 2, ... trials side by side (``parallel``), each slot on its own clone (``advisor.tuning.knobs.slots``: the
 run's own path). Every trial's end is timestamped. Per seed and parallelism: the wall time, trials per hour, the best
@@ -40,7 +41,7 @@ from advisor.tuning.shadows import Shadows
 from connectors import factory
 from optimizers import registry
 from optimizers.knobs.problem import KnobProblem
-from optimizers.knobs.space import KnobSpace
+from optimizers.knobs.space import KnobSpace, SpaceOptions
 from workloads.datasets import knob_suites, suites
 
 REACH_TARGET = 0.65  # issue 47: 2 clones reach the serial best in at most 0.65x its wall time
@@ -120,7 +121,14 @@ def _workload(options: ScaleOptions, sandbox, store: Store, tmp: Path, i: int, n
     target = factory.connector(dsn)
     bound = _load(target, name, options, lambda m: say(f"{tag} {m}"))
     hw = detect()
-    space = KnobSpace.build(target.knob_catalog(), hw, target.knob_profile())
+    profile = target.knob_profile()
+    if profile.single_core:  # each statement on one core (the issue's condition), kept out of the search
+        from advisor.core.domain import KnobChange
+
+        target.apply([KnobChange(k, v) for k, v in profile.single_core.items()])
+        say(f"{tag} one core per statement: {', '.join(f'{k} = {v}' for k, v in profile.single_core.items())}")
+    space = KnobSpace.build(target.knob_catalog(), hw, profile,
+                            SpaceOptions(exclude=tuple(profile.single_core)))
     try:
         replica = factory.build_replica(target, tmp / f"replica{i}", lambda m: say(f"{tag} {m}"))
         shadows = Shadows.of_replica(replica, target, say)
