@@ -8,8 +8,10 @@ with 1, 2, ... trials side by side (``parallel``), each slot on its own clone (`
 run's own path). Every trial's end is timestamped. Per seed and parallelism: the wall time, trials per hour, the best
 gain over the run's own baseline trial as wall-clock time goes on, and the time until the run came within
 ``tolerance`` (a gain's points) of the serial run's final best gain, over the serial run's whole wall time
-(``reach_ratio``). Per workload the means over seeds; the target (issue 47): 2 parallel clones reach the serial
-best in at most ``REACH_TARGET`` of its wall time with a final gain no worse (within ``tolerance``).
+(``reach_ratio``, per seed). Per workload the means over seeds, and the issue's figure on them
+(``reach_mean_curve``: when the seeds' mean best gain so far comes within ``tolerance`` of the serial seeds' mean
+final best, over the serial runs' mean wall time); the target (issue 47): 2 parallel clones at most
+``REACH_TARGET`` on every workload, with a final gain no worse (within ``tolerance``).
 
 Then ``simulate.project`` takes the serial runs' measured trial times, seconds per ask and the clone time to project
 the wall time and trials per hour of 16 and 64 workers (assumptions in the JSON). Nothing is asserted: the table
@@ -203,6 +205,29 @@ def _search(options: ScaleOptions, store: Store, target, shadows: Shadows, space
     return rec
 
 
+def _mean_reach(runs: list[RunRecord], serial: list[RunRecord], tolerance: float) -> float | None:
+    """The issue's figure, over seeds: the first wall-clock second at which ``runs``' best gain so far, averaged over
+    their seeds, is within ``tolerance`` of the serial runs' final best gain averaged over theirs, over the serial
+    runs' mean wall time; None when the average never gets there.
+
+    >>> a, b = RunRecord("w", 1, 2, 10.0, 0, 0, 100.0), RunRecord("w", 1, 1, 20.0, 0, 0, 100.0)
+    >>> a.trials = [{"ended_s": 3.0, "objective": 80.0, "status": "measured"}]
+    >>> b.trials = [{"ended_s": 18.0, "objective": 79.0, "status": "measured"}]
+    >>> _mean_reach([a], [b], 0.05)
+    0.15
+    """
+    if not runs or not serial:
+        return None
+    goal = statistics.mean(r.best_gain for r in serial) - tolerance
+    wall = statistics.mean(r.wall_s for r in serial)
+    curves = [r.curve() for r in runs]
+    for t in sorted({s for c in curves for s, _ in c}):
+        mean = statistics.mean(max([g for s, g in c if s <= t], default=0.0) for c in curves)
+        if mean >= goal:
+            return round(t / wall, 3) if wall > 0 else None
+    return None
+
+
 def summarize(options: ScaleOptions, records: list[RunRecord], notes: list[str]) -> dict:
     """Per workload and parallelism: means over seeds of wall time, trials per hour, final best gain and the
     reach ratio; the target's verdict; the projection from the serial runs' costs."""
@@ -219,7 +244,8 @@ def summarize(options: ScaleOptions, records: list[RunRecord], notes: list[str])
                 t = r.reached(s.best_gain - options.tolerance)
                 reach.append(t / s.wall_s if t is not None else None)
             known = [x for x in reach if x is not None]
-            rows.append({"workload": name, "parallel": p, "seeds": len(runs),
+            mean_reach = _mean_reach(runs, list(serial.values()), options.tolerance)
+            rows.append({"workload": name, "parallel": p, "seeds": len(runs), "reach_mean_curve": mean_reach,
                          "wall_s": round(statistics.mean(r.wall_s for r in runs), 1),
                          "trials_per_hour": round(statistics.mean(len(r.trials) * 3600 / r.wall_s for r in runs), 1),
                          "best_gain": round(statistics.mean(r.best_gain for r in runs), 4),
@@ -229,12 +255,17 @@ def summarize(options: ScaleOptions, records: list[RunRecord], notes: list[str])
     ones = {r["workload"]: r for r in rows if r["parallel"] == 1}
     verdict = None
     if two:
-        ratios = [r["reach_ratio"] for r in two]
+        ratios = [r["reach_mean_curve"] for r in two]
+        each = [r["reach_ratio"] for r in two]
         verdict = {"reach_ratio_mean": round(statistics.mean(ratios), 3) if None not in ratios else None,
+                   "reach_ratio_worst": max(ratios) if None not in ratios else None,
+                   "reach_ratio_per_seed_mean": round(statistics.mean(each), 3) if None not in each else None,
+                   "wall_ratio_mean": round(statistics.mean(r["wall_s"] / ones[r["workload"]]["wall_s"]
+                                                            for r in two if r["workload"] in ones), 3),
                    "quality_no_worse": all(r["best_gain"] >= ones[r["workload"]]["best_gain"] - options.tolerance
                                            for r in two if r["workload"] in ones),
                    "target": REACH_TARGET}
-        verdict["met"] = bool(verdict["reach_ratio_mean"] is not None and verdict["reach_ratio_mean"] <= REACH_TARGET
+        verdict["met"] = bool(verdict["reach_ratio_worst"] is not None and verdict["reach_ratio_worst"] <= REACH_TARGET
                               and verdict["quality_no_worse"])
     serial_runs = [r for r in records if r.parallel == 1]
     trial_s = [t["duration_s"] for r in serial_runs for t in r.trials if t["source"] != "default"]
