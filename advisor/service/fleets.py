@@ -42,7 +42,7 @@ def check_selector(selector: str) -> str:
     if selector == ALL:
         return selector
     if selector.startswith(TAG) and selector[len(TAG):]:
-        check_name(selector[len(TAG):], "tag")
+        check_name("tag", selector[len(TAG):])
         return selector
     raise AdvisorError(f"a fleet is 'all' or 'tag:NAME' (targets tagged NAME), got {selector!r}")
 
@@ -84,8 +84,12 @@ def run_fleet(service, schedule: dict, fired_at: float, by_cron: bool, member: C
 
         with ThreadPoolExecutor(max(1, min(len(targets), get_settings().max_parallel_runs)),
                                 thread_name_prefix="fleet") as pool:
-            for t in targets:
-                pool.submit(member, service, schedule, t["id"], job_id, fired_at)
+            futures = {pool.submit(member, service, schedule, t["id"], job_id, fired_at): t for t in targets}
+        for future, t in futures.items():  # a member that raised (a cancelled run, a bug) is recorded, not lost
+            error = future.exception()
+            if error is not None:
+                failed(store, schedule, t["id"], job_id,
+                       f"the fleet's task for {t['name']} failed ({type(error).__name__})")
     return store.runs(job_id=job_id)
 
 
@@ -110,7 +114,9 @@ def _on_ray(service, schedule: dict, targets: list[dict], job_id: str, fired_at:
     connect(address, 2, service.say)
     # every process sharing a store needs its settings (the key its credentials are encrypted with, above all):
     # the tasks get this process's ADVISOR_* settings, as Ray passes environments
-    env = {k: v for k, v in os.environ.items() if k.startswith("ADVISOR_")}
+    # (not ADVISOR_RAY: a member's own trials run in its task's process; a task asking the cluster for more
+    # workers while the fleet holds its CPUs would wait on itself)
+    env = {k: v for k, v in os.environ.items() if k.startswith("ADVISOR_") and k != "ADVISOR_RAY"}
     task = ray.remote(num_cpus=1, max_retries=0)(_remote_member).options(runtime_env={"env_vars": env})
     location = service.store.location()
     pending = {task.remote(type(service), member, location, schedule, t["id"], job_id, fired_at): t

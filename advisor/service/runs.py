@@ -57,13 +57,15 @@ class ProgressLog:
         self.lines: list[str] = []
         self.min_interval_s = min_interval_s
         self._last_write = 0.0
+        self._lines_lock = threading.Lock()  # trials side by side say things from their own threads
 
     def __call__(self, message: str) -> None:
         why = self.cancelled()
         if why:
             raise RunCancelled(why)
         elapsed = time.monotonic() - self.started
-        self.lines = [*self.lines[-(LOG_LINES - 1):], f"[{elapsed:7.1f}s] {message}"]
+        with self._lines_lock:
+            self.lines = [*self.lines[-(LOG_LINES - 1):], f"[{elapsed:7.1f}s] {message}"]
         self.echo(message)
         if time.monotonic() - self._last_write >= self.min_interval_s:
             self.flush()

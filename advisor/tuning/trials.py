@@ -215,8 +215,7 @@ class TrialLoop:
             base = self.records[-1]
             if self.after_default is not None:
                 self.after_default(base)
-        seeds = [seed for i, seed in enumerate(self.seeds)
-                 if sum(1 for s in done_sources if s.startswith("seed:")) <= i]
+        seeds = [seed for seed in self.seeds if f"seed:{seed.source}" not in done_sources]  # a resumed run's: by name
         last, exhausted = None, False
         while True:
             while executor.free() and self._room() and not exhausted:
@@ -233,7 +232,9 @@ class TrialLoop:
                     self._start(executor, self.space.full(seed.config), f"seed:{seed.source}")
                     continue
                 want = min(executor.free(), self.budget - len(self.records) - len(self._running))
-                current = getattr(self.trials, "current", None) if executor.slots == 1 else None
+                # what the system under test holds now: known only where the one slot is this loop's own target
+                alone = executor.slots == 1 and getattr(executor, "targets", [None])[0] is self.trials
+                current = getattr(self.trials, "current", None) if alone else None
                 pending = [tuple(self.space.changes(c)) for c, _ in self._running.values()]
                 asked = self.optimizer.ask(want, current=tuple(self.space.changes(current)) if current else None,
                                            **({"pending": pending} if pending else {}))

@@ -132,6 +132,12 @@ def _tensors_from_json(warm: dict | None) -> dict | None:
     return {k: torch.tensor(v["value"], dtype=getattr(torch, v["dtype"])) for k, v in warm.items()} if warm else None
 
 
+def _numerical_warning() -> type[Warning]:
+    from linear_operator.utils.warnings import NumericalWarning
+
+    return NumericalWarning
+
+
 def score(acq, candidates: np.ndarray, batch: int = 1024) -> np.ndarray:
     """Acquisition values of many single points."""
     import torch
@@ -139,7 +145,9 @@ def score(acq, candidates: np.ndarray, batch: int = 1024) -> np.ndarray:
     from optimizers.torch_runtime import one_thread
 
     out = []
-    with torch.no_grad(), one_thread():
+    with torch.no_grad(), one_thread(), warnings.catch_warnings():
+        # a joint posterior with pending points near a candidate needs jitter; linear_operator says so each time
+        warnings.simplefilter("ignore", _numerical_warning())
         for i in range(0, len(candidates), batch):
             chunk = torch.tensor(candidates[i:i + batch], dtype=torch.double).unsqueeze(1)
             out.append(acq(chunk).numpy())

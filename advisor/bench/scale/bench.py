@@ -99,12 +99,15 @@ def run(options: ScaleOptions = ScaleOptions(), say: Say = silent) -> dict:
     with factory.sandbox(options.engine, "bench-scale") as sandbox, \
             tempfile.TemporaryDirectory(prefix="advisor-scale-") as tmp:
         store = Store(str(Path(tmp) / "advisor.duckdb"))
-        for i, name in enumerate(options.workloads):
-            try:
-                records += _workload(options, sandbox, store, Path(tmp), i, name, notes, say)
-            except AdvisorError as e:
-                notes.append(f"{name}: left out: {e}")
-                say(f"[{name}] left out: {e}")
+        try:
+            for i, name in enumerate(options.workloads):
+                try:
+                    records += _workload(options, sandbox, store, Path(tmp), i, name, notes, say)
+                except AdvisorError as e:
+                    notes.append(f"{name}: left out: {e}")
+                    say(f"[{name}] left out: {e}")
+        finally:
+            store.close()
     doc = summarize(options, records, notes)
     doc["seconds"] = round(time.time() - started, 1)
     out = Path(options.out_dir)

@@ -4,15 +4,14 @@ package's docstring says what each executor is for).
 The contract: ``slots`` trials run at once at most; ``start(ticket, config)`` runs ``config`` on a free slot;
 ``wait()`` blocks until at least one trial has ended and returns every ended one (``Ended``: the ticket, the
 result, seconds, whether the target restarted, the per-item medians); ``configure(**values)`` sets attributes on
-every slot's target (a learned index's safety bound, known once the defaults are measured); ``close()``. A trial
-whose target raises an AdvisorError, or whose worker is lost, is a failed trial with its reason and the error's
-type, never a lost one: the loop records it and goes on.
+every slot's target (a learned index's safety bound, known once the defaults are measured); ``close()``. A
+configuration that fails is a failed trial (the target says so); a target that raises ends the run in this process
+as before, the trials that ended beside it recorded first; a Ray worker lost mid-trial is a failed trial with its
+reason, never a lost one, and the run goes on.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
@@ -21,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.core.domain import TrialResult
-from advisor.core.errors import AdvisorError
 
 
 @dataclass(frozen=True)
@@ -38,15 +36,11 @@ class Ended:
 
 
 def run_trial(target: Any, config: Mapping[str, str]) -> tuple[TrialResult, float, bool, dict | None]:
-    """One trial on ``target`` (``trial(config)`` and its ``last_ms``); an AdvisorError it raises becomes a failed
-    trial with its message (which never carries a secret). Anything else (a cancelled run's progress callback, a
-    bug) goes up to the loop, as it always has."""
-    started = time.perf_counter()
-    try:
-        result, duration, restarted = target.trial(config)
-    except AdvisorError as e:
-        return TrialResult(None, "failed", f"the trial failed: {e}", error=type(e).__name__), \
-            time.perf_counter() - started, False, None
+    """One trial on ``target``: ``trial(config)`` and its ``last_ms``. A configuration that fails is the target's
+    to say (a failed ``TrialResult``); an error it raises (a shadow that cannot be brought back, a cancelled run's
+    progress callback) ends the run, as it always has: in this process it goes up to the loop, on a Ray worker it
+    becomes that trial's failure and the slot a new worker (``on_ray``)."""
+    result, duration, restarted = target.trial(config)
     return result, duration, restarted, getattr(target, "last_ms", None)
 
 
@@ -102,7 +96,7 @@ class InProcess(Executor):
         self._done: list[Ended] = []
         self._futures: dict[Future, tuple[int, int]] = {}
         self._pool = ThreadPoolExecutor(self.slots, thread_name_prefix="trial") if self.slots > 1 else None
-        self._lock = threading.Lock()
+        self._raised: BaseException | None = None
 
     @property
     def running(self) -> int:
@@ -122,14 +116,24 @@ class InProcess(Executor):
             ended, self._done = self._done, []
             self._idle.extend(e.slot for e in ended)
             return ended
+        if self._raised is not None:  # the trials that ended beside it are recorded; now the error ends the run
+            raised, self._raised = self._raised, None
+            raise raised
         if not self._futures:
             return []
         finished, _ = wait_futures(list(self._futures), return_when=FIRST_COMPLETED)
         out = []
         for future in finished:
             ticket, slot = self._futures.pop(future)
-            out.append(Ended(ticket, *future.result(), slot=slot))
             self._idle.append(slot)
+            error = future.exception()
+            if error is not None:
+                self._raised = self._raised or error
+                continue
+            out.append(Ended(ticket, *future.result(), slot=slot))
+        if not out and self._raised is not None:
+            raised, self._raised = self._raised, None
+            raise raised
         return sorted(out, key=lambda e: e.ticket)
 
     def configure(self, **values: Any) -> None:

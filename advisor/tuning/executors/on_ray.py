@@ -29,6 +29,7 @@ from advisor.tuning.executors.local import Ended, Executor, run_trial
 AUTO = "auto"
 OBJECT_STORE_BYTES = 128 << 20  # trials move kilobytes; Ray's default (30% of memory) would reserve gigabytes
 WAIT_S = 4.0  # a wait for a trial says how many are running this often (no step silent past 5 s)
+READY_S = 600.0  # a new worker builds its target (a thin clone: seconds; a full copy: minutes) within this
 
 # Ray reads this once, when it is first imported (every import of it is below this module's): a local cluster's
 # node address is then 127.0.0.1, never the machine's network address
@@ -55,7 +56,8 @@ def connect(address: str, slots: int = 2, say: Say = silent) -> str:
     say("starting a local Ray cluster on loopback" if local else f"connecting to the Ray cluster at {address}")
     try:
         if local:
-            ray.init(address="local", num_cpus=max(1, slots), include_dashboard=False, _node_ip_address="127.0.0.1",
+            ray.init(address="local", num_cpus=max(1, slots, os.cpu_count() or 1), include_dashboard=False,
+                     _node_ip_address="127.0.0.1",
                      object_store_memory=OBJECT_STORE_BYTES, log_to_driver=False, logging_level="ERROR",
                      namespace="db-advisor")
         else:
@@ -98,7 +100,11 @@ def _worker_class():
         def trial(self, config: Mapping[str, str]):
             if self.target is None:
                 return TrialResult(None, "failed", self.error, error="WorkerSetup"), 0.0, False, None
-            return run_trial(self.target, config)
+            try:
+                return run_trial(self.target, config)
+            except AdvisorError as e:  # its target is gone (a clone that cannot come back): this trial fails
+                return (TrialResult(None, "failed", f"the worker's trial target failed: {e}", error=type(e).__name__),
+                        0.0, False, None)
 
         def configure(self, values: dict) -> None:
             for name, value in values.items():
@@ -123,18 +129,36 @@ class RayExecutor(Executor):
 
         self.address = connect(address, slots, say)
         self.recipe, self.slots, self.say = recipe, max(1, int(slots)), say
+        self._ray = ray
+        cpus = ray.cluster_resources().get("CPU", 0)
+        if cpus < self.slots:
+            raise AdvisorError(f"the Ray cluster at {self.address} has {cpus:g} CPU(s); {self.slots} trial workers "
+                               "need one each: give fewer with --parallel, or add nodes")
         self._cls = _worker_class()
         self._configured: dict[str, Any] = {}
-        self.workers = [self._new_worker() for _ in range(self.slots)]
+        self.workers: list = []
+        try:
+            for _ in range(self.slots):
+                self.workers.append(self._new_worker())
+        except AdvisorError:
+            self.close()
+            raise
         self._idle = list(range(self.slots))
         self._refs: dict[Any, tuple[int, int, float]] = {}  # ObjectRef -> (ticket, slot, started)
         self.lost = 0  # workers lost mid-trial (each a failed trial)
-        self._ray = ray
 
     def _new_worker(self):
+        """A worker with its target built, once the cluster has placed it (at most ``READY_S``; its CPUs taken by
+        other work: AdvisorError, never a wait without end)."""
         worker = self._cls.options(name=None).remote(self.recipe)
+        try:
+            self._ray.get(worker.pid.remote(), timeout=READY_S)
+        except Exception as e:  # noqa: BLE001 - GetTimeoutError, or the worker died while building its target
+            self._ray.kill(worker, no_restart=True)
+            raise AdvisorError(f"a Ray trial worker did not start within {READY_S:g} s ({type(e).__name__}): the "
+                               "cluster's CPUs are taken by other work") from None
         if self._configured:
-            worker.configure.remote(dict(self._configured))
+            self._ray.get(worker.configure.remote(dict(self._configured)))
         return worker
 
     @property
@@ -179,6 +203,10 @@ class RayExecutor(Executor):
             why = f"the Ray task failed ({type(e).__name__})"
         self.lost += 1
         self.say(f"trial on slot {slot + 1}: {why}; a new worker takes the slot")
+        try:  # the old one gives its CPU back (a task error leaves its process running)
+            self._ray.kill(self.workers[slot], no_restart=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
         self.workers[slot] = self._new_worker()
         return Ended(ticket, TrialResult(None, "failed", why, error="WorkerLost"),
                      time.perf_counter() - started, False, None, slot)

@@ -6,7 +6,7 @@ holds it) or, without one, a full copy of the target."""
 from __future__ import annotations
 
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from advisor.core.errors import AdvisorError
 from advisor.core.progress import Say, silent
@@ -27,9 +27,10 @@ class ShadowRecipe:
 
     engine: str
     replica: str | None
-    dsn: str | None
-    statements: tuple
-    space: KnobSpace
+    dsn: str | None = field(repr=False)  # the target's, with its password: never shown
+    statements: tuple = ()
+    space: KnobSpace | None = None
+    sample_percent: float | None = None
     repeats: int = 3
     objective: str = "latency"
     timeout_factor: float = 3.0
@@ -43,7 +44,7 @@ class ShadowRecipe:
         if self.replica is not None:
             shadow = factory.open_replica(self.engine, Path(self.replica)).clone(silent)
         elif self.dsn is not None:
-            shadow = factory.clone(factory.connector(self.dsn))
+            shadow = factory.clone(factory.connector(self.dsn), sample_percent=self.sample_percent)
         else:
             raise AdvisorError("the recipe names neither a replica nor the target to copy")
         runner = ReplayRunner(list(self.statements), repeats=self.repeats, objective=self.objective)
@@ -72,11 +73,12 @@ def trial_executor(trials: ShadowTarget, plan, connector: Connector, shadows: Sh
             raise
         return more, stack.close
 
-    def recipe() -> ShadowRecipe:
-        replica = shadows.replica
+    def recipe() -> ShadowRecipe:  # made the run's way: a thin clone of the replica, else a copy (sampled if asked)
+        replica = shadows.replica if not plan.sample_percent else None
         return ShadowRecipe(connector.engine, str(replica.directory) if replica is not None else None,
-                            None if replica is not None else connector.dsn, tuple(bound), trials.space, plan.repeats,
-                            tuning.objective, tuning.timeout_factor, tuning.min_timeout_s)
+                            None if replica is not None else connector.dsn, tuple(bound), trials.space,
+                            plan.sample_percent, plan.repeats, tuning.objective, tuning.timeout_factor,
+                            tuning.min_timeout_s)
 
     executor = open_executor(trials, parallel=tuning.parallel, ray=ray_address(tuning.ray), copies=copies,
                              recipe=recipe, say=say)

@@ -140,3 +140,10 @@ def test_ray_address_comes_from_the_run_else_the_setting(monkeypatch):
         "10.0.0.5:6379"
     monkeypatch.delenv("ADVISOR_RAY")
     assert ray_address(None) is None
+
+
+def test_more_ray_workers_than_the_cluster_has_cpus_is_refused_in_one_line(target, ray_executor):
+    from advisor.core.errors import AdvisorError
+
+    with pytest.raises(AdvisorError, match=r"has \d+ CPU\(s\); 64 trial workers need one each"):
+        open_executor(target, parallel=64, ray="auto", recipe=lambda: HarnessRecipe.of(target))
