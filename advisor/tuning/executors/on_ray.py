@@ -150,9 +150,12 @@ class RayExecutor(Executor):
     def _new_worker(self):
         """A worker with its target built, once the cluster has placed it (at most ``READY_S``; its CPUs taken by
         other work: AdvisorError, never a wait without end)."""
+        from advisor.core.progress import heartbeat
+
         worker = self._cls.options(name=None).remote(self.recipe)
         try:
-            self._ray.get(worker.pid.remote(), timeout=READY_S)
+            with heartbeat(self.say, "starting a Ray trial worker (it makes its own clone)"):
+                self._ray.get(worker.pid.remote(), timeout=READY_S)
         except Exception as e:  # noqa: BLE001 - GetTimeoutError, or the worker died while building its target
             self._ray.kill(worker, no_restart=True)
             raise AdvisorError(f"a Ray trial worker did not start within {READY_S:g} s ({type(e).__name__}): the "
