@@ -53,9 +53,10 @@ def members(store, selector: str) -> list[dict]:
     return [t for t in store.targets() if t["registered"] and (tag is None or tag in (t.get("tags") or []))]
 
 
-def run_fleet(service, schedule: dict, fired_at: float, by_cron: bool, member: Callable[..., int],
+def run_fleet(service, schedule: dict, fired_at: float, member: Callable[..., int],
               failed: Callable[[Any, dict, str, str, str], None]) -> list[dict]:
-    """One firing of a fleet schedule: a job over its members (see the module docstring). ``member(service,
+    """One firing of a fleet schedule, already claimed (``scheduling.run_scheduled``): a job over its members (see
+    the module docstring). ``member(service,
     schedule, target_id, job_id, fired_at)``: one member's firing (``scheduling.member_firing``, a module-level
     function: Ray sends it by name); ``failed(store, schedule, target_id, job_id, why)``: a member whose task was
     lost, recorded. Returns every run the job recorded."""
@@ -63,12 +64,6 @@ def run_fleet(service, schedule: dict, fired_at: float, by_cron: bool, member: C
 
     store = service.store
     who = Principal(f"schedule:{schedule['id']}", "operator")
-    if by_cron and not store.claim_firing(schedule["id"], fired_at):
-        store.audit(who.actor, "firing_taken", schedule["id"], {"fired_at": fired_at, "reason": "another "
-                    "process sharing the store runs this firing"})
-        return []
-    if not by_cron:
-        store.schedule_fired(schedule["id"], fired_at)
     job_id = new_id()
     targets = members(store, schedule["fleet"])
     address = ray_address(schedule["plan"].get("ray"))

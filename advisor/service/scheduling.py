@@ -148,10 +148,6 @@ def run_scheduled(service, schedule: dict, fired_at: float, by_cron: bool = Fals
     planned run, then auto-apply what the schedule allows (its watch judged by the schedule's max_regression). A
     cron firing that another server sharing the store already took (the same slot) is left to it. A fleet's
     schedule fires its members (``advisor.service.fleets``), each this way, in one job (``job_id``)."""
-    if schedule.get("fleet"):
-        from advisor.service.fleets import run_fleet
-
-        return run_fleet(service, schedule, fired_at, by_cron, member_firing, member_failed)
     store = service.store
     who = Principal(f"schedule:{schedule['id']}", "operator")
     if by_cron and not store.claim_firing(schedule["id"], fired_at):
@@ -160,6 +156,10 @@ def run_scheduled(service, schedule: dict, fired_at: float, by_cron: bool = Fals
         return []
     if not by_cron:
         store.schedule_fired(schedule["id"], fired_at)
+    if schedule.get("fleet"):
+        from advisor.service.fleets import run_fleet
+
+        return run_fleet(service, schedule, fired_at, member_firing, member_failed)
     plan = schedule["plan"]
     watch(service, schedule, who)
 

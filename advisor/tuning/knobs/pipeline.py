@@ -23,8 +23,8 @@ from advisor.tuning.observe import Observation, bind
 from advisor.tuning.recommend import Dropped, dropped_rows, recommend, verdict_note
 from advisor.tuning.knobs.shares import seed_line
 from advisor.tuning.shadows import Shadows
-from advisor.tuning.knobs.ablation import PLAN_INERT, Ablation, AblationOptions, ablate
 from advisor.tuning.knobs import slots
+from advisor.tuning.knobs.ablation import PLAN_INERT, Ablation, AblationOptions, ablate
 from advisor.tuning.knobs.retime import confirm_knob_regressions
 from advisor.tuning.knobs.repair import MAX_REPAIRS, blame, repairable, to_take_out, widened, without
 from advisor.tuning.knobs.trials import ReplayRunner, TrialRecord, TrialRunner, TuningOptions, TuningRun
@@ -171,10 +171,8 @@ def propose_seeds(store: Store, problem: KnobProblem, obs: Observation, tuning: 
 
 
 def search(store: Store, run_id: str, target_id: str, trials: TrialRunner, optimizer: Optimizer,
-           tuning: TuningOptions, seeds: list[Seed], *, resume: bool = False, say: Say = silent,
-           executor=None) -> TuningRun:
-    """The propose step: the baseline, the seeds, then the optimizer's asks, each trial stored as it ends (on the
-    slots of ``executor`` when given: ``slots.trial_executor``)."""
+           tuning: TuningOptions, seeds: list[Seed], *, resume: bool = False, say: Say = silent, executor=None):
+    """The propose step: the baseline, the seeds, then the asks, each trial stored as it ends (on ``executor``)."""
     run = TuningRun(store, run_id, target_id, trials, optimizer, tuning, seeds, say, executor=executor)
     if resume:
         run.resume_from_store()
